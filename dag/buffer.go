@@ -1,0 +1,181 @@
+package dag
+
+import "fmt"
+
+// Placement says where a buffer's memory lives.
+type Placement uint8
+
+const (
+	Device   Placement = iota // memory of a GPU (the CPU backend stands in for it)
+	Pinned                    // page-locked host memory: copies to and from it are asynchronous
+	Pageable                  // ordinary host memory: CUDA copies it synchronously
+)
+
+func (p Placement) String() string {
+	switch p {
+	case Device:
+		return "device"
+	case Pinned:
+		return "pinned"
+	case Pageable:
+		return "pageable"
+	}
+	return fmt.Sprintf("Placement(%d)", uint8(p))
+}
+
+// Host reports whether memory of this placement is addressable by the host.
+func (p Placement) Host() bool { return p != Device }
+
+// DType is the element type of a buffer; it fixes how initial contents,
+// fills and checksums interpret its bytes.
+type DType uint8
+
+const (
+	U8 DType = iota
+	I32
+	I64
+	F32
+	F64
+)
+
+var dtypeNames = [...]string{U8: "u8", I32: "i32", I64: "i64", F32: "f32", F64: "f64"}
+
+func (d DType) String() string {
+	if int(d) < len(dtypeNames) {
+		return dtypeNames[d]
+	}
+	return fmt.Sprintf("DType(%d)", uint8(d))
+}
+
+// Size is the size in bytes of one element.
+func (d DType) Size() int64 {
+	switch d {
+	case U8:
+		return 1
+	case I32, F32:
+		return 4
+	default:
+		return 8
+	}
+}
+
+// ParseDType returns the DType named s (u8, i32, i64, f32, f64).
+func ParseDType(s string) (DType, bool) {
+	for i, n := range dtypeNames {
+		if n == s {
+			return DType(i), true
+		}
+	}
+	return 0, false
+}
+
+// InitKind says how a buffer's initial contents are made.
+type InitKind uint8
+
+const (
+	InitNone   InitKind = iota // undefined contents (zeros on every backend dagrun ships)
+	InitZeros                  // all bytes zero
+	InitValue                  // every element equals Init.Value
+	InitRandom                 // seeded uniform values in [0, 1) (integers: [0, 256))
+	InitBytes                  // exactly Init.Data
+)
+
+// Init describes a buffer's contents before the run starts.
+type Init struct {
+	Kind  InitKind
+	Value float64
+	Seed  uint64
+	Data  []byte
+}
+
+// Buffer is a range of memory that operations read and write.
+//
+// A persistent buffer (the default) is allocated and initialised before a
+// run and stays readable after it. A temporary buffer lives inside the run:
+// it is allocated on a stream before its first use and freed on a stream
+// after its last, either by explicit Alloc and Free operations or, when the
+// graph has none for it, automatically.
+type Buffer struct {
+	ID        int
+	Name      string
+	Size      int64 // bytes
+	Placement Placement
+	Device    int // the device of Device memory; for host memory, the device it is pinned for
+	DType     DType
+	Temporary bool
+	Init      Init
+}
+
+// All is a view of every byte of b.
+func (b *Buffer) All() View { return View{Buf: b, Size: b.Size} }
+
+// Slice is the view of size bytes of b starting at offset.
+func (b *Buffer) Slice(offset, size int64) View { return View{Buf: b, Offset: offset, Size: size} }
+
+// Elems is the number of whole elements of b's DType it holds.
+func (b *Buffer) Elems() int64 { return b.Size / b.DType.Size() }
+
+func (b *Buffer) String() string { return b.Name }
+
+// View is a byte range of a buffer.
+type View struct {
+	Buf    *Buffer
+	Offset int64
+	Size   int64
+}
+
+// End is the offset one past the view's last byte.
+func (v View) End() int64 { return v.Offset + v.Size }
+
+// Overlaps reports whether v and w share a byte.
+func (v View) Overlaps(w View) bool {
+	return v.Buf == w.Buf && v.Offset < w.End() && w.Offset < v.End()
+}
+
+func (v View) String() string {
+	if v.Buf == nil {
+		return "<nil view>"
+	}
+	if v.Offset == 0 && v.Size == v.Buf.Size {
+		return v.Buf.Name
+	}
+	return fmt.Sprintf("%s[%d:%d]", v.Buf.Name, v.Offset, v.End())
+}
+
+// Mode says how an operation uses a view.
+type Mode uint8
+
+const (
+	Read      Mode = 1
+	Write     Mode = 2
+	ReadWrite      = Read | Write
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Read:
+		return "in"
+	case Write:
+		return "out"
+	case ReadWrite:
+		return "inout"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// Reads reports whether m includes reading.
+func (m Mode) Reads() bool { return m&Read != 0 }
+
+// Writes reports whether m includes writing.
+func (m Mode) Writes() bool { return m&Write != 0 }
+
+// Access is one use of a view by an operation.
+type Access struct {
+	View
+	Mode Mode
+}
+
+// In, Out and InOut make accesses to a view.
+func In(v View) Access    { return Access{v, Read} }
+func Out(v View) Access   { return Access{v, Write} }
+func InOut(v View) Access { return Access{v, ReadWrite} }

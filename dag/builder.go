@@ -1,0 +1,153 @@
+package dag
+
+import (
+	"fmt"
+	"time"
+)
+
+// A Builder collects the buffers, kernels and operations of a graph in
+// declaration order; Build checks them and infers the dependencies.
+// Problems are reported by Build, all at once, so declaring reads straight.
+type Builder struct {
+	bufs    []*Buffer
+	kernels []*Kernel
+	ops     []*Op
+	errs    []error
+}
+
+// New returns an empty Builder.
+func New() *Builder { return &Builder{} }
+
+// BufferOption sets a property of a buffer being declared.
+type BufferOption func(*Buffer)
+
+// OnDevice places a buffer in the memory of device n.
+func OnDevice(n int) BufferOption { return func(b *Buffer) { b.Placement, b.Device = Device, n } }
+
+// PinnedHost places a buffer in page-locked host memory.
+func PinnedHost() BufferOption { return func(b *Buffer) { b.Placement = Pinned } }
+
+// PageableHost places a buffer in ordinary host memory.
+func PageableHost() BufferOption { return func(b *Buffer) { b.Placement = Pageable } }
+
+// Of sets the element type of a buffer (f32 by default).
+func Of(dt DType) BufferOption { return func(b *Buffer) { b.DType = dt } }
+
+// Temporary makes a buffer live only inside the run, allocated and freed on streams.
+func Temporary() BufferOption { return func(b *Buffer) { b.Temporary = true } }
+
+// Zeros, Value, Random and Contents set a buffer's initial contents.
+func Zeros() BufferOption          { return func(b *Buffer) { b.Init = Init{Kind: InitZeros} } }
+func Value(v float64) BufferOption { return func(b *Buffer) { b.Init = Init{Kind: InitValue, Value: v} } }
+func Random(seed uint64) BufferOption {
+	return func(b *Buffer) { b.Init = Init{Kind: InitRandom, Seed: seed} }
+}
+func Contents(data []byte) BufferOption {
+	return func(b *Buffer) { b.Init = Init{Kind: InitBytes, Data: data} }
+}
+
+// Buffer declares a buffer of size bytes, on device 0 unless an option says
+// otherwise.
+func (g *Builder) Buffer(name string, size int64, opts ...BufferOption) *Buffer {
+	b := &Buffer{ID: len(g.bufs), Name: name, Size: size, DType: F32}
+	for _, o := range opts {
+		o(b)
+	}
+	g.bufs = append(g.bufs, b)
+	return b
+}
+
+// Kernel declares a kernel that is not in the builtin library.
+func (g *Builder) Kernel(k *Kernel) *Kernel {
+	g.kernels = append(g.kernels, k)
+	return k
+}
+
+func (g *Builder) op(kind OpKind, acc ...Access) *Op {
+	o := &Op{ID: len(g.ops), Kind: kind, Access: acc, Device: -1}
+	g.ops = append(g.ops, o)
+	return o
+}
+
+// Alloc allocates temporary buffer b, stream-ordered.
+func (g *Builder) Alloc(b *Buffer) *Op { return g.op(Alloc, Access{b.All(), Write}) }
+
+// Free frees temporary buffer b once every earlier use of it is done.
+func (g *Builder) Free(b *Buffer) *Op { return g.op(Free, Access{b.All(), Write}) }
+
+// Copy copies src to dst; the two views have the same size.
+func (g *Builder) Copy(dst, src View) *Op { return g.op(Copy, In(src), Out(dst)) }
+
+// Fill sets every element of dst, read as its buffer's DType, to v.
+func (g *Builder) Fill(dst View, v float64) *Op {
+	o := g.op(Fill, Out(dst))
+	o.FillValue = v
+	return o
+}
+
+// Launch runs kernel k over grid x block threads. Each argument matches one
+// parameter of k: an Access, View or *Buffer for a buffer parameter (a View
+// or *Buffer takes the parameter's mode), a number for a scalar.
+func (g *Builder) Launch(k *Kernel, grid, block Dim3, args ...any) *Op {
+	o := g.op(Launch)
+	o.Launch = &LaunchSpec{Kernel: k, Grid: grid, Block: block}
+	for i, a := range args {
+		var mode Mode = ReadWrite
+		if k != nil && i < len(k.Params) && k.Params[i].Mode != 0 {
+			mode = k.Params[i].Mode
+		}
+		arg := Arg{Access: -1}
+		switch v := a.(type) {
+		case Access:
+			arg.Access = len(o.Access)
+			o.Access = append(o.Access, v)
+		case View:
+			arg.Access = len(o.Access)
+			o.Access = append(o.Access, Access{v, mode})
+		case *Buffer:
+			arg.Access = len(o.Access)
+			o.Access = append(o.Access, Access{v.All(), mode})
+		case int:
+			arg.Int, arg.Float = int64(v), float64(v)
+		case int32:
+			arg.Int, arg.Float = int64(v), float64(v)
+		case int64:
+			arg.Int, arg.Float = v, float64(v)
+		case float32:
+			arg.Int, arg.Float = int64(v), float64(v)
+		case float64:
+			arg.Int, arg.Float = int64(v), v
+		default:
+			g.errs = append(g.errs, fmt.Errorf("argument %d is a %T; pass an Access, View, *Buffer or number", i, a))
+		}
+		o.Launch.Args = append(o.Launch.Args, arg)
+	}
+	return o
+}
+
+// Host runs fn on the host once the steps before it are done; mem[i] of fn
+// holds the bytes of access[i], which must be host memory.
+func (g *Builder) Host(fn HostFunc, access ...Access) *Op {
+	o := g.op(Host, access...)
+	o.HostFunc = fn
+	return o
+}
+
+// Named names the operation; names are unique within a graph.
+func (o *Op) Named(name string) *Op { o.Name = name; return o }
+
+// WithPriority sets the operation's priority.
+func (o *Op) WithPriority(p Priority) *Op { o.Priority = p; return o }
+
+// OnDevice runs the operation on device n (by default, its device buffers' device).
+func (o *Op) OnDevice(n int) *Op { o.Device = n; return o }
+
+// Costs sets the operation's estimated duration for the planner.
+func (o *Op) Costs(d time.Duration) *Op { o.Cost = d; return o }
+
+// After orders the operation after ops, beyond what its data implies.
+func (o *Op) After(ops ...*Op) *Op { o.after = append(o.after, ops...); return o }
+
+// Grid1 and Dim are shorthands for Dim3 values.
+func Grid1(x int) Dim3     { return Dim3{x, 1, 1} }
+func Dim(x, y, z int) Dim3 { return Dim3{x, y, z} }

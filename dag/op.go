@@ -1,0 +1,126 @@
+package dag
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// OpKind is what an operation does.
+type OpKind uint8
+
+const (
+	Alloc  OpKind = iota // allocate a temporary buffer (stream-ordered)
+	Free                 // free a temporary buffer (stream-ordered)
+	Copy                 // copy Access[0] (read) to Access[1] (write)
+	Fill                 // set every element of Access[0] to FillValue
+	Launch               // run a kernel
+	Host                 // run a host function on host memory
+)
+
+var opKindNames = [...]string{Alloc: "alloc", Free: "free", Copy: "copy", Fill: "fill", Launch: "launch", Host: "host"}
+
+func (k OpKind) String() string {
+	if int(k) < len(opKindNames) {
+		return opKindNames[k]
+	}
+	return fmt.Sprintf("OpKind(%d)", uint8(k))
+}
+
+// Priority orders work that competes for a device: higher runs first.
+type Priority int
+
+const (
+	Low    Priority = -1
+	Normal Priority = 0
+	High   Priority = 1
+)
+
+func (p Priority) String() string {
+	switch p {
+	case Low:
+		return "low"
+	case Normal:
+		return "normal"
+	case High:
+		return "high"
+	}
+	return fmt.Sprintf("%d", int(p))
+}
+
+// Dim3 is a CUDA grid or block shape.
+type Dim3 struct{ X, Y, Z int }
+
+// Count is the number of threads or blocks the shape holds.
+func (d Dim3) Count() int { return d.X * d.Y * d.Z }
+
+func (d Dim3) String() string { return fmt.Sprintf("%dx%dx%d", d.X, d.Y, d.Z) }
+
+// Arg is one argument of a kernel launch: a buffer (the index of one of the
+// op's accesses) or a scalar. Which field counts is fixed by the parameter.
+type Arg struct {
+	Access int // index into Op.Access for buffer parameters, -1 for scalars
+	Int    int64
+	Float  float64
+}
+
+// LaunchSpec is the kernel-specific part of a Launch operation.
+type LaunchSpec struct {
+	Kernel *Kernel
+	Grid   Dim3
+	Block  Dim3
+	Shared int // dynamic shared memory in bytes
+	Args   []Arg
+}
+
+// HostFunc is the body of a host step. mem[i] holds the bytes of the step's
+// i-th access; it must not keep them after it returns. It must not call into
+// a device runtime: on CUDA it runs inside a stream callback.
+type HostFunc func(ctx context.Context, mem [][]byte) error
+
+// Op is one operation of a graph.
+type Op struct {
+	ID       int // index in Graph.Ops, a topological order
+	Name     string
+	Kind     OpKind
+	Access   []Access
+	Priority Priority
+	Device   int
+	Cost     time.Duration // estimated duration; zero lets the planner's cost model decide
+
+	FillValue float64     // Fill: the element value, in the buffer's DType
+	Launch    *LaunchSpec // Launch
+	HostFunc  HostFunc    // Host
+
+	// Deps are the IDs of the operations this one must follow: inferred from
+	// data and explicit After, without duplicates, each smaller than ID.
+	Deps []int32
+
+	after []*Op
+}
+
+func (o *Op) String() string { return o.Name }
+
+// Buffer is the buffer an Alloc or Free works on, else the first access's.
+func (o *Op) Buffer() *Buffer {
+	if len(o.Access) == 0 {
+		return nil
+	}
+	return o.Access[0].Buf
+}
+
+// Bytes is the number of bytes the op moves or touches: for copies and
+// fills the destination's size, otherwise the sum of its accesses.
+func (o *Op) Bytes() int64 {
+	switch o.Kind {
+	case Copy:
+		return o.Access[1].Size
+	case Fill, Alloc, Free:
+		return o.Access[0].Size
+	}
+	var n int64
+	for _, a := range o.Access {
+		n += a.Size
+	}
+	return n
+}

@@ -1,0 +1,85 @@
+package planner
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// StreamKind is the work a stream is reserved for.
+type StreamKind uint8
+
+const (
+	Compute StreamKind = iota // kernels, fills, allocs, frees, host steps
+	CopyH2D                   // copies from host to device memory
+	CopyD2H                   // copies from device to host memory
+	CopyD2D                   // copies within or between devices, and host to host
+)
+
+var streamKindNames = [...]string{Compute: "compute", CopyH2D: "h2d", CopyD2H: "d2h", CopyD2D: "d2d"}
+
+func (k StreamKind) String() string {
+	if int(k) < len(streamKindNames) {
+		return streamKindNames[k]
+	}
+	return fmt.Sprintf("StreamKind(%d)", uint8(k))
+}
+
+// Stream is one in-order queue of a plan.
+type Stream struct {
+	ID       int
+	Device   int
+	Priority dag.Priority
+	Kind     StreamKind
+	Name     string // for people: "dev0.high.compute1"
+}
+
+// StepKind is what a step of a plan does.
+type StepKind uint8
+
+const (
+	Run    StepKind = iota // run Op on Stream
+	Record                 // record Event on Stream
+	Wait                   // make Stream wait for Event
+)
+
+var stepKindNames = [...]string{Run: "run", Record: "record", Wait: "wait"}
+
+func (k StepKind) String() string {
+	if int(k) < len(stepKindNames) {
+		return stepKindNames[k]
+	}
+	return fmt.Sprintf("StepKind(%d)", uint8(k))
+}
+
+// Step is one instruction of a plan.
+type Step struct {
+	Kind   StepKind
+	Stream int32
+	Op     int32 // Run: the op's ID in the graph
+	Event  int32 // Record, Wait: the event's number
+}
+
+// Plan is a graph scheduled onto streams: one global submission order of
+// steps in which every Record precedes the Waits on its event, and each
+// stream's steps, taken in that order, are its instruction list. Each event
+// is recorded exactly once.
+type Plan struct {
+	Graph    *dag.Graph
+	Streams  []Stream
+	Steps    []Step
+	Events   int     // events are numbered 0..Events-1
+	OpStream []int32 // the stream of each op, by op ID
+	Stats    Stats
+}
+
+// Stats are the figures every plan reports.
+type Stats struct {
+	Ops          int
+	Streams      int
+	CrossEdges   int           // dependencies between ops on different streams
+	Waits        int           // waits inserted; CrossEdges minus Waits were implied by earlier waits or stream order
+	Makespan     time.Duration // estimated under the cost model
+	CriticalPath time.Duration // the longest chain of dependencies under the cost model: no plan can beat it
+}
