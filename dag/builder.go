@@ -37,8 +37,10 @@ func Of(dt DType) BufferOption { return func(b *Buffer) { b.DType = dt } }
 func Temporary() BufferOption { return func(b *Buffer) { b.Temporary = true } }
 
 // Zeros, Value, Random and Contents set a buffer's initial contents.
-func Zeros() BufferOption          { return func(b *Buffer) { b.Init = Init{Kind: InitZeros} } }
-func Value(v float64) BufferOption { return func(b *Buffer) { b.Init = Init{Kind: InitValue, Value: v} } }
+func Zeros() BufferOption { return func(b *Buffer) { b.Init = Init{Kind: InitZeros} } }
+func Value(v float64) BufferOption {
+	return func(b *Buffer) { b.Init = Init{Kind: InitValue, Value: v} }
+}
 func Random(seed uint64) BufferOption {
 	return func(b *Buffer) { b.Init = Init{Kind: InitRandom, Seed: seed} }
 }

@@ -561,4 +561,3 @@ func cyclePath(ops []*Op, ids []int) []int {
 		cur = next
 	}
 }
-
