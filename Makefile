@@ -1,0 +1,38 @@
+# dagrun: the developer's commands. `make test` is what CI runs.
+GO ?= go
+FUZZTIME ?= 20s
+
+.PHONY: build test unit race fuzz-short fuzz bench browser-deps gpu-build gpu-check
+
+build:
+	$(GO) build ./...
+
+# Everything CI checks: vet, the unit tests, the race detector on the
+# concurrent packages, and a short fuzz of the spec parser and the planner.
+test: unit race fuzz-short
+
+unit:
+	$(GO) vet ./...
+	$(GO) test ./...
+
+race:
+	$(GO) test -race ./cpu/... ./executor/...
+
+fuzz-short:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./spec
+	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./planner
+
+# Longer fuzzing for a developer's machine.
+fuzz:
+	$(MAKE) fuzz-short FUZZTIME=5m
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./planner ./cpu ./executor ./trace
+
+# Headless Chromium for the picture tests (trace/browser_test.go).
+browser-deps:
+	bash scripts/install-chromium.sh
+
+# GPU binaries and inputs for scripts/gpu-check.sh, built here into .gpu/.
+gpu-build:
+	bash scripts/gpu-build.sh

@@ -1,0 +1,60 @@
+package dag_test
+
+import (
+	"fmt"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Declaring work reads like the computation: the dependencies come from the
+// buffers each operation reads and writes.
+func ExampleBuilder() {
+	b := dag.New()
+	in := b.Buffer("in", 4096, dag.PinnedHost(), dag.Random(1))
+	x := b.Buffer("x", 4096, dag.OnDevice(0))
+	y := b.Buffer("y", 4096, dag.OnDevice(0), dag.Value(1))
+	out := b.Buffer("out", 4096, dag.PinnedHost())
+
+	b.Copy(x.All(), in.All()).Named("upload")
+	b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(256), x, 2.0).Named("double")
+	b.Launch(dag.Axpy, dag.Grid1(4), dag.Grid1(256), y, x, 0.5).Named("axpy")
+	b.Copy(out.All(), y.All()).Named("download")
+
+	g, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range g.Ops {
+		fmt.Printf("%-8s after %v\n", o.Name, depNames(g, o))
+	}
+	// Output:
+	// upload   after []
+	// double   after [upload]
+	// axpy     after [double]
+	// download after [axpy]
+}
+
+func depNames(g *dag.Graph, o *dag.Op) []string {
+	names := []string{}
+	for _, d := range o.Deps {
+		names = append(names, g.Ops[d].Name)
+	}
+	return names
+}
+
+// Mistakes are reported all at once, each naming the operation and a fix.
+func ExampleErrors() {
+	b := dag.New()
+	x := b.Buffer("x", 64)
+	y := b.Buffer("y", 32)
+	b.Copy(y.All(), x.All()).Named("copy")
+	b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(4096)).Named("wide")
+	_, err := b.Build()
+	for _, e := range dag.Errors(err) {
+		fmt.Println(e)
+	}
+	// Output:
+	// op "copy": copy of 64 bytes from x into 32 bytes of y (copy views of equal size)
+	// op "wide": block 4096x1x1 is too large (use at most 1024 threads per block (x, y <= 1024, z <= 64))
+}
