@@ -15,9 +15,10 @@ const (
 	CopyH2D                   // copies from host to device memory
 	CopyD2H                   // copies from device to host memory
 	CopyD2D                   // copies within or between devices, and host to host
+	CopyAny                   // copies in every direction (Options.SharedCopyStreams)
 )
 
-var streamKindNames = [...]string{Compute: "compute", CopyH2D: "h2d", CopyD2H: "d2h", CopyD2D: "d2d"}
+var streamKindNames = [...]string{Compute: "compute", CopyH2D: "h2d", CopyD2H: "d2h", CopyD2D: "d2d", CopyAny: "copy"}
 
 func (k StreamKind) String() string {
 	if int(k) < len(streamKindNames) {
@@ -57,8 +58,8 @@ func (k StepKind) String() string {
 type Step struct {
 	Kind   StepKind
 	Stream int32
-	Op     int32 // Run: the op's ID in the graph
-	Event  int32 // Record, Wait: the event's number
+	Op     int32 // Run: the op's ID in the graph; Record: the op it follows; Wait: the op it precedes
+	Event  int32 // Record, Wait: the event's number; Run: -1
 }
 
 // Plan is a graph scheduled onto streams: one global submission order of

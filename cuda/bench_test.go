@@ -1,0 +1,203 @@
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// chains is workload C or E of BASELINES.md: nchains independent chains
+// of length launches of kernel k (spin takes us microseconds), declared
+// round by round (breadth first, the order the raw loop launches in) or
+// chain by chain. The plan submits in declaration order.
+func chains(nchains, length int, k *dag.Kernel, us float64, byChain bool) *dag.Graph {
+	g := dag.New()
+	prev := make([]*dag.Op, nchains)
+	add := func(c, i int) {
+		var o *dag.Op
+		if k == dag.Spin {
+			o = g.Launch(k, dag.Grid1(1), dag.Grid1(32), us)
+		} else {
+			o = g.Launch(k, dag.Grid1(1), dag.Grid1(32))
+		}
+		o.Named(fmt.Sprintf("c%d_%d", c, i))
+		if prev[c] != nil {
+			o.After(prev[c])
+		}
+		prev[c] = o
+	}
+	if byChain {
+		for c := range nchains {
+			for i := range length {
+				add(c, i)
+			}
+		}
+	} else {
+		for i := range length {
+			for c := range nchains {
+				add(c, i)
+			}
+		}
+	}
+	graph, err := g.Build()
+	if err != nil {
+		panic(err)
+	}
+	return graph
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// timeIt runs f once and returns how long it took.
+func timeIt(b *testing.B, f func() error) time.Duration {
+	start := time.Now()
+	if err := f(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// benchChains compares, run by run in one process, the executor running the
+// plan of nchains x length launches eagerly on the backend with the raw
+// driver loops
+// (one C loop, and a Go loop with one cgo call per launch) launching the
+// same kernels breadth first on as many streams.
+func benchChains(b *testing.B, k *dag.Kernel, us float64, perOp, byChain bool) {
+	const nchains, length = 8, 100
+	be := gpuBackend(b)
+	g := chains(nchains, length, k, us, byChain)
+	p, err := planner.New(g, planner.Options{Streams: nchains})
+	require.NoError(b, err)
+	b.Logf("plan: %d streams, %d waits", len(p.Streams), p.Stats.Waits)
+	ctx := context.Background()
+	s, err := executor.Open(ctx, be, p)
+	require.NoError(b, err)
+	defer s.Close()
+	raw, err := newRawLoop(be, nchains, p.Streams[0].Priority, k, us)
+	require.NoError(b, err)
+	defer raw.close()
+	eager := func() error { return s.Run(ctx) }
+	for range 3 { // warm up
+		require.NoError(b, raw.launchesC(length))
+		require.NoError(b, eager())
+	}
+	var tc, tgo, te []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		tc = append(tc, timeIt(b, func() error { return raw.launchesC(length) }))
+		tgo = append(tgo, timeIt(b, func() error { return raw.launchesGo(length) }))
+		te = append(te, timeIt(b, eager))
+	}
+	b.StopTimer()
+	mc, mgo, me := median(tc), median(tgo), median(te)
+	if perOp {
+		n := float64(nchains * length)
+		b.ReportMetric(float64(mc.Nanoseconds())/n/1e3, "raw-c-us/op")
+		b.ReportMetric(float64(mgo.Nanoseconds())/n/1e3, "raw-go-us/op")
+		b.ReportMetric(float64(me.Nanoseconds())/n/1e3, "eager-us/op")
+	} else {
+		b.ReportMetric(float64(mc.Microseconds())/1e3, "raw-c-ms")
+		b.ReportMetric(float64(mgo.Microseconds())/1e3, "raw-go-ms")
+		b.ReportMetric(float64(me.Microseconds())/1e3, "eager-ms")
+	}
+	b.ReportMetric(float64(me)/float64(mc), "eager/raw-c")
+	b.ReportMetric(float64(me)/float64(mgo), "eager/raw-go")
+}
+
+// BenchmarkWorkloadE: 8 chains x 100 empty kernels, launch-bound.
+func BenchmarkWorkloadE(b *testing.B) { benchChains(b, dag.Empty, 0, true, false) }
+
+// BenchmarkWorkloadC: 8 chains x 100 kernels spinning 10 us (ideal 1.0 ms).
+func BenchmarkWorkloadC(b *testing.B) { benchChains(b, dag.Spin, 10, false, false) }
+
+// BenchmarkWorkloadCByChain is workload C declared chain by chain: the plan
+// submits in that order, so the last chain starts after 700 launches.
+func BenchmarkWorkloadCByChain(b *testing.B) { benchChains(b, dag.Spin, 10, false, true) }
+
+// BenchmarkWorkloadA: host cost per launch, 20,000 empty kernels on one
+// stream: the raw C loop, and Backend.Run for each.
+func BenchmarkWorkloadA(b *testing.B) {
+	const n = 20000
+	be := gpuBackend(b)
+	g := chains(1, 1, dag.Empty, 0, false)
+	ctx := context.Background()
+	require.NoError(b, be.Open(ctx, g))
+	defer be.Close()
+	require.NoError(b, be.NewStream(0, dag.Normal))
+	raw, err := newRawLoop(be, 1, dag.Normal, dag.Empty, 0)
+	require.NoError(b, err)
+	defer raw.close()
+	op := g.Ops[0]
+	run := func() error {
+		for range n {
+			if err := be.Run(0, op); err != nil {
+				return err
+			}
+		}
+		return be.Sync(ctx)
+	}
+	require.NoError(b, raw.launchesC(1000))
+	require.NoError(b, run())
+	var tc, tr []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		tc = append(tc, timeIt(b, func() error { return raw.launchesC(n) }))
+		tr = append(tr, timeIt(b, run))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(median(tc).Nanoseconds())/n/1e3, "raw-c-us/launch")
+	b.ReportMetric(float64(median(tr).Nanoseconds())/n/1e3, "run-us/launch")
+	b.ReportMetric(float64(median(tr))/float64(median(tc)), "run/raw-c")
+}
+
+// BenchmarkWorkloadD: host cost of an event record plus a stream wait.
+func BenchmarkWorkloadD(b *testing.B) {
+	const n = 20000
+	be := gpuBackend(b)
+	g := chains(1, 1, dag.Empty, 0, false)
+	ctx := context.Background()
+	require.NoError(b, be.Open(ctx, g))
+	defer be.Close()
+	require.NoError(b, be.NewStream(0, dag.Normal))
+	require.NoError(b, be.NewStream(0, dag.Normal))
+	require.NoError(b, be.NewEvent())
+	raw, err := newRawLoop(be, 2, dag.Normal, dag.Empty, 0)
+	require.NoError(b, err)
+	defer raw.close()
+	pairs := func() error {
+		for range n {
+			if err := be.Record(0, 0); err != nil {
+				return err
+			}
+			if err := be.Wait(1, 0); err != nil {
+				return err
+			}
+		}
+		return be.Sync(ctx)
+	}
+	require.NoError(b, pairs())
+	var tc, tb []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		tc = append(tc, timeIt(b, func() error { return raw.recordWaitC(n) }))
+		tb = append(tb, timeIt(b, pairs))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(median(tc).Nanoseconds())/n/1e3, "raw-c-us/pair")
+	b.ReportMetric(float64(median(tb).Nanoseconds())/n/1e3, "backend-us/pair")
+}

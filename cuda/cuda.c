@@ -1,0 +1,343 @@
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda.h"
+#include "_cgo_export.h"
+
+// Each entry names the table slot and the symbols to try, newest first.
+typedef struct {
+	size_t offset;
+	const char* names[3];
+	int required;
+} dr_sym;
+
+#define SLOT(field) offsetof(dr_api, field)
+
+static const dr_sym dr_syms[] = {
+	{SLOT(cuInit), {"cuInit"}, 1},
+	{SLOT(cuDriverGetVersion), {"cuDriverGetVersion"}, 1},
+	{SLOT(cuDeviceGetCount), {"cuDeviceGetCount"}, 1},
+	{SLOT(cuDeviceGet), {"cuDeviceGet"}, 1},
+	{SLOT(cuDeviceGetName), {"cuDeviceGetName"}, 1},
+	{SLOT(cuDeviceGetAttribute), {"cuDeviceGetAttribute"}, 1},
+	{SLOT(cuDevicePrimaryCtxRetain), {"cuDevicePrimaryCtxRetain"}, 1},
+	{SLOT(cuDevicePrimaryCtxRelease), {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"}, 1},
+	{SLOT(cuCtxSetCurrent), {"cuCtxSetCurrent"}, 1},
+	{SLOT(cuCtxGetCurrent), {"cuCtxGetCurrent"}, 1},
+	{SLOT(cuCtxSynchronize), {"cuCtxSynchronize"}, 1},
+	{SLOT(cuCtxGetStreamPriorityRange), {"cuCtxGetStreamPriorityRange"}, 1},
+	{SLOT(cuMemGetInfo), {"cuMemGetInfo_v2"}, 1},
+	{SLOT(cuGetErrorName), {"cuGetErrorName"}, 1},
+	{SLOT(cuGetErrorString), {"cuGetErrorString"}, 1},
+	{SLOT(cuStreamCreateWithPriority), {"cuStreamCreateWithPriority"}, 1},
+	{SLOT(cuStreamDestroy), {"cuStreamDestroy_v2"}, 1},
+	{SLOT(cuStreamSynchronize), {"cuStreamSynchronize"}, 1},
+	{SLOT(cuStreamQuery), {"cuStreamQuery"}, 1},
+	{SLOT(cuStreamWaitEvent), {"cuStreamWaitEvent"}, 1},
+	{SLOT(cuEventCreate), {"cuEventCreate"}, 1},
+	{SLOT(cuEventDestroy), {"cuEventDestroy_v2"}, 1},
+	{SLOT(cuEventRecord), {"cuEventRecord"}, 1},
+	{SLOT(cuEventSynchronize), {"cuEventSynchronize"}, 1},
+	{SLOT(cuEventElapsedTime), {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, 1},
+	{SLOT(cuMemAlloc), {"cuMemAlloc_v2"}, 1},
+	{SLOT(cuMemFree), {"cuMemFree_v2"}, 1},
+	{SLOT(cuMemAllocAsync), {"cuMemAllocAsync"}, 1},
+	{SLOT(cuMemFreeAsync), {"cuMemFreeAsync"}, 1},
+	{SLOT(cuMemHostAlloc), {"cuMemHostAlloc"}, 1},
+	{SLOT(cuMemFreeHost), {"cuMemFreeHost"}, 1},
+	{SLOT(cuDeviceGetDefaultMemPool), {"cuDeviceGetDefaultMemPool"}, 1},
+	{SLOT(cuMemPoolSetAttribute), {"cuMemPoolSetAttribute"}, 1},
+	{SLOT(cuMemPoolTrimTo), {"cuMemPoolTrimTo"}, 1},
+	{SLOT(cuMemcpyHtoD), {"cuMemcpyHtoD_v2"}, 1},
+	{SLOT(cuMemcpyDtoH), {"cuMemcpyDtoH_v2"}, 1},
+	{SLOT(cuMemcpyHtoDAsync), {"cuMemcpyHtoDAsync_v2"}, 1},
+	{SLOT(cuMemcpyDtoHAsync), {"cuMemcpyDtoHAsync_v2"}, 1},
+	{SLOT(cuMemcpyDtoDAsync), {"cuMemcpyDtoDAsync_v2"}, 1},
+	{SLOT(cuMemcpyPeerAsync), {"cuMemcpyPeerAsync"}, 1},
+	{SLOT(cuMemsetD8), {"cuMemsetD8_v2"}, 1},
+	{SLOT(cuMemsetD8Async), {"cuMemsetD8Async"}, 1},
+	{SLOT(cuMemsetD16Async), {"cuMemsetD16Async"}, 1},
+	{SLOT(cuMemsetD32Async), {"cuMemsetD32Async"}, 1},
+	{SLOT(cuModuleLoadData), {"cuModuleLoadData"}, 1},
+	{SLOT(cuModuleUnload), {"cuModuleUnload"}, 1},
+	{SLOT(cuModuleGetFunction), {"cuModuleGetFunction"}, 1},
+	{SLOT(cuLaunchKernel), {"cuLaunchKernel"}, 1},
+	{SLOT(cuLaunchHostFunc), {"cuLaunchHostFunc"}, 1},
+	{SLOT(cuStreamBeginCapture), {"cuStreamBeginCapture_v2"}, 0},
+	{SLOT(cuStreamEndCapture), {"cuStreamEndCapture"}, 0},
+	{SLOT(cuStreamIsCapturing), {"cuStreamIsCapturing"}, 0},
+	{SLOT(cuGraphInstantiateWithFlags), {"cuGraphInstantiateWithFlags"}, 0},
+	{SLOT(cuGraphUpload), {"cuGraphUpload"}, 0},
+	{SLOT(cuGraphLaunch), {"cuGraphLaunch"}, 0},
+	{SLOT(cuGraphExecDestroy), {"cuGraphExecDestroy"}, 0},
+	{SLOT(cuGraphDestroy), {"cuGraphDestroy"}, 0},
+	{SLOT(cuGraphGetNodes), {"cuGraphGetNodes"}, 0},
+	{SLOT(cuGraphNodeGetType), {"cuGraphNodeGetType"}, 0},
+	{SLOT(cuGraphExecKernelNodeSetParams), {"cuGraphExecKernelNodeSetParams"}, 0},
+};
+
+int dr_load(dr_api* a, const char* path, const char** missing) {
+	memset(a, 0, sizeof(*a));
+	a->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (a->lib == NULL) {
+		*missing = dlerror();
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(dr_syms) / sizeof(dr_syms[0]); i++) {
+		const dr_sym* s = &dr_syms[i];
+		void* p = NULL;
+		for (int j = 0; j < 3 && s->names[j] != NULL && p == NULL; j++) {
+			p = dlsym(a->lib, s->names[j]);
+		}
+		if (p == NULL && s->required) {
+			*missing = s->names[0];
+			dlclose(a->lib);
+			a->lib = NULL;
+			return 1;
+		}
+		memcpy((char*)a + s->offset, &p, sizeof(p));
+	}
+	return 0;
+}
+
+void dr_unload(dr_api* a) {
+	if (a->lib != NULL) {
+		dlclose(a->lib);
+	}
+	memset(a, 0, sizeof(*a));
+}
+
+dr_launch* dr_launch_new(int nslots) {
+	size_t n = sizeof(dr_launch) + (size_t)nslots * (sizeof(void*) + sizeof(uint64_t));
+	dr_launch* l = calloc(1, n);
+	if (l == NULL) {
+		return NULL;
+	}
+	l->nslots = nslots;
+	l->params = (void**)(l + 1);
+	l->slots = (uint64_t*)(l->params + nslots);
+	for (int i = 0; i < nslots; i++) {
+		l->params[i] = &l->slots[i];
+	}
+	return l;
+}
+
+// dr_ctx makes c current on the calling thread if it is not already: a
+// thread-local read in the driver when nothing changes.
+CUresult dr_ctx(dr_api* a, CUcontext c) {
+	CUcontext cur = NULL;
+	CUresult r = a->cuCtxGetCurrent(&cur);
+	if (r != DR_SUCCESS) {
+		return r;
+	}
+	return cur == c ? DR_SUCCESS : a->cuCtxSetCurrent(c);
+}
+
+#define WITH_CTX(call)                    \
+	do {                                  \
+		CUresult r_ = dr_ctx(a, c);       \
+		if (r_ != DR_SUCCESS) return r_;  \
+		return (call);                    \
+	} while (0)
+
+CUresult dr_launch_kernel(dr_api* a, CUcontext c, dr_launch* l, CUstream s) {
+	WITH_CTX(a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, s,
+	                           l->nslots > 0 ? l->params : NULL, NULL));
+}
+
+CUresult dr_record(dr_api* a, CUcontext c, CUevent e, CUstream s) { WITH_CTX(a->cuEventRecord(e, s)); }
+
+CUresult dr_wait(dr_api* a, CUcontext c, CUstream s, CUevent e) { WITH_CTX(a->cuStreamWaitEvent(s, e, 0)); }
+
+CUresult dr_alloc_async(dr_api* a, CUcontext c, CUdeviceptr* p, size_t n, CUstream s) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	r = a->cuMemAllocAsync(p, n, s);
+	if (r != DR_SUCCESS) return r;
+	// Temporaries start as zeros on every backend.
+	return a->cuMemsetD8Async(*p, 0, n, s);
+}
+
+CUresult dr_free_async(dr_api* a, CUcontext c, CUdeviceptr p, CUstream s) { WITH_CTX(a->cuMemFreeAsync(p, s)); }
+
+CUresult dr_htod_async(dr_api* a, CUcontext c, CUdeviceptr d, const void* h, size_t n, CUstream s) {
+	WITH_CTX(a->cuMemcpyHtoDAsync(d, h, n, s));
+}
+
+CUresult dr_dtoh_async(dr_api* a, CUcontext c, void* h, CUdeviceptr d, size_t n, CUstream s) {
+	WITH_CTX(a->cuMemcpyDtoHAsync(h, d, n, s));
+}
+
+CUresult dr_dtod_async(dr_api* a, CUcontext c, CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
+	WITH_CTX(a->cuMemcpyDtoDAsync(d, src, n, s));
+}
+
+CUresult dr_peer_async(dr_api* a, CUcontext c, CUdeviceptr d, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+                       CUstream s) {
+	WITH_CTX(a->cuMemcpyPeerAsync(d, dc, src, sc, n, s));
+}
+
+CUresult dr_memset_async(dr_api* a, CUcontext c, CUdeviceptr d, int elemsize, uint64_t pattern, size_t n, CUstream s) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	switch (elemsize) {
+	case 1:
+		return a->cuMemsetD8Async(d, (unsigned char)pattern, n, s);
+	case 2:
+		return a->cuMemsetD16Async(d, (unsigned short)pattern, n, s);
+	case 4:
+		return a->cuMemsetD32Async(d, (unsigned int)pattern, n, s);
+	case 8:
+		if ((pattern >> 32) == (pattern & 0xffffffffu)) {
+			return a->cuMemsetD32Async(d, (unsigned int)pattern, 2 * n, s);
+		}
+	}
+	return 1; // CUDA_ERROR_INVALID_VALUE: the caller launches a fill kernel instead
+}
+
+static void dr_hostwork_run(void* p) {
+	dr_hostwork* w = p;
+	if (w->kind == 0) {
+		memmove(w->dst, w->src, w->n);
+		return;
+	}
+	unsigned char* d = w->dst;
+	if (w->patlen == 1) {
+		memset(d, w->pat[0], w->n);
+		return;
+	}
+	for (size_t i = 0; i < w->n; i++) {
+		memcpy(d + i * (size_t)w->patlen, w->pat, (size_t)w->patlen);
+	}
+}
+
+CUresult dr_hostwork_launch(dr_api* a, CUcontext c, dr_hostwork* w, CUstream s) {
+	WITH_CTX(a->cuLaunchHostFunc(s, dr_hostwork_run, w));
+}
+
+static void dr_hostfunc_run(void* p) { dagrunHostCallback((uintptr_t)p); }
+
+CUresult dr_hostfunc_launch(dr_api* a, CUcontext c, uintptr_t handle, CUstream s) {
+	WITH_CTX(a->cuLaunchHostFunc(s, dr_hostfunc_run, (void*)handle));
+}
+
+CUresult dr_stream_sync(dr_api* a, CUcontext c, CUstream s) { WITH_CTX(a->cuStreamSynchronize(s)); }
+
+CUresult dr_stream_query(dr_api* a, CUcontext c, CUstream s) { WITH_CTX(a->cuStreamQuery(s)); }
+
+// NVRTC.
+
+#define NVSLOT(field) offsetof(dr_nvrtc, field)
+
+static const struct {
+	size_t offset;
+	const char* name;
+	int required;
+} dr_nvrtc_syms[] = {
+	{NVSLOT(nvrtcGetErrorString), "nvrtcGetErrorString", 1},
+	{NVSLOT(nvrtcVersion), "nvrtcVersion", 1},
+	{NVSLOT(nvrtcCreateProgram), "nvrtcCreateProgram", 1},
+	{NVSLOT(nvrtcDestroyProgram), "nvrtcDestroyProgram", 1},
+	{NVSLOT(nvrtcCompileProgram), "nvrtcCompileProgram", 1},
+	{NVSLOT(nvrtcGetProgramLogSize), "nvrtcGetProgramLogSize", 1},
+	{NVSLOT(nvrtcGetProgramLog), "nvrtcGetProgramLog", 1},
+	{NVSLOT(nvrtcGetPTXSize), "nvrtcGetPTXSize", 1},
+	{NVSLOT(nvrtcGetPTX), "nvrtcGetPTX", 1},
+	{NVSLOT(nvrtcGetCUBINSize), "nvrtcGetCUBINSize", 0},
+	{NVSLOT(nvrtcGetCUBIN), "nvrtcGetCUBIN", 0},
+};
+
+int dr_nvrtc_load(dr_nvrtc* n, const char* path, const char** missing) {
+	memset(n, 0, sizeof(*n));
+	n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (n->lib == NULL) {
+		*missing = dlerror();
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(dr_nvrtc_syms) / sizeof(dr_nvrtc_syms[0]); i++) {
+		void* p = dlsym(n->lib, dr_nvrtc_syms[i].name);
+		if (p == NULL && dr_nvrtc_syms[i].required) {
+			*missing = dr_nvrtc_syms[i].name;
+			dlclose(n->lib);
+			n->lib = NULL;
+			return 1;
+		}
+		memcpy((char*)n + dr_nvrtc_syms[i].offset, &p, sizeof(p));
+	}
+	return 0;
+}
+
+void dr_nvrtc_unload(dr_nvrtc* n) {
+	if (n->lib != NULL) {
+		dlclose(n->lib);
+	}
+	memset(n, 0, sizeof(*n));
+}
+
+nvrtcResult dr_nvrtc_compile(dr_nvrtc* n, const char* src, const char* name, int nopt, const char** opts,
+                             int cubin, char** out, size_t* outlen, char** log, const char** step) {
+	nvrtcProgram prog = NULL;
+	*out = NULL;
+	*outlen = 0;
+	*log = NULL;
+	*step = "nvrtcCreateProgram";
+	nvrtcResult r = n->nvrtcCreateProgram(&prog, src, name, 0, NULL, NULL);
+	if (r != 0) {
+		return r;
+	}
+	*step = "nvrtcCompileProgram";
+	nvrtcResult cr = n->nvrtcCompileProgram(prog, nopt, opts);
+	size_t loglen = 0;
+	if (n->nvrtcGetProgramLogSize(prog, &loglen) == 0 && loglen > 1) {
+		*log = malloc(loglen);
+		if (*log != NULL && n->nvrtcGetProgramLog(prog, *log) != 0) {
+			free(*log);
+			*log = NULL;
+		}
+	}
+	if (cr != 0) {
+		n->nvrtcDestroyProgram(&prog);
+		return cr;
+	}
+	if (cubin && n->nvrtcGetCUBINSize != NULL) {
+		*step = "nvrtcGetCUBIN";
+		r = n->nvrtcGetCUBINSize(prog, outlen);
+		if (r == 0) {
+			*out = malloc(*outlen + 1);
+			r = *out == NULL ? 6 : n->nvrtcGetCUBIN(prog, *out);
+		}
+	} else {
+		*step = "nvrtcGetPTX";
+		r = n->nvrtcGetPTXSize(prog, outlen);
+		if (r == 0) {
+			*out = malloc(*outlen + 1);
+			r = *out == NULL ? 6 : n->nvrtcGetPTX(prog, *out);
+		}
+	}
+	n->nvrtcDestroyProgram(&prog);
+	return r;
+}
+
+CUresult dr_raw_launches(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams, int rounds, int sync) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	void** params = l->nslots > 0 ? l->params : NULL;
+	for (int i = 0; i < rounds; i++) {
+		for (int k = 0; k < nstreams; k++) {
+			r = a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, streams[k], params, NULL);
+			if (r != DR_SUCCESS) return r;
+		}
+	}
+	return sync ? a->cuCtxSynchronize() : DR_SUCCESS;
+}
+
+CUresult dr_raw_record_wait(dr_api* a, CUcontext c, CUevent e, CUstream from, CUstream to, int n) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	for (int i = 0; i < n; i++) {
+		if ((r = a->cuEventRecord(e, from)) != DR_SUCCESS) return r;
+		if ((r = a->cuStreamWaitEvent(to, e, 0)) != DR_SUCCESS) return r;
+	}
+	return DR_SUCCESS;
+}

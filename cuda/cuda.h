@@ -1,0 +1,203 @@
+// Hand-declared subset of the CUDA driver API and NVRTC, loaded with dlopen
+// at run time: dagrun builds without the CUDA SDK. Every driver entry point
+// is reached through a function pointer of a dr_api table; the dr_* wrappers
+// make the calling thread's current context the one named before the call,
+// so that one cgo call does one driver call on whatever OS thread Go runs it.
+#ifndef DAGRUN_CUDA_H
+#define DAGRUN_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st* CUcontext;
+typedef struct CUstream_st* CUstream;
+typedef struct CUevent_st* CUevent;
+typedef struct CUmod_st* CUmodule;
+typedef struct CUfunc_st* CUfunction;
+typedef struct CUgraph_st* CUgraph;
+typedef struct CUgraphNode_st* CUgraphNode;
+typedef struct CUgraphExec_st* CUgraphExec;
+typedef struct CUmemPoolHandle_st* CUmemoryPool;
+typedef void (*CUhostFn)(void* userData);
+
+enum {
+	DR_SUCCESS = 0,
+	DR_ERROR_NOT_READY = 600,
+	DR_ERROR_NOT_FOUND = 500,
+	DR_STREAM_NON_BLOCKING = 1,
+	DR_EVENT_DEFAULT = 0,
+	DR_EVENT_DISABLE_TIMING = 2,
+	DR_MEMHOSTALLOC_PORTABLE = 1,
+	DR_MEMHOSTALLOC_DEVICEMAP = 2,
+	DR_ATTR_CC_MAJOR = 75,
+	DR_ATTR_CC_MINOR = 76,
+	DR_ATTR_MEMORY_POOLS_SUPPORTED = 115,
+	DR_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+	DR_STREAM_CAPTURE_MODE_GLOBAL = 0,
+	DR_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+	DR_STREAM_CAPTURE_MODE_RELAXED = 2,
+};
+
+// Kernel node parameters of cuGraphExecKernelNodeSetParams (CUDA_KERNEL_NODE_PARAMS, v1 layout).
+typedef struct {
+	CUfunction func;
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void** kernelParams;
+	void** extra;
+} dr_kernel_node_params;
+
+typedef struct dr_api {
+	void* lib;
+	// Initialisation, devices and contexts.
+	CUresult (*cuInit)(unsigned int);
+	CUresult (*cuDriverGetVersion)(int*);
+	CUresult (*cuDeviceGetCount)(int*);
+	CUresult (*cuDeviceGet)(CUdevice*, int);
+	CUresult (*cuDeviceGetName)(char*, int, CUdevice);
+	CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
+	CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+	CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+	CUresult (*cuCtxSetCurrent)(CUcontext);
+	CUresult (*cuCtxGetCurrent)(CUcontext*);
+	CUresult (*cuCtxSynchronize)(void);
+	CUresult (*cuCtxGetStreamPriorityRange)(int*, int*);
+	CUresult (*cuMemGetInfo)(size_t*, size_t*);
+	CUresult (*cuGetErrorName)(CUresult, const char**);
+	CUresult (*cuGetErrorString)(CUresult, const char**);
+	// Streams and events.
+	CUresult (*cuStreamCreateWithPriority)(CUstream*, unsigned int, int);
+	CUresult (*cuStreamDestroy)(CUstream);
+	CUresult (*cuStreamSynchronize)(CUstream);
+	CUresult (*cuStreamQuery)(CUstream);
+	CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int);
+	CUresult (*cuEventCreate)(CUevent*, unsigned int);
+	CUresult (*cuEventDestroy)(CUevent);
+	CUresult (*cuEventRecord)(CUevent, CUstream);
+	CUresult (*cuEventSynchronize)(CUevent);
+	CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
+	// Memory.
+	CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
+	CUresult (*cuMemFree)(CUdeviceptr);
+	CUresult (*cuMemAllocAsync)(CUdeviceptr*, size_t, CUstream);
+	CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+	CUresult (*cuMemHostAlloc)(void**, size_t, unsigned int);
+	CUresult (*cuMemFreeHost)(void*);
+	CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool*, CUdevice);
+	CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void*);
+	CUresult (*cuMemPoolTrimTo)(CUmemoryPool, size_t);
+	CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
+	CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
+	CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
+	CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
+	CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+	CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+	CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+	CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+	CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+	CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+	// Modules and launches.
+	CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+	CUresult (*cuModuleUnload)(CUmodule);
+	CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+	CUresult (*cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+	                           unsigned int, unsigned int, unsigned int, CUstream, void**, void**);
+	CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void*);
+	// Graphs (optional: NULL where the driver lacks them).
+	CUresult (*cuStreamBeginCapture)(CUstream, int);
+	CUresult (*cuStreamEndCapture)(CUstream, CUgraph*);
+	CUresult (*cuStreamIsCapturing)(CUstream, int*);
+	CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long);
+	CUresult (*cuGraphUpload)(CUgraphExec, CUstream);
+	CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+	CUresult (*cuGraphExecDestroy)(CUgraphExec);
+	CUresult (*cuGraphDestroy)(CUgraph);
+	CUresult (*cuGraphGetNodes)(CUgraph, CUgraphNode*, size_t*);
+	CUresult (*cuGraphNodeGetType)(CUgraphNode, int*);
+	CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode, const dr_kernel_node_params*);
+} dr_api;
+
+// dr_load opens libcuda and fills a; it returns 0, or 1 with *missing set to
+// the name of a required symbol the library lacks, or -1 when no library
+// opened (dlerror text in *missing).
+int dr_load(dr_api* a, const char* path, const char** missing);
+void dr_unload(dr_api* a);
+
+// Launch parameters kept in C memory for the whole life of an op: params[i]
+// points at slots[i], which holds the i-th argument's bytes.
+typedef struct {
+	CUfunction f;
+	unsigned int gx, gy, gz, bx, by, bz, shared;
+	int nslots;
+	void** params;
+	uint64_t* slots;
+} dr_launch;
+
+dr_launch* dr_launch_new(int nslots);
+
+// Host-side work run in stream order from a driver thread (pure C: no Go, no CUDA).
+typedef struct {
+	int kind; // 0 copy, 1 fill
+	void* dst;
+	const void* src;
+	size_t n;           // bytes to copy, or elements to fill
+	unsigned char pat[8];
+	int patlen;
+} dr_hostwork;
+
+CUresult dr_ctx(dr_api* a, CUcontext c);
+CUresult dr_launch_kernel(dr_api* a, CUcontext c, dr_launch* l, CUstream s);
+CUresult dr_record(dr_api* a, CUcontext c, CUevent e, CUstream s);
+CUresult dr_wait(dr_api* a, CUcontext c, CUstream s, CUevent e);
+CUresult dr_alloc_async(dr_api* a, CUcontext c, CUdeviceptr* p, size_t n, CUstream s);
+CUresult dr_free_async(dr_api* a, CUcontext c, CUdeviceptr p, CUstream s);
+CUresult dr_htod_async(dr_api* a, CUcontext c, CUdeviceptr d, const void* h, size_t n, CUstream s);
+CUresult dr_dtoh_async(dr_api* a, CUcontext c, void* h, CUdeviceptr d, size_t n, CUstream s);
+CUresult dr_dtod_async(dr_api* a, CUcontext c, CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s);
+CUresult dr_peer_async(dr_api* a, CUcontext c, CUdeviceptr d, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s);
+CUresult dr_memset_async(dr_api* a, CUcontext c, CUdeviceptr d, int elemsize, uint64_t pattern, size_t n, CUstream s);
+CUresult dr_hostwork_launch(dr_api* a, CUcontext c, dr_hostwork* w, CUstream s);
+CUresult dr_hostfunc_launch(dr_api* a, CUcontext c, uintptr_t handle, CUstream s);
+CUresult dr_stream_sync(dr_api* a, CUcontext c, CUstream s);
+CUresult dr_stream_query(dr_api* a, CUcontext c, CUstream s);
+
+// NVRTC, loaded the same way.
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram* nvrtcProgram;
+
+typedef struct {
+	void* lib;
+	const char* (*nvrtcGetErrorString)(nvrtcResult);
+	nvrtcResult (*nvrtcVersion)(int*, int*);
+	nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
+	nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram*);
+	nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char* const*);
+	nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t*);
+	nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char*);
+	nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t*);
+	nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char*);
+	nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t*);
+	nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char*);
+} dr_nvrtc;
+
+int dr_nvrtc_load(dr_nvrtc* n, const char* path, const char** missing);
+void dr_nvrtc_unload(dr_nvrtc* n);
+
+// dr_nvrtc_compile compiles src; on return *out (malloc'd) holds the cubin
+// (cubin != 0) or PTX and *log (malloc'd, may be NULL) the compiler's log.
+// *step names the NVRTC call that failed.
+nvrtcResult dr_nvrtc_compile(dr_nvrtc* n, const char* src, const char* name, int nopt, const char** opts,
+                             int cubin, char** out, size_t* outlen, char** log, const char** step);
+
+
+
+// Raw driver loops, the floor that benchmarks compare the backend with:
+// rounds x nstreams launches of l, breadth first, then a context sync;
+// and n event record + stream wait pairs.
+CUresult dr_raw_launches(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams, int rounds, int sync);
+CUresult dr_raw_record_wait(dr_api* a, CUcontext c, CUevent e, CUstream from, CUstream to, int n);
+#endif

@@ -1,0 +1,48 @@
+package cuda
+
+// #include <stdint.h>
+import "C"
+
+import (
+	"fmt"
+	"runtime/cgo"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// hostCall is a host step as the driver's callback finds it.
+type hostCall struct {
+	b   *Backend
+	op  *dag.Op
+	mem [][]byte
+}
+
+// dagrunHostCallback runs a host step on the driver thread that reached it
+// in stream order; the stream waits until it returns. It makes no CUDA
+// call, and a failing or panicking host function only records its error
+// for Sync to report.
+//
+//export dagrunHostCallback
+func dagrunHostCallback(h C.uintptr_t) {
+	hc := cgo.Handle(h).Value().(*hostCall)
+	b := hc.b
+	if b.abandoned.Load() {
+		return
+	}
+	if err := hc.call(); err != nil {
+		b.hostMu.Lock()
+		if b.hostErr == nil {
+			b.hostErr = &dag.OpError{Op: hc.op.Name, Err: err}
+		}
+		b.hostMu.Unlock()
+	}
+}
+
+func (hc *hostCall) call() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("host step panicked: %v", r)
+		}
+	}()
+	return hc.op.HostFunc(hc.b.hostCtx, hc.mem)
+}

@@ -1,0 +1,48 @@
+package cuda
+
+import (
+	"os"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Option configures a Backend.
+type Option func(*config)
+
+type config struct {
+	libcuda  string // DAGRUN_LIBCUDA or LibCUDA
+	nvrtc    string // DAGRUN_NVRTC or NVRTC
+	cacheDir string
+}
+
+func defaultConfig() config {
+	return config{
+		libcuda:  os.Getenv("DAGRUN_LIBCUDA"),
+		nvrtc:    os.Getenv("DAGRUN_NVRTC"),
+		cacheDir: defaultCacheDir(),
+	}
+}
+
+// LibCUDA loads the driver from path before the usual places.
+func LibCUDA(path string) Option { return func(c *config) { c.libcuda = path } }
+
+// NVRTC loads NVRTC from path (a library file or a folder holding one)
+// before the usual places.
+func NVRTC(path string) Option { return func(c *config) { c.nvrtc = path } }
+
+// CacheDir keeps compiled kernels in dir; "" turns the cache off. The
+// default is the "dagrun/nvrtc" folder of os.UserCacheDir.
+func CacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir } }
+
+// StreamPriority maps a dag priority onto a device's stream priority range,
+// where least is the numerically largest (lowest) priority and greatest the
+// numerically smallest: dag.Low gets least, each step up one more, clamped
+// to greatest. On an H100 (least 0, greatest -5) Low is 0, Normal -1 and
+// High -2.
+func StreamPriority(p dag.Priority, least, greatest int) int {
+	const span = 1 << 16 // far beyond any device's range; keeps the arithmetic from overflowing
+	steps := int64(p) - int64(dag.Low)
+	steps = max(min(steps, span), -span)
+	v := int64(least) - steps
+	return int(max(min(v, int64(least)), int64(greatest)))
+}

@@ -1,0 +1,146 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "cuda.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// rawLoop drives the driver directly, with no plan and no backend logic in
+// between: the floor that the benchmarks compare the Backend with. It
+// borrows an open Backend's context and builtin kernels on device 0 and
+// makes its own streams.
+type rawLoop struct {
+	b       *Backend
+	d       *device
+	streams *C.CUstream // C array, so that C loops can walk it
+	n       int
+	launch  *C.dr_launch
+	event   C.CUevent
+}
+
+// newRawLoop makes n streams of priority p on device 0 and a launch record
+// of builtin kernel k (empty, or spin with us microseconds) on a grid of
+// one block of 32 threads.
+func newRawLoop(b *Backend, n int, p dag.Priority, k *dag.Kernel, us float64) (*rawLoop, error) {
+	d := b.devs[0]
+	if d == nil || d.funcs[k] == nil {
+		return nil, fmt.Errorf("raw loop: kernel %s is not loaded on device 0 (open a graph that launches it)", k.Name)
+	}
+	r := &rawLoop{b: b, d: d, n: n}
+	r.streams = (*C.CUstream)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.CUstream(nil)))))
+	nslots := 0
+	if k == dag.Spin {
+		nslots = 1
+	}
+	r.launch = C.dr_launch_new(C.int(nslots))
+	if r.streams == nil || r.launch == nil {
+		r.close()
+		return nil, errors.New("raw loop: out of host memory")
+	}
+	l := r.launch
+	l.f = d.funcs[k]
+	l.gx, l.gy, l.gz, l.bx, l.by, l.bz = 1, 1, 1, 32, 1, 1
+	if nslots == 1 {
+		unsafe.Slice(l.slots, 1)[0] = C.uint64_t(math.Float64bits(us))
+	}
+	ss := unsafe.Slice(r.streams, n)
+	for i := range ss {
+		s, err := b.drv.streamCreate(d.ctx, StreamPriority(p, d.least, d.greatest))
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		ss[i] = s
+	}
+	e, err := b.drv.eventCreate(d.ctx, false)
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	r.event = e
+	return r, nil
+}
+
+// launchesC launches rounds x streams kernels breadth first from one C
+// loop, then synchronises the context: raw.c's loop.
+func (r *rawLoop) launchesC(rounds int) error {
+	return r.b.drv.check("cuLaunchKernel", C.dr_raw_launches(r.b.drv.api, r.d.ctx, r.launch, r.streams, C.int(r.n), C.int(rounds), 1))
+}
+
+// launchesGo does what launchesC does with one cgo call per launch: the
+// floor of any Go binding.
+func (r *rawLoop) launchesGo(rounds int) error {
+	ss := unsafe.Slice(r.streams, r.n)
+	for range rounds {
+		for _, s := range ss {
+			if rc := C.dr_launch_kernel(r.b.drv.api, r.d.ctx, r.launch, s); rc != 0 {
+				return r.b.drv.check("cuLaunchKernel", rc)
+			}
+		}
+	}
+	return r.b.drv.ctxSync(r.d.ctx)
+}
+
+// recordWaitC records an event on stream 0 and makes stream 1 wait for it,
+// n times, from one C loop.
+func (r *rawLoop) recordWaitC(n int) error {
+	ss := unsafe.Slice(r.streams, r.n)
+	if err := r.b.drv.check("cuEventRecord", C.dr_raw_record_wait(r.b.drv.api, r.d.ctx, r.event, ss[0], ss[1], C.int(n))); err != nil {
+		return err
+	}
+	return r.b.drv.ctxSync(r.d.ctx)
+}
+
+func (r *rawLoop) close() {
+	if r.event != nil {
+		r.b.drv.eventDestroy(r.d.ctx, r.event)
+	}
+	if r.streams != nil {
+		for _, s := range unsafe.Slice(r.streams, r.n) {
+			if s != nil {
+				r.b.drv.streamDestroy(r.d.ctx, s)
+			}
+		}
+		C.free(unsafe.Pointer(r.streams))
+	}
+	if r.launch != nil {
+		C.free(unsafe.Pointer(r.launch))
+	}
+}
+
+// memProbe holds device 0's primary context so that its free memory can be
+// compared before and after a backend's life.
+type memProbe struct {
+	drv *driver
+	dev C.CUdevice
+	ctx C.CUcontext
+}
+
+func newMemProbe(drv *driver) (*memProbe, error) {
+	info, err := drv.device(0)
+	if err != nil {
+		return nil, err
+	}
+	c, err := drv.retainPrimary(info.dev)
+	if err != nil {
+		return nil, err
+	}
+	return &memProbe{drv: drv, dev: info.dev, ctx: c}, nil
+}
+
+func (p *memProbe) free() (uint64, error) {
+	f, _, err := p.drv.memInfo(p.ctx)
+	return f, err
+}
+
+func (p *memProbe) close() error { return p.drv.releasePrimary(p.dev) }

@@ -1,0 +1,43 @@
+package planner_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/dagrun/dagrun/internal/dagtest"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// BenchmarkNew plans random DAGs of about 8-wide parallelism onto 8 compute
+// streams. Besides time and allocations per plan it reports time and bytes
+// per op of the graph, the waits inserted against the cross-stream edges,
+// and the estimated makespan over the critical-path bound.
+func BenchmarkNew(b *testing.B) {
+	for _, ops := range []int{1000, 100000, 1000000} {
+		b.Run(fmt.Sprintf("ops=%d", ops), func(b *testing.B) {
+			g := dagtest.Shape(ops, 8, 1)
+			opts := planner.Options{Streams: 8}
+			b.ReportAllocs()
+			var before, after runtime.MemStats
+			runtime.GC() // leave the garbage of building the graph out of the figures
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			var p *planner.Plan
+			for b.Loop() {
+				var err error
+				if p, err = planner.New(g, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&after)
+			perPlan := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(perPlan/float64(len(g.Ops)), "ns/graphop")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(g.Ops)), "B/graphop")
+			b.ReportMetric(float64(p.Stats.Waits), "waits")
+			b.ReportMetric(float64(p.Stats.CrossEdges), "crossedges")
+			b.ReportMetric(float64(p.Stats.Makespan)/float64(p.Stats.CriticalPath), "makespan/cp")
+		})
+	}
+}

@@ -1,0 +1,202 @@
+package planner
+
+import (
+	"slices"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// clocks are vector clocks over streams: cur[s][t] = n says that stream s
+// is ordered after the first n ops of stream t, through the waits it has
+// made so far, directly or transitively. A dependency on an op of t at
+// position p <= cur[s][t] needs no wait.
+//
+// To know what a wait on an op implies, the planner needs the clock of the
+// op's stream as it was when the op ran. Rather than a clock per op, a
+// stream's clock is copied only when it changes (after the waits of an op
+// that waited), and each op keeps a reference to the copy in force when it
+// ran. The copies live in fixed chunks, so that they are never moved.
+type clocks struct {
+	cur      [][]int32
+	latest   []clockRef // per stream: its clock's latest copy
+	chunks   [][]int32  // copies, each stored as its length and then its entries
+	chunkLen int        // the usual capacity of a chunk
+}
+
+// clockRef locates a copied clock: chunk index << 32 | offset; noClock for
+// a stream that has not waited yet.
+type clockRef int64
+
+const noClock clockRef = -1
+
+// chunkShift sizes the chunks of int32 lists for a graph of n ops: small
+// graphs get small chunks, large ones chunks of 64 Ki entries.
+func chunkShift(n int) uint {
+	shift := uint(8)
+	for shift < 16 && 1<<shift < n {
+		shift++
+	}
+	return shift
+}
+
+func (c *clocks) addStream() {
+	c.cur = append(c.cur, nil)
+	c.latest = append(c.latest, noClock)
+}
+
+// covers reports whether stream s is ordered after the op at position pos
+// of stream t.
+func (c *clocks) covers(s, t, pos int32) bool {
+	v := c.cur[s]
+	return int(t) < len(v) && v[t] >= pos
+}
+
+// join makes stream s wait for the op at position pos of stream t, which
+// ran under t's clock copy ref: s becomes ordered after that op and after
+// everything t was ordered after when it ran.
+func (c *clocks) join(s, t, pos int32, ref clockRef) {
+	if ref != noClock {
+		chunk := c.chunks[ref>>32]
+		off := int(ref & (1<<32 - 1))
+		n := int(chunk[off])
+		c.merge(s, chunk[off+1:off+1+n])
+	}
+	c.grow(s, int(t)+1)
+	c.cur[s][t] = max(c.cur[s][t], pos)
+}
+
+func (c *clocks) merge(s int32, v []int32) {
+	c.grow(s, len(v))
+	cur := c.cur[s]
+	for u, x := range v {
+		if x > cur[u] {
+			cur[u] = x
+		}
+	}
+}
+
+func (c *clocks) grow(s int32, n int) {
+	if len(c.cur[s]) < n {
+		c.cur[s] = append(c.cur[s], make([]int32, n-len(c.cur[s]))...)
+	}
+}
+
+// copyClock stores a copy of s's clock as its latest.
+func (c *clocks) copyClock(s int32) {
+	v := c.cur[s]
+	last := len(c.chunks) - 1
+	if last < 0 || cap(c.chunks[last])-len(c.chunks[last]) < len(v)+1 {
+		c.chunks = append(c.chunks, make([]int32, 0, max(c.chunkLen, len(v)+1)))
+		last++
+	}
+	chunk := c.chunks[last]
+	c.latest[s] = clockRef(last)<<32 | clockRef(len(chunk))
+	chunk = append(chunk, int32(len(v)))
+	c.chunks[last] = append(chunk, v...)
+}
+
+// addWaits decides the waits op i, placed on stream s, needs: one for each
+// dependency on another stream that s is not yet ordered after. Waiting for
+// the latest producer first lets its clock cover earlier ones: an op can only
+// be ordered after ops with smaller IDs, so this leaves no wait that another
+// wait of the same op implies.
+func (a *assigner) addWaits(i int32, op *dag.Op, s int32) {
+	need := a.scratch[:0]
+	for _, dep := range op.Deps {
+		t := a.opStream[dep]
+		if t == s {
+			continue
+		}
+		a.crossEdges++
+		if !a.clocks.covers(s, t, a.opPos[dep]) {
+			need = append(need, dep)
+		}
+	}
+	if len(need) > 0 {
+		slices.Sort(need)
+		for k := len(need) - 1; k >= 0; k-- {
+			dep := need[k]
+			t, pos := a.opStream[dep], a.opPos[dep]
+			if a.clocks.covers(s, t, pos) {
+				continue
+			}
+			a.clocks.join(s, t, pos, a.opClock[dep])
+			a.waitOps.append(dep)
+			a.eventOf[dep] = 0 // numbered in layOut
+		}
+		a.clocks.copyClock(s)
+	}
+	a.opClock[i] = a.clocks.latest[s]
+	a.scratch = need
+	a.waitOff[i+1] = int32(a.waitOps.len())
+}
+
+// layOut numbers the events in the order of their ops and writes the
+// global submission order: for each op in ID order its waits, its run, and
+// its record if anything waits for it. Records thus precede their waits.
+func (a *assigner) layOut(p *Plan) {
+	events := int32(0)
+	for i, e := range a.eventOf {
+		if e >= 0 {
+			a.eventOf[i] = events
+			events++
+		}
+	}
+	p.Events = int(events)
+	steps := make([]Step, 0, len(a.ops)+a.waitOps.len()+int(events))
+	for i := range a.ops {
+		s := a.opStream[i]
+		for w := a.waitOff[i]; w < a.waitOff[i+1]; w++ {
+			steps = append(steps, Step{Kind: Wait, Stream: s, Op: int32(i), Event: a.eventOf[a.waitOps.at(int(w))]})
+		}
+		steps = append(steps, Step{Kind: Run, Stream: s, Op: int32(i), Event: -1})
+		if e := a.eventOf[i]; e >= 0 {
+			steps = append(steps, Step{Kind: Record, Stream: s, Op: int32(i), Event: e})
+		}
+	}
+	p.Steps = steps
+}
+
+// simulate runs the plan's steps under the durations dur (ns per op) with
+// in-order streams and returns when the last stream is done.
+func simulate(p *Plan, dur []int64) time.Duration {
+	streamTime := make([]int64, len(p.Streams))
+	eventTime := make([]int64, p.Events)
+	for _, st := range p.Steps {
+		switch st.Kind {
+		case Run:
+			streamTime[st.Stream] += dur[st.Op]
+		case Record:
+			eventTime[st.Event] = streamTime[st.Stream]
+		case Wait:
+			streamTime[st.Stream] = max(streamTime[st.Stream], eventTime[st.Event])
+		}
+	}
+	var end int64
+	for _, t := range streamTime {
+		end = max(end, t)
+	}
+	return time.Duration(end)
+}
+
+// int32List is an append-only list of int32 in chunks of 1<<shift: growing
+// it never copies, which matters for lists of millions.
+type int32List struct {
+	chunks [][]int32
+	n      int
+	shift  uint
+}
+
+func (l *int32List) append(x int32) {
+	size := 1 << l.shift
+	if l.n&(size-1) == 0 {
+		l.chunks = append(l.chunks, make([]int32, size))
+	}
+	l.chunks[l.n>>l.shift][l.n&(size-1)] = x
+	l.n++
+}
+
+func (l *int32List) at(i int) int32 { return l.chunks[i>>l.shift][i&(1<<l.shift-1)] }
+
+func (l *int32List) len() int { return l.n }

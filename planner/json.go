@@ -1,0 +1,72 @@
+package planner
+
+import "encoding/json"
+
+// The JSON form of a plan; field names are part of dagrun's interface.
+type (
+	jsonPlan struct {
+		Streams []jsonStream `json:"streams"`
+		Steps   []jsonStep   `json:"steps"`
+		Events  []jsonEvent  `json:"events"`
+		Stats   jsonStats    `json:"stats"`
+	}
+	jsonStream struct {
+		ID       int    `json:"id"`
+		Name     string `json:"name"`
+		Device   int    `json:"device"`
+		Priority int    `json:"priority"`
+		Kind     string `json:"kind"`
+	}
+	jsonStep struct {
+		Kind   string `json:"kind"`
+		Stream int32  `json:"stream"`
+		Op     string `json:"op"`              // run: the op; record: the op it follows; wait: the op it precedes
+		Event  *int32 `json:"event,omitempty"` // record, wait
+	}
+	jsonEvent struct {
+		ID      int    `json:"id"`
+		Stream  int32  `json:"stream"`
+		AfterOp string `json:"after_op"`
+	}
+	jsonStats struct {
+		Ops            int   `json:"ops"`
+		Streams        int   `json:"streams"`
+		CrossEdges     int   `json:"cross_edges"`
+		Waits          int   `json:"waits"`
+		MakespanNS     int64 `json:"makespan_ns"`
+		CriticalPathNS int64 `json:"critical_path_ns"`
+	}
+)
+
+// MarshalJSON writes the plan as JSON: streams, steps in submission order
+// (ops by name), events with the stream and op they are recorded after, and
+// the figures (durations in nanoseconds).
+func (p *Plan) MarshalJSON() ([]byte, error) {
+	out := jsonPlan{
+		Streams: make([]jsonStream, len(p.Streams)),
+		Steps:   make([]jsonStep, len(p.Steps)),
+		Events:  make([]jsonEvent, p.Events),
+		Stats: jsonStats{
+			Ops:            p.Stats.Ops,
+			Streams:        p.Stats.Streams,
+			CrossEdges:     p.Stats.CrossEdges,
+			Waits:          p.Stats.Waits,
+			MakespanNS:     int64(p.Stats.Makespan),
+			CriticalPathNS: int64(p.Stats.CriticalPath),
+		},
+	}
+	for i, s := range p.Streams {
+		out.Streams[i] = jsonStream{ID: s.ID, Name: s.Name, Device: s.Device, Priority: int(s.Priority), Kind: s.Kind.String()}
+	}
+	for i, st := range p.Steps {
+		js := jsonStep{Kind: st.Kind.String(), Stream: st.Stream, Op: p.opName(st.Op)}
+		if st.Kind != Run {
+			js.Event = &p.Steps[i].Event
+		}
+		out.Steps[i] = js
+	}
+	for i, src := range p.eventSources() {
+		out.Events[i] = jsonEvent{ID: i, Stream: src.stream, AfterOp: p.opName(src.op)}
+	}
+	return json.Marshal(out)
+}

@@ -1,0 +1,241 @@
+package planner
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// StreamSteps returns stream s's instruction list: its steps in submission
+// order. It is empty for a stream the plan does not have.
+func (p *Plan) StreamSteps(s int) []Step {
+	var out []Step
+	for _, st := range p.Steps {
+		if int(st.Stream) == s {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// WriteText writes the plan for people: each stream's instructions in
+// order, then the plan's figures.
+func (p *Plan) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	perStream := make([][]Step, len(p.Streams))
+	for _, st := range p.Steps {
+		if int(st.Stream) < len(perStream) {
+			perStream[st.Stream] = append(perStream[st.Stream], st)
+		}
+	}
+	sources := p.eventSources()
+	for s, str := range p.Streams {
+		fmt.Fprintf(bw, "stream %s (device %d, priority %s, %s)\n", str.Name, str.Device, str.Priority, str.Kind)
+		for _, st := range perStream[s] {
+			bw.WriteString("  ")
+			p.writeStep(bw, st, sources)
+			bw.WriteByte('\n')
+		}
+	}
+	bw.WriteByte('\n')
+	p.writeFigures(bw)
+	return bw.Flush()
+}
+
+func (p *Plan) writeStep(w *bufio.Writer, st Step, sources []eventSource) {
+	switch st.Kind {
+	case Record:
+		fmt.Fprintf(w, "record e%d", st.Event)
+	case Wait:
+		fmt.Fprintf(w, "wait e%d", st.Event)
+		if int(st.Event) < len(sources) && sources[st.Event].op >= 0 {
+			src := sources[st.Event]
+			fmt.Fprintf(w, " (from %s after op %s)", p.streamName(src.stream), p.opName(src.op))
+		}
+	case Run:
+		op := p.op(st.Op)
+		if op == nil {
+			fmt.Fprintf(w, "run #%d", st.Op)
+			return
+		}
+		writeOp(w, op)
+	default:
+		fmt.Fprintf(w, "%s", st.Kind)
+	}
+}
+
+// writeOp describes one op as an instruction.
+func writeOp(w *bufio.Writer, op *dag.Op) {
+	switch op.Kind {
+	case dag.Launch:
+		fmt.Fprintf(w, "launch %s", op.Name)
+		if l := op.Launch; l != nil {
+			w.WriteString(" [")
+			if l.Kernel != nil {
+				fmt.Fprintf(w, "%s ", l.Kernel.Name)
+			}
+			fmt.Fprintf(w, "grid %s block %s", l.Grid, l.Block)
+			if l.Shared > 0 {
+				fmt.Fprintf(w, " shared %s", formatBytes(int64(l.Shared)))
+			}
+			w.WriteString("]")
+		}
+	case dag.Copy:
+		fmt.Fprintf(w, "copy %s", op.Name)
+		if len(op.Access) == 2 && op.Access[0].Buf != nil && op.Access[1].Buf != nil {
+			fmt.Fprintf(w, " (%s %s, %s -> %s)", formatBytes(op.Bytes()), copyDirection(op), op.Access[0].View, op.Access[1].View)
+		}
+	case dag.Fill:
+		fmt.Fprintf(w, "fill %s", op.Name)
+		if len(op.Access) > 0 {
+			fmt.Fprintf(w, " (%s = %g)", op.Access[0].View, op.FillValue)
+		}
+	case dag.Alloc, dag.Free:
+		if b := op.Buffer(); b != nil {
+			fmt.Fprintf(w, "%s %s (%s)", op.Kind, b.Name, formatBytes(b.Size))
+		} else {
+			fmt.Fprintf(w, "%s %s", op.Kind, op.Name)
+		}
+	default:
+		fmt.Fprintf(w, "%s %s", op.Kind, op.Name)
+	}
+}
+
+func (p *Plan) writeFigures(w *bufio.Writer) {
+	s := p.Stats
+	fmt.Fprintf(w, "ops                 %d\n", s.Ops)
+	fmt.Fprintf(w, "streams             %d\n", s.Streams)
+	for _, g := range p.streamGroups() {
+		fmt.Fprintf(w, "  dev%d %-8s %s\n", g.device, g.priority, g.counts)
+	}
+	fmt.Fprintf(w, "cross-stream edges  %d\n", s.CrossEdges)
+	fmt.Fprintf(w, "waits inserted      %d (%d cross-stream edges already ordered by earlier waits)\n", s.Waits, s.CrossEdges-s.Waits)
+	fmt.Fprintf(w, "estimated makespan  %s\n", formatDuration(s.Makespan))
+	fmt.Fprintf(w, "critical path       %s", formatDuration(s.CriticalPath))
+	if s.CriticalPath > 0 {
+		fmt.Fprintf(w, " (makespan / critical path = %.2f)", float64(s.Makespan)/float64(s.CriticalPath))
+	}
+	w.WriteByte('\n')
+}
+
+// streamGroup counts the streams of one device and priority by kind.
+type streamGroup struct {
+	device   int
+	priority dag.Priority
+	counts   string // "2 compute, 1 h2d"
+}
+
+// streamGroups lists the plan's streams per device (ascending) and
+// priority (highest first).
+func (p *Plan) streamGroups() []streamGroup {
+	type key struct {
+		device   int
+		priority dag.Priority
+	}
+	var keys []key
+	counts := map[key]map[StreamKind]int{}
+	for _, s := range p.Streams {
+		k := key{s.Device, s.Priority}
+		if counts[k] == nil {
+			counts[k] = map[StreamKind]int{}
+			keys = append(keys, k)
+		}
+		counts[k][s.Kind]++
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(b.priority, a.priority))
+	})
+	groups := make([]streamGroup, len(keys))
+	for i, k := range keys {
+		var parts []string
+		for kind := Compute; kind <= CopyAny; kind++ {
+			if n := counts[k][kind]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, kind))
+			}
+		}
+		groups[i] = streamGroup{device: k.device, priority: k.priority, counts: strings.Join(parts, ", ")}
+	}
+	return groups
+}
+
+// eventSource is where an event is recorded: on stream, after op (-1 when
+// the stream has run nothing before the record).
+type eventSource struct{ stream, op int32 }
+
+// eventSources finds each event's record in the steps.
+func (p *Plan) eventSources() []eventSource {
+	out := make([]eventSource, p.Events)
+	for i := range out {
+		out[i] = eventSource{-1, -1}
+	}
+	lastRun := make([]int32, len(p.Streams))
+	for i := range lastRun {
+		lastRun[i] = -1
+	}
+	for _, st := range p.Steps {
+		if int(st.Stream) < 0 || int(st.Stream) >= len(lastRun) {
+			continue
+		}
+		switch st.Kind {
+		case Run:
+			lastRun[st.Stream] = st.Op
+		case Record:
+			if st.Event >= 0 && int(st.Event) < len(out) {
+				out[st.Event] = eventSource{st.Stream, lastRun[st.Stream]}
+			}
+		}
+	}
+	return out
+}
+
+func (p *Plan) op(id int32) *dag.Op {
+	if p.Graph == nil || id < 0 || int(id) >= len(p.Graph.Ops) {
+		return nil
+	}
+	return p.Graph.Ops[id]
+}
+
+func (p *Plan) opName(id int32) string {
+	if op := p.op(id); op != nil {
+		return op.Name
+	}
+	return fmt.Sprintf("#%d", id)
+}
+
+func (p *Plan) streamName(s int32) string {
+	if s >= 0 && int(s) < len(p.Streams) {
+		return p.Streams[s].Name
+	}
+	return fmt.Sprintf("stream#%d", s)
+}
+
+// formatBytes writes a size with a binary unit: 512 B, 4.0 KiB, 1.5 MiB.
+func formatBytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, u := float64(n)/1024, 0
+	for f >= 1024 && u < len(units)-1 {
+		f /= 1024
+		u++
+	}
+	return fmt.Sprintf("%.1f %ciB", f, units[u])
+}
+
+// formatDuration rounds d to the precision a cost estimate deserves.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(10 * time.Nanosecond).String()
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds what scripts/gpu-check.sh runs on the GPU machine (which has no Go)
+# into .gpu/ (ignored by git): one test binary per package with GPU tests,
+# dagrun, and the examples. Run it from anywhere in the checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rm -rf .gpu
+mkdir -p .gpu
+: >.gpu/tests.txt
+# Packages with GPU tests are those whose tests mention DAGRUN_REQUIRE_GPU.
+for dir in $(grep -rl --include='*_test.go' DAGRUN_REQUIRE_GPU . | xargs -n1 dirname | sort -u); do
+	name=$(echo "${dir#./}" | tr / _)
+	go test -c -ldflags='-s -w' -o ".gpu/$name.test" "$dir"
+	echo "$name ${dir#./}" >>.gpu/tests.txt
+	echo "built .gpu/$name.test"
+done
+if go build -ldflags='-s -w' -o .gpu/dagrun ./cmd/dagrun; then
+	echo "built .gpu/dagrun"
+else
+	echo "gpu-build: cmd/dagrun does not build; the examples will be skipped" >&2
+fi
+if [ -d examples ]; then
+	cp -r examples .gpu/examples
+fi
+du -sh .gpu

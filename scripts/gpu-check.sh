@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the checkout's root, over what
+# scripts/gpu-build.sh left in .gpu/: every GPU test (DAGRUN_REQUIRE_GPU=1,
+# so a driver that fails to load fails them), every example on the cuda
+# backend compared with the cpu backend, and the GPU benchmarks. Full logs
+# go to OUTDIR; a short table is printed last. Exit status 1 if anything
+# failed.
+set -uo pipefail
+out=${1:?usage: scripts/gpu-check.sh OUTDIR}
+mkdir -p "$out"
+export DAGRUN_REQUIRE_GPU=1
+export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+benchtime=${BENCHTIME:-30x}
+status=0
+table=()
+row() { table+=("$(printf '%-34s %s' "$1" "$2")"); }
+
+{ nvidia-smi -L; nvidia-smi --query-gpu=driver_version,clocks.sm --format=csv; } >"$out/device.txt" 2>&1
+row device "$(head -n 1 "$out/device.txt")"
+
+# Tests, one binary per package, run in the package's folder.
+while read -r name dir; do
+	log="$out/test-$name.log"
+	if (cd "$dir" && "$OLDPWD/.gpu/$name.test" -test.v -test.timeout 300s) >"$log" 2>&1; then
+		res="ok"
+	else
+		res="FAIL"
+		status=1
+	fi
+	row "tests $dir" "$res: $(grep -c '^--- PASS' "$log") passed, $(grep -c '^--- FAIL' "$log") failed, $(grep -c '^--- SKIP' "$log") skipped"
+	grep -h 'PRIORITY' "$log" | sed 's/^ *//' | head -n 1 | while read -r line; do echo "$line" >"$out/priority.txt"; done
+done <.gpu/tests.txt
+if [ -s "$out/priority.txt" ]; then
+	row "priorities (TestPriorities)" "$(sed 's/.*PRIORITY //' "$out/priority.txt")"
+fi
+
+# Examples: cuda against cpu, output by output (checksums from --json).
+if [ -x .gpu/dagrun ]; then
+	for spec in .gpu/examples/*.yaml; do
+		ex=$(basename "$spec" .yaml)
+		ok=1
+		for be in cuda cpu; do
+			mkdir -p "$out/ex-$ex-$be"
+			if ! .gpu/dagrun run "$spec" --backend "$be" --json --save-dir "$out/ex-$ex-$be" \
+				>"$out/ex-$ex-$be.json" 2>"$out/ex-$ex-$be.err"; then
+				ok=0
+			fi
+		done
+		if [ $ok = 0 ]; then
+			row "example $ex" "FAIL (see ex-$ex-*.err)"
+			status=1
+			continue
+		fi
+		verdict=$(python3 - "$out/ex-$ex-cuda.json" "$out/ex-$ex-cpu.json" <<'PY'
+import json, sys
+def load(p):
+    # stdout holds the JSON report, perhaps among lines that host steps
+    # print (checksums); take the last object with outputs.
+    text, dec, found = open(p).read(), json.JSONDecoder(), {}
+    for i, c in enumerate(text):
+        if c == "{" and (i == 0 or text[i - 1] == "\n"):
+            try:
+                doc, _ = dec.raw_decode(text[i:])
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and "outputs" in doc:
+                found = doc
+    return found
+a, b = load(sys.argv[1]), load(sys.argv[2])
+oa = {o["buffer"]: o for o in a.get("outputs", [])}
+ob = {o["buffer"]: o for o in b.get("outputs", [])}
+exact = close = 0
+bad = []
+for name in sorted(set(oa) | set(ob)):
+    x, y = oa.get(name), ob.get(name)
+    if x is None or y is None:
+        bad.append(name + " missing"); continue
+    if x["fnv"] == y["fnv"]:
+        exact += 1; continue
+    sx, sy = float(x["sum"]), float(y["sum"])
+    if x["dtype"] in ("f32", "f64") and abs(sx - sy) <= 1e-5 * max(1.0, abs(sx), abs(sy)):
+        close += 1; continue
+    bad.append("%s sum %s vs %s" % (name, x["sum"], y["sum"]))
+print(("ok" if not bad else "DIFF") + ": %d outputs equal bit for bit, %d within 1e-5 (cuda backend %s, wall %.2f ms vs cpu %.2f ms)%s" % (
+    exact, close, a.get("backend"), a.get("wall_ns", 0) / 1e6, b.get("wall_ns", 0) / 1e6, ("; " + "; ".join(bad)) if bad else ""))
+PY
+)
+		case "$verdict" in ok*) ;; *) status=1 ;; esac
+		row "example $ex" "$verdict"
+	done
+else
+	row examples "skipped: .gpu/dagrun was not built"
+fi
+
+# Benchmarks of the cuda package.
+if [ -x .gpu/cuda.test ]; then
+	(cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench . -test.benchtime "$benchtime" -test.timeout 300s) >"$out/bench-cuda.log" 2>&1 || status=1
+	while read -r line; do
+		set -- $line
+		name=${1%-*}
+		shift 2
+		row "$name" "$*"
+	done < <(grep '^Benchmark' "$out/bench-cuda.log")
+fi
+
+echo
+echo "== dagrun GPU check ($(date -u +%FT%TZ)) =="
+printf '%s\n' "${table[@]}" | tee "$out/summary.txt"
+exit $status

@@ -1,0 +1,399 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// The Chrome Trace Event JSON that WriteChrome writes and ReadChrome reads.
+// Devices are processes (pid = device + 1), streams are threads (tid =
+// stream ID + 1); times are microseconds.
+type (
+	chromeFile struct {
+		TraceEvents     []chromeEvent  `json:"traceEvents"`
+		DisplayTimeUnit string         `json:"displayTimeUnit,omitempty"`
+		OtherData       *chromeFigures `json:"otherData,omitempty"`
+	}
+	chromeEvent struct {
+		Name string          `json:"name"`
+		Cat  string          `json:"cat,omitempty"`
+		Ph   string          `json:"ph"`
+		Ts   float64         `json:"ts"`
+		Dur  *float64        `json:"dur,omitempty"`
+		Pid  int             `json:"pid"`
+		Tid  int             `json:"tid"`
+		ID   *int            `json:"id,omitempty"`
+		Bp   string          `json:"bp,omitempty"`
+		Args json.RawMessage `json:"args,omitempty"`
+	}
+	chromeFigures struct {
+		Generator         string  `json:"generator"`
+		Estimated         bool    `json:"estimated"`
+		Ops               int     `json:"ops"`
+		Streams           int     `json:"streams"`
+		CrossEdges        int     `json:"cross_edges"`
+		Waits             int     `json:"waits"`
+		EstMakespanUS     float64 `json:"est_makespan_us"`
+		EstCriticalPathUS float64 `json:"est_critical_path_us"`
+		CriticalPathUS    float64 `json:"critical_path_us"`
+	}
+	threadArgs struct {
+		Name       string `json:"name"`
+		Stream     int    `json:"stream"`
+		StreamName string `json:"stream_name"`
+		Device     int    `json:"device"`
+		Priority   int    `json:"priority"`
+		Kind       string `json:"kind"`
+	}
+	sliceArgs struct {
+		Op     string   `json:"op"`
+		OpID   int      `json:"op_id"`
+		Kind   string   `json:"kind"`
+		Bytes  int64    `json:"bytes"`
+		Grid   string   `json:"grid,omitempty"`
+		Block  string   `json:"block,omitempty"`
+		Reads  []string `json:"reads,omitempty"`
+		Writes []string `json:"writes,omitempty"`
+	}
+	flowArgs struct {
+		Event int `json:"event"`
+		OpID  int `json:"op_id"` // the op of the slice the event binds to
+	}
+)
+
+const generator = "dagrun"
+
+// flowCat is the category of the record -> wait flow events.
+const flowCat = "wait"
+
+// maxStacked is how many slices starting at one time ReadChrome looks
+// through to bind a flow event.
+const maxStacked = 8
+
+func micros(d time.Duration) float64 { return float64(d) / 1e3 }
+
+func fromMicros(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }
+
+// flowMargin is how far inside a slice its flow events sit, so that viewers
+// bind them to that slice and not to its neighbour on the same stream.
+func flowMargin(s Slice) time.Duration { return min(s.Dur/4, 100*time.Nanosecond) }
+
+// WriteChrome writes t as Chrome Trace Event JSON, which Perfetto
+// (ui.perfetto.dev) and chrome://tracing open: a process per device, a
+// named thread per stream (sorted by priority, then kind), an "X" event per
+// op with its details in args, and a flow ("s" at the end of the recording
+// op, "f" with "bp":"e" at the start of the op after the wait) per event
+// record and wait. The plan's figures are in "otherData".
+func (t *Trace) WriteChrome(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString(`{"displayTimeUnit":"ns","otherData":`)
+	f := t.Figures
+	fig, err := json.Marshal(chromeFigures{
+		Generator: generator, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
+		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
+	})
+	if err != nil {
+		return err
+	}
+	bw.Write(fig)
+	bw.WriteString(",\n\"traceEvents\":[")
+	n := 0
+	emit := func(ev chromeEvent, args any) error {
+		if args != nil {
+			a, err := json.Marshal(args)
+			if err != nil {
+				return err
+			}
+			ev.Args = a
+		}
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteByte('\n')
+		bw.Write(line)
+		n++
+		return nil
+	}
+	type name struct {
+		Name string `json:"name"`
+	}
+	type sortIndex struct {
+		SortIndex int `json:"sort_index"`
+	}
+	seenDevice := map[int]bool{}
+	for i, l := range t.Lanes {
+		pid, tid := l.Device+1, l.Stream+1
+		if !seenDevice[l.Device] {
+			seenDevice[l.Device] = true
+			if err := emit(chromeEvent{Name: "process_name", Ph: "M", Pid: pid}, name{l.Process()}); err != nil {
+				return err
+			}
+			if err := emit(chromeEvent{Name: "process_sort_index", Ph: "M", Pid: pid}, sortIndex{l.Device}); err != nil {
+				return err
+			}
+		}
+		args := threadArgs{Name: l.Title(), Stream: l.Stream, StreamName: l.Name, Device: l.Device, Priority: int(l.Priority), Kind: l.Kind.String()}
+		if err := emit(chromeEvent{Name: "thread_name", Ph: "M", Pid: pid, Tid: tid}, args); err != nil {
+			return err
+		}
+		if err := emit(chromeEvent{Name: "thread_sort_index", Ph: "M", Pid: pid, Tid: tid}, sortIndex{i}); err != nil {
+			return err
+		}
+	}
+	for _, s := range t.Slices {
+		if s.Lane < 0 || s.Lane >= len(t.Lanes) {
+			return fmt.Errorf("trace: slice of op %q is on lane %d of %d", s.Name, s.Lane, len(t.Lanes))
+		}
+		l := t.Lanes[s.Lane]
+		dur := micros(s.Dur)
+		ev := chromeEvent{Name: s.Name, Cat: s.Kind.String(), Ph: "X", Ts: micros(s.Start), Dur: &dur, Pid: l.Device + 1, Tid: l.Stream + 1}
+		args := sliceArgs{Op: s.Name, OpID: s.Op, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes}
+		if err := emit(ev, args); err != nil {
+			return err
+		}
+	}
+	for i, fl := range t.Flows {
+		if fl.From < 0 || fl.From >= len(t.Slices) || fl.To < 0 || fl.To >= len(t.Slices) {
+			return fmt.Errorf("trace: flow of event e%d links slices %d and %d of %d", fl.Event, fl.From, fl.To, len(t.Slices))
+		}
+		from, to := t.Slices[fl.From], t.Slices[fl.To]
+		id := i + 1
+		fromLane, toLane := t.Lanes[from.Lane], t.Lanes[to.Lane]
+		ename := fmt.Sprintf("e%d", fl.Event)
+		start := chromeEvent{Name: ename, Cat: flowCat, Ph: "s", Ts: micros(from.End() - flowMargin(from)), Pid: fromLane.Device + 1, Tid: fromLane.Stream + 1, ID: &id}
+		if err := emit(start, flowArgs{fl.Event, from.Op}); err != nil {
+			return err
+		}
+		end := chromeEvent{Name: ename, Cat: flowCat, Ph: "f", Bp: "e", Ts: micros(to.Start + flowMargin(to)), Pid: toLane.Device + 1, Tid: toLane.Stream + 1, ID: &id}
+		if err := emit(end, flowArgs{fl.Event, to.Op}); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("\n]}\n")
+	return bw.Flush()
+}
+
+// ReadError says what is wrong with a trace file ReadChrome reads.
+type ReadError struct {
+	Event int // index in traceEvents; -1 for the file as a whole
+	Msg   string
+}
+
+func (e *ReadError) Error() string {
+	if e.Event < 0 {
+		return "trace: " + e.Msg
+	}
+	return fmt.Sprintf("trace: event %d: %s", e.Event, e.Msg)
+}
+
+// ReadChrome reads a trace that WriteChrome wrote (for example a run.json of
+// `dagrun run --trace`). Lanes come from the thread_name metadata, slices
+// from the X events, flows from matching s/f pairs bound to the slices that
+// enclose them.
+func ReadChrome(r io.Reader) (*Trace, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var file chromeFile
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '[' {
+		err = json.Unmarshal(trimmed, &file.TraceEvents)
+	} else {
+		err = json.Unmarshal(data, &file)
+	}
+	if err != nil {
+		return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("not Chrome Trace Event JSON: %v", err)}
+	}
+	t := &Trace{}
+	if f := file.OtherData; f != nil && f.Generator == generator {
+		t.Figures = Figures{Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
+			EstMakespan: fromMicros(f.EstMakespanUS), EstCriticalPath: fromMicros(f.EstCriticalPathUS),
+			CriticalPath: fromMicros(f.CriticalPathUS), Estimated: f.Estimated}
+	}
+	type thread struct{ pid, tid int }
+	laneOf := map[thread]int{}
+	for i, ev := range file.TraceEvents {
+		if ev.Ph != "M" || ev.Name != "thread_name" {
+			continue
+		}
+		var a threadArgs
+		if err := json.Unmarshal(ev.Args, &a); err != nil {
+			return nil, &ReadError{Event: i, Msg: fmt.Sprintf("thread_name args: %v", err)}
+		}
+		kind, ok := streamKind(a.Kind)
+		if !ok {
+			return nil, &ReadError{Event: i, Msg: fmt.Sprintf("stream %q has unknown kind %q", a.StreamName, a.Kind)}
+		}
+		laneOf[thread{ev.Pid, ev.Tid}] = len(t.Lanes)
+		t.Lanes = append(t.Lanes, Lane{Stream: a.Stream, Device: a.Device, Priority: dag.Priority(a.Priority), Kind: kind, Name: a.StreamName})
+	}
+	type flowEnd struct {
+		event   int // index in traceEvents
+		lane    int
+		ts      time.Duration
+		eventNo int
+		op      int
+	}
+	starts, ends := map[int]flowEnd{}, map[int]flowEnd{}
+	var flowIDs []int
+	for i, ev := range file.TraceEvents {
+		switch ev.Ph {
+		case "X":
+			lane, ok := laneOf[thread{ev.Pid, ev.Tid}]
+			if !ok {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("slice %q is on pid %d tid %d, which no thread_name names", ev.Name, ev.Pid, ev.Tid)}
+			}
+			if ev.Dur == nil {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("slice %q has no dur", ev.Name)}
+			}
+			var a sliceArgs
+			if err := json.Unmarshal(ev.Args, &a); err != nil {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("args of slice %q: %v", ev.Name, err)}
+			}
+			kind, ok := opKind(a.Kind)
+			if !ok {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("slice %q has unknown op kind %q", ev.Name, a.Kind)}
+			}
+			grid, err := parseDim(a.Grid)
+			if err != nil {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("grid of slice %q: %v", ev.Name, err)}
+			}
+			block, err := parseDim(a.Block)
+			if err != nil {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("block of slice %q: %v", ev.Name, err)}
+			}
+			t.Slices = append(t.Slices, Slice{Op: a.OpID, Name: a.Op, Kind: kind, Lane: lane, Start: fromMicros(ev.Ts), Dur: fromMicros(*ev.Dur),
+				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes})
+		case "s", "f":
+			if ev.ID == nil {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("flow event %q has no id", ev.Name)}
+			}
+			lane, ok := laneOf[thread{ev.Pid, ev.Tid}]
+			if !ok {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("flow event %q is on pid %d tid %d, which no thread_name names", ev.Name, ev.Pid, ev.Tid)}
+			}
+			var a flowArgs
+			if err := json.Unmarshal(ev.Args, &a); err != nil {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("args of flow event %q: %v", ev.Name, err)}
+			}
+			end := flowEnd{event: i, lane: lane, ts: fromMicros(ev.Ts), eventNo: a.Event, op: a.OpID}
+			side := starts
+			if ev.Ph == "f" {
+				side = ends
+			}
+			if _, dup := side[*ev.ID]; dup {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("flow id %d has two %q events", *ev.ID, ev.Ph)}
+			}
+			side[*ev.ID] = end
+			if ev.Ph == "s" {
+				flowIDs = append(flowIDs, *ev.ID)
+			}
+		}
+	}
+	slices.SortStableFunc(t.Slices, func(a, b Slice) int { return compareSlices(&a, &b) })
+	byLane := make([][]int, len(t.Lanes))
+	for i, s := range t.Slices {
+		byLane[s.Lane] = append(byLane[s.Lane], i)
+	}
+	enclosing := func(fe flowEnd) (int, error) {
+		lane := byLane[fe.lane]
+		// The last slice starting at or before ts.
+		k, _ := slices.BinarySearchFunc(lane, fe.ts, func(i int, ts time.Duration) int {
+			if t.Slices[i].Start <= ts {
+				return -1
+			}
+			return 1
+		})
+		// Slices of one stream do not overlap, but zero-length ones may
+		// share a time: look a few back for the op the event names.
+		for j := k - 1; j >= 0 && j >= k-maxStacked; j-- {
+			if s := t.Slices[lane[j]]; s.Op == fe.op && s.End() >= fe.ts {
+				return lane[j], nil
+			}
+		}
+		return 0, &ReadError{Event: fe.event, Msg: fmt.Sprintf("flow event lies in no slice of op %d on its thread", fe.op)}
+	}
+	for _, id := range flowIDs {
+		s := starts[id]
+		f, ok := ends[id]
+		if !ok {
+			return nil, &ReadError{Event: s.event, Msg: fmt.Sprintf("flow id %d starts but never finishes", id)}
+		}
+		from, err := enclosing(s)
+		if err != nil {
+			return nil, err
+		}
+		to, err := enclosing(f)
+		if err != nil {
+			return nil, err
+		}
+		t.Flows = append(t.Flows, Flow{Event: s.eventNo, From: from, To: to})
+	}
+	for id, f := range ends {
+		if _, ok := starts[id]; !ok {
+			return nil, &ReadError{Event: f.event, Msg: fmt.Sprintf("flow id %d finishes but never starts", id)}
+		}
+	}
+	return t, nil
+}
+
+// dim writes a launch shape as 64x1x1, and the zero shape as "".
+func dim(d dag.Dim3) string {
+	if d == (dag.Dim3{}) {
+		return ""
+	}
+	return d.String()
+}
+
+// parseDim reads what dim writes.
+func parseDim(s string) (dag.Dim3, error) {
+	var d dag.Dim3
+	if s == "" {
+		return d, nil
+	}
+	parts := strings.Split(s, "x")
+	if len(parts) != 3 {
+		return d, fmt.Errorf("%q is not a shape like 64x1x1", s)
+	}
+	for i, p := range []*int{&d.X, &d.Y, &d.Z} {
+		n, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return d, fmt.Errorf("%q is not a shape like 64x1x1", s)
+		}
+		*p = n
+	}
+	return d, nil
+}
+
+func streamKind(name string) (planner.StreamKind, bool) {
+	for k := planner.Compute; k <= planner.CopyAny; k++ {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func opKind(name string) (dag.OpKind, bool) {
+	for k := dag.Alloc; k <= dag.Host; k++ {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,44 @@
+// Package trace shows what a plan did, or would do, as data and pictures.
+//
+// A Trace is a timeline: a lane per stream of the plan (grouped by device,
+// named with the stream's name and priority), a slice per op with its start
+// and duration, a flow per event record and wait (from the end of the op the
+// event is recorded after to the start of the op after the wait), and the
+// plan's figures. FromRun builds it from the op times of a run; FromPlan
+// from the planner's cost model, without running anything.
+//
+// A Trace is written as Chrome Trace Event JSON (WriteChrome; Perfetto and
+// chrome://tracing open it, and ReadChrome reads it back), as a text summary
+// (WriteSummary: per-stream busy time, copy/compute overlap, makespan
+// against the critical path, the longest waits), and as a self-contained
+// SVG or HTML timeline (WriteSVG, WriteHTML). A plan alone is drawn by
+// PlanDOT (Graphviz), PlanSVG and PlanHTML. Pictures load nothing from the
+// network, use generic font families and escape every name.
+//
+// How the dagrun command uses it:
+//
+//	// dagrun run spec.yaml --trace run.json
+//	sess, err := executor.Open(ctx, backend, plan, executor.WithTiming())
+//	// ... sess.Run(ctx) ...
+//	t := trace.FromRun(plan, sess.Spans())
+//	err = t.WriteChrome(file)  // run.json
+//	err = t.WriteSummary(os.Stdout)
+//
+//	// dagrun viz spec.yaml -o plan.svg|plan.html|plan.dot: the plan, not run
+//	switch filepath.Ext(out) {
+//	case ".svg":
+//		err = trace.PlanSVG(file, plan)
+//	case ".html":
+//		err = trace.PlanHTML(file, plan)
+//	case ".dot":
+//		err = trace.PlanDOT(file, plan)
+//	}
+//
+//	// dagrun viz run.json -o timeline.svg|timeline.html: the measured run
+//	t, err := trace.ReadChrome(jsonFile)
+//	// then t.WriteSVG(file) or t.WriteHTML(file) by extension;
+//	// t.WriteSummary(os.Stdout) prints the figures again.
+//
+// A trace file tells run.json from a spec by content: ReadChrome fails with a
+// *ReadError on anything that is not Chrome Trace Event JSON.
+package trace

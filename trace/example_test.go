@@ -1,0 +1,68 @@
+package trace_test
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/trace"
+)
+
+// A copy feeds a kernel on another stream: the trace has a lane per stream,
+// a slice per op and a flow for the wait between them.
+func ExampleFromRun() {
+	b := dag.New()
+	in := b.Buffer("in", 4096, dag.PinnedHost(), dag.Zeros())
+	x := b.Buffer("x", 4096)
+	b.Copy(x.All(), in.All()).Named("upload")
+	b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(256), x, 2.0).Named("double")
+	g, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := planner.New(g, planner.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// What executor.Session.Spans returns after a run with WithTiming.
+	spans := []executor.Span{
+		{Op: 0, Stream: int(p.OpStream[0]), Start: 100 * time.Microsecond, End: 110 * time.Microsecond},
+		{Op: 1, Stream: int(p.OpStream[1]), Start: 113 * time.Microsecond, End: 120 * time.Microsecond},
+	}
+	t := trace.FromRun(p, spans)
+	for _, l := range t.Lanes {
+		fmt.Println(l.Process(), "/", l.Title())
+	}
+	for _, s := range t.Slices {
+		fmt.Printf("%s on %s: %v + %v\n", s.Name, t.Lanes[s.Lane].Name, s.Start, s.Dur)
+	}
+	for _, f := range t.Flows {
+		fmt.Printf("e%d: %s -> %s\n", f.Event, t.Slices[f.From].Name, t.Slices[f.To].Name)
+	}
+	t.WriteSummary(os.Stdout)
+	// Output:
+	// GPU 0 / dev0.normal.compute0 (priority normal)
+	// GPU 0 / dev0.normal.h2d (priority normal)
+	// double on dev0.normal.compute0: 13µs + 7µs
+	// upload on dev0.normal.h2d: 0s + 10µs
+	// e0: upload -> double
+	// makespan 20.000 µs (measured), 2 ops on 2 streams
+	//
+	// stream                priority  kind     ops       busy  share
+	// dev0.normal.compute0  normal    compute    1   7.000 µs  35.0%
+	// dev0.normal.h2d       normal    h2d        1  10.000 µs  50.0%
+	//
+	// copy/compute overlap  0 ns (0.0% of makespan; 0.0% of copy time 10.000 µs hidden behind kernels, kernel time 7.000 µs)
+	// critical path         17.000 µs (makespan / critical path = 1.18)
+	// plan estimate         makespan 12.165 µs, critical path 12.165 µs (cost model)
+	// plan                  2 ops, 2 streams, 1 cross-stream edges, 1 waits
+	//
+	// longest waits (1 of 1; idle: the stream's gap before the op, lag: from the end of the op waited for to the op's start)
+	// stream                op      waited for                      idle       lag
+	// dev0.normal.compute0  double  upload on dev0.normal.h2d  13.000 µs  3.000 µs
+}

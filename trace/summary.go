@@ -1,0 +1,260 @@
+package trace
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Summary is what WriteSummary prints, as numbers.
+type Summary struct {
+	// Makespan runs from the start of the first slice to the end of the last.
+	Makespan time.Duration
+	Streams  []StreamSummary // in lane order
+	// CopyBusy is the time at least one copy runs; KernelBusy the time at
+	// least one kernel (launch or fill) runs; Overlap the time both do.
+	CopyBusy, KernelBusy, Overlap time.Duration
+	// OverlapShare is Overlap over Makespan; CopyHidden is Overlap over
+	// CopyBusy, the share of copy time hidden behind kernels.
+	OverlapShare, CopyHidden float64
+	// CriticalPath is the trace's critical path (Figures.CriticalPath);
+	// Ratio is Makespan over it (1 is the best any schedule can do).
+	CriticalPath time.Duration
+	Ratio        float64
+	Waits        []WaitSummary // longest idle first
+}
+
+// StreamSummary is one lane's share of the work.
+type StreamSummary struct {
+	Lane  int
+	Ops   int
+	Busy  time.Duration // time at least one of its slices runs
+	Share float64       // Busy over the trace's makespan
+}
+
+// WaitSummary is how long a stream sat idle before an op it ran after
+// waiting for events: from the end of the stream's previous slice (or the
+// start of the trace, if there is none) to the start of the op. Lag is the
+// time from the end of the latest op it waited for to its own start (the
+// cost of the event round trip, or negative if the op started first).
+type WaitSummary struct {
+	Slice int   // the op after the waits: index into Trace.Slices
+	For   []int // the ops it waited for: indices into Trace.Slices
+	Idle  time.Duration
+	Lag   time.Duration
+}
+
+// Summarize computes the figures of t that WriteSummary prints.
+func (t *Trace) Summarize() Summary {
+	s := Summary{Makespan: t.Makespan(), CriticalPath: t.Figures.CriticalPath}
+	byLane := make([][]interval, len(t.Lanes))
+	var copies, kernels []interval
+	for _, sl := range t.Slices {
+		iv := interval{sl.Start, sl.End()}
+		if sl.Lane >= 0 && sl.Lane < len(byLane) {
+			byLane[sl.Lane] = append(byLane[sl.Lane], iv)
+		}
+		switch sl.Kind {
+		case dag.Copy:
+			copies = append(copies, iv)
+		case dag.Launch, dag.Fill:
+			kernels = append(kernels, iv)
+		}
+	}
+	for lane, ivs := range byLane {
+		ss := StreamSummary{Lane: lane, Ops: len(ivs), Busy: length(union(ivs))}
+		ss.Share = share(ss.Busy, s.Makespan)
+		s.Streams = append(s.Streams, ss)
+	}
+	cu, ku := union(copies), union(kernels)
+	s.CopyBusy, s.KernelBusy = length(cu), length(ku)
+	s.Overlap = length(intersect(cu, ku))
+	s.OverlapShare = share(s.Overlap, s.Makespan)
+	s.CopyHidden = share(s.Overlap, s.CopyBusy)
+	s.Ratio = share(s.Makespan, s.CriticalPath)
+	s.Waits = t.waits()
+	return s
+}
+
+// waits lists, per op after a wait, the idle time before it, longest first.
+func (t *Trace) waits() []WaitSummary {
+	// prevEnd[i] is the end of the slice before slice i on its lane.
+	prevEnd := make([]time.Duration, len(t.Slices))
+	for i := range t.Slices {
+		if i > 0 && t.Slices[i-1].Lane == t.Slices[i].Lane {
+			prevEnd[i] = max(prevEnd[i-1], t.Slices[i-1].End())
+		}
+	}
+	var out []WaitSummary
+	at := map[int]int{} // slice -> index in out
+	for _, f := range t.Flows {
+		if f.To < 0 || f.To >= len(t.Slices) || f.From < 0 || f.From >= len(t.Slices) {
+			continue
+		}
+		k, ok := at[f.To]
+		if !ok {
+			k = len(out)
+			at[f.To] = k
+			to := t.Slices[f.To]
+			out = append(out, WaitSummary{Slice: f.To, Idle: max(to.Start-prevEnd[f.To], 0), Lag: to.Start - t.Slices[f.From].End()})
+		}
+		w := &out[k]
+		w.For = append(w.For, f.From)
+		w.Lag = min(w.Lag, t.Slices[f.To].Start-t.Slices[f.From].End())
+	}
+	slices.SortStableFunc(out, func(a, b WaitSummary) int {
+		return cmp.Or(cmp.Compare(b.Idle, a.Idle), cmp.Compare(a.Slice, b.Slice))
+	})
+	return out
+}
+
+// longestWaits is how many waits WriteSummary lists.
+const longestWaits = 10
+
+// WriteSummary writes the summary of t as aligned text: per stream its ops,
+// busy time and share of the makespan; copy/compute overlap; the makespan
+// against the critical path; and the longest waits.
+func (t *Trace) WriteSummary(w io.Writer) error {
+	s := t.Summarize()
+	bw := bufio.NewWriter(w)
+	what := "measured"
+	if t.Figures.Estimated {
+		what = "estimated"
+	}
+	fmt.Fprintf(bw, "makespan %s (%s), %d ops on %d streams\n\n", fmtDur(s.Makespan), what, len(t.Slices), len(t.Lanes))
+
+	rows := [][]string{{"stream", "priority", "kind", "ops", "busy", "share"}}
+	for _, ss := range s.Streams {
+		l := t.Lanes[ss.Lane]
+		rows = append(rows, []string{l.Name, l.Priority.String(), l.Kind.String(), fmt.Sprint(ss.Ops), fmtDur(ss.Busy), pct(ss.Share)})
+	}
+	writeTable(bw, rows, []bool{false, false, false, true, true, true})
+
+	fmt.Fprintf(bw, "\ncopy/compute overlap  %s (%s of makespan; %s of copy time %s hidden behind kernels, kernel time %s)\n",
+		fmtDur(s.Overlap), pct(s.OverlapShare), pct(s.CopyHidden), fmtDur(s.CopyBusy), fmtDur(s.KernelBusy))
+	fmt.Fprintf(bw, "critical path         %s (makespan / critical path = %.2f)\n", fmtDur(s.CriticalPath), s.Ratio)
+	f := t.Figures
+	if f.EstMakespan > 0 || f.EstCriticalPath > 0 {
+		fmt.Fprintf(bw, "plan estimate         makespan %s, critical path %s (cost model)\n", fmtDur(f.EstMakespan), fmtDur(f.EstCriticalPath))
+	}
+	fmt.Fprintf(bw, "plan                  %d ops, %d streams, %d cross-stream edges, %d waits\n", f.Ops, f.Streams, f.CrossEdges, f.Waits)
+
+	if len(s.Waits) > 0 {
+		n := min(len(s.Waits), longestWaits)
+		fmt.Fprintf(bw, "\nlongest waits (%d of %d; idle: the stream's gap before the op, lag: from the end of the op waited for to the op's start)\n", n, len(s.Waits))
+		rows := [][]string{{"stream", "op", "waited for", "idle", "lag"}}
+		for _, ws := range s.Waits[:n] {
+			sl := t.Slices[ws.Slice]
+			var fors []string
+			for _, i := range ws.For {
+				fors = append(fors, fmt.Sprintf("%s on %s", t.Slices[i].Name, t.Lanes[t.Slices[i].Lane].Name))
+			}
+			rows = append(rows, []string{t.Lanes[sl.Lane].Name, sl.Name, strings.Join(fors, ", "), fmtDur(ws.Idle), fmtDur(ws.Lag)})
+		}
+		writeTable(bw, rows, []bool{false, false, false, true, true})
+	}
+	return bw.Flush()
+}
+
+// writeTable writes rows as columns two spaces apart, numbers aligned right.
+func writeTable(w *bufio.Writer, rows [][]string, right []bool) {
+	width := make([]int, len(right))
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		var line strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				line.WriteString("  ")
+			}
+			if right[i] {
+				line.WriteString(pad + c)
+			} else {
+				line.WriteString(c + pad)
+			}
+		}
+		w.WriteString(strings.TrimRight(line.String(), " "))
+		w.WriteByte('\n')
+	}
+}
+
+type interval struct{ from, to time.Duration }
+
+// union merges intervals into sorted disjoint ones; it sorts ivs.
+func union(ivs []interval) []interval {
+	slices.SortFunc(ivs, func(a, b interval) int { return cmp.Compare(a.from, b.from) })
+	var out []interval
+	for _, iv := range ivs {
+		if iv.to <= iv.from {
+			continue
+		}
+		if n := len(out); n > 0 && iv.from <= out[n-1].to {
+			out[n-1].to = max(out[n-1].to, iv.to)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// intersect intersects two sorted lists of disjoint intervals.
+func intersect(a, b []interval) []interval {
+	var out []interval
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		from, to := max(a[i].from, b[j].from), min(a[i].to, b[j].to)
+		if from < to {
+			out = append(out, interval{from, to})
+		}
+		if a[i].to < b[j].to {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
+func length(ivs []interval) time.Duration {
+	var n time.Duration
+	for _, iv := range ivs {
+		n += iv.to - iv.from
+	}
+	return n
+}
+
+func share(part, whole time.Duration) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+// fmtDur writes a duration with three significant decimals in ns, µs, ms or s.
+func fmtDur(d time.Duration) string {
+	neg := ""
+	if d < 0 {
+		neg, d = "-", -d
+	}
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%s%.3f s", neg, d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%s%.3f ms", neg, float64(d)/1e6)
+	case d >= time.Microsecond:
+		return fmt.Sprintf("%s%.3f µs", neg, float64(d)/1e3)
+	}
+	return fmt.Sprintf("%s%d ns", neg, int64(d))
+}

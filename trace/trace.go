@@ -1,0 +1,386 @@
+package trace
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// Trace is a timeline of one run of a plan, or of the plan alone under a
+// cost model: a lane per stream, a slice per op, a flow per event record and
+// wait, and the plan's figures.
+type Trace struct {
+	Lanes   []Lane  // in display order: by device, priority (highest first), stream kind, stream ID
+	Slices  []Slice // by lane, then start, then op
+	Flows   []Flow  // in the order of the plan's wait steps
+	Figures Figures
+}
+
+// Lane is one stream of the plan.
+type Lane struct {
+	Stream   int // the plan's stream ID
+	Device   int
+	Priority dag.Priority
+	Kind     planner.StreamKind
+	Name     string // the stream's name, for example dev0.high.compute0
+}
+
+// Title is the lane's name with its priority: "dev0.high.compute0 (priority high)".
+func (l Lane) Title() string { return fmt.Sprintf("%s (priority %s)", l.Name, l.Priority) }
+
+// Process is the name of the device the lane belongs to: "GPU 0".
+func (l Lane) Process() string { return fmt.Sprintf("GPU %d", l.Device) }
+
+// Copy reports whether the lane is a copy stream.
+func (l Lane) Copy() bool { return l.Kind != planner.Compute }
+
+// Slice is one op's time on its stream.
+type Slice struct {
+	Op     int // the op's ID in the plan's graph
+	Name   string
+	Kind   dag.OpKind
+	Lane   int           // index into Trace.Lanes
+	Start  time.Duration // from the start of the trace (its earliest slice)
+	Dur    time.Duration
+	Bytes  int64    // bytes the op moves or touches (dag.Op.Bytes)
+	Grid   dag.Dim3 // launches: the grid shape; zero otherwise
+	Block  dag.Dim3 // launches: the block shape
+	Reads  []string // views the op reads: buffer names, with [from:to] for part of a buffer
+	Writes []string // views the op writes
+}
+
+// End is when the slice ends.
+func (s Slice) End() time.Duration { return s.Start + s.Dur }
+
+// Flow is one event record and one wait for it: the arrow from the end of
+// the op the event was recorded after to the start of the first op the
+// waiting stream runs after the wait.
+type Flow struct {
+	Event    int
+	From, To int // indices into Trace.Slices
+}
+
+// Figures are the plan's figures, and the critical path under the trace's
+// own durations.
+type Figures struct {
+	Ops             int
+	Streams         int
+	CrossEdges      int
+	Waits           int
+	EstMakespan     time.Duration // the planner's estimate under its cost model
+	EstCriticalPath time.Duration // the planner's critical-path bound under its cost model
+	// CriticalPath is the longest dependency chain with each op taking its
+	// slice's duration: no schedule of these durations ends sooner.
+	CriticalPath time.Duration
+	// Estimated says the slices are cost-model estimates (FromPlan), not
+	// measurements (FromRun).
+	Estimated bool
+}
+
+// Makespan is the time from the start of the first slice to the end of the last.
+func (t *Trace) Makespan() time.Duration {
+	var end time.Duration
+	for _, s := range t.Slices {
+		end = max(end, s.End())
+	}
+	return end
+}
+
+// FromRun builds the trace of a run of p from the op times the executor
+// measured (executor.Session.Spans with executor.WithTiming). Times are
+// shifted so that the earliest span starts at zero. Spans naming an op the
+// plan's graph lacks are left out; a span whose stream the plan lacks is
+// drawn on the op's planned stream. Building is linear in the size of the
+// plan and the number of spans, plus sorting the slices.
+func FromRun(p *planner.Plan, spans []executor.Span) *Trace {
+	b := newBuilder(p, len(spans))
+	if b == nil {
+		return &Trace{}
+	}
+	origin := time.Duration(0)
+	first := true
+	for _, sp := range spans {
+		if b.op(sp.Op) == nil {
+			continue
+		}
+		if first || sp.Start < origin {
+			origin, first = sp.Start, false
+		}
+	}
+	for _, sp := range spans {
+		if b.op(sp.Op) == nil {
+			continue
+		}
+		b.add(sp.Op, sp.Stream, sp.Start-origin, max(sp.End-sp.Start, 0))
+	}
+	return b.finish(false)
+}
+
+// FromPlan builds the trace the plan would leave if every op took the time
+// cost gives it (planner.DefaultCost when nil): each stream runs its ops in
+// order, and an op after a wait starts no sooner than the recording op ends.
+// This is the simulation the planner's makespan estimate comes from; device
+// contention is not modelled. The trace's Figures.Estimated is true.
+func FromPlan(p *planner.Plan, cost planner.CostModel) *Trace {
+	if p == nil {
+		return &Trace{}
+	}
+	b := newBuilder(p, len(p.OpStream))
+	if cost == nil {
+		cost = planner.DefaultCost()
+	}
+	streamTime := make([]time.Duration, len(p.Streams))
+	eventTime := make([]time.Duration, p.Events)
+	for _, st := range p.Steps {
+		s := int(st.Stream)
+		if s < 0 || s >= len(streamTime) {
+			continue
+		}
+		switch st.Kind {
+		case planner.Run:
+			op := b.op(int(st.Op))
+			if op == nil {
+				continue
+			}
+			d := max(cost.Duration(op), 0)
+			b.add(op.ID, s, streamTime[s], d)
+			streamTime[s] += d
+		case planner.Record:
+			if e := int(st.Event); e >= 0 && e < len(eventTime) {
+				eventTime[e] = streamTime[s]
+			}
+		case planner.Wait:
+			if e := int(st.Event); e >= 0 && e < len(eventTime) {
+				streamTime[s] = max(streamTime[s], eventTime[e])
+			}
+		}
+	}
+	return b.finish(true)
+}
+
+// builder collects slices for one plan.
+type builder struct {
+	p         *planner.Plan
+	ops       []*dag.Op
+	laneOf    []int // by stream ID
+	t         *Trace
+	sliceOf   []int32 // by op ID: the op's first slice (in t.Slices before sorting), -1 for none
+	durations []time.Duration
+	names     []string // backing array of the slices' Reads and Writes
+}
+
+// newBuilder starts the trace of p, with room for slices slices.
+func newBuilder(p *planner.Plan, slices int) *builder {
+	if p == nil {
+		return nil
+	}
+	var ops []*dag.Op
+	if p.Graph != nil {
+		ops = p.Graph.Ops
+	}
+	b := &builder{p: p, ops: ops, t: &Trace{Slices: make([]Slice, 0, slices)}}
+	b.t.Lanes, b.laneOf = lanesOf(p.Streams)
+	b.sliceOf = make([]int32, len(ops))
+	for i := range b.sliceOf {
+		b.sliceOf[i] = -1
+	}
+	b.durations = make([]time.Duration, len(ops))
+	b.t.Figures = Figures{
+		Ops: p.Stats.Ops, Streams: p.Stats.Streams, CrossEdges: p.Stats.CrossEdges, Waits: p.Stats.Waits,
+		EstMakespan: p.Stats.Makespan, EstCriticalPath: p.Stats.CriticalPath,
+	}
+	return b
+}
+
+// lanesOf orders the streams for display and maps stream IDs to lanes.
+func lanesOf(streams []planner.Stream) ([]Lane, []int) {
+	lanes := make([]Lane, len(streams))
+	for i, s := range streams {
+		lanes[i] = Lane{Stream: i, Device: s.Device, Priority: s.Priority, Kind: s.Kind, Name: s.Name}
+	}
+	slices.SortStableFunc(lanes, func(a, b Lane) int {
+		return cmp.Or(cmp.Compare(a.Device, b.Device), cmp.Compare(b.Priority, a.Priority),
+			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Stream, b.Stream))
+	})
+	laneOf := make([]int, len(streams))
+	for i, l := range lanes {
+		laneOf[l.Stream] = i
+	}
+	return lanes, laneOf
+}
+
+func (b *builder) op(id int) *dag.Op {
+	if id < 0 || id >= len(b.ops) {
+		return nil
+	}
+	return b.ops[id]
+}
+
+// add records that op ran on stream from start for d; op must exist.
+func (b *builder) add(opID, stream int, start, d time.Duration) {
+	op := b.ops[opID]
+	if stream < 0 || stream >= len(b.laneOf) {
+		stream = -1
+		if opID < len(b.p.OpStream) {
+			stream = int(b.p.OpStream[opID])
+		}
+		if stream < 0 || stream >= len(b.laneOf) {
+			return
+		}
+	}
+	s := Slice{Op: opID, Name: op.Name, Kind: op.Kind, Lane: b.laneOf[stream], Start: start, Dur: d, Bytes: opBytes(op)}
+	if l := op.Launch; l != nil && op.Kind == dag.Launch {
+		s.Grid, s.Block = l.Grid, l.Block
+	}
+	s.Reads, s.Writes = b.views(op)
+	if b.sliceOf[opID] < 0 {
+		b.sliceOf[opID] = int32(len(b.t.Slices))
+		b.durations[opID] = d
+	}
+	b.t.Slices = append(b.t.Slices, s)
+}
+
+// views lists the views op reads and writes. The names of all slices share
+// one growing backing array, so a slice costs no allocation of its own.
+func (b *builder) views(op *dag.Op) (reads, writes []string) {
+	var nr, nw int
+	for _, a := range op.Access {
+		if a.Buf != nil && a.Mode.Reads() {
+			nr++
+		}
+		if a.Buf != nil && a.Mode.Writes() {
+			nw++
+		}
+	}
+	if nr+nw == 0 {
+		return nil, nil
+	}
+	if cap(b.names)-len(b.names) < nr+nw {
+		b.names = make([]string, 0, max(1024, nr+nw))
+	}
+	start := len(b.names)
+	for _, a := range op.Access {
+		if a.Buf != nil && a.Mode.Reads() {
+			b.names = append(b.names, a.View.String())
+		}
+	}
+	for _, a := range op.Access {
+		if a.Buf != nil && a.Mode.Writes() {
+			b.names = append(b.names, a.View.String())
+		}
+	}
+	mid, end := start+nr, start+nr+nw
+	if nr > 0 {
+		reads = b.names[start:mid:mid]
+	}
+	if nw > 0 {
+		writes = b.names[mid:end:end]
+	}
+	return reads, writes
+}
+
+// opBytes is op.Bytes without trusting the op's shape.
+func opBytes(op *dag.Op) int64 {
+	need := 1
+	if op.Kind == dag.Copy {
+		need = 2
+	}
+	if len(op.Access) < need {
+		return 0
+	}
+	return op.Bytes()
+}
+
+// finish sorts the slices, links the flows and computes the critical path.
+func (b *builder) finish(estimated bool) *Trace {
+	t := b.t
+	t.Figures.Estimated = estimated
+	t.Figures.CriticalPath = criticalPath(b.ops, b.durations)
+
+	// Bucket the slices by lane (stable), then sort each lane's slices by
+	// start unless they arrived in order, as backends report them.
+	laneStart := make([]int, len(t.Lanes)+1)
+	for _, s := range t.Slices {
+		laneStart[s.Lane+1]++
+	}
+	for l := range t.Lanes {
+		laneStart[l+1] += laneStart[l]
+	}
+	order := make([]int32, len(t.Slices))
+	next := slices.Clone(laneStart[:len(t.Lanes)])
+	for i, s := range t.Slices {
+		order[next[s.Lane]] = int32(i)
+		next[s.Lane]++
+	}
+	byStart := func(i, j int32) int {
+		a, b := &t.Slices[i], &t.Slices[j]
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Op, b.Op), cmp.Compare(a.Dur, b.Dur), cmp.Compare(i, j))
+	}
+	for l := range t.Lanes {
+		if lane := order[laneStart[l]:laneStart[l+1]]; !slices.IsSortedFunc(lane, byStart) {
+			slices.SortFunc(lane, byStart)
+		}
+	}
+	newIndex := make([]int32, len(order))
+	sorted := make([]Slice, len(order))
+	for n, i := range order {
+		sorted[n] = t.Slices[i]
+		newIndex[i] = int32(n)
+	}
+	t.Slices = sorted
+	for op, i := range b.sliceOf {
+		if i >= 0 {
+			b.sliceOf[op] = newIndex[i]
+		}
+	}
+
+	recordedAfter := make([]int32, b.p.Events)
+	for i := range recordedAfter {
+		recordedAfter[i] = -1
+	}
+	for _, st := range b.p.Steps {
+		e := int(st.Event)
+		if e < 0 || e >= len(recordedAfter) || b.op(int(st.Op)) == nil {
+			continue
+		}
+		switch st.Kind {
+		case planner.Record:
+			recordedAfter[e] = st.Op
+		case planner.Wait:
+			if from := recordedAfter[e]; from >= 0 && b.sliceOf[from] >= 0 && b.sliceOf[st.Op] >= 0 {
+				t.Flows = append(t.Flows, Flow{Event: e, From: int(b.sliceOf[from]), To: int(b.sliceOf[st.Op])})
+			}
+		}
+	}
+	return t
+}
+
+// compareSlices is the order of Trace.Slices: by lane, start, op, duration.
+func compareSlices(a, b *Slice) int {
+	return cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Start, b.Start), cmp.Compare(a.Op, b.Op), cmp.Compare(a.Dur, b.Dur))
+}
+
+// criticalPath is the longest chain of dependencies with op i taking dur[i].
+// Deps point to smaller IDs, so one pass in ID order suffices.
+func criticalPath(ops []*dag.Op, dur []time.Duration) time.Duration {
+	finish := make([]time.Duration, len(ops))
+	var longest time.Duration
+	for i, op := range ops {
+		var start time.Duration
+		if op != nil {
+			for _, d := range op.Deps {
+				if d >= 0 && int(d) < i {
+					start = max(start, finish[d])
+				}
+			}
+		}
+		finish[i] = start + dur[i]
+		longest = max(longest, finish[i])
+	}
+	return longest
+}
