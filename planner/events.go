@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -133,8 +134,14 @@ func (a *assigner) addWaits(i int32, op *dag.Op, s int32) {
 }
 
 // layOut numbers the events in the order of their ops and writes the
-// global submission order: for each op in ID order its waits, its run, and
-// its record if anything waits for it. Records thus precede their waits.
+// global submission order: for each op, by estimated start time (then ID),
+// its waits, its run, and its record if anything waits for it. Submitting
+// by start time rather than declaration order matters on a GPU: chains
+// declared one after another are then fed to their streams side by side,
+// so no stream starves while the host is still submitting another's ops.
+// The order is valid because an op starts no earlier than its producers
+// finish (ties between zero-cost ops fall back to ID, which respects
+// dependencies), and each stream's ops start in the order it runs them.
 func (a *assigner) layOut(p *Plan) {
 	events := int32(0)
 	for i, e := range a.eventOf {
@@ -145,14 +152,25 @@ func (a *assigner) layOut(p *Plan) {
 	}
 	p.Events = int(events)
 	steps := make([]Step, 0, len(a.ops)+a.waitOps.len()+int(events))
-	for i := range a.ops {
+	order := make([]int32, len(a.ops))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	start := func(i int32) int64 { return a.finish[i] - a.dur[i] }
+	slices.SortFunc(order, func(x, y int32) int {
+		if c := cmp.Compare(start(x), start(y)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x, y)
+	})
+	for _, i := range order {
 		s := a.opStream[i]
 		for w := a.waitOff[i]; w < a.waitOff[i+1]; w++ {
-			steps = append(steps, Step{Kind: Wait, Stream: s, Op: int32(i), Event: a.eventOf[a.waitOps.at(int(w))]})
+			steps = append(steps, Step{Kind: Wait, Stream: s, Op: i, Event: a.eventOf[a.waitOps.at(int(w))]})
 		}
-		steps = append(steps, Step{Kind: Run, Stream: s, Op: int32(i), Event: -1})
+		steps = append(steps, Step{Kind: Run, Stream: s, Op: i, Event: -1})
 		if e := a.eventOf[i]; e >= 0 {
-			steps = append(steps, Step{Kind: Record, Stream: s, Op: int32(i), Event: e})
+			steps = append(steps, Step{Kind: Record, Stream: s, Op: i, Event: e})
 		}
 	}
 	p.Steps = steps
