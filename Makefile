@@ -19,8 +19,8 @@ race:
 	$(GO) test -race ./cpu/... ./executor/...
 
 fuzz-short:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./spec
-	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./planner
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./spec
+	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner
 
 # Longer fuzzing for a developer's machine.
 fuzz:

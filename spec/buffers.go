@@ -1,0 +1,205 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// maxInitFile bounds the initial-contents files a spec may name.
+const maxInitFile = 1 << 30
+
+func (l *loader) buffers(n ast.Node) {
+	f, _ := l.entries(n, "buffers")
+	for _, e := range f.list {
+		if !isName(e.key) {
+			l.errorf(e.keyN, nameHint, "buffer name %q is not valid", e.key)
+			continue
+		}
+		d := &bufDecl{node: e.keyN, fields: map[string]ast.Node{}}
+		l.bufs[e.key] = d
+		l.bufOrder = append(l.bufOrder, e.key)
+		if e.value == nil {
+			continue
+		}
+		if opts, ok := l.buffer(e.key, e.value, d); ok {
+			d.buf = l.b.Buffer(e.key, opts.size, opts.list...)
+		}
+	}
+}
+
+type bufferOpts struct {
+	size int64
+	list []dag.BufferOption
+}
+
+// buffer reads one buffer declaration: a size, or a mapping of properties.
+func (l *loader) buffer(name string, n ast.Node, d *bufDecl) (bufferOpts, bool) {
+	what := fmt.Sprintf("buffer %q", name)
+	var opts bufferOpts
+	if _, isMap := n.(*ast.MappingNode); !isMap {
+		if _, isMV := n.(*ast.MappingValueNode); !isMV {
+			// The short form: just a size, of device memory.
+			d.fields["size"] = n
+			size, ok := l.size(n, what+" size")
+			opts.size = size
+			return opts, ok && l.positive(n, what, size)
+		}
+	}
+	f, ok := l.mapping(n, what, bufferKeys)
+	dt := dag.F32
+	if v, has := f.get("dtype"); has {
+		s, okT := l.oneOf(v, what+" dtype", dtypes)
+		ok = ok && okT
+		dt, _ = dag.ParseDType(s)
+		opts.list = append(opts.list, dag.Of(dt))
+	}
+	sizeKnown := false
+	sizeNode, hasSize := f.get("size")
+	countNode, hasCount := f.get("count")
+	switch {
+	case hasSize && hasCount:
+		l.errorf(f.keyNode("count"), "give either size or dtype and count", "%s has both size and count", what)
+		ok = false
+	case hasSize:
+		d.fields["size"] = sizeNode
+		size, okS := l.size(sizeNode, what+" size")
+		ok = ok && okS && l.positive(sizeNode, what, size)
+		opts.size, sizeKnown = size, okS
+	case hasCount:
+		d.fields["size"] = countNode
+		count, okC := l.integer(countNode, what+" count")
+		switch {
+		case !okC:
+			ok = false
+		case count <= 0:
+			l.errorf(countNode, "", "%s count %d is not positive", what, count)
+			ok = false
+		case count > math.MaxInt64/dt.Size():
+			l.errorf(countNode, "", "%s count %d is too large", what, count)
+			ok = false
+		default:
+			opts.size, sizeKnown = count*dt.Size(), true
+		}
+	}
+	if v, has := f.get("placement"); has {
+		p, okP := l.oneOf(v, what+" placement", placements)
+		ok = ok && okP
+		switch p {
+		case "pinned":
+			opts.list = append(opts.list, dag.PinnedHost())
+		case "pageable":
+			opts.list = append(opts.list, dag.PageableHost())
+		}
+	}
+	if v, has := f.get("device"); has {
+		d.fields["device"] = v
+		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
+		ok = ok && okD
+		opts.list = append(opts.list, func(b *dag.Buffer) { b.Device = dev })
+	}
+	temporary := false
+	if v, has := f.get("temporary"); has {
+		var okT bool
+		temporary, okT = l.boolean(v, what+" temporary")
+		ok = ok && okT
+		if temporary {
+			opts.list = append(opts.list, dag.Temporary())
+		}
+	}
+	if v, has := f.get("init"); has && temporary {
+		l.errorf(v, "fill it with an op after it is allocated, or make it persistent", "%s is temporary and has no initial contents", what)
+		ok = false
+	} else if has {
+		d.fields["init"] = v
+		init, fileSize, okI := l.initial(v, what, opts.size, sizeKnown)
+		ok = ok && okI
+		if okI {
+			opts.list = append(opts.list, func(b *dag.Buffer) { b.Init = init })
+			if !sizeKnown && fileSize > 0 {
+				opts.size, sizeKnown = fileSize, true
+			}
+		}
+	}
+	if !sizeKnown && !hasSize && !hasCount && ok {
+		l.errorf(f.node, "add size: 4 MiB, or dtype and count", "%s has no size", what)
+		ok = false
+	}
+	return opts, ok
+}
+
+func (l *loader) positive(n ast.Node, what string, size int64) bool {
+	if size <= 0 {
+		l.errorf(n, sizeHint, "%s size %d is not positive", what, size)
+		return false
+	}
+	return true
+}
+
+// initial reads a buffer's initial contents: zeros, {value: v},
+// {random: seed} or {file: path}. For a file it also returns the file's
+// size, which sets the buffer's when the spec gives none.
+func (l *loader) initial(n ast.Node, what string, size int64, sizeKnown bool) (dag.Init, int64, bool) {
+	const hint = "write zeros, {value: 1.5}, {random: 42} or {file: data.bin}"
+	what += " init"
+	if s, isStr := scalarString(n); isStr {
+		if slices.Contains(initStrings, s) {
+			return dag.Init{Kind: dag.InitZeros}, 0, true
+		}
+		l.errorf(n, hint, "%s %q is not valid", what, s)
+		return dag.Init{}, 0, false
+	}
+	f, ok := l.mapping(n, what, initKeys)
+	if !ok {
+		return dag.Init{}, 0, false
+	}
+	if len(f.list) != 1 {
+		l.errorf(f.node, hint, "%s must have exactly one of %v", what, initKeys)
+		return dag.Init{}, 0, false
+	}
+	e := f.list[0]
+	if e.value == nil {
+		return dag.Init{}, 0, false
+	}
+	switch e.key {
+	case "zeros":
+		z, ok := l.boolean(e.value, what+" zeros")
+		if ok && !z {
+			return dag.Init{}, 0, true
+		}
+		return dag.Init{Kind: dag.InitZeros}, 0, ok
+	case "value":
+		v, ok := l.number(e.value, what+" value")
+		return dag.Init{Kind: dag.InitValue, Value: v}, 0, ok
+	case "random":
+		seed, ok := l.integer(e.value, what+" random seed")
+		if ok && seed < 0 {
+			l.errorf(e.value, "use a seed of 0 or more", "%s random seed %d is negative", what, seed)
+			ok = false
+		}
+		return dag.Init{Kind: dag.InitRandom, Seed: uint64(seed)}, 0, ok
+	default: // file
+		p, ok := l.str(e.value, what+" file")
+		if !ok {
+			return dag.Init{}, 0, false
+		}
+		data, ok := l.readFile(e.value, what+" file", p, maxInitFile)
+		if !ok {
+			return dag.Init{}, 0, false
+		}
+		if sizeKnown && int64(len(data)) != size {
+			l.errorf(e.value, "make the file as large as the buffer, or leave the size out to take the file's",
+				"%s file %s holds %d bytes, the buffer %d", what, p, len(data), size)
+			return dag.Init{}, 0, false
+		}
+		if len(data) == 0 {
+			l.errorf(e.value, "", "%s file %s is empty", what, p)
+			return dag.Init{}, 0, false
+		}
+		return dag.Init{Kind: dag.InitBytes, Data: data}, int64(len(data)), true
+	}
+}

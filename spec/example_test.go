@@ -1,0 +1,50 @@
+package spec_test
+
+import (
+	"fmt"
+
+	"github.com/dagrun/dagrun/spec"
+)
+
+func ExampleParse() {
+	src := `buffers:
+  h_in:  {size: 1 KiB, placement: pinned, init: {random: 1}}
+  d_x:   1 KiB
+ops:
+  - copy: {from: h_in, to: d_x}
+    name: upload
+  - launch: scale
+    args: {x: d_x, alpha: 2}
+outputs: [d_x]
+`
+	s, err := spec.Parse("pipeline.yaml", []byte(src))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, op := range s.Graph.Ops {
+		fmt.Println(op.Name, op.Kind, op.Deps)
+	}
+	// Output:
+	// upload copy []
+	// scale1 launch [0]
+}
+
+// Every mistake comes back at once, each with its place in the file.
+func ExampleErrors() {
+	src := `buffers:
+  x: {size: 4 KiB, placment: pinned}
+  y: 4 KB
+ops:
+  - copy: {from: x, to: z}
+  - launch: scal
+`
+	_, err := spec.Parse("bad.yaml", []byte(src))
+	for _, e := range spec.Errors(err) {
+		fmt.Println(e)
+	}
+	// Output:
+	// bad.yaml:2:20: unknown field "placment" in buffer "x" (did you mean "placement"?)
+	// bad.yaml:5:25: ops[0] copy to names unknown buffer "z" (use one of x, y)
+	// bad.yaml:6:13: ops[1] launches unknown kernel "scal" (did you mean "scale"?)
+}

@@ -1,0 +1,112 @@
+package spec
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Sum is a checksum of a buffer's contents: its size, the sum of its
+// elements and a hash of its bytes.
+type Sum struct {
+	Bytes int
+	Sum   float64 // sum of the elements, read as the buffer's DType, in float64
+	FNV   uint64  // FNV-1a 64 of the bytes
+}
+
+// Checksum sums data read as elements of dt and hashes its bytes.
+func Checksum(data []byte, dt dag.DType) Sum {
+	h := fnv.New64a()
+	h.Write(data)
+	s := Sum{Bytes: len(data), FNV: h.Sum64()}
+	es := int(dt.Size())
+	for i := 0; i+es <= len(data); i += es {
+		s.Sum += element(data[i:], dt)
+	}
+	return s
+}
+
+func (s Sum) String() string {
+	return fmt.Sprintf("bytes=%d sum=%s fnv=%016x", s.Bytes, strconv.FormatFloat(s.Sum, 'g', -1, 64), s.FNV)
+}
+
+// element reads the first element of mem as dt.
+func element(mem []byte, dt dag.DType) float64 {
+	switch dt {
+	case dag.U8:
+		return float64(mem[0])
+	case dag.I32:
+		return float64(int32(binary.LittleEndian.Uint32(mem)))
+	case dag.I64:
+		return float64(int64(binary.LittleEndian.Uint64(mem)))
+	case dag.F32:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(mem)))
+	case dag.F64:
+		return math.Float64frombits(binary.LittleEndian.Uint64(mem))
+	}
+	return 0
+}
+
+// checksumStep prints a line "checksum VIEW: SUM" for each of views, which
+// the step reads.
+func (s *Spec) checksumStep(views []dag.View) dag.HostFunc {
+	return func(_ context.Context, mem [][]byte) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.Stdout == nil {
+			return nil
+		}
+		for i, m := range mem {
+			if _, err := fmt.Fprintf(s.Stdout, "checksum %s: %s\n", views[i], Checksum(m, views[i].Buf.DType)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// saveStep writes the bytes the step reads to path (see SavePath),
+// making its directory if need be.
+func (s *Spec) saveStep(path string) dag.HostFunc {
+	return func(_ context.Context, mem [][]byte) error {
+		full := s.SavePath(path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(full, mem[0], 0o644)
+	}
+}
+
+// addStep adds v to every element of the view the step works on.
+func addStep(dt dag.DType, v float64) dag.HostFunc {
+	return func(_ context.Context, mem [][]byte) error {
+		m := mem[0]
+		es := int(dt.Size())
+		for i := 0; i+es <= len(m); i += es {
+			switch dt {
+			case dag.U8:
+				m[i] += byte(int64(v))
+			case dag.I32:
+				x := int32(binary.LittleEndian.Uint32(m[i:])) + int32(int64(v))
+				binary.LittleEndian.PutUint32(m[i:], uint32(x))
+			case dag.I64:
+				x := int64(binary.LittleEndian.Uint64(m[i:])) + int64(v)
+				binary.LittleEndian.PutUint64(m[i:], uint64(x))
+			case dag.F32:
+				x := math.Float32frombits(binary.LittleEndian.Uint32(m[i:])) + float32(v)
+				binary.LittleEndian.PutUint32(m[i:], math.Float32bits(x))
+			case dag.F64:
+				x := math.Float64frombits(binary.LittleEndian.Uint64(m[i:])) + v
+				binary.LittleEndian.PutUint64(m[i:], math.Float64bits(x))
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,155 @@
+package spec
+
+import (
+	"fmt"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// maxKernelFile bounds the CUDA C, PTX and cubin files a spec may name.
+const maxKernelFile = 64 << 20
+
+func (l *loader) kernelDecls(n ast.Node) {
+	f, _ := l.entries(n, "kernels")
+	for _, e := range f.list {
+		switch {
+		case !isName(e.key):
+			l.errorf(e.keyN, nameHint, "kernel name %q is not valid", e.key)
+			continue
+		case dag.LookupBuiltin(e.key) != nil:
+			l.errorf(e.keyN, "builtins need no declaration; give your kernel another name", "kernel %q is a builtin", e.key)
+			continue
+		}
+		d := &kernelDecl{node: e.keyN}
+		l.kernels[e.key] = d
+		l.kernOrder = append(l.kernOrder, e.key)
+		if e.value == nil {
+			continue
+		}
+		if k, ok := l.kernel(e.key, e.value); ok {
+			d.k = l.b.Kernel(k)
+		}
+	}
+}
+
+// kernel reads one kernel declaration: its source (CUDA C inline or in a
+// file, a PTX file or a cubin file), entry symbol and parameters.
+func (l *loader) kernel(name string, n ast.Node) (*dag.Kernel, bool) {
+	what := fmt.Sprintf("kernel %q", name)
+	f, ok := l.mapping(n, what, kernelKeys)
+	if f.node == nil {
+		return nil, false
+	}
+	k := &dag.Kernel{Name: name}
+	var sources []string
+	for _, s := range sourceKeys {
+		if f.has(s) {
+			sources = append(sources, s)
+		}
+	}
+	if len(sources) != 1 {
+		l.errorf(f.node, "give one of cuda (inline CUDA C), cuda_file, ptx or cubin",
+			"%s needs exactly one source, has %d", what, len(sources))
+		return nil, false
+	}
+	src, _ := f.get(sources[0])
+	text, okS := l.str(src, what+" "+sources[0])
+	ok = ok && okS
+	if okS {
+		switch sources[0] {
+		case "cuda":
+			k.Source, k.Code = dag.CUDAC, text
+			if text == "" {
+				l.errorf(src, "write the kernel's CUDA C source", "%s cuda source is empty", what)
+				ok = false
+			}
+		case "cuda_file":
+			data, okF := l.readFile(src, what+" cuda_file", text, maxKernelFile)
+			k.Source, k.Code = dag.CUDAC, string(data)
+			ok = ok && okF
+		case "ptx", "cubin":
+			_, okF := l.readFile(src, what+" "+sources[0], text, maxKernelFile)
+			ok = ok && okF
+			k.Source, k.Path = dag.PTX, l.absPath(text)
+			if sources[0] == "cubin" {
+				k.Source = dag.Cubin
+			}
+		}
+	}
+	if v, has := f.get("entry"); has {
+		entry, okE := l.str(v, what+" entry")
+		ok = ok && okE
+		k.Entry = entry
+	}
+	if v, has := f.get("params"); has {
+		params, okP := l.params(v, what)
+		ok = ok && okP
+		k.Params = params
+	}
+	return k, ok
+}
+
+func (l *loader) params(n ast.Node, what string) ([]dag.Param, bool) {
+	items, ok := l.sequence(n, what+" params")
+	var params []dag.Param
+	seen := map[string]bool{}
+	for i, it := range items {
+		pw := fmt.Sprintf("%s param %d", what, i)
+		f, okF := l.mapping(it, pw, paramKeys)
+		if f.node == nil {
+			ok = false
+			continue
+		}
+		var p dag.Param
+		nameN, hasName := f.get("name")
+		typeN, hasType := f.get("type")
+		if !hasName || !hasType {
+			l.errorf(f.node, "write {name: x, type: buffer, mode: inout} or {name: n, type: i64}", "%s needs a name and a type", pw)
+			ok = false
+			continue
+		}
+		name, okN := l.str(nameN, pw+" name")
+		if okN && !isName(name) {
+			l.errorf(nameN, nameHint, "parameter name %q is not valid", name)
+			okN = false
+		}
+		if okN && seen[name] {
+			l.errorf(nameN, "give each parameter its own name", "parameter %q is declared twice", name)
+			okN = false
+		}
+		seen[name] = true
+		typ, okT := l.oneOf(typeN, pw+" type", paramTypes)
+		p.Name = name
+		p.Kind, _ = dag.ParseParamKind(typ)
+		okM := true
+		if v, has := f.get("mode"); has {
+			if okT && p.Kind != dag.BufferParam {
+				l.errorf(v, "only buffer parameters have a mode", "%s is of type %s and has no mode", pw, typ)
+				okM = false
+			} else {
+				var m string
+				m, okM = l.oneOf(v, pw+" mode", modes)
+				p.Mode = parseMode(m)
+			}
+		} else if p.Kind == dag.BufferParam {
+			p.Mode = dag.ReadWrite
+		}
+		ok = ok && okF && okN && okT && okM
+		params = append(params, p)
+	}
+	return params, ok
+}
+
+func parseMode(s string) dag.Mode {
+	switch s {
+	case "in":
+		return dag.Read
+	case "out":
+		return dag.Write
+	case "inout":
+		return dag.ReadWrite
+	}
+	return 0
+}

@@ -1,0 +1,59 @@
+package spec
+
+import "slices"
+
+// The keys and values the format accepts. The loader checks specs against
+// these tables and a test checks schema.json against them, so the two
+// cannot drift apart.
+var (
+	topKeys     = []string{"run", "buffers", "kernels", "ops", "outputs"}
+	runKeys     = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend"}
+	bufferKeys  = []string{"size", "dtype", "count", "placement", "device", "temporary", "init"}
+	initKeys    = []string{"zeros", "value", "random", "file"}
+	kernelKeys  = []string{"cuda", "cuda_file", "ptx", "cubin", "entry", "params"}
+	sourceKeys  = []string{"cuda", "cuda_file", "ptx", "cubin"}
+	paramKeys   = []string{"name", "type", "mode"}
+	viewKeys    = []string{"buffer", "offset", "size", "mode"}
+	outputKeys  = []string{"buffer", "save"}
+	copyKeys    = []string{"from", "to"}
+	fillKeys    = []string{"buffer", "value"}
+	opKindKeys  = []string{"copy", "fill", "launch", "alloc", "free", "host"}
+	opCommon    = []string{"name", "after", "priority", "cost", "device"}
+	launchKeys  = []string{"grid", "block", "shared", "args"}
+	hostKeys    = map[string][]string{"checksum": {"reads"}, "save": {"buffer", "path"}, "add": {"buffer", "value"}}
+	hostSteps   = []string{"checksum", "save", "add"}
+	backends    = []string{"auto", "cpu", "cuda"}
+	placements  = []string{"device", "pinned", "pageable"}
+	dtypes      = []string{"u8", "i32", "i64", "f32", "f64"}
+	modes       = []string{"in", "out", "inout"}
+	paramTypes  = []string{"buffer", "i32", "i64", "f32", "f64"}
+	priorities  = []string{"high", "normal", "low"}
+	initStrings = []string{"zeros"}
+)
+
+// opKeys are the keys an op of kind may have (host steps: of host step step).
+func opKeys(kind, step string) []string {
+	keys := append([]string{kind}, opCommon...)
+	switch kind {
+	case "launch":
+		keys = append(keys, launchKeys...)
+	case "host":
+		keys = append(keys, hostKeys[step]...)
+	}
+	return keys
+}
+
+// anyOpKeys are the keys some op may have, for suggestions when an op's
+// kind is unknown.
+func anyOpKeys() []string {
+	keys := append(append([]string{}, opKindKeys...), opCommon...)
+	keys = append(keys, launchKeys...)
+	for _, s := range hostSteps {
+		for _, k := range hostKeys[s] {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}

@@ -1,0 +1,672 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// opDecl is one op of the ops list; op is nil when the declaration is wrong.
+type opDecl struct {
+	op     *dag.Op
+	node   ast.Node
+	kind   string
+	label  string              // kernel or host step name, for generated op names
+	fields map[string]ast.Node // dag.Error fields ("after", "args.x", ...) -> node
+	after  []ast.Node
+}
+
+func (l *loader) opList(n ast.Node) {
+	items, ok := l.sequence(n, "ops")
+	if ok && len(items) == 0 {
+		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
+	}
+	for i, it := range items {
+		l.opDecl(i, it)
+	}
+}
+
+func (l *loader) opDecl(i int, n ast.Node) {
+	what := fmt.Sprintf("ops[%d]", i)
+	f, _ := l.entries(n, what)
+	if f.node == nil {
+		return
+	}
+	d := &opDecl{node: f.node, fields: map[string]ast.Node{}}
+	l.ops = append(l.ops, d)
+	var kinds []string
+	for _, k := range opKindKeys {
+		if f.has(k) {
+			kinds = append(kinds, k)
+		}
+	}
+	switch len(kinds) {
+	case 0:
+		l.checkKeys(f, what, anyOpKeys())
+		l.errorf(f.node, "give it one of copy, fill, launch, alloc, free or host", "%s has no kind", what)
+		return
+	case 1:
+	default:
+		l.errorf(f.keyNode(kinds[1]), "split it into one op per kind", "%s is both %s and %s", what, kinds[0], kinds[1])
+		return
+	}
+	d.kind = kinds[0]
+	ok := true
+	if v, has := f.get("name"); has {
+		name, okN := l.str(v, what+" name")
+		switch {
+		case !okN:
+			ok = false
+		case !isName(name):
+			l.errorf(v, nameHint, "op name %q is not valid", name)
+			ok = false
+		case l.opNames[name] != nil:
+			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.pos(l.opNames[name].node))
+			ok = false
+		default:
+			l.opNames[name] = d
+			what = fmt.Sprintf("op %q", name)
+		}
+	}
+	kindNode, _ := f.get(d.kind)
+	step := ""
+	if d.kind == "host" {
+		s, okS := l.oneOf(kindNode, what+" host step", hostSteps)
+		if !okS {
+			return
+		}
+		step, d.label = s, s
+	}
+	if !l.checkKeys(f, what, opKeys(d.kind, step)) {
+		ok = false
+	}
+	var op *dag.Op
+	switch d.kind {
+	case "copy":
+		op = l.copyOp(kindNode, what)
+	case "fill":
+		op = l.fillOp(kindNode, what)
+	case "alloc", "free":
+		op = l.lifetimeOp(d.kind, kindNode, what)
+	case "launch":
+		op = l.launchOp(d, f, kindNode, what)
+	case "host":
+		op = l.hostOp(step, f, what)
+	}
+	if !l.common(d, f, what, op) || !ok || op == nil {
+		return
+	}
+	if v, has := f.get("name"); has {
+		name, _ := l.str(v, "")
+		op.Named(name)
+	}
+	d.op = op
+}
+
+// common reads the keys every op may have and applies them to op (when it
+// is not nil).
+func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
+	ok := true
+	if v, has := f.get("priority"); has {
+		d.fields["priority"] = v
+		p, okP := l.priority(v, what+" priority")
+		ok = ok && okP
+		if okP && op != nil {
+			op.WithPriority(p)
+		}
+	}
+	if v, has := f.get("cost"); has {
+		c, okC := l.duration(v, what+" cost")
+		ok = ok && okC
+		if okC && op != nil {
+			op.Costs(c)
+		}
+	}
+	if v, has := f.get("device"); has {
+		d.fields["device"] = v
+		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
+		ok = ok && okD
+		if okD && op != nil {
+			op.OnDevice(dev)
+		}
+	}
+	if v, has := f.get("after"); has {
+		d.fields["after"] = v
+		if _, isStr := scalarString(v); isStr {
+			d.after = []ast.Node{v}
+		} else {
+			items, okA := l.sequence(v, what+" after")
+			ok = ok && okA
+			d.after = items
+		}
+	}
+	return ok
+}
+
+func (l *loader) priority(n ast.Node, what string) (dag.Priority, bool) {
+	if _, isInt := n.(*ast.IntegerNode); isInt {
+		p, ok := l.intIn(n, what, -1<<20, 1<<20)
+		return dag.Priority(p), ok
+	}
+	s, ok := l.str(n, what)
+	if !ok {
+		return 0, false
+	}
+	switch s {
+	case "high":
+		return dag.High, true
+	case "normal":
+		return dag.Normal, true
+	case "low":
+		return dag.Low, true
+	}
+	l.errorf(n, "use high, normal, low or an integer (higher runs first)", "%s %q is not valid", what, s)
+	return 0, false
+}
+
+func (l *loader) copyOp(n ast.Node, what string) *dag.Op {
+	f, ok := l.mapping(n, what+" copy", copyKeys)
+	if f.node == nil {
+		return nil
+	}
+	from, hasFrom := f.get("from")
+	to, hasTo := f.get("to")
+	if !hasFrom || !hasTo {
+		l.errorf(f.node, "write copy: {from: src, to: dst}", "%s copy needs from and to", what)
+		return nil
+	}
+	src, _, okS := l.view(from, what+" copy from", false)
+	dst, _, okD := l.view(to, what+" copy to", false)
+	if !ok || !okS || !okD {
+		return nil
+	}
+	return l.b.Copy(dst, src)
+}
+
+func (l *loader) fillOp(n ast.Node, what string) *dag.Op {
+	f, ok := l.mapping(n, what+" fill", fillKeys)
+	if f.node == nil {
+		return nil
+	}
+	bufN, hasBuf := f.get("buffer")
+	valN, hasVal := f.get("value")
+	if !hasBuf || !hasVal {
+		l.errorf(f.node, "write fill: {buffer: x, value: 0}", "%s fill needs buffer and value", what)
+		return nil
+	}
+	v, _, okV := l.view(bufN, what+" fill buffer", false)
+	x, okX := l.number(valN, what+" fill value")
+	if !ok || !okV || !okX {
+		return nil
+	}
+	return l.b.Fill(v, x)
+}
+
+func (l *loader) lifetimeOp(kind string, n ast.Node, what string) *dag.Op {
+	d := l.bufferRef(n, what+" "+kind)
+	if d == nil || d.buf == nil {
+		return nil
+	}
+	if kind == "alloc" {
+		return l.b.Alloc(d.buf)
+	}
+	return l.b.Free(d.buf)
+}
+
+func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op {
+	d.fields["kernel"] = n
+	name, ok := l.str(n, what+" kernel")
+	if !ok {
+		return nil
+	}
+	d.label = name
+	k := dag.LookupBuiltin(name)
+	if k == nil {
+		kd := l.kernels[name]
+		if kd == nil {
+			var known []string
+			for _, b := range dag.Builtins() {
+				known = append(known, b.Name)
+			}
+			l.errorf(n, suggest(name, append(known, l.kernOrder...)), "%s launches unknown kernel %q", what, name)
+			return nil
+		}
+		if k = kd.k; k == nil {
+			return nil
+		}
+	}
+	grid, block := dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
+	if v, has := f.get("grid"); has {
+		d.fields["grid"] = v
+		grid, ok = l.dim3(v, what+" grid")
+	}
+	okB := true
+	if v, has := f.get("block"); has {
+		d.fields["block"] = v
+		block, okB = l.dim3(v, what+" block")
+	}
+	shared := int64(0)
+	okS := true
+	if v, has := f.get("shared"); has {
+		d.fields["shared"] = v
+		shared, okS = l.size(v, what+" shared")
+		if okS && shared > 1<<30 {
+			l.errorf(v, "use at most 48 KiB of dynamic shared memory", "%s shared %d bytes is too large", what, shared)
+			okS = false
+		}
+	}
+	argsN, hasArgs := f.get("args")
+	if hasArgs {
+		d.fields["args"] = argsN
+	} else {
+		argsN = f.node
+	}
+	args, okA := l.args(d, k, argsN, hasArgs, what)
+	if !ok || !okB || !okS || !okA {
+		return nil
+	}
+	op := l.b.Launch(k, grid, block, args...)
+	op.Launch.Shared = int(shared)
+	return op
+}
+
+func (l *loader) dim3(n ast.Node, what string) (dag.Dim3, bool) {
+	const limit = 1<<31 - 1
+	if _, isSeq := n.(*ast.SequenceNode); !isSeq {
+		x, ok := l.intIn(n, what, 1, limit)
+		return dag.Dim3{X: x, Y: 1, Z: 1}, ok
+	}
+	items, _ := l.sequence(n, what)
+	if len(items) < 1 || len(items) > 3 {
+		l.errorf(n, "write a number or [x], [x, y] or [x, y, z]", "%s has %d dimensions", what, len(items))
+		return dag.Dim3{}, false
+	}
+	dims := [3]int{1, 1, 1}
+	ok := true
+	for i, it := range items {
+		v, okI := l.intIn(it, what, 1, limit)
+		dims[i] = v
+		ok = ok && okI
+	}
+	return dag.Dim3{X: dims[0], Y: dims[1], Z: dims[2]}, ok
+}
+
+// args reads a launch's arguments, by parameter name (a mapping) or in
+// order (a list), and returns them as dag.Builder.Launch takes them.
+func (l *loader) args(d *opDecl, k *dag.Kernel, n ast.Node, given bool, what string) ([]any, bool) {
+	nodes := make([]ast.Node, len(k.Params))
+	names := make([]string, len(k.Params))
+	for i, p := range k.Params {
+		names[i] = p.Name
+	}
+	ok := true
+	if given {
+		if _, isSeq := n.(*ast.SequenceNode); isSeq {
+			items, _ := l.sequence(n, what+" args")
+			for i, it := range items {
+				if i >= len(nodes) {
+					l.errorf(it, signature(k), "%s passes %d arguments to %s, which takes %d", what, len(items), k.Name, len(nodes))
+					ok = false
+					break
+				}
+				nodes[i] = it
+			}
+		} else {
+			f, okF := l.entries(n, what+" args")
+			ok = okF
+			for _, e := range f.list {
+				i := slices.Index(names, e.key)
+				if i < 0 {
+					l.errorf(e.keyN, suggestParam(e.key, k), "%s has no parameter %q", k.Name, e.key)
+					ok = false
+					continue
+				}
+				nodes[i] = e.value
+			}
+		}
+	}
+	args := make([]any, len(k.Params))
+	for i, p := range k.Params {
+		a := nodes[i]
+		if a == nil {
+			l.errorf(n, signature(k), "%s: missing argument %s (%s) of %s", what, p.Name, p.Kind, k.Name)
+			ok = false
+			continue
+		}
+		d.fields["args."+p.Name] = a
+		aw := fmt.Sprintf("%s argument %s", what, p.Name)
+		switch p.Kind {
+		case dag.BufferParam:
+			v, m, okV := l.view(a, aw, true)
+			if m == 0 {
+				m = p.Mode
+			}
+			if m == 0 {
+				m = dag.ReadWrite
+			}
+			args[i] = dag.Access{View: v, Mode: m}
+			ok = ok && okV
+		case dag.I32Param, dag.I64Param:
+			lo, hi := int64(-1<<31), int64(1<<31-1)
+			if p.Kind == dag.I64Param {
+				lo, hi = -1<<63, 1<<63-1
+			}
+			v, okI := l.integer(a, aw)
+			if okI && (v < lo || v > hi) {
+				l.errorf(a, "", "%s %d does not fit in %s", aw, v, p.Kind)
+				okI = false
+			}
+			args[i] = v
+			ok = ok && okI
+		default:
+			v, okF := l.number(a, aw)
+			args[i] = v
+			ok = ok && okF
+		}
+	}
+	return args, ok
+}
+
+// signature says what a kernel takes: "scale takes (x buffer inout, alpha f32)".
+func signature(k *dag.Kernel) string {
+	parts := make([]string, len(k.Params))
+	for i, p := range k.Params {
+		parts[i] = p.Name + " " + p.Kind.String()
+		if p.Kind == dag.BufferParam && p.Mode != 0 {
+			parts[i] += " " + p.Mode.String()
+		}
+	}
+	return fmt.Sprintf("%s takes (%s)", k.Name, strings.Join(parts, ", "))
+}
+
+func suggestParam(got string, k *dag.Kernel) string {
+	names := make([]string, len(k.Params))
+	for i, p := range k.Params {
+		names[i] = p.Name
+	}
+	if h := suggest(got, names); strings.HasPrefix(h, "did you mean") {
+		return h
+	}
+	return signature(k)
+}
+
+// view reads a view of a buffer: "name", "name[start:end]" or a mapping
+// {buffer, offset, size} (with mode, for kernel arguments). The mode is 0
+// when the spec does not give one.
+func (l *loader) view(n ast.Node, what string, withMode bool) (dag.View, dag.Mode, bool) {
+	n = l.resolve(n)
+	if n == nil {
+		return dag.View{}, 0, false
+	}
+	if s, isStr := scalarString(n); isStr {
+		t, err := parseViewText(s)
+		if err != nil {
+			l.errorf(n, viewHint, "%s: %v", what, err)
+			return dag.View{}, 0, false
+		}
+		b := l.viewBuffer(n, what, t.name)
+		if b == nil {
+			return dag.View{}, 0, false
+		}
+		if !t.ranged {
+			return b.All(), 0, true
+		}
+		end := b.Size
+		if t.hasEnd {
+			end = t.end
+		}
+		v, ok := l.checkRange(n, what, b, t.start, end)
+		return v, 0, ok
+	}
+	keys := viewKeys
+	if !withMode {
+		keys = viewKeys[:3]
+	}
+	f, ok := l.mapping(n, what, keys)
+	if f.node == nil {
+		return dag.View{}, 0, false
+	}
+	bufN, has := f.get("buffer")
+	if !has {
+		l.errorf(f.node, "write {buffer: x, offset: 0, size: 1KiB}", "%s has no buffer", what)
+		return dag.View{}, 0, false
+	}
+	name, okN := l.str(bufN, what+" buffer")
+	if !okN {
+		return dag.View{}, 0, false
+	}
+	b := l.viewBuffer(bufN, what, name)
+	off, size := int64(0), int64(-1)
+	if v, has := f.get("offset"); has {
+		var okO bool
+		off, okO = l.size(v, what+" offset")
+		ok = ok && okO
+	}
+	if v, has := f.get("size"); has {
+		var okS bool
+		size, okS = l.size(v, what+" size")
+		ok = ok && okS
+	}
+	var mode dag.Mode
+	if v, has := f.get("mode"); has {
+		m, okM := l.oneOf(v, what+" mode", modes)
+		ok = ok && okM
+		mode = parseMode(m)
+	}
+	if b == nil || !ok {
+		return dag.View{}, 0, false
+	}
+	end := b.Size
+	if size >= 0 {
+		end = off + size
+		if end < off {
+			l.errorf(f.node, "", "%s range overflows", what)
+			return dag.View{}, 0, false
+		}
+	}
+	v, okR := l.checkRange(f.node, what, b, off, end)
+	return v, mode, okR
+}
+
+// viewBuffer is the buffer a view names, or nil (reported) when there is
+// none.
+func (l *loader) viewBuffer(n ast.Node, what, name string) *dag.Buffer {
+	if !isName(name) {
+		l.errorf(n, viewHint, "%s: %q is not a buffer name", what, name)
+		return nil
+	}
+	d := l.bufs[name]
+	if d == nil {
+		l.errorf(n, suggest(name, l.bufOrder), "%s names unknown buffer %q", what, name)
+		return nil
+	}
+	return d.buf
+}
+
+func (l *loader) checkRange(n ast.Node, what string, b *dag.Buffer, start, end int64) (dag.View, bool) {
+	hint := fmt.Sprintf("%s holds bytes [0:%d)", b.Name, b.Size)
+	switch {
+	case start > b.Size || end > b.Size:
+		l.errorf(n, hint, "%s range [%d:%d) is out of range", what, start, end)
+		return dag.View{}, false
+	case start >= end:
+		l.errorf(n, hint, "%s range [%d:%d) is empty", what, start, end)
+		return dag.View{}, false
+	}
+	return b.Slice(start, end-start), true
+}
+
+func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
+	what += " " + step
+	need := func(key, example string) (ast.Node, bool) {
+		v, has := f.get(key)
+		if !has && !f.has(key) {
+			l.errorf(f.node, "write "+example, "%s needs %s", what, key)
+		}
+		return v, has
+	}
+	switch step {
+	case "checksum":
+		n, ok := need("reads", "reads: [buffer, ...]")
+		if !ok {
+			return nil
+		}
+		items := []ast.Node{n}
+		if _, isSeq := n.(*ast.SequenceNode); isSeq {
+			items, _ = l.sequence(n, what+" reads")
+		}
+		if len(items) == 0 {
+			l.errorf(n, "name the buffers to check", "%s reads nothing", what)
+			return nil
+		}
+		var acc []dag.Access
+		var views []dag.View
+		for _, it := range items {
+			v, _, okV := l.view(it, what+" reads", false)
+			ok = ok && okV
+			acc = append(acc, dag.In(v))
+			views = append(views, v)
+		}
+		if !ok {
+			return nil
+		}
+		return l.b.Host(l.spec.checksumStep(views), acc...)
+	case "save":
+		bufN, okB := need("buffer", "buffer: x")
+		pathN, okP := need("path", "path: out.bin")
+		if !okB || !okP {
+			return nil
+		}
+		v, _, okV := l.view(bufN, what+" buffer", false)
+		p, okS := l.str(pathN, what+" path")
+		if okS && p == "" {
+			l.errorf(pathN, "name a file", "%s path is empty", what)
+			okS = false
+		}
+		if !okV || !okS {
+			return nil
+		}
+		return l.b.Host(l.spec.saveStep(p), dag.In(v))
+	default: // add
+		bufN, okB := need("buffer", "buffer: x")
+		valN, okV := need("value", "value: 1")
+		if !okB || !okV {
+			return nil
+		}
+		v, _, okW := l.view(bufN, what+" buffer", false)
+		x, okX := l.number(valN, what+" value")
+		if !okW || !okX {
+			return nil
+		}
+		return l.b.Host(addStep(v.Buf.DType, x), dag.InOut(v))
+	}
+}
+
+// nameOps gives every op without a name one made from its kind (or kernel
+// or host step) and its index, unique among the names the spec gives.
+func (l *loader) nameOps() {
+	for i, d := range l.ops {
+		if d.op == nil || d.op.Name != "" {
+			continue
+		}
+		base := d.kind
+		if d.label != "" {
+			base = d.label
+		}
+		base = fmt.Sprintf("%s%d", base, i)
+		name := base
+		for n := 2; l.opNames[name] != nil; n++ {
+			name = fmt.Sprintf("%s_%d", base, n)
+		}
+		d.op.Named(name)
+		l.opNames[name] = d
+	}
+}
+
+func (l *loader) addAfter() {
+	var names []string
+	for _, d := range l.ops {
+		if d.op != nil {
+			names = append(names, d.op.Name)
+		}
+	}
+	for _, d := range l.ops {
+		if d.op == nil {
+			continue
+		}
+		for _, n := range d.after {
+			name, ok := l.str(n, "after")
+			if !ok {
+				continue
+			}
+			p := l.opNames[name]
+			if p == nil || p.op == nil {
+				l.errorf(n, suggest(name, names), "after names unknown op %q", name)
+				continue
+			}
+			d.op.After(p.op)
+		}
+	}
+}
+
+// graphErrors positions the errors of dag.Builder.Build at the YAML nodes
+// of the ops, buffers and kernels they name.
+func (l *loader) graphErrors(err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			l.graphErrors(e)
+		}
+		return
+	}
+	e, ok := err.(*dag.Error)
+	if !ok {
+		l.errorf(l.opsNode, "", "%v", err)
+		return
+	}
+	msg := e.Msg
+	switch {
+	case e.Op != "":
+		msg = fmt.Sprintf("op %q: %s", e.Op, e.Msg)
+	case e.Buffer != "":
+		msg = fmt.Sprintf("buffer %q: %s", e.Buffer, e.Msg)
+	case e.Kernel != "":
+		msg = fmt.Sprintf("kernel %q: %s", e.Kernel, e.Msg)
+	}
+	l.errs = append(l.errs, &Error{Pos: l.pos(l.locate(e)), Msg: msg, Hint: e.Hint})
+}
+
+// locate finds the node a graph error is about: the field of the op,
+// buffer or kernel it names, else the thing itself, else the ops list.
+func (l *loader) locate(e *dag.Error) ast.Node {
+	if e.Op != "" {
+		if d := l.opNames[e.Op]; d != nil {
+			if n, ok := d.fields[e.Field]; ok {
+				return n
+			}
+			if n, ok := d.fields["args"]; ok && strings.HasPrefix(e.Field, "args") {
+				return n
+			}
+			return d.node
+		}
+		// The alloc and free the graph adds for a temporary buffer.
+		for _, prefix := range []string{"alloc:", "free:"} {
+			if name, ok := strings.CutPrefix(e.Op, prefix); ok && l.bufs[name] != nil {
+				return l.bufs[name].node
+			}
+		}
+	}
+	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil {
+		if n, ok := d.fields[e.Field]; ok {
+			return n
+		}
+		return d.node
+	}
+	if d := l.kernels[e.Kernel]; e.Kernel != "" && d != nil {
+		return d.node
+	}
+	return l.opsNode
+}

@@ -1,0 +1,129 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sizeUnits are the units a size may carry: binary (KiB) and decimal (KB)
+// multiples of a byte.
+var sizeUnits = []struct {
+	name string
+	mul  int64
+}{
+	{"B", 1},
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+}
+
+const sizeHint = "write a byte count such as 4096 or a number with a unit: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB"
+
+// parseSize reads a size: a whole number of bytes, optionally followed by a
+// unit ("4 MiB", "1.5KiB" when that is a whole number of bytes).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
+		i--
+	}
+	num, unit := strings.TrimSpace(t[:i]), strings.TrimSpace(t[i:])
+	if num == "" {
+		return 0, fmt.Errorf("size %q has no number", s)
+	}
+	if strings.Trim(num, "0123456789.") != "" || strings.Count(num, ".") > 1 {
+		return 0, fmt.Errorf("size %q is not a number of bytes", s)
+	}
+	mul := int64(1)
+	if unit != "" {
+		found := false
+		for _, u := range sizeUnits {
+			if u.name == unit {
+				mul, found = u.mul, true
+				break
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("size %q has unknown unit %q", s, unit)
+		}
+	}
+	if n, err := strconv.ParseInt(num, 10, 64); err == nil {
+		if n > math.MaxInt64/mul {
+			return 0, fmt.Errorf("size %q is too large", s)
+		}
+		return n * mul, nil
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q is not a number of bytes", s)
+	}
+	v := f * float64(mul)
+	if v >= math.MaxInt64 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	if v != math.Trunc(v) {
+		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
+	}
+	return int64(v), nil
+}
+
+const durationHint = "write a duration with a unit: ns, us, ms or s, for example 20us"
+
+// parseDuration reads a non-negative duration with a unit ("20us", "1.5 ms").
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.ReplaceAll(s, " ", ""))
+	if err != nil {
+		return 0, fmt.Errorf("duration %q is not valid", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	return d, nil
+}
+
+// viewText is a view written as a string: "name" or "name[start:end]",
+// start and end being sizes; either may be left out.
+type viewText struct {
+	name       string
+	ranged     bool
+	start, end int64
+	hasEnd     bool
+}
+
+const viewHint = `write "name" for a whole buffer or "name[start:end]" for a byte range, for example "x[0:1MiB]"`
+
+func parseViewText(s string) (viewText, error) {
+	open := strings.IndexByte(s, '[')
+	if open < 0 {
+		if strings.ContainsAny(s, "]:") {
+			return viewText{}, fmt.Errorf("view %q is malformed", s)
+		}
+		return viewText{name: strings.TrimSpace(s)}, nil
+	}
+	v := viewText{name: strings.TrimSpace(s[:open]), ranged: true}
+	if !strings.HasSuffix(s, "]") {
+		return v, fmt.Errorf("view %q does not end with ]", s)
+	}
+	inner := s[open+1 : len(s)-1]
+	lo, hi, ok := strings.Cut(inner, ":")
+	if !ok || strings.ContainsAny(hi, ":[]") {
+		return v, fmt.Errorf("view %q needs one colon between start and end", s)
+	}
+	if lo = strings.TrimSpace(lo); lo != "" {
+		n, err := parseSize(lo)
+		if err != nil {
+			return v, fmt.Errorf("view %q: start: %v", s, err)
+		}
+		v.start = n
+	}
+	if hi = strings.TrimSpace(hi); hi != "" {
+		n, err := parseSize(hi)
+		if err != nil {
+			return v, fmt.Errorf("view %q: end: %v", s, err)
+		}
+		v.end, v.hasEnd = n, true
+	}
+	return v, nil
+}
