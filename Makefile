@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: build test unit race fuzz-short fuzz bench browser-deps gpu-build gpu-check
+.PHONY: build test unit race fuzz-short fuzz bench browser-deps gpu-build
 
 build:
 	$(GO) build ./...

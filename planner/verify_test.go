@@ -36,11 +36,11 @@ func (h handPlan) run(s int32, name string) planner.Step {
 	return planner.Step{Kind: planner.Run, Stream: s, Op: h.id(name), Event: -1}
 }
 
-func record(s, e int32) planner.Step {
+func recordStep(s, e int32) planner.Step {
 	return planner.Step{Kind: planner.Record, Stream: s, Op: -1, Event: e}
 }
 
-func wait(s, e int32) planner.Step {
+func waitStep(s, e int32) planner.Step {
 	return planner.Step{Kind: planner.Wait, Stream: s, Op: -1, Event: e}
 }
 
@@ -102,24 +102,24 @@ func TestVerifyHandPlans(t *testing.T) {
 			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(0, "consume"), r(0, "lo"), r(0, "hi"))},
 		// lo and hi write disjoint halves of z: they need no order.
 		{name: "consumer on another stream after a wait", plan: h.plan(2,
-			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), record(0, 0), r(0, "free:t"),
-			wait(1, 0), r(1, "consume"), r(1, "lo"), r(0, "hi"))},
+			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), recordStep(0, 0), r(0, "free:t"),
+			waitStep(1, 0), r(1, "consume"), r(1, "lo"), r(0, "hi"))},
 		{name: "ordered through a third stream", plan: h.plan(3,
-			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), record(0, 0), r(0, "free:t"),
-			wait(1, 0), r(1, "lo"), record(1, 1),
-			wait(2, 1), r(2, "consume"), r(2, "hi"))},
+			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), recordStep(0, 0), r(0, "free:t"),
+			waitStep(1, 0), r(1, "lo"), recordStep(1, 1),
+			waitStep(2, 1), r(2, "consume"), r(2, "hi"))},
 		{name: "missing wait", plan: h.plan(2,
-			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), record(0, 0), r(0, "free:t"),
+			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), recordStep(0, 0), r(0, "free:t"),
 			r(1, "consume"), r(1, "lo"), r(0, "hi")),
 			kind: "unordered conflict", ops: []string{"produce", "consume"},
 			msg: `op "produce" (dev0.normal.compute0) reads and writes x[0:64) and op "consume" (dev0.normal.compute1) reads it, with no wait between them`},
 		{name: "wait on a record made before the producer ran", plan: h.plan(2,
-			r(0, "alloc:t"), r(0, "init"), record(0, 0), r(0, "produce"), r(0, "free:t"),
-			wait(1, 0), r(1, "consume"), r(1, "lo"), r(0, "hi")),
+			r(0, "alloc:t"), r(0, "init"), recordStep(0, 0), r(0, "produce"), r(0, "free:t"),
+			waitStep(1, 0), r(1, "consume"), r(1, "lo"), r(0, "hi")),
 			kind: "unordered conflict", ops: []string{"produce", "consume"}},
 		{name: "ops without conflicts on two streams", plan: h.plan(2,
-			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), record(0, 0), r(0, "free:t"),
-			wait(1, 0), r(1, "consume"), r(0, "lo"), r(0, "hi")),
+			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), recordStep(0, 0), r(0, "free:t"),
+			waitStep(1, 0), r(1, "consume"), r(0, "lo"), r(0, "hi")),
 		},
 		{name: "wrong order on one stream", plan: h.plan(1,
 			r(0, "alloc:t"), r(0, "init"), r(0, "consume"), r(0, "produce"), r(0, "free:t"), r(0, "lo"), r(0, "hi")),
@@ -128,12 +128,12 @@ func TestVerifyHandPlans(t *testing.T) {
 			r(1, "consume"), r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(0, "lo"), r(0, "hi")),
 			kind: "unordered conflict", ops: []string{"produce", "consume"}, msg: "submitted after it"},
 		{name: "wait before record", plan: h.plan(2,
-			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), wait(1, 0), record(0, 0), r(0, "free:t"),
+			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), waitStep(1, 0), recordStep(0, 0), r(0, "free:t"),
 			r(1, "consume"), r(1, "lo"), r(0, "hi")),
 			kind: "event", msg: "before the event is recorded"},
 		{name: "event recorded twice", plan: h.plan(2,
-			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), record(0, 0), r(0, "free:t"), record(0, 0),
-			wait(1, 0), r(1, "consume"), r(1, "lo"), r(0, "hi")),
+			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), recordStep(0, 0), r(0, "free:t"), recordStep(0, 0),
+			waitStep(1, 0), r(1, "consume"), r(1, "lo"), r(0, "hi")),
 			kind: "event", msg: "event 0 is recorded twice"},
 		{name: "event never recorded", plan: func() *planner.Plan {
 			p := h.plan(1, r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(0, "consume"), r(0, "lo"), r(0, "hi"))
@@ -141,9 +141,9 @@ func TestVerifyHandPlans(t *testing.T) {
 			return p
 		}(), kind: "event", msg: "event 0 is never recorded"},
 		{name: "free racing a reader on another stream", plan: h.plan(2,
-			r(0, "alloc:t"), r(0, "init"), record(0, 0),
-			wait(1, 0), r(1, "produce"), r(0, "free:t"), record(1, 1),
-			wait(0, 1), r(0, "consume"), r(0, "lo"), r(0, "hi")),
+			r(0, "alloc:t"), r(0, "init"), recordStep(0, 0),
+			waitStep(1, 0), r(1, "produce"), r(0, "free:t"), recordStep(1, 1),
+			waitStep(0, 1), r(0, "consume"), r(0, "lo"), r(0, "hi")),
 			kind: "lifetime", ops: []string{"produce", "free:t"},
 			msg: `op "produce" (dev0.normal.compute1) reads temporary t and op "free:t" (dev0.normal.compute0) frees it, with no wait between them`},
 		{name: "use before alloc", plan: h.plan(2,
@@ -172,7 +172,7 @@ func TestVerifyHandPlans(t *testing.T) {
 			planner.Step{Kind: planner.Run, Op: 99}),
 			kind: "malformed", msg: "runs op 99"},
 		{name: "step names a missing event", plan: func() *planner.Plan {
-			p := h.plan(1, r(0, "alloc:t"), record(0, 3))
+			p := h.plan(1, r(0, "alloc:t"), recordStep(0, 3))
 			p.Events = 1
 			return p
 		}(), kind: "malformed", msg: "event 3 of 1"},
@@ -216,7 +216,7 @@ func TestVerifyWriteAfterRead(t *testing.T) {
 	assert.Equal(t, []string{"read", "overwrite"}, ve.Ops)
 	assert.Contains(t, ve.Msg, `reads x[60:64) and op "overwrite" (dev0.normal.compute1) writes it`)
 
-	require.NoError(t, planner.Verify(h.plan(2, h.run(0, "read"), record(0, 0), wait(1, 0), h.run(1, "overwrite"))))
+	require.NoError(t, planner.Verify(h.plan(2, h.run(0, "read"), recordStep(0, 0), waitStep(1, 0), h.run(1, "overwrite"))))
 }
 
 // TestVerifyConflictsNotDeps shows that Verify computes conflicts from the
@@ -253,7 +253,7 @@ func TestVerifyExplicitAfter(t *testing.T) {
 	assert.Equal(t, "unordered dependency", ve.Kind)
 	assert.Equal(t, []string{"first", "second"}, ve.Ops)
 	assert.Contains(t, ve.Msg, `op "second" (dev0.normal.compute1) depends on op "first" (dev0.normal.compute0)`)
-	require.NoError(t, planner.Verify(h.plan(2, h.run(0, "first"), record(0, 0), wait(1, 0), h.run(1, "second"))))
+	require.NoError(t, planner.Verify(h.plan(2, h.run(0, "first"), recordStep(0, 0), waitStep(1, 0), h.run(1, "second"))))
 }
 
 // bruteOrdered is a slow second oracle: it reports whether every pair of
