@@ -48,6 +48,12 @@ type Backend struct {
 	hostErr    error
 
 	timed []timedOp
+
+	// Graph capture (graph.go).
+	graphs   []*graph // by number; nil once destroyed
+	capture  *capture // the capture in progress, if any
+	gstats   GraphStats
+	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
 }
 
 // Resources counts what a Backend holds; all zero after Close.
@@ -61,12 +67,13 @@ type Resources struct {
 	PinnedAllocs int // pinned host buffers (cuMemHostAlloc)
 	HostAllocs   int // C heap blocks: pageable buffers and per-op launch records
 	Callbacks    int // host-step handles
+	Graphs       int // captured graphs and their executables
 }
 
 // Total is the number of resources held.
 func (r Resources) Total() int {
 	return r.Contexts + r.Streams + r.Events + r.Modules + r.DeviceAllocs + r.PoolAllocs +
-		r.PinnedAllocs + r.HostAllocs + r.Callbacks
+		r.PinnedAllocs + r.HostAllocs + r.Callbacks + r.Graphs
 }
 
 type device struct {
@@ -718,15 +725,26 @@ func (b *Backend) Run(si int, op *dag.Op) error {
 	if err != nil {
 		return err
 	}
-	if op == nil || op.ID < 0 || op.ID >= len(b.ops) || b.ops[op.ID].op != op {
+	if op == nil || op.ID < 0 || op.ID >= len(b.ops) {
 		return fmt.Errorf("cuda: op %v is not an op of the open graph", op)
+	}
+	st := &b.ops[op.ID]
+	if st.op != op {
+		v, err := b.variant(op)
+		if err != nil {
+			return &dag.OpError{Op: op.Name, Err: err}
+		}
+		st = v
+		if st.launch != nil && st.work == nil && st.act != actHostFunc {
+			// The driver copies kernel arguments at the launch.
+			defer b.dropVariant(st)
+		}
 	}
 	if b.abandoned.Load() {
 		if err := b.resume(); err != nil {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
 	}
-	st := &b.ops[op.ID]
 	var start C.CUevent
 	if b.timing {
 		if start, err = b.timingRecord(s); err != nil {
@@ -950,6 +968,30 @@ func (b *Backend) Read(buf *dag.Buffer) ([]byte, error) {
 	return out, nil
 }
 
+// Write replaces the contents of persistent buffer buf with data, which
+// must be buf's size: a new input between runs or graph replays. Call it
+// when the work that uses buf is done (after Sync).
+func (b *Backend) Write(buf *dag.Buffer, data []byte) error {
+	if b.g == nil || buf == nil || buf.ID < 0 || buf.ID >= len(b.bufs) || b.bufs[buf.ID].b != buf {
+		return fmt.Errorf("cuda: buffer %v is not a buffer of the open graph", buf)
+	}
+	if buf.Temporary {
+		return fmt.Errorf("cuda: buffer %q is temporary: it exists only inside a run (write a persistent buffer and copy it in)", buf.Name)
+	}
+	if int64(len(data)) != buf.Size {
+		return fmt.Errorf("cuda: writing %d bytes into buffer %q of %d bytes: write the whole buffer", len(data), buf.Name, buf.Size)
+	}
+	bs := &b.bufs[buf.ID]
+	if buf.Placement == dag.Device {
+		if err := b.drv.htod(bs.dev.ctx, bs.dptr, data); err != nil {
+			return fmt.Errorf("writing buffer %q: %w", buf.Name, err)
+		}
+		return nil
+	}
+	copy(unsafe.Slice((*byte)(bs.host), buf.Size), data)
+	return nil
+}
+
 // Close waits for the devices to finish, then releases every stream,
 // event, module, allocation and context. It reports the first failure but
 // releases everything it can.
@@ -963,6 +1005,7 @@ func (b *Backend) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	b.closeGraphs(keep)
 	for _, d := range b.devs {
 		keep(b.drv.ctxSync(d.ctx))
 	}
@@ -1002,6 +1045,10 @@ func (b *Backend) Close() error {
 			b.live.Callbacks--
 		}
 	}
+	for _, st := range b.variants {
+		b.dropVariant(st)
+	}
+	b.variants = nil
 	for _, s := range b.streams {
 		keep(b.drv.streamDestroy(s.dev.ctx, s.h))
 		b.live.Streams--

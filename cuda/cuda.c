@@ -75,6 +75,10 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuGraphGetNodes), {"cuGraphGetNodes"}, 0},
 	{SLOT(cuGraphNodeGetType), {"cuGraphNodeGetType"}, 0},
 	{SLOT(cuGraphExecKernelNodeSetParams), {"cuGraphExecKernelNodeSetParams"}, 0},
+	{SLOT(cuGraphExecUpdateV2), {"cuGraphExecUpdate_v2"}, 0},
+	{SLOT(cuGraphExecUpdateV1), {"cuGraphExecUpdate"}, 0},
+	{SLOT(cuGraphCreate), {"cuGraphCreate"}, 0},
+	{SLOT(cuGraphAddKernelNode), {"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode"}, 0},
 };
 
 int dr_load(dr_api* a, const char* path, const char** missing) {
@@ -338,6 +342,127 @@ CUresult dr_raw_record_wait(dr_api* a, CUcontext c, CUevent e, CUstream from, CU
 	for (int i = 0; i < n; i++) {
 		if ((r = a->cuEventRecord(e, from)) != DR_SUCCESS) return r;
 		if ((r = a->cuStreamWaitEvent(to, e, 0)) != DR_SUCCESS) return r;
+	}
+	return DR_SUCCESS;
+}
+
+// Graphs.
+
+CUresult dr_capture_begin(dr_api* a, CUcontext c, CUstream s) {
+	WITH_CTX(a->cuStreamBeginCapture(s, DR_STREAM_CAPTURE_MODE_RELAXED));
+}
+
+CUresult dr_capture_end(dr_api* a, CUcontext c, CUstream s, CUgraph* g) { WITH_CTX(a->cuStreamEndCapture(s, g)); }
+
+CUresult dr_graph_instantiate(dr_api* a, CUcontext c, CUgraphExec* e, CUgraph g, CUstream s) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	*e = NULL;
+	r = a->cuGraphInstantiateWithFlags(e, g, DR_GRAPH_INSTANTIATE_USE_NODE_PRIORITY);
+	if (r == 1) { // CUDA_ERROR_INVALID_VALUE: a driver without per-node priorities
+		r = a->cuGraphInstantiateWithFlags(e, g, 0);
+	}
+	if (r != DR_SUCCESS || a->cuGraphUpload == NULL) return r;
+	r = a->cuGraphUpload(*e, s);
+	if (r != DR_SUCCESS) {
+		a->cuGraphExecDestroy(*e);
+		*e = NULL;
+	}
+	return r;
+}
+
+CUresult dr_graph_launch(dr_api* a, CUcontext c, CUgraphExec e, CUstream s) { WITH_CTX(a->cuGraphLaunch(e, s)); }
+
+CUresult dr_graph_exec_update(dr_api* a, CUcontext c, CUgraphExec e, CUgraph g, int* why) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	*why = 0;
+	if (a->cuGraphExecUpdateV2 != NULL) {
+		dr_exec_update_info info;
+		memset(&info, 0, sizeof(info));
+		r = a->cuGraphExecUpdateV2(e, g, &info);
+		*why = info.result;
+		return r;
+	}
+	if (a->cuGraphExecUpdateV1 != NULL) {
+		CUgraphNode bad = NULL;
+		return a->cuGraphExecUpdateV1(e, g, &bad, why);
+	}
+	*why = -1;
+	return DR_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+}
+
+CUresult dr_graph_exec_destroy(dr_api* a, CUcontext c, CUgraphExec e) { WITH_CTX(a->cuGraphExecDestroy(e)); }
+
+CUresult dr_graph_destroy(dr_api* a, CUcontext c, CUgraph g) { WITH_CTX(a->cuGraphDestroy(g)); }
+
+CUresult dr_graph_node_count(dr_api* a, CUcontext c, CUgraph g, size_t* n) {
+	*n = 0;
+	WITH_CTX(a->cuGraphGetNodes(g, NULL, n));
+}
+
+CUresult dr_raw_graph(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams, int rounds, CUevent e, CUgraph* g) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	*g = NULL;
+	if ((r = a->cuStreamBeginCapture(streams[0], DR_STREAM_CAPTURE_MODE_RELAXED)) != DR_SUCCESS) return r;
+	CUresult bad = a->cuEventRecord(e, streams[0]);
+	for (int k = 1; k < nstreams && bad == DR_SUCCESS; k++) {
+		bad = a->cuStreamWaitEvent(streams[k], e, 0);
+	}
+	void** params = l->nslots > 0 ? l->params : NULL;
+	for (int i = 0; i < rounds && bad == DR_SUCCESS; i++) {
+		for (int k = 0; k < nstreams && bad == DR_SUCCESS; k++) {
+			bad = a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, streams[k], params, NULL);
+		}
+	}
+	for (int k = 1; k < nstreams && bad == DR_SUCCESS; k++) {
+		bad = a->cuEventRecord(e, streams[k]);
+		if (bad == DR_SUCCESS) bad = a->cuStreamWaitEvent(streams[0], e, 0);
+	}
+	r = a->cuStreamEndCapture(streams[0], g);
+	if (bad != DR_SUCCESS) {
+		if (*g != NULL) a->cuGraphDestroy(*g);
+		*g = NULL;
+		return bad;
+	}
+	return r;
+}
+
+CUresult dr_raw_graph_launches(dr_api* a, CUcontext c, CUgraphExec e, CUstream s, int n) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	for (int i = 0; i < n; i++) {
+		if ((r = a->cuGraphLaunch(e, s)) != DR_SUCCESS) return r;
+	}
+	return a->cuStreamSynchronize(s);
+}
+
+CUresult dr_raw_graph_explicit(dr_api* a, CUcontext c, dr_launch* l, int nchains, int rounds, CUgraph* g) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	*g = NULL;
+	if (a->cuGraphCreate == NULL || a->cuGraphAddKernelNode == NULL) return 801; // CUDA_ERROR_NOT_SUPPORTED
+	if ((r = a->cuGraphCreate(g, 0)) != DR_SUCCESS) return r;
+	dr_kernel_node_params_v2 p;
+	memset(&p, 0, sizeof(p));
+	p.v1.func = l->f;
+	p.v1.gridDimX = l->gx, p.v1.gridDimY = l->gy, p.v1.gridDimZ = l->gz;
+	p.v1.blockDimX = l->bx, p.v1.blockDimY = l->by, p.v1.blockDimZ = l->bz;
+	p.v1.sharedMemBytes = l->shared;
+	p.v1.kernelParams = l->nslots > 0 ? l->params : NULL;
+	for (int k = 0; k < nchains; k++) {
+		CUgraphNode prev = NULL;
+		for (int i = 0; i < rounds; i++) {
+			CUgraphNode n = NULL;
+			r = a->cuGraphAddKernelNode(&n, *g, prev != NULL ? &prev : NULL, prev != NULL ? 1 : 0, &p);
+			if (r != DR_SUCCESS) {
+				a->cuGraphDestroy(*g);
+				*g = NULL;
+				return r;
+			}
+			prev = n;
+		}
 	}
 	return DR_SUCCESS;
 }

@@ -39,6 +39,8 @@ enum {
 	DR_STREAM_CAPTURE_MODE_GLOBAL = 0,
 	DR_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 	DR_STREAM_CAPTURE_MODE_RELAXED = 2,
+	DR_GRAPH_INSTANTIATE_USE_NODE_PRIORITY = 8,
+	DR_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910,
 };
 
 // Kernel node parameters of cuGraphExecKernelNodeSetParams (CUDA_KERNEL_NODE_PARAMS, v1 layout).
@@ -50,6 +52,21 @@ typedef struct {
 	void** kernelParams;
 	void** extra;
 } dr_kernel_node_params;
+
+// CUDA_KERNEL_NODE_PARAMS_v2: the v1 layout and two more fields, which
+// v1 entry points do not read.
+typedef struct {
+	dr_kernel_node_params v1;
+	void* kern;
+	CUcontext ctx;
+} dr_kernel_node_params_v2;
+
+// CUgraphExecUpdateResultInfo, filled by cuGraphExecUpdate_v2.
+typedef struct {
+	int result; // CUgraphExecUpdateResult: 0 success, else why the update was refused
+	CUgraphNode errorNode;
+	CUgraphNode errorFromNode;
+} dr_exec_update_info;
 
 typedef struct dr_api {
 	void* lib;
@@ -119,6 +136,10 @@ typedef struct dr_api {
 	CUresult (*cuGraphGetNodes)(CUgraph, CUgraphNode*, size_t*);
 	CUresult (*cuGraphNodeGetType)(CUgraphNode, int*);
 	CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode, const dr_kernel_node_params*);
+	CUresult (*cuGraphExecUpdateV2)(CUgraphExec, CUgraph, dr_exec_update_info*);     // CUDA 12: cuGraphExecUpdate_v2
+	CUresult (*cuGraphExecUpdateV1)(CUgraphExec, CUgraph, CUgraphNode*, int*);        // CUDA 11: cuGraphExecUpdate
+	CUresult (*cuGraphCreate)(CUgraph*, unsigned int);
+	CUresult (*cuGraphAddKernelNode)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const dr_kernel_node_params_v2*);
 } dr_api;
 
 // dr_load opens libcuda and fills a; it returns 0, or 1 with *missing set to
@@ -199,5 +220,31 @@ nvrtcResult dr_nvrtc_compile(dr_nvrtc* n, const char* src, const char* name, int
 // rounds x nstreams launches of l, breadth first, then a context sync;
 // and n event record + stream wait pairs.
 CUresult dr_raw_launches(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams, int rounds, int sync);
+// Graphs. dr_capture_begin starts a relaxed-mode capture on s (relaxed:
+// the driver calls of one capture may come from several OS threads, as cgo
+// calls of one goroutine do). dr_graph_instantiate instantiates g with the
+// streams' priorities kept per kernel node, falling back to no flags on
+// drivers that refuse that flag, and uploads it on s. dr_graph_exec_update
+// applies g to e in place; *why is the driver's CUgraphExecUpdateResult
+// when it refuses (0 otherwise).
+CUresult dr_capture_begin(dr_api* a, CUcontext c, CUstream s);
+CUresult dr_capture_end(dr_api* a, CUcontext c, CUstream s, CUgraph* g);
+CUresult dr_graph_instantiate(dr_api* a, CUcontext c, CUgraphExec* e, CUgraph g, CUstream s);
+CUresult dr_graph_launch(dr_api* a, CUcontext c, CUgraphExec e, CUstream s);
+CUresult dr_graph_exec_update(dr_api* a, CUcontext c, CUgraphExec e, CUgraph g, int* why);
+CUresult dr_graph_exec_destroy(dr_api* a, CUcontext c, CUgraphExec e);
+CUresult dr_graph_destroy(dr_api* a, CUcontext c, CUgraph g);
+CUresult dr_graph_node_count(dr_api* a, CUcontext c, CUgraph g, size_t* n);
+
+// dr_raw_graph captures rounds x nstreams launches of l, breadth first,
+// forked from and joined back to streams[0] with event e: the graph the
+// benchmarks compare dagrun's captured plans with.
+CUresult dr_raw_graph(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams, int rounds, CUevent e, CUgraph* g);
+// dr_raw_graph_explicit builds the same work node by node
+// (cuGraphAddKernelNode): nstreams chains of rounds launches.
+CUresult dr_raw_graph_explicit(dr_api* a, CUcontext c, dr_launch* l, int nchains, int rounds, CUgraph* g);
+// dr_raw_graph_launches launches e n times on s, then synchronises s.
+CUresult dr_raw_graph_launches(dr_api* a, CUcontext c, CUgraphExec e, CUstream s, int n);
+
 CUresult dr_raw_record_wait(dr_api* a, CUcontext c, CUevent e, CUstream from, CUstream to, int n);
 #endif

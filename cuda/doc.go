@@ -22,4 +22,13 @@
 // stream order through cuLaunchHostFunc. Builtin kernels (dag.Builtins) are
 // compiled from CUDA C with NVRTC for the device's architecture and cached
 // on disk by content hash.
+//
+// A Backend also captures plans as CUDA graphs (it implements the
+// executor's Capturer): by stream capture in relaxed mode on an origin
+// stream, with every other stream forked from it and joined back with an
+// event, so that capture runs the same submission code as eager runs.
+// Temporaries become memory nodes, host steps host nodes, and kernel nodes
+// keep their streams' priorities. Updates go through cuGraphExecUpdate and
+// fall back to a fresh instantiation when the driver refuses them (graphs
+// with memory nodes, or changed topology); GraphStats counts both.
 package cuda

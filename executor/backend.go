@@ -19,12 +19,22 @@ type Backend interface {
 	NewStream(device int, priority dag.Priority) error
 	// NewEvent creates the next event.
 	NewEvent() error
+	// Record enqueues a record of event on stream: the event is reached
+	// when the work enqueued on stream before it is done. An event may be
+	// recorded again (once per run); each record starts a new generation.
 	Record(stream, event int) error
+	// Wait makes the work enqueued on stream after it wait until event
+	// reaches the generation of its latest Record enqueued so far (CUDA's
+	// cuStreamWaitEvent semantics); waiting on an event never recorded
+	// waits for nothing.
 	Wait(stream, event int) error
 	// Run enqueues op (alloc, free, copy, fill, launch or host step) on stream.
 	Run(stream int, op *dag.Op) error
 	// Sync waits until all enqueued work is done and reports the first error
-	// it raised. When ctx ends first it abandons the work and returns ctx.Err().
+	// it raised; an op's failure makes the backend skip the work after it.
+	// When ctx ends first it abandons the work and returns ctx.Err(). Either
+	// way nothing is running when Sync returns, and the backend takes the
+	// next run.
 	Sync(ctx context.Context) error
 	// Read returns the contents of a persistent buffer; call it after Sync.
 	Read(b *dag.Buffer) ([]byte, error)

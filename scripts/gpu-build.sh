@@ -20,6 +20,13 @@ if go build -ldflags='-s -w' -o .gpu/dagrun ./cmd/dagrun; then
 else
 	echo "gpu-build: cmd/dagrun does not build; the examples will be skipped" >&2
 fi
+# Go example programs that pick the cuda backend when a driver is present.
+for dir in examples/go/replay; do
+	if [ -d "$dir" ]; then
+		go build -ldflags='-s -w' -o ".gpu/$(basename "$dir")" "./$dir"
+		echo "built .gpu/$(basename "$dir")"
+	fi
+done
 if [ -d examples ]; then
 	cp -r examples .gpu/examples
 fi

@@ -92,6 +92,22 @@ else
 	row examples "skipped: .gpu/dagrun was not built"
 fi
 
+# The graph replay example: a plan captured once, a new batch per replay
+# (Write + Rebind + SetArg updates in place); its per-batch checksums on cuda
+# must equal those on cpu.
+if [ -x .gpu/replay ]; then
+	for be in cuda cpu; do
+		.gpu/replay -backend "$be" -batches 16 >"$out/replay-$be.txt" 2>&1 || status=1
+	done
+	if diff <(grep '^batch' "$out/replay-cuda.txt") <(grep '^batch' "$out/replay-cpu.txt") >"$out/replay-diff.txt" &&
+		[ "$(grep -c '^batch' "$out/replay-cuda.txt")" = 16 ]; then
+		row "example go/replay" "ok: 16 batches equal on cuda and cpu; $(tail -n 1 "$out/replay-cuda.txt")"
+	else
+		row "example go/replay" "FAIL (see replay-*.txt)"
+		status=1
+	fi
+fi
+
 # Benchmarks of the cuda package.
 if [ -x .gpu/cuda.test ]; then
 	(cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench . -test.benchtime "$benchtime" -test.timeout 300s) >"$out/bench-cuda.log" 2>&1 || status=1

@@ -1,0 +1,399 @@
+package cpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/emirpasic/gods/queues/priorityqueue"
+)
+
+// Option configures a Backend.
+type Option func(*config)
+
+type config struct {
+	workers    int
+	delaySeed  uint64
+	delayLimit time.Duration
+}
+
+// Workers sets how many worker goroutines the streams share; n < 1 means
+// runtime.GOMAXPROCS(0).
+func Workers(n int) Option { return func(c *config) { c.workers = n } }
+
+// Delays pauses for a random time in [0, max) before every op, drawn from
+// seed, the op and the run, so the same seed gives the same pauses. Tests
+// use it to shake the timing of a plan; max <= 0 turns it off.
+func Delays(seed int64, max time.Duration) Option {
+	return func(c *config) { c.delaySeed, c.delayLimit = uint64(seed), max }
+}
+
+// errClosed ends the work of a backend that is being closed.
+var errClosed = errors.New("cpu: backend closed")
+
+// Backend runs plans on the CPU. Make one with New, then follow the
+// executor.Backend protocol: Open, NewStream and NewEvent, then Run, Record
+// and Wait calls ended by Sync, as often as wanted, and Close.
+//
+// All methods take one mutex; workers hold it only to move between ops.
+type Backend struct {
+	cfg config
+
+	mu      sync.Mutex
+	wake    sync.Cond            // a stream became ready, or the backend is closing
+	ready   *priorityqueue.Queue // *stream values whose head op waits for a worker
+	idle    int                  // workers waiting on wake
+	seq     uint64               // orders ready streams of equal priority: first come, first served
+	streams []*stream
+	events  []event
+	blocked int // streams whose head is a wait on an event not yet reached
+
+	pending int           // instructions enqueued and not yet done
+	drained chan struct{} // closed when pending drops to 0 while Sync waits
+	err     error         // the first error of the current run
+	aborted bool          // the current run failed or was cancelled: skip what is left
+	started bool          // work was enqueued since the last Sync
+	epoch   uint64        // runs started, for the delay draws
+	closing bool
+	open    bool
+
+	// stop tells running kernels (spin) to return at once. It mirrors
+	// aborted, but kernels read it without the mutex.
+	stop      atomic.Bool
+	runCtx    context.Context // passed to host steps; cancelled on abort
+	cancelRun context.CancelFunc
+
+	timing bool
+	origin time.Time
+	spans  []span
+	spare  []span // the other half of a double buffer, so Spans can call f without the lock
+
+	g       *dag.Graph
+	mem     [][]byte // by buffer ID; nil for a temporary that is not allocated
+	kernels []kernelFunc
+	workers sync.WaitGroup
+
+	// Graph capture (capture.go).
+	capturing  *graph   // the capture in progress, if any
+	graphs     []*graph // by number; nil once destroyed
+	forkEvents []int32  // by stream: the event a capture on it forks with
+	joinEvents []int32  // by stream: the event it joins a capture with
+}
+
+// span is the time one op ran.
+type span struct {
+	op, stream int32
+	start, end time.Duration
+}
+
+// New returns a Backend; it does nothing until Open.
+func New(opts ...Option) *Backend {
+	b := &Backend{}
+	for _, o := range opts {
+		o(&b.cfg)
+	}
+	if b.cfg.workers < 1 {
+		b.cfg.workers = runtime.GOMAXPROCS(0)
+	}
+	b.wake.L = &b.mu
+	return b
+}
+
+// Open prepares runs of g: it checks that every op can run on the CPU
+// (kernels from the builtin library only), makes the persistent buffers
+// with their initial contents and starts the workers.
+func (b *Backend) Open(ctx context.Context, g *dag.Graph) error {
+	if g == nil {
+		return errors.New("cpu: Open: no graph")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open {
+		return errors.New("cpu: Open: backend is open already; Close it first")
+	}
+	kernels, err := prepare(g)
+	if err != nil {
+		return err
+	}
+	mem := make([][]byte, len(g.Buffers))
+	for i, buf := range g.Buffers {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("cpu: Open: %w", err)
+		}
+		if !buf.Temporary {
+			mem[i] = buf.InitialBytes()
+		}
+	}
+	b.g, b.mem, b.kernels = g, mem, kernels
+	b.ready = priorityqueue.NewWith(byPriority)
+	b.runCtx, b.cancelRun = context.WithCancel(context.Background())
+	b.open = true
+	b.workers.Add(b.cfg.workers)
+	for range b.cfg.workers {
+		go b.work(&worker{})
+	}
+	return nil
+}
+
+// NewStream creates the next stream. The CPU stands in for every device,
+// so device only needs to be a valid number.
+func (b *Backend) NewStream(device int, priority dag.Priority) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if device < 0 {
+		return fmt.Errorf("cpu: stream on device %d: devices are numbered from 0", device)
+	}
+	b.streams = append(b.streams, &stream{id: int32(len(b.streams)), priority: int(priority)})
+	return nil
+}
+
+// NewEvent creates the next event.
+func (b *Backend) NewEvent() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return err
+	}
+	b.events = append(b.events, event{})
+	return nil
+}
+
+// Record enqueues a record of event on stream: the event is reached once
+// everything enqueued on stream before it is done.
+func (b *Backend) Record(stream, event int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.checkStep(stream, event); err != nil {
+		return err
+	}
+	if b.capturing != nil {
+		b.addCaptured(stream, instr{kind: record, event: int32(event)})
+		return nil
+	}
+	ev := &b.events[event]
+	ev.recorded++
+	b.enqueue(b.streams[stream], instr{kind: record, event: int32(event), gen: ev.recorded})
+	return nil
+}
+
+// Wait makes stream wait, before the work enqueued on it later, for the
+// last record of event enqueued so far; an event never recorded is no
+// wait at all (as in CUDA).
+func (b *Backend) Wait(stream, event int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.checkStep(stream, event); err != nil {
+		return err
+	}
+	if b.capturing != nil {
+		b.addCaptured(stream, instr{kind: wait, event: int32(event)})
+		return nil
+	}
+	b.enqueue(b.streams[stream], instr{kind: wait, event: int32(event), gen: b.events[event].recorded})
+	return nil
+}
+
+// Run enqueues op on stream. It may start at once.
+func (b *Backend) Run(stream int, op *dag.Op) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.checkStep(stream, -1); err != nil {
+		return err
+	}
+	if op == nil || op.ID < 0 || op.ID >= len(b.g.Ops) {
+		return errors.New("cpu: Run: the op is not one of the opened graph's")
+	}
+	if b.g.Ops[op.ID] != op {
+		if err := b.checkVariant(op); err != nil {
+			return err
+		}
+	}
+	if b.capturing != nil {
+		b.addCaptured(stream, instr{kind: run, op: op})
+		return nil
+	}
+	b.enqueue(b.streams[stream], instr{kind: run, op: op})
+	return nil
+}
+
+// Sync waits until everything enqueued is done and returns the first error
+// of the run: an op's *dag.OpError (the ops after it were skipped), or
+// ctx.Err() when ctx ended first, in which case the work left is skipped
+// and the running kernels and host steps are told to stop. Either way the
+// backend is idle when Sync returns and ready for the next run; the
+// temporaries of a failed run are dropped.
+func (b *Backend) Sync(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if b.pending > 0 {
+		done := make(chan struct{})
+		b.drained = done
+		b.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			b.mu.Lock()
+			b.abort(ctx.Err())
+			b.mu.Unlock()
+			<-done
+		}
+		b.mu.Lock()
+	}
+	err := b.err
+	if b.aborted {
+		b.restart()
+	}
+	b.err, b.started = nil, false
+	return err
+}
+
+// Read returns a copy of the contents of persistent buffer buf; call it
+// after Sync.
+func (b *Backend) Read(buf *dag.Buffer) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	switch {
+	case buf == nil || buf.ID < 0 || buf.ID >= len(b.g.Buffers) || b.g.Buffers[buf.ID] != buf:
+		return nil, fmt.Errorf("cpu: Read: buffer %v is not one of the opened graph's", buf)
+	case buf.Temporary:
+		return nil, fmt.Errorf("cpu: Read: buffer %q is temporary; it lives only inside a run", buf.Name)
+	case b.pending > 0:
+		return nil, fmt.Errorf("cpu: Read: buffer %q: work is still running; call Sync first", buf.Name)
+	}
+	return slices.Clone(b.mem[buf.ID]), nil
+}
+
+// Close stops the workers, skipping any work left, and releases all
+// memory, streams and events. Closing a closed Backend does nothing; an
+// Open after Close starts afresh.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if !b.open || b.closing {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closing = true
+	b.abort(errClosed)
+	b.wake.Broadcast()
+	b.mu.Unlock()
+
+	b.workers.Wait()
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cancelRun()
+	b.g, b.mem, b.kernels, b.ready = nil, nil, nil, nil
+	b.streams, b.events, b.spans, b.spare = nil, nil, nil, nil
+	b.capturing, b.graphs, b.forkEvents, b.joinEvents = nil, nil, nil, nil
+	b.blocked, b.pending, b.drained = 0, 0, nil
+	b.err, b.aborted, b.started = nil, false, false
+	b.stop.Store(false)
+	b.open, b.closing = false, false
+	return nil
+}
+
+// SetTiming turns the timing of ops on or off. With it off, workers read
+// no clock at all.
+func (b *Backend) SetTiming(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.timing = on
+}
+
+// Spans calls f with each op's start and end, measured from the start of
+// its run (the first enqueue after a Sync), for the ops run since the
+// last call. Call it after Sync.
+func (b *Backend) Spans(f func(op, stream int, start, end time.Duration)) error {
+	b.mu.Lock()
+	if b.pending > 0 {
+		b.mu.Unlock()
+		return errors.New("cpu: Spans: work is still running; call Sync first")
+	}
+	spans := b.spans
+	b.spans, b.spare = b.spare[:0], nil
+	b.mu.Unlock()
+
+	for _, s := range spans {
+		f(int(s.op), int(s.stream), s.start, s.end)
+	}
+
+	b.mu.Lock()
+	if b.spare == nil {
+		b.spare = spans[:0]
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// usable reports why the backend cannot take calls, if it cannot.
+func (b *Backend) usable() error {
+	if !b.open || b.closing {
+		return errors.New("cpu: backend is not open")
+	}
+	return nil
+}
+
+// checkStep checks the stream and, unless it is -1, the event of a step.
+func (b *Backend) checkStep(stream, event int) error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if stream < 0 || stream >= len(b.streams) {
+		return fmt.Errorf("cpu: stream %d does not exist; %d were created", stream, len(b.streams))
+	}
+	if event != -1 && (event < 0 || event >= len(b.events)) {
+		return fmt.Errorf("cpu: event %d does not exist; %d were created", event, len(b.events))
+	}
+	return nil
+}
+
+// abort ends the current run with err, unless it has ended already: the
+// work left is skipped, blocked streams are released and running kernels
+// and host steps are told to stop.
+func (b *Backend) abort(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+	if b.aborted {
+		return
+	}
+	b.aborted = true
+	b.stop.Store(true)
+	b.cancelRun()
+	for _, s := range b.streams {
+		if s.state == blocked {
+			b.blocked--
+			s.state = idle
+			b.resume(s)
+		}
+	}
+}
+
+// restart readies an idle backend for the next run after an aborted one:
+// temporaries are dropped (their Frees were skipped) and host steps get a
+// fresh context.
+func (b *Backend) restart() {
+	for i, buf := range b.g.Buffers {
+		if buf.Temporary {
+			b.mem[i] = nil
+		}
+	}
+	b.aborted = false
+	b.stop.Store(false)
+	b.runCtx, b.cancelRun = context.WithCancel(context.Background())
+}

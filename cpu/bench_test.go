@@ -1,0 +1,62 @@
+package cpu_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/dagrun/dagrun/cpu"
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// chains declares workload E of BASELINES.md and its kin: n independent
+// chains of length kernel launches each, ordered by explicit After edges.
+func chains(n, length int, kernel *dag.Kernel, args ...any) *dag.Graph {
+	b := dag.New()
+	for c := range n {
+		var prev *dag.Op
+		for i := range length {
+			op := b.Launch(kernel, dag.Grid1(1), dag.Grid1(1), args...).Named(fmt.Sprintf("c%d.%d", c, i))
+			if prev != nil {
+				op.After(prev)
+			}
+			prev = op
+		}
+	}
+	g, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// BenchmarkEager measures the backend's cost per op when launch-bound:
+// workload E (8 chains x 100 empty kernels), submitted and synchronised
+// once per iteration, planned onto 1 or 8 streams.
+func BenchmarkEager(b *testing.B) {
+	const perChain, nChains = 100, 8
+	g := chains(nChains, perChain, dag.Empty)
+	for _, streams := range []int{1, 8} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
+			p, err := planner.New(g, planner.Options{Streams: streams})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			s, err := executor.Open(ctx, cpu.New(), p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.Run(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perChain*nChains), "ns/kernel")
+		})
+	}
+}

@@ -1,0 +1,151 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// kernelFunc is a builtin kernel written in Go. mem holds the bytes of the
+// launch's accesses; a buffer argument names one of them. Every float
+// operation is rounded to f32 on its own (the explicit float32 conversions
+// forbid fused multiply-adds), in the order the CUDA twins use, so results
+// match them bit for bit. stop is set when the run is abandoned.
+type kernelFunc func(stop *atomic.Bool, args []dag.Arg, mem [][]byte) error
+
+// builtin returns the Go function of the builtin kernel op launches,
+// after checking that its arguments fit the kernel's parameters.
+func builtin(op *dag.Op) (kernelFunc, error) {
+	name := op.Launch.Kernel.Name
+	def := dag.LookupBuiltin(name)
+	if def == nil {
+		return nil, fmt.Errorf("%s is not a kernel of the builtin library", name)
+	}
+	args := op.Launch.Args
+	if len(args) != len(def.Params) {
+		return nil, fmt.Errorf("%d arguments for the %d parameters of %s", len(args), len(def.Params), name)
+	}
+	for i, p := range def.Params {
+		if p.Kind == dag.BufferParam && (args[i].Access < 0 || args[i].Access >= len(op.Access)) {
+			return nil, fmt.Errorf("argument %s names access %d of %d", p.Name, args[i].Access, len(op.Access))
+		}
+	}
+	switch def {
+	case dag.Empty:
+		return empty, nil
+	case dag.Spin:
+		return spin, nil
+	case dag.Iota:
+		return iotaKernel, nil
+	case dag.Scale:
+		return scale, nil
+	case dag.Axpy:
+		return axpy, nil
+	case dag.Add:
+		return add, nil
+	case dag.ReduceSum:
+		return reduceSum, nil
+	case dag.Matmul:
+		return matmul, checkMatmul(op)
+	}
+	return nil, fmt.Errorf("the cpu backend has no Go version of builtin kernel %s", name)
+}
+
+// checkMatmul makes sure the views hold the matrices, so matmul cannot
+// index out of range.
+func checkMatmul(op *dag.Op) error {
+	a := op.Launch.Args
+	m, n, k := a[3].Int, a[4].Int, a[5].Int
+	if m <= 0 || n <= 0 || k <= 0 || m > math.MaxInt32 || n > math.MaxInt32 || k > math.MaxInt32 {
+		return fmt.Errorf("matmul sizes m=%d, n=%d, k=%d must be positive i32 values", m, n, k)
+	}
+	for i, need := range []int64{m * n, m * k, k * n} {
+		if got := op.Access[a[i].Access].Size / 4; got < need {
+			return fmt.Errorf("matmul %dx%dx%d needs %d f32 elements in %s, which holds %d",
+				m, n, k, need, dag.Matmul.Params[i].Name, got)
+		}
+	}
+	return nil
+}
+
+func f32(b []byte, i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])) }
+
+func setF32(b []byte, i int, v float32) { binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v)) }
+
+// elems is the number of whole f32 elements of b.
+func elems(b []byte) int { return len(b) / 4 }
+
+func empty(*atomic.Bool, []dag.Arg, [][]byte) error { return nil }
+
+// spin busy-waits, as the CUDA kernel does, so it occupies a worker.
+func spin(stop *atomic.Bool, args []dag.Arg, _ [][]byte) error {
+	d := time.Duration(args[0].Float * float64(time.Microsecond))
+	for start := time.Now(); time.Since(start) < d && !stop.Load(); {
+	}
+	return nil
+}
+
+func iotaKernel(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+	x, start := mem[args[0].Access], float32(args[1].Float)
+	for i := range elems(x) {
+		setF32(x, i, start+float32(i))
+	}
+	return nil
+}
+
+func scale(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+	x, alpha := mem[args[0].Access], float32(args[1].Float)
+	for i := range elems(x) {
+		setF32(x, i, f32(x, i)*alpha)
+	}
+	return nil
+}
+
+func axpy(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+	y, x, alpha := mem[args[0].Access], mem[args[1].Access], float32(args[2].Float)
+	for i := range min(elems(y), elems(x)) {
+		setF32(y, i, f32(y, i)+float32(alpha*f32(x, i)))
+	}
+	return nil
+}
+
+func add(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+	c, a, b := mem[args[0].Access], mem[args[1].Access], mem[args[2].Access]
+	for i := range min(elems(c), elems(a), elems(b)) {
+		setF32(c, i, f32(a, i)+f32(b, i))
+	}
+	return nil
+}
+
+// reduceSum accumulates in f64, in index order.
+func reduceSum(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+	out, in := mem[args[0].Access], mem[args[1].Access]
+	var s float64
+	for i := range elems(in) {
+		s += float64(f32(in, i))
+	}
+	if elems(out) > 0 {
+		setF32(out, 0, float32(s))
+	}
+	return nil
+}
+
+// matmul accumulates each element of c in f32, in k order.
+func matmul(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+	c, a, b := mem[args[0].Access], mem[args[1].Access], mem[args[2].Access]
+	m, n, k := int(args[3].Int), int(args[4].Int), int(args[5].Int)
+	for i := range m {
+		for j := range n {
+			var acc float32
+			for p := range k {
+				acc += float32(f32(a, i*k+p) * f32(b, p*n+j))
+			}
+			setF32(c, i*n+j, acc)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package cpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// prepare checks that every op of g can run here and finds the Go function
+// of every launch, by op ID. Graphs from dag.Build pass every check but the
+// kernel's source; the others keep a hand-made graph from making a worker
+// index out of range.
+func prepare(g *dag.Graph) ([]kernelFunc, error) {
+	kernels := make([]kernelFunc, len(g.Ops))
+	var errs []error
+	refused := map[*dag.Kernel]bool{}
+	for i, op := range g.Ops {
+		if op == nil || op.ID != i {
+			errs = append(errs, fmt.Errorf("cpu: op %d of the graph is missing or has another ID; build graphs with dag.Builder", i))
+			continue
+		}
+		if err := checkOp(g, op); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if op.Kind != dag.Launch {
+			continue
+		}
+		k := op.Launch.Kernel
+		if k.Source != dag.Builtin {
+			if !refused[k] {
+				refused[k] = true
+				errs = append(errs, &dag.Error{Kernel: k.Name, Field: "source",
+					Msg:  fmt.Sprintf("kernel %s is CUDA code (%s) and cannot run on the cpu backend", k.Name, k.Source),
+					Hint: "run it with --backend cuda, or use a builtin kernel"})
+			}
+			continue
+		}
+		f, err := builtin(op)
+		if err != nil {
+			errs = append(errs, &dag.Error{Op: op.Name, Kernel: k.Name, Msg: err.Error()})
+			continue
+		}
+		kernels[i] = f
+	}
+	return kernels, errors.Join(errs...)
+}
+
+// checkOp checks the shape of op: its accesses lie inside buffers of g,
+// and it has what its kind needs.
+func checkOp(g *dag.Graph, op *dag.Op) error {
+	bad := func(format string, a ...any) error {
+		return &dag.Error{Op: op.Name, Msg: fmt.Sprintf(format, a...)}
+	}
+	for i, a := range op.Access {
+		if a.Buf == nil || a.Buf.ID < 0 || a.Buf.ID >= len(g.Buffers) || g.Buffers[a.Buf.ID] != a.Buf {
+			return bad("access %d names a buffer the graph does not hold", i)
+		}
+		if a.Offset < 0 || a.Size < 0 || a.End() > a.Buf.Size {
+			return bad("view %s is outside the %d bytes of %s", a.View, a.Buf.Size, a.Buf.Name)
+		}
+	}
+	if n := fixedAccesses(op.Kind); n > 0 && len(op.Access) != n {
+		return bad("%s has %d accesses, not %d", op.Kind, len(op.Access), n)
+	}
+	switch op.Kind {
+	case dag.Alloc, dag.Free:
+		if !op.Access[0].Buf.Temporary {
+			return bad("%s of persistent buffer %s", op.Kind, op.Access[0].Buf.Name)
+		}
+	case dag.Copy:
+		if op.Access[0].Size != op.Access[1].Size {
+			return bad("copy from %s into %s of another size", op.Access[0].View, op.Access[1].View)
+		}
+	case dag.Fill:
+		v := op.Access[0]
+		if es := v.Buf.DType.Size(); v.Offset%es != 0 || v.Size%es != 0 {
+			return bad("fill of %s is not aligned to %s elements", v.View, v.Buf.DType)
+		}
+	case dag.Launch:
+		if op.Launch == nil || op.Launch.Kernel == nil {
+			return bad("launch has no kernel")
+		}
+	case dag.Host:
+		if op.HostFunc == nil {
+			return bad("host step has no function")
+		}
+	default:
+		return bad("unknown kind %s", op.Kind)
+	}
+	return nil
+}
+
+// fixedAccesses is how many accesses an op of kind k has, or 0 when that
+// varies.
+func fixedAccesses(k dag.OpKind) int {
+	switch k {
+	case dag.Alloc, dag.Free, dag.Fill:
+		return 1
+	case dag.Copy:
+		return 2
+	}
+	return 0
+}
+
+// resolve gathers the bytes op works on into w.mem. It runs under the
+// lock, which orders it after every Alloc and Free that came before.
+func (b *Backend) resolve(w *worker, op *dag.Op) error {
+	w.mem = w.mem[:0]
+	switch op.Kind {
+	case dag.Alloc:
+		if buf := op.Access[0].Buf; b.mem[buf.ID] != nil {
+			return fmt.Errorf("temporary %s is allocated already; it needs a free before it is allocated again", buf.Name)
+		}
+		return nil
+	case dag.Free:
+		if buf := op.Access[0].Buf; b.mem[buf.ID] == nil {
+			return fmt.Errorf("temporary %s is not allocated (freed twice, or never allocated)", buf.Name)
+		}
+		return nil
+	}
+	for _, a := range op.Access {
+		m := b.mem[a.Buf.ID]
+		if m == nil {
+			return fmt.Errorf("temporary %s is not allocated: used before its alloc or after its free", a.Buf.Name)
+		}
+		w.mem = append(w.mem, m[a.Offset:a.End():a.End()])
+	}
+	return nil
+}
+
+// exec does op on mem, the bytes of its accesses. An Alloc returns the
+// memory it made, for commit to install.
+func exec(ctx context.Context, stop *atomic.Bool, op *dag.Op, kernel kernelFunc, mem [][]byte) ([]byte, error) {
+	switch op.Kind {
+	case dag.Alloc:
+		return make([]byte, op.Access[0].Buf.Size), nil
+	case dag.Copy:
+		copy(mem[1], mem[0])
+	case dag.Fill:
+		dag.FillElems(mem[0], op.Access[0].Buf.DType, op.FillValue)
+	case dag.Launch:
+		return nil, kernel(stop, op.Launch.Args, mem)
+	case dag.Host:
+		return nil, host(ctx, op.HostFunc, mem)
+	}
+	return nil, nil
+}
+
+// host runs a host step, turning a panic in it into an error.
+func host(ctx context.Context, f dag.HostFunc, mem [][]byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("host step panicked: %v", p)
+		}
+	}()
+	return f(ctx, mem)
+}
+
+// commit makes an Alloc's or Free's effect visible to later ops. It runs
+// under the lock.
+func (b *Backend) commit(op *dag.Op, made []byte) error {
+	buf := op.Buffer()
+	switch op.Kind {
+	case dag.Alloc:
+		if b.mem[buf.ID] != nil {
+			return fmt.Errorf("temporary %s was allocated by another op meanwhile", buf.Name)
+		}
+		b.mem[buf.ID] = made
+	case dag.Free:
+		if b.mem[buf.ID] == nil {
+			return fmt.Errorf("temporary %s was freed by another op meanwhile", buf.Name)
+		}
+		b.mem[buf.ID] = nil
+	}
+	return nil
+}

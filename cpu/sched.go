@@ -1,0 +1,283 @@
+package cpu
+
+import (
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// instrKind is what an instruction of a stream does.
+type instrKind uint8
+
+const (
+	run    instrKind = iota // run op
+	record                  // reach generation gen of event
+	wait                    // wait until event has reached generation gen
+)
+
+// instr is one entry of a stream's queue.
+type instr struct {
+	kind  instrKind
+	event int32
+	gen   uint64
+	op    *dag.Op
+}
+
+// streamState says who is moving a stream forward.
+type streamState uint8
+
+const (
+	idle    streamState = iota // its queue is empty
+	blocked                    // its head is a wait on an event not yet reached
+	ready                      // its head is an op; it is in the ready queue
+	running                    // a worker runs its head op
+)
+
+// stream is an in-order queue. Its instructions are q[head:]; q is reset
+// whenever it empties, so its storage is reused from run to run.
+type stream struct {
+	id       int32
+	priority int
+	seq      uint64 // when it last entered the ready queue
+	state    streamState
+	q        []instr
+	head     int
+}
+
+// event is a latch that counts generations, so that the same event can be
+// recorded once per run, run after run: a wait for generation g is over
+// once a record of generation g or later is done.
+type event struct {
+	recorded uint64 // records enqueued so far
+	reached  uint64 // the latest generation whose record is done
+}
+
+// byPriority orders the ready queue: higher priority first, then first
+// come, first served.
+func byPriority(a, b any) int {
+	x, y := a.(*stream), b.(*stream)
+	switch {
+	case x.priority > y.priority:
+		return -1
+	case x.priority < y.priority:
+		return 1
+	case x.seq < y.seq:
+		return -1
+	case x.seq > y.seq:
+		return 1
+	}
+	return 0
+}
+
+// enqueue appends in to s and, if nobody is moving s, moves it.
+func (b *Backend) enqueue(s *stream, in instr) {
+	if !b.started {
+		b.started = true
+		b.epoch++
+		if b.timing {
+			b.origin = time.Now()
+		}
+	}
+	s.q = append(s.q, in)
+	b.pending++
+	if s.state == idle {
+		b.resume(s)
+	}
+}
+
+// resume moves a stream that nobody runs as far as it goes without a
+// worker and, when an op is next, hands it to the workers.
+func (b *Backend) resume(s *stream) {
+	if b.advance(s) {
+		b.makeReady(s)
+	}
+}
+
+func (b *Backend) makeReady(s *stream) {
+	b.seq++
+	s.seq = b.seq
+	s.state = ready
+	b.ready.Enqueue(s)
+	if b.idle > 0 {
+		b.wake.Signal()
+	}
+}
+
+// advance does the records and the satisfied waits at the head of s, and
+// skips its ops once the run is aborted. It reports whether an op is next;
+// otherwise it leaves s blocked or idle.
+func (b *Backend) advance(s *stream) bool {
+	for s.head < len(s.q) {
+		in := s.q[s.head]
+		switch in.kind {
+		case run:
+			if !b.aborted {
+				return true
+			}
+		case wait:
+			if !b.aborted && b.events[in.event].reached < in.gen {
+				s.state = blocked
+				b.blocked++
+				return false
+			}
+		case record:
+			ev := &b.events[in.event]
+			ev.reached = max(ev.reached, in.gen)
+		}
+		s.head++
+		b.finish()
+		if in.kind == record && b.blocked > 0 {
+			b.release()
+		}
+	}
+	s.q = s.q[:0]
+	s.head = 0
+	s.state = idle
+	return false
+}
+
+// release resumes the blocked streams whose wait is over. Streams are few
+// (tens), so a scan is cheaper than keeping lists of waiters.
+func (b *Backend) release() {
+	for _, t := range b.streams {
+		if t.state != blocked {
+			continue
+		}
+		if in := t.q[t.head]; b.events[in.event].reached >= in.gen {
+			b.blocked--
+			t.state = idle
+			b.resume(t)
+		}
+	}
+}
+
+// finish counts one instruction done and wakes Sync when none are left.
+func (b *Backend) finish() {
+	b.pending--
+	if b.pending == 0 && b.drained != nil {
+		close(b.drained)
+		b.drained = nil
+	}
+}
+
+// worker is the state of one worker goroutine, reused from op to op.
+type worker struct {
+	mem   [][]byte // the bytes of the current op's accesses
+	timer *time.Timer
+}
+
+// work runs ready streams until the backend closes. A worker stays with a
+// stream while it has ops to run, unless a stream of higher priority is
+// ready: then it switches at the op boundary.
+func (b *Backend) work(w *worker) {
+	defer b.workers.Done()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		for b.ready.Empty() && !b.closing {
+			b.idle++
+			b.wake.Wait()
+			b.idle--
+		}
+		if b.closing {
+			return
+		}
+		for s := b.pop(); s != nil; s = b.next(s) {
+			b.step(w, s)
+		}
+	}
+}
+
+// pop takes the first ready stream; the ready queue is not empty.
+func (b *Backend) pop() *stream {
+	v, _ := b.ready.Dequeue()
+	s := v.(*stream)
+	s.state = running
+	return s
+}
+
+// next is the stream to run after an op of s.
+func (b *Backend) next(s *stream) *stream {
+	if !b.advance(s) {
+		return nil
+	}
+	if top, ok := b.ready.Peek(); ok && top.(*stream).priority > s.priority {
+		b.makeReady(s)
+		return b.pop()
+	}
+	return s
+}
+
+// step runs the op at the head of s, without the lock while it works.
+func (b *Backend) step(w *worker, s *stream) {
+	op := s.q[s.head].op
+	if b.aborted {
+		s.head++
+		b.finish()
+		return
+	}
+	err := b.resolve(w, op)
+	kernel, ctx, timing := b.kernels[op.ID], b.runCtx, b.timing
+	pause := b.delay(op)
+	b.mu.Unlock()
+
+	var made []byte
+	var start, end time.Time
+	if err == nil {
+		if pause > 0 {
+			w.pause(pause, ctx.Done())
+		}
+		if timing {
+			start = time.Now()
+		}
+		made, err = exec(ctx, &b.stop, op, kernel, w.mem)
+		if timing {
+			end = time.Now()
+		}
+	}
+	clear(w.mem)
+
+	b.mu.Lock()
+	if err == nil {
+		err = b.commit(op, made)
+	}
+	if err != nil && !b.aborted {
+		b.abort(&dag.OpError{Op: op.Name, Err: err})
+	}
+	if timing && !start.IsZero() {
+		b.spans = append(b.spans, span{op: int32(op.ID), stream: s.id, start: start.Sub(b.origin), end: end.Sub(b.origin)})
+	}
+	s.head++
+	b.finish()
+}
+
+// delay is the pause before op in this run, when Delays is on.
+func (b *Backend) delay(op *dag.Op) time.Duration {
+	if b.cfg.delayLimit <= 0 {
+		return 0
+	}
+	x := mix(b.cfg.delaySeed ^ mix(b.epoch<<32^uint64(op.ID)))
+	return time.Duration(x % uint64(b.cfg.delayLimit))
+}
+
+// mix is the SplitMix64 finaliser: a cheap, well-spread hash.
+func mix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// pause sleeps for d, or until done is closed.
+func (w *worker) pause(d time.Duration, done <-chan struct{}) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d)
+	}
+	select {
+	case <-w.timer.C:
+	case <-done:
+		w.timer.Stop()
+	}
+}

@@ -1,0 +1,439 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "cuda.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Graph capture. The backend captures by stream capture: BeginCapture
+// starts a capture on an origin stream and forks every other stream from
+// it with an event, so that the Run, Record and Wait calls that follow are
+// recorded on every stream instead of run; EndCapture joins the streams
+// back with the same event and ends the capture. Allocs and frees become
+// memory nodes, host steps host nodes. The same submission code serves
+// eager runs and captures, so a captured plan does what an eager run does.
+//
+// Graphs are numbered from 0 in the order EndCapture returns them; a
+// number is never reused while the backend is open.
+
+// graph is a captured graph and, once instantiated, its executable.
+type graph struct {
+	tmpl   C.CUgraph
+	exec   C.CUgraphExec
+	dev    *device
+	origin C.CUstream // the stream it was captured on; uploads go there
+}
+
+// capture is a capture in progress.
+type capture struct {
+	origin int
+	event  C.CUevent // forks the streams at the start, joins them at the end
+	timing bool      // b.timing before the capture, restored after it
+}
+
+// GraphStats counts the graph work a backend has done since New.
+type GraphStats struct {
+	Captures        int // EndCapture calls that made a graph
+	Instantiations  int // executables made, first ones and re-instantiations
+	UpdatesInPlace  int // UpdateGraph calls the driver applied to the executable
+	UpdatesRefused  int // UpdateGraph calls that re-instantiated instead
+	Launches        int
+	LastUpdateError string // why the driver last refused an update in place
+}
+
+// GraphStats returns what the backend has counted of its graphs.
+func (b *Backend) GraphStats() GraphStats { return b.gstats }
+
+// graphsSupported reports why the driver cannot capture, if it cannot.
+func (b *Backend) graphsSupported() error {
+	a := b.drv.api
+	if a.cuStreamBeginCapture == nil || a.cuStreamEndCapture == nil || a.cuGraphInstantiateWithFlags == nil ||
+		a.cuGraphLaunch == nil || a.cuGraphExecDestroy == nil || a.cuGraphDestroy == nil {
+		return fmt.Errorf("cuda: driver %s (CUDA %d) lacks the stream capture and graph entry points; update the NVIDIA driver, or run eagerly", b.drv.path, b.drv.version)
+	}
+	return nil
+}
+
+// BeginCapture starts capturing the work submitted to every stream: it
+// begins a capture on stream origin and forks every other stream from it.
+// All streams must be on origin's device. Timing is off while capturing
+// (a replay is timed as a whole, not per op).
+func (b *Backend) BeginCapture(origin int) error {
+	if err := b.graphsSupported(); err != nil {
+		return err
+	}
+	if b.capture != nil {
+		return fmt.Errorf("cuda: BeginCapture: stream %d is capturing already; call EndCapture first", b.capture.origin)
+	}
+	o, err := b.stream(origin)
+	if err != nil {
+		return err
+	}
+	for i := range b.streams {
+		if s := &b.streams[i]; s.dev != o.dev {
+			return fmt.Errorf("cuda: BeginCapture: stream %d is on device %d, the origin stream %d on device %d: a graph holds one device's work (split the plan per device)",
+				i, s.dev.ordinal, origin, o.dev.ordinal)
+		}
+	}
+	if b.abandoned.Load() {
+		if err := b.resume(); err != nil {
+			return err
+		}
+	}
+	e, err := b.drv.eventCreate(o.dev.ctx, false)
+	if err != nil {
+		return err
+	}
+	b.live.Events++
+	c := &capture{origin: origin, event: e, timing: b.timing}
+	api, ctx := b.drv.api, o.dev.ctx
+	if err := b.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, o.h)); err != nil {
+		b.dropCaptureEvent(c)
+		return err
+	}
+	b.capture, b.timing = c, false
+	err = b.drv.check("cuEventRecord", C.dr_record(api, ctx, e, o.h))
+	for i := range b.streams {
+		if i != origin && err == nil {
+			err = b.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, b.streams[i].h, e))
+		}
+	}
+	if err != nil {
+		if _, endErr := b.EndCapture(origin); endErr == nil {
+			b.destroyLast()
+		}
+		return fmt.Errorf("cuda: forking the streams from origin stream %d: %w", origin, err)
+	}
+	return nil
+}
+
+// EndCapture joins every stream back into origin and ends the capture,
+// returning the captured graph's number. The graph is not launchable until
+// Instantiate (or UpdateGraph, which instantiates it into another graph).
+func (b *Backend) EndCapture(origin int) (int, error) {
+	c := b.capture
+	if c == nil || c.origin != origin {
+		return -1, fmt.Errorf("cuda: EndCapture: stream %d is not capturing", origin)
+	}
+	o := &b.streams[origin]
+	api, ctx := b.drv.api, o.dev.ctx
+	var joinErr error
+	for i := range b.streams {
+		if i == origin || joinErr != nil {
+			continue
+		}
+		joinErr = b.drv.check("cuEventRecord", C.dr_record(api, ctx, c.event, b.streams[i].h))
+		if joinErr == nil {
+			joinErr = b.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, o.h, c.event))
+		}
+	}
+	var tmpl C.CUgraph
+	endErr := b.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, o.h, &tmpl))
+	b.capture, b.timing = nil, c.timing
+	b.dropCaptureEvent(c)
+	if err := errors.Join(joinErr, endErr); err != nil {
+		if tmpl != nil {
+			C.dr_graph_destroy(api, ctx, tmpl)
+		}
+		return -1, fmt.Errorf("cuda: ending the capture on stream %d: %w", origin, err)
+	}
+	b.graphs = append(b.graphs, &graph{tmpl: tmpl, dev: o.dev, origin: o.h})
+	b.live.Graphs++
+	b.gstats.Captures++
+	return len(b.graphs) - 1, nil
+}
+
+func (b *Backend) dropCaptureEvent(c *capture) {
+	if c.event != nil {
+		b.drv.eventDestroy(b.streams[c.origin].dev.ctx, c.event)
+		c.event = nil
+		b.live.Events--
+	}
+}
+
+// destroyLast destroys the graph EndCapture returned last.
+func (b *Backend) destroyLast() {
+	if n := len(b.graphs); n > 0 {
+		b.DestroyGraph(n - 1)
+	}
+}
+
+func (b *Backend) graph(i int) (*graph, error) {
+	if i < 0 || i >= len(b.graphs) || b.graphs[i] == nil {
+		return nil, fmt.Errorf("cuda: graph %d does not exist (destroyed, or never captured)", i)
+	}
+	return b.graphs[i], nil
+}
+
+// Instantiate makes graph gi launchable and uploads it to its device, so
+// that the first launch costs what later ones do.
+func (b *Backend) Instantiate(gi int) error {
+	g, err := b.graph(gi)
+	if err != nil {
+		return err
+	}
+	if g.exec != nil {
+		return nil
+	}
+	return b.instantiate(g)
+}
+
+func (b *Backend) instantiate(g *graph) error {
+	var exec C.CUgraphExec
+	if err := b.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(b.drv.api, g.dev.ctx, &exec, g.tmpl, g.origin)); err != nil {
+		return err
+	}
+	g.exec = exec
+	b.live.Graphs++
+	b.gstats.Instantiations++
+	return nil
+}
+
+// LaunchGraph enqueues one replay of instantiated graph gi on stream si.
+func (b *Backend) LaunchGraph(gi, si int) error {
+	if gi < 0 || gi >= len(b.graphs) || b.graphs[gi] == nil || b.graphs[gi].exec == nil {
+		return fmt.Errorf("cuda: graph %d is not instantiated", gi)
+	}
+	s, err := b.stream(si)
+	if err != nil {
+		return err
+	}
+	if b.abandoned.Load() {
+		if err := b.resume(); err != nil {
+			return err
+		}
+	}
+	g := b.graphs[gi]
+	if err := b.drv.check("cuGraphLaunch", C.dr_graph_launch(b.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
+		return err
+	}
+	s.last = "graph replay"
+	b.gstats.Launches++
+	return nil
+}
+
+// UpdateGraph makes instantiated graph gi do what captured graph fresh
+// does: in place (cuGraphExecUpdate) when the driver can apply the change,
+// which keeps the executable; otherwise by instantiating fresh in its
+// place. Either way fresh is used up. It reports whether the update was in
+// place. Call it when gi's launches are done.
+func (b *Backend) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
+	g, err := b.graph(gi)
+	if err != nil {
+		return false, err
+	}
+	f, err := b.graph(fresh)
+	if err != nil {
+		return false, err
+	}
+	if gi == fresh || g.exec == nil || f.exec != nil {
+		return false, fmt.Errorf("cuda: UpdateGraph(%d, %d): the first must be instantiated, the second freshly captured", gi, fresh)
+	}
+	api, ctx := b.drv.api, g.dev.ctx
+	var why C.int
+	r := C.dr_graph_exec_update(api, ctx, g.exec, f.tmpl, &why)
+	if r == 0 {
+		C.dr_graph_destroy(api, ctx, g.tmpl)
+		g.tmpl, f.tmpl = f.tmpl, nil
+		b.graphs[fresh] = nil
+		b.live.Graphs--
+		b.gstats.UpdatesInPlace++
+		return true, nil
+	}
+	b.gstats.UpdatesRefused++
+	b.gstats.LastUpdateError = fmt.Sprintf("%v (CUgraphExecUpdateResult %d)", b.drv.check("cuGraphExecUpdate", r), int(why))
+	if err := b.instantiate(f); err != nil {
+		b.graphs[fresh] = nil
+		b.releaseGraph(f)
+		return false, fmt.Errorf("cuda: re-instantiating graph %d after the driver refused an update in place (%s): %w", gi, b.gstats.LastUpdateError, err)
+	}
+	old := *g
+	*g = *f
+	b.graphs[fresh] = nil
+	b.releaseGraph(&old)
+	return false, nil
+}
+
+// DestroyGraph releases graph gi: its executable and its captured graph.
+func (b *Backend) DestroyGraph(gi int) error {
+	g, err := b.graph(gi)
+	if err != nil {
+		return err
+	}
+	b.graphs[gi] = nil
+	return b.releaseGraph(g)
+}
+
+func (b *Backend) releaseGraph(g *graph) error {
+	api, ctx := b.drv.api, g.dev.ctx
+	var errs []error
+	if g.exec != nil {
+		errs = append(errs, b.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, g.exec)))
+		g.exec = nil
+		b.live.Graphs--
+	}
+	if g.tmpl != nil {
+		errs = append(errs, b.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, g.tmpl)))
+		g.tmpl = nil
+		b.live.Graphs--
+	}
+	return errors.Join(errs...)
+}
+
+// GraphNodes is the number of nodes of captured graph gi.
+func (b *Backend) GraphNodes(gi int) (int, error) {
+	g, err := b.graph(gi)
+	if err != nil {
+		return 0, err
+	}
+	var n C.size_t
+	if b.drv.api.cuGraphGetNodes == nil {
+		return 0, errors.New("cuda: the driver lacks cuGraphGetNodes")
+	}
+	err = b.drv.check("cuGraphGetNodes", C.dr_graph_node_count(b.drv.api, g.dev.ctx, g.tmpl, &n))
+	return int(n), err
+}
+
+// closeGraphs ends a capture left open and releases every graph; Close
+// calls it before it destroys the streams.
+func (b *Backend) closeGraphs(keep func(error)) {
+	if c := b.capture; c != nil {
+		if gi, err := b.EndCapture(c.origin); err == nil {
+			keep(b.DestroyGraph(gi))
+		}
+	}
+	for i, g := range b.graphs {
+		if g != nil {
+			keep(b.releaseGraph(g))
+			b.graphs[i] = nil
+		}
+	}
+	b.graphs = nil
+}
+
+// rawGraph is workload C or E captured directly with the driver (one C
+// call: fork, rounds x streams launches, join), instantiated: the floor
+// that replays of captured plans are compared with.
+type rawGraph struct {
+	r    *rawLoop
+	tmpl C.CUgraph
+	exec C.CUgraphExec
+}
+
+func newRawGraph(r *rawLoop, rounds int) (*rawGraph, error) {
+	api, ctx := r.b.drv.api, r.d.ctx
+	g := &rawGraph{r: r}
+	if err := r.b.drv.check("cuStreamEndCapture", C.dr_raw_graph(api, ctx, r.launch, r.streams, C.int(r.n), C.int(rounds), r.event, &g.tmpl)); err != nil {
+		return nil, err
+	}
+	if err := r.b.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(api, ctx, &g.exec, g.tmpl, *r.streams)); err != nil {
+		C.dr_graph_destroy(api, ctx, g.tmpl)
+		return nil, err
+	}
+	return g, nil
+}
+
+// buildRaw captures (explicit false) or builds node by node (explicit
+// true) the raw graph of rounds launches on each of r's streams, without
+// instantiating it, and destroys it: the cost of making the graph.
+func (r *rawLoop) buildRaw(rounds int, explicit bool) error {
+	api, ctx := r.b.drv.api, r.d.ctx
+	var tmpl C.CUgraph
+	var rc C.CUresult
+	call := "cuStreamEndCapture"
+	if explicit {
+		call = "cuGraphAddKernelNode"
+		rc = C.dr_raw_graph_explicit(api, ctx, r.launch, C.int(r.n), C.int(rounds), &tmpl)
+	} else {
+		rc = C.dr_raw_graph(api, ctx, r.launch, r.streams, C.int(r.n), C.int(rounds), r.event, &tmpl)
+	}
+	if err := r.b.drv.check(call, rc); err != nil {
+		return err
+	}
+	return r.b.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, tmpl))
+}
+
+// launches replays the graph n times back to back on its origin stream and
+// waits for them, from one C loop.
+func (g *rawGraph) launches(n int) error {
+	return g.r.b.drv.check("cuGraphLaunch", C.dr_raw_graph_launches(g.r.b.drv.api, g.r.d.ctx, g.exec, *g.r.streams, C.int(n)))
+}
+
+func (g *rawGraph) close() {
+	api, ctx := g.r.b.drv.api, g.r.d.ctx
+	C.dr_graph_exec_destroy(api, ctx, g.exec)
+	C.dr_graph_destroy(api, ctx, g.tmpl)
+}
+
+// variant prepares op, a variant of the open graph's op of the same ID
+// (the same kind, device and kernel, with other scalar arguments or other
+// buffers of the graph in the same places), as captures submit it after
+// executor.SetArg or executor.Rebind. Host work and host steps keep their
+// C records, which captured host nodes point at, until Close; a variant
+// submitted again reuses them.
+func (b *Backend) variant(op *dag.Op) (*opState, error) {
+	if st := b.variants[op]; st != nil {
+		return st, nil
+	}
+	orig := b.ops[op.ID].op
+	bad := func(why string) error {
+		return fmt.Errorf("cuda: op %q is neither op %d of the open graph (%q) nor a variant of it: %s", op.Name, op.ID, orig.Name, why)
+	}
+	if op.Kind != orig.Kind || op.Device != orig.Device || len(op.Access) != len(orig.Access) {
+		return nil, bad("its kind, device or number of accesses differs")
+	}
+	for i, a := range op.Access {
+		o := orig.Access[i].Buf
+		switch {
+		case a.Buf == nil || a.Buf.ID < 0 || a.Buf.ID >= len(b.bufs) || b.bufs[a.Buf.ID].b != a.Buf:
+			return nil, bad(fmt.Sprintf("access %d is to a buffer the open graph does not hold", i))
+		case a.Buf.Placement != o.Placement || (o.Placement == dag.Device && a.Buf.Device != o.Device) || a.Buf.Temporary != o.Temporary:
+			return nil, bad(fmt.Sprintf("access %d is to %s, which is not placed like %s", i, a.Buf.Name, o.Name))
+		case a.Offset < 0 || a.Size < 0 || a.End() > a.Buf.Size:
+			return nil, bad(fmt.Sprintf("access %d (%v) lies outside %s", i, a.View, a.Buf.Name))
+		}
+	}
+	if op.Kind == dag.Launch && (op.Launch == nil || op.Launch.Kernel != orig.Launch.Kernel || len(op.Launch.Args) != len(orig.Launch.Args)) {
+		return nil, bad("it launches another kernel, or with another number of arguments")
+	}
+	st := &opState{}
+	if err := b.prepare(st, op); err != nil {
+		b.dropVariant(st)
+		return nil, err
+	}
+	if st.work != nil || st.act == actHostFunc {
+		if b.variants == nil {
+			b.variants = map[*dag.Op]*opState{}
+		}
+		b.variants[op] = st
+	}
+	return st, nil
+}
+
+// dropVariant frees the C records of a variant.
+func (b *Backend) dropVariant(st *opState) {
+	if st.launch != nil {
+		C.free(unsafe.Pointer(st.launch))
+		st.launch = nil
+		b.live.HostAllocs--
+	}
+	if st.work != nil {
+		C.free(unsafe.Pointer(st.work))
+		st.work = nil
+		b.live.HostAllocs--
+	}
+	if st.act == actHostFunc && st.handle != 0 {
+		st.handle.Delete()
+		st.handle = 0
+		b.live.Callbacks--
+	}
+}

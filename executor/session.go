@@ -1,0 +1,285 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// Option configures a Session.
+type Option func(*config)
+
+type config struct {
+	timing bool
+}
+
+// WithTiming asks the backend, if it implements Timer, for the start and
+// end of every op, which Spans then returns.
+func WithTiming() Option { return func(c *config) { c.timing = true } }
+
+// ctxCheckEvery is how many steps Run submits between looks at its
+// context: often enough to stop within microseconds, rarely enough to cost
+// nothing per step.
+const ctxCheckEvery = 256
+
+// Session is a plan opened on a backend: its buffers allocated, its
+// streams and events made. Run it as often as wanted; persistent buffers
+// carry their contents from one run to the next. A Session is not safe for
+// use by several goroutines at once.
+type Session struct {
+	b      Backend
+	p      *planner.Plan
+	timer  Timer // nil unless timing was asked for and b can do it
+	spans  []Span
+	graphs []*Graph // captured and not closed
+	closed bool
+}
+
+// Open opens plan p on backend b: b.Open with p's graph, then one stream
+// per plan stream (with its device and priority) and one event per plan
+// event. On error everything made so far is released.
+func Open(ctx context.Context, b Backend, p *planner.Plan, opts ...Option) (*Session, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if b == nil {
+		return nil, errors.New("executor: Open: no backend")
+	}
+	if err := checkPlan(p); err != nil {
+		return nil, err
+	}
+	if err := b.Open(ctx, p.Graph); err != nil {
+		return nil, fmt.Errorf("executor: open backend: %w", err)
+	}
+	s := &Session{b: b, p: p}
+	if err := s.create(ctx, cfg); err != nil {
+		return nil, errors.Join(err, b.Close())
+	}
+	return s, nil
+}
+
+func (s *Session) create(ctx context.Context, cfg config) error {
+	if t, ok := s.b.(Timer); ok && cfg.timing {
+		t.SetTiming(true)
+		s.timer = t
+	}
+	for _, st := range s.p.Streams {
+		if err := s.b.NewStream(st.Device, st.Priority); err != nil {
+			return fmt.Errorf("executor: create stream %s: %w", streamName(st), err)
+		}
+	}
+	for e := range s.p.Events {
+		if err := s.b.NewEvent(); err != nil {
+			return fmt.Errorf("executor: create event %d: %w", e, err)
+		}
+	}
+	return ctx.Err()
+}
+
+// checkPlan makes sure every step names a stream, event and op that
+// exist, so that the submission loop cannot index out of range.
+func checkPlan(p *planner.Plan) error {
+	if p == nil || p.Graph == nil {
+		return errors.New("executor: no plan, or a plan without a graph")
+	}
+	ops, streams := int32(len(p.Graph.Ops)), int32(len(p.Streams))
+	for i, st := range p.Steps {
+		bad := st.Stream < 0 || st.Stream >= streams
+		switch st.Kind {
+		case planner.Run:
+			bad = bad || st.Op < 0 || st.Op >= ops || p.Graph.Ops[st.Op] == nil
+		case planner.Record, planner.Wait:
+			bad = bad || st.Event < 0 || int(st.Event) >= p.Events
+		default:
+			bad = true
+		}
+		if bad {
+			return fmt.Errorf("executor: plan step %d (%s stream %d op %d event %d) is malformed; make plans with planner.New",
+				i, st.Kind, st.Stream, st.Op, st.Event)
+		}
+	}
+	return nil
+}
+
+// Run submits the plan's steps in order, then waits for them. An op's
+// failure is a *dag.OpError naming it; the ops after it are skipped. When
+// ctx ends, submission stops, the work in flight is abandoned and the
+// error wraps ctx.Err(). Either way the backend is idle when Run returns,
+// and the session can run again or close.
+func (s *Session) Run(ctx context.Context) error {
+	if s.closed {
+		return errors.New("executor: Run: session is closed")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("executor: run not started: %w", err)
+	}
+	s.spans = s.spans[:0]
+	steps, ops, b := s.p.Steps, s.p.Graph.Ops, s.b
+	for i := range steps {
+		st := &steps[i]
+		var err error
+		switch st.Kind {
+		case planner.Run:
+			err = b.Run(int(st.Stream), ops[st.Op])
+		case planner.Record:
+			err = b.Record(int(st.Stream), int(st.Event))
+		case planner.Wait:
+			err = b.Wait(int(st.Stream), int(st.Event))
+		}
+		if err != nil {
+			return s.drain(ctx, s.stepError(st, err))
+		}
+		if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
+			return s.drain(ctx, fmt.Errorf("executor: run stopped after %d of %d steps: %w", i+1, len(steps), ctx.Err()))
+		}
+	}
+	err := b.Sync(ctx)
+	s.collectSpans()
+	return s.syncError(ctx, err)
+}
+
+// drain ends a run whose submission failed with err: it waits for what
+// was submitted (abandoning it, if ctx has ended) so that nothing is left
+// running, and adds any other error the wait reports.
+func (s *Session) drain(ctx context.Context, err error) error {
+	serr := s.b.Sync(ctx)
+	s.collectSpans()
+	if serr != nil && !errors.Is(serr, ctx.Err()) {
+		return errors.Join(err, s.syncError(ctx, serr))
+	}
+	return err
+}
+
+// stepError names the op a failed step belongs to: the op it runs, or the
+// op a record follows or a wait precedes.
+func (s *Session) stepError(st *planner.Step, err error) error {
+	if _, ok := errors.AsType[*dag.OpError](err); ok {
+		return err
+	}
+	name := fmt.Sprintf("#%d", st.Op)
+	if st.Op >= 0 && int(st.Op) < len(s.p.Graph.Ops) {
+		name = s.p.Graph.Ops[st.Op].Name
+	}
+	if st.Kind != planner.Run {
+		err = fmt.Errorf("%s of event %d on stream %s: %w", st.Kind, st.Event, streamName(s.p.Streams[st.Stream]), err)
+	}
+	return &dag.OpError{Op: name, Err: err}
+}
+
+// syncError passes op errors through and says where the others come from.
+func (s *Session) syncError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*dag.OpError](err); ok {
+		return err
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("executor: run abandoned: %w", err)
+	}
+	return fmt.Errorf("executor: sync: %w", err)
+}
+
+// collectSpans takes the timed ops of the run from the backend.
+func (s *Session) collectSpans() {
+	if s.timer == nil {
+		return
+	}
+	// A run that failed may leave the spans unreadable; then there are
+	// none to give, which Spans reports as an empty list.
+	_ = s.timer.Spans(func(op, stream int, start, end time.Duration) {
+		s.spans = append(s.spans, Span{Op: op, Stream: stream, Start: start, End: end})
+	})
+}
+
+// Read returns the contents of persistent buffer b after the last Run.
+func (s *Session) Read(b *dag.Buffer) ([]byte, error) {
+	if err := s.checkBuffer("Read", b); err != nil {
+		return nil, err
+	}
+	data, err := s.b.Read(b)
+	if err != nil {
+		return nil, fmt.Errorf("executor: read %q: %w", b.Name, err)
+	}
+	return data, nil
+}
+
+// checkBuffer makes sure b is a persistent buffer of the plan's graph.
+func (s *Session) checkBuffer(verb string, b *dag.Buffer) error {
+	switch {
+	case s.closed:
+		return fmt.Errorf("executor: %s: session is closed", verb)
+	case b == nil:
+		return fmt.Errorf("executor: %s: no buffer", verb)
+	case b.ID < 0 || b.ID >= len(s.p.Graph.Buffers) || s.p.Graph.Buffers[b.ID] != b:
+		return fmt.Errorf("executor: %s: buffer %q is not one of the plan's graph", verb, b.Name)
+	case b.Temporary:
+		return fmt.Errorf("executor: %s: buffer %q is temporary; it lives only inside a run (copy it to a persistent buffer to keep it)", verb, b.Name)
+	}
+	return nil
+}
+
+// Spans returns when each op of the last Run ran, in the order the ops
+// finished, if the session was opened WithTiming on a backend that
+// implements Timer; otherwise nil.
+func (s *Session) Spans() []Span {
+	if s.timer == nil {
+		return nil
+	}
+	return slices.Clone(s.spans)
+}
+
+// Close releases the backend and everything the session made on it.
+// Closing twice is harmless.
+func (s *Session) Close() error {
+	if s.closed {
+		return nil
+	}
+	var errs []error
+	for len(s.graphs) > 0 {
+		errs = append(errs, s.graphs[0].Close())
+	}
+	s.closed = true
+	if err := s.b.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("executor: close backend: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Execute opens p on b, runs it once, and returns the contents of every
+// persistent buffer of its graph; it closes the session whatever happens.
+func Execute(ctx context.Context, b Backend, p *planner.Plan) (out map[*dag.Buffer][]byte, err error) {
+	s, err := Open(ctx, b, p)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	if err := s.Run(ctx); err != nil {
+		return nil, err
+	}
+	out = make(map[*dag.Buffer][]byte)
+	for _, buf := range p.Graph.Buffers {
+		if buf.Temporary {
+			continue
+		}
+		data, err := s.Read(buf)
+		if err != nil {
+			return nil, err
+		}
+		out[buf] = data
+	}
+	return out, nil
+}
+
+func streamName(st planner.Stream) string {
+	if st.Name != "" {
+		return st.Name
+	}
+	return fmt.Sprintf("%d", st.ID)
+}
