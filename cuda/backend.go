@@ -13,6 +13,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/cgo"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,11 @@ type Backend struct {
 	hostMu     sync.Mutex
 	hostErr    error
 
-	timed []timedOp
+	timed     []timedOp
+	spanEvs   []C.CUevent // Spans' scratch: the events of one device's timed ops
+	spanAt    []int       // ... the index in timed of each pair of them
+	spanDevMs []float32   // ... and their times
+	spanMs    []float32   // the start and end of every timed op
 
 	// Graph capture (graph.go).
 	graphs   []*graph // by number; nil once destroyed
@@ -140,6 +145,10 @@ type stream struct {
 	h    C.CUstream
 	dev  *device
 	last string // the name of the last op run on it, for asynchronous errors
+	// With timing on: the end event of the last op run on the stream this
+	// run, and whether the stream has waited for an event since.
+	lastEnd C.CUevent
+	waited  bool
 }
 
 type event struct {
@@ -151,6 +160,15 @@ type timedOp struct {
 	op, stream int
 	dev        *device
 	start, end C.CUevent
+	shared     bool // start is the end event of the op before
+}
+
+// events appends the timing events that t owns to evs.
+func (t timedOp) events(evs []C.CUevent) []C.CUevent {
+	if t.shared {
+		return append(evs, t.end)
+	}
+	return append(evs, t.start, t.end)
 }
 
 // New loads the CUDA driver. The error matches ErrNoDriver when there is
@@ -716,6 +734,7 @@ func (b *Backend) Wait(si, ei int) error {
 	if e.h == nil {
 		return fmt.Errorf("cuda: stream %d waits for event %d, which was never recorded", si, ei)
 	}
+	s.waited = true
 	return b.drv.check("cuStreamWaitEvent", C.dr_wait(b.drv.api, s.dev.ctx, s.h, e.h))
 }
 
@@ -746,8 +765,9 @@ func (b *Backend) Run(si int, op *dag.Op) error {
 		}
 	}
 	var start C.CUevent
+	shared := false
 	if b.timing {
-		if start, err = b.timingRecord(s); err != nil {
+		if start, shared, err = b.timingStart(s); err != nil {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
 	}
@@ -760,7 +780,8 @@ func (b *Backend) Run(si int, op *dag.Op) error {
 		if err != nil {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
-		b.timed = append(b.timed, timedOp{op: op.ID, stream: si, dev: s.dev, start: start, end: end})
+		b.timed = append(b.timed, timedOp{op: op.ID, stream: si, dev: s.dev, start: start, end: end, shared: shared})
+		s.lastEnd, s.waited = end, false
 	}
 	return nil
 }
@@ -856,6 +877,10 @@ func (b *Backend) run(s *stream, st *opState) error {
 // which kernel, so the cause may be an earlier op.
 func (b *Backend) Sync(ctx context.Context) error {
 	var first error
+	// The next run's first op on a stream starts a new span.
+	for i := range b.streams {
+		b.streams[i].lastEnd = nil
+	}
 	for i := range b.streams {
 		s := &b.streams[i]
 		if err := b.syncStream(ctx, s); err != nil {
@@ -1059,13 +1084,8 @@ func (b *Backend) Close() error {
 			b.live.Events--
 		}
 	}
-	for _, t := range b.timed {
-		t.dev.timingEvents = append(t.dev.timingEvents, t.start, t.end)
-	}
+	b.recycleTiming()
 	for _, d := range b.devs {
-		if d.origin != nil {
-			d.timingEvents = append(d.timingEvents, d.origin)
-		}
 		for _, e := range d.timingEvents {
 			keep(b.drv.eventDestroy(d.ctx, e))
 			b.live.Events--
@@ -1114,6 +1134,33 @@ func (b *Backend) timingRecord(s *stream) (C.CUevent, error) {
 	return e, b.drv.check("cuEventRecord", C.dr_record(b.drv.api, d.ctx, e, s.h))
 }
 
+// timingStart marks the start of the next op on s. Timing events cost the
+// driver about a microsecond each, recorded and read back, so an op that
+// will start the moment the op before it on s ends (s has not waited since,
+// and that op is still pending on the device) is timed from that op's end
+// event (shared). The start is then early by at most the time between the
+// driver's look at that event and the op's submission, when that op ends in
+// between: a fraction of a microsecond.
+func (b *Backend) timingStart(s *stream) (start C.CUevent, shared bool, err error) {
+	if s.dev.origin == nil || s.lastEnd == nil || s.waited {
+		start, err = b.timingRecord(s)
+		return start, false, err
+	}
+	fresh, err := b.timingEvent(s.dev)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := b.drv.check("cuEventRecord", C.dr_timing_start(b.drv.api, s.dev.ctx, s.lastEnd, fresh, s.h, &start)); err != nil {
+		s.dev.timingEvents = append(s.dev.timingEvents, fresh)
+		return nil, false, err
+	}
+	if start != fresh {
+		s.dev.timingEvents = append(s.dev.timingEvents, fresh)
+		return start, true, nil
+	}
+	return start, false, nil
+}
+
 func (b *Backend) timingEvent(d *device) (C.CUevent, error) {
 	if n := len(d.timingEvents); n > 0 {
 		e := d.timingEvents[n-1]
@@ -1130,21 +1177,52 @@ func (b *Backend) timingEvent(d *device) (C.CUevent, error) {
 // Spans calls f with each op run since the last call: its stream and its
 // start and end on the device, from the time origin of its device (an
 // event recorded before the first op of the run there). Call it after Sync.
+// The times are read in one driver crossing per device.
 func (b *Backend) Spans(f func(op, stream int, start, end time.Duration)) error {
 	var first error
-	for _, t := range b.timed {
-		s, err1 := b.drv.elapsed(t.dev.ctx, t.dev.origin, t.start)
-		e, err2 := b.drv.elapsed(t.dev.ctx, t.dev.origin, t.end)
-		if err := errors.Join(err1, err2); err != nil {
-			if first == nil {
-				first = fmt.Errorf("timing op %q: %w", b.g.Ops[t.op].Name, err)
-			}
+	ms := slices.Grow(b.spanMs[:0], 2*len(b.timed))[:2*len(b.timed)]
+	for _, d := range b.devs {
+		if d.origin == nil {
 			continue
 		}
-		f(t.op, t.stream, msDuration(s), msDuration(e))
+		evs, at := b.spanEvs[:0], b.spanAt[:0]
+		for i, t := range b.timed {
+			if t.dev == d {
+				evs = append(evs, t.start, t.end)
+				at = append(at, i)
+			}
+		}
+		dms := slices.Grow(b.spanDevMs[:0], len(evs))[:len(evs)]
+		b.spanEvs, b.spanAt, b.spanDevMs = evs, at, dms
+		err := b.drv.elapsedMany(d.ctx, d.origin, evs, dms)
+		if err != nil && first == nil {
+			var ee *eventError
+			if errors.As(err, &ee) && ee.index/2 < len(at) {
+				err = fmt.Errorf("timing op %q: %w", b.g.Ops[b.timed[at[ee.index/2]].op].Name, err)
+			}
+			first = err
+		}
+		for k, i := range at {
+			ms[2*i], ms[2*i+1] = dms[2*k], dms[2*k+1]
+		}
 	}
+	b.spanMs = ms
+	for i, t := range b.timed {
+		start, end := ms[2*i], ms[2*i+1]
+		if start != start || end != end { // NaN: not readable
+			continue
+		}
+		f(t.op, t.stream, msDuration(start), msDuration(end))
+	}
+	b.recycleTiming()
+	return first
+}
+
+// recycleTiming returns the timing events of the ops timed since the last
+// call, and each device's time origin, to their devices' free lists.
+func (b *Backend) recycleTiming() {
 	for _, t := range b.timed {
-		t.dev.timingEvents = append(t.dev.timingEvents, t.start, t.end)
+		t.dev.timingEvents = t.events(t.dev.timingEvents)
 	}
 	b.timed = b.timed[:0]
 	for _, d := range b.devs {
@@ -1153,7 +1231,9 @@ func (b *Backend) Spans(f func(op, stream int, start, end time.Duration)) error 
 			d.origin = nil
 		}
 	}
-	return first
+	for i := range b.streams {
+		b.streams[i].lastEnd, b.streams[i].waited = nil, false
+	}
 }
 
 func msDuration(ms float32) time.Duration {

@@ -38,6 +38,7 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuEventCreate), {"cuEventCreate"}, 1},
 	{SLOT(cuEventDestroy), {"cuEventDestroy_v2"}, 1},
 	{SLOT(cuEventRecord), {"cuEventRecord"}, 1},
+	{SLOT(cuEventQuery), {"cuEventQuery"}, 1},
 	{SLOT(cuEventSynchronize), {"cuEventSynchronize"}, 1},
 	{SLOT(cuEventElapsedTime), {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, 1},
 	{SLOT(cuMemAlloc), {"cuMemAlloc_v2"}, 1},
@@ -151,6 +152,17 @@ CUresult dr_launch_kernel(dr_api* a, CUcontext c, dr_launch* l, CUstream s) {
 }
 
 CUresult dr_record(dr_api* a, CUcontext c, CUevent e, CUstream s) { WITH_CTX(a->cuEventRecord(e, s)); }
+
+CUresult dr_timing_start(dr_api* a, CUcontext c, CUevent prev, CUevent fresh, CUstream s, CUevent* start) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	if (prev != NULL && a->cuEventQuery(prev) == DR_ERROR_NOT_READY) {
+		*start = prev;
+		return DR_SUCCESS;
+	}
+	*start = fresh;
+	return a->cuEventRecord(fresh, s);
+}
 
 CUresult dr_wait(dr_api* a, CUcontext c, CUstream s, CUevent e) { WITH_CTX(a->cuStreamWaitEvent(s, e, 0)); }
 
@@ -323,6 +335,26 @@ nvrtcResult dr_nvrtc_compile(dr_nvrtc* n, const char* src, const char* name, int
 	return r;
 }
 
+CUresult dr_elapsed_many(dr_api* a, CUcontext c, CUevent origin, const CUevent* evs, int n, float* ms, int* failed) {
+	CUresult first = dr_ctx(a, c);
+	*failed = -1;
+	if (first != DR_SUCCESS) {
+		*failed = 0;
+		return first;
+	}
+	for (int i = 0; i < n; i++) {
+		CUresult r = a->cuEventElapsedTime(&ms[i], origin, evs[i]);
+		if (r != DR_SUCCESS) {
+			ms[i] = __builtin_nanf("");
+			if (first == DR_SUCCESS) {
+				first = r;
+				*failed = i;
+			}
+		}
+	}
+	return first;
+}
+
 CUresult dr_raw_launches(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams, int rounds, int sync) {
 	CUresult r = dr_ctx(a, c);
 	if (r != DR_SUCCESS) return r;
@@ -344,6 +376,31 @@ CUresult dr_raw_record_wait(dr_api* a, CUcontext c, CUevent e, CUstream from, CU
 		if ((r = a->cuStreamWaitEvent(to, e, 0)) != DR_SUCCESS) return r;
 	}
 	return DR_SUCCESS;
+}
+
+// dr_raw_timed_launches is dr_raw_launches with per (1 or 2) timing events
+// recorded with each launch (before it when per is 2, after it always) and
+// read back as times from evs[0], recorded first on streams[0]: the floor of
+// traced eager submission. evs holds 1 + rounds*nstreams*per events; ms gets
+// one time per event after the first, unless read is 0.
+CUresult dr_raw_timed_launches(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams, int rounds,
+                               CUevent* evs, int per, float* ms, int read) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	void** params = l->nslots > 0 ? l->params : NULL;
+	if ((r = a->cuEventRecord(evs[0], streams[0])) != DR_SUCCESS) return r;
+	int e = 1;
+	for (int i = 0; i < rounds; i++) {
+		for (int k = 0; k < nstreams; k++) {
+			if (per == 2 && (r = a->cuEventRecord(evs[e++], streams[k])) != DR_SUCCESS) return r;
+			r = a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, streams[k], params, NULL);
+			if (r != DR_SUCCESS) return r;
+			if ((r = a->cuEventRecord(evs[e++], streams[k])) != DR_SUCCESS) return r;
+		}
+	}
+	if ((r = a->cuCtxSynchronize()) != DR_SUCCESS || !read) return r;
+	int failed;
+	return dr_elapsed_many(a, c, evs[0], evs + 1, e - 1, ms, &failed);
 }
 
 // Graphs.

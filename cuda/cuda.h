@@ -95,6 +95,7 @@ typedef struct dr_api {
 	CUresult (*cuEventCreate)(CUevent*, unsigned int);
 	CUresult (*cuEventDestroy)(CUevent);
 	CUresult (*cuEventRecord)(CUevent, CUstream);
+	CUresult (*cuEventQuery)(CUevent);
 	CUresult (*cuEventSynchronize)(CUevent);
 	CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
 	// Memory.
@@ -173,6 +174,11 @@ typedef struct {
 CUresult dr_ctx(dr_api* a, CUcontext c);
 CUresult dr_launch_kernel(dr_api* a, CUcontext c, dr_launch* l, CUstream s);
 CUresult dr_record(dr_api* a, CUcontext c, CUevent e, CUstream s);
+// dr_timing_start marks the start of an op on s for timing: when event
+// prev (the end of the op before it on s, or NULL) is still pending, the op
+// will start when prev is reached, so *start becomes prev; otherwise fresh
+// is recorded on s and *start becomes fresh.
+CUresult dr_timing_start(dr_api* a, CUcontext c, CUevent prev, CUevent fresh, CUstream s, CUevent* start);
 CUresult dr_wait(dr_api* a, CUcontext c, CUstream s, CUevent e);
 CUresult dr_alloc_async(dr_api* a, CUcontext c, CUdeviceptr* p, size_t n, CUstream s);
 CUresult dr_free_async(dr_api* a, CUcontext c, CUdeviceptr p, CUstream s);
@@ -185,6 +191,11 @@ CUresult dr_hostwork_launch(dr_api* a, CUcontext c, dr_hostwork* w, CUstream s);
 CUresult dr_hostfunc_launch(dr_api* a, CUcontext c, uintptr_t handle, CUstream s);
 CUresult dr_stream_sync(dr_api* a, CUcontext c, CUstream s);
 CUresult dr_stream_query(dr_api* a, CUcontext c, CUstream s);
+// dr_elapsed_many sets ms[i] to the milliseconds from origin to evs[i], for
+// n events of one context, in one crossing from Go. An event whose time
+// can't be read gets NaN; the first such error is returned and its index
+// put in *failed.
+CUresult dr_elapsed_many(dr_api* a, CUcontext c, CUevent origin, const CUevent* evs, int n, float* ms, int* failed);
 
 // NVRTC, loaded the same way.
 typedef int nvrtcResult;
@@ -247,4 +258,6 @@ CUresult dr_raw_graph_explicit(dr_api* a, CUcontext c, dr_launch* l, int nchains
 CUresult dr_raw_graph_launches(dr_api* a, CUcontext c, CUgraphExec e, CUstream s, int n);
 
 CUresult dr_raw_record_wait(dr_api* a, CUcontext c, CUevent e, CUstream from, CUstream to, int n);
+CUresult dr_raw_timed_launches(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams, int rounds,
+                               CUevent* evs, int per, float* ms, int read);
 #endif

@@ -24,7 +24,6 @@ static CUresult w_stream_create(dr_api* a, CUcontext c, CUstream* s, int prio) {
 static CUresult w_stream_destroy(dr_api* a, CUcontext c, CUstream s) { CTXCALL(a->cuStreamDestroy(s)); }
 static CUresult w_event_create(dr_api* a, CUcontext c, CUevent* e, unsigned int flags) { CTXCALL(a->cuEventCreate(e, flags)); }
 static CUresult w_event_destroy(dr_api* a, CUcontext c, CUevent e) { CTXCALL(a->cuEventDestroy(e)); }
-static CUresult w_event_elapsed(dr_api* a, CUcontext c, float* ms, CUevent from, CUevent to) { CTXCALL(a->cuEventElapsedTime(ms, from, to)); }
 static CUresult w_mem_alloc(dr_api* a, CUcontext c, CUdeviceptr* p, size_t n) { CTXCALL(a->cuMemAlloc(p, n)); }
 static CUresult w_mem_free(dr_api* a, CUcontext c, CUdeviceptr p) { CTXCALL(a->cuMemFree(p)); }
 static CUresult w_host_alloc(dr_api* a, CUcontext c, void** p, size_t n) { CTXCALL(a->cuMemHostAlloc(p, n, DR_MEMHOSTALLOC_PORTABLE | DR_MEMHOSTALLOC_DEVICEMAP)); }
@@ -244,12 +243,29 @@ func (d *driver) eventDestroy(c C.CUcontext, e C.CUevent) error {
 	return d.check("cuEventDestroy_v2", C.w_event_destroy(d.api, c, e))
 }
 
-// elapsed is the time from event from to event to, both recorded and done.
-func (d *driver) elapsed(c C.CUcontext, from, to C.CUevent) (float32, error) {
-	var ms C.float
-	err := d.check("cuEventElapsedTime", C.w_event_elapsed(d.api, c, &ms, from, to))
-	return float32(ms), err
+// elapsedMany sets ms[i] to the time from origin to evs[i], all of context
+// c, in one call. An event that can't be read gets NaN; the error is the
+// first such one.
+func (d *driver) elapsedMany(c C.CUcontext, origin C.CUevent, evs []C.CUevent, ms []float32) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	var failed C.int
+	err := d.check("cuEventElapsedTime", C.dr_elapsed_many(d.api, c, origin, &evs[0], C.int(len(evs)), (*C.float)(&ms[0]), &failed))
+	if err != nil && failed >= 0 {
+		err = &eventError{index: int(failed), err: err}
+	}
+	return err
 }
+
+// eventError is the error of reading the time of the index-th event of a batch.
+type eventError struct {
+	index int
+	err   error
+}
+
+func (e *eventError) Error() string { return e.err.Error() }
+func (e *eventError) Unwrap() error { return e.err }
 
 func (d *driver) memAlloc(c C.CUcontext, n int64) (C.CUdeviceptr, error) {
 	var p C.CUdeviceptr

@@ -26,6 +26,8 @@ type rawLoop struct {
 	n       int
 	launch  *C.dr_launch
 	event   C.CUevent
+	timing  []C.CUevent // timing events of timedC, made at its first call
+	ms      []float32
 }
 
 // newRawLoop makes n streams of priority p on device 0 and a launch record
@@ -101,7 +103,33 @@ func (r *rawLoop) recordWaitC(n int) error {
 	return r.b.drv.ctxSync(r.d.ctx)
 }
 
+// timedC is launchesC with per (1 or 2) timing events recorded with each
+// launch and, if read, all their times read back, from one C loop: the
+// floor of a traced eager run.
+func (r *rawLoop) timedC(rounds, per int, read bool) error {
+	n := 1 + rounds*r.n*per
+	for len(r.timing) < n {
+		e, err := r.b.drv.eventCreate(r.d.ctx, true)
+		if err != nil {
+			return err
+		}
+		r.timing = append(r.timing, e)
+	}
+	if len(r.ms) < n {
+		r.ms = make([]float32, n)
+	}
+	readBack := C.int(0)
+	if read {
+		readBack = 1
+	}
+	return r.b.drv.check("cuEventElapsedTime", C.dr_raw_timed_launches(r.b.drv.api, r.d.ctx, r.launch, r.streams,
+		C.int(r.n), C.int(rounds), &r.timing[0], C.int(per), (*C.float)(&r.ms[0]), readBack))
+}
+
 func (r *rawLoop) close() {
+	for _, e := range r.timing {
+		r.b.drv.eventDestroy(r.d.ctx, e)
+	}
 	if r.event != nil {
 		r.b.drv.eventDestroy(r.d.ctx, r.event)
 	}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,13 +13,23 @@ import (
 	"github.com/dagrun/dagrun/planner"
 )
 
-// BenchmarkTracing is workload E (8 chains x 100 empty kernels, launch-bound)
-// run eagerly with timing off and with timing on (timing events around every
-// op, spans read back), alternating run by run in one process, so that the
-// difference is the cost of tracing per op.
+// BenchmarkTracing runs 8 chains x 100 kernels eagerly with timing off and
+// with timing on (timing events around the ops, spans read back),
+// alternating run by run in one process, so that the difference is the
+// cost of tracing per op. E (empty kernels) is launch-bound, the worst
+// case: no op is pending when the next one is submitted, so each gets its
+// own start event. C50 (kernels spinning 50 us) is device-bound: ops queue
+// up and share their start with the end of the op before. Beside E, the
+// same launches from one C loop, plain and with one or two timing events
+// per launch (read back, or not): the driver's own floor for tracing.
 func BenchmarkTracing(b *testing.B) {
+	b.Run("E", func(b *testing.B) { benchTracing(b, dag.Empty, 0) })
+	b.Run("C50", func(b *testing.B) { benchTracing(b, dag.Spin, 50) })
+}
+
+func benchTracing(b *testing.B, k *dag.Kernel, spin float64) {
 	const nchains, length = 8, 100
-	g := chains(nchains, length, dag.Empty, 0, false)
+	g := chains(nchains, length, k, spin, false)
 	p, err := planner.New(g, planner.Options{Streams: nchains})
 	require.NoError(b, err)
 	ctx := context.Background()
@@ -28,22 +39,51 @@ func BenchmarkTracing(b *testing.B) {
 	traced, err := executor.Open(ctx, gpuBackend(b), p, executor.WithTiming())
 	require.NoError(b, err)
 	defer traced.Close()
+
+	type loop struct {
+		name string
+		f    func() error
+		t    []time.Duration
+	}
 	run := func(s *executor.Session) func() error { return func() error { return s.Run(ctx) } }
+	loops := []loop{{name: "off", f: run(plain)}, {name: "on", f: run(traced)}}
+	if k == dag.Empty {
+		rb := gpuBackend(b)
+		require.NoError(b, rb.Open(ctx, g))
+		defer rb.Close()
+		raw, err := newRawLoop(rb, nchains, dag.Normal, k, spin)
+		require.NoError(b, err)
+		defer raw.close()
+		loops = append(loops, loop{name: "raw", f: func() error { return raw.launchesC(length) }})
+		for _, per := range []int{1, 2} {
+			loops = append(loops,
+				loop{name: fmt.Sprintf("raw-timed%d", per), f: func() error { return raw.timedC(length, per, true) }},
+				loop{name: fmt.Sprintf("raw-timed%d-noread", per), f: func() error { return raw.timedC(length, per, false) }})
+		}
+	}
 	for range 3 {
-		require.NoError(b, plain.Run(ctx))
-		require.NoError(b, traced.Run(ctx))
+		for _, l := range loops {
+			require.NoError(b, l.f())
+		}
 	}
 	require.Len(b, traced.Spans(), nchains*length, "a traced run times every op")
-	var off, on []time.Duration
 	b.ResetTimer()
 	for range b.N {
-		off = append(off, timeIt(b, run(plain)))
-		on = append(on, timeIt(b, run(traced)))
+		for i := range loops {
+			loops[i].t = append(loops[i].t, timeIt(b, loops[i].f))
+		}
 	}
 	b.StopTimer()
 	n := float64(nchains * length)
-	moff, mon := median(off), median(on)
-	b.ReportMetric(float64(moff.Nanoseconds())/n/1e3, "off-us/op")
-	b.ReportMetric(float64(mon.Nanoseconds())/n/1e3, "on-us/op")
-	b.ReportMetric(float64((mon-moff).Nanoseconds())/n/1e3, "tracing-us/op")
+	us := map[string]float64{}
+	for _, l := range loops {
+		us[l.name] = float64(median(l.t).Nanoseconds()) / n / 1e3
+		b.ReportMetric(us[l.name], l.name+"-us/op")
+	}
+	b.ReportMetric(us["on"]-us["off"], "tracing-us/op")
+	b.ReportMetric(us["on"]/us["off"], "on/off")
+	if k == dag.Empty {
+		b.ReportMetric(us["raw-timed2"]-us["raw"], "raw-tracing-us/op")
+		b.ReportMetric(us["off"]/us["raw"], "off/raw")
+	}
 }

@@ -28,11 +28,16 @@ while read -r name dir; do
 		status=1
 	fi
 	row "tests $dir" "$res: $(grep -c '^--- PASS' "$log") passed, $(grep -c '^--- FAIL' "$log") failed, $(grep -c '^--- SKIP' "$log") skipped"
-	grep -h 'PRIORITY' "$log" | sed 's/^ *//' | head -n 1 | while read -r line; do echo "$line" >"$out/priority.txt"; done
+	# Tests that measure something log it on a line tagged PRIORITY or OVERLAP.
+	for tag in PRIORITY OVERLAP; do
+		grep -h "$tag " "$log" | sed "s/.*$tag //" | head -n 1 >>"$out/figures-$tag.txt"
+	done
 done <.gpu/tests.txt
-if [ -s "$out/priority.txt" ]; then
-	row "priorities (TestPriorities)" "$(sed 's/.*PRIORITY //' "$out/priority.txt")"
-fi
+for tag in PRIORITY OVERLAP; do
+	if [ -s "$out/figures-$tag.txt" ]; then
+		row "$(echo "$tag" | tr 'A-Z' 'a-z') (tests)" "$(head -n 1 "$out/figures-$tag.txt")"
+	fi
+done
 
 # Examples: cuda against cpu, output by output (checksums from --json).
 if [ -x .gpu/dagrun ]; then
