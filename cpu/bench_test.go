@@ -34,29 +34,44 @@ func chains(n, length int, kernel *dag.Kernel, args ...any) *dag.Graph {
 
 // BenchmarkEager measures the backend's cost per op when launch-bound:
 // workload E (8 chains x 100 empty kernels), submitted and synchronised
-// once per iteration, planned onto 1 or 8 streams.
+// once per iteration, planned onto 1 or 8 streams, with tracing (every op
+// timed, spans read back) off and on.
 func BenchmarkEager(b *testing.B) {
 	const perChain, nChains = 100, 8
 	g := chains(nChains, perChain, dag.Empty)
 	for _, streams := range []int{1, 8} {
-		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
-			p, err := planner.New(g, planner.Options{Streams: streams})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			s, err := executor.Open(ctx, cpu.New(), p)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := s.Run(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perChain*nChains), "ns/kernel")
-		})
+		for _, tracing := range []bool{false, true} {
+			b.Run(fmt.Sprintf("streams=%d/trace=%v", streams, tracing), func(b *testing.B) {
+				benchEager(b, g, streams, tracing)
+			})
+		}
 	}
+}
+
+func benchEager(b *testing.B, g *dag.Graph, streams int, tracing bool) {
+	const ops = 800
+	p, err := planner.New(g, planner.Options{Streams: streams})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var opts []executor.Option
+	if tracing {
+		opts = append(opts, executor.WithTiming())
+	}
+	s, err := executor.Open(ctx, cpu.New(), p, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if tracing && len(s.Spans()) != ops {
+		b.Fatalf("a traced run timed %d ops, want %d", len(s.Spans()), ops)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*ops), "ns/kernel")
 }

@@ -1,6 +1,7 @@
 // Command dagrun runs, plans, checks and draws dagrun pipeline specs.
 //
 //	dagrun run spec.yaml        run it and print its outputs' checksums
+//	dagrun run spec.yaml --graph --repeat 1000   capture it as a graph once and replay it
 //	dagrun plan spec.yaml       print the plan: each stream's instructions and the figures
 //	dagrun validate spec.yaml   report every problem with file:line:column
 //	dagrun viz spec.yaml -o plan.svg   draw the plan (or a trace: dagrun viz run.json -o run.html)
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 func main() { os.Exit(runMain()) }
@@ -59,6 +61,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 type cli struct {
 	stdout, stderr io.Writer
+	// terminal reports whether w is a terminal, to draw progress on; nil
+	// checks for a character device. Tests put a stand-in here.
+	terminal func(w io.Writer) bool
+	now      func() time.Time // nil: time.Now
 }
 
 // command is one dagrun command.

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -19,6 +20,8 @@ func TestMain(m *testing.M) {
 // TestScripts runs the command end to end over testdata/script/*.txtar.
 // Each script's work directory holds a copy of the repository's examples
 // in examples/. The condition [cuda] holds where the CUDA backend opens.
+// cmpout FILE1 FILE2 compares two outputs of dagrun run but for their
+// summary lines, which hold timings.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -26,6 +29,9 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			return copyExamples(filepath.Join(env.WorkDir, "examples"))
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"cmpout": cmpout,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond != "cuda" {
@@ -58,4 +64,29 @@ func copyExamples(dst string) error {
 		}
 	}
 	return nil
+}
+
+// cmpout compares the lines of two files of dagrun run output, leaving out
+// the summary lines ("ran ..." and "graph: ..."): an eager run and a graph
+// run of one spec print the same outputs but not the same timings.
+func cmpout(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: cmpout FILE1 FILE2")
+	}
+	if neg {
+		ts.Fatalf("unsupported: ! cmpout")
+	}
+	var got [2]string
+	for i, name := range args {
+		var keep []string
+		for line := range strings.Lines(ts.ReadFile(name)) {
+			if !strings.HasPrefix(line, "ran ") && !strings.HasPrefix(line, "graph: ") {
+				keep = append(keep, line)
+			}
+		}
+		got[i] = strings.Join(keep, "")
+	}
+	if got[0] != got[1] {
+		ts.Fatalf("%s and %s differ but for their summaries:\n%s\n---\n%s", args[0], args[1], got[0], got[1])
+	}
 }

@@ -62,3 +62,30 @@ func (c *cli) opFailure(s *spec.Spec, err error) error {
 	}
 	return err
 }
+
+// captureFailure prints why the plan of s cannot be captured as a graph,
+// each problem placed at its op's declaration, and how to run eagerly
+// instead: flag tells whether --graph asked for the graph, else the spec.
+func (c *cli) captureFailure(s *spec.Spec, err error, flag bool) error {
+	eager := "drop --graph to run eagerly"
+	if !flag {
+		eager = "set run.graph: false or pass --graph=false to run eagerly"
+	}
+	errs := dag.Errors(err)
+	if len(errs) == 0 {
+		return fmt.Errorf("cannot capture the run as a graph: %w (%s)", err, eager)
+	}
+	for _, e := range errs {
+		if pos, ok := s.OpPos(e.Op); ok && e.Op != "" {
+			msg := e.Msg
+			if e.Hint != "" {
+				msg = fmt.Sprintf("%s (%s)", e.Msg, e.Hint)
+			}
+			fmt.Fprintf(c.stderr, "%s: op %q cannot be captured in a graph: %s\n", pos, e.Op, msg)
+		} else {
+			fmt.Fprintf(c.stderr, "%s: cannot be captured in a graph: %v\n", s.File, e)
+		}
+	}
+	fmt.Fprintf(c.stderr, "%s: the run cannot be captured as a graph; fix the ops above, or %s\n", s.File, eager)
+	return reported{}
+}
