@@ -39,24 +39,10 @@ for tag in PRIORITY OVERLAP; do
 	fi
 done
 
-# Examples: cuda against cpu, output by output (checksums from --json).
-if [ -x .gpu/dagrun ]; then
-	for spec in .gpu/examples/*.yaml; do
-		ex=$(basename "$spec" .yaml)
-		ok=1
-		for be in cuda cpu; do
-			mkdir -p "$out/ex-$ex-$be"
-			if ! .gpu/dagrun run "$spec" --backend "$be" --json --save-dir "$out/ex-$ex-$be" \
-				>"$out/ex-$ex-$be.json" 2>"$out/ex-$ex-$be.err"; then
-				ok=0
-			fi
-		done
-		if [ $ok = 0 ]; then
-			row "example $ex" "FAIL (see ex-$ex-*.err)"
-			status=1
-			continue
-		fi
-		verdict=$(python3 - "$out/ex-$ex-cuda.json" "$out/ex-$ex-cpu.json" <<'PY'
+# compare_outputs A B prints "ok: ..." or "DIFF: ..." for the outputs of two
+# dagrun run --json reports (A on cuda, B on cpu).
+compare_outputs() {
+	python3 - "$1" "$2" <<'PY'
 import json, sys
 def load(p):
     # stdout holds the JSON report, perhaps among lines that host steps
@@ -89,12 +75,49 @@ for name in sorted(set(oa) | set(ob)):
 print(("ok" if not bad else "DIFF") + ": %d outputs equal bit for bit, %d within 1e-5 (cuda backend %s, wall %.2f ms vs cpu %.2f ms)%s" % (
     exact, close, a.get("backend"), a.get("wall_ns", 0) / 1e6, b.get("wall_ns", 0) / 1e6, ("; " + "; ".join(bad)) if bad else ""))
 PY
-)
+}
+
+# Examples: cuda against cpu, output by output (checksums from --json).
+if [ -x .gpu/dagrun ]; then
+	for spec in .gpu/examples/*.yaml; do
+		ex=$(basename "$spec" .yaml)
+		ok=1
+		for be in cuda cpu; do
+			mkdir -p "$out/ex-$ex-$be"
+			if ! .gpu/dagrun run "$spec" --backend "$be" --json --save-dir "$out/ex-$ex-$be" \
+				>"$out/ex-$ex-$be.json" 2>"$out/ex-$ex-$be.err"; then
+				ok=0
+			fi
+		done
+		if [ $ok = 0 ]; then
+			row "example $ex" "FAIL (see ex-$ex-*.err)"
+			status=1
+			continue
+		fi
+		verdict=$(compare_outputs "$out/ex-$ex-cuda.json" "$out/ex-$ex-cpu.json")
 		case "$verdict" in ok*) ;; *) status=1 ;; esac
 		row "example $ex" "$verdict"
 	done
 else
 	row examples "skipped: .gpu/dagrun was not built"
+fi
+
+# Graph replays from the CLI: each example captured once on cuda and
+# replayed 200 times, against 200 eager runs on cpu.
+if [ -x .gpu/dagrun ]; then
+	for spec in .gpu/examples/*.yaml; do
+		ex=$(basename "$spec" .yaml)
+		if .gpu/dagrun run "$spec" --backend cuda --graph --repeat 200 --json >"$out/graph-$ex-cuda.json" 2>"$out/graph-$ex-cuda.err" &&
+			.gpu/dagrun run "$spec" --backend cpu --repeat 200 --json >"$out/graph-$ex-cpu.json" 2>"$out/graph-$ex-cpu.err"; then
+			verdict=$(compare_outputs "$out/graph-$ex-cuda.json" "$out/graph-$ex-cpu.json")
+			per=$(python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["graph"]; print("capture %.3f ms, instantiate %.3f ms, %.1f us per replay, %.3f us per op" % (g["capture_ns"]/1e6, g["instantiate_ns"]/1e6, g["per_replay_ns"]/1e3, g["per_op_ns"]/1e3))' "$out/graph-$ex-cuda.json" 2>&1)
+			case "$verdict" in ok*) ;; *) status=1 ;; esac
+			row "graph x200 $ex" "${verdict%% (*}; $per"
+		else
+			row "graph x200 $ex" "FAIL (see graph-$ex-*.err)"
+			status=1
+		fi
+	done
 fi
 
 # The graph replay example: a plan captured once, a new batch per replay
