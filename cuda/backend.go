@@ -145,10 +145,6 @@ type stream struct {
 	h    C.CUstream
 	dev  *device
 	last string // the name of the last op run on it, for asynchronous errors
-	// With timing on: the end event of the last op run on the stream this
-	// run, and whether the stream has waited for an event since.
-	lastEnd C.CUevent
-	waited  bool
 }
 
 type event struct {
@@ -160,15 +156,6 @@ type timedOp struct {
 	op, stream int
 	dev        *device
 	start, end C.CUevent
-	shared     bool // start is the end event of the op before
-}
-
-// events appends the timing events that t owns to evs.
-func (t timedOp) events(evs []C.CUevent) []C.CUevent {
-	if t.shared {
-		return append(evs, t.end)
-	}
-	return append(evs, t.start, t.end)
 }
 
 // New loads the CUDA driver. The error matches ErrNoDriver when there is
@@ -734,7 +721,6 @@ func (b *Backend) Wait(si, ei int) error {
 	if e.h == nil {
 		return fmt.Errorf("cuda: stream %d waits for event %d, which was never recorded", si, ei)
 	}
-	s.waited = true
 	return b.drv.check("cuStreamWaitEvent", C.dr_wait(b.drv.api, s.dev.ctx, s.h, e.h))
 }
 
@@ -764,10 +750,12 @@ func (b *Backend) Run(si int, op *dag.Op) error {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
 	}
+	// An op is timed by events of its own before and after it, not by the
+	// end of the op before it: that would hide the gaps where the device
+	// waits for the host (BENCHMARKS.md has the figures).
 	var start C.CUevent
-	shared := false
 	if b.timing {
-		if start, shared, err = b.timingStart(s); err != nil {
+		if start, err = b.timingRecord(s); err != nil {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
 	}
@@ -780,8 +768,7 @@ func (b *Backend) Run(si int, op *dag.Op) error {
 		if err != nil {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
-		b.timed = append(b.timed, timedOp{op: op.ID, stream: si, dev: s.dev, start: start, end: end, shared: shared})
-		s.lastEnd, s.waited = end, false
+		b.timed = append(b.timed, timedOp{op: op.ID, stream: si, dev: s.dev, start: start, end: end})
 	}
 	return nil
 }
@@ -877,10 +864,6 @@ func (b *Backend) run(s *stream, st *opState) error {
 // which kernel, so the cause may be an earlier op.
 func (b *Backend) Sync(ctx context.Context) error {
 	var first error
-	// The next run's first op on a stream starts a new span.
-	for i := range b.streams {
-		b.streams[i].lastEnd = nil
-	}
 	for i := range b.streams {
 		s := &b.streams[i]
 		if err := b.syncStream(ctx, s); err != nil {
@@ -1134,33 +1117,6 @@ func (b *Backend) timingRecord(s *stream) (C.CUevent, error) {
 	return e, b.drv.check("cuEventRecord", C.dr_record(b.drv.api, d.ctx, e, s.h))
 }
 
-// timingStart marks the start of the next op on s. Timing events cost the
-// driver about a microsecond each, recorded and read back, so an op that
-// will start the moment the op before it on s ends (s has not waited since,
-// and that op is still pending on the device) is timed from that op's end
-// event (shared). The start is then early by at most the time between the
-// driver's look at that event and the op's submission, when that op ends in
-// between: a fraction of a microsecond.
-func (b *Backend) timingStart(s *stream) (start C.CUevent, shared bool, err error) {
-	if s.dev.origin == nil || s.lastEnd == nil || s.waited {
-		start, err = b.timingRecord(s)
-		return start, false, err
-	}
-	fresh, err := b.timingEvent(s.dev)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := b.drv.check("cuEventRecord", C.dr_timing_start(b.drv.api, s.dev.ctx, s.lastEnd, fresh, s.h, &start)); err != nil {
-		s.dev.timingEvents = append(s.dev.timingEvents, fresh)
-		return nil, false, err
-	}
-	if start != fresh {
-		s.dev.timingEvents = append(s.dev.timingEvents, fresh)
-		return start, true, nil
-	}
-	return start, false, nil
-}
-
 func (b *Backend) timingEvent(d *device) (C.CUevent, error) {
 	if n := len(d.timingEvents); n > 0 {
 		e := d.timingEvents[n-1]
@@ -1222,7 +1178,7 @@ func (b *Backend) Spans(f func(op, stream int, start, end time.Duration)) error 
 // call, and each device's time origin, to their devices' free lists.
 func (b *Backend) recycleTiming() {
 	for _, t := range b.timed {
-		t.dev.timingEvents = t.events(t.dev.timingEvents)
+		t.dev.timingEvents = append(t.dev.timingEvents, t.start, t.end)
 	}
 	b.timed = b.timed[:0]
 	for _, d := range b.devs {
@@ -1230,9 +1186,6 @@ func (b *Backend) recycleTiming() {
 			d.timingEvents = append(d.timingEvents, d.origin)
 			d.origin = nil
 		}
-	}
-	for i := range b.streams {
-		b.streams[i].lastEnd, b.streams[i].waited = nil, false
 	}
 }
 

@@ -38,7 +38,6 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuEventCreate), {"cuEventCreate"}, 1},
 	{SLOT(cuEventDestroy), {"cuEventDestroy_v2"}, 1},
 	{SLOT(cuEventRecord), {"cuEventRecord"}, 1},
-	{SLOT(cuEventQuery), {"cuEventQuery"}, 1},
 	{SLOT(cuEventSynchronize), {"cuEventSynchronize"}, 1},
 	{SLOT(cuEventElapsedTime), {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, 1},
 	{SLOT(cuMemAlloc), {"cuMemAlloc_v2"}, 1},
@@ -152,17 +151,6 @@ CUresult dr_launch_kernel(dr_api* a, CUcontext c, dr_launch* l, CUstream s) {
 }
 
 CUresult dr_record(dr_api* a, CUcontext c, CUevent e, CUstream s) { WITH_CTX(a->cuEventRecord(e, s)); }
-
-CUresult dr_timing_start(dr_api* a, CUcontext c, CUevent prev, CUevent fresh, CUstream s, CUevent* start) {
-	CUresult r = dr_ctx(a, c);
-	if (r != DR_SUCCESS) return r;
-	if (prev != NULL && a->cuEventQuery(prev) == DR_ERROR_NOT_READY) {
-		*start = prev;
-		return DR_SUCCESS;
-	}
-	*start = fresh;
-	return a->cuEventRecord(fresh, s);
-}
 
 CUresult dr_wait(dr_api* a, CUcontext c, CUstream s, CUevent e) { WITH_CTX(a->cuStreamWaitEvent(s, e, 0)); }
 

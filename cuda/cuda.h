@@ -95,7 +95,6 @@ typedef struct dr_api {
 	CUresult (*cuEventCreate)(CUevent*, unsigned int);
 	CUresult (*cuEventDestroy)(CUevent);
 	CUresult (*cuEventRecord)(CUevent, CUstream);
-	CUresult (*cuEventQuery)(CUevent);
 	CUresult (*cuEventSynchronize)(CUevent);
 	CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
 	// Memory.
@@ -174,11 +173,6 @@ typedef struct {
 CUresult dr_ctx(dr_api* a, CUcontext c);
 CUresult dr_launch_kernel(dr_api* a, CUcontext c, dr_launch* l, CUstream s);
 CUresult dr_record(dr_api* a, CUcontext c, CUevent e, CUstream s);
-// dr_timing_start marks the start of an op on s for timing: when event
-// prev (the end of the op before it on s, or NULL) is still pending, the op
-// will start when prev is reached, so *start becomes prev; otherwise fresh
-// is recorded on s and *start becomes fresh.
-CUresult dr_timing_start(dr_api* a, CUcontext c, CUevent prev, CUevent fresh, CUstream s, CUevent* start);
 CUresult dr_wait(dr_api* a, CUcontext c, CUstream s, CUevent e);
 CUresult dr_alloc_async(dr_api* a, CUcontext c, CUdeviceptr* p, size_t n, CUstream s);
 CUresult dr_free_async(dr_api* a, CUcontext c, CUdeviceptr p, CUstream s);

@@ -17,11 +17,11 @@ import (
 // with timing on (timing events around the ops, spans read back),
 // alternating run by run in one process, so that the difference is the
 // cost of tracing per op. E (empty kernels) is launch-bound, the worst
-// case: no op is pending when the next one is submitted, so each gets its
-// own start event. C50 (kernels spinning 50 us) is device-bound: ops queue
-// up and share their start with the end of the op before. Beside E, the
-// same launches from one C loop, plain and with one or two timing events
-// per launch (read back, or not): the driver's own floor for tracing.
+// case: every timing event the host records delays the next launch. C50
+// (kernels spinning 50 us) is device-bound, so most of that host time hides
+// behind the device's. Beside E, the same launches from one C loop, plain
+// and with one or two timing events per launch (their times read back, or
+// not): the driver's own floor for tracing.
 func BenchmarkTracing(b *testing.B) {
 	b.Run("E", func(b *testing.B) { benchTracing(b, dag.Empty, 0) })
 	b.Run("C50", func(b *testing.B) { benchTracing(b, dag.Spin, 50) })
