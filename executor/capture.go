@@ -172,32 +172,15 @@ func (s *Session) Capture(ctx context.Context) (*Graph, error) {
 // record submits the plan's steps, with ops[i] for op i, into a capture
 // and returns the captured graph.
 func (g *Graph) record(ctx context.Context, ops []*dag.Op) (int, error) {
-	c, b, steps := g.c, g.s.b, g.s.p.Steps
+	c := g.c
 	if err := c.BeginCapture(originStream); err != nil {
 		return -1, fmt.Errorf("executor: begin capture: %w", err)
 	}
-	for i := range steps {
-		st := &steps[i]
-		var err error
-		switch st.Kind {
-		case planner.Run:
-			err = b.Run(int(st.Stream), ops[st.Op])
-		case planner.Record:
-			err = b.Record(int(st.Stream), int(st.Event))
-		case planner.Wait:
-			err = b.Wait(int(st.Stream), int(st.Event))
+	if err := g.s.submit(ctx, ops, "capture"); err != nil {
+		if id, endErr := c.EndCapture(originStream); endErr == nil {
+			err = errors.Join(err, c.DestroyGraph(id))
 		}
-		if err != nil {
-			err = g.s.stepError(st, err)
-		} else if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
-			err = fmt.Errorf("executor: capture stopped after %d of %d steps: %w", i+1, len(steps), ctx.Err())
-		}
-		if err != nil {
-			if id, endErr := c.EndCapture(originStream); endErr == nil {
-				err = errors.Join(err, c.DestroyGraph(id))
-			}
-			return -1, err
-		}
+		return -1, err
 	}
 	id, err := c.EndCapture(originStream)
 	if err != nil {

@@ -120,7 +120,19 @@ func (s *Session) Run(ctx context.Context) error {
 		return fmt.Errorf("executor: run not started: %w", err)
 	}
 	s.spans = s.spans[:0]
-	steps, ops, b := s.p.Steps, s.p.Graph.Ops, s.b
+	if err := s.submit(ctx, s.p.Graph.Ops, "run"); err != nil {
+		return s.drain(ctx, err)
+	}
+	err := s.b.Sync(ctx)
+	s.collectSpans()
+	return s.syncError(ctx, err)
+}
+
+// submit enqueues the plan's steps in order, with ops[i] for op i, and
+// looks at ctx every ctxCheckEvery steps. A failed step's error names its
+// op; verb says what the submission is for, in the error of a stop.
+func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error {
+	steps, b := s.p.Steps, s.b
 	for i := range steps {
 		st := &steps[i]
 		var err error
@@ -133,15 +145,13 @@ func (s *Session) Run(ctx context.Context) error {
 			err = b.Wait(int(st.Stream), int(st.Event))
 		}
 		if err != nil {
-			return s.drain(ctx, s.stepError(st, err))
+			return s.stepError(st, err)
 		}
 		if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
-			return s.drain(ctx, fmt.Errorf("executor: run stopped after %d of %d steps: %w", i+1, len(steps), ctx.Err()))
+			return fmt.Errorf("executor: %s stopped after %d of %d steps: %w", verb, i+1, len(steps), ctx.Err())
 		}
 	}
-	err := b.Sync(ctx)
-	s.collectSpans()
-	return s.syncError(ctx, err)
+	return nil
 }
 
 // drain ends a run whose submission failed with err: it waits for what
