@@ -6,7 +6,9 @@ import (
 	"time"
 )
 
-// OpKind is what an operation does.
+// OpKind is what an operation does. Each kind's intrinsic facts are in
+// one table (see KindInfo); every other layer keeps its own table keyed by
+// OpKind and tests that it covers OpKinds().
 type OpKind uint8
 
 const (
@@ -16,13 +18,74 @@ const (
 	Fill                 // set every element of Access[0] to FillValue
 	Launch               // run a kernel
 	Host                 // run a host function on host memory
+
+	numOpKinds // keep last
 )
 
-var opKindNames = [...]string{Alloc: "alloc", Free: "free", Copy: "copy", Fill: "fill", Launch: "launch", Host: "host"}
+// StreamClass is the kind of stream an op belongs on.
+type StreamClass uint8
+
+const (
+	ComputeClass StreamClass = iota // kernels, fills, allocs, frees, host steps
+	CopyClass                       // transfers: a stream per direction by default
+)
+
+func (c StreamClass) String() string {
+	switch c {
+	case ComputeClass:
+		return "compute"
+	case CopyClass:
+		return "copy"
+	}
+	return fmt.Sprintf("StreamClass(%d)", uint8(c))
+}
+
+// KindInfo are the facts of an op kind that hold whatever runs it.
+type KindInfo struct {
+	Name  string      // as written in specs and op names
+	Class StreamClass // the streams it runs on
+	// Accesses is the exact number of accesses the kind takes, or -1 when
+	// the op says (a launch's parameters, a host step's views).
+	Accesses int
+	// Capturable says whether a graph capture can hold the kind at all
+	// (particular ops may still be refused, such as pageable copies).
+	Capturable bool
+	// Lifetime marks the kinds that allocate or free a temporary buffer.
+	Lifetime bool
+}
+
+var kindInfo = [numOpKinds]KindInfo{
+	Alloc:  {Name: "alloc", Class: ComputeClass, Accesses: 1, Capturable: true, Lifetime: true},
+	Free:   {Name: "free", Class: ComputeClass, Accesses: 1, Capturable: true, Lifetime: true},
+	Copy:   {Name: "copy", Class: CopyClass, Accesses: 2, Capturable: true},
+	Fill:   {Name: "fill", Class: ComputeClass, Accesses: 1, Capturable: true},
+	Launch: {Name: "launch", Class: ComputeClass, Accesses: -1, Capturable: true},
+	Host:   {Name: "host", Class: ComputeClass, Accesses: -1, Capturable: true},
+}
+
+// OpKinds lists every op kind, in order.
+func OpKinds() []OpKind {
+	ks := make([]OpKind, numOpKinds)
+	for i := range ks {
+		ks[i] = OpKind(i)
+	}
+	return ks
+}
+
+// Valid reports whether k is a kind this package defines.
+func (k OpKind) Valid() bool { return k < numOpKinds }
+
+// Info returns the facts of kind k; the zero KindInfo for an invalid kind.
+func (k OpKind) Info() KindInfo {
+	if !k.Valid() {
+		return KindInfo{}
+	}
+	return kindInfo[k]
+}
 
 func (k OpKind) String() string {
-	if int(k) < len(opKindNames) {
-		return opKindNames[k]
+	if k.Valid() {
+		return kindInfo[k].Name
 	}
 	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
