@@ -1,0 +1,127 @@
+// Package device holds the interfaces between the executor and the backends
+// that run plans (package cpu, package cuda), the way database/sql/driver
+// sits between database/sql and its drivers: the executor is their only
+// consumer, and a backend imports this package (and dag) and nothing higher.
+//
+// A Backend is a device runtime, opened once and shared: it keeps what is
+// costly to make (a CUDA primary context, loaded modules, NVRTC, memory
+// pools) from New to Close. A Session is one plan's resources on it: its
+// buffers, streams, events and captured graphs. Several sessions may be open
+// on one backend at once, each used from its own goroutine.
+package device
+
+import (
+	"context"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Backend is a device runtime that opens sessions.
+type Backend interface {
+	// Open starts a session for g: it loads the kernels g launches (a
+	// backend caches them across sessions) and allocates g's persistent
+	// buffers, filled with their initial contents. It is safe to call from
+	// several goroutines at once.
+	Open(ctx context.Context, g *dag.Graph) (Session, error)
+	// Close releases the backend. Sessions still open are closed first.
+	Close() error
+}
+
+// Session runs the steps of plans over one graph. Streams and events are
+// numbered densely from 0 in the order they are created. Calls come from
+// one goroutine (Close may come from another); Run, Record and Wait only
+// enqueue work and may return before it is done. Errors about one op are
+// *dag.OpError values.
+type Session interface {
+	// NewStream creates the next stream, on device, with priority (higher first).
+	NewStream(device int, priority dag.Priority) error
+	// NewEvent creates the next event.
+	NewEvent() error
+	// Record enqueues a record of event on stream: the event is reached
+	// when the work enqueued on stream before it is done. Each record
+	// starts a new generation of the event.
+	Record(stream, event int) error
+	// Wait makes the work enqueued on stream after it wait until event
+	// reaches the generation of its latest Record enqueued so far (CUDA's
+	// cuStreamWaitEvent semantics); waiting on an event never recorded
+	// waits for nothing.
+	Wait(stream, event int) error
+	// Run enqueues op on stream.
+	Run(stream int, op *dag.Op) error
+	// Sync waits until all enqueued work is done and reports the first error
+	// it raised; an op's failure makes the session skip the work after it.
+	// When ctx ends first it abandons the work and returns ctx.Err(). Either
+	// way nothing is running when Sync returns, and the session takes the
+	// next run.
+	Sync(ctx context.Context) error
+	// Read returns the contents of a persistent buffer; call it after Sync.
+	Read(b *dag.Buffer) ([]byte, error)
+	// Close releases exactly what this session holds. It may be called from
+	// another goroutine while a run is in flight: submission stops, work
+	// already queued drains, and the run returns an error.
+	Close() error
+}
+
+// Timer is implemented by sessions that can time the ops they run.
+type Timer interface {
+	// SetTiming turns timing on or off; call it before the streams are made.
+	SetTiming(on bool)
+	// Spans calls f with the start and end of each op run since the last
+	// call, measured from a common origin, once the runs are synchronised.
+	Spans(f func(op, stream int, start, end time.Duration)) error
+}
+
+// Capturer is implemented by sessions that can record a plan's submission
+// once and replay it (CUDA graphs; the cpu backend's frozen schedules).
+// Between BeginCapture and EndCapture, Run, Record and Wait calls are
+// recorded, not run. Graphs are numbered by the session.
+type Capturer interface {
+	// BeginCapture starts recording on stream origin and forks every
+	// other stream from it.
+	BeginCapture(origin int) error
+	// EndCapture joins every stream back into origin and ends the
+	// recording; the graph it returns is not launchable yet.
+	EndCapture(origin int) (graph int, err error)
+	// Instantiate makes a captured graph launchable.
+	Instantiate(graph int) error
+	// LaunchGraph enqueues one replay of an instantiated graph on stream.
+	LaunchGraph(graph, stream int) error
+	// UpdateGraph makes instantiated graph do what freshly captured graph
+	// fresh does, in place if it can (inPlace), else by instantiating fresh
+	// in its place. fresh is used up either way.
+	UpdateGraph(graph, fresh int) (inPlace bool, err error)
+	// DestroyGraph releases a graph and its executable.
+	DestroyGraph(graph int) error
+}
+
+// Writer is implemented by sessions that can overwrite a persistent
+// buffer between runs.
+type Writer interface {
+	Write(b *dag.Buffer, data []byte) error
+}
+
+// Delayer is implemented by sessions that can enqueue a pause on a stream
+// (fault injection: the executor's chaos option).
+type Delayer interface {
+	Delay(stream int, d time.Duration) error
+}
+
+// Failer is implemented by sessions that can enqueue a failure on a
+// stream: when the stream reaches it, the run fails with err attributed to
+// op, as if op had failed (fault injection: the executor's fail-op option).
+// On CUDA it runs in a host callback, never inside a kernel.
+type Failer interface {
+	Fail(stream int, op *dag.Op, err error) error
+}
+
+// Memory is what a backend can tell of its memory, for admission control
+// before a run.
+type Memory interface {
+	// FreeMemory returns the bytes free and in all on device (a device
+	// ordinal), or in host memory when device is HostMemory.
+	FreeMemory(device int) (free, total int64, err error)
+}
+
+// HostMemory names host memory in Memory.FreeMemory.
+const HostMemory = -1
