@@ -104,6 +104,8 @@ type Buffer struct {
 	DType     DType
 	Temporary bool
 	Init      Init
+
+	decl int // declaration position, for ErrorList's order
 }
 
 // All is a view of every byte of b.

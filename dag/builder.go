@@ -12,7 +12,7 @@ type Builder struct {
 	bufs    []*Buffer
 	kernels []*Kernel
 	ops     []*Op
-	errs    []error
+	decls   int // buffers and ops declared so far, for ErrorList's order
 }
 
 // New returns an empty Builder.
@@ -51,7 +51,8 @@ func Contents(data []byte) BufferOption {
 // Buffer declares a buffer of size bytes, on device 0 unless an option says
 // otherwise.
 func (g *Builder) Buffer(name string, size int64, opts ...BufferOption) *Buffer {
-	b := &Buffer{ID: len(g.bufs), Name: name, Size: size, DType: F32}
+	g.decls++
+	b := &Buffer{ID: len(g.bufs), Name: name, Size: size, DType: F32, decl: g.decls}
 	for _, o := range opts {
 		o(b)
 	}
@@ -66,7 +67,8 @@ func (g *Builder) Kernel(k *Kernel) *Kernel {
 }
 
 func (g *Builder) op(kind OpKind, acc ...Access) *Op {
-	o := &Op{ID: len(g.ops), Kind: kind, Access: acc, Device: -1}
+	g.decls++
+	o := &Op{ID: len(g.ops), Kind: kind, Access: acc, Device: -1, decl: g.decls}
 	g.ops = append(g.ops, o)
 	return o
 }
@@ -87,7 +89,8 @@ func (g *Builder) Fill(dst View, v float64) *Op {
 	return o
 }
 
-// Launch runs kernel k over grid x block threads. Each argument matches one
+// Launch runs kernel k over grid x block threads (for example
+// Launch(k, Grid1(4), Threads(256), ...)). Each argument matches one
 // parameter of k: an Access, View or *Buffer for a buffer parameter (a View
 // or *Buffer takes the parameter's mode), a number for a scalar.
 func (g *Builder) Launch(k *Kernel, grid, block Dim3, args ...any) *Op {
@@ -120,7 +123,7 @@ func (g *Builder) Launch(k *Kernel, grid, block Dim3, args ...any) *Op {
 		case float64:
 			arg.Int, arg.Float = int64(v), v
 		default:
-			g.errs = append(g.errs, fmt.Errorf("argument %d is a %T; pass an Access, View, *Buffer or number", i, a))
+			o.argErrs = append(o.argErrs, &ArgTypeError{Index: i, Type: fmt.Sprintf("%T", a)})
 		}
 		o.Launch.Args = append(o.Launch.Args, arg)
 	}
@@ -150,6 +153,8 @@ func (o *Op) Costs(d time.Duration) *Op { o.Cost = d; return o }
 // After orders the operation after ops, beyond what its data implies.
 func (o *Op) After(ops ...*Op) *Op { o.after = append(o.after, ops...); return o }
 
-// Grid1 and Dim are shorthands for Dim3 values.
+// Grid1, Threads and Dim are shorthands for Dim3 values: Grid1(n) is a
+// grid of n blocks, Threads(n) a block of n threads, both along x.
 func Grid1(x int) Dim3     { return Dim3{x, 1, 1} }
+func Threads(n int) Dim3   { return Dim3{n, 1, 1} }
 func Dim(x, y, z int) Dim3 { return Dim3{x, y, z} }

@@ -23,10 +23,10 @@ var (
 	// Add sets c[i] = a[i] + b[i].
 	Add = builtin("add", sameCounts, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read))
 	// ReduceSum sets out[0] to the sum of in, accumulated in f64.
-	ReduceSum = builtin("reduce_sum", checkReduce, bufParam("out", Write), bufParam("in", Read))
+	ReduceSum = noAlias(builtin("reduce_sum", checkReduce, bufParam("out", Write), bufParam("in", Read)))
 	// Matmul sets c (m x n) = a (m x k) times b (k x n), row-major, accumulated in f32.
-	Matmul = builtin("matmul", checkMatmul, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read),
-		Param{Name: "m", Kind: I32Param}, Param{Name: "n", Kind: I32Param}, Param{Name: "k", Kind: I32Param})
+	Matmul = noAlias(builtin("matmul", checkMatmul, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read),
+		Param{Name: "m", Kind: I32Param}, Param{Name: "n", Kind: I32Param}, Param{Name: "k", Kind: I32Param}))
 )
 
 // Builtins lists the builtin kernel library.
@@ -47,6 +47,8 @@ func LookupBuiltin(name string) *Kernel {
 func builtin(name string, check func(*Op) error, params ...Param) *Kernel {
 	return &Kernel{Name: name, Params: params, Source: Builtin, check: check}
 }
+
+func noAlias(k *Kernel) *Kernel { k.noAlias = true; return k }
 
 func bufParam(name string, m Mode) Param { return Param{Name: name, Kind: BufferParam, Mode: m} }
 

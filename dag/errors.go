@@ -3,6 +3,7 @@ package dag
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -16,6 +17,11 @@ type Error struct {
 	Field  string // the part of the thing that is wrong, for example "after" or "args.alpha"
 	Msg    string
 	Hint   string
+	// Err is the cause, when there is one a caller may test for with
+	// errors.As (for example an *ArgTypeError).
+	Err error
+
+	decl int // 1 + the declaration index of the thing it names; 0 when unknown
 }
 
 func (e *Error) Error() string {
@@ -37,11 +43,79 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Errors lists the *Error values inside err, which Build joins.
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorList is every problem Build found, in declaration order of the
+// buffers and operations they name (as go/scanner.ErrorList is in source
+// order). The zero value is an empty list.
+type ErrorList []*Error
+
+func (l ErrorList) Len() int      { return len(l) }
+func (l ErrorList) Swap(i, j int) { l[i], l[j] = l[j], l[i] }
+
+// Less orders errors by the declaration of the thing they name; errors whose
+// declaration is unknown come last.
+func (l ErrorList) Less(i, j int) bool {
+	a, b := l[i].decl, l[j].decl
+	switch {
+	case a == 0:
+		return false
+	case b == 0:
+		return true
+	}
+	return a < b
+}
+
+// Sort sorts the list in declaration order, keeping the order of errors
+// about the same thing.
+func (l ErrorList) Sort() { sort.Stable(l) }
+
+// Error lists every problem, one a line.
+func (l ErrorList) Error() string {
+	switch len(l) {
+	case 0:
+		return "no errors"
+	case 1:
+		return l[0].Error()
+	}
+	var b strings.Builder
+	for i, e := range l {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Err returns nil for an empty list, else the list as an error.
+func (l ErrorList) Err() error {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// Unwrap lets errors.Is and errors.As look at every error of the list.
+func (l ErrorList) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
+// Errors lists the *Error values inside err: the elements of an ErrorList
+// (which Build returns), of errors joined with errors.Join, or err itself.
 func Errors(err error) []*Error {
 	var out []*Error
 	var walk func(error)
 	walk = func(err error) {
+		if l, ok := err.(ErrorList); ok {
+			out = append(out, l...)
+			return
+		}
 		var e *Error
 		if errors.As(err, &e) && e == err {
 			out = append(out, e)
@@ -61,6 +135,18 @@ func Errors(err error) []*Error {
 		walk(err)
 	}
 	return out
+}
+
+// ArgTypeError is the cause of the *Error Build reports for a Launch
+// argument of a type that is neither a buffer (Access, View, *Buffer) nor a
+// number.
+type ArgTypeError struct {
+	Index int    // the argument's position, from 0
+	Type  string // its Go type, as %T prints it
+}
+
+func (e *ArgTypeError) Error() string {
+	return fmt.Sprintf("argument %d is a %s; pass an Access, View, *Buffer or number", e.Index, e.Type)
 }
 
 // OpError is an error that happened while running an operation.

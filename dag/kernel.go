@@ -69,6 +69,9 @@ type Kernel struct {
 	Entry  string // symbol in the module; defaults to Name
 
 	check func(op *Op) error // builtin-specific argument checks
+	// noAlias: the kernel does not work in place, so even identical views
+	// of a written parameter and another one race (reductions, matmul).
+	noAlias bool
 }
 
 // EntryName is the symbol the kernel is looked up by in its module.

@@ -159,7 +159,12 @@ type Op struct {
 	// data and explicit After, without duplicates, each smaller than ID.
 	Deps []int32
 
-	after []*Op
+	after   []*Op
+	argErrs []*ArgTypeError // Launch arguments of no usable type
+	decl    int             // declaration position, for ErrorList's order
+	// Set by Build's checks: the accesses cannot be used for inference, or
+	// the after list names ops of no graph.
+	badAccess, badAfter bool
 }
 
 func (o *Op) String() string { return o.Name }
@@ -173,17 +178,24 @@ func (o *Op) Buffer() *Buffer {
 }
 
 // Bytes is the number of bytes the op moves or touches: for copies and
-// fills the destination's size, otherwise the sum of its accesses.
+// fills the destination's size, otherwise the sum of its accesses
+// (saturated at math.MaxInt64, never wrapped).
 func (o *Op) Bytes() int64 {
 	switch o.Kind {
 	case Copy:
+		if len(o.Access) < 2 {
+			return 0
+		}
 		return o.Access[1].Size
 	case Fill, Alloc, Free:
+		if len(o.Access) < 1 {
+			return 0
+		}
 		return o.Access[0].Size
 	}
 	var n int64
 	for _, a := range o.Access {
-		n += a.Size
+		n = addSat(n, max(a.Size, 0))
 	}
 	return n
 }

@@ -1,0 +1,27 @@
+package dag
+
+import "math"
+
+// mulInt64 multiplies non-negative factors; false when the product does not
+// fit in an int64.
+func mulInt64(fs ...int64) (int64, bool) {
+	p := int64(1)
+	for _, f := range fs {
+		if f < 0 {
+			return 0, false
+		}
+		if f != 0 && p > math.MaxInt64/f {
+			return 0, false
+		}
+		p *= f
+	}
+	return p, true
+}
+
+// addSat adds non-negative a and b, saturating at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
+}

@@ -1,0 +1,82 @@
+package dag
+
+import (
+	"strconv"
+)
+
+// Graph is a checked set of buffers, kernels and operations with their
+// dependencies. Ops are in a topological order: every Dep is smaller than
+// the op's ID. Graphs are read-only once built.
+type Graph struct {
+	Buffers []*Buffer
+	Kernels []*Kernel // the kernels the ops launch, builtins included
+	Ops     []*Op
+}
+
+// Build checks the declarations and returns the graph with its dependencies.
+// It reports every problem in one round, dependency cycles included: the
+// error, if any, is an ErrorList in declaration order (see also Errors).
+func (g *Builder) Build() (*Graph, error) {
+	c := checker{b: g}
+	c.buffers()
+	g.nameOps()
+	c.ops()
+	// Dependencies are inferred even when some ops are wrong, so that cycles
+	// show up in the same round: ops with unusable accesses take part only
+	// through their after edges, which can only hide cycles, never invent them.
+	ops, lifeErrs := withLifetimes(g.ops, len(g.bufs))
+	c.errs = append(c.errs, lifeErrs...)
+	if ops == nil {
+		ops = g.ops
+	}
+	for i, o := range ops {
+		o.ID = i
+	}
+	if e := inferDeps(ops, len(g.bufs)); e != nil {
+		c.errs = append(c.errs, e)
+	} else {
+		var cycles []*Error
+		ops, cycles = addAfter(ops)
+		c.errs = append(c.errs, cycles...)
+	}
+	if len(c.errs) > 0 {
+		// The builder's ops keep their declaration IDs for another Build.
+		for i, o := range g.ops {
+			o.ID = i
+			o.Deps = nil
+		}
+		c.errs.Sort()
+		return nil, c.errs
+	}
+	return &Graph{Buffers: g.bufs, Kernels: g.usedKernels(ops), Ops: ops}, nil
+}
+
+// nameOps names the ops declared without a name after their kind (or
+// kernel) and declaration index.
+func (g *Builder) nameOps() {
+	var buf []byte
+	for i, o := range g.ops {
+		if o.Name != "" {
+			continue
+		}
+		buf = buf[:0]
+		if o.Kind == Launch && o.Launch != nil && o.Launch.Kernel != nil {
+			buf = append(buf, o.Launch.Kernel.Name...)
+		} else {
+			buf = append(buf, o.Kind.String()...)
+		}
+		o.Name = string(strconv.AppendInt(buf, int64(i), 10))
+	}
+}
+
+func (g *Builder) usedKernels(ops []*Op) []*Kernel {
+	var ks []*Kernel
+	seen := make(map[*Kernel]bool, len(g.kernels)+len(Builtins()))
+	for _, o := range ops {
+		if o.Kind == Launch && !seen[o.Launch.Kernel] {
+			seen[o.Launch.Kernel] = true
+			ks = append(ks, o.Launch.Kernel)
+		}
+	}
+	return ks
+}

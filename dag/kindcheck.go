@@ -1,0 +1,60 @@
+package dag
+
+import "fmt"
+
+// kindCheck checks what is particular to one op kind. It runs after the
+// checks every op gets, on ops whose accesses are views of this graph's
+// buffers within their bounds.
+type kindCheck func(c *checker, o *Op, fail opFail)
+
+// kindChecks holds every kind's checks; TestKindChecksCoverEveryKind fails
+// when a kind has none.
+var kindChecks = [numOpKinds]kindCheck{
+	Alloc:  checkLifetimeOp,
+	Free:   checkLifetimeOp,
+	Copy:   checkCopy,
+	Fill:   checkFill,
+	Launch: (*checker).launch,
+	Host:   checkHost,
+}
+
+// checkLifetimeOp: allocs and frees are for temporaries only.
+func checkLifetimeOp(_ *checker, o *Op, fail opFail) {
+	if b := o.Buffer(); !b.Temporary {
+		fail("", "declare it temporary to allocate it inside the run", "%s of persistent buffer %s", o.Kind, b.Name)
+	}
+}
+
+// checkCopy: equal sizes, disjoint ranges.
+func checkCopy(_ *checker, o *Op, fail opFail) {
+	if src, dst := o.Access[0], o.Access[1]; src.Size != dst.Size {
+		fail("", "copy views of equal size", "copy of %d bytes from %s into %d bytes of %s", src.Size, src.View, dst.Size, dst.View)
+	} else if src.Overlaps(dst.View) {
+		fail("", "copy between disjoint ranges", "source %s and destination %s overlap", src.View, dst.View)
+	}
+}
+
+// checkFill: whole elements, and a value the element type holds.
+func checkFill(_ *checker, o *Op, fail opFail) {
+	v := o.Access[0]
+	es := v.Buf.DType.Size()
+	if v.Offset%es != 0 || v.Size%es != 0 {
+		fail("", "fill whole elements", "view %s is not aligned to %s elements (%d bytes)", v.View, v.Buf.DType, es)
+	}
+	if msg := valueProblem(v.Buf.DType, o.FillValue); msg != "" {
+		fail("value", fmt.Sprintf("fill %s with a value %s holds", v.Buf.Name, v.Buf.DType), "fill value %s", msg)
+	}
+}
+
+// checkHost: a function, and host memory only.
+func checkHost(_ *checker, o *Op, fail opFail) {
+	if o.HostFunc == nil {
+		fail("", "", "host step has no function")
+	}
+	for _, a := range o.Access {
+		if !a.Buf.Placement.Host() {
+			fail("", fmt.Sprintf("copy %s to a pinned host buffer first", a.Buf.Name),
+				"host step uses device buffer %s", a.Buf.Name)
+		}
+	}
+}
