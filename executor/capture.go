@@ -114,17 +114,16 @@ func CheckCapture(p *planner.Plan) error {
 				break
 			}
 		}
-		if op.Kind != dag.Copy {
+		if !op.SyncCopy() {
 			continue
 		}
-		src, dst := op.Access[0].Buf, op.Access[1].Buf
-		for _, pair := range [][2]*dag.Buffer{{src, dst}, {dst, src}} {
-			if pair[0].Placement == dag.Pageable && pair[1].Placement == dag.Device {
-				errs = append(errs, &dag.Error{Op: op.Name, Buffer: pair[0].Name, Field: "placement",
-					Msg:  fmt.Sprintf("copies between pageable host buffer %s and device buffer %s: such copies are synchronous and a graph cannot hold them", pair[0].Name, pair[1].Name),
-					Hint: fmt.Sprintf("use pinned memory: make %s pinned (placement: pinned, or dag.PinnedHost())", pair[0].Name)})
-			}
+		host, dev := op.Access[0].Buf, op.Access[1].Buf
+		if host.Placement != dag.Pageable {
+			host, dev = dev, host
 		}
+		errs = append(errs, &dag.Error{Op: op.Name, Buffer: host.Name, Field: "placement",
+			Msg:  fmt.Sprintf("copies between pageable host buffer %s and device buffer %s: such copies are synchronous and a graph cannot hold them", host.Name, dev.Name),
+			Hint: fmt.Sprintf("use pinned memory: make %s pinned (placement: pinned, or dag.PinnedHost())", host.Name)})
 	}
 	return errors.Join(errs...)
 }

@@ -82,14 +82,14 @@ func writeOp(w *bufio.Writer, op *dag.Op) {
 			}
 			fmt.Fprintf(w, "grid %s block %s", l.Grid, l.Block)
 			if l.Shared > 0 {
-				fmt.Fprintf(w, " shared %s", formatBytes(int64(l.Shared)))
+				fmt.Fprintf(w, " shared %s", dag.FormatBytes(int64(l.Shared)))
 			}
 			w.WriteString("]")
 		}
 	case dag.Copy:
 		fmt.Fprintf(w, "copy %s", op.Name)
 		if len(op.Access) == 2 && op.Access[0].Buf != nil && op.Access[1].Buf != nil {
-			fmt.Fprintf(w, " (%s %s, %s -> %s)", formatBytes(op.Bytes()), copyDirection(op), op.Access[0].View, op.Access[1].View)
+			fmt.Fprintf(w, " (%s %s, %s -> %s)", dag.FormatBytes(op.Bytes()), copyDirection(op), op.Access[0].View, op.Access[1].View)
 		}
 	case dag.Fill:
 		fmt.Fprintf(w, "fill %s", op.Name)
@@ -98,7 +98,7 @@ func writeOp(w *bufio.Writer, op *dag.Op) {
 		}
 	case dag.Alloc, dag.Free:
 		if b := op.Buffer(); b != nil {
-			fmt.Fprintf(w, "%s %s (%s)", op.Kind, b.Name, formatBytes(b.Size))
+			fmt.Fprintf(w, "%s %s (%s)", op.Kind, b.Name, dag.FormatBytes(b.Size))
 		} else {
 			fmt.Fprintf(w, "%s %s", op.Kind, op.Name)
 		}
@@ -213,20 +213,6 @@ func (p *Plan) streamName(s int32) string {
 		return p.Streams[s].Name
 	}
 	return fmt.Sprintf("stream#%d", s)
-}
-
-// formatBytes writes a size with a binary unit: 512 B, 4.0 KiB, 1.5 MiB.
-func formatBytes(n int64) string {
-	const units = "KMGTPE"
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, u := float64(n)/1024, 0
-	for f >= 1024 && u < len(units)-1 {
-		f /= 1024
-		u++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, units[u])
 }
 
 // formatDuration rounds d to the precision a cost estimate deserves.

@@ -336,18 +336,12 @@ func unwrapPath(err error) error {
 
 func (l *loader) pageableCopies() {
 	for _, o := range l.ops {
-		if o.op == nil || o.op.Kind != dag.Copy {
+		if o.op == nil || !o.op.SyncCopy() {
 			continue
 		}
-		src, dst := o.op.Access[0].Buf, o.op.Access[1].Buf
-		var host, dev *dag.Buffer
-		switch {
-		case src.Placement == dag.Pageable && dst.Placement == dag.Device:
-			host, dev = src, dst
-		case dst.Placement == dag.Pageable && src.Placement == dag.Device:
-			host, dev = dst, src
-		default:
-			continue
+		host, dev := o.op.Access[0].Buf, o.op.Access[1].Buf
+		if host.Placement != dag.Pageable {
+			host, dev = dev, host
 		}
 		hint := fmt.Sprintf("make %s placement: pinned", host.Name)
 		msg := fmt.Sprintf("copy %q between pageable host memory (%s) and device %d memory (%s) is synchronous and cannot be captured in a graph",

@@ -113,24 +113,10 @@ func opDetail(op *dag.Op) string {
 		}
 	case dag.Copy, dag.Fill, dag.Alloc, dag.Free:
 		if b := opBytes(op); b > 0 {
-			return op.Kind.String() + " " + fmtBytes(b)
+			return op.Kind.String() + " " + dag.FormatBytes(b)
 		}
 	}
 	return op.Kind.String()
-}
-
-// fmtBytes writes a size with a binary unit: 512 B, 4.0 KiB, 1.5 MiB.
-func fmtBytes(n int64) string {
-	const units = "KMGTPE"
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, u := float64(n)/1024, 0
-	for f >= 1024 && u < len(units)-1 {
-		f /= 1024
-		u++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, units[u])
 }
 
 // dotGraph is a directed graph with a DOT name, attributes and subgraphs.

@@ -237,7 +237,7 @@ func (pic *picture) hover(s Slice) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s) on %s\n%s: start %s, duration %s", s.Name, s.Kind, pic.t.Lanes[s.Lane].Name, pic.opWord, fmtDur(s.Start), fmtDur(s.Dur))
 	if s.Bytes > 0 {
-		fmt.Fprintf(&b, "\nbytes %s", fmtBytes(s.Bytes))
+		fmt.Fprintf(&b, "\nbytes %s", dag.FormatBytes(s.Bytes))
 	}
 	if s.Kind == dag.Launch {
 		fmt.Fprintf(&b, "\ngrid %s, block %s", s.Grid, s.Block)
