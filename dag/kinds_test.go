@@ -18,3 +18,9 @@ func TestKindInfoCoversEveryKind(t *testing.T) {
 	assert.False(t, OpKind(len(OpKinds())).Valid())
 	assert.Equal(t, "OpKind(200)", OpKind(200).String())
 }
+
+func TestKindChecksCoverEveryKind(t *testing.T) {
+	for _, k := range OpKinds() {
+		assert.NotNil(t, kindChecks[k], "kind %s has no entry in kindChecks", k)
+	}
+}
