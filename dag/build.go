@@ -54,7 +54,7 @@ func (g *Builder) Build() (*Graph, error) {
 // nameOps names the ops declared without a name after their kind (or
 // kernel) and declaration index.
 func (g *Builder) nameOps() {
-	var buf []byte
+	buf := make([]byte, 0, 64)
 	for i, o := range g.ops {
 		if o.Name != "" {
 			continue

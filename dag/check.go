@@ -113,24 +113,23 @@ func (c *checker) ops() {
 	}
 }
 
-// opFail reports a problem of one op.
-type opFail func(field, hint, format string, a ...any)
+// fail reports a problem of op o.
+func (c *checker) fail(o *Op, field, hint, format string, a ...any) {
+	c.add(&Error{Op: o.Name, Field: field, Msg: fmt.Sprintf(format, a...), Hint: hint, decl: o.decl})
+}
 
 func (c *checker) op(o *Op) {
-	fail := func(field, hint, format string, a ...any) {
-		c.add(&Error{Op: o.Name, Field: field, Msg: fmt.Sprintf(format, a...), Hint: hint, decl: o.decl})
-	}
 	if !o.Kind.Valid() {
-		fail("", "", "unknown kind %d", o.Kind)
+		c.fail(o, "", "", "unknown kind %d", o.Kind)
 		o.badAccess = true
 		return
 	}
 	if n := o.Kind.Info().Accesses; n >= 0 && len(o.Access) != n {
-		fail("", "", "%s takes %d accesses, not %d", o.Kind, n, len(o.Access))
+		c.fail(o, "", "", "%s takes %d accesses, not %d", o.Kind, n, len(o.Access))
 		o.badAccess = true
 		return
 	}
-	if !c.accesses(o, fail) {
+	if !c.accesses(o) {
 		o.badAccess = true
 		return
 	}
@@ -144,40 +143,40 @@ func (c *checker) op(o *Op) {
 		}
 	}
 	if o.Device < 0 {
-		fail("device", "", "device %d is negative", o.Device)
+		c.fail(o, "device", "", "device %d is negative", o.Device)
 	}
 	if o.Cost < 0 || o.Cost > MaxCost {
-		fail("cost", fmt.Sprintf("estimate a cost between 0 and %v", MaxCost), "cost %v is out of range", o.Cost)
+		c.fail(o, "cost", fmt.Sprintf("estimate a cost between 0 and %v", MaxCost), "cost %v is out of range", o.Cost)
 	}
 	for _, p := range o.after {
 		switch {
 		case p == nil || p.ID < 0 || p.ID >= len(c.b.ops) || c.b.ops[p.ID] != p:
-			fail("after", "", "after names an operation this graph does not declare")
+			c.fail(o, "after", "", "after names an operation this graph does not declare")
 			o.badAfter = true
 		case p == o:
-			fail("after", "remove it from its own after list", "operation is after itself")
+			c.fail(o, "after", "remove it from its own after list", "operation is after itself")
 			o.badAfter = true
 		}
 	}
-	kindChecks[o.Kind](c, o, fail)
+	kindChecks[o.Kind](c, o)
 }
 
 // accesses checks that every access is a view of a buffer of this graph
 // within its bounds; false when inference cannot use them.
-func (c *checker) accesses(o *Op, fail opFail) bool {
+func (c *checker) accesses(o *Op) bool {
 	for i, a := range o.Access {
 		if b := a.Buf; b == nil || b.ID < 0 || b.ID >= len(c.b.bufs) || c.b.bufs[b.ID] != b {
-			fail("", "declare buffers with the same Builder", "access %d uses a buffer this graph does not declare", i)
+			c.fail(o, "", "declare buffers with the same Builder", "access %d uses a buffer this graph does not declare", i)
 			return false
 		}
 		// Offset+Size is never computed before it is known to fit.
 		if a.Offset < 0 || a.Size <= 0 || a.Offset > a.Buf.Size || a.Size > a.Buf.Size-a.Offset {
-			fail("", fmt.Sprintf("%s holds bytes [0:%d)", a.Buf.Name, a.Buf.Size),
+			c.fail(o, "", fmt.Sprintf("%s holds bytes [0:%d)", a.Buf.Name, a.Buf.Size),
 				"view of %d bytes at offset %d of %s is out of range", a.Size, a.Offset, a.Buf.Name)
 			return false
 		}
 		if a.Mode&^ReadWrite != 0 || a.Mode == 0 {
-			fail("", "use in, out or inout", "access %d of %s has mode %d", i, a.Buf.Name, a.Mode)
+			c.fail(o, "", "use in, out or inout", "access %d of %s has mode %d", i, a.Buf.Name, a.Mode)
 		}
 	}
 	return true

@@ -5,7 +5,7 @@ import "fmt"
 // kindCheck checks what is particular to one op kind. It runs after the
 // checks every op gets, on ops whose accesses are views of this graph's
 // buffers within their bounds.
-type kindCheck func(c *checker, o *Op, fail opFail)
+type kindCheck func(c *checker, o *Op)
 
 // kindChecks holds every kind's checks; TestKindChecksCoverEveryKind fails
 // when a kind has none.
@@ -19,41 +19,41 @@ var kindChecks = [numOpKinds]kindCheck{
 }
 
 // checkLifetimeOp: allocs and frees are for temporaries only.
-func checkLifetimeOp(_ *checker, o *Op, fail opFail) {
+func checkLifetimeOp(c *checker, o *Op) {
 	if b := o.Buffer(); !b.Temporary {
-		fail("", "declare it temporary to allocate it inside the run", "%s of persistent buffer %s", o.Kind, b.Name)
+		c.fail(o, "", "declare it temporary to allocate it inside the run", "%s of persistent buffer %s", o.Kind, b.Name)
 	}
 }
 
 // checkCopy: equal sizes, disjoint ranges.
-func checkCopy(_ *checker, o *Op, fail opFail) {
+func checkCopy(c *checker, o *Op) {
 	if src, dst := o.Access[0], o.Access[1]; src.Size != dst.Size {
-		fail("", "copy views of equal size", "copy of %d bytes from %s into %d bytes of %s", src.Size, src.View, dst.Size, dst.View)
+		c.fail(o, "", "copy views of equal size", "copy of %d bytes from %s into %d bytes of %s", src.Size, src.View, dst.Size, dst.View)
 	} else if src.Overlaps(dst.View) {
-		fail("", "copy between disjoint ranges", "source %s and destination %s overlap", src.View, dst.View)
+		c.fail(o, "", "copy between disjoint ranges", "source %s and destination %s overlap", src.View, dst.View)
 	}
 }
 
 // checkFill: whole elements, and a value the element type holds.
-func checkFill(_ *checker, o *Op, fail opFail) {
+func checkFill(c *checker, o *Op) {
 	v := o.Access[0]
 	es := v.Buf.DType.Size()
 	if v.Offset%es != 0 || v.Size%es != 0 {
-		fail("", "fill whole elements", "view %s is not aligned to %s elements (%d bytes)", v.View, v.Buf.DType, es)
+		c.fail(o, "", "fill whole elements", "view %s is not aligned to %s elements (%d bytes)", v.View, v.Buf.DType, es)
 	}
 	if msg := valueProblem(v.Buf.DType, o.FillValue); msg != "" {
-		fail("value", fmt.Sprintf("fill %s with a value %s holds", v.Buf.Name, v.Buf.DType), "fill value %s", msg)
+		c.fail(o, "value", fmt.Sprintf("fill %s with a value %s holds", v.Buf.Name, v.Buf.DType), "fill value %s", msg)
 	}
 }
 
 // checkHost: a function, and host memory only.
-func checkHost(_ *checker, o *Op, fail opFail) {
+func checkHost(c *checker, o *Op) {
 	if o.HostFunc == nil {
-		fail("", "", "host step has no function")
+		c.fail(o, "", "", "host step has no function")
 	}
 	for _, a := range o.Access {
 		if !a.Buf.Placement.Host() {
-			fail("", fmt.Sprintf("copy %s to a pinned host buffer first", a.Buf.Name),
+			c.fail(o, "", fmt.Sprintf("copy %s to a pinned host buffer first", a.Buf.Name),
 				"host step uses device buffer %s", a.Buf.Name)
 		}
 	}

@@ -14,44 +14,43 @@ const (
 
 // launch checks a kernel launch: the kernel, the launch shape, and every
 // argument against its parameter.
-func (c *checker) launch(o *Op, fail opFail) {
+func (c *checker) launch(o *Op) {
 	l := o.Launch
 	if l == nil || l.Kernel == nil {
-		fail("kernel", "name a builtin kernel or declare one", "launch has no kernel")
+		c.fail(o, "kernel", "name a builtin kernel or declare one", "launch has no kernel")
 		return
 	}
 	k := l.Kernel
 	if k.Source != Builtin && !slices.Contains(c.b.kernels, k) {
-		fail("kernel", "declare the kernel with Builder.Kernel", "kernel %s is not declared", k.Name)
+		c.fail(o, "kernel", "declare the kernel with Builder.Kernel", "kernel %s is not declared", k.Name)
 	}
 	shapeOK := true
-	for _, d := range []struct {
-		name string
-		dim  Dim3
-	}{{"grid", l.Grid}, {"block", l.Block}} {
-		if d.dim.X < 1 || d.dim.Y < 1 || d.dim.Z < 1 {
-			fail(d.name, "every dimension is at least 1", "%s %s has a dimension below 1", d.name, d.dim)
-			shapeOK = false
-		}
+	if d := l.Grid; d.X < 1 || d.Y < 1 || d.Z < 1 {
+		c.fail(o, "grid", "every dimension is at least 1", "grid %s has a dimension below 1", d)
+		shapeOK = false
+	}
+	if d := l.Block; d.X < 1 || d.Y < 1 || d.Z < 1 {
+		c.fail(o, "block", "every dimension is at least 1", "block %s has a dimension below 1", d)
+		shapeOK = false
 	}
 	// Each dimension is bounded before any product is taken, so no product
 	// can wrap: a block holds at most 2^10 threads, a grid at most 2^63 blocks
 	// is refused by the limits below before grid x block is formed.
 	if b := l.Block; b.X > 1024 || b.Y > 1024 || b.Z > 64 || (shapeOK && b.Count() > maxBlockThreads) {
-		fail("block", "use at most 1024 threads per block (x, y <= 1024, z <= 64)", "block %s is too large", b)
+		c.fail(o, "block", "use at most 1024 threads per block (x, y <= 1024, z <= 64)", "block %s is too large", b)
 		shapeOK = false
 	}
 	if gr := l.Grid; gr.X > 1<<31-1 || gr.Y > 65535 || gr.Z > 65535 {
-		fail("grid", "grid x <= 2^31-1, y and z <= 65535", "grid %s is too large", gr)
+		c.fail(o, "grid", "grid x <= 2^31-1, y and z <= 65535", "grid %s is too large", gr)
 		shapeOK = false
 	}
 	if shapeOK {
 		if _, ok := mulInt64(int64(l.Grid.X), int64(l.Grid.Y), int64(l.Grid.Z), int64(l.Block.Count())); !ok {
-			fail("grid", "launch fewer threads: the element loops stride over the grid", "grid %s of blocks %s is more than 2^63 threads", l.Grid, l.Block)
+			c.fail(o, "grid", "launch fewer threads: the element loops stride over the grid", "grid %s of blocks %s is more than 2^63 threads", l.Grid, l.Block)
 		}
 	}
 	if l.Shared < 0 || l.Shared > maxSharedBytes {
-		fail("shared", "use at most 48 KiB of dynamic shared memory", "%d bytes of shared memory", l.Shared)
+		c.fail(o, "shared", "use at most 48 KiB of dynamic shared memory", "%d bytes of shared memory", l.Shared)
 	}
 	for _, e := range o.argErrs {
 		field := "args"
@@ -68,51 +67,50 @@ func (c *checker) launch(o *Op, fail opFail) {
 		for i, p := range k.Params {
 			names[i] = p.Name + " " + p.Kind.String()
 		}
-		fail("args", fmt.Sprintf("%s takes (%s)", k.Name, strings.Join(names, ", ")),
+		c.fail(o, "args", fmt.Sprintf("%s takes (%s)", k.Name, strings.Join(names, ", ")),
 			"%d arguments for %d parameters", len(l.Args), len(k.Params))
 		return
 	}
 	ok := true
 	for i, p := range k.Params {
 		a := l.Args[i]
-		field := "args." + p.Name
 		if (p.Kind == BufferParam) != (a.Access >= 0) || a.Access >= len(o.Access) {
 			want := "a number"
 			if p.Kind == BufferParam {
 				want = "a buffer"
 			}
-			fail(field, "", "parameter %s takes %s", p.Name, want)
+			c.fail(o, "args."+p.Name, "", "parameter %s takes %s", p.Name, want)
 			ok = false
 			continue
 		}
 		if p.Kind != BufferParam {
 			if p.Kind == I32Param && (a.Int < -1<<31 || a.Int > 1<<31-1) {
-				fail(field, "", "%d does not fit in i32", a.Int)
+				c.fail(o, "args."+p.Name, "", "%d does not fit in i32", a.Int)
 				ok = false
 			}
 			continue
 		}
 		acc := o.Access[a.Access]
 		if acc.Buf.Placement != Device || acc.Buf.Device != o.Device {
-			fail(field, fmt.Sprintf("copy it to a buffer on device %d first", o.Device),
+			c.fail(o, "args."+p.Name, fmt.Sprintf("copy it to a buffer on device %d first", o.Device),
 				"%s is %s memory, not memory of device %d", acc.Buf.Name, placeName(acc.Buf), o.Device)
 			ok = false
 		}
 		if p.Mode != 0 && acc.Mode|p.Mode != acc.Mode {
-			fail(field, fmt.Sprintf("pass it as %s", p.Mode), "%s is passed as %s, but %s %s it", acc.View, acc.Mode, k.Name, modeVerb(p.Mode))
+			c.fail(o, "args."+p.Name, fmt.Sprintf("pass it as %s", p.Mode), "%s is passed as %s, but %s %s it", acc.View, acc.Mode, k.Name, modeVerb(p.Mode))
 			ok = false
 		}
 		if k.Source == Builtin && (acc.Offset%4 != 0 || acc.Size%4 != 0) {
-			fail(field, "builtin kernels work on f32 elements", "view %s is not a whole number of f32 elements", acc.View)
+			c.fail(o, "args."+p.Name, "builtin kernels work on f32 elements", "view %s is not a whole number of f32 elements", acc.View)
 			ok = false
 		}
 	}
-	if !c.launchOverlaps(o, fail) {
+	if !c.launchOverlaps(o) {
 		ok = false
 	}
 	if ok && k.check != nil {
 		if err := k.check(o); err != nil {
-			fail("args", "", "%v", err)
+			c.fail(o, "args", "", "%v", err)
 		}
 	}
 }
@@ -122,40 +120,40 @@ func (c *checker) launch(o *Op, fail opFail) {
 // element by element (every builtin but reduce_sum and matmul, and every
 // kernel of the user's, as before: in-place kernels are common). Partial
 // overlaps make the result depend on the backend and the launch shape.
-func (c *checker) launchOverlaps(o *Op, fail opFail) bool {
+func (c *checker) launchOverlaps(o *Op) bool {
 	l := o.Launch
 	k := l.Kernel
-	type param struct {
-		name string
-		acc  Access
-	}
-	var ps []param
-	for i, a := range l.Args {
-		if a.Access >= 0 && a.Access < len(o.Access) {
-			name := fmt.Sprintf("argument %d", i)
-			if i < len(k.Params) {
-				name = k.Params[i].Name
-			}
-			ps = append(ps, param{name, o.Access[a.Access]})
+	name := func(i int) string {
+		if i < len(k.Params) {
+			return k.Params[i].Name
 		}
+		return fmt.Sprintf("argument %d", i)
 	}
 	ok := true
-	for i := range ps {
-		for j := i + 1; j < len(ps); j++ {
-			a, b := ps[i].acc, ps[j].acc
+	for i, x := range l.Args {
+		if x.Access < 0 || x.Access >= len(o.Access) {
+			continue
+		}
+		a := o.Access[x.Access]
+		for j := i + 1; j < len(l.Args); j++ {
+			y := l.Args[j]
+			if y.Access < 0 || y.Access >= len(o.Access) {
+				continue
+			}
+			b := o.Access[y.Access]
 			if !a.Overlaps(b.View) || (!a.Mode.Writes() && !b.Mode.Writes()) {
 				continue
 			}
 			if a.View == b.View && !k.noAlias {
 				continue
 			}
-			field := "args." + ps[j].name
+			field := "args." + name(j)
 			if a.View == b.View {
-				fail(field, fmt.Sprintf("give %s its own buffer", ps[j].name),
-					"%s and %s are both %s, which %s writes: %s does not work in place", ps[i].name, ps[j].name, a.View, k.Name, k.Name)
+				c.fail(o, field, fmt.Sprintf("give %s its own buffer", name(j)),
+					"%s and %s are both %s, which %s writes: %s does not work in place", name(i), name(j), a.View, k.Name, k.Name)
 			} else {
-				fail(field, "pass disjoint views, or the same view where the kernel works in place",
-					"%s (%s) and %s (%s) partly overlap, and one of them is written", ps[i].name, a.View, ps[j].name, b.View)
+				c.fail(o, field, "pass disjoint views, or the same view where the kernel works in place",
+					"%s (%s) and %s (%s) partly overlap, and one of them is written", name(i), a.View, name(j), b.View)
 			}
 			ok = false
 		}

@@ -13,6 +13,16 @@ import (
 // two others. Each buffer's writes form a chain and the reads link the
 // chains at random, so the graph has about width-wide parallelism.
 func Shape(ops, width int, seed int64) *dag.Graph {
+	g, err := ShapeBuilder(ops, width, seed).Build()
+	if err != nil {
+		panic(fmt.Sprintf("dagtest: Shape(%d, %d, %d) made a graph dag.Build rejects: %v", ops, width, seed, err))
+	}
+	return g
+}
+
+// ShapeBuilder declares the graph Shape returns without building it, for
+// benchmarks of dag.Builder.Build itself.
+func ShapeBuilder(ops, width int, seed int64) *dag.Builder {
 	width = max(width, 1)
 	r := rand.New(rand.NewPCG(uint64(seed), 0x7368617065000000))
 	b := dag.New()
@@ -39,9 +49,5 @@ func Shape(ops, width int, seed int64) *dag.Graph {
 			b.Launch(dag.Add, one, one, out, other(out), other(out))
 		}
 	}
-	g, err := b.Build()
-	if err != nil {
-		panic(fmt.Sprintf("dagtest: Shape(%d, %d, %d) made a graph dag.Build rejects: %v", ops, width, seed, err))
-	}
-	return g
+	return b
 }
