@@ -8,6 +8,18 @@
 // Disjoint byte ranges of one buffer never depend on each other; explicit
 // After edges are added on top.
 //
+// Build reports every problem in one round, dependency cycles included, as
+// an ErrorList of *Error values in declaration order, each naming the
+// buffer, kernel or op and the field that is wrong. Sizes, offsets and
+// launch shapes are checked without wraparound; the dependencies a graph
+// implies are capped at MaxEdges.
+//
+// The files hold one job each: builder.go (declaring), op.go (the op kinds'
+// facts), kindcheck.go and launch.go (the checks of each kind), check.go
+// (the checks every buffer and op gets), lifetime.go (temporaries' allocs
+// and frees), infer.go (dependency inference), order.go (after edges and
+// cycles), build.go (Build itself), builtins.go (the kernel library).
+//
 // The resulting Graph knows nothing of streams or devices' runtimes: package
 // planner turns it into a Plan, and package executor runs that on a backend.
 package dag

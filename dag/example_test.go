@@ -16,8 +16,8 @@ func ExampleBuilder() {
 	out := b.Buffer("out", 4096, dag.PinnedHost())
 
 	b.Copy(x.All(), in.All()).Named("upload")
-	b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(256), x, 2.0).Named("double")
-	b.Launch(dag.Axpy, dag.Grid1(4), dag.Grid1(256), y, x, 0.5).Named("axpy")
+	b.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 2.0).Named("double")
+	b.Launch(dag.Axpy, dag.Grid1(4), dag.Threads(256), y, x, 0.5).Named("axpy")
 	b.Copy(out.All(), y.All()).Named("download")
 
 	g, err := b.Build()
@@ -43,18 +43,39 @@ func depNames(g *dag.Graph, o *dag.Op) []string {
 	return names
 }
 
-// Mistakes are reported all at once, each naming the operation and a fix.
+// Mistakes are reported all at once, each naming the operation and a fix,
+// dependency cycles included, in declaration order.
 func ExampleErrors() {
 	b := dag.New()
 	x := b.Buffer("x", 64)
 	y := b.Buffer("y", 32)
+	first := b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0).Named("first")
 	b.Copy(y.All(), x.All()).Named("copy")
-	b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(4096)).Named("wide")
+	b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(4096)).Named("wide")
+	second := b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 0.5).Named("second")
+	first.After(second)
 	_, err := b.Build()
 	for _, e := range dag.Errors(err) {
 		fmt.Println(e)
 	}
 	// Output:
+	// op "first": dependency cycle: first -> second -> first (remove one of these after edges or reorder the operations)
 	// op "copy": copy of 64 bytes from x into 32 bytes of y (copy views of equal size)
 	// op "wide": block 4096x1x1 is too large (use at most 1024 threads per block (x, y <= 1024, z <= 64))
+}
+
+// A temporary that an explicit Alloc allocates and nothing frees is still
+// live when the graph ends: running the graph again would allocate it twice.
+func ExampleGraph_LiveAtEnd() {
+	b := dag.New()
+	scratch := b.Buffer("scratch", 1<<20, dag.Temporary())
+	b.Alloc(scratch)
+	g, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(g.LiveAtEnd())
+	// Output:
+	// [scratch]
 }

@@ -29,11 +29,11 @@ func TestInference(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 1024)
 	y := b.Buffer("y", 1024)
-	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(32), x, 0.0).Named("w1")                // writes x
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(32), x.Slice(0, 512), 2.0).Named("lo") // RAW+WAW on x[0:512]
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(32), x.Slice(512, 512), 2.0).Named("hi")
-	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(32), y.Slice(0, 512), x.Slice(0, 512), 1.0).Named("r1") // reads lo's bytes only
-	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(32), y.Slice(512, 512), x.Slice(256, 512), 1.0).Named("r2")
+	b.Launch(dag.Iota, dag.Grid1(1), dag.Threads(32), x, 0.0).Named("w1")                // writes x
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x.Slice(0, 512), 2.0).Named("lo") // RAW+WAW on x[0:512]
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x.Slice(512, 512), 2.0).Named("hi")
+	b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(32), y.Slice(0, 512), x.Slice(0, 512), 1.0).Named("r1") // reads lo's bytes only
+	b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(32), y.Slice(512, 512), x.Slice(256, 512), 1.0).Named("r2")
 	b.Fill(x.All(), 0).Named("w2") // WAR on r1, r2; WAW on lo, hi
 	g, err := b.Build()
 	require.NoError(t, err)
@@ -49,8 +49,8 @@ func TestAfterAndCycles(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 64)
 	a := b.Fill(x.All(), 1).Named("a")
-	c := b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("c")
-	d := b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("d")
+	c := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("c")
+	d := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("d")
 	c.After(d) // forward edge: d must come first
 	g, err := b.Build()
 	require.NoError(t, err)
@@ -65,9 +65,9 @@ func TestAfterAndCycles(t *testing.T) {
 	_ = a
 
 	b = dag.New()
-	p := b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("p")
-	q := b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("q")
-	r := b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("r")
+	p := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("p")
+	q := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("q")
+	r := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("r")
 	p.After(r)
 	q.After(p)
 	r.After(q)
@@ -82,7 +82,7 @@ func TestLifetimes(t *testing.T) {
 	tmp := b.Buffer("tmp", 256, dag.Temporary())
 	out := b.Buffer("out", 256)
 	b.Fill(tmp.All(), 3).Named("init")
-	b.Launch(dag.Add, dag.Grid1(1), dag.Grid1(64), out, tmp, tmp).Named("use")
+	b.Launch(dag.Add, dag.Grid1(1), dag.Threads(64), out, tmp, tmp).Named("use")
 	g, err := b.Build()
 	require.NoError(t, err)
 	var names []string
@@ -127,24 +127,24 @@ func TestBuildErrors(t *testing.T) {
 		}, "a", "persistent"},
 		{"unknown kernel", func(b *dag.Builder) {
 			k := &dag.Kernel{Name: "mine", Source: dag.CUDAC}
-			b.Launch(k, dag.Grid1(1), dag.Grid1(1)).Named("l")
+			b.Launch(k, dag.Grid1(1), dag.Threads(1)).Named("l")
 		}, "l", "not declared"},
 		{"bad block", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(2048)).Named("l")
+			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(2048)).Named("l")
 		}, "l", "too large"},
 		{"zero grid", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Grid1(0), dag.Grid1(1)).Named("l")
+			b.Launch(dag.Empty, dag.Grid1(0), dag.Threads(1)).Named("l")
 		}, "l", "below 1"},
 		{"arg count", func(b *dag.Builder) {
-			b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), 2.0).Named("l")
+			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), 2.0).Named("l")
 		}, "l", "1 arguments for 2 parameters"},
 		{"mode", func(b *dag.Builder) {
 			x := b.Buffer("x", 64)
-			b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), dag.In(x.All()), 2.0).Named("l")
+			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), dag.In(x.All()), 2.0).Named("l")
 		}, "l", "reads and writes"},
 		{"axpy sizes", func(b *dag.Builder) {
 			x, y := b.Buffer("x", 64), b.Buffer("y", 32)
-			b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(1), y, x, 1.0).Named("l")
+			b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), y, x, 1.0).Named("l")
 		}, "l", "equal size"},
 		{"host on device memory", func(b *dag.Builder) {
 			x := b.Buffer("x", 64)
@@ -152,14 +152,14 @@ func TestBuildErrors(t *testing.T) {
 		}, "h", "device buffer"},
 		{"kernel on host memory", func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.PinnedHost())
-			b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("l")
+			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x, 2.0).Named("l")
 		}, "l", "pinned host memory"},
 		{"duplicate names", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("same")
-			b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("same")
+			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("same")
+			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("same")
 		}, "same", "used by two operations"},
 		{"self after", func(b *dag.Builder) {
-			o := b.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("me")
+			o := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("me")
 			o.After(o)
 		}, "me", "after itself"},
 	}

@@ -309,7 +309,7 @@ func (gen *generator) tame(b *buffer, bound float64) bool {
 func onDevice(b *buffer) bool { return b.Placement == dag.Device }
 
 func grid(r *rand.Rand) (dag.Dim3, dag.Dim3) {
-	return dag.Grid1(1 + r.IntN(4)), dag.Grid1(32 << r.IntN(4))
+	return dag.Grid1(1 + r.IntN(4)), dag.Threads(32 << r.IntN(4))
 }
 
 // sameDevice accepts device buffers of x's device.
