@@ -104,6 +104,11 @@ func (x *segIndex) node(start, end int64, writer int32, readers []int32) int32 {
 		return id
 	}
 	n.readers = slices.Clone(readers)
+	if len(x.nodes) == cap(x.nodes) {
+		// Double: append grows large slices by a quarter, which copies
+		// (and faults in) the nodes four times over.
+		x.nodes = slices.Grow(x.nodes, max(len(x.nodes), 64))
+	}
 	x.nodes = append(x.nodes, n)
 	return int32(len(x.nodes) - 1)
 }
