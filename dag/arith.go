@@ -18,10 +18,15 @@ func mulInt64(fs ...int64) (int64, bool) {
 	return p, true
 }
 
-// addSat adds non-negative a and b, saturating at math.MaxInt64.
+// addSat adds a and b, saturating at the limits of int64 instead of
+// wrapping around.
 func addSat(a, b int64) int64 {
-	if b > math.MaxInt64-a {
-		return math.MaxInt64
+	s := a + b
+	if (s > a) != (b > 0) {
+		if b > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
 	}
-	return a + b
+	return s
 }

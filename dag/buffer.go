@@ -108,8 +108,14 @@ type Buffer struct {
 	decl int // declaration position, for ErrorList's order
 }
 
-// All is a view of every byte of b.
-func (b *Buffer) All() View { return View{Buf: b, Size: b.Size} }
+// All is a view of every byte of b (of nothing for a nil b, which Build
+// refuses).
+func (b *Buffer) All() View {
+	if b == nil {
+		return View{}
+	}
+	return View{Buf: b, Size: b.Size}
+}
 
 // Slice is the view of size bytes of b starting at offset.
 func (b *Buffer) Slice(offset, size int64) View { return View{Buf: b, Offset: offset, Size: size} }
@@ -126,8 +132,9 @@ type View struct {
 	Size   int64
 }
 
-// End is the offset one past the view's last byte.
-func (v View) End() int64 { return v.Offset + v.Size }
+// End is the offset one past the view's last byte (saturated, never
+// wrapped, for views Build would refuse).
+func (v View) End() int64 { return addSat(v.Offset, v.Size) }
 
 // Overlaps reports whether v and w share a byte.
 func (v View) Overlaps(w View) bool {

@@ -331,3 +331,24 @@ func TestBuildAgainAfterErrors(t *testing.T) {
 	assert.Equal(t, []string{"a"}, deps(g, "b"))
 	_ = context.Background
 }
+
+func TestNilsAreErrors(t *testing.T) {
+	b := dag.New()
+	b.Alloc(nil).Named("a")
+	b.Fill(dag.View{}, 0).Named("f")
+	b.Launch(nil, dag.Grid1(1), dag.Threads(1), (*dag.Buffer)(nil)).Named("l")
+	b.Host(nil).Named("h")
+	list := buildErr(t, b)
+	var ops []string
+	for _, e := range list {
+		ops = append(ops, e.Op)
+	}
+	assert.Equal(t, []string{"a", "f", "l", "h"}, ops)
+}
+
+func TestCountAndEndNeverWrap(t *testing.T) {
+	assert.Equal(t, math.MaxInt, dag.Dim(1<<40, 1<<40, 1<<40).Count())
+	assert.Equal(t, 0, dag.Dim(-1, 2, 2).Count())
+	assert.Equal(t, 6, dag.Dim(1, 2, 3).Count())
+	assert.Equal(t, int64(math.MaxInt64), dag.View{Offset: math.MaxInt64 - 1, Size: 10}.End())
+}

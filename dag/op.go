@@ -3,6 +3,7 @@ package dag
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -114,8 +115,18 @@ func (p Priority) String() string {
 // Dim3 is a CUDA grid or block shape.
 type Dim3 struct{ X, Y, Z int }
 
-// Count is the number of threads or blocks the shape holds.
-func (d Dim3) Count() int { return d.X * d.Y * d.Z }
+// Count is the number of threads or blocks the shape holds: 0 when a
+// dimension is below 1, math.MaxInt when the product does not fit.
+func (d Dim3) Count() int {
+	if d.X < 1 || d.Y < 1 || d.Z < 1 {
+		return 0
+	}
+	n, ok := mulInt64(int64(d.X), int64(d.Y), int64(d.Z))
+	if !ok || n > math.MaxInt {
+		return math.MaxInt
+	}
+	return int(n)
+}
 
 func (d Dim3) String() string { return fmt.Sprintf("%dx%dx%d", d.X, d.Y, d.Z) }
 
