@@ -72,7 +72,8 @@ func BenchmarkBuild(b *testing.B) {
 // ascending, the floor), a long chain of ops on one buffer, 8 writers
 // then n readers of all of a buffer (8n edges, under the cap), and n/2
 // disjoint writers then n/2 readers of all of it (n*n/4 edges: refused at
-// MaxEdges).
+// MaxEdges), and n/2 one-element reads then n/2 reads of all of the buffer
+// (no edges, but n*n/4 segment visits: refused at the inference work cap).
 func BenchmarkBuildHostile(b *testing.B) {
 	fills := func(n int, desc bool) func() *dag.Builder {
 		return func() *dag.Builder {
@@ -112,12 +113,27 @@ func BenchmarkBuildHostile(b *testing.B) {
 			return bld
 		}
 	}
+	fragmented := func(n int) func() *dag.Builder {
+		return func() *dag.Builder {
+			bld := dag.New()
+			x := bld.Buffer("x", int64(4*(n/2)), dag.Zeros())
+			out := bld.Buffer("out", 4)
+			for i := range n / 2 {
+				bld.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(32), out, dag.In(x.Slice(int64(4*i), 4)))
+			}
+			for range n - n/2 {
+				bld.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(32), out, dag.In(x.All()))
+			}
+			return bld
+		}
+	}
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("ascending/ops=%d", n), func(b *testing.B) { benchBuild(b, n, fills(n, false), false) })
 		b.Run(fmt.Sprintf("descending/ops=%d", n), func(b *testing.B) { benchBuild(b, n, fills(n, true), false) })
 		b.Run(fmt.Sprintf("chain/ops=%d", n), func(b *testing.B) { benchBuild(b, n, chain(n), false) })
 		b.Run(fmt.Sprintf("8xreaders/ops=%d", n), func(b *testing.B) { benchBuild(b, n, readers(n, 8), false) })
 		b.Run(fmt.Sprintf("capped/ops=%d", n), func(b *testing.B) { benchBuild(b, n, readers(n, n/2), true) })
+		b.Run(fmt.Sprintf("fragmented/ops=%d", n), func(b *testing.B) { benchBuild(b, n, fragmented(n), n > 10_000) })
 	}
 }
 

@@ -352,3 +352,22 @@ func TestCountAndEndNeverWrap(t *testing.T) {
 	assert.Equal(t, 6, dag.Dim(1, 2, 3).Count())
 	assert.Equal(t, int64(math.MaxInt64), dag.View{Offset: math.MaxInt64 - 1, Size: 10}.End())
 }
+
+func TestInferenceWorkCap(t *testing.T) {
+	// n narrow reads cut x into n segments, then wide reads visit all of
+	// them while implying no edges at all: capped, not quadratic.
+	const n = 6_000
+	b := dag.New()
+	x := b.Buffer("x", 4*n, dag.Zeros())
+	out := b.Buffer("out", 4)
+	for i := range n {
+		b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(1), out, x.Slice(int64(4*i), 4))
+	}
+	for i := range n {
+		b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(1), out, x).Named(fmt.Sprint("wide", i))
+	}
+	list := buildErr(t, b)
+	require.Len(t, list, 1)
+	assert.Contains(t, list[0].Msg, "byte ranges")
+	assert.Contains(t, list[0].Op, "wide")
+}

@@ -11,6 +11,14 @@ import (
 // that crosses it, instead of spending minutes and gigabytes on it.
 const MaxEdges = 10_000_000
 
+// maxInferenceWork caps the segments (and readers of them) inference may
+// visit. Visits are bounded by the edges they imply in every case but one:
+// many narrow reads cut a buffer into many segments, and then wide reads
+// each visit all of them while implying few edges (the readers' lists grow
+// without edges to show for it). The cap turns that quadratic case into an
+// error; a valid million-op graph visits a few million.
+const maxInferenceWork = 2 * MaxEdges
+
 // inferDeps sets every op's Deps from its accesses, in declaration order:
 // a read depends on the last writer of each byte it reads (RAW), a write on
 // that writer and every reader since (WAW, WAR). Ops with unusable accesses
@@ -47,6 +55,10 @@ func inferDeps(ops []*Op, nbufs int) *Error {
 				roots[id] = idx.node(0, a.Buf.Size, -1, nil)
 			}
 			roots[id] = idx.access(roots[id], a.Offset, a.Offset+a.Size, me, a.Mode.Writes(), add)
+		}
+		if idx.work > maxInferenceWork {
+			return &Error{Op: o.Name, Msg: fmt.Sprintf("inferring the dependencies up to this op visits more than %d byte ranges", maxInferenceWork),
+				Hint: "give the ops coarser views (fewer, larger byte ranges of each buffer), or split the buffer", decl: o.decl}
 		}
 		total += len(scratch)
 		if total > MaxEdges {
@@ -89,6 +101,7 @@ type segIndex struct {
 	nodes []segNode
 	free  []int32
 	rng   uint64
+	work  int64 // segments and readers visited, for maxInferenceWork
 }
 
 func (x *segIndex) node(start, end int64, writer int32, readers []int32) int32 {
@@ -197,7 +210,9 @@ func (x *segIndex) access(t int32, start, end int64, me int32, writes bool, add 
 func (x *segIndex) visit(s int32, me int32, writes bool, add func(int32)) {
 	n := &x.nodes[s]
 	add(n.writer)
+	x.work++
 	if writes {
+		x.work += int64(len(n.readers))
 		for _, r := range n.readers {
 			add(r)
 		}
