@@ -133,7 +133,7 @@ func BenchmarkBuildHostile(b *testing.B) {
 		b.Run(fmt.Sprintf("chain/ops=%d", n), func(b *testing.B) { benchBuild(b, n, chain(n), false) })
 		b.Run(fmt.Sprintf("8xreaders/ops=%d", n), func(b *testing.B) { benchBuild(b, n, readers(n, 8), false) })
 		b.Run(fmt.Sprintf("capped/ops=%d", n), func(b *testing.B) { benchBuild(b, n, readers(n, n/2), true) })
-		b.Run(fmt.Sprintf("fragmented/ops=%d", n), func(b *testing.B) { benchBuild(b, n, fragmented(n), n > 10_000) })
+		b.Run(fmt.Sprintf("fragmented/ops=%d", n), func(b *testing.B) { benchBuild(b, n, fragmented(n), true) })
 	}
 }
 
