@@ -92,7 +92,11 @@ func (g *Builder) Fill(dst View, v float64) *Op {
 // Launch runs kernel k over grid x block threads (for example
 // Launch(k, Grid1(4), Threads(256), ...)). Each argument matches one
 // parameter of k: an Access, View or *Buffer for a buffer parameter (a View
-// or *Buffer takes the parameter's mode), a number for a scalar.
+// or *Buffer takes the parameter's mode), a number for a scalar; an
+// argument of another type is an *Error of Build whose cause is an
+// *ArgTypeError. Views of one launch may share bytes only when none of them
+// is written, or when they are identical and the kernel works in place
+// (every builtin but reduce_sum and matmul, and kernels of your own).
 func (g *Builder) Launch(k *Kernel, grid, block Dim3, args ...any) *Op {
 	o := g.op(Launch)
 	o.Launch = &LaunchSpec{Kernel: k, Grid: grid, Block: block}
