@@ -353,18 +353,46 @@ func TestCountAndEndNeverWrap(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), dag.View{Offset: math.MaxInt64 - 1, Size: 10}.End())
 }
 
-func TestInferenceWorkCap(t *testing.T) {
-	// n narrow reads cut x into n segments, then wide reads visit all of
-	// them while implying no edges at all: capped, not quadratic.
-	const n = 6_000
+func TestNarrowThenWideReads(t *testing.T) {
+	// n narrow reads, then wide reads of all of the buffer, then a write:
+	// reads never cut the writers' ranges, so the wide reads cost O(log n)
+	// each, and the write depends on every read.
+	const n = 400
 	b := dag.New()
 	x := b.Buffer("x", 4*n, dag.Zeros())
-	out := b.Buffer("out", 4)
+	out := b.Buffer("out", 4*n)
 	for i := range n {
-		b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(1), out, x.Slice(int64(4*i), 4))
+		b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), out.Slice(int64(4*i), 4), x.Slice(int64(4*i), 4), 1.0)
 	}
 	for i := range n {
-		b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(1), out, x).Named(fmt.Sprint("wide", i))
+		b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), out, x, 1.0).Named(fmt.Sprint("wide", i))
+	}
+	b.Fill(x.Slice(4, 4), 0).Named("w")
+	g, err := b.Build()
+	require.NoError(t, err)
+	assert.Len(t, deps(g, "w"), n+1)
+	assert.Empty(t, dag.BruteForceDeps(g, nil))
+}
+
+func TestInferenceWorkCap(t *testing.T) {
+	// Two ops write the even and the odd elements of x, one view each; then
+	// every wide read visits all n ranges for two edges: capped.
+	const n = 4000
+	noop := func(context.Context, [][]byte) error { return nil }
+	b := dag.New()
+	x := b.Buffer("x", 4*n, dag.PinnedHost())
+	var even, odd []dag.Access
+	for i := range n {
+		if v := x.Slice(int64(4*i), 4); i%2 == 0 {
+			even = append(even, dag.Out(v))
+		} else {
+			odd = append(odd, dag.Out(v))
+		}
+	}
+	b.Host(noop, even...)
+	b.Host(noop, odd...)
+	for i := range n * 2 {
+		b.Host(noop, dag.In(x.All())).Named(fmt.Sprint("wide", i))
 	}
 	list := buildErr(t, b)
 	require.Len(t, list, 1)
