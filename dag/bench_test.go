@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"syscall"
@@ -72,8 +73,10 @@ func BenchmarkBuild(b *testing.B) {
 // ascending, the floor), a long chain of ops on one buffer, 8 writers
 // then n readers of all of a buffer (8n edges, under the cap), and n/2
 // disjoint writers then n/2 readers of all of it (n*n/4 edges: refused at
-// MaxEdges), and n/2 one-element reads then n/2 reads of all of the buffer
-// (no edges, but n*n/4 segment visits: refused at the inference work cap).
+// MaxEdges), n/2 one-element reads then n/2 reads of all of the buffer
+// (reads do not cut the writers' ranges: linear), and two host steps that
+// write the even and the odd elements of a buffer, then n reads of all of
+// it (2 edges each but n ranges to visit: refused at the work cap).
 func BenchmarkBuildHostile(b *testing.B) {
 	fills := func(n int, desc bool) func() *dag.Builder {
 		return func() *dag.Builder {
@@ -127,13 +130,35 @@ func BenchmarkBuildHostile(b *testing.B) {
 			return bld
 		}
 	}
+	interleaved := func(n int) func() *dag.Builder {
+		return func() *dag.Builder {
+			bld := dag.New()
+			const elems = 20_000
+			x := bld.Buffer("x", 4*elems, dag.PinnedHost())
+			var even, odd []dag.Access
+			for i := range elems {
+				if v := x.Slice(int64(4*i), 4); i%2 == 0 {
+					even = append(even, dag.Out(v))
+				} else {
+					odd = append(odd, dag.Out(v))
+				}
+			}
+			bld.Host(noop, even...)
+			bld.Host(noop, odd...)
+			for range n - 2 {
+				bld.Host(noop, dag.In(x.All()))
+			}
+			return bld
+		}
+	}
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("ascending/ops=%d", n), func(b *testing.B) { benchBuild(b, n, fills(n, false), false) })
 		b.Run(fmt.Sprintf("descending/ops=%d", n), func(b *testing.B) { benchBuild(b, n, fills(n, true), false) })
 		b.Run(fmt.Sprintf("chain/ops=%d", n), func(b *testing.B) { benchBuild(b, n, chain(n), false) })
 		b.Run(fmt.Sprintf("8xreaders/ops=%d", n), func(b *testing.B) { benchBuild(b, n, readers(n, 8), false) })
 		b.Run(fmt.Sprintf("capped/ops=%d", n), func(b *testing.B) { benchBuild(b, n, readers(n, n/2), true) })
-		b.Run(fmt.Sprintf("fragmented/ops=%d", n), func(b *testing.B) { benchBuild(b, n, fragmented(n), true) })
+		b.Run(fmt.Sprintf("fragmented/ops=%d", n), func(b *testing.B) { benchBuild(b, n, fragmented(n), false) })
+		b.Run(fmt.Sprintf("interleaved/ops=%d", n), func(b *testing.B) { benchBuild(b, n, interleaved(n), true) })
 	}
 }
 
@@ -145,3 +170,5 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
+
+func noop(context.Context, [][]byte) error { return nil }
