@@ -11,8 +11,9 @@
 // Build reports every problem in one round, dependency cycles included, as
 // an ErrorList of *Error values in declaration order, each naming the
 // buffer, kernel or op and the field that is wrong. Sizes, offsets and
-// launch shapes are checked without wraparound; the dependencies a graph
-// implies are capped at MaxEdges.
+// launch shapes are checked without wraparound. Inference costs O(log n)
+// per access plus the edges it implies, in whatever order byte ranges are
+// declared; the dependencies a graph implies are capped at MaxEdges.
 //
 // The files hold one job each: builder.go (declaring), op.go (the op kinds'
 // facts), kindcheck.go and launch.go (the checks of each kind), check.go
