@@ -89,6 +89,10 @@ func checkBuffer(b *Buffer, names map[string]bool, bad func(*Error)) {
 	if b.Size <= 0 {
 		bad(&Error{Buffer: b.Name, Field: "size", Msg: fmt.Sprintf("size %d is not positive", b.Size)})
 	}
+	if !b.DType.Valid() {
+		bad(&Error{Buffer: b.Name, Field: "dtype", Msg: fmt.Sprintf("unknown dtype %s", b.DType), Hint: "use u8, i32, i64, f16, bf16, f32 or f64"})
+		b.DType = U8 // keep the size checks below meaningful
+	}
 	if b.Device < 0 {
 		bad(&Error{Buffer: b.Name, Field: "device", Msg: fmt.Sprintf("device %d is negative", b.Device)})
 	}
