@@ -166,6 +166,8 @@ func (g *Builder) checkOp(o *Op, owned func(*Buffer) bool, bad func(*Error)) {
 		}
 	case Launch:
 		g.checkLaunch(o, fail)
+	case Gemm:
+		checkGemm(o, fail)
 	case Host:
 		if o.HostFunc == nil {
 			fail("", "", "host step has no function")
