@@ -221,6 +221,19 @@ func (g *Builder) checkLaunch(o *Op, fail func(field, hint, format string, a ...
 	}
 	ok := true
 	for i, p := range k.Params {
+		if a := l.Args[i]; (p.Kind == BufferParam) != (a.Access >= 0) || (a.Access >= 0 && a.Access >= len(o.Access)) {
+			ok = false
+		}
+	}
+	if ok && k.Source == Builtin {
+		if !builtinVariant(o, fail) {
+			return
+		}
+		k = l.Kernel
+	}
+	ok = true
+	es := k.ElemDType().Size()
+	for i, p := range k.Params {
 		a := l.Args[i]
 		field := "args." + p.Name
 		if (p.Kind == BufferParam) != (a.Access >= 0) {
@@ -248,8 +261,8 @@ func (g *Builder) checkLaunch(o *Op, fail func(field, hint, format string, a ...
 			fail(field, fmt.Sprintf("pass it as %s", p.Mode), "%s is passed as %s, but %s %s it", acc.View, acc.Mode, k.Name, modeVerb(p.Mode))
 			ok = false
 		}
-		if k.Source == Builtin && (acc.Offset%4 != 0 || acc.Size%4 != 0) {
-			fail(field, "builtin kernels work on f32 elements", "view %s is not a whole number of f32 elements", acc.View)
+		if k.Source == Builtin && (acc.Offset%es != 0 || acc.Size%es != 0) {
+			fail(field, fmt.Sprintf("%s works on %s elements here", k.Name, k.ElemDType()), "view %s is not a whole number of %s elements", acc.View, k.ElemDType())
 			ok = false
 		}
 	}

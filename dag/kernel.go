@@ -69,6 +69,12 @@ type Kernel struct {
 	Entry  string // symbol in the module; defaults to Name
 
 	check func(op *Op) error // builtin-specific argument checks
+
+	// Builtins with f16 and bf16 variants: the base kernel lists them; a
+	// variant names its dtype and base.
+	variants map[DType]*Kernel
+	dtype    DType
+	base     *Kernel
 }
 
 // EntryName is the symbol the kernel is looked up by in its module.
