@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"sync/atomic"
 	"unsafe"
@@ -19,53 +18,7 @@ import (
 
 // checkGemm makes sure a Gemm op's views hold what its spec reaches, so a
 // hand-made graph cannot make the BLAS index out of range.
-func checkGemm(op *dag.Op) error {
-	s := op.Gemm
-	if s == nil {
-		return fmt.Errorf("gemm op has no GemmSpec")
-	}
-	want := 3
-	if s.SeparateD {
-		want = 4
-	}
-	if len(op.Access) != want {
-		return fmt.Errorf("gemm has %d accesses, not %d", len(op.Access), want)
-	}
-	dt := op.Access[0].Buf.DType
-	switch dt {
-	case dag.F32, dag.F64, dag.F16, dag.BF16:
-	default:
-		return fmt.Errorf("gemm of %s matrices", dt)
-	}
-	if s.M < 1 || s.N < 1 || s.K < 1 || s.Batch < 1 || s.M > math.MaxInt32 || s.N > math.MaxInt32 || s.K > math.MaxInt32 || s.Batch > math.MaxInt32 {
-		return fmt.Errorf("gemm sizes m=%d n=%d k=%d batch=%d are not all in [1, 2^31)", s.M, s.N, s.K, s.Batch)
-	}
-	lays := []dag.GemmMatrix{s.LayoutA(), s.LayoutB(), s.LayoutC(), s.LayoutC()}
-	for i, a := range op.Access {
-		if a.Buf.DType != dt {
-			return fmt.Errorf("gemm access %d is %s, not %s", i, a.Buf.DType, dt)
-		}
-		if need, ok := gemmSpan(lays[i], s.Batch); !ok || need > a.Size/dt.Size() || a.Size%dt.Size() != 0 {
-			return fmt.Errorf("gemm view %s does not hold its %dx%d matrices (ld %d, stride %d, batch %d)",
-				a.View, lays[i].Rows, lays[i].Cols, lays[i].LD, lays[i].Stride, s.Batch)
-		}
-	}
-	return nil
-}
-
-// gemmSpan is the number of elements a batch of matrices of layout l
-// reaches, and whether it is a valid layout that fits in an int.
-func gemmSpan(l dag.GemmMatrix, batch int64) (int64, bool) {
-	if l.Rows < 1 || l.Cols < 1 || l.LD < l.Cols || l.Stride < 0 || batch < 1 {
-		return 0, false
-	}
-	const lim = math.MaxInt64 / 4
-	if l.LD > lim/l.Rows || (batch > 1 && l.Stride > lim/(batch-1)) {
-		return 0, false
-	}
-	n := (batch-1)*l.Stride + (l.Rows-1)*l.LD + l.Cols
-	return n, n < lim
-}
+func checkGemm(op *dag.Op) error { return dag.CheckGemmViews(op) }
 
 // gemmKernel is the Go function of a Gemm op; mem holds its accesses.
 func gemmKernel(op *dag.Op) (kernelFunc, error) {

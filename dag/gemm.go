@@ -388,3 +388,51 @@ func GemmDuration(op *Op) time.Duration {
 	sec := max(s.Flops()/rate, float64(op.Bytes())/gemmBandwidth)
 	return time.Duration(sec * float64(time.Second))
 }
+
+// CheckGemmViews checks that a Gemm op, built or not, is whole: a spec
+// with sizes in range and defaults filled in, accesses of one dtype that
+// GEMMs take, and views that hold every element the spec reaches. Backends
+// call it on the ops they are given (a variant made by rebinding views
+// included) before handing views to a BLAS.
+func CheckGemmViews(op *Op) error {
+	s := op.Gemm
+	if s == nil {
+		return fmt.Errorf("gemm op has no GemmSpec")
+	}
+	want := 3
+	if s.SeparateD {
+		want = 4
+	}
+	if len(op.Access) != want {
+		return fmt.Errorf("gemm has %d accesses, not %d", len(op.Access), want)
+	}
+	dt := op.Access[GemmA].Buf.DType
+	switch dt {
+	case F32, F64, F16, BF16:
+	default:
+		return fmt.Errorf("gemm of %s matrices", dt)
+	}
+	for _, v := range []int64{s.M, s.N, s.K, s.Batch} {
+		if v < 1 || v > maxGemmDim {
+			return fmt.Errorf("gemm sizes m=%d n=%d k=%d batch=%d are not all in [1, 2^31)", s.M, s.N, s.K, s.Batch)
+		}
+	}
+	lays := []GemmMatrix{s.LayoutA(), s.LayoutB(), s.LayoutC(), s.LayoutC()}
+	es := dt.Size()
+	for i, a := range op.Access {
+		l := lays[i]
+		if a.Buf.DType != dt {
+			return fmt.Errorf("gemm access %d is %s, not %s", i, a.Buf.DType, dt)
+		}
+		if l.LD < l.Cols || l.LD > maxGemmDim || l.Stride < 0 {
+			return fmt.Errorf("gemm operand %d has leading dimension %d and stride %d for %d columns", i, l.LD, l.Stride, l.Cols)
+		}
+		a1, ok1 := mulAdd(s.Batch-1, l.Stride, l.Cols)
+		need, ok2 := mulAdd(l.Rows-1, l.LD, a1)
+		if !ok1 || !ok2 || a.Offset%es != 0 || a.Size%es != 0 || need > a.Size/es {
+			return fmt.Errorf("gemm view %s does not hold its %dx%d %s matrices (ld %d, stride %d, batch %d)",
+				a.View, l.Rows, l.Cols, dt, l.LD, l.Stride, s.Batch)
+		}
+	}
+	return nil
+}
