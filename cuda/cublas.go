@@ -465,3 +465,18 @@ func cublasBinding() []bindingValue {
 		{"sizeof(cublasComputeType_t)", 4},
 	}
 }
+
+// raw enqueues r's cublasLtMatmul n times on s from one C loop, with the
+// same descriptors, algorithm and workspace: the floor the benchmarks set
+// a gemm op against.
+func (g *gemmer) raw(r *gemmRec, s C.CUstream, a, b, c, d C.CUdeviceptr, n int) error {
+	var cu C.CUresult
+	st := C.dr_gemm_raw(g.lt.lib, g.drv.api, r.dev.ctx, r.c, b, a, c, d, s, C.int(n), &cu)
+	if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
+		return err
+	}
+	if st != 0 {
+		return g.lt.err("cublasLtMatmul", st)
+	}
+	return nil
+}
