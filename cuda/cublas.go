@@ -126,14 +126,17 @@ func openCuBLASLt(candidates []string) (*cublasLt, error) {
 // checkCuBLASLtVersion refuses a cuBLASLt whose major version the binding
 // was not checked against: its enum values or structures may differ.
 func checkCuBLASLtVersion(v int, path string) error {
-	major := v / 10000
+	major, minor, patch := v/10000, v/100%100, v%100
+	if v < 100000 { // cuBLAS 11 and older count major*1000 + minor*100 + patch
+		major, minor = v/1000, v/100%10
+	}
 	for _, m := range cublasLtMajors {
 		if major == m {
 			return nil
 		}
 	}
 	return fmt.Errorf("%w: %s is cuBLASLt %d.%d.%d, but dagrun's binding is checked against major versions %v only (point DAGRUN_CUBLASLT at a cuBLASLt 13 library)",
-		ErrNoCuBLASLt, path, major, v/100%100, v%100, cublasLtMajors)
+		ErrNoCuBLASLt, path, major, minor, patch, cublasLtMajors)
 }
 
 func (l *cublasLt) close() {
