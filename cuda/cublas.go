@@ -216,7 +216,7 @@ type gemmAlgo struct {
 type gemmer struct {
 	drv        *driver
 	candidates []string
-	lt         *cublasLt // loaded at the first prepare
+	lt         *cublasLt        // loaded at the first prepare
 	handles    map[int]ltHandle // by device ordinal
 	algos      map[gemmKey]gemmAlgo
 	recs       map[*dag.GemmSpec]*gemmRec
