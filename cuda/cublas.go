@@ -237,12 +237,19 @@ func newGemmer(drv *driver, candidates []string) *gemmer {
 }
 
 // viewAlign is the alignment, in bytes up to 256, of view v of a device
-// buffer (whose base the driver aligns to 256 bytes at least).
+// buffer: the driver aligns a persistent buffer's base to 256 bytes at
+// least; a temporary one, allocated from a pool at run time, is counted
+// on for 16 only (what cuBLASLt's vectorised kernels need), and Run checks
+// the addresses it gets.
 func viewAlign(v dag.View) uint32 {
-	if v.Offset == 0 {
-		return 256
+	base := uint64(256)
+	if v.Buf != nil && v.Buf.Temporary {
+		base = 16
 	}
-	return uint32(min(1<<bits.TrailingZeros64(uint64(v.Offset)), 256))
+	if v.Offset == 0 {
+		return uint32(base)
+	}
+	return uint32(min(1<<bits.TrailingZeros64(uint64(v.Offset)), base))
 }
 
 // prepare makes op's GEMM ready on device d: its descriptors, algorithm
@@ -259,7 +266,12 @@ func (g *gemmer) prepare(d *device, op *dag.Op) (*gemmRec, error) {
 			align[i] = align[dag.GemmC]
 		}
 	}
-	if r := g.recs[s]; r != nil && r.dev == d {
+	if r := g.recs[s]; r != nil {
+		// A variant of a prepared op (rebound views): the same GEMM, whose
+		// new addresses Run checks against the alignments picked for.
+		if r.dev != d {
+			return nil, fmt.Errorf("gemm prepared for device %d runs on device %d", r.dev.ordinal, d.ordinal)
+		}
 		return r, nil
 	}
 	dt := op.Access[dag.GemmA].Buf.DType

@@ -94,6 +94,9 @@ func TestViewAlign(t *testing.T) {
 	}{{0, 256}, {2, 2}, {48, 16}, {512, 256}, {1024 + 64, 64}} {
 		assert.Equal(t, tt.want, viewAlign(b.Slice(tt.off, 8)), "offset %d", tt.off)
 	}
+	tmp := &dag.Buffer{Size: 1 << 20, Temporary: true}
+	assert.Equal(t, uint32(16), viewAlign(tmp.Slice(0, 8)), "pool allocations are counted on for 16 bytes")
+	assert.Equal(t, uint32(4), viewAlign(tmp.Slice(36, 8)))
 }
 
 // cudaIncludeDirs lists where cublasLt.h is looked for: DAGRUN_CUDA_INCLUDE
