@@ -173,3 +173,47 @@ func TestGemmInterleavedBatchesAreAccepted(t *testing.T) {
 	_, err := b.Build()
 	require.NoError(t, err)
 }
+
+// FuzzGemmChecks declares GEMMs of arbitrary shapes, layouts and views:
+// Build either refuses one with *dag.Errors naming the op, or accepts one
+// that CheckGemmViews (what backends rely on before indexing) accepts too.
+func FuzzGemmChecks(f *testing.F) {
+	f.Add(int64(4), int64(5), int64(6), int64(0), int64(0), int64(0), int64(1), int64(0), int64(0), int64(0), false, false, int64(1024), int64(0), uint8(0))
+	f.Add(int64(3), int64(5), int64(4), int64(0), int64(0), int64(10), int64(2), int64(0), int64(0), int64(5), true, true, int64(4096), int64(8), uint8(3))
+	f.Add(int64(1<<31), int64(1), int64(1), int64(1<<40), int64(-3), int64(0), int64(1<<30), int64(1<<62), int64(0), int64(-1), false, true, int64(1), int64(2), uint8(2))
+	f.Fuzz(func(t *testing.T, m, n, k, lda, ldb, ldc, batch, sa, sb, sc int64, tA, tB bool, size, off int64, dsel uint8) {
+		dts := []dag.DType{dag.F32, dag.F64, dag.F16, dag.BF16, dag.I32}
+		dt := dts[int(dsel)%len(dts)]
+		size = max(1, min(size, 1<<20))
+		b := dag.New()
+		bufs := make([]*dag.Buffer, 4)
+		for i, name := range []string{"a", "b", "c", "d"} {
+			bufs[i] = b.Buffer(name, size, dag.Of(dt))
+		}
+		view := func(i int) dag.View {
+			o := min(max(off, 0), size-1)
+			return bufs[i].Slice(o, size-o)
+		}
+		opts := []dag.GemmOption{dag.LeadingDims(lda, ldb, ldc), dag.Batched(batch, sa, sb, sc), dag.Beta(1)}
+		if tA {
+			opts = append(opts, dag.TransA())
+		}
+		if tB {
+			opts = append(opts, dag.TransB())
+		}
+		if dsel&4 != 0 {
+			opts = append(opts, dag.Output(view(3)))
+		}
+		b.Gemm(view(2), view(0), view(1), dag.GemmShape{M: m, N: n, K: k}, opts...).Named("g")
+		g, err := b.Build()
+		if err != nil {
+			es := dag.Errors(err)
+			require.NotEmpty(t, es, "%v", err)
+			for _, e := range es {
+				assert.Equal(t, "g", e.Op, "%v", e)
+			}
+			return
+		}
+		require.NoError(t, dag.CheckGemmViews(g.Ops[0]))
+	})
+}
