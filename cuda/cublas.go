@@ -213,6 +213,7 @@ type gemmAlgo struct {
 // gemmer runs GEMM ops with cuBLASLt: a handle per device, and per GEMM
 // spec its descriptors, the algorithm picked once for its signature and a
 // workspace of its own (so GEMMs on different streams never share one).
+// A Backend keeps one for its life; close releases what an Open made.
 type gemmer struct {
 	drv        *driver
 	candidates []string
@@ -400,8 +401,10 @@ func (g *gemmer) run(r *gemmRec, s C.CUstream, a, b, c, d C.CUdeviceptr) error {
 	return nil
 }
 
-// close releases every descriptor, workspace and handle, and the library.
-// The devices must be idle.
+// close releases every descriptor, workspace and handle; the devices must
+// be idle. The library stays loaded for the next Open, as the driver does:
+// cuBLASLt carries CUDA runtime state that unloading it does not promise
+// to clean up.
 func (g *gemmer) close() error {
 	var errs []error
 	for s, r := range g.recs {
@@ -426,10 +429,6 @@ func (g *gemmer) close() error {
 		delete(g.handles, ord)
 	}
 	clear(g.algos)
-	if g.lt != nil {
-		g.lt.close()
-		g.lt = nil
-	}
 	return errors.Join(errs...)
 }
 

@@ -59,7 +59,5 @@ func (b *Backend) closeGemm() error {
 	if b.gemm == nil {
 		return nil
 	}
-	err := b.gemm.close()
-	b.gemm = nil
-	return err
+	return b.gemm.close()
 }
