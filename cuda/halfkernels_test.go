@@ -49,8 +49,9 @@ func TestBuiltinSourceHasEveryVariant(t *testing.T) {
 // TestHalfBuiltins runs the layer kernels and the half-precision variants
 // on the GPU over odd launch shapes and compares them with the cpu
 // backend: bit for bit, but for gelu and softmax, whose tanhf and expf are
-// within 2 ulp on CUDA and correctly rounded in Go (4 f32 ulps, and one
-// step of the dtype when the results straddle a rounding point).
+// within 2 ulp on CUDA and correctly rounded in Go (8 f32 ulps relative
+// plus 1e-6 absolute, and one step of the dtype when the results straddle
+// a rounding point).
 func TestHalfBuiltins(t *testing.T) {
 	b := gpuBackend(t, CacheDir(t.TempDir()))
 	const rows, cols = 37, 129
@@ -114,7 +115,9 @@ func TestHalfBuiltins(t *testing.T) {
 						es := dt.Size()
 						for i := int64(0); i < buf.Size/es; i++ {
 							w, x := dag.ElemValue(want[buf][i*es:], dt), dag.ElemValue(got[buf][i*es:], dt)
-							tol := 4*0x1p-23*math.Abs(w) + 1e-7
+							// gelu's 1 + tanh cancels for negative x, so its
+							// error is absolute: 2 ulp of tanh times 0.5|x| <= 2.
+							tol := 4*0x1p-23*math.Abs(w) + 1e-6
 							switch dt {
 							case dag.F16:
 								tol += 0x1p-10 * math.Abs(w)
