@@ -10,7 +10,8 @@
 // persistent buffers are made at Open with their initial contents,
 // temporary ones by Alloc ops and dropped by Free ops. Kernels are the
 // builtin library of package dag written as Go functions; a kernel written
-// in CUDA is refused at Open.
+// in CUDA is refused at Open. GEMM ops run on gonum's BLAS (f16 and bf16
+// through f32).
 //
 // Delays injects a seeded random pause before every op; tests use it to
 // show that results never depend on timing.

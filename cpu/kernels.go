@@ -34,6 +34,9 @@ func builtin(op *dag.Op) (kernelFunc, error) {
 			return nil, fmt.Errorf("argument %s names access %d of %d", p.Name, args[i].Access, len(op.Access))
 		}
 	}
+	if dt := op.Launch.Kernel.ElemDType(); dt != dag.F32 {
+		return halfKernel(def, dt)
+	}
 	switch def {
 	case dag.Empty:
 		return empty, nil
@@ -51,6 +54,8 @@ func builtin(op *dag.Op) (kernelFunc, error) {
 		return reduceSum, nil
 	case dag.Matmul:
 		return matmul, checkMatmul(op)
+	case dag.Gelu, dag.Relu, dag.BiasAdd, dag.Softmax:
+		return layerKernel(def, dag.F32)
 	}
 	return nil, fmt.Errorf("the cpu backend has no Go version of builtin kernel %s", name)
 }
@@ -148,4 +153,158 @@ func matmul(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// floats is a builtin's buffer of f32, f16 or bf16 elements, read and
+// written as f32: loads are exact, stores round to nearest even once.
+type floats struct {
+	b  []byte
+	dt dag.DType
+}
+
+func (f floats) n() int { return len(f.b) / int(f.dt.Size()) }
+
+func (f floats) at(i int) float32 {
+	switch f.dt {
+	case dag.F16:
+		return dag.F16ToFloat32(binary.LittleEndian.Uint16(f.b[2*i:]))
+	case dag.BF16:
+		return dag.BF16ToFloat32(binary.LittleEndian.Uint16(f.b[2*i:]))
+	}
+	return f32(f.b, i)
+}
+
+func (f floats) set(i int, v float32) {
+	switch f.dt {
+	case dag.F16:
+		binary.LittleEndian.PutUint16(f.b[2*i:], dag.F16FromFloat32(v))
+	case dag.BF16:
+		binary.LittleEndian.PutUint16(f.b[2*i:], dag.BF16FromFloat32(v))
+	default:
+		setF32(f.b, i, v)
+	}
+}
+
+// halfKernel is the Go function of builtin def over f16 or bf16 buffers:
+// the f32 kernel's arithmetic, with each result rounded to the dtype.
+func halfKernel(def *dag.Kernel, dt dag.DType) (kernelFunc, error) {
+	buf := func(args []dag.Arg, mem [][]byte, i int) floats { return floats{mem[args[i].Access], dt} }
+	switch def {
+	case dag.Iota:
+		return func(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+			x, start := buf(args, mem, 0), float32(args[1].Float)
+			for i := range x.n() {
+				x.set(i, start+float32(i))
+			}
+			return nil
+		}, nil
+	case dag.Scale:
+		return func(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+			x, alpha := buf(args, mem, 0), float32(args[1].Float)
+			for i := range x.n() {
+				x.set(i, x.at(i)*alpha)
+			}
+			return nil
+		}, nil
+	case dag.Axpy:
+		return func(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+			y, x, alpha := buf(args, mem, 0), buf(args, mem, 1), float32(args[2].Float)
+			for i := range min(y.n(), x.n()) {
+				y.set(i, y.at(i)+float32(alpha*x.at(i)))
+			}
+			return nil
+		}, nil
+	case dag.Add:
+		return func(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+			c, a, b := buf(args, mem, 0), buf(args, mem, 1), buf(args, mem, 2)
+			for i := range min(c.n(), a.n(), b.n()) {
+				c.set(i, a.at(i)+b.at(i))
+			}
+			return nil
+		}, nil
+	case dag.Gelu, dag.Relu, dag.BiasAdd, dag.Softmax:
+		return layerKernel(def, dt)
+	}
+	return nil, fmt.Errorf("builtin kernel %s has no %s version", def.Name, dt)
+}
+
+// Constants of the tanh form of GELU, as PyTorch's: sqrt(2/pi) and 0.044715.
+const (
+	geluBeta  float32 = 0.7978845608028654
+	geluKappa float32 = 0.044715
+)
+
+// Gelu is the tanh form of GELU, in f32, in the CUDA twin's order:
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Only tanh differs: Go's
+// is correctly rounded, CUDA's tanhf within 2 ulp.
+func Gelu(x float32) float32 {
+	cube := float32(x*x) * x
+	inner := geluBeta * float32(x+float32(geluKappa*cube))
+	return float32(0.5*x) * float32(1+float32(math.Tanh(float64(inner))))
+}
+
+// Relu is max(x, 0), with NaN kept.
+func Relu(x float32) float32 {
+	if x > 0 || x != x {
+		return x
+	}
+	return 0
+}
+
+// layerKernel is the Go function of a layer builtin over buffers of dt.
+func layerKernel(def *dag.Kernel, dt dag.DType) (kernelFunc, error) {
+	buf := func(args []dag.Arg, mem [][]byte, i int) floats { return floats{mem[args[i].Access], dt} }
+	unary := func(f func(float32) float32) kernelFunc {
+		return func(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+			y, x := buf(args, mem, 0), buf(args, mem, 1)
+			for i := range min(y.n(), x.n()) {
+				y.set(i, f(x.at(i)))
+			}
+			return nil
+		}
+	}
+	switch def {
+	case dag.Gelu:
+		return unary(Gelu), nil
+	case dag.Relu:
+		return unary(Relu), nil
+	case dag.BiasAdd:
+		return func(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+			y, b := buf(args, mem, 0), buf(args, mem, 1)
+			nb := b.n()
+			if nb == 0 {
+				return nil
+			}
+			for i := range y.n() {
+				y.set(i, y.at(i)+b.at(i%nb))
+			}
+			return nil
+		}, nil
+	case dag.Softmax:
+		return func(stop *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+			y, x := buf(args, mem, 0), buf(args, mem, 1)
+			cols := int(args[2].Int)
+			if cols <= 0 {
+				return fmt.Errorf("softmax over rows of %d elements", cols)
+			}
+			exp := func(v float32) float32 { return float32(math.Exp(float64(v))) }
+			for r := 0; r+cols <= min(y.n(), x.n()) && !stop.Load(); r += cols {
+				m := float32(math.Inf(-1))
+				for j := range cols {
+					if v := x.at(r + j); v > m {
+						m = v
+					}
+				}
+				var s float32
+				for j := range cols {
+					s += exp(x.at(r+j) - m)
+				}
+				for j := range cols {
+					y.set(r+j, exp(x.at(r+j)-m)/s)
+				}
+			}
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("builtin kernel %s is not a layer kernel", def.Name)
 }

@@ -26,6 +26,10 @@ func prepare(g *dag.Graph) ([]kernelFunc, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if op.Kind == dag.Gemm {
+			kernels[i], _ = gemmKernel(op) // checkOp has checked it
+			continue
+		}
 		if op.Kind != dag.Launch {
 			continue
 		}
@@ -88,6 +92,10 @@ func checkOp(g *dag.Graph, op *dag.Op) error {
 		if op.HostFunc == nil {
 			return bad("host step has no function")
 		}
+	case dag.Gemm:
+		if err := checkGemm(op); err != nil {
+			return bad("%v", err)
+		}
 	default:
 		return bad("unknown kind %s", op.Kind)
 	}
@@ -144,6 +152,8 @@ func exec(ctx context.Context, stop *atomic.Bool, op *dag.Op, kernel kernelFunc,
 		dag.FillElems(mem[0], op.Access[0].Buf.DType, op.FillValue)
 	case dag.Launch:
 		return nil, kernel(stop, op.Launch.Args, mem)
+	case dag.Gemm:
+		return nil, kernel(stop, nil, mem)
 	case dag.Host:
 		return nil, host(ctx, op.HostFunc, mem)
 	}

@@ -59,6 +59,8 @@ type Backend struct {
 	capture  *capture // the capture in progress, if any
 	gstats   GraphStats
 	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
+
+	gemm *gemmer // cuBLASLt GEMMs (cublas.go); nil until an op needs one
 }
 
 // Resources counts what a Backend holds; all zero after Close.
@@ -119,6 +121,7 @@ const (
 	actCopyHtoD
 	actCopyHtoDPageable
 	actCopyDtoH
+	actGemm // cublas_backend.go
 )
 
 type opState struct {
@@ -504,6 +507,8 @@ func (b *Backend) prepare(st *opState, op *dag.Op) error {
 		}
 	case dag.Launch:
 		return b.prepareLaunch(st, op)
+	case dag.Gemm:
+		return b.prepareGemm(st, op)
 	case dag.Host:
 		mem := make([][]byte, len(op.Access))
 		for i, a := range op.Access {
@@ -610,7 +615,7 @@ func (b *Backend) prepareLaunch(st *opState, op *dag.Op) error {
 			b.setPtr(st, &slots[i], v)
 			if builtin {
 				i++
-				slots[i] = C.uint64_t(v.Size / 4)
+				slots[i] = C.uint64_t(v.Size / k.ElemDType().Size())
 			}
 		case dag.I32Param:
 			slots[i] = C.uint64_t(uint32(int32(a.Int)))
@@ -828,6 +833,8 @@ func (b *Backend) run(s *stream, st *opState) error {
 		return b.drv.check("cuLaunchHostFunc", C.dr_hostwork_launch(api, c, st.work, h))
 	case actHostFunc:
 		return b.drv.check("cuLaunchHostFunc", C.dr_hostfunc_launch(api, c, C.uintptr_t(st.handle), h))
+	case actGemm:
+		return b.runGemm(s, op)
 	}
 	src, dst := op.Access[0].View, op.Access[1].View
 	n := C.size_t(src.Size)
@@ -1017,6 +1024,7 @@ func (b *Backend) Close() error {
 	for _, d := range b.devs {
 		keep(b.drv.ctxSync(d.ctx))
 	}
+	keep(b.closeGemm())
 	if b.hostCancel != nil {
 		b.hostCancel()
 	}

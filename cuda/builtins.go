@@ -1,5 +1,7 @@
 package cuda
 
+import "strings"
+
 // builtinSource is the CUDA C twin of the CPU backend's builtin kernel
 // library (see dag.Builtins). Conventions, shared with every backend:
 //   - each buffer parameter arrives as (pointer, int64 element count), then
@@ -17,7 +19,7 @@ package cuda
 //
 // dagrun_fill64 is internal: a fill of 8-byte elements whose two halves
 // differ, which cuMemsetD32 cannot express.
-const builtinSource = `
+const builtinBase = `
 typedef long long i64;
 
 // Linear thread numbers over the whole launch shape (x, y and z), so that
@@ -112,9 +114,133 @@ extern "C" __global__ void matmul(float* c, i64 nc, const float* a, i64 na, cons
 	}
 }
 
+// Half-precision elements travel as their bits (unsigned short) and are
+// worked on in f32: loads are exact, stores round to nearest even. f16
+// converts with the PTX cvt instructions; bf16 with the same integer
+// rounding as dag.BF16FromFloat32, which every architecture can run and
+// which equals it bit for bit.
+typedef unsigned short u16;
+__device__ __forceinline__ float dr_ld_f16(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16 dr_st_f16(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float dr_ld_bf16(u16 h) { return __uint_as_float(((unsigned int)h) << 16); }
+__device__ __forceinline__ u16 dr_st_bf16(float f) {
+	unsigned int b = __float_as_uint(f);
+	if ((b & 0x7fffffffu) > 0x7f800000u) {
+		return (u16)((b >> 16) | 0x40u);
+	}
+	return (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ float dr_ld_f32(float v) { return v; }
+__device__ __forceinline__ float dr_st_f32(float v) { return v; }
+
 extern "C" __global__ void dagrun_fill64(unsigned long long* x, i64 n, unsigned long long v) {
 	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
 		x[i] = v;
+	}
+}
+`
+
+// builtinSource is the library: the f32 kernels above, and the kernels
+// with f16 and bf16 variants written out for each dtype (see halfTemplate
+// and layerTemplate), so that every entry is declared in plain text.
+var builtinSource = builtinBase + expand(halfTemplate, "f16", "_f16") + expand(halfTemplate, "bf16", "_bf16") +
+	expand(layerTemplate, "f32", "") + expand(layerTemplate, "f16", "_f16") + expand(layerTemplate, "bf16", "_bf16")
+
+// expand instantiates a kernel template for elements of dtype dt (f32,
+// f16 or bf16): T is the element type, LD and ST its load and store as
+// f32, and SUF the entry names' suffix.
+func expand(tmpl, dt, suffix string) string {
+	elem := "u16"
+	if dt == "f32" {
+		elem = "float"
+	}
+	return strings.NewReplacer("SUF", suffix, "T*", elem+"*", "LD(", "dr_ld_"+dt+"(", "ST(", "dr_st_"+dt+"(").Replace(tmpl)
+}
+
+// halfTemplate holds the elementwise kernels of f16 and bf16 buffers whose
+// f32 versions are in builtinBase.
+const halfTemplate = `
+extern "C" __global__ void iotaSUF(T* x, i64 n, float start) {
+	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		x[i] = ST(__fadd_rn(start, (float)i));
+	}
+}
+
+extern "C" __global__ void scaleSUF(T* x, i64 n, float alpha) {
+	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		x[i] = ST(__fmul_rn(LD(x[i]), alpha));
+	}
+}
+
+extern "C" __global__ void axpySUF(T* y, i64 ny, const T* x, i64 nx, float alpha) {
+	i64 n = ny < nx ? ny : nx;
+	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		y[i] = ST(__fadd_rn(LD(y[i]), __fmul_rn(alpha, LD(x[i]))));
+	}
+}
+
+extern "C" __global__ void addSUF(T* c, i64 nc, const T* a, i64 na, const T* b, i64 nb) {
+	i64 n = nc < na ? nc : na;
+	n = n < nb ? n : nb;
+	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		c[i] = ST(__fadd_rn(LD(a[i]), LD(b[i])));
+	}
+}
+`
+
+// layerTemplate holds the layer kernels. The order of operations is the
+// CPU twin's; tanhf and expf are CUDA's (within 2 ulp of the exact value,
+// where the CPU's are correctly rounded). softmax gives each row to one
+// thread, in column order, so its sums never depend on the launch shape.
+const layerTemplate = `
+extern "C" __global__ void geluSUF(T* y, i64 ny, const T* x, i64 nx) {
+	i64 n = ny < nx ? ny : nx;
+	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		float v = LD(x[i]);
+		float cube = __fmul_rn(__fmul_rn(v, v), v);
+		float inner = __fmul_rn(0.7978845608028654f, __fadd_rn(v, __fmul_rn(0.044715f, cube)));
+		y[i] = ST(__fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, tanhf(inner))));
+	}
+}
+
+extern "C" __global__ void reluSUF(T* y, i64 ny, const T* x, i64 nx) {
+	i64 n = ny < nx ? ny : nx;
+	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		float v = LD(x[i]);
+		y[i] = ST((v > 0.0f || v != v) ? v : 0.0f);
+	}
+}
+
+extern "C" __global__ void bias_addSUF(T* y, i64 ny, const T* b, i64 nb) {
+	if (nb <= 0) {
+		return;
+	}
+	for (i64 i = dagrun_tid(); i < ny; i += dagrun_nthreads()) {
+		y[i] = ST(__fadd_rn(LD(y[i]), LD(b[i % nb])));
+	}
+}
+
+extern "C" __global__ void softmaxSUF(T* y, i64 ny, const T* x, i64 nx, int cols) {
+	i64 n = ny < nx ? ny : nx;
+	if (cols <= 0) {
+		return;
+	}
+	i64 rows = n / cols;
+	for (i64 r = dagrun_tid(); r < rows; r += dagrun_nthreads()) {
+		const T* xr = x + r * cols;
+		T* yr = y + r * cols;
+		float m = -__int_as_float(0x7f800000);
+		for (int j = 0; j < cols; j++) {
+			float v = LD(xr[j]);
+			m = v > m ? v : m;
+		}
+		float s = 0.0f;
+		for (int j = 0; j < cols; j++) {
+			s = __fadd_rn(s, expf(__fsub_rn(LD(xr[j]), m)));
+		}
+		for (int j = 0; j < cols; j++) {
+			yr[j] = ST(__fdiv_rn(expf(__fsub_rn(LD(xr[j]), m)), s));
+		}
 	}
 }
 `

@@ -21,7 +21,10 @@
 // Copies and fills that involve only host memory, and host steps, run in
 // stream order through cuLaunchHostFunc. Builtin kernels (dag.Builtins) are
 // compiled from CUDA C with NVRTC for the device's architecture and cached
-// on disk by content hash.
+// on disk by content hash. GEMM ops run on cuBLASLt (libcublasLt.so.13,
+// found like NVRTC or through DAGRUN_CUBLASLT), loaded at the first Open
+// that needs it; each GEMM's algorithm is picked at Open, once per
+// signature, whatever stream it lands on (see cublas.go).
 //
 // A Backend also captures plans as CUDA graphs (it implements the
 // executor's Capturer): by stream capture in relaxed mode on an origin

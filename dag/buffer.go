@@ -36,9 +36,28 @@ const (
 	I64
 	F32
 	F64
+	F16  // IEEE 754 binary16
+	BF16 // bfloat16: the top half of an f32
+
+	numDTypes // keep last
 )
 
-var dtypeNames = [...]string{U8: "u8", I32: "i32", I64: "i64", F32: "f32", F64: "f64"}
+var dtypeNames = [numDTypes]string{U8: "u8", I32: "i32", I64: "i64", F32: "f32", F64: "f64", F16: "f16", BF16: "bf16"}
+
+// DTypes lists every element type, in order.
+func DTypes() []DType {
+	ds := make([]DType, numDTypes)
+	for i := range ds {
+		ds[i] = DType(i)
+	}
+	return ds
+}
+
+// Valid reports whether d is an element type this package defines.
+func (d DType) Valid() bool { return d < numDTypes }
+
+// Float reports whether d is a floating-point type.
+func (d DType) Float() bool { return d == F32 || d == F64 || d == F16 || d == BF16 }
 
 func (d DType) String() string {
 	if int(d) < len(dtypeNames) {
@@ -52,6 +71,8 @@ func (d DType) Size() int64 {
 	switch d {
 	case U8:
 		return 1
+	case F16, BF16:
+		return 2
 	case I32, F32:
 		return 4
 	default:
@@ -59,7 +80,7 @@ func (d DType) Size() int64 {
 	}
 }
 
-// ParseDType returns the DType named s (u8, i32, i64, f32, f64).
+// ParseDType returns the DType named s (u8, i32, i64, f32, f64, f16, bf16).
 func ParseDType(s string) (DType, bool) {
 	for i, n := range dtypeNames {
 		if n == s {
@@ -76,7 +97,7 @@ const (
 	InitNone   InitKind = iota // undefined contents (zeros on every backend dagrun ships)
 	InitZeros                  // all bytes zero
 	InitValue                  // every element equals Init.Value
-	InitRandom                 // seeded uniform values in [0, 1) (integers: [0, 256))
+	InitRandom                 // seeded uniform values in [0, 1) (integers: [0, 256)), exact in the dtype
 	InitBytes                  // exactly Init.Data
 )
 

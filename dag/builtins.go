@@ -5,23 +5,38 @@ import "fmt"
 // The builtin kernel library. Every backend implements each of these with the
 // same meaning, so a graph gives the same results on any backend (integer and
 // copy results bit for bit, float results within rounding). Buffers hold f32
-// elements. Backends pass each buffer parameter of a builtin as a pointer
-// followed by its element count (int64), then the scalars as declared; the
-// element loops stride over the grid, so results never depend on the launch
-// shape.
+// elements, or, for the kernels marked so, f16 or bf16 elements when the
+// buffers passed are of those dtypes (all of one dtype; the arithmetic is in
+// f32 and each result is rounded to the dtype once, to nearest even).
+// Build gives such a launch the dtype's variant of the kernel (see
+// Kernel.ElemDType; its entry is the name with "_f16" or "_bf16").
+// Backends pass each buffer parameter of a builtin as a pointer followed by
+// its element count (int64), then the scalars as declared; the element loops
+// stride over the grid, so results never depend on the launch shape.
 var (
 	// Empty does nothing: it measures launch cost.
 	Empty = builtin("empty", nil)
 	// Spin busy-waits for us microseconds on one block.
 	Spin = builtin("spin", nil, Param{Name: "us", Kind: F64Param})
 	// Iota sets x[i] = start + i.
-	Iota = builtin("iota", nil, bufParam("x", Write), Param{Name: "start", Kind: F32Param})
+	Iota = halfBuiltin("iota", nil, bufParam("x", Write), Param{Name: "start", Kind: F32Param})
 	// Scale sets x[i] *= alpha.
-	Scale = builtin("scale", nil, bufParam("x", ReadWrite), Param{Name: "alpha", Kind: F32Param})
+	Scale = halfBuiltin("scale", nil, bufParam("x", ReadWrite), Param{Name: "alpha", Kind: F32Param})
 	// Axpy sets y[i] += alpha * x[i].
-	Axpy = builtin("axpy", sameCounts, bufParam("y", ReadWrite), bufParam("x", Read), Param{Name: "alpha", Kind: F32Param})
+	Axpy = halfBuiltin("axpy", sameCounts, bufParam("y", ReadWrite), bufParam("x", Read), Param{Name: "alpha", Kind: F32Param})
 	// Add sets c[i] = a[i] + b[i].
-	Add = builtin("add", sameCounts, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read))
+	Add = halfBuiltin("add", sameCounts, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read))
+	// Gelu sets y[i] = gelu(x[i]) in the tanh form, as PyTorch's
+	// gelu(approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+	Gelu = halfBuiltin("gelu", sameCounts, bufParam("y", Write), bufParam("x", Read))
+	// Relu sets y[i] = max(x[i], 0) (NaN stays NaN).
+	Relu = halfBuiltin("relu", sameCounts, bufParam("y", Write), bufParam("x", Read))
+	// BiasAdd adds b to every row of y: y[r, c] += b[c], where a row of y is
+	// as long as b.
+	BiasAdd = halfBuiltin("bias_add", checkBiasAdd, bufParam("y", ReadWrite), bufParam("b", Read))
+	// Softmax sets each row of y (cols elements) to the softmax of the
+	// same row of x: exp(x - max) / sum(exp(x - max)), in f32.
+	Softmax = halfBuiltin("softmax", checkSoftmax, bufParam("y", Write), bufParam("x", Read), Param{Name: "cols", Kind: I32Param})
 	// ReduceSum sets out[0] to the sum of in, accumulated in f64.
 	ReduceSum = noAlias(builtin("reduce_sum", checkReduce, bufParam("out", Write), bufParam("in", Read)))
 	// Matmul sets c (m x n) = a (m x k) times b (k x n), row-major, accumulated in f32.
@@ -31,7 +46,7 @@ var (
 
 // Builtins lists the builtin kernel library.
 func Builtins() []*Kernel {
-	return []*Kernel{Empty, Spin, Iota, Scale, Axpy, Add, ReduceSum, Matmul}
+	return []*Kernel{Empty, Spin, Iota, Scale, Axpy, Add, ReduceSum, Matmul, Gelu, Relu, BiasAdd, Softmax}
 }
 
 // LookupBuiltin returns the builtin kernel called name, or nil.
@@ -50,6 +65,51 @@ func builtin(name string, check func(*Op) error, params ...Param) *Kernel {
 
 func noAlias(k *Kernel) *Kernel { k.noAlias = true; return k }
 
+// halfBuiltin declares a builtin that also works on f16 and bf16 buffers,
+// with a variant kernel for each.
+func halfBuiltin(name string, check func(*Op) error, params ...Param) *Kernel {
+	k := builtin(name, check, params...)
+	k.variants = map[DType]*Kernel{}
+	for _, dt := range []DType{F16, BF16} {
+		k.variants[dt] = &Kernel{Name: name, Params: params, Source: Builtin, Entry: name + "_" + dt.String(),
+			check: check, dtype: dt, base: k}
+	}
+	return k
+}
+
+// ElemDType is the element type a builtin kernel works on: f32, or f16 or
+// bf16 for the variants Build picks for half-precision buffers.
+func (k *Kernel) ElemDType() DType {
+	if k.base == nil {
+		return F32
+	}
+	return k.dtype
+}
+
+// HalfTypes reports whether builtin k has f16 and bf16 variants.
+func (k *Kernel) HalfTypes() bool { return k.Base().variants != nil }
+
+// Base is the kernel a dtype variant was made from (k itself otherwise).
+func (k *Kernel) Base() *Kernel {
+	if k.base != nil {
+		return k.base
+	}
+	return k
+}
+
+// Variant is k's variant for elements of dt: k's base for f32, nil when k
+// has none for dt.
+func (k *Kernel) Variant(dt DType) *Kernel {
+	b := k.Base()
+	if dt == F32 {
+		return b
+	}
+	return b.variants[dt]
+}
+
+// elemSize is the element size of a builtin launch's buffers.
+func elemSize(op *Op) int64 { return op.Launch.Kernel.ElemDType().Size() }
+
 func bufParam(name string, m Mode) Param { return Param{Name: name, Kind: BufferParam, Mode: m} }
 
 // bufferArg is the view passed for the i-th parameter of op's kernel.
@@ -63,8 +123,9 @@ func sameCounts(op *Op) error {
 			continue
 		}
 		if v := bufferArg(op, i); v.Size != first.Size {
+			es := elemSize(op)
 			return fmt.Errorf("%s has %d elements but %s has %d; %s needs views of equal size",
-				k.Params[0].Name, first.Size/4, p.Name, v.Size/4, k.Name)
+				k.Params[0].Name, first.Size/es, p.Name, v.Size/es, k.Name)
 		}
 	}
 	return nil
@@ -93,4 +154,68 @@ func checkMatmul(op *Op) error {
 		}
 	}
 	return nil
+}
+
+func checkBiasAdd(op *Op) error {
+	es := elemSize(op)
+	ny, nb := bufferArg(op, 0).Size/es, bufferArg(op, 1).Size/es
+	if ny%nb != 0 {
+		return fmt.Errorf("y holds %d elements, not a whole number of rows of b's %d", ny, nb)
+	}
+	return nil
+}
+
+func checkSoftmax(op *Op) error {
+	es := elemSize(op)
+	ny, nx := bufferArg(op, 0).Size/es, bufferArg(op, 1).Size/es
+	cols := op.Launch.Args[2].Int
+	switch {
+	case ny != nx:
+		return fmt.Errorf("y has %d elements but x has %d; softmax needs views of equal size", ny, nx)
+	case cols < 1:
+		return fmt.Errorf("cols = %d: a row has at least one element", cols)
+	case nx%cols != 0:
+		return fmt.Errorf("x holds %d elements, not a whole number of rows of %d", nx, cols)
+	}
+	return nil
+}
+
+// builtinVariant picks the variant of builtin launch o for the dtype of its
+// buffers: a half-precision one when they are f16 or bf16 (all alike),
+// else the f32 kernel, which reads any other buffer's bytes as f32.
+func builtinVariant(o *Op, fail func(field, hint, format string, a ...any)) bool {
+	l := o.Launch
+	base := l.Kernel.Base()
+	half := DType(0)
+	for i, p := range base.Params {
+		if p.Kind != BufferParam {
+			continue
+		}
+		dt := o.Access[l.Args[i].Access].Buf.DType
+		if dt != F16 && dt != BF16 {
+			continue
+		}
+		if base.variants == nil {
+			fail("args."+p.Name, "use f32 buffers", "%s works on f32 elements, not %s", base.Name, dt)
+			return false
+		}
+		if half == 0 {
+			half = dt
+		}
+	}
+	if half == 0 {
+		l.Kernel = base
+		return true
+	}
+	for i, p := range base.Params {
+		if p.Kind != BufferParam {
+			continue
+		}
+		if dt := o.Access[l.Args[i].Access].Buf.DType; dt != half {
+			fail("args."+p.Name, fmt.Sprintf("give every buffer of %s one dtype", base.Name), "%s is %s but another argument is %s", p.Name, dt, half)
+			return false
+		}
+	}
+	l.Kernel = base.Variant(half)
+	return true
 }

@@ -42,6 +42,10 @@ func (c *checker) buffer(b *Buffer, names map[string]struct{}) {
 	if b.Size <= 0 {
 		bad("size", "", "size %d is not positive", b.Size)
 	}
+	if !b.DType.Valid() {
+		bad("dtype", "use u8, i32, i64, f16, bf16, f32 or f64", "unknown dtype %s", b.DType)
+		b.DType = U8 // keep the size checks below meaningful
+	}
 	if b.Device < 0 {
 		bad("device", "", "device %d is negative", b.Device)
 	}
@@ -84,6 +88,16 @@ func valueProblem(dt DType, v float64) string {
 	case F32:
 		if !math.IsInf(v, 0) && !math.IsNaN(v) && math.IsInf(float64(float32(v)), 0) {
 			return fmt.Sprintf("%g is beyond the largest f32 (%g)", v, math.MaxFloat32)
+		}
+		return ""
+	case F16:
+		if !math.IsInf(v, 0) && !math.IsNaN(v) && math.IsInf(float64(F16ToFloat32(F16FromFloat64(v))), 0) {
+			return fmt.Sprintf("%g is beyond the largest f16 (65504)", v)
+		}
+		return ""
+	case BF16:
+		if !math.IsInf(v, 0) && !math.IsNaN(v) && math.IsInf(float64(BF16ToFloat32(BF16FromFloat64(v))), 0) {
+			return fmt.Sprintf("%g is beyond the largest bf16", v)
 		}
 		return ""
 	default:

@@ -35,6 +35,10 @@ func (b *Buffer) fillInitial(out []byte) {
 				binary.LittleEndian.PutUint32(out[i:], math.Float32bits(float32(x>>40)/(1<<24)))
 			case F64:
 				binary.LittleEndian.PutUint64(out[i:], math.Float64bits(float64(x>>11)/(1<<53)))
+			case F16: // multiples of 2^-11: exact in binary16
+				binary.LittleEndian.PutUint16(out[i:], F16FromFloat32(float32(x>>53)/(1<<11)))
+			case BF16: // multiples of 2^-8: exact in bfloat16
+				binary.LittleEndian.PutUint16(out[i:], BF16FromFloat32(float32(x>>56)/(1<<8)))
 			}
 		}
 	}
@@ -62,6 +66,10 @@ func ElemBytes(dt DType, v float64) []byte {
 		binary.LittleEndian.PutUint32(out, math.Float32bits(float32(v)))
 	case F64:
 		binary.LittleEndian.PutUint64(out, math.Float64bits(v))
+	case F16:
+		binary.LittleEndian.PutUint16(out, F16FromFloat64(v))
+	case BF16:
+		binary.LittleEndian.PutUint16(out, BF16FromFloat64(v))
 	}
 	return out
 }

@@ -72,6 +72,12 @@ type Kernel struct {
 	// noAlias: the kernel does not work in place, so even identical views
 	// of a written parameter and another one race (reductions, matmul).
 	noAlias bool
+
+	// Builtins with f16 and bf16 variants: the base kernel lists them; a
+	// variant names its dtype and base.
+	variants map[DType]*Kernel
+	dtype    DType
+	base     *Kernel
 }
 
 // EntryName is the symbol the kernel is looked up by in its module.

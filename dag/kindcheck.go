@@ -16,6 +16,9 @@ var kindChecks = [numOpKinds]kindCheck{
 	Fill:   checkFill,
 	Launch: (*checker).launch,
 	Host:   checkHost,
+	Gemm: func(c *checker, o *Op) {
+		checkGemm(o, func(field, hint, format string, a ...any) { c.fail(o, field, hint, format, a...) })
+	},
 }
 
 // checkLifetimeOp: allocs and frees are for temporaries only.

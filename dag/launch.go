@@ -71,6 +71,20 @@ func (c *checker) launch(o *Op) {
 			"%d arguments for %d parameters", len(l.Args), len(k.Params))
 		return
 	}
+	shapeArgs := true
+	for i, p := range k.Params {
+		if a := l.Args[i]; (p.Kind == BufferParam) != (a.Access >= 0) || a.Access >= len(o.Access) {
+			shapeArgs = false
+		}
+	}
+	if shapeArgs && k.Source == Builtin {
+		// Half-precision buffers launch the builtin's f16/bf16 variant.
+		if !builtinVariant(o, func(field, hint, format string, a ...any) { c.fail(o, field, hint, format, a...) }) {
+			return
+		}
+		k = l.Kernel
+	}
+	es := k.ElemDType().Size()
 	ok := true
 	for i, p := range k.Params {
 		a := l.Args[i]
@@ -100,8 +114,8 @@ func (c *checker) launch(o *Op) {
 			c.fail(o, "args."+p.Name, fmt.Sprintf("pass it as %s", p.Mode), "%s is passed as %s, but %s %s it", acc.View, acc.Mode, k.Name, modeVerb(p.Mode))
 			ok = false
 		}
-		if k.Source == Builtin && (acc.Offset%4 != 0 || acc.Size%4 != 0) {
-			c.fail(o, "args."+p.Name, "builtin kernels work on f32 elements", "view %s is not a whole number of f32 elements", acc.View)
+		if k.Source == Builtin && (acc.Offset%es != 0 || acc.Size%es != 0) {
+			c.fail(o, "args."+p.Name, fmt.Sprintf("%s works on %s elements here", k.Name, k.ElemDType()), "view %s is not a whole number of %s elements", acc.View, k.ElemDType())
 			ok = false
 		}
 	}

@@ -19,6 +19,7 @@ const (
 	Fill                 // set every element of Access[0] to FillValue
 	Launch               // run a kernel
 	Host                 // run a host function on host memory
+	Gemm                 // a matrix product, D = alpha op(A) op(B) + beta C (see GemmSpec)
 
 	numOpKinds // keep last
 )
@@ -62,6 +63,7 @@ var kindInfo = [numOpKinds]KindInfo{
 	Fill:   {Name: "fill", Class: ComputeClass, Accesses: 1, Capturable: true},
 	Launch: {Name: "launch", Class: ComputeClass, Accesses: -1, Capturable: true},
 	Host:   {Name: "host", Class: ComputeClass, Accesses: -1, Capturable: true},
+	Gemm:   {Name: "gemm", Class: ComputeClass, Accesses: -1, Capturable: true},
 }
 
 // OpKinds lists every op kind, in order.
@@ -165,6 +167,7 @@ type Op struct {
 	FillValue float64     // Fill: the element value, in the buffer's DType
 	Launch    *LaunchSpec // Launch
 	HostFunc  HostFunc    // Host
+	Gemm      *GemmSpec   // Gemm
 
 	// Deps are the IDs of the operations this one must follow: inferred from
 	// data and explicit After, without duplicates, each smaller than ID.

@@ -70,7 +70,7 @@ func checkOp(errs []error, i int, op *dag.Op) []error {
 		if len(op.Access) == 0 || op.Access[0].Buf == nil {
 			bad("", "name the buffer it works on", "%s has no buffer", op.Kind)
 		}
-	case dag.Launch, dag.Host:
+	case dag.Launch, dag.Host, dag.Gemm:
 	default:
 		bad("", "", "unknown kind %d", op.Kind)
 	}

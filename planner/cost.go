@@ -54,6 +54,8 @@ func (defaultCost) Duration(op *dag.Op) time.Duration {
 		return copyLatency + overBandwidth(op.Bytes(), copyBandwidth(op.Access[0].Buf, op.Access[1].Buf))
 	case dag.Alloc, dag.Free:
 		return memOpLatency
+	case dag.Gemm:
+		return launchLatency + dag.GemmDuration(op)
 	}
 	return hostStepDefault
 }

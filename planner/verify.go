@@ -204,7 +204,7 @@ func (v *verifier) checkSteps() error {
 		case p.OpStream[i] != s:
 			return &VerifyError{Kind: "op stream", Ops: []string{op.Name},
 				Msg: fmt.Sprintf("op %q runs on %s but OpStream says stream %d", op.Name, v.streamName(s), p.OpStream[i])}
-		case op.Kind == dag.Launch && p.Streams[s].Device != op.Device:
+		case (op.Kind == dag.Launch || op.Kind == dag.Gemm) && p.Streams[s].Device != op.Device:
 			return &VerifyError{Kind: "device", Ops: []string{op.Name},
 				Msg: fmt.Sprintf("kernel op %q of device %d runs on %s of device %d", op.Name, op.Device, v.streamName(s), p.Streams[s].Device)}
 		}

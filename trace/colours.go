@@ -28,6 +28,8 @@ func kindFill(kind dag.OpKind, laneKind planner.StreamKind) string {
 		return "#3f6fa8"
 	case dag.Fill:
 		return "#72b7b2"
+	case dag.Gemm:
+		return "#9fc5e8"
 	case dag.Copy:
 		switch laneKind {
 		case planner.CopyH2D:

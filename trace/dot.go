@@ -111,6 +111,10 @@ func opDetail(op *dag.Op) string {
 		if op.Launch != nil && op.Launch.Kernel != nil {
 			return "launch " + op.Launch.Kernel.Name
 		}
+	case dag.Gemm:
+		if op.Gemm != nil {
+			return "gemm " + op.Gemm.String()
+		}
 	case dag.Copy, dag.Fill, dag.Alloc, dag.Free:
 		if b := opBytes(op); b > 0 {
 			return op.Kind.String() + " " + dag.FormatBytes(b)

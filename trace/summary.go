@@ -64,7 +64,7 @@ func (t *Trace) Summarize() Summary {
 		switch sl.Kind {
 		case dag.Copy:
 			copies = append(copies, iv)
-		case dag.Launch, dag.Fill:
+		case dag.Launch, dag.Fill, dag.Gemm:
 			kernels = append(kernels, iv)
 		}
 	}

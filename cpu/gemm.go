@@ -1,0 +1,188 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+	"sync/atomic"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// GEMMs run on gonum's native BLAS, which is row-major like dagrun's
+// matrices: f32 and f64 directly, f16 and bf16 converted to f32 and
+// multiplied with f32 accumulation, then rounded once to the dtype.
+
+// checkGemm makes sure a Gemm op's views hold what its spec reaches, so a
+// hand-made graph cannot make the BLAS index out of range.
+func checkGemm(op *dag.Op) error { return dag.CheckGemmViews(op) }
+
+// gemmKernel is the Go function of a Gemm op; mem holds its accesses.
+func gemmKernel(op *dag.Op) (kernelFunc, error) {
+	if err := checkGemm(op); err != nil {
+		return nil, err
+	}
+	return func(stop *atomic.Bool, _ []dag.Arg, mem [][]byte) error {
+		return runGemm(stop, op, mem)
+	}, nil
+}
+
+func runGemm(stop *atomic.Bool, op *dag.Op, mem [][]byte) error {
+	s := op.Gemm
+	dt := op.Access[0].Buf.DType
+	out := s.OutAccess()
+	// The output starts as C (beta C is read from it), unless D is C.
+	if s.SeparateD && s.Beta != 0 {
+		copyMatrices(mem[out], mem[dag.GemmC], s.LayoutC(), s.Batch, int(dt.Size()))
+	}
+	tA, tB := blas.NoTrans, blas.NoTrans
+	if s.TransA {
+		tA = blas.Trans
+	}
+	if s.TransB {
+		tB = blas.Trans
+	}
+	la, lb, lc := s.LayoutA(), s.LayoutB(), s.LayoutC()
+	m, n, k := int(s.M), int(s.N), int(s.K)
+	impl := gonum.Implementation{}
+	switch dt {
+	case dag.F64:
+		a, b, c := f64View(mem[dag.GemmA]), f64View(mem[dag.GemmB]), f64View(mem[out])
+		for i := range int(s.Batch) {
+			if stop.Load() {
+				return nil
+			}
+			impl.Dgemm(tA, tB, m, n, k, s.Alpha, batchOf(a.s, la, i), int(la.LD), batchOf(b.s, lb, i), int(lb.LD),
+				s.Beta, batchOf(c.s, lc, i), int(lc.LD))
+		}
+		c.done()
+		return nil
+	case dag.F32:
+		a, b, c := f32View(mem[dag.GemmA]), f32View(mem[dag.GemmB]), f32View(mem[out])
+		alpha, beta := float32(s.Alpha), float32(s.Beta)
+		for i := range int(s.Batch) {
+			if stop.Load() {
+				return nil
+			}
+			impl.Sgemm(tA, tB, m, n, k, alpha, batchOf(a.s, la, i), int(la.LD), batchOf(b.s, lb, i), int(lb.LD),
+				beta, batchOf(c.s, lc, i), int(lc.LD))
+		}
+		c.done()
+		return nil
+	}
+	// f16, bf16: widen to f32, multiply, round each output element once.
+	a, b := halfToF32(mem[dag.GemmA], dt), halfToF32(mem[dag.GemmB], dt)
+	var c []float32
+	if s.Beta != 0 {
+		c = halfToF32(mem[out], dt)
+	} else {
+		c = make([]float32, len(mem[out])/2) // beta 0: C is not read, NaNs included
+	}
+	alpha, beta := float32(s.Alpha), float32(s.Beta)
+	for i := range int(s.Batch) {
+		if stop.Load() {
+			return nil
+		}
+		impl.Sgemm(tA, tB, m, n, k, alpha, batchOf(a, la, i), int(la.LD), batchOf(b, lb, i), int(lb.LD),
+			beta, batchOf(c, lc, i), int(lc.LD))
+	}
+	// Only the matrices' elements are written back: gaps between rows
+	// (ldc > n) and batches keep their bytes.
+	dst := mem[out]
+	for i := range int(s.Batch) {
+		for r := range int(lc.Rows) {
+			base := i*int(lc.Stride) + r*int(lc.LD)
+			for j := range int(lc.Cols) {
+				e := base + j
+				var h uint16
+				if dt == dag.F16 {
+					h = dag.F16FromFloat32(c[e])
+				} else {
+					h = dag.BF16FromFloat32(c[e])
+				}
+				binary.LittleEndian.PutUint16(dst[2*e:], h)
+			}
+		}
+	}
+	return nil
+}
+
+// batchOf is matrix i of a batch of layout l within x.
+func batchOf[T any](x []T, l dag.GemmMatrix, i int) []T {
+	start := i * int(l.Stride)
+	return x[start : start+int((l.Rows-1)*l.LD+l.Cols)]
+}
+
+// elemSlice is a byte slice seen as elements: the bytes themselves when
+// they are aligned for T (the usual case), else a copy written back by done.
+type elemSlice[T any] struct {
+	s   []T
+	raw []byte // the bytes a copy came from; nil when s aliases them
+	put func([]byte, T)
+}
+
+func viewAs[T any](b []byte, put func([]byte, T), get func([]byte) T) elemSlice[T] {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	n := len(b) / size
+	if n == 0 {
+		return elemSlice[T]{}
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%uintptr(size) == 0 {
+		return elemSlice[T]{s: unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)}
+	}
+	s := make([]T, n)
+	for i := range s {
+		s[i] = get(b[i*size:])
+	}
+	return elemSlice[T]{s: s, raw: b, put: put}
+}
+
+func f32View(b []byte) elemSlice[float32] {
+	return viewAs(b, func(p []byte, v float32) { binary.LittleEndian.PutUint32(p, math.Float32bits(v)) },
+		func(p []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(p)) })
+}
+
+func f64View(b []byte) elemSlice[float64] {
+	return viewAs(b, func(p []byte, v float64) { binary.LittleEndian.PutUint64(p, math.Float64bits(v)) },
+		func(p []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(p)) })
+}
+
+// done writes a copy back to the bytes it came from.
+func (e elemSlice[T]) done() {
+	if e.raw == nil {
+		return
+	}
+	size := len(e.raw) / len(e.s)
+	for i, v := range e.s {
+		e.put(e.raw[i*size:], v)
+	}
+}
+
+func halfToF32(b []byte, dt dag.DType) []float32 {
+	out := make([]float32, len(b)/2)
+	for i := range out {
+		h := binary.LittleEndian.Uint16(b[2*i:])
+		if dt == dag.F16 {
+			out[i] = dag.F16ToFloat32(h)
+		} else {
+			out[i] = dag.BF16ToFloat32(h)
+		}
+	}
+	return out
+}
+
+// copyMatrices copies the elements of a batch of layout l from src to dst,
+// leaving the bytes between rows and matrices alone.
+func copyMatrices(dst, src []byte, l dag.GemmMatrix, batch int64, es int) {
+	row := int(l.Cols) * es
+	for i := range int(batch) {
+		for r := range int(l.Rows) {
+			off := (i*int(l.Stride) + r*int(l.LD)) * es
+			copy(dst[off:off+row], src[off:off+row])
+		}
+	}
+}

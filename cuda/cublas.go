@@ -1,0 +1,496 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "cublas.h"
+
+static const char* w_lt_status_name(dr_lt* l, cublasStatus_t s) { return l->cublasLtGetStatusName(s); }
+static const char* w_lt_status_string(dr_lt* l, cublasStatus_t s) { return l->cublasLtGetStatusString(s); }
+static size_t w_lt_version(dr_lt* l) { return l->cublasLtGetVersion(); }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// ErrNoCuBLASLt is reported (through errors.Is) when a graph has GEMMs
+// but no usable cuBLASLt library can be loaded.
+var ErrNoCuBLASLt = errors.New("no usable cuBLASLt library")
+
+// CuBLASError is a failed cuBLASLt call.
+type CuBLASError struct {
+	Call   string // the entry point, for example "cublasLtMatmul"
+	Status int    // the cublasStatus_t
+	Name   string // its name, for example "CUBLAS_STATUS_NOT_SUPPORTED"
+	Msg    string
+}
+
+func (e *CuBLASError) Error() string {
+	if e.Msg == "" {
+		return fmt.Sprintf("%s: %s (%d)", e.Call, e.Name, e.Status)
+	}
+	return fmt.Sprintf("%s: %s (%d): %s", e.Call, e.Name, e.Status, e.Msg)
+}
+
+// cuBLASLt major versions whose enum values and structures the binding in
+// cublas.h matches (cuda/testdata/cublaslt_check.c checks them against
+// the headers of the machine it runs on).
+var cublasLtMajors = []int{12, 13}
+
+// gemmMaxWorkspace bounds the workspace of one GEMM's algorithm: NVIDIA's
+// recommendation for Hopper.
+const gemmMaxWorkspace = 32 << 20
+
+// cublasLtCandidates lists where libcublasLt is looked for, in order:
+// DAGRUN_CUBLASLT (a library file, or a folder holding one), the dynamic
+// loader's search, the CUDA toolkit, and NVIDIA's pip packages.
+func cublasLtCandidates(env string) []string {
+	names := []string{"libcublasLt.so.13", "libcublasLt.so.12"}
+	var c []string
+	if env != "" {
+		if st, err := os.Stat(env); err == nil && st.IsDir() {
+			for _, n := range names {
+				c = append(c, filepath.Join(env, n))
+			}
+		} else {
+			c = append(c, env)
+		}
+	}
+	c = append(c, names...)
+	for _, dir := range []string{
+		"/usr/local/cuda/lib64",
+		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib",
+		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib",
+		"/usr/local/lib/python3.12/dist-packages/nvidia/cu13/lib",
+		"/usr/local/lib/python3.12/dist-packages/nvidia/cublas/lib",
+	} {
+		for _, n := range names {
+			c = append(c, filepath.Join(dir, n))
+		}
+	}
+	return c
+}
+
+// cublasLt is a loaded cuBLASLt library.
+type cublasLt struct {
+	lib     *C.dr_lt
+	path    string
+	version int // cublasLtGetVersion: major*10000 + minor*100 + patch
+}
+
+func openCuBLASLt(candidates []string) (*cublasLt, error) {
+	lib := (*C.dr_lt)(C.calloc(1, C.sizeof_dr_lt))
+	if lib == nil {
+		return nil, fmt.Errorf("%w: out of memory", ErrNoCuBLASLt)
+	}
+	var tried []string
+	for _, p := range candidates {
+		cp := C.CString(p)
+		var why *C.char
+		rc := C.dr_lt_load(lib, cp, &why)
+		C.free(unsafe.Pointer(cp))
+		switch rc {
+		case 0:
+			l := &cublasLt{lib: lib, path: p, version: int(C.w_lt_version(lib))}
+			if err := checkCuBLASLtVersion(l.version, p); err != nil {
+				l.close()
+				return nil, err
+			}
+			return l, nil
+		case 1:
+			tried = append(tried, fmt.Sprintf("%s lacks %s", p, C.GoString(why)))
+		default:
+			if s := C.GoString(why); !strings.Contains(s, "No such file") {
+				tried = append(tried, s)
+			}
+		}
+	}
+	C.free(unsafe.Pointer(lib))
+	msg := "none of " + strings.Join(candidates, ", ") + " opens"
+	if len(tried) > 0 {
+		msg = strings.Join(tried, "; ")
+	}
+	return nil, fmt.Errorf("%w: libcublasLt.so.13: %s (install the CUDA toolkit or the nvidia-cublas pip package, or set DAGRUN_CUBLASLT to libcublasLt's path; the cpu backend runs GEMMs without it)",
+		ErrNoCuBLASLt, msg)
+}
+
+// checkCuBLASLtVersion refuses a cuBLASLt whose major version the binding
+// was not checked against: its enum values or structures may differ.
+func checkCuBLASLtVersion(v int, path string) error {
+	major, minor, patch := v/10000, v/100%100, v%100
+	if v < 100000 { // cuBLAS 11 and older count major*1000 + minor*100 + patch
+		major, minor = v/1000, v/100%10
+	}
+	for _, m := range cublasLtMajors {
+		if major == m {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s is cuBLASLt %d.%d.%d, but dagrun's binding is checked against major versions %v only (point DAGRUN_CUBLASLT at a cuBLASLt 13 library)",
+		ErrNoCuBLASLt, path, major, minor, patch, cublasLtMajors)
+}
+
+func (l *cublasLt) close() {
+	if l.lib != nil {
+		C.dr_lt_unload(l.lib)
+		C.free(unsafe.Pointer(l.lib))
+		l.lib = nil
+	}
+}
+
+func (l *cublasLt) err(call string, st C.cublasStatus_t) error {
+	e := &CuBLASError{Call: call, Status: int(st)}
+	if s := C.w_lt_status_name(l.lib, st); s != nil {
+		e.Name = C.GoString(s)
+	}
+	if s := C.w_lt_status_string(l.lib, st); s != nil {
+		e.Msg = C.GoString(s)
+	}
+	return e
+}
+
+// gemmType is how cuBLASLt is told about a GEMM of dtype dt: the data
+// type of the matrices, the compute type and the type of alpha and beta.
+type gemmType struct {
+	data, compute, scale C.int
+	f64                  bool
+}
+
+func gemmTypeOf(dt dag.DType, tf32 bool) (gemmType, error) {
+	switch dt {
+	case dag.F32:
+		t := gemmType{data: C.DR_CUDA_R_32F, compute: C.DR_CUBLAS_COMPUTE_32F, scale: C.DR_CUDA_R_32F}
+		if tf32 {
+			t.compute = C.DR_CUBLAS_COMPUTE_32F_FAST_TF32
+		}
+		return t, nil
+	case dag.F64:
+		return gemmType{data: C.DR_CUDA_R_64F, compute: C.DR_CUBLAS_COMPUTE_64F, scale: C.DR_CUDA_R_64F, f64: true}, nil
+	case dag.F16:
+		return gemmType{data: C.DR_CUDA_R_16F, compute: C.DR_CUBLAS_COMPUTE_32F, scale: C.DR_CUDA_R_32F}, nil
+	case dag.BF16:
+		return gemmType{data: C.DR_CUDA_R_16BF, compute: C.DR_CUBLAS_COMPUTE_32F, scale: C.DR_CUDA_R_32F}, nil
+	}
+	return gemmType{}, fmt.Errorf("cuBLASLt GEMMs take f32, f64, f16 or bf16 matrices, not %s", dt)
+}
+
+// gemmKey is a GEMM's signature: what the heuristic sees. GEMMs of one
+// signature on one device share the algorithm picked for the first.
+type gemmKey struct {
+	device      int
+	dt          dag.DType
+	tf32        bool
+	transA      bool
+	transB      bool
+	m, n, k     int64
+	lda, ldb    int64
+	ldc         int64
+	batch       int64
+	sa, sb, sc  int64
+	align       [4]uint32 // A, B, C, D
+	betaNonZero bool
+}
+
+type ltHandle struct {
+	h   C.cublasLtHandle_t
+	ctx C.CUcontext
+}
+
+type gemmAlgo struct {
+	algo C.dr_lt_algo
+	ws   C.size_t
+}
+
+// gemmer runs GEMM ops with cuBLASLt: a handle per device, and per GEMM
+// spec its descriptors, the algorithm picked once for its signature and a
+// workspace of its own (so GEMMs on different streams never share one).
+// A Backend keeps one for its life; close releases what an Open made.
+type gemmer struct {
+	drv        *driver
+	candidates []string
+	lt         *cublasLt        // loaded at the first prepare
+	handles    map[int]ltHandle // by device ordinal
+	algos      map[gemmKey]gemmAlgo
+	recs       map[*dag.GemmSpec]*gemmRec
+	workspaces int // device allocations held
+}
+
+// gemmRec is one prepared GEMM, in C memory (cuBLASLt reads alpha and
+// beta through pointers into it).
+type gemmRec struct {
+	c     *C.dr_gemm
+	dev   *device
+	align [4]uint32 // the alignments the algorithm was picked for
+}
+
+func newGemmer(drv *driver, candidates []string) *gemmer {
+	return &gemmer{drv: drv, candidates: candidates, handles: map[int]ltHandle{},
+		algos: map[gemmKey]gemmAlgo{}, recs: map[*dag.GemmSpec]*gemmRec{}}
+}
+
+// viewAlign is the alignment, in bytes up to 256, of view v of a device
+// buffer: the driver aligns a persistent buffer's base to 256 bytes at
+// least; a temporary one, allocated from a pool at run time, is counted
+// on for 16 only (what cuBLASLt's vectorised kernels need), and Run checks
+// the addresses it gets.
+func viewAlign(v dag.View) uint32 {
+	base := uint64(256)
+	if v.Buf != nil && v.Buf.Temporary {
+		base = 16
+	}
+	if v.Offset == 0 {
+		return uint32(base)
+	}
+	return uint32(min(1<<bits.TrailingZeros64(uint64(v.Offset)), base))
+}
+
+// prepare makes op's GEMM ready on device d: its descriptors, algorithm
+// and workspace, or finds them made for its spec already.
+func (g *gemmer) prepare(d *device, op *dag.Op) (*gemmRec, error) {
+	if err := dag.CheckGemmViews(op); err != nil {
+		return nil, err
+	}
+	s := op.Gemm
+	var align [4]uint32
+	for i := range align {
+		align[i] = viewAlign(op.Access[min(i, len(op.Access)-1)].View)
+		if i == dag.GemmD && !s.SeparateD {
+			align[i] = align[dag.GemmC]
+		}
+	}
+	if r := g.recs[s]; r != nil {
+		// A variant of a prepared op (rebound views): the same GEMM, whose
+		// new addresses Run checks against the alignments picked for.
+		if r.dev != d {
+			return nil, fmt.Errorf("gemm prepared for device %d runs on device %d", r.dev.ordinal, d.ordinal)
+		}
+		return r, nil
+	}
+	dt := op.Access[dag.GemmA].Buf.DType
+	typ, err := gemmTypeOf(dt, s.TF32)
+	if err != nil {
+		return nil, err
+	}
+	if g.lt == nil {
+		lt, err := openCuBLASLt(g.candidates)
+		if err != nil {
+			return nil, err
+		}
+		g.lt = lt
+	}
+	h, ok := g.handles[d.ordinal]
+	if !ok {
+		var cu C.CUresult
+		st := C.dr_lt_create(g.lt.lib, g.drv.api, d.ctx, &h.h, &cu)
+		if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
+			return nil, err
+		}
+		if st != 0 {
+			return nil, g.lt.err("cublasLtCreate", st)
+		}
+		h.ctx = d.ctx
+		g.handles[d.ordinal] = h
+	}
+	rec := (*C.dr_gemm)(C.calloc(1, C.sizeof_dr_gemm))
+	if rec == nil {
+		return nil, errors.New("out of host memory")
+	}
+	r := &gemmRec{c: rec, dev: d, align: align}
+	rec.handle = h.h
+	if typ.f64 {
+		rec.f64 = 1
+		rec.alpha64, rec.beta64 = C.double(s.Alpha), C.double(s.Beta)
+	} else {
+		rec.alpha32, rec.beta32 = C.float(s.Alpha), C.float(s.Beta)
+	}
+	shape := colMajorShape(s, typ, align)
+	key := gemmKey{device: d.ordinal, dt: dt, tf32: s.TF32, transA: s.TransA, transB: s.TransB, m: s.M, n: s.N, k: s.K,
+		lda: s.LDA, ldb: s.LDB, ldc: s.LDC, batch: s.Batch, sa: s.StrideA, sb: s.StrideB, sc: s.StrideC,
+		align: align, betaNonZero: s.Beta != 0}
+	known, haveAlgo := g.algos[key]
+	var step *C.char
+	var cu C.CUresult
+	pick := C.int(1)
+	if haveAlgo {
+		pick = 0
+	}
+	st := C.dr_gemm_setup(g.lt.lib, g.drv.api, d.ctx, rec, &shape, pick, &step, &cu)
+	fail := func(err error) (*gemmRec, error) {
+		C.dr_gemm_teardown(g.lt.lib, rec)
+		C.free(unsafe.Pointer(rec))
+		return nil, err
+	}
+	if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
+		return fail(err)
+	}
+	switch {
+	case st == -1:
+		return fail(fmt.Errorf("cuBLASLt has no algorithm for the %s gemm %s on device %d (%s)", dt, s, d.ordinal, d.info.name))
+	case st != 0:
+		return fail(g.lt.err(C.GoString(step), st))
+	}
+	if haveAlgo {
+		rec.algo, rec.workspaceSize = known.algo, known.ws
+	} else {
+		g.algos[key] = gemmAlgo{algo: rec.algo, ws: rec.workspaceSize}
+	}
+	if rec.workspaceSize > 0 {
+		p, err := g.drv.memAlloc(d.ctx, int64(rec.workspaceSize))
+		if err != nil {
+			return fail(fmt.Errorf("workspace of %d bytes for cuBLASLt: %w", rec.workspaceSize, err))
+		}
+		rec.workspace = p
+		g.workspaces++
+	}
+	g.recs[s] = r
+	return r, nil
+}
+
+// colMajorShape maps row-major D = op(A) op(B) (m x n) onto cuBLASLt's
+// column-major terms: a row-major R x C matrix is a column-major C x R
+// one, so D^T = op(B)^T op(A)^T is computed with x = B and y = A, each
+// keeping its transpose flag, and D^T is n x m.
+func colMajorShape(s *dag.GemmSpec, t gemmType, align [4]uint32) C.dr_gemm_shape {
+	la, lb, lc := s.LayoutA(), s.LayoutB(), s.LayoutC()
+	op := func(trans bool) C.int {
+		if trans {
+			return C.DR_CUBLAS_OP_T
+		}
+		return C.DR_CUBLAS_OP_N
+	}
+	return C.dr_gemm_shape{
+		computeType: t.compute, scaleType: t.scale, dataType: t.data,
+		transx: op(s.TransB), transy: op(s.TransA),
+		m: C.uint64_t(s.N), n: C.uint64_t(s.M), k: C.uint64_t(s.K),
+		xrows: C.uint64_t(lb.Cols), xcols: C.uint64_t(lb.Rows),
+		yrows: C.uint64_t(la.Cols), ycols: C.uint64_t(la.Rows),
+		ldx: C.int64_t(lb.LD), ldy: C.int64_t(la.LD), ldc: C.int64_t(lc.LD),
+		batch:   C.int32_t(s.Batch),
+		stridex: C.int64_t(lb.Stride), stridey: C.int64_t(la.Stride), stridec: C.int64_t(lc.Stride),
+		alignx: C.uint32_t(align[dag.GemmB]), aligny: C.uint32_t(align[dag.GemmA]),
+		alignc: C.uint32_t(align[dag.GemmC]), alignd: C.uint32_t(align[dag.GemmD]),
+		maxWorkspace: gemmMaxWorkspace,
+	}
+}
+
+// run enqueues r on stream s with the operands' device addresses now.
+func (g *gemmer) run(r *gemmRec, s C.CUstream, a, b, c, d C.CUdeviceptr) error {
+	for i, p := range []C.CUdeviceptr{a, b, c, d} {
+		if uint64(p)%uint64(r.align[i]) != 0 {
+			return fmt.Errorf("operand %c at %#x is not aligned to the %d bytes its cuBLASLt algorithm was picked for",
+				"abcd"[i], uint64(p), r.align[i])
+		}
+	}
+	var cu C.CUresult
+	st := C.dr_gemm_run(g.lt.lib, g.drv.api, r.dev.ctx, r.c, b, a, c, d, s, &cu)
+	if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
+		return err
+	}
+	if st != 0 {
+		return g.lt.err("cublasLtMatmul", st)
+	}
+	return nil
+}
+
+// close releases every descriptor, workspace and handle; the devices must
+// be idle. The library stays loaded for the next Open, as the driver does:
+// cuBLASLt carries CUDA runtime state that unloading it does not promise
+// to clean up.
+func (g *gemmer) close() error {
+	var errs []error
+	for s, r := range g.recs {
+		if r.c.workspace != 0 {
+			if err := g.drv.memFree(r.dev.ctx, r.c.workspace); err != nil {
+				errs = append(errs, err)
+			}
+			g.workspaces--
+		}
+		C.dr_gemm_teardown(g.lt.lib, r.c)
+		C.free(unsafe.Pointer(r.c))
+		delete(g.recs, s)
+	}
+	for ord, h := range g.handles {
+		var cu C.CUresult
+		st := C.dr_lt_destroy(g.lt.lib, g.drv.api, h.ctx, h.h, &cu)
+		if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
+			errs = append(errs, err)
+		} else if st != 0 {
+			errs = append(errs, g.lt.err("cublasLtDestroy", st))
+		}
+		delete(g.handles, ord)
+	}
+	clear(g.algos)
+	return errors.Join(errs...)
+}
+
+// bindingValue is one value the binding in cublas.h declares by hand, with
+// the C expression that gives it in the real cuBLASLt headers.
+type bindingValue struct {
+	Expr  string
+	Value int64
+}
+
+// cublasBinding lists every hand-declared enum value, structure size and
+// field offset the binding relies on, for cuda/testdata/cublaslt_check.c.
+func cublasBinding() []bindingValue {
+	var h C.dr_lt_heuristic
+	return []bindingValue{
+		{"CUBLAS_STATUS_SUCCESS", C.DR_CUBLAS_STATUS_SUCCESS},
+		{"CUBLAS_OP_N", C.DR_CUBLAS_OP_N},
+		{"CUBLAS_OP_T", C.DR_CUBLAS_OP_T},
+		{"CUBLAS_COMPUTE_32F", C.DR_CUBLAS_COMPUTE_32F},
+		{"CUBLAS_COMPUTE_32F_FAST_TF32", C.DR_CUBLAS_COMPUTE_32F_FAST_TF32},
+		{"CUBLAS_COMPUTE_64F", C.DR_CUBLAS_COMPUTE_64F},
+		{"CUDA_R_32F", C.DR_CUDA_R_32F},
+		{"CUDA_R_64F", C.DR_CUDA_R_64F},
+		{"CUDA_R_16F", C.DR_CUDA_R_16F},
+		{"CUDA_R_16BF", C.DR_CUDA_R_16BF},
+		{"CUBLASLT_MATMUL_DESC_TRANSA", C.DR_LT_MATMUL_DESC_TRANSA},
+		{"CUBLASLT_MATMUL_DESC_TRANSB", C.DR_LT_MATMUL_DESC_TRANSB},
+		{"CUBLASLT_MATRIX_LAYOUT_ORDER", C.DR_LT_MATRIX_LAYOUT_ORDER},
+		{"CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT", C.DR_LT_MATRIX_LAYOUT_BATCH_COUNT},
+		{"CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET", C.DR_LT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET},
+		{"CUBLASLT_ORDER_COL", C.DR_LT_ORDER_COL},
+		{"CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES", C.DR_LT_MATMUL_PREF_MAX_WORKSPACE_BYTES},
+		{"CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES", C.DR_LT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES},
+		{"CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES", C.DR_LT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES},
+		{"CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES", C.DR_LT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES},
+		{"CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES", C.DR_LT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES},
+		{"sizeof(cublasLtMatmulAlgo_t)", C.sizeof_dr_lt_algo},
+		{"sizeof(cublasLtMatmulHeuristicResult_t)", C.sizeof_dr_lt_heuristic},
+		{"offsetof(cublasLtMatmulHeuristicResult_t, algo)", int64(unsafe.Offsetof(h.algo))},
+		{"offsetof(cublasLtMatmulHeuristicResult_t, workspaceSize)", int64(unsafe.Offsetof(h.workspaceSize))},
+		{"offsetof(cublasLtMatmulHeuristicResult_t, state)", int64(unsafe.Offsetof(h.state))},
+		{"offsetof(cublasLtMatmulHeuristicResult_t, wavesCount)", int64(unsafe.Offsetof(h.wavesCount))},
+		{"sizeof(cublasStatus_t)", C.sizeof_cublasStatus_t},
+		// The attributes the binding sets, by the size of what it passes.
+		{"sizeof(cublasOperation_t)", 4},
+		{"sizeof(cublasLtOrder_t)", 4},
+		{"sizeof(cudaDataType)", 4},
+		{"sizeof(cublasComputeType_t)", 4},
+	}
+}
+
+// raw enqueues r's cublasLtMatmul n times on s from one C loop, with the
+// same descriptors, algorithm and workspace: the floor the benchmarks set
+// a gemm op against.
+func (g *gemmer) raw(r *gemmRec, s C.CUstream, a, b, c, d C.CUdeviceptr, n int) error {
+	var cu C.CUresult
+	st := C.dr_gemm_raw(g.lt.lib, g.drv.api, r.dev.ctx, r.c, b, a, c, d, s, C.int(n), &cu)
+	if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
+		return err
+	}
+	if st != 0 {
+		return g.lt.err("cublasLtMatmul", st)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+// Hand-declared subset of cuBLASLt, loaded with dlopen at run time: dagrun
+// builds without the CUDA SDK. Values and layouts are copied from
+// cublasLt.h, cublas_api.h and library_types.h of CUDA 13.0 (cuBLAS 13.1);
+// cuda/testdata/cublaslt_check.c checks each against the real headers.
+#ifndef DAGRUN_CUBLAS_H
+#define DAGRUN_CUBLAS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda.h"
+
+typedef int cublasStatus_t;
+typedef struct cublasLtContext* cublasLtHandle_t;
+typedef void* cublasLtMatmulDesc_t;       // cublasLtMatmulDescOpaque_t*
+typedef void* cublasLtMatrixLayout_t;     // cublasLtMatrixLayoutOpaque_t*
+typedef void* cublasLtMatmulPreference_t; // cublasLtMatmulPreferenceOpaque_t*
+
+// cublasLtMatmulAlgo_t
+typedef struct {
+	uint64_t data[8];
+} dr_lt_algo;
+
+// cublasLtMatmulHeuristicResult_t
+typedef struct {
+	dr_lt_algo algo;
+	size_t workspaceSize;
+	cublasStatus_t state;
+	float wavesCount;
+	int reserved[4];
+} dr_lt_heuristic;
+
+enum {
+	DR_CUBLAS_STATUS_SUCCESS = 0,
+	DR_CUBLAS_OP_N = 0,
+	DR_CUBLAS_OP_T = 1,
+	// cublasComputeType_t
+	DR_CUBLAS_COMPUTE_32F = 68,
+	DR_CUBLAS_COMPUTE_32F_FAST_TF32 = 77,
+	DR_CUBLAS_COMPUTE_64F = 70,
+	// cudaDataType_t
+	DR_CUDA_R_32F = 0,
+	DR_CUDA_R_64F = 1,
+	DR_CUDA_R_16F = 2,
+	DR_CUDA_R_16BF = 14,
+	// cublasLtMatmulDescAttributes_t (int32_t values)
+	DR_LT_MATMUL_DESC_TRANSA = 3,
+	DR_LT_MATMUL_DESC_TRANSB = 4,
+	// cublasLtMatrixLayoutAttribute_t
+	DR_LT_MATRIX_LAYOUT_ORDER = 1,
+	DR_LT_MATRIX_LAYOUT_BATCH_COUNT = 5,          // int32_t
+	DR_LT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6, // int64_t
+	DR_LT_ORDER_COL = 0,
+	// cublasLtMatmulPreferenceAttributes_t
+	DR_LT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1, // uint64_t
+	DR_LT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5, // uint32_t, and B, C, D after it
+	DR_LT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+	DR_LT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+	DR_LT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8,
+};
+
+typedef struct dr_lt {
+	void* lib;
+	cublasStatus_t (*cublasLtCreate)(cublasLtHandle_t*);
+	cublasStatus_t (*cublasLtDestroy)(cublasLtHandle_t);
+	const char* (*cublasLtGetStatusName)(cublasStatus_t);
+	const char* (*cublasLtGetStatusString)(cublasStatus_t);
+	size_t (*cublasLtGetVersion)(void);
+	cublasStatus_t (*cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t*, int, int);
+	cublasStatus_t (*cublasLtMatmulDescDestroy)(cublasLtMatmulDesc_t);
+	cublasStatus_t (*cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t, int, const void*, size_t);
+	cublasStatus_t (*cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t*, int, uint64_t, uint64_t, int64_t);
+	cublasStatus_t (*cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t);
+	cublasStatus_t (*cublasLtMatrixLayoutSetAttribute)(cublasLtMatrixLayout_t, int, const void*, size_t);
+	cublasStatus_t (*cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t*);
+	cublasStatus_t (*cublasLtMatmulPreferenceDestroy)(cublasLtMatmulPreference_t);
+	cublasStatus_t (*cublasLtMatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t, int, const void*, size_t);
+	cublasStatus_t (*cublasLtMatmulAlgoGetHeuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+	                                                 cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+	                                                 cublasLtMatmulPreference_t, int, dr_lt_heuristic*, int*);
+	cublasStatus_t (*cublasLtMatmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*, cublasLtMatrixLayout_t,
+	                                 const void*, cublasLtMatrixLayout_t, const void*, const void*, cublasLtMatrixLayout_t,
+	                                 void*, cublasLtMatrixLayout_t, const dr_lt_algo*, void*, size_t, CUstream);
+} dr_lt;
+
+int dr_lt_load(dr_lt* l, const char* path, const char** missing);
+void dr_lt_unload(dr_lt* l);
+
+// dr_gemm is one GEMM ready to run: row-major operands mapped onto
+// cuBLASLt's column-major ones (x = B, y = A; see cublas.go), with its
+// algorithm and workspace chosen once.
+typedef struct dr_gemm {
+	cublasLtHandle_t handle;
+	cublasLtMatmulDesc_t desc;
+	cublasLtMatrixLayout_t lx, ly, lc; // lc serves C and D
+	dr_lt_algo algo;
+	CUdeviceptr workspace;
+	size_t workspaceSize;
+	int f64; // alpha and beta are doubles (f64 GEMMs), else floats
+	double alpha64, beta64;
+	float alpha32, beta32;
+} dr_gemm;
+
+// Shape of a GEMM in cuBLASLt's column-major terms.
+typedef struct {
+	int computeType, scaleType, dataType;
+	int transx, transy;
+	uint64_t m, n, k;                 // D is m x n, op(x) m x k, op(y) k x n
+	uint64_t xrows, xcols, yrows, ycols; // stored (column-major) shapes
+	int64_t ldx, ldy, ldc;
+	int32_t batch;
+	int64_t stridex, stridey, stridec;
+	uint32_t alignx, aligny, alignc, alignd;
+	uint64_t maxWorkspace;
+} dr_gemm_shape;
+
+// dr_gemm_setup makes g's descriptors for shape s and, when pick is set,
+// asks the heuristic for the best algorithm into g->algo and
+// g->workspaceSize. *step names the call that failed.
+cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, const dr_gemm_shape* s, int pick, const char** step,
+                             CUresult* cu);
+void dr_gemm_teardown(dr_lt* l, dr_gemm* g);
+cublasStatus_t dr_lt_create(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t* h, CUresult* cu);
+cublasStatus_t dr_lt_destroy(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t h, CUresult* cu);
+// dr_gemm_run enqueues D = alpha op(x) op(y) + beta C on s.
+cublasStatus_t dr_gemm_run(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc,
+                           CUdeviceptr d, CUstream s, CUresult* cu);
+// dr_gemm_raw enqueues the same call n times, straight from C: the floor of
+// the benchmarks.
+cublasStatus_t dr_gemm_raw(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc,
+                           CUdeviceptr d, CUstream s, int n, CUresult* cu);
+
+#endif
