@@ -71,6 +71,7 @@ func (g *Builder) Build() (*Graph, error) {
 		o.ID = i
 	}
 	inferDeps(ops, len(g.bufs))
+	chainOrdered(ops)
 	ops, err := addAfter(ops)
 	if err != nil {
 		return nil, err
@@ -172,6 +173,8 @@ func (g *Builder) checkOp(o *Op, owned func(*Buffer) bool, bad func(*Error)) {
 					"host step uses device buffer %s", a.Buf.Name)
 			}
 		}
+	case AllReduce, AllGather, ReduceScatter, Broadcast, Send, Recv:
+		checkCollective(o, fail)
 	default:
 		fail("", "", "unknown kind %d", o.Kind)
 	}
