@@ -86,6 +86,22 @@ int main(void) {
 	CK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
 	CK(cuCtxSetCurrent(ctx[1]));
 	CK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+	// Peer access both ways where the hardware allows, as dagrun's backend
+	// enables it at open.
+	for (int d = 0; d < 2; d++) {
+		CUdevice me, peer;
+		CK(cuDeviceGet(&me, d));
+		CK(cuDeviceGet(&peer, 1 - d));
+		int can = 0;
+		CK(cuDeviceCanAccessPeer(&can, me, peer));
+		if (can) {
+			CK(cuCtxSetCurrent(ctx[d]));
+			CUresult r = cuCtxEnablePeerAccess(ctx[1 - d], 0);
+			if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+				CK(r);
+			}
+		}
+	}
 	int devs[2] = {0, 1};
 	NK(ncclCommInitAll(comm, 2, devs));
 
