@@ -7,29 +7,6 @@ import (
 	"strings"
 )
 
-// A graph is one rank's program: the same graph runs on every rank of a
-// world of N ranks, and its collectives name the rank's own views. The
-// world size is not part of the graph (one spec runs with any N); Build
-// checks what holds for every N, and Graph.CheckWorld what depends on it.
-//
-// Sizes. AllReduce and Broadcast use one view of the same size on every
-// rank. AllGather's out is world times its in (rank r's in lands at
-// out[r*len(in):]); ReduceScatter's in is world times its out (rank r keeps
-// the r-th block of the reduced in). The larger view of the two is the one
-// the world multiplies; the two views are disjoint (NCCL's in-place forms put
-// the small view at a rank-dependent offset, which one program for every
-// rank cannot name).
-//
-// Reductions follow NCCL: sums and products of integers wrap around; Avg of
-// integers sums (wrapping) and then divides, truncating toward zero; Avg of
-// floats multiplies each rank's value by 1/N in the element type and then
-// sums (NCCL's pre-multiplied sum), so float results may differ from
-// sum-then-divide in the last bits.
-//
-// Send and Recv pair up in the order they appear per peer: the k-th Send
-// from rank a to rank b delivers into the k-th Recv of rank b from rank a,
-// and the two views hold the same number of bytes.
-
 // Reduction is how AllReduce and ReduceScatter combine the ranks' elements.
 // Its values are NCCL's ncclRedOp_t.
 type Reduction uint8
@@ -39,7 +16,7 @@ const (
 	Prod                  // ncclProd
 	Max                   // ncclMax
 	Min                   // ncclMin
-	Avg                   // ncclAvg: see the package notes on rounding
+	Avg                   // ncclAvg: see CollectiveSpec on rounding
 
 	numReductions
 )
@@ -76,6 +53,29 @@ func Reductions() []Reduction {
 }
 
 // CollectiveSpec is the collective-specific part of an op.
+//
+// A graph is one rank's program: the same graph runs on every rank of a
+// world of N ranks, and its collectives name the rank's own views. The
+// world size is not part of the graph (one spec runs with any N); Build
+// checks what holds for every N, and Graph.CheckWorld what depends on it.
+//
+// Sizes. AllReduce and Broadcast use one view of the same size on every
+// rank. AllGather's out is world times its in (rank r's in lands at
+// out[r*len(in):]); ReduceScatter's in is world times its out (rank r keeps
+// the r-th block of the reduced in). The larger view of the two is the one
+// the world multiplies; the two views are disjoint (NCCL's in-place forms put
+// the small view at a rank-dependent offset, which one program for every
+// rank cannot name).
+//
+// Reductions follow NCCL: sums and products of integers wrap around; Avg of
+// integers sums (wrapping) and then divides, truncating toward zero; Avg of
+// floats multiplies each rank's value by 1/N in the element type and then
+// sums (NCCL's pre-multiplied sum), so float results may differ from
+// sum-then-divide in the last bits.
+//
+// Send and Recv pair up in the order they appear per peer: the k-th Send
+// from rank a to rank b delivers into the k-th Recv of rank b from rank a,
+// and the two views hold the same number of bytes.
 type CollectiveSpec struct {
 	Reduction Reduction // AllReduce, ReduceScatter
 	Root      int       // Broadcast: the rank whose view every rank receives
