@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -470,4 +472,87 @@ func BenchmarkPeerCopy(b *testing.B) {
 		require.NoError(b, g.drv.rawPeerCopies(g.ctxs[0], dst, g.ctxs[0], src, g.ctxs[1], n, g.streams[0], b.N))
 		report(b, start)
 	})
+}
+
+// TestNCCLInitRankGPU takes the path of ranks in separate processes, with
+// goroutines for processes: rank 0 makes the unique id, the TCP rendezvous
+// of internal/comm carries it, each rank joins with ncclCommInitRank on its
+// own device and runs an ungrouped all-reduce; then both abort cleanly.
+func TestNCCLInitRankGPU(t *testing.T) {
+	g := openTwoGPUs(t)
+	id, err := g.nccl.uniqueID()
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	const n = 1 << 16
+	got := make([][]byte, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			errs[r] = func() error {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				cfg := comm.Config{Place: comm.Place{Rank: r, World: 2, Addr: ln.Addr().String()}, Options: comm.Options{Timeout: 30 * time.Second}}
+				if r == 0 {
+					cfg.Listener, cfg.Payload = ln, id[:]
+				}
+				c, err := comm.Rendezvous(t.Context(), cfg)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				var rid NCCLUniqueID
+				if copy(rid[:], c.Payload()) != len(rid) {
+					return fmt.Errorf("rank %d: unique id of %d bytes", r, len(c.Payload()))
+				}
+				nc, err := g.nccl.initRank(g.drv, g.ctxs[r], 2, r, rid)
+				if err != nil {
+					return err
+				}
+				defer nc.destroy()
+				buf, err := g.drv.memAlloc(g.ctxs[r], 4*n)
+				if err != nil {
+					return err
+				}
+				defer g.drv.memFree(g.ctxs[r], buf)
+				if err := g.drv.htod(g.ctxs[r], buf, gpuRankData(dag.F32, r, n)); err != nil {
+					return err
+				}
+				if err := g.drv.ctxSync(g.ctxs[r]); err != nil {
+					return err
+				}
+				if err := g.nccl.group([]ncclCall{{Kind: dag.AllReduce, Send: buf, Recv: buf, Count: n, DType: dag.F32,
+					Reduction: dag.Sum, Comm: nc, Stream: g.streams[r]}}); err != nil {
+					return err
+				}
+				if err := g.drv.streamSync(g.ctxs[r], g.streams[r]); err != nil {
+					return err
+				}
+				if err := nc.asyncError(); err != nil {
+					return err
+				}
+				got[r] = make([]byte, 4*n)
+				return g.drv.dtoh(g.ctxs[r], got[r], buf)
+			}()
+		})
+	}
+	wg.Wait()
+	for r := range 2 {
+		require.NoError(t, errs[r], "rank %d", r)
+	}
+	want := make([]byte, 4*n)
+	require.NoError(t, comm.Reduce(dag.F32, dag.Sum, want, [][]byte{gpuRankData(dag.F32, 0, n), gpuRankData(dag.F32, 1, n)}))
+	for r := range 2 {
+		assert.NoError(t, closeEnough(dag.F32, got[r], want), "rank %d", r)
+	}
+
+	// A communicator aborted (what a rank does when another failed) is gone
+	// without waiting for its peers.
+	comms, err := g.nccl.initAll([]int{0, 1})
+	require.NoError(t, err)
+	for _, c := range comms {
+		assert.NoError(t, c.abort())
+		assert.NoError(t, c.abort(), "aborting twice is no error")
+	}
 }
