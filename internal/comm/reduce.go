@@ -33,7 +33,7 @@ func encode[T number](dst []byte, v []T) {
 }
 
 // Reduce sets dst to the reduction of srcs (one per rank, in rank order,
-// each as long as dst) with NCCL's semantics for a world of len(srcs)
+// each as long as dst; dst may be srcs[0] but no other) with NCCL's semantics for a world of len(srcs)
 // ranks: integer sums and products wrap; avg of integers sums, then divides
 // (truncating toward zero); avg of floats multiplies each rank's elements
 // by 1/N in the element type, then sums.
@@ -90,33 +90,66 @@ func combine[T number](op dag.Reduction, acc, x []T) {
 	}
 }
 
-func reduceInts[T ~uint8 | ~int32 | ~int64](op dag.Reduction, dst []byte, srcs [][]byte) {
-	acc := decode[T](srcs[0])
-	for _, s := range srcs[1:] {
-		combine(op, acc, decode[T](s))
+// view returns b's elements as a []T sharing b's memory when b is aligned
+// for T (a make([]byte) of 8 bytes or more is), else a copy; aliased
+// reports which.
+func view[T number](b []byte) (v []T, aliased bool) {
+	var zero T
+	sz := int(unsafe.Sizeof(zero))
+	if len(b) == 0 || uintptr(unsafe.Pointer(&b[0]))%uintptr(sz) != 0 {
+		return decode[T](b), false
 	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/sz), true
+}
+
+// accumulate reduces into dst (which may be srcs[0] itself): dst starts as
+// srcs[0], pre scales each rank's elements (nil: none), post finishes.
+func accumulate[T number](op dag.Reduction, dst []byte, srcs [][]byte, pre func([]T), post func([]T)) {
+	copy(dst, srcs[0])
+	acc, aliased := view[T](dst)
+	if pre != nil {
+		pre(acc)
+	}
+	for _, s := range srcs[1:] {
+		x, xa := view[T](s)
+		if pre != nil {
+			if xa {
+				x = decode[T](s) // scale a copy: srcs are read-only
+			}
+			pre(x)
+		}
+		combine(op, acc, x)
+	}
+	if post != nil {
+		post(acc)
+	}
+	if !aliased {
+		encode(dst, acc)
+	}
+}
+
+func reduceInts[T ~uint8 | ~int32 | ~int64](op dag.Reduction, dst []byte, srcs [][]byte) {
+	var post func([]T)
 	if op == dag.Avg {
 		n := T(len(srcs))
-		for i := range acc {
-			acc[i] /= n
+		post = func(acc []T) {
+			for i := range acc {
+				acc[i] /= n
+			}
 		}
 	}
-	encode(dst, acc)
+	accumulate(op, dst, srcs, nil, post)
 }
 
 func reduceFloats[T ~float32 | ~float64](op dag.Reduction, dst []byte, srcs [][]byte) {
-	inv := T(1) / T(len(srcs))
-	pre := func(v []T) []T {
-		if op == dag.Avg {
+	var pre func([]T)
+	if op == dag.Avg {
+		inv := T(1) / T(len(srcs))
+		pre = func(v []T) {
 			for i := range v {
 				v[i] *= inv
 			}
 		}
-		return v
 	}
-	acc := pre(decode[T](srcs[0]))
-	for _, s := range srcs[1:] {
-		combine(op, acc, pre(decode[T](s)))
-	}
-	encode(dst, acc)
+	accumulate(op, dst, srcs, pre, nil)
 }

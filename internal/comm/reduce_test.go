@@ -53,6 +53,20 @@ func TestReduceSemantics(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+	// Views at any offset: unaligned bytes take the copying path.
+	a, b := make([]byte, 9)[1:], make([]byte, 9)[1:]
+	copy(a, f32s(1.5, -2))
+	copy(b, f32s(0.5, 4))
+	dst := make([]byte, 10)[2:]
+	for _, op := range []dag.Reduction{dag.Sum, dag.Avg} {
+		require.NoError(t, Reduce(dag.F32, op, dst, [][]byte{a, b}))
+		want := f32s(2, 2)
+		if op == dag.Avg {
+			want = f32s(1, 1)
+		}
+		assert.Equal(t, want, dst, "%s", op)
+	}
+	assert.Equal(t, f32s(0.5, 4), b, "sources are left alone")
 	assert.Error(t, Reduce(dag.F32, dag.Sum, make([]byte, 4), [][]byte{make([]byte, 8)}))
 	assert.Error(t, Reduce(dag.F32, dag.Reduction(7), make([]byte, 4), [][]byte{make([]byte, 4)}))
 	assert.Error(t, Reduce(dag.F32, dag.Sum, make([]byte, 6), [][]byte{make([]byte, 6)}))
