@@ -2,6 +2,8 @@ package comm
 
 import (
 	"encoding/binary"
+	"io"
+	"strings"
 	"math"
 	"testing"
 
@@ -71,4 +73,12 @@ func TestReduceSemantics(t *testing.T) {
 	assert.Error(t, Reduce(dag.F32, dag.Reduction(7), make([]byte, 4), [][]byte{make([]byte, 4)}))
 	assert.Error(t, Reduce(dag.F32, dag.Sum, make([]byte, 6), [][]byte{make([]byte, 6)}))
 	assert.Error(t, Reduce(dag.F32, dag.Sum, nil, nil))
+}
+
+func TestReadPayload(t *testing.T) {
+	b, err := readPayload(strings.NewReader("abc"), 3)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("abc"), b)
+	_, err = readPayload(strings.NewReader("abc"), 1<<40) // a claim the peer cannot back
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }

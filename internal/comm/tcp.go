@@ -2,6 +2,7 @@ package comm
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -447,8 +448,7 @@ func (t *tcpTransport) read(peer int) {
 			err = fmt.Errorf("a message of %d bytes", h.length)
 		}
 		if err == nil {
-			payload = make([]byte, h.length)
-			_, err = io.ReadFull(tc.rd, payload)
+			payload, err = readPayload(tc.rd, h.length)
 		}
 		if err == nil && (h.from < 0 || int(h.from) >= t.world || h.to < 0 || int(h.to) >= t.world) {
 			err = fmt.Errorf("a message from rank %d to rank %d", h.from, h.to)
@@ -521,4 +521,23 @@ func (t *tcpTransport) close() error {
 	}
 	<-done
 	return errors.Join(errs...)
+}
+
+// readPayload reads n bytes. Up to 64 MiB are allocated at once; beyond,
+// memory grows only as the bytes arrive, so that a broken peer's claim of
+// a huge message cannot make this rank allocate it.
+func readPayload(r io.Reader, n uint64) ([]byte, error) {
+	const eager = 64 << 20
+	if n <= eager {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r, b)
+		return b, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(eager)
+	got, err := io.CopyN(&buf, r, int64(n))
+	if err == io.EOF && uint64(got) < n {
+		err = io.ErrUnexpectedEOF
+	}
+	return buf.Bytes(), err
 }
