@@ -53,8 +53,9 @@ type hello struct {
 }
 
 type welcome struct {
-	Err     string
-	Payload []byte
+	Err      string
+	Mismatch bool // Err is an ErrMismatch: the ranks disagree
+	Payload  []byte
 }
 
 // Rendezvous joins the world that cfg describes: rank 0 listens and waits
@@ -203,7 +204,7 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	}
 	w := welcome{Payload: cfg.Payload}
 	if failure != nil {
-		w = welcome{Err: failure.Error()}
+		w = welcome{Err: failure.Error(), Mismatch: errors.Is(failure, ErrMismatch)}
 	}
 	for r, c := range conns {
 		if c == nil {
@@ -298,7 +299,7 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 	if w.Err != "" {
 		conn.Close()
 		var sentinel error = ErrRendezvous
-		if strings.Contains(w.Err, "differ") || strings.Contains(w.Err, "says the world") {
+		if w.Mismatch {
 			sentinel = ErrMismatch
 		}
 		return nil, rendezvousErr(cfg.Rank, 0, sentinel, "%s", w.Err)
