@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -183,7 +184,35 @@ func TestRendezvousWorldMismatch(t *testing.T) {
 	for _, err := range errs {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "rank 1 says the world has 3 ranks, rank 0 says 2")
+		assert.ErrorIs(t, err, ErrMismatch)
 	}
+}
+
+func TestRendezvousDuplicateRank(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	errs := onRanks(3, func(i int) error {
+		r := min(i, 1) // ranks 0, 1 and 1 again of 3: the world never completes
+		cfg := Config{Place: Place{Rank: r, World: 3, Addr: ln.Addr().String()}, Options: Options{Timeout: time.Second}}
+		if i == 0 {
+			cfg.Listener = ln
+		}
+		c, err := Rendezvous(t.Context(), cfg)
+		if err == nil {
+			defer c.Close()
+		}
+		return err
+	})
+	refused := 0
+	for _, err := range errs {
+		require.Error(t, err)
+		if strings.Contains(err.Error(), "rank 1 already joined (two processes claim the same rank)") {
+			refused++
+		} else {
+			assert.Contains(t, err.Error(), "rank 2 of 3 did not reach the rendezvous")
+		}
+	}
+	assert.Equal(t, 1, refused, "one of the two rank 1s is refused: %v", errs)
 }
 
 // failMidRun checks that when rank 1 fails in the middle of a run, every
