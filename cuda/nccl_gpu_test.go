@@ -356,7 +356,9 @@ func TestNCCLBadCall(t *testing.T) {
 	assert.Contains(t, err.Error(), "copy is not an NCCL call")
 	err = g.nccl.group([]ncclCall{{Kind: dag.Broadcast, DType: dag.F32, Count: 4, Arg: 7, Comm: comms[0], Stream: g.streams[0]}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ncclBroadcast")
+	var ne *NCCLError
+	require.ErrorAs(t, err, &ne)
+	assert.Contains(t, []string{"ncclBroadcast", "ncclGroupEnd"}, ne.Call, "NCCL reports bad arguments at the call or at the group's end")
 }
 
 // TestPeerAccessGPU enables peer access between the 2 devices and the
@@ -378,7 +380,7 @@ func TestPeerAccessGPU(t *testing.T) {
 	for d := range 2 {
 		pool, err := g.drv.poolSetup(g.ctxs[d], g.devs[d])
 		require.NoError(t, err)
-		require.NoError(t, g.drv.poolPeerAccess(g.ctxs[d], pool, d, m))
+		require.NoError(t, g.drv.poolPeerAccess(g.ctxs[d], pool, d, g.devs, m))
 	}
 	const n = 1 << 20
 	src := g.alloc(t, 1, n)
