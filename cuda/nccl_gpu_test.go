@@ -350,8 +350,14 @@ func TestNCCLSendRecvGPU(t *testing.T) {
 // one the binding refuses never reaches NCCL.
 func TestNCCLBadCall(t *testing.T) {
 	g := openTwoGPUs(t)
-	comms := g.comms(t)
-	err := g.nccl.group([]ncclCall{{Kind: dag.Copy, Comm: comms[0]}})
+	comms, err := g.nccl.initAll([]int{0, 1})
+	require.NoError(t, err)
+	defer func() { // abort, not destroy: a communicator that saw an error must not wait for its peers
+		for _, c := range comms {
+			c.abort()
+		}
+	}()
+	err = g.nccl.group([]ncclCall{{Kind: dag.Copy, Comm: comms[0]}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "copy is not an NCCL call")
 	err = g.nccl.group([]ncclCall{{Kind: dag.Broadcast, DType: dag.F32, Count: 4, Arg: 7, Comm: comms[0], Stream: g.streams[0]}})
