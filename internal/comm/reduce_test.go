@@ -3,8 +3,8 @@ package comm
 import (
 	"encoding/binary"
 	"io"
-	"strings"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
