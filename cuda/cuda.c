@@ -79,6 +79,9 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuGraphExecUpdateV1), {"cuGraphExecUpdate"}, 0},
 	{SLOT(cuGraphCreate), {"cuGraphCreate"}, 0},
 	{SLOT(cuGraphAddKernelNode), {"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode"}, 0},
+	{SLOT(cuDeviceCanAccessPeer), {"cuDeviceCanAccessPeer"}, 0},
+	{SLOT(cuCtxEnablePeerAccess), {"cuCtxEnablePeerAccess"}, 0},
+	{SLOT(cuMemPoolSetAccess), {"cuMemPoolSetAccess"}, 0},
 };
 
 int dr_load(dr_api* a, const char* path, const char** missing) {

@@ -68,6 +68,13 @@ typedef struct {
 	CUgraphNode errorFromNode;
 } dr_exec_update_info;
 
+// CUmemAccessDesc: a location (type, id) and the access flags it gets.
+typedef struct {
+	int locationType; // CU_MEM_LOCATION_TYPE_DEVICE = 1
+	int locationId;   // the device ordinal
+	int flags;        // CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3
+} dr_mem_access_desc;
+
 typedef struct dr_api {
 	void* lib;
 	// Initialisation, devices and contexts.
@@ -140,6 +147,10 @@ typedef struct dr_api {
 	CUresult (*cuGraphExecUpdateV1)(CUgraphExec, CUgraph, CUgraphNode*, int*);        // CUDA 11: cuGraphExecUpdate
 	CUresult (*cuGraphCreate)(CUgraph*, unsigned int);
 	CUresult (*cuGraphAddKernelNode)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const dr_kernel_node_params_v2*);
+	// Peer access (optional; see peer.go).
+	CUresult (*cuDeviceCanAccessPeer)(int*, CUdevice, CUdevice);
+	CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned int);
+	CUresult (*cuMemPoolSetAccess)(CUmemoryPool, const dr_mem_access_desc*, size_t);
 } dr_api;
 
 // dr_load opens libcuda and fills a; it returns 0, or 1 with *missing set to

@@ -35,6 +35,7 @@ func (g *Builder) Build() (*Graph, error) {
 	if e := inferDeps(ops, len(g.bufs)); e != nil {
 		c.errs = append(c.errs, e)
 	} else {
+		chainOrdered(ops)
 		var cycles []*Error
 		ops, cycles = addAfter(ops)
 		c.errs = append(c.errs, cycles...)

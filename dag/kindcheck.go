@@ -10,16 +10,27 @@ type kindCheck func(c *checker, o *Op)
 // kindChecks holds every kind's checks; TestKindChecksCoverEveryKind fails
 // when a kind has none.
 var kindChecks = [numOpKinds]kindCheck{
-	Alloc:  checkLifetimeOp,
-	Free:   checkLifetimeOp,
-	Copy:   checkCopy,
-	Fill:   checkFill,
-	Launch: (*checker).launch,
-	Host:   checkHost,
-	Gemm: func(c *checker, o *Op) {
-		checkGemm(o, func(field, hint, format string, a ...any) { c.fail(o, field, hint, format, a...) })
-	},
+	Alloc:         checkLifetimeOp,
+	Free:          checkLifetimeOp,
+	Copy:          checkCopy,
+	Fill:          checkFill,
+	Launch:        (*checker).launch,
+	Host:          checkHost,
+	Gemm:          func(c *checker, o *Op) { checkGemm(o, c.failer(o)) },
+	AllReduce:     checkCollectiveOp,
+	AllGather:     checkCollectiveOp,
+	ReduceScatter: checkCollectiveOp,
+	Broadcast:     checkCollectiveOp,
+	Send:          checkCollectiveOp,
+	Recv:          checkCollectiveOp,
 }
+
+// failer adapts c.fail to the check functions that take one op's fail.
+func (c *checker) failer(o *Op) func(field, hint, format string, a ...any) {
+	return func(field, hint, format string, a ...any) { c.fail(o, field, hint, format, a...) }
+}
+
+func checkCollectiveOp(c *checker, o *Op) { checkCollective(o, c.failer(o)) }
 
 // checkLifetimeOp: allocs and frees are for temporaries only.
 func checkLifetimeOp(c *checker, o *Op) {

@@ -79,7 +79,7 @@ func (c *checker) launch(o *Op) {
 	}
 	if shapeArgs && k.Source == Builtin {
 		// Half-precision buffers launch the builtin's f16/bf16 variant.
-		if !builtinVariant(o, func(field, hint, format string, a ...any) { c.fail(o, field, hint, format, a...) }) {
+		if !builtinVariant(o, c.failer(o)) {
 			return
 		}
 		k = l.Kernel

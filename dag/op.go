@@ -21,6 +21,15 @@ const (
 	Host                 // run a host function on host memory
 	Gemm                 // a matrix product, D = alpha op(A) op(B) + beta C (see GemmSpec)
 
+	// Collectives (see collective.go): every rank of a world issues them in
+	// the same order.
+	AllReduce     // reduce Access[0] across ranks, in place
+	AllGather     // gather Access[0] (read) of every rank into Access[1] (write)
+	ReduceScatter // reduce Access[0] (read) across ranks; this rank's block into Access[1]
+	Broadcast     // copy the root rank's Access[0] into every other rank's
+	Send          // send Access[0] (read) to the peer rank
+	Recv          // receive Access[0] (write) from the peer rank
+
 	numOpKinds // keep last
 )
 
@@ -28,8 +37,9 @@ const (
 type StreamClass uint8
 
 const (
-	ComputeClass StreamClass = iota // kernels, fills, allocs, frees, host steps
-	CopyClass                       // transfers: a stream per direction by default
+	ComputeClass    StreamClass = iota // kernels, fills, allocs, frees, host steps
+	CopyClass                          // transfers: a stream per direction by default
+	CollectiveClass                    // collectives and send/recv: a stream of their own per device
 )
 
 func (c StreamClass) String() string {
@@ -38,6 +48,8 @@ func (c StreamClass) String() string {
 		return "compute"
 	case CopyClass:
 		return "copy"
+	case CollectiveClass:
+		return "collective"
 	}
 	return fmt.Sprintf("StreamClass(%d)", uint8(c))
 }
@@ -54,6 +66,12 @@ type KindInfo struct {
 	Capturable bool
 	// Lifetime marks the kinds that allocate or free a temporary buffer.
 	Lifetime bool
+	// Ordered marks the kinds whose relative order is part of the program:
+	// every rank of a world must issue them in the order the spec declares
+	// them (NCCL deadlocks otherwise), so a planner may move other ops
+	// around them but never reorder two Ordered ops. Build also chains each
+	// Ordered op after the previous one (see Graph.Ordered).
+	Ordered bool
 }
 
 var kindInfo = [numOpKinds]KindInfo{
@@ -64,6 +82,13 @@ var kindInfo = [numOpKinds]KindInfo{
 	Launch: {Name: "launch", Class: ComputeClass, Accesses: -1, Capturable: true},
 	Host:   {Name: "host", Class: ComputeClass, Accesses: -1, Capturable: true},
 	Gemm:   {Name: "gemm", Class: ComputeClass, Accesses: -1, Capturable: true},
+
+	AllReduce:     {Name: "all_reduce", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
+	AllGather:     {Name: "all_gather", Class: CollectiveClass, Accesses: 2, Capturable: true, Ordered: true},
+	ReduceScatter: {Name: "reduce_scatter", Class: CollectiveClass, Accesses: 2, Capturable: true, Ordered: true},
+	Broadcast:     {Name: "broadcast", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
+	Send:          {Name: "send", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
+	Recv:          {Name: "recv", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
 }
 
 // OpKinds lists every op kind, in order.
@@ -168,9 +193,12 @@ type Op struct {
 	Launch    *LaunchSpec // Launch
 	HostFunc  HostFunc    // Host
 	Gemm      *GemmSpec   // Gemm
+	// Collective holds the reduction, root or peer of a collective kind.
+	Collective *CollectiveSpec
 
 	// Deps are the IDs of the operations this one must follow: inferred from
-	// data and explicit After, without duplicates, each smaller than ID.
+	// data, explicit After and the declared order of Ordered kinds, without
+	// duplicates, each smaller than ID.
 	Deps []int32
 
 	after   []*Op
