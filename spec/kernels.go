@@ -3,15 +3,13 @@ package spec
 import (
 	"fmt"
 
-	"github.com/goccy/go-yaml/ast"
-
 	"github.com/dagrun/dagrun/dag"
 )
 
 // maxKernelFile bounds the CUDA C, PTX and cubin files a spec may name.
 const maxKernelFile = 64 << 20
 
-func (l *loader) kernelDecls(n ast.Node) {
+func (l *loader) kernelDecls(n *node) {
 	f, _ := l.entries(n, "kernels")
 	for _, e := range f.list {
 		switch {
@@ -36,7 +34,7 @@ func (l *loader) kernelDecls(n ast.Node) {
 
 // kernel reads one kernel declaration: its source (CUDA C inline or in a
 // file, a PTX file or a cubin file), entry symbol and parameters.
-func (l *loader) kernel(name string, n ast.Node) (*dag.Kernel, bool) {
+func (l *loader) kernel(name string, n *node) (*dag.Kernel, bool) {
 	what := fmt.Sprintf("kernel %q", name)
 	f, ok := l.mapping(n, what, kernelKeys)
 	if f.node == nil {
@@ -91,7 +89,7 @@ func (l *loader) kernel(name string, n ast.Node) (*dag.Kernel, bool) {
 	return k, ok
 }
 
-func (l *loader) params(n ast.Node, what string) ([]dag.Param, bool) {
+func (l *loader) params(n *node, what string) ([]dag.Param, bool) {
 	items, ok := l.sequence(n, what+" params")
 	var params []dag.Param
 	seen := map[string]bool{}

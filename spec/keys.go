@@ -1,6 +1,10 @@
 package spec
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/dagrun/dagrun/dag"
+)
 
 // The keys and values the format accepts. The loader checks specs against
 // these tables and a test checks schema.json against them, so the two
@@ -31,13 +35,48 @@ var (
 	initStrings = []string{"zeros"}
 )
 
+// kindKeys is the spec's entry for each op kind: the key that declares an
+// op of the kind and the keys such an op may have beyond opCommon (host
+// steps: per step, in hostKeys). Every kind of dag.OpKinds() has an entry
+// (a test checks it); a kind a spec could not write directly would have
+// an empty key and say so in why.
+var kindKeys = map[dag.OpKind]struct {
+	key    string
+	fields []string
+	why    string // for a kind with no key: how a spec gets one
+}{
+	dag.Alloc:  {key: "alloc"},
+	dag.Free:   {key: "free"},
+	dag.Copy:   {key: "copy"},
+	dag.Fill:   {key: "fill"},
+	dag.Launch: {key: "launch", fields: launchKeys},
+	dag.Host:   {key: "host"},
+}
+
+// opKeys are the keys an op of kind may have (host steps: of host step
+// step), memoised per loader.
+func (l *loader) opKeys(kind, step string) []string {
+	k := kind + "/" + step
+	if keys, ok := l.keyCache[k]; ok {
+		return keys
+	}
+	keys := opKeys(kind, step)
+	if l.keyCache == nil {
+		l.keyCache = map[string][]string{}
+	}
+	l.keyCache[k] = keys
+	return keys
+}
+
 // opKeys are the keys an op of kind may have (host steps: of host step step).
 func opKeys(kind, step string) []string {
 	keys := append([]string{kind}, opCommon...)
-	switch kind {
-	case "launch":
-		keys = append(keys, launchKeys...)
-	case "host":
+	for _, e := range kindKeys {
+		if e.key == kind {
+			keys = append(keys, e.fields...)
+		}
+	}
+	if kind == "host" {
 		keys = append(keys, hostKeys[step]...)
 	}
 	return keys

@@ -2,10 +2,9 @@ package spec
 
 import (
 	"fmt"
+	"strconv"
 	"slices"
 	"strings"
-
-	"github.com/goccy/go-yaml/ast"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -13,14 +12,15 @@ import (
 // opDecl is one op of the ops list; op is nil when the declaration is wrong.
 type opDecl struct {
 	op     *dag.Op
-	node   ast.Node
+	node   *node
 	kind   string
-	label  string              // kernel or host step name, for generated op names
-	fields map[string]ast.Node // dag.Error fields ("after", "args.x", ...) -> node
-	after  []ast.Node
+	label  string           // kernel or host step name, for generated op names
+	fields fieldNodes // dag.Error fields ("after", "args.x", ...) -> node
+	index  int        // in the ops list
+	after  []*node
 }
 
-func (l *loader) opList(n ast.Node) {
+func (l *loader) opList(n *node) {
 	items, ok := l.sequence(n, "ops")
 	if ok && len(items) == 0 {
 		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
@@ -30,13 +30,13 @@ func (l *loader) opList(n ast.Node) {
 	}
 }
 
-func (l *loader) opDecl(i int, n ast.Node) {
-	what := fmt.Sprintf("ops[%d]", i)
+func (l *loader) opDecl(i int, n *node) {
+	what := "ops[" + strconv.Itoa(i) + "]"
 	f, _ := l.entries(n, what)
 	if f.node == nil {
 		return
 	}
-	d := &opDecl{node: f.node, fields: map[string]ast.Node{}}
+	d := &opDecl{node: f.node, index: i}
 	l.ops = append(l.ops, d)
 	var kinds []string
 	for _, k := range opKindKeys {
@@ -81,7 +81,7 @@ func (l *loader) opDecl(i int, n ast.Node) {
 		}
 		step, d.label = s, s
 	}
-	if !l.checkKeys(f, what, opKeys(d.kind, step)) {
+	if !l.checkKeys(f, what, l.opKeys(d.kind, step)) {
 		ok = false
 	}
 	var op *dag.Op
@@ -112,7 +112,7 @@ func (l *loader) opDecl(i int, n ast.Node) {
 func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	ok := true
 	if v, has := f.get("priority"); has {
-		d.fields["priority"] = v
+		d.fields.set("priority", v)
 		p, okP := l.priority(v, what+" priority")
 		ok = ok && okP
 		if okP && op != nil {
@@ -127,7 +127,7 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 		}
 	}
 	if v, has := f.get("device"); has {
-		d.fields["device"] = v
+		d.fields.set("device", v)
 		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
 		ok = ok && okD
 		if okD && op != nil {
@@ -135,9 +135,9 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 		}
 	}
 	if v, has := f.get("after"); has {
-		d.fields["after"] = v
+		d.fields.set("after", v)
 		if _, isStr := scalarString(v); isStr {
-			d.after = []ast.Node{v}
+			d.after = []*node{v}
 		} else {
 			items, okA := l.sequence(v, what+" after")
 			ok = ok && okA
@@ -147,8 +147,8 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	return ok
 }
 
-func (l *loader) priority(n ast.Node, what string) (dag.Priority, bool) {
-	if _, isInt := n.(*ast.IntegerNode); isInt {
+func (l *loader) priority(n *node, what string) (dag.Priority, bool) {
+	if isIntNode(n) {
 		p, ok := l.intIn(n, what, -1<<20, 1<<20)
 		return dag.Priority(p), ok
 	}
@@ -168,7 +168,7 @@ func (l *loader) priority(n ast.Node, what string) (dag.Priority, bool) {
 	return 0, false
 }
 
-func (l *loader) copyOp(n ast.Node, what string) *dag.Op {
+func (l *loader) copyOp(n *node, what string) *dag.Op {
 	f, ok := l.mapping(n, what+" copy", copyKeys)
 	if f.node == nil {
 		return nil
@@ -187,7 +187,7 @@ func (l *loader) copyOp(n ast.Node, what string) *dag.Op {
 	return l.b.Copy(dst, src)
 }
 
-func (l *loader) fillOp(n ast.Node, what string) *dag.Op {
+func (l *loader) fillOp(n *node, what string) *dag.Op {
 	f, ok := l.mapping(n, what+" fill", fillKeys)
 	if f.node == nil {
 		return nil
@@ -206,7 +206,7 @@ func (l *loader) fillOp(n ast.Node, what string) *dag.Op {
 	return l.b.Fill(v, x)
 }
 
-func (l *loader) lifetimeOp(kind string, n ast.Node, what string) *dag.Op {
+func (l *loader) lifetimeOp(kind string, n *node, what string) *dag.Op {
 	d := l.bufferRef(n, what+" "+kind)
 	if d == nil || d.buf == nil {
 		return nil
@@ -217,8 +217,8 @@ func (l *loader) lifetimeOp(kind string, n ast.Node, what string) *dag.Op {
 	return l.b.Free(d.buf)
 }
 
-func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op {
-	d.fields["kernel"] = n
+func (l *loader) launchOp(d *opDecl, f fields, n *node, what string) *dag.Op {
+	d.fields.set("kernel", n)
 	name, ok := l.str(n, what+" kernel")
 	if !ok {
 		return nil
@@ -232,7 +232,7 @@ func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op 
 			for _, b := range dag.Builtins() {
 				known = append(known, b.Name)
 			}
-			l.errorf(n, suggest(name, append(known, l.kernOrder...)), "%s launches unknown kernel %q", what, name)
+			l.errorf(n, l.suggest(name, append(known, l.kernOrder...)), "%s launches unknown kernel %q", what, name)
 			return nil
 		}
 		if k = kd.k; k == nil {
@@ -241,18 +241,18 @@ func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op 
 	}
 	grid, block := dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
 	if v, has := f.get("grid"); has {
-		d.fields["grid"] = v
+		d.fields.set("grid", v)
 		grid, ok = l.dim3(v, what+" grid")
 	}
 	okB := true
 	if v, has := f.get("block"); has {
-		d.fields["block"] = v
+		d.fields.set("block", v)
 		block, okB = l.dim3(v, what+" block")
 	}
 	shared := int64(0)
 	okS := true
 	if v, has := f.get("shared"); has {
-		d.fields["shared"] = v
+		d.fields.set("shared", v)
 		shared, okS = l.size(v, what+" shared")
 		if okS && shared > 1<<30 {
 			l.errorf(v, "use at most 48 KiB of dynamic shared memory", "%s shared %d bytes is too large", what, shared)
@@ -261,7 +261,7 @@ func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op 
 	}
 	argsN, hasArgs := f.get("args")
 	if hasArgs {
-		d.fields["args"] = argsN
+		d.fields.set("args", argsN)
 	} else {
 		argsN = f.node
 	}
@@ -274,9 +274,9 @@ func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op 
 	return op
 }
 
-func (l *loader) dim3(n ast.Node, what string) (dag.Dim3, bool) {
+func (l *loader) dim3(n *node, what string) (dag.Dim3, bool) {
 	const limit = 1<<31 - 1
-	if _, isSeq := n.(*ast.SequenceNode); !isSeq {
+	if !isSeq(n) {
 		x, ok := l.intIn(n, what, 1, limit)
 		return dag.Dim3{X: x, Y: 1, Z: 1}, ok
 	}
@@ -297,15 +297,15 @@ func (l *loader) dim3(n ast.Node, what string) (dag.Dim3, bool) {
 
 // args reads a launch's arguments, by parameter name (a mapping) or in
 // order (a list), and returns them as dag.Builder.Launch takes them.
-func (l *loader) args(d *opDecl, k *dag.Kernel, n ast.Node, given bool, what string) ([]any, bool) {
-	nodes := make([]ast.Node, len(k.Params))
+func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string) ([]any, bool) {
+	nodes := make([]*node, len(k.Params))
 	names := make([]string, len(k.Params))
 	for i, p := range k.Params {
 		names[i] = p.Name
 	}
 	ok := true
 	if given {
-		if _, isSeq := n.(*ast.SequenceNode); isSeq {
+		if isSeq(n) {
 			items, _ := l.sequence(n, what+" args")
 			for i, it := range items {
 				if i >= len(nodes) {
@@ -321,7 +321,7 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n ast.Node, given bool, what str
 			for _, e := range f.list {
 				i := slices.Index(names, e.key)
 				if i < 0 {
-					l.errorf(e.keyN, suggestParam(e.key, k), "%s has no parameter %q", k.Name, e.key)
+					l.errorf(e.keyN, l.suggestParam(e.key, k), "%s has no parameter %q", k.Name, e.key)
 					ok = false
 					continue
 				}
@@ -337,8 +337,8 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n ast.Node, given bool, what str
 			ok = false
 			continue
 		}
-		d.fields["args."+p.Name] = a
-		aw := fmt.Sprintf("%s argument %s", what, p.Name)
+		d.fields.set("args."+p.Name, a)
+		aw := what + " argument " + p.Name
 		switch p.Kind {
 		case dag.BufferParam:
 			v, m, okV := l.view(a, aw, true)
@@ -383,12 +383,12 @@ func signature(k *dag.Kernel) string {
 	return fmt.Sprintf("%s takes (%s)", k.Name, strings.Join(parts, ", "))
 }
 
-func suggestParam(got string, k *dag.Kernel) string {
+func (l *loader) suggestParam(got string, k *dag.Kernel) string {
 	names := make([]string, len(k.Params))
 	for i, p := range k.Params {
 		names[i] = p.Name
 	}
-	if h := suggest(got, names); strings.HasPrefix(h, "did you mean") {
+	if h := l.suggest(got, names); strings.HasPrefix(h, "did you mean") {
 		return h
 	}
 	return signature(k)
@@ -397,7 +397,7 @@ func suggestParam(got string, k *dag.Kernel) string {
 // view reads a view of a buffer: "name", "name[start:end]" or a mapping
 // {buffer, offset, size} (with mode, for kernel arguments). The mode is 0
 // when the spec does not give one.
-func (l *loader) view(n ast.Node, what string, withMode bool) (dag.View, dag.Mode, bool) {
+func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, bool) {
 	n = l.resolve(n)
 	if n == nil {
 		return dag.View{}, 0, false
@@ -474,20 +474,20 @@ func (l *loader) view(n ast.Node, what string, withMode bool) (dag.View, dag.Mod
 
 // viewBuffer is the buffer a view names, or nil (reported) when there is
 // none.
-func (l *loader) viewBuffer(n ast.Node, what, name string) *dag.Buffer {
+func (l *loader) viewBuffer(n *node, what, name string) *dag.Buffer {
 	if !isName(name) {
 		l.errorf(n, viewHint, "%s: %q is not a buffer name", what, name)
 		return nil
 	}
 	d := l.bufs[name]
 	if d == nil {
-		l.errorf(n, suggest(name, l.bufOrder), "%s names unknown buffer %q", what, name)
+		l.errorf(n, l.suggest(name, l.bufOrder), "%s names unknown buffer %q", what, name)
 		return nil
 	}
 	return d.buf
 }
 
-func (l *loader) checkRange(n ast.Node, what string, b *dag.Buffer, start, end int64) (dag.View, bool) {
+func (l *loader) checkRange(n *node, what string, b *dag.Buffer, start, end int64) (dag.View, bool) {
 	hint := fmt.Sprintf("%s holds bytes [0:%d)", b.Name, b.Size)
 	switch {
 	case start > b.Size || end > b.Size:
@@ -502,7 +502,7 @@ func (l *loader) checkRange(n ast.Node, what string, b *dag.Buffer, start, end i
 
 func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 	what += " " + step
-	need := func(key, example string) (ast.Node, bool) {
+	need := func(key, example string) (*node, bool) {
 		v, has := f.get(key)
 		if !has && !f.has(key) {
 			l.errorf(f.node, "write "+example, "%s needs %s", what, key)
@@ -515,8 +515,8 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		if !ok {
 			return nil
 		}
-		items := []ast.Node{n}
-		if _, isSeq := n.(*ast.SequenceNode); isSeq {
+		items := []*node{n}
+		if isSeq(n) {
 			items, _ = l.sequence(n, what+" reads")
 		}
 		if len(items) == 0 {
@@ -577,7 +577,7 @@ func (l *loader) nameOps() {
 		if d.label != "" {
 			base = d.label
 		}
-		base = fmt.Sprintf("%s%d", base, i)
+		base += strconv.Itoa(i)
 		name := base
 		for n := 2; l.opNames[name] != nil; n++ {
 			name = fmt.Sprintf("%s_%d", base, n)
@@ -605,7 +605,7 @@ func (l *loader) addAfter() {
 			}
 			p := l.opNames[name]
 			if p == nil || p.op == nil {
-				l.errorf(n, suggest(name, names), "after names unknown op %q", name)
+				l.errorf(n, l.suggest(name, names), "after names unknown op %q", name)
 				continue
 			}
 			d.op.After(p.op)
@@ -641,13 +641,13 @@ func (l *loader) graphErrors(err error) {
 
 // locate finds the node a graph error is about: the field of the op,
 // buffer or kernel it names, else the thing itself, else the ops list.
-func (l *loader) locate(e *dag.Error) ast.Node {
+func (l *loader) locate(e *dag.Error) *node {
 	if e.Op != "" {
 		if d := l.opNames[e.Op]; d != nil {
-			if n, ok := d.fields[e.Field]; ok {
+			if n, ok := d.fields.get(e.Field); ok {
 				return n
 			}
-			if n, ok := d.fields["args"]; ok && strings.HasPrefix(e.Field, "args") {
+			if n, ok := d.fields.get("args"); ok && strings.HasPrefix(e.Field, "args") {
 				return n
 			}
 			return d.node
@@ -660,7 +660,7 @@ func (l *loader) locate(e *dag.Error) ast.Node {
 		}
 	}
 	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil {
-		if n, ok := d.fields[e.Field]; ok {
+		if n, ok := d.fields.get(e.Field); ok {
 			return n
 		}
 		return d.node
