@@ -1,9 +1,9 @@
 package spec
 
 import (
-	"strconv"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/dagrun/dagrun/dag"
 )

@@ -2,8 +2,8 @@ package spec
 
 import (
 	"fmt"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
@@ -14,7 +14,7 @@ type opDecl struct {
 	op     *dag.Op
 	node   *node
 	kind   string
-	label  string           // kernel or host step name, for generated op names
+	label  string     // kernel or host step name, for generated op names
 	fields fieldNodes // dag.Error fields ("after", "args.x", ...) -> node
 	index  int        // in the ops list
 	after  []*node
