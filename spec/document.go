@@ -66,6 +66,17 @@ func (l *loader) document(src []byte) *node {
 // parseYAML parses src into its one document's body; a second document
 // is an error of its own, reported here.
 func (l *loader) parseYAML(src []byte) (*node, error) {
+	if !hasDocumentMarker(src) {
+		// One document: parse from the bytes, without a reader's copies.
+		var doc node
+		if err := yaml.Unmarshal(src, &doc); err != nil {
+			return nil, err
+		}
+		if len(doc.Content) != 1 || isNull(doc.Content[0]) {
+			return nil, nil
+		}
+		return doc.Content[0], nil
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	var doc node
 	if err := dec.Decode(&doc); err != nil {
@@ -87,6 +98,17 @@ func (l *loader) parseYAML(src []byte) (*node, error) {
 		return nil, nil
 	}
 	return doc.Content[0], nil
+}
+
+// hasDocumentMarker reports whether a line of src starts with "---" or
+// "...", which a second document needs.
+func hasDocumentMarker(src []byte) bool {
+	for line := range bytes.Lines(src) {
+		if bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
+			return true
+		}
+	}
+	return false
 }
 
 var unknownAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)

@@ -36,7 +36,7 @@ func (l *loader) opDecl(i int, n *node) {
 	if f.node == nil {
 		return
 	}
-	d := &opDecl{node: f.node, index: i}
+	d := &opDecl{node: f.node, index: i, fields: make(fieldNodes, 0, 4)}
 	l.ops = append(l.ops, d)
 	var kinds []string
 	for _, k := range opKindKeys {
@@ -588,12 +588,7 @@ func (l *loader) nameOps() {
 }
 
 func (l *loader) addAfter() {
-	var names []string
-	for _, d := range l.ops {
-		if d.op != nil {
-			names = append(names, d.op.Name)
-		}
-	}
+	var names []string // for suggestions, made on the first unknown name
 	for _, d := range l.ops {
 		if d.op == nil {
 			continue
@@ -605,6 +600,13 @@ func (l *loader) addAfter() {
 			}
 			p := l.opNames[name]
 			if p == nil || p.op == nil {
+				if names == nil {
+					for _, d := range l.ops {
+						if d.op != nil {
+							names = append(names, d.op.Name)
+						}
+					}
+				}
 				l.errorf(n, l.suggest(name, names), "after names unknown op %q", name)
 				continue
 			}
