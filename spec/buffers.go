@@ -13,9 +13,12 @@ const maxInitFile = 1 << 30
 
 func (l *loader) buffers(n *node) {
 	f, _ := l.entries(n, "buffers")
-	for _, e := range f.list {
-		if !isName(e.key) {
-			l.errorf(e.keyN, nameHint, "buffer name %q is not valid", e.key)
+	for i, e := range f.list {
+		if i == MaxBuffers {
+			l.errorf(e.keyN, "split the work into several specs", "the spec has more than %d buffers", MaxBuffers)
+			break
+		}
+		if !l.checkName(e.keyN, "buffer", e.key) {
 			continue
 		}
 		d := &bufDecl{node: e.keyN}

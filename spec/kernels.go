@@ -11,10 +11,12 @@ const maxKernelFile = 64 << 20
 
 func (l *loader) kernelDecls(n *node) {
 	f, _ := l.entries(n, "kernels")
-	for _, e := range f.list {
+	for i, e := range f.list {
 		switch {
-		case !isName(e.key):
-			l.errorf(e.keyN, nameHint, "kernel name %q is not valid", e.key)
+		case i == MaxKernels:
+			l.errorf(e.keyN, "split the work into several specs", "the spec has more than %d kernels", MaxKernels)
+			return
+		case !l.checkName(e.keyN, "kernel", e.key):
 			continue
 		case dag.LookupBuiltin(e.key) != nil:
 			l.errorf(e.keyN, "builtins need no declaration; give your kernel another name", "kernel %q is a builtin", e.key)
@@ -94,6 +96,10 @@ func (l *loader) params(n *node, what string) ([]dag.Param, bool) {
 	var params []dag.Param
 	seen := map[string]bool{}
 	for i, it := range items {
+		if i == MaxArgs {
+			l.errorf(it, "pass large inputs in buffers", "%s has more than %d params", what, MaxArgs)
+			return nil, false
+		}
 		pw := fmt.Sprintf("%s param %d", what, i)
 		f, okF := l.mapping(it, pw, paramKeys)
 		if f.node == nil {
@@ -109,10 +115,7 @@ func (l *loader) params(n *node, what string) ([]dag.Param, bool) {
 			continue
 		}
 		name, okN := l.str(nameN, pw+" name")
-		if okN && !isName(name) {
-			l.errorf(nameN, nameHint, "parameter name %q is not valid", name)
-			okN = false
-		}
+		okN = okN && l.checkName(nameN, "parameter", name)
 		if okN && seen[name] {
 			l.errorf(nameN, "give each parameter its own name", "parameter %q is declared twice", name)
 			okN = false

@@ -10,29 +10,31 @@ import (
 // these tables and a test checks schema.json against them, so the two
 // cannot drift apart.
 var (
-	topKeys     = []string{"run", "buffers", "kernels", "ops", "outputs"}
-	runKeys     = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend"}
-	bufferKeys  = []string{"size", "dtype", "count", "placement", "device", "temporary", "init"}
-	initKeys    = []string{"zeros", "value", "random", "file"}
-	kernelKeys  = []string{"cuda", "cuda_file", "ptx", "cubin", "entry", "params"}
-	sourceKeys  = []string{"cuda", "cuda_file", "ptx", "cubin"}
-	paramKeys   = []string{"name", "type", "mode"}
-	viewKeys    = []string{"buffer", "offset", "size", "mode"}
-	outputKeys  = []string{"buffer", "save"}
-	copyKeys    = []string{"from", "to"}
-	fillKeys    = []string{"buffer", "value"}
-	opKindKeys  = []string{"copy", "fill", "launch", "alloc", "free", "host"}
-	opCommon    = []string{"name", "after", "priority", "cost", "device"}
-	launchKeys  = []string{"grid", "block", "shared", "args"}
-	hostKeys    = map[string][]string{"checksum": {"reads"}, "save": {"buffer", "path"}, "add": {"buffer", "value"}}
-	hostSteps   = []string{"checksum", "save", "add"}
-	backends    = []string{"auto", "cpu", "cuda"}
-	placements  = []string{"device", "pinned", "pageable"}
-	dtypes      = []string{"u8", "i32", "i64", "f32", "f64"}
-	modes       = []string{"in", "out", "inout"}
-	paramTypes  = []string{"buffer", "i32", "i64", "f32", "f64"}
-	priorities  = []string{"high", "normal", "low"}
-	initStrings = []string{"zeros"}
+	topKeys    = []string{"run", "buffers", "kernels", "ops", "outputs"}
+	runKeys    = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend"}
+	bufferKeys = []string{"size", "dtype", "count", "placement", "device", "temporary", "init"}
+	initKeys   = []string{"zeros", "value", "random", "file"}
+	kernelKeys = []string{"cuda", "cuda_file", "ptx", "cubin", "entry", "params"}
+	sourceKeys = []string{"cuda", "cuda_file", "ptx", "cubin"}
+	paramKeys  = []string{"name", "type", "mode"}
+	viewKeys   = []string{"buffer", "offset", "size", "mode"}
+	outputKeys = []string{"buffer", "save"}
+	copyKeys   = []string{"from", "to"}
+	fillKeys   = []string{"buffer", "value"}
+	opKindKeys = []string{"copy", "fill", "launch", "alloc", "free", "host"}
+	opCommon   = []string{"name", "after", "priority", "cost", "device"}
+	launchKeys = []string{"grid", "block", "shared", "args"}
+	hostKeys   = map[string][]string{"checksum": {"reads"}, "save": {"buffer", "path"}, "add": {"buffer", "value"}}
+	hostSteps  = []string{"checksum", "save", "add"}
+	backends   = []string{"auto", "cpu", "cuda"}
+	// backendAliases are the names users try for a backend.
+	backendAliases = map[string]string{"gpu": "cuda", "nvidia": "cuda", "device": "cuda", "host": "cpu"}
+	placements     = []string{"device", "pinned", "pageable"}
+	dtypes         = []string{"u8", "i32", "i64", "f32", "f64"}
+	modes          = []string{"in", "out", "inout"}
+	paramTypes     = []string{"buffer", "i32", "i64", "f32", "f64"}
+	priorities     = []string{"high", "normal", "low"}
+	initStrings    = []string{"zeros"}
 )
 
 // kindKeys is the spec's entry for each op kind: the key that declares an

@@ -507,6 +507,20 @@ func isName(s string) bool {
 	return true
 }
 
+// checkName reports whether name can name a thing of kind ("buffer",
+// "op", ...), reporting why not at n.
+func (r *reader) checkName(n *node, kind, name string) bool {
+	switch {
+	case len(name) > MaxNameLen:
+		r.errorf(n, fmt.Sprintf("use at most %d characters", MaxNameLen), "%s name %q is %d characters long", kind, clip(name), len(name))
+		return false
+	case !isName(name):
+		r.errorf(n, nameHint, "%s name %q is not valid", kind, name)
+		return false
+	}
+	return true
+}
+
 const nameHint = "names start with a letter or '_' and hold letters, digits, '_', '-' and '.'"
 
 // fieldNodes maps the fields of a declaration that errors of dag name

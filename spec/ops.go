@@ -15,6 +15,7 @@ type opDecl struct {
 	node   *node
 	kind   string
 	label  string     // kernel or host step name, for generated op names
+	named  bool       // the spec names it (validly, once)
 	fields fieldNodes // dag.Error fields ("after", "args.x", ...) -> node
 	index  int        // in the ops list
 	after  []*node
@@ -26,6 +27,10 @@ func (l *loader) opList(n *node) {
 		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
 	}
 	for i, it := range items {
+		if i == MaxOps {
+			l.errorf(it, "split the work into several specs", "the spec has more than %d ops", MaxOps)
+			break
+		}
 		l.opDecl(i, it)
 	}
 }
@@ -55,21 +60,16 @@ func (l *loader) opDecl(i int, n *node) {
 		return
 	}
 	d.kind = kinds[0]
-	ok := true
 	if v, has := f.get("name"); has {
 		name, okN := l.str(v, what+" name")
 		switch {
-		case !okN:
-			ok = false
-		case !isName(name):
-			l.errorf(v, nameHint, "op name %q is not valid", name)
-			ok = false
+		case !okN || !l.checkName(v, "op", name):
 		case l.opNames[name] != nil:
 			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.pos(l.opNames[name].node))
-			ok = false
 		default:
 			l.opNames[name] = d
-			what = fmt.Sprintf("op %q", name)
+			d.named = true
+			what = "op " + strconv.Quote(name)
 		}
 	}
 	kindNode, _ := f.get(d.kind)
@@ -81,9 +81,7 @@ func (l *loader) opDecl(i int, n *node) {
 		}
 		step, d.label = s, s
 	}
-	if !l.checkKeys(f, what, l.opKeys(d.kind, step)) {
-		ok = false
-	}
+	l.checkKeys(f, what, l.opKeys(d.kind, step))
 	var op *dag.Op
 	switch d.kind {
 	case "copy":
@@ -97,11 +95,16 @@ func (l *loader) opDecl(i int, n *node) {
 	case "host":
 		op = l.hostOp(step, f, what)
 	}
-	if !l.common(d, f, what, op) || !ok || op == nil {
+	l.common(d, f, what, op)
+	if op == nil {
 		return
 	}
-	if v, has := f.get("name"); has {
-		name, _ := l.str(v, "")
+	// The op joins the graph even when other fields of it are wrong, so
+	// that the graph's own checks (cycles, above all) report in the same
+	// round; the errors already found keep the spec from running.
+	if d.named {
+		v, _ := f.get("name")
+		name, _ := scalarString(v)
 		op.Named(name)
 	}
 	d.op = op
@@ -121,6 +124,10 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	}
 	if v, has := f.get("cost"); has {
 		c, okC := l.duration(v, what+" cost")
+		if okC && c > MaxCost {
+			l.errorf(v, "give an estimate of at most 24h", "%s %s is more than 24h", what, c)
+			okC = false
+		}
 		ok = ok && okC
 		if okC && op != nil {
 			op.Costs(c)
@@ -547,6 +554,7 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 			l.errorf(pathN, "name a file", "%s path is empty", what)
 			okS = false
 		}
+		okS = okS && l.checkWrite(pathN, what+" path", p)
 		if !okV || !okS {
 			return nil
 		}
@@ -626,19 +634,80 @@ func (l *loader) graphErrors(err error) {
 	}
 	e, ok := err.(*dag.Error)
 	if !ok {
-		l.errorf(l.opsNode, "", "%v", err)
+		if len(l.errs) == 0 {
+			l.errorf(l.opsNode, "", "%v", err)
+		}
 		return
 	}
-	msg := e.Msg
+	if len(l.errs) > 0 && l.mayFollow(e) {
+		return
+	}
+	msg := l.relabel(e.Msg)
 	switch {
 	case e.Op != "":
-		msg = fmt.Sprintf("op %q: %s", e.Op, e.Msg)
+		if d := l.opNames[e.Op]; d != nil {
+			msg = l.label(d) + ": " + msg
+		} else {
+			msg = fmt.Sprintf("op %q: %s", e.Op, msg)
+		}
 	case e.Buffer != "":
 		msg = fmt.Sprintf("buffer %q: %s", e.Buffer, e.Msg)
 	case e.Kernel != "":
 		msg = fmt.Sprintf("kernel %q: %s", e.Kernel, e.Msg)
 	}
 	l.errs = append(l.errs, &Error{Pos: l.pos(l.locate(e)), Msg: msg, Hint: e.Hint})
+}
+
+// mayFollow reports whether a graph error may follow from the ops that
+// are missing from the graph because their declarations are wrong: the
+// lifetimes of temporary buffers depend on every op that uses them. Other
+// problems of an op are its own.
+func (l *loader) mayFollow(e *dag.Error) bool {
+	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil && d.buf != nil && d.buf.Temporary {
+		return true
+	}
+	d := l.opNames[e.Op]
+	if d == nil || d.op == nil {
+		return e.Op != ""
+	}
+	for _, a := range d.op.Access {
+		if a.Buf.Temporary {
+			return true
+		}
+	}
+	return false
+}
+
+// relabel writes the made-up op names in a message of the graph as the
+// spec's messages name those ops: ops[i].
+func (l *loader) relabel(msg string) string {
+	var b strings.Builder
+	last := 0
+	isNameByte := func(c byte) bool {
+		return c == '_' || c == '-' || c == '.' || c == ':' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	for i := 0; i < len(msg); {
+		if !isNameByte(msg[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(msg) && isNameByte(msg[j]) {
+			j++
+		}
+		word := strings.TrimRight(msg[i:j], ".:")
+		if d := l.opNames[word]; d != nil && !d.named {
+			b.WriteString(msg[last:i])
+			b.WriteString(opIndex(d.index))
+			last = i + len(word)
+		}
+		i = j
+	}
+	if last == 0 {
+		return msg
+	}
+	b.WriteString(msg[last:])
+	return b.String()
 }
 
 // locate finds the node a graph error is about: the field of the op,

@@ -5,6 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/dagrun/dagrun/dag"
@@ -26,9 +29,10 @@ type Spec struct {
 	// WithSaveDir sets it; setting it after Parse still takes effect.
 	SaveDir string
 
-	files files               // where the spec's paths resolve, and what may be touched
-	where map[string]Position // op name -> where it is declared
-	mu    sync.Mutex          // serialises host steps' writes to Stdout
+	files  files               // where the spec's paths resolve, and what may be touched
+	where  map[string]Position // op name -> where it is declared
+	labels map[string]string   // made-up op name -> ops[i]
+	mu     sync.Mutex          // serialises host steps' writes to Stdout
 }
 
 // RunSettings are a spec's run section, with defaults filled in.
@@ -202,33 +206,108 @@ func (l *loader) load(root *node) {
 	if n, ok := top.get("outputs"); ok {
 		l.outputs(n)
 	}
-	if !ok || len(l.errs) > 0 {
+	if !ok {
 		return
 	}
+	// The graph is built from every op that could be read, so that its
+	// problems (cycles above all) come in the same round as the others.
 	l.nameOps()
 	l.addAfter()
 	l.pageableCopies()
-	if len(l.errs) > 0 {
-		return
-	}
+	l.kernelsOnCPU()
 	g, err := l.b.Build()
 	if err != nil {
 		l.graphErrors(err)
 		return
 	}
-	l.spec.Graph = g
-	l.spec.where = map[string]Position{}
+	l.spec.where = make(map[string]Position, len(g.Ops))
+	l.spec.labels = map[string]string{}
 	for _, o := range l.ops {
 		if o.op != nil {
 			l.spec.where[o.op.Name] = l.pos(o.node)
+			if !o.named {
+				l.spec.labels[o.op.Name] = opIndex(o.index)
+			}
 		}
 	}
 	for _, o := range g.Ops {
-		if _, ok := l.spec.where[o.Name]; !ok && (o.Kind == dag.Alloc || o.Kind == dag.Free) {
+		if _, ok := l.spec.where[o.Name]; !ok && o.Kind.Info().Lifetime {
 			if d := l.bufs[o.Buffer().Name]; d != nil {
 				l.spec.where[o.Name] = l.pos(d.node)
 			}
 		}
+	}
+	l.leftAllocated(g)
+	if len(l.errs) == 0 {
+		l.spec.Graph = g
+	}
+}
+
+// opIndex is how messages name an op the spec does not name.
+func opIndex(i int) string { return "ops[" + strconv.Itoa(i) + "]" }
+
+// OpLabel is how messages name the op called name: op "name" when the
+// spec names it, ops[i] when the loader made the name up.
+func (s *Spec) OpLabel(name string) string {
+	if l, ok := s.labels[name]; ok {
+		return l
+	}
+	return "op " + strconv.Quote(name)
+}
+
+// leftAllocated refuses temporaries that an explicit alloc allocates and
+// no free frees when the graph runs more than once (repeat, or a graph
+// replay): the second run's alloc would find the buffer allocated.
+func (l *loader) leftAllocated(g *dag.Graph) {
+	if l.spec.Run.Repeat <= 1 && !l.spec.Run.Graph {
+		return
+	}
+	allocs := map[*dag.Buffer]*dag.Op{}
+	freed := map[*dag.Buffer]bool{}
+	for _, o := range g.Ops {
+		switch o.Kind {
+		case dag.Alloc:
+			allocs[o.Buffer()] = o
+		case dag.Free:
+			freed[o.Buffer()] = true
+		}
+	}
+	why := fmt.Sprintf("run.repeat is %d", l.spec.Run.Repeat)
+	if l.spec.Run.Graph {
+		why = "run.graph replays the graph"
+	}
+	for _, d := range l.ops {
+		if d.op == nil || d.op.Kind != dag.Alloc || freed[d.op.Buffer()] || allocs[d.op.Buffer()] != d.op {
+			continue
+		}
+		b := d.op.Buffer().Name
+		l.errorf(d.node, "add free: "+b+" after its last use, or drop the alloc to let dagrun place both",
+			"%s allocates temporary %s and nothing frees it, but %s: the next run would allocate it again", l.label(d), b, why)
+	}
+}
+
+// label is how messages name the op d.
+func (l *loader) label(d *opDecl) string {
+	if d.named && d.op != nil {
+		return "op " + strconv.Quote(d.op.Name)
+	}
+	return opIndex(d.index)
+}
+
+// kernelsOnCPU refuses launches of CUDA C, PTX and cubin kernels in a spec
+// that asks for the cpu backend, which runs only the builtins.
+func (l *loader) kernelsOnCPU() {
+	if l.spec.Run.Backend != "cpu" {
+		return
+	}
+	for _, d := range l.ops {
+		if d.op == nil || d.op.Kind != dag.Launch || d.op.Launch.Kernel.Source == dag.Builtin {
+			continue
+		}
+		k := d.op.Launch.Kernel
+		n, _ := d.fields.get("kernel")
+		l.errorf(n, "set run.backend: cuda (or auto), or launch a builtin kernel",
+			"%s launches kernel %s, which is %s code, but run.backend is cpu: the cpu backend runs only the builtins", l.label(d), k.Name, k.Source)
 	}
 }
 
@@ -251,7 +330,7 @@ func (l *loader) runSettings(n *node) {
 		case "graph":
 			run.Graph, _ = l.boolean(e.value, what)
 		case "backend":
-			if v, ok := l.oneOf(e.value, what, backends); ok {
+			if v, ok := l.backend(e.value, what); ok {
 				run.Backend = v
 			}
 		}
@@ -279,6 +358,8 @@ func (l *loader) outputs(n *node) {
 			if s, ok := f.get("save"); ok {
 				if out.Save, ok = l.str(s, "save"); ok && out.Save == "" {
 					l.errorf(s, "name a file or leave save out", "save path is empty")
+				} else if ok && !l.checkWrite(s, "output save", out.Save) {
+					out.Save = ""
 				}
 			}
 		}
@@ -309,6 +390,27 @@ func (l *loader) bufferRef(n *node, what string) *bufDecl {
 	return d
 }
 
+// backend reads run.backend: one of backends, or an alias of one.
+func (l *loader) backend(n *node, what string) (string, bool) {
+	s, ok := l.str(n, what)
+	if !ok {
+		return "", false
+	}
+	low := strings.ToLower(s)
+	if slices.Contains(backends, low) {
+		return low, true
+	}
+	if b, ok := backendAliases[low]; ok {
+		return b, true
+	}
+	hint := l.suggest(s, backends)
+	if strings.HasPrefix(hint, "use one of") {
+		hint = "use auto, cpu or cuda (gpu means cuda)"
+	}
+	l.errorf(n, hint, "%s %q is not valid", what, s)
+	return "", false
+}
+
 func (l *loader) pageableCopies() {
 	for _, o := range l.ops {
 		if o.op == nil || o.op.Kind != dag.Copy {
@@ -325,8 +427,8 @@ func (l *loader) pageableCopies() {
 			continue
 		}
 		hint := fmt.Sprintf("make %s placement: pinned", host.Name)
-		msg := fmt.Sprintf("copy %q between pageable host memory (%s) and device %d memory (%s) is synchronous and cannot be captured in a graph",
-			o.op.Name, host.Name, dev.Device, dev.Name)
+		msg := fmt.Sprintf("%s: copy between pageable host memory (%s) and device %d memory (%s) is synchronous and cannot be captured in a graph",
+			l.label(o), host.Name, dev.Device, dev.Name)
 		if l.spec.Run.Graph {
 			l.errorf(o.node, hint, "%s; run.graph is true", msg)
 		} else {
