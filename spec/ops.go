@@ -85,9 +85,9 @@ func (l *loader) opDecl(i int, n *node) {
 	var op *dag.Op
 	switch d.kind {
 	case "copy":
-		op = l.copyOp(kindNode, what)
+		op = l.copyOp(d, kindNode, what)
 	case "fill":
-		op = l.fillOp(kindNode, what)
+		op = l.fillOp(d, kindNode, what)
 	case "alloc", "free":
 		op = l.lifetimeOp(d.kind, kindNode, what)
 	case "launch":
@@ -125,7 +125,7 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	if v, has := f.get("cost"); has {
 		c, okC := l.duration(v, what+" cost")
 		if okC && c > MaxCost {
-			l.errorf(v, "give an estimate of at most 24h", "%s %s is more than 24h", what, c)
+			l.errorf(v, "give an estimate of at most 24h", "%s cost %s is more than 24h", what, c)
 			okC = false
 		}
 		ok = ok && okC
@@ -175,7 +175,7 @@ func (l *loader) priority(n *node, what string) (dag.Priority, bool) {
 	return 0, false
 }
 
-func (l *loader) copyOp(n *node, what string) *dag.Op {
+func (l *loader) copyOp(d *opDecl, n *node, what string) *dag.Op {
 	f, ok := l.mapping(n, what+" copy", copyKeys)
 	if f.node == nil {
 		return nil
@@ -186,6 +186,8 @@ func (l *loader) copyOp(n *node, what string) *dag.Op {
 		l.errorf(f.node, "write copy: {from: src, to: dst}", "%s copy needs from and to", what)
 		return nil
 	}
+	d.fields.set("from", from)
+	d.fields.set("to", to)
 	src, _, okS := l.view(from, what+" copy from", false)
 	dst, _, okD := l.view(to, what+" copy to", false)
 	if !ok || !okS || !okD {
@@ -194,7 +196,7 @@ func (l *loader) copyOp(n *node, what string) *dag.Op {
 	return l.b.Copy(dst, src)
 }
 
-func (l *loader) fillOp(n *node, what string) *dag.Op {
+func (l *loader) fillOp(d *opDecl, n *node, what string) *dag.Op {
 	f, ok := l.mapping(n, what+" fill", fillKeys)
 	if f.node == nil {
 		return nil
@@ -205,6 +207,8 @@ func (l *loader) fillOp(n *node, what string) *dag.Op {
 		l.errorf(f.node, "write fill: {buffer: x, value: 0}", "%s fill needs buffer and value", what)
 		return nil
 	}
+	d.fields.set("buffer", bufN)
+	d.fields.set("value", valN)
 	v, _, okV := l.view(bufN, what+" fill buffer", false)
 	x, okX := l.number(valN, what+" fill value")
 	if !ok || !okV || !okX {
