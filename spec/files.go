@@ -207,6 +207,9 @@ func (s *Spec) WriteFile(path string, data []byte) error {
 			return fmt.Errorf("save %s: %w", path, err)
 		}
 	}
+	if fi, err := root.Lstat(rel); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("save %s: it is a symbolic link; save to a file of its own", path)
+	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".tmp-"+hex.EncodeToString(rnd[:]))
