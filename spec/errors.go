@@ -130,10 +130,18 @@ const (
 // the candidates when none is close. Its work is bounded: see
 // maxSuggestLen and suggestCells.
 func (r *reader) suggest(got string, candidates []string) string {
+	if len(r.errs) >= MaxErrors {
+		return "" // the error it is for will not be listed
+	}
 	best, bestDist := "", -1
 	if len(got) <= maxSuggestLen {
 		lower := strings.ToLower(got)
 		for _, c := range candidates {
+			// Every candidate looked at costs, so that many unknown names
+			// against many candidates stay bounded too.
+			if r.suggestBudget -= 1 + len(got); r.suggestBudget < 0 {
+				break
+			}
 			limit := max(1, len(c)/3)
 			if len(c) > maxSuggestLen || absInt(len(c)-len(got)) > limit {
 				continue

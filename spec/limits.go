@@ -16,6 +16,9 @@ const (
 	MaxKernels = 1 << 16
 	MaxOps     = 1 << 22
 	MaxArgs    = 1024
+	// MaxErrors is how many problems are reported one by one; the rest
+	// are counted in one last error.
+	MaxErrors = 1000
 	// MaxCost is the largest cost an op may be given.
 	MaxCost = 24 * 60 * 60 * 1e9 // 24 h in nanoseconds
 )

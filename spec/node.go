@@ -30,6 +30,8 @@ type reader struct {
 	unknownAliases map[[2]int]bool
 	// suggestBudget bounds the work of all did-you-mean suggestions.
 	suggestBudget int
+	// dropped counts the errors beyond MaxErrors, not reported one by one.
+	dropped int
 }
 
 func (r *reader) pos(n *node) Position {
@@ -41,6 +43,10 @@ func (r *reader) pos(n *node) Position {
 }
 
 func (r *reader) errorf(n *node, hint, format string, a ...any) {
+	if len(r.errs) >= MaxErrors {
+		r.dropped++
+		return
+	}
 	r.errs = append(r.errs, &Error{Pos: r.pos(n), Msg: fmt.Sprintf(format, a...), Hint: hint})
 }
 

@@ -147,6 +147,10 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	if len(l.errs) > 0 {
 		errs := ErrorList(l.errs)
 		errs.Sort()
+		if l.dropped > 0 {
+			last := errs[len(errs)-1]
+			errs = append(errs, &Error{Pos: last.Pos, Msg: fmt.Sprintf("%d more problems are not listed", l.dropped), Hint: "fix these first"})
+		}
 		return l.spec, errs
 	}
 	return l.spec, nil
