@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -74,5 +75,48 @@ func BenchmarkLoad(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// misspelt is a spec that names an unknown buffer with a name n bytes
+// long, beside many declared buffers of about that length.
+func misspelt(n int) []byte {
+	var b strings.Builder
+	b.WriteString("buffers:\n")
+	for i := range 100 {
+		fmt.Fprintf(&b, "  b%d: 16\n", i)
+	}
+	b.WriteString("ops: [{fill: {buffer: " + strings.Repeat("b", n) + ", value: 1}}]\n")
+	return []byte(b.String())
+}
+
+// BenchmarkHostile measures the inputs that once took quadratic or worse
+// time and memory, at growing sizes: each should grow linearly (or stay
+// flat where a limit cuts the work short).
+func BenchmarkHostile(b *testing.B) {
+	families := []struct {
+		name  string
+		sizes []int
+		gen   func(int) []byte
+	}{
+		{"nesting", []int{1000, 9000}, deepFlow},                        // within the parser's limit of 10000
+		{"nesting-beyond", []int{10_000, 100_000, 1_000_000}, deepFlow}, // refused by the parser
+		{"long-name", []int{10_000, 100_000, 1_000_000}, longName},
+		{"misspelt-name", []int{10_000, 100_000, 1_000_000}, misspelt},
+		{"alias-fan-out", []int{1000, 10_000, 100_000}, aliasFanOut},
+	}
+	for _, f := range families {
+		for _, n := range f.sizes {
+			src := f.gen(n)
+			b.Run(fmt.Sprintf("%s/n=%d", f.name, n), func(b *testing.B) {
+				b.SetBytes(int64(len(src)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := Parse("h.yaml", src); err == nil {
+						b.Fatal("no error")
+					}
+				}
+			})
+		}
 	}
 }
