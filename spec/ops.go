@@ -26,6 +26,10 @@ func (l *loader) opList(n *node) {
 	if ok && len(items) == 0 {
 		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
 	}
+	if len(l.opNames) == 0 {
+		l.opNames = make(map[string]*opDecl, min(len(items), MaxOps))
+	}
+	l.ops = make([]*opDecl, 0, min(len(items), MaxOps))
 	for i, it := range items {
 		if i == MaxOps {
 			l.errorf(it, "split the work into several specs", "the spec has more than %d ops", MaxOps)

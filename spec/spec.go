@@ -31,7 +31,7 @@ type Spec struct {
 
 	files  files               // where the spec's paths resolve, and what may be touched
 	where  map[string]Position // op name -> where it is declared
-	labels map[string]string   // made-up op name -> ops[i]
+	labels map[string]int      // made-up op name -> its index in the ops list
 	mu     sync.Mutex          // serialises host steps' writes to Stdout
 }
 
@@ -225,12 +225,12 @@ func (l *loader) load(root *node) {
 		return
 	}
 	l.spec.where = make(map[string]Position, len(g.Ops))
-	l.spec.labels = map[string]string{}
+	l.spec.labels = make(map[string]int, len(l.ops))
 	for _, o := range l.ops {
 		if o.op != nil {
 			l.spec.where[o.op.Name] = l.pos(o.node)
 			if !o.named {
-				l.spec.labels[o.op.Name] = opIndex(o.index)
+				l.spec.labels[o.op.Name] = o.index
 			}
 		}
 	}
@@ -253,8 +253,8 @@ func opIndex(i int) string { return "ops[" + strconv.Itoa(i) + "]" }
 // OpLabel is how messages name the op called name: op "name" when the
 // spec names it, ops[i] when the loader made the name up.
 func (s *Spec) OpLabel(name string) string {
-	if l, ok := s.labels[name]; ok {
-		return l
+	if i, ok := s.labels[name]; ok {
+		return opIndex(i)
 	}
 	return "op " + strconv.Quote(name)
 }
