@@ -188,23 +188,25 @@ func flowDepth(src []byte) int {
 }
 
 // checkDepth refuses documents nested deeper than MaxDepth, at the first
-// node too deep, before anything reads them.
+// node too deep, before anything reads them. The parser refuses nesting
+// beyond 10000 levels, so the recursion is bounded.
 func (l *loader) checkDepth(root *node) bool {
-	type item struct {
-		n     *node
-		depth int
-	}
-	stack := []item{{root, 1}}
-	for len(stack) > 0 {
-		it := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if it.depth > MaxDepth {
-			l.errorf(it.n, "a spec needs a few levels; flatten the data", "the spec is nested more than %d levels deep", MaxDepth)
-			return false
-		}
-		for i := len(it.n.Content) - 1; i >= 0; i-- {
-			stack = append(stack, item{it.n.Content[i], it.depth + 1})
-		}
+	if deep := tooDeep(root, 1); deep != nil {
+		l.errorf(deep, "a spec needs a few levels; flatten the data", "the spec is nested more than %d levels deep", MaxDepth)
+		return false
 	}
 	return true
+}
+
+// tooDeep returns the first node under n (at depth) deeper than MaxDepth.
+func tooDeep(n *node, depth int) *node {
+	if depth > MaxDepth {
+		return n
+	}
+	for _, c := range n.Content {
+		if deep := tooDeep(c, depth+1); deep != nil {
+			return deep
+		}
+	}
+	return nil
 }

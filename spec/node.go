@@ -30,6 +30,7 @@ type reader struct {
 	unknownAliases map[[2]int]bool
 	// suggestBudget bounds the work of all did-you-mean suggestions.
 	suggestBudget int
+	slab []entry // see entries
 	// dropped counts the errors beyond MaxErrors, not reported one by one.
 	dropped int
 }
@@ -212,7 +213,15 @@ func (r *reader) entries(n *node, what string) (fields, bool) {
 		r.errorf(n, "", "%s must be a mapping, not %s", what, describe(n))
 		return fields{}, false
 	}
-	f := fields{node: n, list: make([]entry, 0, len(n.Content)/2)}
+	// The entries of all mappings come from one slab: a spec has a few
+	// small mappings per op.
+	need := len(n.Content) / 2
+	if cap(r.slab)-len(r.slab) < need {
+		r.slab = make([]entry, 0, max(1024, need))
+	}
+	start := len(r.slab)
+	r.slab = r.slab[:start+need]
+	f := fields{node: n, list: r.slab[start:start:start+need]}
 	ok := true
 	var seen map[string]bool
 	if len(n.Content) > 16 {

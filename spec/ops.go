@@ -47,13 +47,15 @@ func (l *loader) opDecl(i int, n *node) {
 	}
 	d := &opDecl{node: f.node, index: i, fields: make(fieldNodes, 0, 4)}
 	l.ops = append(l.ops, d)
-	var kinds []string
+	var kinds [2]string
+	nk := 0
 	for _, k := range opKindKeys {
-		if f.has(k) {
-			kinds = append(kinds, k)
+		if f.has(k) && nk < len(kinds) {
+			kinds[nk] = k
+			nk++
 		}
 	}
-	switch len(kinds) {
+	switch nk {
 	case 0:
 		l.checkKeys(f, what, anyOpKeys())
 		l.errorf(f.node, "give it one of copy, fill, launch, alloc, free or host", "%s has no kind", what)
