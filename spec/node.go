@@ -30,7 +30,7 @@ type reader struct {
 	unknownAliases map[[2]int]bool
 	// suggestBudget bounds the work of all did-you-mean suggestions.
 	suggestBudget int
-	slab []entry // see entries
+	slab          []entry // see entries
 	// dropped counts the errors beyond MaxErrors, not reported one by one.
 	dropped int
 }
@@ -221,7 +221,7 @@ func (r *reader) entries(n *node, what string) (fields, bool) {
 	}
 	start := len(r.slab)
 	r.slab = r.slab[:start+need]
-	f := fields{node: n, list: r.slab[start:start:start+need]}
+	f := fields{node: n, list: r.slab[start : start : start+need]}
 	ok := true
 	var seen map[string]bool
 	if len(n.Content) > 16 {
