@@ -197,6 +197,12 @@ func (s *Spec) WriteFile(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("save %s: %v (%s)", path, err, "pass --allow-path DIR to allow another tree")
 	}
+	if save := absDir(s.saveDir()); dir == save {
+		// The save directory is the person's choice: make it if need be.
+		if err := os.MkdirAll(save, 0o755); err != nil {
+			return fmt.Errorf("save %s: %w", path, err)
+		}
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", path, err)
@@ -208,7 +214,9 @@ func (s *Spec) WriteFile(path string, data []byte) error {
 		}
 	}
 	if fi, err := root.Lstat(rel); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("save %s: it is a symbolic link; save to a file of its own", path)
+		return fmt.Errorf("save %s: %s is a symbolic link; save to a file of its own", path, filepath.Join(dir, rel))
+	} else if err == nil && fi.IsDir() {
+		return fmt.Errorf("save %s: %s is a directory", path, s.SavePath(path))
 	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
