@@ -146,19 +146,23 @@ func findAlias(src []byte, name string) (line, col, at int) {
 	}
 }
 
+// goccyLimit bounds the specs goccy/go-yaml is asked about: it takes
+// about a second per MiB.
+const goccyLimit = 256 << 10
+
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // syntaxError reports an error of the YAML parser. go.yaml.in/yaml/v3
 // gives only a line; goccy/go-yaml, asked again on this error path only,
 // gives the column too, for inputs small and shallow enough that asking is
-// cheap.
+// cheap (goccyLimit bytes, MaxDepth levels of flow nesting).
 func (l *loader) syntaxError(src []byte, err error) {
 	e := &Error{Pos: Position{File: l.file, Line: 1, Col: 1}, Msg: "YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 		e.Pos.Line, _ = strconv.Atoi(m[1])
 		e.Msg = "YAML: " + m[2]
 	}
-	if len(src) <= 1<<20 && flowDepth(src) <= MaxDepth {
+	if len(src) <= goccyLimit && flowDepth(src) <= MaxDepth {
 		if _, gerr := goccyparser.ParseBytes(src, 0); gerr != nil {
 			var ye goccy.Error
 			if errors.As(gerr, &ye) {
