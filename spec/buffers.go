@@ -1,11 +1,9 @@
 package spec
 
 import (
-	"fmt"
 	"math"
 	"slices"
-
-	"github.com/goccy/go-yaml/ast"
+	"strconv"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -13,14 +11,17 @@ import (
 // maxInitFile bounds the initial-contents files a spec may name.
 const maxInitFile = 1 << 30
 
-func (l *loader) buffers(n ast.Node) {
+func (l *loader) buffers(n *node) {
 	f, _ := l.entries(n, "buffers")
-	for _, e := range f.list {
-		if !isName(e.key) {
-			l.errorf(e.keyN, nameHint, "buffer name %q is not valid", e.key)
+	for i, e := range f.list {
+		if i == MaxBuffers {
+			l.errorf(e.keyN, "split the work into several specs", "the spec has more than %d buffers", MaxBuffers)
+			break
+		}
+		if !l.checkName(e.keyN, "buffer", e.key) {
 			continue
 		}
-		d := &bufDecl{node: e.keyN, fields: map[string]ast.Node{}}
+		d := &bufDecl{node: e.keyN}
 		l.bufs[e.key] = d
 		l.bufOrder = append(l.bufOrder, e.key)
 		if e.value == nil {
@@ -38,17 +39,15 @@ type bufferOpts struct {
 }
 
 // buffer reads one buffer declaration: a size, or a mapping of properties.
-func (l *loader) buffer(name string, n ast.Node, d *bufDecl) (bufferOpts, bool) {
-	what := fmt.Sprintf("buffer %q", name)
+func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
+	what := "buffer " + strconv.Quote(name)
 	var opts bufferOpts
-	if _, isMap := n.(*ast.MappingNode); !isMap {
-		if _, isMV := n.(*ast.MappingValueNode); !isMV {
-			// The short form: just a size, of device memory.
-			d.fields["size"] = n
-			size, ok := l.size(n, what+" size")
-			opts.size = size
-			return opts, ok && l.positive(n, what, size)
-		}
+	if !isMap(n) {
+		// The short form: just a size, of device memory.
+		d.fields.set("size", n)
+		size, ok := l.size(n, what+" size")
+		opts.size = size
+		return opts, ok && l.positive(n, what, size)
 	}
 	f, ok := l.mapping(n, what, bufferKeys)
 	dt := dag.F32
@@ -66,12 +65,12 @@ func (l *loader) buffer(name string, n ast.Node, d *bufDecl) (bufferOpts, bool) 
 		l.errorf(f.keyNode("count"), "give either size or dtype and count", "%s has both size and count", what)
 		ok = false
 	case hasSize:
-		d.fields["size"] = sizeNode
+		d.fields.set("size", sizeNode)
 		size, okS := l.size(sizeNode, what+" size")
 		ok = ok && okS && l.positive(sizeNode, what, size)
 		opts.size, sizeKnown = size, okS
 	case hasCount:
-		d.fields["size"] = countNode
+		d.fields.set("size", countNode)
 		count, okC := l.integer(countNode, what+" count")
 		switch {
 		case !okC:
@@ -97,7 +96,7 @@ func (l *loader) buffer(name string, n ast.Node, d *bufDecl) (bufferOpts, bool) 
 		}
 	}
 	if v, has := f.get("device"); has {
-		d.fields["device"] = v
+		d.fields.set("device", v)
 		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
 		ok = ok && okD
 		opts.list = append(opts.list, func(b *dag.Buffer) { b.Device = dev })
@@ -115,7 +114,7 @@ func (l *loader) buffer(name string, n ast.Node, d *bufDecl) (bufferOpts, bool) 
 		l.errorf(v, "fill it with an op after it is allocated, or make it persistent", "%s is temporary and has no initial contents", what)
 		ok = false
 	} else if has {
-		d.fields["init"] = v
+		d.fields.set("init", v)
 		init, fileSize, okI := l.initial(v, what, opts.size, sizeKnown)
 		ok = ok && okI
 		if okI {
@@ -132,7 +131,7 @@ func (l *loader) buffer(name string, n ast.Node, d *bufDecl) (bufferOpts, bool) 
 	return opts, ok
 }
 
-func (l *loader) positive(n ast.Node, what string, size int64) bool {
+func (l *loader) positive(n *node, what string, size int64) bool {
 	if size <= 0 {
 		l.errorf(n, sizeHint, "%s size %d is not positive", what, size)
 		return false
@@ -143,7 +142,7 @@ func (l *loader) positive(n ast.Node, what string, size int64) bool {
 // initial reads a buffer's initial contents: zeros, {value: v},
 // {random: seed} or {file: path}. For a file it also returns the file's
 // size, which sets the buffer's when the spec gives none.
-func (l *loader) initial(n ast.Node, what string, size int64, sizeKnown bool) (dag.Init, int64, bool) {
+func (l *loader) initial(n *node, what string, size int64, sizeKnown bool) (dag.Init, int64, bool) {
 	const hint = "write zeros, {value: 1.5}, {random: 42} or {file: data.bin}"
 	what += " init"
 	if s, isStr := scalarString(n); isStr {

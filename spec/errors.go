@@ -37,19 +37,73 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (%s)", e.Pos, e.Msg, e.Hint)
 }
 
-// Errors lists the *Error values inside err, which Parse and Load join.
+// ErrorList is every problem of a spec, as go/scanner.ErrorList holds a
+// file's: Parse and Load return one (as an error, through Err) ordered by
+// position.
+type ErrorList []*Error
+
+func (l ErrorList) Len() int           { return len(l) }
+func (l ErrorList) Swap(i, j int)      { l[i], l[j] = l[j], l[i] }
+func (l ErrorList) Less(i, j int) bool { return comparePositions(l[i].Pos, l[j].Pos) < 0 }
+
+// Sort orders the list by position, keeping the order of problems at one
+// position.
+func (l ErrorList) Sort() {
+	slices.SortStableFunc(l, func(a, b *Error) int { return comparePositions(a.Pos, b.Pos) })
+}
+
+// Error lists every problem, one a line.
+func (l ErrorList) Error() string {
+	var b strings.Builder
+	for i, e := range l {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Err returns l as an error, or nil when l is empty.
+func (l ErrorList) Err() error {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// Unwrap returns the problems, so that errors.As finds each *Error.
+func (l ErrorList) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
+// Errors lists the *Error values inside err, which Parse and Load return
+// (an ErrorList, possibly wrapped or joined with others).
 func Errors(err error) []*Error {
 	var out []*Error
 	var walk func(error)
 	walk = func(err error) {
-		if e, ok := err.(*Error); ok {
+		switch e := err.(type) {
+		case *Error:
 			out = append(out, e)
+			return
+		case ErrorList:
+			out = append(out, e...)
 			return
 		}
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
 			for _, x := range j.Unwrap() {
 				walk(x)
 			}
+			return
+		}
+		var l ErrorList
+		if errors.As(err, &l) {
+			out = append(out, l...)
 			return
 		}
 		var e *Error
@@ -63,31 +117,42 @@ func Errors(err error) []*Error {
 	return out
 }
 
-// joinErrors sorts errs by position and joins them; nil when there are none.
-func joinErrors(errs []*Error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	sortErrors(errs)
-	list := make([]error, len(errs))
-	for i, e := range errs {
-		list[i] = e
-	}
-	return errors.Join(list...)
-}
-
-func sortErrors(errs []*Error) {
-	slices.SortStableFunc(errs, func(a, b *Error) int { return comparePositions(a.Pos, b.Pos) })
-}
+// Bounds of the did-you-mean suggestions: names longer than
+// maxSuggestLen are not compared, candidates only when their length is
+// close to the name's, and all the suggestions of one spec together
+// compute at most suggestCells cells of edit distance.
+const (
+	maxSuggestLen = 64
+	suggestCells  = 1 << 24
+)
 
 // suggest returns a hint naming the candidate closest to got, or listing
-// the candidates when none is close.
-func suggest(got string, candidates []string) string {
+// the candidates when none is close. Its work is bounded: see
+// maxSuggestLen and suggestCells.
+func (r *reader) suggest(got string, candidates []string) string {
+	if len(r.errs) >= MaxErrors {
+		return "" // the error it is for will not be listed
+	}
 	best, bestDist := "", -1
-	for _, c := range candidates {
-		d := editDistance(strings.ToLower(got), strings.ToLower(c))
-		if d <= max(1, len(c)/3) && d < len(c) && (bestDist < 0 || d < bestDist) {
-			best, bestDist = c, d
+	if len(got) <= maxSuggestLen {
+		lower := strings.ToLower(got)
+		for _, c := range candidates {
+			// Every candidate looked at costs, so that many unknown names
+			// against many candidates stay bounded too.
+			if r.suggestBudget -= 1 + len(got); r.suggestBudget < 0 {
+				break
+			}
+			limit := max(1, len(c)/3)
+			if len(c) > maxSuggestLen || absInt(len(c)-len(got)) > limit {
+				continue
+			}
+			if r.suggestBudget -= (len(got) + 1) * (len(c) + 1); r.suggestBudget < 0 {
+				break
+			}
+			d := editDistance(lower, strings.ToLower(c))
+			if d <= limit && d < len(c) && (bestDist < 0 || d < bestDist) {
+				best, bestDist = c, d
+			}
 		}
 	}
 	if best != "" {
@@ -102,29 +167,42 @@ func suggest(got string, candidates []string) string {
 	return "use one of " + strings.Join(candidates, ", ")
 }
 
+func absInt(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
 // editDistance is the optimal string alignment distance between a and b,
 // in bytes: insertions, deletions, substitutions and transpositions of
-// neighbours each count one.
+// neighbours each count one. It keeps three rows: space linear in b.
 func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
+		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+				cur[j] = min(cur[j], prev2[j-2]+1)
 			}
 		}
+		prev2, prev, cur = prev, cur, prev2
 	}
-	return d[len(a)][len(b)]
+	return prev[len(b)]
+}
+
+// suggest is reader.suggest with a budget of its own.
+func suggest(got string, candidates []string) string {
+	r := reader{suggestBudget: suggestCells}
+	return r.suggest(got, candidates)
 }

@@ -1,6 +1,7 @@
 package spec_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/dagrun/dagrun/spec"
@@ -47,4 +48,29 @@ ops:
 	// bad.yaml:2:20: unknown field "placment" in buffer "x" (did you mean "placement"?)
 	// bad.yaml:5:25: ops[0] copy to names unknown buffer "z" (use one of x, y)
 	// bad.yaml:6:13: ops[1] launches unknown kernel "scal" (did you mean "scale"?)
+}
+
+// Paths in a spec stay inside its directory unless the person running it
+// allows another tree (the CLI's --allow-path); every problem comes back
+// in one ErrorList, ordered by position.
+func ExampleParse_files() {
+	src := `buffers:
+  w: {placement: pinned, init: {file: ../secret.bin}}
+ops:
+  - {fill: {buffer: w, value: 1}}
+  - {fill: {buffer: nope, value: 1}}
+outputs:
+  - {buffer: w, save: /etc/w.bin}
+`
+	_, err := spec.Parse("specs/pipeline.yaml", []byte(src), spec.WithSaveDir("out"))
+	var list spec.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			fmt.Printf("%s: %s\n", e.Pos, e.Msg)
+		}
+	}
+	// Output:
+	// specs/pipeline.yaml:2:39: buffer "w" init file ../secret.bin leaves the spec's directory
+	// specs/pipeline.yaml:5:21: ops[1] fill buffer names unknown buffer "nope"
+	// specs/pipeline.yaml:7:23: output save /etc/w.bin is an absolute path
 }

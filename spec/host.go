@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/dagrun/dagrun/dag"
@@ -72,15 +70,10 @@ func (s *Spec) checksumStep(views []dag.View) dag.HostFunc {
 	}
 }
 
-// saveStep writes the bytes the step reads to path (see SavePath),
-// making its directory if need be.
+// saveStep writes the bytes the step reads to path, with WriteFile.
 func (s *Spec) saveStep(path string) dag.HostFunc {
 	return func(_ context.Context, mem [][]byte) error {
-		full := s.SavePath(path)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(full, mem[0], 0o644)
+		return s.WriteFile(path, mem[0])
 	}
 }
 

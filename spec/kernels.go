@@ -3,20 +3,20 @@ package spec
 import (
 	"fmt"
 
-	"github.com/goccy/go-yaml/ast"
-
 	"github.com/dagrun/dagrun/dag"
 )
 
 // maxKernelFile bounds the CUDA C, PTX and cubin files a spec may name.
 const maxKernelFile = 64 << 20
 
-func (l *loader) kernelDecls(n ast.Node) {
+func (l *loader) kernelDecls(n *node) {
 	f, _ := l.entries(n, "kernels")
-	for _, e := range f.list {
+	for i, e := range f.list {
 		switch {
-		case !isName(e.key):
-			l.errorf(e.keyN, nameHint, "kernel name %q is not valid", e.key)
+		case i == MaxKernels:
+			l.errorf(e.keyN, "split the work into several specs", "the spec has more than %d kernels", MaxKernels)
+			return
+		case !l.checkName(e.keyN, "kernel", e.key):
 			continue
 		case dag.LookupBuiltin(e.key) != nil:
 			l.errorf(e.keyN, "builtins need no declaration; give your kernel another name", "kernel %q is a builtin", e.key)
@@ -36,7 +36,7 @@ func (l *loader) kernelDecls(n ast.Node) {
 
 // kernel reads one kernel declaration: its source (CUDA C inline or in a
 // file, a PTX file or a cubin file), entry symbol and parameters.
-func (l *loader) kernel(name string, n ast.Node) (*dag.Kernel, bool) {
+func (l *loader) kernel(name string, n *node) (*dag.Kernel, bool) {
 	what := fmt.Sprintf("kernel %q", name)
 	f, ok := l.mapping(n, what, kernelKeys)
 	if f.node == nil {
@@ -91,11 +91,15 @@ func (l *loader) kernel(name string, n ast.Node) (*dag.Kernel, bool) {
 	return k, ok
 }
 
-func (l *loader) params(n ast.Node, what string) ([]dag.Param, bool) {
+func (l *loader) params(n *node, what string) ([]dag.Param, bool) {
 	items, ok := l.sequence(n, what+" params")
 	var params []dag.Param
 	seen := map[string]bool{}
 	for i, it := range items {
+		if i == MaxArgs {
+			l.errorf(it, "pass large inputs in buffers", "%s has more than %d params", what, MaxArgs)
+			return nil, false
+		}
 		pw := fmt.Sprintf("%s param %d", what, i)
 		f, okF := l.mapping(it, pw, paramKeys)
 		if f.node == nil {
@@ -111,10 +115,7 @@ func (l *loader) params(n ast.Node, what string) ([]dag.Param, bool) {
 			continue
 		}
 		name, okN := l.str(nameN, pw+" name")
-		if okN && !isName(name) {
-			l.errorf(nameN, nameHint, "parameter name %q is not valid", name)
-			okN = false
-		}
+		okN = okN && l.checkName(nameN, "parameter", name)
 		if okN && seen[name] {
 			l.errorf(nameN, "give each parameter its own name", "parameter %q is declared twice", name)
 			okN = false

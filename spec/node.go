@@ -1,146 +1,158 @@
 package spec
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
+	yaml "go.yaml.in/yaml/v3"
 )
 
-// maxAliasExpansions bounds how many times aliases are followed, so that a
-// spec of nested aliases (a "billion laughs") or an alias inside its own
-// anchor cannot make loading take forever.
-const maxAliasExpansions = 10000
+// node is a YAML node of go.yaml.in/yaml/v3: every node carries its line
+// and column, and aliases point at their anchor's node.
+type node = yaml.Node
 
 // reader turns YAML nodes into values, recording a positioned error for
 // every node that is not what the format wants.
 type reader struct {
-	file       string
-	errs       []*Error
-	warns      []*Error
-	anchors    map[string]ast.Node
-	expansions int
+	file  string
+	errs  []*Error
+	warns []*Error
+	// aliasBudget is how many nodes following aliases may still bring into
+	// the reading (see maxAliasNodes); sizes memoises anchored subtrees.
+	aliasBudget int
+	sizes       map[*node]int
+	// unknownAliases are the nodes standing for aliases that name no
+	// anchor, already reported.
+	unknownAliases map[[2]int]bool
+	// suggestBudget bounds the work of all did-you-mean suggestions.
+	suggestBudget int
+	slab          []entry // see entries
+	// dropped counts the errors beyond MaxErrors, not reported one by one.
+	dropped int
 }
 
-func (r *reader) pos(n ast.Node) Position {
+func (r *reader) pos(n *node) Position {
 	p := Position{File: r.file, Line: 1, Col: 1}
-	if n == nil {
-		return p
-	}
-	switch v := n.(type) {
-	case *ast.MappingNode:
-		// A block mapping's token is the colon of its first entry; its
-		// first key is where a reader sees it start.
-		if !v.IsFlowStyle && len(v.Values) > 0 {
-			return r.pos(v.Values[0])
-		}
-	case *ast.MappingValueNode:
-		if v.Key != nil {
-			return r.pos(v.Key)
-		}
-	}
-	if tk := n.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
-		p.Line, p.Col = tk.Position.Line, max(tk.Position.Column, 1)
+	if n != nil && n.Line > 0 {
+		p.Line, p.Col = n.Line, max(n.Column, 1)
 	}
 	return p
 }
 
-func (r *reader) errorf(n ast.Node, hint, format string, a ...any) {
+func (r *reader) errorf(n *node, hint, format string, a ...any) {
+	if len(r.errs) >= MaxErrors {
+		r.dropped++
+		return
+	}
 	r.errs = append(r.errs, &Error{Pos: r.pos(n), Msg: fmt.Sprintf(format, a...), Hint: hint})
 }
 
-func (r *reader) warnf(n ast.Node, hint, format string, a ...any) {
+func (r *reader) warnf(n *node, hint, format string, a ...any) {
 	r.warns = append(r.warns, &Error{Pos: r.pos(n), Msg: fmt.Sprintf(format, a...), Hint: hint})
 }
 
-// syntaxError positions an error of the YAML parser.
-func (r *reader) syntaxError(err error) {
-	var ye yaml.Error
-	if errors.As(err, &ye) {
-		e := &Error{Pos: Position{File: r.file, Line: 1, Col: 1}, Msg: "YAML: " + ye.GetMessage()}
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
-			e.Pos.Line, e.Pos.Col = tk.Position.Line, max(tk.Position.Column, 1)
+// treeSize counts the nodes under n, not following aliases, memoised for
+// anchored nodes so that charging an alias is constant work once known.
+func (r *reader) treeSize(n *node) int {
+	if s, ok := r.sizes[n]; ok {
+		return s
+	}
+	// An explicit stack: the tree may be as deep as the parser allows.
+	size := 0
+	stack := []*node{n}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		size++
+		if x.Kind != yaml.AliasNode {
+			stack = append(stack, x.Content...)
 		}
-		r.errs = append(r.errs, e)
-		return
 	}
-	r.errs = append(r.errs, &Error{Pos: Position{File: r.file, Line: 1, Col: 1}, Msg: "YAML: " + err.Error()})
-}
-
-// collectAnchors records every anchor of the document so that aliases can
-// be followed wherever they are.
-func (r *reader) collectAnchors(root ast.Node) {
-	r.anchors = map[string]ast.Node{}
-	ast.Walk(anchorVisitor(r.anchors), root)
-}
-
-type anchorVisitor map[string]ast.Node
-
-func (v anchorVisitor) Visit(n ast.Node) ast.Visitor {
-	if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil {
-		v[a.Name.GetToken().Value] = a.Value
+	if r.sizes == nil {
+		r.sizes = map[*node]int{}
 	}
-	return v
+	r.sizes[n] = size
+	return size
 }
 
-// resolve looks through anchors, tags and aliases to the node that holds a
-// value. It returns nil, having reported why, for an alias it cannot follow.
-func (r *reader) resolve(n ast.Node) ast.Node {
-	for {
-		switch v := n.(type) {
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AliasNode:
-			r.expansions++
-			if r.expansions > maxAliasExpansions {
-				if r.expansions == maxAliasExpansions+1 {
-					r.errorf(v, "expand the aliases by hand", "aliases are expanded more than %d times", maxAliasExpansions)
-				}
+// resolve looks through aliases to the node that holds a value. It returns
+// nil, having reported why, for an alias it cannot follow, and for a null
+// standing for an alias already reported as naming no anchor.
+func (r *reader) resolve(n *node) *node {
+	for n != nil {
+		switch {
+		case n.Kind == yaml.AliasNode:
+			if n.Alias == nil {
+				r.errorf(n, "define the anchor with &"+n.Value+" before using it", "alias *%s names no anchor", n.Value)
 				return nil
 			}
-			name := ""
-			if v.Value != nil && v.Value.GetToken() != nil {
-				name = v.Value.GetToken().Value
-			}
-			target, ok := r.anchors[name]
-			if !ok {
-				r.errorf(v, "define the anchor with &"+name+" before using it", "alias *%s names no anchor", name)
+			if r.aliasBudget < 0 {
 				return nil
 			}
-			n = target
+			r.aliasBudget -= r.treeSize(n.Alias)
+			if r.aliasBudget < 0 {
+				r.errorf(n, "expand the aliases by hand", "aliases expand to more than %d nodes", maxAliasNodes)
+				return nil
+			}
+			n = n.Alias
+		case n.Kind == yaml.DocumentNode && len(n.Content) == 1:
+			n = n.Content[0]
+		case r.unknownAliases[[2]int{n.Line, n.Column}] && isNull(n):
+			return nil
 		default:
 			return n
 		}
 	}
+	return nil
 }
 
+func isNull(n *node) bool {
+	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// Scalar kinds, as YAML 1.2's core schema resolves them (quoted and block
+// scalars are strings).
+func isStringNode(n *node) bool {
+	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str"
+}
+func isIntNode(n *node) bool {
+	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int"
+}
+func isFloatNode(n *node) bool {
+	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float"
+}
+func isSeq(n *node) bool { return n != nil && n.Kind == yaml.SequenceNode }
+func isMap(n *node) bool { return n != nil && n.Kind == yaml.MappingNode }
+
 // describe says what a node is, for messages.
-func describe(n ast.Node) string {
-	switch v := n.(type) {
-	case nil, *ast.NullNode:
+func describe(n *node) string {
+	switch {
+	case isNull(n):
 		return "nothing"
-	case *ast.MappingNode, *ast.MappingValueNode:
+	case n.Kind == yaml.MappingNode:
 		return "a mapping"
-	case *ast.SequenceNode:
+	case n.Kind == yaml.SequenceNode:
 		return "a list"
-	case *ast.StringNode:
-		return fmt.Sprintf("the string %q", clip(v.Value))
-	case *ast.LiteralNode:
+	case n.Kind != yaml.ScalarNode:
+		return "an alias"
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
 		return "a block of text"
-	case *ast.IntegerNode:
-		return "the integer " + v.GetToken().Value
-	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "the number " + v.GetToken().Value
-	case *ast.BoolNode:
-		return "the boolean " + v.GetToken().Value
 	}
-	return n.Type().String()
+	switch n.ShortTag() {
+	case "!!str":
+		return fmt.Sprintf("the string %q", clip(n.Value))
+	case "!!int":
+		return "the integer " + clip(n.Value)
+	case "!!float":
+		return "the number " + clip(n.Value)
+	case "!!bool":
+		return "the boolean " + clip(n.Value)
+	}
+	return "the value " + clip(n.Value)
 }
 
 func clip(s string) string {
@@ -153,17 +165,17 @@ func clip(s string) string {
 // entry is one key and value of a mapping.
 type entry struct {
 	key   string
-	keyN  ast.Node
-	value ast.Node // resolved; nil when an alias could not be followed
+	keyN  *node
+	value *node // resolved; nil when an alias could not be followed
 }
 
 // fields is a mapping's entries, in order.
 type fields struct {
-	node ast.Node
+	node *node
 	list []entry
 }
 
-func (f fields) get(key string) (ast.Node, bool) {
+func (f fields) get(key string) (*node, bool) {
 	for _, e := range f.list {
 		if e.key == key {
 			return e.value, e.value != nil
@@ -182,7 +194,7 @@ func (f fields) has(key string) bool {
 }
 
 // keyNode is where the entry for key is written, for messages about it.
-func (f fields) keyNode(key string) ast.Node {
+func (f fields) keyNode(key string) *node {
 	for _, e := range f.list {
 		if e.key == key {
 			return e.keyN
@@ -192,64 +204,71 @@ func (f fields) keyNode(key string) ast.Node {
 }
 
 // entries reads n as a mapping of string keys, without checking the keys.
-func (r *reader) entries(n ast.Node, what string) (fields, bool) {
+func (r *reader) entries(n *node, what string) (fields, bool) {
 	n = r.resolve(n)
-	var values []*ast.MappingValueNode
-	switch v := n.(type) {
-	case nil:
+	switch {
+	case n == nil:
 		return fields{}, false
-	case *ast.MappingNode:
-		values = v.Values
-	case *ast.MappingValueNode:
-		values = []*ast.MappingValueNode{v}
-	default:
+	case n.Kind != yaml.MappingNode:
 		r.errorf(n, "", "%s must be a mapping, not %s", what, describe(n))
 		return fields{}, false
 	}
-	f := fields{node: n}
+	// The entries of all mappings come from one slab: a spec has a few
+	// small mappings per op.
+	need := len(n.Content) / 2
+	if cap(r.slab)-len(r.slab) < need {
+		r.slab = make([]entry, 0, max(1024, need))
+	}
+	start := len(r.slab)
+	r.slab = r.slab[:start+need]
+	f := fields{node: n, list: r.slab[start : start : start+need]}
 	ok := true
-	seen := map[string]bool{}
-	for _, mv := range values {
-		key, keyOK := r.key(mv.Key, what)
+	var seen map[string]bool
+	if len(n.Content) > 16 {
+		seen = make(map[string]bool, len(n.Content)/2)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key, keyOK := r.key(k, what)
 		if !keyOK {
 			ok = false
 			continue
 		}
-		if seen[key] {
-			r.errorf(mv.Key, "remove one of them", "%s has key %q twice", what, key)
+		dup := false
+		if seen != nil {
+			dup = seen[key]
+			seen[key] = true
+		} else {
+			dup = f.has(key)
+		}
+		if dup {
+			r.errorf(k, "remove one of them", "%s has key %q twice", what, key)
 			ok = false
 			continue
 		}
-		seen[key] = true
-		f.list = append(f.list, entry{key: key, keyN: mv.Key, value: r.resolve(mv.Value)})
+		f.list = append(f.list, entry{key: key, keyN: k, value: r.resolve(v)})
 	}
 	return f, ok
 }
 
-func (r *reader) key(k ast.MapKeyNode, what string) (string, bool) {
-	if k == nil {
-		r.errorf(nil, "", "%s has an empty key", what)
-		return "", false
-	}
-	switch v := r.resolve(k).(type) {
-	case nil:
-		return "", false
-	case *ast.MergeKeyNode:
+func (r *reader) key(k *node, what string) (string, bool) {
+	if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
 		r.errorf(k, "write the keys out, or use an alias for the whole value", "merge keys (<<) are not supported")
 		return "", false
-	case *ast.StringNode:
+	}
+	v := r.resolve(k)
+	switch {
+	case v == nil:
+		return "", false
+	case v.Kind == yaml.ScalarNode && !isNull(v):
 		return v.Value, true
-	case ast.ScalarNode:
-		if _, isNull := v.(*ast.NullNode); !isNull && v.GetToken() != nil {
-			return v.GetToken().Value, true
-		}
 	}
 	r.errorf(k, "keys are names", "%s has a key that is not a name", what)
 	return "", false
 }
 
 // mapping reads n as a mapping whose keys are among allowed.
-func (r *reader) mapping(n ast.Node, what string, allowed []string) (fields, bool) {
+func (r *reader) mapping(n *node, what string, allowed []string) (fields, bool) {
 	f, ok := r.entries(n, what)
 	if !ok && f.node == nil {
 		return f, false
@@ -262,42 +281,34 @@ func (r *reader) checkKeys(f fields, what string, allowed []string) bool {
 	ok := true
 	for _, e := range f.list {
 		if !slices.Contains(allowed, e.key) {
-			r.errorf(e.keyN, suggest(e.key, allowed), "unknown field %q in %s", e.key, what)
+			r.errorf(e.keyN, r.suggest(e.key, allowed), "unknown field %q in %s", e.key, what)
 			ok = false
 		}
 	}
 	return ok
 }
 
-func (r *reader) sequence(n ast.Node, what string) ([]ast.Node, bool) {
-	switch v := r.resolve(n).(type) {
-	case nil:
+func (r *reader) sequence(n *node, what string) ([]*node, bool) {
+	v := r.resolve(n)
+	switch {
+	case v == nil:
 		return nil, false
-	case *ast.SequenceNode:
-		out := make([]ast.Node, len(v.Values))
-		copy(out, v.Values)
-		return out, true
-	default:
-		r.errorf(v, "", "%s must be a list, not %s", what, describe(v))
-		return nil, false
+	case v.Kind == yaml.SequenceNode:
+		return v.Content, true
 	}
+	r.errorf(v, "", "%s must be a list, not %s", what, describe(v))
+	return nil, false
 }
 
 // scalarString is the text of a string node, or false for other nodes.
-func scalarString(n ast.Node) (string, bool) {
-	switch v := n.(type) {
-	case *ast.StringNode:
-		return v.Value, true
-	case *ast.LiteralNode:
-		if v.Value != nil {
-			return v.Value.Value, true
-		}
-		return "", true
+func scalarString(n *node) (string, bool) {
+	if isStringNode(n) {
+		return n.Value, true
 	}
 	return "", false
 }
 
-func (r *reader) str(n ast.Node, what string) (string, bool) {
+func (r *reader) str(n *node, what string) (string, bool) {
 	n = r.resolve(n)
 	if n == nil {
 		return "", false
@@ -310,41 +321,95 @@ func (r *reader) str(n ast.Node, what string) (string, bool) {
 }
 
 // oneOf reads a string that must be one of choices.
-func (r *reader) oneOf(n ast.Node, what string, choices []string) (string, bool) {
+func (r *reader) oneOf(n *node, what string, choices []string) (string, bool) {
 	s, ok := r.str(n, what)
 	if !ok {
 		return "", false
 	}
 	if !slices.Contains(choices, s) {
-		r.errorf(n, suggest(s, choices), "%s %q is not valid", what, s)
+		r.errorf(n, r.suggest(s, choices), "%s %q is not valid", what, s)
 		return "", false
 	}
 	return s, true
 }
 
-func (r *reader) integer(n ast.Node, what string) (int64, bool) {
-	n = r.resolve(n)
-	switch v := n.(type) {
-	case nil:
-		return 0, false
-	case *ast.IntegerNode:
-		switch x := v.Value.(type) {
-		case int64:
-			return x, true
-		case uint64:
-			if x <= math.MaxInt64 {
-				return int64(x), true
-			}
+// parseInt reads an integer as YAML 1.2's core schema writes it: decimal
+// (leading zeros allowed), 0o octal or 0x hexadecimal, with a sign; and,
+// as YAML 1.1 tools write them, 0b binary and '_' separators.
+func parseInt(s string) (int64, error) {
+	t := strings.ReplaceAll(s, "_", "")
+	neg := false
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		neg, t = t[0] == '-', t[1:]
+	}
+	base := 10
+	if len(t) > 2 && t[0] == '0' {
+		switch t[1] {
+		case 'x', 'X':
+			base, t = 16, t[2:]
+		case 'o', 'O':
+			base, t = 8, t[2:]
+		case 'b', 'B':
+			base, t = 2, t[2:]
 		}
-		r.errorf(n, "", "%s %s is too large", what, v.GetToken().Value)
+	}
+	u, err := strconv.ParseUint(t, base, 64)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case !neg && u <= math.MaxInt64:
+		return int64(u), nil
+	case neg && u <= 1<<63:
+		return int64(-u), nil
+	}
+	return 0, strconv.ErrRange
+}
+
+// parseFloat reads a float as YAML 1.2's core schema writes it, .inf and
+// .nan included.
+func parseFloat(s string) (float64, error) {
+	switch strings.ToLower(strings.TrimLeft(s, "+")) {
+	case ".inf":
+		return math.Inf(1), nil
+	case "-.inf":
+		return math.Inf(-1), nil
+	case ".nan":
+		return math.NaN(), nil
+	}
+	return strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+}
+
+func (r *reader) integer(n *node, what string) (int64, bool) {
+	n = r.resolve(n)
+	switch {
+	case n == nil:
 		return 0, false
+	case isIntNode(n):
+		v, err := parseInt(n.Value)
+		if err == nil {
+			return v, true
+		}
+		r.errorf(n, "", "%s %s is too large", what, clip(n.Value))
+		return 0, false
+	case isFloatNode(n):
+		// 1e6 is a float in YAML; a whole one within range is as good.
+		f, err := parseFloat(n.Value)
+		whole := err == nil && f == math.Trunc(f) // false for NaN, true for infinities
+		if whole && math.Abs(f) < 1<<63 {
+			return int64(f), true
+		}
+		if whole || err != nil {
+			r.errorf(n, "", "%s %s is too large", what, clip(n.Value))
+			return 0, false
+		}
 	}
 	r.errorf(n, "", "%s must be an integer, not %s", what, describe(n))
 	return 0, false
 }
 
 // intIn reads an integer in [lo, hi].
-func (r *reader) intIn(n ast.Node, what string, lo, hi int64) (int, bool) {
+func (r *reader) intIn(n *node, what string, lo, hi int64) (int, bool) {
 	v, ok := r.integer(n, what)
 	if !ok {
 		return 0, false
@@ -356,49 +421,49 @@ func (r *reader) intIn(n ast.Node, what string, lo, hi int64) (int, bool) {
 	return int(v), true
 }
 
-func (r *reader) number(n ast.Node, what string) (float64, bool) {
+func (r *reader) number(n *node, what string) (float64, bool) {
 	n = r.resolve(n)
-	switch v := n.(type) {
-	case nil:
+	switch {
+	case n == nil:
 		return 0, false
-	case *ast.IntegerNode:
-		switch x := v.Value.(type) {
-		case int64:
-			return float64(x), true
-		case uint64:
-			return float64(x), true
+	case isIntNode(n):
+		if v, err := parseInt(n.Value); err == nil {
+			return float64(v), true
 		}
-	case *ast.FloatNode:
-		return v.Value, true
-	case *ast.InfinityNode:
-		return v.Value, true
-	case *ast.NanNode:
-		return math.NaN(), true
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err == nil {
+			return f, true
+		}
+	case isFloatNode(n):
+		if f, err := parseFloat(n.Value); err == nil {
+			return f, true
+		}
+		r.errorf(n, "", "%s %s is out of range", what, clip(n.Value))
+		return 0, false
 	}
 	r.errorf(n, "", "%s must be a number, not %s", what, describe(n))
 	return 0, false
 }
 
-func (r *reader) boolean(n ast.Node, what string) (bool, bool) {
+func (r *reader) boolean(n *node, what string) (bool, bool) {
 	n = r.resolve(n)
 	if n == nil {
 		return false, false
 	}
-	if v, ok := n.(*ast.BoolNode); ok {
-		return v.Value, true
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
+		return strings.EqualFold(n.Value, "true"), true
 	}
 	r.errorf(n, "write true or false", "%s must be a boolean, not %s", what, describe(n))
 	return false, false
 }
 
 // size reads a byte count: an integer or a string with a unit.
-func (r *reader) size(n ast.Node, what string) (int64, bool) {
+func (r *reader) size(n *node, what string) (int64, bool) {
 	n = r.resolve(n)
-	switch v := n.(type) {
-	case nil:
+	switch {
+	case n == nil:
 		return 0, false
-	case *ast.IntegerNode:
-		b, ok := r.integer(v, what)
+	case isIntNode(n) || isFloatNode(n):
+		b, ok := r.integer(n, what)
 		if ok && b < 0 {
 			r.errorf(n, sizeHint, "%s %d is negative", what, b)
 			return 0, false
@@ -418,14 +483,14 @@ func (r *reader) size(n ast.Node, what string) (int64, bool) {
 	return b, true
 }
 
-func (r *reader) duration(n ast.Node, what string) (time.Duration, bool) {
+func (r *reader) duration(n *node, what string) (time.Duration, bool) {
 	n = r.resolve(n)
 	if n == nil {
 		return 0, false
 	}
 	s, ok := scalarString(n)
 	if !ok {
-		if v, isInt := n.(*ast.IntegerNode); isInt && v.GetToken().Value == "0" {
+		if isIntNode(n) && n.Value == "0" {
 			return 0, true
 		}
 		r.errorf(n, durationHint, "%s must be a duration, not %s", what, describe(n))
@@ -457,4 +522,47 @@ func isName(s string) bool {
 	return true
 }
 
+// checkName reports whether name can name a thing of kind ("buffer",
+// "op", ...), reporting why not at n.
+func (r *reader) checkName(n *node, kind, name string) bool {
+	switch {
+	case len(name) > MaxNameLen:
+		r.errorf(n, fmt.Sprintf("use at most %d characters", MaxNameLen), "%s name %q is %d characters long", kind, clip(name), len(name))
+		return false
+	case !isName(name):
+		r.errorf(n, nameHint, "%s name %q is not valid", kind, name)
+		return false
+	}
+	return true
+}
+
 const nameHint = "names start with a letter or '_' and hold letters, digits, '_', '-' and '.'"
+
+// fieldNodes maps the fields of a declaration that errors of dag name
+// ("after", "args.x", ...) to their nodes: a few per declaration, so a
+// list.
+type fieldNodes []fieldNode
+
+type fieldNode struct {
+	field string
+	n     *node
+}
+
+func (f *fieldNodes) set(field string, n *node) {
+	for i := range *f {
+		if (*f)[i].field == field {
+			(*f)[i].n = n
+			return
+		}
+	}
+	*f = append(*f, fieldNode{field, n})
+}
+
+func (f fieldNodes) get(field string) (*node, bool) {
+	for _, x := range f {
+		if x.field == field {
+			return x.n, true
+		}
+	}
+	return nil, false
+}

@@ -3,9 +3,8 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
-
-	"github.com/goccy/go-yaml/ast"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -13,38 +12,50 @@ import (
 // opDecl is one op of the ops list; op is nil when the declaration is wrong.
 type opDecl struct {
 	op     *dag.Op
-	node   ast.Node
+	node   *node
 	kind   string
-	label  string              // kernel or host step name, for generated op names
-	fields map[string]ast.Node // dag.Error fields ("after", "args.x", ...) -> node
-	after  []ast.Node
+	label  string     // kernel or host step name, for generated op names
+	named  bool       // the spec names it (validly, once)
+	fields fieldNodes // dag.Error fields ("after", "args.x", ...) -> node
+	index  int        // in the ops list
+	after  []*node
 }
 
-func (l *loader) opList(n ast.Node) {
+func (l *loader) opList(n *node) {
 	items, ok := l.sequence(n, "ops")
 	if ok && len(items) == 0 {
 		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
 	}
+	if len(l.opNames) == 0 {
+		l.opNames = make(map[string]*opDecl, min(len(items), MaxOps))
+	}
+	l.ops = make([]*opDecl, 0, min(len(items), MaxOps))
 	for i, it := range items {
+		if i == MaxOps {
+			l.errorf(it, "split the work into several specs", "the spec has more than %d ops", MaxOps)
+			break
+		}
 		l.opDecl(i, it)
 	}
 }
 
-func (l *loader) opDecl(i int, n ast.Node) {
-	what := fmt.Sprintf("ops[%d]", i)
+func (l *loader) opDecl(i int, n *node) {
+	what := "ops[" + strconv.Itoa(i) + "]"
 	f, _ := l.entries(n, what)
 	if f.node == nil {
 		return
 	}
-	d := &opDecl{node: f.node, fields: map[string]ast.Node{}}
+	d := &opDecl{node: f.node, index: i, fields: make(fieldNodes, 0, 4)}
 	l.ops = append(l.ops, d)
-	var kinds []string
+	var kinds [2]string
+	nk := 0
 	for _, k := range opKindKeys {
-		if f.has(k) {
-			kinds = append(kinds, k)
+		if f.has(k) && nk < len(kinds) {
+			kinds[nk] = k
+			nk++
 		}
 	}
-	switch len(kinds) {
+	switch nk {
 	case 0:
 		l.checkKeys(f, what, anyOpKeys())
 		l.errorf(f.node, "give it one of copy, fill, launch, alloc, free or host", "%s has no kind", what)
@@ -55,21 +66,16 @@ func (l *loader) opDecl(i int, n ast.Node) {
 		return
 	}
 	d.kind = kinds[0]
-	ok := true
 	if v, has := f.get("name"); has {
 		name, okN := l.str(v, what+" name")
 		switch {
-		case !okN:
-			ok = false
-		case !isName(name):
-			l.errorf(v, nameHint, "op name %q is not valid", name)
-			ok = false
+		case !okN || !l.checkName(v, "op", name):
 		case l.opNames[name] != nil:
 			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.pos(l.opNames[name].node))
-			ok = false
 		default:
 			l.opNames[name] = d
-			what = fmt.Sprintf("op %q", name)
+			d.named = true
+			what = "op " + strconv.Quote(name)
 		}
 	}
 	kindNode, _ := f.get(d.kind)
@@ -81,15 +87,13 @@ func (l *loader) opDecl(i int, n ast.Node) {
 		}
 		step, d.label = s, s
 	}
-	if !l.checkKeys(f, what, opKeys(d.kind, step)) {
-		ok = false
-	}
+	l.checkKeys(f, what, l.opKeys(d.kind, step))
 	var op *dag.Op
 	switch d.kind {
 	case "copy":
-		op = l.copyOp(kindNode, what)
+		op = l.copyOp(d, kindNode, what)
 	case "fill":
-		op = l.fillOp(kindNode, what)
+		op = l.fillOp(d, kindNode, what)
 	case "alloc", "free":
 		op = l.lifetimeOp(d.kind, kindNode, what)
 	case "launch":
@@ -97,11 +101,16 @@ func (l *loader) opDecl(i int, n ast.Node) {
 	case "host":
 		op = l.hostOp(step, f, what)
 	}
-	if !l.common(d, f, what, op) || !ok || op == nil {
+	l.common(d, f, what, op)
+	if op == nil {
 		return
 	}
-	if v, has := f.get("name"); has {
-		name, _ := l.str(v, "")
+	// The op joins the graph even when other fields of it are wrong, so
+	// that the graph's own checks (cycles, above all) report in the same
+	// round; the errors already found keep the spec from running.
+	if d.named {
+		v, _ := f.get("name")
+		name, _ := scalarString(v)
 		op.Named(name)
 	}
 	d.op = op
@@ -112,7 +121,7 @@ func (l *loader) opDecl(i int, n ast.Node) {
 func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	ok := true
 	if v, has := f.get("priority"); has {
-		d.fields["priority"] = v
+		d.fields.set("priority", v)
 		p, okP := l.priority(v, what+" priority")
 		ok = ok && okP
 		if okP && op != nil {
@@ -121,13 +130,17 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	}
 	if v, has := f.get("cost"); has {
 		c, okC := l.duration(v, what+" cost")
+		if okC && c > MaxCost {
+			l.errorf(v, "give an estimate of at most 24h", "%s cost %s is more than 24h", what, c)
+			okC = false
+		}
 		ok = ok && okC
 		if okC && op != nil {
 			op.Costs(c)
 		}
 	}
 	if v, has := f.get("device"); has {
-		d.fields["device"] = v
+		d.fields.set("device", v)
 		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
 		ok = ok && okD
 		if okD && op != nil {
@@ -135,9 +148,9 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 		}
 	}
 	if v, has := f.get("after"); has {
-		d.fields["after"] = v
+		d.fields.set("after", v)
 		if _, isStr := scalarString(v); isStr {
-			d.after = []ast.Node{v}
+			d.after = []*node{v}
 		} else {
 			items, okA := l.sequence(v, what+" after")
 			ok = ok && okA
@@ -147,8 +160,8 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	return ok
 }
 
-func (l *loader) priority(n ast.Node, what string) (dag.Priority, bool) {
-	if _, isInt := n.(*ast.IntegerNode); isInt {
+func (l *loader) priority(n *node, what string) (dag.Priority, bool) {
+	if isIntNode(n) {
 		p, ok := l.intIn(n, what, -1<<20, 1<<20)
 		return dag.Priority(p), ok
 	}
@@ -168,7 +181,7 @@ func (l *loader) priority(n ast.Node, what string) (dag.Priority, bool) {
 	return 0, false
 }
 
-func (l *loader) copyOp(n ast.Node, what string) *dag.Op {
+func (l *loader) copyOp(d *opDecl, n *node, what string) *dag.Op {
 	f, ok := l.mapping(n, what+" copy", copyKeys)
 	if f.node == nil {
 		return nil
@@ -179,6 +192,8 @@ func (l *loader) copyOp(n ast.Node, what string) *dag.Op {
 		l.errorf(f.node, "write copy: {from: src, to: dst}", "%s copy needs from and to", what)
 		return nil
 	}
+	d.fields.set("from", from)
+	d.fields.set("to", to)
 	src, _, okS := l.view(from, what+" copy from", false)
 	dst, _, okD := l.view(to, what+" copy to", false)
 	if !ok || !okS || !okD {
@@ -187,7 +202,7 @@ func (l *loader) copyOp(n ast.Node, what string) *dag.Op {
 	return l.b.Copy(dst, src)
 }
 
-func (l *loader) fillOp(n ast.Node, what string) *dag.Op {
+func (l *loader) fillOp(d *opDecl, n *node, what string) *dag.Op {
 	f, ok := l.mapping(n, what+" fill", fillKeys)
 	if f.node == nil {
 		return nil
@@ -198,6 +213,8 @@ func (l *loader) fillOp(n ast.Node, what string) *dag.Op {
 		l.errorf(f.node, "write fill: {buffer: x, value: 0}", "%s fill needs buffer and value", what)
 		return nil
 	}
+	d.fields.set("buffer", bufN)
+	d.fields.set("value", valN)
 	v, _, okV := l.view(bufN, what+" fill buffer", false)
 	x, okX := l.number(valN, what+" fill value")
 	if !ok || !okV || !okX {
@@ -206,7 +223,7 @@ func (l *loader) fillOp(n ast.Node, what string) *dag.Op {
 	return l.b.Fill(v, x)
 }
 
-func (l *loader) lifetimeOp(kind string, n ast.Node, what string) *dag.Op {
+func (l *loader) lifetimeOp(kind string, n *node, what string) *dag.Op {
 	d := l.bufferRef(n, what+" "+kind)
 	if d == nil || d.buf == nil {
 		return nil
@@ -217,8 +234,8 @@ func (l *loader) lifetimeOp(kind string, n ast.Node, what string) *dag.Op {
 	return l.b.Free(d.buf)
 }
 
-func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op {
-	d.fields["kernel"] = n
+func (l *loader) launchOp(d *opDecl, f fields, n *node, what string) *dag.Op {
+	d.fields.set("kernel", n)
 	name, ok := l.str(n, what+" kernel")
 	if !ok {
 		return nil
@@ -232,7 +249,7 @@ func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op 
 			for _, b := range dag.Builtins() {
 				known = append(known, b.Name)
 			}
-			l.errorf(n, suggest(name, append(known, l.kernOrder...)), "%s launches unknown kernel %q", what, name)
+			l.errorf(n, l.suggest(name, append(known, l.kernOrder...)), "%s launches unknown kernel %q", what, name)
 			return nil
 		}
 		if k = kd.k; k == nil {
@@ -241,18 +258,18 @@ func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op 
 	}
 	grid, block := dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
 	if v, has := f.get("grid"); has {
-		d.fields["grid"] = v
+		d.fields.set("grid", v)
 		grid, ok = l.dim3(v, what+" grid")
 	}
 	okB := true
 	if v, has := f.get("block"); has {
-		d.fields["block"] = v
+		d.fields.set("block", v)
 		block, okB = l.dim3(v, what+" block")
 	}
 	shared := int64(0)
 	okS := true
 	if v, has := f.get("shared"); has {
-		d.fields["shared"] = v
+		d.fields.set("shared", v)
 		shared, okS = l.size(v, what+" shared")
 		if okS && shared > 1<<30 {
 			l.errorf(v, "use at most 48 KiB of dynamic shared memory", "%s shared %d bytes is too large", what, shared)
@@ -261,7 +278,7 @@ func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op 
 	}
 	argsN, hasArgs := f.get("args")
 	if hasArgs {
-		d.fields["args"] = argsN
+		d.fields.set("args", argsN)
 	} else {
 		argsN = f.node
 	}
@@ -274,9 +291,9 @@ func (l *loader) launchOp(d *opDecl, f fields, n ast.Node, what string) *dag.Op 
 	return op
 }
 
-func (l *loader) dim3(n ast.Node, what string) (dag.Dim3, bool) {
+func (l *loader) dim3(n *node, what string) (dag.Dim3, bool) {
 	const limit = 1<<31 - 1
-	if _, isSeq := n.(*ast.SequenceNode); !isSeq {
+	if !isSeq(n) {
 		x, ok := l.intIn(n, what, 1, limit)
 		return dag.Dim3{X: x, Y: 1, Z: 1}, ok
 	}
@@ -297,15 +314,15 @@ func (l *loader) dim3(n ast.Node, what string) (dag.Dim3, bool) {
 
 // args reads a launch's arguments, by parameter name (a mapping) or in
 // order (a list), and returns them as dag.Builder.Launch takes them.
-func (l *loader) args(d *opDecl, k *dag.Kernel, n ast.Node, given bool, what string) ([]any, bool) {
-	nodes := make([]ast.Node, len(k.Params))
+func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string) ([]any, bool) {
+	nodes := make([]*node, len(k.Params))
 	names := make([]string, len(k.Params))
 	for i, p := range k.Params {
 		names[i] = p.Name
 	}
 	ok := true
 	if given {
-		if _, isSeq := n.(*ast.SequenceNode); isSeq {
+		if isSeq(n) {
 			items, _ := l.sequence(n, what+" args")
 			for i, it := range items {
 				if i >= len(nodes) {
@@ -321,7 +338,7 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n ast.Node, given bool, what str
 			for _, e := range f.list {
 				i := slices.Index(names, e.key)
 				if i < 0 {
-					l.errorf(e.keyN, suggestParam(e.key, k), "%s has no parameter %q", k.Name, e.key)
+					l.errorf(e.keyN, l.suggestParam(e.key, k), "%s has no parameter %q", k.Name, e.key)
 					ok = false
 					continue
 				}
@@ -337,8 +354,8 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n ast.Node, given bool, what str
 			ok = false
 			continue
 		}
-		d.fields["args."+p.Name] = a
-		aw := fmt.Sprintf("%s argument %s", what, p.Name)
+		d.fields.set("args."+p.Name, a)
+		aw := what + " argument " + p.Name
 		switch p.Kind {
 		case dag.BufferParam:
 			v, m, okV := l.view(a, aw, true)
@@ -383,12 +400,12 @@ func signature(k *dag.Kernel) string {
 	return fmt.Sprintf("%s takes (%s)", k.Name, strings.Join(parts, ", "))
 }
 
-func suggestParam(got string, k *dag.Kernel) string {
+func (l *loader) suggestParam(got string, k *dag.Kernel) string {
 	names := make([]string, len(k.Params))
 	for i, p := range k.Params {
 		names[i] = p.Name
 	}
-	if h := suggest(got, names); strings.HasPrefix(h, "did you mean") {
+	if h := l.suggest(got, names); strings.HasPrefix(h, "did you mean") {
 		return h
 	}
 	return signature(k)
@@ -397,7 +414,7 @@ func suggestParam(got string, k *dag.Kernel) string {
 // view reads a view of a buffer: "name", "name[start:end]" or a mapping
 // {buffer, offset, size} (with mode, for kernel arguments). The mode is 0
 // when the spec does not give one.
-func (l *loader) view(n ast.Node, what string, withMode bool) (dag.View, dag.Mode, bool) {
+func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, bool) {
 	n = l.resolve(n)
 	if n == nil {
 		return dag.View{}, 0, false
@@ -474,20 +491,20 @@ func (l *loader) view(n ast.Node, what string, withMode bool) (dag.View, dag.Mod
 
 // viewBuffer is the buffer a view names, or nil (reported) when there is
 // none.
-func (l *loader) viewBuffer(n ast.Node, what, name string) *dag.Buffer {
+func (l *loader) viewBuffer(n *node, what, name string) *dag.Buffer {
 	if !isName(name) {
 		l.errorf(n, viewHint, "%s: %q is not a buffer name", what, name)
 		return nil
 	}
 	d := l.bufs[name]
 	if d == nil {
-		l.errorf(n, suggest(name, l.bufOrder), "%s names unknown buffer %q", what, name)
+		l.errorf(n, l.suggest(name, l.bufOrder), "%s names unknown buffer %q", what, name)
 		return nil
 	}
 	return d.buf
 }
 
-func (l *loader) checkRange(n ast.Node, what string, b *dag.Buffer, start, end int64) (dag.View, bool) {
+func (l *loader) checkRange(n *node, what string, b *dag.Buffer, start, end int64) (dag.View, bool) {
 	hint := fmt.Sprintf("%s holds bytes [0:%d)", b.Name, b.Size)
 	switch {
 	case start > b.Size || end > b.Size:
@@ -502,7 +519,7 @@ func (l *loader) checkRange(n ast.Node, what string, b *dag.Buffer, start, end i
 
 func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 	what += " " + step
-	need := func(key, example string) (ast.Node, bool) {
+	need := func(key, example string) (*node, bool) {
 		v, has := f.get(key)
 		if !has && !f.has(key) {
 			l.errorf(f.node, "write "+example, "%s needs %s", what, key)
@@ -515,8 +532,8 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		if !ok {
 			return nil
 		}
-		items := []ast.Node{n}
-		if _, isSeq := n.(*ast.SequenceNode); isSeq {
+		items := []*node{n}
+		if isSeq(n) {
 			items, _ = l.sequence(n, what+" reads")
 		}
 		if len(items) == 0 {
@@ -547,6 +564,7 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 			l.errorf(pathN, "name a file", "%s path is empty", what)
 			okS = false
 		}
+		okS = okS && l.checkWrite(pathN, what+" path", p)
 		if !okV || !okS {
 			return nil
 		}
@@ -577,7 +595,7 @@ func (l *loader) nameOps() {
 		if d.label != "" {
 			base = d.label
 		}
-		base = fmt.Sprintf("%s%d", base, i)
+		base += strconv.Itoa(i)
 		name := base
 		for n := 2; l.opNames[name] != nil; n++ {
 			name = fmt.Sprintf("%s_%d", base, n)
@@ -588,12 +606,7 @@ func (l *loader) nameOps() {
 }
 
 func (l *loader) addAfter() {
-	var names []string
-	for _, d := range l.ops {
-		if d.op != nil {
-			names = append(names, d.op.Name)
-		}
-	}
+	var names []string // for suggestions, made on the first unknown name
 	for _, d := range l.ops {
 		if d.op == nil {
 			continue
@@ -605,7 +618,14 @@ func (l *loader) addAfter() {
 			}
 			p := l.opNames[name]
 			if p == nil || p.op == nil {
-				l.errorf(n, suggest(name, names), "after names unknown op %q", name)
+				if names == nil {
+					for _, d := range l.ops {
+						if d.op != nil {
+							names = append(names, d.op.Name)
+						}
+					}
+				}
+				l.errorf(n, l.suggest(name, names), "after names unknown op %q", name)
 				continue
 			}
 			d.op.After(p.op)
@@ -624,13 +644,22 @@ func (l *loader) graphErrors(err error) {
 	}
 	e, ok := err.(*dag.Error)
 	if !ok {
-		l.errorf(l.opsNode, "", "%v", err)
+		if len(l.errs) == 0 {
+			l.errorf(l.opsNode, "", "%v", err)
+		}
 		return
 	}
-	msg := e.Msg
+	if len(l.errs) > 0 && l.mayFollow(e) {
+		return
+	}
+	msg := l.relabel(e.Msg)
 	switch {
 	case e.Op != "":
-		msg = fmt.Sprintf("op %q: %s", e.Op, e.Msg)
+		if d := l.opNames[e.Op]; d != nil {
+			msg = l.label(d) + ": " + msg
+		} else {
+			msg = fmt.Sprintf("op %q: %s", e.Op, msg)
+		}
 	case e.Buffer != "":
 		msg = fmt.Sprintf("buffer %q: %s", e.Buffer, e.Msg)
 	case e.Kernel != "":
@@ -639,15 +668,67 @@ func (l *loader) graphErrors(err error) {
 	l.errs = append(l.errs, &Error{Pos: l.pos(l.locate(e)), Msg: msg, Hint: e.Hint})
 }
 
+// mayFollow reports whether a graph error may follow from the ops that
+// are missing from the graph because their declarations are wrong: the
+// lifetimes of temporary buffers depend on every op that uses them. Other
+// problems of an op are its own.
+func (l *loader) mayFollow(e *dag.Error) bool {
+	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil && d.buf != nil && d.buf.Temporary {
+		return true
+	}
+	d := l.opNames[e.Op]
+	if d == nil || d.op == nil {
+		return e.Op != ""
+	}
+	for _, a := range d.op.Access {
+		if a.Buf.Temporary {
+			return true
+		}
+	}
+	return false
+}
+
+// relabel writes the made-up op names in a message of the graph as the
+// spec's messages name those ops: ops[i].
+func (l *loader) relabel(msg string) string {
+	var b strings.Builder
+	last := 0
+	isNameByte := func(c byte) bool {
+		return c == '_' || c == '-' || c == '.' || c == ':' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	for i := 0; i < len(msg); {
+		if !isNameByte(msg[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(msg) && isNameByte(msg[j]) {
+			j++
+		}
+		word := strings.TrimRight(msg[i:j], ".:")
+		if d := l.opNames[word]; d != nil && !d.named {
+			b.WriteString(msg[last:i])
+			b.WriteString(opIndex(d.index))
+			last = i + len(word)
+		}
+		i = j
+	}
+	if last == 0 {
+		return msg
+	}
+	b.WriteString(msg[last:])
+	return b.String()
+}
+
 // locate finds the node a graph error is about: the field of the op,
 // buffer or kernel it names, else the thing itself, else the ops list.
-func (l *loader) locate(e *dag.Error) ast.Node {
+func (l *loader) locate(e *dag.Error) *node {
 	if e.Op != "" {
 		if d := l.opNames[e.Op]; d != nil {
-			if n, ok := d.fields[e.Field]; ok {
+			if n, ok := d.fields.get(e.Field); ok {
 				return n
 			}
-			if n, ok := d.fields["args"]; ok && strings.HasPrefix(e.Field, "args") {
+			if n, ok := d.fields.get("args"); ok && strings.HasPrefix(e.Field, "args") {
 				return n
 			}
 			return d.node
@@ -660,7 +741,7 @@ func (l *loader) locate(e *dag.Error) ast.Node {
 		}
 	}
 	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil {
-		if n, ok := d.fields[e.Field]; ok {
+		if n, ok := d.fields.get(e.Field); ok {
 			return n
 		}
 		return d.node

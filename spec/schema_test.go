@@ -92,7 +92,7 @@ func TestSchemaMatchesLoader(t *testing.T) {
 		assert.Equal(t, sorted(keys), keysOf(t, s, def), "properties of %q", def)
 	}
 	enums := map[string][]string{
-		"backend":    backends,
+		"backend":    slices.Clone(backends),
 		"placement":  placements,
 		"dtype":      dtypes,
 		"mode":       modes,
@@ -100,6 +100,10 @@ func TestSchemaMatchesLoader(t *testing.T) {
 		"priority":   priorities,
 		"init":       initStrings,
 	}
+	for alias := range backendAliases {
+		enums["backend"] = append(enums["backend"], alias)
+	}
+	slices.Sort(enums["backend"][len(backends):])
 	for def, values := range enums {
 		assert.Equal(t, values, enumOf(t, s, def), "enum of %q", def)
 	}

@@ -5,10 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
-
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -23,12 +23,16 @@ type Spec struct {
 
 	// Stdout receives what host steps print (checksum lines); nil discards it.
 	Stdout io.Writer
-	// SaveDir is the directory relative save paths (of save host steps and
-	// outputs) are taken from; empty means the working directory.
+	// SaveDir is the directory the spec's writes (save host steps and
+	// outputs' save) resolve against and are confined to; empty means the
+	// spec's directory (the working directory for a spec read from stdin).
+	// WithSaveDir sets it; setting it after Parse still takes effect.
 	SaveDir string
 
-	where map[string]Position // op name -> where it is declared
-	mu    sync.Mutex          // serialises host steps' writes to Stdout
+	files  files               // where the spec's paths resolve, and what may be touched
+	where  map[string]Position // op name -> where it is declared
+	labels map[string]int      // made-up op name -> its index in the ops list
+	mu     sync.Mutex          // serialises host steps' writes to Stdout
 }
 
 // RunSettings are a spec's run section, with defaults filled in.
@@ -37,13 +41,13 @@ type RunSettings struct {
 	SharedCopyStreams bool   // one copy stream for every direction
 	Repeat            int    // how many times to run the graph; at least 1
 	Graph             bool   // capture the run as a CUDA graph and replay it
-	Backend           string // auto, cpu or cuda
+	Backend           string // auto, cpu or cuda (aliases such as gpu are written as what they mean)
 }
 
 // Output is a buffer whose contents are reported after a run.
 type Output struct {
 	Buffer *dag.Buffer
-	Save   string // file to write the contents to, if not empty (see Spec.SavePath)
+	Save   string // file to write the contents to (with Spec.WriteFile), if not empty
 	Pos    Position
 }
 
@@ -55,80 +59,107 @@ func (s *Spec) OpPos(name string) (Position, bool) {
 	return p, ok
 }
 
-// SavePath is where a save path written in the spec is written to.
+// SavePath is where a save path written in the spec is written to: path
+// joined to the save directory (see SaveDir). WriteFile refuses the paths
+// that leave it.
 func (s *Spec) SavePath(path string) string {
-	if filepath.IsAbs(path) || s.SaveDir == "" {
-		return path
-	}
-	return filepath.Join(s.SaveDir, path)
+	return filepath.Join(s.saveDir(), filepath.FromSlash(path))
 }
 
+func (s *Spec) saveDir() string {
+	if s.SaveDir != "" {
+		return s.SaveDir
+	}
+	return s.files.base
+}
+
+// An Option changes how Load and Parse read a spec.
+type Option func(*options)
+
+type options struct {
+	saveDir string
+	baseDir string
+	allowed []string
+}
+
+// WithSaveDir makes the spec's writes resolve against dir (the CLI's
+// --save-dir) instead of the spec's directory.
+func WithSaveDir(dir string) Option { return func(o *options) { o.saveDir = dir } }
+
+// AllowPath lets the spec read and write the tree under dir too, beyond
+// its own directory and the save directory (the CLI's --allow-path). It
+// may be given more than once.
+func AllowPath(dir string) Option { return func(o *options) { o.allowed = append(o.allowed, dir) } }
+
+// WithBaseDir makes the spec's reads resolve against dir instead of the
+// directory of its file name: for a spec read from stdin, the working
+// directory.
+func WithBaseDir(dir string) Option { return func(o *options) { o.baseDir = dir } }
+
 // Load reads and parses the spec file at path.
-func Load(path string) (*Spec, error) {
-	src, err := os.ReadFile(path)
+func Load(path string, opts ...Option) (*Spec, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, src)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > MaxSpecBytes {
+		s := &Spec{File: path}
+		return s, ErrorList{{Pos: Position{File: path, Line: 1, Col: 1}, Msg: fmt.Sprintf("the spec is %d bytes, more than %d", fi.Size(), int64(MaxSpecBytes)), Hint: "split it, or generate it in smaller parts"}}
+	}
+	src, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, src, opts...)
 }
 
 // Parse parses the spec src, read from filename; files the spec names are
-// taken relative to filename's directory. The error, if any, joins one
-// *Error per problem, ordered by position (see Errors). Even then the Spec
-// returned holds the warnings found, but no Graph.
-func Parse(filename string, src []byte) (*Spec, error) {
+// taken relative to filename's directory (see the package documentation
+// for the rule and the options that change it). The error, if any, is an
+// ErrorList with one *Error per problem, ordered by position (see Errors).
+// Even then the Spec returned holds the warnings found, but no Graph.
+func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	l := &loader{
-		reader:  reader{file: filename},
-		dir:     filepath.Dir(filename),
+		reader:  reader{file: filename, aliasBudget: maxAliasNodes, suggestBudget: suggestCells},
 		b:       dag.New(),
 		bufs:    map[string]*bufDecl{},
 		kernels: map[string]*kernelDecl{},
 		opNames: map[string]*opDecl{},
 	}
-	l.spec = &Spec{File: filename, Run: RunSettings{Repeat: 1, Backend: "auto"}}
-	root := l.document(src)
-	if root != nil {
+	l.spec = &Spec{File: filename, Run: RunSettings{Repeat: 1, Backend: "auto"}, SaveDir: o.saveDir}
+	l.spec.files = newFiles(filename, o)
+	if len(src) > MaxSpecBytes {
+		l.errorf(nil, "split it, or generate it in smaller parts", "the spec is %d bytes, more than %d", len(src), MaxSpecBytes)
+	} else if root := l.document(src); root != nil {
 		l.load(root)
 	}
-	sortErrors(l.warns)
+	ErrorList(l.warns).Sort()
 	l.spec.Warnings = l.warns
 	if len(l.errs) > 0 {
-		return l.spec, joinErrors(l.errs)
+		errs := ErrorList(l.errs)
+		errs.Sort()
+		if l.dropped > 0 {
+			last := errs[len(errs)-1]
+			errs = append(errs, &Error{Pos: last.Pos, Msg: fmt.Sprintf("%d more problems are not listed", l.dropped), Hint: "fix these first"})
+		}
+		return l.spec, errs
 	}
 	return l.spec, nil
-}
-
-// document parses src and returns its one document's body.
-func (l *loader) document(src []byte) ast.Node {
-	f, err := parser.ParseBytes(src, 0)
-	if err != nil {
-		l.syntaxError(err)
-		return nil
-	}
-	var body ast.Node
-	for _, d := range f.Docs {
-		if d == nil || d.Body == nil {
-			continue
-		}
-		if body != nil {
-			l.errorf(d.Body, "put the whole spec in one document", "a spec is one YAML document; this is a second one")
-			return nil
-		}
-		body = d.Body
-	}
-	if body == nil {
-		l.errorf(nil, "declare buffers and ops", "the spec is empty")
-		return nil
-	}
-	l.collectAnchors(body)
-	return body
 }
 
 // loader builds a Spec from a document, remembering where each buffer,
 // kernel and op is written so that the graph's errors can point there.
 type loader struct {
 	reader
-	dir  string
 	spec *Spec
 	b    *dag.Builder
 
@@ -138,22 +169,25 @@ type loader struct {
 	kernOrder []string
 	ops       []*opDecl
 	opNames   map[string]*opDecl // explicitly named ops
-	opsNode   ast.Node
+	opsNode   *node
+	keyCache  map[string][]string
+	reads     map[string]bool  // cleaned full paths the spec reads
+	writes    map[string]*node // cleaned full path -> the node naming it
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
 type bufDecl struct {
 	buf    *dag.Buffer
-	node   ast.Node
-	fields map[string]ast.Node
+	node   *node
+	fields fieldNodes
 }
 
 type kernelDecl struct {
 	k    *dag.Kernel
-	node ast.Node
+	node *node
 }
 
-func (l *loader) load(root ast.Node) {
+func (l *loader) load(root *node) {
 	top, ok := l.mapping(root, "the spec", topKeys)
 	if top.node == nil {
 		return
@@ -176,37 +210,112 @@ func (l *loader) load(root ast.Node) {
 	if n, ok := top.get("outputs"); ok {
 		l.outputs(n)
 	}
-	if !ok || len(l.errs) > 0 {
+	if !ok {
 		return
 	}
+	// The graph is built from every op that could be read, so that its
+	// problems (cycles above all) come in the same round as the others.
 	l.nameOps()
 	l.addAfter()
 	l.pageableCopies()
-	if len(l.errs) > 0 {
-		return
-	}
+	l.kernelsOnCPU()
 	g, err := l.b.Build()
 	if err != nil {
 		l.graphErrors(err)
 		return
 	}
-	l.spec.Graph = g
-	l.spec.where = map[string]Position{}
+	l.spec.where = make(map[string]Position, len(g.Ops))
+	l.spec.labels = make(map[string]int, len(l.ops))
 	for _, o := range l.ops {
 		if o.op != nil {
 			l.spec.where[o.op.Name] = l.pos(o.node)
+			if !o.named {
+				l.spec.labels[o.op.Name] = o.index
+			}
 		}
 	}
 	for _, o := range g.Ops {
-		if _, ok := l.spec.where[o.Name]; !ok && (o.Kind == dag.Alloc || o.Kind == dag.Free) {
+		if _, ok := l.spec.where[o.Name]; !ok && o.Kind.Info().Lifetime {
 			if d := l.bufs[o.Buffer().Name]; d != nil {
 				l.spec.where[o.Name] = l.pos(d.node)
 			}
 		}
 	}
+	l.leftAllocated(g)
+	if len(l.errs) == 0 {
+		l.spec.Graph = g
+	}
 }
 
-func (l *loader) runSettings(n ast.Node) {
+// opIndex is how messages name an op the spec does not name.
+func opIndex(i int) string { return "ops[" + strconv.Itoa(i) + "]" }
+
+// OpLabel is how messages name the op called name: op "name" when the
+// spec names it, ops[i] when the loader made the name up.
+func (s *Spec) OpLabel(name string) string {
+	if i, ok := s.labels[name]; ok {
+		return opIndex(i)
+	}
+	return "op " + strconv.Quote(name)
+}
+
+// leftAllocated refuses temporaries that an explicit alloc allocates and
+// no free frees when the graph runs more than once (repeat, or a graph
+// replay): the second run's alloc would find the buffer allocated.
+func (l *loader) leftAllocated(g *dag.Graph) {
+	if l.spec.Run.Repeat <= 1 && !l.spec.Run.Graph {
+		return
+	}
+	allocs := map[*dag.Buffer]*dag.Op{}
+	freed := map[*dag.Buffer]bool{}
+	for _, o := range g.Ops {
+		switch o.Kind {
+		case dag.Alloc:
+			allocs[o.Buffer()] = o
+		case dag.Free:
+			freed[o.Buffer()] = true
+		}
+	}
+	why := fmt.Sprintf("run.repeat is %d", l.spec.Run.Repeat)
+	if l.spec.Run.Graph {
+		why = "run.graph replays the graph"
+	}
+	for _, d := range l.ops {
+		if d.op == nil || d.op.Kind != dag.Alloc || freed[d.op.Buffer()] || allocs[d.op.Buffer()] != d.op {
+			continue
+		}
+		b := d.op.Buffer().Name
+		l.errorf(d.node, "add free: "+b+" after its last use, or drop the alloc to let dagrun place both",
+			"%s allocates temporary %s and nothing frees it, but %s: the next run would allocate it again", l.label(d), b, why)
+	}
+}
+
+// label is how messages name the op d.
+func (l *loader) label(d *opDecl) string {
+	if d.named && d.op != nil {
+		return "op " + strconv.Quote(d.op.Name)
+	}
+	return opIndex(d.index)
+}
+
+// kernelsOnCPU refuses launches of CUDA C, PTX and cubin kernels in a spec
+// that asks for the cpu backend, which runs only the builtins.
+func (l *loader) kernelsOnCPU() {
+	if l.spec.Run.Backend != "cpu" {
+		return
+	}
+	for _, d := range l.ops {
+		if d.op == nil || d.op.Kind != dag.Launch || d.op.Launch.Kernel.Source == dag.Builtin {
+			continue
+		}
+		k := d.op.Launch.Kernel
+		n, _ := d.fields.get("kernel")
+		l.errorf(n, "set run.backend: cuda (or auto), or launch a builtin kernel",
+			"%s launches kernel %s, which is %s code, but run.backend is cpu: the cpu backend runs only the builtins", l.label(d), k.Name, k.Source)
+	}
+}
+
+func (l *loader) runSettings(n *node) {
 	f, _ := l.mapping(n, "run", runKeys)
 	run := &l.spec.Run
 	for _, e := range f.list {
@@ -225,14 +334,14 @@ func (l *loader) runSettings(n ast.Node) {
 		case "graph":
 			run.Graph, _ = l.boolean(e.value, what)
 		case "backend":
-			if v, ok := l.oneOf(e.value, what, backends); ok {
+			if v, ok := l.backend(e.value, what); ok {
 				run.Backend = v
 			}
 		}
 	}
 }
 
-func (l *loader) outputs(n ast.Node) {
+func (l *loader) outputs(n *node) {
 	items, _ := l.sequence(n, "outputs")
 	for _, it := range items {
 		it = l.resolve(it)
@@ -240,7 +349,7 @@ func (l *loader) outputs(n ast.Node) {
 			continue
 		}
 		out := Output{Pos: l.pos(it)}
-		var bufNode ast.Node = it
+		bufNode := it
 		if _, isStr := scalarString(it); !isStr {
 			f, ok := l.mapping(it, "an output", outputKeys)
 			if !ok {
@@ -253,6 +362,8 @@ func (l *loader) outputs(n ast.Node) {
 			if s, ok := f.get("save"); ok {
 				if out.Save, ok = l.str(s, "save"); ok && out.Save == "" {
 					l.errorf(s, "name a file or leave save out", "save path is empty")
+				} else if ok && !l.checkWrite(s, "output save", out.Save) {
+					out.Save = ""
 				}
 			}
 		}
@@ -271,67 +382,37 @@ func (l *loader) outputs(n ast.Node) {
 
 // bufferRef reads a buffer name and returns its declaration, reporting
 // unknown names; nil when there is none.
-func (l *loader) bufferRef(n ast.Node, what string) *bufDecl {
+func (l *loader) bufferRef(n *node, what string) *bufDecl {
 	name, ok := l.str(n, what+" buffer")
 	if !ok {
 		return nil
 	}
 	d := l.bufs[name]
 	if d == nil {
-		l.errorf(n, suggest(name, l.bufOrder), "%s names unknown buffer %q", what, name)
+		l.errorf(n, l.suggest(name, l.bufOrder), "%s names unknown buffer %q", what, name)
 	}
 	return d
 }
 
-// path resolves a file named in the spec against the spec's directory.
-func (l *loader) path(p string) string {
-	if filepath.IsAbs(p) {
-		return p
+// backend reads run.backend: one of backends, or an alias of one.
+func (l *loader) backend(n *node, what string) (string, bool) {
+	s, ok := l.str(n, what)
+	if !ok {
+		return "", false
 	}
-	return filepath.Join(l.dir, p)
-}
-
-// absPath is path made absolute, so that backends find the file from any
-// working directory.
-func (l *loader) absPath(p string) string {
-	full := l.path(p)
-	if abs, err := filepath.Abs(full); err == nil {
-		return abs
+	low := strings.ToLower(s)
+	if slices.Contains(backends, low) {
+		return low, true
 	}
-	return full
-}
-
-// readFile reads a regular file named in the spec, at most limit bytes.
-func (l *loader) readFile(n ast.Node, what, p string, limit int64) ([]byte, bool) {
-	full := l.path(p)
-	fi, err := os.Stat(full)
-	if err != nil {
-		l.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, p, unwrapPath(err))
-		return nil, false
+	if b, ok := backendAliases[low]; ok {
+		return b, true
 	}
-	if !fi.Mode().IsRegular() {
-		l.errorf(n, "name a regular file", "%s %s is not a regular file", what, p)
-		return nil, false
+	hint := l.suggest(s, backends)
+	if strings.HasPrefix(hint, "use one of") {
+		hint = "use auto, cpu or cuda (gpu means cuda)"
 	}
-	if fi.Size() > limit {
-		l.errorf(n, "", "%s %s holds %d bytes, more than %d", what, p, fi.Size(), limit)
-		return nil, false
-	}
-	data, err := os.ReadFile(full)
-	if err != nil {
-		l.errorf(n, "", "%s %s: %v", what, p, unwrapPath(err))
-		return nil, false
-	}
-	return data, true
-}
-
-// unwrapPath drops the path from an *os.PathError, which the message names
-// already.
-func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
+	l.errorf(n, hint, "%s %q is not valid", what, s)
+	return "", false
 }
 
 func (l *loader) pageableCopies() {
@@ -344,8 +425,8 @@ func (l *loader) pageableCopies() {
 			host, dev = dev, host
 		}
 		hint := fmt.Sprintf("make %s placement: pinned", host.Name)
-		msg := fmt.Sprintf("copy %q between pageable host memory (%s) and device %d memory (%s) is synchronous and cannot be captured in a graph",
-			o.op.Name, host.Name, dev.Device, dev.Name)
+		msg := fmt.Sprintf("%s: copy between pageable host memory (%s) and device %d memory (%s) is synchronous and cannot be captured in a graph",
+			l.label(o), host.Name, dev.Device, dev.Name)
 		if l.spec.Run.Graph {
 			l.errorf(o.node, hint, "%s; run.graph is true", msg)
 		} else {

@@ -159,9 +159,9 @@ func TestErrors(t *testing.T) {
 		{"after unknown", "buffers: {x: 16}\nops:\n  - fill: {buffer: x, value: 1}\n    name: first\n  - fill: {buffer: x, value: 2}\n    after: [frist]\n",
 			[]string{`6:13: after names unknown op "frist" (did you mean "first"?)`}},
 		{"use after free", "buffers:\n  t: {size: 16, temporary: true}\nops:\n  - alloc: t\n  - free: t\n  - fill: {buffer: t, value: 0}\n",
-			[]string{`6:5: op "fill2": uses t after free1 freed it (move the free after the last use)`}},
+			[]string{`6:5: ops[2]: uses t after ops[1] freed it (move the free after the last use)`}},
 		{"free persistent", "buffers:\n  x: 16\nops:\n  - free: x\n",
-			[]string{`4:5: op "free0": free of persistent buffer x (declare it temporary to allocate it inside the run)`}},
+			[]string{`4:5: ops[0]: free of persistent buffer x (declare it temporary to allocate it inside the run)`}},
 		{"views", "buffers: {x: 16, y: 16}\nops:\n  - copy: {from: \"x[8:32]\", to: y}\n  - copy: {from: \"x[4:2]\", to: y}\n  - copy: {from: \"x[a:b]\", to: y}\n  - copy: {from: \"x[0:4\", to: y}\n", []string{
 			`3:18: ops[0] copy from range [8:32) is out of range (x holds bytes [0:16))`,
 			`4:18: ops[1] copy from range [4:2) is empty (x holds bytes [0:16))`,
@@ -169,7 +169,7 @@ func TestErrors(t *testing.T) {
 			`6:18: ops[3] copy from: view "x[0:4" does not end with ] (` + viewHint + `)`,
 		}},
 		{"copy sizes", "buffers: {x: 16, y: 8}\nops:\n  - copy: {from: x, to: y}\n",
-			[]string{`3:5: op "copy0": copy of 16 bytes from x into 8 bytes of y (copy views of equal size)`}},
+			[]string{`3:5: ops[0]: copy of 16 bytes from x into 8 bytes of y (copy views of equal size)`}},
 		{"types", "run: {streams: four, graph: yes, repeat: 0}\nbuffers:\n  x: {size: [1], device: -1, temporary: 1}\nops:\n  - launch: scale\n    grid: 0\n    block: [1, 2, 3, 4]\n    args: {x: x, alpha: two}\n", []string{
 			`1:16: run.streams must be an integer, not the string "four"`,
 			`1:29: run.graph must be a boolean, not the string "yes" (write true or false)`,
@@ -192,14 +192,14 @@ func TestErrors(t *testing.T) {
 		{"temporary output", "buffers:\n  t: {size: 16, temporary: true}\nops:\n  - fill: {buffer: t, value: 0}\noutputs: [t]\n",
 			[]string{`5:11: output t is a temporary buffer: it does not outlive the run (make it persistent, or copy it to a persistent buffer)`}},
 		{"host on device", "buffers:\n  d: 16\nops:\n  - host: checksum\n    reads: d\n",
-			[]string{`4:5: op "checksum0": host step uses device buffer d (copy d to a pinned host buffer first)`}},
+			[]string{`4:5: ops[0]: host step uses device buffer d (copy d to a pinned host buffer first)`}},
 		{"host fields", "buffers:\n  h: {size: 16, placement: pinned}\nops:\n  - host: save\n    buffer: h\n  - host: checksum\n    reads: h\n    path: x\n  - host: chksum\n", []string{
 			`4:5: ops[0] save needs path (write path: out.bin)`,
 			`8:5: unknown field "path" in ops[1] (use one of host, name, after, priority, cost, device, reads)`,
 			`9:11: ops[2] host step "chksum" is not valid (did you mean "checksum"?)`,
 		}},
 		{"pageable under graph", "run: {graph: true}\nbuffers:\n  h: {size: 16, placement: pageable}\n  d: 16\nops:\n  - copy: {from: h, to: d}\n",
-			[]string{`6:5: copy "copy0" between pageable host memory (h) and device 0 memory (d) is synchronous and cannot be captured in a graph; run.graph is true (make h placement: pinned)`}},
+			[]string{`6:5: ops[0]: copy between pageable host memory (h) and device 0 memory (d) is synchronous and cannot be captured in a graph; run.graph is true (make h placement: pinned)`}},
 		{"kernels", "kernels:\n  scale: {cuda: x}\n  k:\n    cuda: 'extern \"C\" __global__ void k(float* x) {}'\n    params:\n      - {name: x, type: buffer, mode: in}\n      - {name: x, type: f32, mode: out}\n  two: {cuda: x, ptx: y.ptx}\n  p: {ptx: missing.ptx}\nops:\n  - launch: k\n", []string{
 			`2:3: kernel "scale" is a builtin (builtins need no declaration; give your kernel another name)`,
 			`7:16: parameter "x" is declared twice (give each parameter its own name)`,
@@ -216,9 +216,9 @@ func TestErrors(t *testing.T) {
 			`8:13: ops[3] launches unknown kernel "scal" (did you mean "scale"?)`,
 		}},
 		{"arg mode", "buffers: {x: 16}\nops:\n  - launch: scale\n    args: {x: {buffer: x, mode: in}, alpha: 1}\n",
-			[]string{`4:15: op "scale0": x is passed as in, but scale reads and writes it (pass it as inout)`}},
+			[]string{`4:15: ops[0]: x is passed as in, but scale reads and writes it (pass it as inout)`}},
 		{"launch on host memory", "buffers:\n  h: {size: 16, placement: pinned}\nops:\n  - launch: scale\n    args: {x: h, alpha: 2}\n",
-			[]string{`5:15: op "scale0": h is pinned host memory, not memory of device 0 (copy it to a buffer on device 0 first)`}},
+			[]string{`5:15: ops[0]: h is pinned host memory, not memory of device 0 (copy it to a buffer on device 0 first)`}},
 		{"aliases", "buffers:\n  x: &b {size: 16}\n  y: *b\n  z: *nope\nops:\n  - <<: {fill: {buffer: x, value: 1}}\n", []string{
 			`4:6: alias *nope names no anchor (define the anchor with &nope before using it)`,
 			`6:5: merge keys (<<) are not supported (write the keys out, or use an alias for the whole value)`,
@@ -241,7 +241,7 @@ func TestErrors(t *testing.T) {
 			`7:11: ops[1] cost: duration "3 parsecs" is not valid (` + durationHint + `)`,
 		}},
 		{"builtin checks", "buffers: {c: 16, a: 16, b: 8}\nops:\n  - launch: add\n    args: {c: c, a: a, b: b}\n",
-			[]string{`4:11: op "add0": c has 4 elements but b has 2; add needs views of equal size`}},
+			[]string{`4:11: ops[0]: c has 4 elements but b has 2; add needs views of equal size`}},
 		{"init", "buffers:\n  t: {size: 16, temporary: true, init: zeros}\n  u: {size: 16, init: ones}\n  v: {size: 16, init: {value: 1, random: 2}}\n  w: {size: 16, init: {random: -1}}\nops: [{alloc: t}]\n", []string{
 			`2:40: buffer "t" is temporary and has no initial contents (fill it with an op after it is allocated, or make it persistent)`,
 			`3:23: buffer "u" init "ones" is not valid (write zeros, {value: 1.5}, {random: 42} or {file: data.bin})`,
@@ -280,13 +280,13 @@ func TestWarnings(t *testing.T) {
 	s, err := Parse("w.yaml", []byte(src))
 	require.NoError(t, err)
 	require.Len(t, s.Warnings, 1, "only the pageable <-> device copy")
-	assert.Equal(t, `w.yaml:6:5: copy "copy0" between pageable host memory (h) and device 0 memory (d) is synchronous and cannot be captured in a graph (make h placement: pinned)`,
+	assert.Equal(t, `w.yaml:6:5: ops[0]: copy between pageable host memory (h) and device 0 memory (d) is synchronous and cannot be captured in a graph (make h placement: pinned)`,
 		s.Warnings[0].Error())
 
 	// Warnings come back with errors too.
 	s, err = Parse("w.yaml", []byte(src+"  - fill: {buffer: nope, value: 0}\n"))
 	require.Error(t, err)
-	assert.Len(t, s.Warnings, 0, "warnings about copies are made once the ops are known to be right")
+	assert.Len(t, s.Warnings, 1, "warnings come in the same round as the errors")
 }
 
 func TestFiles(t *testing.T) {

@@ -1,0 +1,216 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	goccy "github.com/goccy/go-yaml"
+	goccyparser "github.com/goccy/go-yaml/parser"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+var bom = []byte("\ufeff")
+
+// document parses src and returns its one document's body, or nil having
+// reported why there is none.
+func (l *loader) document(src []byte) *node {
+	src = bytes.TrimPrefix(src, bom)
+	var body *node
+	for range maxUnknownAliases + 1 {
+		var err error
+		body, err = l.parseYAML(src)
+		if err == nil {
+			break
+		}
+		name, isAnchor := unknownAnchor(err)
+		if !isAnchor {
+			l.syntaxError(src, err)
+			return nil
+		}
+		// Report the alias where it is written and parse again with a
+		// null in its place, so that every other problem is found too.
+		line, col, at := findAlias(src, name)
+		if at < 0 {
+			l.errorf(nil, "define the anchor with &"+name+" before using it", "alias *%s names no anchor", name)
+			return nil
+		}
+		l.errs = append(l.errs, &Error{Pos: Position{File: l.file, Line: line, Col: col},
+			Msg: "alias *" + name + " names no anchor", Hint: "define the anchor with &" + name + " before using it"})
+		if l.unknownAliases == nil {
+			l.unknownAliases = map[[2]int]bool{}
+		}
+		l.unknownAliases[[2]int{line, col}] = true
+		src = bytes.Clone(src)
+		src[at] = '~'
+		for i := at + 1; i <= at+len(name); i++ {
+			src[i] = ' '
+		}
+		body = nil
+	}
+	if body == nil {
+		if len(l.errs) == 0 {
+			l.errorf(nil, "declare buffers and ops", "the spec is empty")
+		}
+		return nil
+	}
+	if !l.checkDepth(body) {
+		return nil
+	}
+	return body
+}
+
+// parseYAML parses src into its one document's body; a second document
+// is an error of its own, reported here.
+func (l *loader) parseYAML(src []byte) (*node, error) {
+	if !hasDocumentMarker(src) {
+		// One document: parse from the bytes, without a reader's copies.
+		var doc node
+		if err := yaml.Unmarshal(src, &doc); err != nil {
+			return nil, err
+		}
+		if len(doc.Content) != 1 || isNull(doc.Content[0]) {
+			return nil, nil
+		}
+		return doc.Content[0], nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var doc node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var second node
+	switch err := dec.Decode(&second); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, err
+	case len(second.Content) == 1 && !isNull(second.Content[0]):
+		l.errorf(second.Content[0], "put the whole spec in one document", "a spec is one YAML document; this is a second one")
+		return nil, nil
+	}
+	if len(doc.Content) != 1 || isNull(doc.Content[0]) {
+		return nil, nil
+	}
+	return doc.Content[0], nil
+}
+
+// hasDocumentMarker reports whether a line of src starts with "---" or
+// "...", which a second document needs.
+func hasDocumentMarker(src []byte) bool {
+	for line := range bytes.Lines(src) {
+		if bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
+			return true
+		}
+	}
+	return false
+}
+
+var unknownAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+
+func unknownAnchor(err error) (string, bool) {
+	m := unknownAnchorRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// findAlias finds the first "*name" in src that stands where an alias
+// can: after a space, a flow indicator or the start of a line, and before
+// the end of the name. It returns its line, column and offset; at is -1
+// when there is none.
+func findAlias(src []byte, name string) (line, col, at int) {
+	tok := "*" + name
+	from := 0
+	for {
+		i := bytes.Index(src[from:], []byte(tok))
+		if i < 0 {
+			return 0, 0, -1
+		}
+		i += from
+		from = i + 1
+		before := i == 0 || strings.IndexByte(" \t\n[{,:-", src[i-1]) >= 0
+		end := i + len(tok)
+		after := end == len(src) || strings.IndexByte(" \t\r\n]},", src[end]) >= 0
+		if before && after {
+			line = 1 + bytes.Count(src[:i], []byte("\n"))
+			col = i - bytes.LastIndexByte(src[:i], '\n')
+			return line, col, i
+		}
+	}
+}
+
+// goccyLimit bounds the specs goccy/go-yaml is asked about: it takes
+// about a second per MiB.
+const goccyLimit = 256 << 10
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxError reports an error of the YAML parser. go.yaml.in/yaml/v3
+// gives only a line; goccy/go-yaml, asked again on this error path only,
+// gives the column too, for inputs small and shallow enough that asking is
+// cheap (goccyLimit bytes, MaxDepth levels of flow nesting).
+func (l *loader) syntaxError(src []byte, err error) {
+	e := &Error{Pos: Position{File: l.file, Line: 1, Col: 1}, Msg: "YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		e.Pos.Line, _ = strconv.Atoi(m[1])
+		e.Msg = "YAML: " + m[2]
+	}
+	if len(src) <= goccyLimit && flowDepth(src) <= MaxDepth {
+		if _, gerr := goccyparser.ParseBytes(src, 0); gerr != nil {
+			var ye goccy.Error
+			if errors.As(gerr, &ye) {
+				if tk := ye.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
+					e.Pos.Line, e.Pos.Col = tk.Position.Line, max(tk.Position.Column, 1)
+					e.Msg = "YAML: " + ye.GetMessage()
+				}
+			}
+		}
+	}
+	l.errs = append(l.errs, e)
+}
+
+// flowDepth is an upper bound of the nesting of flow collections in src.
+func flowDepth(src []byte) int {
+	d, most := 0, 0
+	for _, c := range src {
+		switch c {
+		case '[', '{':
+			d++
+			most = max(most, d)
+		case ']', '}':
+			d = max(d-1, 0)
+		}
+	}
+	return most
+}
+
+// checkDepth refuses documents nested deeper than MaxDepth, at the first
+// node too deep, before anything reads them. The parser refuses nesting
+// beyond 10000 levels, so the recursion is bounded.
+func (l *loader) checkDepth(root *node) bool {
+	if deep := tooDeep(root, 1); deep != nil {
+		l.errorf(deep, "a spec needs a few levels; flatten the data", "the spec is nested more than %d levels deep", MaxDepth)
+		return false
+	}
+	return true
+}
+
+// tooDeep returns the first node under n (at depth) deeper than MaxDepth.
+func tooDeep(n *node, depth int) *node {
+	if depth > MaxDepth {
+		return n
+	}
+	for _, c := range n.Content {
+		if deep := tooDeep(c, depth+1); deep != nil {
+			return deep
+		}
+	}
+	return nil
+}
