@@ -81,6 +81,8 @@ type Stats struct {
 	Streams      int
 	CrossEdges   int           // dependencies between ops on different streams
 	Waits        int           // waits inserted; CrossEdges minus Waits were implied by earlier waits or stream order
-	Makespan     time.Duration // estimated under the cost model
+	Makespan     time.Duration // estimated by Simulate under the cost model, for a run of Mode
 	CriticalPath time.Duration // the longest chain of dependencies under the cost model: no plan can beat it
+	Mode         Mode          // the kind of run Makespan is estimated for
+	Strategy     Strategy      // the strategy that placed the ops (for Best: the one whose plan was kept)
 }

@@ -116,7 +116,11 @@ func (p *Plan) writeFigures(w *bufio.Writer) {
 	}
 	fmt.Fprintf(w, "cross-stream edges  %d\n", s.CrossEdges)
 	fmt.Fprintf(w, "waits inserted      %d (%d cross-stream edges already ordered by earlier waits)\n", s.Waits, s.CrossEdges-s.Waits)
-	fmt.Fprintf(w, "estimated makespan  %s\n", formatDuration(s.Makespan))
+	run := "eager run"
+	if s.Mode == Replay {
+		run = "graph replay"
+	}
+	fmt.Fprintf(w, "estimated makespan  %s (%s, %s placement)\n", formatDuration(s.Makespan), run, s.Strategy)
 	fmt.Fprintf(w, "critical path       %s", formatDuration(s.CriticalPath))
 	if s.CriticalPath > 0 {
 		fmt.Fprintf(w, " (makespan / critical path = %.2f)", float64(s.Makespan)/float64(s.CriticalPath))
