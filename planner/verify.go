@@ -15,14 +15,14 @@ const (
 	// Malformed: the plan or graph is not well formed (a step names a
 	// stream, event or op that does not exist, an op ID is out of place, a
 	// view lies outside its buffer).
-	Malformed VerifyKind = iota + 1
-	OpMissing          // an op never runs
-	OpTwice            // an op runs twice
-	OpStreamMismatch   // OpStream disagrees with the stream an op runs on
-	WrongDevice        // a kernel runs on a stream of another device
-	EventRecordedTwice // an event is recorded more than once
-	EventNeverRecorded // an event is never recorded
-	WaitBeforeRecord   // a wait comes before its event's record in submission order
+	Malformed          VerifyKind = iota + 1
+	OpMissing                     // an op never runs
+	OpTwice                       // an op runs twice
+	OpStreamMismatch              // OpStream disagrees with the stream an op runs on
+	WrongDevice                   // a kernel runs on a stream of another device
+	EventRecordedTwice            // an event is recorded more than once
+	EventNeverRecorded            // an event is never recorded
+	WaitBeforeRecord              // a wait comes before its event's record in submission order
 	// UnorderedConflict: two ops use overlapping bytes, at least one
 	// writing, and nothing orders the later after the earlier.
 	UnorderedConflict
