@@ -57,11 +57,15 @@ func plan(g *dag.Graph, opts Options, strategy Strategy, ordered func(dag.OpKind
 		order = newListOrder(a, ordered)
 	}
 	for {
-		i, ok := order.next()
+		i, pool, ok := order.next()
 		if !ok {
 			break
 		}
-		a.place(i, g.Ops[i])
+		op := g.Ops[i]
+		if pool < 0 {
+			pool = a.poolFor(op)
+		}
+		a.place(i, op, pool)
 		order.placed(i)
 	}
 	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream}
@@ -201,13 +205,13 @@ func newAssigner(g *dag.Graph, opts Options) *assigner {
 	return a
 }
 
-// place assigns op i to a stream and decides its waits.
-func (a *assigner) place(i int32, op *dag.Op) {
+// place assigns op i to a stream of pool p and decides its waits.
+func (a *assigner) place(i int32, op *dag.Op, p int32) {
 	var est int64
 	for _, dep := range op.Deps {
 		est = max(est, a.finishOf(dep))
 	}
-	s := a.pick(a.poolFor(op), op, est)
+	s := a.pick(p, op, est)
 	start := max(est, a.streamFree[s])
 	end := satAdd(start, a.dur[i])
 	a.start[i] = start

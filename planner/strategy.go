@@ -10,19 +10,21 @@ import (
 // chooses which op the assigner places next, and hears when it is placed.
 // It must give every op once, each after all of its Deps.
 type placer interface {
-	next() (op int32, ok bool)
+	// next returns the op to place and its pool, or -1 for a pool the
+	// assigner is to look up.
+	next() (op, pool int32, ok bool)
 	placed(op int32)
 }
 
 // declarationOrder places ops in ID order: the order they were declared.
 type declarationOrder struct{ i, n int32 }
 
-func (d *declarationOrder) next() (int32, bool) {
+func (d *declarationOrder) next() (int32, int32, bool) {
 	if d.i >= d.n {
-		return 0, false
+		return 0, 0, false
 	}
 	d.i++
-	return d.i - 1, true
+	return d.i - 1, -1, true
 }
 
 func (d *declarationOrder) placed(int32) {}
@@ -46,6 +48,7 @@ type listOrder struct {
 	// next op of that kind; absent when there is none.
 	nextOrdered map[int32]int32
 	queues      []poolQueue // by pool ID
+	opPool      []int32     // per released op: its pool
 }
 
 type poolQueue struct {
@@ -60,6 +63,7 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool) *listOrder {
 		ready:   make([]int64, n),
 		missing: make([]int32, n),
 		succOff: make([]int32, n+1),
+		opPool:  make([]int32, n),
 	}
 	edges := 0
 	for _, op := range a.ops {
@@ -105,13 +109,14 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool) *listOrder {
 // release queues op i, whose dependencies are all placed.
 func (l *listOrder) release(i int32) {
 	p := l.a.poolFor(l.a.ops[i])
+	l.opPool[i] = p
 	for int(p) >= len(l.queues) {
 		l.queues = append(l.queues, poolQueue{waiting: opHeap{l: l, byReady: true}, ready: opHeap{l: l}})
 	}
 	l.queues[p].waiting.push(i)
 }
 
-func (l *listOrder) next() (int32, bool) {
+func (l *listOrder) next() (int32, int32, bool) {
 	best, bestStart := int32(-1), int64(0)
 	var from *opHeap
 	for p := range l.queues {
@@ -133,10 +138,10 @@ func (l *listOrder) next() (int32, bool) {
 		}
 	}
 	if best < 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	from.pop()
-	return best, true
+	return best, l.opPool[best], true
 }
 
 func (l *listOrder) placed(i int32) {
