@@ -132,7 +132,7 @@ func (a *assigner) addWaits(i int32, op *dag.Op, s int32) {
 	a.waitOff[a.rank[i]+1] = int32(a.waitOps.len())
 }
 
-// layOut numbers the events in the order of their ops and writes the
+// layOut numbers the events in the order of their ops' IDs and writes the
 // global submission order: for each op, by estimated start time (then
 // placement order),
 // its waits, its run, and its record if anything waits for it. Submitting
