@@ -153,16 +153,21 @@ func (a *assigner) layOut(p *Plan) {
 	}
 	p.Events = int(events)
 	steps := make([]Step, 0, len(a.ops)+a.waitOps.len()+int(events))
+	// Start from the placement order: list scheduling places ops by
+	// their start, give or take a wait's cost, so the sort has little to do.
 	order := make([]int32, len(a.ops))
-	for i := range order {
-		order[i] = int32(i)
+	for i, r := range a.rank {
+		order[r] = int32(i)
 	}
-	slices.SortFunc(order, func(x, y int32) int {
+	byStart := func(x, y int32) int {
 		if c := cmp.Compare(a.start[x], a.start[y]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.rank[x], a.rank[y])
-	})
+	}
+	if !slices.IsSortedFunc(order, byStart) {
+		slices.SortFunc(order, byStart)
+	}
 	for _, i := range order {
 		s := a.opStream[i]
 		for w, r := a.waitOff[a.rank[i]], a.rank[i]; w < a.waitOff[r+1]; w++ {

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"container/heap"
+	"slices"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -66,37 +67,40 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool) *listOrder {
 		opPool:  make([]int32, n),
 	}
 	edges := 0
-	for _, op := range a.ops {
+	for i, op := range a.ops {
 		for _, d := range op.Deps {
 			l.succOff[d+1]++
 		}
 		edges += len(op.Deps)
+		l.missing[i] = int32(len(op.Deps))
 	}
 	for i := range n {
 		l.succOff[i+1] += l.succOff[i]
 	}
 	l.succ = make([]int32, edges)
-	fill := l.missing // borrowed as the fill cursor, reset below
+	next := l.opPool // borrowed (each op's pool is set on release): where its next successor goes
+	copy(next, l.succOff[:n])
 	for i, op := range a.ops {
 		for _, d := range op.Deps {
-			l.succ[l.succOff[d]+fill[d]] = int32(i)
-			fill[d]++
+			l.succ[next[d]] = int32(i)
+			next[d]++
 		}
 	}
-	var lastOfKind map[dag.OpKind]int32
-	for i, op := range a.ops {
-		l.missing[i] = int32(len(op.Deps))
-		if !ordered(op.Kind) {
-			continue
+	if slices.ContainsFunc(dag.OpKinds(), ordered) {
+		var lastOfKind map[dag.OpKind]int32
+		for i, op := range a.ops {
+			if !ordered(op.Kind) {
+				continue
+			}
+			if lastOfKind == nil {
+				lastOfKind, l.nextOrdered = map[dag.OpKind]int32{}, map[int32]int32{}
+			}
+			if prev, ok := lastOfKind[op.Kind]; ok {
+				l.nextOrdered[prev] = int32(i)
+				l.missing[i]++
+			}
+			lastOfKind[op.Kind] = int32(i)
 		}
-		if lastOfKind == nil {
-			lastOfKind, l.nextOrdered = map[dag.OpKind]int32{}, map[int32]int32{}
-		}
-		if prev, ok := lastOfKind[op.Kind]; ok {
-			l.nextOrdered[prev] = int32(i)
-			l.missing[i]++
-		}
-		lastOfKind[op.Kind] = int32(i)
 	}
 	for i := range n {
 		if l.missing[i] == 0 {
