@@ -60,3 +60,15 @@ func runOrder(p *Plan) []int32 {
 	}
 	return ops
 }
+
+func TestVerifyKindNames(t *testing.T) {
+	seen := map[string]bool{}
+	for k := Malformed; k < numVerifyKinds; k++ {
+		name := k.String()
+		assert.NotContains(t, name, "VerifyKind(", "kind %d has no name", k)
+		assert.False(t, seen[name], "two kinds are called %q", name)
+		seen[name] = true
+	}
+	assert.Equal(t, "VerifyKind(0)", VerifyKind(0).String())
+	assert.Equal(t, "plan: wait before record: e0", (&VerifyError{Kind: WaitBeforeRecord, Msg: "e0"}).Error())
+}
