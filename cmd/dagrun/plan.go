@@ -25,8 +25,9 @@ Flags:
 	             cluster per stream, waits as edges)
 	--streams N  compute streams per device and priority, 1 to 32
 	             (default: the spec's run.streams, else 4)
-	--compare    print each placement strategy's estimated makespan and
-	             wait count instead of the plan
+	--compare    print each placement strategy's estimated makespan (for
+	             an eager run and a graph replay) and wait count instead of
+	             the plan
 `
 
 // streamsFlag is --streams: 0 (not given) or 1..32.
