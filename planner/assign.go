@@ -8,15 +8,17 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// New plans g onto streams: it assigns every op to a stream of its device,
-// priority and kind, inserts the event records and waits that the
+// New plans g onto streams: it orders the ops for placement by opts'
+// Strategy (list scheduling by default), assigns each to a stream of its
+// device, priority and kind, inserts the event records and waits that the
 // dependencies across streams need (leaving out waits that earlier ones
 // already imply), and lays out one global submission order. The same graph
 // and options always give the same plan. Errors name the op or option at
 // fault.
 //
-// It runs in O((V+E)·S) time for V ops, E dependencies and at most S
-// streams in a pool, with a few words of memory per op and per wait.
+// It runs in O((V+E)·S + V log V) time for V ops, E dependencies and at
+// most S streams in a pool (times the number of pools, which is small), with
+// a few words of memory per op and per wait.
 func New(g *dag.Graph, opts Options) (*Plan, error) {
 	if g == nil {
 		return nil, errors.New("planner: no graph to plan")
@@ -25,29 +27,61 @@ func New(g *dag.Graph, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One pass checks and places the ops, as memory traffic over the ops
-	// dominates for large graphs; after the first bad op it only checks.
-	a := newAssigner(g, opts)
 	var errs []error
 	for i, op := range g.Ops {
-		if errs = checkOp(errs, i, op); len(errs) == 0 {
-			a.place(int32(i), op)
-		}
+		errs = checkOp(errs, i, op)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if opts.Strategy == Best {
+		list := plan(g, opts, ListScheduling, nil)
+		declared := plan(g, opts, DeclarationOrder, nil)
+		if declared.Stats.Makespan < list.Stats.Makespan {
+			return declared, nil
+		}
+		return list, nil
+	}
+	return plan(g, opts, opts.Strategy, nil), nil
+}
+
+// plan plans the checked graph g with strategy; ordered, when not nil,
+// overrides which kinds keep their declaration order (for tests).
+func plan(g *dag.Graph, opts Options, strategy Strategy, ordered func(dag.OpKind) bool) *Plan {
+	a := newAssigner(g, opts)
+	var order placer = &declarationOrder{n: int32(len(g.Ops))}
+	if strategy == ListScheduling {
+		if ordered == nil {
+			ordered = func(k dag.OpKind) bool { return factsOf(k).ordered }
+		}
+		order = newListOrder(a, ordered)
+	}
+	for {
+		i, pool, ok := order.next()
+		if !ok {
+			break
+		}
+		op := g.Ops[i]
+		if pool < 0 {
+			pool = a.poolFor(op)
+		}
+		a.place(i, op, pool)
+		order.placed(i)
+	}
 	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream}
 	a.layOut(p)
+	makespan, _ := simulate(p, a.dur, OverheadsOf(opts.Cost), opts.Mode, nil)
 	p.Stats = Stats{
 		Ops:          len(g.Ops),
 		Streams:      len(a.streams),
 		CrossEdges:   a.crossEdges,
 		Waits:        a.waitOps.len(),
-		Makespan:     simulate(p, a.dur),
+		Makespan:     time.Duration(makespan),
 		CriticalPath: time.Duration(a.critical),
+		Mode:         opts.Mode,
+		Strategy:     strategy,
 	}
-	return p, nil
+	return p
 }
 
 // checkOp appends to errs what makes op i impossible to place.
@@ -61,18 +95,15 @@ func checkOp(errs []error, i int, op *dag.Op) []error {
 	if op.Device < 0 {
 		bad("device", "run it on device 0 or above", "device %d is negative", op.Device)
 	}
-	switch op.Kind {
-	case dag.Copy:
-		if len(op.Access) != 2 || op.Access[0].Buf == nil || op.Access[1].Buf == nil {
-			bad("", "copy one view into another", "copy has %d accesses, not a source and a destination", len(op.Access))
-		}
-	case dag.Alloc, dag.Free, dag.Fill:
-		if len(op.Access) == 0 || op.Access[0].Buf == nil {
+	if f := factsOf(op.Kind); f.pool == nil {
+		bad("", "", "unknown kind %d", op.Kind)
+	} else {
+		switch want := op.Kind.Info().Accesses; {
+		case want == 2 && (len(op.Access) != 2 || op.Access[0].Buf == nil || op.Access[1].Buf == nil):
+			bad("", "copy one view into another", "%s has %d accesses, not a source and a destination", op.Kind, len(op.Access))
+		case want == 1 && (len(op.Access) == 0 || op.Access[0].Buf == nil):
 			bad("", "name the buffer it works on", "%s has no buffer", op.Kind)
 		}
-	case dag.Launch, dag.Host, dag.Gemm:
-	default:
-		bad("", "", "unknown kind %d", op.Kind)
 	}
 	for _, d := range op.Deps {
 		if d < 0 || int(d) >= i {
@@ -82,9 +113,6 @@ func checkOp(errs []error, i int, op *dag.Op) []error {
 	}
 	return errs
 }
-
-// waitSlack is about what an event wait delays a stream on a current GPU.
-const waitSlack = int64(2 * time.Microsecond)
 
 // poolKey says which ops may share a stream: ops of one device, priority
 // and stream kind.
@@ -101,11 +129,15 @@ type pool struct {
 	streams []int32
 }
 
-// assigner places ops on streams in ID order by list scheduling under the
-// cost model, and decides the waits each op needs on the way.
+// assigner places ops on streams in the order a placer gives, each on the
+// stream of its pool where it can start earliest under the cost model, and
+// decides the waits each op needs on the way.
 type assigner struct {
 	ops  []*dag.Op
 	opts Options
+	// pairCost is what a record and wait pair costs: a stream that needs
+	// fewer waits may be that much later and still be as good.
+	pairCost int64
 
 	pools  []pool
 	poolOf map[poolKey]int32
@@ -119,13 +151,15 @@ type assigner struct {
 	streamLen  []int32 // ops placed on the stream so far
 
 	dur        []int64 // per op: estimated duration in ns
-	finish     []int64 // per op: estimated finish in the schedule
-	cpFinish   []int64 // per op: finish along the longest dependency chain
+	bottom     []int64 // per op: the longest cost path from its start to the end of the graph
+	start      []int64 // per op: estimated start in the schedule
 	critical   int64
+	placedN    int32
+	rank       []int32 // per op: its place in the placement order
 	opStream   []int32
 	opPos      []int32    // per op: 1-based position on its stream
 	eventOf    []int32    // per op: its event, -1 when nothing waits for it
-	waitOff    []int32    // the waits of op i are waitOps[waitOff[i]:waitOff[i+1]]
+	waitOff    []int32    // by rank: the waits of the op placed r-th are waitOps[waitOff[r]:waitOff[r+1]]
 	waitOps    int32List  // the producer op each wait waits for
 	opClock    []clockRef // per op: the copy of its stream's clock in force when it ran
 	clocks     clocks
@@ -135,14 +169,17 @@ type assigner struct {
 
 func newAssigner(g *dag.Graph, opts Options) *assigner {
 	n := len(g.Ops)
+	ov := OverheadsOf(opts.Cost)
 	a := &assigner{
 		ops:      g.Ops,
 		opts:     opts,
+		pairCost: satAdd(max(int64(ov.Record), 0), max(int64(ov.Wait), 0)),
 		poolOf:   map[poolKey]int32{},
 		lastID:   -1,
 		dur:      make([]int64, n),
-		finish:   make([]int64, n),
-		cpFinish: make([]int64, n),
+		bottom:   make([]int64, n),
+		start:    make([]int64, n),
+		rank:     make([]int32, n),
 		opStream: make([]int32, n),
 		opPos:    make([]int32, n),
 		eventOf:  make([]int32, n),
@@ -152,41 +189,50 @@ func newAssigner(g *dag.Graph, opts Options) *assigner {
 	shift := chunkShift(n)
 	a.waitOps.shift = shift
 	a.clocks.chunkLen = 1 << shift
-	for i := range a.eventOf {
+	for i, op := range g.Ops {
+		a.dur[i] = nonNegative(opts.Cost.Duration(op))
 		a.eventOf[i] = -1
+	}
+	// Bottom levels, from the last op back: IDs are a topological order.
+	for i := n - 1; i >= 0; i-- {
+		b := satAdd(a.bottom[i], a.dur[i])
+		a.bottom[i] = b
+		a.critical = max(a.critical, b)
+		for _, d := range g.Ops[i].Deps {
+			a.bottom[d] = max(a.bottom[d], b)
+		}
 	}
 	return a
 }
 
-// place assigns op i to a stream and decides its waits.
-func (a *assigner) place(i int32, op *dag.Op) {
-	d := int64(a.opts.Cost.Duration(op))
-	if d < 0 {
-		d = 0
-	}
-	a.dur[i] = d
-	var est, cp int64
+// place assigns op i to a stream of pool p and decides its waits.
+func (a *assigner) place(i int32, op *dag.Op, p int32) {
+	var est int64
 	for _, dep := range op.Deps {
-		est = max(est, a.finish[dep])
-		cp = max(cp, a.cpFinish[dep])
+		est = max(est, a.finishOf(dep))
 	}
-	a.cpFinish[i] = cp + d
-	a.critical = max(a.critical, cp+d)
-
-	s := a.pick(a.poolFor(op), op, est)
+	s := a.pick(p, op, est)
 	start := max(est, a.streamFree[s])
-	a.finish[i] = start + d
-	a.streamFree[s] = start + d
+	end := satAdd(start, a.dur[i])
+	a.start[i] = start
+	a.streamFree[s] = end
 	a.streamLast[s] = i
 	a.streamLen[s]++
 	a.opStream[i] = s
 	a.opPos[i] = a.streamLen[s]
+	a.rank[i] = a.placedN
+	a.placedN++
 	a.addWaits(i, op, s)
 }
 
+// finishOf is when op i finishes in the schedule, once placed. Starts are
+// kept rather than finishes: a start is exact where a saturated finish is
+// not, and the submission order sorts by start.
+func (a *assigner) finishOf(i int32) int64 { return satAdd(a.start[i], a.dur[i]) }
+
 // poolFor returns the pool of op's device, priority and stream kind.
 func (a *assigner) poolFor(op *dag.Op) int32 {
-	key := poolKey{device: op.Device, priority: op.Priority, kind: a.kindOf(op)}
+	key := poolKey{device: op.Device, priority: op.Priority, kind: factsOf(op.Kind).pool(op, a.opts.SharedCopyStreams)}
 	if a.lastID >= 0 && key == a.last {
 		return a.lastID
 	}
@@ -208,27 +254,20 @@ func (a *assigner) poolFor(op *dag.Op) int32 {
 	return id
 }
 
-// kindOf is the kind of stream op runs on.
-func (a *assigner) kindOf(op *dag.Op) StreamKind {
-	if op.Kind != dag.Copy {
-		return Compute
+// poolFree is the earliest time a stream of pool p is free: 0 while the
+// pool may still open a stream.
+func (a *assigner) poolFree(p int32) int64 {
+	pl := &a.pools[p]
+	if len(pl.streams) < pl.limit {
+		return 0
 	}
-	if a.opts.SharedCopyStreams {
-		return CopyAny
+	free := int64(-1)
+	for _, s := range pl.streams {
+		if f := a.streamFree[s]; free < 0 || f < free {
+			free = f
+		}
 	}
-	return copyDirection(op)
-}
-
-// copyDirection is the kind of copy stream for a copy op's direction.
-func copyDirection(op *dag.Op) StreamKind {
-	src, dst := op.Access[0].Buf.Placement, op.Access[1].Buf.Placement
-	switch {
-	case src.Host() && dst == dag.Device:
-		return CopyH2D
-	case src == dag.Device && dst.Host():
-		return CopyD2H
-	}
-	return CopyD2D
+	return free
 }
 
 // pick chooses op's stream in pool p, given its earliest start est.
@@ -242,8 +281,8 @@ func (a *assigner) pick(p int32, op *dag.Op, est int64) int32 {
 		if a.streamPool[s] != p || a.streamLast[s] != dep {
 			continue
 		}
-		if best < 0 || a.finish[dep] > a.finish[a.streamLast[best]] ||
-			a.finish[dep] == a.finish[a.streamLast[best]] && s < best {
+		if best < 0 || a.finishOf(dep) > a.finishOf(a.streamLast[best]) ||
+			a.finishOf(dep) == a.finishOf(a.streamLast[best]) && s < best {
 			best = s
 		}
 	}
@@ -251,35 +290,28 @@ func (a *assigner) pick(p int32, op *dag.Op, est int64) int32 {
 		return best
 	}
 
-	// Otherwise an idle stream, needing the fewest waits and then leaving
-	// the smallest gap; failing that a new stream; failing that the stream
-	// that frees up first. A stream that needs no wait counts as idle if it
-	// frees up within waitSlack of est: on a GPU a wait costs about that
-	// much, and this keeps a chain on its stream past a short op such as
-	// the free of a temporary.
+	// Otherwise the stream where the op can start earliest, counting what
+	// its waits cost; on a tie the one needing fewer waits, then the one
+	// busy longest (the smallest gap, leaving the others free), then an
+	// existing stream rather than a new one.
 	pl := &a.pools[p]
-	idle, busy := int32(-1), int32(-1)
-	var idleWaits, busyWaits int
+	var bestCost int64
+	var bestWaits int
 	for _, s := range pl.streams {
 		w := a.waitsNeeded(s, op)
 		free := a.streamFree[s]
-		if free <= est || w == 0 && free <= est+waitSlack {
-			if idle < 0 || w < idleWaits || w == idleWaits && free > a.streamFree[idle] {
-				idle, idleWaits = s, w
-			}
-			continue
-		}
-		if busy < 0 || free < a.streamFree[busy] || free == a.streamFree[busy] && w < busyWaits {
-			busy, busyWaits = s, w
+		c := satAdd(max(est, free), satMul(a.pairCost, int64(w)))
+		if best < 0 || c < bestCost || c == bestCost && (w < bestWaits || w == bestWaits && free > a.streamFree[best]) {
+			best, bestCost, bestWaits = s, c, w
 		}
 	}
-	switch {
-	case idle >= 0:
-		return idle
-	case len(pl.streams) < pl.limit:
-		return a.newStream(p)
+	if len(pl.streams) < pl.limit {
+		// A new stream waits for every dependency.
+		if c := satAdd(est, satMul(a.pairCost, int64(len(op.Deps)))); best < 0 || c < bestCost {
+			return a.newStream(p)
+		}
 	}
-	return busy
+	return best
 }
 
 // waitsNeeded counts the dependencies of op that stream s is not yet

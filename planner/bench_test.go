@@ -17,7 +17,7 @@ func BenchmarkNew(b *testing.B) {
 	for _, ops := range []int{1000, 100000, 1000000} {
 		b.Run(fmt.Sprintf("ops=%d", ops), func(b *testing.B) {
 			g := dagtest.Shape(ops, 8, 1)
-			opts := planner.Options{Streams: 8}
+			opts := planner.Options{Streams: 8, Cost: planner.WithOverheads(nil, planner.Overheads{})}
 			b.ReportAllocs()
 			var before, after runtime.MemStats
 			runtime.GC() // leave the garbage of building the graph out of the figures

@@ -1,21 +1,69 @@
 package planner
 
 import (
+	"math"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
 )
 
-// CostModel estimates how long an op runs. The planner uses it to place ops
-// on streams and to estimate a plan's makespan and critical path.
+// CostModel estimates how long an op runs on the device. The planner uses
+// it to place ops on streams and to estimate a plan's makespan and critical
+// path. A model may also implement OverheadModel to give the costs of the
+// plan's other steps; otherwise DefaultOverheads apply.
 type CostModel interface {
 	Duration(op *dag.Op) time.Duration
 }
 
-// Figures of the default cost model: the rough shape of a current data-centre
-// GPU (H100 class). Only their ratios matter for planning.
+// OverheadModel is a CostModel that also knows what submitting ops, event
+// records and waits cost (a perf model measured on the machine, say).
+type OverheadModel interface {
+	CostModel
+	Overheads() Overheads
+}
+
+// Overheads are the costs of running a plan beyond its ops' own durations.
+// Eager runs pay the host's submission of every step, one after another;
+// graph replays pay the graph's launch of every op node.
+type Overheads struct {
+	Submit          time.Duration // eager: host time to submit one op
+	Record          time.Duration // eager: host time to submit one event record
+	Wait            time.Duration // eager: host time to submit one stream wait
+	CrossDeviceWait time.Duration // eager: added to Wait when the event is recorded on another device
+	ReplayOp        time.Duration // replay: time the graph launch takes per op before the op can start
+}
+
+// DefaultOverheads are the costs measured on an H100 (BENCHMARKS.md):
+// 3.2 us per op submitted eagerly (workloads A and E through dagrun: 3.17 and
+// 3.26 us), 0.42 us per event record and wait pair through dagrun (workload
+// D), split evenly, and 0.175 us per op node of a graph replay (workload E
+// replayed). Waits on another device's event have not been measured yet and
+// are charged as a wait on the same device.
+func DefaultOverheads() Overheads {
+	return Overheads{
+		Submit:          3200 * time.Nanosecond,
+		Record:          210 * time.Nanosecond,
+		Wait:            210 * time.Nanosecond,
+		CrossDeviceWait: 0,
+		ReplayOp:        175 * time.Nanosecond,
+	}
+}
+
+// OverheadsOf returns m's overheads when it is an OverheadModel, else
+// DefaultOverheads.
+func OverheadsOf(m CostModel) Overheads {
+	if o, ok := m.(OverheadModel); ok {
+		return o.Overheads()
+	}
+	return DefaultOverheads()
+}
+
+// Figures of the default cost model: device time on a current data-centre GPU
+// (H100 class). Host submission is an overhead of its own (DefaultOverheads).
 const (
-	launchLatency     = 4 * time.Microsecond // a kernel launch or fill, submission to start
+	// A kernel or fill beyond its work: replaying workload C runs 10 us
+	// spin kernels at 10.9 us each.
+	launchLatency     = 1 * time.Microsecond
 	copyLatency       = 8 * time.Microsecond // a copy engine transfer, submission to start
 	memOpLatency      = 1 * time.Microsecond // a stream-ordered alloc or free
 	hostStepDefault   = 20 * time.Microsecond
@@ -23,14 +71,19 @@ const (
 	pinnedBandwidth   = 25e9   // host <-> device, page-locked host memory (PCIe 5 x16 in practice)
 	pageableBandwidth = 7e9    // host <-> device through a staging buffer
 	hostBandwidth     = 10e9   // host memory to host memory
+	// A collective: NCCL's small-message latency, and the bus bandwidth of
+	// an all-reduce over NVLink (BASELINES.md: 264-297 GB/s on 2 H200s).
+	collectiveLatency   = 15 * time.Microsecond
+	collectiveBandwidth = 250e9
 )
 
 // DefaultCost returns the cost model the planner uses when Options.Cost is
-// nil. An op's own Cost, when set, always wins; otherwise a spin kernel takes
-// the microseconds it is told to, other kernels and fills a launch latency
-// plus their bytes over device bandwidth, copies a latency plus their bytes
-// over the bandwidth of their direction, allocs and frees about a
-// microsecond, and host steps a fixed default.
+// nil. An op's own Cost, when set, always wins; otherwise each kind's entry
+// in the planner's kind table decides: a spin kernel takes the microseconds
+// it is told to plus a launch latency, other kernels and fills a launch
+// latency plus their bytes over device bandwidth, copies a latency plus
+// their bytes over the bandwidth of their direction, allocs and frees about
+// a microsecond, and host steps a fixed default.
 func DefaultCost() CostModel { return defaultCost{} }
 
 type defaultCost struct{}
@@ -39,26 +92,43 @@ func (defaultCost) Duration(op *dag.Op) time.Duration {
 	if op.Cost > 0 {
 		return op.Cost
 	}
-	switch op.Kind {
-	case dag.Launch:
-		if l := op.Launch; l != nil && l.Kernel == dag.Spin && len(l.Args) == 1 {
-			return launchLatency + time.Duration(l.Args[0].Float*float64(time.Microsecond))
-		}
-		return launchLatency + overBandwidth(op.Bytes(), deviceBandwidth)
-	case dag.Fill:
-		return launchLatency + overBandwidth(op.Bytes(), deviceBandwidth)
-	case dag.Copy:
-		if len(op.Access) != 2 {
-			return copyLatency
-		}
-		return copyLatency + overBandwidth(op.Bytes(), copyBandwidth(op.Access[0].Buf, op.Access[1].Buf))
-	case dag.Alloc, dag.Free:
-		return memOpLatency
-	case dag.Gemm:
-		return launchLatency + dag.GemmDuration(op)
+	if f := factsOf(op.Kind); f.cost != nil {
+		return f.cost(op)
 	}
 	return hostStepDefault
 }
+
+func (defaultCost) Overheads() Overheads { return DefaultOverheads() }
+
+func launchCost(op *dag.Op) time.Duration {
+	if l := op.Launch; l != nil && l.Kernel == dag.Spin && len(l.Args) == 1 {
+		return satAddDur(launchLatency, durationOf(l.Args[0].Float*float64(time.Microsecond)))
+	}
+	return satAddDur(launchLatency, overBandwidth(op.Bytes(), deviceBandwidth))
+}
+
+func fillCost(op *dag.Op) time.Duration {
+	return satAddDur(launchLatency, overBandwidth(op.Bytes(), deviceBandwidth))
+}
+
+func copyCost(op *dag.Op) time.Duration {
+	if len(op.Access) != 2 || op.Access[0].Buf == nil || op.Access[1].Buf == nil {
+		return copyLatency
+	}
+	return satAddDur(copyLatency, overBandwidth(op.Bytes(), copyBandwidth(op.Access[0].Buf, op.Access[1].Buf)))
+}
+
+func memOpCost(*dag.Op) time.Duration { return memOpLatency }
+
+func gemmCost(op *dag.Op) time.Duration { return satAddDur(launchLatency, dag.GemmDuration(op)) }
+
+// collectiveCost is a latency plus the op's bytes over the bus bandwidth;
+// a measured perf model replaces it where it has the collective.
+func collectiveCost(op *dag.Op) time.Duration {
+	return satAddDur(collectiveLatency, overBandwidth(op.Bytes(), collectiveBandwidth))
+}
+
+func hostStepCost(*dag.Op) time.Duration { return hostStepDefault }
 
 // copyBandwidth is the rate of a copy from src to dst.
 func copyBandwidth(src, dst *dag.Buffer) float64 {
@@ -80,12 +150,25 @@ func copyBandwidth(src, dst *dag.Buffer) float64 {
 }
 
 func overBandwidth(bytes int64, perSecond float64) time.Duration {
-	return time.Duration(float64(bytes) / perSecond * float64(time.Second))
+	return durationOf(float64(bytes) / perSecond * float64(time.Second))
+}
+
+// durationOf converts nanoseconds to a Duration, saturating at the ends of
+// the range and mapping NaN and negative values to zero.
+func durationOf(ns float64) time.Duration {
+	switch {
+	case !(ns > 0):
+		return 0
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }
 
 // Measured returns a cost model that takes each op's duration from
 // durations, by op name (for example from the trace of an earlier run), and
-// asks fallback (DefaultCost when nil) about ops it does not list.
+// asks fallback (DefaultCost when nil) about ops it does not list and about
+// overheads.
 func Measured(durations map[string]time.Duration, fallback CostModel) CostModel {
 	if fallback == nil {
 		fallback = DefaultCost()
@@ -104,3 +187,46 @@ func (m measuredCost) Duration(op *dag.Op) time.Duration {
 	}
 	return m.fallback.Duration(op)
 }
+
+func (m measuredCost) Overheads() Overheads { return OverheadsOf(m.fallback) }
+
+// Saturating arithmetic on non-negative durations in nanoseconds: costs come
+// from specs, perf models and users, and a sum that wrapped would reorder a
+// plan (issue: hostile input).
+
+// satAdd returns a+b for a, b >= 0, or math.MaxInt64 when that overflows.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satAddDur(a, b time.Duration) time.Duration { return time.Duration(satAdd(int64(a), int64(b))) }
+
+// satMul returns a*n for a, n >= 0, or math.MaxInt64 when that overflows.
+func satMul(a int64, n int64) int64 {
+	if n != 0 && a > math.MaxInt64/n {
+		return math.MaxInt64
+	}
+	return a * n
+}
+
+// nonNegative clamps a model's answer to the range the planner sums.
+func nonNegative(d time.Duration) int64 { return max(int64(d), 0) }
+
+// WithOverheads returns m (DefaultCost when nil) with its overheads replaced
+// by o: for example zero overheads, to plan for the device alone.
+func WithOverheads(m CostModel, o Overheads) OverheadModel {
+	if m == nil {
+		m = DefaultCost()
+	}
+	return withOverheads{CostModel: m, o: o}
+}
+
+type withOverheads struct {
+	CostModel
+	o Overheads
+}
+
+func (w withOverheads) Overheads() Overheads { return w.o }

@@ -1,19 +1,35 @@
 // Package planner schedules a dag.Graph onto streams.
 //
 // New assigns every op to an in-order stream of its device, priority and
-// kind (compute, or a copy stream per direction), keeping dependency chains
-// on one stream where that costs no concurrency and spreading independent
-// work over at most Options.Streams compute streams. Dependencies across
-// streams become an event recorded after the producer and a wait before the
-// consumer; a wait that earlier waits already imply (tracked with vector
-// clocks over streams) is left out. Temporary buffers are allocated and
-// freed by ordinary ops, so a free waits for every user on every stream.
+// kind (compute, or a copy stream per direction), spreading independent
+// work over at most Options.Streams compute streams (MaxStreams at most).
+// The order in which ops are placed is the Options.Strategy: by default
+// list scheduling (among the ops whose dependencies are placed, the one that
+// can start earliest on its best stream, ties to the longest path to the end
+// of the graph, then the higher priority, then declaration order), so the
+// plan does not depend on the order the user declared the work in;
+// DeclarationOrder keeps the planner's first strategy for comparison, and
+// Best plans both and keeps the shorter estimate. Each op goes on the stream
+// of its pool where it starts earliest counting what its waits cost, and
+// continues a dependency's chain where that costs nothing. Kinds that must
+// keep their declaration order (collectives) keep it under every strategy.
+//
+// Dependencies across streams become an event recorded after the producer
+// and a wait before the consumer; a wait that earlier waits already imply
+// (tracked with vector clocks over streams) is left out. Temporary buffers
+// are allocated and freed by ordinary ops, so a free waits for every user on
+// every stream.
 //
 // The result, a Plan, is one global submission order of steps (run, record,
 // wait) in which every record precedes its waits; each stream's steps, in
-// that order, are its instruction list. A cost model estimates each op's
-// duration; every plan reports its ops, streams, cross-stream edges, waits,
-// and its estimated makespan beside the critical-path bound.
+// that order, are its instruction list. A CostModel estimates each op's
+// device time, and its Overheads what submitting ops, records and waits
+// cost (DefaultOverheads are measured on an H100). Simulate runs a plan
+// under a cost model for an eager run (the host submits every step one
+// after another) or a graph replay; a plan's estimated makespan is that
+// simulation of exactly that plan, for Options.Mode. All cost arithmetic
+// saturates, so absurd costs cannot reorder a plan.
 //
-// Verify checks a plan independently of how New made it.
+// Verify checks a plan independently of how New made it; its failures are
+// *VerifyError values with a VerifyKind and the ops involved.
 package planner

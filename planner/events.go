@@ -3,7 +3,6 @@ package planner
 import (
 	"cmp"
 	"slices"
-	"time"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -99,9 +98,9 @@ func (c *clocks) copyClock(s int32) {
 
 // addWaits decides the waits op i, placed on stream s, needs: one for each
 // dependency on another stream that s is not yet ordered after. Waiting for
-// the latest producer first lets its clock cover earlier ones: an op can only
-// be ordered after ops with smaller IDs, so this leaves no wait that another
-// wait of the same op implies.
+// the latest placed producer first lets its clock cover earlier ones: an op
+// can only be ordered after ops placed before it, so this leaves no wait that
+// another wait of the same op implies.
 func (a *assigner) addWaits(i int32, op *dag.Op, s int32) {
 	need := a.scratch[:0]
 	for _, dep := range op.Deps {
@@ -115,7 +114,7 @@ func (a *assigner) addWaits(i int32, op *dag.Op, s int32) {
 		}
 	}
 	if len(need) > 0 {
-		slices.Sort(need)
+		slices.SortFunc(need, func(x, y int32) int { return cmp.Compare(a.rank[x], a.rank[y]) })
 		for k := len(need) - 1; k >= 0; k-- {
 			dep := need[k]
 			t, pos := a.opStream[dep], a.opPos[dep]
@@ -130,18 +129,20 @@ func (a *assigner) addWaits(i int32, op *dag.Op, s int32) {
 	}
 	a.opClock[i] = a.clocks.latest[s]
 	a.scratch = need
-	a.waitOff[i+1] = int32(a.waitOps.len())
+	a.waitOff[a.rank[i]+1] = int32(a.waitOps.len())
 }
 
-// layOut numbers the events in the order of their ops and writes the
-// global submission order: for each op, by estimated start time (then ID),
+// layOut numbers the events in the order of their ops' IDs and writes the
+// global submission order: for each op, by estimated start time (then
+// placement order),
 // its waits, its run, and its record if anything waits for it. Submitting
 // by start time rather than declaration order matters on a GPU: chains
 // declared one after another are then fed to their streams side by side,
 // so no stream starves while the host is still submitting another's ops.
 // The order is valid because an op starts no earlier than its producers
-// finish (ties between zero-cost ops fall back to ID, which respects
-// dependencies), and each stream's ops start in the order it runs them.
+// finish (ties between zero-cost ops fall back to placement order, which
+// respects dependencies and stream order), and each stream's ops start in
+// the order it runs them.
 func (a *assigner) layOut(p *Plan) {
 	events := int32(0)
 	for i, e := range a.eventOf {
@@ -152,20 +153,24 @@ func (a *assigner) layOut(p *Plan) {
 	}
 	p.Events = int(events)
 	steps := make([]Step, 0, len(a.ops)+a.waitOps.len()+int(events))
+	// Start from the placement order: list scheduling places ops by
+	// their start, give or take a wait's cost, so the sort has little to do.
 	order := make([]int32, len(a.ops))
-	for i := range order {
-		order[i] = int32(i)
+	for i, r := range a.rank {
+		order[r] = int32(i)
 	}
-	start := func(i int32) int64 { return a.finish[i] - a.dur[i] }
-	slices.SortFunc(order, func(x, y int32) int {
-		if c := cmp.Compare(start(x), start(y)); c != 0 {
+	byStart := func(x, y int32) int {
+		if c := cmp.Compare(a.start[x], a.start[y]); c != 0 {
 			return c
 		}
-		return cmp.Compare(x, y)
-	})
+		return cmp.Compare(a.rank[x], a.rank[y])
+	}
+	if !slices.IsSortedFunc(order, byStart) {
+		slices.SortFunc(order, byStart)
+	}
 	for _, i := range order {
 		s := a.opStream[i]
-		for w := a.waitOff[i]; w < a.waitOff[i+1]; w++ {
+		for w, r := a.waitOff[a.rank[i]], a.rank[i]; w < a.waitOff[r+1]; w++ {
 			steps = append(steps, Step{Kind: Wait, Stream: s, Op: i, Event: a.eventOf[a.waitOps.at(int(w))]})
 		}
 		steps = append(steps, Step{Kind: Run, Stream: s, Op: i, Event: -1})
@@ -174,28 +179,6 @@ func (a *assigner) layOut(p *Plan) {
 		}
 	}
 	p.Steps = steps
-}
-
-// simulate runs the plan's steps under the durations dur (ns per op) with
-// in-order streams and returns when the last stream is done.
-func simulate(p *Plan, dur []int64) time.Duration {
-	streamTime := make([]int64, len(p.Streams))
-	eventTime := make([]int64, p.Events)
-	for _, st := range p.Steps {
-		switch st.Kind {
-		case Run:
-			streamTime[st.Stream] += dur[st.Op]
-		case Record:
-			eventTime[st.Event] = streamTime[st.Stream]
-		case Wait:
-			streamTime[st.Stream] = max(streamTime[st.Stream], eventTime[st.Event])
-		}
-	}
-	var end int64
-	for _, t := range streamTime {
-		end = max(end, t)
-	}
-	return time.Duration(end)
 }
 
 // int32List is an append-only list of int32 in chunks of 1<<shift: growing

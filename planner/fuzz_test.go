@@ -32,6 +32,11 @@ func FuzzPlan(f *testing.F) {
 	f.Add(int64(5), uint16(80), uint8(8), uint8(fuzzHostBuffers|fuzzSharedCopy|1<<6), uint8(2))
 	f.Add(int64(6), uint16(1), uint8(1), uint8(0), uint8(0))
 	f.Add(int64(-7), uint16(400), uint8(2), uint8(fuzzTemporaries|fuzzHostBuffers|fuzzDevices|fuzzAfter), uint8(3))
+	// Costs near the int64 limit (seed bits 4-6 all set), every strategy
+	// and mode (bits 1-3).
+	f.Add(int64(0x70), uint16(60), uint8(1), uint8(0), uint8(2))
+	f.Add(int64(0x72), uint16(200), uint8(4), uint8(fuzzRanges|fuzzTemporaries), uint8(4))
+	f.Add(int64(0x7c), uint16(300), uint8(9), uint8(fuzzPriorities|fuzzAfter|1<<6), uint8(8))
 	f.Fuzz(func(t *testing.T, seed int64, ops uint16, buffers, flags, streams uint8) {
 		cfg := dagtest.Config{
 			Ops:         int(ops % 400),
@@ -44,7 +49,11 @@ func FuzzPlan(f *testing.F) {
 			After:       flags&fuzzAfter != 0,
 			Devices:     1 + int(flags&fuzzDevices>>6),
 		}
-		opts := planner.Options{Streams: int(streams % 33), SharedCopyStreams: flags&fuzzSharedCopy != 0}
+		opts := planner.Options{Streams: int(streams % 33), SharedCopyStreams: flags&fuzzSharedCopy != 0,
+			Strategy: planner.Strategies()[uint64(seed)>>1%3], Mode: planner.Mode(uint64(seed) >> 3 & 1)}
+		if uint64(seed)>>4&7 == 7 {
+			opts.Cost = hugeCost{}
+		}
 		p, err := planner.New(dagtest.Random(cfg), opts)
 		if err != nil {
 			t.Fatalf("%+v %+v: %v", cfg, opts, err)

@@ -29,12 +29,14 @@ type (
 		AfterOp string `json:"after_op"`
 	}
 	jsonStats struct {
-		Ops            int   `json:"ops"`
-		Streams        int   `json:"streams"`
-		CrossEdges     int   `json:"cross_edges"`
-		Waits          int   `json:"waits"`
-		MakespanNS     int64 `json:"makespan_ns"`
-		CriticalPathNS int64 `json:"critical_path_ns"`
+		Ops            int    `json:"ops"`
+		Streams        int    `json:"streams"`
+		CrossEdges     int    `json:"cross_edges"`
+		Waits          int    `json:"waits"`
+		MakespanNS     int64  `json:"makespan_ns"`
+		CriticalPathNS int64  `json:"critical_path_ns"`
+		Mode           string `json:"mode"`     // what the makespan is estimated for: eager or replay
+		Strategy       string `json:"strategy"` // how the ops were placed: list or declared
 	}
 )
 
@@ -53,6 +55,8 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 			Waits:          p.Stats.Waits,
 			MakespanNS:     int64(p.Stats.Makespan),
 			CriticalPathNS: int64(p.Stats.CriticalPath),
+			Mode:           p.Stats.Mode.String(),
+			Strategy:       p.Stats.Strategy.String(),
 		},
 	}
 	for i, s := range p.Streams {

@@ -8,24 +8,101 @@ import (
 
 // Options tune New.
 type Options struct {
-	Streams           int       // compute streams per device and priority; 0 means 4; 1..32
+	Streams           int       // compute streams per device and priority; 0 means 4; 1..MaxStreams
 	SharedCopyStreams bool      // false (default): separate copy streams per direction (h2d, d2h, d2d)
 	Cost              CostModel // nil means DefaultCost()
+	Strategy          Strategy  // how ops are ordered for placement; the zero value is ListScheduling
+	Mode              Mode      // what the estimate is for: an eager run (the zero value) or a graph replay
 }
 
+// MaxStreams is the most compute streams per device and priority a plan
+// may use: the one limit that specs and the CLI check against.
+const MaxStreams = 32
+
+const defaultStreams = 4
+
+// Strategy names how the planner chooses the order in which it places ops
+// on streams. Every strategy gives a correct plan; they differ in makespan.
+type Strategy uint8
+
 const (
-	defaultStreams = 4
-	maxStreams     = 32
+	// ListScheduling places, among the ops whose dependencies are placed,
+	// the one that can start earliest on its best stream; ties go to the
+	// op with the longest cost path to the end of the graph, then to the
+	// higher priority, then to the op declared first.
+	ListScheduling Strategy = iota
+	// DeclarationOrder places ops in the order they were declared, each on
+	// the stream where it can start earliest (the planner's first strategy,
+	// kept for comparison).
+	DeclarationOrder
+	// Best plans with both strategies above and keeps the plan with the
+	// shorter estimated makespan (list scheduling on a tie).
+	Best
+
+	numStrategies // keep last
 )
+
+var strategyNames = [numStrategies]string{ListScheduling: "list", DeclarationOrder: "declared", Best: "best"}
+
+func (s Strategy) String() string {
+	if s < numStrategies {
+		return strategyNames[s]
+	}
+	return fmt.Sprintf("Strategy(%d)", uint8(s))
+}
+
+// Strategies lists every strategy, in order.
+func Strategies() []Strategy { return []Strategy{ListScheduling, DeclarationOrder, Best} }
+
+// ParseStrategy returns the strategy named s ("list", "declared", "best").
+func ParseStrategy(s string) (Strategy, error) {
+	for k, name := range strategyNames {
+		if name == s {
+			return Strategy(k), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown placement strategy %q: use list, declared or best", s)
+}
+
+// Mode is how a plan will run, which changes what its estimate charges.
+type Mode uint8
+
+const (
+	// Eager: the host submits every step one after another, so an op starts
+	// no sooner than the host has submitted it and the steps before it.
+	Eager Mode = iota
+	// Replay: a captured graph, submitted at once; only the device's costs
+	// count.
+	Replay
+
+	numModes // keep last
+)
+
+var modeNames = [numModes]string{Eager: "eager", Replay: "replay"}
+
+func (m Mode) String() string {
+	if m < numModes {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
 
 // withDefaults checks o and fills in its defaults.
 func (o Options) withDefaults() (Options, error) {
 	if o.Streams == 0 {
 		o.Streams = defaultStreams
 	}
-	if o.Streams < 1 || o.Streams > maxStreams {
+	if o.Streams < 1 || o.Streams > MaxStreams {
 		return o, &dag.Error{Field: "streams", Msg: fmt.Sprintf("stream budget %d is out of range", o.Streams),
-			Hint: fmt.Sprintf("use 1 to %d compute streams per device and priority", maxStreams)}
+			Hint: fmt.Sprintf("use 1 to %d compute streams per device and priority", MaxStreams)}
+	}
+	if o.Strategy >= numStrategies {
+		return o, &dag.Error{Field: "strategy", Msg: fmt.Sprintf("unknown placement strategy %d", o.Strategy),
+			Hint: "use planner.ListScheduling, DeclarationOrder or Best"}
+	}
+	if o.Mode >= numModes {
+		return o, &dag.Error{Field: "mode", Msg: fmt.Sprintf("unknown run mode %d", o.Mode),
+			Hint: "use planner.Eager or planner.Replay"}
 	}
 	if o.Cost == nil {
 		o.Cost = DefaultCost()

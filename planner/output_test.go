@@ -101,7 +101,7 @@ func TestMarshalJSON(t *testing.T) {
 			Stream  int    `json:"stream"`
 			AfterOp string `json:"after_op"`
 		} `json:"events"`
-		Stats map[string]int64 `json:"stats"`
+		Stats map[string]any `json:"stats"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -126,9 +126,10 @@ func TestMarshalJSON(t *testing.T) {
 		}
 	}
 	require.Len(t, got.Events, p.Events)
-	assert.Equal(t, map[string]int64{
-		"ops": int64(p.Stats.Ops), "streams": int64(p.Stats.Streams), "cross_edges": int64(p.Stats.CrossEdges),
-		"waits": int64(p.Stats.Waits), "makespan_ns": int64(p.Stats.Makespan), "critical_path_ns": int64(p.Stats.CriticalPath),
+	assert.Equal(t, map[string]any{
+		"ops": float64(p.Stats.Ops), "streams": float64(p.Stats.Streams), "cross_edges": float64(p.Stats.CrossEdges),
+		"waits": float64(p.Stats.Waits), "makespan_ns": float64(p.Stats.Makespan), "critical_path_ns": float64(p.Stats.CriticalPath),
+		"mode": "eager", "strategy": "list",
 	}, got.Stats)
 }
 
@@ -153,14 +154,14 @@ func TestDefaultCost(t *testing.T) {
 	us := func(f float64) time.Duration { return time.Duration(f * float64(time.Microsecond)) }
 	mib := float64(1 << 20)
 	for name, want := range map[string]time.Duration{
-		"spin":       us(54),
+		"spin":       us(51),
 		"costed":     time.Millisecond,
-		"scale":      us(4 + mib/1.5e6),
+		"scale":      us(1 + mib/1.5e6),
 		"h2d pinned": us(8 + mib/25e3),
 		"d2h pinned": us(8 + mib/25e3),
 		"h2d paged":  us(8 + mib/7e3),
 		"d2d":        us(8 + mib/1.5e6),
-		"fill":       us(4 + mib/1.5e6),
+		"fill":       us(1 + mib/1.5e6),
 		"alloc":      us(1),
 		"host":       us(20),
 	} {
@@ -175,7 +176,7 @@ func TestMeasuredCost(t *testing.T) {
 		b.Launch(dag.Scale, one, one, x, 2.0).Named("measured")
 		b.Launch(dag.Scale, one, one, x, 2.0).Named("unmeasured").Costs(3 * time.Microsecond)
 	})
-	m := planner.Measured(map[string]time.Duration{"measured": 7 * time.Microsecond}, nil)
+	m := planner.Measured(map[string]time.Duration{"measured": 7 * time.Microsecond}, deviceOnly)
 	assert.Equal(t, 7*time.Microsecond, m.Duration(g.Ops[0]))
 	assert.Equal(t, 3*time.Microsecond, m.Duration(g.Ops[1]), "falls back to the default model")
 	p := plan(t, g, planner.Options{Cost: m})

@@ -11,14 +11,26 @@ import (
 type StreamKind uint8
 
 const (
-	Compute StreamKind = iota // kernels, fills, allocs, frees, host steps
-	CopyH2D                   // copies from host to device memory
-	CopyD2H                   // copies from device to host memory
-	CopyD2D                   // copies within or between devices, and host to host
-	CopyAny                   // copies in every direction (Options.SharedCopyStreams)
+	Compute    StreamKind = iota // kernels, fills, allocs, frees, host steps
+	CopyH2D                      // copies from host to device memory
+	CopyD2H                      // copies from device to host memory
+	CopyD2D                      // copies within or between devices, and host to host
+	CopyAny                      // copies in every direction (Options.SharedCopyStreams)
+	Collective                   // collectives, one stream per device and priority
+
+	numStreamKinds // keep last
 )
 
-var streamKindNames = [...]string{Compute: "compute", CopyH2D: "h2d", CopyD2H: "d2h", CopyD2D: "d2d", CopyAny: "copy"}
+var streamKindNames = [numStreamKinds]string{Compute: "compute", CopyH2D: "h2d", CopyD2H: "d2h", CopyD2D: "d2d", CopyAny: "copy", Collective: "coll"}
+
+// StreamKinds lists every kind of stream, in order.
+func StreamKinds() []StreamKind {
+	ks := make([]StreamKind, numStreamKinds)
+	for i := range ks {
+		ks[i] = StreamKind(i)
+	}
+	return ks
+}
 
 func (k StreamKind) String() string {
 	if int(k) < len(streamKindNames) {
@@ -81,6 +93,8 @@ type Stats struct {
 	Streams      int
 	CrossEdges   int           // dependencies between ops on different streams
 	Waits        int           // waits inserted; CrossEdges minus Waits were implied by earlier waits or stream order
-	Makespan     time.Duration // estimated under the cost model
+	Makespan     time.Duration // estimated by Simulate under the cost model, for a run of Mode
 	CriticalPath time.Duration // the longest chain of dependencies under the cost model: no plan can beat it
+	Mode         Mode          // the kind of run Makespan is estimated for
+	Strategy     Strategy      // the strategy that placed the ops (for Best: the one whose plan was kept)
 }

@@ -3,9 +3,11 @@ package planner_test
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
 )
@@ -31,7 +33,20 @@ func randomCase(seed uint64) (dagtest.Config, planner.Options) {
 	if r.IntN(8) == 0 {
 		opts.Streams = 0 // the default budget
 	}
+	opts.Strategy = planner.Strategies()[r.IntN(3)]
+	opts.Mode = planner.Mode(r.IntN(2))
+	if r.IntN(10) == 0 {
+		opts.Cost = hugeCost{} // sums that would wrap without saturation
+	}
 	return cfg, opts
+}
+
+// hugeCost gives every op a cost near the int64 limit (1500000h, a few
+// nanoseconds apart): any two summed overflow int64.
+type hugeCost struct{}
+
+func (hugeCost) Duration(op *dag.Op) time.Duration {
+	return 1500000*time.Hour + time.Duration(op.ID%3)
 }
 
 // TestRandomPlansVerify plans thousands of random graphs and proves every

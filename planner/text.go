@@ -116,7 +116,11 @@ func (p *Plan) writeFigures(w *bufio.Writer) {
 	}
 	fmt.Fprintf(w, "cross-stream edges  %d\n", s.CrossEdges)
 	fmt.Fprintf(w, "waits inserted      %d (%d cross-stream edges already ordered by earlier waits)\n", s.Waits, s.CrossEdges-s.Waits)
-	fmt.Fprintf(w, "estimated makespan  %s\n", formatDuration(s.Makespan))
+	run := "eager run"
+	if s.Mode == Replay {
+		run = "graph replay"
+	}
+	fmt.Fprintf(w, "estimated makespan  %s (%s, %s placement)\n", formatDuration(s.Makespan), run, s.Strategy)
 	fmt.Fprintf(w, "critical path       %s", formatDuration(s.CriticalPath))
 	if s.CriticalPath > 0 {
 		fmt.Fprintf(w, " (makespan / critical path = %.2f)", float64(s.Makespan)/float64(s.CriticalPath))
@@ -154,7 +158,7 @@ func (p *Plan) streamGroups() []streamGroup {
 	groups := make([]streamGroup, len(keys))
 	for i, k := range keys {
 		var parts []string
-		for kind := Compute; kind <= CopyAny; kind++ {
+		for _, kind := range StreamKinds() {
 			if n := counts[k][kind]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, kind))
 			}

@@ -8,28 +8,56 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// VerifyError is one way in which a plan is wrong for its graph.
-//
-// Kind is one of:
-//   - "malformed": the plan or graph is not well formed (a step names a
-//     stream, event or op that does not exist, an op ID is out of place, a
-//     view lies outside its buffer);
-//   - "op missing", "op twice": an op is not run exactly once;
-//   - "op stream": OpStream disagrees with the stream an op runs on;
-//   - "device": a kernel runs on a stream of another device;
-//   - "event": an event is not recorded exactly once, or a wait comes
-//     before the record in submission order;
-//   - "unordered conflict": two ops use overlapping bytes, at least one
-//     writing, and nothing orders the later after the earlier;
-//   - "unordered dependency": an op is not ordered after one of its Deps;
-//   - "lifetime": a temporary is used where it may not be allocated.
+// VerifyKind is a way in which a plan can be wrong for its graph.
+type VerifyKind uint8
+
+const (
+	// Malformed: the plan or graph is not well formed (a step names a
+	// stream, event or op that does not exist, an op ID is out of place, a
+	// view lies outside its buffer).
+	Malformed          VerifyKind = iota + 1
+	OpMissing                     // an op never runs
+	OpTwice                       // an op runs twice
+	OpStreamMismatch              // OpStream disagrees with the stream an op runs on
+	WrongDevice                   // a kernel runs on a stream of another device
+	EventRecordedTwice            // an event is recorded more than once
+	EventNeverRecorded            // an event is never recorded
+	WaitBeforeRecord              // a wait comes before its event's record in submission order
+	// UnorderedConflict: two ops use overlapping bytes, at least one
+	// writing, and nothing orders the later after the earlier.
+	UnorderedConflict
+	UnorderedDependency // an op is not ordered after one of its Deps
+	UseBeforeAlloc      // a temporary is used (or freed) where it may not be allocated yet
+	UseAfterFree        // a temporary is used where it may be freed already
+	BadLifetime         // a temporary is not allocated and freed exactly once, or a persistent buffer is
+
+	numVerifyKinds // keep last
+)
+
+var verifyKindNames = [numVerifyKinds]string{
+	Malformed: "malformed", OpMissing: "op missing", OpTwice: "op twice", OpStreamMismatch: "op stream",
+	WrongDevice: "device", EventRecordedTwice: "event recorded twice", EventNeverRecorded: "event never recorded",
+	WaitBeforeRecord: "wait before record", UnorderedConflict: "unordered conflict",
+	UnorderedDependency: "unordered dependency", UseBeforeAlloc: "use before alloc", UseAfterFree: "use after free",
+	BadLifetime: "lifetime",
+}
+
+func (k VerifyKind) String() string {
+	if k > 0 && k < numVerifyKinds {
+		return verifyKindNames[k]
+	}
+	return fmt.Sprintf("VerifyKind(%d)", uint8(k))
+}
+
+// VerifyError is one way in which a plan is wrong for its graph: test for
+// it with errors.As and look at Kind.
 type VerifyError struct {
-	Kind string
+	Kind VerifyKind
 	Ops  []string // the names of the ops involved, earliest first
 	Msg  string
 }
 
-func (e *VerifyError) Error() string { return "plan: " + e.Kind + ": " + e.Msg }
+func (e *VerifyError) Error() string { return "plan: " + e.Kind.String() + ": " + e.Msg }
 
 // Verify proves that p runs p.Graph correctly, independently of how the plan
 // was made. It checks the plan's structure (every op runs exactly once, on
@@ -90,7 +118,7 @@ type verifier struct {
 }
 
 func malformed(format string, args ...any) *VerifyError {
-	return &VerifyError{Kind: "malformed", Msg: fmt.Sprintf(format, args...)}
+	return &VerifyError{Kind: Malformed, Msg: fmt.Sprintf(format, args...)}
 }
 
 func newVerifier(p *Plan) (*verifier, error) {
@@ -109,18 +137,18 @@ func newVerifier(p *Plan) (*verifier, error) {
 		}
 		for _, a := range op.Access {
 			if a.Buf == nil || a.Buf.ID < 0 || a.Buf.ID >= len(g.Buffers) || g.Buffers[a.Buf.ID] != a.Buf {
-				return nil, &VerifyError{Kind: "malformed", Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q uses a buffer the graph does not hold", op.Name)}
+				return nil, &VerifyError{Kind: Malformed, Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q uses a buffer the graph does not hold", op.Name)}
 			}
 			if a.Offset < 0 || a.Size < 0 || a.End() > a.Buf.Size {
-				return nil, &VerifyError{Kind: "malformed", Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q uses %s, outside the buffer's %d bytes", op.Name, a.View, a.Buf.Size)}
+				return nil, &VerifyError{Kind: Malformed, Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q uses %s, outside the buffer's %d bytes", op.Name, a.View, a.Buf.Size)}
 			}
 		}
 		if (op.Kind == dag.Alloc || op.Kind == dag.Free) && len(op.Access) == 0 {
-			return nil, &VerifyError{Kind: "malformed", Ops: []string{op.Name}, Msg: fmt.Sprintf("%s op %q names no buffer", op.Kind, op.Name)}
+			return nil, &VerifyError{Kind: Malformed, Ops: []string{op.Name}, Msg: fmt.Sprintf("%s op %q names no buffer", op.Kind, op.Name)}
 		}
 		for _, d := range op.Deps {
 			if d < 0 || int(d) >= len(g.Ops) {
-				return nil, &VerifyError{Kind: "malformed", Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q depends on op %d, which the graph does not hold", op.Name, d)}
+				return nil, &VerifyError{Kind: Malformed, Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q depends on op %d, which the graph does not hold", op.Name, d)}
 			}
 		}
 	}
@@ -167,7 +195,7 @@ func (v *verifier) checkSteps() error {
 				return malformed("step %d runs op %d of %d", i, st.Op, len(v.ops))
 			}
 			if prev := v.stream[st.Op]; prev >= 0 {
-				return &VerifyError{Kind: "op twice", Ops: []string{v.opName(st.Op)},
+				return &VerifyError{Kind: OpTwice, Ops: []string{v.opName(st.Op)},
 					Msg: fmt.Sprintf("op %q runs twice, on %s and on %s", v.opName(st.Op), v.streamName(prev), v.streamName(st.Stream))}
 			}
 			v.stream[st.Op] = st.Stream
@@ -179,12 +207,12 @@ func (v *verifier) checkSteps() error {
 			switch {
 			case st.Kind == Record && *at != 0:
 				first := p.Steps[*at-1]
-				return &VerifyError{Kind: "event", Ops: v.stepOps(first, st),
+				return &VerifyError{Kind: EventRecordedTwice, Ops: v.stepOps(first, st),
 					Msg: fmt.Sprintf("event %d is recorded twice: on %s (step %d) and on %s (step %d)", st.Event, v.streamName(first.Stream), *at-1, v.streamName(st.Stream), i)}
 			case st.Kind == Record:
 				*at = i + 1
 			case *at == 0:
-				return &VerifyError{Kind: "event", Ops: v.stepOps(st),
+				return &VerifyError{Kind: WaitBeforeRecord, Ops: v.stepOps(st),
 					Msg: fmt.Sprintf("%s waits on event %d at step %d, before the event is recorded", v.streamName(st.Stream), st.Event, i)}
 			}
 		default:
@@ -193,19 +221,19 @@ func (v *verifier) checkSteps() error {
 	}
 	for e, at := range recordedAt {
 		if at == 0 {
-			return &VerifyError{Kind: "event", Msg: fmt.Sprintf("event %d is never recorded", e)}
+			return &VerifyError{Kind: EventNeverRecorded, Msg: fmt.Sprintf("event %d is never recorded", e)}
 		}
 	}
 	for i, s := range v.stream {
 		op := v.ops[i]
 		switch {
 		case s < 0:
-			return &VerifyError{Kind: "op missing", Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q never runs", op.Name)}
+			return &VerifyError{Kind: OpMissing, Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q never runs", op.Name)}
 		case p.OpStream[i] != s:
-			return &VerifyError{Kind: "op stream", Ops: []string{op.Name},
+			return &VerifyError{Kind: OpStreamMismatch, Ops: []string{op.Name},
 				Msg: fmt.Sprintf("op %q runs on %s but OpStream says stream %d", op.Name, v.streamName(s), p.OpStream[i])}
-		case (op.Kind == dag.Launch || op.Kind == dag.Gemm) && p.Streams[s].Device != op.Device:
-			return &VerifyError{Kind: "device", Ops: []string{op.Name},
+		case op.Kind.Info().Class != dag.CopyClass && op.Kind != dag.Host && p.Streams[s].Device != op.Device:
+			return &VerifyError{Kind: WrongDevice, Ops: []string{op.Name},
 				Msg: fmt.Sprintf("kernel op %q of device %d runs on %s of device %d", op.Name, op.Device, v.streamName(s), p.Streams[s].Device)}
 		}
 	}
@@ -246,7 +274,7 @@ func (v *verifier) collectLifetimes() error {
 		case dag.Alloc, dag.Free:
 			b := op.Access[0].Buf
 			if !b.Temporary {
-				return &VerifyError{Kind: "lifetime", Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q: %s of persistent buffer %s", op.Name, op.Kind, b.Name)}
+				return &VerifyError{Kind: BadLifetime, Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q: %s of persistent buffer %s", op.Name, op.Kind, b.Name)}
 			}
 			if op.Kind == dag.Alloc {
 				get(b).alloc = append(get(b).alloc, id)
@@ -278,7 +306,7 @@ func (v *verifier) collectLifetimes() error {
 				if len(names) == 0 && len(l.users) > 0 {
 					names = []string{v.opName(l.users[0])}
 				}
-				return &VerifyError{Kind: "lifetime", Ops: names,
+				return &VerifyError{Kind: BadLifetime, Ops: names,
 					Msg: fmt.Sprintf("temporary %s is %s %d times; it needs exactly one op that does it", b.Name, c.what, len(c.ops))}
 			}
 		}
@@ -469,13 +497,17 @@ func (v *verifier) unordered(n need, late bool) error {
 	switch n.why {
 	case needLifetime:
 		b := v.p.Graph.Buffers[n.buf]
-		return &VerifyError{Kind: "lifetime", Ops: names,
+		kind := UseAfterFree
+		if v.ops[u].Kind == dag.Alloc {
+			kind = UseBeforeAlloc
+		}
+		return &VerifyError{Kind: kind, Ops: names,
 			Msg: fmt.Sprintf("%s %s temporary %s and %s %s it, %s", where(u), useVerb(v.ops[u], b), b.Name, where(w), useVerb(v.ops[w], b), why)}
 	case needConflict:
-		return &VerifyError{Kind: "unordered conflict", Ops: names,
+		return &VerifyError{Kind: UnorderedConflict, Ops: names,
 			Msg: fmt.Sprintf("%s %s, %s", where(u), v.conflict(u, w, n.buf, where(w)), why)}
 	default:
-		return &VerifyError{Kind: "unordered dependency", Ops: names,
+		return &VerifyError{Kind: UnorderedDependency, Ops: names,
 			Msg: fmt.Sprintf("%s depends on %s, %s", where(w), where(u), why)}
 	}
 }

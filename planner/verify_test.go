@@ -94,9 +94,9 @@ func TestVerifyHandPlans(t *testing.T) {
 	tests := []struct {
 		name string
 		plan *planner.Plan
-		kind string   // "" when the plan is right
-		ops  []string // the ops the error names
-		msg  string   // a part of the message
+		kind planner.VerifyKind // 0 when the plan is right
+		ops  []string           // the ops the error names
+		msg  string             // a part of the message
 	}{
 		{name: "one stream", plan: h.plan(1,
 			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(0, "consume"), r(0, "lo"), r(0, "hi"))},
@@ -111,79 +111,79 @@ func TestVerifyHandPlans(t *testing.T) {
 		{name: "missing wait", plan: h.plan(2,
 			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), recordStep(0, 0), r(0, "free:t"),
 			r(1, "consume"), r(1, "lo"), r(0, "hi")),
-			kind: "unordered conflict", ops: []string{"produce", "consume"},
+			kind: planner.UnorderedConflict, ops: []string{"produce", "consume"},
 			msg: `op "produce" (dev0.normal.compute0) reads and writes x[0:64) and op "consume" (dev0.normal.compute1) reads it, with no wait between them`},
 		{name: "wait on a record made before the producer ran", plan: h.plan(2,
 			r(0, "alloc:t"), r(0, "init"), recordStep(0, 0), r(0, "produce"), r(0, "free:t"),
 			waitStep(1, 0), r(1, "consume"), r(1, "lo"), r(0, "hi")),
-			kind: "unordered conflict", ops: []string{"produce", "consume"}},
+			kind: planner.UnorderedConflict, ops: []string{"produce", "consume"}},
 		{name: "ops without conflicts on two streams", plan: h.plan(2,
 			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), recordStep(0, 0), r(0, "free:t"),
 			waitStep(1, 0), r(1, "consume"), r(0, "lo"), r(0, "hi")),
 		},
 		{name: "wrong order on one stream", plan: h.plan(1,
 			r(0, "alloc:t"), r(0, "init"), r(0, "consume"), r(0, "produce"), r(0, "free:t"), r(0, "lo"), r(0, "hi")),
-			kind: "unordered conflict", ops: []string{"produce", "consume"}, msg: "but runs after it on the same stream"},
+			kind: planner.UnorderedConflict, ops: []string{"produce", "consume"}, msg: "but runs after it on the same stream"},
 		{name: "consumer submitted before the producer", plan: h.plan(2,
 			r(1, "consume"), r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(0, "lo"), r(0, "hi")),
-			kind: "unordered conflict", ops: []string{"produce", "consume"}, msg: "submitted after it"},
+			kind: planner.UnorderedConflict, ops: []string{"produce", "consume"}, msg: "submitted after it"},
 		{name: "wait before record", plan: h.plan(2,
 			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), waitStep(1, 0), recordStep(0, 0), r(0, "free:t"),
 			r(1, "consume"), r(1, "lo"), r(0, "hi")),
-			kind: "event", msg: "before the event is recorded"},
+			kind: planner.WaitBeforeRecord, msg: "before the event is recorded"},
 		{name: "event recorded twice", plan: h.plan(2,
 			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), recordStep(0, 0), r(0, "free:t"), recordStep(0, 0),
 			waitStep(1, 0), r(1, "consume"), r(1, "lo"), r(0, "hi")),
-			kind: "event", msg: "event 0 is recorded twice"},
+			kind: planner.EventRecordedTwice, msg: "event 0 is recorded twice"},
 		{name: "event never recorded", plan: func() *planner.Plan {
 			p := h.plan(1, r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(0, "consume"), r(0, "lo"), r(0, "hi"))
 			p.Events = 1
 			return p
-		}(), kind: "event", msg: "event 0 is never recorded"},
+		}(), kind: planner.EventNeverRecorded, msg: "event 0 is never recorded"},
 		{name: "free racing a reader on another stream", plan: h.plan(2,
 			r(0, "alloc:t"), r(0, "init"), recordStep(0, 0),
 			waitStep(1, 0), r(1, "produce"), r(0, "free:t"), recordStep(1, 1),
 			waitStep(0, 1), r(0, "consume"), r(0, "lo"), r(0, "hi")),
-			kind: "lifetime", ops: []string{"produce", "free:t"},
+			kind: planner.UseAfterFree, ops: []string{"produce", "free:t"},
 			msg: `op "produce" (dev0.normal.compute1) reads temporary t and op "free:t" (dev0.normal.compute0) frees it, with no wait between them`},
 		{name: "use before alloc", plan: h.plan(2,
 			r(1, "init"), r(0, "alloc:t"), r(0, "produce"), r(0, "free:t"), r(0, "consume"), r(0, "lo"), r(0, "hi")),
-			kind: "lifetime", ops: []string{"alloc:t", "init"}},
+			kind: planner.UseBeforeAlloc, ops: []string{"alloc:t", "init"}},
 		{name: "op missing", plan: h.plan(1,
 			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(0, "lo"), r(0, "hi")),
-			kind: "op missing", ops: []string{"consume"}},
+			kind: planner.OpMissing, ops: []string{"consume"}},
 		{name: "op twice", plan: h.plan(2,
 			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(0, "consume"), r(1, "consume"), r(0, "lo"), r(0, "hi")),
-			kind: "op twice", ops: []string{"consume"}},
+			kind: planner.OpTwice, ops: []string{"consume"}},
 		{name: "OpStream disagrees", plan: func() *planner.Plan {
 			p := h.plan(2, r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(0, "consume"), r(0, "lo"), r(0, "hi"))
 			p.OpStream[h.id("lo")] = 1
 			return p
-		}(), kind: "op stream", ops: []string{"lo"}},
+		}(), kind: planner.OpStreamMismatch, ops: []string{"lo"}},
 		{name: "kernel on another device", plan: func() *planner.Plan {
 			p := h.plan(2, r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(1, "consume"), r(0, "lo"), r(0, "hi"))
 			p.Streams[1].Device = 1
 			return p
-		}(), kind: "device", ops: []string{"consume"}},
+		}(), kind: planner.WrongDevice, ops: []string{"consume"}},
 		{name: "step names a missing stream", plan: h.plan(1,
 			r(0, "alloc:t"), r(0, "init"), r(0, "produce"), r(0, "free:t"), r(1, "consume"), r(0, "lo"), r(0, "hi")),
-			kind: "malformed", msg: "names stream 1 of 1"},
+			kind: planner.Malformed, msg: "names stream 1 of 1"},
 		{name: "step names a missing op", plan: h.plan(1,
 			planner.Step{Kind: planner.Run, Op: 99}),
-			kind: "malformed", msg: "runs op 99"},
+			kind: planner.Malformed, msg: "runs op 99"},
 		{name: "step names a missing event", plan: func() *planner.Plan {
 			p := h.plan(1, r(0, "alloc:t"), recordStep(0, 3))
 			p.Events = 1
 			return p
-		}(), kind: "malformed", msg: "event 3 of 1"},
-		{name: "unknown step kind", plan: h.plan(1, planner.Step{Kind: 9}), kind: "malformed"},
-		{name: "no graph", plan: &planner.Plan{}, kind: "malformed"},
-		{name: "short OpStream", plan: &planner.Plan{Graph: h.g}, kind: "malformed"},
+		}(), kind: planner.Malformed, msg: "event 3 of 1"},
+		{name: "unknown step kind", plan: h.plan(1, planner.Step{Kind: 9}), kind: planner.Malformed},
+		{name: "no graph", plan: &planner.Plan{}, kind: planner.Malformed},
+		{name: "short OpStream", plan: &planner.Plan{Graph: h.g}, kind: planner.Malformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := planner.Verify(tt.plan)
-			if tt.kind == "" {
+			if tt.kind == 0 {
 				require.NoError(t, err)
 				return
 			}
@@ -212,7 +212,7 @@ func TestVerifyWriteAfterRead(t *testing.T) {
 	err = planner.Verify(h.plan(2, h.run(0, "read"), h.run(1, "overwrite")))
 	var ve *planner.VerifyError
 	require.True(t, errors.As(err, &ve), "%v", err)
-	assert.Equal(t, "unordered conflict", ve.Kind)
+	assert.Equal(t, planner.UnorderedConflict, ve.Kind)
 	assert.Equal(t, []string{"read", "overwrite"}, ve.Ops)
 	assert.Contains(t, ve.Msg, `reads x[60:64) and op "overwrite" (dev0.normal.compute1) writes it`)
 
@@ -233,7 +233,7 @@ func TestVerifyConflictsNotDeps(t *testing.T) {
 	err = planner.Verify(h.plan(2, h.run(0, "first"), h.run(1, "second")))
 	var ve *planner.VerifyError
 	require.True(t, errors.As(err, &ve), "%v", err)
-	assert.Equal(t, "unordered conflict", ve.Kind)
+	assert.Equal(t, planner.UnorderedConflict, ve.Kind)
 	assert.Contains(t, ve.Msg, "writes x[0:4)")
 }
 
@@ -250,7 +250,7 @@ func TestVerifyExplicitAfter(t *testing.T) {
 	err = planner.Verify(h.plan(2, h.run(0, "first"), h.run(1, "second")))
 	var ve *planner.VerifyError
 	require.True(t, errors.As(err, &ve), "%v", err)
-	assert.Equal(t, "unordered dependency", ve.Kind)
+	assert.Equal(t, planner.UnorderedDependency, ve.Kind)
 	assert.Equal(t, []string{"first", "second"}, ve.Ops)
 	assert.Contains(t, ve.Msg, `op "second" (dev0.normal.compute1) depends on op "first" (dev0.normal.compute0)`)
 	require.NoError(t, planner.Verify(h.plan(2, h.run(0, "first"), recordStep(0, 0), waitStep(1, 0), h.run(1, "second"))))
@@ -331,7 +331,7 @@ func TestVerifyCatchesRemovedWaits(t *testing.T) {
 			caught++
 			var ve *planner.VerifyError
 			require.True(t, errors.As(err, &ve), "%+v: removing wait step %d leaves a pair unordered, Verify says %v", cfg, i, err)
-			assert.Contains(t, []string{"unordered conflict", "unordered dependency", "lifetime"}, ve.Kind)
+			assert.Contains(t, []planner.VerifyKind{planner.UnorderedConflict, planner.UnorderedDependency, planner.UseBeforeAlloc, planner.UseAfterFree}, ve.Kind)
 			assert.Len(t, ve.Ops, 2)
 		}
 	}

@@ -381,7 +381,7 @@ func parseDim(s string) (dag.Dim3, error) {
 }
 
 func streamKind(name string) (planner.StreamKind, bool) {
-	for k := planner.Compute; k <= planner.CopyAny; k++ {
+	for _, k := range planner.StreamKinds() {
 		if k.String() == name {
 			return k, true
 		}

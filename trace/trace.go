@@ -122,43 +122,24 @@ func FromRun(p *planner.Plan, spans []executor.Span) *Trace {
 }
 
 // FromPlan builds the trace the plan would leave if every op took the time
-// cost gives it (planner.DefaultCost when nil): each stream runs its ops in
-// order, and an op after a wait starts no sooner than the recording op ends.
-// This is the simulation the planner's makespan estimate comes from; device
-// contention is not modelled. The trace's Figures.Estimated is true.
+// cost gives it (planner.DefaultCost when nil), as planner.Simulate works it
+// out for the kind of run the plan was estimated for (p.Stats.Mode): each
+// stream runs its ops in order, an op after a wait starts no sooner than the
+// recording op ends, and no op starts before it is submitted. With the
+// planner's cost model this is the simulation the planner's makespan
+// estimate comes from; device contention is not modelled. The trace's
+// Figures.Estimated is true.
 func FromPlan(p *planner.Plan, cost planner.CostModel) *Trace {
 	if p == nil {
 		return &Trace{}
 	}
 	b := newBuilder(p, len(p.OpStream))
-	if cost == nil {
-		cost = planner.DefaultCost()
-	}
-	streamTime := make([]time.Duration, len(p.Streams))
-	eventTime := make([]time.Duration, p.Events)
+	sched := planner.Simulate(p, cost, p.Stats.Mode)
 	for _, st := range p.Steps {
-		s := int(st.Stream)
-		if s < 0 || s >= len(streamTime) {
+		if st.Kind != planner.Run || st.Stream < 0 || int(st.Stream) >= len(p.Streams) || b.op(int(st.Op)) == nil {
 			continue
 		}
-		switch st.Kind {
-		case planner.Run:
-			op := b.op(int(st.Op))
-			if op == nil {
-				continue
-			}
-			d := max(cost.Duration(op), 0)
-			b.add(op.ID, s, streamTime[s], d)
-			streamTime[s] += d
-		case planner.Record:
-			if e := int(st.Event); e >= 0 && e < len(eventTime) {
-				eventTime[e] = streamTime[s]
-			}
-		case planner.Wait:
-			if e := int(st.Event); e >= 0 && e < len(eventTime) {
-				streamTime[s] = max(streamTime[s], eventTime[e])
-			}
-		}
+		b.add(int(st.Op), int(st.Stream), sched.Start[st.Op], sched.Duration[st.Op])
 	}
 	return b.finish(true)
 }

@@ -159,7 +159,7 @@ func TestFromPlanMatchesPlannerEstimate(t *testing.T) {
 	assert.Equal(t, p.Stats.Makespan, tr.Makespan(), "the simulation is the planner's")
 	assert.Equal(t, p.Stats.CriticalPath, tr.Figures.CriticalPath)
 	busy := sliceOf(t, tr, "busy")
-	assert.Equal(t, 54*time.Microsecond, busy.Dur, "spin 50 µs plus the launch latency")
+	assert.Equal(t, 51*time.Microsecond, busy.Dur, "spin 50 µs plus the launch latency")
 
 	// A measured cost model moves ops.
 	tr2 := trace.FromPlan(p, planner.Measured(map[string]time.Duration{"busy": time.Millisecond}, nil))

@@ -12,7 +12,7 @@ import (
 	"github.com/dagrun/dagrun/trace"
 )
 
-const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [--streams N]
+const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [--streams N] [--compare]
 
 Plan prints how dagrun would run a spec, without running it: each stream's
 instructions in order (launch, copy, fill, alloc, free, record and wait on
@@ -25,6 +25,9 @@ Flags:
 	             cluster per stream, waits as edges)
 	--streams N  compute streams per device and priority, 1 to 32
 	             (default: the spec's run.streams, else 4)
+	--compare    print each placement strategy's estimated makespan (for
+	             an eager run and a graph replay) and wait count instead of
+	             the plan
 `
 
 // streamsFlag is --streams: 0 (not given) or 1..32.
@@ -57,6 +60,7 @@ func (c *cli) plan(args []string) error {
 	fs.Var(format, "format", "")
 	var streams streamsFlag
 	fs.Var(&streams, "streams", "")
+	compare := fs.Bool("compare", false, "")
 	files, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -67,6 +71,9 @@ func (c *cli) plan(args []string) error {
 	s, err := c.load(files[0])
 	if err != nil {
 		return err
+	}
+	if *compare {
+		return writeComparison(c.stdout, s, int(streams))
 	}
 	p, err := makePlan(s, int(streams))
 	if err != nil {

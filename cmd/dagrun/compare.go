@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/spec"
+)
+
+// writeComparison plans s with every placement strategy and writes each
+// one's estimated makespan, for an eager run (what the plan is made for) and
+// for a graph replay of the same plan, and its wait count, for
+// `dagrun plan --compare`.
+func writeComparison(w io.Writer, s *spec.Spec, streams int) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "strategy\teager estimate\treplay estimate\twaits\tstreams\tplaced by")
+	for _, strategy := range planner.Strategies() {
+		p, err := makePlanWith(s, streams, strategy)
+		if err != nil {
+			return err
+		}
+		replay := planner.Simulate(p, nil, planner.Replay)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", strategy, p.Stats.Makespan, replay.Makespan, p.Stats.Waits, p.Stats.Streams, p.Stats.Strategy)
+	}
+	return tw.Flush()
+}
+
+// makePlanWith is makePlan with the placement strategy chosen.
+func makePlanWith(s *spec.Spec, streams int, strategy planner.Strategy) (*planner.Plan, error) {
+	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: strategy}
+	if streams != 0 {
+		opts.Streams = streams
+	}
+	return planner.New(s.Graph, opts)
+}

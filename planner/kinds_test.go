@@ -1,0 +1,74 @@
+package planner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Every op kind has the planner's facts: a default cost and a stream pool.
+// A kind added to dag without an entry here fails this test.
+func TestKindTableCoversEveryKind(t *testing.T) {
+	for _, k := range dag.OpKinds() {
+		f := factsOf(k)
+		assert.NotNil(t, f.cost, "kind %s has no default cost in the planner's kind table", k)
+		assert.NotNil(t, f.pool, "kind %s has no stream pool in the planner's kind table", k)
+		if f.pool == nil {
+			continue
+		}
+		// The pool follows the kind's stream class.
+		if k.Info().Class == dag.ComputeClass {
+			assert.Equal(t, Compute, f.pool(&dag.Op{Kind: k}, false), "kind %s", k)
+		}
+	}
+	assert.Nil(t, factsOf(dag.OpKind(200)).pool)
+}
+
+// A kind flagged as ordered keeps its declaration order under list
+// scheduling even when the costs say otherwise: here the later-declared of
+// three independent launches is the longest, and would go first.
+func TestOrderedKindsKeepDeclarationOrder(t *testing.T) {
+	b := dag.New()
+	one := dag.Grid1(1)
+	for i, cost := range []time.Duration{time.Microsecond, 5 * time.Microsecond, 50 * time.Microsecond} {
+		x := b.Buffer(string(rune('a'+i)), 64)
+		b.Launch(dag.Scale, one, one, x, 2.0).Costs(cost)
+	}
+	g, err := b.Build()
+	require.NoError(t, err)
+	opts, err := Options{Streams: 1}.withDefaults()
+	require.NoError(t, err)
+
+	free := plan(g, opts, ListScheduling, nil)
+	assert.Equal(t, []int32{2, 1, 0}, runOrder(free), "longest first when nothing is ordered")
+
+	ordered := plan(g, opts, ListScheduling, func(k dag.OpKind) bool { return k == dag.Launch })
+	assert.Equal(t, []int32{0, 1, 2}, runOrder(ordered), "declaration order for an ordered kind")
+	require.NoError(t, Verify(ordered))
+}
+
+func runOrder(p *Plan) []int32 {
+	var ops []int32
+	for _, st := range p.Steps {
+		if st.Kind == Run {
+			ops = append(ops, st.Op)
+		}
+	}
+	return ops
+}
+
+func TestVerifyKindNames(t *testing.T) {
+	seen := map[string]bool{}
+	for k := Malformed; k < numVerifyKinds; k++ {
+		name := k.String()
+		assert.NotContains(t, name, "VerifyKind(", "kind %d has no name", k)
+		assert.False(t, seen[name], "two kinds are called %q", name)
+		seen[name] = true
+	}
+	assert.Equal(t, "VerifyKind(0)", VerifyKind(0).String())
+	assert.Equal(t, "plan: wait before record: e0", (&VerifyError{Kind: WaitBeforeRecord, Msg: "e0"}).Error())
+}

@@ -1,0 +1,106 @@
+package planner
+
+import (
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Schedule is what a plan would do if every op took the time a cost model
+// gives it: the one simulation behind a plan's estimate, `dagrun plan` and
+// the trace's plan view.
+type Schedule struct {
+	Mode     Mode
+	Start    []time.Duration // per op ID: when it starts on its stream
+	Duration []time.Duration // per op ID: how long it runs
+	Makespan time.Duration   // when the last stream is done
+	// Submitted is when the submitter (the host for an eager run, the graph
+	// launch for a replay) has issued the last step.
+	Submitted time.Duration
+}
+
+// Simulate runs p's steps under cost model m (DefaultCost when nil) as mode
+// would: each stream runs its steps in order; a wait holds its stream until
+// the event's record is reached; and the submitter issues the steps one
+// after another in submission order, paying m's overheads (OverheadsOf):
+// for an eager run every op, record and wait, for a replay every op. An op
+// starts no sooner than it is issued. Device contention between streams is
+// not modelled. All sums saturate. Steps that name streams, ops or events
+// the plan lacks are skipped.
+func Simulate(p *Plan, m CostModel, mode Mode) Schedule {
+	if p == nil {
+		return Schedule{Mode: mode}
+	}
+	if m == nil {
+		m = DefaultCost()
+	}
+	var graphOps []*dag.Op
+	if p.Graph != nil {
+		graphOps = p.Graph.Ops
+	}
+	ops := len(graphOps)
+	dur := make([]int64, ops)
+	for i, op := range graphOps {
+		if op != nil {
+			dur[i] = nonNegative(m.Duration(op))
+		}
+	}
+	start := make([]int64, ops)
+	makespan, submitted := simulate(p, dur, OverheadsOf(m), mode, start)
+	s := Schedule{Mode: mode, Start: make([]time.Duration, ops), Duration: make([]time.Duration, ops),
+		Makespan: time.Duration(makespan), Submitted: time.Duration(submitted)}
+	for i := range start {
+		s.Start[i], s.Duration[i] = time.Duration(start[i]), time.Duration(dur[i])
+	}
+	return s
+}
+
+// simulate is Simulate on durations in ns per op; it fills start (per op)
+// when not nil and returns the makespan and the submitter's end.
+func simulate(p *Plan, dur []int64, ov Overheads, mode Mode, start []int64) (makespan, submitted int64) {
+	submit, record, wait, cross := int64(ov.Submit), int64(ov.Record), int64(ov.Wait), int64(ov.CrossDeviceWait)
+	if mode == Replay {
+		submit, record, wait, cross = int64(ov.ReplayOp), 0, 0, 0
+	}
+	submit, record, wait, cross = max(submit, 0), max(record, 0), max(wait, 0), max(cross, 0)
+	streamTime := make([]int64, len(p.Streams))
+	eventTime := make([]int64, p.Events)
+	eventDev := make([]int32, p.Events)
+	var host int64
+	for _, st := range p.Steps {
+		s := int(st.Stream)
+		if s < 0 || s >= len(streamTime) {
+			continue
+		}
+		switch st.Kind {
+		case Run:
+			if st.Op < 0 || int(st.Op) >= len(dur) {
+				continue
+			}
+			host = satAdd(host, submit)
+			t := max(streamTime[s], host)
+			if start != nil {
+				start[st.Op] = t
+			}
+			streamTime[s] = satAdd(t, dur[st.Op])
+		case Record:
+			host = satAdd(host, record)
+			if e := int(st.Event); e >= 0 && e < len(eventTime) {
+				eventTime[e] = max(streamTime[s], host)
+				eventDev[e] = int32(p.Streams[s].Device)
+			}
+		case Wait:
+			host = satAdd(host, wait)
+			if e := int(st.Event); e >= 0 && e < len(eventTime) {
+				if int(eventDev[e]) != p.Streams[s].Device {
+					host = satAdd(host, cross)
+				}
+				streamTime[s] = max(streamTime[s], eventTime[e])
+			}
+		}
+	}
+	for _, t := range streamTime {
+		makespan = max(makespan, t)
+	}
+	return makespan, host
+}

@@ -1,0 +1,145 @@
+package planner_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/dagtest"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// Independent ops declared shortest first: placing them in declaration
+// order puts the longest last, list scheduling puts it first.
+func TestListSchedulingIgnoresDeclarationOrder(t *testing.T) {
+	us := time.Microsecond
+	for _, tc := range []struct {
+		name             string
+		costs            []time.Duration
+		streams          int
+		list, declared   time.Duration
+		strategyOfBest   planner.Strategy
+		listIsTheOptimum bool
+	}{
+		{name: "10,10,20 on 2", costs: []time.Duration{10 * us, 10 * us, 20 * us}, streams: 2,
+			list: 20 * us, declared: 30 * us, strategyOfBest: planner.ListScheduling},
+		{name: "equal costs", costs: []time.Duration{10 * us, 10 * us, 10 * us, 10 * us}, streams: 2,
+			list: 20 * us, declared: 20 * us, strategyOfBest: planner.ListScheduling},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := build(t, func(b *dag.Builder) {
+				for i, c := range tc.costs {
+					x := b.Buffer(string(rune('a'+i)), 64)
+					b.Launch(dag.Scale, one, one, x, 2.0).Costs(c)
+				}
+			})
+			got := map[planner.Strategy]*planner.Plan{}
+			for _, s := range planner.Strategies() {
+				got[s] = plan(t, g, planner.Options{Streams: tc.streams, Cost: deviceOnly, Strategy: s})
+				require.NoError(t, planner.Verify(got[s]))
+			}
+			assert.Equal(t, tc.list, got[planner.ListScheduling].Stats.Makespan)
+			assert.Equal(t, tc.declared, got[planner.DeclarationOrder].Stats.Makespan)
+			assert.Equal(t, min(tc.list, tc.declared), got[planner.Best].Stats.Makespan)
+			assert.Equal(t, tc.strategyOfBest, got[planner.Best].Stats.Strategy)
+		})
+	}
+}
+
+// Costs near the int64 limit saturate instead of wrapping: a chain of three
+// ops costing 1500000h each stays in order on one stream, under every
+// strategy and mode, and Verify accepts the plan (issue: hostile input).
+func TestHugeCostsDoNotWrap(t *testing.T) {
+	huge := 1500000 * time.Hour
+	g := build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 64)
+		b.Launch(dag.Scale, one, one, x, 2.0).Named("first")
+		b.Launch(dag.Scale, one, one, x, 3.0).Named("second")
+		b.Launch(dag.Scale, one, one, x, 4.0).Named("third")
+		y := b.Buffer("y", 64)
+		b.Launch(dag.Scale, one, one, y, 2.0).Named("beside")
+	})
+	// Build refuses costs beyond dag.MaxCost; the planner must still hold
+	// against graphs put together by hand.
+	for _, op := range g.Ops {
+		op.Cost = huge
+	}
+	for _, s := range planner.Strategies() {
+		for _, mode := range []planner.Mode{planner.Eager, planner.Replay} {
+			p := plan(t, g, planner.Options{Streams: 2, Strategy: s, Mode: mode})
+			require.NoError(t, planner.Verify(p), "%s %s", s, mode)
+			var chain []string
+			for _, st := range p.Steps {
+				if name := g.Ops[st.Op].Name; st.Kind == planner.Run && name != "beside" {
+					chain = append(chain, name)
+				}
+			}
+			assert.Equal(t, []string{"first", "second", "third"}, chain, "%s %s", s, mode)
+			assert.Equal(t, time.Duration(1<<63-1), p.Stats.Makespan, "saturated")
+			assert.Equal(t, time.Duration(1<<63-1), p.Stats.CriticalPath, "saturated")
+		}
+	}
+	sched := planner.Simulate(plan(t, g, planner.Options{}), nil, planner.Eager)
+	for i := 1; i < 3; i++ {
+		assert.GreaterOrEqual(t, sched.Start[i], sched.Start[i-1])
+	}
+}
+
+// The plan's estimate is Simulate's makespan of exactly that plan, for the
+// mode it was made for; an eager run pays the host's submissions, a replay
+// does not.
+func TestEstimateIsTheSimulation(t *testing.T) {
+	for seed := range uint64(40) {
+		cfg, opts := randomCase(seed)
+		g := dagtest.Random(cfg)
+		for _, mode := range []planner.Mode{planner.Eager, planner.Replay} {
+			opts.Mode = mode
+			p := plan(t, g, opts)
+			s := planner.Simulate(p, opts.Cost, mode)
+			assert.Equal(t, p.Stats.Makespan, s.Makespan, "%+v %+v", cfg, opts)
+			assert.Equal(t, mode, p.Stats.Mode)
+			for _, op := range g.Ops {
+				assert.GreaterOrEqual(t, s.Start[op.ID], time.Duration(0))
+				for _, d := range op.Deps {
+					assert.GreaterOrEqual(t, s.Start[op.ID], s.Start[d]+s.Duration[d], "%s after %s", op.Name, g.Ops[d].Name)
+				}
+			}
+		}
+	}
+	// Eager submission of n ops on one stream costs n submissions at least.
+	g := build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 64)
+		for range 10 {
+			b.Launch(dag.Scale, one, one, x, 2.0).Costs(time.Nanosecond)
+		}
+	})
+	ov := planner.DefaultOverheads()
+	eager := plan(t, g, planner.Options{Mode: planner.Eager})
+	replay := plan(t, g, planner.Options{Mode: planner.Replay})
+	assert.Equal(t, 10*ov.Submit+time.Nanosecond, eager.Stats.Makespan)
+	assert.Equal(t, 10*ov.ReplayOp+time.Nanosecond, replay.Stats.Makespan)
+	assert.Equal(t, planner.Schedule{Mode: planner.Replay}, planner.Simulate(nil, nil, planner.Replay))
+}
+
+func TestStrategyAndModeNames(t *testing.T) {
+	for _, s := range planner.Strategies() {
+		got, err := planner.ParseStrategy(s.String())
+		require.NoError(t, err)
+		assert.Equal(t, s, got)
+	}
+	_, err := planner.ParseStrategy("fastest")
+	assert.ErrorContains(t, err, "use list, declared or best")
+	assert.Equal(t, "eager", planner.Eager.String())
+	assert.Equal(t, "replay", planner.Replay.String())
+	g := build(t, fanOut(2))
+	_, err = planner.New(g, planner.Options{Strategy: 9})
+	var de *dag.Error
+	require.True(t, errors.As(err, &de))
+	assert.Equal(t, "strategy", de.Field)
+	_, err = planner.New(g, planner.Options{Mode: 7})
+	assert.ErrorContains(t, err, "unknown run mode 7")
+}
