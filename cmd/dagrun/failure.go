@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -100,8 +99,20 @@ func asFailure(err error) *failure {
 	return failed(exitFailure, err)
 }
 
-// exec runs a command and turns its error into an exit status.
-func (c *cli) exec(cmd command, args []string) int {
+// exec runs a command and turns its error into an exit status. A panic
+// is an internal error: a bug must not greet users with a Go stack trace.
+func (c *cli) exec(cmd command, args []string) (status int) {
+	defer func() {
+		if v := recover(); v != nil {
+			f := &failure{status: exitInternal, errors: []problem{{Message: fmt.Sprint(v)}}}
+			if c.jsonErrors {
+				c.writeFailureJSON(cmd.name, f)
+			} else {
+				c.writeFailureText(cmd.name, f)
+			}
+			status = exitInternal
+		}
+	}()
 	err := cmd.run(c, args)
 	switch e := err.(type) {
 	case nil:
@@ -130,9 +141,7 @@ func (c *cli) writeFailureJSON(cmd string, f *failure) {
 	if doc.Errors == nil {
 		doc.Errors = []problem{}
 	}
-	enc := json.NewEncoder(c.stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	if err := writeJSON(c.stdout, doc); err != nil {
 		fmt.Fprintf(c.stderr, "dagrun %s: %v\n", cmd, err)
 	}
 }

@@ -122,4 +122,3 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
-

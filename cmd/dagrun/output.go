@@ -67,6 +67,7 @@ func unwrapPath(err error) error {
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // names such as <stdin> stay readable
 	return enc.Encode(v)
 }
 

@@ -486,4 +486,3 @@ func short(ns int64) time.Duration {
 	}
 	return d.Round(time.Second)
 }
-

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -56,15 +57,19 @@ func (c *cli) validate(args []string) error {
 	if len(specs) == 0 {
 		return usagef("give at least one spec file (- for standard input)")
 	}
-	if strings.Count(" "+strings.Join(specs, " ")+" ", " - ") > 1 {
+	if len(slices.DeleteFunc(slices.Clone(specs), func(s string) bool { return s != stdio })) > 1 {
 		return usagef("standard input (-) can hold one spec only")
 	}
 	asJSON := format.value == "json"
 	c.jsonErrors = asJSON
 	doc := validateDoc{SchemaVersion: schemaVersion, Errors: []problem{}, Warnings: []problem{}}
 	var text strings.Builder
-	for _, f := range specs {
-		s, err := c.load(f, files)
+	for _, in := range specs {
+		s, err := c.load(in, files)
+		f := in
+		if in == stdio {
+			f = stdinName
+		}
 		if err != nil {
 			fl := asFailure(err)
 			doc.Errors = append(doc.Errors, fl.errors...)
