@@ -105,7 +105,7 @@ func (t *Trace) runs() []RunSummary {
 		if !ok {
 			k = len(out)
 			at[sl.Run] = k
-			out = append(out, RunSummary{Run: sl.Run, Start: sl.Start, Makespan: sl.End()})
+			out = append(out, RunSummary{Run: sl.Run, Start: sl.Start, Makespan: sl.Dur})
 		}
 		r := &out[k]
 		end := max(r.Start+r.Makespan, sl.End())
