@@ -2,9 +2,11 @@ package main
 
 // This file is the one place where the command line meets the spec
 // loader's file options. MERGE: when the spec package has its options
-// (spec.Option, spec.AllowPath, spec.WithSaveDir, spec.WithBaseDir and
-// (*spec.Spec).WriteFile), the bodies of parseSpec and saveOutput switch
-// to them as their comments say; nothing else in the command changes.
+// (spec.Option, spec.AllowPath, spec.WithSaveDir, spec.WithBaseDir,
+// spec.MaxSpecBytes and (*spec.Spec).WriteFile), the bodies of
+// loaderOptions, loadSpecFile, parseSpec and saveOutput and the value of
+// maxStdinSpec switch to them as their comments say; nothing else in the
+// command changes.
 
 import (
 	"errors"
@@ -23,7 +25,7 @@ const stdinName = "<stdin>"
 // maxStdinSpec bounds what is read from standard input before the spec
 // loader sees it, so that an endless stream cannot exhaust memory. The
 // loader's own size limit (spec/doc.go) is the rule; this only stops the
-// read. MERGE: use the spec package's limit if it exports one.
+// read. MERGE: = spec.MaxSpecBytes.
 const maxStdinSpec = 1 << 30
 
 // specFiles are the file options of the command line for the spec loader.
@@ -41,17 +43,36 @@ func (o *specFiles) addFlags(fs *flag.FlagSet, save bool) {
 	}
 }
 
-// parseSpec parses src, the spec called name, with the file options o.
+// MERGE: add
+//
+//	// loaderOptions are o as the spec loader's options.
+//	func loaderOptions(o specFiles) []spec.Option {
+//		opts := []spec.Option{spec.WithSaveDir(o.saveDir)}
+//		for _, dir := range o.allow {
+//			opts = append(opts, spec.AllowPath(dir))
+//		}
+//		if o.baseDir != "" {
+//			opts = append(opts, spec.WithBaseDir(o.baseDir))
+//		}
+//		return opts
+//	}
+
+// loadSpecFile loads the spec file at path with the file options o.
+func loadSpecFile(path string, o specFiles) (*spec.Spec, error) {
+	// MERGE: replace the body with
+	//	return spec.Load(path, loaderOptions(o)...)
+	s, err := spec.Load(path)
+	if s != nil {
+		s.SaveDir = o.saveDir
+	}
+	return s, err
+}
+
+// parseSpec parses src, the spec called name (standard input), with the
+// file options o.
 func parseSpec(name string, src []byte, o specFiles) (*spec.Spec, error) {
 	// MERGE: replace the body with
-	//	opts := []spec.Option{spec.WithSaveDir(o.saveDir)}
-	//	for _, dir := range o.allow {
-	//		opts = append(opts, spec.AllowPath(dir))
-	//	}
-	//	if o.baseDir != "" {
-	//		opts = append(opts, spec.WithBaseDir(o.baseDir))
-	//	}
-	//	return spec.Parse(name, src, opts...)
+	//	return spec.Parse(name, src, loaderOptions(o)...)
 	// Until then relative paths resolve against the spec's directory
 	// (the working directory for standard input, named "<stdin>"), and
 	// nothing confines them: --allow-path has nothing to widen.
@@ -84,29 +105,25 @@ func saveOutput(s *spec.Spec, path string, data []byte) (string, error) {
 // problem, warnings too. The warnings of a spec that loads are the
 // caller's to print (printWarnings) or to put in its JSON document.
 func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
-	name := path
-	var src []byte
+	var s *spec.Spec
+	var err error
 	if path == stdio {
-		data, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
-		if err != nil {
-			return nil, fmt.Errorf("reading the spec from standard input: %w", err)
+		data, rerr := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
+		if rerr != nil {
+			return nil, fmt.Errorf("reading the spec from standard input: %w", rerr)
 		}
 		if len(data) > maxStdinSpec {
 			return nil, fmt.Errorf("the spec on standard input is more than %d bytes", maxStdinSpec)
 		}
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, err
+		wd, werr := os.Getwd()
+		if werr != nil {
+			return nil, werr
 		}
-		name, src, o.baseDir = stdinName, data, wd
+		o.baseDir = wd
+		s, err = parseSpec(stdinName, data, o)
 	} else {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		src = data
+		s, err = loadSpecFile(path, o)
 	}
-	s, err := parseSpec(name, src, o)
 	if err == nil {
 		return s, nil
 	}
