@@ -30,6 +30,11 @@ func (c *cli) writeOutput(path string, write func(io.Writer) error) error {
 }
 
 func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		// A device or a pipe (/dev/null, /dev/stdout, a FIFO) cannot be
+		// replaced by renaming: write to it.
+		return writeSpecial(path, write)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
@@ -53,6 +58,18 @@ func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
 	}
 	return nil
+}
+
+func writeSpecial(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // unwrapPath drops the temporary file's name from an *os.PathError.
