@@ -30,7 +30,9 @@ Flags:
 	                 of standard output
 	--streams N      compute streams per device and priority, 1 to 32
 	                 (default: the spec's run.streams, else 4)
-	--allow-path DIR let the spec read files under DIR too (repeatable)
+	--allow-path DIR let the spec read and write files under DIR too
+	                 (repeatable)
+	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
 `
 
 // streamsFlag is --streams: 0 (not given) or 1..32.
@@ -73,7 +75,7 @@ func (c *cli) plan(args []string) error {
 	var streams streamsFlag
 	fs.Var(&streams, "streams", "")
 	var files specFiles
-	files.addFlags(fs, false)
+	files.addFlags(fs)
 	specs, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -146,7 +146,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 		return err
 	})
 	fs.StringVar(&f.out, "o", "", "")
-	f.files.addFlags(fs, true)
+	f.files.addFlags(fs)
 	f.faults.addFlags(fs)
 	specs, err := parseFlags(fs, args)
 	if err != nil {

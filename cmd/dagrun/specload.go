@@ -35,12 +35,12 @@ type specFiles struct {
 	baseDir string   // where relative paths resolve for a spec from standard input
 }
 
-// addFlags registers --allow-path and, with save, --save-dir.
-func (o *specFiles) addFlags(fs *flag.FlagSet, save bool) {
+// addFlags registers --allow-path and --save-dir: every command that
+// loads a spec takes them, so that validate and plan check the paths run
+// will use.
+func (o *specFiles) addFlags(fs *flag.FlagSet) {
 	fs.Var((*multiFlag)(&o.allow), "allow-path", "")
-	if save {
-		fs.StringVar(&o.saveDir, "save-dir", "", "")
-	}
+	fs.StringVar(&o.saveDir, "save-dir", "", "")
 }
 
 // MERGE: add

@@ -23,7 +23,9 @@ Flags:
 	                 and warning as {file, line, column, op, message, hint}
 	-o FILE          write the results to FILE instead of standard output
 	                 (text problems still go to standard error)
-	--allow-path DIR let the specs read files under DIR too (repeatable)
+	--allow-path DIR let the specs read and write files under DIR too
+	                 (repeatable)
+	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
 `
 
 // validateDoc is what validate --format json writes.
@@ -49,7 +51,7 @@ func (c *cli) validate(args []string) error {
 	fs.Var(format, "format", "")
 	out := fs.String("o", "", "")
 	var files specFiles
-	files.addFlags(fs, false)
+	files.addFlags(fs)
 	specs, err := parseFlags(fs, args)
 	if err != nil {
 		return err

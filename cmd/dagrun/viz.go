@@ -29,7 +29,9 @@ Flags:
 	                 extension
 	--streams N      compute streams per device and priority, for a spec's
 	                 plan
-	--allow-path DIR let the spec read files under DIR too (repeatable)
+	--allow-path DIR let the spec read and write files under DIR too
+	                 (repeatable)
+	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
 `
 
 func (c *cli) viz(args []string) error {
@@ -40,7 +42,7 @@ func (c *cli) viz(args []string) error {
 	var streams streamsFlag
 	fs.Var(&streams, "streams", "")
 	var files specFiles
-	files.addFlags(fs, false)
+	files.addFlags(fs)
 	inputs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
