@@ -148,7 +148,7 @@ func (pic *picture) draw(w *bufio.Writer) {
 
 	// Lanes and their labels.
 	for _, g := range l.groups {
-		fmt.Fprintf(w, `<text class="device" x="8" y="%.1f" font-size="12" font-weight="bold" fill="#1d1d1d">GPU %d</text>`+"\n", g.y+15, g.device)
+		fmt.Fprintf(w, `<text class="device" x="8" y="%.1f" font-size="12" font-weight="bold" fill="#1d1d1d">%s</text>`+"\n", g.y+15, deviceName(g.device))
 	}
 	for i, lane := range t.Lanes {
 		y := l.laneY[i]

@@ -34,7 +34,10 @@ type Lane struct {
 func (l Lane) Title() string { return fmt.Sprintf("%s (priority %s)", l.Name, l.Priority) }
 
 // Process is the name of the device the lane belongs to: "GPU 0".
-func (l Lane) Process() string { return fmt.Sprintf("GPU %d", l.Device) }
+func (l Lane) Process() string { return deviceName(l.Device) }
+
+// deviceName is how every picture and trace names device d.
+func deviceName(d int) string { return fmt.Sprintf("GPU %d", d) }
 
 // Copy reports whether the lane is a copy stream.
 func (l Lane) Copy() bool { return l.Kind != planner.Compute }
