@@ -56,13 +56,26 @@ func TestInterrupt(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(longRun), 0o644))
 	// A short run first: os/signal starts its watcher once, for good.
 	require.Equal(t, exitOK, run([]string{"run", path, "--backend", "cpu"}, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
+	tests := []struct {
+		sig   syscall.Signal
+		graph bool
+	}{{syscall.SIGINT, false}, {syscall.SIGTERM, false}, {syscall.SIGINT, true}}
+	for _, tc := range tests {
+		sig := tc.sig
+		name := sig.String()
+		if tc.graph {
+			name += " graph"
+		}
+		t.Run(name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
 			out := &signalWriter{sig: sig}
 			var errOut bytes.Buffer
 			start := time.Now()
-			code := run([]string{"run", path, "--backend", "cpu", "--repeat", "1000000"}, strings.NewReader(""), out, &errOut)
+			args := []string{"run", path, "--backend", "cpu", "--repeat", "1000000"}
+			if tc.graph {
+				args = append(args, "--graph")
+			}
+			code := run(args, strings.NewReader(""), out, &errOut)
 			assert.Equal(t, exitInterrupted, code, "stderr: %s", errOut.String())
 			assert.Less(t, time.Since(start), time.Minute, "the run did not stop promptly")
 			assert.Regexp(t, `^`+regexpQuote(path)+`: interrupted: `, errOut.String())
