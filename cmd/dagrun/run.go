@@ -50,9 +50,9 @@ Flags:
 	                 (Perfetto, chrome://tracing) to FILE, each traced run
 	                 placed at its start on the host's clock; print a
 	                 timeline summary; not with --graph
-	--trace-runs K   which of the --repeat runs --trace keeps: all (the
-	                 default), first:N, last:N, or a list of run numbers
-	                 and ranges counted from 1, such as 1,5-8
+	--trace-runs K   which of the --repeat runs --trace keeps (in memory
+	                 until the end): all (the default), first:N, last:N,
+	                 or run numbers and ranges counted from 1, such as 1,5-8
 	--format F       text (default) or json: the outputs and summary, or
 	                 the errors, as a JSON document with schema_version
 	                 (--json is short for --format json)
