@@ -9,7 +9,6 @@ package main
 // command changes.
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -134,11 +133,6 @@ func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
 	return nil, specFailure(s, errs)
 }
 
-// isFailure reports whether err is a failure whose problems are listed.
-func isFailure(err error) bool {
-	_, ok := errors.AsType[*failure](err)
-	return ok
-}
 
 // printWarnings prints the warnings of s on stderr, in file order.
 func (c *cli) printWarnings(s *spec.Spec) {
