@@ -133,7 +133,6 @@ func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
 	return nil, specFailure(s, errs)
 }
 
-
 // printWarnings prints the warnings of s on stderr, in file order.
 func (c *cli) printWarnings(s *spec.Spec) {
 	for _, w := range specWarnings(s) {
