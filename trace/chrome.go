@@ -39,6 +39,7 @@ type (
 	}
 	chromeFigures struct {
 		Generator         string  `json:"generator"`
+		SchemaVersion     int     `json:"schema_version"`
 		Estimated         bool    `json:"estimated"`
 		Ops               int     `json:"ops"`
 		Streams           int     `json:"streams"`
@@ -59,6 +60,7 @@ type (
 	sliceArgs struct {
 		Op     string   `json:"op"`
 		OpID   int      `json:"op_id"`
+		Run    int      `json:"run,omitempty"`
 		Kind   string   `json:"kind"`
 		Bytes  int64    `json:"bytes"`
 		Grid   string   `json:"grid,omitempty"`
@@ -73,6 +75,11 @@ type (
 )
 
 const generator = "dagrun"
+
+// SchemaVersion is the version of the trace files WriteChrome writes, in
+// their otherData as schema_version: it grows when a field dagrun writes
+// changes meaning or goes away. ReadChrome reads this version and older.
+const SchemaVersion = 1
 
 // flowCat is the category of the record -> wait flow events.
 const flowCat = "wait"
@@ -100,7 +107,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 	bw.WriteString(`{"displayTimeUnit":"ns","otherData":`)
 	f := t.Figures
 	fig, err := json.Marshal(chromeFigures{
-		Generator: generator, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
+		Generator: generator, SchemaVersion: SchemaVersion, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
 	})
 	if err != nil {
@@ -162,7 +169,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		l := t.Lanes[s.Lane]
 		dur := micros(s.Dur)
 		ev := chromeEvent{Name: s.Name, Cat: s.Kind.String(), Ph: "X", Ts: micros(s.Start), Dur: &dur, Pid: l.Device + 1, Tid: l.Stream + 1}
-		args := sliceArgs{Op: s.Name, OpID: s.Op, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes}
+		args := sliceArgs{Op: s.Name, OpID: s.Op, Run: s.Run, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes}
 		if err := emit(ev, args); err != nil {
 			return err
 		}
@@ -221,6 +228,9 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 	}
 	t := &Trace{}
 	if f := file.OtherData; f != nil && f.Generator == generator {
+		if f.SchemaVersion > SchemaVersion {
+			return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("the trace has schema_version %d, newer than this dagrun reads (%d); use a newer dagrun", f.SchemaVersion, SchemaVersion)}
+		}
 		t.Figures = Figures{Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 			EstMakespan: fromMicros(f.EstMakespanUS), EstCriticalPath: fromMicros(f.EstCriticalPathUS),
 			CriticalPath: fromMicros(f.CriticalPathUS), Estimated: f.Estimated}
@@ -277,7 +287,7 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			if err != nil {
 				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("block of slice %q: %v", ev.Name, err)}
 			}
-			t.Slices = append(t.Slices, Slice{Op: a.OpID, Name: a.Op, Kind: kind, Lane: lane, Start: fromMicros(ev.Ts), Dur: fromMicros(*ev.Dur),
+			t.Slices = append(t.Slices, Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: fromMicros(ev.Ts), Dur: fromMicros(*ev.Dur),
 				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes})
 		case "s", "f":
 			if ev.ID == nil {
@@ -390,7 +400,7 @@ func streamKind(name string) (planner.StreamKind, bool) {
 }
 
 func opKind(name string) (dag.OpKind, bool) {
-	for k := dag.Alloc; k <= dag.Host; k++ {
+	for _, k := range dag.OpKinds() {
 		if k.String() == name {
 			return k, true
 		}

@@ -6,13 +6,64 @@ import (
 )
 
 // The colours of every picture: compute lanes cool grey-blue, copy lanes
-// warm, kernels blue, fills teal, copies by direction (h2d orange, d2h red,
-// other purple), allocs and frees grey, host steps green, waits dark red.
+// warm; op boxes by kind (kindStyles), copies by direction (copyStyles);
+// waits dark red.
 const (
 	computeLaneFill = "#eef2f8"
 	copyLaneFill    = "#fcefdf"
 	waitColour      = "#a0262f"
+	unknownFill     = "#888888"
+	darkText        = "#1d1d1d"
+	lightText       = "#ffffff"
 )
+
+// overlapRole is what an op kind counts as in the summary's copy/compute
+// overlap.
+type overlapRole uint8
+
+const (
+	noOverlap  overlapRole = iota
+	copyWork               // the copy side
+	kernelWork             // the compute side
+)
+
+// kindStyle is how the trace shows one op kind.
+type kindStyle struct {
+	label      string // in the legend; kinds that share a label share a key
+	fill, text string // the op box and its label; copies on a copy lane of one direction take copyStyles'
+	overlap    overlapRole
+	// bytesInLabel says that a plan's DOT label shows the bytes the op
+	// moves or touches.
+	bytesInLabel bool
+}
+
+// kindStyles is the trace's table of op kinds: every kind of dag.OpKinds()
+// has an entry (a test checks).
+var kindStyles = map[dag.OpKind]kindStyle{
+	dag.Alloc:  {label: "alloc/free", fill: "#b9b4ae", text: darkText, bytesInLabel: true},
+	dag.Free:   {label: "alloc/free", fill: "#b9b4ae", text: darkText, bytesInLabel: true},
+	dag.Copy:   {label: "copy d2d/other", fill: "#9b6ab0", text: lightText, overlap: copyWork, bytesInLabel: true},
+	dag.Fill:   {label: "fill", fill: "#72b7b2", text: darkText, overlap: kernelWork, bytesInLabel: true},
+	dag.Launch: {label: "kernel", fill: "#3f6fa8", text: lightText, overlap: kernelWork},
+	dag.Host:   {label: "host step", fill: "#59a14f", text: lightText},
+	dag.Gemm:   {label: "gemm", fill: "#9fc5e8", text: darkText, overlap: kernelWork},
+
+	dag.AllReduce:     {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
+	dag.AllGather:     {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
+	dag.ReduceScatter: {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
+	dag.Broadcast:     {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
+	dag.Send:          {label: "send/recv", fill: "#c78c1e", text: darkText, bytesInLabel: true},
+	dag.Recv:          {label: "send/recv", fill: "#c78c1e", text: darkText, bytesInLabel: true},
+}
+
+// copyStyles are the colours of copies on the copy lanes of one direction.
+var copyStyles = []struct {
+	lane              planner.StreamKind
+	label, fill, text string
+}{
+	{planner.CopyH2D, "copy h2d", "#f28e2b", darkText},
+	{planner.CopyD2H, "copy d2h", "#d9534f", lightText},
+}
 
 func laneFill(l Lane) string {
 	if l.Copy() {
@@ -23,39 +74,56 @@ func laneFill(l Lane) string {
 
 // kindFill is the fill of an op box of kind on a stream of laneKind.
 func kindFill(kind dag.OpKind, laneKind planner.StreamKind) string {
-	switch kind {
-	case dag.Launch:
-		return "#3f6fa8"
-	case dag.Fill:
-		return "#72b7b2"
-	case dag.Gemm:
-		return "#9fc5e8"
-	case dag.Copy:
-		switch laneKind {
-		case planner.CopyH2D:
-			return "#f28e2b"
-		case planner.CopyD2H:
-			return "#d9534f"
+	if kind == dag.Copy {
+		for _, c := range copyStyles {
+			if c.lane == laneKind {
+				return c.fill
+			}
 		}
-		return "#9b6ab0"
-	case dag.Alloc, dag.Free:
-		return "#b9b4ae"
-	case dag.Host:
-		return "#59a14f"
 	}
-	return "#888888"
+	if st, ok := kindStyles[kind]; ok {
+		return st.fill
+	}
+	return unknownFill
 }
 
 // kindText is the colour of a label on a box of kindFill(kind, laneKind).
 func kindText(kind dag.OpKind, laneKind planner.StreamKind) string {
-	switch kind {
-	case dag.Launch, dag.Host:
-		return "#ffffff"
-	case dag.Copy:
-		if laneKind == planner.CopyH2D {
-			return "#1d1d1d"
+	if kind == dag.Copy {
+		for _, c := range copyStyles {
+			if c.lane == laneKind {
+				return c.text
+			}
 		}
-		return "#ffffff"
 	}
-	return "#1d1d1d"
+	if st, ok := kindStyles[kind]; ok {
+		return st.text
+	}
+	return lightText
+}
+
+// legendItems are the colour key of the op kinds, in dag.OpKinds() order,
+// each label once, copies by direction first.
+func legendItems() []struct{ label, fill string } {
+	var items []struct{ label, fill string }
+	seen := map[string]bool{}
+	add := func(label, fill string) {
+		if !seen[label] {
+			seen[label] = true
+			items = append(items, struct{ label, fill string }{label, fill})
+		}
+	}
+	for _, k := range dag.OpKinds() {
+		st, ok := kindStyles[k]
+		if !ok {
+			continue
+		}
+		if k == dag.Copy {
+			for _, c := range copyStyles {
+				add(c.label, c.fill)
+			}
+		}
+		add(st.label, st.fill)
+	}
+	return items
 }

@@ -4,8 +4,9 @@
 // named with the stream's name and priority), a slice per op with its start
 // and duration, a flow per event record and wait (from the end of the op the
 // event is recorded after to the start of the op after the wait), and the
-// plan's figures. FromRun builds it from the op times of a run; FromPlan
-// from the planner's cost model, without running anything.
+// plan's figures. FromRun builds it from the op times of a run, FromRuns
+// from those of several runs (each slice then carries its run's number);
+// FromPlan from the planner's cost model, without running anything.
 //
 // A Trace is written as Chrome Trace Event JSON (WriteChrome; Perfetto and
 // chrome://tracing open it, and ReadChrome reads it back), as a text summary
@@ -13,14 +14,19 @@
 // against the critical path, the longest waits), and as a self-contained
 // SVG or HTML timeline (WriteSVG, WriteHTML). A plan alone is drawn by
 // PlanDOT (Graphviz), PlanSVG and PlanHTML. Pictures load nothing from the
-// network, use generic font families and escape every name.
+// network, use generic font families and escape every name. How each op
+// kind is shown (its legend label, colours, and what it counts as in the
+// copy/compute overlap) is one table keyed by dag.OpKind, which a test
+// holds to dag.OpKinds(). Trace files carry SchemaVersion in their
+// otherData as schema_version.
 //
 // How the dagrun command uses it:
 //
-//	// dagrun run spec.yaml --trace run.json
+//	// dagrun run spec.yaml --trace run.json [--repeat N --trace-runs K]
 //	sess, err := executor.Open(ctx, backend, plan, executor.WithTiming())
-//	// ... sess.Run(ctx) ...
-//	t := trace.FromRun(plan, sess.Spans())
+//	// for each run i: start := time.Since(first); sess.Run(ctx), then
+//	runs = append(runs, trace.RunSpans{Run: i, Start: start, Spans: sess.Spans()})
+//	t := trace.FromRuns(plan, runs) // trace.FromRun(plan, sess.Spans()) for one
 //	err = t.WriteChrome(file)  // run.json
 //	err = t.WriteSummary(os.Stdout)
 //

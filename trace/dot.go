@@ -106,16 +106,13 @@ func planCaption(p *planner.Plan) string {
 
 // opDetail is the second line of an op's label: what it does, briefly.
 func opDetail(op *dag.Op) string {
-	switch op.Kind {
-	case dag.Launch:
-		if op.Launch != nil && op.Launch.Kernel != nil {
-			return "launch " + op.Launch.Kernel.Name
-		}
-	case dag.Gemm:
-		if op.Gemm != nil {
-			return "gemm " + op.Gemm.String()
-		}
-	case dag.Copy, dag.Fill, dag.Alloc, dag.Free:
+	if op.Kind == dag.Launch && op.Launch != nil && op.Launch.Kernel != nil {
+		return "launch " + op.Launch.Kernel.Name
+	}
+	if op.Kind == dag.Gemm && op.Gemm != nil {
+		return "gemm " + op.Gemm.String()
+	}
+	if kindStyles[op.Kind].bytesInLabel {
 		if b := opBytes(op); b > 0 {
 			return op.Kind.String() + " " + dag.FormatBytes(b)
 		}

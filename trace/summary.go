@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/dagrun/dagrun/dag"
 )
 
 // Summary is what WriteSummary prints, as numbers.
@@ -29,6 +27,17 @@ type Summary struct {
 	CriticalPath time.Duration
 	Ratio        float64
 	Waits        []WaitSummary // longest idle first
+	// Runs are the runs of a trace of several (FromRuns), by number; nil
+	// for one run. Ratio is then the median run's makespan over
+	// CriticalPath.
+	Runs []RunSummary
+}
+
+// RunSummary is one run's place in a trace of several.
+type RunSummary struct {
+	Run      int
+	Start    time.Duration // of its first slice
+	Makespan time.Duration // from its first slice's start to its last one's end
 }
 
 // StreamSummary is one lane's share of the work.
@@ -61,10 +70,10 @@ func (t *Trace) Summarize() Summary {
 		if sl.Lane >= 0 && sl.Lane < len(byLane) {
 			byLane[sl.Lane] = append(byLane[sl.Lane], iv)
 		}
-		switch sl.Kind {
-		case dag.Copy:
+		switch kindStyles[sl.Kind].overlap {
+		case copyWork:
 			copies = append(copies, iv)
-		case dag.Launch, dag.Fill, dag.Gemm:
+		case kernelWork:
 			kernels = append(kernels, iv)
 		}
 	}
@@ -80,7 +89,43 @@ func (t *Trace) Summarize() Summary {
 	s.CopyHidden = share(s.Overlap, s.CopyBusy)
 	s.Ratio = share(s.Makespan, s.CriticalPath)
 	s.Waits = t.waits()
+	s.Runs = t.runs()
+	if len(s.Runs) > 1 {
+		s.Ratio = share(medianMakespan(s.Runs), s.CriticalPath)
+	}
 	return s
+}
+
+// runs sums up each run of a trace of several; nil for one.
+func (t *Trace) runs() []RunSummary {
+	at := map[int]int{}
+	var out []RunSummary
+	for _, sl := range t.Slices {
+		k, ok := at[sl.Run]
+		if !ok {
+			k = len(out)
+			at[sl.Run] = k
+			out = append(out, RunSummary{Run: sl.Run, Start: sl.Start, Makespan: sl.Dur})
+		}
+		r := &out[k]
+		end := max(r.Start+r.Makespan, sl.End())
+		r.Start = min(r.Start, sl.Start)
+		r.Makespan = end - r.Start
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	slices.SortFunc(out, func(a, b RunSummary) int { return cmp.Compare(a.Run, b.Run) })
+	return out
+}
+
+func medianMakespan(runs []RunSummary) time.Duration {
+	ms := make([]time.Duration, len(runs))
+	for i, r := range runs {
+		ms[i] = r.Makespan
+	}
+	slices.Sort(ms)
+	return ms[len(ms)/2]
 }
 
 // waits lists, per op after a wait, the idle time before it, longest first.
@@ -128,7 +173,12 @@ func (t *Trace) WriteSummary(w io.Writer) error {
 	if t.Figures.Estimated {
 		what = "estimated"
 	}
-	fmt.Fprintf(bw, "makespan %s (%s), %d ops on %d streams\n\n", fmtDur(s.Makespan), what, len(t.Slices), len(t.Lanes))
+	fmt.Fprintf(bw, "makespan %s (%s), %d ops on %d streams\n", fmtDur(s.Makespan), what, len(t.Slices), len(t.Lanes))
+	if n := len(s.Runs); n > 1 {
+		fmt.Fprintf(bw, "runs %d traced (%d to %d); makespan per run: min %s, median %s, max %s\n", n, s.Runs[0].Run, s.Runs[n-1].Run,
+			fmtDur(slices.MinFunc(s.Runs, byMakespan).Makespan), fmtDur(medianMakespan(s.Runs)), fmtDur(slices.MaxFunc(s.Runs, byMakespan).Makespan))
+	}
+	bw.WriteByte('\n')
 
 	rows := [][]string{{"stream", "priority", "kind", "ops", "busy", "share"}}
 	for _, ss := range s.Streams {
@@ -139,7 +189,11 @@ func (t *Trace) WriteSummary(w io.Writer) error {
 
 	fmt.Fprintf(bw, "\ncopy/compute overlap  %s (%s of makespan; %s of copy time %s hidden behind kernels, kernel time %s)\n",
 		fmtDur(s.Overlap), pct(s.OverlapShare), pct(s.CopyHidden), fmtDur(s.CopyBusy), fmtDur(s.KernelBusy))
-	fmt.Fprintf(bw, "critical path         %s (makespan / critical path = %.2f)\n", fmtDur(s.CriticalPath), s.Ratio)
+	if len(s.Runs) > 1 {
+		fmt.Fprintf(bw, "critical path         %s (median run makespan / critical path = %.2f)\n", fmtDur(s.CriticalPath), s.Ratio)
+	} else {
+		fmt.Fprintf(bw, "critical path         %s (makespan / critical path = %.2f)\n", fmtDur(s.CriticalPath), s.Ratio)
+	}
 	f := t.Figures
 	if f.EstMakespan > 0 || f.EstCriticalPath > 0 {
 		fmt.Fprintf(bw, "plan estimate         makespan %s, critical path %s (cost model)\n", fmtDur(f.EstMakespan), fmtDur(f.EstCriticalPath))
@@ -258,3 +312,5 @@ func fmtDur(d time.Duration) string {
 	}
 	return fmt.Sprintf("%s%d ns", neg, int64(d))
 }
+
+func byMakespan(a, b RunSummary) int { return cmp.Compare(a.Makespan, b.Makespan) }

@@ -148,7 +148,7 @@ func (pic *picture) draw(w *bufio.Writer) {
 
 	// Lanes and their labels.
 	for _, g := range l.groups {
-		fmt.Fprintf(w, `<text class="device" x="8" y="%.1f" font-size="12" font-weight="bold" fill="#1d1d1d">GPU %d</text>`+"\n", g.y+15, g.device)
+		fmt.Fprintf(w, `<text class="device" x="8" y="%.1f" font-size="12" font-weight="bold" fill="#1d1d1d">%s</text>`+"\n", g.y+15, deviceName(g.device))
 	}
 	for i, lane := range t.Lanes {
 		y := l.laneY[i]
@@ -209,17 +209,10 @@ func (pic *picture) draw(w *bufio.Writer) {
 
 // legend draws the colour key at y.
 func (pic *picture) legend(w *bufio.Writer, y float64) {
-	items := []struct{ label, fill string }{
-		{"kernel", kindFill(dag.Launch, planner.Compute)},
-		{"fill", kindFill(dag.Fill, planner.Compute)},
-		{"copy h2d", kindFill(dag.Copy, planner.CopyH2D)},
-		{"copy d2h", kindFill(dag.Copy, planner.CopyD2H)},
-		{"copy d2d/other", kindFill(dag.Copy, planner.CopyD2D)},
-		{"alloc/free", kindFill(dag.Alloc, planner.Compute)},
-		{"host step", kindFill(dag.Host, planner.Compute)},
+	items := append(legendItems(), []struct{ label, fill string }{
 		{"compute stream", computeLaneFill},
 		{"copy stream", copyLaneFill},
-	}
+	}...)
 	fmt.Fprintf(w, `<g class="legend" font-size="11" fill="#1d1d1d">`)
 	x := 12.0
 	for _, it := range items {

@@ -34,7 +34,10 @@ type Lane struct {
 func (l Lane) Title() string { return fmt.Sprintf("%s (priority %s)", l.Name, l.Priority) }
 
 // Process is the name of the device the lane belongs to: "GPU 0".
-func (l Lane) Process() string { return fmt.Sprintf("GPU %d", l.Device) }
+func (l Lane) Process() string { return deviceName(l.Device) }
+
+// deviceName is how every picture and trace names device d.
+func deviceName(d int) string { return fmt.Sprintf("GPU %d", d) }
 
 // Copy reports whether the lane is a copy stream.
 func (l Lane) Copy() bool { return l.Kind != planner.Compute }
@@ -42,6 +45,7 @@ func (l Lane) Copy() bool { return l.Kind != planner.Compute }
 // Slice is one op's time on its stream.
 type Slice struct {
 	Op     int // the op's ID in the plan's graph
+	Run    int // the run's number in a trace of several runs (FromRuns); 0 otherwise
 	Name   string
 	Kind   dag.OpKind
 	Lane   int           // index into Trace.Lanes
@@ -75,7 +79,8 @@ type Figures struct {
 	EstMakespan     time.Duration // the planner's estimate under its cost model
 	EstCriticalPath time.Duration // the planner's critical-path bound under its cost model
 	// CriticalPath is the longest dependency chain with each op taking its
-	// slice's duration: no schedule of these durations ends sooner.
+	// slice's duration: no schedule of these durations ends sooner. In a
+	// trace of several runs, the longest of the runs' critical paths.
 	CriticalPath time.Duration
 	// Estimated says the slices are cost-model estimates (FromPlan), not
 	// measurements (FromRun).
@@ -98,25 +103,53 @@ func (t *Trace) Makespan() time.Duration {
 // drawn on the op's planned stream. Building is linear in the size of the
 // plan and the number of spans, plus sorting the slices.
 func FromRun(p *planner.Plan, spans []executor.Span) *Trace {
-	b := newBuilder(p, len(spans))
+	return FromRuns(p, []RunSpans{{Spans: spans}})
+}
+
+// RunSpans are the op times of one run of a plan, for FromRuns.
+type RunSpans struct {
+	Run int // the run's number (Slice.Run)
+	// Start is when the run started, on a clock common to all the runs
+	// (the host's, from the first run's start); its spans are measured from
+	// its own start.
+	Start time.Duration
+	Spans []executor.Span
+}
+
+// FromRuns builds the trace of several runs of p, as FromRun does for one:
+// each run's slices are placed at the run's Start, and the whole trace is
+// shifted so that the earliest span starts at zero. Flows link the record
+// and wait of each run; the critical path is the longest run's.
+func FromRuns(p *planner.Plan, runs []RunSpans) *Trace {
+	n := 0
+	for _, r := range runs {
+		n += len(r.Spans)
+	}
+	b := newBuilder(p, n)
 	if b == nil {
 		return &Trace{}
 	}
 	origin := time.Duration(0)
 	first := true
-	for _, sp := range spans {
-		if b.op(sp.Op) == nil {
-			continue
-		}
-		if first || sp.Start < origin {
-			origin, first = sp.Start, false
+	for _, r := range runs {
+		for _, sp := range r.Spans {
+			if b.op(sp.Op) == nil {
+				continue
+			}
+			if at := r.Start + sp.Start; first || at < origin {
+				origin, first = at, false
+			}
 		}
 	}
-	for _, sp := range spans {
-		if b.op(sp.Op) == nil {
-			continue
+	for _, r := range runs {
+		b.startRun(r.Run)
+		for _, sp := range r.Spans {
+			if b.op(sp.Op) == nil {
+				continue
+			}
+			b.add(sp.Op, sp.Stream, r.Start+sp.Start-origin, max(sp.End-sp.Start, 0))
 		}
-		b.add(sp.Op, sp.Stream, sp.Start-origin, max(sp.End-sp.Start, 0))
+		b.endRun()
 	}
 	return b.finish(false)
 }
@@ -135,12 +168,14 @@ func FromPlan(p *planner.Plan, cost planner.CostModel) *Trace {
 	}
 	b := newBuilder(p, len(p.OpStream))
 	sched := planner.Simulate(p, cost, p.Stats.Mode)
+	b.startRun(0)
 	for _, st := range p.Steps {
 		if st.Kind != planner.Run || st.Stream < 0 || int(st.Stream) >= len(p.Streams) || b.op(int(st.Op)) == nil {
 			continue
 		}
 		b.add(int(st.Op), int(st.Stream), sched.Start[st.Op], sched.Duration[st.Op])
 	}
+	b.endRun()
 	return b.finish(true)
 }
 
@@ -150,9 +185,32 @@ type builder struct {
 	ops       []*dag.Op
 	laneOf    []int // by stream ID
 	t         *Trace
-	sliceOf   []int32 // by op ID: the op's first slice (in t.Slices before sorting), -1 for none
+	run       int     // the run the slices added now belong to
+	sliceOf   []int32 // by op ID: the op's first slice of the run (in t.Slices before sorting), -1 for none
 	durations []time.Duration
-	names     []string // backing array of the slices' Reads and Writes
+	runs      [][]int32 // each ended run's sliceOf
+	names     []string  // backing array of the slices' Reads and Writes
+}
+
+// startRun starts the slices of run number run.
+func (b *builder) startRun(run int) {
+	b.run = run
+	b.sliceOf = make([]int32, len(b.ops))
+	for i := range b.sliceOf {
+		b.sliceOf[i] = -1
+	}
+	clear(b.durations)
+}
+
+// endRun ends the run's slices: its critical path counts, and its flows
+// are linked when the trace is finished.
+func (b *builder) endRun() {
+	if b.sliceOf == nil {
+		return
+	}
+	b.t.Figures.CriticalPath = max(b.t.Figures.CriticalPath, criticalPath(b.ops, b.durations))
+	b.runs = append(b.runs, b.sliceOf)
+	b.sliceOf = nil
 }
 
 // newBuilder starts the trace of p, with room for slices slices.
@@ -166,10 +224,6 @@ func newBuilder(p *planner.Plan, slices int) *builder {
 	}
 	b := &builder{p: p, ops: ops, t: &Trace{Slices: make([]Slice, 0, slices)}}
 	b.t.Lanes, b.laneOf = lanesOf(p.Streams)
-	b.sliceOf = make([]int32, len(ops))
-	for i := range b.sliceOf {
-		b.sliceOf[i] = -1
-	}
 	b.durations = make([]time.Duration, len(ops))
 	b.t.Figures = Figures{
 		Ops: p.Stats.Ops, Streams: p.Stats.Streams, CrossEdges: p.Stats.CrossEdges, Waits: p.Stats.Waits,
@@ -214,7 +268,7 @@ func (b *builder) add(opID, stream int, start, d time.Duration) {
 			return
 		}
 	}
-	s := Slice{Op: opID, Name: op.Name, Kind: op.Kind, Lane: b.laneOf[stream], Start: start, Dur: d, Bytes: opBytes(op)}
+	s := Slice{Op: opID, Run: b.run, Name: op.Name, Kind: op.Kind, Lane: b.laneOf[stream], Start: start, Dur: d, Bytes: opBytes(op)}
 	if l := op.Launch; l != nil && op.Kind == dag.Launch {
 		s.Grid, s.Block = l.Grid, l.Block
 	}
@@ -281,7 +335,6 @@ func opBytes(op *dag.Op) int64 {
 func (b *builder) finish(estimated bool) *Trace {
 	t := b.t
 	t.Figures.Estimated = estimated
-	t.Figures.CriticalPath = criticalPath(b.ops, b.durations)
 
 	// Bucket the slices by lane (stable), then sort each lane's slices by
 	// start unless they arrived in order, as backends report them.
@@ -314,27 +367,28 @@ func (b *builder) finish(estimated bool) *Trace {
 		newIndex[i] = int32(n)
 	}
 	t.Slices = sorted
-	for op, i := range b.sliceOf {
-		if i >= 0 {
-			b.sliceOf[op] = newIndex[i]
-		}
-	}
-
 	recordedAfter := make([]int32, b.p.Events)
-	for i := range recordedAfter {
-		recordedAfter[i] = -1
-	}
-	for _, st := range b.p.Steps {
-		e := int(st.Event)
-		if e < 0 || e >= len(recordedAfter) || b.op(int(st.Op)) == nil {
-			continue
+	for _, sliceOf := range b.runs {
+		for op, i := range sliceOf {
+			if i >= 0 {
+				sliceOf[op] = newIndex[i]
+			}
 		}
-		switch st.Kind {
-		case planner.Record:
-			recordedAfter[e] = st.Op
-		case planner.Wait:
-			if from := recordedAfter[e]; from >= 0 && b.sliceOf[from] >= 0 && b.sliceOf[st.Op] >= 0 {
-				t.Flows = append(t.Flows, Flow{Event: e, From: int(b.sliceOf[from]), To: int(b.sliceOf[st.Op])})
+		for i := range recordedAfter {
+			recordedAfter[i] = -1
+		}
+		for _, st := range b.p.Steps {
+			e := int(st.Event)
+			if e < 0 || e >= len(recordedAfter) || b.op(int(st.Op)) == nil {
+				continue
+			}
+			switch st.Kind {
+			case planner.Record:
+				recordedAfter[e] = st.Op
+			case planner.Wait:
+				if from := recordedAfter[e]; from >= 0 && sliceOf[from] >= 0 && sliceOf[st.Op] >= 0 {
+					t.Flows = append(t.Flows, Flow{Event: e, From: int(sliceOf[from]), To: int(sliceOf[st.Op])})
+				}
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -205,4 +206,38 @@ func bigRun(b *testing.B, n int) (*planner.Plan, []executor.Span) {
 	p, err := planner.New(g, planner.Options{})
 	require.NoError(b, err)
 	return p, simulatedSpans(p, 0)
+}
+
+// TestFromRuns: several runs lie one after another at their starts, each
+// with its own flows, and the summary sums each run up.
+func TestFromRuns(t *testing.T) {
+	p := pipeline(t)
+	one := trace.FromRun(p, simulatedSpans(p, 0))
+	runs := []trace.RunSpans{
+		{Run: 2, Start: 0, Spans: simulatedSpans(p, 5*time.Microsecond)},
+		{Run: 3, Start: time.Millisecond, Spans: simulatedSpans(p, 5*time.Microsecond)},
+	}
+	tr := trace.FromRuns(p, runs)
+	require.Len(t, tr.Slices, 2*len(one.Slices))
+	require.Len(t, tr.Flows, 2*len(one.Flows))
+	assert.Equal(t, one.Figures.CriticalPath, tr.Figures.CriticalPath)
+	for _, fl := range tr.Flows {
+		assert.Equal(t, tr.Slices[fl.From].Run, tr.Slices[fl.To].Run, "a flow links ops of one run")
+	}
+	assert.Equal(t, time.Millisecond+one.Makespan(), tr.Makespan())
+
+	s := tr.Summarize()
+	require.Len(t, s.Runs, 2)
+	assert.Equal(t, []int{2, 3}, []int{s.Runs[0].Run, s.Runs[1].Run})
+	assert.Equal(t, time.Duration(0), s.Runs[0].Start)
+	assert.Equal(t, time.Millisecond, s.Runs[1].Start)
+	assert.Equal(t, one.Makespan(), s.Runs[1].Makespan)
+	assert.Nil(t, one.Summarize().Runs, "one run has no per-run summary")
+
+	// The runs survive a round trip through the Chrome trace.
+	var buf bytes.Buffer
+	require.NoError(t, tr.WriteChrome(&buf))
+	back, err := trace.ReadChrome(&buf)
+	require.NoError(t, err)
+	assert.Len(t, back.Summarize().Runs, 2)
 }

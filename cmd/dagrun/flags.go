@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -20,14 +21,10 @@ type helpRequest struct{}
 
 func (helpRequest) Error() string { return "help requested" }
 
-// reported is a failure whose details are printed already.
-type reported struct{}
-
-func (reported) Error() string { return "failed" }
-
 // parseFlags parses args with fs, allowing flags after the positional
 // arguments ("dagrun run spec.yaml --backend cpu"), and returns the
-// positional arguments.
+// positional arguments. A lone "-" is a positional argument (standard
+// input), and "--" ends the flags.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var positional []string
@@ -36,7 +33,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, helpRequest{}
 			}
-			return nil, usagef("%s", strings.TrimSpace(err.Error()))
+			return nil, usagef("%s", helpSpelling(strings.TrimSpace(err.Error())))
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -47,15 +44,30 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// oneOf is a flag.Value that takes one of a fixed set of strings.
+// flagName finds the flag names in the flag package's errors, which it
+// spells with one dash.
+var flagName = regexp.MustCompile(`(flag|defined:|argument:) -([A-Za-z0-9][A-Za-z0-9-]+)`)
+
+// helpSpelling spells the long flags in a flag package error as the help
+// does: --streams, not -streams. One-letter flags (-o) keep one dash.
+func helpSpelling(msg string) string {
+	return flagName.ReplaceAllString(msg, "$1 --$2")
+}
+
+// oneOf is a flag.Value that takes one of a fixed set of strings, or an
+// alias of one.
 type oneOf struct {
 	value   string
 	choices []string
+	aliases map[string]string // another name -> the choice it means
 }
 
 func (o *oneOf) String() string { return o.value }
 
 func (o *oneOf) Set(s string) error {
+	if to, ok := o.aliases[s]; ok {
+		s = to
+	}
 	for _, c := range o.choices {
 		if s == c {
 			o.value = s
@@ -63,6 +75,19 @@ func (o *oneOf) Set(s string) error {
 		}
 	}
 	return fmt.Errorf("use one of %s", strings.Join(o.choices, ", "))
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string { return strings.Join(*m, ",") }
+
+func (m *multiFlag) Set(s string) error {
+	if s == "" {
+		return errors.New("give a directory")
+	}
+	*m = append(*m, s)
+	return nil
 }
 
 // setFlags names the flags given on the command line.

@@ -5,9 +5,20 @@
 //	dagrun plan spec.yaml       print the plan: each stream's instructions and the figures
 //	dagrun validate spec.yaml   report every problem with file:line:column
 //	dagrun viz spec.yaml -o plan.svg   draw the plan (or a trace: dagrun viz run.json -o run.html)
+//	dagrun version              print dagrun's version (also: dagrun --version)
 //
-// Exit status: 0 when all went well, 1 when a spec is wrong or a run fails,
-// 2 for a usage error. See "dagrun help COMMAND".
+// A spec named "-" is read from standard input, and "-o -" writes to
+// standard output. Every JSON document dagrun writes has a schema_version.
+//
+// Exit statuses (see exitStatuses):
+//
+//	0    all went well
+//	1    a spec is wrong, or a run failed
+//	2    the command line is wrong
+//	3    an internal error: a bug in dagrun, such as a plan that fails verification
+//	130  interrupted (SIGINT or SIGTERM): the run was stopped and everything freed
+//
+// See "dagrun help COMMAND".
 package main
 
 import (
@@ -24,23 +35,39 @@ func runMain() (code int) {
 	defer func() {
 		// A bug must not greet users with a Go stack trace.
 		if v := recover(); v != nil {
-			fmt.Fprintf(os.Stderr, "dagrun: internal error: %v\n(this is a bug in dagrun; please report it with the spec that caused it)\n", v)
-			code = 1
+			fmt.Fprintf(os.Stderr, "dagrun: internal error: %v\n%s\n", v, bugNote)
+			code = exitInternal
 		}
 	}()
-	return run(os.Args[1:], os.Stdout, os.Stderr)
+	return run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
-// Exit statuses.
+// Exit statuses: one table, which the usage text and README repeat.
 const (
-	exitOK      = 0
-	exitFailure = 1 // a wrong spec, or a failed run
-	exitUsage   = 2 // the command line is wrong
+	exitOK          = 0
+	exitFailure     = 1   // a wrong spec, or a failed run
+	exitUsage       = 2   // the command line is wrong
+	exitInternal    = 3   // a bug in dagrun: a plan that fails verification, a recovered panic
+	exitInterrupted = 130 // SIGINT or SIGTERM stopped the command (128 + SIGINT, as shells report it)
 )
 
+const exitStatuses = `Exit status:
+
+	0    all went well
+	1    a spec is wrong, or a run failed
+	2    the command line is wrong
+	3    internal error: a bug in dagrun (such as a plan that fails
+	     verification); please report it with the spec
+	130  interrupted (Ctrl-C, SIGINT or SIGTERM): the run stopped and
+	     everything it held was freed
+`
+
+// bugNote follows every internal error.
+const bugNote = "(this is a bug in dagrun; please report it with the spec that caused it)"
+
 // run runs the dagrun command line args and returns the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
-	c := &cli{stdout: stdout, stderr: stderr}
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
@@ -49,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "help", "-h", "-help", "--help":
 		return c.help(rest)
+	case "--version", "-version":
+		cmd = "version"
 	}
 	for _, command := range commands {
 		if command.name == cmd {
@@ -60,11 +89,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 type cli struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	// terminal reports whether w is a terminal, to draw progress on; nil
 	// checks for a character device. Tests put a stand-in here.
 	terminal func(w io.Writer) bool
 	now      func() time.Time // nil: time.Now
+	// jsonErrors is set by a command given --format json: its failures
+	// are then written to stdout as one JSON document (see failureDoc).
+	jsonErrors bool
 }
 
 // command is one dagrun command.
@@ -79,26 +112,7 @@ var commands = []command{
 	{"plan", planUsage, (*cli).plan},
 	{"validate", validateUsage, (*cli).validate},
 	{"viz", vizUsage, (*cli).viz},
-}
-
-// exec runs a command and turns its error into an exit status.
-func (c *cli) exec(cmd command, args []string) int {
-	err := cmd.run(c, args)
-	switch e := err.(type) {
-	case nil:
-		return exitOK
-	case helpRequest:
-		fmt.Fprint(c.stdout, cmd.usage)
-		return exitOK
-	case *usageError:
-		fmt.Fprintf(c.stderr, "dagrun %s: %s\nRun 'dagrun %s --help' for usage.\n", cmd.name, e.msg, cmd.name)
-		return exitUsage
-	case reported:
-		return exitFailure
-	default:
-		fmt.Fprintf(c.stderr, "dagrun %s: %v\n", cmd.name, err)
-		return exitFailure
-	}
+	{"version", versionUsage, (*cli).version},
 }
 
 func (c *cli) help(args []string) int {
@@ -129,9 +143,12 @@ Commands:
 	plan      print a spec's plan: each stream's instructions and the figures
 	validate  check specs and report every problem with file:line:column
 	viz       draw a spec's plan or a run's trace as SVG, HTML or DOT
+	version   print dagrun's version and revision (also: dagrun --version)
 
 Run 'dagrun help <command>' or 'dagrun <command> --help' for a command's usage.
 
-Exit status: 0 when all went well, 1 when a spec is wrong or a run fails,
-2 for a usage error.
-`
+A spec named - is read from standard input (its relative paths then resolve
+against the working directory); -o - writes to standard output. With
+--format json, results and errors are JSON documents with a schema_version.
+
+` + exitStatuses

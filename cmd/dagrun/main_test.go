@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,7 +24,8 @@ func TestMain(m *testing.M) {
 // Each script's work directory holds a copy of the repository's examples
 // in examples/. The condition [cuda] holds where the CUDA backend opens.
 // cmpout FILE1 FILE2 compares two outputs of dagrun run but for their
-// summary lines, which hold timings.
+// summary lines, which hold timings; status N PROG ARGS... runs PROG and
+// checks that it exits with status N.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -32,6 +36,7 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"cmpout": cmpout,
+			"status": status,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond != "cuda" {
@@ -88,5 +93,28 @@ func cmpout(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got[0] != got[1] {
 		ts.Fatalf("%s and %s differ but for their summaries:\n%s\n---\n%s", args[0], args[1], got[0], got[1])
+	}
+}
+
+// status runs a program, like exec, and checks its exit status.
+func status(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: status N PROG [ARGS...]")
+	}
+	if neg {
+		ts.Fatalf("unsupported: ! status")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
 }

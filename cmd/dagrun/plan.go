@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"strconv"
 
 	"github.com/dagrun/dagrun/planner"
@@ -12,22 +13,29 @@ import (
 	"github.com/dagrun/dagrun/trace"
 )
 
-const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [--streams N] [--compare]
+const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [-o FILE] [--streams N] [--compare]
 
 Plan prints how dagrun would run a spec, without running it: each stream's
 instructions in order (launch, copy, fill, alloc, free, record and wait on
 events) and the plan's figures (ops, streams per device and priority,
 cross-stream edges, waits inserted, estimated makespan against the
-critical-path bound).
+critical-path bound). The plan is verified first (every conflicting pair
+of ops ordered, every dependency kept); a plan that fails is an internal
+error (exit status 3). A spec named - is read from standard input.
 
 Flags:
-	--format F   text (default), json, or dot (Graphviz: ops as nodes, one
-	             cluster per stream, waits as edges)
-	--streams N  compute streams per device and priority, 1 to 32
-	             (default: the spec's run.streams, else 4)
-	--compare    print each placement strategy's estimated makespan (for
-	             an eager run and a graph replay) and wait count instead of
-	             the plan
+	--format F       text (default), json, or dot (Graphviz: ops as nodes,
+	                 one cluster per stream, waits as edges)
+	-o FILE          write to FILE (written whole, or not at all) instead
+	                 of standard output
+	--streams N      compute streams per device and priority, 1 to 32
+	                 (default: the spec's run.streams, else 4)
+	--allow-path DIR let the spec read and write files under DIR too
+	                 (repeatable)
+	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
+	--compare        print each placement strategy's estimated makespan
+	                 (for an eager run and a graph replay) and wait count
+	                 instead of the plan
 `
 
 // streamsFlag is --streams: 0 (not given) or 1..32.
@@ -45,55 +53,73 @@ func (s *streamsFlag) Set(v string) error {
 }
 
 // makePlan plans s with its run settings, streams overriding them when
-// not 0.
+// not 0, and verifies the plan: a plan that fails is a bug, reported as
+// an internal error.
 func makePlan(s *spec.Spec, streams int) (*planner.Plan, error) {
 	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams}
 	if streams != 0 {
 		opts.Streams = streams
 	}
-	return planner.New(s.Graph, opts)
+	p, err := planner.New(s.Graph, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := planner.Verify(p); err != nil {
+		return nil, verifyFailure(s, err)
+	}
+	return p, nil
 }
 
 func (c *cli) plan(args []string) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	format := &oneOf{value: "text", choices: []string{"text", "json", "dot"}}
 	fs.Var(format, "format", "")
+	out := fs.String("o", "", "")
 	var streams streamsFlag
 	fs.Var(&streams, "streams", "")
 	compare := fs.Bool("compare", false, "")
-	files, err := parseFlags(fs, args)
+	var files specFiles
+	files.addFlags(fs)
+	specs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(files) != 1 {
-		return usagef("give one spec file")
+	if len(specs) != 1 {
+		return usagef("give one spec file (- for standard input)")
 	}
-	s, err := c.load(files[0])
+	c.jsonErrors = format.value == "json"
+	s, err := c.load(specs[0], files)
 	if err != nil {
 		return err
 	}
+	c.printWarnings(s)
 	if *compare {
-		return writeComparison(c.stdout, s, int(streams))
+		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, int(streams)) })
 	}
 	p, err := makePlan(s, int(streams))
 	if err != nil {
 		return err
 	}
-	switch format.value {
-	case "json":
-		data, err := p.MarshalJSON()
-		if err != nil {
+	return c.writeOutput(*out, func(w io.Writer) error {
+		switch format.value {
+		case "json":
+			data, err := p.MarshalJSON()
+			if err != nil {
+				return err
+			}
+			if data, err = withSchemaVersion(data); err != nil {
+				return err
+			}
+			var b bytes.Buffer
+			if err := json.Indent(&b, data, "", "  "); err != nil {
+				return err
+			}
+			b.WriteByte('\n')
+			_, err = b.WriteTo(w)
 			return err
+		case "dot":
+			return trace.PlanDOT(w, p)
 		}
-		var out bytes.Buffer
-		if err := json.Indent(&out, data, "", "  "); err != nil {
-			return err
-		}
-		out.WriteByte('\n')
-		_, err = out.WriteTo(c.stdout)
-		return err
-	case "dot":
-		return trace.PlanDOT(c.stdout, p)
-	}
-	return p.WriteText(c.stdout)
+		return p.WriteText(w)
+	})
 }

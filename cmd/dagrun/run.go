@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -9,9 +11,9 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -23,42 +25,62 @@ import (
 
 const runUsage = `usage: dagrun run spec.yaml [flags]
 
-Run loads a spec, plans it onto streams and runs it, then prints a checksum
-of each output (its bytes, the sum of its elements and an FNV-1a hash of its
-bytes) and a summary: the backend, ops, streams, waits and wall time.
-Outputs with a save path are written to files. A failing op is reported with
-its place in the spec. On a terminal, long runs show a progress bar on
-stderr.
+Run loads a spec, plans it onto streams, verifies the plan and runs it,
+then prints a checksum of each output (its bytes, the sum of its elements
+and an FNV-1a hash of its bytes) and a summary: the backend, ops, streams,
+waits and wall time. Outputs with a save path are written to files, each
+whole or not at all; after a failed run the summary names the outputs
+not written. A failing op is reported with its place in the spec. On a
+terminal, long runs show a progress bar on stderr. Ctrl-C (SIGINT) or
+SIGTERM stops the run, frees everything and exits with status 130. A spec
+named - is read from standard input.
 
 Flags:
-	--backend B    auto (default: cuda when a CUDA driver and device are
-	               there, else cpu), cpu or cuda; overrides run.backend
-	--streams N    compute streams per device and priority, 1 to 32;
-	               overrides run.streams
-	--repeat N     run N times; overrides run.repeat
-	--graph        capture the run once as a graph (a CUDA graph on cuda)
-	               and replay it N times, launched back to back; print the
-	               capture, instantiation and replay times; overrides
-	               run.graph (--graph=false runs eagerly)
-	--trace FILE   time every op of an eager run and write a Chrome trace
-	               (Perfetto, chrome://tracing) to FILE; print a timeline
-	               summary; not with --graph
-	--json         print the outputs and summary as JSON
-	--save-dir DIR write the spec's relative save paths under DIR
+	--backend B      auto (default: cuda when a CUDA driver and device are
+	                 there, else cpu, saying why on stderr), cpu or cuda
+	                 (gpu is another name for cuda); overrides run.backend
+	--streams N      compute streams per device and priority, 1 to 32;
+	                 overrides run.streams
+	--repeat N       run N times; overrides run.repeat
+	--graph          capture the run once as a graph (a CUDA graph on cuda)
+	                 and replay it N times, launched back to back; print the
+	                 capture, instantiation and replay times; overrides
+	                 run.graph (--graph=false runs eagerly)
+	--trace FILE     time every op of eager runs and write a Chrome trace
+	                 (Perfetto, chrome://tracing) to FILE, each traced run
+	                 placed at its start on the host's clock; print a
+	                 timeline summary; not with --graph
+	--trace-runs K   which of the --repeat runs --trace keeps (in memory
+	                 until the end): all (the default), first:N, last:N,
+	                 or run numbers and ranges counted from 1, such as 1,5-8
+	--format F       text (default) or json: the outputs and summary, or
+	                 the errors, as a JSON document with schema_version
+	                 (--json is short for --format json)
+	-o FILE          write the outputs and summary to FILE (whole, or not
+	                 at all) instead of standard output
+	--save-dir DIR   write the spec's relative save paths under DIR
+	--allow-path DIR let the spec read and write files under DIR too,
+	                 beyond its own directory tree (repeatable)
+	--chaos SEED     inject random delays before ops, the same for the
+	                 same seed; the outputs must not change
+	--fail-op NAME   make the op NAME fail when it would run
 `
 
-// runReport is what dagrun run prints, as JSON with --json.
+// runReport is what dagrun run prints, as JSON with --format json.
 type runReport struct {
-	Spec       string         `json:"spec"`
-	Backend    string         `json:"backend"`
-	Repeat     int            `json:"repeat"`
-	Ops        int            `json:"ops"`
-	Streams    int            `json:"streams"`
-	CrossEdges int            `json:"cross_edges"`
-	Waits      int            `json:"waits"`
-	WallNS     int64          `json:"wall_ns"` // the runs (the replays, with --graph), not the capture
-	Graph      *graphReport   `json:"graph,omitempty"`
-	Outputs    []outputReport `json:"outputs"`
+	SchemaVersion int            `json:"schema_version"`
+	Spec          string         `json:"spec"`
+	Backend       string         `json:"backend"`
+	Repeat        int            `json:"repeat"`
+	Ops           int            `json:"ops"`
+	Streams       int            `json:"streams"`
+	CrossEdges    int            `json:"cross_edges"`
+	Waits         int            `json:"waits"`
+	WallNS        int64          `json:"wall_ns"` // the runs (the replays, with --graph), not the capture
+	Graph         *graphReport   `json:"graph,omitempty"`
+	TracedRuns    []int          `json:"traced_runs,omitempty"`
+	Outputs       []outputReport `json:"outputs"`
+	Warnings      []problem      `json:"warnings,omitempty"`
 }
 
 // graphReport is the figures of a run captured as a graph, in nanoseconds.
@@ -91,103 +113,217 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 	return json.Marshal(v)
 }
 
-func (c *cli) run(args []string) error {
+// runFlags are dagrun run's flags.
+type runFlags struct {
+	backend   *oneOf
+	streams   streamsFlag
+	repeat    int
+	graph     bool
+	traceFile string
+	traceRuns string
+	format    *oneOf
+	out       string
+	files     specFiles
+	faults    faults
+	set       map[string]bool
+}
+
+func parseRunFlags(args []string) (*runFlags, []string, error) {
+	f := &runFlags{backend: backendFlag(), format: &oneOf{value: "text", choices: []string{"text", "json"}}}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	backend := &oneOf{choices: backendNames}
-	fs.Var(backend, "backend", "")
-	var streams streamsFlag
-	fs.Var(&streams, "streams", "")
-	repeat := fs.Int("repeat", 0, "")
-	graph := fs.Bool("graph", false, "")
-	traceFile := fs.String("trace", "", "")
-	asJSON := fs.Bool("json", false, "")
-	saveDir := fs.String("save-dir", "", "")
-	files, err := parseFlags(fs, args)
+	fs.Var(f.backend, "backend", "")
+	fs.Var(&f.streams, "streams", "")
+	fs.IntVar(&f.repeat, "repeat", 0, "")
+	fs.BoolVar(&f.graph, "graph", false, "")
+	fs.StringVar(&f.traceFile, "trace", "", "")
+	fs.StringVar(&f.traceRuns, "trace-runs", "", "")
+	fs.Var(f.format, "format", "")
+	fs.BoolFunc("json", "", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		if err == nil && on {
+			f.format.value = "json"
+		}
+		return err
+	})
+	fs.StringVar(&f.out, "o", "", "")
+	f.files.addFlags(fs)
+	f.faults.addFlags(fs)
+	specs, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	f.set = setFlags(fs)
+	return f, specs, nil
+}
+
+func (c *cli) run(args []string) error {
+	f, specs, err := parseRunFlags(args)
 	if err != nil {
 		return err
 	}
-	if len(files) != 1 {
-		return usagef("give one spec file")
+	if len(specs) != 1 {
+		return usagef("give one spec file (- for standard input)")
 	}
-	set := setFlags(fs)
-	if set["repeat"] && *repeat < 1 {
-		return usagef("--repeat %d: run at least once", *repeat)
+	if f.set["repeat"] && f.repeat < 1 {
+		return usagef("--repeat %d: run at least once", f.repeat)
+	}
+	if f.traceRuns != "" && f.traceFile == "" {
+		return usagef("--trace-runs chooses the runs --trace keeps; add --trace FILE")
 	}
 	// A replay runs as one launch, with no op timed on its own.
-	if *graph && *traceFile != "" {
+	if f.graph && f.traceFile != "" {
 		return usagef("--trace times ops of eager runs; drop --graph to trace, or trace one eager run")
 	}
+	asJSON := f.format.value == "json"
+	c.jsonErrors = asJSON
 
-	s, err := c.load(files[0])
+	s, err := c.load(specs[0], f.files)
 	if err != nil {
 		return err
 	}
-	if backend.value == "" {
-		backend.value = s.Run.Backend
+	if !asJSON {
+		c.printWarnings(s)
 	}
-	if *repeat == 0 {
-		*repeat = s.Run.Repeat
+	if err := f.faults.check(s); err != nil {
+		return err
 	}
-	if !set["graph"] {
-		*graph = s.Run.Graph
-		if *graph && *traceFile != "" {
+	if f.backend.value == "" {
+		f.backend.value = s.Run.Backend
+	}
+	if f.repeat == 0 {
+		f.repeat = s.Run.Repeat
+	}
+	if !f.set["graph"] {
+		f.graph = s.Run.Graph
+		if f.graph && f.traceFile != "" {
 			return usagef("--trace times ops of eager runs, and %s sets run.graph: true; add --graph=false to trace an eager run", s.File)
 		}
 	}
-	p, err := makePlan(s, int(streams))
+	traced := func(int) bool { return false }
+	if f.traceFile != "" {
+		if traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {
+			return err
+		}
+	}
+	faultOpts, err := f.faults.options()
 	if err != nil {
 		return err
 	}
-	if *graph {
+	p, err := makePlan(s, int(f.streams))
+	if err != nil {
+		return err
+	}
+	if f.graph {
 		// Before the backend is opened: a plan a graph cannot hold is
 		// refused without touching a device.
 		if err := executor.CheckCapture(p); err != nil {
-			return c.captureFailure(s, err, set["graph"])
+			return captureFailure(s, err, f.set["graph"])
 		}
 	}
-	b, used, err := openBackend(backend.value)
+	b, used, fallback, err := openBackend(f.backend.value)
 	if err != nil {
 		return err
 	}
-
-	// Host steps print to stdout, except where JSON goes there.
-	s.Stdout, s.SaveDir = c.stdout, *saveDir
-	info := c.stdout
-	if *asJSON {
-		s.Stdout, info = c.stderr, c.stderr
+	if fallback != "" {
+		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+
+	// Host steps print to stdout, except where the report goes there as JSON.
+	s.Stdout = c.stdout
+	if asJSON && (f.out == "" || f.out == stdio) {
+		s.Stdout = c.stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var opts []executor.Option
-	if *traceFile != "" {
+	go func() {
+		// After the first signal, a second one ends dagrun at once.
+		<-ctx.Done()
+		stop()
+	}()
+	opts := faultOpts
+	if f.traceFile != "" {
 		opts = append(opts, executor.WithTiming())
 	}
 	sess, err := executor.Open(ctx, b, p, opts...)
 	if err != nil {
-		return c.opFailure(s, err)
+		return c.runFailure(ctx, s, err, nil)
 	}
-	bar := c.newProgress(*repeat, c.quietProgress(*asJSON, p))
-	report, err := c.runSession(ctx, sess, s, p, *repeat, *graph, bar)
+	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
+	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar}
+	report, err := c.runSession(ctx, sess, s, p, &rs)
 	if cerr := sess.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return c.opFailure(s, err)
+		return c.runFailure(ctx, s, err, rs.saved)
 	}
-	report.Spec, report.Backend = s.File, used
+	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, used
+	report.TracedRuns = rs.tracedRuns()
+	if asJSON {
+		report.Warnings = specWarnings(s)
+	}
 
-	if *traceFile != "" {
-		if err := writeTrace(*traceFile, trace.FromRun(p, sess.Spans()), info); err != nil {
+	var traceSummary bytes.Buffer
+	if f.traceFile != "" {
+		t := trace.FromRuns(p, rs.runs)
+		if err := writeFileAtomic(f.traceFile, t.WriteChrome); err != nil {
 			return err
 		}
+		if err := t.WriteSummary(&traceSummary); err != nil {
+			return err
+		}
+		fmt.Fprintf(&traceSummary, "trace of %s written to %s\n", runsText(report.TracedRuns, f.repeat), f.traceFile)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(report)
+	if asJSON {
+		// The trace summary is text; the JSON document holds none.
+		if _, err := traceSummary.WriteTo(c.stderr); err != nil {
+			return err
+		}
+		return c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, report) })
 	}
-	c.printReport(report, *repeat)
-	return nil
+	return c.writeOutput(f.out, func(w io.Writer) error {
+		if err := c.printReport(w, report, f.repeat); err != nil {
+			return err
+		}
+		_, err := traceSummary.WriteTo(w)
+		return err
+	})
+}
+
+// runFailure is the failure of a run: interrupted (status 130) when a
+// signal ended ctx, else the op's or backend's error; it names the
+// outputs with a save path that were not written.
+func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, saved map[string]bool) error {
+	var fl *failure
+	if ctx.Err() != nil {
+		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: "interrupted: " + err.Error()}}}
+	} else {
+		fl = opFailure(s, err)
+	}
+	for _, out := range s.Outputs {
+		if out.Save != "" && !saved[out.Save] {
+			fl.notWritten = append(fl.notWritten, fmt.Sprintf("%s to %s", out.Buffer.Name, s.SavePath(out.Save)))
+		}
+	}
+	return fl
+}
+
+// runState is what runSession needs and collects beyond the report.
+type runState struct {
+	repeat int
+	graph  bool
+	traced func(run int) bool // which runs (from 1) to keep the op times of
+	bar    *progress
+	runs   []trace.RunSpans // the traced runs' op times
+	saved  map[string]bool  // the save paths written
+}
+
+func (rs *runState) tracedRuns() []int {
+	var n []int
+	for _, r := range rs.runs {
+		n = append(n, r.Run)
+	}
+	return n
 }
 
 // quietProgress reports whether a run must draw no progress bar: JSON is
@@ -201,34 +337,41 @@ func (c *cli) quietProgress(asJSON bool, p *planner.Plan) bool {
 	return hostSteps && c.isTerminal(c.stdout)
 }
 
-// runSession runs the plan repeat times, eagerly or as replays of a graph,
-// and reads and saves the outputs.
-func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Spec, p *planner.Plan, repeat int, graph bool, bar *progress) (runReport, error) {
+// runSession runs the plan rs.repeat times, eagerly or as replays of a
+// graph, keeping the op times of the runs rs.traced chooses, and reads and
+// saves the outputs.
+func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Spec, p *planner.Plan, rs *runState) (runReport, error) {
 	r := runReport{
-		Repeat:     repeat,
+		Repeat:     rs.repeat,
 		Ops:        p.Stats.Ops,
 		Streams:    p.Stats.Streams,
 		CrossEdges: p.Stats.CrossEdges,
 		Waits:      p.Stats.Waits,
 	}
+	bar := rs.bar
 	defer bar.clear() // before anything else is printed, error or not
-	if graph {
-		g, err := replay(ctx, sess, repeat, r.Ops, bar)
+	if rs.graph {
+		g, err := replay(ctx, sess, rs.repeat, r.Ops, bar)
 		if err != nil {
 			return r, err
 		}
 		r.Graph, r.WallNS = g, g.ReplayNS
 	} else {
 		start := time.Now()
-		for i := range repeat {
+		for i := range rs.repeat {
+			runStart := time.Since(start)
 			if err := sess.Run(ctx); err != nil {
 				return r, err
+			}
+			if rs.traced(i + 1) {
+				rs.runs = append(rs.runs, trace.RunSpans{Run: i + 1, Start: runStart, Spans: sess.Spans()})
 			}
 			bar.update(i + 1)
 		}
 		r.WallNS = time.Since(start).Nanoseconds()
 	}
 	bar.clear()
+	rs.saved = map[string]bool{}
 	for _, out := range s.Outputs {
 		data, err := sess.Read(out.Buffer)
 		if err != nil {
@@ -238,13 +381,11 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 		o := outputReport{Buffer: out.Buffer.Name, DType: out.Buffer.DType.String(), Bytes: sum.Bytes,
 			Sum: jsonFloat(sum.Sum), FNV: fmt.Sprintf("%016x", sum.FNV)}
 		if out.Save != "" {
-			o.Saved = s.SavePath(out.Save)
-			if err := os.MkdirAll(filepath.Dir(o.Saved), 0o755); err != nil {
-				return r, err
-			}
-			if err := os.WriteFile(o.Saved, data, 0o644); err != nil {
+			saved, err := saveOutput(s, out.Save, data)
+			if err != nil {
 				return r, fmt.Errorf("%s: saving output %s: %w", out.Pos, out.Buffer.Name, err)
 			}
+			o.Saved, rs.saved[out.Save] = saved, true
 		}
 		r.Outputs = append(r.Outputs, o)
 	}
@@ -307,12 +448,13 @@ func replay(ctx context.Context, sess *executor.Session, repeat, ops int, bar *p
 	return r, nil
 }
 
-func (c *cli) printReport(r runReport, repeat int) {
+func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
+	bw := bufio.NewWriter(w)
 	for _, o := range r.Outputs {
-		fmt.Fprintf(c.stdout, "output %s: bytes=%d sum=%s fnv=%s\n", o.Buffer, o.Bytes,
+		fmt.Fprintf(bw, "output %s: bytes=%d sum=%s fnv=%s\n", o.Buffer, o.Bytes,
 			strconv.FormatFloat(float64(o.Sum), 'g', -1, 64), o.FNV)
 		if o.Saved != "" {
-			fmt.Fprintf(c.stdout, "saved %s to %s\n", o.Buffer, o.Saved)
+			fmt.Fprintf(bw, "saved %s to %s\n", o.Buffer, o.Saved)
 		}
 	}
 	wall := time.Duration(r.WallNS)
@@ -320,16 +462,17 @@ func (c *cli) printReport(r runReport, repeat int) {
 	if repeat > 1 {
 		runs = fmt.Sprintf("%d runs (%s each)", repeat, wall/time.Duration(repeat))
 	}
-	fmt.Fprintf(c.stdout, "ran %s on %s: %d ops, %d streams, %d waits, %s in %s\n",
+	fmt.Fprintf(bw, "ran %s on %s: %d ops, %d streams, %d waits, %s in %s\n",
 		r.Spec, r.Backend, r.Ops, r.Streams, r.Waits, runs, wall)
 	if g := r.Graph; g != nil {
 		replays := fmt.Sprintf("%d replays", g.Replays)
 		if g.Replays == 1 {
 			replays = "1 replay"
 		}
-		fmt.Fprintf(c.stdout, "graph: captured in %s, instantiated in %s; %s in %s (%s each, %s per op)\n",
+		fmt.Fprintf(bw, "graph: captured in %s, instantiated in %s; %s in %s (%s each, %s per op)\n",
 			short(g.CaptureNS), short(g.InstantiateNS), replays, short(g.ReplayNS), short(g.PerReplayNS), short(g.PerOpNS))
 	}
+	return bw.Flush()
 }
 
 // short is ns as a duration rounded to three significant digits, which is
@@ -342,23 +485,4 @@ func short(ns int64) time.Duration {
 		}
 	}
 	return d.Round(time.Second)
-}
-
-func writeTrace(path string, t *trace.Trace, summary io.Writer) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := t.WriteChrome(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := t.WriteSummary(summary); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(summary, "trace written to %s\n", path)
-	return err
 }

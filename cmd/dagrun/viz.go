@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"io"
 	"os"
@@ -16,77 +18,112 @@ const vizUsage = `usage: dagrun viz spec.yaml -o plan.svg|plan.html|plan.dot [--
 Viz draws a spec's plan without running it (streams as lanes under the
 planner's cost model, waits as arrows; or a Graphviz DOT graph), or the
 measured timeline of a run from the trace file that 'dagrun run --trace'
-wrote. The output's extension picks the format.
+wrote. The output's extension picks the format, or --format does. An input
+named - is read from standard input (a trace when it is JSON with
+traceEvents, else a spec).
 
 Flags:
-	-o FILE      the picture to write (required)
-	--streams N  compute streams per device and priority, for a spec's plan
+	-o FILE          the picture to write (required; - for standard output,
+	                 with --format); written whole, or not at all
+	--format F       svg, html or dot (a plan only); default: by -o's
+	                 extension
+	--streams N      compute streams per device and priority, for a spec's
+	                 plan
+	--allow-path DIR let the spec read and write files under DIR too
+	                 (repeatable)
+	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
 `
 
 func (c *cli) viz(args []string) error {
 	fs := flag.NewFlagSet("viz", flag.ContinueOnError)
 	out := fs.String("o", "", "")
+	format := &oneOf{choices: []string{"svg", "html", "dot"}}
+	fs.Var(format, "format", "")
 	var streams streamsFlag
 	fs.Var(&streams, "streams", "")
-	files, err := parseFlags(fs, args)
+	var files specFiles
+	files.addFlags(fs)
+	inputs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(files) != 1 {
-		return usagef("give one spec or trace file")
+	if len(inputs) != 1 {
+		return usagef("give one spec or trace file (- for standard input)")
 	}
 	if *out == "" {
 		return usagef("-o FILE is required")
 	}
-	ext := strings.ToLower(filepath.Ext(*out))
-	timeline := strings.EqualFold(filepath.Ext(files[0]), ".json")
+	in := inputs[0]
+	var stdinData []byte
+	timeline := strings.EqualFold(filepath.Ext(in), ".json")
+	if in == stdio {
+		data, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
+		if err != nil {
+			return err
+		}
+		stdinData, timeline = data, isChromeTrace(data)
+		c.stdin = bytes.NewReader(data) // for a spec, load reads it again
+	}
+	ext := format.value
+	if ext == "" {
+		if *out == stdio {
+			return usagef("-o - needs --format svg, html or dot")
+		}
+		ext = strings.TrimPrefix(strings.ToLower(filepath.Ext(*out)), ".")
+	}
 	switch {
-	case timeline && ext != ".svg" && ext != ".html":
-		return usagef("a trace draws as .svg or .html, not %q", ext)
-	case !timeline && ext != ".svg" && ext != ".html" && ext != ".dot":
-		return usagef("a plan draws as .svg, .html or .dot, not %q", ext)
+	case timeline && ext != "svg" && ext != "html":
+		return usagef("a trace draws as .svg or .html, not %q", "."+ext)
+	case !timeline && ext != "svg" && ext != "html" && ext != "dot":
+		return usagef("a plan draws as .svg, .html or .dot, not %q", "."+ext)
 	}
 
 	var draw func(w io.Writer) error
 	if timeline {
-		in, err := os.Open(files[0])
-		if err != nil {
-			return err
+		var r io.Reader = bytes.NewReader(stdinData)
+		if in != stdio {
+			f, err := os.Open(in)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			r = f
 		}
-		t, err := trace.ReadChrome(in)
-		in.Close()
+		t, err := trace.ReadChrome(r)
 		if err != nil {
 			return err
 		}
 		draw = t.WriteSVG
-		if ext == ".html" {
+		if ext == "html" {
 			draw = t.WriteHTML
 		}
 	} else {
-		s, err := c.load(files[0])
+		s, err := c.load(in, files)
 		if err != nil {
 			return err
 		}
+		c.printWarnings(s)
 		p, err := makePlan(s, int(streams))
 		if err != nil {
 			return err
 		}
 		switch ext {
-		case ".svg":
+		case "svg":
 			draw = func(w io.Writer) error { return trace.PlanSVG(w, p) }
-		case ".html":
+		case "html":
 			draw = func(w io.Writer) error { return trace.PlanHTML(w, p) }
 		default:
 			draw = func(w io.Writer) error { return trace.PlanDOT(w, p) }
 		}
 	}
-	f, err := os.Create(*out)
-	if err != nil {
-		return err
+	return c.writeOutput(*out, draw)
+}
+
+// isChromeTrace reports whether data is a JSON object with traceEvents
+// (JSON is YAML too, so the content tells a trace from a spec).
+func isChromeTrace(data []byte) bool {
+	var probe struct {
+		TraceEvents json.RawMessage `json:"traceEvents"`
 	}
-	if err := draw(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return json.Unmarshal(data, &probe) == nil && probe.TraceEvents != nil
 }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/spec"
+)
+
+// faults are the fault-injection flags of dagrun run: --chaos SEED (random
+// delays before ops, the same for the same seed) and --fail-op NAME (the
+// op fails when it would run).
+type faults struct {
+	chaos    uint64
+	chaosSet bool
+	failOp   string
+}
+
+func (f *faults) addFlags(fs *flag.FlagSet) {
+	fs.Func("chaos", "", func(v string) error {
+		seed, err := strconv.ParseUint(v, 0, 64)
+		if err != nil {
+			return errors.New("give a seed, an unsigned 64-bit integer")
+		}
+		f.chaos, f.chaosSet = seed, true
+		return nil
+	})
+	fs.Func("fail-op", "", func(v string) error {
+		if v == "" {
+			return errors.New("give the name of an op of the spec")
+		}
+		f.failOp = v
+		return nil
+	})
+}
+
+// check makes sure --fail-op names an op of s: a usage error otherwise,
+// naming the ops.
+func (f *faults) check(s *spec.Spec) error {
+	if f.failOp == "" {
+		return nil
+	}
+	names := make([]string, 0, len(s.Graph.Ops))
+	for _, op := range s.Graph.Ops {
+		if op.Name == f.failOp {
+			return nil
+		}
+		names = append(names, op.Name)
+	}
+	return usagef("--fail-op %q: %s has no such op (%s)", f.failOp, s.File, suggestName(f.failOp, names))
+}
+
+// options are the executor options for the faults asked for.
+func (f *faults) options() ([]executor.Option, error) {
+	if !f.chaosSet && f.failOp == "" {
+		return nil, nil
+	}
+	// MERGE: when the executor has them, replace the rest with
+	//	var opts []executor.Option
+	//	if f.chaosSet {
+	//		opts = append(opts, executor.WithChaos(f.chaos))
+	//	}
+	//	if f.failOp != "" {
+	//		opts = append(opts, executor.WithFailOp(f.failOp))
+	//	}
+	//	return opts, nil
+	return nil, errors.New("this build of dagrun has no fault injection in its executor; --chaos and --fail-op need executor.WithChaos and executor.WithFailOp")
+}
+
+// Suggestions compare names of at most maxSuggestLen bytes, and of
+// lengths within a third of each other, so that the work stays small
+// whatever the input.
+const maxSuggestLen = 128
+
+// suggestName is "did you mean "X"?" for the candidate nearest got, or
+// the candidates (at most 12) when none is near.
+func suggestName(got string, candidates []string) string {
+	best, bestDist := "", -1
+	if len(got) <= maxSuggestLen {
+		for _, c := range candidates {
+			if len(c) > maxSuggestLen || abs(len(c)-len(got)) > max(1, len(c)/3) {
+				continue
+			}
+			d := editDistance(strings.ToLower(got), strings.ToLower(c))
+			if d <= max(1, len(c)/3) && d < len(c) && (bestDist < 0 || d < bestDist) {
+				best, bestDist = c, d
+			}
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("did you mean %q?", best)
+	}
+	if len(candidates) > 12 {
+		return "its ops include " + strings.Join(candidates[:12], ", ") + ", ..."
+	}
+	return "its ops are " + strings.Join(candidates, ", ")
+}
+
+func abs(n int) int { return max(n, -n) }
+
+// editDistance is the Levenshtein distance between a and b in bytes, in
+// two rows of memory.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

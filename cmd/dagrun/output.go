@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// schemaVersion is the version of every JSON document dagrun writes (run
+// reports, plans, validation results, errors, trace metadata): it grows
+// when a field changes meaning or goes away, not when one is added.
+const schemaVersion = 1
+
+// stdio is the name of standard input or output on the command line.
+const stdio = "-"
+
+// writeOutput writes what write produces to path: standard output for ""
+// or "-", else a file written beside its final name and renamed over it
+// when complete, so that a failure leaves the old file or none, never a
+// torn one.
+func (c *cli) writeOutput(path string, write func(io.Writer) error) error {
+	if path == "" || path == stdio {
+		return write(c.stdout)
+	}
+	return writeFileAtomic(path, write)
+}
+
+func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		// A device or a pipe (/dev/null, /dev/stdout, a FIFO) cannot be
+		// replaced by renaming: write to it.
+		return writeSpecial(path, write)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := write(f); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
+	}
+	return nil
+}
+
+func writeSpecial(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// unwrapPath drops the temporary file's name from an *os.PathError.
+func unwrapPath(err error) error {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // names such as <stdin> stay readable
+	return enc.Encode(v)
+}
+
+// withSchemaVersion puts "schema_version" first in the JSON object obj,
+// unless it has one.
+func withSchemaVersion(obj []byte) ([]byte, error) {
+	obj = bytes.TrimSpace(obj)
+	if len(obj) < 2 || obj[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &fields); err != nil {
+		return nil, err
+	}
+	if _, ok := fields["schema_version"]; ok {
+		return obj, nil
+	}
+	out := fmt.Appendf(nil, `{"schema_version":%d`, schemaVersion)
+	if len(fields) > 0 {
+		out = append(out, ',')
+	}
+	return append(out, obj[1:]...), nil
+}

@@ -1,0 +1,109 @@
+package main
+
+// This file is the one place where the command line meets the spec
+// loader's file options.
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/dagrun/dagrun/spec"
+)
+
+// stdinName is how positions in a spec read from standard input name it.
+const stdinName = "<stdin>"
+
+// maxStdinSpec bounds what is read from standard input before the spec
+// loader sees it, so that an endless stream cannot exhaust memory. The
+// loader's own size limit (spec/doc.go) is the rule; this only stops the
+// read.
+const maxStdinSpec = spec.MaxSpecBytes
+
+// specFiles are the file options of the command line for the spec loader.
+type specFiles struct {
+	allow   []string // --allow-path: directories a spec may read and write beyond its own tree
+	saveDir string   // --save-dir: where relative save paths go
+	baseDir string   // where relative paths resolve for a spec from standard input
+}
+
+// addFlags registers --allow-path and --save-dir: every command that
+// loads a spec takes them, so that validate and plan check the paths run
+// will use.
+func (o *specFiles) addFlags(fs *flag.FlagSet) {
+	fs.Var((*multiFlag)(&o.allow), "allow-path", "")
+	fs.StringVar(&o.saveDir, "save-dir", "", "")
+}
+
+// loaderOptions are o as the spec loader's options.
+func loaderOptions(o specFiles) []spec.Option {
+	opts := []spec.Option{spec.WithSaveDir(o.saveDir)}
+	for _, dir := range o.allow {
+		opts = append(opts, spec.AllowPath(dir))
+	}
+	if o.baseDir != "" {
+		opts = append(opts, spec.WithBaseDir(o.baseDir))
+	}
+	return opts
+}
+
+// loadSpecFile loads the spec file at path with the file options o.
+func loadSpecFile(path string, o specFiles) (*spec.Spec, error) {
+	return spec.Load(path, loaderOptions(o)...)
+}
+
+// parseSpec parses src, the spec called name (standard input), with the
+// file options o.
+func parseSpec(name string, src []byte, o specFiles) (*spec.Spec, error) {
+	return spec.Parse(name, src, loaderOptions(o)...)
+}
+
+// saveOutput writes an output's bytes to its save path, as the spec
+// resolves it: confined to the spec's tree, --save-dir and --allow-path,
+// through a temporary file renamed when complete.
+func saveOutput(s *spec.Spec, path string, data []byte) (string, error) {
+	return s.SavePath(path), s.WriteFile(path, data)
+}
+
+// load reads the spec at path ("-": standard input) with the file
+// options o. A spec with errors comes back as a *failure listing every
+// problem, warnings too. The warnings of a spec that loads are the
+// caller's to print (printWarnings) or to put in its JSON document.
+func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
+	var s *spec.Spec
+	var err error
+	if path == stdio {
+		data, rerr := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
+		if rerr != nil {
+			return nil, fmt.Errorf("reading the spec from standard input: %w", rerr)
+		}
+		if len(data) > maxStdinSpec {
+			return nil, fmt.Errorf("the spec on standard input is more than %d bytes", maxStdinSpec)
+		}
+		wd, werr := os.Getwd()
+		if werr != nil {
+			return nil, werr
+		}
+		o.baseDir = wd
+		s, err = parseSpec(stdinName, data, o)
+	} else {
+		s, err = loadSpecFile(path, o)
+	}
+	if err == nil {
+		return s, nil
+	}
+	errs := spec.Errors(err)
+	if len(errs) == 0 {
+		return nil, err
+	}
+	return nil, specFailure(s, errs)
+}
+
+// printWarnings prints the warnings of s on stderr, in file order.
+func (c *cli) printWarnings(s *spec.Spec) {
+	for _, w := range specWarnings(s) {
+		w.Message = "warning: " + w.Message
+		fmt.Fprintln(c.stderr, w.text(""))
+	}
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/dagrun/dagrun/internal/dagtest"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// BenchmarkVerifyCost measures what verifying every plan costs dagrun run
+// and dagrun plan: planning a graph (the floor) and verifying its plan,
+// in the same run.
+func BenchmarkVerifyCost(b *testing.B) {
+	for _, ops := range []int{100_000, 1_000_000} {
+		g := dagtest.Shape(ops, 8, 1)
+		opts := planner.Options{Streams: 8}
+		p, err := planner.New(g, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("ops=%d/plan", ops), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := planner.New(g, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("ops=%d/verify", ops), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := planner.Verify(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+)
+
+const versionUsage = `usage: dagrun version [--format text|json] [-o FILE]
+       dagrun --version
+
+Version prints dagrun's module version, the VCS revision it was built
+from (with "+dirty" when the tree had changes) and the Go toolchain, as
+the binary records them. A binary built from a checkout without version
+control information says "(devel)" and "unknown".
+
+Flags:
+	--format F   text (default) or json
+	-o FILE      write to FILE instead of standard output
+`
+
+// versionInfo is what dagrun version prints, as JSON with --format json.
+type versionInfo struct {
+	SchemaVersion int    `json:"schema_version"`
+	Version       string `json:"version"`
+	Revision      string `json:"revision"`
+	Time          string `json:"time,omitempty"`
+	Dirty         bool   `json:"dirty,omitempty"`
+	Go            string `json:"go"`
+	Platform      string `json:"platform"`
+}
+
+// buildVersion reads the version from the binary's build information.
+func buildVersion() versionInfo {
+	v := versionInfo{SchemaVersion: schemaVersion, Version: "(devel)", Revision: "unknown",
+		Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if bi.Main.Version != "" {
+		v.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.time":
+			v.Time = s.Value
+		case "vcs.modified":
+			v.Dirty = s.Value == "true"
+		}
+	}
+	return v
+}
+
+func (c *cli) version(args []string) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	format := &oneOf{value: "text", choices: []string{"text", "json"}}
+	fs.Var(format, "format", "")
+	out := fs.String("o", "", "")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("version takes no arguments")
+	}
+	c.jsonErrors = format.value == "json"
+	v := buildVersion()
+	return c.writeOutput(*out, func(w io.Writer) error {
+		if format.value == "json" {
+			return writeJSON(w, v)
+		}
+		rev := v.Revision
+		if v.Dirty {
+			rev += "+dirty"
+		}
+		_, err := fmt.Fprintf(w, "dagrun %s (revision %s) %s %s\n", v.Version, rev, v.Go, v.Platform)
+		return err
+	})
+}
