@@ -1,0 +1,278 @@
+// CUPTI activity tracing: loading, the buffer callbacks and record parsing.
+// See cupti.h.
+#include "cupti.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUSLOT(field) offsetof(dr_cupti, field)
+
+static const struct {
+	size_t offset;
+	const char* name;
+	int required;
+} dr_cupti_syms[] = {
+	{CUSLOT(cuptiGetVersion), "cuptiGetVersion", 1},
+	{CUSLOT(cuptiGetResultString), "cuptiGetResultString", 1},
+	{CUSLOT(cuptiActivityRegisterCallbacks), "cuptiActivityRegisterCallbacks", 1},
+	{CUSLOT(cuptiActivityEnable), "cuptiActivityEnable", 1},
+	{CUSLOT(cuptiActivityDisable), "cuptiActivityDisable", 1},
+	{CUSLOT(cuptiActivityFlushAll), "cuptiActivityFlushAll", 1},
+	{CUSLOT(cuptiActivityGetNextRecord), "cuptiActivityGetNextRecord", 1},
+	{CUSLOT(cuptiActivityGetNumDroppedRecords), "cuptiActivityGetNumDroppedRecords", 1},
+	{CUSLOT(cuptiActivityPushExternalCorrelationId), "cuptiActivityPushExternalCorrelationId", 1},
+	{CUSLOT(cuptiActivityPopExternalCorrelationId), "cuptiActivityPopExternalCorrelationId", 1},
+	{CUSLOT(cuptiGetTimestamp), "cuptiGetTimestamp", 1},
+	{CUSLOT(cuptiFinalize), "cuptiFinalize", 0},
+};
+
+int dr_cupti_load(dr_cupti* c, const char* path, const char** missing) {
+	memset(c, 0, sizeof(*c));
+	c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (c->lib == NULL) {
+		*missing = dlerror();
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(dr_cupti_syms) / sizeof(dr_cupti_syms[0]); i++) {
+		void* p = dlsym(c->lib, dr_cupti_syms[i].name);
+		if (p == NULL && dr_cupti_syms[i].required) {
+			*missing = dr_cupti_syms[i].name;
+			dlclose(c->lib);
+			c->lib = NULL;
+			return 1;
+		}
+		memcpy((char*)c + dr_cupti_syms[i].offset, &p, sizeof(p));
+	}
+	return 0;
+}
+
+void dr_cupti_unload(dr_cupti* c) {
+	// CUPTI may keep threads of its own running once activity was enabled,
+	// so the library stays mapped; only the table is dropped.
+	memset(c, 0, sizeof(*c));
+}
+
+// The sink: CUPTI's buffer callbacks carry no user data, so the records they
+// parse go to this one process-wide place, owned by one tracer at a time.
+static struct {
+	pthread_mutex_t mu;
+	dr_cupti* owner;
+	size_t bufsize;
+	dr_cupti_rec* recs;
+	size_t n, cap;
+	uint64_t dropped, lost;
+} sink = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0, 0, 0};
+
+#define ALIGNMENT 8
+
+static void buffer_requested(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
+	pthread_mutex_lock(&sink.mu);
+	size_t want = sink.bufsize;
+	pthread_mutex_unlock(&sink.mu);
+	void* p = NULL;
+	if (want == 0 || posix_memalign(&p, ALIGNMENT, want) != 0) {
+		p = NULL;
+		want = 0;
+	}
+	*buffer = p;
+	*size = want;
+	*maxNumRecords = 0;
+}
+
+static uint32_t u32(const uint8_t* r, size_t off) { uint32_t v; memcpy(&v, r + off, sizeof v); return v; }
+static uint64_t u64(const uint8_t* r, size_t off) { uint64_t v; memcpy(&v, r + off, sizeof v); return v; }
+
+// parse reduces one record; it returns 0 for kinds dagrun does not read.
+static int parse(const uint8_t* r, dr_cupti_rec* out) {
+	memset(out, 0, sizeof(*out));
+	out->kind = u32(r, 0);
+	switch (out->kind) {
+	case DR_CUPTI_KIND_CONCURRENT_KERNEL:
+		out->start = u64(r, DR_CUPTI_KERNEL10_START);
+		out->end = u64(r, DR_CUPTI_KERNEL10_END);
+		out->device = u32(r, DR_CUPTI_KERNEL10_DEVICE_ID);
+		out->context = u32(r, DR_CUPTI_KERNEL10_CONTEXT_ID);
+		out->stream = u32(r, DR_CUPTI_KERNEL10_STREAM_ID);
+		out->correlation = u32(r, DR_CUPTI_KERNEL10_CORRELATION_ID);
+		out->graphNodeId = u64(r, DR_CUPTI_KERNEL10_GRAPH_NODE_ID);
+		out->graphId = u32(r, DR_CUPTI_KERNEL10_GRAPH_ID);
+		return 1;
+	case DR_CUPTI_KIND_MEMCPY:
+		out->sub = r[DR_CUPTI_MEMCPY6_COPY_KIND];
+		out->bytes = u64(r, DR_CUPTI_MEMCPY6_BYTES);
+		out->start = u64(r, DR_CUPTI_MEMCPY6_START);
+		out->end = u64(r, DR_CUPTI_MEMCPY6_END);
+		out->device = u32(r, DR_CUPTI_MEMCPY6_DEVICE_ID);
+		out->context = u32(r, DR_CUPTI_MEMCPY6_CONTEXT_ID);
+		out->stream = u32(r, DR_CUPTI_MEMCPY6_STREAM_ID);
+		out->correlation = u32(r, DR_CUPTI_MEMCPY6_CORRELATION_ID);
+		out->graphNodeId = u64(r, DR_CUPTI_MEMCPY6_GRAPH_NODE_ID);
+		out->graphId = u32(r, DR_CUPTI_MEMCPY6_GRAPH_ID);
+		return 1;
+	case DR_CUPTI_KIND_MEMSET:
+		out->bytes = u64(r, DR_CUPTI_MEMSET4_BYTES);
+		out->start = u64(r, DR_CUPTI_MEMSET4_START);
+		out->end = u64(r, DR_CUPTI_MEMSET4_END);
+		out->device = u32(r, DR_CUPTI_MEMSET4_DEVICE_ID);
+		out->context = u32(r, DR_CUPTI_MEMSET4_CONTEXT_ID);
+		out->stream = u32(r, DR_CUPTI_MEMSET4_STREAM_ID);
+		out->correlation = u32(r, DR_CUPTI_MEMSET4_CORRELATION_ID);
+		out->graphNodeId = u64(r, DR_CUPTI_MEMSET4_GRAPH_NODE_ID);
+		out->graphId = u32(r, DR_CUPTI_MEMSET4_GRAPH_ID);
+		return 1;
+	case DR_CUPTI_KIND_EXTERNAL_CORRELATION:
+		if (u32(r, DR_CUPTI_EXTCORR_EXTERNAL_KIND) != DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+			return 0;
+		}
+		out->external = u64(r, DR_CUPTI_EXTCORR_EXTERNAL_ID);
+		out->correlation = u32(r, DR_CUPTI_EXTCORR_CORRELATION_ID);
+		return 1;
+	case DR_CUPTI_KIND_GRAPH_TRACE:
+		out->correlation = u32(r, DR_CUPTI_GRAPHTRACE2_CORRELATION_ID);
+		out->start = u64(r, DR_CUPTI_GRAPHTRACE2_START);
+		out->end = u64(r, DR_CUPTI_GRAPHTRACE2_END);
+		out->device = u32(r, DR_CUPTI_GRAPHTRACE2_DEVICE_ID);
+		out->graphId = u32(r, DR_CUPTI_GRAPHTRACE2_GRAPH_ID);
+		out->context = u32(r, DR_CUPTI_GRAPHTRACE2_CONTEXT_ID);
+		out->stream = u32(r, DR_CUPTI_GRAPHTRACE2_STREAM_ID);
+		return 1;
+	case DR_CUPTI_KIND_MEMORY_POOL:
+		out->sub = u32(r, DR_CUPTI_MEMPOOL3_OPERATION_TYPE);
+		out->correlation = u32(r, DR_CUPTI_MEMPOOL3_CORRELATION_ID);
+		out->device = u32(r, DR_CUPTI_MEMPOOL3_DEVICE_ID);
+		out->bytes = u64(r, DR_CUPTI_MEMPOOL3_SIZE_FIELD);
+		out->start = out->end = u64(r, DR_CUPTI_MEMPOOL3_TIMESTAMP);
+		return 1;
+	}
+	return 0;
+}
+
+static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize) {
+	(void)ctx;
+	(void)streamId;
+	(void)size;
+	pthread_mutex_lock(&sink.mu);
+	dr_cupti* c = sink.owner;
+	if (c != NULL && buffer != NULL) {
+		void* rec = NULL;
+		while (c->cuptiActivityGetNextRecord(buffer, validSize, &rec) == DR_CUPTI_SUCCESS) {
+			dr_cupti_rec r;
+			if (!parse((const uint8_t*)rec, &r)) {
+				continue;
+			}
+			if (sink.n == sink.cap) {
+				size_t cap = sink.cap ? 2 * sink.cap : 4096;
+				dr_cupti_rec* grown = realloc(sink.recs, cap * sizeof(dr_cupti_rec));
+				if (grown == NULL) {
+					sink.lost++;
+					continue;
+				}
+				sink.recs = grown;
+				sink.cap = cap;
+			}
+			sink.recs[sink.n++] = r;
+		}
+		size_t dropped = 0;
+		if (c->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == DR_CUPTI_SUCCESS) {
+			sink.dropped += dropped;
+		}
+	}
+	pthread_mutex_unlock(&sink.mu);
+	free(buffer);
+}
+
+CUptiResult dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled, size_t bufsize,
+                           const char** failed, int* kind) {
+	*kind = 0;
+	pthread_mutex_lock(&sink.mu);
+	if (sink.owner != NULL) {
+		pthread_mutex_unlock(&sink.mu);
+		*failed = "dagrun's CUPTI sink (another tracer in this process holds it)";
+		return -1;
+	}
+	sink.owner = c;
+	sink.bufsize = bufsize;
+	sink.n = 0;
+	sink.dropped = sink.lost = 0;
+	pthread_mutex_unlock(&sink.mu);
+
+	for (int i = 0; i < n; i++) {
+		enabled[i] = 0;
+	}
+	*failed = "cuptiActivityRegisterCallbacks";
+	CUptiResult r = c->cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	if (r == DR_CUPTI_SUCCESS) {
+		*failed = "cuptiActivityEnable";
+		for (int i = 0; i < n; i++) {
+			CUptiResult e = c->cuptiActivityEnable(kinds[i]);
+			enabled[i] = e == DR_CUPTI_SUCCESS;
+			if (e != DR_CUPTI_SUCCESS && i < nrequired) {
+				r = e;
+				*kind = kinds[i];
+				break;
+			}
+		}
+	}
+	if (r == DR_CUPTI_SUCCESS) {
+		*failed = NULL;
+		return r;
+	}
+	for (int i = 0; i < n; i++) {
+		if (enabled[i]) {
+			c->cuptiActivityDisable(kinds[i]);
+			enabled[i] = 0;
+		}
+	}
+	pthread_mutex_lock(&sink.mu);
+	sink.owner = NULL;
+	pthread_mutex_unlock(&sink.mu);
+	return r;
+}
+
+CUptiResult dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t* dropped, uint64_t* lost) {
+	// FlushAll calls buffer_completed, which takes the lock: flush first.
+	CUptiResult r = c->cuptiActivityFlushAll(force ? DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+	pthread_mutex_lock(&sink.mu);
+	*out = sink.recs;
+	*n = sink.n;
+	*dropped = sink.dropped;
+	*lost = sink.lost;
+	sink.recs = NULL;
+	sink.n = sink.cap = 0;
+	sink.dropped = sink.lost = 0;
+	pthread_mutex_unlock(&sink.mu);
+	return r;
+}
+
+CUptiResult dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
+	CUptiResult first = DR_CUPTI_SUCCESS;
+	for (int i = 0; i < n; i++) {
+		CUptiResult r = c->cuptiActivityDisable(kinds[i]);
+		if (first == DR_CUPTI_SUCCESS) {
+			first = r;
+		}
+	}
+	CUptiResult r = c->cuptiActivityFlushAll(DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	if (first == DR_CUPTI_SUCCESS) {
+		first = r;
+	}
+	pthread_mutex_lock(&sink.mu);
+	free(sink.recs);
+	sink.recs = NULL;
+	sink.n = sink.cap = 0;
+	sink.owner = NULL;
+	sink.bufsize = 0;
+	pthread_mutex_unlock(&sink.mu);
+	return first;
+}
+
+CUptiResult dr_cupti_push(dr_cupti* c, uint64_t id) {
+	return c->cuptiActivityPushExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+}
+
+CUptiResult dr_cupti_pop(dr_cupti* c) {
+	uint64_t last = 0;
+	return c->cuptiActivityPopExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+}

@@ -1,0 +1,155 @@
+// Hand-declared subset of CUPTI's activity API (CUPTI 13.0, CUPTI_API_VERSION
+// 130000-130001), loaded with dlopen at run time like the driver and NVRTC.
+// The record layouts below declare only the fields dagrun reads, at the
+// offsets cupti_activity.h gives them; cuda/testdata/cupti_check.c asserts
+// every one against the real header on a machine that has it.
+#ifndef DAGRUN_CUPTI_H
+#define DAGRUN_CUPTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cuda.h"
+
+typedef int CUptiResult;
+
+enum {
+	DR_CUPTI_SUCCESS = 0,
+	DR_CUPTI_ERROR_NOT_INITIALIZED = 15,
+	DR_CUPTI_ERROR_HARDWARE_BUSY = 26,
+	DR_CUPTI_ERROR_NOT_SUPPORTED = 27,
+	DR_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES = 35,
+	DR_CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED = 36,
+	DR_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED = 39,
+	DR_CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES = 40,
+
+	// CUpti_ActivityKind.
+	DR_CUPTI_KIND_MEMCPY = 1,
+	DR_CUPTI_KIND_MEMSET = 2,
+	DR_CUPTI_KIND_KERNEL = 3, // serialises kernels: never enabled
+	DR_CUPTI_KIND_CONCURRENT_KERNEL = 10,
+	DR_CUPTI_KIND_EXTERNAL_CORRELATION = 39,
+	DR_CUPTI_KIND_MEMORY_POOL = 50,
+	DR_CUPTI_KIND_GRAPH_TRACE = 51,
+
+	// CUpti_ExternalCorrelationKind: the one dagrun pushes op ids under.
+	DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 = 3,
+
+	// CUpti_ActivityFlag.
+	DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1,
+
+	// Offsets and sizes of the records read (bytes).
+	DR_CUPTI_KERNEL10_SIZE = 216,
+	DR_CUPTI_KERNEL10_START = 16,
+	DR_CUPTI_KERNEL10_END = 24,
+	DR_CUPTI_KERNEL10_DEVICE_ID = 40,
+	DR_CUPTI_KERNEL10_CONTEXT_ID = 44,
+	DR_CUPTI_KERNEL10_STREAM_ID = 48,
+	DR_CUPTI_KERNEL10_CORRELATION_ID = 92,
+	DR_CUPTI_KERNEL10_GRAPH_NODE_ID = 144,
+	DR_CUPTI_KERNEL10_GRAPH_ID = 156,
+
+	DR_CUPTI_MEMCPY6_SIZE = 96,
+	DR_CUPTI_MEMCPY6_COPY_KIND = 4,
+	DR_CUPTI_MEMCPY6_BYTES = 8,
+	DR_CUPTI_MEMCPY6_START = 16,
+	DR_CUPTI_MEMCPY6_END = 24,
+	DR_CUPTI_MEMCPY6_DEVICE_ID = 32,
+	DR_CUPTI_MEMCPY6_CONTEXT_ID = 36,
+	DR_CUPTI_MEMCPY6_STREAM_ID = 40,
+	DR_CUPTI_MEMCPY6_CORRELATION_ID = 44,
+	DR_CUPTI_MEMCPY6_GRAPH_NODE_ID = 64,
+	DR_CUPTI_MEMCPY6_GRAPH_ID = 72,
+
+	DR_CUPTI_MEMSET4_SIZE = 88,
+	DR_CUPTI_MEMSET4_BYTES = 8,
+	DR_CUPTI_MEMSET4_START = 16,
+	DR_CUPTI_MEMSET4_END = 24,
+	DR_CUPTI_MEMSET4_DEVICE_ID = 32,
+	DR_CUPTI_MEMSET4_CONTEXT_ID = 36,
+	DR_CUPTI_MEMSET4_STREAM_ID = 40,
+	DR_CUPTI_MEMSET4_CORRELATION_ID = 44,
+	DR_CUPTI_MEMSET4_GRAPH_NODE_ID = 64,
+	DR_CUPTI_MEMSET4_GRAPH_ID = 72,
+
+	DR_CUPTI_EXTCORR_SIZE = 24,
+	DR_CUPTI_EXTCORR_EXTERNAL_KIND = 4,
+	DR_CUPTI_EXTCORR_EXTERNAL_ID = 8,
+	DR_CUPTI_EXTCORR_CORRELATION_ID = 16,
+
+	DR_CUPTI_GRAPHTRACE2_SIZE = 56,
+	DR_CUPTI_GRAPHTRACE2_CORRELATION_ID = 4,
+	DR_CUPTI_GRAPHTRACE2_START = 8,
+	DR_CUPTI_GRAPHTRACE2_END = 16,
+	DR_CUPTI_GRAPHTRACE2_DEVICE_ID = 24,
+	DR_CUPTI_GRAPHTRACE2_GRAPH_ID = 28,
+	DR_CUPTI_GRAPHTRACE2_CONTEXT_ID = 32,
+	DR_CUPTI_GRAPHTRACE2_STREAM_ID = 36,
+
+	DR_CUPTI_MEMPOOL3_SIZE = 80,
+	DR_CUPTI_MEMPOOL3_OPERATION_TYPE = 4,
+	DR_CUPTI_MEMPOOL3_CORRELATION_ID = 12,
+	DR_CUPTI_MEMPOOL3_DEVICE_ID = 20,
+	DR_CUPTI_MEMPOOL3_SIZE_FIELD = 40,
+	DR_CUPTI_MEMPOOL3_TIMESTAMP = 56,
+	DR_CUPTI_MEMPOOL3_UTILIZED_SIZE = 64,
+};
+
+typedef void (*dr_cupti_request_fn)(uint8_t** buffer, size_t* size, size_t* maxNumRecords);
+typedef void (*dr_cupti_complete_fn)(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize);
+
+typedef struct dr_cupti {
+	void* lib;
+	CUptiResult (*cuptiGetVersion)(uint32_t*);
+	CUptiResult (*cuptiGetResultString)(CUptiResult, const char**);
+	CUptiResult (*cuptiActivityRegisterCallbacks)(dr_cupti_request_fn, dr_cupti_complete_fn);
+	CUptiResult (*cuptiActivityEnable)(int kind);
+	CUptiResult (*cuptiActivityDisable)(int kind);
+	CUptiResult (*cuptiActivityFlushAll)(uint32_t flag);
+	CUptiResult (*cuptiActivityGetNextRecord)(uint8_t* buffer, size_t validSize, void** record);
+	CUptiResult (*cuptiActivityGetNumDroppedRecords)(CUcontext ctx, uint32_t streamId, size_t* dropped);
+	CUptiResult (*cuptiActivityPushExternalCorrelationId)(int kind, uint64_t id);
+	CUptiResult (*cuptiActivityPopExternalCorrelationId)(int kind, uint64_t* lastId);
+	CUptiResult (*cuptiGetTimestamp)(uint64_t*);
+	CUptiResult (*cuptiFinalize)(void);
+} dr_cupti;
+
+// dr_cupti_rec is one activity record reduced to what dagrun reads. For an
+// external correlation record, external holds the pushed id and correlation
+// the launch it names; for a memory pool record start = end = its timestamp
+// and bytes its pool's size.
+typedef struct {
+	uint32_t kind;
+	uint32_t correlation;
+	uint64_t external;
+	uint64_t start, end;
+	uint64_t graphNodeId;
+	uint32_t graphId;
+	uint32_t device, context, stream;
+	uint64_t bytes;
+	uint32_t sub; // CUpti_ActivityMemcpyKind, or CUpti_ActivityMemoryPoolOperationType
+	uint32_t pad;
+} dr_cupti_rec;
+
+int dr_cupti_load(dr_cupti* c, const char* path, const char** missing);
+void dr_cupti_unload(dr_cupti* c);
+
+// dr_cupti_start registers the buffer callbacks and enables kinds[0..n),
+// setting enabled[i]: the first nrequired must enable, the others may fail
+// (a kind this device or CUPTI does not give). CUPTI hands buffers to
+// process-wide callbacks with no user data, so one tracer at a time owns the
+// sink; a second gets -1. On an error, *failed names the call (and *kind the
+// kind) and the kinds enabled so far are disabled again.
+CUptiResult dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled, size_t bufsize,
+                           const char** failed, int* kind);
+// dr_cupti_take flushes CUPTI (forced when force is set) and moves the records
+// parsed so far into *out (malloc'd, *n of them; the caller frees it), the
+// count of records CUPTI dropped, and of records lost because dagrun could
+// not allocate a buffer or room to keep them.
+CUptiResult dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t* dropped, uint64_t* lost);
+// dr_cupti_stop disables the kinds, flushes, frees what was not taken, and
+// gives the sink up.
+CUptiResult dr_cupti_stop(dr_cupti* c, const int* kinds, int n);
+CUptiResult dr_cupti_push(dr_cupti* c, uint64_t id);
+CUptiResult dr_cupti_pop(dr_cupti* c);
+
+#endif
