@@ -183,7 +183,7 @@ static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, 
 	free(buffer);
 }
 
-CUptiResult dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled, size_t bufsize,
+dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled, size_t bufsize,
                            const char** failed, int* kind) {
 	*kind = 0;
 	pthread_mutex_lock(&sink.mu);
@@ -202,11 +202,11 @@ CUptiResult dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, 
 		enabled[i] = 0;
 	}
 	*failed = "cuptiActivityRegisterCallbacks";
-	CUptiResult r = c->cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	dr_cupti_result r = c->cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	if (r == DR_CUPTI_SUCCESS) {
 		*failed = "cuptiActivityEnable";
 		for (int i = 0; i < n; i++) {
-			CUptiResult e = c->cuptiActivityEnable(kinds[i]);
+			dr_cupti_result e = c->cuptiActivityEnable(kinds[i]);
 			enabled[i] = e == DR_CUPTI_SUCCESS;
 			if (e != DR_CUPTI_SUCCESS && i < nrequired) {
 				r = e;
@@ -231,9 +231,9 @@ CUptiResult dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, 
 	return r;
 }
 
-CUptiResult dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t* dropped, uint64_t* lost) {
+dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t* dropped, uint64_t* lost) {
 	// FlushAll calls buffer_completed, which takes the lock: flush first.
-	CUptiResult r = c->cuptiActivityFlushAll(force ? DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+	dr_cupti_result r = c->cuptiActivityFlushAll(force ? DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 	pthread_mutex_lock(&sink.mu);
 	*out = sink.recs;
 	*n = sink.n;
@@ -246,15 +246,15 @@ CUptiResult dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n,
 	return r;
 }
 
-CUptiResult dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
-	CUptiResult first = DR_CUPTI_SUCCESS;
+dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
+	dr_cupti_result first = DR_CUPTI_SUCCESS;
 	for (int i = 0; i < n; i++) {
-		CUptiResult r = c->cuptiActivityDisable(kinds[i]);
+		dr_cupti_result r = c->cuptiActivityDisable(kinds[i]);
 		if (first == DR_CUPTI_SUCCESS) {
 			first = r;
 		}
 	}
-	CUptiResult r = c->cuptiActivityFlushAll(DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	dr_cupti_result r = c->cuptiActivityFlushAll(DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	if (first == DR_CUPTI_SUCCESS) {
 		first = r;
 	}
@@ -268,11 +268,11 @@ CUptiResult dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
 	return first;
 }
 
-CUptiResult dr_cupti_push(dr_cupti* c, uint64_t id) {
+dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id) {
 	return c->cuptiActivityPushExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
 }
 
-CUptiResult dr_cupti_pop(dr_cupti* c) {
+dr_cupti_result dr_cupti_pop(dr_cupti* c) {
 	uint64_t last = 0;
 	return c->cuptiActivityPopExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }

@@ -4,12 +4,12 @@ package cuda
 #include <stdlib.h>
 #include "cupti.h"
 
-static CUptiResult w_cupti_version(dr_cupti* c, uint32_t* v) { return c->cuptiGetVersion(v); }
-static const char* w_cupti_error(dr_cupti* c, CUptiResult r) {
+static dr_cupti_result w_cupti_version(dr_cupti* c, uint32_t* v) { return c->cuptiGetVersion(v); }
+static const char* w_cupti_error(dr_cupti* c, dr_cupti_result r) {
 	const char* s = NULL;
 	return c->cuptiGetResultString(r, &s) == 0 ? s : NULL;
 }
-static CUptiResult w_cupti_timestamp(dr_cupti* c, uint64_t* t) { return c->cuptiGetTimestamp(t); }
+static dr_cupti_result w_cupti_timestamp(dr_cupti* c, uint64_t* t) { return c->cuptiGetTimestamp(t); }
 */
 import "C"
 
@@ -36,7 +36,7 @@ var ErrCUPTIBusy = errors.New("CUPTI is busy")
 type CUPTIError struct {
 	Call string // the CUPTI entry point, for example "cuptiActivityEnable"
 	Kind int    // the activity kind the call was about, 0 for none
-	Code int    // the CUptiResult, -1 for dagrun's own sink being taken
+	Code int    // the dr_cupti_result, -1 for dagrun's own sink being taken
 	Msg  string // CUPTI's description of it
 }
 
@@ -46,7 +46,7 @@ func (e *CUPTIError) Error() string {
 		s += fmt.Sprintf("(kind %d)", e.Kind)
 	}
 	if e.Msg == "" {
-		return fmt.Sprintf("%s: CUptiResult %d", s, e.Code)
+		return fmt.Sprintf("%s: CUptiResult (%d)", s, e.Code)
 	}
 	return fmt.Sprintf("%s: %s (%d)", s, e.Msg, e.Code)
 }
@@ -270,7 +270,7 @@ func newActivityTracer(candidates []string) (*activityTracer, error) {
 	return t, nil
 }
 
-func (t *activityTracer) err(call string, kind int, r C.CUptiResult) error {
+func (t *activityTracer) err(call string, kind int, r C.dr_cupti_result) error {
 	e := &CUPTIError{Call: call, Kind: kind, Code: int(r)}
 	if r != -1 && t.lib != nil {
 		if s := C.w_cupti_error(t.lib, r); s != nil {

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include "cuda.h"
 
-typedef int CUptiResult;
+typedef int dr_cupti_result;
 
 enum {
 	DR_CUPTI_SUCCESS = 0,
@@ -99,18 +99,18 @@ typedef void (*dr_cupti_complete_fn)(CUcontext ctx, uint32_t streamId, uint8_t* 
 
 typedef struct dr_cupti {
 	void* lib;
-	CUptiResult (*cuptiGetVersion)(uint32_t*);
-	CUptiResult (*cuptiGetResultString)(CUptiResult, const char**);
-	CUptiResult (*cuptiActivityRegisterCallbacks)(dr_cupti_request_fn, dr_cupti_complete_fn);
-	CUptiResult (*cuptiActivityEnable)(int kind);
-	CUptiResult (*cuptiActivityDisable)(int kind);
-	CUptiResult (*cuptiActivityFlushAll)(uint32_t flag);
-	CUptiResult (*cuptiActivityGetNextRecord)(uint8_t* buffer, size_t validSize, void** record);
-	CUptiResult (*cuptiActivityGetNumDroppedRecords)(CUcontext ctx, uint32_t streamId, size_t* dropped);
-	CUptiResult (*cuptiActivityPushExternalCorrelationId)(int kind, uint64_t id);
-	CUptiResult (*cuptiActivityPopExternalCorrelationId)(int kind, uint64_t* lastId);
-	CUptiResult (*cuptiGetTimestamp)(uint64_t*);
-	CUptiResult (*cuptiFinalize)(void);
+	dr_cupti_result (*cuptiGetVersion)(uint32_t*);
+	dr_cupti_result (*cuptiGetResultString)(dr_cupti_result, const char**);
+	dr_cupti_result (*cuptiActivityRegisterCallbacks)(dr_cupti_request_fn, dr_cupti_complete_fn);
+	dr_cupti_result (*cuptiActivityEnable)(int kind);
+	dr_cupti_result (*cuptiActivityDisable)(int kind);
+	dr_cupti_result (*cuptiActivityFlushAll)(uint32_t flag);
+	dr_cupti_result (*cuptiActivityGetNextRecord)(uint8_t* buffer, size_t validSize, void** record);
+	dr_cupti_result (*cuptiActivityGetNumDroppedRecords)(CUcontext ctx, uint32_t streamId, size_t* dropped);
+	dr_cupti_result (*cuptiActivityPushExternalCorrelationId)(int kind, uint64_t id);
+	dr_cupti_result (*cuptiActivityPopExternalCorrelationId)(int kind, uint64_t* lastId);
+	dr_cupti_result (*cuptiGetTimestamp)(uint64_t*);
+	dr_cupti_result (*cuptiFinalize)(void);
 } dr_cupti;
 
 // dr_cupti_rec is one activity record reduced to what dagrun reads. For an
@@ -139,17 +139,17 @@ void dr_cupti_unload(dr_cupti* c);
 // process-wide callbacks with no user data, so one tracer at a time owns the
 // sink; a second gets -1. On an error, *failed names the call (and *kind the
 // kind) and the kinds enabled so far are disabled again.
-CUptiResult dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled, size_t bufsize,
+dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled, size_t bufsize,
                            const char** failed, int* kind);
 // dr_cupti_take flushes CUPTI (forced when force is set) and moves the records
 // parsed so far into *out (malloc'd, *n of them; the caller frees it), the
 // count of records CUPTI dropped, and of records lost because dagrun could
 // not allocate a buffer or room to keep them.
-CUptiResult dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t* dropped, uint64_t* lost);
+dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t* dropped, uint64_t* lost);
 // dr_cupti_stop disables the kinds, flushes, frees what was not taken, and
 // gives the sink up.
-CUptiResult dr_cupti_stop(dr_cupti* c, const int* kinds, int n);
-CUptiResult dr_cupti_push(dr_cupti* c, uint64_t id);
-CUptiResult dr_cupti_pop(dr_cupti* c);
+dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n);
+dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id);
+dr_cupti_result dr_cupti_pop(dr_cupti* c);
 
 #endif

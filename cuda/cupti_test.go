@@ -1,0 +1,224 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+func TestCUPTICandidates(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "libcupti.so.13")
+	tests := []struct {
+		name, env, first string
+	}{
+		{"no override", "", "libcupti.so.13"},
+		{"a folder", dir, file},
+		{"a file", "/x/libcupti.so", "/x/libcupti.so"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cuptiCandidates(tc.env)
+			require.NotEmpty(t, c)
+			assert.Equal(t, tc.first, c[0])
+			assert.Contains(t, c, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13")
+			assert.Contains(t, c, "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13")
+		})
+	}
+}
+
+func TestCUPTIMissing(t *testing.T) {
+	_, err := newActivityTracer([]string{filepath.Join(t.TempDir(), "libcupti.so.13")})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrNoCUPTI)
+	assert.NotErrorIs(t, err, ErrCUPTIBusy)
+	assert.Contains(t, err.Error(), "DAGRUN_CUPTI")
+}
+
+func TestCUPTIErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		busy, none bool
+		text       string
+	}{
+		{"multiple subscribers", &CUPTIError{Call: "cuptiActivityEnable", Kind: 10, Code: 39, Msg: "only one subscriber"}, true, false,
+			"cuptiActivityEnable(kind 10): only one subscriber (39)"},
+		{"hardware busy", &CUPTIError{Call: "cuptiActivityRegisterCallbacks", Code: 26}, true, false,
+			"cuptiActivityRegisterCallbacks: CUptiResult (26)"},
+		{"old profiler", &CUPTIError{Call: "cuptiActivityEnable", Code: 36}, true, false, "(36)"},
+		{"our sink", &CUPTIError{Call: "dagrun's CUPTI sink", Code: -1}, true, false, "sink"},
+		{"not supported", &CUPTIError{Call: "cuptiActivityEnable", Code: 27}, false, false, "(27)"},
+		{"unknown version", &CUPTIVersionError{Path: "/l/libcupti.so.13", Version: 130100, Min: 130000, Max: 130001}, false, true,
+			"/l/libcupti.so.13 is CUPTI API version 130100"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.busy, errors.Is(tc.err, ErrCUPTIBusy))
+			assert.Equal(t, tc.none, errors.Is(tc.err, ErrNoCUPTI))
+			assert.Contains(t, tc.err.Error(), tc.text)
+		})
+	}
+}
+
+func TestResolveRecords(t *testing.T) {
+	ext := func(corr uint32, op int64) activityRecord {
+		return activityRecord{Kind: activityExternal, Correlation: corr, Op: op}
+	}
+	timed := func(k activityKind, corr uint32) activityRecord {
+		return activityRecord{Kind: k, Correlation: corr, Start: 10, End: 20}
+	}
+	tests := []struct {
+		name     string
+		flushes  [][]activityRecord
+		wantOps  [][]int64 // per flush, the Op of each record returned
+		wantKept int       // correlations still waiting at the end
+	}{
+		{"same flush", [][]activityRecord{{ext(1, 7), timed(activityKernel, 1), ext(2, 8), timed(activityMemcpy, 2)}},
+			[][]int64{{7, 8}}, 0},
+		{"record before its correlation", [][]activityRecord{{timed(activityMemset, 3), ext(3, 0)}},
+			[][]int64{{0}}, 0},
+		{"no correlation", [][]activityRecord{{timed(activityKernel, 4)}}, [][]int64{{-1}}, 0},
+		{"correlation in an earlier flush", [][]activityRecord{{ext(5, 9)}, {timed(activityKernel, 5)}},
+			[][]int64{{}, {9}}, 0},
+		{"a graph launch names every node", [][]activityRecord{{ext(6, 3), timed(activityKernel, 6), timed(activityKernel, 6),
+			timed(activityGraphLaunch, 6)}}, [][]int64{{3, 3, 3}}, 0},
+		{"unclaimed correlations wait", [][]activityRecord{{ext(7, 1), ext(8, 2), timed(activityKernel, 8)}},
+			[][]int64{{2}}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kept := map[uint32]int64{}
+			for i, in := range tc.flushes {
+				got := resolveRecords(in, kept)
+				ops := []int64{}
+				for _, r := range got {
+					assert.NotEqual(t, activityExternal, r.Kind)
+					ops = append(ops, r.Op)
+				}
+				assert.Equal(t, tc.wantOps[i], ops, "flush %d", i)
+			}
+			assert.Len(t, kept, tc.wantKept)
+		})
+	}
+}
+
+// requireGPU skips with why, or fails when DAGRUN_REQUIRE_GPU=1.
+func requireGPU(t *testing.T, why string, args ...any) {
+	t.Helper()
+	if os.Getenv("DAGRUN_REQUIRE_GPU") == "1" {
+		t.Fatalf("DAGRUN_REQUIRE_GPU=1, but: "+why, args...)
+	}
+	t.Skipf(why, args...)
+}
+
+// TestCUPTILayouts compiles testdata/cupti_check.c against the real CUPTI
+// headers and runs it: every size, offset and value cupti.h declares must
+// match them.
+func TestCUPTILayouts(t *testing.T) {
+	inc := os.Getenv("DAGRUN_CUPTI_INCLUDE")
+	if inc == "" {
+		inc = "/usr/local/cuda/include"
+	}
+	if _, err := os.Stat(filepath.Join(inc, "cupti_activity.h")); err != nil {
+		requireGPU(t, "no CUPTI headers (set DAGRUN_CUPTI_INCLUDE): %v", err)
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		requireGPU(t, "no C compiler: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "cupti_check")
+	out, err := exec.Command(cc, "-Wall", "-I"+inc, "-o", bin, filepath.Join("testdata", "cupti_check.c")).CombinedOutput()
+	require.NoError(t, err, "compiling cupti_check.c:\n%s", out)
+	out, err = exec.Command(bin).CombinedOutput()
+	t.Logf("%s", out)
+	assert.NotContains(t, string(out), "MISMATCH")
+	require.NoError(t, err, "cupti_check found layouts that differ from cupti.h")
+	assert.Contains(t, string(out), "ok sizeof(CUpti_ActivityKernel10) = 216")
+}
+
+// TestCUPTIRecords records kernels, copies and fills with the binding and
+// checks each arrives once, named by the op pushed around it, with sane
+// timestamps.
+func TestCUPTIRecords(t *testing.T) {
+	b := gpuBackend(t)
+	tr, err := newActivityTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
+	if err != nil {
+		requireGPU(t, "no CUPTI: %v", err)
+	}
+	defer func() { assert.NoError(t, tr.close()) }()
+	assert.True(t, tr.enabled(activityKernel))
+
+	g := chains(1, 1, dag.Spin, 5, false)
+	ctx := context.Background()
+	require.NoError(t, b.Open(ctx, g))
+	defer b.Close()
+	const nstreams, rounds = 2, 5
+	raw, err := newRawLoop(b, nstreams, dag.Normal, dag.Spin, 5)
+	require.NoError(t, err)
+	defer raw.close()
+
+	before, err := tr.now()
+	require.NoError(t, err)
+	require.NoError(t, raw.tracedLaunchesC(tr, rounds, 100))
+	// Copies and a fill, each its own op.
+	d := raw.d
+	p, err := b.drv.memAlloc(d.ctx, 1<<20)
+	require.NoError(t, err)
+	defer b.drv.memFree(d.ctx, p)
+	hp, err := b.drv.hostAlloc(d.ctx, 1<<20) // pinned: one record per copy
+	require.NoError(t, err)
+	defer b.drv.hostFree(d.ctx, hp)
+	host := unsafe.Slice((*byte)(hp), 1<<20)
+	require.NoError(t, tr.tracedCall(200, func() error { return b.drv.htod(d.ctx, p, host) }))
+	require.NoError(t, tr.tracedCall(201, func() error { return b.drv.zero(d.ctx, p, 1<<20) }))
+	require.NoError(t, tr.tracedCall(202, func() error { return b.drv.dtoh(d.ctx, host, p) }))
+	require.NoError(t, b.drv.ctxSync(d.ctx))
+	after, err := tr.now()
+	require.NoError(t, err)
+
+	recs, err := tr.flush()
+	require.NoError(t, err)
+	byOp := map[int64][]activityRecord{}
+	for _, r := range recs {
+		byOp[r.Op] = append(byOp[r.Op], r)
+	}
+	want := map[int64]activityKind{200: activityMemcpy, 201: activityMemset, 202: activityMemcpy}
+	for i := range nstreams * rounds {
+		want[int64(100+i)] = activityKernel
+	}
+	streams := map[uint32]bool{}
+	for op, kind := range want {
+		got := byOp[op]
+		require.Len(t, got, 1, "op %d: records %+v", op, got)
+		r := got[0]
+		assert.Equal(t, kind, r.Kind, "op %d", op)
+		assert.LessOrEqual(t, before, r.Start, "op %d starts before the work was submitted", op)
+		assert.Less(t, r.Start, r.End, "op %d", op)
+		assert.LessOrEqual(t, r.End, after, "op %d ends after the synchronisation", op)
+		assert.Zero(t, r.GraphNodeID, "op %d is no graph node", op)
+		if kind == activityKernel {
+			streams[r.Stream] = true
+			// spin(5) runs about 5 us.
+			assert.GreaterOrEqual(t, r.End-r.Start, uint64(4000), "op %d", op)
+		} else {
+			assert.Equal(t, uint64(1<<20), r.Bytes, "op %d", op)
+		}
+	}
+	assert.Len(t, streams, nstreams, "kernels ran on both streams")
+	assert.Zero(t, tr.dropped())
+	t.Logf("%d records, kinds enabled %v, CUPTI %d at %s", len(recs), tr.kinds, tr.version, tr.path)
+
+	// A second tracer in the process is refused as busy.
+	_, err = newActivityTracer([]string{tr.path})
+	assert.ErrorIs(t, err, ErrCUPTIBusy)
+}
