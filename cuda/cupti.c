@@ -26,6 +26,11 @@ static const struct {
 	{CUSLOT(cuptiActivityPopExternalCorrelationId), "cuptiActivityPopExternalCorrelationId", 1},
 	{CUSLOT(cuptiGetTimestamp), "cuptiGetTimestamp", 1},
 	{CUSLOT(cuptiFinalize), "cuptiFinalize", 0},
+	{CUSLOT(cuptiActivityEnableDriverApi), "cuptiActivityEnableDriverApi", 1},
+	{CUSLOT(cuptiGetGraphNodeId), "cuptiGetGraphNodeId", 1},
+	{CUSLOT(cuptiSubscribe), "cuptiSubscribe", 1},
+	{CUSLOT(cuptiUnsubscribe), "cuptiUnsubscribe", 1},
+	{CUSLOT(cuptiEnableCallback), "cuptiEnableCallback", 1},
 };
 
 int dr_cupti_load(dr_cupti* c, const char* path, const char** missing) {
@@ -63,7 +68,12 @@ static struct {
 	dr_cupti_rec* recs;
 	size_t n, cap;
 	uint64_t dropped, lost;
-} sink = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0, 0, 0};
+	uint32_t cbids[DR_CUPTI_MAX_CBIDS];
+	int ncbids;
+	void* subscriber;
+	uint64_t* clones; // pairs: clone's id, original's id
+	size_t nclones, capclones;
+} sink = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 #define ALIGNMENT 8
 
@@ -183,9 +193,57 @@ static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, 
 	free(buffer);
 }
 
-dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled, size_t bufsize,
-                           const char** failed, int* kind) {
+// node_cloned records which node an instantiated graph's node was cloned
+// from: CUPTI calls it on the instantiating thread.
+static void node_cloned(void* userdata, int domain, uint32_t cbid, const void* cbdata) {
+	(void)userdata;
+	if (domain != DR_CUPTI_CB_DOMAIN_RESOURCE || cbid != DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || cbdata == NULL) {
+		return;
+	}
+	void* desc;
+	memcpy(&desc, (const char*)cbdata + DR_CUPTI_RESOURCEDATA_DESCRIPTOR, sizeof desc);
+	if (desc == NULL) {
+		return;
+	}
+	CUgraphNode node, orig;
+	memcpy(&node, (const char*)desc + DR_CUPTI_GRAPHDATA_NODE, sizeof node);
+	memcpy(&orig, (const char*)desc + DR_CUPTI_GRAPHDATA_ORIGINAL_NODE, sizeof orig);
+	pthread_mutex_lock(&sink.mu);
+	dr_cupti* c = sink.owner;
+	uint64_t ids[2];
+	if (c != NULL && node != NULL && orig != NULL && c->cuptiGetGraphNodeId(node, &ids[0]) == DR_CUPTI_SUCCESS &&
+	    c->cuptiGetGraphNodeId(orig, &ids[1]) == DR_CUPTI_SUCCESS) {
+		if (sink.nclones == sink.capclones) {
+			size_t cap = sink.capclones ? 2 * sink.capclones : 1024;
+			uint64_t* grown = realloc(sink.clones, cap * 2 * sizeof(uint64_t));
+			if (grown == NULL) {
+				sink.lost++;
+				pthread_mutex_unlock(&sink.mu);
+				return;
+			}
+			sink.clones = grown;
+			sink.capclones = cap;
+		}
+		sink.clones[2 * sink.nclones] = ids[0];
+		sink.clones[2 * sink.nclones + 1] = ids[1];
+		sink.nclones++;
+	}
+	pthread_mutex_unlock(&sink.mu);
+}
+
+static void disable_api(dr_cupti* c, int upto) {
+	for (int i = 0; i < upto; i++) {
+		c->cuptiActivityEnableDriverApi(sink.cbids[i], 0);
+	}
+}
+
+dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled,
+                               const uint32_t* cbids, int ncbids, size_t bufsize, const char** failed, int* kind) {
 	*kind = 0;
+	if (ncbids < 0 || ncbids > DR_CUPTI_MAX_CBIDS) {
+		*failed = "dr_cupti_start (too many driver calls to trace)";
+		return 1; // CUPTI_ERROR_INVALID_PARAMETER
+	}
 	pthread_mutex_lock(&sink.mu);
 	if (sink.owner != NULL) {
 		pthread_mutex_unlock(&sink.mu);
@@ -196,6 +254,8 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 	sink.bufsize = bufsize;
 	sink.n = 0;
 	sink.dropped = sink.lost = 0;
+	memcpy(sink.cbids, cbids, (size_t)ncbids * sizeof(uint32_t));
+	sink.ncbids = 0; // how many are enabled
 	pthread_mutex_unlock(&sink.mu);
 
 	for (int i = 0; i < n; i++) {
@@ -216,9 +276,35 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 		}
 	}
 	if (r == DR_CUPTI_SUCCESS) {
+		*failed = "cuptiActivityEnableDriverApi";
+		for (; sink.ncbids < ncbids; sink.ncbids++) {
+			r = c->cuptiActivityEnableDriverApi(sink.cbids[sink.ncbids], 1);
+			if (r != DR_CUPTI_SUCCESS) {
+				*kind = (int)sink.cbids[sink.ncbids];
+				break;
+			}
+		}
+	}
+	if (r == DR_CUPTI_SUCCESS) {
+		*failed = "cuptiSubscribe";
+		r = c->cuptiSubscribe(&sink.subscriber, node_cloned, NULL);
+		if (r == DR_CUPTI_SUCCESS) {
+			*failed = "cuptiEnableCallback";
+			r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+			if (r != DR_CUPTI_SUCCESS) {
+				c->cuptiUnsubscribe(sink.subscriber);
+			}
+		}
+		if (r != DR_CUPTI_SUCCESS) {
+			sink.subscriber = NULL;
+		}
+	}
+	if (r == DR_CUPTI_SUCCESS) {
 		*failed = NULL;
 		return r;
 	}
+	disable_api(c, sink.ncbids);
+	sink.ncbids = 0;
 	for (int i = 0; i < n; i++) {
 		if (enabled[i]) {
 			c->cuptiActivityDisable(kinds[i]);
@@ -231,7 +317,8 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 	return r;
 }
 
-dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t* dropped, uint64_t* lost) {
+dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t** clones, size_t* nclones,
+                              uint64_t* dropped, uint64_t* lost) {
 	// FlushAll calls buffer_completed, which takes the lock: flush first.
 	dr_cupti_result r = c->cuptiActivityFlushAll(force ? DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 	pthread_mutex_lock(&sink.mu);
@@ -239,6 +326,10 @@ dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t
 	*n = sink.n;
 	*dropped = sink.dropped;
 	*lost = sink.lost;
+	*clones = sink.clones;
+	*nclones = sink.nclones;
+	sink.clones = NULL;
+	sink.nclones = sink.capclones = 0;
 	sink.recs = NULL;
 	sink.n = sink.cap = 0;
 	sink.dropped = sink.lost = 0;
@@ -248,6 +339,12 @@ dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t
 
 dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
 	dr_cupti_result first = DR_CUPTI_SUCCESS;
+	disable_api(c, sink.ncbids);
+	sink.ncbids = 0;
+	if (sink.subscriber != NULL) {
+		first = c->cuptiUnsubscribe(sink.subscriber);
+		sink.subscriber = NULL;
+	}
 	for (int i = 0; i < n; i++) {
 		dr_cupti_result r = c->cuptiActivityDisable(kinds[i]);
 		if (first == DR_CUPTI_SUCCESS) {
@@ -262,10 +359,17 @@ dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
 	free(sink.recs);
 	sink.recs = NULL;
 	sink.n = sink.cap = 0;
+	free(sink.clones);
+	sink.clones = NULL;
+	sink.nclones = sink.capclones = 0;
 	sink.owner = NULL;
 	sink.bufsize = 0;
 	pthread_mutex_unlock(&sink.mu);
 	return first;
+}
+
+dr_cupti_result dr_cupti_graph_node_id(dr_cupti* c, CUgraphNode node, uint64_t* id) {
+	return c->cuptiGetGraphNodeId(node, id);
 }
 
 dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id) {

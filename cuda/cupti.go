@@ -35,7 +35,7 @@ var ErrCUPTIBusy = errors.New("CUPTI is busy")
 // CUPTIError is a failed CUPTI call.
 type CUPTIError struct {
 	Call string // the CUPTI entry point, for example "cuptiActivityEnable"
-	Kind int    // the activity kind the call was about, 0 for none
+	Kind int    // the activity kind, or driver call's callback id, the call was about; 0 for none
 	Code int    // the dr_cupti_result, -1 for dagrun's own sink being taken
 	Msg  string // CUPTI's description of it
 }
@@ -155,13 +155,26 @@ var (
 	optionalKinds = []activityKind{activityGraphLaunch, activityMemoryPool}
 )
 
+// submitCalls are the driver calls dagrun submits work with (cuda.c and
+// the library bindings): CUPTI writes API records, and so the external
+// correlation records that name ops, for these calls only, which keeps the
+// cost of the others untouched.
+var submitCalls = []C.uint32_t{
+	C.DR_CUPTI_CBID_cuLaunchKernel, C.DR_CUPTI_CBID_cuLaunchKernelEx, C.DR_CUPTI_CBID_cuGraphLaunch,
+	C.DR_CUPTI_CBID_cuMemcpyHtoD_v2, C.DR_CUPTI_CBID_cuMemcpyDtoH_v2,
+	C.DR_CUPTI_CBID_cuMemcpyHtoDAsync_v2, C.DR_CUPTI_CBID_cuMemcpyDtoHAsync_v2, C.DR_CUPTI_CBID_cuMemcpyDtoDAsync_v2,
+	C.DR_CUPTI_CBID_cuMemcpyPeerAsync,
+	C.DR_CUPTI_CBID_cuMemsetD8_v2, C.DR_CUPTI_CBID_cuMemsetD8Async, C.DR_CUPTI_CBID_cuMemsetD16Async, C.DR_CUPTI_CBID_cuMemsetD32Async,
+	C.DR_CUPTI_CBID_cuMemAllocAsync, C.DR_CUPTI_CBID_cuMemFreeAsync, C.DR_CUPTI_CBID_cuLaunchHostFunc,
+}
+
 // activityRecord is one piece of device work CUPTI timed.
 type activityRecord struct {
 	Kind        activityKind
 	Op          int64  // the op id pushed around the work's submission, -1 when none was
 	Correlation uint32 // CUPTI's id of the API call that submitted it
-	GraphID     uint32 // for work of a graph replay: the graph, and the node
-	GraphNodeID uint64
+	GraphID     uint32 // for work of a graph replay: the graph, and the node of
+	GraphNodeID uint64 // the captured graph it comes from (see graphNodeID)
 	Device      uint32
 	Context     uint32
 	Stream      uint32 // CUPTI's stream id (cuptiGetStreamId), not a CUstream
@@ -182,7 +195,10 @@ type activityTracer struct {
 	kinds   []C.int // the kinds enabled, for dr_cupti_stop
 	// external maps a correlation id to the op id pushed around it, for
 	// records that arrive in a later flush than their correlation record.
-	external    map[uint32]int64
+	external map[uint32]int64
+	// clones maps an instantiated graph node's id to the id of the node it
+	// was cloned from, for every instantiation since the tracer started.
+	clones      map[uint64]uint64
 	droppedRecs uint64
 	lostRecs    uint64
 }
@@ -200,7 +216,7 @@ func newActivityTracer(candidates []string) (*activityTracer, error) {
 	if lib == nil {
 		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
 	}
-	t := &activityTracer{lib: lib, external: map[uint32]int64{}}
+	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}}
 	var tried []string
 	for _, p := range candidates {
 		cp := C.CString(p)
@@ -253,7 +269,9 @@ func newActivityTracer(candidates []string) (*activityTracer, error) {
 	}
 	var failed *C.char
 	var kind C.int
-	r := C.dr_cupti_start(lib, ckinds, C.int(len(requiredKinds)), C.int(len(all)), enabled, activityBufferSize, &failed, &kind)
+	// submitCalls holds no Go pointers, so C may read it during the call.
+	r := C.dr_cupti_start(lib, ckinds, C.int(len(requiredKinds)), C.int(len(all)), enabled,
+		&submitCalls[0], C.int(len(submitCalls)), activityBufferSize, &failed, &kind)
 	if r != 0 {
 		err := t.err(C.GoString(failed), int(kind), r)
 		t.free()
@@ -320,6 +338,17 @@ func (t *activityTracer) popOp() error {
 	return nil
 }
 
+// graphNodeID is the id CUPTI gives a captured graph node in the records
+// of its replays (activityRecord.GraphNodeID): the capture maps it to the
+// node's op.
+func (t *activityTracer) graphNodeID(node C.CUgraphNode) (uint64, error) {
+	var id C.uint64_t
+	if r := C.dr_cupti_graph_node_id(t.lib, node, &id); r != 0 {
+		return 0, t.err("cuptiGetGraphNodeId", 0, r)
+	}
+	return uint64(id), nil
+}
+
 // now is CUPTI's clock, the one records' Start and End are on.
 func (t *activityTracer) now() (uint64, error) {
 	var ts C.uint64_t
@@ -334,10 +363,18 @@ func (t *activityTracer) now() (uint64, error) {
 // synchronise: the caller synchronises the work first.
 func (t *activityTracer) flush() ([]activityRecord, error) {
 	var out *C.dr_cupti_rec
-	var n C.size_t
+	var clones *C.uint64_t
+	var n, nclones C.size_t
 	var dropped, lost C.uint64_t
-	r := C.dr_cupti_take(t.lib, 1, &out, &n, &dropped, &lost)
+	r := C.dr_cupti_take(t.lib, 1, &out, &n, &clones, &nclones, &dropped, &lost)
 	defer C.free(unsafe.Pointer(out))
+	defer C.free(unsafe.Pointer(clones))
+	if nclones > 0 {
+		pairs := unsafe.Slice(clones, 2*int(nclones))
+		for i := 0; i < len(pairs); i += 2 {
+			t.clones[uint64(pairs[i])] = uint64(pairs[i+1])
+		}
+	}
 	t.droppedRecs += uint64(dropped)
 	t.lostRecs += uint64(lost)
 	raw := make([]activityRecord, int(n))
@@ -351,7 +388,7 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 			}
 		}
 	}
-	recs := resolveRecords(raw, t.external)
+	recs := resolveRecords(raw, t.external, t.clones)
 	if r != 0 {
 		return recs, t.err("cuptiActivityFlushAll", 0, r)
 	}
@@ -360,9 +397,10 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 
 // resolveRecords names each timed record by the op of its correlation id,
 // from the external correlation records among in (whose Op holds the pushed
-// id) or kept in external from earlier flushes, and drops the correlation
-// records themselves.
-func resolveRecords(in []activityRecord, external map[uint32]int64) []activityRecord {
+// id) or kept in external from earlier flushes, drops the correlation
+// records themselves, and names graph nodes by the captured node that the
+// replayed one was cloned from (clones: clone to original).
+func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64) []activityRecord {
 	for _, r := range in {
 		if r.Kind == activityExternal {
 			external[r.Correlation] = r.Op
@@ -373,6 +411,15 @@ func resolveRecords(in []activityRecord, external map[uint32]int64) []activityRe
 	for _, r := range in {
 		if r.Kind == activityExternal {
 			continue
+		}
+		// A clone of a clone (a graph cloned, then instantiated) is followed
+		// to the first; the bound only guards against a cycle.
+		for range 8 {
+			orig, ok := clones[r.GraphNodeID]
+			if !ok || r.GraphNodeID == 0 {
+				break
+			}
+			r.GraphNodeID = orig
 		}
 		r.Op = -1
 		if op, ok := external[r.Correlation]; ok {

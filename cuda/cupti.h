@@ -34,6 +34,36 @@ enum {
 	// CUpti_ExternalCorrelationKind: the one dagrun pushes op ids under.
 	DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 = 3,
 
+	// CUpti_CallbackId of the driver calls that submit work (cupti_driver_cbid.h):
+	// API records, and so external correlation records, are enabled for these only.
+	DR_CUPTI_CBID_cuMemsetD8Async = 216,
+	DR_CUPTI_CBID_cuMemsetD16Async = 218,
+	DR_CUPTI_CBID_cuMemsetD32Async = 220,
+	DR_CUPTI_CBID_cuMemsetD8_v2 = 249,
+	DR_CUPTI_CBID_cuMemcpyHtoD_v2 = 276,
+	DR_CUPTI_CBID_cuMemcpyHtoDAsync_v2 = 277,
+	DR_CUPTI_CBID_cuMemcpyDtoH_v2 = 278,
+	DR_CUPTI_CBID_cuMemcpyDtoHAsync_v2 = 279,
+	DR_CUPTI_CBID_cuMemcpyDtoDAsync_v2 = 281,
+	DR_CUPTI_CBID_cuLaunchKernel = 307,
+	DR_CUPTI_CBID_cuMemcpyPeerAsync = 319,
+	DR_CUPTI_CBID_cuGraphLaunch = 514,
+	DR_CUPTI_CBID_cuLaunchHostFunc = 527,
+	DR_CUPTI_CBID_cuMemAllocAsync = 598,
+	DR_CUPTI_CBID_cuMemFreeAsync = 600,
+	DR_CUPTI_CBID_cuLaunchKernelEx = 652,
+	DR_CUPTI_MAX_CBIDS = 32,
+
+	// The resource callback that reports a graph node cloned (by
+	// instantiation): CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED.
+	DR_CUPTI_CB_DOMAIN_RESOURCE = 3,
+	DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED = 20,
+	// CUpti_ResourceData.resourceDescriptor, and in the CUpti_GraphData it
+	// points to, node and originalNode.
+	DR_CUPTI_RESOURCEDATA_DESCRIPTOR = 16,
+	DR_CUPTI_GRAPHDATA_NODE = 16,
+	DR_CUPTI_GRAPHDATA_ORIGINAL_NODE = 24,
+
 	// CUpti_ActivityFlag.
 	DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1,
 
@@ -111,6 +141,11 @@ typedef struct dr_cupti {
 	dr_cupti_result (*cuptiActivityPopExternalCorrelationId)(int kind, uint64_t* lastId);
 	dr_cupti_result (*cuptiGetTimestamp)(uint64_t*);
 	dr_cupti_result (*cuptiFinalize)(void);
+	dr_cupti_result (*cuptiActivityEnableDriverApi)(uint32_t cbid, uint8_t enable);
+	dr_cupti_result (*cuptiGetGraphNodeId)(CUgraphNode node, uint64_t* id);
+	dr_cupti_result (*cuptiSubscribe)(void** subscriber, void (*callback)(void*, int, uint32_t, const void*), void* userdata);
+	dr_cupti_result (*cuptiUnsubscribe)(void* subscriber);
+	dr_cupti_result (*cuptiEnableCallback)(uint32_t enable, void* subscriber, int domain, uint32_t cbid);
 } dr_cupti;
 
 // dr_cupti_rec is one activity record reduced to what dagrun reads. For an
@@ -135,21 +170,31 @@ void dr_cupti_unload(dr_cupti* c);
 
 // dr_cupti_start registers the buffer callbacks and enables kinds[0..n),
 // setting enabled[i]: the first nrequired must enable, the others may fail
-// (a kind this device or CUPTI does not give). CUPTI hands buffers to
+// (a kind this device or CUPTI does not give). Then it enables API records
+// of the driver calls cbids[0..ncbids) (at most DR_CUPTI_MAX_CBIDS): CUPTI
+// writes an external correlation record only beside an API record. Last it
+// subscribes to graph node clones, so that records of a replay, which name
+// the instantiated graph's nodes, can be traced to the captured ones. CUPTI hands buffers to
 // process-wide callbacks with no user data, so one tracer at a time owns the
 // sink; a second gets -1. On an error, *failed names the call (and *kind the
 // kind) and the kinds enabled so far are disabled again.
-dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled, size_t bufsize,
-                           const char** failed, int* kind);
+dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled,
+                               const uint32_t* cbids, int ncbids, size_t bufsize, const char** failed, int* kind);
 // dr_cupti_take flushes CUPTI (forced when force is set) and moves the records
 // parsed so far into *out (malloc'd, *n of them; the caller frees it), the
+// graph node clones seen into *clones (malloc'd pairs of node ids, clone then
+// original, *nclones pairs; the caller frees it), the
 // count of records CUPTI dropped, and of records lost because dagrun could
 // not allocate a buffer or room to keep them.
-dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t* dropped, uint64_t* lost);
-// dr_cupti_stop disables the kinds, flushes, frees what was not taken, and
+dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t** clones, size_t* nclones,
+                              uint64_t* dropped, uint64_t* lost);
+// dr_cupti_stop disables the kinds and API records, frees what was not taken, and
 // gives the sink up.
 dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n);
 dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id);
 dr_cupti_result dr_cupti_pop(dr_cupti* c);
+// dr_cupti_graph_node_id is the id CUPTI gives node in activity records
+// (graphNodeId): how a captured op is found in a replay's records.
+dr_cupti_result dr_cupti_graph_node_id(dr_cupti* c, CUgraphNode node, uint64_t* id);
 
 #endif

@@ -3,6 +3,7 @@ package cuda
 /*
 #include "cuda.h"
 #include "cupti.h"
+#include <stdlib.h>
 
 // dr_cupti_raw_launches is dr_raw_launches with each launch bracketed by a
 // push and pop of its op id (first, first+1, ... breadth first): the floor
@@ -22,6 +23,29 @@ static CUresult dr_cupti_raw_launches(dr_api* a, CUcontext c, dr_launch* l, CUst
 		}
 	}
 	return a->cuCtxSynchronize();
+}
+
+// dr_cupti_kernel_node_ids writes the CUPTI ids of g's kernel nodes to ids
+// (room for *n), and their count to *n; -1 if there are more than room.
+static CUresult dr_cupti_kernel_node_ids(dr_api* a, CUgraph g, dr_cupti* t, uint64_t* ids, size_t* n, int* cupti_failed) {
+	size_t count = 0;
+	CUresult r = a->cuGraphGetNodes(g, NULL, &count);
+	if (r != DR_SUCCESS) return r;
+	CUgraphNode* nodes = calloc(count ? count : 1, sizeof(CUgraphNode));
+	if (nodes == NULL) return 2; // CUDA_ERROR_OUT_OF_MEMORY
+	r = a->cuGraphGetNodes(g, nodes, &count);
+	size_t k = 0;
+	for (size_t i = 0; r == DR_SUCCESS && i < count; i++) {
+		int type = -1;
+		r = a->cuGraphNodeGetType(nodes[i], &type);
+		if (r != DR_SUCCESS || type != 0) continue; // CU_GRAPH_NODE_TYPE_KERNEL
+		if (k == *n) { r = 1; break; } // CUDA_ERROR_INVALID_VALUE: no room
+		if (dr_cupti_graph_node_id(t, nodes[i], &ids[k]) != DR_CUPTI_SUCCESS) { *cupti_failed = 1; break; }
+		k++;
+	}
+	free(nodes);
+	*n = k;
+	return r;
 }
 */
 import "C"
@@ -55,4 +79,24 @@ func (t *activityTracer) tracedCall(op int, call func() error) error {
 		err = perr
 	}
 	return err
+}
+
+// cuptiKernelNodeIDs are the CUPTI ids of the captured graph's kernel
+// nodes (at most max of them), as replay records name them once resolved.
+func (g *rawGraph) cuptiKernelNodeIDs(t *activityTracer, max int) ([]uint64, error) {
+	ids := make([]C.uint64_t, max)
+	n := C.size_t(max)
+	var failed C.int
+	rc := C.dr_cupti_kernel_node_ids(g.r.b.drv.api, g.tmpl, t.lib, &ids[0], &n, &failed)
+	if failed != 0 {
+		return nil, errors.New("cupti: cuptiGetGraphNodeId failed")
+	}
+	if err := g.r.b.drv.check("cuGraphGetNodes", rc); err != nil {
+		return nil, err
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(ids[i])
+	}
+	return out, nil
 }

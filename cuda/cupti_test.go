@@ -99,7 +99,7 @@ func TestResolveRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kept := map[uint32]int64{}
 			for i, in := range tc.flushes {
-				got := resolveRecords(in, kept)
+				got := resolveRecords(in, kept, nil)
 				ops := []int64{}
 				for _, r := range got {
 					assert.NotEqual(t, activityExternal, r.Kind)
@@ -110,6 +110,22 @@ func TestResolveRecords(t *testing.T) {
 			assert.Len(t, kept, tc.wantKept)
 		})
 	}
+}
+
+func TestResolveGraphNodes(t *testing.T) {
+	clones := map[uint64]uint64{11: 1, 12: 2, 21: 11, 30: 30} // 21 is a clone of a clone; 30 a cycle
+	in := []activityRecord{
+		{Kind: activityKernel, GraphNodeID: 11},
+		{Kind: activityKernel, GraphNodeID: 21},
+		{Kind: activityMemset, GraphNodeID: 2},  // already a captured node
+		{Kind: activityKernel, GraphNodeID: 0},  // not from a graph
+		{Kind: activityKernel, GraphNodeID: 30}, // ends
+	}
+	var got []uint64
+	for _, r := range resolveRecords(in, map[uint32]int64{}, clones) {
+		got = append(got, r.GraphNodeID)
+	}
+	assert.Equal(t, []uint64{1, 1, 2, 0, 30}, got)
 }
 
 // requireGPU skips with why, or fails when DAGRUN_REQUIRE_GPU=1.
@@ -221,4 +237,56 @@ func TestCUPTIRecords(t *testing.T) {
 	// A second tracer in the process is refused as busy.
 	_, err = newActivityTracer([]string{tr.path})
 	assert.ErrorIs(t, err, ErrCUPTIBusy)
+}
+
+// TestCUPTIGraphReplay replays a captured graph twice under one op id and
+// checks every kernel record names the op and a captured kernel node, each
+// node once per replay, and one graph-launch record per replay.
+func TestCUPTIGraphReplay(t *testing.T) {
+	b := gpuBackend(t)
+	tr, err := newActivityTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
+	if err != nil {
+		requireGPU(t, "no CUPTI: %v", err)
+	}
+	defer func() { assert.NoError(t, tr.close()) }()
+	ctx := context.Background()
+	require.NoError(t, b.Open(ctx, chains(1, 1, dag.Spin, 5, false)))
+	defer b.Close()
+	const nstreams, rounds, replays = 2, 3, 2
+	raw, err := newRawLoop(b, nstreams, dag.Normal, dag.Spin, 5)
+	require.NoError(t, err)
+	defer raw.close()
+	rg, err := newRawGraph(raw, rounds)
+	require.NoError(t, err)
+	defer rg.close()
+	ids, err := rg.cuptiKernelNodeIDs(tr, 64)
+	require.NoError(t, err)
+	require.Len(t, ids, nstreams*rounds)
+
+	require.NoError(t, tr.tracedCall(500, func() error { return rg.launches(replays) }))
+	recs, err := tr.flush()
+	require.NoError(t, err)
+	perNode := map[uint64]int{}
+	launches := 0
+	for _, r := range recs {
+		switch r.Kind {
+		case activityKernel:
+			assert.Equal(t, int64(500), r.Op)
+			assert.Less(t, r.Start, r.End)
+			perNode[r.GraphNodeID]++
+		case activityGraphLaunch:
+			assert.Equal(t, int64(500), r.Op)
+			assert.Less(t, r.Start, r.End)
+			launches++
+		}
+	}
+	want := map[uint64]int{}
+	for _, id := range ids {
+		want[id] = replays
+	}
+	assert.Equal(t, want, perNode, "kernel records by captured node (clones seen: %d)", len(tr.clones))
+	if tr.enabled(activityGraphLaunch) {
+		assert.Equal(t, replays, launches)
+	}
+	t.Logf("%d records, %d clone links", len(recs), len(tr.clones))
 }

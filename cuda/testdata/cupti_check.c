@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include <cupti_activity.h>
+#include <cupti_driver_cbid.h>
 #include <cupti_result.h>
 #include <cupti_version.h>
 
@@ -50,6 +51,31 @@ int main(void) {
 	VAL(DR_CUPTI_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
 	VAL(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
 	VAL(DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+
+	VAL(DR_CUPTI_CBID_cuMemsetD8Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async);
+	VAL(DR_CUPTI_CBID_cuMemsetD16Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async);
+	VAL(DR_CUPTI_CBID_cuMemsetD32Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async);
+	VAL(DR_CUPTI_CBID_cuMemsetD8_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2);
+	VAL(DR_CUPTI_CBID_cuMemcpyHtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2);
+	VAL(DR_CUPTI_CBID_cuMemcpyHtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2);
+	VAL(DR_CUPTI_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
+	VAL(DR_CUPTI_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2);
+	VAL(DR_CUPTI_CBID_cuMemcpyDtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2);
+	VAL(DR_CUPTI_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+	VAL(DR_CUPTI_CBID_cuMemcpyPeerAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync);
+	VAL(DR_CUPTI_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
+	VAL(DR_CUPTI_CBID_cuLaunchHostFunc, CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc);
+	VAL(DR_CUPTI_CBID_cuMemAllocAsync, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync);
+	VAL(DR_CUPTI_CBID_cuMemFreeAsync, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync);
+	VAL(DR_CUPTI_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
+
+	VAL(DR_CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RESOURCE);
+	VAL(DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+	OFF(DR_CUPTI_RESOURCEDATA_DESCRIPTOR, CUpti_ResourceData, resourceDescriptor);
+	OFF(DR_CUPTI_GRAPHDATA_NODE, CUpti_GraphData, node);
+	OFF(DR_CUPTI_GRAPHDATA_ORIGINAL_NODE, CUpti_GraphData, originalNode);
+	check("sizeof(CUpti_CallbackId)", 4, sizeof(CUpti_CallbackId));
+	check("sizeof(CUpti_CallbackDomain)", 4, sizeof(CUpti_CallbackDomain));
 
 	SIZE(DR_CUPTI_KERNEL10_SIZE, CUpti_ActivityKernel10);
 	OFF(DR_CUPTI_KERNEL10_START, CUpti_ActivityKernel10, start);
