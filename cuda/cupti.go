@@ -82,11 +82,13 @@ func (e *CUPTIVersionError) Error() string {
 
 func (e *CUPTIVersionError) Is(target error) bool { return target == ErrNoCUPTI }
 
-// The CUPTI API versions whose record layouts cupti.h declares: CUDA 13.0
-// and 13.0 Update 1 (CUpti_ActivityKernel10, Memcpy6, Memset4,
-// ExternalCorrelation, GraphTrace2, MemoryPool3).
+// The CUPTI API versions whose record layouts cupti.h declares and
+// testdata/cupti_check.c has checked against their headers: CUDA 13.0
+// Update 1, CUPTI 2025.3 (CUpti_ActivityKernel10, Memcpy6, Memset4,
+// ExternalCorrelation, GraphTrace2, MemoryPool3). Another version widens the
+// range only once TestCUPTILayouts passes against its headers.
 const (
-	cuptiMinVersion = 130000
+	cuptiMinVersion = 130001
 	cuptiMaxVersion = 130001
 )
 

@@ -31,7 +31,7 @@ static void check(const char* what, long long declared, long long real) {
 int main(void) {
 	printf("CUPTI_API_VERSION %d\n", CUPTI_API_VERSION);
 	check("CUPTI_API_VERSION within the versions the binding knows (1 = yes)", 1,
-	      CUPTI_API_VERSION >= 130000 && CUPTI_API_VERSION <= 130001);
+	      CUPTI_API_VERSION >= 130001 && CUPTI_API_VERSION <= 130001);
 
 	VAL(DR_CUPTI_SUCCESS, CUPTI_SUCCESS);
 	VAL(DR_CUPTI_ERROR_NOT_INITIALIZED, CUPTI_ERROR_NOT_INITIALIZED);
