@@ -1,5 +1,6 @@
 // Hand-declared subset of CUPTI's activity API (CUPTI 2025.3, CUDA 13.0
-// Update 1: CUPTI_API_VERSION 130001), loaded with dlopen at run time like the driver and NVRTC.
+// Update 1: CUPTI_API_VERSION 130001), loaded with dlopen at run time like
+// the driver and NVRTC.
 // The record layouts below declare only the fields dagrun reads, at the
 // offsets cupti_activity.h gives them; cuda/testdata/cupti_check.c asserts
 // every one against the real header on a machine that has it.
