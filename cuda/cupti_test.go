@@ -141,19 +141,33 @@ func requireGPU(t *testing.T, why string, args ...any) {
 // headers and runs it: every size, offset and value cupti.h declares must
 // match them.
 func TestCUPTILayouts(t *testing.T) {
-	inc := os.Getenv("DAGRUN_CUPTI_INCLUDE")
-	if inc == "" {
-		inc = "/usr/local/cuda/include"
+	// CUPTI's headers are beside the toolkit's, or in extras/CUPTI; cuda.h
+	// is always the toolkit's.
+	// DAGRUN_CUPTI_INCLUDE, a list of folders like PATH, comes first.
+	dirs := []string{"/usr/local/cuda/include", "/usr/local/cuda/extras/CUPTI/include"}
+	if env := os.Getenv("DAGRUN_CUPTI_INCLUDE"); env != "" {
+		dirs = append(filepath.SplitList(env), dirs...)
 	}
-	if _, err := os.Stat(filepath.Join(inc, "cupti_activity.h")); err != nil {
-		requireGPU(t, "no CUPTI headers (set DAGRUN_CUPTI_INCLUDE): %v", err)
+	inc := ""
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "cupti_activity.h")); err == nil {
+			inc = d
+			break
+		}
+	}
+	if inc == "" {
+		requireGPU(t, "no CUPTI headers in %v (set DAGRUN_CUPTI_INCLUDE)", dirs)
 	}
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
 		requireGPU(t, "no C compiler: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "cupti_check")
-	out, err := exec.Command(cc, "-Wall", "-I"+inc, "-o", bin, filepath.Join("testdata", "cupti_check.c")).CombinedOutput()
+	args := []string{"-Wall", "-o", bin, filepath.Join("testdata", "cupti_check.c")}
+	for _, d := range dirs {
+		args = append(args, "-I"+d)
+	}
+	out, err := exec.Command(cc, args...).CombinedOutput()
 	require.NoError(t, err, "compiling cupti_check.c:\n%s", out)
 	out, err = exec.Command(bin).CombinedOutput()
 	t.Logf("%s", out)
