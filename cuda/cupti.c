@@ -61,9 +61,16 @@ void dr_cupti_unload(dr_cupti* c) {
 
 // The sink: CUPTI's buffer callbacks carry no user data, so the records they
 // parse go to this one process-wide place, owned by one tracer at a time.
+// The callbacks call CUPTI through copies of its entry points taken at
+// start (the library is never unloaded), never through the owner's table,
+// and call it without holding the lock, so that no CUPTI lock is ever
+// waited for under it.
 static struct {
 	pthread_mutex_t mu;
 	dr_cupti* owner;
+	dr_cupti_result (*getNextRecord)(uint8_t*, size_t, void**);
+	dr_cupti_result (*getNumDropped)(CUcontext, uint32_t, size_t*);
+	dr_cupti_result (*getGraphNodeId)(CUgraphNode, uint64_t*);
 	size_t bufsize;
 	dr_cupti_rec* recs;
 	size_t n, cap;
@@ -164,33 +171,66 @@ static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, 
 	(void)streamId;
 	(void)size;
 	pthread_mutex_lock(&sink.mu);
-	dr_cupti* c = sink.owner;
-	if (c != NULL && buffer != NULL) {
-		void* rec = NULL;
-		while (c->cuptiActivityGetNextRecord(buffer, validSize, &rec) == DR_CUPTI_SUCCESS) {
-			dr_cupti_rec r;
-			if (!parse((const uint8_t*)rec, &r)) {
+	int active = sink.owner != NULL;
+	dr_cupti_result (*next)(uint8_t*, size_t, void**) = sink.getNextRecord;
+	dr_cupti_result (*dropped)(CUcontext, uint32_t, size_t*) = sink.getNumDropped;
+	pthread_mutex_unlock(&sink.mu);
+	if (!active || buffer == NULL) {
+		free(buffer);
+		return;
+	}
+	// Parse into a local array without the lock, then append it.
+	dr_cupti_rec* recs = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t lost = 0;
+	void* rec = NULL;
+	while (next(buffer, validSize, &rec) == DR_CUPTI_SUCCESS) {
+		dr_cupti_rec r;
+		if (!parse((const uint8_t*)rec, &r)) {
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 1024;
+			dr_cupti_rec* grown = realloc(recs, ncap * sizeof(dr_cupti_rec));
+			if (grown == NULL) {
+				lost++;
 				continue;
 			}
-			if (sink.n == sink.cap) {
-				size_t cap = sink.cap ? 2 * sink.cap : 4096;
-				dr_cupti_rec* grown = realloc(sink.recs, cap * sizeof(dr_cupti_rec));
-				if (grown == NULL) {
-					sink.lost++;
-					continue;
-				}
-				sink.recs = grown;
-				sink.cap = cap;
-			}
-			sink.recs[sink.n++] = r;
+			recs = grown;
+			cap = ncap;
 		}
-		size_t dropped = 0;
-		if (c->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == DR_CUPTI_SUCCESS) {
-			sink.dropped += dropped;
+		recs[n++] = r;
+	}
+	free(buffer);
+	size_t nd = 0;
+	if (dropped(NULL, 0, &nd) != DR_CUPTI_SUCCESS) {
+		nd = 0;
+	}
+	pthread_mutex_lock(&sink.mu);
+	sink.dropped += nd;
+	sink.lost += lost;
+	if (sink.owner != NULL && n > 0) {
+		if (sink.cap - sink.n < n) {
+			size_t ncap = sink.cap ? sink.cap : 4096;
+			while (ncap - sink.n < n) {
+				ncap *= 2;
+			}
+			dr_cupti_rec* grown = realloc(sink.recs, ncap * sizeof(dr_cupti_rec));
+			if (grown == NULL) {
+				sink.lost += n;
+				n = 0;
+			} else {
+				sink.recs = grown;
+				sink.cap = ncap;
+			}
+		}
+		if (n > 0) {
+			memcpy(sink.recs + sink.n, recs, n * sizeof(dr_cupti_rec));
+			sink.n += n;
 		}
 	}
 	pthread_mutex_unlock(&sink.mu);
-	free(buffer);
+	free(recs);
 }
 
 // node_cloned records which node an instantiated graph's node was cloned
@@ -209,25 +249,29 @@ static void node_cloned(void* userdata, int domain, uint32_t cbid, const void* c
 	memcpy(&node, (const char*)desc + DR_CUPTI_GRAPHDATA_NODE, sizeof node);
 	memcpy(&orig, (const char*)desc + DR_CUPTI_GRAPHDATA_ORIGINAL_NODE, sizeof orig);
 	pthread_mutex_lock(&sink.mu);
-	dr_cupti* c = sink.owner;
+	int active = sink.owner != NULL;
+	dr_cupti_result (*nodeId)(CUgraphNode, uint64_t*) = sink.getGraphNodeId;
+	pthread_mutex_unlock(&sink.mu);
 	uint64_t ids[2];
-	if (c != NULL && node != NULL && orig != NULL && c->cuptiGetGraphNodeId(node, &ids[0]) == DR_CUPTI_SUCCESS &&
-	    c->cuptiGetGraphNodeId(orig, &ids[1]) == DR_CUPTI_SUCCESS) {
-		if (sink.nclones == sink.capclones) {
-			size_t cap = sink.capclones ? 2 * sink.capclones : 1024;
-			uint64_t* grown = realloc(sink.clones, cap * 2 * sizeof(uint64_t));
-			if (grown == NULL) {
-				sink.lost++;
-				pthread_mutex_unlock(&sink.mu);
-				return;
-			}
-			sink.clones = grown;
-			sink.capclones = cap;
-		}
-		sink.clones[2 * sink.nclones] = ids[0];
-		sink.clones[2 * sink.nclones + 1] = ids[1];
-		sink.nclones++;
+	if (!active || node == NULL || orig == NULL || nodeId(node, &ids[0]) != DR_CUPTI_SUCCESS ||
+	    nodeId(orig, &ids[1]) != DR_CUPTI_SUCCESS) {
+		return;
 	}
+	pthread_mutex_lock(&sink.mu);
+	if (sink.nclones == sink.capclones) {
+		size_t cap = sink.capclones ? 2 * sink.capclones : 1024;
+		uint64_t* grown = realloc(sink.clones, cap * 2 * sizeof(uint64_t));
+		if (grown == NULL) {
+			sink.lost++;
+			pthread_mutex_unlock(&sink.mu);
+			return;
+		}
+		sink.clones = grown;
+		sink.capclones = cap;
+	}
+	sink.clones[2 * sink.nclones] = ids[0];
+	sink.clones[2 * sink.nclones + 1] = ids[1];
+	sink.nclones++;
 	pthread_mutex_unlock(&sink.mu);
 }
 
@@ -251,6 +295,9 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 		return -1;
 	}
 	sink.owner = c;
+	sink.getNextRecord = c->cuptiActivityGetNextRecord;
+	sink.getNumDropped = c->cuptiActivityGetNumDroppedRecords;
+	sink.getGraphNodeId = c->cuptiGetGraphNodeId;
 	sink.bufsize = bufsize;
 	sink.n = 0;
 	sink.dropped = sink.lost = 0;
