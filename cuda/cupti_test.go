@@ -311,3 +311,63 @@ func TestCUPTIGraphReplay(t *testing.T) {
 	}
 	t.Logf("%d records, %d clone links", len(recs), len(tr.clones))
 }
+
+// TestCUPTIFake drives the binding against testdata/cupti_fake.c, built as
+// a stand-in libcupti.so.13: the buffer callbacks, parsing, correlation and
+// dropped counts on any machine with a C compiler, and the version and busy
+// refusals that a real CUPTI gives only in particular setups.
+func TestCUPTIFake(t *testing.T) {
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skipf("no C compiler: %v", err)
+	}
+	lib := filepath.Join(t.TempDir(), "libcupti.so.13")
+	out, err := exec.Command(cc, "-Wall", "-shared", "-fPIC", "-o", lib, filepath.Join("testdata", "cupti_fake.c")).CombinedOutput()
+	require.NoError(t, err, "building the fake CUPTI:\n%s", out)
+
+	t.Run("old version", func(t *testing.T) {
+		t.Setenv("FAKE_CUPTI", "old")
+		_, err := newActivityTracer([]string{lib})
+		var ve *CUPTIVersionError
+		require.ErrorAs(t, err, &ve)
+		assert.Equal(t, uint32(120000), ve.Version)
+		assert.ErrorIs(t, err, ErrNoCUPTI)
+	})
+	t.Run("busy", func(t *testing.T) {
+		t.Setenv("FAKE_CUPTI", "busy")
+		_, err := newActivityTracer([]string{lib})
+		assert.ErrorIs(t, err, ErrCUPTIBusy)
+		assert.ErrorContains(t, err, "fake: another subscriber")
+	})
+	t.Run("records", func(t *testing.T) {
+		t.Setenv("FAKE_CUPTI", "")
+		tr, err := newActivityTracer([]string{lib})
+		require.NoError(t, err)
+		assert.Equal(t, lib, tr.path)
+		for _, op := range []int{3, 5, 8} {
+			require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+		}
+		assert.Error(t, tr.popOp(), "nothing pushed")
+		assert.Error(t, tr.pushOp(-1))
+		recs, err := tr.flush()
+		require.NoError(t, err)
+		require.Len(t, recs, 3)
+		for i, op := range []int64{3, 5, 8} {
+			assert.Equal(t, activityRecord{Kind: activityKernel, Op: op, Correlation: uint32(i + 1), Stream: 7,
+				Start: uint64(1000 * op), End: uint64(1000*op + 500)}, recs[i])
+		}
+		assert.Equal(t, uint64(3), tr.dropped())
+		recs, err = tr.flush()
+		require.NoError(t, err)
+		assert.Empty(t, recs)
+
+		_, err = newActivityTracer([]string{lib})
+		assert.ErrorIs(t, err, ErrCUPTIBusy, "one tracer per process")
+		require.NoError(t, tr.close())
+		require.NoError(t, tr.close(), "closing twice is harmless")
+
+		again, err := newActivityTracer([]string{lib})
+		require.NoError(t, err, "the sink is free once the tracer closes")
+		require.NoError(t, again.close())
+	})
+}
