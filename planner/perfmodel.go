@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -119,14 +120,16 @@ func SubmitOverhead(k dag.OpKind) Overhead { return Overhead("submit " + k.Strin
 
 // PerfModel holds measured durations of ops by signature (see Signature)
 // and the device's measured overheads, and estimates ops from them: it is a
-// CostModel. Ops it has not measured are costed by its fallback. A model is
-// not safe for concurrent Update and Duration.
+// CostModel. Ops it has not measured are costed by its fallback. Duration,
+// Measured, Covered and OpStats may run concurrently; Update and
+// ObserveOverhead must run alone.
 type PerfModel struct {
 	Device    DeviceKey
 	ops       map[string]*opEntry
 	overheads map[Overhead]*PerfStats
 	fits      map[string]copyFit // by copy direction
 	fallback  CostModel
+	hashes    sync.Map // *dag.Kernel -> its kernelHash
 }
 
 type opEntry struct {
@@ -164,7 +167,7 @@ func (m *PerfModel) Duration(op *dag.Op) time.Duration {
 // one: the mean of its signature, or for a copy of a size not measured, its
 // direction's fit.
 func (m *PerfModel) Measured(op *dag.Op) (time.Duration, bool) {
-	sig, err := Signature(op)
+	sig, err := m.signature(op)
 	if err != nil {
 		return 0, false
 	}
@@ -201,7 +204,7 @@ func (m *PerfModel) Overhead(o Overhead) (time.Duration, bool) {
 
 // OpStats are the measurements of op's signature, if any.
 func (m *PerfModel) OpStats(op *dag.Op) (PerfStats, bool) {
-	sig, err := Signature(op)
+	sig, err := m.signature(op)
 	if err != nil {
 		return PerfStats{}, false
 	}
@@ -232,7 +235,7 @@ func (m *PerfModel) Update(samples []OpSample) error {
 		if s.Duration < 0 || s.Duration > maxMeasured {
 			return fmt.Errorf("perf model update: op %s: duration %v is not between 0 and %v", s.Op.Name, s.Duration, maxMeasured)
 		}
-		sig, err := Signature(s.Op)
+		sig, err := m.signature(s.Op)
 		if err != nil {
 			return fmt.Errorf("perf model update: %w", err)
 		}
@@ -317,27 +320,51 @@ func (m *PerfModel) CopyFit(direction string) (latency time.Duration, bytesPerSe
 // Signature is the key under which op's durations are kept: ops with one
 // signature are expected to take the same time on one device. Each kind has
 // its rule in signatureRules.
-func Signature(op *dag.Op) (string, error) {
+func Signature(op *dag.Op) (string, error) { return signature(op, kernelHash) }
+
+func signature(op *dag.Op, hash func(*dag.Kernel) string) (string, error) {
 	rule, ok := signatureRules[op.Kind]
 	if !ok {
 		return "", fmt.Errorf("op %s: no perf-model signature rule for kind %s", op.Name, op.Kind)
 	}
-	return rule(op)
+	return rule(op, hash)
+}
+
+// signature is Signature with kernel hashes kept between calls: hashing a
+// kernel's source for every op it launches would dominate planning.
+func (m *PerfModel) signature(op *dag.Op) (string, error) {
+	return signature(op, func(k *dag.Kernel) string {
+		if h, ok := m.hashes.Load(k); ok {
+			return h.(string)
+		}
+		h := kernelHash(k)
+		m.hashes.Store(k, h)
+		return h
+	})
+}
+
+// kernelHash identifies a kernel's code: its source kind, entry point, file
+// and CUDA C source.
+func kernelHash(k *dag.Kernel) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s", k.Source, k.EntryName(), k.Path, k.Code)
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // signatureRules, by op kind: what makes two ops of the kind take the same
 // time. A new kind adds its rule here (TestSignatureRulesCoverKinds fails
 // until it does).
-var signatureRules = map[dag.OpKind]func(op *dag.Op) (string, error){
+// A rule gets hash, which identifies a kernel's code.
+var signatureRules = map[dag.OpKind]func(op *dag.Op, hash func(*dag.Kernel) string) (string, error){
 	dag.Alloc: memOpSignature,
 	dag.Free:  memOpSignature,
-	dag.Copy: func(op *dag.Op) (string, error) {
+	dag.Copy: func(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
 		if len(op.Access) != 2 {
 			return "", fmt.Errorf("op %s: a copy needs 2 accesses, has %d", op.Name, len(op.Access))
 		}
 		return fmt.Sprintf("copy %s %d", copyPath(op.Access[0].Buf, op.Access[1].Buf), op.Bytes()), nil
 	},
-	dag.Fill: func(op *dag.Op) (string, error) {
+	dag.Fill: func(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
 		if len(op.Access) != 1 {
 			return "", fmt.Errorf("op %s: a fill needs 1 access, has %d", op.Name, len(op.Access))
 		}
@@ -345,13 +372,13 @@ var signatureRules = map[dag.OpKind]func(op *dag.Op) (string, error){
 		return fmt.Sprintf("fill %s %s %d", b.Placement, b.DType, op.Bytes()), nil
 	},
 	dag.Launch: launchSignature,
-	dag.Host: func(op *dag.Op) (string, error) {
+	dag.Host: func(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
 		// A host function has no identity but its op's name.
 		return fmt.Sprintf("host %q %s", op.Name, accessSizes(op)), nil
 	},
 }
 
-func memOpSignature(op *dag.Op) (string, error) {
+func memOpSignature(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
 	if len(op.Access) != 1 {
 		return "", fmt.Errorf("op %s: an %s needs 1 access, has %d", op.Name, op.Kind, len(op.Access))
 	}
@@ -361,31 +388,46 @@ func memOpSignature(op *dag.Op) (string, error) {
 // launchSignature: the kernel (name, entry and a hash of its source or
 // file), the launch shape, the scalar arguments (spin(10) is not spin(50))
 // and the sizes of the buffers it touches.
-func launchSignature(op *dag.Op) (string, error) {
+func launchSignature(op *dag.Op, hash func(*dag.Kernel) string) (string, error) {
 	l := op.Launch
 	if l == nil || l.Kernel == nil {
 		return "", fmt.Errorf("op %s: a launch without a kernel", op.Name)
 	}
-	k := l.Kernel
-	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s", k.Source, k.EntryName(), k.Path, k.Code)
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "launch %s src=%s grid=%v block=%v shared=%d args=", k.Name, hex.EncodeToString(h.Sum(nil))[:16], l.Grid, l.Block, l.Shared)
+	b := make([]byte, 0, 128)
+	b = append(b, "launch "...)
+	b = append(b, l.Kernel.Name...)
+	b = append(b, " src="...)
+	b = append(b, hash(l.Kernel)...)
+	b = appendDim(append(b, " grid="...), l.Grid)
+	b = appendDim(append(b, " block="...), l.Block)
+	b = strconv.AppendInt(append(b, " shared="...), int64(l.Shared), 10)
+	b = append(b, " args="...)
 	for i, a := range l.Args {
 		if i > 0 {
-			sb.WriteByte(',')
+			b = append(b, ',')
 		}
 		if a.Access >= 0 {
-			sb.WriteString("buf")
+			b = append(b, "buf"...)
 			continue
 		}
-		sb.WriteString(strconv.FormatInt(a.Int, 10))
-		sb.WriteByte('/')
-		sb.WriteString(strconv.FormatFloat(a.Float, 'g', -1, 64))
+		b = strconv.AppendInt(b, a.Int, 10)
+		b = append(b, '/')
+		b = strconv.AppendFloat(b, a.Float, 'g', -1, 64)
 	}
-	sb.WriteString(" bytes=")
-	sb.WriteString(accessSizes(op))
-	return sb.String(), nil
+	b = append(b, " bytes="...)
+	for i, a := range op.Access {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, a.Size, 10)
+	}
+	return string(b), nil
+}
+
+func appendDim(b []byte, d dag.Dim3) []byte {
+	b = strconv.AppendInt(b, int64(d.X), 10)
+	b = strconv.AppendInt(append(b, 'x'), int64(d.Y), 10)
+	return strconv.AppendInt(append(b, 'x'), int64(d.Z), 10)
 }
 
 func accessSizes(op *dag.Op) string {
