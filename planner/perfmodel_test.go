@@ -355,3 +355,25 @@ func ExamplePerfModel() {
 	fmt.Println(m.Duration(spin), m.Covered([]*dag.Op{spin, fill}), "of 2 ops measured")
 	// Output: 11.5µs 1 of 2 ops measured
 }
+
+func TestPerfModelConcurrentDurations(t *testing.T) {
+	ops := perfOps(t)
+	m := planner.NewPerfModel(h100, nil)
+	require.NoError(t, m.Update([]planner.OpSample{{Op: ops["scale"], Duration: 3 * time.Microsecond}}))
+	done := make(chan time.Duration)
+	for range 4 {
+		go func() {
+			var d time.Duration
+			for range 100 {
+				for _, op := range ops {
+					d += m.Duration(op)
+				}
+			}
+			done <- d
+		}()
+	}
+	first := <-done
+	for range 3 {
+		assert.Equal(t, first, <-done)
+	}
+}
