@@ -1,0 +1,429 @@
+// CUPTI activity tracing: loading, the buffer callbacks and record parsing.
+// See cupti.h.
+#include "cupti.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUSLOT(field) offsetof(dr_cupti, field)
+
+static const struct {
+	size_t offset;
+	const char* name;
+	int required;
+} dr_cupti_syms[] = {
+	{CUSLOT(cuptiGetVersion), "cuptiGetVersion", 1},
+	{CUSLOT(cuptiGetResultString), "cuptiGetResultString", 1},
+	{CUSLOT(cuptiActivityRegisterCallbacks), "cuptiActivityRegisterCallbacks", 1},
+	{CUSLOT(cuptiActivityEnable), "cuptiActivityEnable", 1},
+	{CUSLOT(cuptiActivityDisable), "cuptiActivityDisable", 1},
+	{CUSLOT(cuptiActivityFlushAll), "cuptiActivityFlushAll", 1},
+	{CUSLOT(cuptiActivityGetNextRecord), "cuptiActivityGetNextRecord", 1},
+	{CUSLOT(cuptiActivityGetNumDroppedRecords), "cuptiActivityGetNumDroppedRecords", 1},
+	{CUSLOT(cuptiActivityPushExternalCorrelationId), "cuptiActivityPushExternalCorrelationId", 1},
+	{CUSLOT(cuptiActivityPopExternalCorrelationId), "cuptiActivityPopExternalCorrelationId", 1},
+	{CUSLOT(cuptiGetTimestamp), "cuptiGetTimestamp", 1},
+	{CUSLOT(cuptiFinalize), "cuptiFinalize", 0},
+	{CUSLOT(cuptiActivityEnableDriverApi), "cuptiActivityEnableDriverApi", 1},
+	{CUSLOT(cuptiGetGraphNodeId), "cuptiGetGraphNodeId", 1},
+	{CUSLOT(cuptiSubscribe), "cuptiSubscribe", 1},
+	{CUSLOT(cuptiUnsubscribe), "cuptiUnsubscribe", 1},
+	{CUSLOT(cuptiEnableCallback), "cuptiEnableCallback", 1},
+};
+
+int dr_cupti_load(dr_cupti* c, const char* path, const char** missing) {
+	memset(c, 0, sizeof(*c));
+	c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (c->lib == NULL) {
+		*missing = dlerror();
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(dr_cupti_syms) / sizeof(dr_cupti_syms[0]); i++) {
+		void* p = dlsym(c->lib, dr_cupti_syms[i].name);
+		if (p == NULL && dr_cupti_syms[i].required) {
+			*missing = dr_cupti_syms[i].name;
+			dlclose(c->lib);
+			c->lib = NULL;
+			return 1;
+		}
+		memcpy((char*)c + dr_cupti_syms[i].offset, &p, sizeof(p));
+	}
+	return 0;
+}
+
+void dr_cupti_unload(dr_cupti* c) {
+	// CUPTI may keep threads of its own running once activity was enabled,
+	// so the library stays mapped; only the table is dropped.
+	memset(c, 0, sizeof(*c));
+}
+
+// The sink: CUPTI's buffer callbacks carry no user data, so the records they
+// parse go to this one process-wide place, owned by one tracer at a time.
+// The callbacks call CUPTI through copies of its entry points taken at
+// start (the library is never unloaded), never through the owner's table,
+// and call it without holding the lock, so that no CUPTI lock is ever
+// waited for under it.
+static struct {
+	pthread_mutex_t mu;
+	dr_cupti* owner;
+	dr_cupti_result (*getNextRecord)(uint8_t*, size_t, void**);
+	dr_cupti_result (*getNumDropped)(CUcontext, uint32_t, size_t*);
+	dr_cupti_result (*getGraphNodeId)(CUgraphNode, uint64_t*);
+	size_t bufsize;
+	dr_cupti_rec* recs;
+	size_t n, cap;
+	uint64_t dropped, lost;
+	uint32_t cbids[DR_CUPTI_MAX_CBIDS];
+	int ncbids;
+	void* subscriber;
+	uint64_t* clones; // pairs: clone's id, original's id
+	size_t nclones, capclones;
+} sink = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+#define ALIGNMENT 8
+
+static void buffer_requested(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
+	pthread_mutex_lock(&sink.mu);
+	size_t want = sink.bufsize;
+	pthread_mutex_unlock(&sink.mu);
+	void* p = NULL;
+	if (want == 0 || posix_memalign(&p, ALIGNMENT, want) != 0) {
+		p = NULL;
+		want = 0;
+	}
+	*buffer = p;
+	*size = want;
+	*maxNumRecords = 0;
+}
+
+static uint32_t u32(const uint8_t* r, size_t off) { uint32_t v; memcpy(&v, r + off, sizeof v); return v; }
+static uint64_t u64(const uint8_t* r, size_t off) { uint64_t v; memcpy(&v, r + off, sizeof v); return v; }
+
+// parse reduces one record; it returns 0 for kinds dagrun does not read.
+static int parse(const uint8_t* r, dr_cupti_rec* out) {
+	memset(out, 0, sizeof(*out));
+	out->kind = u32(r, 0);
+	switch (out->kind) {
+	case DR_CUPTI_KIND_CONCURRENT_KERNEL:
+		out->start = u64(r, DR_CUPTI_KERNEL10_START);
+		out->end = u64(r, DR_CUPTI_KERNEL10_END);
+		out->device = u32(r, DR_CUPTI_KERNEL10_DEVICE_ID);
+		out->context = u32(r, DR_CUPTI_KERNEL10_CONTEXT_ID);
+		out->stream = u32(r, DR_CUPTI_KERNEL10_STREAM_ID);
+		out->correlation = u32(r, DR_CUPTI_KERNEL10_CORRELATION_ID);
+		out->graphNodeId = u64(r, DR_CUPTI_KERNEL10_GRAPH_NODE_ID);
+		out->graphId = u32(r, DR_CUPTI_KERNEL10_GRAPH_ID);
+		return 1;
+	case DR_CUPTI_KIND_MEMCPY:
+		out->sub = r[DR_CUPTI_MEMCPY6_COPY_KIND];
+		out->bytes = u64(r, DR_CUPTI_MEMCPY6_BYTES);
+		out->start = u64(r, DR_CUPTI_MEMCPY6_START);
+		out->end = u64(r, DR_CUPTI_MEMCPY6_END);
+		out->device = u32(r, DR_CUPTI_MEMCPY6_DEVICE_ID);
+		out->context = u32(r, DR_CUPTI_MEMCPY6_CONTEXT_ID);
+		out->stream = u32(r, DR_CUPTI_MEMCPY6_STREAM_ID);
+		out->correlation = u32(r, DR_CUPTI_MEMCPY6_CORRELATION_ID);
+		out->graphNodeId = u64(r, DR_CUPTI_MEMCPY6_GRAPH_NODE_ID);
+		out->graphId = u32(r, DR_CUPTI_MEMCPY6_GRAPH_ID);
+		return 1;
+	case DR_CUPTI_KIND_MEMSET:
+		out->bytes = u64(r, DR_CUPTI_MEMSET4_BYTES);
+		out->start = u64(r, DR_CUPTI_MEMSET4_START);
+		out->end = u64(r, DR_CUPTI_MEMSET4_END);
+		out->device = u32(r, DR_CUPTI_MEMSET4_DEVICE_ID);
+		out->context = u32(r, DR_CUPTI_MEMSET4_CONTEXT_ID);
+		out->stream = u32(r, DR_CUPTI_MEMSET4_STREAM_ID);
+		out->correlation = u32(r, DR_CUPTI_MEMSET4_CORRELATION_ID);
+		out->graphNodeId = u64(r, DR_CUPTI_MEMSET4_GRAPH_NODE_ID);
+		out->graphId = u32(r, DR_CUPTI_MEMSET4_GRAPH_ID);
+		return 1;
+	case DR_CUPTI_KIND_EXTERNAL_CORRELATION:
+		if (u32(r, DR_CUPTI_EXTCORR_EXTERNAL_KIND) != DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+			return 0;
+		}
+		out->external = u64(r, DR_CUPTI_EXTCORR_EXTERNAL_ID);
+		out->correlation = u32(r, DR_CUPTI_EXTCORR_CORRELATION_ID);
+		return 1;
+	case DR_CUPTI_KIND_GRAPH_TRACE:
+		out->correlation = u32(r, DR_CUPTI_GRAPHTRACE2_CORRELATION_ID);
+		out->start = u64(r, DR_CUPTI_GRAPHTRACE2_START);
+		out->end = u64(r, DR_CUPTI_GRAPHTRACE2_END);
+		out->device = u32(r, DR_CUPTI_GRAPHTRACE2_DEVICE_ID);
+		out->graphId = u32(r, DR_CUPTI_GRAPHTRACE2_GRAPH_ID);
+		out->context = u32(r, DR_CUPTI_GRAPHTRACE2_CONTEXT_ID);
+		out->stream = u32(r, DR_CUPTI_GRAPHTRACE2_STREAM_ID);
+		return 1;
+	case DR_CUPTI_KIND_MEMORY_POOL:
+		out->sub = u32(r, DR_CUPTI_MEMPOOL3_OPERATION_TYPE);
+		out->correlation = u32(r, DR_CUPTI_MEMPOOL3_CORRELATION_ID);
+		out->device = u32(r, DR_CUPTI_MEMPOOL3_DEVICE_ID);
+		out->bytes = u64(r, DR_CUPTI_MEMPOOL3_SIZE_FIELD);
+		out->start = out->end = u64(r, DR_CUPTI_MEMPOOL3_TIMESTAMP);
+		return 1;
+	}
+	return 0;
+}
+
+static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize) {
+	(void)ctx;
+	(void)streamId;
+	(void)size;
+	pthread_mutex_lock(&sink.mu);
+	int active = sink.owner != NULL;
+	dr_cupti_result (*next)(uint8_t*, size_t, void**) = sink.getNextRecord;
+	dr_cupti_result (*dropped)(CUcontext, uint32_t, size_t*) = sink.getNumDropped;
+	pthread_mutex_unlock(&sink.mu);
+	if (!active || buffer == NULL) {
+		free(buffer);
+		return;
+	}
+	// Parse into a local array without the lock, then append it.
+	dr_cupti_rec* recs = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t lost = 0;
+	void* rec = NULL;
+	while (next(buffer, validSize, &rec) == DR_CUPTI_SUCCESS) {
+		dr_cupti_rec r;
+		if (!parse((const uint8_t*)rec, &r)) {
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 1024;
+			dr_cupti_rec* grown = realloc(recs, ncap * sizeof(dr_cupti_rec));
+			if (grown == NULL) {
+				lost++;
+				continue;
+			}
+			recs = grown;
+			cap = ncap;
+		}
+		recs[n++] = r;
+	}
+	free(buffer);
+	size_t nd = 0;
+	if (dropped(NULL, 0, &nd) != DR_CUPTI_SUCCESS) {
+		nd = 0;
+	}
+	pthread_mutex_lock(&sink.mu);
+	sink.dropped += nd;
+	sink.lost += lost;
+	if (sink.owner != NULL && n > 0) {
+		if (sink.cap - sink.n < n) {
+			size_t ncap = sink.cap ? sink.cap : 4096;
+			while (ncap - sink.n < n) {
+				ncap *= 2;
+			}
+			dr_cupti_rec* grown = realloc(sink.recs, ncap * sizeof(dr_cupti_rec));
+			if (grown == NULL) {
+				sink.lost += n;
+				n = 0;
+			} else {
+				sink.recs = grown;
+				sink.cap = ncap;
+			}
+		}
+		if (n > 0) {
+			memcpy(sink.recs + sink.n, recs, n * sizeof(dr_cupti_rec));
+			sink.n += n;
+		}
+	}
+	pthread_mutex_unlock(&sink.mu);
+	free(recs);
+}
+
+// node_cloned records which node an instantiated graph's node was cloned
+// from: CUPTI calls it on the instantiating thread.
+static void node_cloned(void* userdata, int domain, uint32_t cbid, const void* cbdata) {
+	(void)userdata;
+	if (domain != DR_CUPTI_CB_DOMAIN_RESOURCE || cbid != DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || cbdata == NULL) {
+		return;
+	}
+	void* desc;
+	memcpy(&desc, (const char*)cbdata + DR_CUPTI_RESOURCEDATA_DESCRIPTOR, sizeof desc);
+	if (desc == NULL) {
+		return;
+	}
+	CUgraphNode node, orig;
+	memcpy(&node, (const char*)desc + DR_CUPTI_GRAPHDATA_NODE, sizeof node);
+	memcpy(&orig, (const char*)desc + DR_CUPTI_GRAPHDATA_ORIGINAL_NODE, sizeof orig);
+	pthread_mutex_lock(&sink.mu);
+	int active = sink.owner != NULL;
+	dr_cupti_result (*nodeId)(CUgraphNode, uint64_t*) = sink.getGraphNodeId;
+	pthread_mutex_unlock(&sink.mu);
+	uint64_t ids[2];
+	if (!active || node == NULL || orig == NULL || nodeId(node, &ids[0]) != DR_CUPTI_SUCCESS ||
+	    nodeId(orig, &ids[1]) != DR_CUPTI_SUCCESS) {
+		return;
+	}
+	pthread_mutex_lock(&sink.mu);
+	if (sink.nclones == sink.capclones) {
+		size_t cap = sink.capclones ? 2 * sink.capclones : 1024;
+		uint64_t* grown = realloc(sink.clones, cap * 2 * sizeof(uint64_t));
+		if (grown == NULL) {
+			sink.lost++;
+			pthread_mutex_unlock(&sink.mu);
+			return;
+		}
+		sink.clones = grown;
+		sink.capclones = cap;
+	}
+	sink.clones[2 * sink.nclones] = ids[0];
+	sink.clones[2 * sink.nclones + 1] = ids[1];
+	sink.nclones++;
+	pthread_mutex_unlock(&sink.mu);
+}
+
+static void disable_api(dr_cupti* c, int upto) {
+	for (int i = 0; i < upto; i++) {
+		c->cuptiActivityEnableDriverApi(sink.cbids[i], 0);
+	}
+}
+
+dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int n, int* enabled,
+                               const uint32_t* cbids, int ncbids, size_t bufsize, const char** failed, int* kind) {
+	*kind = 0;
+	if (ncbids < 0 || ncbids > DR_CUPTI_MAX_CBIDS) {
+		*failed = "dr_cupti_start (too many driver calls to trace)";
+		return 1; // CUPTI_ERROR_INVALID_PARAMETER
+	}
+	pthread_mutex_lock(&sink.mu);
+	if (sink.owner != NULL) {
+		pthread_mutex_unlock(&sink.mu);
+		*failed = "dagrun's CUPTI sink (another tracer in this process holds it)";
+		return -1;
+	}
+	sink.owner = c;
+	sink.getNextRecord = c->cuptiActivityGetNextRecord;
+	sink.getNumDropped = c->cuptiActivityGetNumDroppedRecords;
+	sink.getGraphNodeId = c->cuptiGetGraphNodeId;
+	sink.bufsize = bufsize;
+	sink.n = 0;
+	sink.dropped = sink.lost = 0;
+	memcpy(sink.cbids, cbids, (size_t)ncbids * sizeof(uint32_t));
+	sink.ncbids = 0; // how many are enabled
+	pthread_mutex_unlock(&sink.mu);
+
+	for (int i = 0; i < n; i++) {
+		enabled[i] = 0;
+	}
+	*failed = "cuptiActivityRegisterCallbacks";
+	dr_cupti_result r = c->cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	if (r == DR_CUPTI_SUCCESS) {
+		*failed = "cuptiActivityEnable";
+		for (int i = 0; i < n; i++) {
+			dr_cupti_result e = c->cuptiActivityEnable(kinds[i]);
+			enabled[i] = e == DR_CUPTI_SUCCESS;
+			if (e != DR_CUPTI_SUCCESS && i < nrequired) {
+				r = e;
+				*kind = kinds[i];
+				break;
+			}
+		}
+	}
+	if (r == DR_CUPTI_SUCCESS) {
+		*failed = "cuptiActivityEnableDriverApi";
+		for (; sink.ncbids < ncbids; sink.ncbids++) {
+			r = c->cuptiActivityEnableDriverApi(sink.cbids[sink.ncbids], 1);
+			if (r != DR_CUPTI_SUCCESS) {
+				*kind = (int)sink.cbids[sink.ncbids];
+				break;
+			}
+		}
+	}
+	if (r == DR_CUPTI_SUCCESS) {
+		*failed = "cuptiSubscribe";
+		r = c->cuptiSubscribe(&sink.subscriber, node_cloned, NULL);
+		if (r == DR_CUPTI_SUCCESS) {
+			*failed = "cuptiEnableCallback";
+			r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+			if (r != DR_CUPTI_SUCCESS) {
+				c->cuptiUnsubscribe(sink.subscriber);
+			}
+		}
+		if (r != DR_CUPTI_SUCCESS) {
+			sink.subscriber = NULL;
+		}
+	}
+	if (r == DR_CUPTI_SUCCESS) {
+		*failed = NULL;
+		return r;
+	}
+	disable_api(c, sink.ncbids);
+	sink.ncbids = 0;
+	for (int i = 0; i < n; i++) {
+		if (enabled[i]) {
+			c->cuptiActivityDisable(kinds[i]);
+			enabled[i] = 0;
+		}
+	}
+	pthread_mutex_lock(&sink.mu);
+	sink.owner = NULL;
+	pthread_mutex_unlock(&sink.mu);
+	return r;
+}
+
+dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t** clones, size_t* nclones,
+                              uint64_t* dropped, uint64_t* lost) {
+	// FlushAll calls buffer_completed, which takes the lock: flush first.
+	dr_cupti_result r = c->cuptiActivityFlushAll(force ? DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+	pthread_mutex_lock(&sink.mu);
+	*out = sink.recs;
+	*n = sink.n;
+	*dropped = sink.dropped;
+	*lost = sink.lost;
+	*clones = sink.clones;
+	*nclones = sink.nclones;
+	sink.clones = NULL;
+	sink.nclones = sink.capclones = 0;
+	sink.recs = NULL;
+	sink.n = sink.cap = 0;
+	sink.dropped = sink.lost = 0;
+	pthread_mutex_unlock(&sink.mu);
+	return r;
+}
+
+dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
+	dr_cupti_result first = DR_CUPTI_SUCCESS;
+	disable_api(c, sink.ncbids);
+	sink.ncbids = 0;
+	if (sink.subscriber != NULL) {
+		first = c->cuptiUnsubscribe(sink.subscriber);
+		sink.subscriber = NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		dr_cupti_result r = c->cuptiActivityDisable(kinds[i]);
+		if (first == DR_CUPTI_SUCCESS) {
+			first = r;
+		}
+	}
+	dr_cupti_result r = c->cuptiActivityFlushAll(DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	if (first == DR_CUPTI_SUCCESS) {
+		first = r;
+	}
+	pthread_mutex_lock(&sink.mu);
+	free(sink.recs);
+	sink.recs = NULL;
+	sink.n = sink.cap = 0;
+	free(sink.clones);
+	sink.clones = NULL;
+	sink.nclones = sink.capclones = 0;
+	sink.owner = NULL;
+	sink.bufsize = 0;
+	pthread_mutex_unlock(&sink.mu);
+	return first;
+}
+
+dr_cupti_result dr_cupti_graph_node_id(dr_cupti* c, CUgraphNode node, uint64_t* id) {
+	return c->cuptiGetGraphNodeId(node, id);
+}
+
+dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id) {
+	return c->cuptiActivityPushExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+}
+
+dr_cupti_result dr_cupti_pop(dr_cupti* c) {
+	uint64_t last = 0;
+	return c->cuptiActivityPopExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+}

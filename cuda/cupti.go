@@ -1,0 +1,462 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "cupti.h"
+
+static dr_cupti_result w_cupti_version(dr_cupti* c, uint32_t* v) { return c->cuptiGetVersion(v); }
+static const char* w_cupti_error(dr_cupti* c, dr_cupti_result r) {
+	const char* s = NULL;
+	return c->cuptiGetResultString(r, &s) == 0 ? s : NULL;
+}
+static dr_cupti_result w_cupti_timestamp(dr_cupti* c, uint64_t* t) { return c->cuptiGetTimestamp(t); }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+)
+
+// ErrNoCUPTI is reported (through errors.Is) when CUPTI cannot trace: the
+// library does not load, lacks an entry point, or is a version whose record
+// layouts dagrun does not know. Tracing falls back to events.
+var ErrNoCUPTI = errors.New("no usable CUPTI library")
+
+// ErrCUPTIBusy is reported (through errors.Is) when CUPTI is loaded but held
+// by someone else: another profiler (Nsight Systems, a CUPTI-based tool) or
+// another dagrun tracer in this process. Tracing falls back to events.
+var ErrCUPTIBusy = errors.New("CUPTI is busy")
+
+// CUPTIError is a failed CUPTI call.
+type CUPTIError struct {
+	Call string // the CUPTI entry point, for example "cuptiActivityEnable"
+	Kind int    // the activity kind, or driver call's callback id, the call was about; 0 for none
+	Code int    // the dr_cupti_result, -1 for dagrun's own sink being taken
+	Msg  string // CUPTI's description of it
+}
+
+func (e *CUPTIError) Error() string {
+	s := e.Call
+	if e.Kind != 0 {
+		s += fmt.Sprintf("(kind %d)", e.Kind)
+	}
+	if e.Msg == "" {
+		return fmt.Sprintf("%s: CUptiResult (%d)", s, e.Code)
+	}
+	return fmt.Sprintf("%s: %s (%d)", s, e.Msg, e.Code)
+}
+
+// Is makes a CUPTIError that says someone else holds CUPTI match
+// ErrCUPTIBusy.
+func (e *CUPTIError) Is(target error) bool {
+	return target == ErrCUPTIBusy && cuptiBusy(e.Code)
+}
+
+func cuptiBusy(code int) bool {
+	switch code {
+	case -1, C.DR_CUPTI_ERROR_HARDWARE_BUSY, C.DR_CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED,
+		C.DR_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+		return true
+	}
+	return false
+}
+
+// CUPTIVersionError is a CUPTI whose activity record layouts dagrun does not
+// know; it matches ErrNoCUPTI.
+type CUPTIVersionError struct {
+	Path     string
+	Version  uint32 // what cuptiGetVersion said
+	Min, Max uint32 // the versions whose layouts dagrun declares
+}
+
+func (e *CUPTIVersionError) Error() string {
+	return fmt.Sprintf("%s is CUPTI API version %d; dagrun knows the activity record layouts of versions %d to %d "+
+		"(run cuda's TestCUPTILayouts against the new cupti_activity.h before widening the range)",
+		e.Path, e.Version, e.Min, e.Max)
+}
+
+func (e *CUPTIVersionError) Is(target error) bool { return target == ErrNoCUPTI }
+
+// The CUPTI API versions whose record layouts cupti.h declares and
+// testdata/cupti_check.c has checked against their headers: CUDA 13.0
+// Update 1, CUPTI 2025.3 (CUpti_ActivityKernel10, Memcpy6, Memset4,
+// ExternalCorrelation, GraphTrace2, MemoryPool3). Another version widens the
+// range only once TestCUPTILayouts passes against its headers.
+const (
+	cuptiMinVersion = 130001
+	cuptiMaxVersion = 130001
+)
+
+// cuptiCandidates lists where libcupti is looked for, in order: DAGRUN_CUPTI
+// (a library file, or a folder holding one), the dynamic loader's search,
+// the CUDA toolkit (both places it keeps CUPTI), and NVIDIA's pip packages.
+func cuptiCandidates(env string) []string {
+	const name = "libcupti.so.13"
+	var c []string
+	if env != "" {
+		if st, err := os.Stat(env); err == nil && st.IsDir() {
+			c = append(c, filepath.Join(env, name))
+		} else {
+			c = append(c, env)
+		}
+	}
+	c = append(c, name)
+	for _, dir := range []string{
+		"/usr/local/cuda/lib64",
+		"/usr/local/cuda/extras/CUPTI/lib64",
+		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib",
+		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cuda_cupti/lib",
+		"/usr/local/lib/python3.12/dist-packages/nvidia/cu13/lib",
+		"/usr/local/lib/python3.12/dist-packages/nvidia/cuda_cupti/lib",
+	} {
+		c = append(c, filepath.Join(dir, name))
+	}
+	return c
+}
+
+// activityKind is a CUpti_ActivityKind that the tracer collects.
+type activityKind uint32
+
+const (
+	activityMemcpy      activityKind = C.DR_CUPTI_KIND_MEMCPY
+	activityMemset      activityKind = C.DR_CUPTI_KIND_MEMSET
+	activityKernel      activityKind = C.DR_CUPTI_KIND_CONCURRENT_KERNEL
+	activityExternal    activityKind = C.DR_CUPTI_KIND_EXTERNAL_CORRELATION
+	activityMemoryPool  activityKind = C.DR_CUPTI_KIND_MEMORY_POOL
+	activityGraphLaunch activityKind = C.DR_CUPTI_KIND_GRAPH_TRACE
+)
+
+func (k activityKind) String() string {
+	switch k {
+	case activityMemcpy:
+		return "memcpy"
+	case activityMemset:
+		return "memset"
+	case activityKernel:
+		return "kernel"
+	case activityExternal:
+		return "external-correlation"
+	case activityMemoryPool:
+		return "memory-pool"
+	case activityGraphLaunch:
+		return "graph-launch"
+	}
+	return fmt.Sprintf("activity-kind-%d", uint32(k))
+}
+
+// The kinds the tracer enables: the first four must enable, the others are
+// taken where CUPTI gives them. Never CUPTI_ACTIVITY_KIND_KERNEL, which
+// serialises kernels.
+var (
+	requiredKinds = []activityKind{activityKernel, activityMemcpy, activityMemset, activityExternal}
+	optionalKinds = []activityKind{activityGraphLaunch, activityMemoryPool}
+)
+
+// submitCalls are the driver calls dagrun submits work with (cuda.c and
+// the library bindings): CUPTI writes API records, and so the external
+// correlation records that name ops, for these calls only, which keeps the
+// cost of the others untouched.
+var submitCalls = []C.uint32_t{
+	C.DR_CUPTI_CBID_cuLaunchKernel, C.DR_CUPTI_CBID_cuLaunchKernelEx, C.DR_CUPTI_CBID_cuGraphLaunch,
+	C.DR_CUPTI_CBID_cuMemcpyHtoD_v2, C.DR_CUPTI_CBID_cuMemcpyDtoH_v2,
+	C.DR_CUPTI_CBID_cuMemcpyHtoDAsync_v2, C.DR_CUPTI_CBID_cuMemcpyDtoHAsync_v2, C.DR_CUPTI_CBID_cuMemcpyDtoDAsync_v2,
+	C.DR_CUPTI_CBID_cuMemcpyPeerAsync,
+	C.DR_CUPTI_CBID_cuMemsetD8_v2, C.DR_CUPTI_CBID_cuMemsetD8Async, C.DR_CUPTI_CBID_cuMemsetD16Async, C.DR_CUPTI_CBID_cuMemsetD32Async,
+	C.DR_CUPTI_CBID_cuMemAllocAsync, C.DR_CUPTI_CBID_cuMemFreeAsync, C.DR_CUPTI_CBID_cuLaunchHostFunc,
+}
+
+// activityRecord is one piece of device work CUPTI timed.
+type activityRecord struct {
+	Kind        activityKind
+	Op          int64  // the op id pushed around the work's submission, -1 when none was
+	Correlation uint32 // CUPTI's id of the API call that submitted it
+	GraphID     uint32 // for work of a graph replay: the graph, and the node of
+	GraphNodeID uint64 // the captured graph it comes from (see graphNodeID)
+	Device      uint32
+	Context     uint32
+	Stream      uint32 // CUPTI's stream id (cuptiGetStreamId), not a CUstream
+	Start, End  uint64 // nanoseconds on CUPTI's clock (cuptiGetTimestamp)
+	Bytes       uint64 // copies, fills; a memory pool's size
+	CopyKind    uint32 // CUpti_ActivityMemcpyKind, or the memory pool operation
+}
+
+// activityTracer collects CUPTI activity records of the work this process
+// submits. pushOp and popOp bracket an op's submission so its records name
+// it; flush, after the work is synchronised, returns what was recorded.
+// Nothing on the submission path waits on CUPTI: records reach C buffers
+// that CUPTI hands over on its own thread.
+type activityTracer struct {
+	lib     *C.dr_cupti
+	path    string
+	version uint32
+	kinds   []C.int // the kinds enabled, for dr_cupti_stop
+	// external maps a correlation id to the op id pushed around it, for
+	// records that arrive in a later flush than their correlation record.
+	external map[uint32]int64
+	// clones maps an instantiated graph node's id to the id of the node it
+	// was cloned from, for every instantiation since the tracer started.
+	clones      map[uint64]uint64
+	droppedRecs uint64
+	lostRecs    uint64
+}
+
+// activityBufferSize is the size of each buffer handed to CUPTI: room for
+// about 15,000 kernel records, so a flush at the end of a run is rare to
+// need more than a few.
+const activityBufferSize = 4 << 20
+
+// newActivityTracer loads CUPTI from the first candidate that opens, checks
+// its version, and starts collecting. Errors match ErrNoCUPTI or
+// ErrCUPTIBusy: the caller falls back to event timing and says why.
+func newActivityTracer(candidates []string) (*activityTracer, error) {
+	lib := (*C.dr_cupti)(C.calloc(1, C.sizeof_dr_cupti))
+	if lib == nil {
+		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
+	}
+	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}}
+	var tried []string
+	for _, p := range candidates {
+		cp := C.CString(p)
+		var why *C.char
+		rc := C.dr_cupti_load(lib, cp, &why)
+		C.free(unsafe.Pointer(cp))
+		if rc == 0 {
+			t.path = p
+			break
+		}
+		if s := C.GoString(why); rc == 1 {
+			tried = append(tried, fmt.Sprintf("%s lacks %s", p, s))
+		} else if !strings.Contains(s, "No such file") {
+			tried = append(tried, s)
+		}
+	}
+	if t.path == "" {
+		C.free(unsafe.Pointer(lib))
+		msg := "none of " + strings.Join(candidates, ", ") + " opens"
+		if len(tried) > 0 {
+			msg = strings.Join(tried, "; ")
+		}
+		return nil, fmt.Errorf("%w: %s (install the CUDA toolkit or the nvidia-cuda-cupti pip package, or set DAGRUN_CUPTI to libcupti's path)",
+			ErrNoCUPTI, msg)
+	}
+	var v C.uint32_t
+	if r := C.w_cupti_version(lib, &v); r != 0 {
+		err := t.err("cuptiGetVersion", 0, r)
+		t.free()
+		return nil, fmt.Errorf("%w: %s: %w", ErrNoCUPTI, t.path, err)
+	}
+	t.version = uint32(v)
+	if t.version < cuptiMinVersion || t.version > cuptiMaxVersion {
+		err := &CUPTIVersionError{Path: t.path, Version: t.version, Min: cuptiMinVersion, Max: cuptiMaxVersion}
+		t.free()
+		return nil, err
+	}
+	all := append(append([]activityKind(nil), requiredKinds...), optionalKinds...)
+	ckinds := (*C.int)(C.calloc(C.size_t(len(all)), C.sizeof_int))
+	enabled := (*C.int)(C.calloc(C.size_t(len(all)), C.sizeof_int))
+	defer C.free(unsafe.Pointer(ckinds))
+	defer C.free(unsafe.Pointer(enabled))
+	if ckinds == nil || enabled == nil {
+		t.free()
+		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
+	}
+	ks := unsafe.Slice(ckinds, len(all))
+	for i, k := range all {
+		ks[i] = C.int(k)
+	}
+	var failed *C.char
+	var kind C.int
+	// submitCalls holds no Go pointers, so C may read it during the call.
+	r := C.dr_cupti_start(lib, ckinds, C.int(len(requiredKinds)), C.int(len(all)), enabled,
+		&submitCalls[0], C.int(len(submitCalls)), activityBufferSize, &failed, &kind)
+	if r != 0 {
+		err := t.err(C.GoString(failed), int(kind), r)
+		t.free()
+		if cuptiBusy(int(r)) {
+			return nil, fmt.Errorf("%s: %w", t.path, err)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrNoCUPTI, t.path, err)
+	}
+	for i, on := range unsafe.Slice(enabled, len(all)) {
+		if on != 0 {
+			t.kinds = append(t.kinds, ks[i])
+		}
+	}
+	return t, nil
+}
+
+func (t *activityTracer) err(call string, kind int, r C.dr_cupti_result) error {
+	e := &CUPTIError{Call: call, Kind: kind, Code: int(r)}
+	if r != -1 && t.lib != nil {
+		if s := C.w_cupti_error(t.lib, r); s != nil {
+			e.Msg = C.GoString(s)
+		}
+	}
+	return e
+}
+
+func (t *activityTracer) free() {
+	if t.lib != nil {
+		C.dr_cupti_unload(t.lib)
+		C.free(unsafe.Pointer(t.lib))
+		t.lib = nil
+	}
+}
+
+// enabled reports whether kind is being collected (graph-launch and memory
+// pool records are taken only where CUPTI gives them).
+func (t *activityTracer) enabled(kind activityKind) bool {
+	for _, k := range t.kinds {
+		if activityKind(k) == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// pushOp names op as the submitter of the work the calling OS thread
+// submits until popOp. The caller keeps the goroutine on one thread
+// (runtime.LockOSThread) between the two, or does both in the C call that
+// submits.
+func (t *activityTracer) pushOp(op int) error {
+	if op < 0 {
+		return fmt.Errorf("cupti: op id %d is negative", op)
+	}
+	if r := C.dr_cupti_push(t.lib, C.uint64_t(op)); r != 0 {
+		return t.err("cuptiActivityPushExternalCorrelationId", 0, r)
+	}
+	return nil
+}
+
+func (t *activityTracer) popOp() error {
+	if r := C.dr_cupti_pop(t.lib); r != 0 {
+		return t.err("cuptiActivityPopExternalCorrelationId", 0, r)
+	}
+	return nil
+}
+
+// graphNodeID is the id CUPTI gives a captured graph node in the records
+// of its replays (activityRecord.GraphNodeID): the capture maps it to the
+// node's op.
+func (t *activityTracer) graphNodeID(node C.CUgraphNode) (uint64, error) {
+	var id C.uint64_t
+	if r := C.dr_cupti_graph_node_id(t.lib, node, &id); r != 0 {
+		return 0, t.err("cuptiGetGraphNodeId", 0, r)
+	}
+	return uint64(id), nil
+}
+
+// now is CUPTI's clock, the one records' Start and End are on.
+func (t *activityTracer) now() (uint64, error) {
+	var ts C.uint64_t
+	if r := C.w_cupti_timestamp(t.lib, &ts); r != 0 {
+		return 0, t.err("cuptiGetTimestamp", 0, r)
+	}
+	return uint64(ts), nil
+}
+
+// flush returns the records of work finished so far, each named by the op
+// pushed around its submission (Op -1 when none was). CUPTI's flush does not
+// synchronise: the caller synchronises the work first.
+func (t *activityTracer) flush() ([]activityRecord, error) {
+	var out *C.dr_cupti_rec
+	var clones *C.uint64_t
+	var n, nclones C.size_t
+	var dropped, lost C.uint64_t
+	r := C.dr_cupti_take(t.lib, 1, &out, &n, &clones, &nclones, &dropped, &lost)
+	defer C.free(unsafe.Pointer(out))
+	defer C.free(unsafe.Pointer(clones))
+	if nclones > 0 {
+		pairs := unsafe.Slice(clones, 2*int(nclones))
+		for i := 0; i < len(pairs); i += 2 {
+			t.clones[uint64(pairs[i])] = uint64(pairs[i+1])
+		}
+	}
+	t.droppedRecs += uint64(dropped)
+	t.lostRecs += uint64(lost)
+	raw := make([]activityRecord, int(n))
+	if n > 0 {
+		for i, c := range unsafe.Slice(out, int(n)) {
+			raw[i] = activityRecord{
+				Kind: activityKind(c.kind), Op: int64(c.external), Correlation: uint32(c.correlation),
+				GraphID: uint32(c.graphId), GraphNodeID: uint64(c.graphNodeId),
+				Device: uint32(c.device), Context: uint32(c.context), Stream: uint32(c.stream),
+				Start: uint64(c.start), End: uint64(c.end), Bytes: uint64(c.bytes), CopyKind: uint32(c.sub),
+			}
+		}
+	}
+	recs := resolveRecords(raw, t.external, t.clones)
+	if r != 0 {
+		return recs, t.err("cuptiActivityFlushAll", 0, r)
+	}
+	return recs, nil
+}
+
+// resolveRecords names each timed record by the op of its correlation id,
+// from the external correlation records among in (whose Op holds the pushed
+// id) or kept in external from earlier flushes, drops the correlation
+// records themselves, and names graph nodes by the captured node that the
+// replayed one was cloned from (clones: clone to original).
+func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64) []activityRecord {
+	for _, r := range in {
+		if r.Kind == activityExternal {
+			external[r.Correlation] = r.Op
+		}
+	}
+	used := map[uint32]bool{}
+	recs := make([]activityRecord, 0, len(in))
+	for _, r := range in {
+		if r.Kind == activityExternal {
+			continue
+		}
+		// A clone of a clone (a graph cloned, then instantiated) is followed
+		// to the first; the bound only guards against a cycle.
+		for range 8 {
+			orig, ok := clones[r.GraphNodeID]
+			if !ok || r.GraphNodeID == 0 {
+				break
+			}
+			r.GraphNodeID = orig
+		}
+		r.Op = -1
+		if op, ok := external[r.Correlation]; ok {
+			r.Op = op
+			used[r.Correlation] = true
+		}
+		recs = append(recs, r)
+	}
+	// A correlation claimed in this flush is done (a graph launch's nodes
+	// all arrive once the replay is synchronised); unclaimed ones wait for
+	// their records in a later flush.
+	for c := range used {
+		delete(external, c)
+	}
+	return recs
+}
+
+// dropped is the number of records CUPTI dropped for want of buffer space,
+// and that dagrun lost for want of memory, since the tracer started.
+func (t *activityTracer) dropped() uint64 { return t.droppedRecs + t.lostRecs }
+
+// close stops collecting; records not flushed are discarded.
+func (t *activityTracer) close() error {
+	if t.lib == nil {
+		return nil
+	}
+	var err error
+	var ks *C.int // t.kinds holds no Go pointers, so C may read it
+	if len(t.kinds) > 0 {
+		ks = &t.kinds[0]
+	}
+	n := len(t.kinds)
+	if r := C.dr_cupti_stop(t.lib, ks, C.int(n)); r != 0 {
+		err = t.err("cuptiActivityDisable", 0, r)
+	}
+	t.free()
+	return err
+}

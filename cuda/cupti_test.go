@@ -1,0 +1,373 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+func TestCUPTICandidates(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "libcupti.so.13")
+	tests := []struct {
+		name, env, first string
+	}{
+		{"no override", "", "libcupti.so.13"},
+		{"a folder", dir, file},
+		{"a file", "/x/libcupti.so", "/x/libcupti.so"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cuptiCandidates(tc.env)
+			require.NotEmpty(t, c)
+			assert.Equal(t, tc.first, c[0])
+			assert.Contains(t, c, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13")
+			assert.Contains(t, c, "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13")
+		})
+	}
+}
+
+func TestCUPTIMissing(t *testing.T) {
+	_, err := newActivityTracer([]string{filepath.Join(t.TempDir(), "libcupti.so.13")})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrNoCUPTI)
+	assert.NotErrorIs(t, err, ErrCUPTIBusy)
+	assert.Contains(t, err.Error(), "DAGRUN_CUPTI")
+}
+
+func TestCUPTIErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		busy, none bool
+		text       string
+	}{
+		{"multiple subscribers", &CUPTIError{Call: "cuptiActivityEnable", Kind: 10, Code: 39, Msg: "only one subscriber"}, true, false,
+			"cuptiActivityEnable(kind 10): only one subscriber (39)"},
+		{"hardware busy", &CUPTIError{Call: "cuptiActivityRegisterCallbacks", Code: 26}, true, false,
+			"cuptiActivityRegisterCallbacks: CUptiResult (26)"},
+		{"old profiler", &CUPTIError{Call: "cuptiActivityEnable", Code: 36}, true, false, "(36)"},
+		{"our sink", &CUPTIError{Call: "dagrun's CUPTI sink", Code: -1}, true, false, "sink"},
+		{"not supported", &CUPTIError{Call: "cuptiActivityEnable", Code: 27}, false, false, "(27)"},
+		{"unknown version", &CUPTIVersionError{Path: "/l/libcupti.so.13", Version: 130100, Min: 130000, Max: 130001}, false, true,
+			"/l/libcupti.so.13 is CUPTI API version 130100"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.busy, errors.Is(tc.err, ErrCUPTIBusy))
+			assert.Equal(t, tc.none, errors.Is(tc.err, ErrNoCUPTI))
+			assert.Contains(t, tc.err.Error(), tc.text)
+		})
+	}
+}
+
+func TestResolveRecords(t *testing.T) {
+	ext := func(corr uint32, op int64) activityRecord {
+		return activityRecord{Kind: activityExternal, Correlation: corr, Op: op}
+	}
+	timed := func(k activityKind, corr uint32) activityRecord {
+		return activityRecord{Kind: k, Correlation: corr, Start: 10, End: 20}
+	}
+	tests := []struct {
+		name     string
+		flushes  [][]activityRecord
+		wantOps  [][]int64 // per flush, the Op of each record returned
+		wantKept int       // correlations still waiting at the end
+	}{
+		{"same flush", [][]activityRecord{{ext(1, 7), timed(activityKernel, 1), ext(2, 8), timed(activityMemcpy, 2)}},
+			[][]int64{{7, 8}}, 0},
+		{"record before its correlation", [][]activityRecord{{timed(activityMemset, 3), ext(3, 0)}},
+			[][]int64{{0}}, 0},
+		{"no correlation", [][]activityRecord{{timed(activityKernel, 4)}}, [][]int64{{-1}}, 0},
+		{"correlation in an earlier flush", [][]activityRecord{{ext(5, 9)}, {timed(activityKernel, 5)}},
+			[][]int64{{}, {9}}, 0},
+		{"a graph launch names every node", [][]activityRecord{{ext(6, 3), timed(activityKernel, 6), timed(activityKernel, 6),
+			timed(activityGraphLaunch, 6)}}, [][]int64{{3, 3, 3}}, 0},
+		{"unclaimed correlations wait", [][]activityRecord{{ext(7, 1), ext(8, 2), timed(activityKernel, 8)}},
+			[][]int64{{2}}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kept := map[uint32]int64{}
+			for i, in := range tc.flushes {
+				got := resolveRecords(in, kept, nil)
+				ops := []int64{}
+				for _, r := range got {
+					assert.NotEqual(t, activityExternal, r.Kind)
+					ops = append(ops, r.Op)
+				}
+				assert.Equal(t, tc.wantOps[i], ops, "flush %d", i)
+			}
+			assert.Len(t, kept, tc.wantKept)
+		})
+	}
+}
+
+func TestResolveGraphNodes(t *testing.T) {
+	clones := map[uint64]uint64{11: 1, 12: 2, 21: 11, 30: 30} // 21 is a clone of a clone; 30 a cycle
+	in := []activityRecord{
+		{Kind: activityKernel, GraphNodeID: 11},
+		{Kind: activityKernel, GraphNodeID: 21},
+		{Kind: activityMemset, GraphNodeID: 2},  // already a captured node
+		{Kind: activityKernel, GraphNodeID: 0},  // not from a graph
+		{Kind: activityKernel, GraphNodeID: 30}, // ends
+	}
+	var got []uint64
+	for _, r := range resolveRecords(in, map[uint32]int64{}, clones) {
+		got = append(got, r.GraphNodeID)
+	}
+	assert.Equal(t, []uint64{1, 1, 2, 0, 30}, got)
+}
+
+// requireGPU skips with why, or fails when DAGRUN_REQUIRE_GPU=1.
+func requireGPU(t *testing.T, why string, args ...any) {
+	t.Helper()
+	if os.Getenv("DAGRUN_REQUIRE_GPU") == "1" {
+		t.Fatalf("DAGRUN_REQUIRE_GPU=1, but: "+why, args...)
+	}
+	t.Skipf(why, args...)
+}
+
+// TestCUPTILayouts compiles testdata/cupti_check.c against the real CUPTI
+// headers and runs it: every size, offset and value cupti.h declares must
+// match them.
+func TestCUPTILayouts(t *testing.T) {
+	// CUPTI's headers are beside the toolkit's, or in extras/CUPTI; cuda.h
+	// is always the toolkit's.
+	// DAGRUN_CUPTI_INCLUDE, a list of folders like PATH, comes first.
+	dirs := []string{"/usr/local/cuda/include", "/usr/local/cuda/extras/CUPTI/include"}
+	if env := os.Getenv("DAGRUN_CUPTI_INCLUDE"); env != "" {
+		dirs = append(filepath.SplitList(env), dirs...)
+	}
+	inc := ""
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "cupti_activity.h")); err == nil {
+			inc = d
+			break
+		}
+	}
+	if inc == "" {
+		requireGPU(t, "no CUPTI headers in %v (set DAGRUN_CUPTI_INCLUDE)", dirs)
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		requireGPU(t, "no C compiler: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "cupti_check")
+	args := []string{"-Wall", "-o", bin, filepath.Join("testdata", "cupti_check.c")}
+	for _, d := range dirs {
+		args = append(args, "-I"+d)
+	}
+	out, err := exec.Command(cc, args...).CombinedOutput()
+	require.NoError(t, err, "compiling cupti_check.c:\n%s", out)
+	out, err = exec.Command(bin).CombinedOutput()
+	t.Logf("%s", out)
+	var mismatches []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "MISMATCH") {
+			mismatches = append(mismatches, line)
+		}
+	}
+	assert.Empty(t, mismatches)
+	require.NoError(t, err, "cupti_check found layouts that differ from cupti.h")
+	assert.Contains(t, string(out), "ok sizeof(CUpti_ActivityKernel10) = 216")
+}
+
+// TestCUPTIRecords records kernels, copies and fills with the binding and
+// checks each arrives once, named by the op pushed around it, with sane
+// timestamps.
+func TestCUPTIRecords(t *testing.T) {
+	b := gpuBackend(t)
+	tr, err := newActivityTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
+	if err != nil {
+		requireGPU(t, "no CUPTI: %v", err)
+	}
+	defer func() { assert.NoError(t, tr.close()) }()
+	assert.True(t, tr.enabled(activityKernel))
+
+	g := chains(1, 1, dag.Spin, 5, false)
+	ctx := context.Background()
+	require.NoError(t, b.Open(ctx, g))
+	defer b.Close()
+	const nstreams, rounds = 2, 5
+	raw, err := newRawLoop(b, nstreams, dag.Normal, dag.Spin, 5)
+	require.NoError(t, err)
+	defer raw.close()
+
+	before, err := tr.now()
+	require.NoError(t, err)
+	require.NoError(t, raw.tracedLaunchesC(tr, rounds, 100))
+	// Copies and a fill, each its own op.
+	d := raw.d
+	p, err := b.drv.memAlloc(d.ctx, 1<<20)
+	require.NoError(t, err)
+	defer b.drv.memFree(d.ctx, p)
+	hp, err := b.drv.hostAlloc(d.ctx, 1<<20) // pinned: one record per copy
+	require.NoError(t, err)
+	defer b.drv.hostFree(d.ctx, hp)
+	host := unsafe.Slice((*byte)(hp), 1<<20)
+	require.NoError(t, tr.tracedCall(200, func() error { return b.drv.htod(d.ctx, p, host) }))
+	require.NoError(t, tr.tracedCall(201, func() error { return b.drv.zero(d.ctx, p, 1<<20) }))
+	require.NoError(t, tr.tracedCall(202, func() error { return b.drv.dtoh(d.ctx, host, p) }))
+	require.NoError(t, b.drv.ctxSync(d.ctx))
+	after, err := tr.now()
+	require.NoError(t, err)
+
+	recs, err := tr.flush()
+	require.NoError(t, err)
+	byOp := map[int64][]activityRecord{}
+	for _, r := range recs {
+		byOp[r.Op] = append(byOp[r.Op], r)
+	}
+	want := map[int64]activityKind{200: activityMemcpy, 201: activityMemset, 202: activityMemcpy}
+	for i := range nstreams * rounds {
+		want[int64(100+i)] = activityKernel
+	}
+	streams := map[uint32]bool{}
+	for op, kind := range want {
+		got := byOp[op]
+		require.Len(t, got, 1, "op %d: records %+v", op, got)
+		r := got[0]
+		assert.Equal(t, kind, r.Kind, "op %d", op)
+		assert.LessOrEqual(t, before, r.Start, "op %d starts before the work was submitted", op)
+		assert.Less(t, r.Start, r.End, "op %d", op)
+		assert.LessOrEqual(t, r.End, after, "op %d ends after the synchronisation", op)
+		assert.Zero(t, r.GraphNodeID, "op %d is no graph node", op)
+		if kind == activityKernel {
+			streams[r.Stream] = true
+			// spin(5) runs about 5 us.
+			assert.GreaterOrEqual(t, r.End-r.Start, uint64(4000), "op %d", op)
+		} else {
+			assert.Equal(t, uint64(1<<20), r.Bytes, "op %d", op)
+		}
+	}
+	assert.Len(t, streams, nstreams, "kernels ran on both streams")
+	assert.Zero(t, tr.dropped())
+	t.Logf("%d records, kinds enabled %v, CUPTI %d at %s", len(recs), tr.kinds, tr.version, tr.path)
+
+	// A second tracer in the process is refused as busy.
+	_, err = newActivityTracer([]string{tr.path})
+	assert.ErrorIs(t, err, ErrCUPTIBusy)
+}
+
+// TestCUPTIGraphReplay replays a captured graph twice under one op id and
+// checks every kernel record names the op and a captured kernel node, each
+// node once per replay, and one graph-launch record per replay.
+func TestCUPTIGraphReplay(t *testing.T) {
+	b := gpuBackend(t)
+	tr, err := newActivityTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
+	if err != nil {
+		requireGPU(t, "no CUPTI: %v", err)
+	}
+	defer func() { assert.NoError(t, tr.close()) }()
+	ctx := context.Background()
+	require.NoError(t, b.Open(ctx, chains(1, 1, dag.Spin, 5, false)))
+	defer b.Close()
+	const nstreams, rounds, replays = 2, 3, 2
+	raw, err := newRawLoop(b, nstreams, dag.Normal, dag.Spin, 5)
+	require.NoError(t, err)
+	defer raw.close()
+	rg, err := newRawGraph(raw, rounds)
+	require.NoError(t, err)
+	defer rg.close()
+	ids, err := rg.cuptiKernelNodeIDs(tr, 64)
+	require.NoError(t, err)
+	require.Len(t, ids, nstreams*rounds)
+
+	require.NoError(t, tr.tracedCall(500, func() error { return rg.launches(replays) }))
+	recs, err := tr.flush()
+	require.NoError(t, err)
+	perNode := map[uint64]int{}
+	launches := 0
+	for _, r := range recs {
+		switch r.Kind {
+		case activityKernel:
+			assert.Equal(t, int64(500), r.Op)
+			assert.Less(t, r.Start, r.End)
+			perNode[r.GraphNodeID]++
+		case activityGraphLaunch:
+			assert.Equal(t, int64(500), r.Op)
+			assert.Less(t, r.Start, r.End)
+			launches++
+		}
+	}
+	want := map[uint64]int{}
+	for _, id := range ids {
+		want[id] = replays
+	}
+	assert.Equal(t, want, perNode, "kernel records by captured node (clones seen: %d)", len(tr.clones))
+	if tr.enabled(activityGraphLaunch) {
+		assert.Equal(t, replays, launches)
+	}
+	t.Logf("%d records, %d clone links", len(recs), len(tr.clones))
+}
+
+// TestCUPTIFake drives the binding against testdata/cupti_fake.c, built as
+// a stand-in libcupti.so.13: the buffer callbacks, parsing, correlation and
+// dropped counts on any machine with a C compiler, and the version and busy
+// refusals that a real CUPTI gives only in particular setups.
+func TestCUPTIFake(t *testing.T) {
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skipf("no C compiler: %v", err)
+	}
+	lib := filepath.Join(t.TempDir(), "libcupti.so.13")
+	out, err := exec.Command(cc, "-Wall", "-shared", "-fPIC", "-o", lib, filepath.Join("testdata", "cupti_fake.c")).CombinedOutput()
+	require.NoError(t, err, "building the fake CUPTI:\n%s", out)
+
+	t.Run("old version", func(t *testing.T) {
+		t.Setenv("FAKE_CUPTI", "old")
+		_, err := newActivityTracer([]string{lib})
+		var ve *CUPTIVersionError
+		require.ErrorAs(t, err, &ve)
+		assert.Equal(t, uint32(120000), ve.Version)
+		assert.ErrorIs(t, err, ErrNoCUPTI)
+	})
+	t.Run("busy", func(t *testing.T) {
+		t.Setenv("FAKE_CUPTI", "busy")
+		_, err := newActivityTracer([]string{lib})
+		assert.ErrorIs(t, err, ErrCUPTIBusy)
+		assert.ErrorContains(t, err, "fake: another subscriber")
+	})
+	t.Run("records", func(t *testing.T) {
+		t.Setenv("FAKE_CUPTI", "")
+		tr, err := newActivityTracer([]string{lib})
+		require.NoError(t, err)
+		assert.Equal(t, lib, tr.path)
+		for _, op := range []int{3, 5, 8} {
+			require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+		}
+		assert.Error(t, tr.popOp(), "nothing pushed")
+		assert.Error(t, tr.pushOp(-1))
+		recs, err := tr.flush()
+		require.NoError(t, err)
+		require.Len(t, recs, 3)
+		for i, op := range []int64{3, 5, 8} {
+			assert.Equal(t, activityRecord{Kind: activityKernel, Op: op, Correlation: uint32(i + 1), Stream: 7,
+				Start: uint64(1000 * op), End: uint64(1000*op + 500)}, recs[i])
+		}
+		assert.Equal(t, uint64(3), tr.dropped())
+		recs, err = tr.flush()
+		require.NoError(t, err)
+		assert.Empty(t, recs)
+
+		_, err = newActivityTracer([]string{lib})
+		assert.ErrorIs(t, err, ErrCUPTIBusy, "one tracer per process")
+		require.NoError(t, tr.close())
+		require.NoError(t, tr.close(), "closing twice is harmless")
+
+		again, err := newActivityTracer([]string{lib})
+		require.NoError(t, err, "the sink is free once the tracer closes")
+		require.NoError(t, again.close())
+	})
+}

@@ -1,0 +1,122 @@
+// A stand-in for libcupti.so.13 that lets TestCUPTIFake drive the binding's
+// C and Go plumbing on a machine without CUPTI: buffer callbacks, record
+// parsing, correlation, dropped counts, version and busy refusals. Each push
+// of an external id queues a correlation record and a kernel record naming
+// it (a kernel launched under the op), written at the offsets cupti.h
+// declares: the layouts themselves are checked by cupti_check.c.
+// FAKE_CUPTI selects behaviour: "old" reports version 120000; "busy" refuses
+// cuptiActivityEnable with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED.
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DAGRUN_CUDA_H
+typedef struct CUctx_st* CUcontext;
+typedef struct CUgraphNode_st* CUgraphNode;
+#include "../cupti.h"
+
+typedef void (*req_fn)(uint8_t**, size_t*, size_t*);
+typedef void (*done_fn)(CUcontext, uint32_t, uint8_t*, size_t, size_t);
+
+static req_fn requested;
+static done_fn completed;
+static uint64_t stack[16];
+static int depth;
+static uint8_t pending[1 << 16];
+static size_t npending;
+static uint32_t corr = 1;
+static size_t dropped_once = 3;
+
+static int mode(const char* m) {
+	const char* v = getenv("FAKE_CUPTI");
+	return v != NULL && strcmp(v, m) == 0;
+}
+
+static void put32(uint8_t* r, size_t off, uint32_t v) { memcpy(r + off, &v, 4); }
+static void put64(uint8_t* r, size_t off, uint64_t v) { memcpy(r + off, &v, 8); }
+
+int cuptiGetVersion(uint32_t* v) { *v = mode("old") ? 120000 : 130001; return 0; }
+int cuptiGetResultString(int r, const char** s) {
+	*s = r == DR_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "fake: another subscriber" : "fake error";
+	return 0;
+}
+int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) { requested = r; completed = d; return 0; }
+int cuptiActivityEnable(int kind) {
+	(void)kind;
+	return mode("busy") ? DR_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED : 0;
+}
+int cuptiActivityDisable(int kind) { (void)kind; return 0; }
+int cuptiActivityEnableDriverApi(uint32_t cbid, uint8_t on) { (void)cbid; (void)on; return 0; }
+int cuptiGetGraphNodeId(CUgraphNode n, uint64_t* id) { *id = (uint64_t)(uintptr_t)n; return 0; }
+int cuptiSubscribe(void** s, void* cb, void* u) { (void)cb; (void)u; *s = (void*)1; return 0; }
+int cuptiUnsubscribe(void* s) { (void)s; return 0; }
+int cuptiEnableCallback(uint32_t e, void* s, int d, uint32_t c) { (void)e; (void)s; (void)d; (void)c; return 0; }
+int cuptiGetTimestamp(uint64_t* t) { *t = 42; return 0; }
+int cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t* n) {
+	(void)c; (void)s;
+	*n = dropped_once;
+	dropped_once = 0;
+	return 0;
+}
+
+static size_t record_size(const uint8_t* r) {
+	uint32_t kind;
+	memcpy(&kind, r, 4);
+	switch (kind) {
+	case DR_CUPTI_KIND_CONCURRENT_KERNEL: return DR_CUPTI_KERNEL10_SIZE;
+	case DR_CUPTI_KIND_EXTERNAL_CORRELATION: return DR_CUPTI_EXTCORR_SIZE;
+	case DR_CUPTI_KIND_MEMCPY: return DR_CUPTI_MEMCPY6_SIZE;
+	}
+	return 0;
+}
+
+int cuptiActivityGetNextRecord(uint8_t* buf, size_t valid, void** rec) {
+	uint8_t* p = *rec == NULL ? buf : (uint8_t*)*rec + record_size(*rec);
+	if (p >= buf + valid) return 12; // CUPTI_ERROR_MAX_LIMIT_REACHED
+	*rec = p;
+	return 0;
+}
+
+int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
+	if (kind != DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || depth == 16) return 1;
+	stack[depth++] = id;
+	uint8_t* e = pending + npending;
+	memset(e, 0, DR_CUPTI_EXTCORR_SIZE);
+	put32(e, 0, DR_CUPTI_KIND_EXTERNAL_CORRELATION);
+	put32(e, DR_CUPTI_EXTCORR_EXTERNAL_KIND, DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+	put64(e, DR_CUPTI_EXTCORR_EXTERNAL_ID, id);
+	put32(e, DR_CUPTI_EXTCORR_CORRELATION_ID, corr);
+	npending += DR_CUPTI_EXTCORR_SIZE;
+	uint8_t* k = pending + npending;
+	memset(k, 0, DR_CUPTI_KERNEL10_SIZE);
+	put32(k, 0, DR_CUPTI_KIND_CONCURRENT_KERNEL);
+	put64(k, DR_CUPTI_KERNEL10_START, 1000 * id);
+	put64(k, DR_CUPTI_KERNEL10_END, 1000 * id + 500);
+	put32(k, DR_CUPTI_KERNEL10_DEVICE_ID, 0);
+	put32(k, DR_CUPTI_KERNEL10_STREAM_ID, 7);
+	put32(k, DR_CUPTI_KERNEL10_CORRELATION_ID, corr);
+	put64(k, DR_CUPTI_KERNEL10_GRAPH_NODE_ID, 0);
+	npending += DR_CUPTI_KERNEL10_SIZE;
+	corr++;
+	return 0;
+}
+
+int cuptiActivityPopExternalCorrelationId(int kind, uint64_t* last) {
+	if (kind != DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || depth == 0) return 18; // CUPTI_ERROR_QUEUE_EMPTY
+	*last = stack[--depth];
+	return 0;
+}
+
+int cuptiActivityFlushAll(uint32_t flag) {
+	(void)flag;
+	if (requested == NULL) return 7;
+	uint8_t* buf = NULL;
+	size_t size = 0, max = 0;
+	requested(&buf, &size, &max);
+	if (buf == NULL || size < npending) return 8;
+	memcpy(buf, pending, npending);
+	size_t valid = npending;
+	npending = 0;
+	completed(NULL, 0, buf, size, valid);
+	return 0;
+}

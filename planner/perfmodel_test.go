@@ -1,0 +1,379 @@
+package planner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner"
+)
+
+var h100 = planner.DeviceKey{Name: "NVIDIA H100 80GB HBM3", SMs: 132, Driver: 13000}
+
+// perfOps builds one graph holding an op of every kind and shape the perf
+// model tests use, by name.
+func perfOps(t testing.TB) map[string]*dag.Op {
+	g := dag.New()
+	x := g.Buffer("x", 4<<20, dag.OnDevice(0), dag.Of(dag.F32))
+	y := g.Buffer("y", 4<<20, dag.OnDevice(0), dag.Of(dag.F32))
+	z := g.Buffer("z", 4<<20, dag.OnDevice(1), dag.Of(dag.F32))
+	pin := g.Buffer("pin", 4<<20, dag.PinnedHost(), dag.Of(dag.F32))
+	page := g.Buffer("page", 4<<20, dag.PageableHost(), dag.Of(dag.F32))
+	tmp := g.Buffer("tmp", 1<<16, dag.OnDevice(0), dag.Temporary())
+	ops := map[string]*dag.Op{
+		"spin10":       g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0),
+		"spin10 again": g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0),
+		"spin50":       g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 50.0),
+		"spin10 wide":  g.Launch(dag.Spin, dag.Grid1(2), dag.Grid1(32), 10.0),
+		"scale":        g.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), x, float32(2)),
+		"scale half":   g.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), x.Slice(0, 2<<20), float32(2)),
+		"h2d 1M":       g.Copy(x.Slice(0, 1<<20), pin.Slice(0, 1<<20)),
+		"h2d 4M":       g.Copy(x.All(), pin.All()),
+		"h2d 2M":       g.Copy(x.Slice(0, 2<<20), pin.Slice(0, 2<<20)),
+		"h2d page 1M":  g.Copy(x.Slice(0, 1<<20), page.Slice(0, 1<<20)),
+		"d2h 1M":       g.Copy(pin.Slice(0, 1<<20), y.Slice(0, 1<<20)),
+		"d2d 1M":       g.Copy(y.Slice(0, 1<<20), x.Slice(0, 1<<20)),
+		"p2p 1M":       g.Copy(z.Slice(0, 1<<20), x.Slice(0, 1<<20)),
+		"fill f32":     g.Fill(y.All(), 1),
+		"use tmp":      g.Copy(tmp.All(), x.Slice(0, 1<<16)),
+	}
+	ops["hosted"] = g.Host(func(ctx context.Context, mem [][]byte) error { return nil }, dag.In(pin.Slice(0, 64)))
+	graph, err := g.Build()
+	require.NoError(t, err)
+	for _, op := range graph.Ops {
+		switch op.Kind {
+		case dag.Alloc:
+			ops["alloc"] = op
+		case dag.Free:
+			ops["free"] = op
+		}
+	}
+	require.Contains(t, ops, "alloc")
+	return ops
+}
+
+func TestSignature(t *testing.T) {
+	ops := perfOps(t)
+	sig := func(name string) string {
+		s, err := planner.Signature(ops[name])
+		require.NoError(t, err, name)
+		return s
+	}
+	same := [][2]string{{"spin10", "spin10 again"}}
+	differ := [][2]string{
+		{"spin10", "spin50"},      // scalar arguments
+		{"spin10", "spin10 wide"}, // launch shape
+		{"scale", "scale half"},   // bytes touched
+		{"h2d 1M", "h2d 4M"},      // copy size
+		{"h2d 1M", "h2d page 1M"}, // pinned against pageable
+		{"h2d 1M", "d2h 1M"},      // direction
+		{"d2d 1M", "p2p 1M"},      // one device against two
+		{"alloc", "free"},
+	}
+	for _, p := range same {
+		assert.Equal(t, sig(p[0]), sig(p[1]), "%s and %s", p[0], p[1])
+	}
+	for _, p := range differ {
+		assert.NotEqual(t, sig(p[0]), sig(p[1]), "%s and %s", p[0], p[1])
+	}
+	// Another kernel source under the same name is another signature.
+	g := dag.New()
+	k1 := &dag.Kernel{Name: "k", Source: dag.CUDAC, Code: `extern "C" __global__ void k() {}`}
+	k2 := &dag.Kernel{Name: "k", Source: dag.CUDAC, Code: `extern "C" __global__ void k() { __nanosleep(100); }`}
+	a := &dag.Op{Name: "a", Kind: dag.Launch, Launch: &dag.LaunchSpec{Kernel: k1, Grid: dag.Grid1(1), Block: dag.Grid1(1)}}
+	b := &dag.Op{Name: "b", Kind: dag.Launch, Launch: &dag.LaunchSpec{Kernel: k2, Grid: dag.Grid1(1), Block: dag.Grid1(1)}}
+	_ = g
+	sa, err := planner.Signature(a)
+	require.NoError(t, err)
+	sb, err := planner.Signature(b)
+	require.NoError(t, err)
+	assert.NotEqual(t, sa, sb)
+
+	for _, bad := range []*dag.Op{
+		{Name: "no kernel", Kind: dag.Launch},
+		{Name: "half copy", Kind: dag.Copy},
+		{Name: "strange", Kind: dag.OpKind(200)},
+	} {
+		_, err := planner.Signature(bad)
+		assert.ErrorContains(t, err, bad.Name)
+	}
+}
+
+func TestPerfStatsWelford(t *testing.T) {
+	xs := []float64{5, 9, 3, 3, 12.5, 7, 1e6, 4}
+	var s planner.PerfStats
+	for _, x := range xs {
+		s.Add(x)
+	}
+	mean, variance := stat.MeanVariance(xs, nil)
+	assert.InDelta(t, mean, s.MeanNs, 1e-6)
+	assert.Equal(t, time.Duration(math.Round(math.Sqrt(variance))), s.Std())
+	assert.Equal(t, int64(len(xs)), s.Count)
+	assert.Equal(t, 3.0, s.MinNs)
+	assert.Equal(t, 1e6, s.MaxNs)
+	var one planner.PerfStats
+	one.Add(42)
+	assert.Zero(t, one.Std())
+	assert.Equal(t, 42*time.Nanosecond, one.Mean())
+}
+
+func TestPerfModelDuration(t *testing.T) {
+	ops := perfOps(t)
+	m := planner.NewPerfModel(h100, nil)
+	def := planner.DefaultCost()
+	all := make([]*dag.Op, 0, len(ops))
+	for _, op := range ops {
+		all = append(all, op)
+		assert.Equal(t, def.Duration(op), m.Duration(op), "op %s before any measurement", op.Name)
+	}
+	assert.Zero(t, m.Covered(all))
+
+	ops["spin10"].Cost = 99 * time.Microsecond // a hint: measurements win over it
+	require.NoError(t, m.Update([]planner.OpSample{
+		{Op: ops["spin10"], Duration: 11 * time.Microsecond},
+		{Op: ops["spin10 again"], Duration: 13 * time.Microsecond},
+		{Op: ops["spin50"], Duration: 51 * time.Microsecond},
+		{Op: ops["alloc"], Duration: 700 * time.Nanosecond},
+	}))
+	assert.Equal(t, 12*time.Microsecond, m.Duration(ops["spin10"]))
+	assert.Equal(t, 12*time.Microsecond, m.Duration(ops["spin10 again"]))
+	assert.Equal(t, 51*time.Microsecond, m.Duration(ops["spin50"]))
+	assert.Equal(t, def.Duration(ops["spin10 wide"]), m.Duration(ops["spin10 wide"]), "not measured")
+	assert.Equal(t, 700*time.Nanosecond, m.Duration(ops["alloc"]))
+	assert.Equal(t, 4, m.Covered(all))
+	st, ok := m.OpStats(ops["spin10"])
+	require.True(t, ok)
+	assert.Equal(t, int64(2), st.Count)
+	assert.Equal(t, time.Duration(math.Round(math.Sqrt(2)*1000)), st.Std())
+
+	_, ok = m.Overhead(planner.OverheadWait)
+	assert.False(t, ok)
+	require.NoError(t, m.ObserveOverhead(planner.OverheadWait, 400))
+	require.NoError(t, m.ObserveOverhead(planner.OverheadWait, 440))
+	require.NoError(t, m.ObserveOverhead(planner.SubmitOverhead(dag.Launch), 2500))
+	d, ok := m.Overhead(planner.OverheadWait)
+	require.True(t, ok)
+	assert.Equal(t, 420*time.Nanosecond, d)
+	d, ok = m.Overhead(planner.SubmitOverhead(dag.Launch))
+	require.True(t, ok)
+	assert.Equal(t, 2500*time.Nanosecond, d)
+	assert.Error(t, m.ObserveOverhead(planner.OverheadRecord, -1))
+	assert.Error(t, m.ObserveOverhead("", 1))
+}
+
+func TestPerfModelCopyFit(t *testing.T) {
+	ops := perfOps(t)
+	const latency, bandwidth = 10e3, 25e9 // ns, bytes per second
+	copyTime := func(op *dag.Op) time.Duration {
+		return time.Duration(latency + float64(op.Bytes())/bandwidth*1e9)
+	}
+	m := planner.NewPerfModel(h100, nil)
+	require.NoError(t, m.Update([]planner.OpSample{{Op: ops["h2d 1M"], Duration: copyTime(ops["h2d 1M"])}}))
+	_, _, ok := m.CopyFit("h2d-pinned")
+	assert.False(t, ok, "one size fits no bandwidth")
+	_, ok = m.Measured(ops["h2d 2M"])
+	assert.False(t, ok)
+
+	require.NoError(t, m.Update([]planner.OpSample{{Op: ops["h2d 4M"], Duration: copyTime(ops["h2d 4M"])}}))
+	lat, bw, ok := m.CopyFit("h2d-pinned")
+	require.True(t, ok)
+	assert.InDelta(t, latency, float64(lat), 10)
+	assert.InEpsilon(t, bandwidth, bw, 1e-3)
+	got, ok := m.Measured(ops["h2d 2M"])
+	require.True(t, ok, "interpolated from the fit")
+	assert.InEpsilon(t, float64(copyTime(ops["h2d 2M"])), float64(got), 1e-3)
+	// Other directions have their own fits.
+	_, ok = m.Measured(ops["h2d page 1M"])
+	assert.False(t, ok)
+	_, ok = m.Measured(ops["d2h 1M"])
+	assert.False(t, ok)
+	// Copies that get faster with size fit no bandwidth.
+	m2 := planner.NewPerfModel(h100, nil)
+	require.NoError(t, m2.Update([]planner.OpSample{
+		{Op: ops["h2d 1M"], Duration: 100 * time.Microsecond},
+		{Op: ops["h2d 4M"], Duration: 50 * time.Microsecond},
+	}))
+	_, ok = m2.Measured(ops["h2d 2M"])
+	assert.False(t, ok)
+}
+
+func TestPerfModelUpdateRejects(t *testing.T) {
+	ops := perfOps(t)
+	tests := []struct {
+		name    string
+		samples []planner.OpSample
+		msg     string
+	}{
+		{"no op", []planner.OpSample{{Duration: 1}}, "sample 0 has no op"},
+		{"negative", []planner.OpSample{{Op: ops["spin10"], Duration: time.Microsecond}, {Op: ops["spin50"], Duration: -1}},
+			"op " + ops["spin50"].Name + ": duration -1ns"},
+		{"too long", []planner.OpSample{{Op: ops["scale"], Duration: 2 * time.Hour}}, "2h0m0s"},
+		{"no signature", []planner.OpSample{{Op: &dag.Op{Name: "odd", Kind: dag.Launch}, Duration: 1}}, "op odd"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := planner.NewPerfModel(h100, nil)
+			assert.ErrorContains(t, m.Update(tc.samples), tc.msg)
+			assert.Zero(t, m.Len(), "a rejected update changes nothing")
+		})
+	}
+}
+
+func TestPerfModelSaveLoad(t *testing.T) {
+	ops := perfOps(t)
+	m := planner.NewPerfModel(h100, nil)
+	var samples []planner.OpSample
+	for _, op := range ops {
+		d := time.Microsecond + time.Duration(op.Bytes()/10) // copies fit a bandwidth
+		samples = append(samples, planner.OpSample{Op: op, Duration: d}, planner.OpSample{Op: op, Duration: d + 300})
+	}
+	require.NoError(t, m.Update(samples))
+	require.NoError(t, m.ObserveOverhead(planner.OverheadRecord, 260))
+	path := filepath.Join(t.TempDir(), "models.json")
+	require.NoError(t, m.Save(path))
+
+	back, err := planner.LoadPerfModel(path, h100, nil)
+	require.NoError(t, err)
+	assert.Equal(t, m.Len(), back.Len())
+	for _, op := range ops {
+		assert.Equal(t, m.Duration(op), back.Duration(op), op.Name)
+		a, _ := m.OpStats(op)
+		b, _ := back.OpStats(op)
+		assert.Equal(t, a, b, op.Name)
+	}
+	d, ok := back.Overhead(planner.OverheadRecord)
+	assert.True(t, ok)
+	assert.Equal(t, 260*time.Nanosecond, d)
+	lat, bw, ok := back.CopyFit("h2d-pinned")
+	assert.True(t, ok, "fits are rebuilt on load")
+	wl, wb, _ := m.CopyFit("h2d-pinned")
+	assert.Equal(t, wl, lat)
+	assert.InEpsilon(t, wb, bw, 1e-9)
+
+	missing, err := planner.LoadPerfModel(filepath.Join(t.TempDir(), "none.json"), h100, nil)
+	require.NoError(t, err, "a first run has no model yet")
+	assert.Zero(t, missing.Len())
+}
+
+func TestLoadPerfModelProblems(t *testing.T) {
+	dev := `"device":{"name":"NVIDIA H100 80GB HBM3","sms":132,"driver":13000}`
+	stats := `"count":2,"mean_ns":1000,"m2":0,"min_ns":1000,"max_ns":1000`
+	tests := []struct {
+		name    string
+		data    string
+		problem planner.PerfModelProblem
+		msg     string
+	}{
+		{"not JSON", `{"format":`, planner.PerfModelCorrupt, "is not a valid perf model"},
+		{"not a model", `[1,2]`, planner.PerfModelCorrupt, "not a valid perf model"},
+		{"another format", `{"format":"chrome-trace","version":1,` + dev + `}`, planner.PerfModelCorrupt, `format "chrome-trace"`},
+		{"older version", `{"format":"dagrun-perf-model","version":0,` + dev + `}`, planner.PerfModelOldVersion, "version 0, this dagrun reads 1"},
+		{"newer version", `{"format":"dagrun-perf-model","version":7,"device":{},"future":true}`, planner.PerfModelNewVersion, "newer dagrun"},
+		{"another device", `{"format":"dagrun-perf-model","version":1,"device":{"name":"NVIDIA H100 80GB HBM3","sms":132,"mig":"1g.10gb","driver":13000}}`,
+			planner.PerfModelOtherDevice, "MIG 1g.10gb"},
+		{"another driver", `{"format":"dagrun-perf-model","version":1,"device":{"name":"NVIDIA H100 80GB HBM3","sms":132,"driver":12080}}`,
+			planner.PerfModelOtherDevice, "driver 12080"},
+		{"negative mean", `{"format":"dagrun-perf-model","version":1,` + dev + `,"ops":[{"signature":"a","kind":"launch","bytes":0,"count":1,"mean_ns":-5,"m2":0,"min_ns":-5,"max_ns":-5}]}`,
+			planner.PerfModelCorrupt, "ops[0] (a)"},
+		{"zero count", `{"format":"dagrun-perf-model","version":1,` + dev + `,"ops":[{"signature":"a","kind":"launch","bytes":0,"count":0,"mean_ns":1,"m2":0,"min_ns":1,"max_ns":1}]}`,
+			planner.PerfModelCorrupt, "count 0"},
+		{"mean outside min and max", `{"format":"dagrun-perf-model","version":1,` + dev + `,"ops":[{"signature":"a","kind":"launch","bytes":0,"count":2,"mean_ns":5,"m2":0,"min_ns":10,"max_ns":20}]}`,
+			planner.PerfModelCorrupt, "not between"},
+		{"duplicate signature", `{"format":"dagrun-perf-model","version":1,` + dev + `,"ops":[{"signature":"a","kind":"launch","bytes":0,` + stats + `},{"signature":"a","kind":"launch","bytes":0,` + stats + `}]}`,
+			planner.PerfModelCorrupt, "appears twice"},
+		{"no signature", `{"format":"dagrun-perf-model","version":1,` + dev + `,"ops":[{"kind":"launch","bytes":0,` + stats + `}]}`,
+			planner.PerfModelCorrupt, "no signature"},
+		{"unknown field", `{"format":"dagrun-perf-model","version":1,` + dev + `,"opz":[]}`, planner.PerfModelCorrupt, "opz"},
+		{"trailing data", `{"format":"dagrun-perf-model","version":1,` + dev + `} {}`, planner.PerfModelCorrupt, "after top-level value"},
+		{"huge number", `{"format":"dagrun-perf-model","version":1,` + dev + `,"overheads":[{"name":"wait","count":1,"mean_ns":1e400,"m2":0,"min_ns":1,"max_ns":1}]}`,
+			planner.PerfModelCorrupt, "not a valid perf model"},
+		{"implausible duration", `{"format":"dagrun-perf-model","version":1,` + dev + `,"overheads":[{"name":"wait","count":1,"mean_ns":1e15,"m2":0,"min_ns":1e15,"max_ns":1e15}]}`,
+			planner.PerfModelCorrupt, "exceeds 1h0m0s"},
+	}
+	ops := perfOps(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "models.json")
+			require.NoError(t, os.WriteFile(path, []byte(tc.data), 0o644))
+			m, err := planner.LoadPerfModel(path, h100, nil)
+			require.NotNil(t, m, "planning goes on")
+			var pe *planner.PerfModelError
+			require.True(t, errors.As(err, &pe), "%v", err)
+			assert.Equal(t, tc.problem, pe.Problem)
+			assert.Contains(t, err.Error(), tc.msg)
+			assert.Contains(t, err.Error(), path)
+			assert.Contains(t, err.Error(), "planning with default costs")
+			assert.Zero(t, m.Len())
+			assert.Equal(t, planner.DefaultCost().Duration(ops["spin50"]), m.Duration(ops["spin50"]))
+		})
+	}
+	t.Run("a folder", func(t *testing.T) {
+		_, err := planner.LoadPerfModel(t.TempDir(), h100, nil)
+		var pe *planner.PerfModelError
+		require.ErrorAs(t, err, &pe)
+	})
+}
+
+func TestRankPath(t *testing.T) {
+	tests := []struct {
+		path string
+		rank int
+		want string
+	}{
+		{"models.json", -1, "models.json"},
+		{"models.json", 0, "models.rank0.json"},
+		{"dir/models.json", 3, "dir/models.rank3.json"},
+		{"models", 1, "models.rank1"},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, planner.RankPath(tc.path, tc.rank), "%s %d", tc.path, tc.rank)
+	}
+}
+
+// A perf model learns each op's duration from runs and then costs it for
+// the planner; ops it has not measured keep the default estimate.
+func ExamplePerfModel() {
+	g := dag.New()
+	x := g.Buffer("x", 1<<20, dag.OnDevice(0))
+	spin := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0)
+	fill := g.Fill(x.All(), 0)
+	if _, err := g.Build(); err != nil {
+		panic(err)
+	}
+	m := planner.NewPerfModel(planner.DeviceKey{Name: "cpu", SMs: 2}, nil)
+	_ = m.Update([]planner.OpSample{{Op: spin, Duration: 11 * time.Microsecond}, {Op: spin, Duration: 12 * time.Microsecond}})
+	fmt.Println(m.Duration(spin), m.Covered([]*dag.Op{spin, fill}), "of 2 ops measured")
+	// Output: 11.5µs 1 of 2 ops measured
+}
+
+func TestPerfModelConcurrentDurations(t *testing.T) {
+	ops := perfOps(t)
+	m := planner.NewPerfModel(h100, nil)
+	require.NoError(t, m.Update([]planner.OpSample{{Op: ops["scale"], Duration: 3 * time.Microsecond}}))
+	done := make(chan time.Duration)
+	for range 4 {
+		go func() {
+			var d time.Duration
+			for range 100 {
+				for _, op := range ops {
+					d += m.Duration(op)
+				}
+			}
+			done <- d
+		}()
+	}
+	first := <-done
+	for range 3 {
+		assert.Equal(t, first, <-done)
+	}
+}

@@ -1,0 +1,32 @@
+package trace
+
+import (
+	"fmt"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// PerfSamples turns the spans of a timed run of g (executor.Session.Spans,
+// from CUPTI or timing events) into the samples a planner.PerfModel learns
+// from: one per span, its op's duration. A span naming an op g lacks, or
+// ending before it starts, is an error that names it: spans of another
+// graph must not teach the model.
+func PerfSamples(g *dag.Graph, spans []executor.Span) ([]planner.OpSample, error) {
+	if g == nil {
+		return nil, fmt.Errorf("perf samples: no graph")
+	}
+	out := make([]planner.OpSample, 0, len(spans))
+	for i, sp := range spans {
+		if sp.Op < 0 || sp.Op >= len(g.Ops) {
+			return nil, fmt.Errorf("perf samples: span %d names op %d, and the graph has %d ops", i, sp.Op, len(g.Ops))
+		}
+		op := g.Ops[sp.Op]
+		if sp.End < sp.Start {
+			return nil, fmt.Errorf("perf samples: op %s ends (%v) before it starts (%v)", op.Name, sp.End, sp.Start)
+		}
+		out = append(out, planner.OpSample{Op: op, Duration: sp.End - sp.Start})
+	}
+	return out, nil
+}
