@@ -34,7 +34,7 @@ import (
 
 func requireTwo() bool { return os.Getenv("DAGRUN_REQUIRE_GPUS") == "2" }
 
-func skipOrFail(tb testing.TB, required bool, format string, a ...any) {
+func skipOrFailNCCL(tb testing.TB, required bool, format string, a ...any) {
 	tb.Helper()
 	if required {
 		tb.Fatalf(format, a...)
@@ -57,17 +57,17 @@ func openTwoGPUs(tb testing.TB) *twoGPUs {
 	os.Setenv("NCCL_NVLS_ENABLE", "0")
 	drv, err := openDriver(libcudaCandidates(os.Getenv("DAGRUN_LIBCUDA")))
 	if err != nil {
-		skipOrFail(tb, requireTwo(), "no driver: %v", err)
+		skipOrFailNCCL(tb, requireTwo(), "no driver: %v", err)
 	}
 	tb.Cleanup(drv.close)
 	n, err := drv.deviceCount()
 	require.NoError(tb, err)
 	if n < 2 {
-		skipOrFail(tb, requireTwo(), "%d device(s); the test needs 2", n)
+		skipOrFailNCCL(tb, requireTwo(), "%d device(s); the test needs 2", n)
 	}
 	lib, err := openNCCL(ncclCandidates(os.Getenv("DAGRUN_LIBNCCL")))
 	if err != nil {
-		skipOrFail(tb, requireTwo(), "%v", err)
+		skipOrFailNCCL(tb, requireTwo(), "%v", err)
 	}
 	tb.Cleanup(lib.close)
 	tb.Logf("NCCL %s from %s", lib.Version(), lib.path)
@@ -123,11 +123,11 @@ func TestNCCLHeader(t *testing.T) {
 		inc = "/usr/include"
 	}
 	if _, err := os.Stat(filepath.Join(inc, "nccl.h")); err != nil {
-		skipOrFail(t, required, "no nccl.h in %s (set DAGRUN_NCCL_INCLUDE): %v", inc, err)
+		skipOrFailNCCL(t, required, "no nccl.h in %s (set DAGRUN_NCCL_INCLUDE): %v", inc, err)
 	}
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		skipOrFail(t, required, "no gcc: %v", err)
+		skipOrFailNCCL(t, required, "no gcc: %v", err)
 	}
 	args := []string{"-I" + inc}
 	want := ncclDeclared()
@@ -163,10 +163,10 @@ func TestCaptureProbe(t *testing.T) {
 	required := requireTwo()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		skipOrFail(t, required, "no gcc: %v", err)
+		skipOrFailNCCL(t, required, "no gcc: %v", err)
 	}
 	if !fileExists("/usr/local/cuda/include/cuda.h") || !fileExists("/usr/include/nccl.h") {
-		skipOrFail(t, required, "no CUDA toolkit headers or nccl.h to build the probe")
+		skipOrFailNCCL(t, required, "no CUDA toolkit headers or nccl.h to build the probe")
 	}
 	bin := filepath.Join(t.TempDir(), "capture_probe")
 	args := []string{"-I/usr/local/cuda/include", "testdata/capture_probe.c", "-o", bin,
@@ -179,7 +179,7 @@ func TestCaptureProbe(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 77 {
-		skipOrFail(t, required, "%s", out)
+		skipOrFailNCCL(t, required, "%s", out)
 	}
 	require.NoError(t, err, "%s", out)
 	t.Logf("%s", bytes.TrimSpace(out))

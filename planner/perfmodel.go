@@ -376,6 +376,27 @@ var signatureRules = map[dag.OpKind]func(op *dag.Op, hash func(*dag.Kernel) stri
 		// A host function has no identity but its op's name.
 		return fmt.Sprintf("host %q %s", op.Name, accessSizes(op)), nil
 	},
+	dag.Gemm: func(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
+		if op.Gemm == nil || len(op.Access) == 0 {
+			return "", fmt.Errorf("op %s: a gemm without its shape", op.Name)
+		}
+		return fmt.Sprintf("gemm %s %s", op.Gemm, op.Access[0].Buf.DType), nil
+	},
+	dag.AllReduce:     collectiveSignature,
+	dag.AllGather:     collectiveSignature,
+	dag.ReduceScatter: collectiveSignature,
+	dag.Broadcast:     collectiveSignature,
+	dag.Send:          collectiveSignature,
+	dag.Recv:          collectiveSignature,
+}
+
+// collectiveSignature: the kind, the bytes each rank moves and the dtype
+// (the world size is the file's: one perf model per rank and world).
+func collectiveSignature(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
+	if len(op.Access) == 0 {
+		return "", fmt.Errorf("op %s: a collective without a view", op.Name)
+	}
+	return fmt.Sprintf("%s %s %s", op.Kind, op.Access[0].Buf.DType, accessSizes(op)), nil
 }
 
 func memOpSignature(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {

@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"strconv"
 
@@ -45,8 +45,8 @@ func (s *streamsFlag) String() string { return "" }
 
 func (s *streamsFlag) Set(v string) error {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 32 {
-		return errors.New("use 1 to 32")
+	if err != nil || n < 1 || n > planner.MaxStreams {
+		return fmt.Errorf("use 1 to %d", planner.MaxStreams)
 	}
 	*s = streamsFlag(n)
 	return nil
