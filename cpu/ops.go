@@ -108,7 +108,7 @@ func fixedAccesses(k dag.OpKind) int {
 
 // resolve gathers the bytes op works on into w.mem. It runs under the
 // lock, which orders it after every Alloc and Free that came before.
-func (b *Backend) resolve(w *worker, op *dag.Op) error {
+func (b *Session) resolve(w *worker, op *dag.Op) error {
 	w.mem = w.mem[:0]
 	switch op.Kind {
 	case dag.Alloc:
@@ -162,7 +162,7 @@ func host(ctx context.Context, f dag.HostFunc, mem [][]byte) (err error) {
 
 // commit makes an Alloc's or Free's effect visible to later ops. It runs
 // under the lock.
-func (b *Backend) commit(op *dag.Op, made []byte) error {
+func (b *Session) commit(op *dag.Op, made []byte) error {
 	buf := op.Buffer()
 	switch op.Kind {
 	case dag.Alloc:
