@@ -17,11 +17,11 @@ import (
 
 // rawLoop drives the driver directly, with no plan and no backend logic in
 // between: the floor that the benchmarks compare the Backend with. It
-// borrows an open Backend's context and builtin kernels on device 0 and
-// makes its own streams.
+// borrows a Backend's context and builtin kernels on device 0 (loading
+// them if no session has) and makes its own streams.
 type rawLoop struct {
 	b       *Backend
-	d       *device
+	d       *gpu
 	streams *C.CUstream // C array, so that C loops can walk it
 	n       int
 	launch  *C.dr_launch
@@ -34,9 +34,13 @@ type rawLoop struct {
 // of builtin kernel k (empty, or spin with us microseconds) on a grid of
 // one block of 32 threads.
 func newRawLoop(b *Backend, n int, p dag.Priority, k *dag.Kernel, us float64) (*rawLoop, error) {
-	d := b.devs[0]
-	if d == nil || d.funcs[k] == nil {
-		return nil, fmt.Errorf("raw loop: kernel %s is not loaded on device 0 (open a graph that launches it)", k.Name)
+	d, err := b.device(0)
+	if err != nil {
+		return nil, fmt.Errorf("raw loop: %w", err)
+	}
+	f, err := b.kernel(d, k)
+	if err != nil {
+		return nil, fmt.Errorf("raw loop: kernel %s: %w", k.Name, err)
 	}
 	r := &rawLoop{b: b, d: d, n: n}
 	r.streams = (*C.CUstream)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.CUstream(nil)))))
@@ -50,7 +54,7 @@ func newRawLoop(b *Backend, n int, p dag.Priority, k *dag.Kernel, us float64) (*
 		return nil, errors.New("raw loop: out of host memory")
 	}
 	l := r.launch
-	l.f = d.funcs[k]
+	l.f = f
 	l.gx, l.gy, l.gz, l.bx, l.by, l.bz = 1, 1, 1, 32, 1, 1
 	if nslots == 1 {
 		unsafe.Slice(l.slots, 1)[0] = C.uint64_t(math.Float64bits(us))
