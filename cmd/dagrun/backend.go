@@ -5,14 +5,14 @@ import (
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/cuda"
-	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 var backendNames = []string{"auto", "cpu", "cuda"}
 
 // openBackend returns the backend called name and the name of the one it
 // picked: auto is cuda when a CUDA driver and device are there, else cpu.
-func openBackend(name string) (executor.Backend, string, error) {
+func openBackend(name string) (device.Backend, string, error) {
 	switch name {
 	case "cpu":
 		return cpu.New(), "cpu", nil

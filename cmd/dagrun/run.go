@@ -149,6 +149,7 @@ func (c *cli) run(args []string) error {
 	if err != nil {
 		return err
 	}
+	defer b.Close() // after the session's Close below; its errors are the session's
 
 	// Host steps print to stdout, except where JSON goes there.
 	s.Stdout, s.SaveDir = c.stdout, *saveDir
