@@ -3,8 +3,8 @@ package cpu_test
 import (
 	"context"
 	"hash/maphash"
-	"slices"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
