@@ -459,7 +459,7 @@ func TestAsyncFault(t *testing.T) {
 	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 700, ce.Code) // CUDA_ERROR_ILLEGAL_ADDRESS
-	se.Close() // errors expected: the fault ruined the context
+	se.Close()                    // errors expected: the fault ruined the context
 	assertReleased(t, b, "")
 	b.Close()
 	assert.Zero(t, b.Live().Total(), "%+v", b.Live())

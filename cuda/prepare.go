@@ -77,62 +77,85 @@ func fillPattern(dt dag.DType, v float64) uint64 {
 	return p
 }
 
-// prepare decides what Run does for op and builds the C records it needs.
+// prepare decides what Run does for op and builds the C records it needs,
+// with the preparer of op's kind.
 func (se *Session) prepare(st *opState, op *dag.Op) error {
 	st.op = op
-	switch op.Kind {
-	case dag.Alloc, dag.Free:
-		bs := &se.bufs[op.Buffer().ID]
-		switch {
-		case bs.b.Placement != dag.Device:
-			if op.Kind == dag.Alloc {
-				// Temporaries start as zeros on every backend.
-				return se.hostWork(st, 1, bs.host, nil, bs.b.Size, []byte{0})
-			}
-			st.act = actNone
-		case op.Kind == dag.Alloc:
-			st.act = actAllocDevice
-		default:
-			st.act = actFreeDevice
-		}
-	case dag.Copy:
-		return se.prepareCopy(st, op)
-	case dag.Fill:
-		a := op.Access[0]
-		dt := a.Buf.DType
-		n := a.Size / dt.Size()
-		if a.Buf.Placement != dag.Device {
-			return se.hostWork(st, 1, unsafe.Add(se.bufs[a.Buf.ID].host, a.Offset), nil, n, dag.ElemBytes(dt, op.FillValue))
-		}
-		st.fill, st.esize, st.count = fillPattern(dt, op.FillValue), int(dt.Size()), n
-		st.act = actFillDevice
-		if fillNeedsKernel(op) {
-			st.act = actFill64
-			d := se.devs[op.Device]
-			if err := se.newLaunch(st, 3); err != nil {
-				return err
-			}
-			l := st.launch
-			l.f = d.fill64
-			l.gx, l.gy, l.gz, l.bx, l.by, l.bz = C.uint(min(max((n+255)/256, 1), 4096)), 1, 1, 256, 1, 1
-			slots := unsafe.Slice(l.slots, 3)
-			se.setPtr(st, &slots[0], a.View)
-			slots[1] = C.uint64_t(n)
-			slots[2] = C.uint64_t(st.fill)
-		}
-	case dag.Launch:
-		return se.prepareLaunch(st, op)
-	case dag.Host:
-		mem := make([][]byte, len(op.Access))
-		for i, a := range op.Access {
-			mem[i] = unsafe.Slice((*byte)(unsafe.Add(se.bufs[a.Buf.ID].host, a.Offset)), a.Size)
-		}
-		st.handle = cgo.NewHandle(&hostCall{se: se, op: op, mem: mem})
-		se.track(&se.live.Callbacks, 1)
-		st.act = actHostFunc
-	default:
+	p, ok := preparers[op.Kind]
+	if !ok {
 		return fmt.Errorf("unknown op kind %s", op.Kind)
 	}
+	return p(se, st, op)
+}
+
+// preparers holds, for every op kind of dag.OpKinds() (TestKindTable
+// checks), how the backend prepares an op of that kind.
+var preparers = map[dag.OpKind]func(se *Session, st *opState, op *dag.Op) error{
+	dag.Alloc:  (*Session).prepareLifetime,
+	dag.Free:   (*Session).prepareLifetime,
+	dag.Copy:   (*Session).prepareCopy,
+	dag.Fill:   (*Session).prepareFill,
+	dag.Launch: (*Session).prepareLaunch,
+	dag.Host:   (*Session).prepareHost,
+}
+
+// prepareLifetime prepares an alloc or free of a temporary: stream-ordered
+// pool memory on a device; a host temporary lives as long as the session
+// and is zeroed at each alloc.
+func (se *Session) prepareLifetime(st *opState, op *dag.Op) error {
+	bs := &se.bufs[op.Buffer().ID]
+	switch {
+	case bs.b.Placement != dag.Device:
+		if op.Kind == dag.Alloc {
+			// Temporaries start as zeros on every backend.
+			return se.hostWork(st, 1, bs.host, nil, bs.b.Size, []byte{0})
+		}
+		st.act = actNone
+	case op.Kind == dag.Alloc:
+		st.act = actAllocDevice
+	default:
+		st.act = actFreeDevice
+	}
+	return nil
+}
+
+func (se *Session) prepareFill(st *opState, op *dag.Op) error {
+	a := op.Access[0]
+	dt := a.Buf.DType
+	n := a.Size / dt.Size()
+	if a.Buf.Placement != dag.Device {
+		return se.hostWork(st, 1, unsafe.Add(se.bufs[a.Buf.ID].host, a.Offset), nil, n, dag.ElemBytes(dt, op.FillValue))
+	}
+	st.fill, st.esize, st.count = fillPattern(dt, op.FillValue), int(dt.Size()), n
+	st.act = actFillDevice
+	if !fillNeedsKernel(op) {
+		return nil
+	}
+	st.act = actFill64
+	d := se.devs[op.Device]
+	if err := se.newLaunch(st, 3); err != nil {
+		return err
+	}
+	l := st.launch
+	l.f = d.fill64
+	l.gx, l.gy, l.gz, l.bx, l.by, l.bz = C.uint(min(max((n+255)/256, 1), 4096)), 1, 1, 256, 1, 1
+	slots := unsafe.Slice(l.slots, 3)
+	se.setPtr(st, &slots[0], a.View)
+	slots[1] = C.uint64_t(n)
+	slots[2] = C.uint64_t(st.fill)
+	return nil
+}
+
+// prepareHost makes the handle through which the driver's callback finds
+// the host step and its views.
+func (se *Session) prepareHost(st *opState, op *dag.Op) error {
+	mem := make([][]byte, len(op.Access))
+	for i, a := range op.Access {
+		mem[i] = unsafe.Slice((*byte)(unsafe.Add(se.bufs[a.Buf.ID].host, a.Offset)), a.Size)
+	}
+	st.handle = cgo.NewHandle(&hostCall{se: se, op: op, mem: mem})
+	se.track(&se.live.Callbacks, 1)
+	st.act = actHostFunc
 	return nil
 }
 
