@@ -68,9 +68,14 @@ func runDigests(ctx context.Context, s *executor.Session, g *dag.Graph, runs int
 // TestSessionsSideBySide opens a session of each of four different examples
 // on one backend and runs them from four goroutines at once, 100 times each:
 // every run's outputs equal those of the same run of the example alone on a
-// backend of its own. Run it with -race.
+// backend of its own. Run it with -race; there (and with -short) each runs
+// 20 times, as double_buffer's megabyte kernels take seconds a run under the
+// race detector.
 func TestSessionsSideBySide(t *testing.T) {
-	const runs = 100
+	runs := 100
+	if raceEnabled || testing.Short() {
+		runs = 20
+	}
 	ctx := context.Background()
 	plans := examplePlans(t)
 	names := make([]string, 0, len(plans))
