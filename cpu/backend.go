@@ -76,6 +76,9 @@ func (b *Backend) Open(ctx context.Context, g *dag.Graph) (device.Session, error
 
 // OpenSession is Open returning the *Session itself.
 func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, error) {
+	if b == nil {
+		return nil, errors.New("cpu: Open: no backend; make one with cpu.New")
+	}
 	if g == nil {
 		return nil, errors.New("cpu: Open: no graph")
 	}

@@ -141,6 +141,9 @@ func (b *Backend) Open(ctx context.Context, g *dag.Graph) (device.Session, error
 
 // OpenSession is Open returning the *Session itself.
 func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, error) {
+	if b == nil || b.drv == nil {
+		return nil, errors.New("cuda: Open: the backend was not made by cuda.New")
+	}
 	if g == nil {
 		return nil, errors.New("cuda: Open: no graph")
 	}
@@ -204,6 +207,9 @@ func (b *Backend) device(ordinal int) (*gpu, error) {
 // reports the first failure but releases everything it can. An Open after
 // Close is refused; closing twice does nothing.
 func (b *Backend) Close() error {
+	if b == nil || b.drv == nil {
+		return nil // nothing was made
+	}
 	b.mu.Lock()
 	open := make([]*Session, 0, len(b.sessions))
 	for s := range b.sessions {
