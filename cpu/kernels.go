@@ -34,25 +34,27 @@ func builtin(op *dag.Op) (kernelFunc, error) {
 			return nil, fmt.Errorf("argument %s names access %d of %d", p.Name, args[i].Access, len(op.Access))
 		}
 	}
-	switch def {
-	case dag.Empty:
-		return empty, nil
-	case dag.Spin:
-		return spin, nil
-	case dag.Iota:
-		return iotaKernel, nil
-	case dag.Scale:
-		return scale, nil
-	case dag.Axpy:
-		return axpy, nil
-	case dag.Add:
-		return add, nil
-	case dag.ReduceSum:
-		return reduceSum, nil
-	case dag.Matmul:
-		return matmul, checkMatmul(op)
+	f := builtinFuncs[def]
+	if f == nil {
+		return nil, fmt.Errorf("the cpu backend has no Go version of builtin kernel %s", name)
 	}
-	return nil, fmt.Errorf("the cpu backend has no Go version of builtin kernel %s", name)
+	if def == dag.Matmul {
+		return f, checkMatmul(op)
+	}
+	return f, nil
+}
+
+// builtinFuncs holds the Go version of every kernel of dag.Builtins();
+// TestBuiltinTable checks that none is missing.
+var builtinFuncs = map[*dag.Kernel]kernelFunc{
+	dag.Empty:     empty,
+	dag.Spin:      spin,
+	dag.Iota:      iotaKernel,
+	dag.Scale:     scale,
+	dag.Axpy:      axpy,
+	dag.Add:       add,
+	dag.ReduceSum: reduceSum,
+	dag.Matmul:    matmul,
 }
 
 // checkMatmul makes sure the views hold the matrices, so matmul cannot

@@ -22,3 +22,12 @@ func TestKindTable(t *testing.T) {
 	}
 	assert.Len(t, kinds, len(dag.OpKinds()), "entries for kinds dag does not have")
 }
+
+// TestBuiltinTable fails when a kernel of the builtin library has no Go
+// version here.
+func TestBuiltinTable(t *testing.T) {
+	for _, k := range dag.Builtins() {
+		assert.NotNil(t, builtinFuncs[k], "the cpu backend has no Go version of builtin kernel %s", k.Name)
+	}
+	assert.Len(t, builtinFuncs, len(dag.Builtins()))
+}
