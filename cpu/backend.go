@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/emirpasic/gods/queues/priorityqueue"
 )
 
-// Option configures a Backend.
+// Option configures a Backend and the sessions it opens.
 type Option func(*config)
 
 type config struct {
@@ -34,19 +35,132 @@ func Delays(seed int64, max time.Duration) Option {
 	return func(c *config) { c.delaySeed, c.delayLimit = uint64(seed), max }
 }
 
-// errClosed ends the work of a backend that is being closed.
-var errClosed = errors.New("cpu: backend closed")
+// errClosed ends the work of a session that is being closed.
+var errClosed = errors.New("cpu: session closed")
 
-// Backend runs plans on the CPU. Make one with New, then follow the
-// executor.Backend protocol: Open, NewStream and NewEvent, then Run, Record
-// and Wait calls ended by Sync, as often as wanted, and Close.
-//
-// All methods take one mutex; workers hold it only to move between ops.
+// Backend runs plans on the CPU: it opens sessions (device.Backend). It
+// holds nothing of its own but its options and the sessions open on it;
+// each session has its own memory, streams, events, graphs and worker
+// goroutines, so sessions run side by side, each from its own goroutine.
+// The zero value is a backend with the default options.
 type Backend struct {
 	cfg config
 
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+	closed   bool
+}
+
+// New returns a Backend with the given options; it starts nothing until
+// Open.
+func New(opts ...Option) *Backend {
+	b := &Backend{}
+	for _, o := range opts {
+		o(&b.cfg)
+	}
+	return b
+}
+
+var _ device.Backend = (*Backend)(nil)
+
+// Open starts a *Session for g: it checks that every op can run on the
+// CPU (kernels from the builtin library only), makes the persistent
+// buffers with their initial contents and starts the session's workers.
+func (b *Backend) Open(ctx context.Context, g *dag.Graph) (device.Session, error) {
+	s, err := b.OpenSession(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenSession is Open returning the *Session itself.
+func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, error) {
+	if b == nil {
+		return nil, errors.New("cpu: Open: no backend; make one with cpu.New")
+	}
+	if g == nil {
+		return nil, errors.New("cpu: Open: no graph")
+	}
+	kernels, err := prepare(g)
+	if err != nil {
+		return nil, err
+	}
+	mem := make([][]byte, len(g.Buffers))
+	for i, buf := range g.Buffers {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cpu: Open: %w", err)
+		}
+		if !buf.Temporary {
+			mem[i] = buf.InitialBytes()
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("cpu: Open: the backend is closed; make another with cpu.New")
+	}
+	cfg := b.cfg
+	if cfg.workers < 1 {
+		cfg.workers = runtime.GOMAXPROCS(0)
+	}
+	s := &Session{backend: b, cfg: cfg, g: g, mem: mem, kernels: kernels, open: true}
+	s.wake.L = &s.mu
+	s.ready = priorityqueue.NewWith(byPriority)
+	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+	s.workers.Add(cfg.workers)
+	for range cfg.workers {
+		go s.work(&worker{})
+	}
+	if b.sessions == nil {
+		b.sessions = map[*Session]struct{}{}
+	}
+	b.sessions[s] = struct{}{}
+	return s, nil
+}
+
+// Sessions is the number of sessions open on b.
+func (b *Backend) Sessions() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.sessions)
+}
+
+// Close closes every session still open on b (skipping their work left)
+// and makes b refuse further Opens. Closing twice does nothing.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	open := make([]*Session, 0, len(b.sessions))
+	for s := range b.sessions {
+		open = append(open, s)
+	}
+	b.mu.Unlock()
+	var errs []error
+	for _, s := range open {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Backend) forget(s *Session) {
+	b.mu.Lock()
+	delete(b.sessions, s)
+	b.mu.Unlock()
+}
+
+// Session is one graph's runs on the CPU (device.Session, with
+// device.Timer, device.Capturer and device.Writer): follow the protocol of
+// device.Session: NewStream and NewEvent, then Run, Record and Wait calls
+// ended by Sync, as often as wanted, and Close.
+//
+// All methods take one mutex; workers hold it only to move between ops.
+type Session struct {
+	backend *Backend
+	cfg     config
+
 	mu      sync.Mutex
-	wake    sync.Cond            // a stream became ready, or the backend is closing
+	wake    sync.Cond            // a stream became ready, or the session is closing
 	ready   *priorityqueue.Queue // *stream values whose head op waits for a worker
 	idle    int                  // workers waiting on wake
 	seq     uint64               // orders ready streams of equal priority: first come, first served
@@ -86,64 +200,22 @@ type Backend struct {
 	joinEvents []int32  // by stream: the event it joins a capture with
 }
 
+var (
+	_ device.Session  = (*Session)(nil)
+	_ device.Timer    = (*Session)(nil)
+	_ device.Capturer = (*Session)(nil)
+	_ device.Writer   = (*Session)(nil)
+)
+
 // span is the time one op ran.
 type span struct {
 	op, stream int32
 	start, end time.Duration
 }
 
-// New returns a Backend; it does nothing until Open.
-func New(opts ...Option) *Backend {
-	b := &Backend{}
-	for _, o := range opts {
-		o(&b.cfg)
-	}
-	if b.cfg.workers < 1 {
-		b.cfg.workers = runtime.GOMAXPROCS(0)
-	}
-	b.wake.L = &b.mu
-	return b
-}
-
-// Open prepares runs of g: it checks that every op can run on the CPU
-// (kernels from the builtin library only), makes the persistent buffers
-// with their initial contents and starts the workers.
-func (b *Backend) Open(ctx context.Context, g *dag.Graph) error {
-	if g == nil {
-		return errors.New("cpu: Open: no graph")
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.open {
-		return errors.New("cpu: Open: backend is open already; Close it first")
-	}
-	kernels, err := prepare(g)
-	if err != nil {
-		return err
-	}
-	mem := make([][]byte, len(g.Buffers))
-	for i, buf := range g.Buffers {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("cpu: Open: %w", err)
-		}
-		if !buf.Temporary {
-			mem[i] = buf.InitialBytes()
-		}
-	}
-	b.g, b.mem, b.kernels = g, mem, kernels
-	b.ready = priorityqueue.NewWith(byPriority)
-	b.runCtx, b.cancelRun = context.WithCancel(context.Background())
-	b.open = true
-	b.workers.Add(b.cfg.workers)
-	for range b.cfg.workers {
-		go b.work(&worker{})
-	}
-	return nil
-}
-
 // NewStream creates the next stream. The CPU stands in for every device,
 // so device only needs to be a valid number.
-func (b *Backend) NewStream(device int, priority dag.Priority) error {
+func (b *Session) NewStream(device int, priority dag.Priority) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -157,7 +229,7 @@ func (b *Backend) NewStream(device int, priority dag.Priority) error {
 }
 
 // NewEvent creates the next event.
-func (b *Backend) NewEvent() error {
+func (b *Session) NewEvent() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -169,7 +241,7 @@ func (b *Backend) NewEvent() error {
 
 // Record enqueues a record of event on stream: the event is reached once
 // everything enqueued on stream before it is done.
-func (b *Backend) Record(stream, event int) error {
+func (b *Session) Record(stream, event int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.checkStep(stream, event); err != nil {
@@ -188,7 +260,7 @@ func (b *Backend) Record(stream, event int) error {
 // Wait makes stream wait, before the work enqueued on it later, for the
 // last record of event enqueued so far; an event never recorded is no
 // wait at all (as in CUDA).
-func (b *Backend) Wait(stream, event int) error {
+func (b *Session) Wait(stream, event int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.checkStep(stream, event); err != nil {
@@ -203,7 +275,7 @@ func (b *Backend) Wait(stream, event int) error {
 }
 
 // Run enqueues op on stream. It may start at once.
-func (b *Backend) Run(stream int, op *dag.Op) error {
+func (b *Session) Run(stream int, op *dag.Op) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.checkStep(stream, -1); err != nil {
@@ -231,7 +303,7 @@ func (b *Backend) Run(stream int, op *dag.Op) error {
 // and the running kernels and host steps are told to stop. Either way the
 // backend is idle when Sync returns and ready for the next run; the
 // temporaries of a failed run are dropped.
-func (b *Backend) Sync(ctx context.Context) error {
+func (b *Session) Sync(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -261,7 +333,7 @@ func (b *Backend) Sync(ctx context.Context) error {
 
 // Read returns a copy of the contents of persistent buffer buf; call it
 // after Sync.
-func (b *Backend) Read(buf *dag.Buffer) ([]byte, error) {
+func (b *Session) Read(buf *dag.Buffer) ([]byte, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -278,10 +350,10 @@ func (b *Backend) Read(buf *dag.Buffer) ([]byte, error) {
 	return slices.Clone(b.mem[buf.ID]), nil
 }
 
-// Close stops the workers, skipping any work left, and releases all
-// memory, streams and events. Closing a closed Backend does nothing; an
-// Open after Close starts afresh.
-func (b *Backend) Close() error {
+// Close stops the workers, skipping any work left, and releases the
+// session's memory, streams, events and graphs. Closing twice does
+// nothing.
+func (b *Session) Close() error {
 	b.mu.Lock()
 	if !b.open || b.closing {
 		b.mu.Unlock()
@@ -295,21 +367,22 @@ func (b *Backend) Close() error {
 	b.workers.Wait()
 
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.cancelRun()
 	b.g, b.mem, b.kernels, b.ready = nil, nil, nil, nil
 	b.streams, b.events, b.spans, b.spare = nil, nil, nil, nil
 	b.capturing, b.graphs, b.forkEvents, b.joinEvents = nil, nil, nil, nil
 	b.blocked, b.pending, b.drained = 0, 0, nil
-	b.err, b.aborted, b.started = nil, false, false
-	b.stop.Store(false)
-	b.open, b.closing = false, false
+	b.open = false
+	b.mu.Unlock()
+	if b.backend != nil {
+		b.backend.forget(b)
+	}
 	return nil
 }
 
 // SetTiming turns the timing of ops on or off. With it off, workers read
 // no clock at all.
-func (b *Backend) SetTiming(on bool) {
+func (b *Session) SetTiming(on bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.timing = on
@@ -318,7 +391,7 @@ func (b *Backend) SetTiming(on bool) {
 // Spans calls f with each op's start and end, measured from the start of
 // its run (the first enqueue after a Sync), for the ops run since the
 // last call. Call it after Sync.
-func (b *Backend) Spans(f func(op, stream int, start, end time.Duration)) error {
+func (b *Session) Spans(f func(op, stream int, start, end time.Duration)) error {
 	b.mu.Lock()
 	if b.pending > 0 {
 		b.mu.Unlock()
@@ -341,15 +414,15 @@ func (b *Backend) Spans(f func(op, stream int, start, end time.Duration)) error 
 }
 
 // usable reports why the backend cannot take calls, if it cannot.
-func (b *Backend) usable() error {
+func (b *Session) usable() error {
 	if !b.open || b.closing {
-		return errors.New("cpu: backend is not open")
+		return errors.New("cpu: the session is closed")
 	}
 	return nil
 }
 
 // checkStep checks the stream and, unless it is -1, the event of a step.
-func (b *Backend) checkStep(stream, event int) error {
+func (b *Session) checkStep(stream, event int) error {
 	if err := b.usable(); err != nil {
 		return err
 	}
@@ -365,7 +438,7 @@ func (b *Backend) checkStep(stream, event int) error {
 // abort ends the current run with err, unless it has ended already: the
 // work left is skipped, blocked streams are released and running kernels
 // and host steps are told to stop.
-func (b *Backend) abort(err error) {
+func (b *Session) abort(err error) {
 	if b.err == nil {
 		b.err = err
 	}
@@ -387,7 +460,7 @@ func (b *Backend) abort(err error) {
 // restart readies an idle backend for the next run after an aborted one:
 // temporaries are dropped (their Frees were skipped) and host steps get a
 // fresh context.
-func (b *Backend) restart() {
+func (b *Session) restart() {
 	for i, buf := range b.g.Buffers {
 		if buf.Temporary {
 			b.mem[i] = nil

@@ -33,7 +33,7 @@ type graph struct {
 // every stream, making them on first use. Each is only ever recorded on one
 // stream, so its generations are reached in order, however many graphs
 // share it.
-func (b *Backend) captureEvents(origin int) (fork int32) {
+func (b *Session) captureEvents(origin int) (fork int32) {
 	for len(b.forkEvents) < len(b.streams) {
 		b.forkEvents = append(b.forkEvents, b.internalEvent())
 		b.joinEvents = append(b.joinEvents, b.internalEvent())
@@ -41,14 +41,14 @@ func (b *Backend) captureEvents(origin int) (fork int32) {
 	return b.forkEvents[origin]
 }
 
-func (b *Backend) internalEvent() int32 {
+func (b *Session) internalEvent() int32 {
 	b.events = append(b.events, event{})
 	return int32(len(b.events) - 1)
 }
 
 // BeginCapture starts recording the work submitted to every stream, forked
 // from stream origin.
-func (b *Backend) BeginCapture(origin int) error {
+func (b *Session) BeginCapture(origin int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.checkStep(origin, -1); err != nil {
@@ -71,7 +71,7 @@ func (b *Backend) BeginCapture(origin int) error {
 
 // EndCapture joins every stream back into origin, ends the recording and
 // returns the graph's number.
-func (b *Backend) EndCapture(origin int) (int, error) {
+func (b *Session) EndCapture(origin int) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -96,11 +96,11 @@ func (b *Backend) EndCapture(origin int) (int, error) {
 }
 
 // addCaptured adds a step to the capture in progress; the caller holds the lock.
-func (b *Backend) addCaptured(stream int, in instr) {
+func (b *Session) addCaptured(stream int, in instr) {
 	b.capturing.steps = append(b.capturing.steps, captured{stream: int32(stream), in: in})
 }
 
-func (b *Backend) graph(i int) (*graph, error) {
+func (b *Session) graph(i int) (*graph, error) {
 	if i < 0 || i >= len(b.graphs) || b.graphs[i] == nil {
 		return nil, fmt.Errorf("cpu: graph %d does not exist (destroyed, or never captured)", i)
 	}
@@ -108,7 +108,7 @@ func (b *Backend) graph(i int) (*graph, error) {
 }
 
 // Instantiate makes graph i launchable.
-func (b *Backend) Instantiate(i int) error {
+func (b *Session) Instantiate(i int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -124,7 +124,7 @@ func (b *Backend) Instantiate(i int) error {
 
 // LaunchGraph enqueues one replay of graph gi. It replays on the stream it
 // was captured on, which must be stream.
-func (b *Backend) LaunchGraph(gi, stream int) error {
+func (b *Session) LaunchGraph(gi, stream int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -162,7 +162,7 @@ func (b *Backend) LaunchGraph(gi, stream int) error {
 // captured graph fresh, which it uses up. It reports an update in place
 // when the two have the same shape (the same steps on the same streams,
 // only the ops' arguments or buffers differ), as cuGraphExecUpdate would.
-func (b *Backend) UpdateGraph(gi, fresh int) (bool, error) {
+func (b *Session) UpdateGraph(gi, fresh int) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -189,7 +189,7 @@ func (b *Backend) UpdateGraph(gi, fresh int) (bool, error) {
 }
 
 // DestroyGraph releases graph gi.
-func (b *Backend) DestroyGraph(gi int) error {
+func (b *Session) DestroyGraph(gi int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -204,7 +204,7 @@ func (b *Backend) DestroyGraph(gi int) error {
 
 // Graphs reports how many captured graphs the backend holds, and how many
 // events it made for forking and joining streams in captures.
-func (b *Backend) Graphs() (graphs, events int) {
+func (b *Session) Graphs() (graphs, events int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, g := range b.graphs {
@@ -219,7 +219,7 @@ func (b *Backend) Graphs() (graphs, events int) {
 // ID: the same kind, kernel and number of accesses, to buffers of the
 // graph placed alike, as captures submit after executor.SetArg or
 // executor.Rebind. The caller holds the lock.
-func (b *Backend) checkVariant(op *dag.Op) error {
+func (b *Session) checkVariant(op *dag.Op) error {
 	orig := b.g.Ops[op.ID]
 	bad := func(why string) error {
 		return fmt.Errorf("cpu: op %q is neither op %d of the opened graph (%q) nor a variant of it: %s", op.Name, op.ID, orig.Name, why)
@@ -249,7 +249,7 @@ func (b *Backend) checkVariant(op *dag.Op) error {
 
 // Write replaces the contents of persistent buffer buf with data, which
 // must be buf's size; call it after Sync.
-func (b *Backend) Write(buf *dag.Buffer, data []byte) error {
+func (b *Session) Write(buf *dag.Buffer, data []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {

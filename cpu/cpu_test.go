@@ -375,9 +375,7 @@ func TestPriorities(t *testing.T) {
 		}
 	})
 	const normal, low, high = 0, 1, 2
-	b := cpu.New(cpu.Workers(1))
-	require.NoError(t, b.Open(context.Background(), g))
-	defer b.Close()
+	b := openSession(t, cpu.New(cpu.Workers(1)), g)
 	for _, p := range []dag.Priority{dag.Normal, dag.Low, dag.High} {
 		require.NoError(t, b.NewStream(0, p))
 	}
@@ -432,9 +430,7 @@ func TestUnallocatedTemporary(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := cpu.New()
-			require.NoError(t, b.Open(context.Background(), g))
-			defer b.Close()
+			b := openSession(t, cpu.New(), g)
 			require.NoError(t, b.NewStream(0, dag.Normal))
 			for _, op := range tt.ops {
 				require.NoError(t, b.Run(0, op))
@@ -474,9 +470,7 @@ func TestEventsAcrossRuns(t *testing.T) {
 			return nil
 		}, dag.In(h.All())).Named("consume")
 	})
-	bk := cpu.New(cpu.Workers(2))
-	require.NoError(t, bk.Open(context.Background(), g))
-	defer bk.Close()
+	bk := openSession(t, cpu.New(cpu.Workers(2)), g)
 	require.NoError(t, bk.NewStream(0, dag.Normal))
 	require.NoError(t, bk.NewStream(0, dag.Normal))
 	require.NoError(t, bk.NewEvent())
@@ -497,7 +491,7 @@ func TestRefusesCUDAKernels(t *testing.T) {
 		b.Launch(k, dag.Grid1(1), dag.Grid1(32), b.Buffer("x", 4))
 	})
 	b := cpu.New()
-	err := b.Open(context.Background(), g)
+	_, err := b.Open(context.Background(), g)
 	require.Error(t, err)
 	assert.ErrorContains(t, err, `kernel "saxpy"`)
 	assert.ErrorContains(t, err, "--backend cuda")
@@ -510,31 +504,61 @@ func TestLifecycle(t *testing.T) {
 		b.Fill(b.Buffer("x", 4).All(), 1)
 	})
 	b := cpu.New(cpu.Workers(3))
-	assert.Error(t, b.Run(0, g.Ops[0]), "not open")
-	require.NoError(t, b.Close(), "closing what was never opened")
-	require.NoError(t, b.Open(context.Background(), g))
-	assert.Error(t, b.Open(context.Background(), g), "open twice")
-	assert.Error(t, b.NewStream(-1, dag.Normal))
-	require.NoError(t, b.NewStream(0, dag.Normal))
-	assert.Error(t, b.Run(1, g.Ops[0]), "no such stream")
-	assert.Error(t, b.Record(0, 0), "no such event")
-	assert.Error(t, b.Run(0, &dag.Op{Name: "stranger"}), "op of another graph")
-	_, err := b.Read(&dag.Buffer{Name: "stranger"})
+	_, err := b.Open(context.Background(), nil)
+	assert.Error(t, err, "no graph")
+	s, err := b.OpenSession(context.Background(), g)
+	require.NoError(t, err)
+	assert.Error(t, s.NewStream(-1, dag.Normal))
+	require.NoError(t, s.NewStream(0, dag.Normal))
+	assert.Error(t, s.Run(1, g.Ops[0]), "no such stream")
+	assert.Error(t, s.Record(0, 0), "no such event")
+	assert.Error(t, s.Run(0, &dag.Op{Name: "stranger"}), "op of another graph")
+	_, err = s.Read(&dag.Buffer{Name: "stranger"})
 	assert.Error(t, err)
-	require.NoError(t, b.Close())
-	require.NoError(t, b.Close())
+	assert.Equal(t, 1, b.Sessions())
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close())
+	assert.Error(t, s.Run(0, g.Ops[0]), "closed")
+	assert.Zero(t, b.Sessions())
 	requireNoLeak(t, before)
 
-	// Open after Close starts afresh.
-	require.NoError(t, b.Open(context.Background(), g))
-	require.NoError(t, b.NewStream(0, dag.Normal))
-	require.NoError(t, b.Run(0, g.Ops[0]))
-	require.NoError(t, b.Sync(context.Background()))
-	x, err := b.Read(g.Buffers[0])
+	// Sessions are independent: a second one starts afresh.
+	s, err = b.OpenSession(context.Background(), g)
+	require.NoError(t, err)
+	require.NoError(t, s.NewStream(0, dag.Normal))
+	require.NoError(t, s.Run(0, g.Ops[0]))
+	require.NoError(t, s.Sync(context.Background()))
+	x, err := s.Read(g.Buffers[0])
 	require.NoError(t, err)
 	assert.Equal(t, f32Bytes(1), x)
+
+	// Closing the backend closes what is open on it and refuses more.
+	require.NoError(t, b.Close())
+	assert.Error(t, s.Run(0, g.Ops[0]), "closed with its backend")
+	_, err = b.Open(context.Background(), g)
+	assert.Error(t, err, "open on a closed backend")
 	require.NoError(t, b.Close())
 	requireNoLeak(t, before)
+}
+
+// TestZeroBackend: the zero value is a usable backend (issue 12: it used
+// to hang).
+func TestZeroBackend(t *testing.T) {
+	g := build(t, func(b *dag.Builder) {
+		b.Fill(b.Buffer("x", 4).All(), 2)
+	})
+	var b cpu.Backend
+	s, err := b.OpenSession(context.Background(), g)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.NewStream(0, dag.Normal))
+	require.NoError(t, s.Run(0, g.Ops[0]))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.Sync(ctx))
+	x, err := s.Read(g.Buffers[0])
+	require.NoError(t, err)
+	assert.Equal(t, f32Bytes(2), x)
 }
 
 // TestCloseWhileRunning closes a backend with work in flight: Close must
@@ -546,8 +570,8 @@ func TestCloseWhileRunning(t *testing.T) {
 			b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 10e6).Named(fmt.Sprint("spin", i))
 		}
 	})
-	b := cpu.New()
-	require.NoError(t, b.Open(context.Background(), g))
+	b, err := cpu.New().OpenSession(context.Background(), g)
+	require.NoError(t, err)
 	require.NoError(t, b.NewStream(0, dag.Normal))
 	require.NoError(t, b.NewStream(0, dag.High))
 	for _, op := range g.Ops {

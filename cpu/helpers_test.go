@@ -114,3 +114,12 @@ func requireNoLeak(t *testing.T, before int) {
 	buf := make([]byte, 1<<16)
 	t.Fatalf("%d goroutines after Close, %d before:\n%s", now, before, buf[:runtime.Stack(buf, true)])
 }
+
+// openSession opens a session of g on be, closed when the test ends.
+func openSession(t testing.TB, be *cpu.Backend, g *dag.Graph) *cpu.Session {
+	t.Helper()
+	s, err := be.OpenSession(context.Background(), g)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}

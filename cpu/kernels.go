@@ -37,27 +37,40 @@ func builtin(op *dag.Op) (kernelFunc, error) {
 	if dt := op.Launch.Kernel.ElemDType(); dt != dag.F32 {
 		return halfKernel(def, dt)
 	}
-	switch def {
-	case dag.Empty:
-		return empty, nil
-	case dag.Spin:
-		return spin, nil
-	case dag.Iota:
-		return iotaKernel, nil
-	case dag.Scale:
-		return scale, nil
-	case dag.Axpy:
-		return axpy, nil
-	case dag.Add:
-		return add, nil
-	case dag.ReduceSum:
-		return reduceSum, nil
-	case dag.Matmul:
-		return matmul, checkMatmul(op)
-	case dag.Gelu, dag.Relu, dag.BiasAdd, dag.Softmax:
-		return layerKernel(def, dag.F32)
+	f := builtinFuncs[def]
+	if f == nil {
+		return nil, fmt.Errorf("the cpu backend has no Go version of builtin kernel %s", name)
 	}
-	return nil, fmt.Errorf("the cpu backend has no Go version of builtin kernel %s", name)
+	if def == dag.Matmul {
+		return f, checkMatmul(op)
+	}
+	return f, nil
+}
+
+// builtinFuncs holds the Go version of every kernel of dag.Builtins();
+// TestBuiltinTable checks that none is missing.
+var builtinFuncs = map[*dag.Kernel]kernelFunc{
+	dag.Empty:     empty,
+	dag.Spin:      spin,
+	dag.Iota:      iotaKernel,
+	dag.Scale:     scale,
+	dag.Axpy:      axpy,
+	dag.Add:       add,
+	dag.ReduceSum: reduceSum,
+	dag.Matmul:    matmul,
+	dag.Gelu:      layerF32(dag.Gelu),
+	dag.Relu:      layerF32(dag.Relu),
+	dag.BiasAdd:   layerF32(dag.BiasAdd),
+	dag.Softmax:   layerF32(dag.Softmax),
+}
+
+// layerF32 is the f32 version of layer kernel def.
+func layerF32(def *dag.Kernel) kernelFunc {
+	f, err := layerKernel(def, dag.F32)
+	if err != nil {
+		return func(*atomic.Bool, []dag.Arg, [][]byte) error { return err }
+	}
+	return f
 }
 
 // checkMatmul makes sure the views hold the matrices, so matmul cannot

@@ -67,68 +67,25 @@ func checkOp(g *dag.Graph, op *dag.Op) error {
 			return bad("view %s is outside the %d bytes of %s", a.View, a.Buf.Size, a.Buf.Name)
 		}
 	}
-	if n := fixedAccesses(op.Kind); n > 0 && len(op.Access) != n {
+	impl, ok := kinds[op.Kind]
+	if !ok {
+		return bad("unknown kind %s", op.Kind)
+	}
+	if n := op.Kind.Info().Accesses; n >= 0 && len(op.Access) != n {
 		return bad("%s has %d accesses, not %d", op.Kind, len(op.Access), n)
 	}
-	switch op.Kind {
-	case dag.Alloc, dag.Free:
-		if !op.Access[0].Buf.Temporary {
-			return bad("%s of persistent buffer %s", op.Kind, op.Access[0].Buf.Name)
-		}
-	case dag.Copy:
-		if op.Access[0].Size != op.Access[1].Size {
-			return bad("copy from %s into %s of another size", op.Access[0].View, op.Access[1].View)
-		}
-	case dag.Fill:
-		v := op.Access[0]
-		if es := v.Buf.DType.Size(); v.Offset%es != 0 || v.Size%es != 0 {
-			return bad("fill of %s is not aligned to %s elements", v.View, v.Buf.DType)
-		}
-	case dag.Launch:
-		if op.Launch == nil || op.Launch.Kernel == nil {
-			return bad("launch has no kernel")
-		}
-	case dag.Host:
-		if op.HostFunc == nil {
-			return bad("host step has no function")
-		}
-	case dag.Gemm:
-		if err := checkGemm(op); err != nil {
-			return bad("%v", err)
-		}
-	default:
-		return bad("unknown kind %s", op.Kind)
+	if msg := impl.check(op); msg != "" {
+		return bad("%s", msg)
 	}
 	return nil
 }
 
-// fixedAccesses is how many accesses an op of kind k has, or 0 when that
-// varies.
-func fixedAccesses(k dag.OpKind) int {
-	switch k {
-	case dag.Alloc, dag.Free, dag.Fill:
-		return 1
-	case dag.Copy:
-		return 2
-	}
-	return 0
-}
-
 // resolve gathers the bytes op works on into w.mem. It runs under the
 // lock, which orders it after every Alloc and Free that came before.
-func (b *Backend) resolve(w *worker, op *dag.Op) error {
+func (b *Session) resolve(w *worker, op *dag.Op) error {
 	w.mem = w.mem[:0]
-	switch op.Kind {
-	case dag.Alloc:
-		if buf := op.Access[0].Buf; b.mem[buf.ID] != nil {
-			return fmt.Errorf("temporary %s is allocated already; it needs a free before it is allocated again", buf.Name)
-		}
-		return nil
-	case dag.Free:
-		if buf := op.Access[0].Buf; b.mem[buf.ID] == nil {
-			return fmt.Errorf("temporary %s is not allocated (freed twice, or never allocated)", buf.Name)
-		}
-		return nil
+	if r := kinds[op.Kind].resolve; r != nil {
+		return r(b, op)
 	}
 	for _, a := range op.Access {
 		m := b.mem[a.Buf.ID]
@@ -143,21 +100,7 @@ func (b *Backend) resolve(w *worker, op *dag.Op) error {
 // exec does op on mem, the bytes of its accesses. An Alloc returns the
 // memory it made, for commit to install.
 func exec(ctx context.Context, stop *atomic.Bool, op *dag.Op, kernel kernelFunc, mem [][]byte) ([]byte, error) {
-	switch op.Kind {
-	case dag.Alloc:
-		return make([]byte, op.Access[0].Buf.Size), nil
-	case dag.Copy:
-		copy(mem[1], mem[0])
-	case dag.Fill:
-		dag.FillElems(mem[0], op.Access[0].Buf.DType, op.FillValue)
-	case dag.Launch:
-		return nil, kernel(stop, op.Launch.Args, mem)
-	case dag.Gemm:
-		return nil, kernel(stop, nil, mem)
-	case dag.Host:
-		return nil, host(ctx, op.HostFunc, mem)
-	}
-	return nil, nil
+	return kinds[op.Kind].exec(ctx, stop, op, kernel, mem)
 }
 
 // host runs a host step, turning a panic in it into an error.
@@ -172,19 +115,9 @@ func host(ctx context.Context, f dag.HostFunc, mem [][]byte) (err error) {
 
 // commit makes an Alloc's or Free's effect visible to later ops. It runs
 // under the lock.
-func (b *Backend) commit(op *dag.Op, made []byte) error {
-	buf := op.Buffer()
-	switch op.Kind {
-	case dag.Alloc:
-		if b.mem[buf.ID] != nil {
-			return fmt.Errorf("temporary %s was allocated by another op meanwhile", buf.Name)
-		}
-		b.mem[buf.ID] = made
-	case dag.Free:
-		if b.mem[buf.ID] == nil {
-			return fmt.Errorf("temporary %s was freed by another op meanwhile", buf.Name)
-		}
-		b.mem[buf.ID] = nil
+func (b *Session) commit(op *dag.Op, made []byte) error {
+	if c := kinds[op.Kind].commit; c != nil {
+		return c(b, op, made)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func byPriority(a, b any) int {
 }
 
 // enqueue appends in to s and, if nobody is moving s, moves it.
-func (b *Backend) enqueue(s *stream, in instr) {
+func (b *Session) enqueue(s *stream, in instr) {
 	if !b.started {
 		b.started = true
 		b.epoch++
@@ -87,13 +87,13 @@ func (b *Backend) enqueue(s *stream, in instr) {
 
 // resume moves a stream that nobody runs as far as it goes without a
 // worker and, when an op is next, hands it to the workers.
-func (b *Backend) resume(s *stream) {
+func (b *Session) resume(s *stream) {
 	if b.advance(s) {
 		b.makeReady(s)
 	}
 }
 
-func (b *Backend) makeReady(s *stream) {
+func (b *Session) makeReady(s *stream) {
 	b.seq++
 	s.seq = b.seq
 	s.state = ready
@@ -106,7 +106,7 @@ func (b *Backend) makeReady(s *stream) {
 // advance does the records and the satisfied waits at the head of s, and
 // skips its ops once the run is aborted. It reports whether an op is next;
 // otherwise it leaves s blocked or idle.
-func (b *Backend) advance(s *stream) bool {
+func (b *Session) advance(s *stream) bool {
 	for s.head < len(s.q) {
 		in := s.q[s.head]
 		switch in.kind {
@@ -138,7 +138,7 @@ func (b *Backend) advance(s *stream) bool {
 
 // release resumes the blocked streams whose wait is over. Streams are few
 // (tens), so a scan is cheaper than keeping lists of waiters.
-func (b *Backend) release() {
+func (b *Session) release() {
 	for _, t := range b.streams {
 		if t.state != blocked {
 			continue
@@ -152,7 +152,7 @@ func (b *Backend) release() {
 }
 
 // finish counts one instruction done and wakes Sync when none are left.
-func (b *Backend) finish() {
+func (b *Session) finish() {
 	b.pending--
 	if b.pending == 0 && b.drained != nil {
 		close(b.drained)
@@ -169,7 +169,7 @@ type worker struct {
 // work runs ready streams until the backend closes. A worker stays with a
 // stream while it has ops to run, unless a stream of higher priority is
 // ready: then it switches at the op boundary.
-func (b *Backend) work(w *worker) {
+func (b *Session) work(w *worker) {
 	defer b.workers.Done()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -189,7 +189,7 @@ func (b *Backend) work(w *worker) {
 }
 
 // pop takes the first ready stream; the ready queue is not empty.
-func (b *Backend) pop() *stream {
+func (b *Session) pop() *stream {
 	v, _ := b.ready.Dequeue()
 	s := v.(*stream)
 	s.state = running
@@ -197,7 +197,7 @@ func (b *Backend) pop() *stream {
 }
 
 // next is the stream to run after an op of s.
-func (b *Backend) next(s *stream) *stream {
+func (b *Session) next(s *stream) *stream {
 	if !b.advance(s) {
 		return nil
 	}
@@ -209,7 +209,7 @@ func (b *Backend) next(s *stream) *stream {
 }
 
 // step runs the op at the head of s, without the lock while it works.
-func (b *Backend) step(w *worker, s *stream) {
+func (b *Session) step(w *worker, s *stream) {
 	op := s.q[s.head].op
 	if b.aborted {
 		s.head++
@@ -252,7 +252,7 @@ func (b *Backend) step(w *worker, s *stream) {
 }
 
 // delay is the pause before op in this run, when Delays is on.
-func (b *Backend) delay(op *dag.Op) time.Duration {
+func (b *Session) delay(op *dag.Op) time.Duration {
 	if b.cfg.delayLimit <= 0 {
 		return 0
 	}

@@ -136,20 +136,20 @@ func BenchmarkWorkloadA(b *testing.B) {
 	be := gpuBackend(b)
 	g := chains(1, 1, dag.Empty, 0, false)
 	ctx := context.Background()
-	require.NoError(b, be.Open(ctx, g))
-	defer be.Close()
-	require.NoError(b, be.NewStream(0, dag.Normal))
+	se := openSession(b, be, g)
+	defer se.Close()
+	require.NoError(b, se.NewStream(0, dag.Normal))
 	raw, err := newRawLoop(be, 1, dag.Normal, dag.Empty, 0)
 	require.NoError(b, err)
 	defer raw.close()
 	op := g.Ops[0]
 	run := func() error {
 		for range n {
-			if err := be.Run(0, op); err != nil {
+			if err := se.Run(0, op); err != nil {
 				return err
 			}
 		}
-		return be.Sync(ctx)
+		return se.Sync(ctx)
 	}
 	require.NoError(b, raw.launchesC(1000))
 	require.NoError(b, run())
@@ -172,24 +172,24 @@ func BenchmarkWorkloadD(b *testing.B) {
 	be := gpuBackend(b)
 	g := chains(1, 1, dag.Empty, 0, false)
 	ctx := context.Background()
-	require.NoError(b, be.Open(ctx, g))
-	defer be.Close()
-	require.NoError(b, be.NewStream(0, dag.Normal))
-	require.NoError(b, be.NewStream(0, dag.Normal))
-	require.NoError(b, be.NewEvent())
+	se := openSession(b, be, g)
+	defer se.Close()
+	require.NoError(b, se.NewStream(0, dag.Normal))
+	require.NoError(b, se.NewStream(0, dag.Normal))
+	require.NoError(b, se.NewEvent())
 	raw, err := newRawLoop(be, 2, dag.Normal, dag.Empty, 0)
 	require.NoError(b, err)
 	defer raw.close()
 	pairs := func() error {
 		for range n {
-			if err := be.Record(0, 0); err != nil {
+			if err := se.Record(0, 0); err != nil {
 				return err
 			}
-			if err := be.Wait(1, 0); err != nil {
+			if err := se.Wait(1, 0); err != nil {
 				return err
 			}
 		}
-		return be.Sync(ctx)
+		return se.Sync(ctx)
 	}
 	require.NoError(b, pairs())
 	var tc, tb []time.Duration

@@ -228,7 +228,7 @@ type gemmer struct {
 // beta through pointers into it).
 type gemmRec struct {
 	c     *C.dr_gemm
-	dev   *device
+	dev   *gpu
 	align [4]uint32 // the alignments the algorithm was picked for
 }
 
@@ -255,7 +255,7 @@ func viewAlign(v dag.View) uint32 {
 
 // prepare makes op's GEMM ready on device d: its descriptors, algorithm
 // and workspace, or finds them made for its spec already.
-func (g *gemmer) prepare(d *device, op *dag.Op) (*gemmRec, error) {
+func (g *gemmer) prepare(d *gpu, op *dag.Op) (*gemmRec, error) {
 	if err := dag.CheckGemmViews(op); err != nil {
 		return nil, err
 	}

@@ -37,20 +37,20 @@ func BenchmarkGemm(b *testing.B) {
 		g := gemmGraph(b, gemmCase{dt: c.dt, shape: c.shape})
 		op := g.Ops[len(g.Ops)-1]
 		flops := op.Gemm.Flops()
-		err := be.Open(context.Background(), g)
+		se, err := be.OpenSession(context.Background(), g)
 		if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
 			b.Skipf("no cuBLASLt: %v", err)
 		}
 		require.NoError(b, err)
-		require.NoError(b, be.NewStream(0, dag.Normal))
-		s := &be.streams[0]
-		r := be.gemm.recs[op.Gemm]
+		require.NoError(b, se.NewStream(0, dag.Normal))
+		s := &se.streams[0]
+		r := se.gemm.recs[op.Gemm]
 		ptr := func(i int) dag.View { return op.Access[i].View }
-		a, bb, cc := be.ptr(ptr(dag.GemmA)), be.ptr(ptr(dag.GemmB)), be.ptr(ptr(dag.GemmC))
+		a, bb, cc := se.ptr(ptr(dag.GemmA)), se.ptr(ptr(dag.GemmB)), se.ptr(ptr(dag.GemmC))
 		// Warm up both paths: module loading and clocks.
-		require.NoError(b, be.gemm.raw(r, s.h, a, bb, cc, cc, 3))
-		require.NoError(b, be.Run(0, op))
-		require.NoError(b, be.Sync(context.Background()))
+		require.NoError(b, se.gemm.raw(r, s.h, a, bb, cc, cc, 3))
+		require.NoError(b, se.Run(0, op))
+		require.NoError(b, se.Sync(context.Background()))
 		report := func(b *testing.B) {
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		}
@@ -59,8 +59,8 @@ func BenchmarkGemm(b *testing.B) {
 		b.Run(c.name+"/raw", func(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
-			require.NoError(b, be.gemm.raw(r, s.h, a, bb, cc, cc, b.N))
-			require.NoError(b, be.Sync(context.Background()))
+			require.NoError(b, se.gemm.raw(r, s.h, a, bb, cc, cc, b.N))
+			require.NoError(b, se.Sync(context.Background()))
 			b.StopTimer()
 			report(b)
 		})
@@ -68,14 +68,14 @@ func BenchmarkGemm(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := be.Run(0, op); err != nil {
+				if err := se.Run(0, op); err != nil {
 					b.Fatal(err)
 				}
 			}
-			require.NoError(b, be.Sync(context.Background()))
+			require.NoError(b, se.Sync(context.Background()))
 			b.StopTimer()
 			report(b)
 		})
-		require.NoError(b, be.Close(), fmt.Sprintf("closing after %s", c.name))
+		require.NoError(b, se.Close(), fmt.Sprintf("closing after %s", c.name))
 	}
 }

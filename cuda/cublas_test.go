@@ -388,10 +388,9 @@ func TestGemmBadInput(t *testing.T) {
 	t.Run("missing cuBLASLt", func(t *testing.T) {
 		// A backend whose only candidate is missing: what a machine
 		// without cuBLASLt sees.
-		nb := gpuBackend(t, CacheDir(t.TempDir()))
-		nb.gemm = newGemmer(nb.drv, []string{filepath.Join(t.TempDir(), "libcublasLt.so.13")})
+		nb := gpuBackend(t, CacheDir(t.TempDir()), CuBLASLt(filepath.Join(t.TempDir(), "libcublasLt.so.13")))
 		g := gemmGraph(t, gemmCase{dt: dag.F32, shape: dag.GemmShape{M: 8, N: 8, K: 8}})
-		err := nb.Open(context.Background(), g)
+		_, err := nb.Open(context.Background(), g)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, ErrNoCuBLASLt)
 		assert.Contains(t, err.Error(), `op "mm"`)
@@ -405,13 +404,13 @@ func TestGemmBadInput(t *testing.T) {
 	t.Run("misaligned rebinding", func(t *testing.T) {
 		c := gemmCase{dt: dag.BF16, shape: dag.GemmShape{M: 8, N: 8, K: 8}}
 		g := gemmGraph(t, c)
-		require.NoError(t, b.Open(context.Background(), g))
-		defer func() { require.NoError(t, b.Close()) }()
+		se := openSession(t, b, g)
+		defer func() { require.NoError(t, se.Close()) }()
 		op := *g.Ops[len(g.Ops)-1]
 		op.Access = append([]dag.Access(nil), op.Access...)
 		op.Access[dag.GemmA].View = dag.View{Buf: op.Access[dag.GemmA].Buf, Offset: 2, Size: op.Access[dag.GemmA].Size - 2}
-		require.NoError(t, b.NewStream(0, dag.Normal))
-		err := b.Run(0, &op)
+		require.NoError(t, se.NewStream(0, dag.Normal))
+		err := se.Run(0, &op)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "mm")
 	})
@@ -432,10 +431,6 @@ func TestGemmNoLeaks(t *testing.T) {
 			t.Skipf("no cuBLASLt: %v", err)
 		}
 		require.NoError(t, err)
-		require.NotNil(t, b.gemm)
-		assert.Empty(t, b.gemm.recs, "Close releases every GEMM")
-		assert.Empty(t, b.gemm.handles, "Close destroys the handles")
-		assert.Zero(t, b.gemm.workspaces, "Close frees the workspaces")
-		assert.Zero(t, b.Live().Total(), "%+v", b.Live())
+		assertReleased(t, b, "after a gemm session")
 	}
 }

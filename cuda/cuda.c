@@ -514,3 +514,83 @@ CUresult dr_raw_graph_explicit(dr_api* a, CUcontext c, dr_launch* l, int nchains
 	}
 	return DR_SUCCESS;
 }
+
+// Raw sessions: the floor of executor.Open and Session.Close.
+
+CUresult dr_raw_session_close(dr_api* a, CUcontext c, CUstream* streams, int nstreams, CUevent* events, int nevents,
+                              void** bufs, const int* kinds, int nbufs) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	CUresult first = DR_SUCCESS;
+	for (int i = 0; i < nstreams; i++) {
+		if (streams[i] != NULL) {
+			r = a->cuStreamSynchronize(streams[i]);
+			if (first == DR_SUCCESS) first = r;
+		}
+	}
+	for (int i = 0; i < nbufs; i++) {
+		if (bufs[i] == NULL) continue;
+		switch (kinds[i]) {
+		case 0: r = a->cuMemFree((CUdeviceptr)(uintptr_t)bufs[i]); break;
+		case 1: r = a->cuMemFreeHost(bufs[i]); break;
+		default: free(bufs[i]); r = DR_SUCCESS;
+		}
+		if (first == DR_SUCCESS) first = r;
+		bufs[i] = NULL;
+	}
+	for (int i = 0; i < nevents; i++) {
+		if (events[i] != NULL) {
+			r = a->cuEventDestroy(events[i]);
+			if (first == DR_SUCCESS) first = r;
+			events[i] = NULL;
+		}
+	}
+	for (int i = 0; i < nstreams; i++) {
+		if (streams[i] != NULL) {
+			r = a->cuStreamDestroy(streams[i]);
+			if (first == DR_SUCCESS) first = r;
+			streams[i] = NULL;
+		}
+	}
+	return first;
+}
+
+CUresult dr_raw_session_open(dr_api* a, CUcontext c, CUstream* streams, int nstreams, int prio, CUevent* events, int nevents,
+                             void** bufs, const size_t* sizes, const int* kinds, int nbufs) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	for (int i = 0; i < nstreams; i++) streams[i] = NULL;
+	for (int i = 0; i < nevents; i++) events[i] = NULL;
+	for (int i = 0; i < nbufs; i++) bufs[i] = NULL;
+	for (int i = 0; i < nbufs && r == DR_SUCCESS; i++) {
+		switch (kinds[i]) {
+		case 0: {
+			CUdeviceptr p = 0;
+			r = a->cuMemAlloc(&p, sizes[i]);
+			if (r == DR_SUCCESS) {
+				bufs[i] = (void*)(uintptr_t)p;
+				r = a->cuMemsetD8(p, 0, sizes[i]);
+			}
+			break;
+		}
+		case 1:
+			r = a->cuMemHostAlloc(&bufs[i], sizes[i], DR_MEMHOSTALLOC_PORTABLE | DR_MEMHOSTALLOC_DEVICEMAP);
+			if (r == DR_SUCCESS) memset(bufs[i], 0, sizes[i]);
+			break;
+		default:
+			bufs[i] = malloc(sizes[i] > 0 ? sizes[i] : 1);
+			if (bufs[i] == NULL) r = 2; // CUDA_ERROR_OUT_OF_MEMORY
+			else memset(bufs[i], 0, sizes[i]);
+		}
+	}
+	for (int i = 0; i < nstreams && r == DR_SUCCESS; i++) {
+		r = a->cuStreamCreateWithPriority(&streams[i], DR_STREAM_NON_BLOCKING, prio);
+	}
+	for (int i = 0; i < nevents && r == DR_SUCCESS; i++) {
+		r = a->cuEventCreate(&events[i], DR_EVENT_DISABLE_TIMING);
+	}
+	if (r != DR_SUCCESS) {
+		dr_raw_session_close(a, c, streams, nstreams, events, nevents, bufs, kinds, nbufs);
+	}
+	return r;
+}

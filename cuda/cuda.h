@@ -265,4 +265,15 @@ CUresult dr_raw_graph_launches(dr_api* a, CUcontext c, CUgraphExec e, CUstream s
 CUresult dr_raw_record_wait(dr_api* a, CUcontext c, CUevent e, CUstream from, CUstream to, int n);
 CUresult dr_raw_timed_launches(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams, int rounds,
                                CUevent* evs, int per, float* ms, int read);
+// dr_raw_session_open does what a session's Open and stream/event creation
+// do, with no plan: nstreams non-blocking streams of priority prio, nevents
+// events without timing, and nbufs buffers of sizes[i] bytes placed by
+// kinds[i] (0 device memory, zeroed; 1 pinned host, 2 pageable host, both
+// zeroed). On failure it releases what it made.
+CUresult dr_raw_session_open(dr_api* a, CUcontext c, CUstream* streams, int nstreams, int prio, CUevent* events, int nevents,
+                             void** bufs, const size_t* sizes, const int* kinds, int nbufs);
+// dr_raw_session_close releases what dr_raw_session_open made.
+CUresult dr_raw_session_close(dr_api* a, CUcontext c, CUstream* streams, int nstreams, CUevent* events, int nevents,
+                              void** bufs, const int* kinds, int nbufs);
+
 #endif

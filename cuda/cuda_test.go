@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -172,4 +173,14 @@ func TestHazardGraphCrossesStreams(t *testing.T) {
 	assert.GreaterOrEqual(t, len(p.Streams), 3)
 	want := reference(t, g)
 	assert.NotEqual(t, g.Buffers[0].InitialBytes(), want[g.Buffers[0]], "the ops change x")
+}
+
+// TestZeroBackend: a Backend not made by New refuses at once, without a
+// driver, and closes as a no-op.
+func TestZeroBackend(t *testing.T) {
+	var b Backend
+	_, err := b.Open(context.Background(), &dag.Graph{})
+	assert.ErrorContains(t, err, "cuda.New")
+	assert.NoError(t, b.Close())
+	assert.Zero(t, b.Live().Total())
 }

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -29,9 +28,7 @@ func BenchmarkCUPTITracing(b *testing.B) {
 	}
 	const nstreams, rounds = 8, 100
 	be := gpuBackend(b)
-	ctx := context.Background()
-	require.NoError(b, be.Open(ctx, chains(nstreams, 1, dag.Empty, 0, false)))
-	defer be.Close()
+	defer openSession(b, be, chains(nstreams, 1, dag.Empty, 0, false)).Close()
 	raw, err := newRawLoop(be, nstreams, dag.Normal, dag.Empty, 0)
 	require.NoError(b, err)
 	defer raw.close()

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -196,9 +195,7 @@ func TestCUPTIRecords(t *testing.T) {
 	assert.True(t, tr.enabled(activityKernel))
 
 	g := chains(1, 1, dag.Spin, 5, false)
-	ctx := context.Background()
-	require.NoError(t, b.Open(ctx, g))
-	defer b.Close()
+	defer openSession(t, b, g).Close()
 	const nstreams, rounds = 2, 5
 	raw, err := newRawLoop(b, nstreams, dag.Normal, dag.Spin, 5)
 	require.NoError(t, err)
@@ -270,9 +267,7 @@ func TestCUPTIGraphReplay(t *testing.T) {
 		requireGPU(t, "no CUPTI: %v", err)
 	}
 	defer func() { assert.NoError(t, tr.close()) }()
-	ctx := context.Background()
-	require.NoError(t, b.Open(ctx, chains(1, 1, dag.Spin, 5, false)))
-	defer b.Close()
+	defer openSession(t, b, chains(1, 1, dag.Spin, 5, false)).Close()
 	const nstreams, rounds, replays = 2, 3, 2
 	raw, err := newRawLoop(b, nstreams, dag.Normal, dag.Spin, 5)
 	require.NoError(t, err)

@@ -5,13 +5,41 @@
 // the package builds with cgo but without the CUDA SDK; where no driver is
 // found, New reports an error matching ErrNoDriver.
 //
-// A Backend implements the executor's Backend and Timer interfaces. It
-// uses each device's primary context. CUDA's current context belongs to an
-// OS thread and goroutines move between threads, so every C wrapper first
-// makes the right context current on the thread it runs on (one
+// # Backend and sessions
+//
+// A Backend (device.Backend) is the device runtime. From New to Close it
+// keeps what is costly to make: each device's primary context, retained
+// on first use (creating one takes over 100 ms); NVRTC, loaded on first
+// compile; the module cache, where every module is loaded once per device
+// and kept, keyed by content (the builtin library, or the hash of a
+// kernel's CUDA C or file), so that sessions of graphs built afresh share
+// it; and each device's default memory pool, set to keep freed memory for
+// the next run. Open makes a Session (device.Session, device.Timer,
+// device.Capturer, device.Writer) that holds only what its plan needs:
+// its buffers, streams, events, timing events, the C records of its ops
+// and its captured graphs, and releases exactly that at Close. Live
+// counts what each holds (Session.Live, and Backend.Live for the backend
+// and all its sessions); everything is zero after the sessions and then
+// the backend are closed.
+//
+// # Threads and contexts
+//
+// CUDA's current context belongs to an OS thread, and goroutines move
+// between threads. Rather than pinning a goroutine per session, every C
+// wrapper makes the right context current on the thread it runs on (one
 // cuCtxGetCurrent, a thread-local read, when nothing changes) and then
-// makes its driver call: each driver call costs one cgo call, and a
-// Backend works from whichever goroutine calls it (one at a time).
+// makes its driver call, inside one cgo call that cannot migrate. So any
+// goroutine may call a session, several sessions run from several
+// goroutines at once, and no thread is locked. The driver itself is
+// thread-safe. Two rules keep sessions from disturbing each other: a
+// session waits only for its own streams (cuStreamSynchronize, never
+// cuCtxSynchronize, which would wait for the other sessions' work and
+// invalidate their captures), and captures use relaxed mode, so one
+// session's capture does not forbid another's allocations. The backend's
+// shared state (devices, module cache, NVRTC) is behind one mutex, taken
+// at Open and never on the run path.
+//
+// # Runs
 //
 // Streams are created non-blocking, with dag priorities mapped onto the
 // device's range (see StreamPriority). Temporary device buffers come from
@@ -26,12 +54,22 @@
 // that needs it; each GEMM's algorithm is picked at Open, once per
 // signature, whatever stream it lands on (see cublas.go).
 //
-// A Backend also captures plans as CUDA graphs (it implements the
-// executor's Capturer): by stream capture in relaxed mode on an origin
-// stream, with every other stream forked from it and joined back with an
-// event, so that capture runs the same submission code as eager runs.
-// Temporaries become memory nodes, host steps host nodes, and kernel nodes
-// keep their streams' priorities. Updates go through cuGraphExecUpdate and
-// fall back to a fresh instantiation when the driver refuses them (graphs
-// with memory nodes, or changed topology); GraphStats counts both.
+// The files follow the work: backend.go (the Backend, devices), modules.go
+// (the module cache), session.go (a session's life), memory.go (buffers),
+// prepare.go (what each op kind does, as a table keyed by dag.OpKind, and
+// its C records), submit.go (streams, events, Run), sync.go (waiting and
+// abandoning), timing.go (op timing), graph.go (capture and replay),
+// driver.go, cuda.c and cuda.h (the driver binding), nvrtc.go (NVRTC and
+// its disk cache), raw.go (raw driver loops the benchmarks compare with).
+//
+// # Graphs
+//
+// A Session captures plans as CUDA graphs by stream capture in relaxed
+// mode on an origin stream, with every other stream forked from it and
+// joined back with an event, so that capture runs the same submission code
+// as eager runs. Temporaries become memory nodes, host steps host nodes,
+// and kernel nodes keep their streams' priorities. Updates go through
+// cuGraphExecUpdate and fall back to a fresh instantiation when the driver
+// refuses them (graphs with memory nodes, or changed topology); GraphStats
+// counts both. Graphs belong to their session.
 package cuda

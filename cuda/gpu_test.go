@@ -81,7 +81,7 @@ func TestBuiltinKernels(t *testing.T) {
 			})
 		}
 	}
-	assert.Zero(t, b.Live().Total(), "%+v", b.Live())
+	assertReleased(t, b, "")
 }
 
 func TestCopiesAndFills(t *testing.T) {
@@ -112,7 +112,7 @@ func TestCopiesAndFills(t *testing.T) {
 		h := g.Buffer(fmt.Sprintf("hfill_%s", dt), 1024, dag.PinnedHost(), dag.Of(dt), dag.Random(uint64(i)))
 		p := g.Buffer(fmt.Sprintf("pfill_%s", dt), 1024, dag.PageableHost(), dag.Of(dt), dag.Random(uint64(i)))
 		for _, buf := range []*dag.Buffer{d, h, p} {
-			g.Fill(buf.Slice(8*8, 8*64), -1.5)
+			g.Fill(buf.Slice(8*8, 8*64), 250)
 			g.Fill(buf.Slice(8*80, 8*16), 3)
 			g.Fill(buf.Slice(8*100, 8*20), 0)
 		}
@@ -121,7 +121,7 @@ func TestCopiesAndFills(t *testing.T) {
 	graph, err := g.Build()
 	require.NoError(t, err)
 	runGraph(t, b, graph, planner.Options{}, 0)
-	assert.Zero(t, b.Live().Total(), "%+v", b.Live())
+	assertReleased(t, b, "")
 }
 
 // hazardGraph uses one buffer from several streams (priorities put ops on
@@ -179,12 +179,12 @@ func TestHazardsRepeated(t *testing.T) {
 		if run == 0 {
 			require.Greater(t, p.Stats.Waits, 3, "the graph should cross streams")
 		}
-		require.NoError(t, b.Open(context.Background(), g))
-		require.NoError(t, runPlan(context.Background(), b, p, true), "run %d", run)
-		checkResults(t, b, p, 1)
-		require.NoError(t, b.Close())
+		se := openSession(t, b, g)
+		require.NoError(t, runPlan(context.Background(), se, p, true), "run %d", run)
+		checkResults(t, se, p, 1)
+		require.NoError(t, se.Close())
 	}
-	assert.Zero(t, b.Live().Total(), "%+v", b.Live())
+	assertReleased(t, b, "")
 }
 
 func TestHostSteps(t *testing.T) {
@@ -222,18 +222,17 @@ func TestHostSteps(t *testing.T) {
 		require.NoError(t, err)
 		p, err := planner.New(graph, planner.Options{})
 		require.NoError(t, err)
-		require.NoError(t, b.Open(context.Background(), graph))
-		err = runPlan(context.Background(), b, p, true)
+		se := openSession(t, b, graph)
+		err = runPlan(context.Background(), se, p, true)
 		var oe *dag.OpError
 		require.ErrorAs(t, err, &oe)
 		assert.Equal(t, "check", oe.Op)
-		require.NoError(t, b.Close())
+		require.NoError(t, se.Close())
 	}
 }
 
 func TestTiming(t *testing.T) {
 	b := gpuBackend(t)
-	b.SetTiming(true)
 	g := dag.New()
 	var prev *dag.Op
 	for i := range 5 {
@@ -247,12 +246,13 @@ func TestTiming(t *testing.T) {
 	require.NoError(t, err)
 	p, err := planner.New(graph, planner.Options{})
 	require.NoError(t, err)
-	require.NoError(t, b.Open(context.Background(), graph))
-	defer func() { require.NoError(t, b.Close()) }()
+	se := openSession(t, b, graph)
+	se.SetTiming(true)
+	defer func() { require.NoError(t, se.Close()) }()
 	for run := range 2 {
-		require.NoError(t, runPlan(context.Background(), b, p, run == 0))
+		require.NoError(t, runPlan(context.Background(), se, p, run == 0))
 		var ends []time.Duration
-		require.NoError(t, b.Spans(func(op, stream int, start, end time.Duration) {
+		require.NoError(t, se.Spans(func(op, stream int, start, end time.Duration) {
 			assert.GreaterOrEqual(t, end-start, 95*time.Microsecond, "op %d", op)
 			assert.Less(t, end-start, 2*time.Millisecond, "op %d", op)
 			if len(ends) > 0 {
@@ -269,7 +269,6 @@ func TestTiming(t *testing.T) {
 // with the same low priority.
 func TestPriorities(t *testing.T) {
 	b := gpuBackend(t)
-	b.SetTiming(true)
 	g := dag.New()
 	const chain = 10
 	var lows, highs []*dag.Op
@@ -281,23 +280,24 @@ func TestPriorities(t *testing.T) {
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	require.NoError(t, b.Open(context.Background(), graph))
-	defer func() { require.NoError(t, b.Close()) }()
-	require.NoError(t, b.NewStream(0, dag.Low))  // 0: the background load
-	require.NoError(t, b.NewStream(0, dag.High)) // 1
-	require.NoError(t, b.NewStream(0, dag.Low))  // 2: the same chain at equal priority
+	se := openSession(t, b, graph)
+	se.SetTiming(true)
+	defer func() { require.NoError(t, se.Close()) }()
+	require.NoError(t, se.NewStream(0, dag.Low))  // 0: the background load
+	require.NoError(t, se.NewStream(0, dag.High)) // 1
+	require.NoError(t, se.NewStream(0, dag.Low))  // 2: the same chain at equal priority
 	chainEnd := func(s int) time.Duration {
 		var end, loadEnd time.Duration
 		for range 2 { // the first round warms up
 			for _, o := range lows {
-				require.NoError(t, b.Run(0, o))
+				require.NoError(t, se.Run(0, o))
 			}
 			for _, o := range highs {
-				require.NoError(t, b.Run(s, o))
+				require.NoError(t, se.Run(s, o))
 			}
-			require.NoError(t, b.Sync(context.Background()))
+			require.NoError(t, se.Sync(context.Background()))
 			end, loadEnd = 0, 0
-			require.NoError(t, b.Spans(func(op, stream int, start, e time.Duration) {
+			require.NoError(t, se.Spans(func(op, stream int, start, e time.Duration) {
 				if stream == s {
 					end = max(end, e)
 				} else {
@@ -342,7 +342,7 @@ func TestCancelledRun(t *testing.T) {
 	require.NoError(t, s.Run(context.Background()))
 	assert.Greater(t, time.Since(start), 400*time.Millisecond)
 	require.NoError(t, s.Close())
-	assert.Zero(t, b.Live().Total(), "%+v", b.Live())
+	assertReleased(t, b, "")
 }
 
 // TestNoLeaks runs a graph with temporaries, host memory and host steps to
@@ -412,12 +412,12 @@ func TestNoLeaks(t *testing.T) {
 		g := build(c.fail)
 		p, err := planner.New(g, planner.Options{})
 		require.NoError(t, err)
-		require.NoError(t, b.Open(context.Background(), g))
+		se := openSession(t, b, g)
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-		c.check(runPlan(ctx, b, p, true))
+		c.check(runPlan(ctx, se, p, true))
 		cancel()
-		require.NoError(t, b.Close(), c.name)
-		assert.Zero(t, b.Live().Total(), "%s: %+v", c.name, b.Live())
+		require.NoError(t, se.Close(), c.name)
+		assertReleased(t, b, fmt.Sprintf("%s", c.name))
 		after, err := probe.free()
 		require.NoError(t, err)
 		assert.InDelta(t, float64(before), float64(after), 4<<20, "%s: free device memory before %d, after %d", c.name, before, after)
@@ -437,7 +437,9 @@ func TestAsyncFault(t *testing.T) {
 		assert.Contains(t, string(out), "FAULT op \"bad\"")
 		return
 	}
-	b := gpuBackend(t, CacheDir(t.TempDir()))
+	// Not gpuBackend: closing after the fault reports the ruined context.
+	b, err := New(CacheDir(t.TempDir()))
+	require.NoError(t, err)
 	g := dag.New()
 	// The address comes in at run time, so the compiler cannot drop the store.
 	k := g.Kernel(&dag.Kernel{Name: "bad", Source: dag.CUDAC,
@@ -450,13 +452,15 @@ func TestAsyncFault(t *testing.T) {
 	require.NoError(t, err)
 	p, err := planner.New(graph, planner.Options{})
 	require.NoError(t, err)
-	require.NoError(t, b.Open(context.Background(), graph))
-	err = runPlan(context.Background(), b, p, true)
+	se := openSession(t, b, graph)
+	err = runPlan(context.Background(), se, p, true)
 	require.Error(t, err)
 	fmt.Println("FAULT", err)
 	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 700, ce.Code) // CUDA_ERROR_ILLEGAL_ADDRESS
+	se.Close()                    // errors expected: the fault ruined the context
+	assertReleased(t, b, "")
 	b.Close()
 	assert.Zero(t, b.Live().Total(), "%+v", b.Live())
 }
@@ -479,11 +483,11 @@ func TestKernelErrors(t *testing.T) {
 			g.Launch(k, dag.Grid1(1), dag.Grid1(1))
 			graph, err := g.Build()
 			require.NoError(t, err)
-			err = b.Open(context.Background(), graph)
+			_, err = b.Open(context.Background(), graph)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.Contains(t, err.Error(), tt.k.Name)
-			assert.Zero(t, b.Live().Total(), "%+v", b.Live())
+			assertReleased(t, b, "")
 		})
 	}
 	// A CUDA C kernel that works, with scalars of each type.
@@ -498,10 +502,10 @@ func TestKernelErrors(t *testing.T) {
 	require.NoError(t, err)
 	p, err := planner.New(graph, planner.Options{})
 	require.NoError(t, err)
-	require.NoError(t, b.Open(context.Background(), graph))
-	defer b.Close()
-	require.NoError(t, runPlan(context.Background(), b, p, true))
-	got, err := b.Read(x)
+	se := openSession(t, b, graph)
+	defer se.Close()
+	require.NoError(t, runPlan(context.Background(), se, p, true))
+	got, err := se.Read(x)
 	require.NoError(t, err)
 	want := append(append(append(dag.ElemBytes(dag.F64, -7), dag.ElemBytes(dag.F64, 1<<40)...), dag.ElemBytes(dag.F64, 0.5)...), dag.ElemBytes(dag.F64, 2.25)...)
 	assert.Equal(t, want, got)

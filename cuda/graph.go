@@ -14,7 +14,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// Graph capture. The backend captures by stream capture: BeginCapture
+// Graph capture. A session captures by stream capture: BeginCapture
 // starts a capture on an origin stream and forks every other stream from
 // it with an event, so that the Run, Record and Wait calls that follow are
 // recorded on every stream instead of run; EndCapture joins the streams
@@ -23,13 +23,14 @@ import (
 // eager runs and captures, so a captured plan does what an eager run does.
 //
 // Graphs are numbered from 0 in the order EndCapture returns them; a
-// number is never reused while the backend is open.
+// number is never reused while the session is open. Graphs belong to
+// their session: several sessions on one backend each hold their own.
 
 // graph is a captured graph and, once instantiated, its executable.
 type graph struct {
 	tmpl   C.CUgraph
 	exec   C.CUgraphExec
-	dev    *device
+	dev    *sessDevice
 	origin C.CUstream // the stream it was captured on; uploads go there
 }
 
@@ -37,10 +38,10 @@ type graph struct {
 type capture struct {
 	origin int
 	event  C.CUevent // forks the streams at the start, joins them at the end
-	timing bool      // b.timing before the capture, restored after it
+	timing bool      // se.timing before the capture, restored after it
 }
 
-// GraphStats counts the graph work a backend has done since New.
+// GraphStats counts the graph work a session has done since Open.
 type GraphStats struct {
 	Captures        int // EndCapture calls that made a graph
 	Instantiations  int // executables made, first ones and re-instantiations
@@ -50,15 +51,15 @@ type GraphStats struct {
 	LastUpdateError string // why the driver last refused an update in place
 }
 
-// GraphStats returns what the backend has counted of its graphs.
-func (b *Backend) GraphStats() GraphStats { return b.gstats }
+// GraphStats returns what the session has counted of its graphs.
+func (se *Session) GraphStats() GraphStats { return se.gstats }
 
 // graphsSupported reports why the driver cannot capture, if it cannot.
-func (b *Backend) graphsSupported() error {
-	a := b.drv.api
+func (se *Session) graphsSupported() error {
+	a := se.drv.api
 	if a.cuStreamBeginCapture == nil || a.cuStreamEndCapture == nil || a.cuGraphInstantiateWithFlags == nil ||
 		a.cuGraphLaunch == nil || a.cuGraphExecDestroy == nil || a.cuGraphDestroy == nil {
-		return fmt.Errorf("cuda: driver %s (CUDA %d) lacks the stream capture and graph entry points; update the NVIDIA driver, or run eagerly", b.drv.path, b.drv.version)
+		return fmt.Errorf("cuda: driver %s (CUDA %d) lacks the stream capture and graph entry points; update the NVIDIA driver, or run eagerly", se.drv.path, se.drv.version)
 	}
 	return nil
 }
@@ -67,49 +68,49 @@ func (b *Backend) graphsSupported() error {
 // begins a capture on stream origin and forks every other stream from it.
 // All streams must be on origin's device. Timing is off while capturing
 // (a replay is timed as a whole, not per op).
-func (b *Backend) BeginCapture(origin int) error {
-	if err := b.graphsSupported(); err != nil {
+func (se *Session) BeginCapture(origin int) error {
+	if err := se.graphsSupported(); err != nil {
 		return err
 	}
-	if b.capture != nil {
-		return fmt.Errorf("cuda: BeginCapture: stream %d is capturing already; call EndCapture first", b.capture.origin)
+	if se.capture != nil {
+		return fmt.Errorf("cuda: BeginCapture: stream %d is capturing already; call EndCapture first", se.capture.origin)
 	}
-	o, err := b.stream(origin)
+	o, err := se.stream(origin)
 	if err != nil {
 		return err
 	}
-	for i := range b.streams {
-		if s := &b.streams[i]; s.dev != o.dev {
+	for i := range se.streams {
+		if s := &se.streams[i]; s.dev != o.dev {
 			return fmt.Errorf("cuda: BeginCapture: stream %d is on device %d, the origin stream %d on device %d: a graph holds one device's work (split the plan per device)",
 				i, s.dev.ordinal, origin, o.dev.ordinal)
 		}
 	}
-	if b.abandoned.Load() {
-		if err := b.resume(); err != nil {
+	if se.abandoned.Load() {
+		if err := se.resume(); err != nil {
 			return err
 		}
 	}
-	e, err := b.drv.eventCreate(o.dev.ctx, false)
+	e, err := se.drv.eventCreate(o.dev.ctx, false)
 	if err != nil {
 		return err
 	}
-	b.live.Events++
-	c := &capture{origin: origin, event: e, timing: b.timing}
-	api, ctx := b.drv.api, o.dev.ctx
-	if err := b.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, o.h)); err != nil {
-		b.dropCaptureEvent(c)
+	se.track(&se.live.Events, 1)
+	c := &capture{origin: origin, event: e, timing: se.timing}
+	api, ctx := se.drv.api, o.dev.ctx
+	if err := se.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, o.h)); err != nil {
+		se.dropCaptureEvent(c)
 		return err
 	}
-	b.capture, b.timing = c, false
-	err = b.drv.check("cuEventRecord", C.dr_record(api, ctx, e, o.h))
-	for i := range b.streams {
+	se.capture, se.timing = c, false
+	err = se.drv.check("cuEventRecord", C.dr_record(api, ctx, e, o.h))
+	for i := range se.streams {
 		if i != origin && err == nil {
-			err = b.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, b.streams[i].h, e))
+			err = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, se.streams[i].h, e))
 		}
 	}
 	if err != nil {
-		if _, endErr := b.EndCapture(origin); endErr == nil {
-			b.destroyLast()
+		if _, endErr := se.EndCapture(origin); endErr == nil {
+			se.destroyLast()
 		}
 		return fmt.Errorf("cuda: forking the streams from origin stream %d: %w", origin, err)
 	}
@@ -119,105 +120,105 @@ func (b *Backend) BeginCapture(origin int) error {
 // EndCapture joins every stream back into origin and ends the capture,
 // returning the captured graph's number. The graph is not launchable until
 // Instantiate (or UpdateGraph, which instantiates it into another graph).
-func (b *Backend) EndCapture(origin int) (int, error) {
-	c := b.capture
+func (se *Session) EndCapture(origin int) (int, error) {
+	c := se.capture
 	if c == nil || c.origin != origin {
 		return -1, fmt.Errorf("cuda: EndCapture: stream %d is not capturing", origin)
 	}
-	o := &b.streams[origin]
-	api, ctx := b.drv.api, o.dev.ctx
+	o := &se.streams[origin]
+	api, ctx := se.drv.api, o.dev.ctx
 	var joinErr error
-	for i := range b.streams {
+	for i := range se.streams {
 		if i == origin || joinErr != nil {
 			continue
 		}
-		joinErr = b.drv.check("cuEventRecord", C.dr_record(api, ctx, c.event, b.streams[i].h))
+		joinErr = se.drv.check("cuEventRecord", C.dr_record(api, ctx, c.event, se.streams[i].h))
 		if joinErr == nil {
-			joinErr = b.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, o.h, c.event))
+			joinErr = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, o.h, c.event))
 		}
 	}
 	var tmpl C.CUgraph
-	endErr := b.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, o.h, &tmpl))
-	b.capture, b.timing = nil, c.timing
-	b.dropCaptureEvent(c)
+	endErr := se.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, o.h, &tmpl))
+	se.capture, se.timing = nil, c.timing
+	se.dropCaptureEvent(c)
 	if err := errors.Join(joinErr, endErr); err != nil {
 		if tmpl != nil {
 			C.dr_graph_destroy(api, ctx, tmpl)
 		}
 		return -1, fmt.Errorf("cuda: ending the capture on stream %d: %w", origin, err)
 	}
-	b.graphs = append(b.graphs, &graph{tmpl: tmpl, dev: o.dev, origin: o.h})
-	b.live.Graphs++
-	b.gstats.Captures++
-	return len(b.graphs) - 1, nil
+	se.graphs = append(se.graphs, &graph{tmpl: tmpl, dev: o.dev, origin: o.h})
+	se.track(&se.live.Graphs, 1)
+	se.gstats.Captures++
+	return len(se.graphs) - 1, nil
 }
 
-func (b *Backend) dropCaptureEvent(c *capture) {
+func (se *Session) dropCaptureEvent(c *capture) {
 	if c.event != nil {
-		b.drv.eventDestroy(b.streams[c.origin].dev.ctx, c.event)
+		se.drv.eventDestroy(se.streams[c.origin].dev.ctx, c.event)
 		c.event = nil
-		b.live.Events--
+		se.track(&se.live.Events, -1)
 	}
 }
 
 // destroyLast destroys the graph EndCapture returned last.
-func (b *Backend) destroyLast() {
-	if n := len(b.graphs); n > 0 {
-		b.DestroyGraph(n - 1)
+func (se *Session) destroyLast() {
+	if n := len(se.graphs); n > 0 {
+		se.DestroyGraph(n - 1)
 	}
 }
 
-func (b *Backend) graph(i int) (*graph, error) {
-	if i < 0 || i >= len(b.graphs) || b.graphs[i] == nil {
+func (se *Session) graph(i int) (*graph, error) {
+	if i < 0 || i >= len(se.graphs) || se.graphs[i] == nil {
 		return nil, fmt.Errorf("cuda: graph %d does not exist (destroyed, or never captured)", i)
 	}
-	return b.graphs[i], nil
+	return se.graphs[i], nil
 }
 
 // Instantiate makes graph gi launchable and uploads it to its device, so
 // that the first launch costs what later ones do.
-func (b *Backend) Instantiate(gi int) error {
-	g, err := b.graph(gi)
+func (se *Session) Instantiate(gi int) error {
+	g, err := se.graph(gi)
 	if err != nil {
 		return err
 	}
 	if g.exec != nil {
 		return nil
 	}
-	return b.instantiate(g)
+	return se.instantiate(g)
 }
 
-func (b *Backend) instantiate(g *graph) error {
+func (se *Session) instantiate(g *graph) error {
 	var exec C.CUgraphExec
-	if err := b.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(b.drv.api, g.dev.ctx, &exec, g.tmpl, g.origin)); err != nil {
+	if err := se.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(se.drv.api, g.dev.ctx, &exec, g.tmpl, g.origin)); err != nil {
 		return err
 	}
 	g.exec = exec
-	b.live.Graphs++
-	b.gstats.Instantiations++
+	se.track(&se.live.Graphs, 1)
+	se.gstats.Instantiations++
 	return nil
 }
 
 // LaunchGraph enqueues one replay of instantiated graph gi on stream si.
-func (b *Backend) LaunchGraph(gi, si int) error {
-	if gi < 0 || gi >= len(b.graphs) || b.graphs[gi] == nil || b.graphs[gi].exec == nil {
+func (se *Session) LaunchGraph(gi, si int) error {
+	if gi < 0 || gi >= len(se.graphs) || se.graphs[gi] == nil || se.graphs[gi].exec == nil {
 		return fmt.Errorf("cuda: graph %d is not instantiated", gi)
 	}
-	s, err := b.stream(si)
+	s, err := se.stream(si)
 	if err != nil {
 		return err
 	}
-	if b.abandoned.Load() {
-		if err := b.resume(); err != nil {
+	if se.abandoned.Load() {
+		if err := se.resume(); err != nil {
 			return err
 		}
 	}
-	g := b.graphs[gi]
-	if err := b.drv.check("cuGraphLaunch", C.dr_graph_launch(b.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
+	g := se.graphs[gi]
+	if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
 		return err
 	}
 	s.last = "graph replay"
-	b.gstats.Launches++
+	se.gstats.Launches++
 	return nil
 }
 
@@ -226,98 +227,98 @@ func (b *Backend) LaunchGraph(gi, si int) error {
 // which keeps the executable; otherwise by instantiating fresh in its
 // place. Either way fresh is used up. It reports whether the update was in
 // place. Call it when gi's launches are done.
-func (b *Backend) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
-	g, err := b.graph(gi)
+func (se *Session) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
+	g, err := se.graph(gi)
 	if err != nil {
 		return false, err
 	}
-	f, err := b.graph(fresh)
+	f, err := se.graph(fresh)
 	if err != nil {
 		return false, err
 	}
 	if gi == fresh || g.exec == nil || f.exec != nil {
 		return false, fmt.Errorf("cuda: UpdateGraph(%d, %d): the first must be instantiated, the second freshly captured", gi, fresh)
 	}
-	api, ctx := b.drv.api, g.dev.ctx
+	api, ctx := se.drv.api, g.dev.ctx
 	var why C.int
 	r := C.dr_graph_exec_update(api, ctx, g.exec, f.tmpl, &why)
 	if r == 0 {
 		C.dr_graph_destroy(api, ctx, g.tmpl)
 		g.tmpl, f.tmpl = f.tmpl, nil
-		b.graphs[fresh] = nil
-		b.live.Graphs--
-		b.gstats.UpdatesInPlace++
+		se.graphs[fresh] = nil
+		se.track(&se.live.Graphs, -1)
+		se.gstats.UpdatesInPlace++
 		return true, nil
 	}
-	b.gstats.UpdatesRefused++
-	b.gstats.LastUpdateError = fmt.Sprintf("%v (CUgraphExecUpdateResult %d)", b.drv.check("cuGraphExecUpdate", r), int(why))
-	if err := b.instantiate(f); err != nil {
-		b.graphs[fresh] = nil
-		b.releaseGraph(f)
-		return false, fmt.Errorf("cuda: re-instantiating graph %d after the driver refused an update in place (%s): %w", gi, b.gstats.LastUpdateError, err)
+	se.gstats.UpdatesRefused++
+	se.gstats.LastUpdateError = fmt.Sprintf("%v (CUgraphExecUpdateResult %d)", se.drv.check("cuGraphExecUpdate", r), int(why))
+	if err := se.instantiate(f); err != nil {
+		se.graphs[fresh] = nil
+		se.releaseGraph(f)
+		return false, fmt.Errorf("cuda: re-instantiating graph %d after the driver refused an update in place (%s): %w", gi, se.gstats.LastUpdateError, err)
 	}
 	old := *g
 	*g = *f
-	b.graphs[fresh] = nil
-	b.releaseGraph(&old)
+	se.graphs[fresh] = nil
+	se.releaseGraph(&old)
 	return false, nil
 }
 
 // DestroyGraph releases graph gi: its executable and its captured graph.
-func (b *Backend) DestroyGraph(gi int) error {
-	g, err := b.graph(gi)
+func (se *Session) DestroyGraph(gi int) error {
+	g, err := se.graph(gi)
 	if err != nil {
 		return err
 	}
-	b.graphs[gi] = nil
-	return b.releaseGraph(g)
+	se.graphs[gi] = nil
+	return se.releaseGraph(g)
 }
 
-func (b *Backend) releaseGraph(g *graph) error {
-	api, ctx := b.drv.api, g.dev.ctx
+func (se *Session) releaseGraph(g *graph) error {
+	api, ctx := se.drv.api, g.dev.ctx
 	var errs []error
 	if g.exec != nil {
-		errs = append(errs, b.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, g.exec)))
+		errs = append(errs, se.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, g.exec)))
 		g.exec = nil
-		b.live.Graphs--
+		se.track(&se.live.Graphs, -1)
 	}
 	if g.tmpl != nil {
-		errs = append(errs, b.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, g.tmpl)))
+		errs = append(errs, se.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, g.tmpl)))
 		g.tmpl = nil
-		b.live.Graphs--
+		se.track(&se.live.Graphs, -1)
 	}
 	return errors.Join(errs...)
 }
 
 // GraphNodes is the number of nodes of captured graph gi.
-func (b *Backend) GraphNodes(gi int) (int, error) {
-	g, err := b.graph(gi)
+func (se *Session) GraphNodes(gi int) (int, error) {
+	g, err := se.graph(gi)
 	if err != nil {
 		return 0, err
 	}
 	var n C.size_t
-	if b.drv.api.cuGraphGetNodes == nil {
+	if se.drv.api.cuGraphGetNodes == nil {
 		return 0, errors.New("cuda: the driver lacks cuGraphGetNodes")
 	}
-	err = b.drv.check("cuGraphGetNodes", C.dr_graph_node_count(b.drv.api, g.dev.ctx, g.tmpl, &n))
+	err = se.drv.check("cuGraphGetNodes", C.dr_graph_node_count(se.drv.api, g.dev.ctx, g.tmpl, &n))
 	return int(n), err
 }
 
 // closeGraphs ends a capture left open and releases every graph; Close
 // calls it before it destroys the streams.
-func (b *Backend) closeGraphs(keep func(error)) {
-	if c := b.capture; c != nil {
-		if gi, err := b.EndCapture(c.origin); err == nil {
-			keep(b.DestroyGraph(gi))
+func (se *Session) closeGraphs(keep func(error)) {
+	if c := se.capture; c != nil {
+		if gi, err := se.EndCapture(c.origin); err == nil {
+			keep(se.DestroyGraph(gi))
 		}
 	}
-	for i, g := range b.graphs {
+	for i, g := range se.graphs {
 		if g != nil {
-			keep(b.releaseGraph(g))
-			b.graphs[i] = nil
+			keep(se.releaseGraph(g))
+			se.graphs[i] = nil
 		}
 	}
-	b.graphs = nil
+	se.graphs = nil
 }
 
 // rawGraph is workload C or E captured directly with the driver (one C
@@ -380,11 +381,11 @@ func (g *rawGraph) close() {
 // executor.SetArg or executor.Rebind. Host work and host steps keep their
 // C records, which captured host nodes point at, until Close; a variant
 // submitted again reuses them.
-func (b *Backend) variant(op *dag.Op) (*opState, error) {
-	if st := b.variants[op]; st != nil {
+func (se *Session) variant(op *dag.Op) (*opState, error) {
+	if st := se.variants[op]; st != nil {
 		return st, nil
 	}
-	orig := b.ops[op.ID].op
+	orig := se.ops[op.ID].op
 	bad := func(why string) error {
 		return fmt.Errorf("cuda: op %q is neither op %d of the open graph (%q) nor a variant of it: %s", op.Name, op.ID, orig.Name, why)
 	}
@@ -394,7 +395,7 @@ func (b *Backend) variant(op *dag.Op) (*opState, error) {
 	for i, a := range op.Access {
 		o := orig.Access[i].Buf
 		switch {
-		case a.Buf == nil || a.Buf.ID < 0 || a.Buf.ID >= len(b.bufs) || b.bufs[a.Buf.ID].b != a.Buf:
+		case a.Buf == nil || a.Buf.ID < 0 || a.Buf.ID >= len(se.bufs) || se.bufs[a.Buf.ID].b != a.Buf:
 			return nil, bad(fmt.Sprintf("access %d is to a buffer the open graph does not hold", i))
 		case a.Buf.Placement != o.Placement || (o.Placement == dag.Device && a.Buf.Device != o.Device) || a.Buf.Temporary != o.Temporary:
 			return nil, bad(fmt.Sprintf("access %d is to %s, which is not placed like %s", i, a.Buf.Name, o.Name))
@@ -406,34 +407,34 @@ func (b *Backend) variant(op *dag.Op) (*opState, error) {
 		return nil, bad("it launches another kernel, or with another number of arguments")
 	}
 	st := &opState{}
-	if err := b.prepare(st, op); err != nil {
-		b.dropVariant(st)
+	if err := se.prepare(st, op); err != nil {
+		se.dropVariant(st)
 		return nil, err
 	}
 	if st.work != nil || st.act == actHostFunc {
-		if b.variants == nil {
-			b.variants = map[*dag.Op]*opState{}
+		if se.variants == nil {
+			se.variants = map[*dag.Op]*opState{}
 		}
-		b.variants[op] = st
+		se.variants[op] = st
 	}
 	return st, nil
 }
 
 // dropVariant frees the C records of a variant.
-func (b *Backend) dropVariant(st *opState) {
+func (se *Session) dropVariant(st *opState) {
 	if st.launch != nil {
 		C.free(unsafe.Pointer(st.launch))
 		st.launch = nil
-		b.live.HostAllocs--
+		se.track(&se.live.HostAllocs, -1)
 	}
 	if st.work != nil {
 		C.free(unsafe.Pointer(st.work))
 		st.work = nil
-		b.live.HostAllocs--
+		se.track(&se.live.HostAllocs, -1)
 	}
 	if st.act == actHostFunc && st.handle != 0 {
 		st.handle.Delete()
 		st.handle = 0
-		b.live.Callbacks--
+		se.track(&se.live.Callbacks, -1)
 	}
 }

@@ -127,7 +127,7 @@ func TestGraphReplayMatchesEager(t *testing.T) {
 			require.NoError(t, g.Close())
 		})
 	}
-	assert.Zero(t, b.Live().Total(), "%+v", b.Live())
+	assertReleased(t, b, "")
 }
 
 // updateGraph: in (pinned) -> x, x *= alpha, x += 1 * ones, x -> out
@@ -200,15 +200,15 @@ func TestGraphUpdate(t *testing.T) {
 			require.NoError(t, g.Update(ctx, executor.Rebind(inA, inA), executor.SetArg("scale", "alpha", -0.5)))
 			check(inA, -0.5)
 			st := g.Stats()
-			t.Logf("graph stats %+v; backend %+v", st, b.GraphStats())
+			t.Logf("graph stats %+v; session %+v", st, s.Device().(*Session).GraphStats())
 			assert.Equal(t, 3, st.Updates)
 			assert.Equal(t, 3, st.UpdatesInPlace+st.Reinstantiations)
 			if !tmp {
-				assert.Equal(t, 3, st.UpdatesInPlace, "kernel arguments and copy addresses update in place: %s", b.GraphStats().LastUpdateError)
+				assert.Equal(t, 3, st.UpdatesInPlace, "kernel arguments and copy addresses update in place: %s", s.Device().(*Session).GraphStats().LastUpdateError)
 			}
 		})
 	}
-	assert.Zero(t, b.Live().Total(), "%+v", b.Live())
+	assertReleased(t, b, "")
 }
 
 // TestGraphLeaks captures, updates, fails and cancels, leaving graphs for
@@ -236,7 +236,7 @@ func TestGraphLeaks(t *testing.T) {
 			require.NoError(t, g1.Close())
 		}
 		require.NoError(t, s.Close()) // closes what is left
-		assert.Zero(t, b.Live().Total(), "round %d: %+v", round, b.Live())
+		assertReleased(t, b, fmt.Sprintf("round %d", round))
 	}
 
 	// A host step failing inside a replay names its op.
@@ -258,7 +258,7 @@ func TestGraphLeaks(t *testing.T) {
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, "check", oe.Op)
 	require.NoError(t, s.Close())
-	assert.Zero(t, b.Live().Total(), "%+v", b.Live())
+	assertReleased(t, b, "")
 }
 
 // TestGraphNodes checks the shape of a captured plan: one kernel node per
@@ -268,24 +268,24 @@ func TestGraphNodes(t *testing.T) {
 	g := chains(4, 10, dag.Empty, 0, false)
 	p, err := planner.New(g, planner.Options{Streams: 2})
 	require.NoError(t, err)
-	require.NoError(t, b.Open(context.Background(), g))
-	defer func() { require.NoError(t, b.Close()) }()
+	se := openSession(t, b, g)
+	defer func() { require.NoError(t, se.Close()) }()
 	for _, st := range p.Streams {
-		require.NoError(t, b.NewStream(st.Device, st.Priority))
+		require.NoError(t, se.NewStream(st.Device, st.Priority))
 	}
 	for range p.Events {
-		require.NoError(t, b.NewEvent())
+		require.NoError(t, se.NewEvent())
 	}
-	require.NoError(t, b.BeginCapture(0))
-	require.NoError(t, submit(b, p))
-	gi, err := b.EndCapture(0)
+	require.NoError(t, se.BeginCapture(0))
+	require.NoError(t, submit(se, p))
+	gi, err := se.EndCapture(0)
 	require.NoError(t, err)
-	n, err := b.GraphNodes(gi)
+	n, err := se.GraphNodes(gi)
 	require.NoError(t, err)
 	assert.Equal(t, len(g.Ops), n)
-	require.NoError(t, b.Instantiate(gi))
-	require.NoError(t, b.LaunchGraph(gi, 1))
-	require.NoError(t, b.Sync(context.Background()))
-	require.NoError(t, b.DestroyGraph(gi))
-	assert.Error(t, b.LaunchGraph(gi, 0))
+	require.NoError(t, se.Instantiate(gi))
+	require.NoError(t, se.LaunchGraph(gi, 1))
+	require.NoError(t, se.Sync(context.Background()))
+	require.NoError(t, se.DestroyGraph(gi))
+	assert.Error(t, se.LaunchGraph(gi, 0))
 }

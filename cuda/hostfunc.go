@@ -12,7 +12,7 @@ import (
 
 // hostCall is a host step as the driver's callback finds it.
 type hostCall struct {
-	b   *Backend
+	se  *Session
 	op  *dag.Op
 	mem [][]byte
 }
@@ -25,16 +25,16 @@ type hostCall struct {
 //export dagrunHostCallback
 func dagrunHostCallback(h C.uintptr_t) {
 	hc := cgo.Handle(h).Value().(*hostCall)
-	b := hc.b
-	if b.abandoned.Load() {
+	se := hc.se
+	if se.abandoned.Load() {
 		return
 	}
 	if err := hc.call(); err != nil {
-		b.hostMu.Lock()
-		if b.hostErr == nil {
-			b.hostErr = &dag.OpError{Op: hc.op.Name, Err: err}
+		se.hostMu.Lock()
+		if se.hostErr == nil {
+			se.hostErr = &dag.OpError{Op: hc.op.Name, Err: err}
 		}
-		b.hostMu.Unlock()
+		se.hostMu.Unlock()
 	}
 }
 
@@ -44,5 +44,5 @@ func (hc *hostCall) call() (err error) {
 			err = fmt.Errorf("host step panicked: %v", r)
 		}
 	}()
-	return hc.op.HostFunc(hc.b.hostCtx, hc.mem)
+	return hc.op.HostFunc(hc.se.hostCtx, hc.mem)
 }

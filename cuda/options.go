@@ -12,6 +12,7 @@ type Option func(*config)
 type config struct {
 	libcuda  string // DAGRUN_LIBCUDA or LibCUDA
 	nvrtc    string // DAGRUN_NVRTC or NVRTC
+	cublasLt []string
 	cacheDir string
 }
 
@@ -19,6 +20,7 @@ func defaultConfig() config {
 	return config{
 		libcuda:  os.Getenv("DAGRUN_LIBCUDA"),
 		nvrtc:    os.Getenv("DAGRUN_NVRTC"),
+		cublasLt: cublasLtCandidates(os.Getenv("DAGRUN_CUBLASLT")),
 		cacheDir: defaultCacheDir(),
 	}
 }
@@ -29,6 +31,10 @@ func LibCUDA(path string) Option { return func(c *config) { c.libcuda = path } }
 // NVRTC loads NVRTC from path (a library file or a folder holding one)
 // before the usual places.
 func NVRTC(path string) Option { return func(c *config) { c.nvrtc = path } }
+
+// CuBLASLt loads cuBLASLt from path only (a library file), not from the
+// usual places; DAGRUN_CUBLASLT puts a path before them instead.
+func CuBLASLt(path string) Option { return func(c *config) { c.cublasLt = []string{path} } }
 
 // CacheDir keeps compiled kernels in dir; "" turns the cache off. The
 // default is the "dagrun/nvrtc" folder of os.UserCacheDir.

@@ -17,11 +17,11 @@ import (
 
 // rawLoop drives the driver directly, with no plan and no backend logic in
 // between: the floor that the benchmarks compare the Backend with. It
-// borrows an open Backend's context and builtin kernels on device 0 and
-// makes its own streams.
+// borrows a Backend's context and builtin kernels on device 0 (loading
+// them if no session has) and makes its own streams.
 type rawLoop struct {
 	b       *Backend
-	d       *device
+	d       *gpu
 	streams *C.CUstream // C array, so that C loops can walk it
 	n       int
 	launch  *C.dr_launch
@@ -34,9 +34,13 @@ type rawLoop struct {
 // of builtin kernel k (empty, or spin with us microseconds) on a grid of
 // one block of 32 threads.
 func newRawLoop(b *Backend, n int, p dag.Priority, k *dag.Kernel, us float64) (*rawLoop, error) {
-	d := b.devs[0]
-	if d == nil || d.funcs[k] == nil {
-		return nil, fmt.Errorf("raw loop: kernel %s is not loaded on device 0 (open a graph that launches it)", k.Name)
+	d, err := b.device(0)
+	if err != nil {
+		return nil, fmt.Errorf("raw loop: %w", err)
+	}
+	f, err := b.kernel(d, k)
+	if err != nil {
+		return nil, fmt.Errorf("raw loop: kernel %s: %w", k.Name, err)
 	}
 	r := &rawLoop{b: b, d: d, n: n}
 	r.streams = (*C.CUstream)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.CUstream(nil)))))
@@ -50,7 +54,7 @@ func newRawLoop(b *Backend, n int, p dag.Priority, k *dag.Kernel, us float64) (*
 		return nil, errors.New("raw loop: out of host memory")
 	}
 	l := r.launch
-	l.f = d.funcs[k]
+	l.f = f
 	l.gx, l.gy, l.gz, l.bx, l.by, l.bz = 1, 1, 1, 32, 1, 1
 	if nslots == 1 {
 		unsafe.Slice(l.slots, 1)[0] = C.uint64_t(math.Float64bits(us))
@@ -172,3 +176,97 @@ func (p *memProbe) free() (uint64, error) {
 }
 
 func (p *memProbe) close() error { return p.drv.releasePrimary(p.dev) }
+
+// rawSession makes and releases, with no plan, what a session of a plan
+// makes: its streams (of one priority), its events and its buffers, each
+// zeroed, from one C call each way. It is the floor that executor.Open
+// and Session.Close are compared with.
+type rawSession struct {
+	b       *Backend
+	d       *gpu
+	prio    int
+	streams []C.CUstream // C memory, so that C can fill it
+	events  []C.CUevent
+	bufs    []unsafe.Pointer
+	sizes   []C.size_t
+	kinds   []C.int
+	mem     unsafe.Pointer // the C block behind the slices
+}
+
+// newRawSession prepares a raw session of the shape of a graph: nstreams
+// streams, nevents events and the persistent buffers of g (with device
+// buffers on device 0).
+func newRawSession(b *Backend, nstreams, nevents int, g *dag.Graph) (*rawSession, error) {
+	d, err := b.device(0)
+	if err != nil {
+		return nil, fmt.Errorf("raw session: %w", err)
+	}
+	r := &rawSession{b: b, d: d, prio: StreamPriority(dag.Normal, d.least, d.greatest)}
+	var sizes []C.size_t
+	var kinds []C.int
+	for _, buf := range g.Buffers {
+		if buf.Temporary && buf.Placement == dag.Device {
+			continue // allocated inside runs, from the pool
+		}
+		sizes = append(sizes, C.size_t(buf.Size))
+		switch buf.Placement {
+		case dag.Device:
+			kinds = append(kinds, 0)
+		case dag.Pinned:
+			kinds = append(kinds, 1)
+		default:
+			kinds = append(kinds, 2)
+		}
+	}
+	nb := len(sizes)
+	ptr := unsafe.Sizeof(unsafe.Pointer(nil))
+	total := uintptr(nstreams+nevents+nb)*ptr + uintptr(nb)*(unsafe.Sizeof(C.size_t(0))+unsafe.Sizeof(C.int(0)))
+	r.mem = C.calloc(1, C.size_t(max(total, 1)))
+	if r.mem == nil {
+		return nil, errors.New("raw session: out of host memory")
+	}
+	at := r.mem
+	r.streams = unsafe.Slice((*C.CUstream)(at), nstreams)
+	at = unsafe.Add(at, uintptr(nstreams)*ptr)
+	r.events = unsafe.Slice((*C.CUevent)(at), nevents)
+	at = unsafe.Add(at, uintptr(nevents)*ptr)
+	r.bufs = unsafe.Slice((*unsafe.Pointer)(at), nb)
+	at = unsafe.Add(at, uintptr(nb)*ptr)
+	r.sizes = unsafe.Slice((*C.size_t)(at), nb)
+	at = unsafe.Add(at, uintptr(nb)*unsafe.Sizeof(C.size_t(0)))
+	r.kinds = unsafe.Slice((*C.int)(at), nb)
+	copy(r.sizes, sizes)
+	copy(r.kinds, kinds)
+	return r, nil
+}
+
+// first returns the address of the first element of s, or nil when s is
+// empty.
+func first[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
+}
+
+// open makes the streams, events and buffers.
+func (r *rawSession) open() error {
+	return r.b.drv.check("dr_raw_session_open", C.dr_raw_session_open(r.b.drv.api, r.d.ctx,
+		first(r.streams), C.int(len(r.streams)), C.int(r.prio), first(r.events), C.int(len(r.events)),
+		first(r.bufs), first(r.sizes), first(r.kinds), C.int(len(r.bufs))))
+}
+
+// close releases them.
+func (r *rawSession) close() error {
+	return r.b.drv.check("dr_raw_session_close", C.dr_raw_session_close(r.b.drv.api, r.d.ctx,
+		first(r.streams), C.int(len(r.streams)), first(r.events), C.int(len(r.events)),
+		first(r.bufs), first(r.kinds), C.int(len(r.bufs))))
+}
+
+// free releases the raw session's C memory; close it first.
+func (r *rawSession) free() {
+	if r.mem != nil {
+		C.free(r.mem)
+		r.mem = nil
+	}
+}

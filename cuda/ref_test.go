@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/cpu"
@@ -17,7 +18,8 @@ import (
 )
 
 // gpuBackend returns a Backend, or skips the test when there is no driver
-// (fails instead when DAGRUN_REQUIRE_GPU=1).
+// (fails instead when DAGRUN_REQUIRE_GPU=1). The backend is closed when the
+// test ends, and must then hold nothing.
 func gpuBackend(t testing.TB, opts ...Option) *Backend {
 	t.Helper()
 	b, err := New(opts...)
@@ -27,7 +29,34 @@ func gpuBackend(t testing.TB, opts ...Option) *Backend {
 		}
 		t.Skipf("no GPU: %v", err)
 	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("closing the backend: %v", err)
+		}
+		if live := b.Live(); live.Total() != 0 {
+			t.Errorf("the closed backend holds %+v", live)
+		}
+	})
 	return b
+}
+
+// openSession opens a session of g on b; the test closes it.
+func openSession(t testing.TB, b *Backend, g *dag.Graph) *Session {
+	t.Helper()
+	s, err := b.OpenSession(context.Background(), g)
+	require.NoError(t, err)
+	return s
+}
+
+// assertReleased checks that b holds nothing but what a backend keeps
+// between sessions (contexts and modules): every session released what it
+// made.
+func assertReleased(t testing.TB, b *Backend, where string) {
+	t.Helper()
+	live := b.Live()
+	assert.Zero(t, b.Sessions(), "sessions open %s", where)
+	live.Contexts, live.Modules = 0, 0
+	assert.Zero(t, live.Total(), "sessions left %+v %s", live, where)
 }
 
 // reference runs g's ops one after another in ID order: the result every
@@ -174,9 +203,9 @@ func sameContents(b *dag.Buffer, got, want []byte, maxULP int64) error {
 	return nil
 }
 
-// runPlan creates p's streams and events on an open backend and submits
+// runPlan creates p's streams and events on an open session and submits
 // p's steps in order, as the executor does, then waits for them.
-func runPlan(ctx context.Context, b *Backend, p *planner.Plan, fresh bool) error {
+func runPlan(ctx context.Context, b *Session, p *planner.Plan, fresh bool) error {
 	if fresh {
 		for _, s := range p.Streams {
 			if err := b.NewStream(s.Device, s.Priority); err != nil {
@@ -195,7 +224,7 @@ func runPlan(ctx context.Context, b *Backend, p *planner.Plan, fresh bool) error
 	return b.Sync(ctx)
 }
 
-func submit(b *Backend, p *planner.Plan) error {
+func submit(b *Session, p *planner.Plan) error {
 	ops := p.Graph.Ops
 	for _, st := range p.Steps {
 		var err error
@@ -220,15 +249,15 @@ func runGraph(t testing.TB, b *Backend, g *dag.Graph, opts planner.Options, maxU
 	t.Helper()
 	p, err := planner.New(g, opts)
 	require.NoError(t, err)
-	require.NoError(t, b.Open(context.Background(), g))
-	defer func() { require.NoError(t, b.Close()) }()
-	require.NoError(t, runPlan(context.Background(), b, p, true))
-	checkResults(t, b, p, maxULP)
+	s := openSession(t, b, g)
+	defer func() { require.NoError(t, s.Close()) }()
+	require.NoError(t, runPlan(context.Background(), s, p, true))
+	checkResults(t, s, p, maxULP)
 }
 
-// checkResults compares every persistent buffer of an open backend after a
+// checkResults compares every persistent buffer of an open session after a
 // run of p with the sequential reference and with the CPU backend's run.
-func checkResults(t testing.TB, b *Backend, p *planner.Plan, maxULP int64) {
+func checkResults(t testing.TB, b *Session, p *planner.Plan, maxULP int64) {
 	t.Helper()
 	g := p.Graph
 	want := reference(t, g)

@@ -33,10 +33,11 @@ func benchTracing(b *testing.B, k *dag.Kernel, spin float64) {
 	p, err := planner.New(g, planner.Options{Streams: nchains})
 	require.NoError(b, err)
 	ctx := context.Background()
-	plain, err := executor.Open(ctx, gpuBackend(b), p)
+	be := gpuBackend(b) // one backend, two sessions
+	plain, err := executor.Open(ctx, be, p)
 	require.NoError(b, err)
 	defer plain.Close()
-	traced, err := executor.Open(ctx, gpuBackend(b), p, executor.WithTiming())
+	traced, err := executor.Open(ctx, be, p, executor.WithTiming())
 	require.NoError(b, err)
 	defer traced.Close()
 
@@ -48,10 +49,7 @@ func benchTracing(b *testing.B, k *dag.Kernel, spin float64) {
 	run := func(s *executor.Session) func() error { return func() error { return s.Run(ctx) } }
 	loops := []loop{{name: "off", f: run(plain)}, {name: "on", f: run(traced)}}
 	if k == dag.Empty {
-		rb := gpuBackend(b)
-		require.NoError(b, rb.Open(ctx, g))
-		defer rb.Close()
-		raw, err := newRawLoop(rb, nchains, dag.Normal, k, spin)
+		raw, err := newRawLoop(be, nchains, dag.Normal, k, spin)
 		require.NoError(b, err)
 		defer raw.close()
 		loops = append(loops, loop{name: "raw", f: func() error { return raw.launchesC(length) }})

@@ -17,6 +17,7 @@ import (
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
@@ -115,7 +116,7 @@ func TestCaptureMatchesEager(t *testing.T) {
 			}
 			assert.Equal(t, runs, g.Stats().Launches)
 			require.NoError(t, g.Close())
-			graphs, _ := be.Graphs()
+			graphs, _ := s.Device().(*cpu.Session).Graphs()
 			assert.Zero(t, graphs)
 		})
 	}
@@ -219,20 +220,44 @@ func TestCaptureUpdate(t *testing.T) {
 	assert.Positive(t, st.UpdateTime)
 }
 
-// refuses is a backend without capture.
-type refuses struct{ executor.Backend }
+// refuses is a backend whose sessions cannot capture.
+type refuses struct{ *cpu.Backend }
 
-// failing fails the Run of one op, to test a capture that breaks midway.
+func (r refuses) Open(ctx context.Context, g *dag.Graph) (device.Session, error) {
+	s, err := r.OpenSession(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	return struct{ device.Session }{s}, nil
+}
+
+// failing is a backend whose sessions fail the Run of one op, to test a
+// capture that breaks midway.
 type failing struct {
 	*cpu.Backend
+	op   string
+	last *cpu.Session
+}
+
+func (f *failing) Open(ctx context.Context, g *dag.Graph) (device.Session, error) {
+	s, err := f.OpenSession(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	f.last = s
+	return failingSession{s, f.op}, nil
+}
+
+type failingSession struct {
+	*cpu.Session
 	op string
 }
 
-func (f failing) Run(stream int, op *dag.Op) error {
+func (f failingSession) Run(stream int, op *dag.Op) error {
 	if op.Name == f.op {
 		return errors.New("planned failure")
 	}
-	return f.Backend.Run(stream, op)
+	return f.Session.Run(stream, op)
 }
 
 func TestCaptureRefuses(t *testing.T) {
@@ -273,14 +298,14 @@ func TestCaptureRefuses(t *testing.T) {
 	require.NoError(t, rs.Close())
 
 	// A capture that fails midway names the op and leaves no graph.
-	fb := failing{cpu.New(), "offset"}
+	fb := &failing{Backend: cpu.New(), op: "offset"}
 	fs, err := executor.Open(ctx, fb, pp)
 	require.NoError(t, err)
 	_, err = fs.Capture(ctx)
 	var oe *dag.OpError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, "offset", oe.Op)
-	graphs, _ := fb.Graphs()
+	graphs, _ := fb.last.Graphs()
 	assert.Zero(t, graphs)
 	require.NoError(t, fs.Close())
 }
@@ -345,9 +370,9 @@ func TestCaptureReleases(t *testing.T) {
 	pl := newPipeline(t, 64)
 	p, err := planner.New(pl.g, planner.Options{})
 	require.NoError(t, err)
-	be := cpu.New()
-	s, err := executor.Open(ctx, be, p)
+	s, err := executor.Open(ctx, cpu.New(), p)
 	require.NoError(t, err)
+	be := s.Device().(*cpu.Session)
 	g1, err := s.Capture(ctx)
 	require.NoError(t, err)
 	_, err = s.Capture(ctx)

@@ -1,26 +1,45 @@
-// Package executor runs a planner.Plan on a Backend.
+// Package executor runs a planner.Plan on a backend.
 //
-// Open makes a Session: the backend opens the plan's graph (kernels
-// loaded, persistent buffers allocated with their initial contents) and
-// creates the plan's streams and events. Session.Run submits the plan's
-// steps in their global order (run an op, record an event, wait for one)
-// and then waits for the backend to finish them: eager execution, with
-// the plan's concurrency and no host synchronisation inside the run. Runs
-// can repeat; persistent buffers carry over from one to the next, and
-// Read returns their contents. A failing op is reported as a *dag.OpError
+// # Backends and sessions
+//
+// A backend (package cpu, package cuda) is a device runtime: make one with
+// cpu.New or cuda.New, keep it as long as the program runs plans, and close
+// it at the end. Open opens a plan on it as a Session: the backend's
+// device.Session for the plan's graph (kernels found or loaded, persistent
+// buffers allocated with their initial contents) and the plan's streams and
+// events. Sessions are cheap next to the backend (on CUDA the backend keeps
+// the contexts, modules and memory pools; a session makes only its
+// buffers, streams and events), and several may be open on one backend at
+// once, each used from its own goroutine. Session.Close releases exactly
+// what the session made; the backend's Close closes any session left.
+//
+// # Runs
+//
+// Session.Run submits the plan's steps in their global order (run an op,
+// record an event, wait for one) and then waits for the backend to finish
+// them: eager execution, with the plan's concurrency and no host
+// synchronisation inside the run. Runs can repeat; persistent buffers
+// carry over from one to the next. Read returns their contents and Write
+// loads new ones between runs. A failing op is reported as a *dag.OpError
 // naming it; a cancelled context abandons the run promptly. WithTiming
-// collects each op's start and end for traces (Session.Spans).
+// collects each op's start and end for traces (Session.Spans). Execute
+// opens, runs once, reads everything and closes, for one-off runs.
+//
+// # Graphs
 //
 // Session.Capture records the plan once as a Graph (a CUDA graph on the
 // cuda backend, a frozen schedule on the cpu backend) after refusing, op by
-// op, what a graph cannot hold (CheckCapture). Graph.Launch replays it with
-// one call; Graph.Update changes kernel arguments (SetArg) or the memory a
-// buffer's ops use (Rebind) between replays by recapturing the plan and
-// updating the executable graph in place where the backend can, and
-// Session.Write loads new inputs. Backends that capture implement
-// Capturer; those that take new inputs implement Writer.
+// op, what a graph cannot hold (CheckCapture). Graph.Launch and Graph.Run
+// replay it with one call; Graph.Update changes kernel arguments (SetArg)
+// or the memory a buffer's ops use (Rebind) between replays by recapturing
+// the plan and updating the executable graph in place where the backend
+// can. Capture is in capture.go, Update and its changes in update.go.
 //
-// Backends (package cpu, package cuda) implement Backend and, to be
-// timed, Timer. They import only package dag: the executor adapts plans to
-// them, never the other way round.
+// # For backend writers
+//
+// The interfaces a backend implements are in package executor/device:
+// device.Backend and device.Session, and optionally device.Timer (timing),
+// device.Capturer (graphs) and device.Writer (Session.Write). Backends
+// import only dag and device: the executor adapts plans to them, never the
+// other way round. See package cpu for the reference implementation.
 package executor

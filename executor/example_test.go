@@ -75,3 +75,147 @@ func ExampleSession_Run() {
 	// 9
 	// 27
 }
+
+// readF32 returns the first f32 of persistent buffer b after the last run.
+func readF32(s *executor.Session, b *dag.Buffer) float32 {
+	data, err := s.Read(b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(data))
+}
+
+// f32Bytes encodes v as f32 values.
+func f32Bytes(v ...float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
+	}
+	return out
+}
+
+// A captured graph replays with one launch each; Sync waits for them. One
+// backend serves many sessions: close them, then the backend.
+func ExampleGraph_Launch() {
+	b := dag.New()
+	x := b.Buffer("x", 4, dag.Value(1))
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0)
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := planner.New(g, planner.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	backend := cpu.New()
+	defer backend.Close()
+	s, err := executor.Open(ctx, backend, p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	graph, err := s.Capture(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 3 {
+		if err := graph.Launch(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := graph.Sync(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(readF32(s, x), graph.Stats().Launches)
+	// Output: 8 3
+}
+
+// Update changes a captured graph between replays without planning again:
+// SetArg sets a kernel's scalar argument, Rebind points the ops of one
+// buffer at the memory of another (a second input batch, say).
+func ExampleGraph_Update() {
+	b := dag.New()
+	inA := b.Buffer("in_a", 4, dag.PinnedHost(), dag.Value(1))
+	inB := b.Buffer("in_b", 4, dag.PinnedHost(), dag.Value(10))
+	x := b.Buffer("x", 4, dag.OnDevice(0))
+	out := b.Buffer("out", 4, dag.PinnedHost())
+	b.Copy(x.All(), inA.All()).Named("upload")
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("scale")
+	b.Copy(out.All(), x.All()).Named("download")
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := planner.New(g, planner.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := executor.Open(ctx, cpu.New(), p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	graph, err := s.Capture(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	replay := func() float32 {
+		if err := graph.Run(ctx); err != nil {
+			log.Fatal(err)
+		}
+		return readF32(s, out)
+	}
+	fmt.Println(replay())
+	if err := graph.Update(ctx, executor.SetArg("scale", "alpha", 3)); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(replay())
+	if err := graph.Update(ctx, executor.Rebind(inA, inB)); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(replay())
+	st := graph.Stats()
+	fmt.Println(st.Updates, st.UpdatesInPlace)
+	// Output:
+	// 2
+	// 3
+	// 30
+	// 2 2
+}
+
+// Write loads a new input between runs, and Read takes the results out.
+func ExampleSession_Write() {
+	b := dag.New()
+	in := b.Buffer("in", 8, dag.OnDevice(0))
+	sum := b.Buffer("sum", 4, dag.OnDevice(0))
+	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(32), sum, in)
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := planner.New(g, planner.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := executor.Open(ctx, cpu.New(), p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	for _, batch := range [][]float32{{1, 2}, {3, 4}} {
+		if err := s.Write(in, f32Bytes(batch...)); err != nil {
+			log.Fatal(err)
+		}
+		if err := s.Run(ctx); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(readF32(s, sum))
+	}
+	// Output:
+	// 3
+	// 7
+}

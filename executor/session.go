@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -18,8 +19,8 @@ type config struct {
 	timing bool
 }
 
-// WithTiming asks the backend, if it implements Timer, for the start and
-// end of every op, which Spans then returns.
+// WithTiming asks the device session, if it implements device.Timer, for
+// the start and end of every op, which Spans then returns.
 func WithTiming() Option { return func(c *config) { c.timing = true } }
 
 // ctxCheckEvery is how many steps Run submits between looks at its
@@ -27,23 +28,26 @@ func WithTiming() Option { return func(c *config) { c.timing = true } }
 // nothing per step.
 const ctxCheckEvery = 256
 
-// Session is a plan opened on a backend: its buffers allocated, its
-// streams and events made. Run it as often as wanted; persistent buffers
-// carry their contents from one run to the next. A Session is not safe for
-// use by several goroutines at once.
+// Session is a plan opened on a backend: a device.Session holding its
+// buffers, streams and events. Run it as often as wanted; persistent
+// buffers carry their contents from one run to the next. A Session is not
+// safe for use by several goroutines at once, but several sessions, on one
+// backend or several, may each run from a goroutine of its own.
 type Session struct {
-	b      Backend
+	d      device.Session
 	p      *planner.Plan
-	timer  Timer // nil unless timing was asked for and b can do it
+	timer  device.Timer // nil unless timing was asked for and d can do it
 	spans  []Span
 	graphs []*Graph // captured and not closed
 	closed bool
 }
 
-// Open opens plan p on backend b: b.Open with p's graph, then one stream
-// per plan stream (with its device and priority) and one event per plan
-// event. On error everything made so far is released.
-func Open(ctx context.Context, b Backend, p *planner.Plan, opts ...Option) (*Session, error) {
+// Open opens plan p on backend b: a device session for p's graph (b.Open),
+// then one stream per plan stream (with its device and priority) and one
+// event per plan event. On error everything made so far is released. The
+// backend stays open when the session closes: open many sessions on one
+// backend, and close it when they are done.
+func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option) (*Session, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
@@ -54,28 +58,32 @@ func Open(ctx context.Context, b Backend, p *planner.Plan, opts ...Option) (*Ses
 	if err := checkPlan(p); err != nil {
 		return nil, err
 	}
-	if err := b.Open(ctx, p.Graph); err != nil {
-		return nil, fmt.Errorf("executor: open backend: %w", err)
+	d, err := b.Open(ctx, p.Graph)
+	if err != nil {
+		return nil, fmt.Errorf("executor: open a session on the backend: %w", err)
 	}
-	s := &Session{b: b, p: p}
+	if d == nil {
+		return nil, fmt.Errorf("executor: backend %T opened no session and reported no error", b)
+	}
+	s := &Session{d: d, p: p}
 	if err := s.create(ctx, cfg); err != nil {
-		return nil, errors.Join(err, b.Close())
+		return nil, errors.Join(err, d.Close())
 	}
 	return s, nil
 }
 
 func (s *Session) create(ctx context.Context, cfg config) error {
-	if t, ok := s.b.(Timer); ok && cfg.timing {
+	if t, ok := s.d.(device.Timer); ok && cfg.timing {
 		t.SetTiming(true)
 		s.timer = t
 	}
 	for _, st := range s.p.Streams {
-		if err := s.b.NewStream(st.Device, st.Priority); err != nil {
+		if err := s.d.NewStream(st.Device, st.Priority); err != nil {
 			return fmt.Errorf("executor: create stream %s: %w", streamName(st), err)
 		}
 	}
 	for e := range s.p.Events {
-		if err := s.b.NewEvent(); err != nil {
+		if err := s.d.NewEvent(); err != nil {
 			return fmt.Errorf("executor: create event %d: %w", e, err)
 		}
 	}
@@ -123,7 +131,7 @@ func (s *Session) Run(ctx context.Context) error {
 	if err := s.submit(ctx, s.p.Graph.Ops, "run"); err != nil {
 		return s.drain(ctx, err)
 	}
-	err := s.b.Sync(ctx)
+	err := s.d.Sync(ctx)
 	s.collectSpans()
 	return s.syncError(ctx, err)
 }
@@ -132,7 +140,7 @@ func (s *Session) Run(ctx context.Context) error {
 // looks at ctx every ctxCheckEvery steps. A failed step's error names its
 // op; verb says what the submission is for, in the error of a stop.
 func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error {
-	steps, b := s.p.Steps, s.b
+	steps, b := s.p.Steps, s.d
 	for i := range steps {
 		st := &steps[i]
 		var err error
@@ -158,7 +166,7 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 // was submitted (abandoning it, if ctx has ended) so that nothing is left
 // running, and adds any other error the wait reports.
 func (s *Session) drain(ctx context.Context, err error) error {
-	serr := s.b.Sync(ctx)
+	serr := s.d.Sync(ctx)
 	s.collectSpans()
 	if serr != nil && !errors.Is(serr, ctx.Err()) {
 		return errors.Join(err, s.syncError(ctx, serr))
@@ -213,11 +221,28 @@ func (s *Session) Read(b *dag.Buffer) ([]byte, error) {
 	if err := s.checkBuffer("Read", b); err != nil {
 		return nil, err
 	}
-	data, err := s.b.Read(b)
+	data, err := s.d.Read(b)
 	if err != nil {
 		return nil, fmt.Errorf("executor: read %q: %w", b.Name, err)
 	}
 	return data, nil
+}
+
+// Write replaces the contents of persistent buffer b with data (b's size)
+// before the next run or replay: a new input batch. Call it when the runs
+// and replays launched before are done. The backend must implement Writer.
+func (s *Session) Write(b *dag.Buffer, data []byte) error {
+	if err := s.checkBuffer("Write", b); err != nil {
+		return err
+	}
+	w, ok := s.d.(device.Writer)
+	if !ok {
+		return fmt.Errorf("executor: Write: device session %T cannot write buffers", s.d)
+	}
+	if err := w.Write(b, data); err != nil {
+		return fmt.Errorf("executor: write %q: %w", b.Name, err)
+	}
+	return nil
 }
 
 // checkBuffer makes sure b is a persistent buffer of the plan's graph.
@@ -235,6 +260,11 @@ func (s *Session) checkBuffer(verb string, b *dag.Buffer) error {
 	return nil
 }
 
+// Device returns the backend's session under s, for what only a backend
+// offers (its resource counts, say). Calls on it bypass s: use them
+// between runs.
+func (s *Session) Device() device.Session { return s.d }
+
 // Spans returns when each op of the last Run ran, in the order the ops
 // finished, if the session was opened WithTiming on a backend that
 // implements Timer; otherwise nil.
@@ -245,8 +275,9 @@ func (s *Session) Spans() []Span {
 	return slices.Clone(s.spans)
 }
 
-// Close releases the backend and everything the session made on it.
-// Closing twice is harmless.
+// Close releases the session's graphs and its device session: everything
+// the session made on the backend, and only that. Closing twice is
+// harmless.
 func (s *Session) Close() error {
 	if s.closed {
 		return nil
@@ -256,15 +287,16 @@ func (s *Session) Close() error {
 		errs = append(errs, s.graphs[0].Close())
 	}
 	s.closed = true
-	if err := s.b.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("executor: close backend: %w", err))
+	if err := s.d.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("executor: close the device session: %w", err))
 	}
 	return errors.Join(errs...)
 }
 
 // Execute opens p on b, runs it once, and returns the contents of every
-// persistent buffer of its graph; it closes the session whatever happens.
-func Execute(ctx context.Context, b Backend, p *planner.Plan) (out map[*dag.Buffer][]byte, err error) {
+// persistent buffer of its graph; it closes the session whatever happens,
+// and leaves b open.
+func Execute(ctx context.Context, b device.Backend, p *planner.Plan) (out map[*dag.Buffer][]byte, err error) {
 	s, err := Open(ctx, b, p)
 	if err != nil {
 		return nil, err

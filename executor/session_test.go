@@ -13,6 +13,7 @@ import (
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -35,7 +36,11 @@ func (f *fakeBackend) call(name string) error {
 	return nil
 }
 
-func (f *fakeBackend) Open(context.Context, *dag.Graph) error { return f.call("Open") }
+// Open returns the fake itself as the session: its Close counts the
+// session's.
+func (f *fakeBackend) Open(context.Context, *dag.Graph) (device.Session, error) {
+	return f, f.call("Open")
+}
 func (f *fakeBackend) NewStream(device int, p dag.Priority) error {
 	return f.call("NewStream")
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/cuda"
-	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 var backendNames = []string{"auto", "cpu", "cuda"}
@@ -18,7 +18,7 @@ func backendFlag() *oneOf { return &oneOf{choices: backendNames, aliases: backen
 // openBackend returns the backend called name and the name of the one it
 // picked: auto is cuda when a CUDA driver and device are there, else cpu,
 // and then fallback says why.
-func openBackend(name string) (b executor.Backend, used, fallback string, err error) {
+func openBackend(name string) (b device.Backend, used, fallback string, err error) {
 	if to, ok := backendAliases[name]; ok {
 		name = to
 	}

@@ -224,6 +224,7 @@ func (c *cli) run(args []string) error {
 	if err != nil {
 		return err
 	}
+	defer b.Close() // after the session's Close below; its errors are the session's
 	if fallback != "" {
 		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
 	}

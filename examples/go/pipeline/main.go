@@ -4,7 +4,8 @@
 // The upload of the second half overlaps the compute on the first.
 //
 // It runs on the CPU backend, which needs no GPU. On a machine with an
-// NVIDIA driver, use cuda.New() from package cuda instead of cpu.New(): the
+// NVIDIA driver, use cuda.New() from package cuda instead of cpu.New() (and
+// close it when done: a CUDA backend holds the device context): the
 // plan and the results are the same.
 //
 //	go run ./examples/go/pipeline

@@ -30,6 +30,7 @@ import (
 	"github.com/dagrun/dagrun/cuda"
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -103,7 +104,7 @@ func declare() (*stream, error) {
 
 // newBackend opens the backend asked for; auto falls back to the CPU when
 // there is no NVIDIA driver.
-func newBackend(name string) (executor.Backend, string, error) {
+func newBackend(name string) (device.Backend, string, error) {
 	switch name {
 	case "cpu":
 		return cpu.New(), "cpu", nil
@@ -135,6 +136,9 @@ func run(ctx context.Context, w io.Writer, backend string, batches int) (results
 	if err != nil {
 		return nil, err
 	}
+	// The backend outlives the session (closed after it): a program would
+	// keep one and open a session per plan on it.
+	defer func() { err = errors.Join(err, be.Close()) }()
 	sess, err := executor.Open(ctx, be, p)
 	if err != nil {
 		return nil, err

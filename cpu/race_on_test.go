@@ -1,0 +1,6 @@
+//go:build race
+
+package cpu_test
+
+// raceEnabled: the race detector slows the Go kernels some twentyfold.
+const raceEnabled = true

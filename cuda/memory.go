@@ -1,0 +1,115 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "cuda.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Memory: a session's buffers, allocated at Open and released at Close.
+
+type buffer struct {
+	b    *dag.Buffer
+	dev  *sessDevice    // device buffers: their device
+	dptr C.CUdeviceptr  // device buffers; 0 while a temporary is not allocated
+	host unsafe.Pointer // host buffers
+}
+
+// allocBuffers allocates every persistent buffer with its initial contents
+// and every temporary host buffer (host memory is not stream-ordered: a
+// temporary one lives as long as the session is open).
+func (se *Session) allocBuffers(ctx context.Context) error {
+	se.bufs = make([]buffer, len(se.g.Buffers))
+	for i, buf := range se.g.Buffers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bs := &se.bufs[i]
+		bs.b = buf
+		if buf.ID != i {
+			return &dag.Error{Buffer: buf.Name, Msg: fmt.Sprintf("has ID %d at index %d", buf.ID, i), Hint: "pass a graph made by dag.Builder.Build"}
+		}
+		ordinal := buf.Device
+		if buf.Placement != dag.Device {
+			ordinal = se.anyDevice()
+		}
+		d, err := se.device(ordinal)
+		if err != nil {
+			return err
+		}
+		bs.dev = d
+		if buf.Placement == dag.Device && buf.Temporary {
+			continue
+		}
+		if err := se.allocBuffer(bs); err != nil {
+			return &dag.OpError{Op: "open", Err: fmt.Errorf("buffer %q (%d bytes, %s): %w", buf.Name, buf.Size, placeName(buf), err)}
+		}
+	}
+	return nil
+}
+
+// anyDevice is the device host memory is pinned through: the lowest one
+// the graph uses, else 0. Pinned memory is portable: every context sees it.
+func (se *Session) anyDevice() int {
+	best := -1
+	for _, op := range se.g.Ops {
+		if best < 0 || op.Device < best {
+			best = op.Device
+		}
+	}
+	for _, buf := range se.g.Buffers {
+		if buf.Placement == dag.Device && (best < 0 || buf.Device < best) {
+			best = buf.Device
+		}
+	}
+	return max(best, 0)
+}
+
+func (se *Session) allocBuffer(bs *buffer) error {
+	buf := bs.b
+	switch buf.Placement {
+	case dag.Device:
+		p, err := se.drv.memAlloc(bs.dev.ctx, buf.Size)
+		if err != nil {
+			return err
+		}
+		bs.dptr = p
+		se.track(&se.live.DeviceAllocs, 1)
+		if buf.Init.Kind == dag.InitNone || buf.Init.Kind == dag.InitZeros {
+			return se.drv.zero(bs.dev.ctx, p, buf.Size)
+		}
+		return se.drv.htod(bs.dev.ctx, p, buf.InitialBytes())
+	case dag.Pinned:
+		p, err := se.drv.hostAlloc(bs.dev.ctx, buf.Size)
+		if err != nil {
+			return err
+		}
+		bs.host = p
+		se.track(&se.live.PinnedAllocs, 1)
+	default:
+		p := C.malloc(C.size_t(buf.Size))
+		if p == nil {
+			return errors.New("out of host memory")
+		}
+		bs.host = p
+		se.track(&se.live.HostAllocs, 1)
+	}
+	copy(unsafe.Slice((*byte)(bs.host), buf.Size), buf.InitialBytes())
+	return nil
+}
+
+func placeName(b *dag.Buffer) string {
+	if b.Placement == dag.Device {
+		return fmt.Sprintf("device %d", b.Device)
+	}
+	return b.Placement.String() + " host"
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 15's cold start: the wall time of `dagrun run` of each example on
+# the cuda backend against a raw C program that initialises the driver,
+# creates the context, loads one module and runs one kernel (coldstart.c),
+# measured alternately in the same run; medians of RUNS (default 15) after
+# one warm-up each (which also fills NVRTC's disk cache). Target: at most
+# 1.3x the floor. Runs on the GPU machine from the checkout's root, with
+# .gpu/ from scripts/gpu-build.sh. Usage: scripts/gpu/coldstart.sh OUTDIR
+set -euo pipefail
+out=${1:?usage: scripts/gpu/coldstart.sh OUTDIR}
+mkdir -p "$out"
+runs=${RUNS:-15}
+here=$(dirname "$0")
+export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+printf 'extern "C" __global__ void empty_k() {}\n' >"$out/empty.cu"
+/usr/local/cuda/bin/nvcc -ptx -o "$out/empty.ptx" "$out/empty.cu"
+gcc -O2 -o "$out/coldstart" "$here/coldstart.c" -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda
+
+# wall CMD...: seconds the command took, its output to the log.
+wall() {
+	local t0 t1
+	t0=$(date +%s%N)
+	"$@" >>"$out/coldstart.log" 2>&1
+	t1=$(date +%s%N)
+	echo "$(( (t1 - t0) / 1000 ))"
+}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+for spec in .gpu/examples/*.yaml; do
+	ex=$(basename "$spec" .yaml)
+	wall "$out/coldstart" "$out/empty.ptx" >/dev/null
+	wall .gpu/dagrun run "$spec" --backend cuda --save-dir "$out" >/dev/null
+	: >"$out/raw-$ex.us"
+	: >"$out/dagrun-$ex.us"
+	for _ in $(seq "$runs"); do
+		wall "$out/coldstart" "$out/empty.ptx" >>"$out/raw-$ex.us"
+		wall .gpu/dagrun run "$spec" --backend cuda --save-dir "$out" >>"$out/dagrun-$ex.us"
+	done
+	raw=$(median <"$out/raw-$ex.us")
+	dr=$(median <"$out/dagrun-$ex.us")
+	awk -v ex="$ex" -v raw="$raw" -v dr="$dr" 'BEGIN { printf "%-16s dagrun run %.1f ms, raw floor %.1f ms, ratio %.2f (target <= 1.3)\n", ex, dr/1000, raw/1000, dr/raw }' | tee -a "$out/coldstart.txt"
+done
