@@ -125,3 +125,48 @@ type Memory interface {
 
 // HostMemory names host memory in Memory.FreeMemory.
 const HostMemory = -1
+
+// World is a session's place among the ranks of a program whose
+// collectives (dag.AllReduce ...) span several sessions: in one process
+// (one session per rank, each from its own goroutine) or one per process.
+type World struct {
+	Rank, Size int
+	// UniqueID is what the backend's UniqueIDer made on rank 0, handed to
+	// every rank by the rendezvous (an NCCL unique id on CUDA); nil for
+	// backends that need none.
+	UniqueID []byte
+	// Comm carries the collectives between the ranks for backends with no
+	// collective library of their own (the cpu backend): internal/comm's
+	// Comm, in one process or over TCP.
+	Comm Collectives
+}
+
+// Collectives is one rank's end of a world as a backend without a
+// collective library uses it. Every rank calls them in the same order.
+type Collectives interface {
+	Rank() int
+	World() int
+	AllReduce(ctx context.Context, buf []byte, dt dag.DType, op dag.Reduction) error
+	AllGather(ctx context.Context, in, out []byte) error
+	ReduceScatter(ctx context.Context, in, out []byte, dt dag.DType, op dag.Reduction) error
+	Broadcast(ctx context.Context, buf []byte, root int) error
+	Send(ctx context.Context, buf []byte, to int) error
+	Recv(ctx context.Context, buf []byte, from int) error
+	// Abort makes the other ranks fail at once instead of waiting for this one.
+	Abort(cause error)
+}
+
+// Joiner is implemented by sessions that run collectives: Join, called
+// once after Open and before the streams are made, makes the session
+// rank w.Rank of w (on CUDA: ncclCommInitRank, which returns once every
+// rank has joined, so the ranks of one process join from their own
+// goroutines).
+type Joiner interface {
+	Join(ctx context.Context, w World) error
+}
+
+// UniqueIDer is implemented by backends whose collectives need an id made
+// on rank 0 and handed to every rank before they join (NCCL).
+type UniqueIDer interface {
+	UniqueID() ([]byte, error)
+}
