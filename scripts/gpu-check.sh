@@ -21,7 +21,7 @@ row device "$(head -n 1 "$out/device.txt")"
 # Tests, one binary per package, run in the package's folder.
 while read -r name dir; do
 	log="$out/test-$name.log"
-	if (cd "$dir" && "$OLDPWD/.gpu/$name.test" -test.v -test.timeout 300s) >"$log" 2>&1; then
+	if (cd "$dir" && "$OLDPWD/.gpu/$name.test" -test.v -test.timeout 300s ${TESTRUN:+-test.run "$TESTRUN"}) >"$log" 2>&1; then
 		res="ok"
 	else
 		res="FAIL"
@@ -136,9 +136,9 @@ if [ -x .gpu/replay ]; then
 	fi
 fi
 
-# Benchmarks of the cuda package.
-if [ -x .gpu/cuda.test ]; then
-	(cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench . -test.benchtime "$benchtime" -test.timeout 300s) >"$out/bench-cuda.log" 2>&1 || status=1
+# Benchmarks of the cuda package (BENCH selects some: a -test.bench pattern).
+if [ -x .gpu/cuda.test ] && [ "${BENCH:-.}" != none ]; then
+	(cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench "${BENCH:-.}" -test.benchtime "$benchtime" -test.timeout 300s) >"$out/bench-cuda.log" 2>&1 || status=1
 	while read -r line; do
 		set -- $line
 		name=${1%-*}
@@ -146,6 +146,24 @@ if [ -x .gpu/cuda.test ]; then
 		row "$name" "$*"
 	done < <(grep '^Benchmark' "$out/bench-cuda.log")
 fi
+
+# The feature scripts of scripts/gpu/ (each prints its own short table and
+# exits non-zero on a failure). SCRIPTS picks some by name ("gemm cupti");
+# by default every one runs; multi-GPU ones skip on a single GPU.
+for script in scripts/gpu/*.sh; do
+	name=$(basename "$script" .sh)
+	if [ -n "${SCRIPTS:-}" ] && ! [[ " $SCRIPTS " == *" $name "* ]]; then
+		continue
+	fi
+	if bash "$script" "$out/$name" >"$out/script-$name.txt" 2>&1; then
+		res=ok
+	else
+		res=FAIL
+		status=1
+	fi
+	row "script $name" "$res (script-$name.txt)"
+	sed 's/^/    /' "$out/script-$name.txt" | tail -n 25 >>"$out/scripts-tail.txt"
+done
 
 echo
 echo "== dagrun GPU check ($(date -u +%FT%TZ)) =="
