@@ -395,7 +395,7 @@ func TestGemmBadInput(t *testing.T) {
 		assert.ErrorIs(t, err, ErrNoCuBLASLt)
 		assert.Contains(t, err.Error(), `op "mm"`)
 		assert.Contains(t, err.Error(), "libcublasLt.so.13")
-		assert.Zero(t, nb.Live().Total(), "a failed Open releases what it made: %+v", nb.Live())
+		assertReleased(t, nb, "after a failed Open")
 		p, err := planner.New(g, planner.Options{})
 		require.NoError(t, err)
 		_, err = executor.Execute(context.Background(), cpu.New(), p)
