@@ -103,7 +103,8 @@ func (se *Session) allocBuffer(bs *buffer) error {
 		bs.host = p
 		se.track(&se.live.HostAllocs, 1)
 	}
-	copy(unsafe.Slice((*byte)(bs.host), buf.Size), buf.InitialBytes())
+	// Made in place: no staging copy of what may be many megabytes.
+	buf.WriteInitial(unsafe.Slice((*byte)(bs.host), buf.Size))
 	return nil
 }
 

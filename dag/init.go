@@ -9,46 +9,74 @@ import (
 // backend starts from exactly these bytes.
 func (b *Buffer) InitialBytes() []byte {
 	out := make([]byte, b.Size)
-	b.fillInitial(out)
+	b.WriteInitial(out)
 	return out
 }
 
-func (b *Buffer) fillInitial(out []byte) {
+// WriteInitial writes b's contents before a run into out (b.Size bytes),
+// so a backend can make them in place, in pinned memory for example.
+func (b *Buffer) WriteInitial(out []byte) {
 	switch b.Init.Kind {
 	case InitBytes:
 		copy(out, b.Init.Data)
 	case InitValue:
 		FillElems(out, b.DType, b.Init.Value)
 	case InitRandom:
-		r := splitmix{state: b.Init.Seed}
-		es := int(b.DType.Size())
-		for i := 0; i+es <= len(out); i += es {
-			x := r.next()
-			switch b.DType {
-			case U8:
-				out[i] = byte(x)
-			case I32:
-				binary.LittleEndian.PutUint32(out[i:], uint32(x&0xff))
-			case I64:
-				binary.LittleEndian.PutUint64(out[i:], x&0xff)
-			case F32:
-				binary.LittleEndian.PutUint32(out[i:], math.Float32bits(float32(x>>40)/(1<<24)))
-			case F64:
-				binary.LittleEndian.PutUint64(out[i:], math.Float64bits(float64(x>>11)/(1<<53)))
-			case F16: // multiples of 2^-11: exact in binary16
-				binary.LittleEndian.PutUint16(out[i:], F16FromFloat32(float32(x>>53)/(1<<11)))
-			case BF16: // multiples of 2^-8: exact in bfloat16
-				binary.LittleEndian.PutUint16(out[i:], BF16FromFloat32(float32(x>>56)/(1<<8)))
-			}
+		writeRandom(out, b.DType, b.Init.Seed)
+	default:
+		clear(out)
+	}
+}
+
+// writeRandom fills out with dt elements drawn from SplitMix64 seeded with
+// seed; one loop per dtype keeps the switch out of the element loop.
+func writeRandom(out []byte, dt DType, seed uint64) {
+	r := splitmix{state: seed}
+	le := binary.LittleEndian
+	switch dt {
+	case U8:
+		for i := range out {
+			out[i] = byte(r.next())
+		}
+	case I32:
+		for i := 0; i+4 <= len(out); i += 4 {
+			le.PutUint32(out[i:], uint32(r.next()&0xff))
+		}
+	case I64:
+		for i := 0; i+8 <= len(out); i += 8 {
+			le.PutUint64(out[i:], r.next()&0xff)
+		}
+	case F32:
+		for i := 0; i+4 <= len(out); i += 4 {
+			le.PutUint32(out[i:], math.Float32bits(float32(r.next()>>40)/(1<<24)))
+		}
+	case F64:
+		for i := 0; i+8 <= len(out); i += 8 {
+			le.PutUint64(out[i:], math.Float64bits(float64(r.next()>>11)/(1<<53)))
+		}
+	case F16: // multiples of 2^-11: exact in binary16
+		for i := 0; i+2 <= len(out); i += 2 {
+			le.PutUint16(out[i:], F16FromFloat32(float32(r.next()>>53)/(1<<11)))
+		}
+	case BF16: // multiples of 2^-8: exact in bfloat16
+		for i := 0; i+2 <= len(out); i += 2 {
+			le.PutUint16(out[i:], BF16FromFloat32(float32(r.next()>>56)/(1<<8)))
 		}
 	}
 }
 
-// FillElems sets every whole element of mem, read as dt, to v.
+// FillElems sets every whole element of mem, read as dt, to v. It writes
+// one element and then doubles the written part, so large fills run at
+// memmove speed.
 func FillElems(mem []byte, dt DType, v float64) {
 	pat := ElemBytes(dt, v)
-	for i := 0; i+len(pat) <= len(mem); i += len(pat) {
-		copy(mem[i:], pat)
+	n := len(mem) - len(mem)%len(pat)
+	if n == 0 {
+		return
+	}
+	done := copy(mem[:n], pat)
+	for done < n {
+		done += copy(mem[done:n], mem[:done])
 	}
 }
 
