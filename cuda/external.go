@@ -30,7 +30,7 @@ func (se *Session) WaitExternal(si int, ev uintptr) error {
 	if err != nil {
 		return err
 	}
-	return se.drv.check("cuStreamWaitEvent", C.w_wait_external(se.drv.api, s.dev.ctx, s.h, C.uintptr_t(ev)))
+	return se.drv.waitExternal(s.dev.ctx, s.h, ev)
 }
 
 // RecordExternal records the caller's event ev on stream si (cuEventRecord).
@@ -39,7 +39,17 @@ func (se *Session) RecordExternal(si int, ev uintptr) error {
 	if err != nil {
 		return err
 	}
-	return se.drv.check("cuEventRecord", C.w_record_external(se.drv.api, s.dev.ctx, s.h, C.uintptr_t(ev)))
+	return se.drv.recordExternal(s.dev.ctx, s.h, ev)
+}
+
+// waitExternal makes stream s wait for the latest record of the CUevent ev.
+func (d *driver) waitExternal(c C.CUcontext, s C.CUstream, ev uintptr) error {
+	return d.check("cuStreamWaitEvent", C.w_wait_external(d.api, c, s, C.uintptr_t(ev)))
+}
+
+// recordExternal records the CUevent ev on stream s.
+func (d *driver) recordExternal(c C.CUcontext, s C.CUstream, ev uintptr) error {
+	return d.check("cuEventRecord", C.w_record_external(d.api, c, s, C.uintptr_t(ev)))
 }
 
 func (se *Session) externalStream(verb string, si int, ev uintptr) (*stream, error) {

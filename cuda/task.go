@@ -1,7 +1,12 @@
 package cuda
 
 /*
+#include <stdint.h>
 #include "cuda.h"
+
+static CUresult w_memset32_on(dr_api* a, CUcontext c, CUdeviceptr d, unsigned int v, size_t n, uintptr_t s) {
+	return dr_memset_async(a, c, d, 4, v, n, (CUstream)s);
+}
 */
 import "C"
 
@@ -65,4 +70,21 @@ func callTask(fn dag.TaskFunc, se *Session, on dag.TaskStream) (err error) {
 		return fmt.Errorf("stream task: %w", err)
 	}
 	return nil
+}
+
+// MemsetD32 enqueues, on a stream task's stream, the setting of count
+// 4-byte words from device address addr to value (cuMemsetD32Async): a
+// helper for tasks, which need no driver binding of their own to clear an
+// output before a library accumulates into it. Call it only from the
+// task's function, with the task's TaskStream.
+func (b *Backend) MemsetD32(on dag.TaskStream, addr uintptr, value uint32, count int) error {
+	if on.Handle == 0 || addr == 0 || count < 0 {
+		return fmt.Errorf("cuda: MemsetD32: stream %#x, address %#x, count %d: pass a task's stream, a device address and a count >= 0", on.Handle, addr, count)
+	}
+	d, err := b.device(on.Device)
+	if err != nil {
+		return err
+	}
+	s := C.uintptr_t(on.Handle)
+	return b.drv.check("cuMemsetD32Async", C.w_memset32_on(b.drv.api, d.ctx, C.CUdeviceptr(addr), C.uint(value), C.size_t(count), s))
 }
