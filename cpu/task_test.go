@@ -104,3 +104,30 @@ func TestTaskTwinReplays(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []float32{4}, f32s(data))
 }
+
+// Rebind: the twin of the recaptured graph works on the new buffer.
+func TestTaskTwinRebind(t *testing.T) {
+	g := build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 16, dag.OnDevice(0), dag.Contents(f32Bytes(1, 2, 3, 4)))
+		b.Buffer("x2", 16, dag.OnDevice(0), dag.Contents(f32Bytes(5, 6, 7, 8)))
+		y := b.Buffer("y", 16, dag.OnDevice(0))
+		b.Task("double", enqueueNothing, dag.In(x.All()), dag.Out(y.All())).WithCPU(double)
+	})
+	x, x2, y := g.Buffers[0], g.Buffers[1], g.Buffers[2]
+	ctx := context.Background()
+	s, err := executor.Open(ctx, cpu.New(), plan(t, g, 1))
+	require.NoError(t, err)
+	defer s.Close()
+	gr, err := s.Capture(ctx)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		from *dag.Buffer
+		want []float32
+	}{{x, []float32{2, 4, 6, 8}}, {x2, []float32{10, 12, 14, 16}}} {
+		require.NoError(t, gr.Update(ctx, executor.Rebind(x, c.from)))
+		require.NoError(t, gr.Run(ctx))
+		data, err := s.Read(y)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, f32s(data), "from %s", c.from.Name)
+	}
+}

@@ -47,6 +47,7 @@ func TestStreamTasksGPU(t *testing.T) {
 	}
 	g := dag.New()
 	x := g.Buffer("x", n, dag.OnDevice(0), dag.Of(dag.U8))
+	x2 := g.Buffer("x2", n, dag.OnDevice(0), dag.Of(dag.U8))
 	tmp := g.Buffer("tmp", n, dag.OnDevice(0), dag.Temporary())
 	out := g.Buffer("out", n, dag.PinnedHost())
 	g.Task("fill x", fill(0x40400000), dag.Out(x.Slice(n/2, n/2)))
@@ -88,6 +89,15 @@ func TestStreamTasksGPU(t *testing.T) {
 		check()
 	}
 	assert.Equal(t, int32(4), calls.Load(), "replays do not call the tasks")
+
+	// A Rebind recaptures: the tasks are called again, with x2's address.
+	require.NoError(t, gr.Update(ctx, executor.Rebind(x, x2)))
+	assert.Equal(t, int32(6), calls.Load())
+	require.NoError(t, gr.Run(ctx))
+	x2s, err := s.Read(x2)
+	require.NoError(t, err)
+	allWords(t, x2s[:n/2], 0)
+	allWords(t, x2s[n/2:], 0x40400000)
 }
 
 func TestStreamTaskErrorGPU(t *testing.T) {
