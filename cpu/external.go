@@ -191,18 +191,24 @@ func (b *Session) external(s *stream, in instr) bool {
 	if b.aborted {
 		return true
 	}
-	ch, ok := in.ext.over(in.gen)
-	if ok {
+	if _, ok := in.ext.over(in.gen); ok {
 		return true
 	}
 	s.state = blocked
 	b.blocked++
 	done := b.runCtx.Done()
 	go func() {
-		select {
-		case <-ch:
-		case <-done:
-			return // abort has released the blocked streams
+		// The event may move more than once before it reaches gen.
+		for {
+			ch, ok := in.ext.over(in.gen)
+			if ok {
+				break
+			}
+			select {
+			case <-ch:
+			case <-done:
+				return // abort has released the blocked streams
+			}
 		}
 		b.mu.Lock()
 		if b.blocked > 0 {

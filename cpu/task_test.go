@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -130,4 +131,29 @@ func TestTaskTwinRebind(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.want, f32s(data), "from %s", c.from.Name)
 	}
+}
+
+// A wait for the caller's second record is not over at the first.
+func TestExternalWaitForLaterRecord(t *testing.T) {
+	be := cpu.New()
+	var ran atomic.Bool
+	g := build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 4, dag.OnDevice(0))
+		b.Task("t", enqueueNothing, dag.Out(x.All())).WithCPU(func(context.Context, [][]byte) error { ran.Store(true); return nil })
+	})
+	ctx := context.Background()
+	s, err := executor.Open(ctx, be, plan(t, g, 1))
+	require.NoError(t, err)
+	defer s.Close()
+	ev := be.NewEvent()
+	defer ev.Close()
+	first := ev.RecordPending()
+	second := ev.RecordPending()
+	require.NoError(t, s.Enqueue(ctx, executor.External{After: ev.Handle()}))
+	first()
+	time.Sleep(20 * time.Millisecond)
+	assert.False(t, ran.Load(), "ran after the first of two records")
+	second()
+	require.NoError(t, s.Sync(ctx))
+	assert.True(t, ran.Load())
 }
