@@ -49,6 +49,8 @@ type Backend struct {
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
 	closed   bool
+
+	ext eventRegistry // the callers' events (external.go)
 }
 
 // New returns a Backend with the given options; it starts nothing until

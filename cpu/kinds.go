@@ -130,6 +130,7 @@ var kinds = map[dag.OpKind]kindImpl{
 	dag.Broadcast:     collectiveImpl,
 	dag.Send:          collectiveImpl,
 	dag.Recv:          collectiveImpl,
+	dag.Task:          taskImpl,
 }
 
 // collectiveImpl runs a collective through the session's communicator.

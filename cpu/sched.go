@@ -10,9 +10,11 @@ import (
 type instrKind uint8
 
 const (
-	run    instrKind = iota // run op
-	record                  // reach generation gen of event
-	wait                    // wait until event has reached generation gen
+	run            instrKind = iota // run op
+	record                          // reach generation gen of event
+	wait                            // wait until event has reached generation gen
+	waitExternal                    // wait until the caller's ext has reached generation gen (external.go)
+	recordExternal                  // reach generation gen of the caller's ext
 )
 
 // instr is one entry of a stream's queue.
@@ -21,6 +23,7 @@ type instr struct {
 	event int32
 	gen   uint64
 	op    *dag.Op
+	ext   *Event // waitExternal, recordExternal
 }
 
 // streamState says who is moving a stream forward.
@@ -123,6 +126,10 @@ func (b *Session) advance(s *stream) bool {
 		case record:
 			ev := &b.events[in.event]
 			ev.reached = max(ev.reached, in.gen)
+		case waitExternal, recordExternal:
+			if !b.external(s, in) {
+				return false
+			}
 		}
 		s.head++
 		b.finish()
@@ -143,7 +150,7 @@ func (b *Session) release() {
 		if t.state != blocked {
 			continue
 		}
-		if in := t.q[t.head]; b.events[in.event].reached >= in.gen {
+		if in := t.q[t.head]; b.waitOver(in) {
 			b.blocked--
 			t.state = idle
 			b.resume(t)

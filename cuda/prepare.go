@@ -37,6 +37,7 @@ const (
 	actCopyHtoDPageable
 	actCopyDtoH
 	actGemm
+	actTask // a stream task's function enqueues the work (task.go)
 )
 
 type opState struct {
@@ -106,6 +107,8 @@ var preparers = map[dag.OpKind]func(se *Session, st *opState, op *dag.Op) error{
 	dag.Broadcast:     (*Session).prepareCollective,
 	dag.Send:          (*Session).prepareCollective,
 	dag.Recv:          (*Session).prepareCollective,
+
+	dag.Task: (*Session).prepareTask,
 }
 
 // prepareCollective refuses collectives until the session has the ranks'

@@ -180,6 +180,8 @@ func (se *Session) run(s *stream, st *opState) error {
 		return nil
 	case actGemm:
 		return se.runGemm(s, op)
+	case actTask:
+		return se.runTask(s, st)
 	case actLaunch, actFill64:
 		for _, p := range st.slots {
 			bs := &se.bufs[p.buf]

@@ -172,6 +172,7 @@ func (c *checker) op(o *Op) {
 			o.badAfter = true
 		}
 	}
+	checkNotTask(c, o)
 	kindChecks[o.Kind](c, o)
 }
 

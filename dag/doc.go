@@ -1,7 +1,7 @@
 // Package dag describes GPU work as a graph of operations on buffers.
 //
 // A Builder collects buffers, kernels and operations (alloc, free, copy,
-// fill, kernel launch, host step, GEMM) in declaration order. Build validates them
+// fill, kernel launch, host step, GEMM, stream task: see task.go) in declaration order. Build validates them
 // and infers the dependencies from the bytes each operation reads and writes:
 // a read depends on the last earlier write of overlapping bytes (RAW), a
 // write on that write and on every read of those bytes since (WAW, WAR).

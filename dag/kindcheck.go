@@ -23,6 +23,7 @@ var kindChecks = [numOpKinds]kindCheck{
 	Broadcast:     checkCollectiveOp,
 	Send:          checkCollectiveOp,
 	Recv:          checkCollectiveOp,
+	Task:          checkTask,
 }
 
 // failer adapts c.fail to the check functions that take one op's fail.

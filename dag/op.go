@@ -30,6 +30,8 @@ const (
 	Send          // send Access[0] (read) to the peer rank
 	Recv          // receive Access[0] (write) from the peer rank
 
+	Task // a user's function enqueues the work on the op's stream (see task.go)
+
 	numOpKinds // keep last
 )
 
@@ -89,6 +91,8 @@ var kindInfo = [numOpKinds]KindInfo{
 	Broadcast:     {Name: "broadcast", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
 	Send:          {Name: "send", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
 	Recv:          {Name: "recv", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
+
+	Task: {Name: "task", Class: ComputeClass, Accesses: -1, Capturable: true},
 }
 
 // OpKinds lists every op kind, in order.
@@ -195,6 +199,7 @@ type Op struct {
 	Gemm      *GemmSpec   // Gemm
 	// Collective holds the reduction, root or peer of a collective kind.
 	Collective *CollectiveSpec
+	Task       *TaskSpec // Task
 
 	// Deps are the IDs of the operations this one must follow: inferred from
 	// data, explicit After and the declared order of Ordered kinds, without

@@ -35,6 +35,31 @@
 // the plan and updating the executable graph in place where the backend
 // can. Capture is in capture.go, Update and its changes in update.go.
 //
+// # Stream tasks and callers' streams
+//
+// A stream task (dag.Builder.Task) is an op whose work a user's function
+// enqueues (a cuBLAS call, the user's own cgo) on the stream the planner
+// chose. The session calls it when it submits the op: in plan order, on
+// the submitting goroutine locked to its OS thread, with the op's device
+// context current, passing the stream handle, the device and the address
+// of each declared view. The function only enqueues on that stream: no
+// synchronisation, no allocation of its own, no other stream. The
+// addresses hold for the run; a graph's Update (Rebind) calls it again
+// with the new ones. Under Capture it is called once, and what it
+// enqueued is replayed by every Launch. An error it returns fails the run
+// as a *dag.OpError naming the task. On the cpu backend the task's CPU
+// twin runs instead, at every run and replay; a task without one is
+// refused when the session opens.
+//
+// A program with streams of its own orders dagrun's work with them through
+// events it owns (External, in external.go): Enqueue submits a run that
+// starts after the caller's event After and records the caller's event
+// Done when every stream is done, then returns (Sync collects the result);
+// RunAfter does both; Graph.LaunchAfter does the same for a replay. The
+// device session implements device.ExternalEvents (CUevents on cuda,
+// cpu.Event handles on the cpu backend). dagrun never uses the legacy
+// default stream.
+//
 // # For backend writers
 //
 // The interfaces a backend implements are in package executor/device:

@@ -39,6 +39,7 @@ type Session struct {
 	timer  device.Timer // nil unless timing was asked for and d can do it
 	spans  []Span
 	graphs []*Graph // captured and not closed
+	joins  []int    // events that join the streams for External.Done (external.go)
 	closed bool
 }
 

@@ -35,6 +35,9 @@ var kindTable = [...]kindFacts{
 	dag.Broadcast:     {cost: collectiveCost, pool: collectivePool, ordered: true},
 	dag.Send:          {cost: collectiveCost, pool: collectivePool, ordered: true},
 	dag.Recv:          {cost: collectiveCost, pool: collectivePool, ordered: true},
+
+	// A task's work is unknown: priced like a kernel over its views.
+	dag.Task: {cost: fillCost, pool: computePool},
 }
 
 // factsOf returns kind k's entry; the zero kindFacts for a kind the table

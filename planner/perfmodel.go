@@ -388,6 +388,10 @@ var signatureRules = map[dag.OpKind]func(op *dag.Op, hash func(*dag.Kernel) stri
 	dag.Broadcast:     collectiveSignature,
 	dag.Send:          collectiveSignature,
 	dag.Recv:          collectiveSignature,
+	dag.Task: func(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
+		// A task's function has no identity but its op's name.
+		return fmt.Sprintf("task %q %s", op.Name, accessSizes(op)), nil
+	},
 }
 
 // collectiveSignature: the kind, the bytes each rank moves and the dtype

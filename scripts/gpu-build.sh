@@ -21,12 +21,13 @@ else
 	echo "gpu-build: cmd/dagrun does not build; the examples will be skipped" >&2
 fi
 # Go example programs that pick the cuda backend when a driver is present.
-for dir in examples/go/replay; do
+for dir in examples/go/replay examples/go/cublas_task; do
 	if [ -d "$dir" ]; then
 		go build -ldflags='-s -w' -o ".gpu/$(basename "$dir")" "./$dir"
 		echo "built .gpu/$(basename "$dir")"
 	fi
 done
+for f in ../shared/baseline/mlp.py ../../shared/baseline/mlp.py; do [ -f "$f" ] && cp "$f" .gpu/mlp_baseline.py && break; done # PyTorch's MLP baseline, for scripts/gpu/mlp.sh
 if [ -d examples ]; then
 	cp -r examples .gpu/examples
 fi

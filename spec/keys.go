@@ -61,6 +61,7 @@ var kindKeys = map[dag.OpKind]struct {
 	dag.Broadcast:     {why: "declare collectives with dag.Builder"},
 	dag.Send:          {why: "declare collectives with dag.Builder"},
 	dag.Recv:          {why: "declare collectives with dag.Builder"},
+	dag.Task:          {why: "stream tasks carry Go functions: declare them with dag.Builder.Task"},
 }
 
 // opKeys are the keys an op of kind may have (host steps: of host step

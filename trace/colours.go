@@ -54,6 +54,8 @@ var kindStyles = map[dag.OpKind]kindStyle{
 	dag.Broadcast:     {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
 	dag.Send:          {label: "send/recv", fill: "#c78c1e", text: darkText, bytesInLabel: true},
 	dag.Recv:          {label: "send/recv", fill: "#c78c1e", text: darkText, bytesInLabel: true},
+
+	dag.Task: {label: "stream task", fill: "#8cd17d", text: darkText, overlap: kernelWork},
 }
 
 // copyStyles are the colours of copies on the copy lanes of one direction.

@@ -170,3 +170,17 @@ type Joiner interface {
 type UniqueIDer interface {
 	UniqueID() ([]byte, error)
 }
+
+// ExternalEvents is implemented by sessions that can order their streams
+// with the caller's own work through events the caller made (a CUevent on
+// CUDA, a *cpu.Event's handle on the cpu backend): the way a program that
+// already has streams composes with dagrun. Neither call is allowed while
+// capturing.
+type ExternalEvents interface {
+	// WaitExternal makes the work enqueued on stream after it wait for the
+	// latest record of the caller's event ev enqueued so far.
+	WaitExternal(stream int, ev uintptr) error
+	// RecordExternal records the caller's event ev on stream: it is
+	// reached once the work enqueued on stream before it is done.
+	RecordExternal(stream int, ev uintptr) error
+}

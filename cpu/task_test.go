@@ -1,0 +1,159 @@
+package cpu_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/cpu"
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+)
+
+func enqueueNothing(context.Context, dag.TaskStream) error { return nil }
+
+// double is the twin of a task that writes 2*x into y.
+func double(_ context.Context, mem [][]byte) error {
+	in, out := f32s(mem[0]), make([]float32, len(mem[0])/4)
+	for i, v := range in {
+		out[i] = 2 * v
+	}
+	copy(mem[1], f32Bytes(out...))
+	return nil
+}
+
+func TestTaskTwin(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		twin    dag.HostFunc
+		want    []float32
+		wantErr string
+	}{
+		{name: "twin runs over the views", twin: double, want: []float32{2, 4, 6, 8}},
+		{name: "error names the task", twin: func(context.Context, [][]byte) error { return boom }, wantErr: `op "double": boom`},
+		{name: "panic is an error", twin: func(context.Context, [][]byte) error { panic("bad") }, wantErr: "CPU twin panicked: bad"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := build(t, func(b *dag.Builder) {
+				x := b.Buffer("x", 16, dag.OnDevice(0), dag.Contents(f32Bytes(1, 2, 3, 4)))
+				y := b.Buffer("y", 16, dag.OnDevice(0))
+				// A view inside y: the twin's slices alias the views, not the buffers.
+				b.Task("double", enqueueNothing, dag.In(x.Slice(0, 8)), dag.Out(y.Slice(8, 8))).WithCPU(tt.twin)
+				b.Task("tail", enqueueNothing, dag.In(x.Slice(8, 8)), dag.Out(y.Slice(0, 8))).WithCPU(double)
+			})
+			out, err := executor.Execute(context.Background(), cpu.New(), plan(t, g, 2))
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				_, ok := errors.AsType[*dag.OpError](err)
+				assert.True(t, ok, "a *dag.OpError: %v", err)
+				return
+			}
+			require.NoError(t, err)
+			for b, data := range out {
+				if b.Name == "y" {
+					assert.Equal(t, []float32{tt.want[2], tt.want[3], tt.want[0], tt.want[1]}, f32s(data))
+				}
+			}
+		})
+	}
+}
+
+func TestTaskWithoutTwinIsRefused(t *testing.T) {
+	g := build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 16, dag.OnDevice(0))
+		b.Task("library call", enqueueNothing, dag.Out(x.All()))
+	})
+	_, err := cpu.New().Open(context.Background(), g)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `op "library call"`)
+	assert.Contains(t, err.Error(), "no CPU twin")
+}
+
+// A captured graph runs the twin at every replay, as a CUDA replay
+// repeats the work the task enqueued.
+func TestTaskTwinReplays(t *testing.T) {
+	var calls atomic.Int32
+	g := build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
+		b.Task("grow", enqueueNothing, dag.InOut(x.All())).WithCPU(func(_ context.Context, mem [][]byte) error {
+			calls.Add(1)
+			v := f32s(mem[0])
+			copy(mem[0], f32Bytes(v[0]+1))
+			return nil
+		})
+	})
+	ctx := context.Background()
+	s, err := executor.Open(ctx, cpu.New(), plan(t, g, 1))
+	require.NoError(t, err)
+	defer s.Close()
+	gr, err := s.Capture(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, calls.Load(), "capture runs nothing on the cpu backend")
+	for range 3 {
+		require.NoError(t, gr.Run(ctx))
+	}
+	assert.Equal(t, int32(3), calls.Load())
+	data, err := s.Read(g.Buffers[0])
+	require.NoError(t, err)
+	assert.Equal(t, []float32{4}, f32s(data))
+}
+
+// Rebind: the twin of the recaptured graph works on the new buffer.
+func TestTaskTwinRebind(t *testing.T) {
+	g := build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 16, dag.OnDevice(0), dag.Contents(f32Bytes(1, 2, 3, 4)))
+		b.Buffer("x2", 16, dag.OnDevice(0), dag.Contents(f32Bytes(5, 6, 7, 8)))
+		y := b.Buffer("y", 16, dag.OnDevice(0))
+		b.Task("double", enqueueNothing, dag.In(x.All()), dag.Out(y.All())).WithCPU(double)
+	})
+	x, x2, y := g.Buffers[0], g.Buffers[1], g.Buffers[2]
+	ctx := context.Background()
+	s, err := executor.Open(ctx, cpu.New(), plan(t, g, 1))
+	require.NoError(t, err)
+	defer s.Close()
+	gr, err := s.Capture(ctx)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		from *dag.Buffer
+		want []float32
+	}{{x, []float32{2, 4, 6, 8}}, {x2, []float32{10, 12, 14, 16}}} {
+		require.NoError(t, gr.Update(ctx, executor.Rebind(x, c.from)))
+		require.NoError(t, gr.Run(ctx))
+		data, err := s.Read(y)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, f32s(data), "from %s", c.from.Name)
+	}
+}
+
+// A wait for the caller's second record is not over at the first.
+func TestExternalWaitForLaterRecord(t *testing.T) {
+	be := cpu.New()
+	var ran atomic.Bool
+	g := build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 4, dag.OnDevice(0))
+		b.Task("t", enqueueNothing, dag.Out(x.All())).WithCPU(func(context.Context, [][]byte) error { ran.Store(true); return nil })
+	})
+	ctx := context.Background()
+	s, err := executor.Open(ctx, be, plan(t, g, 1))
+	require.NoError(t, err)
+	defer s.Close()
+	ev := be.NewEvent()
+	defer ev.Close()
+	first := ev.RecordPending()
+	second := ev.RecordPending()
+	require.NoError(t, s.Enqueue(ctx, executor.External{After: ev.Handle()}))
+	first()
+	time.Sleep(20 * time.Millisecond)
+	assert.False(t, ran.Load(), "ran after the first of two records")
+	second()
+	require.NoError(t, s.Sync(ctx))
+	assert.True(t, ran.Load())
+}

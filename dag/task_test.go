@@ -1,0 +1,100 @@
+package dag_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+func noTask(context.Context, dag.TaskStream) error { return nil }
+func noTwin(context.Context, [][]byte) error       { return nil }
+
+func TestTaskBuild(t *testing.T) {
+	tests := []struct {
+		name    string
+		declare func(b *dag.Builder)
+		wantErr string // "" for a graph that builds
+	}{
+		{
+			name: "device views with a twin",
+			declare: func(b *dag.Builder) {
+				x := b.Buffer("x", 64, dag.OnDevice(0))
+				y := b.Buffer("y", 64, dag.OnDevice(0))
+				b.Task("t", noTask, dag.In(x.All()), dag.Out(y.All())).WithCPU(noTwin)
+			},
+		},
+		{
+			name: "pinned host view",
+			declare: func(b *dag.Builder) {
+				x := b.Buffer("x", 64, dag.PinnedHost())
+				b.Task("t", noTask, dag.InOut(x.All()))
+			},
+		},
+		{
+			name: "no function",
+			declare: func(b *dag.Builder) {
+				x := b.Buffer("x", 64, dag.OnDevice(0))
+				b.Task("t", nil, dag.Out(x.All()))
+			},
+			wantErr: `op "t": stream task has no function`,
+		},
+		{
+			name: "pageable view",
+			declare: func(b *dag.Builder) {
+				x := b.Buffer("x", 64, dag.PageableHost())
+				b.Task("t", noTask, dag.Out(x.All()))
+			},
+			wantErr: "pageable host buffer x",
+		},
+		{
+			name: "twin on another kind",
+			declare: func(b *dag.Builder) {
+				x := b.Buffer("x", 64, dag.OnDevice(0))
+				b.Fill(x.All(), 1).Named("f").WithCPU(noTwin)
+			},
+			wantErr: `op "f": fill has a CPU twin`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := dag.New()
+			tt.declare(b)
+			g, err := b.Build()
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			op := g.Ops[len(g.Ops)-1]
+			assert.Equal(t, dag.Task, op.Kind)
+			assert.Equal(t, "t", op.Name)
+			require.NotNil(t, op.Task)
+			assert.NotNil(t, op.Task.Func)
+		})
+	}
+}
+
+// A task is ordered with other ops by the views it declares.
+func TestTaskDependencies(t *testing.T) {
+	b := dag.New()
+	x := b.Buffer("x", 64, dag.OnDevice(0))
+	y := b.Buffer("y", 64, dag.OnDevice(0))
+	b.Fill(x.All(), 1).Named("fill")
+	b.Task("t", noTask, dag.In(x.All()), dag.Out(y.All()))
+	b.Fill(x.All(), 2).Named("refill")
+	g, err := b.Build()
+	require.NoError(t, err)
+	byName := map[string]*dag.Op{}
+	for _, op := range g.Ops {
+		byName[op.Name] = op
+	}
+	assert.Equal(t, []int32{int32(byName["fill"].ID)}, byName["t"].Deps, "read after write")
+	assert.Contains(t, byName["refill"].Deps, int32(byName["t"].ID), "write after read")
+	assert.Equal(t, dag.ComputeClass, dag.Task.Info().Class)
+	assert.True(t, dag.Task.Info().Capturable)
+}
