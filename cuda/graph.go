@@ -38,7 +38,7 @@ type graph struct {
 // capture is a capture in progress.
 type capture struct {
 	origin int
-	event  C.CUevent // forks the streams at the start, joins origin's device's streams at the end
+	event  C.CUevent  // forks the streams at the start, joins origin's device's streams at the end
 	joins  []devEvent // joins the streams of the other devices (an event is recorded on its own device's streams)
 	timing bool       // se.timing before the capture, restored after it
 }
