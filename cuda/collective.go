@@ -426,8 +426,10 @@ func (se *Session) collWatch() error {
 }
 
 // afterSync ends a Sync: on success the collectives it waited for are
-// warm (capturable); on failure, or when ctx ended, the communicator is
-// aborted so that no peer waits for this rank.
+// warm (capturable); on failure, or when ctx ended (even if the work
+// finished: the caller may have stopped submitting before this rank's
+// collectives), the communicator is aborted so that no peer waits for
+// this rank.
 func (se *Session) afterSync(ctx context.Context, err error) error {
 	c := se.coll
 	if c == nil {
@@ -436,7 +438,7 @@ func (se *Session) afterSync(ctx context.Context, err error) error {
 	c.mu.Lock()
 	c.waiting = time.Time{}
 	c.mu.Unlock()
-	if err == nil {
+	if err == nil && ctx.Err() == nil {
 		c.clean = true
 		for id := range c.issued {
 			c.warm[id] = true
@@ -445,7 +447,7 @@ func (se *Session) afterSync(ctx context.Context, err error) error {
 		return nil
 	}
 	cause := err
-	if ctx.Err() != nil {
+	if cause == nil || ctx.Err() != nil {
 		cause = fmt.Errorf("rank %d abandoned its run: %w", c.rank, ctx.Err())
 	}
 	se.AbortCollectives(cause)

@@ -28,8 +28,9 @@ import (
 // no pair with peer access.
 func NoPeer() Option { return func(c *config) { c.noPeer = true } }
 
-// LibNCCL loads NCCL from path (a library file, or a folder holding
-// libnccl.so.2) before the usual places; DAGRUN_LIBNCCL does the same.
+// LibNCCL loads NCCL from path only (a library file, or a folder holding
+// libnccl.so.2), not from the usual places; DAGRUN_LIBNCCL puts a path
+// before them instead.
 func LibNCCL(path string) Option { return func(c *config) { c.libnccl = path } }
 
 // multiGPU is the backend's multi-device state: the peer access it enabled
@@ -161,11 +162,11 @@ func (b *Backend) peerAccess(a, c int) bool {
 // for the life of the process: its threads may outlive a communicator.
 func (b *Backend) loadNCCL() (*ncclLib, error) {
 	b.multi.ncclOnce.Do(func() {
-		env := b.multi.libnccl
-		if env == "" {
-			env = os.Getenv("DAGRUN_LIBNCCL")
+		candidates := ncclCandidates(os.Getenv("DAGRUN_LIBNCCL"))
+		if p := b.multi.libnccl; p != "" {
+			candidates = ncclCandidates(p)[:1]
 		}
-		b.multi.nccl, b.multi.ncclErr = openNCCL(ncclCandidates(env))
+		b.multi.nccl, b.multi.ncclErr = openNCCL(candidates)
 	})
 	return b.multi.nccl, b.multi.ncclErr
 }
