@@ -55,6 +55,11 @@ import (
 // collective op of the graph has run eagerly and a Sync has succeeded
 // since (the executor's warm-up run does that).
 
+var (
+	_ device.Joiner     = (*Session)(nil)
+	_ device.UniqueIDer = (*Backend)(nil)
+)
+
 // DefaultCollectiveTimeout is how long Sync waits for a session with
 // collectives before it declares a peer lost (PyTorch's NCCL default).
 const DefaultCollectiveTimeout = 10 * time.Minute

@@ -151,13 +151,6 @@ func (b *Backend) addPeers(d *gpu) error {
 	return nil
 }
 
-// peerAccess reports whether copies between devices a and b go direct.
-func (b *Backend) peerAccess(a, c int) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.multi.peer[[2]int{a, c}] && b.multi.peer[[2]int{c, a}]
-}
-
 // loadNCCL loads NCCL once per backend. Like the driver, it stays loaded
 // for the life of the process: its threads may outlive a communicator.
 func (b *Backend) loadNCCL() (*ncclLib, error) {
