@@ -257,11 +257,9 @@ func TestSessionCollectivesGPU(t *testing.T) {
 				require.NoError(t, err, "capture, rank %d", r)
 			}
 			for replay := range 2 {
-				for r, se := range ss { // outputs to garbage, so a replay that does nothing fails
+				for r, se := range ss { // outputs (in place: the working copy) to zeros, so a replay that does nothing fails
 					for _, c := range cases {
-						if c.out[r] != c.in[r] {
-							require.NoError(t, se.Write(c.out[r], make([]byte, c.out[r].Size)))
-						}
+						require.NoError(t, se.Write(c.out[r], make([]byte, c.out[r].Size)))
 					}
 				}
 				for r, err := range onRanks(2, func(r int) error {
@@ -406,6 +404,30 @@ func closeRanks(t testing.TB, b *Backend, ss []*Session) {
 	assertReleased(t, b, "after the ranks closed")
 }
 
+// deviceFree is cuMemGetInfo's free memory of devices 0 and 1.
+func deviceFree(t testing.TB, b *Backend) []uint64 {
+	t.Helper()
+	free := make([]uint64, 2)
+	for d := range 2 {
+		g, err := b.device(d)
+		require.NoError(t, err)
+		free[d], _, err = b.drv.memInfo(g.ctx)
+		require.NoError(t, err)
+	}
+	return free
+}
+
+// assertFreeBack checks that the devices' free memory came back to
+// before, within slack (the driver and NCCL keep a little for reuse; a
+// leaked communicator or buffer set is far larger).
+func assertFreeBack(t testing.TB, b *Backend, before []uint64, what string) {
+	t.Helper()
+	const slack = 64 << 20
+	for d, now := range deviceFree(t, b) {
+		assert.GreaterOrEqual(t, now+slack, before[d], "device %d: free memory %s is %d MiB below the baseline", d, what, (int64(before[d])-int64(now))>>20)
+	}
+}
+
 // TestRankFailureGPU: one rank fails before its collective (it aborts, as
 // the executor's ranks helper does on an op error); the other, waiting in
 // Sync, fails within the collective timeout instead of hanging, and
@@ -414,7 +436,11 @@ func TestRankFailureGPU(t *testing.T) {
 	b := twoDeviceBackend(t)
 	needNCCL(t, b)
 	graphs, _ := rankGraphs(t, dag.F32, 1<<20)
-	ss, ps := ranks(t, b, graphs, 3*time.Second)
+	ss, ps := ranks(t, b, graphs, time.Minute) // a clean cycle first: what stays loaded for good
+	warmRanks(t, ss, ps)
+	closeRanks(t, b, ss)
+	before := deviceFree(t, b)
+	ss, ps = ranks(t, b, graphs, 3*time.Second)
 	warmRanks(t, ss, ps)
 	failed := errors.New("rank 1 failed (test)")
 	start := time.Now()
@@ -438,6 +464,7 @@ func TestRankFailureGPU(t *testing.T) {
 	}
 	assert.ErrorContains(t, err, "aborted", "an aborted rank refuses collectives")
 	closeRanks(t, b, ss)
+	assertFreeBack(t, b, before, "after the failed ranks closed")
 }
 
 // TestRankCancelGPU: a rank whose context ends mid-run aborts; its peer
@@ -446,7 +473,11 @@ func TestRankCancelGPU(t *testing.T) {
 	b := twoDeviceBackend(t)
 	needNCCL(t, b)
 	graphs, _ := rankGraphs(t, dag.F32, 1<<20)
-	ss, ps := ranks(t, b, graphs, 5*time.Second)
+	ss, ps := ranks(t, b, graphs, time.Minute)
+	warmRanks(t, ss, ps)
+	closeRanks(t, b, ss)
+	before := deviceFree(t, b)
+	ss, ps = ranks(t, b, graphs, 5*time.Second)
 	warmRanks(t, ss, ps)
 	start := time.Now()
 	errs := onRanks(2, func(r int) error {
@@ -475,6 +506,7 @@ func TestRankCancelGPU(t *testing.T) {
 	}
 	assert.ErrorContains(t, err, "aborted", "a rank whose context ended has aborted its communicator")
 	closeRanks(t, b, ss)
+	assertFreeBack(t, b, before, "after the cancelled ranks closed")
 }
 
 // TestSessionNCCLMissing: with no NCCL to load, UniqueID and Join fail with an
