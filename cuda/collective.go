@@ -227,9 +227,9 @@ func (se *Session) prepareCollective(st *opState, op *dag.Op) error {
 	return nil
 }
 
-// record fills the NCCL call of op, on stream s, into rec.
+// record fills the NCCL call of op, on stream s, into rec; issue sets
+// its communicator.
 func (se *Session) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error {
-	c := se.coll
 	for _, a := range op.Access {
 		if se.bufs[a.Buf.ID].dptr == 0 {
 			return fmt.Errorf("temporary buffer %s is not allocated", a.Buf.Name)
@@ -241,8 +241,7 @@ func (se *Session) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error {
 		return err
 	}
 	first := op.Access[0].View
-	*rec = C.dr_nccl_call{kind: ncclCallKinds[op.Kind], dtype: ndt, op: C.int(op.Collective.Reduction),
-		comm: c.comm.comm, stream: s.h}
+	*rec = C.dr_nccl_call{kind: ncclCallKinds[op.Kind], dtype: ndt, op: C.int(op.Collective.Reduction), stream: s.h}
 	rec.send, rec.recv = se.ptr(first), se.ptr(first)
 	count := first.Size / dt.Size()
 	switch op.Kind {
@@ -349,6 +348,10 @@ func (se *Session) issue(n int, opOf func(int) *dag.Op) error {
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {
 		return err
+	}
+	recs := unsafe.Slice(c.calls, n)
+	for i := range recs {
+		recs[i].comm = c.comm.comm
 	}
 	var failed C.int
 	r := C.c_group(se.drv.api, c.dev.ctx, c.nccl.lib, c.calls, C.int(n), &failed)
