@@ -37,6 +37,7 @@ type Backend struct {
 	live     Resources // Contexts and Modules
 	sessions map[*Session]struct{}
 	closed   bool
+	multi    multiGPU // peer access and NCCL (peer_session.go)
 }
 
 var _ device.Backend = (*Backend)(nil)
@@ -96,10 +97,11 @@ func New(opts ...Option) (*Backend, error) {
 		return nil, err
 	}
 	return &Backend{
-		drv:  drv,
-		comp: compiler{candidates: nvrtcCandidates(cfg.nvrtc), cacheDir: cfg.cacheDir},
-		devs: map[int]*gpu{},
-		lt:   cfg.cublasLt,
+		drv:   drv,
+		comp:  compiler{candidates: nvrtcCandidates(cfg.nvrtc), cacheDir: cfg.cacheDir},
+		devs:  map[int]*gpu{},
+		lt:    cfg.cublasLt,
+		multi: multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl},
 	}, nil
 }
 
@@ -199,6 +201,9 @@ func (b *Backend) device(ordinal int) (*gpu, error) {
 		return nil, err
 	}
 	if d.pool, err = b.drv.poolSetup(c, info.dev); err != nil {
+		return nil, err
+	}
+	if err := b.addPeers(d); err != nil {
 		return nil, err
 	}
 	return d, nil

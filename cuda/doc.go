@@ -71,5 +71,20 @@
 // and kernel nodes keep their streams' priorities. Updates go through
 // cuGraphExecUpdate and fall back to a fresh instantiation when the driver
 // refuses them (graphs with memory nodes, or changed topology); GraphStats
-// counts both. Graphs belong to their session.
+// counts both. Graphs belong to their session. A plan whose streams span
+// devices is captured as one graph: the streams of every device fork from
+// the origin stream's event and join back through an event of their own
+// device (graph.go).
+//
+// # Several devices
+//
+// When a second device is first used, the backend enables peer access
+// between every pair of devices that allow it, both ways, and opens each
+// device's memory pool to its peers, so that copies between devices go over
+// the link (Backend.Topology reports the pairs; NoPeer copies through pinned
+// host memory instead). Collectives run on NCCL (libnccl.so.2, loaded at
+// the first UniqueID or Join): a session joins a world of ranks with Join
+// and runs each collective op as an NCCL call on its stream; see
+// collective.go for how send and recv are grouped, how a failing rank
+// aborts, and why captures need an eager run first.
 package cuda

@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/dagrun/dagrun/dag"
@@ -37,8 +38,15 @@ type graph struct {
 // capture is a capture in progress.
 type capture struct {
 	origin int
-	event  C.CUevent // forks the streams at the start, joins them at the end
-	timing bool      // se.timing before the capture, restored after it
+	event  C.CUevent  // forks the streams at the start, joins origin's device's streams at the end
+	joins  []devEvent // joins the streams of the other devices (an event is recorded on its own device's streams)
+	timing bool       // se.timing before the capture, restored after it
+}
+
+// devEvent is an event of one device's context.
+type devEvent struct {
+	dev *sessDevice
+	ev  C.CUevent
 }
 
 // GraphStats counts the graph work a session has done since Open.
@@ -65,9 +73,11 @@ func (se *Session) graphsSupported() error {
 }
 
 // BeginCapture starts capturing the work submitted to every stream: it
-// begins a capture on stream origin and forks every other stream from it.
-// All streams must be on origin's device. Timing is off while capturing
-// (a replay is timed as a whole, not per op).
+// begins a capture on stream origin and forks every other stream, of any
+// device, from it with an event, so that one graph holds the work of every
+// device the plan uses. Timing is off while capturing (a replay is timed
+// as a whole, not per op). A session with collectives captures only once
+// they have run eagerly (see collective.go).
 func (se *Session) BeginCapture(origin int) error {
 	if err := se.graphsSupported(); err != nil {
 		return err
@@ -79,11 +89,11 @@ func (se *Session) BeginCapture(origin int) error {
 	if err != nil {
 		return err
 	}
-	for i := range se.streams {
-		if s := &se.streams[i]; s.dev != o.dev {
-			return fmt.Errorf("cuda: BeginCapture: stream %d is on device %d, the origin stream %d on device %d: a graph holds one device's work (split the plan per device)",
-				i, s.dev.ordinal, origin, o.dev.ordinal)
-		}
+	if err := se.collCaptureReady(); err != nil {
+		return fmt.Errorf("cuda: BeginCapture: %w", err)
+	}
+	if err := se.flushP2P(nil, actNone); err != nil {
+		return err
 	}
 	if se.abandoned.Load() {
 		if err := se.resume(); err != nil {
@@ -96,6 +106,17 @@ func (se *Session) BeginCapture(origin int) error {
 	}
 	se.track(&se.live.Events, 1)
 	c := &capture{origin: origin, event: e, timing: se.timing}
+	for i := range se.streams {
+		if d := se.streams[i].dev; d != o.dev && !slices.ContainsFunc(c.joins, func(j devEvent) bool { return j.dev == d }) {
+			je, err := se.drv.eventCreate(d.ctx, false)
+			if err != nil {
+				se.dropCaptureEvent(c)
+				return err
+			}
+			se.track(&se.live.Events, 1)
+			c.joins = append(c.joins, devEvent{dev: d, ev: je})
+		}
+	}
 	api, ctx := se.drv.api, o.dev.ctx
 	if err := se.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, o.h)); err != nil {
 		se.dropCaptureEvent(c)
@@ -104,8 +125,10 @@ func (se *Session) BeginCapture(origin int) error {
 	se.capture, se.timing = c, false
 	err = se.drv.check("cuEventRecord", C.dr_record(api, ctx, e, o.h))
 	for i := range se.streams {
-		if i != origin && err == nil {
-			err = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, se.streams[i].h, e))
+		if s := &se.streams[i]; i != origin && err == nil {
+			// A stream may wait for an event of another device; the
+			// call is made in the stream's own context.
+			err = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, s.dev.ctx, s.h, e))
 		}
 	}
 	if err != nil {
@@ -127,14 +150,21 @@ func (se *Session) EndCapture(origin int) (int, error) {
 	}
 	o := &se.streams[origin]
 	api, ctx := se.drv.api, o.dev.ctx
-	var joinErr error
+	joinErr := se.flushP2P(nil, actNone)
 	for i := range se.streams {
 		if i == origin || joinErr != nil {
 			continue
 		}
-		joinErr = se.drv.check("cuEventRecord", C.dr_record(api, ctx, c.event, se.streams[i].h))
+		s := &se.streams[i]
+		ev := c.event
+		for _, j := range c.joins {
+			if j.dev == s.dev {
+				ev = j.ev
+			}
+		}
+		joinErr = se.drv.check("cuEventRecord", C.dr_record(api, s.dev.ctx, ev, s.h))
 		if joinErr == nil {
-			joinErr = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, o.h, c.event))
+			joinErr = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, o.h, ev))
 		}
 	}
 	var tmpl C.CUgraph
@@ -159,6 +189,11 @@ func (se *Session) dropCaptureEvent(c *capture) {
 		c.event = nil
 		se.track(&se.live.Events, -1)
 	}
+	for _, j := range c.joins {
+		se.drv.eventDestroy(j.dev.ctx, j.ev)
+		se.track(&se.live.Events, -1)
+	}
+	c.joins = nil
 }
 
 // destroyLast destroys the graph EndCapture returned last.
@@ -214,6 +249,9 @@ func (se *Session) LaunchGraph(gi, si int) error {
 		}
 	}
 	g := se.graphs[gi]
+	if err := se.flushP2P(nil, actNone); err != nil {
+		return err
+	}
 	if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
 		return err
 	}

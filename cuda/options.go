@@ -14,6 +14,8 @@ type config struct {
 	nvrtc    string // DAGRUN_NVRTC or NVRTC
 	cublasLt []string
 	cacheDir string
+	noPeer   bool   // NoPeer (peer_session.go)
+	libnccl  string // LibNCCL (peer_session.go)
 }
 
 func defaultConfig() config {

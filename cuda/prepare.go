@@ -37,7 +37,9 @@ const (
 	actCopyHtoDPageable
 	actCopyDtoH
 	actGemm
-	actTask // a stream task's function enqueues the work (task.go)
+	actTask        // a stream task's function enqueues the work (task.go)
+	actCollective  // collective.go
+	actCopyViaHost // peer_session.go
 )
 
 type opState struct {
@@ -111,12 +113,6 @@ var preparers = map[dag.OpKind]func(se *Session, st *opState, op *dag.Op) error{
 	dag.Task: (*Session).prepareTask,
 }
 
-// prepareCollective refuses collectives until the session has the ranks'
-// NCCL communicator.
-func (se *Session) prepareCollective(st *opState, op *dag.Op) error {
-	return errors.New("collectives need the ranks of a world: this session has no NCCL communicator")
-}
-
 // prepareLifetime prepares an alloc or free of a temporary: stream-ordered
 // pool memory on a device; a host temporary lives as long as the session
 // and is zeroed at each alloc.
@@ -186,7 +182,7 @@ func (se *Session) prepareCopy(st *opState, op *dag.Op) error {
 	case sp == dag.Device && dp == dag.Device:
 		st.act = actCopyDtoD
 		if src.Buf.Device != dst.Buf.Device {
-			st.act = actCopyPeer
+			return se.preparePeerCopy(st, op)
 		}
 	case dp == dag.Device && sp == dag.Pinned:
 		st.act = actCopyHtoD

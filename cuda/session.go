@@ -64,6 +64,9 @@ type Session struct {
 	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
 
 	gemm *gemmer // cuBLASLt handles, algorithms and workspaces, made at the first gemm
+
+	coll   *collState    // the NCCL communicator after Join (collective.go)
+	stages map[int]stage // NoPeer's staging buffers, by op ID (peer_session.go)
 }
 
 var (
@@ -237,6 +240,7 @@ func (se *Session) Close() error {
 		}
 	}
 	se.closeGraphs(keep)
+	keep(se.closeComm())
 	keep(se.syncAll())
 	keep(se.closeGemm())
 	if se.hostCancel != nil {
@@ -289,6 +293,7 @@ func (se *Session) Close() error {
 			se.track(&se.live.Events, -1)
 		}
 	}
+	se.freeStages(keep)
 	se.recycleTiming()
 	for _, d := range se.devs {
 		for _, e := range d.timingEvents {

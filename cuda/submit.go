@@ -88,6 +88,9 @@ func (se *Session) Record(si, ei int) error {
 		e.dev = s.dev
 		se.track(&se.live.Events, 1)
 	}
+	if err := se.flushP2P(s, actNone); err != nil {
+		return err
+	}
 	return se.drv.check("cuEventRecord", C.dr_record(se.drv.api, s.dev.ctx, e.h, s.h))
 }
 
@@ -108,6 +111,9 @@ func (se *Session) Wait(si, ei int) error {
 	}
 	if e.h == nil {
 		return fmt.Errorf("cuda: stream %d waits for event %d, which was never recorded", si, ei)
+	}
+	if err := se.flushP2P(s, actNone); err != nil {
+		return err
 	}
 	return se.drv.check("cuStreamWaitEvent", C.dr_wait(se.drv.api, s.dev.ctx, s.h, e.h))
 }
@@ -175,6 +181,9 @@ func (se *Session) hostPtr(v dag.View) unsafe.Pointer {
 func (se *Session) run(s *stream, st *opState) error {
 	api, c, h := se.drv.api, s.dev.ctx, s.h
 	op := st.op
+	if err := se.flushP2P(s, st.act); err != nil {
+		return err
+	}
 	switch st.act {
 	case actNone:
 		return nil
@@ -182,6 +191,10 @@ func (se *Session) run(s *stream, st *opState) error {
 		return se.runGemm(s, op)
 	case actTask:
 		return se.runTask(s, st)
+	case actCollective:
+		return se.runCollective(s, st)
+	case actCopyViaHost:
+		return se.runViaHost(s, st)
 	case actLaunch, actFill64:
 		for _, p := range st.slots {
 			bs := &se.bufs[p.buf]

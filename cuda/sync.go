@@ -27,6 +27,15 @@ import (
 // on the stream that reported it: the driver says which context failed, not
 // which kernel, so the cause may be an earlier op.
 func (se *Session) Sync(ctx context.Context) error {
+	if err := se.flushP2P(nil, actNone); err != nil {
+		return se.afterSync(ctx, err)
+	}
+	return se.afterSync(ctx, se.syncStreams(ctx))
+}
+
+// syncStreams is Sync's wait; afterSync (collective.go) aborts the
+// communicator when it fails.
+func (se *Session) syncStreams(ctx context.Context) error {
 	var first error
 	for i := range se.streams {
 		s := &se.streams[i]
@@ -53,7 +62,7 @@ func (se *Session) Sync(ctx context.Context) error {
 func (se *Session) syncStream(ctx context.Context, s *stream) error {
 	api, c, h := se.drv.api, s.dev.ctx, s.h
 	done := ctx.Done()
-	if done == nil {
+	if done == nil && se.coll == nil {
 		return se.drv.check("cuStreamSynchronize", C.dr_stream_sync(api, c, h))
 	}
 	pause := time.Duration(0)
@@ -66,6 +75,9 @@ func (se *Session) syncStream(ctx context.Context, s *stream) error {
 		case <-done:
 			return ctx.Err()
 		default:
+		}
+		if err := se.collWatch(); err != nil {
+			return err
 		}
 		// Spin briefly (short runs end within microseconds), then back off
 		// to sleeps of up to a millisecond.

@@ -47,9 +47,9 @@ type GraphStats struct {
 
 // CheckCapture reports, naming each op and the fix, what in plan p a
 // captured graph cannot hold: copies between pageable host memory and a
-// device (the driver does them synchronously, outside stream order), and
-// work on a device other than the one the graph is captured on (the first
-// stream's).
+// device (the driver does them synchronously, outside stream order). Work
+// on several devices is captured as one graph: streams of every device
+// fork from the origin stream and join back.
 func CheckCapture(p *planner.Plan) error {
 	if p == nil || p.Graph == nil {
 		return errors.New("executor: no plan, or a plan without a graph")
@@ -57,23 +57,8 @@ func CheckCapture(p *planner.Plan) error {
 	if len(p.Streams) == 0 {
 		return errors.New("executor: the plan has no streams (no ops): there is nothing to capture")
 	}
-	dev := p.Streams[originStream].Device
 	var errs []error
 	for _, op := range p.Graph.Ops {
-		if op.Device != dev {
-			errs = append(errs, &dag.Error{Op: op.Name, Field: "device",
-				Msg:  fmt.Sprintf("runs on device %d, but the graph is captured on device %d: a graph holds the work of one device", op.Device, dev),
-				Hint: "split the plan per device and capture one graph for each, or run it eagerly"})
-			continue
-		}
-		for _, a := range op.Access {
-			if a.Buf.Placement == dag.Device && a.Buf.Device != dev {
-				errs = append(errs, &dag.Error{Op: op.Name, Buffer: a.Buf.Name, Field: "device",
-					Msg:  fmt.Sprintf("uses buffer %s on device %d, but the graph is captured on device %d: a graph holds the work of one device", a.Buf.Name, a.Buf.Device, dev),
-					Hint: "split the plan per device and capture one graph for each, or run it eagerly"})
-				break
-			}
-		}
 		if !op.SyncCopy() {
 			continue
 		}

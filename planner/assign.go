@@ -68,7 +68,7 @@ func plan(g *dag.Graph, opts Options, strategy Strategy, ordered func(dag.OpKind
 		a.place(i, op, pool)
 		order.placed(i)
 	}
-	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream}
+	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream, Topology: opts.Topology}
 	a.layOut(p)
 	makespan, _ := simulate(p, a.dur, OverheadsOf(opts.Cost), opts.Mode, nil)
 	p.Stats = Stats{

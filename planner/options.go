@@ -13,6 +13,7 @@ type Options struct {
 	Cost              CostModel // nil means DefaultCost()
 	Strategy          Strategy  // how ops are ordered for placement; the zero value is ListScheduling
 	Mode              Mode      // what the estimate is for: an eager run (the zero value) or a graph replay
+	Topology          Topology  // which devices copy directly; nil: unknown (topology.go)
 }
 
 // MaxStreams is the most compute streams per device and priority a plan

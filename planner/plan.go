@@ -85,6 +85,7 @@ type Plan struct {
 	Events   int     // events are numbered 0..Events-1
 	OpStream []int32 // the stream of each op, by op ID
 	Stats    Stats
+	Topology Topology // Options.Topology: how copies between devices go; nil: unknown
 }
 
 // Stats are the figures every plan reports.

@@ -65,6 +65,9 @@ func (p *Plan) writeStep(w *bufio.Writer, st Step, sources []eventSource) {
 			return
 		}
 		writeOp(w, op)
+		if path := p.CopyPath(op); path != "" {
+			fmt.Fprintf(w, " [%s]", path)
+		}
 	default:
 		fmt.Fprintf(w, "%s", st.Kind)
 	}

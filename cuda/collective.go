@@ -1,0 +1,509 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "nccl.h"
+
+// c_group makes c current (NCCL works on the current device) and issues
+// calls as one NCCL group.
+static ncclResult_t c_group(dr_api* a, CUcontext c, dr_nccl* n, const dr_nccl_call* calls, int k, int* failed) {
+	*failed = -1;
+	if (dr_ctx(a, c) != 0) return DR_NCCL_UNHANDLED_CUDA_ERROR;
+	return dr_nccl_group(n, calls, k, failed);
+}
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+)
+
+// Collectives on a session: Join makes the session one rank of an NCCL
+// communicator; collective ops then run as NCCL calls on their streams.
+//
+// Send and recv. NCCL's send and recv block their stream until the peer
+// posts the matching call, so two ranks that each send, then receive, on
+// one stream would wait for each other forever. The session therefore
+// holds back consecutive send and recv ops of one stream and issues them
+// as one NCCL group (which NCCL runs as one concurrent exchange) when
+// anything else is enqueued on that stream (another op, a Record or Wait),
+// at Sync, EndCapture and LaunchGraph. A send or recv whose view overlaps
+// one held back, where one of the two writes, starts a new group, since a
+// group gives no order between its calls. A plan that puts an event
+// record or another op between a send and the recv facing it splits the
+// group, and may then deadlock as NCCL does; the planner keeps them
+// adjacent on the collective stream. With timing on (SetTiming), each is
+// issued alone, so that its events bracket it.
+//
+// Failure. A rank that fails (an NCCL call or a Sync error, the context
+// ending, Close during a run, AbortCollectives) aborts its communicator
+// (ncclCommAbort), which cancels its work in flight; its peers then wait
+// for it in Sync, which watches ncclCommGetAsyncError and gives up after
+// the collective timeout (SetCollectiveTimeout), aborting in turn. After an
+// abort the session refuses collectives: open another session and Join.
+//
+// Capture. NCCL connects ranks lazily, at a collective's first call, and
+// that connection cannot be captured: BeginCapture refuses until every
+// collective op of the graph has run eagerly and a Sync has succeeded
+// since (the executor's warm-up run does that).
+
+var (
+	_ device.Joiner     = (*Session)(nil)
+	_ device.UniqueIDer = (*Backend)(nil)
+)
+
+// DefaultCollectiveTimeout is how long Sync waits for a session with
+// collectives before it declares a peer lost (PyTorch's NCCL default).
+const DefaultCollectiveTimeout = 10 * time.Minute
+
+// collState is a session's communicator and what it holds back.
+type collState struct {
+	nccl    *ncclLib
+	dev     *sessDevice
+	rank    int
+	size    int
+	timeout time.Duration
+
+	mu      sync.Mutex // guards comm and failed: AbortCollectives comes from any goroutine
+	comm    *ncclComm
+	failed  error // why the communicator was aborted
+	waiting time.Time
+
+	clean    bool         // nothing enqueued since the last successful Sync
+	issued   map[int]bool // collective ops issued eagerly since the last Sync
+	warm     map[int]bool // collective ops that ran eagerly and synced
+	calls    *C.dr_nccl_call
+	capCalls int
+	pend     []pendingCall // held back send/recv ops; their records are calls[0:len(pend)]
+	pendOn   *stream
+}
+
+type pendingCall struct {
+	op   *dag.Op
+	view dag.View
+	out  bool // recv: writes view
+}
+
+// SetCollectiveTimeout sets how long Sync waits for work of a session
+// with collectives before it aborts the communicator and fails, naming a
+// lost peer; 0 waits for ever (the context still ends it). Call it after
+// Join.
+func (se *Session) SetCollectiveTimeout(d time.Duration) {
+	if se.coll != nil {
+		se.coll.timeout = d
+	}
+}
+
+// Join makes the session rank w.Rank of a world of w.Size ranks
+// (device.Joiner): ncclCommInitRank with w.UniqueID, on the device the
+// graph's collectives run on, which returns once every rank has joined.
+// Call it once, after Open and before the streams are made; the ranks of
+// one process join from their own goroutines. When ctx ends first, Join
+// returns its error, and the communicator, should the other ranks still
+// come, is aborted as soon as it is made.
+func (se *Session) Join(ctx context.Context, w device.World) error {
+	switch {
+	case se.closed:
+		return errors.New("cuda: Join: the session is closed")
+	case se.coll != nil:
+		return fmt.Errorf("cuda: Join: the session is rank %d of %d already; join once per session", se.coll.rank, se.coll.size)
+	case len(se.streams) > 0:
+		return errors.New("cuda: Join: call Join before making streams")
+	case w.Size < 1 || w.Rank < 0 || w.Rank >= w.Size:
+		return fmt.Errorf("cuda: Join: rank %d of a world of %d ranks", w.Rank, w.Size)
+	case len(w.UniqueID) != C.DR_NCCL_UNIQUE_ID_BYTES:
+		return fmt.Errorf("cuda: Join: the unique id holds %d bytes; NCCL's holds %d (make it with the backend's UniqueID on rank 0)", len(w.UniqueID), C.DR_NCCL_UNIQUE_ID_BYTES)
+	}
+	if err := se.g.CheckWorld(w.Size); err != nil {
+		return err
+	}
+	dev := -1
+	nP2P := 0
+	for _, op := range se.g.Ops {
+		if !op.Kind.IsCollective() {
+			continue
+		}
+		if dev >= 0 && op.Device != dev {
+			return &dag.Error{Op: op.Name, Field: "device", Msg: fmt.Sprintf("runs on device %d, but the rank's other collectives on device %d", op.Device, dev),
+				Hint: "a rank's collectives run on one device: its own"}
+		}
+		dev = op.Device
+		if op.Kind == dag.Send || op.Kind == dag.Recv {
+			nP2P++
+		}
+	}
+	if dev < 0 {
+		dev = 0
+		if len(se.g.Ops) > 0 {
+			dev = se.g.Ops[0].Device
+		}
+	}
+	lib, err := se.b.loadNCCL()
+	if err != nil {
+		return fmt.Errorf("cuda: Join: %w", err)
+	}
+	d, err := se.device(dev)
+	if err != nil {
+		return fmt.Errorf("cuda: Join: %w", err)
+	}
+	var id NCCLUniqueID
+	copy(id[:], w.UniqueID)
+	type made struct {
+		comm *ncclComm
+		err  error
+	}
+	ch := make(chan made, 1)
+	gone := make(chan struct{})
+	go func() {
+		c, err := lib.initRank(se.drv, d.ctx, w.Size, w.Rank, id)
+		select {
+		case ch <- made{c, err}:
+		case <-gone:
+			if c != nil {
+				c.abort()
+			}
+		}
+	}()
+	var m made
+	select {
+	case m = <-ch:
+	case <-ctx.Done():
+		close(gone)
+		select { // it may have finished meanwhile
+		case m = <-ch:
+			if m.comm != nil {
+				m.comm.abort()
+			}
+		default:
+		}
+		return fmt.Errorf("cuda: Join: rank %d of %d: waiting for the other ranks: %w", w.Rank, w.Size, ctx.Err())
+	}
+	if m.err != nil {
+		return fmt.Errorf("cuda: Join: rank %d of %d on device %d: %w", w.Rank, w.Size, dev, m.err)
+	}
+	capCalls := max(nP2P, 1)
+	calls := (*C.dr_nccl_call)(C.calloc(C.size_t(capCalls), C.sizeof_dr_nccl_call))
+	if calls == nil {
+		m.comm.abort()
+		return errors.New("cuda: Join: out of host memory")
+	}
+	se.track(&se.live.HostAllocs, 1)
+	se.coll = &collState{nccl: lib, dev: d, rank: w.Rank, size: w.Size, timeout: DefaultCollectiveTimeout,
+		comm: m.comm, clean: true, issued: map[int]bool{}, warm: map[int]bool{}, calls: calls, capCalls: capCalls}
+	return nil
+}
+
+// Rank is the session's rank and world size after Join; ok is false before.
+func (se *Session) Rank() (rank, size int, ok bool) {
+	if se.coll == nil {
+		return 0, 0, false
+	}
+	return se.coll.rank, se.coll.size, true
+}
+
+// prepareCollective checks a collective op at Open; its NCCL call is made
+// at each Run, once the session has joined a world.
+func (se *Session) prepareCollective(st *opState, op *dag.Op) error {
+	if op.Collective == nil {
+		return errors.New("a collective without its parameters (build it with the dag.Builder's methods)")
+	}
+	for _, a := range op.Access {
+		if a.Buf.Placement != dag.Device || a.Buf.Device != op.Device {
+			return fmt.Errorf("collectives work on the memory of their own device (%d): %s is not on it", op.Device, a.Buf.Name)
+		}
+	}
+	if _, err := ncclDType(op.Access[0].Buf.DType); err != nil {
+		return err
+	}
+	st.act = actCollective
+	return nil
+}
+
+// record fills the NCCL call of op, on stream s, into rec; issue sets
+// its communicator.
+func (se *Session) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error {
+	for _, a := range op.Access {
+		if se.bufs[a.Buf.ID].dptr == 0 {
+			return fmt.Errorf("temporary buffer %s is not allocated", a.Buf.Name)
+		}
+	}
+	dt := op.Access[0].Buf.DType
+	ndt, err := ncclDType(dt)
+	if err != nil {
+		return err
+	}
+	first := op.Access[0].View
+	*rec = C.dr_nccl_call{kind: ncclCallKinds[op.Kind], dtype: ndt, op: C.int(op.Collective.Reduction), stream: s.h}
+	rec.send, rec.recv = se.ptr(first), se.ptr(first)
+	count := first.Size / dt.Size()
+	switch op.Kind {
+	case dag.AllGather: // count is of in
+		rec.recv = se.ptr(op.Access[1].View)
+	case dag.ReduceScatter: // count is of out
+		rec.recv = se.ptr(op.Access[1].View)
+		count = op.Access[1].Size / dt.Size()
+	case dag.Broadcast:
+		rec.arg = C.int(op.Collective.Root)
+	case dag.Send, dag.Recv:
+		rec.arg = C.int(op.Collective.Peer)
+	}
+	rec.count = C.size_t(count)
+	return nil
+}
+
+// usable reports why the session cannot issue collectives now, if it
+// cannot. The caller holds c.mu.
+func (c *collState) usable() error {
+	if c.failed != nil {
+		return fmt.Errorf("the communicator was aborted (%v): open another session and Join again", c.failed)
+	}
+	if c.comm == nil || c.comm.comm == nil {
+		return errors.New("the communicator is closed")
+	}
+	return nil
+}
+
+// runCollective issues op's NCCL call on s, or holds a send or recv back
+// to group it with its neighbours.
+func (se *Session) runCollective(s *stream, st *opState) error {
+	c := se.coll
+	op := st.op
+	if c == nil {
+		return errors.New("collectives need the ranks of a world: Join the session to one (the executor's world option) before running")
+	}
+	c.clean = false
+	if se.capture == nil {
+		c.issued[op.ID] = true
+	}
+	p2p := op.Kind == dag.Send || op.Kind == dag.Recv
+	if p2p && !se.timing {
+		pc := pendingCall{op: op, view: op.Access[0].View, out: op.Kind == dag.Recv}
+		if c.pendOn != nil && (c.pendOn != s || len(c.pend) == c.capCalls || conflicts(c.pend, pc)) {
+			if err := se.issuePending(); err != nil {
+				return err
+			}
+		}
+		recs := unsafe.Slice(c.calls, c.capCalls)
+		if err := se.record(&recs[len(c.pend)], s, op); err != nil {
+			return err
+		}
+		c.pend = append(c.pend, pc)
+		c.pendOn = s
+		return nil
+	}
+	if err := se.issuePending(); err != nil {
+		return err
+	}
+	if err := se.record(c.calls, s, op); err != nil {
+		return err
+	}
+	return se.issue(1, func(int) *dag.Op { return op })
+}
+
+// conflicts reports whether pc must follow a held-back call rather than
+// run beside it.
+func conflicts(pend []pendingCall, pc pendingCall) bool {
+	for _, p := range pend {
+		if (p.out || pc.out) && p.view.Buf == pc.view.Buf && p.view.Overlaps(pc.view) {
+			return true
+		}
+	}
+	return false
+}
+
+// flushP2P issues the held-back sends and recvs before work of action act
+// is enqueued on s (nil: at Sync), unless that work joins them.
+func (se *Session) flushP2P(s *stream, act action) error {
+	c := se.coll
+	if c == nil || c.pendOn == nil || (s != nil && s != c.pendOn) || act == actCollective {
+		return nil
+	}
+	return se.issuePending()
+}
+
+// issuePending issues the held-back calls as one group.
+func (se *Session) issuePending() error {
+	c := se.coll
+	if c == nil || len(c.pend) == 0 {
+		return nil
+	}
+	pend := c.pend
+	c.pend, c.pendOn = c.pend[:0], nil
+	return se.issue(len(pend), func(i int) *dag.Op { return pend[i].op })
+}
+
+// issue calls the first n records of c.calls as one group; opOf names the
+// op of each for errors. A failed call aborts the communicator.
+func (se *Session) issue(n int, opOf func(int) *dag.Op) error {
+	c := se.coll
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return err
+	}
+	recs := unsafe.Slice(c.calls, n)
+	for i := range recs {
+		recs[i].comm = c.comm.comm
+	}
+	var failed C.int
+	r := C.c_group(se.drv.api, c.dev.ctx, c.nccl.lib, c.calls, C.int(n), &failed)
+	if r == C.DR_NCCL_SUCCESS {
+		return nil
+	}
+	call := "ncclGroupEnd"
+	var op *dag.Op
+	if failed >= 0 {
+		op = opOf(int(failed))
+		call = ncclCallNames[op.Kind]
+	}
+	err := c.nccl.check(call, r)
+	c.abortLocked(err)
+	if op != nil && n > 1 {
+		return &dag.OpError{Op: op.Name, Err: err}
+	}
+	return err
+}
+
+// abortLocked aborts the communicator; the caller holds c.mu.
+func (c *collState) abortLocked(cause error) {
+	if c.comm == nil || c.comm.comm == nil {
+		return
+	}
+	if c.failed == nil {
+		c.failed = cause
+	}
+	c.comm.abort()
+}
+
+// AbortCollectives aborts the session's communicator, cancelling its work
+// in flight, so that the session and its peers stop waiting for each
+// other; collectives are refused afterwards. It is safe from any
+// goroutine: a process running several ranks calls it on the others when
+// one fails. It does nothing before Join.
+func (se *Session) AbortCollectives(cause error) {
+	c := se.coll
+	if c == nil {
+		return
+	}
+	if cause == nil {
+		cause = errors.New("aborted")
+	}
+	c.mu.Lock()
+	c.abortLocked(cause)
+	c.mu.Unlock()
+}
+
+// collWatch runs while Sync waits: it reports an error NCCL found
+// asynchronously, or the collective timeout passing, aborting the
+// communicator in either case.
+func (se *Session) collWatch() error {
+	c := se.coll
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed != nil {
+		return fmt.Errorf("the communicator was aborted: %w", c.failed)
+	}
+	if c.comm == nil || c.comm.comm == nil {
+		return nil
+	}
+	if err := c.comm.asyncError(); err != nil {
+		c.abortLocked(err)
+		return fmt.Errorf("rank %d of %d: %w (a peer failed or left; the communicator was aborted)", c.rank, c.size, err)
+	}
+	if c.waiting.IsZero() {
+		c.waiting = time.Now()
+	}
+	if c.timeout > 0 && time.Since(c.waiting) > c.timeout {
+		err := fmt.Errorf("rank %d of %d: the run's collectives did not finish within %v: another rank failed, left or never started them; the communicator was aborted (raise the collective timeout if the run is that long)",
+			c.rank, c.size, c.timeout)
+		c.abortLocked(err)
+		return err
+	}
+	return nil
+}
+
+// afterSync ends a Sync: on success the collectives it waited for are
+// warm (capturable); on failure, or when ctx ended (even if the work
+// finished: the caller may have stopped submitting before this rank's
+// collectives), the communicator is aborted so that no peer waits for
+// this rank.
+func (se *Session) afterSync(ctx context.Context, err error) error {
+	c := se.coll
+	if c == nil {
+		return err
+	}
+	c.mu.Lock()
+	c.waiting = time.Time{}
+	c.mu.Unlock()
+	if err == nil && ctx.Err() == nil {
+		c.clean = true
+		for id := range c.issued {
+			c.warm[id] = true
+		}
+		clear(c.issued)
+		return nil
+	}
+	cause := err
+	if cause == nil || ctx.Err() != nil {
+		cause = fmt.Errorf("rank %d abandoned its run: %w", c.rank, ctx.Err())
+	}
+	se.AbortCollectives(cause)
+	clear(c.issued)
+	return err
+}
+
+// collCaptureReady reports why the session cannot capture its
+// collectives yet, if it cannot.
+func (se *Session) collCaptureReady() error {
+	c := se.coll
+	for _, op := range se.g.Ops {
+		if !op.Kind.IsCollective() {
+			continue
+		}
+		if c == nil {
+			return &dag.OpError{Op: op.Name, Err: errors.New("collectives need the ranks of a world: Join the session before capturing")}
+		}
+		if !c.warm[op.ID] {
+			return &dag.OpError{Op: op.Name, Err: errors.New("NCCL connects ranks at a collective's first call, which a graph cannot capture: run the plan eagerly once (and Sync) before capturing it")}
+		}
+	}
+	return nil
+}
+
+// closeComm ends the communicator at Close: ncclCommDestroy when the last
+// run finished cleanly, ncclCommAbort when work may be in flight or a peer
+// may be waiting.
+func (se *Session) closeComm() error {
+	c := se.coll
+	if c == nil {
+		return nil
+	}
+	c.pend, c.pendOn = nil, nil
+	c.mu.Lock()
+	var err error
+	if c.comm != nil && c.comm.comm != nil {
+		if c.clean && c.failed == nil {
+			err = c.comm.destroy()
+		} else {
+			err = c.comm.abort()
+		}
+	}
+	c.mu.Unlock()
+	if c.calls != nil {
+		C.free(unsafe.Pointer(c.calls))
+		c.calls = nil
+		se.track(&se.live.HostAllocs, -1)
+	}
+	return err
+}

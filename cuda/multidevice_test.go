@@ -1,0 +1,695 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/internal/comm"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// Session-level multi-GPU tests: ranks as sessions of one backend, each
+// joined from its own goroutine; plans across devices captured as one
+// graph. They skip without 2 devices (or NCCL, where they need it) and
+// fail instead under DAGRUN_REQUIRE_GPUS=2.
+
+// twoDeviceBackend opens a backend on a machine with at least 2 devices.
+func twoDeviceBackend(tb testing.TB, opts ...Option) *Backend {
+	tb.Helper()
+	os.Setenv("NCCL_NVLS_ENABLE", "0") // never NVLink multicast on a shared host
+	b, err := New(opts...)
+	if err != nil {
+		skipOrFailNCCL(tb, requireTwo(), "no driver: %v", err)
+	}
+	n, err := b.drv.deviceCount()
+	require.NoError(tb, err)
+	if n < 2 {
+		b.Close()
+		skipOrFailNCCL(tb, requireTwo(), "%d device(s); the test needs 2", n)
+	}
+	tb.Cleanup(func() {
+		assert.NoError(tb, b.Close())
+		assert.Zero(tb, b.Live().Total(), "the closed backend holds %+v", b.Live())
+	})
+	return b
+}
+
+// needNCCL skips (or fails) when b cannot load NCCL.
+func needNCCL(tb testing.TB, b *Backend) {
+	tb.Helper()
+	if _, err := b.loadNCCL(); err != nil {
+		skipOrFailNCCL(tb, requireTwo(), "%v", err)
+	}
+}
+
+// onRanks runs f for every rank at once, each in its own goroutine (NCCL's
+// ranks of one process block until all have joined), and returns their
+// errors.
+func onRanks(n int, f func(r int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() { errs[r] = f(r) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// ranks opens a session of graphs[r] for every rank r, joins them into
+// one world and makes their plans' streams and events. The test closes
+// them.
+func ranks(t testing.TB, b *Backend, graphs []*dag.Graph, timeout time.Duration) ([]*Session, []*planner.Plan) {
+	t.Helper()
+	id, err := b.UniqueID()
+	require.NoError(t, err)
+	n := len(graphs)
+	ss := make([]*Session, n)
+	ps := make([]*planner.Plan, n)
+	for r, g := range graphs {
+		ps[r], err = planner.New(g, planner.Options{})
+		require.NoError(t, err)
+		ss[r], err = b.OpenSession(t.Context(), g)
+		require.NoError(t, err)
+		se := ss[r]
+		t.Cleanup(func() { se.Close() })
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for r, err := range onRanks(n, func(r int) error {
+		return ss[r].Join(ctx, device.World{Rank: r, Size: n, UniqueID: id})
+	}) {
+		require.NoError(t, err, "rank %d joins", r)
+	}
+	for r, se := range ss {
+		se.SetCollectiveTimeout(timeout)
+		for _, s := range ps[r].Streams {
+			require.NoError(t, se.NewStream(s.Device, s.Priority))
+		}
+		for range ps[r].Events {
+			require.NoError(t, se.NewEvent())
+		}
+	}
+	return ss, ps
+}
+
+// collCase is one collective of the rank graphs, with its CPU reference.
+type collCase struct {
+	label   string
+	in, out []*dag.Buffer // per rank
+	cpu     func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error
+}
+
+// rankGraphs builds rank r's graph for every rank of 2: every collective
+// of dt, each on buffers of its own, its input copied from a persistent
+// source first so that runs and replays repeat. It ends with a send/recv
+// swap that faces the other rank's.
+func rankGraphs(t testing.TB, dt dag.DType, elems int) ([]*dag.Graph, []collCase) {
+	const world = 2
+	es := dt.Size()
+	var cases []collCase
+	type decl struct {
+		label   string
+		kind    dag.OpKind
+		red     dag.Reduction
+		in, out int // elements per rank
+		cpu     func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error
+	}
+	var decls []decl
+	for _, red := range dag.Reductions() {
+		decls = append(decls,
+			decl{"all_reduce " + red.String(), dag.AllReduce, red, elems, elems, func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error {
+				copy(out, in)
+				return c.AllReduce(ctx, out, dt, red)
+			}},
+			decl{"reduce_scatter " + red.String(), dag.ReduceScatter, red, world * elems, elems, func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error {
+				return c.ReduceScatter(ctx, in, out, dt, red)
+			}})
+	}
+	decls = append(decls,
+		decl{"all_gather", dag.AllGather, 0, elems, world * elems, func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error {
+			return c.AllGather(ctx, in, out)
+		}},
+		decl{"broadcast root 1", dag.Broadcast, 0, elems, elems, func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error {
+			copy(out, in)
+			return c.Broadcast(ctx, out, 1)
+		}},
+		decl{"send/recv swap", dag.Send, 0, elems, elems, func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error {
+			peer := 1 - c.Rank()
+			errc := make(chan error, 1)
+			go func() { errc <- c.Send(ctx, in, peer) }()
+			return errors.Join(c.Recv(ctx, out, peer), <-errc)
+		}})
+	graphs := make([]*dag.Graph, world)
+	cases = make([]collCase, len(decls))
+	for r := range world {
+		g := dag.New()
+		for i, d := range decls {
+			src := g.Buffer(fmt.Sprintf("src%d", i), int64(d.in)*es, dag.OnDevice(r), dag.Of(dt), dag.Contents(gpuRankData(dt, r, d.in)))
+			in := g.Buffer(fmt.Sprintf("in%d", i), int64(d.in)*es, dag.OnDevice(r), dag.Of(dt))
+			g.Copy(in.All(), src.All()).OnDevice(r)
+			out := in
+			if d.kind != dag.AllReduce && d.kind != dag.Broadcast {
+				out = g.Buffer(fmt.Sprintf("out%d", i), int64(d.out)*es, dag.OnDevice(r), dag.Of(dt))
+			}
+			switch d.kind {
+			case dag.AllReduce:
+				g.AllReduce(in.All(), d.red).OnDevice(r)
+			case dag.ReduceScatter:
+				g.ReduceScatter(in.All(), out.All(), d.red).OnDevice(r)
+			case dag.AllGather:
+				g.AllGather(in.All(), out.All()).OnDevice(r)
+			case dag.Broadcast:
+				g.Broadcast(in.All(), 1).OnDevice(r)
+			case dag.Send:
+				// Both ranks send first: only a group keeps them apart.
+				g.Send(in.All(), 1-r).OnDevice(r)
+				g.Recv(out.All(), 1-r).OnDevice(r)
+			}
+			cases[i].label, cases[i].cpu = d.label, d.cpu
+			cases[i].in, cases[i].out = append(cases[i].in, src), append(cases[i].out, out)
+		}
+		var err error
+		graphs[r], err = g.Build()
+		require.NoError(t, err)
+	}
+	return graphs, cases
+}
+
+// wantOnCPU computes every case's expected outputs with internal/comm.
+func wantOnCPU(t testing.TB, dt dag.DType, cases []collCase) [][][]byte {
+	want := make([][][]byte, len(cases))
+	for i, c := range cases {
+		cpu, err := comm.NewLocal(2, comm.Options{Timeout: 30 * time.Second})
+		require.NoError(t, err)
+		want[i] = make([][]byte, 2)
+		for r, err := range onRanks(2, func(r int) error {
+			want[i][r] = make([]byte, c.out[r].Size)
+			return c.cpu(t.Context(), cpu[r], c.in[r].InitialBytes(), want[i][r], dt)
+		}) {
+			require.NoError(t, err, "%s on the CPU, rank %d", c.label, r)
+		}
+	}
+	return want
+}
+
+func checkRanks(t testing.TB, ss []*Session, dt dag.DType, cases []collCase, want [][][]byte, what string) {
+	t.Helper()
+	for i, c := range cases {
+		for r, se := range ss {
+			got, err := se.Read(c.out[r])
+			require.NoError(t, err)
+			assert.NoError(t, closeEnough(dt, got, want[i][r]), "%s %s, rank %d", what, c.label, r)
+		}
+	}
+}
+
+// TestSessionCollectivesGPU runs every collective and dtype through two
+// joined sessions, eagerly (twice) and as captured graphs replayed twice,
+// each against internal/comm's CPU collectives; then closes and checks
+// that nothing is left.
+func TestSessionCollectivesGPU(t *testing.T) {
+	b := twoDeviceBackend(t)
+	needNCCL(t, b)
+	const elems = 4099
+	for _, dt := range []dag.DType{dag.U8, dag.I32, dag.I64, dag.F32, dag.F64} {
+		t.Run(dt.String(), func(t *testing.T) {
+			graphs, cases := rankGraphs(t, dt, elems)
+			want := wantOnCPU(t, dt, cases)
+			ss, ps := ranks(t, b, graphs, time.Minute)
+			for run := range 2 {
+				for r, err := range onRanks(2, func(r int) error {
+					if err := submit(ss[r], ps[r]); err != nil {
+						return err
+					}
+					return ss[r].Sync(t.Context())
+				}) {
+					require.NoError(t, err, "eager run %d, rank %d", run, r)
+				}
+				checkRanks(t, ss, dt, cases, want, fmt.Sprintf("eager run %d", run))
+			}
+			gids := make([]int, 2)
+			for r, err := range onRanks(2, func(r int) error {
+				se := ss[r]
+				if err := se.BeginCapture(0); err != nil {
+					return err
+				}
+				if err := submit(se, ps[r]); err != nil {
+					se.EndCapture(0)
+					return err
+				}
+				gi, err := se.EndCapture(0)
+				if err != nil {
+					return err
+				}
+				gids[r] = gi
+				return se.Instantiate(gi)
+			}) {
+				require.NoError(t, err, "capture, rank %d", r)
+			}
+			for replay := range 2 {
+				for r, se := range ss { // outputs (in place: the working copy) to zeros, so a replay that does nothing fails
+					for _, c := range cases {
+						require.NoError(t, se.Write(c.out[r], make([]byte, c.out[r].Size)))
+					}
+				}
+				for r, err := range onRanks(2, func(r int) error {
+					if err := ss[r].LaunchGraph(gids[r], 0); err != nil {
+						return err
+					}
+					return ss[r].Sync(t.Context())
+				}) {
+					require.NoError(t, err, "replay %d, rank %d", replay, r)
+				}
+				checkRanks(t, ss, dt, cases, want, fmt.Sprintf("replay %d", replay))
+			}
+			closeRanks(t, b, ss)
+		})
+	}
+}
+
+// twoDevicePlan is a pipeline across devices 0 and 1 with peer copies
+// both ways, into and out of t0 and t1, with kernels on both devices. With
+// tmp, t0 and t1 are temporaries (pool memory reached by the peer; memory
+// nodes in a graph, which the driver will not update in place).
+func twoDevicePlan(t testing.TB, tmp bool) *dag.Graph {
+	const n = 1 << 18
+	g := dag.New()
+	grid, block := dag.Dim3{X: 256, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
+	x0 := g.Buffer("x0", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(1))
+	y1 := g.Buffer("y1", 4*n, dag.OnDevice(1), dag.Of(dag.F32), dag.Random(2))
+	life := []dag.BufferOption{dag.Zeros()}
+	if tmp {
+		life = []dag.BufferOption{dag.Temporary()}
+	}
+	t1 := g.Buffer("t1", 4*n, append(life, dag.OnDevice(1), dag.Of(dag.F32))...)
+	t0 := g.Buffer("t0", 4*n, append(life, dag.OnDevice(0), dag.Of(dag.F32))...)
+	alloc := func(b *dag.Buffer, dev int) {
+		if tmp {
+			g.Alloc(b).OnDevice(dev)
+		}
+	}
+	free := func(b *dag.Buffer, dev int) {
+		if tmp {
+			g.Free(b).OnDevice(dev)
+		}
+	}
+	out0 := g.Buffer("out0", 4*n, dag.OnDevice(0), dag.Of(dag.F32))
+	out1 := g.Buffer("out1", 4*n, dag.OnDevice(1), dag.Of(dag.F32))
+	g.Launch(dag.Scale, grid, block, x0, float32(1.5))
+	alloc(t1, 1)
+	g.Copy(t1.All(), x0.All()).OnDevice(1) // peer: device 0 to device 1
+	g.Launch(dag.Axpy, grid, block, y1, t1, float32(0.25)).OnDevice(1)
+	g.Copy(out1.All(), t1.All()).OnDevice(1)
+	free(t1, 1)
+	alloc(t0, 0)
+	g.Copy(t0.All(), y1.All()) // peer: device 1 to device 0
+	g.Launch(dag.Axpy, grid, block, t0, x0, float32(-2))
+	g.Copy(out0.All(), t0.All())
+	free(t0, 0)
+	graph, err := g.Build()
+	require.NoError(t, err)
+	return graph
+}
+
+// TestCaptureAcrossDevicesGPU captures a plan whose ops span 2 devices as
+// one graph, and checks that eager runs, replays and an update in place
+// all equal the sequential reference and the CPU backend; with peer
+// access and through host memory (NoPeer).
+func TestCaptureAcrossDevicesGPU(t *testing.T) {
+	for _, c := range []struct{ noPeer, tmp bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+		noPeer := c.noPeer
+		t.Run(fmt.Sprintf("noPeer=%v/temporaries=%v", c.noPeer, c.tmp), func(t *testing.T) {
+			var opts []Option
+			if noPeer {
+				opts = append(opts, NoPeer())
+			}
+			b := twoDeviceBackend(t, opts...)
+			topo, err := b.Topology()
+			require.NoError(t, err)
+			t.Logf("topology: %v", topo)
+			if noPeer {
+				assert.False(t, topo.PeerAccess(0, 1), "NoPeer reports no peer access")
+			}
+			g := twoDevicePlan(t, c.tmp)
+			p, err := planner.New(g, planner.Options{Topology: topo})
+			require.NoError(t, err)
+			se := openSession(t, b, g)
+			require.NoError(t, runPlan(t.Context(), se, p, true))
+			checkResults(t, se, p, 1)
+			require.NoError(t, se.BeginCapture(0))
+			require.NoError(t, submit(se, p))
+			gi, err := se.EndCapture(0)
+			require.NoError(t, err)
+			require.NoError(t, se.Instantiate(gi))
+			for replay := range 3 {
+				for _, buf := range g.Buffers {
+					if buf.Name == "out0" || buf.Name == "out1" {
+						require.NoError(t, se.Write(buf, make([]byte, buf.Size)))
+					}
+				}
+				require.NoError(t, se.LaunchGraph(gi, 0))
+				require.NoError(t, se.Sync(t.Context()), "replay %d", replay)
+				checkResults(t, se, p, 1)
+			}
+			require.NoError(t, se.BeginCapture(0))
+			require.NoError(t, submit(se, p))
+			fresh, err := se.EndCapture(0)
+			require.NoError(t, err)
+			inPlace, err := se.UpdateGraph(gi, fresh)
+			require.NoError(t, err)
+			if !c.tmp {
+				assert.True(t, inPlace, "the same plan recaptured updates in place: %s", se.GraphStats().LastUpdateError)
+			}
+			require.NoError(t, se.LaunchGraph(gi, 0))
+			require.NoError(t, se.Sync(t.Context()))
+			checkResults(t, se, p, 1)
+			require.NoError(t, se.Close())
+			assertReleased(t, b, "after the session closed")
+		})
+	}
+}
+
+// warmRanks runs every rank's plan once, so that NCCL has connected the
+// ranks (a rank lost before that leaves its peers blocked inside NCCL's
+// first call, which no timeout of dagrun's reaches).
+func warmRanks(t testing.TB, ss []*Session, ps []*planner.Plan) {
+	t.Helper()
+	for r, err := range onRanks(len(ss), func(r int) error {
+		if err := submit(ss[r], ps[r]); err != nil {
+			return err
+		}
+		return ss[r].Sync(t.Context())
+	}) {
+		require.NoError(t, err, "warm-up, rank %d", r)
+	}
+}
+
+// closeRanks closes the ranks' sessions at once, as the ranks of a
+// process do, and checks that nothing is left.
+func closeRanks(t testing.TB, b *Backend, ss []*Session) {
+	t.Helper()
+	for r, err := range onRanks(len(ss), func(r int) error { return ss[r].Close() }) {
+		assert.NoError(t, err, "closing rank %d", r)
+	}
+	assertReleased(t, b, "after the ranks closed")
+}
+
+// deviceFree is cuMemGetInfo's free memory of devices 0 and 1.
+func deviceFree(t testing.TB, b *Backend) []uint64 {
+	t.Helper()
+	free := make([]uint64, 2)
+	for d := range 2 {
+		g, err := b.device(d)
+		require.NoError(t, err)
+		free[d], _, err = b.drv.memInfo(g.ctx)
+		require.NoError(t, err)
+	}
+	return free
+}
+
+// assertFreeBack checks that the devices' free memory came back to
+// before, within slack (the driver and NCCL keep a little for reuse; a
+// leaked communicator or buffer set is far larger).
+func assertFreeBack(t testing.TB, b *Backend, before []uint64, what string) {
+	t.Helper()
+	const slack = 64 << 20
+	for d, now := range deviceFree(t, b) {
+		assert.GreaterOrEqual(t, now+slack, before[d], "device %d: free memory %s is %d MiB below the baseline", d, what, (int64(before[d])-int64(now))>>20)
+	}
+}
+
+// TestRankFailureGPU: one rank fails before its collective (it aborts, as
+// the executor's ranks helper does on an op error); the other, waiting in
+// Sync, fails within the collective timeout instead of hanging, and
+// everything is released.
+func TestRankFailureGPU(t *testing.T) {
+	b := twoDeviceBackend(t)
+	needNCCL(t, b)
+	graphs, _ := rankGraphs(t, dag.F32, 1<<20)
+	ss, ps := ranks(t, b, graphs, time.Minute) // a clean cycle first: what stays loaded for good
+	warmRanks(t, ss, ps)
+	closeRanks(t, b, ss)
+	before := deviceFree(t, b)
+	ss, ps = ranks(t, b, graphs, 3*time.Second)
+	warmRanks(t, ss, ps)
+	failed := errors.New("rank 1 failed (test)")
+	start := time.Now()
+	errs := onRanks(2, func(r int) error {
+		if r == 1 {
+			ss[1].AbortCollectives(failed)
+			return failed
+		}
+		if err := submit(ss[0], ps[0]); err != nil {
+			return err
+		}
+		return ss[0].Sync(t.Context())
+	})
+	took := time.Since(start)
+	require.Error(t, errs[0], "rank 0 must fail when rank 1 does")
+	t.Logf("rank 0 after %v: %v", took, errs[0])
+	assert.Less(t, took, 60*time.Second, "rank 0 gave up within the timeout")
+	err := ss[1].Run(0, graphs[1].Ops[1])
+	if err == nil {
+		err = ss[1].Sync(t.Context())
+	}
+	assert.ErrorContains(t, err, "aborted", "an aborted rank refuses collectives")
+	closeRanks(t, b, ss)
+	assertFreeBack(t, b, before, "after the failed ranks closed")
+}
+
+// TestRankCancelGPU: a rank whose context ends mid-run aborts; its peer
+// fails within the timeout.
+func TestRankCancelGPU(t *testing.T) {
+	b := twoDeviceBackend(t)
+	needNCCL(t, b)
+	graphs, _ := rankGraphs(t, dag.F32, 1<<20)
+	ss, ps := ranks(t, b, graphs, time.Minute)
+	warmRanks(t, ss, ps)
+	closeRanks(t, b, ss)
+	before := deviceFree(t, b)
+	ss, ps = ranks(t, b, graphs, 5*time.Second)
+	warmRanks(t, ss, ps)
+	start := time.Now()
+	errs := onRanks(2, func(r int) error {
+		ctx := t.Context()
+		if r == 1 {
+			c, cancel := context.WithCancel(ctx)
+			cancel()
+			ctx = c
+			// Rank 1 submits only its first op and gives up.
+			if err := ss[1].Run(int(ps[1].OpStream[0]), graphs[1].Ops[0]); err != nil {
+				return err
+			}
+		} else if err := submit(ss[0], ps[0]); err != nil {
+			return err
+		}
+		return ss[r].Sync(ctx)
+	})
+	if errs[1] != nil { // nil when its one op finished before Sync looked at ctx
+		assert.ErrorIs(t, errs[1], context.Canceled)
+	}
+	assert.Error(t, errs[0], "rank 0 must fail when rank 1 gives up")
+	assert.Less(t, time.Since(start), 60*time.Second)
+	err := ss[1].Run(0, graphs[1].Ops[1])
+	if err == nil {
+		err = ss[1].Sync(t.Context())
+	}
+	assert.ErrorContains(t, err, "aborted", "a rank whose context ended has aborted its communicator")
+	closeRanks(t, b, ss)
+	assertFreeBack(t, b, before, "after the cancelled ranks closed")
+}
+
+// TestSessionNCCLMissing: with no NCCL to load, UniqueID and Join fail with an
+// error that names libnccl.so.2, and a graph with collectives still opens
+// (and refuses to run them) on one device.
+func TestSessionNCCLMissing(t *testing.T) {
+	b := gpuBackend(t, LibNCCL(t.TempDir()))
+	_, err := b.UniqueID()
+	require.ErrorIs(t, err, ErrNoNCCL)
+	assert.ErrorContains(t, err, "libnccl.so.2")
+	g := dag.New()
+	v := g.Buffer("v", 1024, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+	ar := g.AllReduce(v.All(), dag.Sum)
+	graph, err := g.Build()
+	require.NoError(t, err)
+	se := openSession(t, b, graph)
+	err = se.Join(t.Context(), device.World{Rank: 0, Size: 1, UniqueID: make([]byte, 128)})
+	require.ErrorIs(t, err, ErrNoNCCL)
+	assert.ErrorContains(t, err, "libnccl.so.2")
+	require.NoError(t, se.NewStream(0, dag.Normal))
+	err = se.Run(0, ar)
+	assert.ErrorContains(t, err, "Join the session")
+	require.NoError(t, se.Close())
+	assertReleased(t, b, "")
+}
+
+// BenchmarkSessionPeerCopy: 256 MiB from device 1 to device 0 through a
+// session (peer access enabled by the backend) against a raw C loop of
+// cuMemcpyPeerAsync on the same buffers and stream, in the same run.
+func BenchmarkSessionPeerCopy(b *testing.B) {
+	for _, noPeer := range []bool{false, true} {
+		var opts []Option
+		name := "peer"
+		if noPeer {
+			opts, name = append(opts, NoPeer()), "via-host"
+		}
+		b.Run(name, func(b *testing.B) {
+			be := twoDeviceBackend(b, opts...)
+			const n = 256 << 20
+			g := dag.New()
+			src := g.Buffer("src", n, dag.OnDevice(1))
+			dst := g.Buffer("dst", n, dag.OnDevice(0))
+			cp := g.Copy(dst.All(), src.All())
+			graph, err := g.Build()
+			require.NoError(b, err)
+			se := openSession(b, be, graph)
+			require.NoError(b, se.NewStream(0, dag.Normal))
+			s := &se.streams[0]
+			sb, db := &se.bufs[src.ID], &se.bufs[dst.ID]
+			report := func(b *testing.B, start time.Time) {
+				b.ReportMetric(float64(n)*float64(b.N)/time.Since(start).Seconds()/1e9, "GB/s")
+			}
+			for range 2 { // warm-up
+				require.NoError(b, se.Run(0, cp))
+			}
+			require.NoError(b, se.Sync(b.Context()))
+			b.Run("256MiB/session", func(b *testing.B) {
+				b.ReportAllocs()
+				start := time.Now()
+				for range b.N {
+					if err := se.Run(0, cp); err != nil {
+						b.Fatal(err)
+					}
+				}
+				require.NoError(b, se.Sync(b.Context()))
+				report(b, start)
+			})
+			b.Run("256MiB/raw", func(b *testing.B) {
+				b.ReportAllocs()
+				start := time.Now()
+				require.NoError(b, be.drv.rawPeerCopies(s.dev.ctx, db.dptr, db.dev.ctx, sb.dptr, sb.dev.ctx, n, s.h, b.N))
+				report(b, start)
+			})
+		})
+	}
+}
+
+// BenchmarkSessionAllReduce: all-reduce of 256 MiB f32 (bus bandwidth) and
+// of 4 KiB (microseconds per call over 1,000 chained calls) across 2
+// joined sessions, eagerly and as a replayed graph, against each rank's
+// raw C loop of ncclAllReduce on the same buffers and streams.
+func BenchmarkSessionAllReduce(b *testing.B) {
+	be := twoDeviceBackend(b)
+	needNCCL(b, be)
+	for _, size := range []int64{256 << 20, 4 << 10} {
+		chain := 1
+		if size < 1<<20 {
+			chain = 1000
+		}
+		name := dag.FormatBytes(size)
+		graphs := make([]*dag.Graph, 2)
+		for r := range 2 {
+			g := dag.New()
+			v := g.Buffer("v", size, dag.OnDevice(r), dag.Of(dag.F32), dag.Zeros())
+			g.AllReduce(v.All(), dag.Sum).OnDevice(r)
+			var err error
+			graphs[r], err = g.Build()
+			require.NoError(b, err)
+		}
+		ss, ps := ranks(b, be, graphs, time.Minute)
+		stream := func(r int) int { return int(ps[r].OpStream[0]) }
+		eager := func(r int, n int) error {
+			op := graphs[r].Ops[0]
+			for range n * chain {
+				if err := ss[r].Run(stream(r), op); err != nil {
+					return err
+				}
+			}
+			return ss[r].Sync(context.Background())
+		}
+		report := func(b *testing.B, start time.Time) {
+			per := time.Since(start).Seconds() / float64(b.N*chain)
+			if chain > 1 {
+				b.ReportMetric(per*1e6, "us/call")
+			} else {
+				b.ReportMetric(float64(size)/per/1e9, "busGB/s") // 2(n-1)/n = 1 for 2 ranks
+			}
+		}
+		requireAll := func(b *testing.B, errs []error) {
+			for r, err := range errs {
+				require.NoError(b, err, "rank %d", r)
+			}
+		}
+		requireAll(b, onRanks(2, func(r int) error { return eager(r, 1) })) // warm-up: NCCL connects
+		b.Run(name+"/eager/session", func(b *testing.B) {
+			b.ReportAllocs()
+			start := time.Now()
+			requireAll(b, onRanks(2, func(r int) error { return eager(r, b.N) }))
+			report(b, start)
+		})
+		b.Run(name+"/eager/raw", func(b *testing.B) {
+			b.ReportAllocs()
+			start := time.Now()
+			requireAll(b, onRanks(2, func(r int) error {
+				se := ss[r]
+				s := &se.streams[stream(r)]
+				v := se.bufs[graphs[r].Buffers[0].ID].dptr
+				call := []ncclCall{{Kind: dag.AllReduce, Send: v, Recv: v, Count: size / 4, DType: dag.F32, Comm: se.coll.comm, Stream: s.h}}
+				if err := se.coll.nccl.rawAllReduce(call, b.N*chain); err != nil {
+					return err
+				}
+				return se.drv.streamSync(s.dev.ctx, s.h)
+			}))
+			report(b, start)
+		})
+		gids := make([]int, 2)
+		requireAll(b, onRanks(2, func(r int) error {
+			se := ss[r]
+			if err := se.BeginCapture(stream(r)); err != nil {
+				return err
+			}
+			for range chain {
+				if err := se.Run(stream(r), graphs[r].Ops[0]); err != nil {
+					se.EndCapture(stream(r))
+					return err
+				}
+			}
+			gi, err := se.EndCapture(stream(r))
+			if err != nil {
+				return err
+			}
+			gids[r] = gi
+			if err := se.Instantiate(gi); err != nil {
+				return err
+			}
+			if err := se.LaunchGraph(gi, stream(r)); err != nil {
+				return err
+			}
+			return se.Sync(context.Background())
+		}))
+		b.Run(name+"/replay/session", func(b *testing.B) {
+			b.ReportAllocs()
+			start := time.Now()
+			requireAll(b, onRanks(2, func(r int) error {
+				for range b.N {
+					if err := ss[r].LaunchGraph(gids[r], stream(r)); err != nil {
+						return err
+					}
+				}
+				return ss[r].Sync(context.Background())
+			}))
+			report(b, start)
+		})
+		closeRanks(b, be, ss)
+	}
+}
