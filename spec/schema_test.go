@@ -76,6 +76,11 @@ func TestSchemaMatchesLoader(t *testing.T) {
 		"output_properties": outputKeys,
 		"copy":              copyKeys,
 		"fill":              fillKeys,
+		"gemm":              gemmKeys,
+		"random_properties": randomKeys,
+	}
+	for kind, keys := range collectiveKeys {
+		objects[kind] = keys
 	}
 	for _, kind := range opKindKeys {
 		if kind != "host" {
@@ -99,6 +104,7 @@ func TestSchemaMatchesLoader(t *testing.T) {
 		"param_type": paramTypes,
 		"priority":   priorities,
 		"init":       initStrings,
+		"reduction":  reductions,
 	}
 	for alias := range backendAliases {
 		enums["backend"] = append(enums["backend"], alias)
