@@ -62,12 +62,12 @@ var kindKeys = map[dag.OpKind]struct {
 	fields []string
 	why    string // for a kind with no key: how a spec gets one
 }{
-	dag.Alloc:  {key: "alloc"},
-	dag.Free:   {key: "free"},
-	dag.Copy:   {key: "copy"},
-	dag.Fill:   {key: "fill"},
-	dag.Launch: {key: "launch", fields: launchKeys},
-	dag.Host:   {key: "host"},
+	dag.Alloc:         {key: "alloc"},
+	dag.Free:          {key: "free"},
+	dag.Copy:          {key: "copy"},
+	dag.Fill:          {key: "fill"},
+	dag.Launch:        {key: "launch", fields: launchKeys},
+	dag.Host:          {key: "host"},
 	dag.Gemm:          {key: "gemm"},
 	dag.AllReduce:     {key: "all_reduce"},
 	dag.AllGather:     {key: "all_gather"},
