@@ -124,5 +124,5 @@ outputs: [y]
 	op := s.Graph.Ops[0]
 	fmt.Println(op.Name, op.Gemm, "lda", op.Gemm.LDA, "reads c:", op.Access[2].Mode)
 	// Output:
-	// fc2 4x64x128 lda 128 reads c: read
+	// fc2 4x64x128 lda 128 reads c: in
 }
