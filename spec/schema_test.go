@@ -150,6 +150,12 @@ func TestSchemaValidatesExamples(t *testing.T) {
 		"run: {streams: 40}\nops: [{free: x}]",
 		"ops: [{host: checksum}]",
 		"ops: [{fill: {buffer: x, value: 1}, alloc: x}]",
+		"ops: [{gemm: {a: a, b: b, c: c, m: 1, n: 1}}]",
+		"ops: [{gemm: {a: a, b: b, c: c, m: 1, n: 1, k: 1, transa: true}}]",
+		"ops: [{all_reduce: {view: g, op: mean}}]",
+		"ops: [{broadcast: {view: g}}]",
+		"run: {world: 0}\nops: [{send: {view: g, to: 1}}]",
+		"buffers: {x: {size: 4, init: {random: {per_rank: true}}}}\nops: [{recv: {view: x, from: 0}}]",
 	} {
 		var doc any
 		require.NoError(t, yaml.Unmarshal([]byte(bad), &doc))
