@@ -314,6 +314,13 @@ ops:
 	rs := Checksum(r.InitialBytes(), dag.BF16)
 	assert.Greater(t, rs.Sum, 300.0, "1000 random bf16 values in [0, 1) sum to about 500")
 	assert.Less(t, rs.Sum, 700.0)
+
+	// Values beyond the dtype's range are refused where they are written.
+	assert.Equal(t, []string{
+		`2:35: buffer "h": initial value 70000 is beyond the largest f16 (65504) (use a value f16 holds)`,
+		`5:30: ops[0]: fill value 1e+06 is beyond the largest f16 (65504) (fill h with a value f16 holds)`,
+		`6:30: ops[1]: fill value 1e+39 is beyond the largest bf16 (fill b with a value bf16 holds)`,
+	}, errLines(t, "buffers:\n  h: {dtype: f16, count: 4, init: {value: 70000}}\n  b: {dtype: bf16, count: 4}\nops:\n  - fill: {buffer: h, value: 1e6}\n  - fill: {buffer: b, value: 1e39}\n"))
 }
 
 // The layer builtins take f32, f16 and bf16 buffers from specs; Build picks
