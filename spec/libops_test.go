@@ -80,12 +80,17 @@ func TestGemmErrors(t *testing.T) {
 		{"beta type", "{a: a, b: b, c: c, m: 2, n: 4, k: 3, beta: x}", "8:54: ops[0] gemm beta must be a number, not the string \"x\""},
 		{"trans type", "{a: a, b: b, c: c, m: 2, n: 4, k: 3, trans_b: 1}", "8:57: ops[0] gemm trans_b must be a boolean, not the integer 1 (write true or false)"},
 		{"not a mapping", "a", `8:11: ops[0] gemm must be a mapping, not the string "a"`},
+		{"batch too large for b", "{a: a, b: b, c: c, m: 1, n: 4, k: 3, batch: 2, stride_c: 4}", "8:21: ops[0]: view b holds 12 f32 elements, too few for the gemm 1x4x3 x2 (a 3x4 matrix with leading dimension 4, 2 of them 12 elements apart, needs 24 elements)"},
+		{"batch outputs overlap", "{a: a, b: b, c: c, m: 1, n: 2, k: 3, batch: 2, stride_a: 3, stride_b: 6, stride_c: 1}", "8:94: ops[0]: stride_c = 1 makes the batch's output matrices overlap (make stride_c at least 2 (one matrix after another))"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			assert.Equal(t, []string{c.want}, errLines(t, gemmBuffers+"ops:\n  - gemm: "+c.op+"\n"))
 		})
 	}
+	// The dtype is a's: an unsupported one is reported there.
+	assert.Equal(t, []string{"4:15: ops[0]: gemm does not take i32 matrices (use f32, f64, f16 or bf16)"},
+		errLines(t, "buffers:\n  i: {dtype: i32, count: 16}\nops:\n  - gemm: {a: \"i[0:16]\", b: \"i[16:32]\", c: \"i[32:64]\", m: 2, n: 2, k: 2}\n"))
 }
 
 func TestCollectiveOps(t *testing.T) {
