@@ -116,6 +116,9 @@ func (l *loader) collectiveOp(d *opDecl, kind string, n *node, what string) *dag
 	if f.node == nil {
 		return nil
 	}
+	// dag reports problems of the views as a whole (sizes, dtypes,
+	// placement) with no field: they land on the collective's mapping.
+	d.fields.set("", f.node)
 	for _, e := range f.list {
 		if e.value != nil {
 			d.fields.set(e.key, e.value)

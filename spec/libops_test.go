@@ -155,10 +155,10 @@ func TestCollectiveErrors(t *testing.T) {
   - all_reduce: {buffer: a}
 `, []string{
 			`9:31: ops[0] all_reduce op "summ" is not valid (did you mean "sum"?)`,
-			`11:5: ops[2]: c (32 bytes) is not a whole multiple of a (24 bytes) (out must be world times in)`,
+			`11:17: ops[2]: c (32 bytes) is not a whole multiple of a (24 bytes) (out must be world times in)`,
 			`12:11: ops[3] recv needs from (write recv: {view: x, from: 0})`,
-			`13:5: ops[4]: p is pinned host memory (collectives work on device memory; copy the data to a device buffer first)`,
-			`14:5: ops[5]: h has element type f16, which collectives do not take (use u8, i32, i64, f32 or f64)`,
+			`13:21: ops[4]: p is pinned host memory (collectives work on device memory; copy the data to a device buffer first)`,
+			`14:17: ops[5]: h has element type f16, which collectives do not take (use u8, i32, i64, f32 or f64)`,
 			`15:32: ops[6] broadcast root -1 is out of range (use 0 to 65535)`,
 			`16:25: ops[7] send to must be an integer, not the string "x"`,
 			`17:17: ops[8] all_reduce needs view (write all_reduce: {view: g, op: sum})`,
@@ -172,8 +172,8 @@ func TestCollectiveErrors(t *testing.T) {
   - recv: {view: a, from: 3}
     name: r
 `, []string{
-			`9:5: ops[0]: out b holds 48 bytes; in a[0:8] times 2 ranks is 16 (make out 16 bytes (in times the world))`,
-			`10:5: ops[1]: in b holds 48 bytes; out a[0:8] times 2 ranks is 16 (make in 16 bytes (out times the world))`,
+			`9:17: ops[0]: out b holds 48 bytes; in a[0:8] times 2 ranks is 16 (make out 16 bytes (in times the world))`,
+			`10:21: ops[1]: in b holds 48 bytes; out a[0:8] times 2 ranks is 16 (make in 16 bytes (out times the world))`,
 			`11:32: ops[2]: root rank 2 is not in a world of 2 (name a rank below 2)`,
 			`12:25: ops[3]: peer rank 5 is not in a world of 2 (name a rank below 2)`,
 			`13:27: op "r": peer rank 3 is not in a world of 2 (name a rank below 2)`,
