@@ -21,9 +21,12 @@ import (
 // examplePlans plans every example spec of the repository.
 func examplePlans(t testing.TB) map[string]*planner.Plan {
 	t.Helper()
-	files, err := filepath.Glob("../examples/*.yaml")
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), 4, "four examples to run side by side")
+	// Four small single-device examples of different shapes (the large
+	// and multi-rank ones have tests of their own).
+	var files []string
+	for _, name := range []string{"double_buffer", "fan_out", "priority", "temporaries"} {
+		files = append(files, filepath.Join("..", "examples", name+".yaml"))
+	}
 	plans := map[string]*planner.Plan{}
 	for _, f := range files {
 		s, err := spec.Load(f)

@@ -28,9 +28,12 @@ type examplePlan struct {
 // examplePlans plans every example spec of the repository, in name order.
 func examplePlans(t testing.TB) []examplePlan {
 	t.Helper()
-	files, err := filepath.Glob("../examples/*.yaml")
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), 4, "four examples to run side by side")
+	// Four small single-device examples of different shapes (the large
+	// and multi-rank ones have tests of their own).
+	var files []string
+	for _, name := range []string{"double_buffer", "fan_out", "priority", "temporaries"} {
+		files = append(files, filepath.Join("..", "examples", name+".yaml"))
+	}
 	slices.Sort(files)
 	var out []examplePlan
 	for _, f := range files {

@@ -39,6 +39,9 @@ func captureCases(t *testing.T) []captureCase {
 	for _, f := range files {
 		s, err := spec.Load(f)
 		require.NoError(t, err, f)
+		if !oneDeviceExample(s) {
+			continue // ranks, several devices, or too large for the cpu oracle
+		}
 		cases = append(cases, captureCase{filepath.Base(f), s.Graph, planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams}})
 	}
 	for _, f := range dagtest.Fixtures() {
@@ -452,4 +455,18 @@ func ExampleSession_Capture() {
 	// 200
 	// 420
 	// 3 replays, 3 updates in place
+}
+
+// oneDeviceExample reports whether example s is for this test: one rank,
+// one device (a graph holds the work of one device), and at most 64 MiB
+// of buffers, so that the cpu backend runs it in moments.
+func oneDeviceExample(s *spec.Spec) bool {
+	var bytes int64
+	for _, b := range s.Graph.Buffers {
+		if b.Placement == dag.Device && b.Device != 0 {
+			return false
+		}
+		bytes += b.Size
+	}
+	return s.Run.World <= 1 && bytes <= 64<<20
 }

@@ -98,7 +98,7 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 	if v, has := f.get("device"); has {
 		d.fields.set("device", v)
 		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
-		ok = ok && okD
+		ok = ok && okD && l.placedInWorld(v, what)
 		opts.list = append(opts.list, func(b *dag.Buffer) { b.Device = dev })
 	}
 	temporary := false
@@ -143,7 +143,7 @@ func (l *loader) positive(n *node, what string, size int64) bool {
 // {random: seed} or {file: path}. For a file it also returns the file's
 // size, which sets the buffer's when the spec gives none.
 func (l *loader) initial(n *node, what string, size int64, sizeKnown bool) (dag.Init, int64, bool) {
-	const hint = "write zeros, {value: 1.5}, {random: 42} or {file: data.bin}"
+	const hint = "write zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin}"
 	what += " init"
 	if s, isStr := scalarString(n); isStr {
 		if slices.Contains(initStrings, s) {
@@ -175,17 +175,14 @@ func (l *loader) initial(n *node, what string, size int64, sizeKnown bool) (dag.
 		v, ok := l.number(e.value, what+" value")
 		return dag.Init{Kind: dag.InitValue, Value: v}, 0, ok
 	case "random":
-		seed, ok := l.integer(e.value, what+" random seed")
-		if ok && seed < 0 {
-			l.errorf(e.value, "use a seed of 0 or more", "%s random seed %d is negative", what, seed)
-			ok = false
-		}
-		return dag.Init{Kind: dag.InitRandom, Seed: uint64(seed)}, 0, ok
+		seed, ok := l.randomInit(e.value, what+" random")
+		return dag.Init{Kind: dag.InitRandom, Seed: seed}, 0, ok
 	default: // file
 		p, ok := l.str(e.value, what+" file")
 		if !ok {
 			return dag.Init{}, 0, false
 		}
+		p = ExpandRank(p, l.spec.Rank)
 		data, ok := l.readFile(e.value, what+" file", p, maxInitFile)
 		if !ok {
 			return dag.Init{}, 0, false
@@ -201,4 +198,36 @@ func (l *loader) initial(n *node, what string, size int64, sizeKnown bool) (dag.
 		}
 		return dag.Init{Kind: dag.InitBytes, Data: data}, int64(len(data)), true
 	}
+}
+
+// randomInit reads a random init's seed: a number, or {seed, per_rank},
+// where per_rank: true gives each rank its own stream (see rankSeed).
+func (l *loader) randomInit(n *node, what string) (uint64, bool) {
+	seedN, perRank := n, false
+	ok := true
+	if isMap(n) {
+		f, okF := l.mapping(n, what, randomKeys)
+		ok = okF
+		var has bool
+		if seedN, has = f.get("seed"); !has {
+			if !f.has("seed") {
+				l.errorf(f.node, "write {seed: 42, per_rank: true}", "%s has no seed", what)
+			}
+			return 0, false
+		}
+		if v, has := f.get("per_rank"); has {
+			var okP bool
+			perRank, okP = l.boolean(v, what+" per_rank")
+			ok = ok && okP
+		}
+	}
+	seed, okS := l.integer(seedN, what+" seed")
+	if okS && seed < 0 {
+		l.errorf(seedN, "use a seed of 0 or more", "%s seed %d is negative", what, seed)
+		okS = false
+	}
+	if perRank {
+		return rankSeed(uint64(seed), l.spec.Rank), ok && okS
+	}
+	return uint64(seed), ok && okS
 }

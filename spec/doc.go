@@ -14,6 +14,7 @@
 //	  repeat: 1                 # how many times to run the graph
 //	  graph: false              # capture as a CUDA graph and replay it
 //	  backend: auto             # auto, cpu or cuda (gpu and nvidia mean cuda, host means cpu)
+//	  world: 1                  # ranks that each run the spec (see Ranks below)
 //	buffers:                    # name: size, or name: {properties}
 //	  d_x: 4 MiB                # device memory of device 0
 //	  h_in:  {size: 4 MiB, placement: pinned, init: {random: 42}}
@@ -35,6 +36,8 @@
 //	    cost: 20us              # the planner's estimate
 //	    after: [up0]            # order beyond what the data implies
 //	  - fill: {buffer: d_tmp, value: 0}
+//	  - gemm: {a: d_x, b: w, c: d_y, m: 64, n: 256, k: 64}
+//	  - all_reduce: {view: d_y, op: sum}
 //	  - host: checksum
 //	    reads: [h_out]
 //	outputs:                    # reported after the run
@@ -42,11 +45,16 @@
 //	  - {buffer: d_x, save: x.bin}
 //
 // Buffers: size is a byte count, optionally with a unit (B, KiB, MiB, GiB,
-// TiB, or the decimal KB, MB, GB, TB), or dtype (u8, i32, i64, f32, f64;
-// default f32) and count; placement is device (default), pinned or pageable
-// host memory; device is the GPU (default 0); a temporary buffer lives only
-// inside the run. init is zeros, {value: v}, {random: seed} or {file: path}
-// (see Files below).
+// TiB, or the decimal KB, MB, GB, TB), or dtype (u8, i32, i64, f32, f64,
+// f16, bf16; default f32) and count; placement is device (default), pinned
+// or pageable host memory; device is the GPU (default 0); a temporary
+// buffer lives only inside the run. init is zeros, {value: v} (rounded to
+// the dtype once, to nearest even), {random: seed}, {random: {seed: S,
+// per_rank: true}} (see Ranks) or {file: path} (see Files below). Random
+// contents are the same on every backend: integers in [0, 256), floats in
+// [0, 1) (f16 multiples of 2^-11, bf16 multiples of 2^-8, exact in their
+// dtype). Checksums and the add host step read f16 and bf16 elements as
+// their values (add rounds each sum to the dtype once).
 //
 // Numbers are read as YAML 1.2's core schema reads them: 42, 0x1F, 0o17,
 // 2.5, 1e-3, 1e20, .inf, -.inf and .nan; where an integer is expected
@@ -69,6 +77,13 @@
 //	host:   checksum                        with reads: [VIEW, ...]: prints a checksum line per view
 //	host:   save                            with buffer: VIEW and path: FILE: writes the bytes
 //	host:   add                             with buffer: VIEW and value: NUMBER: adds it to every element
+//	gemm:   {a: VIEW, b: VIEW, c: VIEW, m: M, n: N, k: K, ...}  a matrix product (below)
+//	all_reduce:     {view: VIEW, op: sum}               collectives (see Ranks); op is sum
+//	all_gather:     {in: VIEW, out: VIEW}               (the default), prod, min, max or avg
+//	reduce_scatter: {in: VIEW, out: VIEW, op: sum}
+//	broadcast:      {view: VIEW, root: RANK}
+//	send:           {view: VIEW, to: RANK}
+//	recv:           {view: VIEW, from: RANK}
 //
 // A VIEW is "name" (the whole buffer), "name[start:end]" (a byte range;
 // start or end may be left out; units allowed, as in "x[1MiB:2MiB]") or,
@@ -76,6 +91,69 @@
 // parameter names to views (buffer parameters) or numbers; they may also be
 // a list in parameter order. Temporary buffers without alloc and free ops
 // are allocated before their first use and freed after their last.
+//
+// The builtin kernels (dag.Builtins) include the layers gelu (the tanh
+// form), relu, bias_add (adds b to every row of y) and softmax (over rows
+// of cols elements); they and iota, scale, axpy and add take f16 and bf16
+// buffers too, computing in f32 and rounding each result once.
+//
+// # GEMMs
+//
+// A gemm op computes D = alpha op(A) op(B) + beta C over row-major
+// matrices (as NumPy and PyTorch store them): op(A) is m x k, op(B) k x n,
+// C and D m x n. Without d, D is C itself. The dtype is the buffers' (all
+// one of f32, f64, f16, bf16; f16 and bf16 accumulate in f32), and every
+// view must be device memory of the op's device. The optional keys:
+//
+//	d:        VIEW       the output, when it is not c: c is then only read, so
+//	                     y = h W + x needs no copy (d: y, c: x, beta: 1); d is c or disjoint from it
+//	trans_a:  true       op(A) = A^T: a holds a k x m matrix (trans_b: b holds n x k)
+//	alpha:    1          scale factors (beta 0 by default: c is not read)
+//	beta:     0
+//	lda, ldb, ldc        row pitches in elements (default: the stored rows' length);
+//	                     d shares c's layout
+//	batch:    1          that many products, the matrices of each operand
+//	stride_a, stride_b,  stride_X elements apart (default: packed, one after another;
+//	stride_c             the output's matrices must not overlap)
+//	tf32:     false      let an f32 GEMM round its inputs to TF32 on tensor cores
+//
+// The views must hold every element the shapes, pitches and strides
+// reach; problems (a view too small, a pitch below the row length, mixed
+// dtypes, an output overlapping an input) are reported at the key they are
+// about.
+//
+// # Ranks
+//
+// A spec is one rank's program. run.world: N (or WithRank's world, the
+// CLI's --world) runs N ranks of it, each its own copy of every buffer on
+// its own device (rank r on device r in one process), and the collectives
+// combine the ranks' views, as NCCL's do: all_reduce reduces a view across
+// the ranks in place; all_gather's out is world times its in (rank r's in
+// lands at block r of out); reduce_scatter's in is world times its out
+// (rank r keeps block r of the reduction); broadcast copies rank root's
+// view to every rank; send and recv pair up in the order they appear per
+// peer, with views of one size. The in and out views are disjoint. With a
+// world of 1 every collective is allowed and is a no-op or a copy, as in
+// NCCL; roots, peers and the size ratios are checked against the world at
+// their positions (dag.Graph.CheckWorld), and every rank issues the
+// collectives in spec order.
+//
+// Data differs by rank through {rank} in init file paths ("shard{rank}.bin")
+// and through random inits with per_rank: true, whose seed for rank r is
+// the seed mixed with a hash of r (rank 0 gets the seed itself). Every path
+// a rank writes (save host steps, outputs' save) has {rank} in it when the
+// world is above 1: two ranks writing one file is an error before anything
+// runs. ExpandRank writes a rank into a path by the same rule.
+//
+// A spec that places buffers or ops on devices with an explicit device: is
+// a program for several devices of one process (with device-to-device
+// copies between them) and cannot also set a world above 1.
+//
+// To run a world, parse the spec once per rank: Load or Parse with
+// WithRank(r, world) (world 0 keeps run.world), or Spec.ForRank(r) on a
+// spec already parsed. Each result is rank r's program (Spec.Rank is r):
+// its own graph, its own initial contents and its own paths; the graphs'
+// CollectiveSequence agree.
 //
 // # Errors and warnings
 //

@@ -74,3 +74,55 @@ outputs:
 	// specs/pipeline.yaml:5:21: ops[1] fill buffer names unknown buffer "nope"
 	// specs/pipeline.yaml:7:23: output save /etc/w.bin is an absolute path
 }
+
+// A world of ranks runs one graph per rank: parse the spec once per rank.
+// Each rank has its own shard (per_rank random data) and writes its own
+// file, and the ranks agree on their collectives.
+func ExampleWithRank() {
+	src := `run: {world: 2}
+buffers:
+  h_g: {dtype: f32, count: 4, placement: pinned, init: {random: {seed: 7, per_rank: true}}}
+  g:   {dtype: f32, count: 4}
+ops:
+  - copy: {from: h_g, to: g}
+  - all_reduce: {view: g, op: avg}
+    name: mean
+  - copy: {from: g, to: h_g}
+outputs:
+  - {buffer: h_g, save: "grad_{rank}.bin"}
+`
+	for r := range 2 {
+		s, err := spec.Parse("dp.yaml", []byte(src), spec.WithRank(r, 0))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("rank", s.Rank, "of", s.Run.World, "writes", s.Outputs[0].Save, s.Graph.CollectiveSequence())
+	}
+	// Output:
+	// rank 0 of 2 writes grad_0.bin [all_reduce mean: 4 x f32, avg]
+	// rank 1 of 2 writes grad_1.bin [all_reduce mean: 4 x f32, avg]
+}
+
+// A GEMM with a residual: y = h W + x, written to y without a copy of x.
+func ExampleParse_gemm() {
+	src := `buffers:
+  h: {dtype: bf16, count: 512}
+  w: {dtype: bf16, count: 8192}
+  x: {dtype: bf16, count: 256}
+  y: {dtype: bf16, count: 256}
+ops:
+  - gemm: {a: h, b: w, c: x, d: y, m: 4, n: 64, k: 128, beta: 1}
+    name: fc2
+outputs: [y]
+`
+	s, err := spec.Parse("mlp.yaml", []byte(src))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	op := s.Graph.Ops[0]
+	fmt.Println(op.Name, op.Gemm, "lda", op.Gemm.LDA, "reads c:", op.Access[2].Mode)
+	// Output:
+	// fc2 4x64x128 lda 128 reads c: in
+}

@@ -35,6 +35,11 @@ func FuzzParse(f *testing.F) {
 		"buffers: {x: 16}\nops: [{launch: scale, args: {x: {buffer: x, offset: 9223372036854775807, size: 2}, alpha: 1}}]\n",
 		"buffers: {h: {placement: pinned, init: {file: ../../etc/passwd}}}\nops: [{host: save, buffer: h, path: /tmp/x}]\noutputs: [{buffer: h, save: ../x}, {buffer: h, save: ../x}]\n",
 		"run: {backend: gpu, repeat: 2}\nbuffers: {t: {size: 16, temporary: true}}\nops: [{alloc: t}, {alloc: *nope}]\n",
+		// GEMMs, collectives, worlds and ranks.
+		"buffers: {a: {dtype: bf16, count: 6}, b: {dtype: bf16, count: 12}, c: {dtype: bf16, count: 8}}\nops: [{gemm: {a: a, b: b, c: c, d: c, m: 2, n: 4, k: 3, trans_a: true, trans_b: false, alpha: 0.5, beta: 1, lda: 3, ldb: 4, ldc: 4, batch: 1, stride_a: 6, stride_b: 12, stride_c: 8, tf32: false}}]\n",
+		"buffers: {a: {dtype: f32, count: 6}}\nops: [{gemm: {a: a, b: a, c: a, m: 4294967296, n: -1, k: 0x7fffffff, batch: 9223372036854775807, stride_c: 9223372036854775807, ldc: 1e18}}]\n",
+		"run: {world: 2}\nbuffers: {g: {dtype: f32, count: 8, init: {random: {seed: 3, per_rank: true}}}, s: {dtype: f32, count: 4}}\nops: [{all_reduce: {view: g, op: avg}}, {all_gather: {in: s, out: g}}, {reduce_scatter: {in: g, out: s, op: min}}, {broadcast: {view: g, root: 1}}, {send: {view: s, to: 1}}, {recv: {view: s, from: 0}}]\noutputs: [{buffer: g, save: \"g{rank}.bin\"}]\n",
+		"run: {world: 65537}\nbuffers: {g: {size: 16, device: 1, init: {file: \"in{rank}{rank}.bin\"}}}\nops: [{broadcast: {view: g, root: 70000}, device: 2}, {host: save, buffer: g, path: out.bin}]\n",
 		"ops: [{fill: {buffer: " + strings.Repeat("b", 5000) + ", value: 1}}]\nbuffers: {" + strings.Repeat("c", 5000) + ": 16}\n",
 	} {
 		f.Add([]byte(src))
@@ -44,24 +49,31 @@ func FuzzParse(f *testing.F) {
 	f.Add(aliasBomb(6))
 	f.Add(aliasFanOut(20))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		s, err := Parse("fuzz.yaml", src)
-		if s == nil {
-			t.Fatal("Parse returned no Spec")
-		}
-		if err == nil {
-			if s.Graph == nil {
-				t.Fatal("no error and no graph")
-			}
-			return
-		}
-		errs := Errors(err)
-		if len(errs) == 0 {
-			t.Fatalf("error without *Error values: %v", err)
-		}
-		for _, e := range errs {
-			if e.Pos.File != "fuzz.yaml" || e.Pos.Line < 1 || e.Pos.Col < 1 || e.Msg == "" {
-				t.Fatalf("badly positioned error %#v", e)
-			}
-		}
+		check(t, src)
+		check(t, src, WithRank(1, 2))
 	})
+}
+
+// check parses src with opts and fails on a panic, a missing Spec, or an
+// error that is not a positioned *Error.
+func check(t *testing.T, src []byte, opts ...Option) {
+	s, err := Parse("fuzz.yaml", src, opts...)
+	if s == nil {
+		t.Fatal("Parse returned no Spec")
+	}
+	if err == nil {
+		if s.Graph == nil {
+			t.Fatal("no error and no graph")
+		}
+		return
+	}
+	errs := Errors(err)
+	if len(errs) == 0 {
+		t.Fatalf("error without *Error values: %v", err)
+	}
+	for _, e := range errs {
+		if e.Pos.File != "fuzz.yaml" || e.Pos.Line < 1 || e.Pos.Col < 1 || e.Msg == "" {
+			t.Fatalf("badly positioned error %#v", e)
+		}
+	}
 }

@@ -26,30 +26,13 @@ func Checksum(data []byte, dt dag.DType) Sum {
 	s := Sum{Bytes: len(data), FNV: h.Sum64()}
 	es := int(dt.Size())
 	for i := 0; i+es <= len(data); i += es {
-		s.Sum += element(data[i:], dt)
+		s.Sum += dag.ElemValue(data[i:], dt)
 	}
 	return s
 }
 
 func (s Sum) String() string {
 	return fmt.Sprintf("bytes=%d sum=%s fnv=%016x", s.Bytes, strconv.FormatFloat(s.Sum, 'g', -1, 64), s.FNV)
-}
-
-// element reads the first element of mem as dt.
-func element(mem []byte, dt dag.DType) float64 {
-	switch dt {
-	case dag.U8:
-		return float64(mem[0])
-	case dag.I32:
-		return float64(int32(binary.LittleEndian.Uint32(mem)))
-	case dag.I64:
-		return float64(int64(binary.LittleEndian.Uint64(mem)))
-	case dag.F32:
-		return float64(math.Float32frombits(binary.LittleEndian.Uint32(mem)))
-	case dag.F64:
-		return math.Float64frombits(binary.LittleEndian.Uint64(mem))
-	}
-	return 0
 }
 
 // checksumStep prints a line "checksum VIEW: SUM" for each of views, which
@@ -77,7 +60,9 @@ func (s *Spec) saveStep(path string) dag.HostFunc {
 	}
 }
 
-// addStep adds v to every element of the view the step works on.
+// addStep adds v to every element of the view the step works on: integers
+// wrap around, f32 adds in f32, f64 in f64, and f16 and bf16 add in float64 and
+// round to the dtype once.
 func addStep(dt dag.DType, v float64) dag.HostFunc {
 	return func(_ context.Context, mem [][]byte) error {
 		m := mem[0]
@@ -98,6 +83,12 @@ func addStep(dt dag.DType, v float64) dag.HostFunc {
 			case dag.F64:
 				x := math.Float64frombits(binary.LittleEndian.Uint64(m[i:])) + v
 				binary.LittleEndian.PutUint64(m[i:], math.Float64bits(x))
+			case dag.F16:
+				x := float64(dag.F16ToFloat32(binary.LittleEndian.Uint16(m[i:]))) + v
+				binary.LittleEndian.PutUint16(m[i:], dag.F16FromFloat64(x))
+			case dag.BF16:
+				x := float64(dag.BF16ToFloat32(binary.LittleEndian.Uint16(m[i:]))) + v
+				binary.LittleEndian.PutUint16(m[i:], dag.BF16FromFloat64(x))
 			}
 		}
 		return nil

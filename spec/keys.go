@@ -2,6 +2,7 @@ package spec
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -11,9 +12,10 @@ import (
 // cannot drift apart.
 var (
 	topKeys    = []string{"run", "buffers", "kernels", "ops", "outputs"}
-	runKeys    = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend"}
+	runKeys    = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend", "world"}
 	bufferKeys = []string{"size", "dtype", "count", "placement", "device", "temporary", "init"}
 	initKeys   = []string{"zeros", "value", "random", "file"}
+	randomKeys = []string{"seed", "per_rank"}
 	kernelKeys = []string{"cuda", "cuda_file", "ptx", "cubin", "entry", "params"}
 	sourceKeys = []string{"cuda", "cuda_file", "ptx", "cubin"}
 	paramKeys  = []string{"name", "type", "mode"}
@@ -21,7 +23,19 @@ var (
 	outputKeys = []string{"buffer", "save"}
 	copyKeys   = []string{"from", "to"}
 	fillKeys   = []string{"buffer", "value"}
-	opKindKeys = []string{"copy", "fill", "launch", "alloc", "free", "host"}
+	gemmKeys   = []string{"a", "b", "c", "d", "m", "n", "k", "trans_a", "trans_b", "alpha", "beta",
+		"lda", "ldb", "ldc", "batch", "stride_a", "stride_b", "stride_c", "tf32"}
+	// collectiveKeys are the keys of each collective's mapping.
+	collectiveKeys = map[string][]string{
+		"all_reduce":     {"view", "op"},
+		"all_gather":     {"in", "out"},
+		"reduce_scatter": {"in", "out", "op"},
+		"broadcast":      {"view", "root"},
+		"send":           {"view", "to"},
+		"recv":           {"view", "from"},
+	}
+	opKindKeys = []string{"copy", "fill", "launch", "alloc", "free", "host", "gemm",
+		"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv"}
 	opCommon   = []string{"name", "after", "priority", "cost", "device"}
 	launchKeys = []string{"grid", "block", "shared", "args"}
 	hostKeys   = map[string][]string{"checksum": {"reads"}, "save": {"buffer", "path"}, "add": {"buffer", "value"}}
@@ -30,11 +44,12 @@ var (
 	// backendAliases are the names users try for a backend.
 	backendAliases = map[string]string{"gpu": "cuda", "nvidia": "cuda", "device": "cuda", "host": "cpu"}
 	placements     = []string{"device", "pinned", "pageable"}
-	dtypes         = []string{"u8", "i32", "i64", "f32", "f64"}
+	dtypes         = dtypeNames()
 	modes          = []string{"in", "out", "inout"}
 	paramTypes     = []string{"buffer", "i32", "i64", "f32", "f64"}
 	priorities     = []string{"high", "normal", "low"}
 	initStrings    = []string{"zeros"}
+	reductions     = reductionNames()
 )
 
 // kindKeys is the spec's entry for each op kind: the key that declares an
@@ -47,20 +62,19 @@ var kindKeys = map[dag.OpKind]struct {
 	fields []string
 	why    string // for a kind with no key: how a spec gets one
 }{
-	dag.Alloc:  {key: "alloc"},
-	dag.Free:   {key: "free"},
-	dag.Copy:   {key: "copy"},
-	dag.Fill:   {key: "fill"},
-	dag.Launch: {key: "launch", fields: launchKeys},
-	dag.Host:   {key: "host"},
-	// Declared from Go only, for now.
-	dag.Gemm:          {why: "declare GEMMs with dag.Builder.Gemm"},
-	dag.AllReduce:     {why: "declare collectives with dag.Builder"},
-	dag.AllGather:     {why: "declare collectives with dag.Builder"},
-	dag.ReduceScatter: {why: "declare collectives with dag.Builder"},
-	dag.Broadcast:     {why: "declare collectives with dag.Builder"},
-	dag.Send:          {why: "declare collectives with dag.Builder"},
-	dag.Recv:          {why: "declare collectives with dag.Builder"},
+	dag.Alloc:         {key: "alloc"},
+	dag.Free:          {key: "free"},
+	dag.Copy:          {key: "copy"},
+	dag.Fill:          {key: "fill"},
+	dag.Launch:        {key: "launch", fields: launchKeys},
+	dag.Host:          {key: "host"},
+	dag.Gemm:          {key: "gemm"},
+	dag.AllReduce:     {key: "all_reduce"},
+	dag.AllGather:     {key: "all_gather"},
+	dag.ReduceScatter: {key: "reduce_scatter"},
+	dag.Broadcast:     {key: "broadcast"},
+	dag.Send:          {key: "send"},
+	dag.Recv:          {key: "recv"},
 	dag.Task:          {why: "stream tasks carry Go functions: declare them with dag.Builder.Task"},
 }
 
@@ -107,3 +121,24 @@ func anyOpKeys() []string {
 	}
 	return keys
 }
+
+// dtypeNames are the names of dag's element types, in dag's order.
+func dtypeNames() []string {
+	var out []string
+	for _, d := range dag.DTypes() {
+		out = append(out, d.String())
+	}
+	return out
+}
+
+// reductionNames are the names of dag's reductions, in dag's order.
+func reductionNames() []string {
+	var out []string
+	for _, r := range dag.Reductions() {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+// kindList names the op kinds for hints: "copy, fill, ... or recv".
+var kindList = strings.Join(opKindKeys[:len(opKindKeys)-1], ", ") + " or " + opKindKeys[len(opKindKeys)-1]

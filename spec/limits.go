@@ -21,6 +21,8 @@ const (
 	MaxErrors = 1000
 	// MaxCost is the largest cost an op may be given.
 	MaxCost = 24 * 60 * 60 * 1e9 // 24 h in nanoseconds
+	// MaxWorld is the most ranks run.world (and WithRank) may name.
+	MaxWorld = 1 << 16
 )
 
 // maxAliasNodes bounds the nodes that following aliases may bring into

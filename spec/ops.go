@@ -58,7 +58,7 @@ func (l *loader) opDecl(i int, n *node) {
 	switch nk {
 	case 0:
 		l.checkKeys(f, what, anyOpKeys())
-		l.errorf(f.node, "give it one of copy, fill, launch, alloc, free or host", "%s has no kind", what)
+		l.errorf(f.node, "give it one of "+kindList, "%s has no kind", what)
 		return
 	case 1:
 	default:
@@ -100,6 +100,10 @@ func (l *loader) opDecl(i int, n *node) {
 		op = l.launchOp(d, f, kindNode, what)
 	case "host":
 		op = l.hostOp(step, f, what)
+	case "gemm":
+		op = l.gemmOp(d, kindNode, what)
+	default:
+		op = l.collectiveOp(d, d.kind, kindNode, what)
 	}
 	l.common(d, f, what, op)
 	if op == nil {
@@ -142,6 +146,7 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	if v, has := f.get("device"); has {
 		d.fields.set("device", v)
 		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
+		okD = okD && l.placedInWorld(v, what)
 		ok = ok && okD
 		if okD && op != nil {
 			op.OnDevice(dev)
@@ -564,7 +569,9 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 			l.errorf(pathN, "name a file", "%s path is empty", what)
 			okS = false
 		}
-		okS = okS && l.checkWrite(pathN, what+" path", p)
+		if okS {
+			p, okS = l.writePath(pathN, what+" path", p)
+		}
 		if !okV || !okS {
 			return nil
 		}

@@ -76,6 +76,11 @@ func TestSchemaMatchesLoader(t *testing.T) {
 		"output_properties": outputKeys,
 		"copy":              copyKeys,
 		"fill":              fillKeys,
+		"gemm":              gemmKeys,
+		"random_properties": randomKeys,
+	}
+	for kind, keys := range collectiveKeys {
+		objects[kind] = keys
 	}
 	for _, kind := range opKindKeys {
 		if kind != "host" {
@@ -99,6 +104,7 @@ func TestSchemaMatchesLoader(t *testing.T) {
 		"param_type": paramTypes,
 		"priority":   priorities,
 		"init":       initStrings,
+		"reduction":  reductions,
 	}
 	for alias := range backendAliases {
 		enums["backend"] = append(enums["backend"], alias)
@@ -144,6 +150,12 @@ func TestSchemaValidatesExamples(t *testing.T) {
 		"run: {streams: 40}\nops: [{free: x}]",
 		"ops: [{host: checksum}]",
 		"ops: [{fill: {buffer: x, value: 1}, alloc: x}]",
+		"ops: [{gemm: {a: a, b: b, c: c, m: 1, n: 1}}]",
+		"ops: [{gemm: {a: a, b: b, c: c, m: 1, n: 1, k: 1, transa: true}}]",
+		"ops: [{all_reduce: {view: g, op: mean}}]",
+		"ops: [{broadcast: {view: g}}]",
+		"run: {world: 0}\nops: [{send: {view: g, to: 1}}]",
+		"buffers: {x: {size: 4, init: {random: {per_rank: true}}}}\nops: [{recv: {view: x, from: 0}}]",
 	} {
 		var doc any
 		require.NoError(t, yaml.Unmarshal([]byte(bad), &doc))

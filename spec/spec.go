@@ -20,6 +20,9 @@ type Spec struct {
 	Run      RunSettings
 	Outputs  []Output
 	Warnings []*Error // problems that do not stop a run, by position
+	// Rank is the rank whose program this is (WithRank; 0 by default):
+	// {rank} in its paths and per_rank random inits are this rank's.
+	Rank int
 
 	// Stdout receives what host steps print (checksum lines); nil discards it.
 	Stdout io.Writer
@@ -33,6 +36,8 @@ type Spec struct {
 	where  map[string]Position // op name -> where it is declared
 	labels map[string]int      // made-up op name -> its index in the ops list
 	mu     sync.Mutex          // serialises host steps' writes to Stdout
+	src    []byte              // the spec's text and options, for ForRank
+	opts   []Option
 }
 
 // RunSettings are a spec's run section, with defaults filled in.
@@ -42,6 +47,10 @@ type RunSettings struct {
 	Repeat            int    // how many times to run the graph; at least 1
 	Graph             bool   // capture the run as a CUDA graph and replay it
 	Backend           string // auto, cpu or cuda (aliases such as gpu are written as what they mean)
+	// World is the number of ranks that run the spec, each its own copy
+	// of the graph on its own device (run.world, or WithRank's world); 1
+	// by default.
+	World int
 }
 
 // Output is a buffer whose contents are reported after a run.
@@ -77,9 +86,10 @@ func (s *Spec) saveDir() string {
 type Option func(*options)
 
 type options struct {
-	saveDir string
-	baseDir string
-	allowed []string
+	saveDir     string
+	baseDir     string
+	allowed     []string
+	rank, world int
 }
 
 // WithSaveDir makes the spec's writes resolve against dir (the CLI's
@@ -95,6 +105,36 @@ func AllowPath(dir string) Option { return func(o *options) { o.allowed = append
 // directory of its file name: for a spec read from stdin, the working
 // directory.
 func WithBaseDir(dir string) Option { return func(o *options) { o.baseDir = dir } }
+
+// WithRank makes the spec rank's program in a world of world ranks: {rank}
+// in its paths becomes rank, and random inits with per_rank: true take
+// rank's stream. world overrides the spec's run.world (the CLI's --world);
+// 0 keeps it. A world of N ranks runs N graphs, one per rank, each parsed
+// with its WithRank (or made with Spec.ForRank). rank must be below the
+// world, which is from 1 to MaxWorld.
+func WithRank(rank, world int) Option {
+	return func(o *options) { o.rank, o.world = rank, world }
+}
+
+// ForRank parses the spec again as rank's program in the spec's world
+// (Spec.Run.World, which WithRank may have set), with the options it was
+// parsed with; s.Stdout and s.SaveDir carry over.
+func (s *Spec) ForRank(rank int) (*Spec, error) {
+	opts := append(slices.Clip(s.opts), WithRank(rank, s.Run.World), WithSaveDir(s.SaveDir))
+	r, err := Parse(s.File, s.src, opts...)
+	if r != nil {
+		r.Stdout = s.Stdout
+	}
+	return r, err
+}
+
+// ExpandRank writes rank in place of every {rank} in path: the rule for
+// every path a rank writes or reads.
+func ExpandRank(path string, rank int) string {
+	return strings.ReplaceAll(path, rankPattern, strconv.Itoa(rank))
+}
+
+const rankPattern = "{rank}"
 
 // Load reads and parses the spec file at path.
 func Load(path string, opts ...Option) (*Spec, error) {
@@ -135,8 +175,10 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 		kernels: map[string]*kernelDecl{},
 		opNames: map[string]*opDecl{},
 	}
-	l.spec = &Spec{File: filename, Run: RunSettings{Repeat: 1, Backend: "auto"}, SaveDir: o.saveDir}
+	l.spec = &Spec{File: filename, Run: RunSettings{Repeat: 1, Backend: "auto", World: 1}, SaveDir: o.saveDir,
+		Rank: o.rank, src: src, opts: opts}
 	l.spec.files = newFiles(filename, o)
+	l.worldOpt = o.world
 	if len(src) > MaxSpecBytes {
 		l.errorf(nil, "split it, or generate it in smaller parts", "the spec is %d bytes, more than %d", len(src), MaxSpecBytes)
 	} else if root := l.document(src); root != nil {
@@ -173,6 +215,8 @@ type loader struct {
 	keyCache  map[string][]string
 	reads     map[string]bool  // cleaned full paths the spec reads
 	writes    map[string]*node // cleaned full path -> the node naming it
+	worldOpt  int              // WithRank's world; 0: run.world's
+	worldNode *node            // run.world, when the spec sets it
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
@@ -195,6 +239,7 @@ func (l *loader) load(root *node) {
 	if n, ok := top.get("run"); ok {
 		l.runSettings(n)
 	}
+	l.checkRank(top.node)
 	if n, ok := top.get("buffers"); ok {
 		l.buffers(n)
 	}
@@ -221,6 +266,10 @@ func (l *loader) load(root *node) {
 	l.kernelsOnCPU()
 	g, err := l.b.Build()
 	if err != nil {
+		l.graphErrors(err)
+		return
+	}
+	if err := g.CheckWorld(l.spec.Run.World); err != nil {
 		l.graphErrors(err)
 		return
 	}
@@ -337,6 +386,11 @@ func (l *loader) runSettings(n *node) {
 			if v, ok := l.backend(e.value, what); ok {
 				run.Backend = v
 			}
+		case "world":
+			if v, ok := l.intIn(e.value, what, 1, MaxWorld); ok {
+				run.World = v
+				l.worldNode = e.value
+			}
 		}
 	}
 }
@@ -362,8 +416,10 @@ func (l *loader) outputs(n *node) {
 			if s, ok := f.get("save"); ok {
 				if out.Save, ok = l.str(s, "save"); ok && out.Save == "" {
 					l.errorf(s, "name a file or leave save out", "save path is empty")
-				} else if ok && !l.checkWrite(s, "output save", out.Save) {
-					out.Save = ""
+				} else if ok {
+					if out.Save, ok = l.writePath(s, "output save", out.Save); !ok {
+						out.Save = ""
+					}
 				}
 			}
 		}

@@ -70,7 +70,7 @@ outputs:
 `
 	s, err := Parse("p.yaml", []byte(src))
 	require.NoError(t, err)
-	assert.Equal(t, RunSettings{Streams: 3, SharedCopyStreams: true, Repeat: 5, Backend: "cpu"}, s.Run)
+	assert.Equal(t, RunSettings{Streams: 3, SharedCopyStreams: true, Repeat: 5, Backend: "cpu", World: 1}, s.Run)
 	g := s.Graph
 	byName := map[string]*dag.Buffer{}
 	for _, b := range g.Buffers {
@@ -128,7 +128,7 @@ outputs:
 func TestDefaults(t *testing.T) {
 	s, err := Parse("d.yaml", []byte("buffers: {x: 64}\nops:\n  - launch: iota\n    args: {x: x, start: 0}\n"))
 	require.NoError(t, err)
-	assert.Equal(t, RunSettings{Repeat: 1, Backend: "auto"}, s.Run)
+	assert.Equal(t, RunSettings{Repeat: 1, Backend: "auto", World: 1}, s.Run)
 	l := s.Graph.Ops[0].Launch
 	assert.Equal(t, dag.Dim3{X: 1, Y: 1, Z: 1}, l.Grid)
 	assert.Equal(t, dag.Dim3{X: 256, Y: 1, Z: 1}, l.Block)
@@ -181,13 +181,13 @@ func TestErrors(t *testing.T) {
 			`7:12: ops[0] block has 4 dimensions (write a number or [x], [x, y] or [x, y, z])`,
 			`8:25: ops[0] argument alpha must be a number, not the string "two"`,
 		}},
-		{"sizes", "buffers:\n  a: {size: 4 XB}\n  b: {size: 1.5 B}\n  c: {size: 0}\n  d: {size: 4, count: 1}\n  e: {dtype: f64}\n  f: {dtype: f16, count: 99999999999999999}\nops: [{alloc: a}]\n", []string{
+		{"sizes", "buffers:\n  a: {size: 4 XB}\n  b: {size: 1.5 B}\n  c: {size: 0}\n  d: {size: 4, count: 1}\n  e: {dtype: f64}\n  f: {dtype: int8, count: 99999999999999999}\nops: [{alloc: a}]\n", []string{
 			`2:13: buffer "a" size: size "4 XB" has unknown unit "XB" (` + sizeHint + `)`,
 			`3:13: buffer "b" size: size "1.5 B" is not a whole number of bytes (` + sizeHint + `)`,
 			`4:13: buffer "c" size 0 is not positive (` + sizeHint + `)`,
 			`5:16: buffer "d" has both size and count (give either size or dtype and count)`,
 			`6:6: buffer "e" has no size (add size: 4 MiB, or dtype and count)`,
-			`7:14: buffer "f" dtype "f16" is not valid (use one of u8, i32, i64, f32, f64)`,
+			`7:14: buffer "f" dtype "int8" is not valid (use one of u8, i32, i64, f32, f64, f16, bf16)`,
 		}},
 		{"temporary output", "buffers:\n  t: {size: 16, temporary: true}\nops:\n  - fill: {buffer: t, value: 0}\noutputs: [t]\n",
 			[]string{`5:11: output t is a temporary buffer: it does not outlive the run (make it persistent, or copy it to a persistent buffer)`}},
@@ -222,7 +222,7 @@ func TestErrors(t *testing.T) {
 		{"aliases", "buffers:\n  x: &b {size: 16}\n  y: *b\n  z: *nope\nops:\n  - <<: {fill: {buffer: x, value: 1}}\n", []string{
 			`4:6: alias *nope names no anchor (define the anchor with &nope before using it)`,
 			`6:5: merge keys (<<) are not supported (write the keys out, or use an alias for the whole value)`,
-			`6:5: ops[0] has no kind (give it one of copy, fill, launch, alloc, free or host)`,
+			`6:5: ops[0] has no kind (give it one of copy, fill, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send or recv)`,
 		}},
 		{"names", "buffers:\n  \"a b\": 16\n  x: 16\nops:\n  - fill: {buffer: x, value: 1}\n    name: \"1st\"\n  - fill: {buffer: x, value: 1}\n    name: f\n  - fill: {buffer: x, value: 1}\n    name: f\n", []string{
 			`2:3: buffer name "a b" is not valid (` + nameHint + `)`,
@@ -231,7 +231,7 @@ func TestErrors(t *testing.T) {
 		}},
 		{"op fields", "buffers: {x: 16}\nops:\n  - fill: {buffer: x, value: 1}\n    priorty: high\n  - {filll: {buffer: x}}\n  - {fill: {buffer: x, value: 1}, alloc: x}\n", []string{
 			`4:5: unknown field "priorty" in ops[0] (did you mean "priority"?)`,
-			`5:5: ops[1] has no kind (give it one of copy, fill, launch, alloc, free or host)`,
+			`5:5: ops[1] has no kind (give it one of copy, fill, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send or recv)`,
 			`5:6: unknown field "filll" in ops[1] (did you mean "fill"?)`,
 			`6:35: ops[2] is both fill and alloc (split it into one op per kind)`,
 		}},
@@ -244,8 +244,8 @@ func TestErrors(t *testing.T) {
 			[]string{`4:11: ops[0]: c has 4 elements but b has 2; add needs views of equal size`}},
 		{"init", "buffers:\n  t: {size: 16, temporary: true, init: zeros}\n  u: {size: 16, init: ones}\n  v: {size: 16, init: {value: 1, random: 2}}\n  w: {size: 16, init: {random: -1}}\nops: [{alloc: t}]\n", []string{
 			`2:40: buffer "t" is temporary and has no initial contents (fill it with an op after it is allocated, or make it persistent)`,
-			`3:23: buffer "u" init "ones" is not valid (write zeros, {value: 1.5}, {random: 42} or {file: data.bin})`,
-			`4:23: buffer "v" init must have exactly one of [zeros value random file] (write zeros, {value: 1.5}, {random: 42} or {file: data.bin})`,
+			`3:23: buffer "u" init "ones" is not valid (write zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin})`,
+			`4:23: buffer "v" init must have exactly one of [zeros value random file] (write zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin})`,
 			`5:32: buffer "w" init random seed -1 is negative (use a seed of 0 or more)`,
 		}},
 	}

@@ -1,0 +1,215 @@
+package spec
+
+import "github.com/dagrun/dagrun/dag"
+
+// gemmOp reads gemm: {a, b, c, m, n, k, ...} (see dag.GemmSpec). The keys
+// are the field names of dag's errors, so Build's complaints about a
+// GEMM land on the key they are about.
+func (l *loader) gemmOp(d *opDecl, n *node, what string) *dag.Op {
+	what += " gemm"
+	f, ok := l.mapping(n, what, gemmKeys)
+	if f.node == nil {
+		return nil
+	}
+	for _, e := range f.list {
+		if e.value != nil {
+			d.fields.set(e.key, e.value)
+		}
+	}
+	if a, has := f.get("a"); has {
+		d.fields.set("dtype", a) // a's dtype is the GEMM's
+	}
+	var missing []string
+	for _, k := range []string{"a", "b", "c", "m", "n", "k"} {
+		if !f.has(k) {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		l.errorf(f.node, "write gemm: {a: A, b: B, c: C, m: M, n: N, k: K}", "%s needs %s", what, joinAnd(missing))
+		return nil
+	}
+	views := map[string]dag.View{}
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if v, has := f.get(k); has {
+			view, _, okV := l.view(v, what+" "+k, false)
+			ok = ok && okV
+			views[k] = view
+		}
+	}
+	var shape dag.GemmShape
+	for _, p := range []struct {
+		key string
+		to  *int64
+	}{{"m", &shape.M}, {"n", &shape.N}, {"k", &shape.K}} {
+		v, _ := f.get(p.key)
+		x, okX := l.integer(v, what+" "+p.key)
+		ok = ok && okX
+		*p.to = x // dag checks the range, at this key
+	}
+	var opts []dag.GemmOption
+	flag := func(key string, opt func() dag.GemmOption) {
+		if v, has := f.get(key); has {
+			on, okB := l.boolean(v, what+" "+key)
+			ok = ok && okB
+			if on {
+				opts = append(opts, opt())
+			}
+		}
+	}
+	flag("trans_a", dag.TransA)
+	flag("trans_b", dag.TransB)
+	flag("tf32", dag.TF32)
+	for _, p := range []struct {
+		key string
+		opt func(float64) dag.GemmOption
+	}{{"alpha", dag.Alpha}, {"beta", dag.Beta}} {
+		if v, has := f.get(p.key); has {
+			x, okX := l.number(v, what+" "+p.key)
+			ok = ok && okX
+			opts = append(opts, p.opt(x))
+		}
+	}
+	// Leading dimensions, the batch and strides: given ones are at least 1
+	// (dag takes 0 as "the default", which a spec says by leaving the key out).
+	pos := func(key string) int64 {
+		v, has := f.get(key)
+		if !has {
+			return 0
+		}
+		x, okX := l.integer(v, what+" "+key)
+		if okX && x < 1 {
+			hint := "leave it out for the default"
+			if key[0] == 's' {
+				hint = "leave it out to pack the batch's matrices one after another"
+			}
+			l.errorf(v, hint, "%s %s %d is not positive", what, key, x)
+			okX = false
+		}
+		ok = ok && okX
+		return x
+	}
+	lda, ldb, ldc := pos("lda"), pos("ldb"), pos("ldc")
+	if lda != 0 || ldb != 0 || ldc != 0 {
+		opts = append(opts, dag.LeadingDims(lda, ldb, ldc))
+	}
+	batch, sa, sb, sc := pos("batch"), pos("stride_a"), pos("stride_b"), pos("stride_c")
+	if batch != 0 || sa != 0 || sb != 0 || sc != 0 {
+		opts = append(opts, dag.Batched(batch, sa, sb, sc))
+	}
+	if dv, has := views["d"]; has {
+		opts = append(opts, dag.Output(dv))
+	}
+	if !ok {
+		return nil
+	}
+	return l.b.Gemm(views["c"], views["a"], views["b"], shape, opts...)
+}
+
+// collectiveOp reads one of the collectives: all_reduce: {view, op},
+// all_gather: {in, out}, reduce_scatter: {in, out, op}, broadcast: {view,
+// root}, send: {view, to} and recv: {view, from}.
+func (l *loader) collectiveOp(d *opDecl, kind string, n *node, what string) *dag.Op {
+	what += " " + kind
+	keys := collectiveKeys[kind]
+	f, ok := l.mapping(n, what, keys)
+	if f.node == nil {
+		return nil
+	}
+	// dag reports problems of the views as a whole (sizes, dtypes,
+	// placement) with no field: they land on the collective's mapping.
+	d.fields.set("", f.node)
+	for _, e := range f.list {
+		if e.value != nil {
+			d.fields.set(e.key, e.value)
+		}
+	}
+	var missing []string
+	for _, k := range keys {
+		if k != "op" && !f.has(k) {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		l.errorf(f.node, "write "+kind+": "+collectiveExample[kind], "%s needs %s", what, joinAnd(missing))
+		return nil
+	}
+	views := map[string]dag.View{}
+	for _, k := range []string{"view", "in", "out"} {
+		if v, has := f.get(k); has {
+			view, _, okV := l.view(v, what+" "+k, false)
+			ok = ok && okV
+			views[k] = view
+		}
+	}
+	red := dag.Sum
+	if v, has := f.get("op"); has {
+		s, okR := l.oneOf(v, what+" op", reductions)
+		ok = ok && okR
+		red, _ = dag.ParseReduction(s)
+	}
+	rank := 0
+	for _, k := range []string{"root", "to", "from"} {
+		if v, has := f.get(k); has {
+			r, okR := l.intIn(v, what+" "+k, 0, MaxWorld-1)
+			ok = ok && okR
+			rank = r
+		}
+	}
+	if !ok {
+		return nil
+	}
+	switch kind {
+	case "all_reduce":
+		return l.b.AllReduce(views["view"], red)
+	case "all_gather":
+		return l.b.AllGather(views["in"], views["out"])
+	case "reduce_scatter":
+		return l.b.ReduceScatter(views["in"], views["out"], red)
+	case "broadcast":
+		return l.b.Broadcast(views["view"], rank)
+	case "send":
+		return l.b.Send(views["view"], rank)
+	default: // recv
+		return l.b.Recv(views["view"], rank)
+	}
+}
+
+// collectiveExample is how each collective is written, for hints.
+var collectiveExample = map[string]string{
+	"all_reduce":     "{view: g, op: sum}",
+	"all_gather":     "{in: shard, out: whole}",
+	"reduce_scatter": "{in: whole, out: shard, op: sum}",
+	"broadcast":      "{view: x, root: 0}",
+	"send":           "{view: x, to: 1}",
+	"recv":           "{view: x, from: 0}",
+}
+
+// joinAnd writes a list as "a", "a and b" or "a, b and c".
+func joinAnd(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	out := items[0]
+	for _, s := range items[1 : len(items)-1] {
+		out += ", " + s
+	}
+	return out + " and " + items[len(items)-1]
+}
+
+// rankSeed is the seed of rank's stream for a random init with per_rank:
+// seed itself for rank 0 (so a world of one is the plain init), and for
+// the others seed mixed with a hash of the rank (MurmurHash3's finaliser,
+// which maps 0 to 0 and spreads neighbouring ranks far apart).
+func rankSeed(seed uint64, rank int) uint64 {
+	z := uint64(rank)
+	z ^= z >> 33
+	z *= 0xff51afd7ed558ccd
+	z ^= z >> 33
+	z *= 0xc4ceb9fe1a85ec53
+	z ^= z >> 33
+	return seed ^ z
+}
