@@ -14,8 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"os"
-	"path/filepath"
 	"strings"
 	"unsafe"
 
@@ -54,30 +52,8 @@ const gemmMaxWorkspace = 32 << 20
 // DAGRUN_CUBLASLT (a library file, or a folder holding one), the dynamic
 // loader's search, the CUDA toolkit, and NVIDIA's pip packages.
 func cublasLtCandidates(env string) []string {
-	names := []string{"libcublasLt.so.13", "libcublasLt.so.12"}
-	var c []string
-	if env != "" {
-		if st, err := os.Stat(env); err == nil && st.IsDir() {
-			for _, n := range names {
-				c = append(c, filepath.Join(env, n))
-			}
-		} else {
-			c = append(c, env)
-		}
-	}
-	c = append(c, names...)
-	for _, dir := range []string{
-		"/usr/local/cuda/lib64",
-		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib",
-		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib",
-		"/usr/local/lib/python3.12/dist-packages/nvidia/cu13/lib",
-		"/usr/local/lib/python3.12/dist-packages/nvidia/cublas/lib",
-	} {
-		for _, n := range names {
-			c = append(c, filepath.Join(dir, n))
-		}
-	}
-	return c
+	return libraryCandidates(env, []string{"libcublasLt.so.13", "libcublasLt.so.12"}, cudaLib,
+		torchWheel+"cu13/lib", torchWheel+"cublas/lib", distWheel+"cu13/lib", distWheel+"cublas/lib")
 }
 
 // cublasLt is a loaded cuBLASLt library.

@@ -16,8 +16,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"unsafe"
 )
@@ -96,27 +94,8 @@ const (
 // (a library file, or a folder holding one), the dynamic loader's search,
 // the CUDA toolkit (both places it keeps CUPTI), and NVIDIA's pip packages.
 func cuptiCandidates(env string) []string {
-	const name = "libcupti.so.13"
-	var c []string
-	if env != "" {
-		if st, err := os.Stat(env); err == nil && st.IsDir() {
-			c = append(c, filepath.Join(env, name))
-		} else {
-			c = append(c, env)
-		}
-	}
-	c = append(c, name)
-	for _, dir := range []string{
-		"/usr/local/cuda/lib64",
-		"/usr/local/cuda/extras/CUPTI/lib64",
-		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib",
-		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cuda_cupti/lib",
-		"/usr/local/lib/python3.12/dist-packages/nvidia/cu13/lib",
-		"/usr/local/lib/python3.12/dist-packages/nvidia/cuda_cupti/lib",
-	} {
-		c = append(c, filepath.Join(dir, name))
-	}
-	return c
+	return libraryCandidates(env, []string{"libcupti.so.13"}, cudaLib, "/usr/local/cuda/extras/CUPTI/lib64",
+		torchWheel+"cu13/lib", torchWheel+"cuda_cupti/lib", distWheel+"cu13/lib", distWheel+"cuda_cupti/lib")
 }
 
 // activityKind is a CUpti_ActivityKind that the tracer collects.

@@ -18,8 +18,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"unsafe"
 
@@ -57,19 +55,8 @@ type NCCLUniqueID [C.DR_NCCL_UNIQUE_ID_BYTES]byte
 // search (ldconfig, LD_LIBRARY_PATH), the system folder, and NVIDIA's pip
 // package (PyTorch's venv, then the system Python's).
 func ncclCandidates(env string) []string {
-	const name = "libnccl.so.2"
-	var c []string
-	if env != "" {
-		if st, err := os.Stat(env); err == nil && st.IsDir() {
-			c = append(c, filepath.Join(env, name))
-		} else {
-			c = append(c, env)
-		}
-	}
-	return append(c, name,
-		"/usr/lib/x86_64-linux-gnu/"+name,
-		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/"+name,
-		"/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/"+name)
+	return libraryCandidates(env, []string{"libnccl.so.2"}, "/usr/lib/x86_64-linux-gnu",
+		torchWheel+"nccl/lib", distWheel+"nccl/lib")
 }
 
 // ncclLib is a loaded NCCL.

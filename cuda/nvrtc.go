@@ -28,28 +28,8 @@ const nvrtcInvalidOption = 5
 // (a library file, or a folder holding one), the dynamic loader's search
 // (ldconfig, LD_LIBRARY_PATH), the CUDA toolkit, and NVIDIA's pip packages.
 func nvrtcCandidates(env string) []string {
-	names := []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}
-	var c []string
-	if env != "" {
-		if st, err := os.Stat(env); err == nil && st.IsDir() {
-			for _, n := range names {
-				c = append(c, filepath.Join(env, n))
-			}
-		} else {
-			c = append(c, env)
-		}
-	}
-	c = append(c, names...)
-	for _, dir := range []string{
-		"/usr/local/cuda/lib64",
-		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib",
-		"/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cuda_nvrtc/lib",
-		"/usr/local/lib/python3.12/dist-packages/nvidia/cu13/lib",
-		"/usr/local/lib/python3.12/dist-packages/nvidia/cuda_nvrtc/lib",
-	} {
-		c = append(c, filepath.Join(dir, names[0]), filepath.Join(dir, names[1]))
-	}
-	return c
+	return libraryCandidates(env, []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, cudaLib,
+		torchWheel+"cu13/lib", torchWheel+"cuda_nvrtc/lib", distWheel+"cu13/lib", distWheel+"cuda_nvrtc/lib")
 }
 
 // nvrtc is a loaded NVRTC library.
