@@ -29,9 +29,11 @@ import (
 // makes its context current on the thread it runs on (see the package
 // doc).
 type Session struct {
-	b      *Backend
-	drv    *driver
-	timing bool
+	b         *Backend
+	drv       *driver
+	timing    bool
+	cupti     *cuptiTiming // timing by CUPTI records (timing.go); nil for events
+	timingWhy string       // why the timing source is what it is
 
 	g       *dag.Graph
 	devs    map[int]*sessDevice
@@ -290,6 +292,7 @@ func (se *Session) Close() error {
 		}
 	}
 	se.recycleTiming()
+	keep(se.closeCUPTI())
 	for _, d := range se.devs {
 		for _, e := range d.timingEvents {
 			keep(se.drv.eventDestroy(d.ctx, e))
