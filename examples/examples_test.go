@@ -58,6 +58,16 @@ var checks = map[string]expected{
 			require.Equal(t, float32(4*i), v, "h_bulk[%d]", i)
 		}
 	},
+	"profile_guided.yaml": func(t *testing.T, _, out func(string) []float32) {
+		// Every element of a is 0.001 and of b 0.002: c = k * 0.001 * 0.002.
+		for c, k := range map[string]float64{"c0": 1000, "c1": 100, "c2": 1000, "c3": 100, "c4": 100, "c5": 100} {
+			got := out(c)
+			require.Len(t, got, 1024, c)
+			for i, v := range got {
+				require.InDelta(t, k*0.001*0.002, float64(v), 1e-6, "%s[%d]", c, i)
+			}
+		}
+	},
 	"temporaries.yaml": func(t *testing.T, in, out func(string) []float32) {
 		x, got := in("h_in"), out("h_out")
 		var sum float64
