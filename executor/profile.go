@@ -24,6 +24,9 @@ func WithSubmitTiming() Option { return func(c *config) { c.submitTiming = true 
 // WithTimingSource passes src to a device session that can choose how it
 // times ops (the cuda backend's "auto", "cupti" or "events"); sessions that
 // cannot ignore it. It implies nothing unless WithTiming is given too.
+// Without it a session times ops its backend's default way (events on
+// cuda). Under CUPTI, ops with no device work of their own (host steps,
+// frees, pool allocations) have no span.
 func WithTimingSource(src string) Option { return func(c *config) { c.timingSource = src } }
 
 // SubmitCost is the host's time to submit the steps of one kind in the
@@ -136,7 +139,7 @@ func (s *Session) setupProfile(cfg config) error {
 	if cfg.submitTiming {
 		s.subTimer = newSubmitTimer(s.d)
 	}
-	if ts, ok := s.d.(timingSourcer); ok && s.timer != nil {
+	if ts, ok := s.d.(timingSourcer); ok && s.timer != nil && cfg.timingSource != "" {
 		return ts.SetTimingSource(cfg.timingSource)
 	}
 	return nil
