@@ -323,7 +323,7 @@ func (c *cli) run(args []string) error {
 		}
 		fmt.Fprintf(&traceSummary, "trace of %s written to %s\n", runsText(report.TracedRuns, f.repeat), f.traceFile)
 	}
-	if note != "" && f.traceFile != "" {
+	if note != "" && !f.graph {
 		fmt.Fprintf(c.stderr, "dagrun run: %s\n", note)
 	}
 	if asJSON {
