@@ -332,3 +332,18 @@ func withPerfModel(obj []byte, pm *perfModel) ([]byte, error) {
 	fields["perf_model"] = r
 	return json.Marshal(fields)
 }
+
+// plannedVsAchieved compares the last traced eager run with the plan's
+// simulation under the model it was planned with (the perf model, else
+// the default costs).
+func plannedVsAchieved(p *planner.Plan, pm *perfModel, runs []trace.RunSpans) *trace.Comparison {
+	if len(runs) == 0 || len(runs[len(runs)-1].Spans) == 0 {
+		return nil
+	}
+	var cost planner.CostModel = planner.DefaultCost()
+	if pm != nil {
+		cost = pm.model
+	}
+	c := trace.ComparePlan(p, cost, planner.Eager, runs[len(runs)-1].Spans)
+	return &c
+}

@@ -92,8 +92,9 @@ type runReport struct {
 	Outputs       []outputReport `json:"outputs"`
 	Warnings      []problem      `json:"warnings,omitempty"`
 
-	Makespan  *makespanReport  `json:"makespan,omitempty"`   // perfmodel.go
-	PerfModel *perfModelReport `json:"perf_model,omitempty"` // perfmodel.go
+	Makespan  *makespanReport   `json:"makespan,omitempty"`            // perfmodel.go
+	PerfModel *perfModelReport  `json:"perf_model,omitempty"`          // perfmodel.go
+	Planned   *trace.Comparison `json:"planned_vs_achieved,omitempty"` // perfmodel.go
 }
 
 // graphReport is the figures of a run captured as a graph, in nanoseconds.
@@ -320,6 +321,11 @@ func (c *cli) run(args []string) error {
 		}
 		if err := t.WriteSummary(&traceSummary); err != nil {
 			return err
+		}
+		if report.Planned = plannedVsAchieved(p, pm, rs.runs); report.Planned != nil {
+			if err := report.Planned.Write(&traceSummary); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(&traceSummary, "trace of %s written to %s\n", runsText(report.TracedRuns, f.repeat), f.traceFile)
 	}
