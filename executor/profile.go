@@ -158,3 +158,19 @@ func (s *Session) TimingSource() (source, why string, dropped uint64) {
 	}
 	return "timers", "the backend times ops with its own clock", 0
 }
+
+// Spans returns when each op of the replays synchronised since the last
+// call ran, if the session was opened WithTiming and its backend times
+// replayed ops (the cpu backend does, from its own timers; a CUDA graph's
+// ops are not timed one by one); otherwise nil. Call it after Sync, once
+// per replay to have each replay's spans on their own.
+func (g *Graph) Spans() []Span {
+	if g.closed || g.s.timer == nil {
+		return nil
+	}
+	var spans []Span
+	_ = g.s.timer.Spans(func(op, stream int, start, end time.Duration) {
+		spans = append(spans, Span{Op: op, Stream: stream, Start: start, End: end})
+	})
+	return spans
+}

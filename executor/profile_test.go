@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,4 +67,38 @@ func TestSubmitCosts(t *testing.T) {
 	assert.Equal(t, "timers", src)
 	assert.NotEmpty(t, why)
 	assert.Zero(t, dropped)
+}
+
+// TestGraphSpans: on the cpu backend, each replay of a captured graph has
+// the spans of all its ops, read after its Sync.
+func TestGraphSpans(t *testing.T) {
+	g := dag.New()
+	x := g.Buffer("x", 1024)
+	first := g.Fill(x.Slice(0, 512), 1)
+	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0).After(first)
+	g.Fill(x.Slice(512, 512), 2)
+	graph, err := g.Build()
+	require.NoError(t, err)
+	p, err := planner.New(graph, planner.Options{Streams: 2})
+	require.NoError(t, err)
+	b := cpu.New()
+	defer b.Close()
+	s, err := executor.Open(context.Background(), b, p, executor.WithTiming())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	gr, err := s.Capture(context.Background())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, gr.Close()) }()
+	gr.Spans() // whatever capturing left
+	for range 3 {
+		require.NoError(t, gr.Run(context.Background()))
+		spans := gr.Spans()
+		require.Len(t, spans, len(graph.Ops))
+		for _, sp := range spans {
+			assert.LessOrEqual(t, sp.Start, sp.End)
+			if graph.Ops[sp.Op].Kind == dag.Launch {
+				assert.GreaterOrEqual(t, sp.End-sp.Start, 20*time.Microsecond)
+			}
+		}
+	}
 }

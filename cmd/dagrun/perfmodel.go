@@ -333,10 +333,10 @@ func withPerfModel(obj []byte, pm *perfModel) ([]byte, error) {
 	return json.Marshal(fields)
 }
 
-// plannedVsAchieved compares the last traced eager run with the plan's
-// simulation under the model it was planned with (the perf model, else
-// the default costs).
-func plannedVsAchieved(p *planner.Plan, pm *perfModel, runs []trace.RunSpans) *trace.Comparison {
+// plannedVsAchieved compares the last traced run (a replay with graph)
+// with the plan's simulation under the model it was planned with (the perf
+// model, else the default costs).
+func plannedVsAchieved(p *planner.Plan, pm *perfModel, runs []trace.RunSpans, graph bool) *trace.Comparison {
 	if len(runs) == 0 || len(runs[len(runs)-1].Spans) == 0 {
 		return nil
 	}
@@ -344,6 +344,6 @@ func plannedVsAchieved(p *planner.Plan, pm *perfModel, runs []trace.RunSpans) *t
 	if pm != nil {
 		cost = pm.model
 	}
-	c := trace.ComparePlan(p, cost, planner.Eager, runs[len(runs)-1].Spans)
+	c := trace.ComparePlan(p, cost, runMode(graph), runs[len(runs)-1].Spans)
 	return &c
 }

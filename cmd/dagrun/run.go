@@ -46,10 +46,14 @@ Flags:
 	                 and replay it N times, launched back to back; print the
 	                 capture, instantiation and replay times; overrides
 	                 run.graph (--graph=false runs eagerly)
-	--trace FILE     time every op of eager runs and write a Chrome trace
-	                 (Perfetto, chrome://tracing) to FILE, each traced run
-	                 placed at its start on the host's clock; print a
-	                 timeline summary; not with --graph
+	--trace FILE     time every op of the runs (or, with --graph, of the
+	                 replays) and write a Chrome trace (Perfetto,
+	                 chrome://tracing) to FILE, each traced run placed at
+	                 its start on the host's clock; print a timeline
+	                 summary and the plan against the run (overlap lost,
+	                 late ops and what held them). A traced replay runs
+	                 alone; where the backend cannot time a replay's ops
+	                 (a CUDA graph timed by events) it is traced whole
 	--trace-runs K   which of the --repeat runs --trace keeps (in memory
 	                 until the end): all (the default), first:N, last:N,
 	                 or run numbers and ranges counted from 1, such as 1,5-8
@@ -189,10 +193,6 @@ func (c *cli) run(args []string) error {
 	if f.traceRuns != "" && f.traceFile == "" {
 		return usagef("--trace-runs chooses the runs --trace keeps; add --trace FILE")
 	}
-	// A replay runs as one launch, with no op timed on its own.
-	if f.graph && f.traceFile != "" {
-		return usagef("--trace times ops of eager runs; drop --graph to trace, or trace one eager run")
-	}
 	asJSON := f.format.value == "json"
 	c.jsonErrors = asJSON
 
@@ -214,9 +214,6 @@ func (c *cli) run(args []string) error {
 	}
 	if !f.set["graph"] {
 		f.graph = s.Run.Graph
-		if f.graph && f.traceFile != "" {
-			return usagef("--trace times ops of eager runs, and %s sets run.graph: true; add --graph=false to trace an eager run", s.File)
-		}
 	}
 	traced := func(int) bool { return false }
 	if f.traceFile != "" {
@@ -284,7 +281,7 @@ func (c *cli) run(args []string) error {
 		return c.runFailure(ctx, s, err, nil)
 	}
 	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
-	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar}
+	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: f.graph && f.traceFile != ""}
 	if pm != nil {
 		rs.afterRun = func(run int, spans []executor.Span) error { return pm.observe(p.Graph, sess, spans, run, f.repeat) }
 	}
@@ -316,20 +313,22 @@ func (c *cli) run(args []string) error {
 	if f.traceFile != "" {
 		t := trace.FromRuns(p, rs.runs)
 		note = timingNote(sess, t)
+		t.Figures.WholeReplays = len(rs.whole) > 0
 		if err := writeFileAtomic(f.traceFile, t.WriteChrome); err != nil {
 			return err
 		}
 		if err := t.WriteSummary(&traceSummary); err != nil {
 			return err
 		}
-		if report.Planned = plannedVsAchieved(p, pm, rs.runs); report.Planned != nil {
+		writeWholeReplays(&traceSummary, rs.whole)
+		if report.Planned = plannedVsAchieved(p, pm, rs.runs, f.graph); report.Planned != nil {
 			if err := report.Planned.Write(&traceSummary); err != nil {
 				return err
 			}
 		}
 		fmt.Fprintf(&traceSummary, "trace of %s written to %s\n", runsText(report.TracedRuns, f.repeat), f.traceFile)
 	}
-	if note != "" && !f.graph {
+	if note != "" && (!f.graph || f.traceFile != "") {
 		fmt.Fprintf(c.stderr, "dagrun run: %s\n", note)
 	}
 	if asJSON {
@@ -377,7 +376,11 @@ type runState struct {
 	// afterRun, if set, is called after each eager run (from 1) with its
 	// spans (nil unless timed): what a perf model learns from.
 	afterRun func(run int, spans []executor.Span) error
-	saved    map[string]bool // the save paths written
+	// traceReplays traces the replays traced chooses, into runs or whole
+	// (replaytrace.go).
+	traceReplays bool
+	whole        []wholeReplay
+	saved        map[string]bool // the save paths written
 }
 
 func (rs *runState) tracedRuns() []int {
@@ -413,7 +416,11 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 	bar := rs.bar
 	defer bar.clear() // before anything else is printed, error or not
 	if rs.graph {
-		g, err := replay(ctx, sess, rs.repeat, r.Ops, bar)
+		replays := func() (*graphReport, error) { return replay(ctx, sess, rs.repeat, r.Ops, bar) }
+		if rs.traceReplays { // replaytrace.go
+			replays = func() (*graphReport, error) { return replayTraced(ctx, sess, rs, r.Ops) }
+		}
+		g, err := replays()
 		if err != nil {
 			return r, err
 		}
