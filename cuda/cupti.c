@@ -82,6 +82,8 @@ static struct {
 	size_t nclones, capclones;
 	uint64_t* links; // pairs: correlation id, op id
 	size_t nlinks, caplinks;
+	uint64_t* nodes; // pairs: captured node's id, op id
+	size_t nnodes, capnodes;
 } sink = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 #define ALIGNMENT 8
@@ -279,6 +281,35 @@ static void launch_entered(const void* cbdata) {
 	pthread_mutex_unlock(&sink.mu);
 }
 
+// node_created names a graph node created while an op is pushed on this
+// thread (a stream capture of the op's submission) by that op.
+static void node_created(const void* cbdata) {
+	if (op_depth <= 0 || op_depth > DR_CUPTI_OP_DEPTH) {
+		return;
+	}
+	void* desc;
+	memcpy(&desc, (const char*)cbdata + DR_CUPTI_RESOURCEDATA_DESCRIPTOR, sizeof desc);
+	if (desc == NULL) {
+		return;
+	}
+	CUgraphNode node;
+	memcpy(&node, (const char*)desc + DR_CUPTI_GRAPHDATA_NODE, sizeof node);
+	pthread_mutex_lock(&sink.mu);
+	int active = sink.owner != NULL;
+	dr_cupti_result (*nodeId)(CUgraphNode, uint64_t*) = sink.getGraphNodeId;
+	pthread_mutex_unlock(&sink.mu);
+	uint64_t id;
+	if (!active || node == NULL || nodeId(node, &id) != DR_CUPTI_SUCCESS) {
+		return;
+	}
+	int64_t op = op_stack[op_depth - 1];
+	pthread_mutex_lock(&sink.mu);
+	if (!append_pair(&sink.nodes, &sink.nnodes, &sink.capnodes, id, (uint64_t)op)) {
+		sink.lost++;
+	}
+	pthread_mutex_unlock(&sink.mu);
+}
+
 // node_cloned records which node an instantiated graph's node was cloned
 // from: CUPTI calls it on the instantiating thread. It also dispatches the
 // driver API callbacks to launch_entered: CUPTI allows one subscriber.
@@ -286,6 +317,10 @@ static void node_cloned(void* userdata, int domain, uint32_t cbid, const void* c
 	(void)userdata;
 	if (domain == DR_CUPTI_CB_DOMAIN_DRIVER_API && cbdata != NULL) {
 		launch_entered(cbdata);
+		return;
+	}
+	if (domain == DR_CUPTI_CB_DOMAIN_RESOURCE && cbid == DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbdata != NULL) {
+		node_created(cbdata);
 		return;
 	}
 	if (domain != DR_CUPTI_CB_DOMAIN_RESOURCE || cbid != DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || cbdata == NULL) {
@@ -378,6 +413,9 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 		if (r == DR_CUPTI_SUCCESS) {
 			*failed = "cuptiEnableCallback";
 			r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+			if (r == DR_CUPTI_SUCCESS) {
+				r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+			}
 			for (int i = 0; r == DR_CUPTI_SUCCESS && i < ncbids; i++) {
 				r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_DRIVER_API, sink.cbids[i]);
 				if (r != DR_CUPTI_SUCCESS) {
@@ -411,7 +449,8 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 }
 
 dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t** clones, size_t* nclones,
-                              uint64_t** links, size_t* nlinks, uint64_t* dropped, uint64_t* lost) {
+                              uint64_t** links, size_t* nlinks, uint64_t** nodes, size_t* nnodes, uint64_t* dropped,
+                              uint64_t* lost) {
 	// FlushAll calls buffer_completed, which takes the lock: flush first.
 	dr_cupti_result r = c->cuptiActivityFlushAll(force ? DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 	pthread_mutex_lock(&sink.mu);
@@ -427,6 +466,10 @@ dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t
 	*nlinks = sink.nlinks;
 	sink.links = NULL;
 	sink.nlinks = sink.caplinks = 0;
+	*nodes = sink.nodes;
+	*nnodes = sink.nnodes;
+	sink.nodes = NULL;
+	sink.nnodes = sink.capnodes = 0;
 	sink.recs = NULL;
 	sink.n = sink.cap = 0;
 	sink.dropped = sink.lost = 0;
@@ -462,6 +505,9 @@ dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
 	free(sink.links);
 	sink.links = NULL;
 	sink.nlinks = sink.caplinks = 0;
+	free(sink.nodes);
+	sink.nodes = NULL;
+	sink.nnodes = sink.capnodes = 0;
 	sink.owner = NULL;
 	sink.bufsize = 0;
 	pthread_mutex_unlock(&sink.mu);

@@ -208,7 +208,11 @@ type activityTracer struct {
 	linked, externals uint64
 	// clones maps an instantiated graph node's id to the id of the node it
 	// was cloned from, for every instantiation since the tracer started.
-	clones      map[uint64]uint64
+	clones map[uint64]uint64
+	// nodeOps maps a captured graph node's id to the op pushed while it was
+	// made (a stream capture of the op's submission): how a replay's records
+	// name ops.
+	nodeOps     map[uint64]int64
 	droppedRecs uint64
 	lostRecs    uint64
 }
@@ -239,7 +243,7 @@ func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer,
 	if lib == nil {
 		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
 	}
-	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}}
+	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}, nodeOps: map[uint64]int64{}}
 	var tried []string
 	for _, p := range candidates {
 		cp := C.CString(p)
@@ -389,13 +393,20 @@ func (t *activityTracer) now() (uint64, error) {
 // synchronise: the caller synchronises the work first.
 func (t *activityTracer) flush() ([]activityRecord, error) {
 	var out *C.dr_cupti_rec
-	var clones, links *C.uint64_t
-	var n, nclones, nlinks C.size_t
+	var clones, links, nodes *C.uint64_t
+	var n, nclones, nlinks, nnodes C.size_t
 	var dropped, lost C.uint64_t
-	r := C.dr_cupti_take(t.lib, 1, &out, &n, &clones, &nclones, &links, &nlinks, &dropped, &lost)
+	r := C.dr_cupti_take(t.lib, 1, &out, &n, &clones, &nclones, &links, &nlinks, &nodes, &nnodes, &dropped, &lost)
 	defer C.free(unsafe.Pointer(out))
 	defer C.free(unsafe.Pointer(clones))
 	defer C.free(unsafe.Pointer(links))
+	defer C.free(unsafe.Pointer(nodes))
+	if nnodes > 0 {
+		pairs := unsafe.Slice(nodes, 2*int(nnodes))
+		for i := 0; i < len(pairs); i += 2 {
+			t.nodeOps[uint64(pairs[i])] = int64(pairs[i+1])
+		}
+	}
 	if nlinks > 0 {
 		pairs := unsafe.Slice(links, 2*int(nlinks))
 		for i := 0; i < len(pairs); i += 2 {
@@ -427,7 +438,7 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 			t.externals++
 		}
 	}
-	recs := resolveRecords(raw, t.external, t.clones)
+	recs := resolveRecords(raw, t.external, t.clones, t.nodeOps)
 	if r != 0 {
 		return recs, t.err("cuptiActivityFlushAll", 0, r)
 	}
@@ -437,13 +448,15 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 // resolveRecords names each timed record by the op of its correlation id,
 // from the external correlation records among in (whose Op holds the pushed
 // id) or kept in external from earlier flushes, drops the correlation
-// records themselves, and names graph nodes by the captured node that the
+// records themselves, names a replayed node's record by the op its captured
+// node was made under (nodeOps, ahead of the op pushed around the launch),
+// and names graph nodes by the captured node that the
 // replayed one was cloned from (clones: clone to original).
 //
 // external also holds the pairs the driver callback made at each launch's
 // entry; both sources name the same launch by the same correlation id, so
 // they agree where both arrive.
-func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64) []activityRecord {
+func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64, nodeOps map[uint64]int64) []activityRecord {
 	for _, r := range in {
 		if r.Kind == activityExternal {
 			external[r.Correlation] = r.Op
@@ -468,6 +481,9 @@ func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[u
 		if op, ok := external[r.Correlation]; ok {
 			r.Op = op
 			used[r.Correlation] = true
+		}
+		if op, ok := nodeOps[r.GraphNodeID]; ok && r.GraphNodeID != 0 {
+			r.Op = op
 		}
 		recs = append(recs, r)
 	}

@@ -59,6 +59,9 @@ enum {
 	// instantiation): CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED.
 	DR_CUPTI_CB_DOMAIN_RESOURCE = 3,
 	DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED = 20,
+	// A node created, by stream capture too, on the creating thread: with
+	// the op pushed there, it names the captured node's op.
+	DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED = 13,
 	// Driver API callbacks (CUPTI_CB_DOMAIN_DRIVER_API) at entry
 	// (CUPTI_API_ENTER): CUpti_CallbackData.callbackSite and correlationId,
 	// the id of the launch that its kernel, copy and fill records carry.
@@ -193,10 +196,13 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 // graph node clones seen into *clones (malloc'd pairs of node ids, clone then
 // original, *nclones pairs; the caller frees it), the launches named by an op
 // into *links (malloc'd pairs: correlation id, op id; *nlinks pairs), the
+// graph nodes created while an op was pushed into *nodes (malloc'd pairs:
+// node id, op id; *nnodes pairs), the
 // count of records CUPTI dropped, and of records lost because dagrun could
 // not allocate a buffer or room to keep them.
 dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t** clones, size_t* nclones,
-                              uint64_t** links, size_t* nlinks, uint64_t* dropped, uint64_t* lost);
+                              uint64_t** links, size_t* nlinks, uint64_t** nodes, size_t* nnodes, uint64_t* dropped,
+                              uint64_t* lost);
 // dr_cupti_stop disables the kinds and API records, frees what was not taken, and
 // gives the sink up.
 dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n);

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -70,5 +71,47 @@ func TestCUPTISessionTiming(t *testing.T) {
 		e := events[op]
 		t.Logf("%-6s cupti %v events %v", graph.Ops[op].Name, c, e)
 		assert.InDelta(t, float64(e), float64(c), float64(2*time.Microsecond), "op %s", graph.Ops[op].Name)
+	}
+}
+
+// TestCUPTISessionReplay captures a plan of spins and replays it with the
+// session's CUPTI timing: each replay's spans name every op, through the
+// node each op's capture made (GRAPHNODE_CREATED while the op was pushed)
+// and the clone instantiation made of it, on the op's stream, with its
+// spin's duration.
+func TestCUPTISessionReplay(t *testing.T) {
+	b := gpuBackend(t)
+	g := dag.New()
+	var prev *dag.Op
+	for i := range 6 {
+		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0).Named(fmt.Sprintf("spin%d", i))
+		if i%2 == 1 && prev != nil {
+			o.After(prev)
+		}
+		prev = o
+	}
+	graph, err := g.Build()
+	require.NoError(t, err)
+	p, err := planner.New(graph, planner.Options{Streams: 3})
+	require.NoError(t, err)
+	ctx := context.Background()
+	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	if src, why, _ := s.TimingSource(); src != TimingCUPTI {
+		requireGPU(t, "CUPTI timing not used: %s", why)
+	}
+	gr, err := s.Capture(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, gr.Close()) }()
+	gr.Spans()
+	for range 2 {
+		require.NoError(t, gr.Run(ctx))
+		spans := gr.Spans()
+		require.Len(t, spans, len(graph.Ops), "every replayed op has its span: %+v", spans)
+		for _, sp := range spans {
+			assert.Equal(t, int(p.OpStream[sp.Op]), sp.Stream, "op %d", sp.Op)
+			assert.GreaterOrEqual(t, sp.End-sp.Start, 18*time.Microsecond, "op %d", sp.Op)
+		}
 	}
 }

@@ -99,7 +99,7 @@ func TestResolveRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kept := map[uint32]int64{}
 			for i, in := range tc.flushes {
-				got := resolveRecords(in, kept, nil)
+				got := resolveRecords(in, kept, nil, nil)
 				ops := []int64{}
 				for _, r := range got {
 					assert.NotEqual(t, activityExternal, r.Kind)
@@ -121,11 +121,15 @@ func TestResolveGraphNodes(t *testing.T) {
 		{Kind: activityKernel, GraphNodeID: 0},  // not from a graph
 		{Kind: activityKernel, GraphNodeID: 30}, // ends
 	}
+	nodeOps := map[uint64]int64{1: 7, 2: 8}
 	var got []uint64
-	for _, r := range resolveRecords(in, map[uint32]int64{}, clones) {
+	var ops []int64
+	for _, r := range resolveRecords(in, map[uint32]int64{}, clones, nodeOps) {
 		got = append(got, r.GraphNodeID)
+		ops = append(ops, r.Op)
 	}
 	assert.Equal(t, []uint64{1, 1, 2, 0, 30}, got)
+	assert.Equal(t, []int64{7, 7, 8, -1, -1}, ops, "replayed nodes named by the ops their captured nodes were made under")
 }
 
 // requireGPU skips with why, or fails when DAGRUN_REQUIRE_GPU=1.

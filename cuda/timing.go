@@ -7,6 +7,7 @@ package cuda
 import "C"
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -143,6 +144,9 @@ type cuptiTiming struct {
 	tr     *activityTracer
 	origin uint64 // CUPTI's clock just before the run's first op; 0 before it
 	ops    []cuptiOp
+	// streams is every op's stream as last submitted, captures included:
+	// a replay's records name ops that Run did not submit this time.
+	streams map[int]int
 	// unnamed counts records of the last Spans that named no op of the run
 	// (work submitted by someone else in the process, or a launch whose
 	// correlation did not arrive).
@@ -175,7 +179,7 @@ func (se *Session) SetTimingSource(src string) error {
 		se.timingWhy = "CUPTI unusable, so events: " + err.Error()
 		return nil
 	}
-	se.cupti = &cuptiTiming{tr: tr}
+	se.cupti = &cuptiTiming{tr: tr, streams: map[int]int{}}
 	se.timingWhy = fmt.Sprintf("CUPTI %d from %s", tr.version, tr.path)
 	return nil
 }
@@ -222,27 +226,35 @@ func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 	}
 	err := c.tr.tracedCall(op.ID, func() error { return se.run(s, st) })
 	c.ops = append(c.ops, cuptiOp{op: op.ID, stream: si})
+	c.streams[op.ID] = si
 	return err
 }
 
-// cuptiSpans flushes CUPTI and calls f once per op submitted since the
-// last call that has device work: from its first record's start to its
-// last record's end, measured from the CUPTI clock at the run's first op.
-// Ops without device work (host steps, frees, empty ops) have no span
-// under CUPTI.
+// cuptiSpans flushes CUPTI and calls f once per op with device work since
+// the last call: from its first record's start to its last record's end,
+// measured from the CUPTI clock at the run's first op. The ops of graph
+// replays are there too, named through the capture (the op pushed while
+// each node was captured), measured from the first replayed op's start
+// when no eager op ran. Ops without device work (host steps, frees, empty
+// ops) have no span under CUPTI.
 func (se *Session) cuptiSpans(f func(op, stream int, start, end time.Duration)) error {
 	c := se.cupti
 	recs, err := c.tr.flush()
 	type ext struct{ start, end uint64 }
 	span := make(map[int]ext, len(c.ops))
-	stream := make(map[int]int, len(c.ops))
-	for _, o := range c.ops {
-		stream[o.op] = o.stream
+	stream := c.streams
+	origin := c.origin
+	if origin == 0 { // replays only: from the first record's start
+		for _, r := range recs {
+			if _, ok := stream[int(r.Op)]; ok && r.Kind != activityMemoryPool && r.Start != 0 && (origin == 0 || r.Start < origin) {
+				origin = r.Start
+			}
+		}
 	}
 	c.unnamed = 0
 	for _, r := range recs {
 		_, ok := stream[int(r.Op)]
-		if !ok || r.Kind == activityMemoryPool || r.Start == 0 || r.End < r.Start || r.Start < c.origin {
+		if !ok || r.Kind == activityMemoryPool || r.Start == 0 || r.End < r.Start || r.Start < origin {
 			if !ok {
 				c.unnamed++
 			}
@@ -263,7 +275,17 @@ func (se *Session) cuptiSpans(f func(op, stream int, start, end time.Duration)) 
 			continue
 		}
 		delete(span, o.op) // an op run twice in one submission is reported once
-		f(o.op, o.stream, time.Duration(e.start-c.origin), time.Duration(e.end-c.origin))
+		f(o.op, o.stream, time.Duration(e.start-origin), time.Duration(e.end-origin))
+	}
+	// The rest are replayed ops, in the order they started.
+	rest := make([]int, 0, len(span))
+	for op := range span {
+		rest = append(rest, op)
+	}
+	slices.SortFunc(rest, func(a, b int) int { return cmp.Compare(span[a].start, span[b].start) })
+	for _, op := range rest {
+		e := span[op]
+		f(op, stream[op], time.Duration(e.start-origin), time.Duration(e.end-origin))
 	}
 	c.ops = c.ops[:0]
 	c.origin = 0
