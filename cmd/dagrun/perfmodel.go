@@ -142,6 +142,20 @@ func (pm *perfModel) observe(g *dag.Graph, sess *executor.Session, spans []execu
 	return nil
 }
 
+// observeReplays learns a graph replay's cost per op node beyond the
+// nodes' durations: the measured time per replay (launched back to back)
+// less the model's device-only estimate of one, over the plan's ops.
+func (pm *perfModel) observeReplays(p *planner.Plan, g *graphReport) {
+	if g == nil || g.Replays == 0 || len(p.Graph.Ops) == 0 {
+		return
+	}
+	deviceOnly := planner.WithOverheads(pm.model, planner.Overheads{})
+	est := planner.Simulate(p, deviceOnly, planner.Replay).Makespan
+	if extra := time.Duration(g.PerReplayNS) - est; extra > 0 {
+		pm.overheads[planner.OverheadReplayOp] = append(pm.overheads[planner.OverheadReplayOp], extra/time.Duration(len(p.Graph.Ops)))
+	}
+}
+
 // save folds the runs' measurements into the model and writes it
 // atomically (planner.PerfModel.Save). A file that could not be used is
 // left alone.

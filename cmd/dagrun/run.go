@@ -299,6 +299,7 @@ func (c *cli) run(args []string) error {
 	note := timingNote(sess, nil)
 	if pm != nil {
 		report.Makespan = makespanOf(p, rs.runs, report.Graph)
+		pm.observeReplays(p, report.Graph)
 		pr, err := pm.save()
 		if err != nil {
 			return err
