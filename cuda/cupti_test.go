@@ -404,6 +404,23 @@ func TestCUPTIFake(t *testing.T) {
 		require.NoError(t, err, "the sink is free once the tracer closes")
 		require.NoError(t, again.close())
 	})
+	t.Run("graph nodes", func(t *testing.T) {
+		// Records of replayed nodes, named by the op pushed while each node
+		// was made, and by nothing else.
+		t.Setenv("FAKE_CUPTI", "nodes")
+		tr, err := newActivityTracer([]string{lib})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tr.close()) }()
+		for _, op := range []int{6, 2} {
+			require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+		}
+		recs, err := tr.flush()
+		require.NoError(t, err)
+		require.Len(t, recs, 2)
+		assert.Equal(t, []int64{6, 2}, []int64{recs[0].Op, recs[1].Op})
+		assert.Equal(t, []uint64{1006, 1002}, []uint64{recs[0].GraphNodeID, recs[1].GraphNodeID})
+		assert.Zero(t, tr.linked)
+	})
 	t.Run("callbacks only", func(t *testing.T) {
 		// No external correlation records: launches are named by the driver
 		// callback's correlation id alone.
