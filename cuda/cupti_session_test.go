@@ -17,8 +17,9 @@ import (
 // TestCUPTISessionTiming times a fan-out of spins, a copy and a fill with a
 // session's CUPTI timing and again with events: every op of device work has
 // one span under CUPTI, on the stream it ran on, and its duration agrees
-// with the event-timed one within the events' resolution (0.5 us, plus the
-// event records' own cost around a short op).
+// with the event-timed one within 3 us: the events' resolution (0.5 us)
+// plus the cost of the two event records around a short op, which events
+// count and CUPTI does not.
 func TestCUPTISessionTiming(t *testing.T) {
 	b := gpuBackend(t)
 	g := dag.New()
@@ -70,7 +71,7 @@ func TestCUPTISessionTiming(t *testing.T) {
 	for op, c := range cupti {
 		e := events[op]
 		t.Logf("%-6s cupti %v events %v", graph.Ops[op].Name, c, e)
-		assert.InDelta(t, float64(e), float64(c), float64(2*time.Microsecond), "op %s", graph.Ops[op].Name)
+		assert.InDelta(t, float64(e), float64(c), float64(3*time.Microsecond), "op %s", graph.Ops[op].Name)
 	}
 }
 
