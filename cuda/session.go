@@ -29,9 +29,10 @@ import (
 // makes its context current on the thread it runs on (see the package
 // doc).
 type Session struct {
-	b         *Backend
-	drv       *driver
-	timing    bool
+	b      *Backend
+	drv    *driver
+	timing bool
+
 	cupti     *cuptiTiming // timing by CUPTI records (timing.go); nil for events
 	timingWhy string       // why the timing source is what it is
 
