@@ -300,11 +300,6 @@ func (c *cli) run(args []string) error {
 	if pm != nil {
 		report.Makespan = makespanOf(p, rs.runs, report.Graph)
 		pm.observeReplays(p, report.Graph)
-		pr, err := pm.save()
-		if err != nil {
-			return err
-		}
-		report.PerfModel = &pr
 	}
 	if asJSON {
 		report.Warnings = specWarnings(s)
@@ -328,6 +323,13 @@ func (c *cli) run(args []string) error {
 			}
 		}
 		fmt.Fprintf(&traceSummary, "trace of %s written to %s\n", runsText(report.TracedRuns, f.repeat), f.traceFile)
+	}
+	if pm != nil { // after the comparison with the plan, which uses the model as planned
+		pr, err := pm.save()
+		if err != nil {
+			return err
+		}
+		report.PerfModel = &pr
 	}
 	if note != "" && (!f.graph || f.traceFile != "") {
 		fmt.Fprintf(c.stderr, "dagrun run: %s\n", note)
