@@ -80,9 +80,35 @@ static struct {
 	void* subscriber;
 	uint64_t* clones; // pairs: clone's id, original's id
 	size_t nclones, capclones;
+	uint64_t* links; // pairs: correlation id, op id
+	size_t nlinks, caplinks;
+	uint64_t* nodes; // pairs: captured node's id, op id
+	size_t nnodes, capnodes;
 } sink = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 #define ALIGNMENT 8
+
+// The ops pushed on this thread, innermost last; -1 when none is.
+#define DR_CUPTI_OP_DEPTH 16
+static _Thread_local int64_t op_stack[DR_CUPTI_OP_DEPTH];
+static _Thread_local int op_depth;
+
+// append_pair appends (a, b) to a malloc'd array of pairs; 0 when out of memory.
+static int append_pair(uint64_t** arr, size_t* n, size_t* cap, uint64_t a, uint64_t b) {
+	if (*n == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 1024;
+		uint64_t* grown = realloc(*arr, ncap * 2 * sizeof(uint64_t));
+		if (grown == NULL) {
+			return 0;
+		}
+		*arr = grown;
+		*cap = ncap;
+	}
+	(*arr)[2 * *n] = a;
+	(*arr)[2 * *n + 1] = b;
+	(*n)++;
+	return 1;
+}
 
 static void buffer_requested(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
 	pthread_mutex_lock(&sink.mu);
@@ -233,10 +259,70 @@ static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, 
 	free(recs);
 }
 
+// launch_entered pairs a submitting driver call's correlation id with the
+// op pushed on the calling thread (CUPTI calls it there, at the call's
+// entry), so that the call's device records name the op. It takes the sink's
+// lock briefly and calls nothing of CUPTI's.
+static void launch_entered(const void* cbdata) {
+	if (op_depth <= 0 || op_depth > DR_CUPTI_OP_DEPTH) {
+		return;
+	}
+	uint32_t site, corr;
+	memcpy(&site, (const char*)cbdata + DR_CUPTI_CALLBACKDATA_SITE, sizeof site);
+	if (site != DR_CUPTI_API_ENTER) {
+		return;
+	}
+	memcpy(&corr, (const char*)cbdata + DR_CUPTI_CALLBACKDATA_CORRELATION_ID, sizeof corr);
+	int64_t op = op_stack[op_depth - 1];
+	pthread_mutex_lock(&sink.mu);
+	if (sink.owner != NULL && !append_pair(&sink.links, &sink.nlinks, &sink.caplinks, corr, (uint64_t)op)) {
+		sink.lost++;
+	}
+	pthread_mutex_unlock(&sink.mu);
+}
+
+// node_created names a graph node created while an op is pushed on this
+// thread (a stream capture of the op's submission) by that op.
+static void node_created(const void* cbdata) {
+	if (op_depth <= 0 || op_depth > DR_CUPTI_OP_DEPTH) {
+		return;
+	}
+	void* desc;
+	memcpy(&desc, (const char*)cbdata + DR_CUPTI_RESOURCEDATA_DESCRIPTOR, sizeof desc);
+	if (desc == NULL) {
+		return;
+	}
+	CUgraphNode node;
+	memcpy(&node, (const char*)desc + DR_CUPTI_GRAPHDATA_NODE, sizeof node);
+	pthread_mutex_lock(&sink.mu);
+	int active = sink.owner != NULL;
+	dr_cupti_result (*nodeId)(CUgraphNode, uint64_t*) = sink.getGraphNodeId;
+	pthread_mutex_unlock(&sink.mu);
+	uint64_t id;
+	if (!active || node == NULL || nodeId(node, &id) != DR_CUPTI_SUCCESS) {
+		return;
+	}
+	int64_t op = op_stack[op_depth - 1];
+	pthread_mutex_lock(&sink.mu);
+	if (!append_pair(&sink.nodes, &sink.nnodes, &sink.capnodes, id, (uint64_t)op)) {
+		sink.lost++;
+	}
+	pthread_mutex_unlock(&sink.mu);
+}
+
 // node_cloned records which node an instantiated graph's node was cloned
-// from: CUPTI calls it on the instantiating thread.
+// from: CUPTI calls it on the instantiating thread. It also dispatches the
+// driver API callbacks to launch_entered: CUPTI allows one subscriber.
 static void node_cloned(void* userdata, int domain, uint32_t cbid, const void* cbdata) {
 	(void)userdata;
+	if (domain == DR_CUPTI_CB_DOMAIN_DRIVER_API && cbdata != NULL) {
+		launch_entered(cbdata);
+		return;
+	}
+	if (domain == DR_CUPTI_CB_DOMAIN_RESOURCE && cbid == DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbdata != NULL) {
+		node_created(cbdata);
+		return;
+	}
 	if (domain != DR_CUPTI_CB_DOMAIN_RESOURCE || cbid != DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || cbdata == NULL) {
 		return;
 	}
@@ -258,20 +344,9 @@ static void node_cloned(void* userdata, int domain, uint32_t cbid, const void* c
 		return;
 	}
 	pthread_mutex_lock(&sink.mu);
-	if (sink.nclones == sink.capclones) {
-		size_t cap = sink.capclones ? 2 * sink.capclones : 1024;
-		uint64_t* grown = realloc(sink.clones, cap * 2 * sizeof(uint64_t));
-		if (grown == NULL) {
-			sink.lost++;
-			pthread_mutex_unlock(&sink.mu);
-			return;
-		}
-		sink.clones = grown;
-		sink.capclones = cap;
+	if (!append_pair(&sink.clones, &sink.nclones, &sink.capclones, ids[0], ids[1])) {
+		sink.lost++;
 	}
-	sink.clones[2 * sink.nclones] = ids[0];
-	sink.clones[2 * sink.nclones + 1] = ids[1];
-	sink.nclones++;
 	pthread_mutex_unlock(&sink.mu);
 }
 
@@ -338,6 +413,15 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 		if (r == DR_CUPTI_SUCCESS) {
 			*failed = "cuptiEnableCallback";
 			r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+			if (r == DR_CUPTI_SUCCESS) {
+				r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+			}
+			for (int i = 0; r == DR_CUPTI_SUCCESS && i < ncbids; i++) {
+				r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_DRIVER_API, sink.cbids[i]);
+				if (r != DR_CUPTI_SUCCESS) {
+					*kind = (int)sink.cbids[i];
+				}
+			}
 			if (r != DR_CUPTI_SUCCESS) {
 				c->cuptiUnsubscribe(sink.subscriber);
 			}
@@ -365,7 +449,8 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 }
 
 dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t** clones, size_t* nclones,
-                              uint64_t* dropped, uint64_t* lost) {
+                              uint64_t** links, size_t* nlinks, uint64_t** nodes, size_t* nnodes, uint64_t* dropped,
+                              uint64_t* lost) {
 	// FlushAll calls buffer_completed, which takes the lock: flush first.
 	dr_cupti_result r = c->cuptiActivityFlushAll(force ? DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 	pthread_mutex_lock(&sink.mu);
@@ -377,6 +462,14 @@ dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t
 	*nclones = sink.nclones;
 	sink.clones = NULL;
 	sink.nclones = sink.capclones = 0;
+	*links = sink.links;
+	*nlinks = sink.nlinks;
+	sink.links = NULL;
+	sink.nlinks = sink.caplinks = 0;
+	*nodes = sink.nodes;
+	*nnodes = sink.nnodes;
+	sink.nodes = NULL;
+	sink.nnodes = sink.capnodes = 0;
 	sink.recs = NULL;
 	sink.n = sink.cap = 0;
 	sink.dropped = sink.lost = 0;
@@ -409,6 +502,12 @@ dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
 	free(sink.clones);
 	sink.clones = NULL;
 	sink.nclones = sink.capclones = 0;
+	free(sink.links);
+	sink.links = NULL;
+	sink.nlinks = sink.caplinks = 0;
+	free(sink.nodes);
+	sink.nodes = NULL;
+	sink.nnodes = sink.capnodes = 0;
 	sink.owner = NULL;
 	sink.bufsize = 0;
 	pthread_mutex_unlock(&sink.mu);
@@ -420,10 +519,24 @@ dr_cupti_result dr_cupti_graph_node_id(dr_cupti* c, CUgraphNode node, uint64_t* 
 }
 
 dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id) {
-	return c->cuptiActivityPushExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+	if (op_depth >= DR_CUPTI_OP_DEPTH || id > (uint64_t)INT64_MAX) {
+		return 1; // CUPTI_ERROR_INVALID_PARAMETER
+	}
+	// The thread-local op first: CUPTI's push may itself submit nothing, but
+	// a callback must never see the external id without the op.
+	op_stack[op_depth++] = (int64_t)id;
+	dr_cupti_result r = c->cuptiActivityPushExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+	if (r != DR_CUPTI_SUCCESS) {
+		op_depth--;
+	}
+	return r;
 }
 
 dr_cupti_result dr_cupti_pop(dr_cupti* c) {
 	uint64_t last = 0;
-	return c->cuptiActivityPopExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+	dr_cupti_result r = c->cuptiActivityPopExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+	if (op_depth > 0) {
+		op_depth--;
+	}
+	return r;
 }

@@ -130,10 +130,15 @@ func (k activityKind) String() string {
 
 // The kinds the tracer enables: the first four must enable, the others are
 // taken where CUPTI gives them. Never CUPTI_ACTIVITY_KIND_KERNEL, which
-// serialises kernels.
+// serialises kernels. Graph-level records (GRAPH_TRACE) are asked for only
+// by a whole-graph tracer (newGraphLevelTracer): while that kind is enabled
+// CUPTI gives one record per graph launch instead of the records of its
+// nodes, which is what TestCUPTIGraphReplay saw on the H100 (two records,
+// both graph launches, for two replays of six kernels).
 var (
-	requiredKinds = []activityKind{activityKernel, activityMemcpy, activityMemset, activityExternal}
-	optionalKinds = []activityKind{activityGraphLaunch, activityMemoryPool}
+	requiredKinds   = []activityKind{activityKernel, activityMemcpy, activityMemset, activityExternal}
+	optionalKinds   = []activityKind{activityMemoryPool}
+	graphLevelKinds = []activityKind{activityGraphLaunch}
 )
 
 // submitCalls are the driver calls dagrun submits work with (cuda.c and
@@ -177,9 +182,16 @@ type activityTracer struct {
 	// external maps a correlation id to the op id pushed around it, for
 	// records that arrive in a later flush than their correlation record.
 	external map[uint32]int64
+	// linked and externals count the launches named by the driver callback
+	// and by CUPTI's external correlation records, since the tracer started.
+	linked, externals uint64
 	// clones maps an instantiated graph node's id to the id of the node it
 	// was cloned from, for every instantiation since the tracer started.
-	clones      map[uint64]uint64
+	clones map[uint64]uint64
+	// nodeOps maps a captured graph node's id to the op pushed while it was
+	// made (a stream capture of the op's submission): how a replay's records
+	// name ops.
+	nodeOps     map[uint64]int64
 	droppedRecs uint64
 	lostRecs    uint64
 }
@@ -190,14 +202,27 @@ type activityTracer struct {
 const activityBufferSize = 4 << 20
 
 // newActivityTracer loads CUPTI from the first candidate that opens, checks
-// its version, and starts collecting. Errors match ErrNoCUPTI or
-// ErrCUPTIBusy: the caller falls back to event timing and says why.
+// its version, and starts collecting node-level records: every kernel,
+// copy and fill, of eager runs and graph replays alike. Errors match
+// ErrNoCUPTI or ErrCUPTIBusy: the caller falls back to event timing and
+// says why.
 func newActivityTracer(candidates []string) (*activityTracer, error) {
+	return startActivityTracer(candidates, false)
+}
+
+// newGraphLevelTracer is newActivityTracer for whole graph replays only:
+// one graph-launch record per replay (where CUPTI gives them) and no
+// records of the replayed nodes, the cheap timing of large graphs.
+func newGraphLevelTracer(candidates []string) (*activityTracer, error) {
+	return startActivityTracer(candidates, true)
+}
+
+func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer, error) {
 	lib := (*C.dr_cupti)(C.calloc(1, C.sizeof_dr_cupti))
 	if lib == nil {
 		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
 	}
-	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}}
+	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}, nodeOps: map[uint64]int64{}}
 	var tried []string
 	for _, p := range candidates {
 		cp := C.CString(p)
@@ -236,6 +261,9 @@ func newActivityTracer(candidates []string) (*activityTracer, error) {
 		return nil, err
 	}
 	all := append(append([]activityKind(nil), requiredKinds...), optionalKinds...)
+	if graphLevel {
+		all = append(all, graphLevelKinds...)
+	}
 	ckinds := (*C.int)(C.calloc(C.size_t(len(all)), C.sizeof_int))
 	enabled := (*C.int)(C.calloc(C.size_t(len(all)), C.sizeof_int))
 	defer C.free(unsafe.Pointer(ckinds))
@@ -344,12 +372,27 @@ func (t *activityTracer) now() (uint64, error) {
 // synchronise: the caller synchronises the work first.
 func (t *activityTracer) flush() ([]activityRecord, error) {
 	var out *C.dr_cupti_rec
-	var clones *C.uint64_t
-	var n, nclones C.size_t
+	var clones, links, nodes *C.uint64_t
+	var n, nclones, nlinks, nnodes C.size_t
 	var dropped, lost C.uint64_t
-	r := C.dr_cupti_take(t.lib, 1, &out, &n, &clones, &nclones, &dropped, &lost)
+	r := C.dr_cupti_take(t.lib, 1, &out, &n, &clones, &nclones, &links, &nlinks, &nodes, &nnodes, &dropped, &lost)
 	defer C.free(unsafe.Pointer(out))
 	defer C.free(unsafe.Pointer(clones))
+	defer C.free(unsafe.Pointer(links))
+	defer C.free(unsafe.Pointer(nodes))
+	if nnodes > 0 {
+		pairs := unsafe.Slice(nodes, 2*int(nnodes))
+		for i := 0; i < len(pairs); i += 2 {
+			t.nodeOps[uint64(pairs[i])] = int64(pairs[i+1])
+		}
+	}
+	if nlinks > 0 {
+		pairs := unsafe.Slice(links, 2*int(nlinks))
+		for i := 0; i < len(pairs); i += 2 {
+			t.external[uint32(pairs[i])] = int64(pairs[i+1])
+		}
+		t.linked += uint64(nlinks)
+	}
 	if nclones > 0 {
 		pairs := unsafe.Slice(clones, 2*int(nclones))
 		for i := 0; i < len(pairs); i += 2 {
@@ -369,7 +412,12 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 			}
 		}
 	}
-	recs := resolveRecords(raw, t.external, t.clones)
+	for _, c := range raw {
+		if c.Kind == activityExternal {
+			t.externals++
+		}
+	}
+	recs := resolveRecords(raw, t.external, t.clones, t.nodeOps)
 	if r != 0 {
 		return recs, t.err("cuptiActivityFlushAll", 0, r)
 	}
@@ -379,9 +427,15 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 // resolveRecords names each timed record by the op of its correlation id,
 // from the external correlation records among in (whose Op holds the pushed
 // id) or kept in external from earlier flushes, drops the correlation
-// records themselves, and names graph nodes by the captured node that the
+// records themselves, names a replayed node's record by the op its captured
+// node was made under (nodeOps, ahead of the op pushed around the launch),
+// and names graph nodes by the captured node that the
 // replayed one was cloned from (clones: clone to original).
-func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64) []activityRecord {
+//
+// external also holds the pairs the driver callback made at each launch's
+// entry; both sources name the same launch by the same correlation id, so
+// they agree where both arrive.
+func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64, nodeOps map[uint64]int64) []activityRecord {
 	for _, r := range in {
 		if r.Kind == activityExternal {
 			external[r.Correlation] = r.Op
@@ -406,6 +460,9 @@ func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[u
 		if op, ok := external[r.Correlation]; ok {
 			r.Op = op
 			used[r.Correlation] = true
+		}
+		if op, ok := nodeOps[r.GraphNodeID]; ok && r.GraphNodeID != 0 {
+			r.Op = op
 		}
 		recs = append(recs, r)
 	}

@@ -59,6 +59,16 @@ enum {
 	// instantiation): CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED.
 	DR_CUPTI_CB_DOMAIN_RESOURCE = 3,
 	DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED = 20,
+	// A node created, by stream capture too, on the creating thread: with
+	// the op pushed there, it names the captured node's op.
+	DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED = 13,
+	// Driver API callbacks (CUPTI_CB_DOMAIN_DRIVER_API) at entry
+	// (CUPTI_API_ENTER): CUpti_CallbackData.callbackSite and correlationId,
+	// the id of the launch that its kernel, copy and fill records carry.
+	DR_CUPTI_CB_DOMAIN_DRIVER_API = 1,
+	DR_CUPTI_API_ENTER = 0,
+	DR_CUPTI_CALLBACKDATA_SITE = 0,
+	DR_CUPTI_CALLBACKDATA_CORRELATION_ID = 64,
 	// CUpti_ResourceData.resourceDescriptor, and in the CUpti_GraphData it
 	// points to, node and originalNode.
 	DR_CUPTI_RESOURCEDATA_DESCRIPTOR = 16,
@@ -184,14 +194,25 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 // dr_cupti_take flushes CUPTI (forced when force is set) and moves the records
 // parsed so far into *out (malloc'd, *n of them; the caller frees it), the
 // graph node clones seen into *clones (malloc'd pairs of node ids, clone then
-// original, *nclones pairs; the caller frees it), the
+// original, *nclones pairs; the caller frees it), the launches named by an op
+// into *links (malloc'd pairs: correlation id, op id; *nlinks pairs), the
+// graph nodes created while an op was pushed into *nodes (malloc'd pairs:
+// node id, op id; *nnodes pairs), the
 // count of records CUPTI dropped, and of records lost because dagrun could
 // not allocate a buffer or room to keep them.
 dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t** clones, size_t* nclones,
-                              uint64_t* dropped, uint64_t* lost);
+                              uint64_t** links, size_t* nlinks, uint64_t** nodes, size_t* nnodes, uint64_t* dropped,
+                              uint64_t* lost);
 // dr_cupti_stop disables the kinds and API records, frees what was not taken, and
 // gives the sink up.
 dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n);
+// dr_cupti_push names op id as the submitter of what the calling thread
+// submits until dr_cupti_pop, two ways: CUPTI's external correlation stack
+// (records of kind EXTERNAL_CORRELATION), and a thread-local op that the
+// driver API callback pairs with each submitting call's correlation id at
+// its entry. The second needs no API activity records: the kernel, copy and
+// fill records carry the same correlation id as the call that submitted
+// them (for a graph replay, the cuGraphLaunch's).
 dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id);
 dr_cupti_result dr_cupti_pop(dr_cupti* c);
 // dr_cupti_graph_node_id is the id CUPTI gives node in activity records

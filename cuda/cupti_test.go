@@ -99,7 +99,7 @@ func TestResolveRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kept := map[uint32]int64{}
 			for i, in := range tc.flushes {
-				got := resolveRecords(in, kept, nil)
+				got := resolveRecords(in, kept, nil, nil)
 				ops := []int64{}
 				for _, r := range got {
 					assert.NotEqual(t, activityExternal, r.Kind)
@@ -121,11 +121,15 @@ func TestResolveGraphNodes(t *testing.T) {
 		{Kind: activityKernel, GraphNodeID: 0},  // not from a graph
 		{Kind: activityKernel, GraphNodeID: 30}, // ends
 	}
+	nodeOps := map[uint64]int64{1: 7, 2: 8}
 	var got []uint64
-	for _, r := range resolveRecords(in, map[uint32]int64{}, clones) {
+	var ops []int64
+	for _, r := range resolveRecords(in, map[uint32]int64{}, clones, nodeOps) {
 		got = append(got, r.GraphNodeID)
+		ops = append(ops, r.Op)
 	}
 	assert.Equal(t, []uint64{1, 1, 2, 0, 30}, got)
+	assert.Equal(t, []int64{7, 7, 8, -1, -1}, ops, "replayed nodes named by the ops their captured nodes were made under")
 }
 
 // requireGPU skips with why, or fails when DAGRUN_REQUIRE_GPU=1.
@@ -250,7 +254,8 @@ func TestCUPTIRecords(t *testing.T) {
 	}
 	assert.Len(t, streams, nstreams, "kernels ran on both streams")
 	assert.Zero(t, tr.dropped())
-	t.Logf("%d records, kinds enabled %v, CUPTI %d at %s", len(recs), tr.kinds, tr.version, tr.path)
+	t.Logf("%d records, kinds enabled %v, CUPTI %d at %s; launches named by callback %d, by external correlation %d",
+		len(recs), tr.kinds, tr.version, tr.path, tr.linked, tr.externals)
 
 	// A second tracer in the process is refused as busy.
 	_, err = newActivityTracer([]string{tr.path})
@@ -291,8 +296,6 @@ func TestCUPTIGraphReplay(t *testing.T) {
 			assert.Less(t, r.Start, r.End)
 			perNode[r.GraphNodeID]++
 		case activityGraphLaunch:
-			assert.Equal(t, int64(500), r.Op)
-			assert.Less(t, r.Start, r.End)
 			launches++
 		}
 	}
@@ -301,10 +304,46 @@ func TestCUPTIGraphReplay(t *testing.T) {
 		want[id] = replays
 	}
 	assert.Equal(t, want, perNode, "kernel records by captured node (clones seen: %d)", len(tr.clones))
-	if tr.enabled(activityGraphLaunch) {
-		assert.Equal(t, replays, launches)
+	assert.Zero(t, launches, "a node-level tracer asks for no graph-launch records")
+	t.Logf("%d records, %d clone links; launches named by callback %d, by external correlation %d",
+		len(recs), len(tr.clones), tr.linked, tr.externals)
+}
+
+// TestCUPTIGraphLevel replays a captured graph with the whole-graph tracer:
+// one graph-launch record per replay, named by the op pushed around the
+// launches, and no records of the replayed kernels.
+func TestCUPTIGraphLevel(t *testing.T) {
+	b := gpuBackend(t)
+	tr, err := newGraphLevelTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
+	if err != nil {
+		requireGPU(t, "no CUPTI: %v", err)
 	}
-	t.Logf("%d records, %d clone links", len(recs), len(tr.clones))
+	defer func() { assert.NoError(t, tr.close()) }()
+	if !tr.enabled(activityGraphLaunch) {
+		t.Skipf("CUPTI %d gives no graph-launch records", tr.version)
+	}
+	defer openSession(t, b, chains(1, 1, dag.Spin, 5, false)).Close()
+	const nstreams, rounds, replays = 2, 3, 3
+	raw, err := newRawLoop(b, nstreams, dag.Normal, dag.Spin, 5)
+	require.NoError(t, err)
+	defer raw.close()
+	rg, err := newRawGraph(raw, rounds)
+	require.NoError(t, err)
+	defer rg.close()
+	require.NoError(t, tr.tracedCall(700, func() error { return rg.launches(replays) }))
+	recs, err := tr.flush()
+	require.NoError(t, err)
+	launches := 0
+	for _, r := range recs {
+		if r.Kind == activityGraphLaunch {
+			assert.Equal(t, int64(700), r.Op)
+			// rounds spins of 5 us in a row on each stream.
+			assert.GreaterOrEqual(t, r.End-r.Start, uint64(rounds*4000))
+			launches++
+		}
+	}
+	assert.Equal(t, replays, launches, "records %+v", recs)
+	t.Logf("%d records; launches named by callback %d, by external correlation %d", len(recs), tr.linked, tr.externals)
 }
 
 // TestCUPTIFake drives the binding against testdata/cupti_fake.c, built as
@@ -364,5 +403,39 @@ func TestCUPTIFake(t *testing.T) {
 		again, err := newActivityTracer([]string{lib})
 		require.NoError(t, err, "the sink is free once the tracer closes")
 		require.NoError(t, again.close())
+	})
+	t.Run("graph nodes", func(t *testing.T) {
+		// Records of replayed nodes, named by the op pushed while each node
+		// was made, and by nothing else.
+		t.Setenv("FAKE_CUPTI", "nodes")
+		tr, err := newActivityTracer([]string{lib})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tr.close()) }()
+		for _, op := range []int{6, 2} {
+			require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+		}
+		recs, err := tr.flush()
+		require.NoError(t, err)
+		require.Len(t, recs, 2)
+		assert.Equal(t, []int64{6, 2}, []int64{recs[0].Op, recs[1].Op})
+		assert.Equal(t, []uint64{1006, 1002}, []uint64{recs[0].GraphNodeID, recs[1].GraphNodeID})
+		assert.Zero(t, tr.linked)
+	})
+	t.Run("callbacks only", func(t *testing.T) {
+		// No external correlation records: launches are named by the driver
+		// callback's correlation id alone.
+		t.Setenv("FAKE_CUPTI", "callbacks")
+		tr, err := newActivityTracer([]string{lib})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tr.close()) }()
+		for _, op := range []int{4, 9} {
+			require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+		}
+		recs, err := tr.flush()
+		require.NoError(t, err)
+		require.Len(t, recs, 2)
+		assert.Equal(t, []int64{4, 9}, []int64{recs[0].Op, recs[1].Op})
+		assert.Equal(t, uint64(2), tr.linked)
+		assert.Zero(t, tr.externals)
 	})
 }

@@ -33,6 +33,9 @@ type Session struct {
 	drv    *driver
 	timing bool
 
+	cupti     *cuptiTiming // timing by CUPTI records (timing.go); nil for events
+	timingWhy string       // why the timing source is what it is
+
 	g       *dag.Graph
 	devs    map[int]*sessDevice
 	bufs    []buffer  // by Buffer.ID
@@ -295,6 +298,7 @@ func (se *Session) Close() error {
 	}
 	se.freeStages(keep)
 	se.recycleTiming()
+	keep(se.closeCUPTI())
 	for _, d := range se.devs {
 		for _, e := range d.timingEvents {
 			keep(se.drv.eventDestroy(d.ctx, e))

@@ -144,6 +144,13 @@ func (se *Session) Run(si int, op *dag.Op) error {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
 	}
+	if se.cupti != nil {
+		s.last = op.Name
+		if err := se.runTraced(s, si, st, op); err != nil {
+			return &dag.OpError{Op: op.Name, Err: err}
+		}
+		return nil
+	}
 	// An op is timed by events of its own before and after it, not by the
 	// end of the op before it: that would hide the gaps where the device
 	// waits for the host (BENCHMARKS.md has the figures).

@@ -7,10 +7,14 @@ package cuda
 import "C"
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
+
+	"github.com/dagrun/dagrun/dag"
 )
 
 // Timing: events around each op of an eager run, read back by Spans.
@@ -63,6 +67,9 @@ func (se *Session) timingEvent(d *sessDevice) (C.CUevent, error) {
 // event recorded before the first op of the run there). Call it after Sync.
 // The times are read in one driver crossing per device.
 func (se *Session) Spans(f func(op, stream int, start, end time.Duration)) error {
+	if se.cupti != nil {
+		return se.cuptiSpans(f)
+	}
 	var first error
 	ms := slices.Grow(se.spanMs[:0], 2*len(se.timed))[:2*len(se.timed)]
 	for _, d := range se.devs {
@@ -119,4 +126,168 @@ func (se *Session) recycleTiming() {
 
 func msDuration(ms float32) time.Duration {
 	return time.Duration(float64(ms) * float64(time.Millisecond))
+}
+
+// Timing with CUPTI: activity records of each op's device work, named by
+// the op pushed around its submission, in place of two events per op.
+
+// Timing sources a session can use (SetTimingSource, TimingSource).
+const (
+	TimingAuto   = "auto"   // CUPTI where it loads, knows the version and is free; events otherwise
+	TimingCUPTI  = "cupti"  // CUPTI activity records
+	TimingEvents = "events" // a pair of CUDA events around each op
+)
+
+// cuptiTiming is a session's CUPTI tracer and what it submitted since the
+// last Spans: the records name ops by id, the session knows their streams.
+type cuptiTiming struct {
+	tr     *activityTracer
+	origin uint64 // CUPTI's clock just before the run's first op; 0 before it
+	ops    []cuptiOp
+	// streams is every op's stream as last submitted, captures included:
+	// a replay's records name ops that Run did not submit this time.
+	streams map[int]int
+	// unnamed counts records of the last Spans that named no op of the run
+	// (work submitted by someone else in the process, or a launch whose
+	// correlation did not arrive).
+	unnamed int
+}
+
+type cuptiOp struct{ op, stream int }
+
+// SetTimingSource chooses how a timing session times ops; call it after
+// SetTiming(true) and before the streams are made. TimingAuto and
+// TimingCUPTI try CUPTI (loaded like NVRTC; see cuptiCandidates) and fall
+// back to events when it cannot trace, TimingSource saying why; an error
+// is returned only for an unknown source. CUPTI's sink is the process's:
+// while one session holds it, another falls back to events as busy.
+func (se *Session) SetTimingSource(src string) error {
+	switch src {
+	case TimingEvents:
+		se.closeCUPTI()
+		se.timingWhy = "events asked for"
+		return nil
+	case TimingAuto, TimingCUPTI, "":
+	default:
+		return fmt.Errorf("cuda: timing source %q: want %q, %q or %q", src, TimingAuto, TimingCUPTI, TimingEvents)
+	}
+	if !se.timing || se.cupti != nil {
+		return nil
+	}
+	tr, err := newActivityTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
+	if err != nil {
+		se.timingWhy = "CUPTI unusable, so events: " + err.Error()
+		return nil
+	}
+	se.cupti = &cuptiTiming{tr: tr, streams: map[int]int{}}
+	se.timingWhy = fmt.Sprintf("CUPTI %d from %s", tr.version, tr.path)
+	return nil
+}
+
+// TimingSource says how the session times ops (TimingCUPTI or
+// TimingEvents; "" when timing is off) and why, and how many CUPTI records
+// were dropped since it started (by CUPTI for want of buffer space, or by
+// dagrun for want of memory): spans of those ops are missing.
+func (se *Session) TimingSource() (source, why string, dropped uint64) {
+	switch {
+	case !se.timing:
+		return "", "timing is off", 0
+	case se.cupti != nil:
+		return TimingCUPTI, se.timingWhy, se.cupti.tr.dropped()
+	}
+	if se.timingWhy == "" {
+		return TimingEvents, "events by default", 0
+	}
+	return TimingEvents, se.timingWhy, 0
+}
+
+func (se *Session) closeCUPTI() error {
+	if se.cupti == nil {
+		return nil
+	}
+	err := se.cupti.tr.close()
+	se.cupti = nil
+	return err
+}
+
+// runTraced submits st with op pushed to CUPTI around the driver call, on
+// one OS thread (CUPTI keeps pushed ids per thread). Nothing here waits on
+// CUPTI: the push, the driver callback at the call's entry and the pop are
+// all on this thread, and the records come in buffers CUPTI hands over on
+// its own.
+func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
+	c := se.cupti
+	if c.origin == 0 {
+		now, err := c.tr.now()
+		if err != nil {
+			return err
+		}
+		c.origin = now
+	}
+	err := c.tr.tracedCall(op.ID, func() error { return se.run(s, st) })
+	c.ops = append(c.ops, cuptiOp{op: op.ID, stream: si})
+	c.streams[op.ID] = si
+	return err
+}
+
+// cuptiSpans flushes CUPTI and calls f once per op with device work since
+// the last call: from its first record's start to its last record's end,
+// measured from the CUPTI clock at the run's first op. The ops of graph
+// replays are there too, named through the capture (the op pushed while
+// each node was captured), measured from the first replayed op's start
+// when no eager op ran. Ops without device work (host steps, frees, empty
+// ops) have no span under CUPTI.
+func (se *Session) cuptiSpans(f func(op, stream int, start, end time.Duration)) error {
+	c := se.cupti
+	recs, err := c.tr.flush()
+	type ext struct{ start, end uint64 }
+	span := make(map[int]ext, len(c.ops))
+	stream := c.streams
+	origin := c.origin
+	if origin == 0 { // replays only: from the first record's start
+		for _, r := range recs {
+			if _, ok := stream[int(r.Op)]; ok && r.Kind != activityMemoryPool && r.Start != 0 && (origin == 0 || r.Start < origin) {
+				origin = r.Start
+			}
+		}
+	}
+	c.unnamed = 0
+	for _, r := range recs {
+		_, ok := stream[int(r.Op)]
+		if !ok || r.Kind == activityMemoryPool || r.Start == 0 || r.End < r.Start || r.Start < origin {
+			if !ok {
+				c.unnamed++
+			}
+			continue
+		}
+		e, seen := span[int(r.Op)]
+		if !seen || r.Start < e.start {
+			e.start = r.Start
+		}
+		if r.End > e.end {
+			e.end = r.End
+		}
+		span[int(r.Op)] = e
+	}
+	for _, o := range c.ops {
+		e, ok := span[o.op]
+		if !ok {
+			continue
+		}
+		delete(span, o.op) // an op run twice in one submission is reported once
+		f(o.op, o.stream, time.Duration(e.start-origin), time.Duration(e.end-origin))
+	}
+	// The rest are replayed ops, in the order they started.
+	rest := make([]int, 0, len(span))
+	for op := range span {
+		rest = append(rest, op)
+	}
+	slices.SortFunc(rest, func(a, b int) int { return cmp.Compare(span[a].start, span[b].start) })
+	for _, op := range rest {
+		e := span[op]
+		f(op, stream[op], time.Duration(e.start-origin), time.Duration(e.end-origin))
+	}
+	c.ops = c.ops[:0]
+	c.origin = 0
+	return err
 }

@@ -65,6 +65,16 @@ var checks = map[string]expected{
 			require.Equal(t, float64(4*i), v, "h_bulk[%d]", i)
 		}
 	},
+	"profile_guided.yaml": func(t *testing.T, _, out func(int, string) []float64) {
+		// Every element of a is 0.001 and of b 0.002: c = k * 0.001 * 0.002.
+		for c, k := range map[string]float64{"c0": 1000, "c1": 100, "c2": 1000, "c3": 100, "c4": 100, "c5": 100} {
+			got := f32(out(0, c))
+			require.Len(t, got, 1024, c)
+			for i, v := range got {
+				require.InDelta(t, k*0.001*0.002, float64(v), 1e-6, "%s[%d]", c, i)
+			}
+		}
+	},
 	"temporaries.yaml": func(t *testing.T, in, out func(int, string) []float64) {
 		x, got := f32(in(0, "h_in")), f32(out(0, "h_out"))
 		var sum float64

@@ -17,6 +17,8 @@ type Option func(*config)
 
 type config struct {
 	timing bool
+
+	profile // profile.go
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
@@ -41,6 +43,8 @@ type Session struct {
 	graphs []*Graph // captured and not closed
 	joins  []int    // events that join the streams for External.Done (external.go)
 	closed bool
+
+	subTimer *submitTimer // nil unless submission timing was asked for (profile.go)
 }
 
 // Open opens plan p on backend b: a device session for p's graph (b.Open),
@@ -77,6 +81,9 @@ func (s *Session) create(ctx context.Context, cfg config) error {
 	if t, ok := s.d.(device.Timer); ok && cfg.timing {
 		t.SetTiming(true)
 		s.timer = t
+	}
+	if err := s.setupProfile(cfg); err != nil {
+		return fmt.Errorf("executor: timing: %w", err)
 	}
 	for _, st := range s.p.Streams {
 		if err := s.d.NewStream(st.Device, st.Priority); err != nil {
@@ -141,7 +148,7 @@ func (s *Session) Run(ctx context.Context) error {
 // looks at ctx every ctxCheckEvery steps. A failed step's error names its
 // op; verb says what the submission is for, in the error of a stop.
 func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error {
-	steps, b := s.p.Steps, s.d
+	steps, b := s.p.Steps, s.submitter()
 	for i := range steps {
 		st := &steps[i]
 		var err error

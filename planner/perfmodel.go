@@ -113,6 +113,10 @@ type Overhead string
 const (
 	OverheadRecord Overhead = "record"
 	OverheadWait   Overhead = "wait"
+	// OverheadReplayOp is a graph replay's time per op node beyond the
+	// nodes' own durations: the replay's measured makespan less the
+	// device-only estimate, over its ops.
+	OverheadReplayOp Overhead = "replay op"
 )
 
 // SubmitOverhead is the host's cost to submit one op of kind k.
@@ -200,6 +204,36 @@ func (m *PerfModel) Overhead(o Overhead) (time.Duration, bool) {
 		return s.Mean(), true
 	}
 	return 0, false
+}
+
+// Overheads are the model's measured overheads where it has them, its
+// fallback's (OverheadsOf) otherwise: it is an OverheadModel, so Simulate
+// charges the host's submission and the events as measured. Submit is the
+// mean over every op kind's measured submissions, weighted by their counts
+// (Overheads holds one submission cost for all kinds).
+func (m *PerfModel) Overheads() Overheads {
+	o := OverheadsOf(m.fallback)
+	if d, ok := m.Overhead(OverheadRecord); ok {
+		o.Record = d
+	}
+	if d, ok := m.Overhead(OverheadWait); ok {
+		o.Wait = d
+	}
+	if d, ok := m.Overhead(OverheadReplayOp); ok {
+		o.ReplayOp = d
+	}
+	var n int64
+	var sum float64
+	for name, s := range m.overheads {
+		if strings.HasPrefix(string(name), "submit ") {
+			n += s.Count
+			sum += s.MeanNs * float64(s.Count)
+		}
+	}
+	if n > 0 {
+		o.Submit = time.Duration(math.Round(sum / float64(n)))
+	}
+	return o
 }
 
 // OpStats are the measurements of op's signature, if any.

@@ -48,6 +48,13 @@ type (
 		EstMakespanUS     float64 `json:"est_makespan_us"`
 		EstCriticalPathUS float64 `json:"est_critical_path_us"`
 		CriticalPathUS    float64 `json:"critical_path_us"`
+		// How the run's ops were timed (a measured trace only): "cupti",
+		// "events" or "timers", why, and the records the tracer dropped.
+		Timing        string `json:"timing,omitempty"`
+		TimingReason  string `json:"timing_reason,omitempty"`
+		TimingDropped uint64 `json:"timing_dropped,omitempty"`
+		// Replays traced as whole graphs: slices are replays, not ops.
+		WholeReplays bool `json:"whole_replays,omitempty"`
 	}
 	threadArgs struct {
 		Name       string `json:"name"`
@@ -109,6 +116,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 	fig, err := json.Marshal(chromeFigures{
 		Generator: generator, SchemaVersion: SchemaVersion, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
+		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
 	})
 	if err != nil {
 		return err
@@ -233,7 +241,8 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 		}
 		t.Figures = Figures{Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 			EstMakespan: fromMicros(f.EstMakespanUS), EstCriticalPath: fromMicros(f.EstCriticalPathUS),
-			CriticalPath: fromMicros(f.CriticalPathUS), Estimated: f.Estimated}
+			CriticalPath: fromMicros(f.CriticalPathUS), Estimated: f.Estimated,
+			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays}
 	}
 	type thread struct{ pid, tid int }
 	laneOf := map[thread]int{}

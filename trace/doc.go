@@ -18,7 +18,17 @@
 // kind is shown (its legend label, colours, and what it counts as in the
 // copy/compute overlap) is one table keyed by dag.OpKind, which a test
 // holds to dag.OpKinds(). Trace files carry SchemaVersion in their
-// otherData as schema_version.
+// otherData as schema_version, and for measured traces how the ops were
+// timed (Figures.Timing: "cupti", "events" or "timers", with the reason and
+// the records dropped) and whether replays were traced whole.
+//
+// ComparePlan sets a run's spans against the plan's own simulation of it
+// (planner.Simulate under the cost model it was planned with): the pairs
+// of ops the plan meant to overlap and whether they did, and the ops that
+// started late beyond what their dependencies handed down, with what held
+// them (a wait for an op on another stream, their own stream, or the
+// host). PerfSamples turns spans into the samples a planner.PerfModel
+// learns from.
 //
 // How the dagrun command uses it:
 //

@@ -85,6 +85,16 @@ type Figures struct {
 	// Estimated says the slices are cost-model estimates (FromPlan), not
 	// measurements (FromRun).
 	Estimated bool
+	// Timing is how a measured trace's ops were timed ("cupti", "events",
+	// "timers"), TimingReason why (the reason CUPTI was not used, say), and
+	// TimingDropped the activity records the tracer dropped (their ops'
+	// slices are missing). The caller sets them; WriteChrome keeps them.
+	Timing        string
+	TimingReason  string
+	TimingDropped uint64
+	// WholeReplays says the slices of graph replays are whole replays (one
+	// per run), not ops: timing events cannot time a replay's ops.
+	WholeReplays bool
 }
 
 // Makespan is the time from the start of the first slice to the end of the last.

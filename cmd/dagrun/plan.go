@@ -36,6 +36,15 @@ Flags:
 	--compare        print each placement strategy's estimated makespan
 	                 (for an eager run and a graph replay) and wait count
 	                 instead of the plan
+	--perf-model F   cost ops with the measurements in the perf-model file
+	                 F (dagrun run --perf-model writes it) of the device
+	                 --backend names, and say how many ops were costed
+	                 from measurements; a file of another device, version,
+	                 or a corrupt one is a warning, and default costs
+	--backend B      the device whose perf model to use: auto (default:
+	                 cuda when there is one, else cpu), cpu or cuda
+	--graph          estimate the makespan of a graph replay, not of an
+	                 eager run (with --perf-model)
 `
 
 // streamsFlag is --streams: 0 (not given) or 1..32.
@@ -78,6 +87,8 @@ func (c *cli) plan(args []string) error {
 	var streams streamsFlag
 	fs.Var(&streams, "streams", "")
 	compare := fs.Bool("compare", false, "")
+	var pmf planPerfFlags // perfmodel.go
+	pmf.addFlags(fs)
 	var files specFiles
 	files.addFlags(fs)
 	specs, err := parseFlags(fs, args)
@@ -96,7 +107,7 @@ func (c *cli) plan(args []string) error {
 	if *compare {
 		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, int(streams)) })
 	}
-	p, err := makePlan(s, int(streams))
+	p, pm, err := c.planPerf(s, int(streams), pmf)
 	if err != nil {
 		return err
 	}
@@ -110,6 +121,9 @@ func (c *cli) plan(args []string) error {
 			if data, err = withSchemaVersion(data); err != nil {
 				return err
 			}
+			if data, err = withPerfModel(data, pm); err != nil {
+				return err
+			}
 			var b bytes.Buffer
 			if err := json.Indent(&b, data, "", "  "); err != nil {
 				return err
@@ -120,6 +134,13 @@ func (c *cli) plan(args []string) error {
 		case "dot":
 			return trace.PlanDOT(w, p)
 		}
-		return p.WriteText(w)
+		if err := p.WriteText(w); err != nil {
+			return err
+		}
+		if pm != nil {
+			_, err := fmt.Fprintln(w, pm.coverage())
+			return err
+		}
+		return nil
 	})
 }

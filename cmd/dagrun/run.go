@@ -46,13 +46,27 @@ Flags:
 	                 and replay it N times, launched back to back; print the
 	                 capture, instantiation and replay times; overrides
 	                 run.graph (--graph=false runs eagerly)
-	--trace FILE     time every op of eager runs and write a Chrome trace
-	                 (Perfetto, chrome://tracing) to FILE, each traced run
-	                 placed at its start on the host's clock; print a
-	                 timeline summary; not with --graph
+	--trace FILE     time every op of the runs (or, with --graph, of the
+	                 replays) and write a Chrome trace (Perfetto,
+	                 chrome://tracing) to FILE, each traced run placed at
+	                 its start on the host's clock; print a timeline
+	                 summary and the plan against the run (overlap lost,
+	                 late ops and what held them). A traced replay runs
+	                 alone; where the backend cannot time a replay's ops
+	                 (a CUDA graph timed by events) it is traced whole
 	--trace-runs K   which of the --repeat runs --trace keeps (in memory
 	                 until the end): all (the default), first:N, last:N,
 	                 or run numbers and ranges counted from 1, such as 1,5-8
+	--timing T       how ops are timed on cuda: auto (default: CUPTI
+	                 activity records where CUPTI loads and is free, else
+	                 events, saying why on stderr), cupti or events
+	--perf-model F   plan with the measured costs in the perf-model file F
+	                 (one per device; a file of another device, version or
+	                 a corrupt one is a warning, and default costs), time
+	                 the runs, print estimated against measured makespan,
+	                 and fold the runs' durations and submission costs
+	                 into F (written whole; the first of several runs is
+	                 a warm-up and teaches nothing)
 	--format F       text (default) or json: the outputs and summary, or
 	                 the errors, as a JSON document with schema_version
 	                 (--json is short for --format json)
@@ -81,6 +95,10 @@ type runReport struct {
 	TracedRuns    []int          `json:"traced_runs,omitempty"`
 	Outputs       []outputReport `json:"outputs"`
 	Warnings      []problem      `json:"warnings,omitempty"`
+
+	Makespan  *makespanReport   `json:"makespan,omitempty"`            // perfmodel.go
+	PerfModel *perfModelReport  `json:"perf_model,omitempty"`          // perfmodel.go
+	Planned   *trace.Comparison `json:"planned_vs_achieved,omitempty"` // perfmodel.go
 }
 
 // graphReport is the figures of a run captured as a graph, in nanoseconds.
@@ -121,6 +139,8 @@ type runFlags struct {
 	graph     bool
 	traceFile string
 	traceRuns string
+	perfModel string // perfmodel.go
+	timing    *oneOf
 	format    *oneOf
 	out       string
 	files     specFiles
@@ -129,7 +149,8 @@ type runFlags struct {
 }
 
 func parseRunFlags(args []string) (*runFlags, []string, error) {
-	f := &runFlags{backend: backendFlag(), format: &oneOf{value: "text", choices: []string{"text", "json"}}}
+	f := &runFlags{backend: backendFlag(), format: &oneOf{value: "text", choices: []string{"text", "json"}},
+		timing: &oneOf{value: "auto", choices: []string{"auto", "cupti", "events"}}}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.Var(f.backend, "backend", "")
 	fs.Var(&f.streams, "streams", "")
@@ -137,6 +158,8 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.BoolVar(&f.graph, "graph", false, "")
 	fs.StringVar(&f.traceFile, "trace", "", "")
 	fs.StringVar(&f.traceRuns, "trace-runs", "", "")
+	fs.StringVar(&f.perfModel, "perf-model", "", "")
+	fs.Var(f.timing, "timing", "")
 	fs.Var(f.format, "format", "")
 	fs.BoolFunc("json", "", func(v string) error {
 		on, err := strconv.ParseBool(v)
@@ -170,10 +193,6 @@ func (c *cli) run(args []string) error {
 	if f.traceRuns != "" && f.traceFile == "" {
 		return usagef("--trace-runs chooses the runs --trace keeps; add --trace FILE")
 	}
-	// A replay runs as one launch, with no op timed on its own.
-	if f.graph && f.traceFile != "" {
-		return usagef("--trace times ops of eager runs; drop --graph to trace, or trace one eager run")
-	}
 	asJSON := f.format.value == "json"
 	c.jsonErrors = asJSON
 
@@ -195,9 +214,6 @@ func (c *cli) run(args []string) error {
 	}
 	if !f.set["graph"] {
 		f.graph = s.Run.Graph
-		if f.graph && f.traceFile != "" {
-			return usagef("--trace times ops of eager runs, and %s sets run.graph: true; add --graph=false to trace an eager run", s.File)
-		}
 	}
 	traced := func(int) bool { return false }
 	if f.traceFile != "" {
@@ -228,6 +244,18 @@ func (c *cli) run(args []string) error {
 	if fallback != "" {
 		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
 	}
+	var pm *perfModel
+	if f.perfModel != "" {
+		if pm, err = c.loadPerfModel("run", f.perfModel, b); err != nil {
+			return err
+		}
+		if p, err = planWithModel(s, int(f.streams), pm, runMode(f.graph)); err != nil {
+			return err
+		}
+		if f.traceFile == "" { // the spans teach the model; no trace is written
+			traced = func(int) bool { return true }
+		}
+	}
 
 	// Host steps print to stdout, except where the report goes there as JSON.
 	s.Stdout = c.stdout
@@ -242,15 +270,21 @@ func (c *cli) run(args []string) error {
 		stop()
 	}()
 	opts := faultOpts
-	if f.traceFile != "" {
-		opts = append(opts, executor.WithTiming())
+	if f.traceFile != "" || pm != nil {
+		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(f.timing.value))
+	}
+	if pm != nil {
+		opts = append(opts, executor.WithSubmitTiming())
 	}
 	sess, err := executor.Open(ctx, b, p, opts...)
 	if err != nil {
 		return c.runFailure(ctx, s, err, nil)
 	}
 	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
-	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar}
+	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: f.graph && f.traceFile != ""}
+	if pm != nil {
+		rs.afterRun = func(run int, spans []executor.Span) error { return pm.observe(p.Graph, sess, spans, run, f.repeat) }
+	}
 	report, err := c.runSession(ctx, sess, s, p, &rs)
 	if cerr := sess.Close(); err == nil {
 		err = cerr
@@ -259,7 +293,14 @@ func (c *cli) run(args []string) error {
 		return c.runFailure(ctx, s, err, rs.saved)
 	}
 	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, used
-	report.TracedRuns = rs.tracedRuns()
+	if f.traceFile != "" {
+		report.TracedRuns = rs.tracedRuns()
+	}
+	note := timingNote(sess, nil)
+	if pm != nil {
+		report.Makespan = makespanOf(p, rs.runs, report.Graph)
+		pm.observeReplays(p, report.Graph)
+	}
 	if asJSON {
 		report.Warnings = specWarnings(s)
 	}
@@ -267,13 +308,31 @@ func (c *cli) run(args []string) error {
 	var traceSummary bytes.Buffer
 	if f.traceFile != "" {
 		t := trace.FromRuns(p, rs.runs)
+		note = timingNote(sess, t)
+		t.Figures.WholeReplays = len(rs.whole) > 0
 		if err := writeFileAtomic(f.traceFile, t.WriteChrome); err != nil {
 			return err
 		}
 		if err := t.WriteSummary(&traceSummary); err != nil {
 			return err
 		}
+		writeWholeReplays(&traceSummary, rs.whole)
+		if report.Planned = plannedVsAchieved(p, pm, rs.runs, f.graph); report.Planned != nil {
+			if err := report.Planned.Write(&traceSummary); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(&traceSummary, "trace of %s written to %s\n", runsText(report.TracedRuns, f.repeat), f.traceFile)
+	}
+	if pm != nil { // after the comparison with the plan, which uses the model as planned
+		pr, err := pm.save()
+		if err != nil {
+			return err
+		}
+		report.PerfModel = &pr
+	}
+	if note != "" && (!f.graph || f.traceFile != "") {
+		fmt.Fprintf(c.stderr, "dagrun run: %s\n", note)
 	}
 	if asJSON {
 		// The trace summary is text; the JSON document holds none.
@@ -286,6 +345,7 @@ func (c *cli) run(args []string) error {
 		if err := c.printReport(w, report, f.repeat); err != nil {
 			return err
 		}
+		printPerfModel(w, report, pm)
 		_, err := traceSummary.WriteTo(w)
 		return err
 	})
@@ -316,7 +376,14 @@ type runState struct {
 	traced func(run int) bool // which runs (from 1) to keep the op times of
 	bar    *progress
 	runs   []trace.RunSpans // the traced runs' op times
-	saved  map[string]bool  // the save paths written
+	// afterRun, if set, is called after each eager run (from 1) with its
+	// spans (nil unless timed): what a perf model learns from.
+	afterRun func(run int, spans []executor.Span) error
+	// traceReplays traces the replays traced chooses, into runs or whole
+	// (replaytrace.go).
+	traceReplays bool
+	whole        []wholeReplay
+	saved        map[string]bool // the save paths written
 }
 
 func (rs *runState) tracedRuns() []int {
@@ -352,7 +419,11 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 	bar := rs.bar
 	defer bar.clear() // before anything else is printed, error or not
 	if rs.graph {
-		g, err := replay(ctx, sess, rs.repeat, r.Ops, bar)
+		replays := func() (*graphReport, error) { return replay(ctx, sess, rs.repeat, r.Ops, bar) }
+		if rs.traceReplays { // replaytrace.go
+			replays = func() (*graphReport, error) { return replayTraced(ctx, sess, rs, r.Ops) }
+		}
+		g, err := replays()
 		if err != nil {
 			return r, err
 		}
@@ -364,8 +435,14 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 			if err := sess.Run(ctx); err != nil {
 				return r, err
 			}
+			spans := sess.Spans()
 			if rs.traced(i + 1) {
-				rs.runs = append(rs.runs, trace.RunSpans{Run: i + 1, Start: runStart, Spans: sess.Spans()})
+				rs.runs = append(rs.runs, trace.RunSpans{Run: i + 1, Start: runStart, Spans: spans})
+			}
+			if rs.afterRun != nil {
+				if err := rs.afterRun(i+1, spans); err != nil {
+					return r, err
+				}
 			}
 			bar.update(i + 1)
 		}

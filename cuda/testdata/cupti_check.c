@@ -71,9 +71,16 @@ int main(void) {
 
 	VAL(DR_CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RESOURCE);
 	VAL(DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+	VAL(DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
 	OFF(DR_CUPTI_RESOURCEDATA_DESCRIPTOR, CUpti_ResourceData, resourceDescriptor);
 	OFF(DR_CUPTI_GRAPHDATA_NODE, CUpti_GraphData, node);
 	OFF(DR_CUPTI_GRAPHDATA_ORIGINAL_NODE, CUpti_GraphData, originalNode);
+	VAL(DR_CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_DRIVER_API);
+	VAL(DR_CUPTI_API_ENTER, CUPTI_API_ENTER);
+	OFF(DR_CUPTI_CALLBACKDATA_SITE, CUpti_CallbackData, callbackSite);
+	OFF(DR_CUPTI_CALLBACKDATA_CORRELATION_ID, CUpti_CallbackData, correlationId);
+	check("sizeof(CUpti_CallbackData.correlationId)", 4, sizeof(((CUpti_CallbackData*)0)->correlationId));
+	check("sizeof(CUpti_CallbackSite)", 4, sizeof(CUpti_ApiCallbackSite));
 	check("sizeof(CUpti_CallbackId)", 4, sizeof(CUpti_CallbackId));
 	check("sizeof(CUpti_CallbackDomain)", 4, sizeof(CUpti_CallbackDomain));
 

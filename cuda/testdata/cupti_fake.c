@@ -5,7 +5,13 @@
 // it (a kernel launched under the op), written at the offsets cupti.h
 // declares: the layouts themselves are checked by cupti_check.c.
 // FAKE_CUPTI selects behaviour: "old" reports version 120000; "busy" refuses
-// cuptiActivityEnable with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED.
+// cuptiActivityEnable with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+// "callbacks" writes no external correlation records but calls the driver
+// API callback at the entry of each (pretended) launch with its correlation
+// id, the way a CUPTI whose external correlation records do not come names
+// launches only through the callback; "nodes" neither: it reports a graph
+// node created under each push (as a stream capture would) and a kernel
+// record of that node, which only the node's op can name.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +54,17 @@ int cuptiActivityEnable(int kind) {
 int cuptiActivityDisable(int kind) { (void)kind; return 0; }
 int cuptiActivityEnableDriverApi(uint32_t cbid, uint8_t on) { (void)cbid; (void)on; return 0; }
 int cuptiGetGraphNodeId(CUgraphNode n, uint64_t* id) { *id = (uint64_t)(uintptr_t)n; return 0; }
-int cuptiSubscribe(void** s, void* cb, void* u) { (void)cb; (void)u; *s = (void*)1; return 0; }
-int cuptiUnsubscribe(void* s) { (void)s; return 0; }
-int cuptiEnableCallback(uint32_t e, void* s, int d, uint32_t c) { (void)e; (void)s; (void)d; (void)c; return 0; }
+typedef void (*callback_fn)(void*, int, uint32_t, const void*);
+static callback_fn subscribed;
+static int launch_callback_on, node_callback_on;
+int cuptiSubscribe(void** s, callback_fn cb, void* u) { (void)u; subscribed = cb; *s = (void*)1; return 0; }
+int cuptiUnsubscribe(void* s) { (void)s; subscribed = NULL; launch_callback_on = node_callback_on = 0; return 0; }
+int cuptiEnableCallback(uint32_t e, void* s, int d, uint32_t c) {
+	(void)s;
+	if (d == DR_CUPTI_CB_DOMAIN_DRIVER_API && c == DR_CUPTI_CBID_cuLaunchKernel) launch_callback_on = (int)e;
+	if (d == DR_CUPTI_CB_DOMAIN_RESOURCE && c == DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) node_callback_on = (int)e;
+	return 0;
+}
 int cuptiGetTimestamp(uint64_t* t) { *t = 42; return 0; }
 int cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t* n) {
 	(void)c; (void)s;
@@ -80,6 +94,35 @@ int cuptiActivityGetNextRecord(uint8_t* buf, size_t valid, void** rec) {
 int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
 	if (kind != DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || depth == 16) return 1;
 	stack[depth++] = id;
+	uint64_t node = 0;
+	if (mode("nodes")) {
+		// A node made under the push: its id is its handle (see
+		// cuptiGetGraphNodeId above).
+		node = 1000 + id;
+		if (subscribed != NULL && node_callback_on) {
+			uint8_t graph[64], res[24];
+			memset(graph, 0, sizeof graph);
+			memset(res, 0, sizeof res);
+			put64(graph, DR_CUPTI_GRAPHDATA_NODE, node);
+			void* desc = graph;
+			memcpy(res + DR_CUPTI_RESOURCEDATA_DESCRIPTOR, &desc, sizeof desc);
+			subscribed(NULL, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, res);
+		}
+		corr += 100; // a correlation nothing names
+		goto kernel;
+	}
+	if (mode("callbacks")) {
+		// A launch under the pushed id: the callback at its entry, then its
+		// kernel record only.
+		if (subscribed != NULL && launch_callback_on) {
+			uint8_t data[72];
+			memset(data, 0, sizeof data);
+			put32(data, DR_CUPTI_CALLBACKDATA_SITE, DR_CUPTI_API_ENTER);
+			put32(data, DR_CUPTI_CALLBACKDATA_CORRELATION_ID, corr);
+			subscribed(NULL, DR_CUPTI_CB_DOMAIN_DRIVER_API, DR_CUPTI_CBID_cuLaunchKernel, data);
+		}
+		goto kernel;
+	}
 	uint8_t* e = pending + npending;
 	memset(e, 0, DR_CUPTI_EXTCORR_SIZE);
 	put32(e, 0, DR_CUPTI_KIND_EXTERNAL_CORRELATION);
@@ -87,6 +130,7 @@ int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
 	put64(e, DR_CUPTI_EXTCORR_EXTERNAL_ID, id);
 	put32(e, DR_CUPTI_EXTCORR_CORRELATION_ID, corr);
 	npending += DR_CUPTI_EXTCORR_SIZE;
+kernel:;
 	uint8_t* k = pending + npending;
 	memset(k, 0, DR_CUPTI_KERNEL10_SIZE);
 	put32(k, 0, DR_CUPTI_KIND_CONCURRENT_KERNEL);
@@ -95,7 +139,7 @@ int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
 	put32(k, DR_CUPTI_KERNEL10_DEVICE_ID, 0);
 	put32(k, DR_CUPTI_KERNEL10_STREAM_ID, 7);
 	put32(k, DR_CUPTI_KERNEL10_CORRELATION_ID, corr);
-	put64(k, DR_CUPTI_KERNEL10_GRAPH_NODE_ID, 0);
+	put64(k, DR_CUPTI_KERNEL10_GRAPH_NODE_ID, node);
 	npending += DR_CUPTI_KERNEL10_SIZE;
 	corr++;
 	return 0;

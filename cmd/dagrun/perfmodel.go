@@ -1,0 +1,363 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/dagrun/dagrun/cpu"
+	"github.com/dagrun/dagrun/cuda"
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/spec"
+	"github.com/dagrun/dagrun/trace"
+)
+
+// Perf models in the CLI: --perf-model FILE on plan and run.
+
+// perfModel is a loaded --perf-model file and what the runs taught it.
+type perfModel struct {
+	path  string
+	model *planner.PerfModel
+	// usable is false when the file could not be used (corrupt, of another
+	// device or version): the plan fell back to default costs, and the file
+	// is left as it is.
+	usable bool
+	// covered of ops were costed from measurements in the plan.
+	covered, ops int
+	samples      []planner.OpSample
+	overheads    map[planner.Overhead][]time.Duration
+}
+
+// deviceKey is the perf-model key of the device a backend runs on: the
+// CPU backend is "cpu" with its cores; a CUDA backend is its device 0.
+func deviceKey(b device.Backend) (planner.DeviceKey, error) {
+	switch b := b.(type) {
+	case *cpu.Backend:
+		return planner.DeviceKey{Name: "cpu", SMs: runtime.NumCPU()}, nil
+	case *cuda.Backend:
+		name, sms, err := b.DeviceInfo(0)
+		if err != nil {
+			return planner.DeviceKey{}, err
+		}
+		return planner.DeviceKey{Name: name, SMs: sms, Driver: b.DriverVersion()}, nil
+	}
+	return planner.DeviceKey{}, fmt.Errorf("backend %T keeps no perf model", b)
+}
+
+// loadPerfModel reads path for backend b's device. A file that cannot be
+// used is a warning on stderr: the model is then empty, so the plan uses
+// default costs, and the file is not overwritten.
+func (c *cli) loadPerfModel(cmd, path string, b device.Backend) (*perfModel, error) {
+	key, err := deviceKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("--perf-model %s: %w", path, err)
+	}
+	m, err := planner.LoadPerfModel(path, key, nil)
+	pm := &perfModel{path: path, model: m, usable: true, overheads: map[planner.Overhead][]time.Duration{}}
+	if err != nil {
+		if _, ok := errors.AsType[*planner.PerfModelError](err); !ok {
+			return nil, err
+		}
+		pm.usable = false
+		fmt.Fprintf(c.stderr, "dagrun %s: warning: %v\n", cmd, err)
+	}
+	return pm, nil
+}
+
+// planWithModel plans s as makePlan does, costing ops with pm's model and
+// estimating for mode, and records how many ops were costed from
+// measurements.
+func planWithModel(s *spec.Spec, streams int, pm *perfModel, mode planner.Mode) (*planner.Plan, error) {
+	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Mode: mode}
+	if streams != 0 {
+		opts.Streams = streams
+	}
+	if pm != nil {
+		opts.Cost = pm.model
+	}
+	p, err := planner.New(s.Graph, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := planner.Verify(p); err != nil {
+		return nil, verifyFailure(s, err)
+	}
+	if pm != nil {
+		pm.covered, pm.ops = pm.model.Covered(s.Graph.Ops), len(s.Graph.Ops)
+	}
+	return p, nil
+}
+
+// coverage is the line plan and run print about the model's use.
+func (pm *perfModel) coverage() string {
+	return fmt.Sprintf("perf model %s: %d of %d ops costed from measurements", pm.path, pm.covered, pm.ops)
+}
+
+// perfModelReport is the model's part of dagrun run's and plan's JSON.
+type perfModelReport struct {
+	Path     string `json:"path"`
+	Measured int    `json:"ops_measured"`
+	Ops      int    `json:"ops"`
+	Updated  bool   `json:"updated"`
+	Samples  int    `json:"samples,omitempty"`
+}
+
+// observe keeps what run number run (from 1) of repeat measured: its
+// spans, and the host's submission costs of its steps. The first of
+// several runs warms up (modules, memory pools, caches) and teaches
+// nothing.
+func (pm *perfModel) observe(g *dag.Graph, sess *executor.Session, spans []executor.Span, run, repeat int) error {
+	if run == 1 && repeat > 1 {
+		return nil
+	}
+	samples, err := trace.PerfSamples(g, spans)
+	if err != nil {
+		return err
+	}
+	pm.samples = append(pm.samples, samples...)
+	costs, ok := sess.SubmitCosts()
+	if !ok {
+		return nil
+	}
+	for k, c := range costs.Ops {
+		if c.Count > 0 {
+			name := planner.SubmitOverhead(k)
+			pm.overheads[name] = append(pm.overheads[name], c.Mean())
+		}
+	}
+	if costs.Records.Count > 0 {
+		pm.overheads[planner.OverheadRecord] = append(pm.overheads[planner.OverheadRecord], costs.Records.Mean())
+	}
+	if costs.Waits.Count > 0 {
+		pm.overheads[planner.OverheadWait] = append(pm.overheads[planner.OverheadWait], costs.Waits.Mean())
+	}
+	return nil
+}
+
+// observeReplays learns a graph replay's cost per op node beyond the
+// nodes' durations: the measured time per replay (launched back to back)
+// less the model's device-only estimate of one, over the plan's ops.
+func (pm *perfModel) observeReplays(p *planner.Plan, g *graphReport) {
+	if g == nil || g.Replays == 0 || len(p.Graph.Ops) == 0 {
+		return
+	}
+	deviceOnly := planner.WithOverheads(pm.model, planner.Overheads{})
+	est := planner.Simulate(p, deviceOnly, planner.Replay).Makespan
+	if extra := time.Duration(g.PerReplayNS) - est; extra > 0 {
+		pm.overheads[planner.OverheadReplayOp] = append(pm.overheads[planner.OverheadReplayOp], extra/time.Duration(len(p.Graph.Ops)))
+	}
+}
+
+// save folds the runs' measurements into the model and writes it
+// atomically (planner.PerfModel.Save). A file that could not be used is
+// left alone.
+func (pm *perfModel) save() (perfModelReport, error) {
+	r := perfModelReport{Path: pm.path, Measured: pm.covered, Ops: pm.ops, Samples: len(pm.samples)}
+	if !pm.usable || (len(pm.samples) == 0 && len(pm.overheads) == 0) {
+		return r, nil
+	}
+	if err := pm.model.Update(pm.samples); err != nil {
+		return r, err
+	}
+	names := make([]planner.Overhead, 0, len(pm.overheads))
+	for name := range pm.overheads {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		for _, d := range pm.overheads[name] {
+			if err := pm.model.ObserveOverhead(name, d); err != nil {
+				return r, err
+			}
+		}
+	}
+	if err := pm.model.Save(pm.path); err != nil {
+		return r, err
+	}
+	r.Updated = true
+	return r, nil
+}
+
+// makespanReport is estimated against measured makespan of dagrun run.
+type makespanReport struct {
+	Mode        string  `json:"mode"` // eager or replay
+	EstimatedNS int64   `json:"estimated_ns"`
+	MeasuredNS  int64   `json:"measured_ns"`
+	Ratio       float64 `json:"ratio"` // estimated / measured
+	// Source says what measured is: the median over the timed runs of
+	// each run's last op end (eager), or the replays' wall time each.
+	Source string `json:"source"`
+}
+
+// measuredMakespan is the median over runs of each run's makespan: the
+// end of its last op, from the run's start (the backend's time origin).
+func measuredMakespan(runs []trace.RunSpans) (time.Duration, bool) {
+	var ms []time.Duration
+	for _, r := range runs {
+		var end time.Duration
+		for _, s := range r.Spans {
+			end = max(end, s.End)
+		}
+		if end > 0 {
+			ms = append(ms, end)
+		}
+	}
+	if len(ms) == 0 {
+		return 0, false
+	}
+	slices.Sort(ms)
+	return ms[len(ms)/2], true
+}
+
+// makespanOf compares the plan's estimate with the run. Eager runs are
+// measured by their spans (the first of several left out as warm-up);
+// replays by the wall time per replay.
+func makespanOf(p *planner.Plan, runs []trace.RunSpans, g *graphReport) *makespanReport {
+	r := &makespanReport{Mode: p.Stats.Mode.String(), EstimatedNS: p.Stats.Makespan.Nanoseconds()}
+	switch {
+	case g != nil && g.Replays > 0:
+		r.MeasuredNS, r.Source = g.PerReplayNS, "wall time per replay, launched back to back"
+	default:
+		if len(runs) > 1 {
+			runs = runs[1:]
+		}
+		m, ok := measuredMakespan(runs)
+		if !ok {
+			return nil
+		}
+		r.MeasuredNS, r.Source = m.Nanoseconds(), "median over the timed runs of the last op's end"
+	}
+	if r.MeasuredNS > 0 {
+		r.Ratio = float64(r.EstimatedNS) / float64(r.MeasuredNS)
+	}
+	return r
+}
+
+func (r *makespanReport) write(w io.Writer) {
+	fmt.Fprintf(w, "makespan (%s): estimated %s, measured %s (estimate/measured %.2f; measured: %s)\n",
+		r.Mode, short(r.EstimatedNS), short(r.MeasuredNS), r.Ratio, r.Source)
+}
+
+// timingNote is what dagrun run says on stderr about how ops were timed,
+// and sets in the trace's figures.
+func timingNote(sess *executor.Session, t *trace.Trace) string {
+	src, why, dropped := sess.TimingSource()
+	if t != nil {
+		t.Figures.Timing, t.Figures.TimingReason, t.Figures.TimingDropped = src, why, dropped
+	}
+	if src == "" {
+		return ""
+	}
+	s := fmt.Sprintf("ops timed by %s (%s)", src, why)
+	if dropped > 0 {
+		s += fmt.Sprintf("; %d activity records dropped, their ops' spans are missing", dropped)
+	}
+	return s
+}
+
+// runMode is the planner's mode for a run: a replay with --graph.
+func runMode(graph bool) planner.Mode {
+	if graph {
+		return planner.Replay
+	}
+	return planner.Eager
+}
+
+// printPerfModel adds dagrun run's perf-model lines to its text report.
+func printPerfModel(w io.Writer, r runReport, pm *perfModel) {
+	if pm == nil {
+		return
+	}
+	fmt.Fprintln(w, pm.coverage())
+	if r.Makespan != nil {
+		r.Makespan.write(w)
+	}
+	if pr := r.PerfModel; pr != nil {
+		if pr.Updated {
+			fmt.Fprintf(w, "perf model %s updated from %d op samples\n", pr.Path, pr.Samples)
+		} else {
+			fmt.Fprintf(w, "perf model %s not updated\n", pr.Path)
+		}
+	}
+}
+
+// planPerfFlags are dagrun plan's perf-model flags.
+type planPerfFlags struct {
+	path    string
+	backend *oneOf
+	graph   bool
+}
+
+func (f *planPerfFlags) addFlags(fs *flag.FlagSet) {
+	f.backend = backendFlag()
+	f.backend.value = "auto"
+	fs.StringVar(&f.path, "perf-model", "", "")
+	fs.Var(f.backend, "backend", "")
+	fs.BoolVar(&f.graph, "graph", false, "")
+}
+
+// planPerf plans s as makePlan does, or with --perf-model, with the model
+// of the device --backend names (the backend is opened only to name its
+// device) for the mode --graph says.
+func (c *cli) planPerf(s *spec.Spec, streams int, f planPerfFlags) (*planner.Plan, *perfModel, error) {
+	if f.path == "" {
+		if f.graph {
+			return nil, nil, usagef("--graph chooses the mode --perf-model estimates; add --perf-model FILE")
+		}
+		p, err := makePlan(s, streams)
+		return p, nil, err
+	}
+	b, _, _, err := openBackend(f.backend.value)
+	if err != nil {
+		return nil, nil, err
+	}
+	pm, err := c.loadPerfModel("plan", f.path, b)
+	if cerr := b.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("closing the backend: %w", cerr)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := planWithModel(s, streams, pm, runMode(f.graph))
+	return p, pm, err
+}
+
+// withPerfModel adds the perf model's coverage to dagrun plan's JSON.
+func withPerfModel(obj []byte, pm *perfModel) ([]byte, error) {
+	if pm == nil {
+		return obj, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &fields); err != nil {
+		return nil, err
+	}
+	r, err := json.Marshal(perfModelReport{Path: pm.path, Measured: pm.covered, Ops: pm.ops})
+	if err != nil {
+		return nil, err
+	}
+	fields["perf_model"] = r
+	return json.Marshal(fields)
+}
+
+// plannedVsAchieved compares the last traced run (a replay with graph)
+// with the plan's simulation under the model it was planned with (the perf
+// model, else the default costs).
+func plannedVsAchieved(p *planner.Plan, pm *perfModel, runs []trace.RunSpans, graph bool) *trace.Comparison {
+	if len(runs) == 0 || len(runs[len(runs)-1].Spans) == 0 {
+		return nil
+	}
+	var cost planner.CostModel = planner.DefaultCost()
+	if pm != nil {
+		cost = pm.model
+	}
+	c := trace.ComparePlan(p, cost, runMode(graph), runs[len(runs)-1].Spans)
+	return &c
+}

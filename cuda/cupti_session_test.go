@@ -1,0 +1,118 @@
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// TestCUPTISessionTiming times a fan-out of spins, a copy and a fill with a
+// session's CUPTI timing and again with events: every op of device work has
+// one span under CUPTI, on the stream it ran on, and its duration agrees
+// with the event-timed one within 3 us: the events' resolution (0.5 us)
+// plus the cost of the two event records around a short op, which events
+// count and CUPTI does not.
+func TestCUPTISessionTiming(t *testing.T) {
+	b := gpuBackend(t)
+	g := dag.New()
+	src := g.Buffer("src", 1<<20)
+	dst := g.Buffer("dst", 1<<20)
+	fill := g.Fill(src.All(), 7).Named("fill")
+	g.Copy(dst.All(), src.All()).Named("copy").After(fill)
+	for i := range 4 {
+		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), float64(20*(i+1))).Named(fmt.Sprintf("spin%d", i))
+	}
+	graph, err := g.Build()
+	require.NoError(t, err)
+	p, err := planner.New(graph, planner.Options{Streams: 2})
+	require.NoError(t, err)
+
+	durations := func(src string) (map[int]time.Duration, map[int]int, string) {
+		se := openSession(t, b, graph)
+		defer func() { require.NoError(t, se.Close()) }()
+		se.SetTiming(true)
+		require.NoError(t, se.SetTimingSource(src))
+		used, why, _ := se.TimingSource()
+		d, streams := map[int]time.Duration{}, map[int]int{}
+		for run := range 2 { // the first run warms up
+			require.NoError(t, runPlan(context.Background(), se, p, run == 0))
+			clear(d)
+			require.NoError(t, se.Spans(func(op, stream int, start, end time.Duration) {
+				assert.Less(t, start, end, "op %d", op)
+				_, twice := d[op]
+				assert.False(t, twice, "op %d has two spans", op)
+				d[op], streams[op] = end-start, stream
+			}))
+		}
+		_, _, dropped := se.TimingSource()
+		assert.Zero(t, dropped)
+		return d, streams, used + ": " + why
+	}
+	cupti, cstreams, how := durations(TimingAuto)
+	if len(cupti) == 0 || how[:len(TimingCUPTI)] != TimingCUPTI {
+		requireGPU(t, "CUPTI timing not used: %s", how)
+	}
+	events, _, _ := durations(TimingEvents)
+	t.Logf("timing: %s", how)
+	require.Len(t, cupti, len(graph.Ops), "every op here does device work")
+	for _, st := range p.Steps {
+		if st.Kind == planner.Run {
+			assert.Equal(t, int(st.Stream), cstreams[int(st.Op)], "op %s", graph.Ops[st.Op].Name)
+		}
+	}
+	for op, c := range cupti {
+		e := events[op]
+		t.Logf("%-6s cupti %v events %v", graph.Ops[op].Name, c, e)
+		assert.InDelta(t, float64(e), float64(c), float64(3*time.Microsecond), "op %s", graph.Ops[op].Name)
+	}
+}
+
+// TestCUPTISessionReplay captures a plan of spins and replays it with the
+// session's CUPTI timing: each replay's spans name every op, through the
+// node each op's capture made (GRAPHNODE_CREATED while the op was pushed)
+// and the clone instantiation made of it, on the op's stream, with its
+// spin's duration.
+func TestCUPTISessionReplay(t *testing.T) {
+	b := gpuBackend(t)
+	g := dag.New()
+	var prev *dag.Op
+	for i := range 6 {
+		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0).Named(fmt.Sprintf("spin%d", i))
+		if i%2 == 1 && prev != nil {
+			o.After(prev)
+		}
+		prev = o
+	}
+	graph, err := g.Build()
+	require.NoError(t, err)
+	p, err := planner.New(graph, planner.Options{Streams: 3})
+	require.NoError(t, err)
+	ctx := context.Background()
+	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	if src, why, _ := s.TimingSource(); src != TimingCUPTI {
+		requireGPU(t, "CUPTI timing not used: %s", why)
+	}
+	gr, err := s.Capture(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, gr.Close()) }()
+	gr.Spans()
+	for range 2 {
+		require.NoError(t, gr.Run(ctx))
+		spans := gr.Spans()
+		require.Len(t, spans, len(graph.Ops), "every replayed op has its span: %+v", spans)
+		for _, sp := range spans {
+			assert.Equal(t, int(p.OpStream[sp.Op]), sp.Stream, "op %d", sp.Op)
+			assert.GreaterOrEqual(t, sp.End-sp.Start, 18*time.Microsecond, "op %d", sp.Op)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# profile.sh OUTDIR: issue 11's perf-model figures on the CUDA backend, with
+# .gpu/dagrun, .gpu/examples and .gpu/cuda.test from scripts/gpu-build.sh.
+#  1. Profile-guided planning: examples/profile_guided.yaml run with a fresh
+#     perf model (the default plan; its spans fill the model), then run
+#     again (the plan made with the model): measured makespans of both.
+#  2. Estimated against measured makespan per example, eager and replayed,
+#     after one profiled eager run (the ratio per example and mode).
+#  3. Tracing cost: BenchmarkCUPTISessionTracing (workload E eager, CUPTI
+#     against events; a replay of workload C) in a process of its own.
+# Logs and JSON reports go to OUTDIR.
+set -u
+out=${1:?usage: scripts/gpu/profile.sh OUTDIR}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [ ! -x .gpu/dagrun ]; then
+	echo "profile: skipped: .gpu/dagrun was not built"
+	exit 0
+fi
+status=0
+dagrun=.gpu/dagrun
+
+# field FILE EXPR prints a field of a JSON report (python3 expression on r).
+field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+echo "== profile-guided planning (examples/profile_guided.yaml, --repeat 20)"
+m="$out/models-guided.json"
+rm -f "$m"
+if $dagrun run .gpu/examples/profile_guided.yaml --backend cuda --repeat 20 --perf-model "$m" --json \
+	>"$out/guided-default.json" 2>"$out/guided-default.err" &&
+	$dagrun run .gpu/examples/profile_guided.yaml --backend cuda --repeat 20 --perf-model "$m" --json \
+		>"$out/guided-profiled.json" 2>"$out/guided-profiled.err"; then
+	d=$(field "$out/guided-default.json" "r['makespan']['measured_ns']")
+	p=$(field "$out/guided-profiled.json" "r['makespan']['measured_ns']")
+	pe=$(field "$out/guided-profiled.json" "r['makespan']['estimated_ns']")
+	cov=$(field "$out/guided-profiled.json" "'%d of %d' % (r['perf_model']['ops_measured'], r['perf_model']['ops'])")
+	python3 -c "import sys; d,p,pe=map(float,sys.argv[1:]); print('default plan measured %.1f us; profiled plan measured %.1f us (estimated %.1f us); default/profiled %.2f' % (d/1e3, p/1e3, pe/1e3, d/p))" "$d" "$p" "$pe"
+	echo "ops costed from measurements in the profiled plan: $cov"
+	$dagrun plan .gpu/examples/profile_guided.yaml --backend cuda >"$out/guided-default-plan.txt" 2>&1
+	$dagrun plan .gpu/examples/profile_guided.yaml --backend cuda --perf-model "$m" >"$out/guided-profiled-plan.txt" 2>&1
+else
+	echo "profile-guided: FAIL (see $out/guided-*.err)"
+	status=1
+fi
+
+echo "== estimated / measured makespan after one profiled run"
+printf '%-16s %-10s %-12s %-12s %-8s %s\n' example mode estimated measured ratio covered
+for spec in .gpu/examples/*.yaml; do
+	ex=$(basename "$spec" .yaml)
+	m="$out/models-$ex.json"
+	rm -f "$m"
+	if ! $dagrun run "$spec" --backend cuda --repeat 10 --perf-model "$m" --json >"$out/learn-$ex.json" 2>"$out/learn-$ex.err" ||
+		! $dagrun run "$spec" --backend cuda --repeat 20 --perf-model "$m" --json >"$out/eager-$ex.json" 2>"$out/eager-$ex.err" ||
+		! $dagrun run "$spec" --backend cuda --graph --repeat 200 --perf-model "$m" --json >"$out/replay-$ex.json" 2>"$out/replay-$ex.err"; then
+		echo "$ex: FAIL (see $out/*-$ex.err)"
+		status=1
+		continue
+	fi
+	for mode in eager replay; do
+		f="$out/$mode-$ex.json"
+		field "$f" "'%-16s %-10s %-12.1f %-12.1f %-8.2f %d/%d' % ('$ex', r['makespan']['mode'], r['makespan']['estimated_ns']/1e3, r['makespan']['measured_ns']/1e3, r['makespan']['ratio'], r['perf_model']['ops_measured'], r['perf_model']['ops'])"
+	done
+done
+echo "(times in us; eager measured: median over the timed runs of the last op's end; replay: wall time per replay)"
+grep -h "ops timed by" "$out"/*.err 2>/dev/null | sort | uniq -c | head -5
+
+echo "== tracing cost (BenchmarkCUPTISessionTracing)"
+if [ -x .gpu/cuda.test ]; then
+	(cd cuda && DAGRUN_BENCH_CUPTI=1 DAGRUN_REQUIRE_GPU=1 "../.gpu/cuda.test" -test.run '^$' -test.bench 'CUPTISessionTracing' \
+		-test.benchtime "${BENCHTIME:-30x}" -test.timeout 300s) >"$out/tracing-bench.log" 2>&1 || status=1
+	grep -E '^(Benchmark|--- FAIL|FAIL)' "$out/tracing-bench.log"
+else
+	echo "tracing cost: skipped: .gpu/cuda.test was not built"
+fi
+exit $status

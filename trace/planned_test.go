@@ -1,0 +1,64 @@
+package trace_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/trace"
+)
+
+// TestComparePlan: two independent 100 us spins planned side by side on two
+// streams, and a third op after the first. Run as planned, the pair
+// overlapped and nothing is late; run one after the other, the pair's
+// overlap is lost and the second spin is late, held by the host (nothing on
+// the device held it), while the third op, late only because the first ran
+// late, is not listed.
+func TestComparePlan(t *testing.T) {
+	g := dag.New()
+	a := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 100.0).Named("a")
+	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 100.0).Named("b")
+	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0).Named("c").After(a)
+	graph, err := g.Build()
+	require.NoError(t, err)
+	noOverheads := planner.WithOverheads(nil, planner.Overheads{})
+	p, err := planner.New(graph, planner.Options{Streams: 2, Cost: noOverheads})
+	require.NoError(t, err)
+	require.NotEqual(t, p.OpStream[0], p.OpStream[1])
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	span := func(op, start, end int) executor.Span {
+		return executor.Span{Op: op, Stream: int(p.OpStream[op]), Start: us(start), End: us(end)}
+	}
+
+	asPlanned := trace.ComparePlan(p, noOverheads, planner.Eager, []executor.Span{span(0, 0, 101), span(1, 0, 101), span(2, 101, 112)})
+	assert.Equal(t, 1, asPlanned.Planned)
+	assert.Zero(t, asPlanned.Lost)
+	require.Len(t, asPlanned.Pairs, 1)
+	assert.Positive(t, asPlanned.Pairs[0].Achieved)
+	assert.Empty(t, asPlanned.Late)
+
+	serial := trace.ComparePlan(p, noOverheads, planner.Eager, []executor.Span{span(0, 0, 101), span(2, 101, 112), span(1, 150, 251)})
+	assert.Equal(t, 1, serial.Lost)
+	assert.Equal(t, us(251), serial.MeasuredMakespan)
+	require.Len(t, serial.Late, 1, "%+v", serial.Late)
+	assert.Equal(t, "b", serial.Late[0].Op)
+	assert.Equal(t, "host", serial.Late[0].Cause)
+	assert.Equal(t, us(150), serial.Late[0].Delay)
+
+	// c waits for a, which ran 50 us long: c is late by what a handed down,
+	// not by a delay of its own.
+	longA := trace.ComparePlan(p, noOverheads, planner.Eager, []executor.Span{span(0, 0, 151), span(1, 0, 101), span(2, 151, 162)})
+	assert.Empty(t, longA.Late)
+
+	var out bytes.Buffer
+	require.NoError(t, serial.Write(&out))
+	assert.Contains(t, out.String(), "a | b: planned")
+	assert.Contains(t, out.String(), "did NOT overlap")
+	assert.Contains(t, out.String(), "b: planned at 0s, started at 150µs (+150µs), held by the host")
+}
