@@ -93,7 +93,7 @@ func CheckCapture(p *planner.Plan) error {
 // cannot hold. The backend must implement Capturer. The graph is released
 // by Graph.Close, or by the session's Close.
 func (s *Session) Capture(ctx context.Context) (*Graph, error) {
-	if s.closed {
+	if s.closed.Load() {
 		return nil, errors.New("executor: Capture: session is closed")
 	}
 	c, ok := s.d.(device.Capturer)

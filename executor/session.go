@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -17,6 +18,7 @@ type Option func(*config)
 
 type config struct {
 	timing bool
+	faults faultConfig // faults.go
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
@@ -39,7 +41,8 @@ type Session struct {
 	timer  device.Timer // nil unless timing was asked for and d can do it
 	spans  []Span
 	graphs []*Graph // captured and not closed
-	closed bool
+	closed atomic.Bool
+	faults *injector // faults.go; nil without fault injection
 }
 
 // Open opens plan p on backend b: a device session for p's graph (b.Open),
@@ -58,6 +61,9 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	if err := checkPlan(p); err != nil {
 		return nil, err
 	}
+	if err := errors.Join(checkFaultOp(p.Graph, cfg.faults), CheckMemory(b, p)); err != nil { // faults.go, admission.go
+		return nil, err
+	}
 	d, err := b.Open(ctx, p.Graph)
 	if err != nil {
 		return nil, fmt.Errorf("executor: open a session on the backend: %w", err)
@@ -72,7 +78,10 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	return s, nil
 }
 
-func (s *Session) create(ctx context.Context, cfg config) error {
+func (s *Session) create(ctx context.Context, cfg config) (err error) {
+	if s.faults, err = newInjector(s.d, s.p.Graph, cfg.faults); err != nil { // faults.go
+		return err
+	}
 	if t, ok := s.d.(device.Timer); ok && cfg.timing {
 		t.SetTiming(true)
 		s.timer = t
@@ -121,13 +130,14 @@ func checkPlan(p *planner.Plan) error {
 // error wraps ctx.Err(). Either way the backend is idle when Run returns,
 // and the session can run again or close.
 func (s *Session) Run(ctx context.Context) error {
-	if s.closed {
+	if s.closed.Load() {
 		return errors.New("executor: Run: session is closed")
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("executor: run not started: %w", err)
 	}
 	s.spans = s.spans[:0]
+	s.faults.startRun()
 	if err := s.submit(ctx, s.p.Graph.Ops, "run"); err != nil {
 		return s.drain(ctx, err)
 	}
@@ -146,7 +156,16 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 		var err error
 		switch st.Kind {
 		case planner.Run:
-			err = b.Run(int(st.Stream), ops[st.Op])
+			if s.closed.Load() { // Close from another goroutine: stop submitting
+				return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was closed", verb, i, len(steps))
+			}
+			var failed bool
+			if verb == "run" { // faults.go: eager runs only
+				failed, err = s.faults.before(int(st.Stream), ops[st.Op])
+			}
+			if err == nil && !failed {
+				err = b.Run(int(st.Stream), ops[st.Op])
+			}
 		case planner.Record:
 			err = b.Record(int(st.Stream), int(st.Event))
 		case planner.Wait:
@@ -248,7 +267,7 @@ func (s *Session) Write(b *dag.Buffer, data []byte) error {
 // checkBuffer makes sure b is a persistent buffer of the plan's graph.
 func (s *Session) checkBuffer(verb string, b *dag.Buffer) error {
 	switch {
-	case s.closed:
+	case s.closed.Load():
 		return fmt.Errorf("executor: %s: session is closed", verb)
 	case b == nil:
 		return fmt.Errorf("executor: %s: no buffer", verb)
@@ -279,14 +298,13 @@ func (s *Session) Spans() []Span {
 // the session made on the backend, and only that. Closing twice is
 // harmless.
 func (s *Session) Close() error {
-	if s.closed {
+	if s.closed.Swap(true) {
 		return nil
 	}
 	var errs []error
 	for len(s.graphs) > 0 {
 		errs = append(errs, s.graphs[0].Close())
 	}
-	s.closed = true
 	if err := s.d.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("executor: close the device session: %w", err))
 	}
