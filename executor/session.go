@@ -130,7 +130,7 @@ func checkPlan(p *planner.Plan) error {
 // error wraps ctx.Err(). Either way the backend is idle when Run returns,
 // and the session can run again or close.
 func (s *Session) Run(ctx context.Context) error {
-	if s.closed.Load() {
+	if s.unusable() { // zero.go
 		return errors.New("executor: Run: session is closed")
 	}
 	if err := ctx.Err(); err != nil {
@@ -267,7 +267,7 @@ func (s *Session) Write(b *dag.Buffer, data []byte) error {
 // checkBuffer makes sure b is a persistent buffer of the plan's graph.
 func (s *Session) checkBuffer(verb string, b *dag.Buffer) error {
 	switch {
-	case s.closed.Load():
+	case s.unusable(): // zero.go
 		return fmt.Errorf("executor: %s: session is closed", verb)
 	case b == nil:
 		return fmt.Errorf("executor: %s: no buffer", verb)
@@ -298,7 +298,7 @@ func (s *Session) Spans() []Span {
 // the session made on the backend, and only that. Closing twice is
 // harmless.
 func (s *Session) Close() error {
-	if s.closed.Swap(true) {
+	if s.d == nil || s.closed.Swap(true) { // zero.go: a Session not made by Open holds nothing
 		return nil
 	}
 	var errs []error
