@@ -69,6 +69,9 @@ func (se *Session) graphsSupported() error {
 // All streams must be on origin's device. Timing is off while capturing
 // (a replay is timed as a whole, not per op).
 func (se *Session) BeginCapture(origin int) error {
+	if err := se.unopened(); err != nil { // faults.go
+		return err
+	}
 	if err := se.graphsSupported(); err != nil {
 		return err
 	}

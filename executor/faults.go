@@ -34,11 +34,13 @@ func WithChaos(seed uint64) Option {
 }
 
 // WithFailOp makes the op called name fail whenever an eager run reaches
-// it, with a *dag.OpError naming it that wraps ErrInjected; the ops after
-// it are skipped, as after any failure. The op does not run at all (on
-// CUDA the failure is raised in a host callback, never in a kernel). Open
-// refuses a name the plan has no op of. The device session must implement
-// device.Failer.
+// it, with a *dag.OpError naming it that wraps ErrInjected. The op does
+// not run at all: its failure is enqueued in its place on its stream (on
+// CUDA as a host callback, never in a kernel, whose fault would ruin the
+// context), and nothing after it in the plan is submitted, so no op can
+// use a temporary whose alloc was the failed op. The run then waits for
+// what was submitted and returns the failure. Open refuses a name the plan
+// has no op of. The device session must implement device.Failer.
 func WithFailOp(name string) Option {
 	return func(c *config) { c.faults.failOp = name }
 }

@@ -163,7 +163,10 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 			if verb == "run" { // faults.go: eager runs only
 				failed, err = s.faults.before(int(st.Stream), ops[st.Op])
 			}
-			if err == nil && !failed {
+			if failed { // faults.go: nothing after an injected failure is submitted
+				return nil
+			}
+			if err == nil {
 				err = b.Run(int(st.Stream), ops[st.Op])
 			}
 		case planner.Record:
