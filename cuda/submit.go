@@ -202,7 +202,7 @@ func (se *Session) run(s *stream, st *opState) error {
 		}
 		if err := se.drv.check("cuMemAllocAsync", C.dr_alloc_async(api, c, &bs.dptr, C.size_t(bs.b.Size), h)); err != nil {
 			bs.dptr = 0
-			return err
+			return fmt.Errorf("temporary buffer %s (%d bytes on device %d): %w", bs.b.Name, bs.b.Size, bs.dev.ordinal, err) // faults.go: name the buffer
 		}
 		se.track(&se.live.PoolAllocs, 1)
 		return nil
