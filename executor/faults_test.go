@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -450,4 +451,48 @@ func bufferNames(bs []*dag.Buffer) []string {
 		names = append(names, b.Name)
 	}
 	return names
+}
+
+func BenchmarkCheckMemory(b *testing.B) {
+	// The admission check against a floor of planning the same graph
+	// (the ratio is what BENCHMARKS.md reports), for plans of n ops with
+	// a temporary every 8 ops.
+	for _, n := range []int{1_000, 100_000} {
+		bld := dag.New()
+		x := bld.Buffer("x", 1<<20)
+		for i := range n / 8 {
+			t := bld.Buffer(fmt.Sprintf("t%d", i), 1<<10, dag.Temporary())
+			bld.Alloc(t)
+			bld.Fill(t.All(), 1)
+			bld.Copy(x.Slice(int64(i%1024)*1024, 1024), t.All())
+			bld.Free(t)
+			bld.Fill(x.Slice(0, 1024), 2)
+			bld.Fill(x.Slice(1024, 1024), 2)
+			bld.Fill(x.Slice(2048, 1024), 2)
+			bld.Fill(x.Slice(3072, 1024), 2)
+		}
+		g, err := bld.Build()
+		require.NoError(b, err)
+		p, err := planner.New(g, planner.Options{})
+		require.NoError(b, err)
+		be := cpu.New()
+		b.Run(fmt.Sprintf("ops=%d/plan", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = planner.New(g, planner.Options{})
+			}
+		})
+		b.Run(fmt.Sprintf("ops=%d/MemoryNeeds", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				executor.MemoryNeeds(p, true)
+			}
+		})
+		b.Run(fmt.Sprintf("ops=%d/CheckMemory", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				require.NoError(b, executor.CheckMemory(be, p))
+			}
+		})
+	}
 }
