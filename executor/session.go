@@ -43,6 +43,7 @@ type Session struct {
 	graphs []*Graph // captured and not closed
 	closed atomic.Bool
 	faults *injector // faults.go; nil without fault injection
+	flight inflight  // close.go: the run in flight, for a Close from another goroutine
 }
 
 // Open opens plan p on backend b: a device session for p's graph (b.Open),
@@ -129,10 +130,15 @@ func checkPlan(p *planner.Plan) error {
 // ctx ends, submission stops, the work in flight is abandoned and the
 // error wraps ctx.Err(). Either way the backend is idle when Run returns,
 // and the session can run again or close.
-func (s *Session) Run(ctx context.Context) error {
+func (s *Session) Run(ctx context.Context) (err error) {
 	if s.unusable() { // zero.go
 		return errors.New("executor: Run: session is closed")
 	}
+	ctx, end, err := s.flight.begin(ctx, &s.closed) // close.go: Close from another goroutine
+	if err != nil {
+		return err
+	}
+	defer end(&err)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("executor: run not started: %w", err)
 	}
@@ -141,7 +147,7 @@ func (s *Session) Run(ctx context.Context) error {
 	if err := s.submit(ctx, s.p.Graph.Ops, "run"); err != nil {
 		return s.drain(ctx, err)
 	}
-	err := s.d.Sync(ctx)
+	err = s.d.Sync(ctx)
 	s.collectSpans()
 	return s.syncError(ctx, err)
 }
@@ -304,6 +310,7 @@ func (s *Session) Close() error {
 	if s.d == nil || s.closed.Swap(true) { // zero.go: a Session not made by Open holds nothing
 		return nil
 	}
+	s.flight.stop() // close.go: end a run in flight and wait for it
 	var errs []error
 	for len(s.graphs) > 0 {
 		errs = append(errs, s.graphs[0].Close())
