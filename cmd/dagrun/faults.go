@@ -55,6 +55,19 @@ func (f *faults) check(s *spec.Spec) error {
 	return usagef("--fail-op %q: %s has no such op (%s)", f.failOp, s.File, suggestName(f.failOp, names))
 }
 
+// checkGraph refuses faults for a run replayed as a graph: they are
+// injected into eager runs only (a captured graph holds no pauses or
+// failures). flag tells whether --graph asked for the graph, else the spec.
+func (f *faults) checkGraph(graph, flag bool, s *spec.Spec) error {
+	if !graph || (!f.chaosSet && f.failOp == "") {
+		return nil
+	}
+	if flag {
+		return usagef("--chaos and --fail-op act on eager runs, not on graph replays; drop --graph")
+	}
+	return usagef("--chaos and --fail-op act on eager runs, and %s sets run.graph: true; add --graph=false", s.File)
+}
+
 // options are the executor options for the faults asked for.
 func (f *faults) options() ([]executor.Option, error) {
 	var opts []executor.Option
