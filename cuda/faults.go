@@ -59,9 +59,12 @@ func (se *Session) Delay(si int, d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("cuda: Delay: negative pause %v", d)
 	}
-	f, err := se.b.kernel(s.dev.gpu, dag.Spin)
-	if err != nil {
-		return fmt.Errorf("cuda: Delay: the spin kernel on device %d: %w", s.dev.ordinal, err)
+	f, ok := s.dev.funcs[dag.Spin]
+	if !ok {
+		if f, err = se.b.kernel(s.dev.gpu, dag.Spin); err != nil {
+			return fmt.Errorf("cuda: Delay: the spin kernel on device %d: %w", s.dev.ordinal, err)
+		}
+		s.dev.funcs[dag.Spin] = f
 	}
 	l := C.dr_launch_new(1)
 	if l == nil {
@@ -101,6 +104,10 @@ func (se *Session) Fail(si int, op *dag.Op, err error) error {
 	return nil
 }
 
+// usableForFaults says why faults cannot be enqueued now, if they
+// cannot; after an abandoned run it first resumes, as Run does, so that a
+// failure enqueued before any op of the run is not skipped as abandoned
+// work.
 func (se *Session) usableForFaults(verb string) error {
 	if err := se.unopened(); err != nil {
 		return err
@@ -110,6 +117,11 @@ func (se *Session) usableForFaults(verb string) error {
 	}
 	if se.capture != nil {
 		return fmt.Errorf("cuda: %s: faults cannot be captured in a graph", verb)
+	}
+	if se.abandoned.Load() {
+		if err := se.resume(); err != nil {
+			return fmt.Errorf("cuda: %s: %w", verb, err)
+		}
 	}
 	return nil
 }
