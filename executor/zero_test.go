@@ -53,6 +53,25 @@ func TestZeroValuesWorkOrFailAtOnce(t *testing.T) {
 		"executor.MemoryError":     func() error { _ = (&executor.MemoryError{}).Error(); return nil },
 		"executor.MemoryNeed":      func() error { _ = executor.MemoryNeed{}.Bytes(); return nil },
 		"executor.Execute(zero cpu.Backend)": func() error {
+			// The zero cpu.Backend is a backend with the default options.
+			bld := dag.New()
+			x := bld.Buffer("x", 16)
+			bld.Fill(x.All(), 2)
+			g, err := bld.Build()
+			if err != nil {
+				return err
+			}
+			p, err := planner.New(g, planner.Options{})
+			if err != nil {
+				return err
+			}
+			out, err := executor.Execute(ctx, &cpu.Backend{}, p)
+			if err == nil && len(out[x]) != 16 {
+				err = fmt.Errorf("got %d bytes of x", len(out[x]))
+			}
+			return err
+		},
+		"executor.Execute(empty plan)": func() error {
 			_, err := executor.Execute(ctx, &cpu.Backend{}, &planner.Plan{})
 			return mustErr(err)
 		},
