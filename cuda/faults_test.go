@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -125,4 +126,34 @@ func TestDelayAndFailRefusedWhenClosedGPU(t *testing.T) {
 	assert.Error(t, s.Delay(0, 1000))
 	assert.Error(t, s.Fail(0, p.Graph.Ops[0], executor.ErrInjected))
 	assertReleased(t, b, "after the session")
+}
+
+// TestCloseWhileARunIsInFlightGPU closes an executor session from another
+// goroutine during a long run: the run returns an error at once, and the
+// close drains the queued spins and releases everything.
+func TestCloseWhileARunIsInFlightGPU(t *testing.T) {
+	b := gpuBackend(t)
+	bld := dag.New()
+	x := bld.Buffer("x", 16)
+	for range 100 {
+		bld.Launch(dag.Spin, dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 1, Y: 1, Z: 1}, 10_000.0)
+		bld.Fill(x.All(), 1)
+	}
+	g, err := bld.Build()
+	require.NoError(t, err)
+	p, err := planner.New(g, planner.Options{})
+	require.NoError(t, err)
+	s, err := executor.Open(context.Background(), b, p)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, s.Close()) // waits for the queued spins: at most 1 s
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "closed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after Close")
+	}
+	assertReleased(t, b, "after closing a session in flight")
 }
