@@ -88,13 +88,18 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPersistent(g); err != nil {
+		return nil, err
+	}
 	mem := make([][]byte, len(g.Buffers))
 	for i, buf := range g.Buffers {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cpu: Open: %w", err)
 		}
 		if !buf.Temporary {
-			mem[i] = buf.InitialBytes()
+			if mem[i], err = makeBuffer(buf); err != nil {
+				return nil, fmt.Errorf("cpu: Open: %w", err)
+			}
 		}
 	}
 	b.mu.Lock()
@@ -324,6 +329,9 @@ func (b *Session) Sync(ctx context.Context) error {
 			<-done
 		}
 		b.mu.Lock()
+		if !b.open || b.g == nil {
+			return errClosedInFlight // faults.go
+		}
 	}
 	err := b.err
 	if b.aborted {
@@ -370,6 +378,7 @@ func (b *Session) Close() error {
 
 	b.mu.Lock()
 	b.cancelRun()
+	b.wakeSync() // faults.go: a Sync in flight returns
 	b.g, b.mem, b.kernels, b.ready = nil, nil, nil, nil
 	b.streams, b.events, b.spans, b.spare = nil, nil, nil, nil
 	b.capturing, b.graphs, b.forkEvents, b.joinEvents = nil, nil, nil, nil

@@ -37,7 +37,7 @@ var kinds = map[dag.OpKind]kindImpl{
 			return nil
 		},
 		exec: func(_ context.Context, _ *atomic.Bool, op *dag.Op, _ kernelFunc, _ [][]byte) ([]byte, error) {
-			return make([]byte, op.Access[0].Buf.Size), nil
+			return makeBuffer(op.Access[0].Buf)
 		},
 		commit: func(s *Session, op *dag.Op, made []byte) error {
 			buf := op.Buffer()

@@ -24,6 +24,7 @@ type instr struct {
 	gen   uint64
 	op    *dag.Op
 	ext   *Event // waitExternal, recordExternal
+	fault error  // fail: what the op fails with (faults.go); pause: gen is the nanoseconds
 }
 
 // streamState says who is moving a stream forward.
@@ -113,10 +114,12 @@ func (b *Session) advance(s *stream) bool {
 	for s.head < len(s.q) {
 		in := s.q[s.head]
 		switch in.kind {
-		case run:
+		case run, pause:
 			if !b.aborted {
 				return true
 			}
+		case fail:
+			b.failAt(in)
 		case wait:
 			if !b.aborted && b.events[in.event].reached < in.gen {
 				s.state = blocked
@@ -217,6 +220,10 @@ func (b *Session) next(s *stream) *stream {
 
 // step runs the op at the head of s, without the lock while it works.
 func (b *Session) step(w *worker, s *stream) {
+	if s.q[s.head].kind == pause {
+		b.stepPause(w, s)
+		return
+	}
 	op := s.q[s.head].op
 	if b.aborted {
 		s.head++

@@ -79,6 +79,9 @@ func (se *Session) graphsSupported() error {
 // as a whole, not per op). A session with collectives captures only once
 // they have run eagerly (see collective.go).
 func (se *Session) BeginCapture(origin int) error {
+	if err := se.unopened(); err != nil { // faults.go
+		return err
+	}
 	if err := se.graphsSupported(); err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ type Session struct {
 	streams []stream
 	events  []event
 	closed  bool
+	faults  faultState // faults.go
 
 	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
 	live   Resources
@@ -231,7 +232,7 @@ func (se *Session) Write(buf *dag.Buffer, data []byte) error {
 // It reports the first failure but releases everything it can. Closing
 // twice does nothing.
 func (se *Session) Close() error {
-	if se.closed {
+	if se.closed || se.unopened() != nil { // faults.go: a zero Session holds nothing
 		return nil
 	}
 	se.closed = true
@@ -245,6 +246,7 @@ func (se *Session) Close() error {
 	se.closeGraphs(keep)
 	keep(se.closeComm())
 	keep(se.syncAll())
+	se.closeFaults() // faults.go
 	keep(se.closeGemm())
 	if se.hostCancel != nil {
 		se.hostCancel()

@@ -19,6 +19,9 @@ import (
 // NewStream creates the next stream: non-blocking, on device, with
 // priority mapped by StreamPriority.
 func (se *Session) NewStream(ordinal int, p dag.Priority) error {
+	if err := se.unopened(); err != nil { // faults.go
+		return err
+	}
 	if se.closed {
 		return errors.New("cuda: NewStream: the session is closed")
 	}
@@ -38,6 +41,9 @@ func (se *Session) NewStream(ordinal int, p dag.Priority) error {
 // NewEvent creates the next event. Its driver event is made at its first
 // Record, in the context of the recording stream's device.
 func (se *Session) NewEvent() error {
+	if err := se.unopened(); err != nil { // faults.go
+		return err
+	}
 	if se.closed {
 		return errors.New("cuda: NewEvent: the session is closed")
 	}
@@ -218,7 +224,7 @@ func (se *Session) run(s *stream, st *opState) error {
 		}
 		if err := se.drv.check("cuMemAllocAsync", C.dr_alloc_async(api, c, &bs.dptr, C.size_t(bs.b.Size), h)); err != nil {
 			bs.dptr = 0
-			return err
+			return fmt.Errorf("temporary buffer %s (%d bytes on device %d): %w", bs.b.Name, bs.b.Size, bs.dev.ordinal, err) // faults.go: name the buffer
 		}
 		se.track(&se.live.PoolAllocs, 1)
 		return nil

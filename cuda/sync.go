@@ -26,7 +26,11 @@ import (
 // asynchronously (an illegal address, say) is attributed to the last op run
 // on the stream that reported it: the driver says which context failed, not
 // which kernel, so the cause may be an earlier op.
-func (se *Session) Sync(ctx context.Context) error {
+func (se *Session) Sync(ctx context.Context) (err error) {
+	if err := se.unopened(); err != nil { // faults.go
+		return err
+	}
+	defer func() { se.afterFailedRun(ctx, err) }() // faults.go
 	if err := se.flushP2P(nil, actNone); err != nil {
 		return se.afterSync(ctx, err)
 	}

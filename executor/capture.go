@@ -78,7 +78,7 @@ func CheckCapture(p *planner.Plan) error {
 // cannot hold. The backend must implement Capturer. The graph is released
 // by Graph.Close, or by the session's Close.
 func (s *Session) Capture(ctx context.Context) (*Graph, error) {
-	if s.closed {
+	if s.unusable() { // zero.go
 		return nil, errors.New("executor: Capture: session is closed")
 	}
 	c, ok := s.d.(device.Capturer)
@@ -138,7 +138,7 @@ var errGraphClosed = errors.New("executor: the graph is closed")
 // Launch enqueues one replay and returns; Sync waits for it. Replays run
 // in launch order, each after the one before.
 func (g *Graph) Launch(ctx context.Context) error {
-	if g.closed {
+	if g.unusable() { // zero.go
 		return errGraphClosed
 	}
 	if err := ctx.Err(); err != nil {
@@ -155,7 +155,7 @@ func (g *Graph) Launch(ctx context.Context) error {
 // Sync waits for the launched replays. A failing op is a *dag.OpError
 // naming it; when ctx ends first the error wraps ctx.Err().
 func (g *Graph) Sync(ctx context.Context) error {
-	if g.closed {
+	if g.unusable() { // zero.go
 		return errGraphClosed
 	}
 	g.pending = false
@@ -176,7 +176,7 @@ func (g *Graph) Stats() GraphStats { return g.stats }
 // Close releases the graph. Closing twice is harmless; closing the
 // session closes its graphs.
 func (g *Graph) Close() error {
-	if g.closed {
+	if g.unusable() { // zero.go
 		return nil
 	}
 	var err error

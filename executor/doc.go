@@ -59,6 +59,17 @@
 // device session implements device.ExternalEvents (CUevents on cuda,
 // cpu.Event handles on the cpu backend). dagrun never uses the legacy
 // default stream.
+
+// # Memory, faults and closing
+//
+// Open refuses a plan that needs more memory than the backend has free
+// (CheckMemory, MemoryNeeds: persistent buffers plus the largest live set
+// of temporaries, per device and for host memory) with a *MemoryError
+// naming the buffers. WithChaos puts seeded pauses before ops and
+// WithFailOp makes one op fail, to test plans and callers against slow
+// and failing work (faults.go). Close may be called from another
+// goroutine while Run is in flight: the run ends with an error, then the
+// device session drains and releases everything (close.go).
 //
 // # For backend writers
 //

@@ -31,7 +31,7 @@ type External struct {
 
 // externals returns the device's ExternalEvents, or an error naming verb.
 func (s *Session) externals(verb string) (device.ExternalEvents, error) {
-	if s.closed {
+	if s.closed.Load() {
 		return nil, fmt.Errorf("executor: %s: session is closed", verb)
 	}
 	x, ok := s.d.(device.ExternalEvents)
@@ -108,7 +108,7 @@ func (s *Session) joinStreams() error {
 // Sync waits for the run Enqueue submitted and reports its error, as Run
 // does.
 func (s *Session) Sync(ctx context.Context) error {
-	if s.closed {
+	if s.closed.Load() {
 		return errors.New("executor: Sync: session is closed")
 	}
 	err := s.d.Sync(ctx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -18,7 +19,8 @@ type Option func(*config)
 type config struct {
 	timing bool
 
-	profile // profile.go
+	profile             // profile.go
+	faults  faultConfig // faults.go
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
@@ -42,9 +44,11 @@ type Session struct {
 	spans  []Span
 	graphs []*Graph // captured and not closed
 	joins  []int    // events that join the streams for External.Done (external.go)
-	closed bool
 
 	subTimer *submitTimer // nil unless submission timing was asked for (profile.go)
+	closed   atomic.Bool
+	faults   *injector // faults.go; nil without fault injection
+	flight   inflight  // close.go: the run in flight, for a Close from another goroutine
 }
 
 // Open opens plan p on backend b: a device session for p's graph (b.Open),
@@ -63,6 +67,9 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	if err := checkPlan(p); err != nil {
 		return nil, err
 	}
+	if err := errors.Join(checkFaultOp(p.Graph, cfg.faults), CheckMemory(b, p)); err != nil { // faults.go, admission.go
+		return nil, err
+	}
 	d, err := b.Open(ctx, p.Graph)
 	if err != nil {
 		return nil, fmt.Errorf("executor: open a session on the backend: %w", err)
@@ -77,7 +84,10 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	return s, nil
 }
 
-func (s *Session) create(ctx context.Context, cfg config) error {
+func (s *Session) create(ctx context.Context, cfg config) (err error) {
+	if s.faults, err = newInjector(s.d, s.p.Graph, cfg.faults); err != nil { // faults.go
+		return err
+	}
 	if t, ok := s.d.(device.Timer); ok && cfg.timing {
 		t.SetTiming(true)
 		s.timer = t
@@ -128,18 +138,24 @@ func checkPlan(p *planner.Plan) error {
 // ctx ends, submission stops, the work in flight is abandoned and the
 // error wraps ctx.Err(). Either way the backend is idle when Run returns,
 // and the session can run again or close.
-func (s *Session) Run(ctx context.Context) error {
-	if s.closed {
+func (s *Session) Run(ctx context.Context) (err error) {
+	if s.unusable() { // zero.go
 		return errors.New("executor: Run: session is closed")
 	}
+	ctx, end, err := s.flight.begin(ctx, &s.closed) // close.go: Close from another goroutine
+	if err != nil {
+		return err
+	}
+	defer end(&err)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("executor: run not started: %w", err)
 	}
 	s.spans = s.spans[:0]
+	s.faults.startRun()
 	if err := s.submit(ctx, s.p.Graph.Ops, "run"); err != nil {
 		return s.drain(ctx, err)
 	}
-	err := s.d.Sync(ctx)
+	err = s.d.Sync(ctx)
 	s.collectSpans()
 	return s.syncError(ctx, err)
 }
@@ -154,7 +170,19 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 		var err error
 		switch st.Kind {
 		case planner.Run:
-			err = b.Run(int(st.Stream), ops[st.Op])
+			if s.closed.Load() { // Close from another goroutine: stop submitting
+				return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was closed", verb, i, len(steps))
+			}
+			var failed bool
+			if verb == "run" { // faults.go: eager runs only
+				failed, err = s.faults.before(int(st.Stream), ops[st.Op])
+			}
+			if failed { // faults.go: nothing after an injected failure is submitted
+				return nil
+			}
+			if err == nil {
+				err = b.Run(int(st.Stream), ops[st.Op])
+			}
 		case planner.Record:
 			err = b.Record(int(st.Stream), int(st.Event))
 		case planner.Wait:
@@ -256,7 +284,7 @@ func (s *Session) Write(b *dag.Buffer, data []byte) error {
 // checkBuffer makes sure b is a persistent buffer of the plan's graph.
 func (s *Session) checkBuffer(verb string, b *dag.Buffer) error {
 	switch {
-	case s.closed:
+	case s.unusable(): // zero.go
 		return fmt.Errorf("executor: %s: session is closed", verb)
 	case b == nil:
 		return fmt.Errorf("executor: %s: no buffer", verb)
@@ -287,14 +315,14 @@ func (s *Session) Spans() []Span {
 // the session made on the backend, and only that. Closing twice is
 // harmless.
 func (s *Session) Close() error {
-	if s.closed {
+	if s.d == nil || s.closed.Swap(true) { // zero.go: a Session not made by Open holds nothing
 		return nil
 	}
+	s.flight.stop() // close.go: end a run in flight and wait for it
 	var errs []error
 	for len(s.graphs) > 0 {
 		errs = append(errs, s.graphs[0].Close())
 	}
-	s.closed = true
 	if err := s.d.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("executor: close the device session: %w", err))
 	}

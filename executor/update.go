@@ -250,7 +250,7 @@ func sameVariant(a, b *dag.Op) bool {
 // which. It waits for launched replays first. On error the graph is left
 // as it was.
 func (g *Graph) Update(ctx context.Context, changes ...Change) error {
-	if g.closed {
+	if g.unusable() { // zero.go
 		return errGraphClosed
 	}
 	next := g.state.clone()

@@ -164,6 +164,9 @@ func (m *PerfModel) Duration(op *dag.Op) time.Duration {
 	if d, ok := m.Measured(op); ok {
 		return d
 	}
+	if m.fallback == nil { // the zero PerfModel: as NewPerfModel(dev, nil)
+		return DefaultCost().Duration(op)
+	}
 	return m.fallback.Duration(op)
 }
 

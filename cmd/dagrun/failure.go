@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
 )
@@ -204,6 +205,9 @@ func specWarnings(s *spec.Spec) []problem {
 // opFailure is an error of a run, placed at the op's declaration in the
 // spec when it names an op.
 func opFailure(s *spec.Spec, err error) *failure {
+	if me, ok := errors.AsType[*executor.MemoryError](err); ok { // faults.go
+		return memoryFailure(s, me)
+	}
 	if oe, ok := errors.AsType[*dag.OpError](err); ok {
 		p := problem{File: s.File, Op: oe.Op, Message: "failed: " + oe.Err.Error()}
 		if pos, ok := s.OpPos(oe.Op); ok {

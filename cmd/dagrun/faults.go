@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/spec"
 )
@@ -54,21 +55,66 @@ func (f *faults) check(s *spec.Spec) error {
 	return usagef("--fail-op %q: %s has no such op (%s)", f.failOp, s.File, suggestName(f.failOp, names))
 }
 
+// checkGraph refuses faults for a run replayed as a graph: they are
+// injected into eager runs only (a captured graph holds no pauses or
+// failures). flag tells whether --graph asked for the graph, else the spec.
+func (f *faults) checkGraph(graph, flag bool, s *spec.Spec) error {
+	if !graph || (!f.chaosSet && f.failOp == "") {
+		return nil
+	}
+	if flag {
+		return usagef("--chaos and --fail-op act on eager runs, not on graph replays; drop --graph")
+	}
+	return usagef("--chaos and --fail-op act on eager runs, and %s sets run.graph: true; add --graph=false", s.File)
+}
+
 // options are the executor options for the faults asked for.
 func (f *faults) options() ([]executor.Option, error) {
-	if !f.chaosSet && f.failOp == "" {
-		return nil, nil
+	var opts []executor.Option
+	if f.chaosSet {
+		opts = append(opts, executor.WithChaos(f.chaos))
 	}
-	// MERGE: when the executor has them, replace the rest with
-	//	var opts []executor.Option
-	//	if f.chaosSet {
-	//		opts = append(opts, executor.WithChaos(f.chaos))
-	//	}
-	//	if f.failOp != "" {
-	//		opts = append(opts, executor.WithFailOp(f.failOp))
-	//	}
-	//	return opts, nil
-	return nil, errors.New("this build of dagrun has no fault injection in its executor; --chaos and --fail-op need executor.WithChaos and executor.WithFailOp")
+	if f.failOp != "" {
+		opts = append(opts, executor.WithFailOp(f.failOp))
+	}
+	return opts, nil
+}
+
+// memoryFailure is a run refused by admission control, placed where the
+// spec tells of its largest buffer: a temporary at its alloc op (which the
+// spec places at the buffer), a persistent buffer at its output entry or
+// else at the first op that uses it.
+func memoryFailure(s *spec.Spec, me *executor.MemoryError) *failure {
+	p := problem{File: s.File, Message: me.Error()}
+	if pos, ok := bufferPos(s, me.Buffers); ok {
+		p = p.at(pos)
+	}
+	return &failure{status: exitFailure, errors: []problem{p}}
+}
+
+func bufferPos(s *spec.Spec, bufs []*dag.Buffer) (spec.Position, bool) {
+	if len(bufs) == 0 {
+		return spec.Position{}, false
+	}
+	b := bufs[0]
+	if !b.Temporary {
+		for _, out := range s.Outputs {
+			if out.Buffer == b && out.Pos.Line > 0 {
+				return out.Pos, true
+			}
+		}
+	}
+	for _, op := range s.Graph.Ops {
+		if b.Temporary && op.Kind != dag.Alloc {
+			continue
+		}
+		for _, a := range op.Access {
+			if a.Buf == b {
+				return s.OpPos(op.Name)
+			}
+		}
+	}
+	return spec.Position{}, false
 }
 
 // Suggestions compare names of at most maxSuggestLen bytes, and of

@@ -221,6 +221,9 @@ func (c *cli) run(args []string) error {
 			return err
 		}
 	}
+	if err := f.faults.checkGraph(f.graph, f.set["graph"], s); err != nil { // faults.go
+		return err
+	}
 	faultOpts, err := f.faults.options()
 	if err != nil {
 		return err

@@ -1,0 +1,62 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// errClosedDuringRun is the cause a run in flight ends with when its
+// session is closed from another goroutine.
+var errClosedDuringRun = errors.New("executor: the session was closed during the run")
+
+// inflight is the eager run in flight, so that Session.Close, called from
+// another goroutine, can end it: Close cancels the run's context (the
+// submission stops, the backend abandons what it waits for), waits for
+// Run to return, and only then closes the device session, whose Close
+// waits for the work already queued on the device and releases it all.
+type inflight struct {
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc // nil when no run is in flight
+	done   chan struct{}           // closed when the run in flight returns
+}
+
+// begin starts a run under ctx, unless the session is closed. end, which
+// the run defers, says in *err that the session was closed, if it was.
+func (f *inflight) begin(ctx context.Context, closed *atomic.Bool) (context.Context, func(*error), error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if closed.Load() {
+		return nil, nil, errors.New("executor: Run: session is closed")
+	}
+	if f.cancel != nil {
+		return nil, nil, errors.New("executor: Run: another run of the session is in flight; a Session runs from one goroutine at a time")
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	f.cancel, f.done = cancel, make(chan struct{})
+	end := func(err *error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if *err != nil && errors.Is(context.Cause(runCtx), errClosedDuringRun) {
+			*err = fmt.Errorf("%w: %w", errClosedDuringRun, *err)
+		}
+		cancel(nil)
+		close(f.done)
+		f.cancel, f.done = nil, nil
+	}
+	return runCtx, end, nil
+}
+
+// stop ends the run in flight, if any, and waits for it to return.
+func (f *inflight) stop() {
+	f.mu.Lock()
+	cancel, done := f.cancel, f.done
+	f.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel(errClosedDuringRun)
+	<-done
+}

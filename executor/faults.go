@@ -1,0 +1,148 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+)
+
+// ErrInjected is the error of an op that WithFailOp made fail.
+var ErrInjected = errors.New("injected fault (fail-op)")
+
+// ChaosMaxDelay bounds the pauses WithChaos puts before ops.
+const ChaosMaxDelay = 500 * time.Microsecond
+
+// faultConfig is the fault injection asked for by Options.
+type faultConfig struct {
+	chaos  bool
+	seed   uint64
+	failOp string
+}
+
+// WithChaos puts a pause of a random length below ChaosMaxDelay before
+// about half the ops of every eager run, on the op's stream, drawn from
+// seed, the op and the run: the same seed gives the same pauses. It
+// shakes the timing of a plan without changing what it computes (on the
+// cpu backend a worker sleeps; on CUDA a spin kernel runs on the stream).
+// The device session must implement device.Delayer; graph captures and
+// replays run without pauses.
+func WithChaos(seed uint64) Option {
+	return func(c *config) { c.faults.chaos, c.faults.seed = true, seed }
+}
+
+// WithFailOp makes the op called name fail whenever an eager run reaches
+// it, with a *dag.OpError naming it that wraps ErrInjected. The op does
+// not run at all: its failure is enqueued in its place on its stream (on
+// CUDA as a host callback, never in a kernel, whose fault would ruin the
+// context), and nothing after it in the plan is submitted, so no op can
+// use a temporary whose alloc was the failed op. The run then waits for
+// what was submitted and returns the failure. Open refuses a name the plan
+// has no op of. The device session must implement device.Failer.
+func WithFailOp(name string) Option {
+	return func(c *config) { c.faults.failOp = name }
+}
+
+// injector enqueues the faults of a session before its ops.
+type injector struct {
+	delayer device.Delayer // nil without chaos
+	seed    uint64
+	runs    uint64 // eager runs started, for the draws
+	failer  device.Failer
+	failOp  int // the op ID to fail; -1 for none
+}
+
+// newInjector checks that d can inject the faults of cfg, for the ops of g.
+func newInjector(d device.Session, g *dag.Graph, cfg faultConfig) (*injector, error) {
+	if !cfg.chaos && cfg.failOp == "" {
+		return nil, nil
+	}
+	in := &injector{seed: cfg.seed, failOp: -1}
+	if cfg.chaos {
+		dl, ok := d.(device.Delayer)
+		if !ok {
+			return nil, fmt.Errorf("executor: WithChaos: device session %T cannot enqueue delays (device.Delayer)", d)
+		}
+		in.delayer = dl
+	}
+	if cfg.failOp != "" {
+		f, ok := d.(device.Failer)
+		if !ok {
+			return nil, fmt.Errorf("executor: WithFailOp: device session %T cannot enqueue failures (device.Failer)", d)
+		}
+		in.failer = f
+		for _, op := range g.Ops {
+			if op.Name == cfg.failOp {
+				in.failOp = op.ID
+				break
+			}
+		}
+		if in.failOp < 0 {
+			return nil, fmt.Errorf("executor: WithFailOp: the plan has no op %q", cfg.failOp)
+		}
+	}
+	return in, nil
+}
+
+// checkFaultOp refuses WithFailOp of an op g lacks before anything is
+// opened.
+func checkFaultOp(g *dag.Graph, cfg faultConfig) error {
+	if cfg.failOp == "" {
+		return nil
+	}
+	for _, op := range g.Ops {
+		if op.Name == cfg.failOp {
+			return nil
+		}
+	}
+	return fmt.Errorf("executor: WithFailOp: the plan has no op %q", cfg.failOp)
+}
+
+// startRun draws the pauses of a new run.
+func (in *injector) startRun() {
+	if in != nil {
+		in.runs++
+	}
+}
+
+// before enqueues the faults due before op on stream. It reports whether
+// op is replaced by its failure, and so must not be submitted.
+func (in *injector) before(stream int, op *dag.Op) (replaced bool, err error) {
+	if in == nil {
+		return false, nil
+	}
+	if in.delayer != nil {
+		if d := in.draw(op); d > 0 {
+			if err := in.delayer.Delay(stream, d); err != nil {
+				return false, fmt.Errorf("chaos delay: %w", err)
+			}
+		}
+	}
+	if op.ID == in.failOp {
+		if err := in.failer.Fail(stream, op, ErrInjected); err != nil {
+			return false, fmt.Errorf("fail-op: %w", err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// draw is the pause before op in this run: none for about half the ops,
+// else below ChaosMaxDelay.
+func (in *injector) draw(op *dag.Op) time.Duration {
+	x := mix(in.seed ^ mix(in.runs<<32^uint64(op.ID)))
+	if x>>63 == 0 {
+		return 0
+	}
+	return time.Duration((x >> 1) % uint64(ChaosMaxDelay))
+}
+
+// mix is the SplitMix64 finaliser: a cheap, well-spread hash.
+func mix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
