@@ -17,6 +17,7 @@ type Option func(*config)
 
 type config struct {
 	timing bool
+	world  worldConfig // world.go
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
@@ -64,6 +65,9 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	}
 	if d == nil {
 		return nil, fmt.Errorf("executor: backend %T opened no session and reported no error", b)
+	}
+	if err := join(ctx, d, cfg.world); err != nil {
+		return nil, errors.Join(err, d.Close())
 	}
 	s := &Session{d: d, p: p}
 	if err := s.create(ctx, cfg); err != nil {
