@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,7 +112,8 @@ func (f *runFlags) rankMode(s *spec.Spec, getenv func(string) string) (*rankMode
 	if set["world"] {
 		world = f.ranking.world
 	}
-	if world <= 1 {
+	if world < 1 || (world == 1 && own <= 1) {
+		// One rank, as the spec was loaded: an ordinary run.
 		return nil, nil
 	}
 	return &rankMode{world: world}, nil
@@ -406,14 +408,47 @@ func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error) error {
 		prefix = fmt.Sprintf("rank %d: ", re.Rank)
 	}
 	fe := c.runFailure(ctx, s, err, nil)
-	if fl, ok := fe.(*failure); ok && prefix != "" {
-		for i := range fl.errors {
-			if fl.errors[i].Op != "" {
-				fl.errors[i].Message = prefix + fl.errors[i].Message
+	fl, ok := fe.(*failure)
+	if !ok {
+		return fe
+	}
+	for i := range fl.errors {
+		if fl.errors[i].Op != "" {
+			fl.errors[i].Message = prefix + fl.errors[i].Message
+		}
+	}
+	if len(rs) == 1 && len(fl.errors) == 1 && fl.errors[0].Op == "" && errors.Is(err, comm.ErrMismatch) {
+		// The ranks disagree on their collectives: place the first one
+		// that differs in this rank's spec.
+		if m := collectiveIndex.FindStringSubmatch(err.Error()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			if op := nthCollective(s.Graph, n); op != nil {
+				p := problem{File: s.File, Op: op.Name, Message: err.Error()}
+				if pos, ok := s.OpPos(op.Name); ok {
+					p = p.at(pos)
+				}
+				fl.errors[0] = p
 			}
 		}
 	}
-	return fe
+	return fl
+}
+
+// collectiveIndex finds the number of the first collective the ranks
+// disagree on in internal/comm's error.
+var collectiveIndex = regexp.MustCompile(`(?:differ at|its) #(\d+)`)
+
+// nthCollective is the n-th (from 1) op of g's collective sequence.
+func nthCollective(g *dag.Graph, n int) *dag.Op {
+	for _, op := range g.Ops {
+		if !op.Kind.IsCollective() || op.Kind == dag.Send || op.Kind == dag.Recv {
+			continue
+		}
+		if n--; n == 0 {
+			return op
+		}
+	}
+	return nil
 }
 
 // loadRank loads the spec at path as rank's program in a world of world
