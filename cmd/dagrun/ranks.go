@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -261,6 +262,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		read   func(i int, b *dag.Buffer) ([]byte, error)
 		spans  func(i int) []executor.Span
 		closer func() error
+		met    time.Time // when the ranks left their rendezvous: the traces' common time
 	)
 	if m.place == nil {
 		plans := make([]*planner.Plan, len(rs))
@@ -271,7 +273,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		if err != nil {
 			return c.rankFailure(ctx, rs, err)
 		}
-		run, closer = w.Run, w.Close
+		run, closer, met = w.Run, w.Close, w.Opened()
 		read = func(i int, buf *dag.Buffer) ([]byte, error) { return w.Read(i, buf) }
 		spans = func(i int) []executor.Span { return w.Rank(i).Spans() }
 		if f.graph {
@@ -287,7 +289,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		if err != nil {
 			return c.rankFailure(ctx, rs, err)
 		}
-		run, closer = rk.Run, rk.Close
+		run, closer, met = rk.Run, rk.Close, rk.Rendezvous()
 		read = func(_ int, buf *dag.Buffer) ([]byte, error) { return rk.Session().Read(buf) }
 		spans = func(int) []executor.Span { return rk.Session().Spans() }
 		if f.graph {
@@ -344,6 +346,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	if f.traceFile != "" {
 		for _, r := range rs {
 			t := trace.FromRuns(r.p, r.runs)
+			t.Rank = &trace.RankClock{Rank: r.rank, World: m.world, Offset: start.Sub(met) + earliest(r.runs)}
 			file := expandRank(f.traceFile, r.rank)
 			if err := writeFileAtomic(file, t.WriteChrome); err != nil {
 				return err
@@ -489,4 +492,64 @@ const rankPattern = "{rank}"
 
 func expandRank(path string, rank int) string {
 	return strings.ReplaceAll(path, rankPattern, strconv.Itoa(rank))
+}
+
+// earliest is when the first of the runs' spans started, from the start of
+// the runs: the time zero of their trace (trace.FromRuns).
+func earliest(runs []trace.RunSpans) time.Duration {
+	var first time.Duration
+	found := false
+	for _, r := range runs {
+		for _, sp := range r.Spans {
+			if at := r.Start + sp.Start; !found || at < first {
+				first, found = at, true
+			}
+		}
+	}
+	return first
+}
+
+// vizRanks draws the traces of several ranks as one timeline.
+func (c *cli) vizRanks(inputs []string, out, format string) error {
+	if out == "" {
+		return usagef("-o FILE is required")
+	}
+	ext := format
+	if ext == "" {
+		if out == stdio {
+			return usagef("-o - needs --format svg or html")
+		}
+		ext = strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
+	}
+	if ext != "svg" && ext != "html" {
+		return usagef("traces draw as .svg or .html, not %q", "."+ext)
+	}
+	var traces []*trace.Trace
+	for _, in := range inputs {
+		if in == stdio {
+			return usagef("several traces are read from files, not standard input")
+		}
+		f, err := os.Open(in)
+		if err != nil {
+			return err
+		}
+		t, err := trace.ReadChrome(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		if t.Rank == nil {
+			return usagef("%s is not the trace of a rank: several traces are merged only when each is one rank's (dagrun run --trace of a world)", in)
+		}
+		traces = append(traces, t)
+	}
+	m, err := trace.MergeRanks(traces)
+	if err != nil {
+		return err
+	}
+	draw := m.WriteSVG
+	if ext == "html" {
+		draw = m.WriteHTML
+	}
+	return c.writeOutput(out, draw)
 }
