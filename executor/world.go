@@ -474,8 +474,10 @@ func (r *Rank) run(ctx context.Context, verb string, f func(context.Context) err
 	case r.broken != nil:
 		return fmt.Errorf("executor: %s: an earlier run failed and left the ranks' collectives unusable: close the rank (%w)", verb, r.broken)
 	}
-	err := f(ctx)
-	if err == nil && !r.lib {
+	var err error
+	if r.lib {
+		err = r.watched(ctx, f)
+	} else if err = f(ctx); err == nil {
 		err = r.c.Finish(ctx)
 	}
 	if err != nil {
@@ -484,6 +486,31 @@ func (r *Rank) run(ctx context.Context, verb string, f func(context.Context) err
 		return &RankError{Rank: r.place.Rank, Err: err}
 	}
 	return nil
+}
+
+// watched runs f with a context that ends when another rank fails (its
+// abort, or its process gone, reaches this rank's rendezvous connection):
+// the backend's collectives then wait for a rank that will never come, and
+// the backend must give up on them when the context ends (on CUDA:
+// ncclCommAbort).
+func (r *Rank) watched(ctx context.Context, f func(context.Context) error) error {
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.c.Watch(wctx); err != nil {
+			cancel(err)
+		}
+	}()
+	err := f(wctx)
+	cancel(nil)
+	<-done
+	if cause := context.Cause(wctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && ctx.Err() == nil {
+		// The run was abandoned because another rank failed: say so.
+		return fmt.Errorf("%w (%w)", cause, err)
+	}
+	return err
 }
 
 // Close closes the rank's session and leaves the world. Rank 0 waits (up
