@@ -387,6 +387,10 @@ func JoinWorld(ctx context.Context, b device.Backend, p *planner.Plan, place Pla
 			cfg.world.listener.Close()
 		}
 	}
+	if place.Rank != 0 {
+		closeListener() // only rank 0 listens
+		cfg.world.listener = nil
+	}
 	if err := checkPlan(p); err != nil {
 		closeListener()
 		return nil, err

@@ -255,6 +255,11 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// After the first signal, a second one ends dagrun at once.
+		<-ctx.Done()
+		stop()
+	}()
 
 	// Run every rank of this process, repeat times, eagerly or replayed.
 	var (
