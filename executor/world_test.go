@@ -271,11 +271,16 @@ func TestWorldSendRecvMismatch(t *testing.T) {
 				b.Send(g.All(), 1).Named("big_send")
 			}
 		}, []string{`rank 1: op "recv_prev"`, "rank 0's view holds 32 bytes, rank 1's 8"}, comm.ErrMismatch},
+		{"recv without its send", func(rank int, b *dag.Builder, g *dag.Buffer) {
+			if rank == 1 {
+				b.Recv(g.All(), 0).Named("waits_forever")
+			}
+		}, []string{`rank 1: op "waits_forever"`, "no data from rank 0 within 300ms"}, comm.ErrTimeout},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, plans := programs(t, 2, c.edit)
-			w, err := executor.OpenWorld(t.Context(), be, plans, executor.WithRankTimeout(20*time.Second))
+			w, err := executor.OpenWorld(t.Context(), be, plans, executor.WithRankTimeout(300*time.Millisecond))
 			require.NoError(t, err)
 			defer w.Close()
 			err = w.Run(t.Context())
