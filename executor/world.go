@@ -127,6 +127,7 @@ var errRankFailed = errors.New("another rank failed")
 type World struct {
 	ranks  []*Session
 	comms  []*comm.Comm // nil when the backend brings its own collectives
+	p2p    bool         // some rank sends or receives: check after each run that every send met its recv
 	opened time.Time    // when every rank had joined: the ranks' common clock origin
 	broken error        // a failed run left the collectives unusable
 	closed bool
@@ -195,6 +196,9 @@ func OpenWorld(ctx context.Context, b device.Backend, plans []*planner.Plan, opt
 	// Every rank opens and joins at once: NCCL's join returns only when
 	// all ranks have joined. A rank that fails cancels the others' joins.
 	w := &World{ranks: make([]*Session, n), comms: comms}
+	for _, p := range plans {
+		w.p2p = w.p2p || pointToPoint(p.Graph)
+	}
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var fl failures
@@ -266,7 +270,7 @@ func (w *World) each(ctx context.Context, verb string, f func(ctx context.Contex
 	for r := range w.ranks {
 		wg.Go(func() {
 			err := f(rctx, r)
-			if err == nil && w.comms != nil {
+			if err == nil && w.comms != nil && w.p2p {
 				err = w.comms[r].Finish(rctx)
 			}
 			if err != nil {
@@ -282,6 +286,16 @@ func (w *World) each(ctx context.Context, verb string, f func(ctx context.Contex
 		w.broken = err
 	}
 	return err
+}
+
+// pointToPoint reports whether g sends or receives.
+func pointToPoint(g *dag.Graph) bool {
+	for _, op := range g.Ops {
+		if op.Kind == dag.Send || op.Kind == dag.Recv {
+			return true
+		}
+	}
+	return false
 }
 
 // abort tells the other ranks that rank r failed with err.
