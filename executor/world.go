@@ -255,7 +255,8 @@ func (w *World) Read(r int, b *dag.Buffer) ([]byte, error) {
 }
 
 // each runs f for every rank at once and then, for a world whose
-// collectives go through comm, checks that every send met its recv.
+// collectives go through comm and some rank sends or receives, checks
+// that every send met its recv.
 func (w *World) each(ctx context.Context, verb string, f func(ctx context.Context, r int) error) error {
 	switch {
 	case w.closed:
