@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -33,11 +35,15 @@ func TestRankScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
+			if err := copyExamples(filepath.Join(env.WorkDir, "examples")); err != nil {
+				return err
+			}
 			return copyRankExamples(filepath.Join(env.WorkDir, "examples", "ranks"))
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"cmpout": cmpout,
-			"status": status,
+			"cmpout":   cmpout,
+			"status":   status,
+			"rankouts": rankOutputs,
 		},
 	})
 }
@@ -123,5 +129,33 @@ func TestRankExampleValues(t *testing.T) {
 			require.NoError(t, err)
 			assert.NotEqual(t, x0, x1, "per_rank random inits differ by rank")
 		})
+	}
+}
+
+// rankOutputs (rankouts WORLD PART...) checks that the output lines of a
+// run of ranks in one process (the file WORLD) are those of its processes
+// (the files PART, one per process), line for line: "rank R output ...".
+func rankOutputs(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || neg {
+		ts.Fatalf("usage: rankouts WORLD PART...")
+	}
+	outputs := func(name string) []string {
+		var keep []string
+		for line := range strings.Lines(ts.ReadFile(name)) {
+			if strings.HasPrefix(line, "rank ") && strings.Contains(line, " output ") {
+				keep = append(keep, line)
+			}
+		}
+		return keep
+	}
+	want := outputs(args[0])
+	var got []string
+	for _, part := range args[1:] {
+		got = append(got, outputs(part)...)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(want) == 0 || !slices.Equal(want, got) {
+		ts.Fatalf("the outputs of %s and of %v differ:\n%s---\n%s", args[0], args[1:], strings.Join(want, ""), strings.Join(got, ""))
 	}
 }
