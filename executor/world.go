@@ -66,7 +66,16 @@ func join(ctx context.Context, d device.Session, wc worldConfig) error {
 	if err := j.Join(ctx, *w); err != nil {
 		return fmt.Errorf("executor: rank %d of %d could not join its world: %w", w.Rank, w.Size, err)
 	}
+	if t, ok := d.(collectiveTimer); ok && wc.timeout > 0 {
+		t.SetCollectiveTimeout(wc.timeout)
+	}
 	return nil
+}
+
+// collectiveTimer is a session whose collectives give up on a lost peer
+// after a time of their own (cuda.Session): WithRankTimeout sets it.
+type collectiveTimer interface {
+	SetCollectiveTimeout(d time.Duration)
 }
 
 // Place is where one process stands in a world: its rank, the world's
@@ -307,7 +316,10 @@ func (w *World) abort(r int, err error) {
 }
 
 // Capture captures every rank's plan (Session.Capture), each from its own
-// goroutine, as one WorldGraph to replay.
+// goroutine, as one WorldGraph to replay. On CUDA, run the world once
+// first: NCCL connects the ranks at their first collectives, which a
+// graph cannot hold, so the cuda backend refuses to capture collectives
+// that have not run.
 func (w *World) Capture(ctx context.Context) (*WorldGraph, error) {
 	g := &WorldGraph{w: w, graphs: make([]*Graph, len(w.ranks))}
 	err := w.each(ctx, "Capture", func(ctx context.Context, r int) error {
