@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -181,6 +182,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	}
 	rs := make([]*rankRun, len(ranks))
 	writers := map[string]int{} // path -> the rank that writes it
+	var hostMu sync.Mutex       // one line at a time from the ranks' host steps
 	for i, r := range ranks {
 		files := f.files
 		if src != nil {
@@ -222,10 +224,11 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			}
 			writers[pt] = r
 		}
-		s.Stdout = c.stdout
+		hostOut := c.stdout
 		if asJSON && (f.out == "" || f.out == stdio) {
-			s.Stdout = c.stderr
+			hostOut = c.stderr
 		}
+		s.Stdout = &rankLines{prefix: fmt.Sprintf("rank %d ", r), w: hostOut, mu: &hostMu}
 		rs[i] = &rankRun{rank: r, s: s, p: p}
 	}
 	traced := func(int) bool { return false }
@@ -568,4 +571,31 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 		draw = m.WriteHTML
 	}
 	return c.writeOutput(out, draw)
+}
+
+// rankLines writes what one rank's host steps print, line by line, each
+// line after prefix ("rank 1 "), so that the ranks' lines neither tear nor
+// lose their rank. Lines of all ranks share mu.
+type rankLines struct {
+	prefix string
+	w      io.Writer
+	mu     *sync.Mutex
+	part   []byte // a line not yet ended
+}
+
+func (l *rankLines) Write(p []byte) (int, error) {
+	l.part = append(l.part, p...)
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.mu.Lock()
+		_, err := io.WriteString(l.w, l.prefix+string(l.part[:i+1]))
+		l.mu.Unlock()
+		l.part = l.part[i+1:]
+		if err != nil {
+			return len(p), err
+		}
+	}
 }
