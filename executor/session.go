@@ -16,8 +16,8 @@ import (
 type Option func(*config)
 
 type config struct {
-	timing bool
 	world  worldConfig // world.go
+	timing bool
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for

@@ -38,17 +38,19 @@ type (
 		Args json.RawMessage `json:"args,omitempty"`
 	}
 	chromeFigures struct {
-		Generator         string      `json:"generator"`
-		SchemaVersion     int         `json:"schema_version"`
-		Estimated         bool        `json:"estimated"`
-		Ops               int         `json:"ops"`
-		Streams           int         `json:"streams"`
-		CrossEdges        int         `json:"cross_edges"`
-		Waits             int         `json:"waits"`
-		EstMakespanUS     float64     `json:"est_makespan_us"`
-		EstCriticalPathUS float64     `json:"est_critical_path_us"`
-		CriticalPathUS    float64     `json:"critical_path_us"`
-		Rank              *chromeRank `json:"rank,omitempty"` // ranks.go
+		// The trace of one rank of a world (ranks.go).
+		Rank *chromeRank `json:"rank,omitempty"`
+
+		Generator         string  `json:"generator"`
+		SchemaVersion     int     `json:"schema_version"`
+		Estimated         bool    `json:"estimated"`
+		Ops               int     `json:"ops"`
+		Streams           int     `json:"streams"`
+		CrossEdges        int     `json:"cross_edges"`
+		Waits             int     `json:"waits"`
+		EstMakespanUS     float64 `json:"est_makespan_us"`
+		EstCriticalPathUS float64 `json:"est_critical_path_us"`
+		CriticalPathUS    float64 `json:"critical_path_us"`
 	}
 	threadArgs struct {
 		Name       string `json:"name"`
@@ -108,9 +110,9 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 	bw.WriteString(`{"displayTimeUnit":"ns","otherData":`)
 	f := t.Figures
 	fig, err := json.Marshal(chromeFigures{
+		Rank:      t.Rank.chrome(),
 		Generator: generator, SchemaVersion: SchemaVersion, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
-		Rank: t.Rank.chrome(),
 	})
 	if err != nil {
 		return err
@@ -152,7 +154,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 			if err := emit(chromeEvent{Name: "process_name", Ph: "M", Pid: pid}, name{l.Process()}); err != nil {
 				return err
 			}
-			if err := emit(chromeEvent{Name: "process_sort_index", Ph: "M", Pid: pid}, sortIndex{pid}); err != nil {
+			if err := emit(chromeEvent{Name: "process_sort_index", Ph: "M", Pid: pid}, sortIndex{pid - 1}); err != nil {
 				return err
 			}
 		}
@@ -233,10 +235,10 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 		if f.SchemaVersion > SchemaVersion {
 			return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("the trace has schema_version %d, newer than this dagrun reads (%d); use a newer dagrun", f.SchemaVersion, SchemaVersion)}
 		}
+		t.Rank = f.Rank.clock()
 		t.Figures = Figures{Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 			EstMakespan: fromMicros(f.EstMakespanUS), EstCriticalPath: fromMicros(f.EstCriticalPathUS),
 			CriticalPath: fromMicros(f.CriticalPathUS), Estimated: f.Estimated}
-		t.Rank = f.Rank.clock()
 	}
 	type thread struct{ pid, tid int }
 	laneOf := map[thread]int{}
