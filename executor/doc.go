@@ -35,6 +35,15 @@
 // the plan and updating the executable graph in place where the backend
 // can. Capture is in capture.go, Update and its changes in update.go.
 //
+// # For backend writers
+//
+// The interfaces a backend implements are in package executor/device:
+// device.Backend and device.Session, and optionally device.Timer (timing),
+// device.Capturer (graphs), device.Writer (Session.Write), device.Joiner
+// (collectives across ranks) and device.UniqueIDer. Backends
+// import only dag and device: the executor adapts plans to them, never the
+// other way round. See package cpu for the reference implementation.
+//
 // # Ranks
 //
 // A graph with collectives (dag.AllReduce ...) is one rank's program.
@@ -47,13 +56,4 @@
 // (device.Joiner: the backend's unique id from rank 0 for NCCL, in-process
 // or TCP communicators for the cpu backend), and make the other ranks fail
 // at once when one fails. See world.go and docs/ranks.md.
-//
-// # For backend writers
-//
-// The interfaces a backend implements are in package executor/device:
-// device.Backend and device.Session, and optionally device.Timer (timing),
-// device.Capturer (graphs), device.Writer (Session.Write), device.Joiner
-// (collectives across ranks) and device.UniqueIDer. Backends
-// import only dag and device: the executor adapts plans to them, never the
-// other way round. See package cpu for the reference implementation.
 package executor
