@@ -200,6 +200,11 @@ type Session struct {
 	kernels []kernelFunc
 	workers sync.WaitGroup
 
+	// The world of the session's collectives (collective.go): set by
+	// Join, else a world of one rank on first use.
+	comm   device.Collectives
+	joined bool
+
 	// Graph capture (capture.go).
 	capturing  *graph   // the capture in progress, if any
 	graphs     []*graph // by number; nil once destroyed

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/comm"
 )
 
@@ -91,4 +92,39 @@ func TestRunCollective(t *testing.T) {
 	assert.Contains(t, err.Error(), `op "avg": all_reduce takes 1 views, got 0`)
 	err = comms[1].AllReduce(t.Context(), make([]byte, 16), dag.F32, dag.Sum)
 	assert.ErrorIs(t, err, comm.ErrAborted)
+}
+
+func TestJoin(t *testing.T) {
+	b := dag.New()
+	x := b.Buffer("x", 16, dag.Of(dag.F32))
+	b.AllReduce(x.All(), dag.Sum)
+	g, err := b.Build()
+	require.NoError(t, err)
+	comms, err := comm.NewLocal(2, comm.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	be := cpu.New()
+	defer be.Close()
+	cases := []struct {
+		name  string
+		world device.World
+		setup func(s *cpu.Session)
+		want  string
+	}{
+		{"rank outside", device.World{Rank: 2, Size: 2, Comm: comms[0]}, nil, "rank 2 is not in a world of 2"},
+		{"no communicator", device.World{Rank: 0, Size: 2}, nil, "needs a communicator"},
+		{"another rank's communicator", device.World{Rank: 0, Size: 2, Comm: comms[1]}, nil, "the communicator is rank 1 of 2, the world says rank 0 of 2"},
+		{"after streams", device.World{Rank: 0, Size: 2, Comm: comms[0]}, func(s *cpu.Session) { require.NoError(t, s.NewStream(0, 0)) }, "join before making streams"},
+		{"twice", device.World{Rank: 0, Size: 1}, func(s *cpu.Session) { require.NoError(t, s.Join(t.Context(), device.World{Rank: 0, Size: 1})) }, "joined a world already"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := be.OpenSession(t.Context(), g)
+			require.NoError(t, err)
+			defer s.Close()
+			if c.setup != nil {
+				c.setup(s)
+			}
+			assert.ErrorContains(t, s.Join(t.Context(), c.world), c.want)
+		})
+	}
 }

@@ -21,6 +21,11 @@
 // Open. GEMM ops run on gonum's BLAS (f16 and bf16 through f32). Captures (capture.go) record the submission and replay it, with
 // the semantics of CUDA stream capture.
 //
+// Collectives run through the session's world (collective.go): Join makes
+// the session a rank whose collectives go through a device.Collectives
+// (internal/comm, in one process or over TCP); a session that never joins
+// is the one rank of a world of 1.
+//
 // Delays injects a seeded random pause before every op; tests use it to
 // show that results never depend on timing.
 package cpu

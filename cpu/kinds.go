@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -133,11 +132,12 @@ var kinds = map[dag.OpKind]kindImpl{
 	dag.Task:          taskImpl,
 }
 
-// collectiveImpl runs a collective through the session's communicator.
+// collectiveImpl runs a collective through the session's world, which
+// step puts in ctx (collective.go).
 var collectiveImpl = kindImpl{
 	check: func(*dag.Op) string { return "" },
-	exec: func(context.Context, *atomic.Bool, *dag.Op, kernelFunc, [][]byte) ([]byte, error) {
-		return nil, errors.New("collectives need the ranks of a world: this session has no communicator")
+	exec: func(ctx context.Context, _ *atomic.Bool, op *dag.Op, _ kernelFunc, mem [][]byte) ([]byte, error) {
+		return nil, runCollective(ctx, collectivesOf(ctx), op, mem)
 	},
 }
 

@@ -232,6 +232,9 @@ func (b *Session) step(w *worker, s *stream) {
 	}
 	err := b.resolve(w, op)
 	kernel, ctx, timing := b.kernels[op.ID], b.runCtx, b.timing
+	if op.Kind.IsCollective() {
+		ctx = withCollectives(ctx, b.collectives())
+	}
 	pause := b.delay(op)
 	b.mu.Unlock()
 

@@ -75,7 +75,21 @@
 //
 // The interfaces a backend implements are in package executor/device:
 // device.Backend and device.Session, and optionally device.Timer (timing),
-// device.Capturer (graphs) and device.Writer (Session.Write). Backends
+// device.Capturer (graphs), device.Writer (Session.Write), device.Joiner
+// (collectives across ranks) and device.UniqueIDer. Backends
 // import only dag and device: the executor adapts plans to them, never the
 // other way round. See package cpu for the reference implementation.
+//
+// # Ranks
+//
+// A graph with collectives (dag.AllReduce ...) is one rank's program.
+// OpenWorld opens one plan per rank in this process and runs them
+// together, each rank's session from its own goroutine (World.Run,
+// World.Capture); JoinWorld runs one rank here, meeting the ranks of other
+// processes at a TCP rendezvous (comm's Discover reads torchrun's, Slurm's
+// and Open MPI's variables). Both compare the ranks' collective sequences
+// before anything runs, join each device session to its world
+// (device.Joiner: the backend's unique id from rank 0 for NCCL, in-process
+// or TCP communicators for the cpu backend), and make the other ranks fail
+// at once when one fails. See world.go and docs/ranks.md.
 package executor

@@ -17,6 +17,7 @@ import (
 type Option func(*config)
 
 type config struct {
+	world  worldConfig // world.go
 	timing bool
 
 	profile             // profile.go
@@ -76,6 +77,9 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	}
 	if d == nil {
 		return nil, fmt.Errorf("executor: backend %T opened no session and reported no error", b)
+	}
+	if err := join(ctx, d, cfg.world); err != nil {
+		return nil, errors.Join(err, d.Close())
 	}
 	s := &Session{d: d, p: p}
 	if err := s.create(ctx, cfg); err != nil {

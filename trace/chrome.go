@@ -38,6 +38,9 @@ type (
 		Args json.RawMessage `json:"args,omitempty"`
 	}
 	chromeFigures struct {
+		// The trace of one rank of a world (ranks.go).
+		Rank *chromeRank `json:"rank,omitempty"`
+
 		Generator         string  `json:"generator"`
 		SchemaVersion     int     `json:"schema_version"`
 		Estimated         bool    `json:"estimated"`
@@ -114,6 +117,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 	bw.WriteString(`{"displayTimeUnit":"ns","otherData":`)
 	f := t.Figures
 	fig, err := json.Marshal(chromeFigures{
+		Rank:      t.Rank.chrome(),
 		Generator: generator, SchemaVersion: SchemaVersion, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
 		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
@@ -152,13 +156,13 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 	}
 	seenDevice := map[int]bool{}
 	for i, l := range t.Lanes {
-		pid, tid := l.Device+1, l.Stream+1
-		if !seenDevice[l.Device] {
-			seenDevice[l.Device] = true
+		pid, tid := l.pid(), l.Stream+1
+		if !seenDevice[pid] {
+			seenDevice[pid] = true
 			if err := emit(chromeEvent{Name: "process_name", Ph: "M", Pid: pid}, name{l.Process()}); err != nil {
 				return err
 			}
-			if err := emit(chromeEvent{Name: "process_sort_index", Ph: "M", Pid: pid}, sortIndex{l.Device}); err != nil {
+			if err := emit(chromeEvent{Name: "process_sort_index", Ph: "M", Pid: pid}, sortIndex{pid - 1}); err != nil {
 				return err
 			}
 		}
@@ -176,7 +180,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		}
 		l := t.Lanes[s.Lane]
 		dur := micros(s.Dur)
-		ev := chromeEvent{Name: s.Name, Cat: s.Kind.String(), Ph: "X", Ts: micros(s.Start), Dur: &dur, Pid: l.Device + 1, Tid: l.Stream + 1}
+		ev := chromeEvent{Name: s.Name, Cat: s.Kind.String(), Ph: "X", Ts: micros(s.Start), Dur: &dur, Pid: l.pid(), Tid: l.Stream + 1}
 		args := sliceArgs{Op: s.Name, OpID: s.Op, Run: s.Run, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes}
 		if err := emit(ev, args); err != nil {
 			return err
@@ -190,11 +194,11 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		id := i + 1
 		fromLane, toLane := t.Lanes[from.Lane], t.Lanes[to.Lane]
 		ename := fmt.Sprintf("e%d", fl.Event)
-		start := chromeEvent{Name: ename, Cat: flowCat, Ph: "s", Ts: micros(from.End() - flowMargin(from)), Pid: fromLane.Device + 1, Tid: fromLane.Stream + 1, ID: &id}
+		start := chromeEvent{Name: ename, Cat: flowCat, Ph: "s", Ts: micros(from.End() - flowMargin(from)), Pid: fromLane.pid(), Tid: fromLane.Stream + 1, ID: &id}
 		if err := emit(start, flowArgs{fl.Event, from.Op}); err != nil {
 			return err
 		}
-		end := chromeEvent{Name: ename, Cat: flowCat, Ph: "f", Bp: "e", Ts: micros(to.Start + flowMargin(to)), Pid: toLane.Device + 1, Tid: toLane.Stream + 1, ID: &id}
+		end := chromeEvent{Name: ename, Cat: flowCat, Ph: "f", Bp: "e", Ts: micros(to.Start + flowMargin(to)), Pid: toLane.pid(), Tid: toLane.Stream + 1, ID: &id}
 		if err := emit(end, flowArgs{fl.Event, to.Op}); err != nil {
 			return err
 		}
@@ -239,6 +243,7 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 		if f.SchemaVersion > SchemaVersion {
 			return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("the trace has schema_version %d, newer than this dagrun reads (%d); use a newer dagrun", f.SchemaVersion, SchemaVersion)}
 		}
+		t.Rank = f.Rank.clock()
 		t.Figures = Figures{Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 			EstMakespan: fromMicros(f.EstMakespanUS), EstCriticalPath: fromMicros(f.EstCriticalPathUS),
 			CriticalPath: fromMicros(f.CriticalPathUS), Estimated: f.Estimated,

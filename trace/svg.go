@@ -106,8 +106,8 @@ func (t *Trace) caption() string {
 type layout struct {
 	laneY  []float64 // top of each lane
 	groups []struct {
-		y      float64
-		device int
+		y    float64
+		name string // the lanes' process: "GPU 0", "rank 1 GPU 1"
 	}
 	bottom float64 // below the last lane
 	span   time.Duration
@@ -117,11 +117,11 @@ func (pic *picture) layout() layout {
 	var l layout
 	y := float64(axisTop + axisHeight)
 	for i, lane := range pic.t.Lanes {
-		if i == 0 || pic.t.Lanes[i-1].Device != lane.Device {
+		if i == 0 || pic.t.Lanes[i-1].Process() != lane.Process() {
 			l.groups = append(l.groups, struct {
-				y      float64
-				device int
-			}{y, lane.Device})
+				y    float64
+				name string
+			}{y, lane.Process()})
 			y += groupRow
 		}
 		l.laneY = append(l.laneY, y)
@@ -148,7 +148,7 @@ func (pic *picture) draw(w *bufio.Writer) {
 
 	// Lanes and their labels.
 	for _, g := range l.groups {
-		fmt.Fprintf(w, `<text class="device" x="8" y="%.1f" font-size="12" font-weight="bold" fill="#1d1d1d">%s</text>`+"\n", g.y+15, deviceName(g.device))
+		fmt.Fprintf(w, `<text class="device" x="8" y="%.1f" font-size="12" font-weight="bold" fill="#1d1d1d">%s</text>`+"\n", g.y+15, g.name)
 	}
 	for i, lane := range t.Lanes {
 		y := l.laneY[i]

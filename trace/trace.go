@@ -19,6 +19,9 @@ type Trace struct {
 	Slices  []Slice // by lane, then start, then op
 	Flows   []Flow  // in the order of the plan's wait steps
 	Figures Figures
+	// Rank places the trace of one rank of a world on the world's clock,
+	// for MergeRanks (ranks.go); nil for a trace of no world.
+	Rank *RankClock
 }
 
 // Lane is one stream of the plan.
@@ -28,13 +31,23 @@ type Lane struct {
 	Priority dag.Priority
 	Kind     planner.StreamKind
 	Name     string // the stream's name, for example dev0.high.compute0
+	// Ranked lanes belong to rank Rank of a trace merged from several
+	// ranks (MergeRanks).
+	Ranked bool
+	Rank   int
 }
 
 // Title is the lane's name with its priority: "dev0.high.compute0 (priority high)".
 func (l Lane) Title() string { return fmt.Sprintf("%s (priority %s)", l.Name, l.Priority) }
 
-// Process is the name of the device the lane belongs to: "GPU 0".
-func (l Lane) Process() string { return deviceName(l.Device) }
+// Process is the name of the device the lane belongs to: "GPU 0", or
+// "rank 1 GPU 1" in a trace merged from several ranks.
+func (l Lane) Process() string {
+	if l.Ranked {
+		return fmt.Sprintf("rank %d %s", l.Rank, deviceName(l.Device))
+	}
+	return deviceName(l.Device)
+}
 
 // deviceName is how every picture and trace names device d.
 func deviceName(d int) string { return fmt.Sprintf("GPU %d", d) }

@@ -78,7 +78,7 @@ Flags:
 	--chaos SEED     inject random delays before ops, the same for the
 	                 same seed; the outputs must not change
 	--fail-op NAME   make the op NAME fail when it would run
-`
+` + ranksUsage
 
 // runReport is what dagrun run prints, as JSON with --format json.
 type runReport struct {
@@ -145,6 +145,7 @@ type runFlags struct {
 	out       string
 	files     specFiles
 	faults    faults
+	ranking   rankFlags // ranks.go
 	set       map[string]bool
 }
 
@@ -171,6 +172,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.StringVar(&f.out, "o", "", "")
 	f.files.addFlags(fs)
 	f.faults.addFlags(fs)
+	f.ranking.addFlags(fs)
 	specs, err := parseFlags(fs, args)
 	if err != nil {
 		return nil, nil, err
@@ -214,6 +216,12 @@ func (c *cli) run(args []string) error {
 	}
 	if !f.set["graph"] {
 		f.graph = s.Run.Graph
+	}
+	if m, err := f.rankMode(s, os.Getenv); err != nil || m != nil {
+		if err != nil {
+			return err
+		}
+		return c.runRanks(f, specs[0], s, m)
 	}
 	traced := func(int) bool { return false }
 	if f.traceFile != "" {

@@ -23,9 +23,10 @@ const maxStdinSpec = spec.MaxSpecBytes
 
 // specFiles are the file options of the command line for the spec loader.
 type specFiles struct {
-	allow   []string // --allow-path: directories a spec may read and write beyond its own tree
-	saveDir string   // --save-dir: where relative save paths go
-	baseDir string   // where relative paths resolve for a spec from standard input
+	allow   []string      // --allow-path: directories a spec may read and write beyond its own tree
+	saveDir string        // --save-dir: where relative save paths go
+	baseDir string        // where relative paths resolve for a spec from standard input
+	extra   []spec.Option // more options: a rank's (ranks.go)
 }
 
 // addFlags registers --allow-path and --save-dir: every command that
@@ -45,7 +46,7 @@ func loaderOptions(o specFiles) []spec.Option {
 	if o.baseDir != "" {
 		opts = append(opts, spec.WithBaseDir(o.baseDir))
 	}
-	return opts
+	return append(opts, o.extra...)
 }
 
 // loadSpecFile loads the spec file at path with the file options o.

@@ -14,11 +14,14 @@ import (
 
 const vizUsage = `usage: dagrun viz spec.yaml -o plan.svg|plan.html|plan.dot [--streams N]
        dagrun viz run.json -o timeline.svg|timeline.html
+       dagrun viz trace_0.json trace_1.json ... -o timeline.svg|timeline.html
 
 Viz draws a spec's plan without running it (streams as lanes under the
 planner's cost model, waits as arrows; or a Graphviz DOT graph), or the
 measured timeline of a run from the trace file that 'dagrun run --trace'
-wrote. The output's extension picks the format, or --format does. An input
+wrote; given the traces of several ranks of one world, it merges them
+into one timeline, a process per rank and device, their clocks aligned
+where the ranks left their rendezvous. The output's extension picks the format, or --format does. An input
 named - is read from standard input (a trace when it is JSON with
 traceEvents, else a spec).
 
@@ -46,6 +49,9 @@ func (c *cli) viz(args []string) error {
 	inputs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(inputs) > 1 {
+		return c.vizRanks(inputs, *out, format.value) // ranks.go
 	}
 	if len(inputs) != 1 {
 		return usagef("give one spec or trace file (- for standard input)")

@@ -1,0 +1,601 @@
+package main
+
+// Ranks: dagrun run of a spec as a world of N ranks, all in this process
+// (run.world or --world N) or one rank per process (--rank R --world W, or
+// the variables of torchrun, Slurm or Open MPI).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/comm"
+	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/spec"
+	"github.com/dagrun/dagrun/trace"
+)
+
+const ranksUsage = `
+Ranks (a spec is one rank's program; its collectives join the ranks):
+	--world N        run N ranks of the spec in this process, rank r on
+	                 device r; overrides run.world
+	--rank R         run rank R alone in this process, joining the other
+	                 processes of a world of --world W ranks at rank 0's
+	                 rendezvous: MASTER_ADDR (default 127.0.0.1) on port
+	                 DAGRUN_PORT (default 29511, not MASTER_PORT, where
+	                 torchrun's own store listens)
+	                 With neither flag, the variables torchrun (RANK,
+	                 WORLD_SIZE, LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_*)
+	                 or Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID)
+	                 set make this process one rank, on device LOCAL_RANK
+	                 modulo the devices CUDA_VISIBLE_DEVICES leaves.
+	--rank-timeout D how long a rank waits for another (the rendezvous, a
+	                 collective's data) before it fails naming it; default
+	                 5m
+	Paths a rank writes (outputs' save paths, --trace) take {rank}; two
+	ranks writing one file is refused before anything runs.
+`
+
+// rankFlags are dagrun run's flags for ranks.
+type rankFlags struct {
+	world, rank int
+	timeout     time.Duration
+}
+
+func (r *rankFlags) addFlags(fs *flag.FlagSet) {
+	fs.IntVar(&r.world, "world", 0, "")
+	fs.IntVar(&r.rank, "rank", 0, "")
+	fs.DurationVar(&r.timeout, "rank-timeout", 0, "")
+}
+
+// rankMode is how a run spans ranks: every rank of a world in this
+// process (place nil), or one rank of a world of processes.
+type rankMode struct {
+	world int
+	place *executor.Place
+}
+
+// ranks decides the rank mode of a run of s from the flags and the
+// environment; nil means an ordinary run of one rank.
+func (f *runFlags) rankMode(s *spec.Spec, getenv func(string) string) (*rankMode, error) {
+	set := f.set
+	if set["rank-timeout"] && f.ranking.timeout <= 0 {
+		return nil, usagef("--rank-timeout %s: give a positive duration", f.ranking.timeout)
+	}
+	if set["world"] && (f.ranking.world < 1 || f.ranking.world > maxWorld) {
+		return nil, usagef("--world %d: a world has 1 to %d ranks", f.ranking.world, maxWorld)
+	}
+	own := specWorld(s)
+	var place *executor.Place
+	switch {
+	case set["rank"]:
+		if !set["world"] {
+			return nil, usagef("--rank %d needs --world W, the number of ranks", f.ranking.rank)
+		}
+		p, err := comm.Explicit(f.ranking.rank, f.ranking.world, getenv)
+		if err != nil {
+			return nil, usagef("--rank %d --world %d: %v", f.ranking.rank, f.ranking.world, err)
+		}
+		place = &p
+	case !set["world"]:
+		p, ok, err := comm.Discover(getenv)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		if ok && p.World > 1 {
+			if own > 1 && own != p.World {
+				return nil, usagef("%s sets run.world: %d, but %s started a world of %d processes", s.File, own, p.Launcher, p.World)
+			}
+			if p.World > maxWorld {
+				return nil, usagef("%s started a world of %d processes; at most %d ranks", p.Launcher, p.World, maxWorld)
+			}
+			place = &p
+		}
+	}
+	if place != nil {
+		return &rankMode{world: place.World, place: place}, nil
+	}
+	world := own
+	if set["world"] {
+		world = f.ranking.world
+	}
+	if world < 1 || (world == 1 && own <= 1) {
+		// One rank, as the spec was loaded: an ordinary run.
+		return nil, nil
+	}
+	return &rankMode{world: world}, nil
+}
+
+// maxWorld bounds the ranks of one world: each is a session with its own
+// goroutines, and in one process its own device.
+const maxWorld = 1024
+
+// rankRun is one rank of a run in this process.
+type rankRun struct {
+	rank int
+	s    *spec.Spec
+	p    *planner.Plan
+	runs []trace.RunSpans
+}
+
+// rankReport is one rank's outputs in a run's report.
+type rankReport struct {
+	Rank    int            `json:"rank"`
+	Outputs []outputReport `json:"outputs"`
+}
+
+// worldReport is what dagrun run prints for a run of ranks, as JSON with
+// --format json.
+type worldReport struct {
+	SchemaVersion int          `json:"schema_version"`
+	Spec          string       `json:"spec"`
+	Backend       string       `json:"backend"`
+	World         int          `json:"world"`
+	Processes     bool         `json:"processes"` // one rank per process: Ranks holds this process's
+	Addr          string       `json:"rendezvous,omitempty"`
+	Repeat        int          `json:"repeat"`
+	Ops           int          `json:"ops"` // of one rank
+	Streams       int          `json:"streams"`
+	Waits         int          `json:"waits"`
+	WallNS        int64        `json:"wall_ns"`
+	Graph         bool         `json:"graph,omitempty"`
+	Ranks         []rankReport `json:"ranks"`
+}
+
+// runRanks runs the spec at path as the ranks m names, each rank's spec
+// loaded as its own program, and reports every rank's outputs.
+func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) error {
+	asJSON := f.format.value == "json"
+	if f.traceFile != "" && !strings.Contains(f.traceFile, rankPattern) {
+		return usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
+	}
+	var src []byte
+	if path == stdio {
+		data, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
+		if err != nil {
+			return fmt.Errorf("reading the spec from standard input: %w", err)
+		}
+		src = data
+	}
+	ranks := []int{}
+	if m.place != nil {
+		ranks = append(ranks, m.place.Rank)
+	} else {
+		for r := range m.world {
+			ranks = append(ranks, r)
+		}
+	}
+	rs := make([]*rankRun, len(ranks))
+	writers := map[string]int{} // path -> the rank that writes it
+	var hostMu sync.Mutex       // one line at a time from the ranks' host steps
+	for i, r := range ranks {
+		files := f.files
+		if src != nil {
+			c.stdin = bytes.NewReader(src)
+		}
+		s, err := c.loadRank(path, files, r, m.world)
+		if err != nil {
+			return err
+		}
+		if err := f.faults.check(s); err != nil {
+			return err
+		}
+		device := r
+		if m.place != nil {
+			device = localDevice(m.place.LocalRank, os.Getenv)
+		}
+		moveToDevice(s.Graph, device)
+		p, err := makePlan(s, int(f.streams))
+		if err != nil {
+			return err
+		}
+		if f.graph {
+			if err := executor.CheckCapture(p); err != nil {
+				return captureFailure(s, err, f.set["graph"])
+			}
+		}
+		paths := []string{}
+		for _, out := range s.Outputs {
+			if out.Save != "" {
+				paths = append(paths, s.SavePath(out.Save))
+			}
+		}
+		if f.traceFile != "" {
+			paths = append(paths, expandRank(f.traceFile, r))
+		}
+		for _, pt := range paths {
+			if other, ok := writers[pt]; ok && other != r {
+				return usagef("ranks %d and %d would both write %s: put {rank} in the path", other, r, pt)
+			}
+			writers[pt] = r
+		}
+		hostOut := c.stdout
+		if asJSON && (f.out == "" || f.out == stdio) {
+			hostOut = c.stderr
+		}
+		s.Stdout = &rankLines{prefix: fmt.Sprintf("rank %d ", r), w: hostOut, mu: &hostMu}
+		rs[i] = &rankRun{rank: r, s: s, p: p}
+	}
+	traced := func(int) bool { return false }
+	if f.traceFile != "" {
+		var err error
+		if traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {
+			return err
+		}
+	}
+	opts, err := f.faults.options()
+	if err != nil {
+		return err
+	}
+	if f.traceFile != "" {
+		opts = append(opts, executor.WithTiming())
+	}
+	if f.set["rank-timeout"] {
+		opts = append(opts, executor.WithRankTimeout(f.ranking.timeout))
+	}
+	b, used, fallback, err := openBackend(f.backend.value)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if fallback != "" {
+		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal, a second one ends dagrun at once.
+		<-ctx.Done()
+		stop()
+	}()
+
+	// Run every rank of this process, repeat times, eagerly or replayed.
+	var (
+		run    func(context.Context) error
+		read   func(i int, b *dag.Buffer) ([]byte, error)
+		spans  func(i int) []executor.Span
+		closer func() error
+		met    time.Time // when the ranks left their rendezvous: the traces' common time
+		// capture captures every rank's plan after the first run and
+		// returns the replay.
+		capture func(context.Context) (func(context.Context) error, error)
+	)
+	if m.place == nil {
+		plans := make([]*planner.Plan, len(rs))
+		for i, r := range rs {
+			plans[i] = r.p
+		}
+		w, err := executor.OpenWorld(ctx, b, plans, opts...)
+		if err != nil {
+			return c.rankFailure(ctx, rs, err)
+		}
+		run, closer, met = w.Run, w.Close, w.Opened()
+		read = func(i int, buf *dag.Buffer) ([]byte, error) { return w.Read(i, buf) }
+		spans = func(i int) []executor.Span { return w.Rank(i).Spans() }
+		capture = func(ctx context.Context) (func(context.Context) error, error) {
+			g, err := w.Capture(ctx)
+			if err != nil {
+				return nil, err
+			}
+			closer = func() error { return errors.Join(g.Close(), w.Close()) }
+			return g.Run, nil
+		}
+	} else {
+		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *m.place, opts...)
+		if err != nil {
+			return c.rankFailure(ctx, rs, err)
+		}
+		run, closer, met = rk.Run, rk.Close, rk.Rendezvous()
+		read = func(_ int, buf *dag.Buffer) ([]byte, error) { return rk.Session().Read(buf) }
+		spans = func(int) []executor.Span { return rk.Session().Spans() }
+		capture = func(ctx context.Context) (func(context.Context) error, error) {
+			g, err := rk.Capture(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) error { return rk.Replay(ctx, g) }, nil
+		}
+	}
+	start := time.Now()
+	for i := range f.repeat {
+		runStart := time.Since(start)
+		if err := run(ctx); err != nil {
+			return c.rankFailure(ctx, rs, errors.Join(err, closer()))
+		}
+		if traced(i + 1) {
+			for j, r := range rs {
+				r.runs = append(r.runs, trace.RunSpans{Run: i + 1, Start: runStart, Spans: spans(j)})
+			}
+		}
+		if f.graph && i == 0 {
+			// With --graph the first run is eager and the others replay
+			// the graph captured after it: NCCL connects the ranks at
+			// their first collectives, which a graph cannot hold.
+			if run, err = capture(ctx); err != nil {
+				return c.rankFailure(ctx, rs, errors.Join(err, closer()))
+			}
+		}
+	}
+	wall := time.Since(start)
+
+	rep := worldReport{SchemaVersion: schemaVersion, Spec: s0.File, Backend: used, World: m.world, Processes: m.place != nil,
+		Repeat: f.repeat, Ops: rs[0].p.Stats.Ops, Streams: rs[0].p.Stats.Streams, Waits: rs[0].p.Stats.Waits,
+		WallNS: wall.Nanoseconds(), Graph: f.graph}
+	if m.place != nil {
+		rep.Addr = m.place.Addr
+	}
+	for i, r := range rs {
+		rr := rankReport{Rank: r.rank}
+		for _, out := range r.s.Outputs {
+			data, err := read(i, out.Buffer)
+			if err != nil {
+				return errors.Join(fmt.Errorf("rank %d: %s: reading output %s: %w", r.rank, out.Pos, out.Buffer.Name, err), closer())
+			}
+			sum := spec.Checksum(data, out.Buffer.DType)
+			o := outputReport{Buffer: out.Buffer.Name, DType: out.Buffer.DType.String(), Bytes: sum.Bytes,
+				Sum: jsonFloat(sum.Sum), FNV: fmt.Sprintf("%016x", sum.FNV)}
+			if out.Save != "" {
+				if o.Saved, err = saveOutput(r.s, out.Save, data); err != nil {
+					return errors.Join(fmt.Errorf("rank %d: %s: saving output %s: %w", r.rank, out.Pos, out.Buffer.Name, err), closer())
+				}
+			}
+			rr.Outputs = append(rr.Outputs, o)
+		}
+		rep.Ranks = append(rep.Ranks, rr)
+	}
+	if err := closer(); err != nil {
+		return err
+	}
+	var traces bytes.Buffer
+	if f.traceFile != "" {
+		for _, r := range rs {
+			t := trace.FromRuns(r.p, r.runs)
+			t.Rank = &trace.RankClock{Rank: r.rank, World: m.world, Offset: start.Sub(met) + earliest(r.runs)}
+			file := expandRank(f.traceFile, r.rank)
+			if err := writeFileAtomic(file, t.WriteChrome); err != nil {
+				return err
+			}
+			fmt.Fprintf(&traces, "trace of rank %d written to %s\n", r.rank, file)
+		}
+	}
+	if asJSON {
+		if _, err := traces.WriteTo(c.stderr); err != nil {
+			return err
+		}
+		return c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, rep) })
+	}
+	return c.writeOutput(f.out, func(w io.Writer) error {
+		if err := printWorldReport(w, rep); err != nil {
+			return err
+		}
+		_, err := traces.WriteTo(w)
+		return err
+	})
+}
+
+func printWorldReport(w io.Writer, r worldReport) error {
+	bw := bufio.NewWriter(w)
+	for _, rr := range r.Ranks {
+		for _, o := range rr.Outputs {
+			fmt.Fprintf(bw, "rank %d output %s: bytes=%d sum=%s fnv=%s\n", rr.Rank, o.Buffer, o.Bytes,
+				strconv.FormatFloat(float64(o.Sum), 'g', -1, 64), o.FNV)
+			if o.Saved != "" {
+				fmt.Fprintf(bw, "rank %d saved %s to %s\n", rr.Rank, o.Buffer, o.Saved)
+			}
+		}
+	}
+	how := fmt.Sprintf("%d ranks in one process", r.World)
+	if r.Processes {
+		how = fmt.Sprintf("rank %d of %d processes (rendezvous at %s)", r.Ranks[0].Rank, r.World, r.Addr)
+	}
+	wall := time.Duration(r.WallNS)
+	runs := "1 run"
+	if r.Repeat > 1 {
+		runs = fmt.Sprintf("%d runs (%s each)", r.Repeat, wall/time.Duration(r.Repeat))
+	}
+	if r.Graph {
+		runs += " (the first eager, then replays of a graph captured after it)"
+	}
+	fmt.Fprintf(bw, "ran %s on %s as %s: %d ops, %d streams, %d waits per rank, %s in %s\n",
+		r.Spec, r.Backend, how, r.Ops, r.Streams, r.Waits, runs, wall)
+	return bw.Flush()
+}
+
+// rankFailure is the failure of a run of ranks: the failing op placed in
+// its rank's spec, with the rank named.
+func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error) error {
+	s := rs[0].s
+	prefix := ""
+	if re, ok := errors.AsType[*executor.RankError](err); ok {
+		for _, r := range rs {
+			if r.rank == re.Rank {
+				s = r.s
+			}
+		}
+		prefix = fmt.Sprintf("rank %d: ", re.Rank)
+	}
+	fe := c.runFailure(ctx, s, err, nil)
+	fl, ok := fe.(*failure)
+	if !ok {
+		return fe
+	}
+	for i := range fl.errors {
+		if fl.errors[i].Op != "" {
+			fl.errors[i].Message = prefix + fl.errors[i].Message
+		}
+	}
+	if len(rs) == 1 && len(fl.errors) == 1 && fl.errors[0].Op == "" && errors.Is(err, comm.ErrMismatch) {
+		// The ranks disagree on their collectives: place the first one
+		// that differs in this rank's spec.
+		if m := collectiveIndex.FindStringSubmatch(err.Error()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			if op := nthCollective(s.Graph, n); op != nil {
+				p := problem{File: s.File, Op: op.Name, Message: err.Error()}
+				if pos, ok := s.OpPos(op.Name); ok {
+					p = p.at(pos)
+				}
+				fl.errors[0] = p
+			}
+		}
+	}
+	return fl
+}
+
+// collectiveIndex finds the number of the first collective the ranks
+// disagree on in internal/comm's error.
+var collectiveIndex = regexp.MustCompile(`(?:differ at|its) #(\d+)`)
+
+// nthCollective is the n-th (from 1) op of g's collective sequence.
+func nthCollective(g *dag.Graph, n int) *dag.Op {
+	for _, op := range g.Ops {
+		if !op.Kind.IsCollective() || op.Kind == dag.Send || op.Kind == dag.Recv {
+			continue
+		}
+		if n--; n == 0 {
+			return op
+		}
+	}
+	return nil
+}
+
+// loadRank loads the spec at path as rank's program in a world of world
+// ranks.
+func (c *cli) loadRank(path string, o specFiles, rank, world int) (*spec.Spec, error) {
+	o.extra = rankOptions(rank, world)
+	return c.load(path, o)
+}
+
+// moveToDevice puts the device buffers and the ops of g on device d. A
+// spec that runs as several ranks places nothing itself (the loader
+// refuses device: there), so everything is on device 0 until then.
+func moveToDevice(g *dag.Graph, d int) {
+	for _, b := range g.Buffers {
+		if b.Placement == dag.Device {
+			b.Device = d
+		}
+	}
+	for _, op := range g.Ops {
+		op.Device = d
+	}
+}
+
+// localDevice is the device of the process of local rank local: local
+// modulo the devices CUDA_VISIBLE_DEVICES leaves (all of them when it is
+// unset, since ranks then share the machine's devices in order).
+func localDevice(local int, getenv func(string) string) int {
+	v := strings.TrimSpace(getenv("CUDA_VISIBLE_DEVICES"))
+	if v == "" {
+		return local
+	}
+	n := len(strings.Split(v, ","))
+	return local % n
+}
+
+// rankPattern is what a path a rank writes holds in place of its rank.
+const rankPattern = "{rank}"
+
+func expandRank(path string, rank int) string {
+	return strings.ReplaceAll(path, rankPattern, strconv.Itoa(rank))
+}
+
+// earliest is when the first of the runs' spans started, from the start of
+// the runs: the time zero of their trace (trace.FromRuns).
+func earliest(runs []trace.RunSpans) time.Duration {
+	var first time.Duration
+	found := false
+	for _, r := range runs {
+		for _, sp := range r.Spans {
+			if at := r.Start + sp.Start; !found || at < first {
+				first, found = at, true
+			}
+		}
+	}
+	return first
+}
+
+// vizRanks draws the traces of several ranks as one timeline.
+func (c *cli) vizRanks(inputs []string, out, format string) error {
+	if out == "" {
+		return usagef("-o FILE is required")
+	}
+	ext := format
+	if ext == "" {
+		if out == stdio {
+			return usagef("-o - needs --format svg or html")
+		}
+		ext = strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
+	}
+	if ext != "svg" && ext != "html" {
+		return usagef("traces draw as .svg or .html, not %q", "."+ext)
+	}
+	var traces []*trace.Trace
+	for _, in := range inputs {
+		if in == stdio {
+			return usagef("several traces are read from files, not standard input")
+		}
+		f, err := os.Open(in)
+		if err != nil {
+			return err
+		}
+		t, err := trace.ReadChrome(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		if t.Rank == nil {
+			return usagef("%s is not the trace of a rank: several traces are merged only when each is one rank's (dagrun run --trace of a world)", in)
+		}
+		traces = append(traces, t)
+	}
+	m, err := trace.MergeRanks(traces)
+	if err != nil {
+		return err
+	}
+	draw := m.WriteSVG
+	if ext == "html" {
+		draw = m.WriteHTML
+	}
+	return c.writeOutput(out, draw)
+}
+
+// rankLines writes what one rank's host steps print, line by line, each
+// line after prefix ("rank 1 "), so that the ranks' lines neither tear nor
+// lose their rank. Lines of all ranks share mu.
+type rankLines struct {
+	prefix string
+	w      io.Writer
+	mu     *sync.Mutex
+	part   []byte // a line not yet ended
+}
+
+func (l *rankLines) Write(p []byte) (int, error) {
+	l.part = append(l.part, p...)
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.mu.Lock()
+		_, err := io.WriteString(l.w, l.prefix+string(l.part[:i+1]))
+		l.mu.Unlock()
+		l.part = l.part[i+1:]
+		if err != nil {
+			return len(p), err
+		}
+	}
+}
