@@ -193,8 +193,6 @@ static int parse(const uint8_t* r, dr_cupti_rec* out) {
 }
 
 static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize) {
-	(void)ctx;
-	(void)streamId;
 	(void)size;
 	pthread_mutex_lock(&sink.mu);
 	int active = sink.owner != NULL;
@@ -229,7 +227,8 @@ static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, 
 	}
 	free(buffer);
 	size_t nd = 0;
-	if (dropped(NULL, 0, &nd) != DR_CUPTI_SUCCESS) {
+	// The buffer's own context and stream, as CUPTI's documentation asks.
+	if (dropped(ctx, streamId, &nd) != DR_CUPTI_SUCCESS) {
 		nd = 0;
 	}
 	pthread_mutex_lock(&sink.mu);
