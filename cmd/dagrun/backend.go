@@ -5,7 +5,9 @@ import (
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/cuda"
+	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/planner"
 )
 
 var backendNames = []string{"auto", "cpu", "cuda"}
@@ -18,7 +20,12 @@ func backendFlag() *oneOf { return &oneOf{choices: backendNames, aliases: backen
 // openBackend returns the backend called name and the name of the one it
 // picked: auto is cuda when a CUDA driver and device are there, else cpu,
 // and then fallback says why.
-func openBackend(name string) (b device.Backend, used, fallback string, err error) {
+// noPeer makes a cuda backend copy between devices through host memory.
+func openBackend(name string, noPeer bool) (b device.Backend, used, fallback string, err error) {
+	var opts []cuda.Option
+	if noPeer {
+		opts = append(opts, cuda.NoPeer())
+	}
 	if to, ok := backendAliases[name]; ok {
 		name = to
 	}
@@ -26,17 +33,41 @@ func openBackend(name string) (b device.Backend, used, fallback string, err erro
 	case "cpu":
 		return cpu.New(), "cpu", "", nil
 	case "cuda":
-		b, err := cuda.New()
+		b, err := cuda.New(opts...)
 		if err != nil {
 			return nil, "", "", fmt.Errorf("the CUDA backend is not available: %w (use --backend cpu or auto)", err)
 		}
 		return b, "cuda", "", nil
 	case "auto":
-		b, err := cuda.New()
+		b, err := cuda.New(opts...)
 		if err == nil {
 			return b, "cuda", "", nil
 		}
 		return cpu.New(), "cpu", err.Error(), nil
 	}
 	return nil, "", "", fmt.Errorf("unknown backend %q", name)
+}
+
+// topology is what backend b knows of which devices copy to each other
+// directly, for a graph whose buffers span devices; nil when the graph has
+// one device (asking would open every visible device) or b cannot tell.
+func topology(b device.Backend, g *dag.Graph) (planner.Topology, error) {
+	tb, ok := b.(*cuda.Backend)
+	if !ok {
+		return nil, nil
+	}
+	devices := map[int]bool{}
+	for _, buf := range g.Buffers {
+		if buf.Placement == dag.Device {
+			devices[buf.Device] = true
+		}
+	}
+	if len(devices) < 2 {
+		return nil, nil
+	}
+	t, err := tb.Topology()
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }

@@ -17,7 +17,9 @@ func writeComparison(w io.Writer, s *spec.Spec, streams int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "strategy\teager estimate\treplay estimate\twaits\tstreams\tplaced by")
 	for _, strategy := range planner.Strategies() {
-		p, err := makePlanWith(s, streams, strategy)
+		opts := planOptions(s, streams)
+		opts.Strategy = strategy
+		p, err := buildPlan(s, opts)
 		if err != nil {
 			return err
 		}
@@ -25,13 +27,4 @@ func writeComparison(w io.Writer, s *spec.Spec, streams int) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", strategy, p.Stats.Makespan, replay.Makespan, p.Stats.Waits, p.Stats.Streams, p.Stats.Strategy)
 	}
 	return tw.Flush()
-}
-
-// makePlanWith is makePlan with the placement strategy chosen.
-func makePlanWith(s *spec.Spec, streams int, strategy planner.Strategy) (*planner.Plan, error) {
-	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: strategy}
-	if streams != 0 {
-		opts.Streams = streams
-	}
-	return planner.New(s.Graph, opts)
 }

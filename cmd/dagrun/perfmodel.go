@@ -72,23 +72,19 @@ func (c *cli) loadPerfModel(cmd, path string, b device.Backend) (*perfModel, err
 	return pm, nil
 }
 
-// planWithModel plans s as makePlan does, costing ops with pm's model and
-// estimating for mode, and records how many ops were costed from
+// planWithModel plans s as makePlan does, costing ops with pm's model
+// (when not nil), estimating for mode, and copying between devices as
+// topo says (nil: unknown); it records how many ops were costed from
 // measurements.
-func planWithModel(s *spec.Spec, streams int, pm *perfModel, mode planner.Mode) (*planner.Plan, error) {
-	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Mode: mode}
-	if streams != 0 {
-		opts.Streams = streams
-	}
+func planWithModel(s *spec.Spec, streams int, pm *perfModel, mode planner.Mode, topo planner.Topology) (*planner.Plan, error) {
+	opts := planOptions(s, streams)
+	opts.Mode, opts.Topology = mode, topo
 	if pm != nil {
 		opts.Cost = pm.model
 	}
-	p, err := planner.New(s.Graph, opts)
+	p, err := buildPlan(s, opts)
 	if err != nil {
 		return nil, err
-	}
-	if err := planner.Verify(p); err != nil {
-		return nil, verifyFailure(s, err)
 	}
 	if pm != nil {
 		pm.covered, pm.ops = pm.model.Covered(s.Graph.Ops), len(s.Graph.Ops)
@@ -315,7 +311,7 @@ func (c *cli) planPerf(s *spec.Spec, streams int, f planPerfFlags) (*planner.Pla
 		p, err := makePlan(s, streams)
 		return p, nil, err
 	}
-	b, _, _, err := openBackend(f.backend.value)
+	b, _, _, err := openBackend(f.backend.value, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -326,7 +322,7 @@ func (c *cli) planPerf(s *spec.Spec, streams int, f planPerfFlags) (*planner.Pla
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := planWithModel(s, streams, pm, runMode(f.graph))
+	p, err := planWithModel(s, streams, pm, runMode(f.graph), nil)
 	return p, pm, err
 }
 

@@ -65,10 +65,22 @@ func (s *streamsFlag) Set(v string) error {
 // not 0, and verifies the plan: a plan that fails is a bug, reported as
 // an internal error.
 func makePlan(s *spec.Spec, streams int) (*planner.Plan, error) {
+	return buildPlan(s, planOptions(s, streams))
+}
+
+// planOptions are the planner's options for spec s: its run section, with
+// --streams N (when not 0) over its stream budget.
+func planOptions(s *spec.Spec, streams int) planner.Options {
 	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams}
 	if streams != 0 {
 		opts.Streams = streams
 	}
+	return opts
+}
+
+// buildPlan plans s with opts and verifies the plan: every plan the CLI
+// prints or runs has passed planner.Verify.
+func buildPlan(s *spec.Spec, opts planner.Options) (*planner.Plan, error) {
 	p, err := planner.New(s.Graph, opts)
 	if err != nil {
 		return nil, err

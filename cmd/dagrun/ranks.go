@@ -248,7 +248,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	if f.set["rank-timeout"] {
 		opts = append(opts, executor.WithRankTimeout(f.ranking.timeout))
 	}
-	b, used, fallback, err := openBackend(f.backend.value)
+	b, used, fallback, err := openBackend(f.backend.value, false)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,9 @@ Flags:
 	--backend B      auto (default: cuda when a CUDA driver and device are
 	                 there, else cpu, saying why on stderr), cpu or cuda
 	                 (gpu is another name for cuda); overrides run.backend
+	--no-peer        copy between devices through host memory even where
+	                 they have peer access (dagrun plan shows each
+	                 device-to-device copy as peer or via host)
 	--streams N      compute streams per device and priority, 1 to 32;
 	                 overrides run.streams
 	--repeat N       run N times; overrides run.repeat
@@ -134,6 +137,7 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 // runFlags are dagrun run's flags.
 type runFlags struct {
 	backend   *oneOf
+	noPeer    bool // --no-peer: copies between devices through host memory
 	streams   streamsFlag
 	repeat    int
 	graph     bool
@@ -154,6 +158,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 		timing: &oneOf{value: "auto", choices: []string{"auto", "cupti", "events"}}}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.Var(f.backend, "backend", "")
+	fs.BoolVar(&f.noPeer, "no-peer", false, "")
 	fs.Var(&f.streams, "streams", "")
 	fs.IntVar(&f.repeat, "repeat", 0, "")
 	fs.BoolVar(&f.graph, "graph", false, "")
@@ -247,7 +252,7 @@ func (c *cli) run(args []string) error {
 			return captureFailure(s, err, f.set["graph"])
 		}
 	}
-	b, used, fallback, err := openBackend(f.backend.value)
+	b, used, fallback, err := openBackend(f.backend.value, f.noPeer)
 	if err != nil {
 		return err
 	}
@@ -260,9 +265,18 @@ func (c *cli) run(args []string) error {
 		if pm, err = c.loadPerfModel("run", f.perfModel, b); err != nil {
 			return err
 		}
-		if p, err = planWithModel(s, int(f.streams), pm, runMode(f.graph)); err != nil {
+	}
+	topo, err := topology(b, s.Graph)
+	if err != nil {
+		return err
+	}
+	if pm != nil || topo != nil {
+		// Planned again with what the open backend knows.
+		if p, err = planWithModel(s, int(f.streams), pm, runMode(f.graph), topo); err != nil {
 			return err
 		}
+	}
+	if pm != nil {
 		if f.traceFile == "" { // the spans teach the model; no trace is written
 			traced = func(int) bool { return true }
 		}
