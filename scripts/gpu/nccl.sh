@@ -5,6 +5,10 @@
 # all-reduce and peer-copy benchmarks, each beside its raw C loop of the
 # same call in the same run. Logs go to OUTDIR.
 set -uo pipefail
+if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -lt 2 ]; then
+	echo "$(basename "$0" .sh): skipped: $(nvidia-smi -L 2>/dev/null | wc -l) GPU(s) visible; these checks need 2"
+	exit 0
+fi
 out=${1:?usage: scripts/gpu/nccl.sh OUTDIR}
 mkdir -p "$out"
 root=$(cd "$(dirname "$0")/../.." && pwd)

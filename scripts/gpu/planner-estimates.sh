@@ -15,8 +15,11 @@ if [ ! -x .gpu/dagrun ]; then
 fi
 status=0
 printf '%-16s %-12s %-12s %-8s %-12s %-12s %-8s\n' example est-eager meas-eager ratio est-replay meas-replay ratio
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 for spec in .gpu/examples/*.yaml; do
 	ex=$(basename "$spec" .yaml)
+	# Ranks and the 2-device pipeline need 2 GPUs (scripts/gpu/ranks.sh, multigpu.sh).
+	case $ex in data_parallel | pipeline_2gpu) [ "$gpus" -ge 2 ] || continue ;; esac
 	if ! .gpu/dagrun plan "$spec" --compare >"$out/est-$ex.txt" 2>"$out/est-$ex.err" ||
 		! .gpu/dagrun run "$spec" --backend cuda --repeat 20 --json >"$out/eager-$ex.json" 2>"$out/eager-$ex.err" ||
 		! .gpu/dagrun run "$spec" --backend cuda --graph --repeat 200 --json >"$out/replay-$ex.json" 2>"$out/replay-$ex.err"; then

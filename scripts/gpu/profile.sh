@@ -45,8 +45,11 @@ fi
 
 echo "== estimated / measured makespan after one profiled run"
 printf '%-16s %-10s %-12s %-12s %-8s %s\n' example mode estimated measured ratio covered
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 for spec in .gpu/examples/*.yaml; do
 	ex=$(basename "$spec" .yaml)
+	# Ranks and the 2-device pipeline need 2 GPUs (scripts/gpu/ranks.sh, multigpu.sh).
+	case $ex in data_parallel | pipeline_2gpu) [ "$gpus" -ge 2 ] || continue ;; esac
 	m="$out/models-$ex.json"
 	rm -f "$m"
 	if ! $dagrun run "$spec" --backend cuda --repeat 10 --perf-model "$m" --json >"$out/learn-$ex.json" 2>"$out/learn-$ex.err" ||
