@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"strings"
 	"unsafe"
 
 	"github.com/dagrun/dagrun/dag"
@@ -68,33 +67,18 @@ func openCuBLASLt(candidates []string) (*cublasLt, error) {
 	if lib == nil {
 		return nil, fmt.Errorf("%w: out of memory", ErrNoCuBLASLt)
 	}
-	var tried []string
-	for _, p := range candidates {
-		cp := C.CString(p)
-		var why *C.char
-		rc := C.dr_lt_load(lib, cp, &why)
-		C.free(unsafe.Pointer(cp))
-		switch rc {
-		case 0:
-			l := &cublasLt{lib: lib, path: p, version: int(C.w_lt_version(lib))}
-			if err := checkCuBLASLtVersion(l.version, p); err != nil {
-				l.close()
-				return nil, err
-			}
-			return l, nil
-		case 1:
-			tried = append(tried, fmt.Sprintf("%s lacks %s", p, C.GoString(why)))
-		default:
-			if s := C.GoString(why); !strings.Contains(s, "No such file") {
-				tried = append(tried, s)
-			}
+	p, msg := loadFirst(candidates, func(path string, why **C.char) C.int {
+		return withCString(path, func(cp *C.char) C.int { return C.dr_lt_load(lib, cp, why) })
+	})
+	if p != "" {
+		l := &cublasLt{lib: lib, path: p, version: int(C.w_lt_version(lib))}
+		if err := checkCuBLASLtVersion(l.version, p); err != nil {
+			l.close()
+			return nil, err
 		}
+		return l, nil
 	}
 	C.free(unsafe.Pointer(lib))
-	msg := "none of " + strings.Join(candidates, ", ") + " opens"
-	if len(tried) > 0 {
-		msg = strings.Join(tried, "; ")
-	}
 	return nil, fmt.Errorf("%w: libcublasLt.so.13: %s (install the CUDA toolkit or the nvidia-cublas pip package, or set DAGRUN_CUBLASLT to libcublasLt's path; the cpu backend runs GEMMs without it)",
 		ErrNoCuBLASLt, msg)
 }

@@ -16,7 +16,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"unsafe"
 )
 
@@ -223,28 +222,12 @@ func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer,
 		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
 	}
 	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}, nodeOps: map[uint64]int64{}}
-	var tried []string
-	for _, p := range candidates {
-		cp := C.CString(p)
-		var why *C.char
-		rc := C.dr_cupti_load(lib, cp, &why)
-		C.free(unsafe.Pointer(cp))
-		if rc == 0 {
-			t.path = p
-			break
-		}
-		if s := C.GoString(why); rc == 1 {
-			tried = append(tried, fmt.Sprintf("%s lacks %s", p, s))
-		} else if !strings.Contains(s, "No such file") {
-			tried = append(tried, s)
-		}
-	}
+	p, msg := loadFirst(candidates, func(path string, why **C.char) C.int {
+		return withCString(path, func(cp *C.char) C.int { return C.dr_cupti_load(lib, cp, why) })
+	})
+	t.path = p
 	if t.path == "" {
 		C.free(unsafe.Pointer(lib))
-		msg := "none of " + strings.Join(candidates, ", ") + " opens"
-		if len(tried) > 0 {
-			msg = strings.Join(tried, "; ")
-		}
 		return nil, fmt.Errorf("%w: %s (install the CUDA toolkit or the nvidia-cuda-cupti pip package, or set DAGRUN_CUPTI to libcupti's path)",
 			ErrNoCUPTI, msg)
 	}

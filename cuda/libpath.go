@@ -1,8 +1,16 @@
 package cuda
 
+/*
+#include <stdlib.h>
+*/
+import "C"
+
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"unsafe"
 )
 
 // Folders where CUDA's libraries live besides the loader's own path: the
@@ -36,4 +44,37 @@ func libraryCandidates(env string, names []string, dirs ...string) []string {
 		}
 	}
 	return c
+}
+
+// loadFirst tries candidates in order with load, which returns 0 when the
+// library at path loaded, 1 when it opened but lacks an entry point (why
+// names it), and anything else when it did not open (why says so). It
+// returns the path that loaded, or "" and why none did: what each
+// candidate that exists lacked, else that none opens.
+func loadFirst(candidates []string, load func(path string, why **C.char) C.int) (string, string) {
+	var tried []string
+	for _, p := range candidates {
+		var why *C.char
+		switch load(p, &why) {
+		case 0:
+			return p, ""
+		case 1:
+			tried = append(tried, fmt.Sprintf("%s lacks %s", p, C.GoString(why)))
+		default:
+			if s := C.GoString(why); !strings.Contains(s, "No such file") {
+				tried = append(tried, s)
+			}
+		}
+	}
+	if len(tried) > 0 {
+		return "", strings.Join(tried, "; ")
+	}
+	return "", "none of " + strings.Join(candidates, ", ") + " opens"
+}
+
+// withCString calls f with path as a C string.
+func withCString(path string, f func(*C.char) C.int) C.int {
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	return f(cp)
 }

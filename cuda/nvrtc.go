@@ -44,36 +44,21 @@ func openNVRTC(candidates []string) (*nvrtc, error) {
 	if lib == nil {
 		return nil, fmt.Errorf("%w: out of memory", ErrNoNVRTC)
 	}
-	var tried []string
-	for _, p := range candidates {
-		cp := C.CString(p)
-		var why *C.char
-		rc := C.dr_nvrtc_load(lib, cp, &why)
-		C.free(unsafe.Pointer(cp))
-		switch rc {
-		case 0:
-			n := &nvrtc{lib: lib, path: p}
-			var major, minor C.int
-			if r := C.w_nvrtc_version(lib, &major, &minor); r != 0 {
-				err := n.err("nvrtcVersion", r, "")
-				n.close()
-				return nil, fmt.Errorf("%w: %s: %w", ErrNoNVRTC, p, err)
-			}
-			n.major, n.minor = int(major), int(minor)
-			return n, nil
-		case 1:
-			tried = append(tried, fmt.Sprintf("%s lacks %s", p, C.GoString(why)))
-		default:
-			if s := C.GoString(why); !strings.Contains(s, "No such file") {
-				tried = append(tried, s)
-			}
+	p, msg := loadFirst(candidates, func(path string, why **C.char) C.int {
+		return withCString(path, func(cp *C.char) C.int { return C.dr_nvrtc_load(lib, cp, why) })
+	})
+	if p != "" {
+		n := &nvrtc{lib: lib, path: p}
+		var major, minor C.int
+		if r := C.w_nvrtc_version(lib, &major, &minor); r != 0 {
+			err := n.err("nvrtcVersion", r, "")
+			n.close()
+			return nil, fmt.Errorf("%w: %s: %w", ErrNoNVRTC, p, err)
 		}
+		n.major, n.minor = int(major), int(minor)
+		return n, nil
 	}
 	C.free(unsafe.Pointer(lib))
-	msg := "none of " + strings.Join(candidates, ", ") + " opens"
-	if len(tried) > 0 {
-		msg = strings.Join(tried, "; ")
-	}
 	return nil, fmt.Errorf("%w: %s (install the CUDA toolkit or the nvidia-cuda-nvrtc pip package, or set DAGRUN_NVRTC to libnvrtc's path)",
 		ErrNoNVRTC, msg)
 }
