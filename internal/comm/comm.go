@@ -135,15 +135,7 @@ func (c *Comm) AllReduce(ctx context.Context, buf []byte, dt dag.DType, op dag.R
 		return c.errf(name, -1, ErrMismatch, "%d bytes are not a whole number of %s elements", len(buf), dt)
 	}
 	if c.rank != 0 {
-		if err := c.send(name, 0, collChannel, clone(buf)); err != nil {
-			return err
-		}
-		m, err := c.recv(ctx, name, 0, collChannel, len(buf))
-		if err != nil {
-			return err
-		}
-		copy(buf, m)
-		return nil
+		return c.viaRoot(ctx, name, buf, buf)
 	}
 	srcs, err := c.gather(ctx, name, buf)
 	if err != nil {
@@ -166,15 +158,7 @@ func (c *Comm) AllGather(ctx context.Context, in, out []byte) error {
 		return c.errf(name, -1, ErrMismatch, "out holds %d bytes; in times %d ranks is %d", len(out), c.world, len(in)*c.world)
 	}
 	if c.rank != 0 {
-		if err := c.send(name, 0, collChannel, clone(in)); err != nil {
-			return err
-		}
-		m, err := c.recv(ctx, name, 0, collChannel, len(out))
-		if err != nil {
-			return err
-		}
-		copy(out, m)
-		return nil
+		return c.viaRoot(ctx, name, in, out)
 	}
 	srcs, err := c.gather(ctx, name, in)
 	if err != nil {
@@ -200,15 +184,7 @@ func (c *Comm) ReduceScatter(ctx context.Context, in, out []byte, dt dag.DType, 
 		return c.errf(name, -1, ErrMismatch, "%d bytes are not a whole number of %s elements", len(out), dt)
 	}
 	if c.rank != 0 {
-		if err := c.send(name, 0, collChannel, clone(in)); err != nil {
-			return err
-		}
-		m, err := c.recv(ctx, name, 0, collChannel, len(out))
-		if err != nil {
-			return err
-		}
-		copy(out, m)
-		return nil
+		return c.viaRoot(ctx, name, in, out)
 	}
 	srcs, err := c.gather(ctx, name, in)
 	if err != nil {
@@ -360,3 +336,17 @@ func (c *Comm) scatter(name string, part func(r int) []byte) error {
 }
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// viaRoot is a collective on a rank other than 0: rank 0 does the work, so
+// this rank sends it in and receives its share of the result into out.
+func (c *Comm) viaRoot(ctx context.Context, name string, in, out []byte) error {
+	if err := c.send(name, 0, collChannel, clone(in)); err != nil {
+		return err
+	}
+	m, err := c.recv(ctx, name, 0, collChannel, len(out))
+	if err != nil {
+		return err
+	}
+	copy(out, m)
+	return nil
+}
