@@ -106,7 +106,8 @@ func BenchmarkMLP(b *testing.B) {
 			bound := open(mlpGraph(b, t, false), 1)
 			boundGraph, err := bound.Capture(ctx)
 			require.NoError(b, err)
-			pipe := open(mlpGraph(b, t, true), 0)
+			pipeG := mlpGraph(b, t, true)
+			pipe := open(pipeG, 0)
 			pipeGraph, err := pipe.Capture(ctx)
 			require.NoError(b, err)
 			flops := float64(mlpChunks) * 2 * (2 * float64(t) * mlpH * 4 * mlpH)
@@ -125,7 +126,64 @@ func BenchmarkMLP(b *testing.B) {
 			b.ReportMetric(float64(eager)/float64(floor), "eager/bound")
 			b.ReportMetric(float64(replay)/float64(floor), "replay/bound")
 			b.ReportMetric(flops/floor.Seconds()/1e12, "bound-TFLOP/s")
+			b.StopTimer()
+			mlpWhere(b, ctx, be, pipeG)
 		})
+	}
+}
+
+// mlpWhere says where an eager run of the pipeline g spends its time, from
+// a CUPTI-timed run on a session of its own (after the timed loops, so
+// CUPTI is not on while they run): the sum of the compute ops' durations
+// (against the bound's, a slowdown from the copies beside them), the time
+// before the first compute op and after the last (the first upload and
+// the last download), and the compute stream's idle time in between
+// (stalls on waits). Figures in ms, as metrics of the running benchmark.
+func mlpWhere(b *testing.B, ctx context.Context, be *Backend, g *dag.Graph) {
+	p, err := planner.New(g, planner.Options{})
+	require.NoError(b, err)
+	s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
+	require.NoError(b, err)
+	defer func() { require.NoError(b, s.Close()) }()
+	if src, why, _ := s.TimingSource(); src != TimingCUPTI {
+		b.Logf("no CUPTI timing for the breakdown: %s", why)
+		return
+	}
+	for range 3 {
+		require.NoError(b, s.Run(ctx))
+	}
+	spans := s.Spans()
+	require.NotEmpty(b, spans)
+	first, last := spans[0].Start, spans[0].End
+	var cFirst, cLast, cSum time.Duration = -1, 0, 0
+	var compute []executor.Span
+	for _, sp := range spans {
+		first, last = min(first, sp.Start), max(last, sp.End)
+		if k := g.Ops[sp.Op].Kind; k == dag.Gemm || k == dag.Launch {
+			compute = append(compute, sp)
+			cSum += sp.End - sp.Start
+			if cFirst < 0 || sp.Start < cFirst {
+				cFirst = sp.Start
+			}
+			cLast = max(cLast, sp.End)
+		}
+	}
+	slices.SortFunc(compute, func(x, y executor.Span) int { return int(x.Start - y.Start) })
+	var idle, end time.Duration = 0, cFirst
+	for _, sp := range compute {
+		if sp.Start > end {
+			idle += sp.Start - end
+		}
+		end = max(end, sp.End)
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(last-first), "traced-ms")
+	b.ReportMetric(ms(cSum), "compute-sum-ms")
+	b.ReportMetric(ms(cFirst-first), "head-ms")
+	b.ReportMetric(ms(last-cLast), "tail-ms")
+	b.ReportMetric(ms(idle), "compute-idle-ms")
+	for _, sp := range spans {
+		b.Logf("span %-10s stream %d %9.3f %9.3f ms", g.Ops[sp.Op].Name, sp.Stream, ms(sp.Start-first), ms(sp.End-first))
 	}
 }
 

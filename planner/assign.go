@@ -68,7 +68,7 @@ func plan(g *dag.Graph, opts Options, strategy Strategy, ordered func(dag.OpKind
 		a.place(i, op, pool)
 		order.placed(i)
 	}
-	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream, Topology: opts.Topology}
+	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream, Topology: opts.Topology, SMs: opts.SMs}
 	a.layOut(p)
 	makespan, _ := simulate(p, a.dur, OverheadsOf(opts.Cost), opts.Mode, nil)
 	p.Stats = Stats{
@@ -149,6 +149,9 @@ type assigner struct {
 	streamFree []int64 // estimated time the stream's last op finishes
 	streamLast []int32 // the stream's last op, -1 while empty
 	streamLen  []int32 // ops placed on the stream so far
+	// smFree is, per device, when the ops that fill it (fills.go) placed
+	// so far are done: the next one starts no sooner, on any stream.
+	smFree []int64
 
 	dur        []int64 // per op: estimated duration in ns
 	bottom     []int64 // per op: the longest cost path from its start to the end of the graph
@@ -211,9 +214,18 @@ func (a *assigner) place(i int32, op *dag.Op, p int32) {
 	for _, dep := range op.Deps {
 		est = max(est, a.finishOf(dep))
 	}
+	filling := fills(op, a.opts.SMs)
+	if filling {
+		// The same for every stream, so placement prefers one that needs
+		// no new wait rather than a new stream that gains nothing.
+		est = max(est, a.smFreeOf(op.Device))
+	}
 	s := a.pick(p, op, est)
 	start := max(est, a.streamFree[s])
 	end := satAdd(start, a.dur[i])
+	if filling {
+		a.smFree[op.Device] = end
+	}
 	a.start[i] = start
 	a.streamFree[s] = end
 	a.streamLast[s] = i
@@ -223,6 +235,14 @@ func (a *assigner) place(i int32, op *dag.Op, p int32) {
 	a.rank[i] = a.placedN
 	a.placedN++
 	a.addWaits(i, op, s)
+}
+
+// smFreeOf is when device d's multiprocessors are next free of filling ops.
+func (a *assigner) smFreeOf(d int) int64 {
+	if d >= len(a.smFree) {
+		a.smFree = append(a.smFree, make([]int64, d+1-len(a.smFree))...)
+	}
+	return a.smFree[d]
 }
 
 // finishOf is when op i finishes in the schedule, once placed. Starts are

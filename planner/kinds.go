@@ -14,6 +14,9 @@ type kindFacts struct {
 	cost func(op *dag.Op) time.Duration
 	// pool is the kind of stream the op runs on.
 	pool func(op *dag.Op, sharedCopy bool) StreamKind
+	// fills, when set, says whether the op keeps every multiprocessor of
+	// its device busy (fills.go).
+	fills func(op *dag.Op, sms int) bool
 	// ordered kinds keep declaration order among the ops of their kind
 	// whatever the placement strategy: collectives must be issued in the
 	// same order on every rank.
@@ -25,9 +28,9 @@ var kindTable = [...]kindFacts{
 	dag.Free:   {cost: memOpCost, pool: computePool},
 	dag.Copy:   {cost: copyCost, pool: copyPool},
 	dag.Fill:   {cost: fillCost, pool: computePool},
-	dag.Launch: {cost: launchCost, pool: computePool},
+	dag.Launch: {cost: launchCost, pool: computePool, fills: launchFills},
 	dag.Host:   {cost: hostStepCost, pool: computePool},
-	dag.Gemm:   {cost: gemmCost, pool: computePool},
+	dag.Gemm:   {cost: gemmCost, pool: computePool, fills: gemmFills},
 
 	dag.AllReduce:     {cost: collectiveCost, pool: collectivePool, ordered: true},
 	dag.AllGather:     {cost: collectiveCost, pool: collectivePool, ordered: true},

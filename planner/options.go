@@ -14,6 +14,7 @@ type Options struct {
 	Strategy          Strategy  // how ops are ordered for placement; the zero value is ListScheduling
 	Mode              Mode      // what the estimate is for: an eager run (the zero value) or a graph replay
 	Topology          Topology  // which devices copy directly; nil: unknown (topology.go)
+	SMs               int       // multiprocessors per device, to tell which kernels fill it (fills.go); 0 means DefaultSMs
 }
 
 // MaxStreams is the most compute streams per device and priority a plan
@@ -21,6 +22,9 @@ type Options struct {
 const MaxStreams = 32
 
 const defaultStreams = 4
+
+// maxSMs bounds Options.SMs far above any GPU's multiprocessor count.
+const maxSMs = 1 << 16
 
 // Strategy names how the planner chooses the order in which it places ops
 // on streams. Every strategy gives a correct plan; they differ in makespan.
@@ -104,6 +108,13 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Mode >= numModes {
 		return o, &dag.Error{Field: "mode", Msg: fmt.Sprintf("unknown run mode %d", o.Mode),
 			Hint: "use planner.Eager or planner.Replay"}
+	}
+	if o.SMs == 0 {
+		o.SMs = DefaultSMs
+	}
+	if o.SMs < 1 || o.SMs > maxSMs {
+		return o, &dag.Error{Field: "sms", Msg: fmt.Sprintf("multiprocessor count %d is out of range", o.SMs),
+			Hint: fmt.Sprintf("give the device's count, 1 to %d, or 0 for %d", maxSMs, DefaultSMs)}
 	}
 	if o.Cost == nil {
 		o.Cost = DefaultCost()

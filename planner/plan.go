@@ -86,6 +86,7 @@ type Plan struct {
 	OpStream []int32 // the stream of each op, by op ID
 	Stats    Stats
 	Topology Topology // Options.Topology: how copies between devices go; nil: unknown
+	SMs      int      // Options.SMs: multiprocessors per device, for the ops that fill one (fills.go); 0: DefaultSMs
 }
 
 // Stats are the figures every plan reports.

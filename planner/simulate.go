@@ -24,8 +24,9 @@ type Schedule struct {
 // the event's record is reached; and the submitter issues the steps one
 // after another in submission order, paying m's overheads (OverheadsOf):
 // for an eager run every op, record and wait, for a replay every op. An op
-// starts no sooner than it is issued. Device contention between streams is
-// not modelled. All sums saturate. Steps that name streams, ops or events
+// starts no sooner than it is issued. Ops that fill their device (fills.go)
+// run one at a time per device, in submission order; other contention
+// between streams is not modelled. All sums saturate. Steps that name streams, ops or events
 // the plan lacks are skipped.
 func Simulate(p *Plan, m CostModel, mode Mode) Schedule {
 	if p == nil {
@@ -63,6 +64,11 @@ func simulate(p *Plan, dur []int64, ov Overheads, mode Mode, start []int64) (mak
 		submit, record, wait, cross = int64(ov.ReplayOp), 0, 0, 0
 	}
 	submit, record, wait, cross = max(submit, 0), max(record, 0), max(wait, 0), max(cross, 0)
+	sms := p.SMs
+	if sms <= 0 {
+		sms = DefaultSMs
+	}
+	var smFree []int64 // per device: when its filling ops are done
 	streamTime := make([]int64, len(p.Streams))
 	eventTime := make([]int64, p.Events)
 	eventDev := make([]int32, p.Events)
@@ -79,10 +85,22 @@ func simulate(p *Plan, dur []int64, ov Overheads, mode Mode, start []int64) (mak
 			}
 			host = satAdd(host, submit)
 			t := max(streamTime[s], host)
+			op := p.Graph.Ops[st.Op]
+			filling := op != nil && fills(op, sms)
+			d := p.Streams[s].Device
+			if filling {
+				if d >= len(smFree) {
+					smFree = append(smFree, make([]int64, d+1-len(smFree))...)
+				}
+				t = max(t, smFree[d])
+			}
 			if start != nil {
 				start[st.Op] = t
 			}
 			streamTime[s] = satAdd(t, dur[st.Op])
+			if filling {
+				smFree[d] = streamTime[s]
+			}
 		case Record:
 			host = satAdd(host, record)
 			if e := int(st.Event); e >= 0 && e < len(eventTime) {

@@ -48,13 +48,29 @@ func openBackend(name string, noPeer bool) (b device.Backend, used, fallback str
 	return nil, "", "", fmt.Errorf("unknown backend %q", name)
 }
 
-// topology is what backend b knows of which devices copy to each other
-// directly, for a graph whose buffers span devices; nil when the graph has
-// one device (asking would open every visible device) or b cannot tell.
-func topology(b device.Backend, g *dag.Graph) (planner.Topology, error) {
+// machine is what an open backend knows that changes a plan: which
+// devices copy to each other directly (nil: unknown) and the
+// multiprocessor count that tells which kernels fill a device (0: the
+// planner's default).
+type machine struct {
+	topo planner.Topology
+	sms  int
+}
+
+// known reports whether m tells the planner anything beyond its defaults.
+func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != planner.DefaultSMs }
+
+// machineOf is what backend b knows of its devices for graph g: the
+// topology only when g's buffers span devices (asking would open every
+// visible device), and device 0's multiprocessors.
+func machineOf(b device.Backend, g *dag.Graph) (machine, error) {
 	tb, ok := b.(*cuda.Backend)
 	if !ok {
-		return nil, nil
+		return machine{}, nil
+	}
+	var m machine
+	if _, sms, err := tb.DeviceInfo(0); err == nil {
+		m.sms = sms
 	}
 	devices := map[int]bool{}
 	for _, buf := range g.Buffers {
@@ -63,11 +79,12 @@ func topology(b device.Backend, g *dag.Graph) (planner.Topology, error) {
 		}
 	}
 	if len(devices) < 2 {
-		return nil, nil
+		return m, nil
 	}
 	t, err := tb.Topology()
 	if err != nil {
-		return nil, err
+		return m, err
 	}
-	return t, nil
+	m.topo = t
+	return m, nil
 }

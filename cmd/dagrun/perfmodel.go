@@ -73,12 +73,12 @@ func (c *cli) loadPerfModel(cmd, path string, b device.Backend) (*perfModel, err
 }
 
 // planWithModel plans s as makePlan does, costing ops with pm's model
-// (when not nil), estimating for mode, and copying between devices as
-// topo says (nil: unknown); it records how many ops were costed from
+// (when not nil), estimating for mode, with what the backend knows of the
+// machine m (copies between devices, multiprocessors); it records how many ops were costed from
 // measurements.
-func planWithModel(s *spec.Spec, streams int, pm *perfModel, mode planner.Mode, topo planner.Topology) (*planner.Plan, error) {
+func planWithModel(s *spec.Spec, streams int, pm *perfModel, mode planner.Mode, m machine) (*planner.Plan, error) {
 	opts := planOptions(s, streams)
-	opts.Mode, opts.Topology = mode, topo
+	opts.Mode, opts.Topology, opts.SMs = mode, m.topo, m.sms
 	if pm != nil {
 		opts.Cost = pm.model
 	}
@@ -316,13 +316,17 @@ func (c *cli) planPerf(s *spec.Spec, streams int, f planPerfFlags) (*planner.Pla
 		return nil, nil, err
 	}
 	pm, err := c.loadPerfModel("plan", f.path, b)
+	var mach machine
+	if err == nil {
+		mach, err = machineOf(b, s.Graph)
+	}
 	if cerr := b.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing the backend: %w", cerr)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := planWithModel(s, streams, pm, runMode(f.graph), nil)
+	p, err := planWithModel(s, streams, pm, runMode(f.graph), mach)
 	return p, pm, err
 }
 

@@ -266,13 +266,13 @@ func (c *cli) run(args []string) error {
 			return err
 		}
 	}
-	topo, err := topology(b, s.Graph)
+	mach, err := machineOf(b, s.Graph)
 	if err != nil {
 		return err
 	}
-	if pm != nil || topo != nil {
+	if pm != nil || mach.known() {
 		// Planned again with what the open backend knows.
-		if p, err = planWithModel(s, int(f.streams), pm, runMode(f.graph), topo); err != nil {
+		if p, err = planWithModel(s, int(f.streams), pm, runMode(f.graph), mach); err != nil {
 			return err
 		}
 	}
