@@ -52,6 +52,7 @@ type Session struct {
 	hostCtx    context.Context
 	hostCancel context.CancelFunc
 	abandoned  atomic.Bool
+	waiters    sync.WaitGroup // cancellable Syncs' waiters (sync.go)
 	hostMu     sync.Mutex
 	hostErr    error
 
@@ -173,6 +174,7 @@ func (se *Session) open(ctx context.Context) error {
 // another session's (a cuCtxSynchronize would wait for theirs too, and
 // break their captures).
 func (se *Session) syncAll() error {
+	defer se.waiters.Wait() // a cancelled Sync's waiter (sync.go) returns with the work
 	var errs []error
 	for i := range se.streams {
 		s := &se.streams[i]

@@ -40,17 +40,26 @@ func (se *Session) Sync(ctx context.Context) (err error) {
 // syncStreams is Sync's wait; afterSync (collective.go) aborts the
 // communicator when it fails.
 func (se *Session) syncStreams(ctx context.Context) error {
-	var first error
-	for i := range se.streams {
-		s := &se.streams[i]
-		if err := se.syncStream(ctx, s); err != nil {
-			if ctx.Err() != nil {
+	var errs []error
+	if ctx.Done() != nil && se.coll == nil {
+		var err error
+		if errs, err = se.syncStreamsCancellable(ctx); err != nil {
+			se.abandon()
+			return err
+		}
+	} else {
+		errs = make([]error, len(se.streams))
+		for i := range se.streams {
+			if errs[i] = se.syncStream(ctx, &se.streams[i]); errs[i] != nil && ctx.Err() != nil {
 				se.abandon()
 				return ctx.Err()
 			}
-			if first == nil {
-				first = &dag.OpError{Op: s.last, Err: &AsyncError{Stream: i, Err: err}}
-			}
+		}
+	}
+	var first error
+	for i, err := range errs {
+		if err != nil && first == nil {
+			first = &dag.OpError{Op: se.streams[i].last, Err: &AsyncError{Stream: i, Err: err}}
 		}
 	}
 	se.hostMu.Lock()
@@ -61,6 +70,39 @@ func (se *Session) syncStreams(ctx context.Context) error {
 		return herr
 	}
 	return first
+}
+
+// syncStreamsCancellable waits for every stream with blocking driver calls
+// on a goroutine of their own, so that the run's end wakes the caller at
+// once (polling with sleeps would overshoot by up to a sleep) while ctx
+// can still end the wait. An abandoned waiter finishes when the work does;
+// syncAll waits for it before streams are reused or destroyed. It returns
+// each stream's error, or ctx's.
+func (se *Session) syncStreamsCancellable(ctx context.Context) ([]error, error) {
+	type stream struct {
+		c C.CUcontext
+		h C.CUstream
+	}
+	api, ss := se.drv.api, make([]stream, len(se.streams))
+	for i := range se.streams {
+		ss[i] = stream{se.streams[i].dev.ctx, se.streams[i].h}
+	}
+	done := make(chan []error, 1)
+	se.waiters.Add(1)
+	go func() {
+		defer se.waiters.Done()
+		errs := make([]error, len(ss))
+		for i, s := range ss {
+			errs[i] = se.drv.check("cuStreamSynchronize", C.dr_stream_sync(api, s.c, s.h))
+		}
+		done <- errs
+	}()
+	select {
+	case errs := <-done:
+		return errs, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (se *Session) syncStream(ctx context.Context, s *stream) error {
