@@ -150,7 +150,7 @@ func gelu(x float64) float64 {
 // on the other side).
 func mlpCheck(T, D, H, step int) expected {
 	return func(t *testing.T, in, out func(int, string) []float64) {
-		x, w1, w2, y := in(0, "h_x"), in(0, "h_w1"), in(0, "h_w2"), out(0, "h_y")
+		x, w1, w2, y := in(0, "h_x"), in(0, "w1"), in(0, "w2"), out(0, "h_y")
 		require.Len(t, y, 8*T*D)
 		const tol = 1.0 / 64
 		for c := range 8 {

@@ -68,7 +68,7 @@ const (
 	memOpLatency      = 1 * time.Microsecond // a stream-ordered alloc or free
 	hostStepDefault   = 20 * time.Microsecond
 	deviceBandwidth   = 1.5e12 // bytes per second, device memory
-	pinnedBandwidth   = 25e9   // host <-> device, page-locked host memory (PCIe 5 x16 in practice)
+	pinnedBandwidth   = 54e9   // host <-> device, page-locked host memory (54.6 GB/s on the H100, BASELINES.md)
 	pageableBandwidth = 7e9    // host <-> device through a staging buffer
 	hostBandwidth     = 10e9   // host memory to host memory
 	// A collective: NCCL's small-message latency, and the bus bandwidth of

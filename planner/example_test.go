@@ -42,30 +42,28 @@ func ExampleNew() {
 	//   copy upload (1.0 MiB h2d, in -> x)
 	//   record e0
 	// stream dev0.normal.compute0 (device 0, priority normal, compute)
+	//   launch busy [spin grid 1x1x1 block 32x1x1]
+	// stream dev0.normal.compute1 (device 0, priority normal, compute)
 	//   launch triple [scale grid 64x1x1 block 256x1x1]
+	//   alloc sum (1.0 MiB)
 	//   wait e0 (from dev0.normal.h2d after op upload)
 	//   launch double [scale grid 64x1x1 block 256x1x1]
-	//   wait e1 (from dev0.normal.compute1 after op alloc:sum)
 	//   launch add [add grid 64x1x1 block 256x1x1]
-	//   record e2
-	//   wait e3 (from dev0.normal.d2h after op download)
-	//   free sum (1.0 MiB)
-	// stream dev0.normal.compute1 (device 0, priority normal, compute)
-	//   alloc sum (1.0 MiB)
 	//   record e1
-	//   launch busy [spin grid 1x1x1 block 32x1x1]
+	//   wait e2 (from dev0.normal.d2h after op download)
+	//   free sum (1.0 MiB)
 	// stream dev0.normal.d2h (device 0, priority normal, d2h)
-	//   wait e2 (from dev0.normal.compute0 after op add)
+	//   wait e1 (from dev0.normal.compute1 after op add)
 	//   copy download (1.0 MiB d2h, sum -> out)
-	//   record e3
+	//   record e2
 	//
 	// ops                 8
 	// streams             4
 	//   dev0 normal   2 compute, 1 h2d, 1 d2h
-	// cross-stream edges  4
-	// waits inserted      4 (0 cross-stream edges already ordered by earlier waits)
-	// estimated makespan  108.88µs (eager run, list placement)
-	// critical path       105.68µs (makespan / critical path = 1.03)
+	// cross-stream edges  3
+	// waits inserted      3 (0 cross-stream edges already ordered by earlier waits)
+	// estimated makespan  63.83µs (eager run, list placement)
+	// critical path       60.63µs (makespan / critical path = 1.05)
 }
 
 // Three independent kernels declared shortest first, on two streams: placing

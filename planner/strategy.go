@@ -48,7 +48,7 @@ type listOrder struct {
 	// nextOrdered maps an op of a kind that keeps declaration order to the
 	// next op of that kind; absent when there is none.
 	nextOrdered map[int32]int32
-	queues      []poolQueue // by pool ID
+	queues      []poolQueue // by pool ID p: 2p for most ops, 2p+1 for ops that fill the device
 	opPool      []int32     // per released op: its pool
 }
 
@@ -110,25 +110,36 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool) *listOrder {
 	return l
 }
 
-// release queues op i, whose dependencies are all placed.
+// release queues op i, whose dependencies are all placed. Ops that fill
+// their device (fills.go) queue apart from the rest of their pool: they
+// can start no sooner than the device's multiprocessors are free.
 func (l *listOrder) release(i int32) {
-	p := l.a.poolFor(l.a.ops[i])
+	op := l.a.ops[i]
+	p := l.a.poolFor(op)
 	l.opPool[i] = p
-	for int(p) >= len(l.queues) {
+	q := 2 * p
+	if fills(op, l.a.opts.SMs) {
+		q++
+	}
+	for int(q) >= len(l.queues) {
 		l.queues = append(l.queues, poolQueue{waiting: opHeap{l: l, byReady: true}, ready: opHeap{l: l}})
 	}
-	l.queues[p].waiting.push(i)
+	l.queues[q].waiting.push(i)
 }
 
 func (l *listOrder) next() (int32, int32, bool) {
 	best, bestStart := int32(-1), int64(0)
 	var from *opHeap
-	for p := range l.queues {
-		q := &l.queues[p]
+	for qi := range l.queues {
+		q := &l.queues[qi]
 		if len(q.waiting.ids) == 0 && len(q.ready.ids) == 0 {
 			continue
 		}
-		free := l.a.poolFree(int32(p))
+		p := int32(qi / 2)
+		free := l.a.poolFree(p)
+		if qi%2 == 1 {
+			free = max(free, l.a.smFreeOf(l.a.pools[p].key.device))
+		}
 		for len(q.waiting.ids) > 0 && l.ready[q.waiting.ids[0]] <= free {
 			q.ready.push(q.waiting.pop())
 		}

@@ -59,7 +59,7 @@ func ExampleFromRun() {
 	//
 	// copy/compute overlap  0 ns (0.0% of makespan; 0.0% of copy time 10.000 µs hidden behind kernels, kernel time 7.000 µs)
 	// critical path         17.000 µs (makespan / critical path = 1.18)
-	// plan estimate         makespan 12.365 µs, critical path 9.165 µs (cost model)
+	// plan estimate         makespan 12.277 µs, critical path 9.077 µs (cost model)
 	// plan                  2 ops, 2 streams, 1 cross-stream edges, 1 waits
 	//
 	// longest waits (1 of 1; idle: the stream's gap before the op, lag: from the end of the op waited for to the op's start)

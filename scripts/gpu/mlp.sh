@@ -45,7 +45,7 @@ if [ -x .gpu/dagrun ] && [ -f "$spec" ]; then
 	# The last of three runs, so the first's module loading is not in it.
 	.gpu/dagrun run --backend cuda --repeat 3 --trace-runs last:1 --trace "$out/mlp-trace.json" \
 		-o "$out/mlp-run.txt" "$spec" >"$out/mlp-trace.log" 2>&1 || status=1
-	grep -E 'overlap|makespan' "$out/mlp-trace.log" || { echo "no overlap line in $out/mlp-trace.log"; status=1; }
+	grep -E 'overlap|makespan' "$out/mlp-run.txt" || { echo "no overlap line in $out/mlp-run.txt"; status=1; }
 else
 	echo "mlp trace skipped: no .gpu/dagrun or $spec"
 fi
