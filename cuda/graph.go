@@ -255,7 +255,13 @@ func (se *Session) LaunchGraph(gi, si int) error {
 	if err := se.flushP2P(nil, actNone); err != nil {
 		return err
 	}
-	if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
+	// Under CUPTI the launch carries its number (gstats.Launches so far),
+	// which ReplaySpans names the replay's spans by (timing.go).
+	if se.cupti != nil {
+		if err := se.launchTraced(g, s, se.gstats.Launches); err != nil {
+			return err
+		}
+	} else if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
 		return err
 	}
 	s.last = "graph replay"

@@ -11,14 +11,21 @@
 // id, the way a CUPTI whose external correlation records do not come names
 // launches only through the callback; "nodes" neither: it reports a graph
 // node created under each push (as a stream capture would) and a kernel
-// record of that node, which only the node's op can name.
+// record of that node, which only the node's op can name. Each registration
+// of the buffer callbacks starts a tracer: its first flush with records
+// reports 3 dropped; "predropped" also pretends 5 were dropped before it
+// (while no tracer gave buffers), which the tracer drains at its start.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DAGRUN_CUDA_H
+typedef int CUresult;
 typedef struct CUctx_st* CUcontext;
+typedef struct CUstream_st* CUstream;
 typedef struct CUgraphNode_st* CUgraphNode;
+typedef struct CUgraphExec_st* CUgraphExec;
+typedef struct dr_api dr_api;
 #include "../cupti.h"
 
 typedef void (*req_fn)(uint8_t**, size_t*, size_t*);
@@ -31,7 +38,8 @@ static int depth;
 static uint8_t pending[1 << 16];
 static size_t npending;
 static uint32_t corr = 1;
-static size_t dropped_once = 3;
+static size_t dropped_pending;
+static int dropped_reported; // this tracer's first flush with records has reported its drops
 
 static int mode(const char* m) {
 	const char* v = getenv("FAKE_CUPTI");
@@ -46,7 +54,13 @@ int cuptiGetResultString(int r, const char** s) {
 	*s = r == DR_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "fake: another subscriber" : "fake error";
 	return 0;
 }
-int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) { requested = r; completed = d; return 0; }
+int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) {
+	requested = r;
+	completed = d;
+	dropped_reported = 0;
+	if (mode("predropped")) dropped_pending += 5;
+	return 0;
+}
 int cuptiActivityEnable(int kind) {
 	(void)kind;
 	return mode("busy") ? DR_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED : 0;
@@ -68,8 +82,8 @@ int cuptiEnableCallback(uint32_t e, void* s, int d, uint32_t c) {
 int cuptiGetTimestamp(uint64_t* t) { *t = 42; return 0; }
 int cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t* n) {
 	(void)c; (void)s;
-	*n = dropped_once;
-	dropped_once = 0;
+	*n = dropped_pending;
+	dropped_pending = 0;
 	return 0;
 }
 
@@ -160,6 +174,10 @@ int cuptiActivityFlushAll(uint32_t flag) {
 	if (buf == NULL || size < npending) return 8;
 	memcpy(buf, pending, npending);
 	size_t valid = npending;
+	if (valid > 0 && !dropped_reported) {
+		dropped_pending += 3;
+		dropped_reported = 1;
+	}
 	npending = 0;
 	completed(NULL, 0, buf, size, valid);
 	return 0;
