@@ -379,7 +379,10 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 	if nnodes > 0 {
 		pairs := unsafe.Slice(nodes, 2*int(nnodes))
 		for i := 0; i < len(pairs); i += 2 {
-			t.nodeOps[uint64(pairs[i])] = int64(pairs[i+1])
+			// A node made under a replay's marker names no op.
+			if op := int64(pairs[i+1]); op < replayMarker {
+				t.nodeOps[uint64(pairs[i])] = op
+			}
 		}
 	}
 	if nlinks > 0 {

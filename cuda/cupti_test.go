@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -575,6 +576,40 @@ func TestCUPTIFake(t *testing.T) {
 			assert.Equal(t, [][2]int64{{-1, 0}, {4, -1}, {-1, 1}}, got, "mode %q: (op, replay) of each record", mode)
 			require.NoError(t, tr.close())
 		}
+	})
+	t.Run("replay spans", func(t *testing.T) {
+		// Ops 3 and 5 captured (a node made under each), then three
+		// replays launched back to back under their markers, as
+		// LaunchGraph marks them, and read in one flush: each replay's
+		// spans apart, named by the captured nodes' ops, measured from the
+		// first record (no origin was taken).
+		t.Setenv("FAKE_CUPTI", "replays")
+		tr, err := newActivityTracer([]string{lib})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tr.close()) }()
+		for _, op := range []int{3, 5} {
+			require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+		}
+		for r := range 3 {
+			require.NoError(t, tr.tracedCall(replayMarker+r, func() error { return nil }))
+		}
+		se := &Session{cupti: &cuptiTiming{tr: tr, streams: map[int]int{3: 0, 5: 1}}}
+		require.True(t, se.TimesReplays())
+		type span struct {
+			replay, op, stream int
+			start, end         time.Duration
+		}
+		var got []span
+		require.NoError(t, se.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
+			got = append(got, span{replay, op, stream, start, end})
+		}))
+		assert.Equal(t, []span{
+			{0, 3, 0, 0, 50}, {0, 5, 1, 100, 150},
+			{1, 3, 0, 10000, 10050}, {1, 5, 1, 10100, 10150},
+			{2, 3, 0, 20000, 20050}, {2, 5, 1, 20100, 20150},
+		}, got)
+		assert.Zero(t, se.cupti.unmarked)
+		assert.Zero(t, se.cupti.unnamed)
 	})
 	t.Run("callbacks only", func(t *testing.T) {
 		// No external correlation records: launches are named by the driver

@@ -238,6 +238,8 @@ func (se *Session) instantiate(g *graph) error {
 }
 
 // LaunchGraph enqueues one replay of instantiated graph gi on stream si.
+// Launches are numbered from 0 in the session (GraphStats.Launches before
+// it): ReplaySpans names the spans of each replay by that number.
 func (se *Session) LaunchGraph(gi, si int) error {
 	if gi < 0 || gi >= len(se.graphs) || se.graphs[gi] == nil || se.graphs[gi].exec == nil {
 		return fmt.Errorf("cuda: graph %d is not instantiated", gi)
