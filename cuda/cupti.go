@@ -498,7 +498,7 @@ type tracerStats struct {
 	Dropped, Lost  uint64 // CUPTI's dropped count, dagrun's own losses
 	DroppedBefore  uint64 // drained at the start: dropped while no tracer gave buffers
 	Buffers        uint64 // buffers completed while the tracer held the sink
-	IdleBuffers    uint64 // buffers completed with no tracer, freed unread
+	IdleBuffers    uint64 // buffers completed with no tracer (or none given), freed unread
 	Declined       uint64 // buffer requests declined (no memory) since the start
 	DeclinedBefore uint64 // ... and while no tracer held the sink, before it
 	Drops          []bufferDrop

@@ -344,8 +344,8 @@ func (se *Session) cuptiSpans(f func(replay, op, stream int, start, end time.Dur
 		rest = append(rest, k)
 	}
 	slices.SortFunc(rest, func(a, b key) int {
-		if c := cmp.Compare(span[a].start, span[b].start); c != 0 {
-			return c
+		if d := cmp.Compare(span[a].start, span[b].start); d != 0 {
+			return d
 		}
 		return cmp.Compare(a.replay, b.replay)
 	})
