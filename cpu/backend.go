@@ -190,10 +190,11 @@ type Session struct {
 	runCtx    context.Context // passed to host steps; cancelled on abort
 	cancelRun context.CancelFunc
 
-	timing bool
-	origin time.Time
-	spans  []span
-	spare  []span // the other half of a double buffer, so Spans can call f without the lock
+	timing   bool
+	origin   time.Time
+	launches int64 // LaunchGraph calls since the session opened: the replays' numbers
+	spans    []span
+	spare    []span // the other half of a double buffer, so Spans can call f without the lock
 
 	g       *dag.Graph
 	mem     [][]byte // by buffer ID; nil for a temporary that is not allocated
@@ -219,9 +220,10 @@ var (
 	_ device.Writer   = (*Session)(nil)
 )
 
-// span is the time one op ran.
+// span is the time one op ran, in which replay (-1 for an eager op).
 type span struct {
 	op, stream int32
+	replay     int64
 	start, end time.Duration
 }
 
@@ -408,6 +410,21 @@ func (b *Session) SetTiming(on bool) {
 // its run (the first enqueue after a Sync), for the ops run since the
 // last call. Call it after Sync.
 func (b *Session) Spans(f func(op, stream int, start, end time.Duration)) error {
+	return b.ReplaySpans(func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
+}
+
+// TimesReplays reports whether ReplaySpans times the ops of graph replays
+// launched back to back, each replay apart: whenever timing is on.
+func (b *Session) TimesReplays() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.timing
+}
+
+// ReplaySpans is Spans with each span's replay: the session's launch
+// number of the graph replay the op ran in (LaunchGraph calls since the
+// session opened, from 0), or -1 for an op of an eager run.
+func (b *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error {
 	b.mu.Lock()
 	if b.pending > 0 {
 		b.mu.Unlock()
@@ -418,7 +435,7 @@ func (b *Session) Spans(f func(op, stream int, start, end time.Duration)) error 
 	b.mu.Unlock()
 
 	for _, s := range spans {
-		f(int(s.op), int(s.stream), s.start, s.end)
+		f(int(s.replay), int(s.op), int(s.stream), s.start, s.end)
 	}
 
 	b.mu.Lock()

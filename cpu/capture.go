@@ -123,7 +123,8 @@ func (b *Session) Instantiate(i int) error {
 }
 
 // LaunchGraph enqueues one replay of graph gi. It replays on the stream it
-// was captured on, which must be stream.
+// was captured on, which must be stream. Its ops' spans carry the launch's
+// number (ReplaySpans).
 func (b *Session) LaunchGraph(gi, stream int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -143,8 +144,10 @@ func (b *Session) LaunchGraph(gi, stream int) error {
 	if stream != g.origin {
 		return fmt.Errorf("cpu: graph %d replays on stream %d, where it was captured, not on stream %d", gi, g.origin, stream)
 	}
+	b.launches++
 	for _, st := range g.steps {
 		in := st.in
+		in.replay = b.launches // the launch's number + 1
 		switch in.kind {
 		case record:
 			ev := &b.events[in.event]

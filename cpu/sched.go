@@ -25,6 +25,9 @@ type instr struct {
 	op    *dag.Op
 	ext   *Event // waitExternal, recordExternal
 	fault error  // fail: what the op fails with (faults.go); pause: gen is the nanoseconds
+	// replay is 1 + the launch number of the graph replay a run belongs to
+	// (LaunchGraph), 0 for an eager op: what ReplaySpans names spans by.
+	replay int64
 }
 
 // streamState says who is moving a stream forward.
@@ -224,7 +227,7 @@ func (b *Session) step(w *worker, s *stream) {
 		b.stepPause(w, s)
 		return
 	}
-	op := s.q[s.head].op
+	op, replay := s.q[s.head].op, s.q[s.head].replay
 	if b.aborted {
 		s.head++
 		b.finish()
@@ -262,7 +265,7 @@ func (b *Session) step(w *worker, s *stream) {
 		b.abort(&dag.OpError{Op: op.Name, Err: err})
 	}
 	if timing && !start.IsZero() {
-		b.spans = append(b.spans, span{op: int32(op.ID), stream: s.id, start: start.Sub(b.origin), end: end.Sub(b.origin)})
+		b.spans = append(b.spans, span{op: int32(op.ID), stream: s.id, replay: replay - 1, start: start.Sub(b.origin), end: end.Sub(b.origin)})
 	}
 	s.head++
 	b.finish()

@@ -75,6 +75,9 @@ static struct {
 	dr_cupti_rec* recs;
 	size_t n, cap;
 	uint64_t dropped, lost;
+	// The diagnostics of dr_cupti_stats: counted since the tracer started
+	// (declined and idle_buffers also while no tracer holds the sink).
+	dr_cupti_stats stats;
 	uint32_t cbids[DR_CUPTI_MAX_CBIDS];
 	int ncbids;
 	void* subscriber;
@@ -118,6 +121,12 @@ static void buffer_requested(uint8_t** buffer, size_t* size, size_t* maxNumRecor
 	if (want == 0 || posix_memalign(&p, ALIGNMENT, want) != 0) {
 		p = NULL;
 		want = 0;
+		// CUPTI drops what it has no buffer for, and counts it: a decline
+		// while no tracer holds the sink shows in the next tracer's count
+		// unless dr_cupti_start drains it.
+		pthread_mutex_lock(&sink.mu);
+		sink.stats.declined++;
+		pthread_mutex_unlock(&sink.mu);
 	}
 	*buffer = p;
 	*size = want;
@@ -201,6 +210,9 @@ static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, 
 	pthread_mutex_unlock(&sink.mu);
 	if (!active || buffer == NULL) {
 		free(buffer);
+		pthread_mutex_lock(&sink.mu);
+		sink.stats.idle_buffers++;
+		pthread_mutex_unlock(&sink.mu);
 		return;
 	}
 	// Parse into a local array without the lock, then append it.
@@ -234,6 +246,18 @@ static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, 
 	pthread_mutex_lock(&sink.mu);
 	sink.dropped += nd;
 	sink.lost += lost;
+	sink.stats.dropped += nd;
+	sink.stats.lost += lost;
+	if (nd > 0 && sink.stats.ndrops < DR_CUPTI_MAX_DROPS) {
+		dr_cupti_drop* d = &sink.stats.drops[sink.stats.ndrops++];
+		d->ctx = (uint64_t)(uintptr_t)ctx;
+		d->stream = streamId;
+		d->records = (uint32_t)n;
+		d->dropped = nd;
+		d->valid = validSize;
+		d->seq = sink.stats.buffers;
+	}
+	sink.stats.buffers++;
 	if (sink.owner != NULL && n > 0) {
 		if (sink.cap - sink.n < n) {
 			size_t ncap = sink.cap ? sink.cap : 4096;
@@ -243,6 +267,7 @@ static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, 
 			dr_cupti_rec* grown = realloc(sink.recs, ncap * sizeof(dr_cupti_rec));
 			if (grown == NULL) {
 				sink.lost += n;
+				sink.stats.lost += n;
 				n = 0;
 			} else {
 				sink.recs = grown;
@@ -276,6 +301,7 @@ static void launch_entered(const void* cbdata) {
 	pthread_mutex_lock(&sink.mu);
 	if (sink.owner != NULL && !append_pair(&sink.links, &sink.nlinks, &sink.caplinks, corr, (uint64_t)op)) {
 		sink.lost++;
+		sink.stats.lost++;
 	}
 	pthread_mutex_unlock(&sink.mu);
 }
@@ -305,6 +331,7 @@ static void node_created(const void* cbdata) {
 	pthread_mutex_lock(&sink.mu);
 	if (!append_pair(&sink.nodes, &sink.nnodes, &sink.capnodes, id, (uint64_t)op)) {
 		sink.lost++;
+		sink.stats.lost++;
 	}
 	pthread_mutex_unlock(&sink.mu);
 }
@@ -345,6 +372,7 @@ static void node_cloned(void* userdata, int domain, uint32_t cbid, const void* c
 	pthread_mutex_lock(&sink.mu);
 	if (!append_pair(&sink.clones, &sink.nclones, &sink.capclones, ids[0], ids[1])) {
 		sink.lost++;
+		sink.stats.lost++;
 	}
 	pthread_mutex_unlock(&sink.mu);
 }
@@ -375,6 +403,9 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 	sink.bufsize = bufsize;
 	sink.n = 0;
 	sink.dropped = sink.lost = 0;
+	uint64_t declined = sink.stats.declined;
+	memset(&sink.stats, 0, sizeof(sink.stats));
+	sink.stats.declined_before = declined;
 	memcpy(sink.cbids, cbids, (size_t)ncbids * sizeof(uint32_t));
 	sink.ncbids = 0; // how many are enabled
 	pthread_mutex_unlock(&sink.mu);
@@ -385,6 +416,15 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 	*failed = "cuptiActivityRegisterCallbacks";
 	dr_cupti_result r = c->cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	if (r == DR_CUPTI_SUCCESS) {
+		// CUPTI's dropped count lives on between tracers (it resets only
+		// when read): drain what was dropped before this one, while no
+		// buffer was given, so that it is not counted as this tracer's.
+		size_t before = 0;
+		if (c->cuptiActivityGetNumDroppedRecords(NULL, 0, &before) == DR_CUPTI_SUCCESS) {
+			pthread_mutex_lock(&sink.mu);
+			sink.stats.dropped_before = before;
+			pthread_mutex_unlock(&sink.mu);
+		}
 		*failed = "cuptiActivityEnable";
 		for (int i = 0; i < n; i++) {
 			dr_cupti_result e = c->cuptiActivityEnable(kinds[i]);
@@ -511,6 +551,26 @@ dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
 	sink.bufsize = 0;
 	pthread_mutex_unlock(&sink.mu);
 	return first;
+}
+
+void dr_cupti_get_stats(dr_cupti_stats* out) {
+	pthread_mutex_lock(&sink.mu);
+	*out = sink.stats;
+	pthread_mutex_unlock(&sink.mu);
+}
+
+CUresult dr_cupti_graph_launch(dr_cupti* c, dr_api* a, CUcontext ctx, CUgraphExec e, CUstream s, uint64_t marker,
+                               int* cupti_failed) {
+	*cupti_failed = 0;
+	if (dr_cupti_push(c, marker) != DR_CUPTI_SUCCESS) {
+		*cupti_failed = 1;
+		return dr_graph_launch(a, ctx, e, s);
+	}
+	CUresult r = dr_graph_launch(a, ctx, e, s);
+	if (dr_cupti_pop(c) != DR_CUPTI_SUCCESS) {
+		*cupti_failed = 1;
+	}
+	return r;
 }
 
 dr_cupti_result dr_cupti_graph_node_id(dr_cupti* c, CUgraphNode node, uint64_t* id) {

@@ -166,7 +166,17 @@ type activityRecord struct {
 	Start, End  uint64 // nanoseconds on CUPTI's clock (cuptiGetTimestamp)
 	Bytes       uint64 // copies, fills; a memory pool's size
 	CopyKind    uint32 // CUpti_ActivityMemcpyKind, or the memory pool operation
+	// Replay is the sequence number of the graph launch the record's work
+	// belongs to (the marker pushed around it, less replayMarker), -1 for
+	// work not launched as a marked replay.
+	Replay int64
 }
+
+// replayMarker marks the ids pushed around a graph launch (marker plus the
+// launch's sequence number) apart from op ids, which stay far below it: the
+// records of a replay carry the launch's correlation id, so they all name
+// the marker, and graph node ids name their ops.
+const replayMarker = 1 << 62
 
 // activityTracer collects CUPTI activity records of the work this process
 // submits. pushOp and popOp bracket an op's submission so its records name
@@ -190,7 +200,10 @@ type activityTracer struct {
 	// nodeOps maps a captured graph node's id to the op pushed while it was
 	// made (a stream capture of the op's submission): how a replay's records
 	// name ops.
-	nodeOps     map[uint64]int64
+	nodeOps map[uint64]int64
+	// droppedRecs counts the records CUPTI said it dropped (for want of a
+	// buffer), lostRecs those dagrun lost (for want of memory): kept apart
+	// so that a missing record says whose it was.
 	droppedRecs uint64
 	lostRecs    uint64
 }
@@ -366,7 +379,10 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 	if nnodes > 0 {
 		pairs := unsafe.Slice(nodes, 2*int(nnodes))
 		for i := 0; i < len(pairs); i += 2 {
-			t.nodeOps[uint64(pairs[i])] = int64(pairs[i+1])
+			// A node made under a replay's marker names no op.
+			if op := int64(pairs[i+1]); op < replayMarker {
+				t.nodeOps[uint64(pairs[i])] = op
+			}
 		}
 	}
 	if nlinks > 0 {
@@ -387,7 +403,7 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 	raw := make([]activityRecord, int(n))
 	if n > 0 {
 		for i, c := range unsafe.Slice(out, int(n)) {
-			raw[i] = activityRecord{
+			raw[i] = activityRecord{Replay: -1,
 				Kind: activityKind(c.kind), Op: int64(c.external), Correlation: uint32(c.correlation),
 				GraphID: uint32(c.graphId), GraphNodeID: uint64(c.graphNodeId),
 				Device: uint32(c.device), Context: uint32(c.context), Stream: uint32(c.stream),
@@ -413,7 +429,8 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 // records themselves, names a replayed node's record by the op its captured
 // node was made under (nodeOps, ahead of the op pushed around the launch),
 // and names graph nodes by the captured node that the
-// replayed one was cloned from (clones: clone to original).
+// replayed one was cloned from (clones: clone to original). A pushed id at
+// or above replayMarker names the replay (Replay), not an op.
 //
 // external also holds the pairs the driver callback made at each launch's
 // entry; both sources name the same launch by the same correlation id, so
@@ -439,9 +456,13 @@ func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[u
 			}
 			r.GraphNodeID = orig
 		}
-		r.Op = -1
-		if op, ok := external[r.Correlation]; ok {
-			r.Op = op
+		r.Op, r.Replay = -1, -1
+		if id, ok := external[r.Correlation]; ok {
+			if id >= replayMarker {
+				r.Replay = id - replayMarker
+			} else {
+				r.Op = id
+			}
 			used[r.Correlation] = true
 		}
 		if op, ok := nodeOps[r.GraphNodeID]; ok && r.GraphNodeID != 0 {
@@ -459,8 +480,58 @@ func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[u
 }
 
 // dropped is the number of records CUPTI dropped for want of buffer space,
-// and that dagrun lost for want of memory, since the tracer started.
+// and that dagrun lost for want of memory, since the tracer started
+// (cuptiDropped and lost apart).
 func (t *activityTracer) dropped() uint64 { return t.droppedRecs + t.lostRecs }
+
+// cuptiDropped is the number of records CUPTI said it dropped since the
+// tracer started (cuptiActivityGetNumDroppedRecords after each buffer).
+func (t *activityTracer) cuptiDropped() uint64 { return t.droppedRecs }
+
+// lost is the number of records, and correlation, clone and node pairs,
+// dagrun could not keep for want of memory since the tracer started.
+func (t *activityTracer) lost() uint64 { return t.lostRecs }
+
+// tracerStats are the sink's diagnostics since the tracer started (see
+// dr_cupti_stats in cupti.h): what a test logs when records are missing.
+type tracerStats struct {
+	Dropped, Lost  uint64 // CUPTI's dropped count, dagrun's own losses
+	DroppedBefore  uint64 // drained at the start: dropped while no tracer gave buffers
+	Buffers        uint64 // buffers completed while the tracer held the sink
+	IdleBuffers    uint64 // buffers completed with no tracer (or none given), freed unread
+	Declined       uint64 // buffer requests declined (no memory) since the start
+	DeclinedBefore uint64 // ... and while no tracer held the sink, before it
+	Drops          []bufferDrop
+}
+
+// bufferDrop is one buffer beside which CUPTI reported dropped records.
+type bufferDrop struct {
+	Ctx     uint64 // the context its completion callback named (documented as always NULL)
+	Stream  uint32 // ... and the stream (documented as always 0)
+	Records uint32 // records parsed from the buffer
+	Dropped uint64 // cuptiActivityGetNumDroppedRecords's count after it
+	Valid   uint64 // its valid bytes
+	Seq     uint64 // buffers the tracer had completed before it
+}
+
+func (t *activityTracer) stats() tracerStats {
+	var c C.dr_cupti_stats
+	C.dr_cupti_get_stats(&c)
+	s := tracerStats{Dropped: uint64(c.dropped), Lost: uint64(c.lost), DroppedBefore: uint64(c.dropped_before),
+		Buffers: uint64(c.buffers), IdleBuffers: uint64(c.idle_buffers), Declined: uint64(c.declined),
+		DeclinedBefore: uint64(c.declined_before)}
+	for _, d := range c.drops[:min(int(c.ndrops), len(c.drops))] {
+		s.Drops = append(s.Drops, bufferDrop{Ctx: uint64(d.ctx), Stream: uint32(d.stream), Records: uint32(d.records),
+			Dropped: uint64(d.dropped), Valid: uint64(d.valid), Seq: uint64(d.seq)})
+	}
+	return s
+}
+
+func (s tracerStats) String() string {
+	return fmt.Sprintf("CUPTI dropped %d, dagrun lost %d, dropped before the tracer %d (drained), buffers %d (idle %d), "+
+		"requests declined %d (before the tracer %d), buffers with drops %+v",
+		s.Dropped, s.Lost, s.DroppedBefore, s.Buffers, s.IdleBuffers, s.Declined, s.DeclinedBefore, s.Drops)
+}
 
 // close stops collecting; records not flushed are discarded.
 func (t *activityTracer) close() error {

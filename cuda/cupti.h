@@ -206,6 +206,48 @@ dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t
 // dr_cupti_stop disables the kinds and API records, frees what was not taken, and
 // gives the sink up.
 dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n);
+
+// dr_cupti_drop is one buffer that CUPTI said records were dropped beside:
+// the context and stream its completion callback named (CUPTI documents
+// both as always NULL and 0 since CUDA 6), the count cuptiActivityGetNumDroppedRecords
+// returned then, the buffer's valid bytes and the records parsed from it,
+// and how many buffers this tracer had completed before it.
+typedef struct {
+	uint64_t ctx;
+	uint32_t stream;
+	uint32_t records;
+	uint64_t dropped;
+	uint64_t valid;
+	uint64_t seq;
+} dr_cupti_drop;
+
+#define DR_CUPTI_MAX_DROPS 8
+
+// dr_cupti_stats is what the sink counted since the tracer started, for
+// diagnosing missing records: CUPTI's dropped count and dagrun's own
+// losses apart, the count drained at the start (dropped before this
+// tracer: CUPTI keeps counting between tracers, while no buffer is given),
+// the buffers completed while the tracer held the sink and those completed
+// with no tracer (freed unread), buffer requests declined, and the first
+// DR_CUPTI_MAX_DROPS buffers with a dropped count.
+typedef struct {
+	uint64_t dropped, lost, dropped_before;
+	uint64_t buffers, idle_buffers, declined, declined_before;
+	uint32_t ndrops, pad;
+	dr_cupti_drop drops[DR_CUPTI_MAX_DROPS];
+} dr_cupti_stats;
+
+// dr_cupti_get_stats copies the sink's counts since the tracer started.
+void dr_cupti_get_stats(dr_cupti_stats* out);
+
+// dr_cupti_graph_launch launches e on s with marker pushed around the
+// launch (dr_cupti_push, dr_graph_launch, dr_cupti_pop in one call, so on
+// one thread): the driver callback pairs the launch's correlation id with
+// marker, which every kernel, copy and fill record of the replay carries.
+// *cupti_failed is set when the push or the pop failed (the launch's
+// result is returned either way).
+CUresult dr_cupti_graph_launch(dr_cupti* c, dr_api* a, CUcontext ctx, CUgraphExec e, CUstream s, uint64_t marker,
+                               int* cupti_failed);
 // dr_cupti_push names op id as the submitter of what the calling thread
 // submits until dr_cupti_pop, two ways: CUPTI's external correlation stack
 // (records of kind EXTERNAL_CORRELATION), and a thread-local op that the

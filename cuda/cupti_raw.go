@@ -25,6 +25,21 @@ static CUresult dr_cupti_raw_launches(dr_api* a, CUcontext c, dr_launch* l, CUst
 	return a->cuCtxSynchronize();
 }
 
+// dr_cupti_raw_graph_marked launches e n times back to back on s, launch i
+// with replay marker first+i pushed around it (dr_cupti_graph_launch), then
+// synchronises s: replays traced the way a session traces them.
+static CUresult dr_cupti_raw_graph_marked(dr_api* a, CUcontext c, CUgraphExec e, CUstream s, int n, dr_cupti* t,
+                                          uint64_t first, int* cupti_failed) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	for (int i = 0; i < n; i++) {
+		r = dr_cupti_graph_launch(t, a, c, e, s, first + (uint64_t)i, cupti_failed);
+		if (*cupti_failed) return DR_SUCCESS;
+		if (r != DR_SUCCESS) return r;
+	}
+	return a->cuStreamSynchronize(s);
+}
+
 // dr_cupti_kernel_node_ids writes the CUPTI ids of g's kernel nodes to ids
 // (room for *n), and their count to *n; -1 if there are more than room.
 static CUresult dr_cupti_kernel_node_ids(dr_api* a, CUgraph g, dr_cupti* t, uint64_t* ids, size_t* n, int* cupti_failed) {
@@ -79,6 +94,19 @@ func (t *activityTracer) tracedCall(op int, call func() error) error {
 		err = perr
 	}
 	return err
+}
+
+// markedLaunches replays the graph n times back to back on its origin
+// stream, launch i marked as replay first+i (see replayMarker), and waits
+// for them, from one C loop.
+func (g *rawGraph) markedLaunches(t *activityTracer, n int, first int64) error {
+	var failed C.int
+	rc := C.dr_cupti_raw_graph_marked(g.r.b.drv.api, g.r.d.ctx, g.exec, *g.r.streams, C.int(n), t.lib,
+		C.uint64_t(replayMarker+first), &failed)
+	if failed != 0 {
+		return errors.New("cupti: pushing or popping a replay marker failed")
+	}
+	return g.r.b.drv.check("cuGraphLaunch", rc)
 }
 
 // cuptiKernelNodeIDs are the CUPTI ids of the captured graph's kernel

@@ -121,3 +121,96 @@ func TestCUPTISessionReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestCUPTISessionReplayBatch replays a captured plan of spins, a fill and
+// a copy 20 times back to back with the session's CUPTI timing and one
+// Sync: ReplaySpans gives each replay, numbered by its launch, every op's
+// span exactly once, on the op's stream, and on each stream a replay's
+// ops end before the next replay's begin. A second batch goes on from
+// launch 21.
+func TestCUPTISessionReplayBatch(t *testing.T) {
+	b := gpuBackend(t)
+	g := dag.New()
+	src := g.Buffer("src", 1<<20)
+	dst := g.Buffer("dst", 1<<20)
+	fill := g.Fill(src.All(), 7).Named("fill")
+	g.Copy(dst.All(), src.All()).Named("copy").After(fill)
+	var prev *dag.Op
+	for i := range 6 {
+		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0).Named(fmt.Sprintf("spin%d", i))
+		if i%2 == 1 && prev != nil {
+			o.After(prev)
+		}
+		prev = o
+	}
+	graph, err := g.Build()
+	require.NoError(t, err)
+	p, err := planner.New(graph, planner.Options{Streams: 3})
+	require.NoError(t, err)
+	ctx := context.Background()
+	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	src0, why, _ := s.TimingSource()
+	if src0 != TimingCUPTI {
+		requireGPU(t, "CUPTI timing not used: %s", why)
+	}
+	t.Logf("timing: %s", why)
+	se := s.Device().(*Session)
+	gr, err := s.Capture(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, gr.Close()) }()
+	require.True(t, gr.TimesReplays())
+	gr.Spans() // what the capture left
+
+	const replays = 20
+	for batch := range 2 {
+		for range replays {
+			require.NoError(t, gr.Launch(ctx))
+		}
+		require.NoError(t, gr.Sync(ctx))
+		reps, err := gr.ReplaySpans()
+		require.NoError(t, err)
+		c := se.cupti
+		_, _, dropped := s.TimingSource()
+		t.Logf("batch %d: %d replays read; records naming no op %d, replayed records without a marker %d, launches left unmarked %d; "+
+			"dropped %d (CUPTI %d, dagrun %d); sink: %v",
+			batch, len(reps), c.unnamed, c.unmarked, c.unmarkedLaunches, dropped, c.tr.cuptiDropped(), c.tr.lost(), c.tr.stats())
+		for i, r := range reps {
+			if i < 3 || i == len(reps)-1 {
+				var end time.Duration
+				for _, sp := range r.Spans {
+					end = max(end, sp.End)
+				}
+				t.Logf("  replay %d: start %v, makespan %v, %d spans", r.Launch, r.Start, end, len(r.Spans))
+			}
+		}
+		require.Len(t, reps, replays, "every replay of the batch has its spans")
+		lastEnd := map[int]time.Duration{} // by stream, on the batch's clock
+		for i, r := range reps {
+			assert.Equal(t, batch*replays+i+1, r.Launch)
+			ops := map[int]int{}
+			ends := map[int]time.Duration{}
+			for _, sp := range r.Spans {
+				ops[sp.Op]++
+				assert.Equal(t, int(p.OpStream[sp.Op]), sp.Stream, "replay %d: op %s", r.Launch, graph.Ops[sp.Op].Name)
+				assert.LessOrEqual(t, sp.Start, sp.End)
+				if i > 0 {
+					assert.LessOrEqual(t, lastEnd[sp.Stream], r.Start+sp.Start, "replay %d: op %s starts on stream %d before replay %d ends there",
+						r.Launch, graph.Ops[sp.Op].Name, sp.Stream, reps[i-1].Launch)
+				}
+				ends[sp.Stream] = max(ends[sp.Stream], r.Start+sp.End)
+				if graph.Ops[sp.Op].Kind == dag.Launch {
+					assert.GreaterOrEqual(t, sp.End-sp.Start, 9*time.Microsecond, "replay %d: op %s", r.Launch, graph.Ops[sp.Op].Name)
+				}
+			}
+			for op := range graph.Ops {
+				assert.Equal(t, 1, ops[op], "replay %d: spans of op %s", r.Launch, graph.Ops[op].Name)
+			}
+			for st, e := range ends {
+				lastEnd[st] = e
+			}
+		}
+		assert.Zero(t, dropped, "%v", c.tr.stats())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -132,6 +133,40 @@ func TestResolveGraphNodes(t *testing.T) {
 	assert.Equal(t, []int64{7, 7, 8, -1, -1}, ops, "replayed nodes named by the ops their captured nodes were made under")
 }
 
+// TestResolveReplayMarkers: a marker pushed around a graph launch names
+// the replay of every record of the launch that comes in the flush that
+// claims its correlation (the one after the replay is synchronised) or in
+// one before, while the captured nodes name the ops; an unmarked launch's
+// records have replay -1.
+func TestResolveReplayMarkers(t *testing.T) {
+	ext := func(corr uint32, id int64) activityRecord {
+		return activityRecord{Kind: activityExternal, Correlation: corr, Op: id}
+	}
+	node := func(corr uint32, node uint64) activityRecord {
+		return activityRecord{Kind: activityKernel, Correlation: corr, GraphNodeID: node, Start: 10, End: 20}
+	}
+	nodeOps := map[uint64]int64{1: 7, 2: 8}
+	kept := map[uint32]int64{}
+	flushes := [][]activityRecord{
+		{ext(1, replayMarker), node(1, 1), node(1, 2), ext(2, replayMarker+1), node(2, 2)},
+		{ext(3, replayMarker+2)},
+		{node(3, 1), node(4, 2), node(3, 2)},
+	}
+	type got struct{ op, replay int64 }
+	want := [][]got{
+		{{7, 0}, {8, 0}, {8, 1}},
+		nil,
+		{{7, 2}, {8, -1}, {8, 2}},
+	}
+	for i, in := range flushes {
+		var g []got
+		for _, r := range resolveRecords(in, kept, nil, nodeOps) {
+			g = append(g, got{r.Op, r.Replay})
+		}
+		assert.Equal(t, want[i], g, "flush %d", i)
+	}
+}
+
 // requireGPU skips with why, or fails when DAGRUN_REQUIRE_GPU=1.
 func requireGPU(t *testing.T, why string, args ...any) {
 	t.Helper()
@@ -253,9 +288,14 @@ func TestCUPTIRecords(t *testing.T) {
 		}
 	}
 	assert.Len(t, streams, nstreams, "kernels ran on both streams")
-	assert.Zero(t, tr.dropped())
+	// CUPTI's count and dagrun's apart: which one is not zero tells whose
+	// the missing records were; the sink's diagnostics say when.
+	st := tr.stats()
 	t.Logf("%d records, kinds enabled %v, CUPTI %d at %s; launches named by callback %d, by external correlation %d",
 		len(recs), tr.kinds, tr.version, tr.path, tr.linked, tr.externals)
+	t.Logf("dropped by CUPTI %d, lost by dagrun %d; sink: %v", tr.cuptiDropped(), tr.lost(), st)
+	assert.Zero(t, tr.cuptiDropped(), "records CUPTI dropped: %v", st)
+	assert.Zero(t, tr.lost(), "records dagrun lost: %v", st)
 
 	// A second tracer in the process is refused as busy.
 	_, err = newActivityTracer([]string{tr.path})
@@ -307,6 +347,80 @@ func TestCUPTIGraphReplay(t *testing.T) {
 	assert.Zero(t, launches, "a node-level tracer asks for no graph-launch records")
 	t.Logf("%d records, %d clone links; launches named by callback %d, by external correlation %d",
 		len(recs), len(tr.clones), tr.linked, tr.externals)
+}
+
+// TestCUPTIGraphReplayMarkers replays a captured graph 20 times back to
+// back, each launch marked with its replay (as a session's LaunchGraph
+// does), and flushes once: every kernel record names its replay, every
+// captured kernel node has one record per replay, and on each stream a
+// replay's kernels end before the next replay's begin.
+func TestCUPTIGraphReplayMarkers(t *testing.T) {
+	b := gpuBackend(t)
+	tr, err := newActivityTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
+	if err != nil {
+		requireGPU(t, "no CUPTI: %v", err)
+	}
+	defer func() { assert.NoError(t, tr.close()) }()
+	defer openSession(t, b, chains(1, 1, dag.Spin, 5, false)).Close()
+	const nstreams, rounds, replays, first = 2, 3, 20, 100
+	raw, err := newRawLoop(b, nstreams, dag.Normal, dag.Spin, 5)
+	require.NoError(t, err)
+	defer raw.close()
+	rg, err := newRawGraph(raw, rounds)
+	require.NoError(t, err)
+	defer rg.close()
+	ids, err := rg.cuptiKernelNodeIDs(tr, 64)
+	require.NoError(t, err)
+	require.Len(t, ids, nstreams*rounds)
+
+	require.NoError(t, rg.markedLaunches(tr, replays, first))
+	recs, err := tr.flush()
+	require.NoError(t, err)
+	type key struct {
+		replay int64
+		node   uint64
+	}
+	perNode := map[key]int{}
+	type window struct{ start, end uint64 }
+	byStream := map[uint32]map[int64]window{} // CUPTI stream id, replay: first start, last end
+	unmarked := 0
+	for _, r := range recs {
+		if r.Kind != activityKernel {
+			continue
+		}
+		if r.Replay < first || r.Replay >= first+replays {
+			unmarked++
+			continue
+		}
+		perNode[key{r.Replay, r.GraphNodeID}]++
+		w, ok := byStream[r.Stream][r.Replay]
+		if !ok {
+			if byStream[r.Stream] == nil {
+				byStream[r.Stream] = map[int64]window{}
+			}
+			w.start = r.Start
+		}
+		w.start, w.end = min(w.start, r.Start), max(w.end, r.End)
+		byStream[r.Stream][r.Replay] = w
+	}
+	t.Logf("%d records, %d kernel records without a marker of this batch; launches named by callback %d, by external correlation %d; "+
+		"clones %d; sink: %v", len(recs), unmarked, tr.linked, tr.externals, len(tr.clones), tr.stats())
+	assert.Zero(t, unmarked, "every kernel record names its replay")
+	want := map[key]int{}
+	for r := int64(first); r < first+replays; r++ {
+		for _, id := range ids {
+			want[key{r, id}] = 1
+		}
+	}
+	assert.Equal(t, want, perNode, "kernel records by replay and captured node")
+	assert.Len(t, byStream, nstreams)
+	for st, ws := range byStream {
+		for r := int64(first); r+1 < first+replays; r++ {
+			a, b := ws[r], ws[r+1]
+			assert.LessOrEqual(t, a.end, b.start, "stream %d: replay %d ends at %d, after replay %d starts at %d", st, r, a.end, r+1, b.start)
+		}
+	}
+	assert.Zero(t, tr.dropped(), "%v", tr.stats())
 }
 
 // TestCUPTIGraphLevel replays a captured graph with the whole-graph tracer:
@@ -388,9 +502,15 @@ func TestCUPTIFake(t *testing.T) {
 		require.Len(t, recs, 3)
 		for i, op := range []int64{3, 5, 8} {
 			assert.Equal(t, activityRecord{Kind: activityKernel, Op: op, Correlation: uint32(i + 1), Stream: 7,
-				Start: uint64(1000 * op), End: uint64(1000*op + 500)}, recs[i])
+				Start: uint64(1000 * op), End: uint64(1000*op + 500), Replay: -1}, recs[i])
 		}
 		assert.Equal(t, uint64(3), tr.dropped())
+		assert.Equal(t, uint64(3), tr.cuptiDropped())
+		assert.Zero(t, tr.lost())
+		st := tr.stats()
+		assert.Equal(t, uint64(1), st.Buffers)
+		// Three correlation records (24 bytes) and three kernel records (216).
+		assert.Equal(t, []bufferDrop{{Records: 6, Dropped: 3, Valid: 3 * (24 + 216)}}, st.Drops)
 		recs, err = tr.flush()
 		require.NoError(t, err)
 		assert.Empty(t, recs)
@@ -420,6 +540,76 @@ func TestCUPTIFake(t *testing.T) {
 		assert.Equal(t, []int64{6, 2}, []int64{recs[0].Op, recs[1].Op})
 		assert.Equal(t, []uint64{1006, 1002}, []uint64{recs[0].GraphNodeID, recs[1].GraphNodeID})
 		assert.Zero(t, tr.linked)
+	})
+	t.Run("dropped before the tracer", func(t *testing.T) {
+		// What CUPTI counted while no tracer gave buffers is drained at
+		// the start, apart from the tracer's own drops.
+		t.Setenv("FAKE_CUPTI", "predropped")
+		tr, err := newActivityTracer([]string{lib})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tr.close()) }()
+		require.NoError(t, tr.tracedCall(1, func() error { return nil }))
+		_, err = tr.flush()
+		require.NoError(t, err)
+		st := tr.stats()
+		assert.Equal(t, uint64(5), st.DroppedBefore)
+		assert.Equal(t, uint64(3), tr.dropped(), "only the tracer's own: %v", st)
+	})
+	t.Run("replay markers", func(t *testing.T) {
+		// A marker pushed around a launch (as LaunchGraph pushes it) names
+		// the replay of the launch's records, through the driver callback
+		// alone or CUPTI's external correlation records.
+		for _, mode := range []string{"", "callbacks"} {
+			t.Setenv("FAKE_CUPTI", mode)
+			tr, err := newActivityTracer([]string{lib})
+			require.NoError(t, err)
+			for _, id := range []int{replayMarker, 4, replayMarker + 1} {
+				require.NoError(t, tr.tracedCall(id, func() error { return nil }))
+			}
+			recs, err := tr.flush()
+			require.NoError(t, err)
+			require.Len(t, recs, 3)
+			var got [][2]int64
+			for _, r := range recs {
+				got = append(got, [2]int64{r.Op, r.Replay})
+			}
+			assert.Equal(t, [][2]int64{{-1, 0}, {4, -1}, {-1, 1}}, got, "mode %q: (op, replay) of each record", mode)
+			require.NoError(t, tr.close())
+		}
+	})
+	t.Run("replay spans", func(t *testing.T) {
+		// Ops 3 and 5 captured (a node made under each), then three
+		// replays launched back to back under their markers, as
+		// LaunchGraph marks them, and read in one flush: each replay's
+		// spans apart, named by the captured nodes' ops, measured from the
+		// first record (no origin was taken).
+		t.Setenv("FAKE_CUPTI", "replays")
+		tr, err := newActivityTracer([]string{lib})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tr.close()) }()
+		for _, op := range []int{3, 5} {
+			require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+		}
+		for r := range 3 {
+			require.NoError(t, tr.tracedCall(replayMarker+r, func() error { return nil }))
+		}
+		se := &Session{cupti: &cuptiTiming{tr: tr, streams: map[int]int{3: 0, 5: 1}}}
+		require.True(t, se.TimesReplays())
+		type span struct {
+			replay, op, stream int
+			start, end         time.Duration
+		}
+		var got []span
+		require.NoError(t, se.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
+			got = append(got, span{replay, op, stream, start, end})
+		}))
+		assert.Equal(t, []span{
+			{0, 3, 0, 0, 50}, {0, 5, 1, 100, 150},
+			{1, 3, 0, 10000, 10050}, {1, 5, 1, 10100, 10150},
+			{2, 3, 0, 20000, 20050}, {2, 5, 1, 20100, 20150},
+		}, got)
+		assert.Zero(t, se.cupti.unmarked)
+		assert.Zero(t, se.cupti.unnamed)
 	})
 	t.Run("callbacks only", func(t *testing.T) {
 		// No external correlation records: launches are named by the driver

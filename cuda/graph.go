@@ -238,6 +238,8 @@ func (se *Session) instantiate(g *graph) error {
 }
 
 // LaunchGraph enqueues one replay of instantiated graph gi on stream si.
+// Launches are numbered from 0 in the session (GraphStats.Launches before
+// it): ReplaySpans names the spans of each replay by that number.
 func (se *Session) LaunchGraph(gi, si int) error {
 	if gi < 0 || gi >= len(se.graphs) || se.graphs[gi] == nil || se.graphs[gi].exec == nil {
 		return fmt.Errorf("cuda: graph %d is not instantiated", gi)
@@ -255,7 +257,13 @@ func (se *Session) LaunchGraph(gi, si int) error {
 	if err := se.flushP2P(nil, actNone); err != nil {
 		return err
 	}
-	if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
+	// Under CUPTI the launch carries its number (gstats.Launches so far),
+	// which ReplaySpans names the replay's spans by (timing.go).
+	if se.cupti != nil {
+		if err := se.launchTraced(g, s, se.gstats.Launches); err != nil {
+			return err
+		}
+	} else if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
 		return err
 	}
 	s.last = "graph replay"

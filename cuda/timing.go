@@ -3,6 +3,7 @@ package cuda
 /*
 #include <stdlib.h>
 #include "cuda.h"
+#include "cupti.h"
 */
 import "C"
 
@@ -65,10 +66,12 @@ func (se *Session) timingEvent(d *sessDevice) (C.CUevent, error) {
 // Spans calls f with each op run since the last call: its stream and its
 // start and end on the device, from the time origin of its device (an
 // event recorded before the first op of the run there). Call it after Sync.
-// The times are read in one driver crossing per device.
+// The times are read in one driver crossing per device. Under CUPTI the
+// ops of graph replays are there too, once per replay (ReplaySpans tells
+// the replays apart).
 func (se *Session) Spans(f func(op, stream int, start, end time.Duration)) error {
 	if se.cupti != nil {
-		return se.cuptiSpans(f)
+		return se.cuptiSpans(func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
 	}
 	var first error
 	ms := slices.Grow(se.spanMs[:0], 2*len(se.timed))[:2*len(se.timed)]
@@ -142,7 +145,7 @@ const (
 // last Spans: the records name ops by id, the session knows their streams.
 type cuptiTiming struct {
 	tr     *activityTracer
-	origin uint64 // CUPTI's clock just before the run's first op; 0 before it
+	origin uint64 // CUPTI's clock just before the run's first op or replay; 0 before it
 	ops    []cuptiOp
 	// streams is every op's stream as last submitted, captures included:
 	// a replay's records name ops that Run did not submit this time.
@@ -151,6 +154,11 @@ type cuptiTiming struct {
 	// (work submitted by someone else in the process, or a launch whose
 	// correlation did not arrive).
 	unnamed int
+	// unmarked counts the records of the last Spans that name an op of a
+	// captured graph but no replay: their launch's marker did not arrive
+	// (or could not be pushed: unmarkedLaunches), so ReplaySpans leaves
+	// them out.
+	unmarked, unmarkedLaunches int
 }
 
 type cuptiOp struct{ op, stream int }
@@ -230,28 +238,76 @@ func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 	return err
 }
 
-// cuptiSpans flushes CUPTI and calls f once per op with device work since
-// the last call: from its first record's start to its last record's end,
-// measured from the CUPTI clock at the run's first op. The ops of graph
-// replays are there too, named through the capture (the op pushed while
-// each node was captured), measured from the first replayed op's start
-// when no eager op ran. Ops without device work (host steps, frees, empty
-// ops) have no span under CUPTI.
-func (se *Session) cuptiSpans(f func(op, stream int, start, end time.Duration)) error {
+// launchTraced enqueues one replay of g on s, the session's launch number
+// seq, with seq's replay marker pushed to CUPTI around the launch in the
+// same C call: the launch's correlation id then names the replay, and so
+// do all its kernel, copy and fill records. The first launch since the
+// last Spans takes the time origin, as an eager run's first op does.
+// Nothing here waits on CUPTI: the records come in buffers CUPTI hands
+// over on its own, read at the next Spans. A marker that cannot be pushed
+// leaves the replay unmarked (counted), not the launch undone.
+func (se *Session) launchTraced(g *graph, s *stream, seq int) error {
+	c := se.cupti
+	if c.origin == 0 {
+		now, err := c.tr.now()
+		if err != nil {
+			return err
+		}
+		c.origin = now
+	}
+	var failed C.int
+	rc := C.dr_cupti_graph_launch(c.tr.lib, se.drv.api, s.dev.ctx, g.exec, s.h, C.uint64_t(replayMarker+seq), &failed)
+	if failed != 0 {
+		c.unmarkedLaunches++
+	}
+	return se.drv.check("cuGraphLaunch", rc)
+}
+
+// TimesReplays reports whether ReplaySpans times the ops of graph replays
+// launched back to back, each replay apart: under CUPTI. Timed by events
+// a replay's ops are not timed (a graph holds no timing events).
+func (se *Session) TimesReplays() bool { return se.cupti != nil }
+
+// ReplaySpans is Spans with each span's replay: the session's launch
+// number of the graph replay the op ran in (LaunchGraph calls since Open,
+// from 0), or -1 for an op of an eager run. The spans of several replays
+// synchronised together are told apart by the marker each launch pushed;
+// all are measured from one origin, CUPTI's clock at the first op or
+// launch since the last call. Without CUPTI every span has replay -1.
+func (se *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error {
+	if se.cupti != nil {
+		return se.cuptiSpans(f)
+	}
+	return se.Spans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
+}
+
+// cuptiSpans flushes CUPTI and calls f once per op and replay with device
+// work since the last call: from its first record's start to its last
+// record's end, measured from the CUPTI clock at the run's first op or
+// replay. Eager ops come first (replay -1), in submission order, then the
+// ops of graph replays, named through the capture (the op pushed while
+// each node was captured) and the marker of their launch, in the order
+// they started. Ops without device work (host steps, frees, empty ops)
+// have no span under CUPTI.
+func (se *Session) cuptiSpans(f func(replay, op, stream int, start, end time.Duration)) error {
 	c := se.cupti
 	recs, err := c.tr.flush()
+	type key struct {
+		replay int64
+		op     int
+	}
 	type ext struct{ start, end uint64 }
-	span := make(map[int]ext, len(c.ops))
+	span := make(map[key]ext, len(c.ops))
 	stream := c.streams
 	origin := c.origin
-	if origin == 0 { // replays only: from the first record's start
+	if origin == 0 { // no origin taken: from the first record's start
 		for _, r := range recs {
 			if _, ok := stream[int(r.Op)]; ok && r.Kind != activityMemoryPool && r.Start != 0 && (origin == 0 || r.Start < origin) {
 				origin = r.Start
 			}
 		}
 	}
-	c.unnamed = 0
+	c.unnamed, c.unmarked = 0, 0
 	for _, r := range recs {
 		_, ok := stream[int(r.Op)]
 		if !ok || r.Kind == activityMemoryPool || r.Start == 0 || r.End < r.Start || r.Start < origin {
@@ -260,32 +316,42 @@ func (se *Session) cuptiSpans(f func(op, stream int, start, end time.Duration)) 
 			}
 			continue
 		}
-		e, seen := span[int(r.Op)]
+		if r.Replay < 0 && r.GraphNodeID != 0 {
+			c.unmarked++
+		}
+		k := key{replay: r.Replay, op: int(r.Op)}
+		e, seen := span[k]
 		if !seen || r.Start < e.start {
 			e.start = r.Start
 		}
 		if r.End > e.end {
 			e.end = r.End
 		}
-		span[int(r.Op)] = e
+		span[k] = e
 	}
 	for _, o := range c.ops {
-		e, ok := span[o.op]
+		k := key{replay: -1, op: o.op}
+		e, ok := span[k]
 		if !ok {
 			continue
 		}
-		delete(span, o.op) // an op run twice in one submission is reported once
-		f(o.op, o.stream, time.Duration(e.start-origin), time.Duration(e.end-origin))
+		delete(span, k) // an op run twice in one submission is reported once
+		f(-1, o.op, o.stream, time.Duration(e.start-origin), time.Duration(e.end-origin))
 	}
 	// The rest are replayed ops, in the order they started.
-	rest := make([]int, 0, len(span))
-	for op := range span {
-		rest = append(rest, op)
+	rest := make([]key, 0, len(span))
+	for k := range span {
+		rest = append(rest, k)
 	}
-	slices.SortFunc(rest, func(a, b int) int { return cmp.Compare(span[a].start, span[b].start) })
-	for _, op := range rest {
-		e := span[op]
-		f(op, stream[op], time.Duration(e.start-origin), time.Duration(e.end-origin))
+	slices.SortFunc(rest, func(a, b key) int {
+		if d := cmp.Compare(span[a].start, span[b].start); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.replay, b.replay)
+	})
+	for _, k := range rest {
+		e := span[k]
+		f(int(k.replay), k.op, stream[k.op], time.Duration(e.start-origin), time.Duration(e.end-origin))
 	}
 	c.ops = c.ops[:0]
 	c.origin = 0

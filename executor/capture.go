@@ -32,6 +32,10 @@ type Graph struct {
 	stats   GraphStats
 	pending bool // launched since the last Sync
 	closed  bool
+
+	// launched are the graph's launches since its spans were last read,
+	// by the backend's replay number (profile.go).
+	launched []launchRange
 }
 
 // GraphStats are the figures of a captured graph.
@@ -148,6 +152,7 @@ func (g *Graph) Launch(ctx context.Context) error {
 		return fmt.Errorf("executor: launch graph: %w", err)
 	}
 	g.stats.Launches++
+	g.noteLaunch() // profile.go
 	g.pending = true
 	return nil
 }

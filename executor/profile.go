@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -161,16 +163,139 @@ func (s *Session) TimingSource() (source, why string, dropped uint64) {
 
 // Spans returns when each op of the replays synchronised since the last
 // call ran, if the session was opened WithTiming and its backend times
-// replayed ops (the cpu backend does, from its own timers; a CUDA graph's
-// ops are not timed one by one); otherwise nil. Call it after Sync, once
-// per replay to have each replay's spans on their own.
+// replayed ops (the cpu backend does, from its own timers; the cuda backend
+// under CUPTI, not by events); otherwise nil. Call it after Sync. The spans
+// of several replays come together, each op once per replay: ReplaySpans
+// tells them apart.
 func (g *Graph) Spans() []Span {
 	if g.closed || g.s.timer == nil {
 		return nil
 	}
+	g.launched = g.launched[:0]
 	var spans []Span
 	_ = g.s.timer.Spans(func(op, stream int, start, end time.Duration) {
 		spans = append(spans, Span{Op: op, Stream: stream, Start: start, End: end})
 	})
 	return spans
+}
+
+// replayTimer is implemented by device sessions that can tell apart the
+// op spans of several graph replays synchronised together (the cpu
+// backend; cuda under CUPTI): replay is the backend's number of the
+// LaunchGraph call the op ran in (from 0, counting every launch of the
+// session), -1 for an eager op.
+type replayTimer interface {
+	TimesReplays() bool
+	ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error
+}
+
+// launchRange is n launches of a graph in a row: the backend's replay
+// numbers seq to seq+n-1, the graph's launches launch to launch+n-1.
+type launchRange struct{ seq, launch, n int }
+
+// noteLaunch counts a launch that Launch just made: its backend replay
+// number is the session's count of launches so far.
+func (g *Graph) noteLaunch() {
+	seq := g.s.replays
+	g.s.replays++
+	if g.s.timer == nil {
+		return
+	}
+	launch := g.stats.Launches
+	if n := len(g.launched); n > 0 {
+		if last := &g.launched[n-1]; last.seq+last.n == seq && last.launch+last.n == launch {
+			last.n++
+			return
+		}
+	}
+	g.launched = append(g.launched, launchRange{seq: seq, launch: launch, n: 1})
+}
+
+// launchOf is the graph's launch number of the backend's replay seq, if
+// it is one of g's launches since its spans were last read.
+func launchOf(ranges []launchRange, seq int) (int, bool) {
+	i, _ := slices.BinarySearchFunc(ranges, seq, func(r launchRange, seq int) int {
+		switch {
+		case r.seq+r.n <= seq:
+			return -1
+		case r.seq > seq:
+			return 1
+		}
+		return 0
+	})
+	if i < len(ranges) && ranges[i].seq <= seq && seq < ranges[i].seq+ranges[i].n {
+		return ranges[i].launch + seq - ranges[i].seq, true
+	}
+	return 0, false
+}
+
+// TimesReplays reports whether ReplaySpans times the ops of replays
+// launched back to back, each replay apart: the session was opened
+// WithTiming on a backend that can (the cpu backend; cuda when it times
+// by CUPTI). Where it cannot, a replay's ops have spans only if it ran
+// alone (cuda timed by events: not even then), and a caller times the
+// replay as a whole instead.
+func (g *Graph) TimesReplays() bool {
+	if g.unusable() || g.s.timer == nil {
+		return false
+	}
+	rt, ok := g.s.timer.(replayTimer)
+	return ok && rt.TimesReplays()
+}
+
+// ReplaySpans returns the op spans of each of g's replays synchronised
+// since its spans were last read (by ReplaySpans or Spans), in launch
+// order: launch them back to back, Sync once, then call it (after every
+// Sync, so that the replays it returns share one clock). Each replay's
+// Start is when its first op started, measured from the backend's clock at
+// the first launch (or eager op) of the synchronised work, and its spans
+// are measured from its Start. Without timing, or on
+// a backend that cannot tell replays apart (TimesReplays), it returns
+// none; spans of ops of other graphs or of eager runs are dropped. The
+// error is the backend's, reading its timers; what it could read is
+// returned beside it.
+func (g *Graph) ReplaySpans() ([]ReplaySpans, error) {
+	if g.unusable() {
+		return nil, errGraphClosed
+	}
+	if g.s.timer == nil {
+		return nil, nil
+	}
+	ranges := g.launched
+	g.launched = nil
+	rt, ok := g.s.timer.(replayTimer)
+	if !ok {
+		return nil, g.s.timer.Spans(func(int, int, time.Duration, time.Duration) {})
+	}
+	var out []ReplaySpans
+	at := map[int]int{} // by launch: its index in out
+	err := rt.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
+		if replay < 0 {
+			return
+		}
+		launch, ok := launchOf(ranges, replay)
+		if !ok {
+			return
+		}
+		i, seen := at[launch]
+		if !seen {
+			i = len(out)
+			at[launch] = i
+			out = append(out, ReplaySpans{Launch: launch})
+		}
+		out[i].Spans = append(out[i].Spans, Span{Op: op, Stream: stream, Start: start, End: end})
+	})
+	slices.SortFunc(out, func(a, b ReplaySpans) int { return cmp.Compare(a.Launch, b.Launch) })
+	for i := range out {
+		r := &out[i]
+		r.Start = r.Spans[0].Start
+		for _, sp := range r.Spans {
+			r.Start = min(r.Start, sp.Start)
+		}
+		for k := range r.Spans {
+			r.Spans[k].Start -= r.Start
+			r.Spans[k].End -= r.Start
+		}
+	}
+	return out, err
 }

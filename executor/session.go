@@ -50,6 +50,10 @@ type Session struct {
 	closed   atomic.Bool
 	faults   *injector // faults.go; nil without fault injection
 	flight   inflight  // close.go: the run in flight, for a Close from another goroutine
+
+	// replays counts the LaunchGraph calls made: the backend's replay
+	// numbers (profile.go).
+	replays int
 }
 
 // Open opens plan p on backend b: a device session for p's graph (b.Open),

@@ -8,3 +8,13 @@ type Span struct {
 	Op, Stream int
 	Start, End time.Duration
 }
+
+// ReplaySpans are the op spans of one replay of a Graph (Graph.ReplaySpans).
+type ReplaySpans struct {
+	Launch int // which of the graph's launches it was, from 1
+	// Start is when the replay's first op started, measured from the
+	// backend's clock at the first launch since the spans were last read;
+	// Spans are measured from Start.
+	Start time.Duration
+	Spans []Span
+}

@@ -54,9 +54,10 @@ Flags:
 	                 chrome://tracing) to FILE, each traced run placed at
 	                 its start on the host's clock; print a timeline
 	                 summary and the plan against the run (overlap lost,
-	                 late ops and what held them). A traced replay runs
-	                 alone; where the backend cannot time a replay's ops
-	                 (a CUDA graph timed by events) it is traced whole
+	                 late ops and what held them). Traced replays are
+	                 launched back to back like the others; where the
+	                 backend cannot time a replay's ops (a CUDA graph
+	                 timed by events) each runs alone and is traced whole
 	--trace-runs K   which of the --repeat runs --trace keeps (in memory
 	                 until the end): all (the default), first:N, last:N,
 	                 or run numbers and ranges counted from 1, such as 1,5-8

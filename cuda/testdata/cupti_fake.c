@@ -11,14 +11,25 @@
 // id, the way a CUPTI whose external correlation records do not come names
 // launches only through the callback; "nodes" neither: it reports a graph
 // node created under each push (as a stream capture would) and a kernel
-// record of that node, which only the node's op can name.
+// record of that node, which only the node's op can name; "replays" reports
+// a node made under each push of an op id (a capture), and for each push of
+// a replay marker (an id from 1<<62: a graph launch) a correlation record
+// and one kernel record per node made so far, replay r's node i running
+// from 10000*(r+1) + 100*i for 50 ns. Each registration
+// of the buffer callbacks starts a tracer: its first flush with records
+// reports 3 dropped; "predropped" also pretends 5 were dropped before it
+// (while no tracer gave buffers), which the tracer drains at its start.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DAGRUN_CUDA_H
+typedef int CUresult;
 typedef struct CUctx_st* CUcontext;
+typedef struct CUstream_st* CUstream;
 typedef struct CUgraphNode_st* CUgraphNode;
+typedef struct CUgraphExec_st* CUgraphExec;
+typedef struct dr_api dr_api;
 #include "../cupti.h"
 
 typedef void (*req_fn)(uint8_t**, size_t*, size_t*);
@@ -31,7 +42,10 @@ static int depth;
 static uint8_t pending[1 << 16];
 static size_t npending;
 static uint32_t corr = 1;
-static size_t dropped_once = 3;
+static size_t dropped_pending;
+static uint64_t made[16]; // "replays": the nodes made so far
+static int nmade;
+static int dropped_reported; // this tracer's first flush with records has reported its drops
 
 static int mode(const char* m) {
 	const char* v = getenv("FAKE_CUPTI");
@@ -46,7 +60,14 @@ int cuptiGetResultString(int r, const char** s) {
 	*s = r == DR_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "fake: another subscriber" : "fake error";
 	return 0;
 }
-int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) { requested = r; completed = d; return 0; }
+int cuptiActivityRegisterCallbacks(req_fn r, done_fn d) {
+	requested = r;
+	completed = d;
+	dropped_reported = 0;
+	nmade = 0;
+	if (mode("predropped")) dropped_pending += 5;
+	return 0;
+}
 int cuptiActivityEnable(int kind) {
 	(void)kind;
 	return mode("busy") ? DR_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED : 0;
@@ -68,8 +89,8 @@ int cuptiEnableCallback(uint32_t e, void* s, int d, uint32_t c) {
 int cuptiGetTimestamp(uint64_t* t) { *t = 42; return 0; }
 int cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t* n) {
 	(void)c; (void)s;
-	*n = dropped_once;
-	dropped_once = 0;
+	*n = dropped_pending;
+	dropped_pending = 0;
 	return 0;
 }
 
@@ -91,23 +112,67 @@ int cuptiActivityGetNextRecord(uint8_t* buf, size_t valid, void** rec) {
 	return 0;
 }
 
+static void node_made(uint64_t node) {
+	if (subscribed != NULL && node_callback_on) {
+		uint8_t graph[64], res[24];
+		memset(graph, 0, sizeof graph);
+		memset(res, 0, sizeof res);
+		put64(graph, DR_CUPTI_GRAPHDATA_NODE, node);
+		void* desc = graph;
+		memcpy(res + DR_CUPTI_RESOURCEDATA_DESCRIPTOR, &desc, sizeof desc);
+		subscribed(NULL, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, res);
+	}
+}
+
+static void put_kernel(uint64_t start, uint64_t end, uint64_t node) {
+	uint8_t* k = pending + npending;
+	memset(k, 0, DR_CUPTI_KERNEL10_SIZE);
+	put32(k, 0, DR_CUPTI_KIND_CONCURRENT_KERNEL);
+	put64(k, DR_CUPTI_KERNEL10_START, start);
+	put64(k, DR_CUPTI_KERNEL10_END, end);
+	put32(k, DR_CUPTI_KERNEL10_DEVICE_ID, 0);
+	put32(k, DR_CUPTI_KERNEL10_STREAM_ID, 7);
+	put32(k, DR_CUPTI_KERNEL10_CORRELATION_ID, corr);
+	put64(k, DR_CUPTI_KERNEL10_GRAPH_NODE_ID, node);
+	npending += DR_CUPTI_KERNEL10_SIZE;
+}
+
+static void put_correlation(uint64_t id) {
+	uint8_t* e = pending + npending;
+	memset(e, 0, DR_CUPTI_EXTCORR_SIZE);
+	put32(e, 0, DR_CUPTI_KIND_EXTERNAL_CORRELATION);
+	put32(e, DR_CUPTI_EXTCORR_EXTERNAL_KIND, DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+	put64(e, DR_CUPTI_EXTCORR_EXTERNAL_ID, id);
+	put32(e, DR_CUPTI_EXTCORR_CORRELATION_ID, corr);
+	npending += DR_CUPTI_EXTCORR_SIZE;
+}
+
 int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
 	if (kind != DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || depth == 16) return 1;
 	stack[depth++] = id;
+	if (mode("replays")) {
+		const uint64_t marker = (uint64_t)1 << 62;
+		if (id < marker) {
+			if (nmade < 16) {
+				made[nmade] = 2000 + id;
+				node_made(made[nmade++]);
+			}
+			return 0;
+		}
+		put_correlation(id);
+		for (int i = 0; i < nmade; i++) {
+			uint64_t start = 10000 * (id - marker + 1) + 100 * (uint64_t)i;
+			put_kernel(start, start + 50, made[i]);
+		}
+		corr++;
+		return 0;
+	}
 	uint64_t node = 0;
 	if (mode("nodes")) {
 		// A node made under the push: its id is its handle (see
 		// cuptiGetGraphNodeId above).
 		node = 1000 + id;
-		if (subscribed != NULL && node_callback_on) {
-			uint8_t graph[64], res[24];
-			memset(graph, 0, sizeof graph);
-			memset(res, 0, sizeof res);
-			put64(graph, DR_CUPTI_GRAPHDATA_NODE, node);
-			void* desc = graph;
-			memcpy(res + DR_CUPTI_RESOURCEDATA_DESCRIPTOR, &desc, sizeof desc);
-			subscribed(NULL, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, res);
-		}
+		node_made(node);
 		corr += 100; // a correlation nothing names
 		goto kernel;
 	}
@@ -123,24 +188,9 @@ int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
 		}
 		goto kernel;
 	}
-	uint8_t* e = pending + npending;
-	memset(e, 0, DR_CUPTI_EXTCORR_SIZE);
-	put32(e, 0, DR_CUPTI_KIND_EXTERNAL_CORRELATION);
-	put32(e, DR_CUPTI_EXTCORR_EXTERNAL_KIND, DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
-	put64(e, DR_CUPTI_EXTCORR_EXTERNAL_ID, id);
-	put32(e, DR_CUPTI_EXTCORR_CORRELATION_ID, corr);
-	npending += DR_CUPTI_EXTCORR_SIZE;
-kernel:;
-	uint8_t* k = pending + npending;
-	memset(k, 0, DR_CUPTI_KERNEL10_SIZE);
-	put32(k, 0, DR_CUPTI_KIND_CONCURRENT_KERNEL);
-	put64(k, DR_CUPTI_KERNEL10_START, 1000 * id);
-	put64(k, DR_CUPTI_KERNEL10_END, 1000 * id + 500);
-	put32(k, DR_CUPTI_KERNEL10_DEVICE_ID, 0);
-	put32(k, DR_CUPTI_KERNEL10_STREAM_ID, 7);
-	put32(k, DR_CUPTI_KERNEL10_CORRELATION_ID, corr);
-	put64(k, DR_CUPTI_KERNEL10_GRAPH_NODE_ID, node);
-	npending += DR_CUPTI_KERNEL10_SIZE;
+	put_correlation(id);
+kernel:
+	put_kernel(1000 * id, 1000 * id + 500, node);
 	corr++;
 	return 0;
 }
@@ -160,6 +210,10 @@ int cuptiActivityFlushAll(uint32_t flag) {
 	if (buf == NULL || size < npending) return 8;
 	memcpy(buf, pending, npending);
 	size_t valid = npending;
+	if (valid > 0 && !dropped_reported) {
+		dropped_pending += 3;
+		dropped_reported = 1;
+	}
 	npending = 0;
 	completed(NULL, 0, buf, size, valid);
 	return 0;

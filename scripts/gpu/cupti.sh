@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # CUPTI checks on the GPU machine, from the checkout's root, with the test
 # binary scripts/gpu-build.sh left in .gpu/: the layout check and the record
-# tests (verbose, so their logs show the CUPTI version and record counts),
-# then the tracing floor benchmark alone in its own process (CUPTI, once
-# loaded, stays in the process). Logs go to OUTDIR.
+# tests (verbose, so their logs show the CUPTI version and record counts,
+# CUPTI's dropped count and dagrun's losses apart, and the sink's
+# diagnostics), the replays traced back to back (TestCUPTIGraphReplayMarkers,
+# TestCUPTISessionReplayBatch), then the tracing floor benchmark alone in its
+# own process (CUPTI, once loaded, stays in the process). Logs go to OUTDIR.
 set -uo pipefail
 out=${1:?usage: scripts/gpu/cupti.sh OUTDIR}
 mkdir -p "$out"
@@ -11,9 +13,11 @@ export DAGRUN_REQUIRE_GPU=1
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 status=0
 root=$PWD
-(cd cuda && "$root/.gpu/cuda.test" -test.v -test.run 'CUPTI|ResolveRecords|ResolveGraphNodes' -test.timeout 300s) >"$out/cupti-tests.log" 2>&1 || status=1
+(cd cuda && "$root/.gpu/cuda.test" -test.v -test.run 'CUPTI|ResolveRecords|ResolveGraphNodes|ResolveReplayMarkers' -test.timeout 300s) >"$out/cupti-tests.log" 2>&1 || status=1
 (cd cuda && DAGRUN_BENCH_CUPTI=1 "$root/.gpu/cuda.test" -test.run '^$' -test.bench 'CUPTITracing' \
 	-test.benchtime "${BENCHTIME:-30x}" -test.timeout 300s) >"$out/cupti-bench.log" 2>&1 || status=1
 grep -E '^(--- |ok|FAIL|PASS)' "$out/cupti-tests.log"
+# Where records went missing: CUPTI's count, dagrun's, and the sink's view.
+grep -E 'dropped by CUPTI|sink: |replays read' "$out/cupti-tests.log"
 grep -E '^Benchmark' "$out/cupti-bench.log"
 exit $status

@@ -7,7 +7,8 @@
 #  2. Estimated against measured makespan per example, eager and replayed,
 #     after one profiled eager run (the ratio per example and mode).
 #  3. Tracing cost: BenchmarkCUPTISessionTracing (workload E eager, CUPTI
-#     against events; a replay of workload C) in a process of its own.
+#     against events; workload C replayed 50 times back to back, traced
+#     against untraced, raw and through sessions) in a process of its own.
 # Logs and JSON reports go to OUTDIR.
 set -u
 out=${1:?usage: scripts/gpu/profile.sh OUTDIR}
@@ -71,7 +72,7 @@ echo "== tracing cost (BenchmarkCUPTISessionTracing)"
 if [ -x .gpu/cuda.test ]; then
 	(cd cuda && DAGRUN_BENCH_CUPTI=1 DAGRUN_REQUIRE_GPU=1 "../.gpu/cuda.test" -test.run '^$' -test.bench 'CUPTISessionTracing' \
 		-test.benchtime "${BENCHTIME:-30x}" -test.timeout 300s) >"$out/tracing-bench.log" 2>&1 || status=1
-	grep -E '^(Benchmark|--- FAIL|FAIL)' "$out/tracing-bench.log"
+	grep -E '^(Benchmark|--- FAIL|FAIL)|medians over' "$out/tracing-bench.log"
 else
 	echo "tracing cost: skipped: .gpu/cuda.test was not built"
 fi
