@@ -34,28 +34,15 @@ func New(g *dag.Graph, opts Options) (*Plan, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if opts.Strategy == Best {
-		list := plan(g, opts, ListScheduling, nil)
-		declared := plan(g, opts, DeclarationOrder, nil)
-		if declared.Stats.Makespan < list.Stats.Makespan {
-			return declared, nil
-		}
-		return list, nil
-	}
-	return plan(g, opts, opts.Strategy, nil), nil
+	return planStrategy(g, opts), nil
 }
 
-// plan plans the checked graph g with strategy; ordered, when not nil,
-// overrides which kinds keep their declaration order (for tests).
-func plan(g *dag.Graph, opts Options, strategy Strategy, ordered func(dag.OpKind) bool) *Plan {
+// plan plans the checked graph g with ops placed in the given ordering;
+// ordered, when not nil, overrides which kinds keep their declaration order
+// (for tests).
+func plan(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool) *Plan {
 	a := newAssigner(g, opts)
-	var order placer = &declarationOrder{n: int32(len(g.Ops))}
-	if strategy == ListScheduling {
-		if ordered == nil {
-			ordered = func(k dag.OpKind) bool { return factsOf(k).ordered }
-		}
-		order = newListOrder(a, ordered)
-	}
+	order := by.placer(a, ordered)
 	for {
 		i, pool, ok := order.next()
 		if !ok {
@@ -79,7 +66,7 @@ func plan(g *dag.Graph, opts Options, strategy Strategy, ordered func(dag.OpKind
 		Makespan:     time.Duration(makespan),
 		CriticalPath: time.Duration(a.critical),
 		Mode:         opts.Mode,
-		Strategy:     strategy,
+		Strategy:     by.strategy(),
 	}
 	return p
 }
