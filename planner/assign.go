@@ -9,16 +9,19 @@ import (
 )
 
 // New plans g onto streams: it orders the ops for placement by opts'
-// Strategy (list scheduling by default), assigns each to a stream of its
-// device, priority and kind, inserts the event records and waits that the
+// Strategy (list scheduling by default, which plans up to three orderings
+// and keeps the shortest estimate where the first is over 1% above a lower
+// bound: see ListScheduling), assigns each to a stream of its device,
+// priority and kind, inserts the event records and waits that the
 // dependencies across streams need (leaving out waits that earlier ones
 // already imply), and lays out one global submission order. The same graph
 // and options always give the same plan. Errors name the op or option at
 // fault.
 //
 // It runs in O((V+E)·S + V log V) time for V ops, E dependencies and at
-// most S streams in a pool (times the number of pools, which is small), with
-// a few words of memory per op and per wait.
+// most S streams in a pool (times the number of pools, which is small, and
+// the orderings planned, three at most), with a few words of memory per op
+// and per wait.
 func New(g *dag.Graph, opts Options) (*Plan, error) {
 	if g == nil {
 		return nil, errors.New("planner: no graph to plan")
