@@ -8,8 +8,9 @@
 // can start earliest on its best stream, ties to the longest path to the end
 // of the graph, then the higher priority, then declaration order), so the
 // plan does not depend on the order the user declared the work in; where
-// that plan is more than 1% above a lower bound, it also tries a lookahead
-// and declaration order and keeps the shortest estimate. DeclarationOrder
+// that plan is more than 1% above a lower bound (on graphs of up to 16,384
+// ops), it also tries a lookahead and declaration order and keeps the
+// shortest estimate. DeclarationOrder
 // keeps the planner's first strategy for comparison, and Best always plans
 // every ordering and keeps the shortest estimate. Each op goes on the stream
 // of its pool where it starts earliest counting what its waits cost, and

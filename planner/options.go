@@ -37,9 +37,11 @@ const (
 	// a lookahead (an op that can start within half the mean op cost of the
 	// earliest start counts as starting then, so the longer path to the end
 	// goes first) and in declaration order, and keeps the shortest
-	// estimate, the earlier of these on a tie. Its plan is therefore never
-	// more than 1% longer than DeclarationOrder's. Most large graphs meet
-	// the bound and are planned once; the others cost three plans.
+	// estimate, the earlier of these on a tie; it does so on graphs of up
+	// to 16,384 ops, where the two more plans cost tens of milliseconds at
+	// most (BENCHMARKS.md). Its plan is
+	// therefore never more than 1% longer than DeclarationOrder's on those
+	// graphs, and on any graph whose first plan meets the bound.
 	ListScheduling Strategy = iota
 	// DeclarationOrder places ops in the order they were declared, each on
 	// the stream where it can start earliest (the planner's first strategy,

@@ -327,11 +327,10 @@ func (o ordering) strategy() Strategy {
 //
 // List scheduling plans by earliest start first and keeps that plan when
 // its estimate is within 1% of lowerBound: no plan can then be more than
-// 1% shorter. Otherwise it also plans with a lookahead and in declaration
-// order and keeps the shortest estimate, so that it is never longer than
-// the declaration order's plan by more than 1%. Graphs whose plan meets the
-// bound (chains, wide regular graphs, most large graphs) pay for one
-// ordering; the others for three. Best always plans all three.
+// 1% shorter. Otherwise, on graphs of up to maxTriedOps ops, it also plans
+// with a lookahead and in declaration order and keeps the shortest
+// estimate, so that it is never longer than the declaration order's plan
+// by more than 1%. Best plans all three on any graph.
 func planStrategy(g *dag.Graph, opts Options) *Plan {
 	switch opts.Strategy {
 	case DeclarationOrder:
@@ -340,12 +339,21 @@ func planStrategy(g *dag.Graph, opts Options) *Plan {
 		return shortest(g, opts, nil, byEarliestStart, byLookahead, byDeclaration)
 	}
 	p := plan(g, opts, byEarliestStart, nil)
-	if closeEnough(int64(p.Stats.Makespan), int64(p.Stats.CriticalPath)) ||
+	if len(g.Ops) > maxTriedOps ||
+		closeEnough(int64(p.Stats.Makespan), int64(p.Stats.CriticalPath)) ||
 		closeEnough(int64(p.Stats.Makespan), lowerBound(g, opts, p)) {
 		return p
 	}
 	return shortest(g, opts, p, byLookahead, byDeclaration)
 }
+
+// maxTriedOps is the largest graph on which list scheduling tries its
+// other orderings. They triple the planning time, which a graph of this
+// size pays in tens of milliseconds (BENCHMARKS.md: 85 ms for all three at
+// 16,384 ops on the loaded build machine), while a graph of a million ops,
+// whose eager host submissions alone keep its plan above the bound, would
+// take seconds more to plan.
+const maxTriedOps = 1 << 14
 
 // closeEnough says whether a makespan is within 1% of a lower bound.
 func closeEnough(makespan, bound int64) bool {
