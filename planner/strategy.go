@@ -33,19 +33,19 @@ func (d *declarationOrder) placed(int32) {}
 // listOrder is list scheduling: among the ops whose dependencies are
 // placed, the one that can start earliest on its pool's first free stream,
 // ties broken by bottom level, then priority, then ID. With a lookahead
-// window, an op that can start within the window of its pool's first free
-// stream counts as starting then: the longer path to the end goes first,
-// even where that leaves the stream idle for a moment.
+// window (nextInWindow), every op that can start within the window of the
+// earliest start counts as starting then: the longer path to the end goes
+// first, even where that leaves a stream idle for a moment.
 //
 // Each pool keeps two heaps: ops still waiting for their inputs, by the
 // time their inputs are ready, and ops ready by the time the pool has a free
-// stream (plus the window), by bottom level. A pool's earliest free time
-// only grows, so an op moves from the first heap to the second once.
-// Choosing the next op looks at the top of each pool's heaps: O(log V) per
-// op plus the pools.
+// stream (with a window: by the earliest start plus the window), by bottom
+// level. Those times only grow, so an op moves from the first heap to the
+// second once. Choosing the next op looks at the top of each pool's heaps:
+// O(log V) per op plus the pools.
 type listOrder struct {
 	a       *assigner
-	window  int64
+	window  int64   // the lookahead; 0: none
 	ready   []int64 // per released op: when its last dependency finishes
 	missing []int32 // per op: dependencies (and ordered predecessors) not yet placed
 	succOff []int32 // the successors of op i are succ[succOff[i]:succOff[i+1]]
@@ -142,14 +142,14 @@ func (l *listOrder) next() (int32, int32, bool) {
 			continue
 		}
 		free := l.a.poolFree(int32(p))
-		for horizon := satAdd(free, l.window); len(q.waiting.ids) > 0 && l.ready[q.waiting.ids[0]] <= horizon; {
+		for len(q.waiting.ids) > 0 && l.ready[q.waiting.ids[0]] <= free {
 			q.ready.push(q.waiting.pop())
 		}
-		h := &q.ready
+		h, start := &q.ready, free
 		if len(h.ids) == 0 {
 			h = &q.waiting
+			start = l.ready[h.ids[0]]
 		}
-		start := max(free, l.ready[h.ids[0]])
 		if id := h.ids[0]; best < 0 || start < bestStart || start == bestStart && l.before(id, best) {
 			best, bestStart, from = id, start, h
 		}
