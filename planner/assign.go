@@ -11,8 +11,9 @@ import (
 // New plans g onto streams: it orders the ops for placement by opts'
 // Strategy (list scheduling by default, which on graphs of up to 16,384
 // ops plans up to three orderings and keeps the shortest estimate where the
-// first is over 1% above a lower bound: see ListScheduling), assigns each to a stream of its device,
-// priority and kind, inserts the event records and waits that the
+// first is over 1% above a lower bound: see ListScheduling), assigns each
+// to a stream of its device, priority and kind, inserts the event records
+// and waits that the
 // dependencies across streams need (leaving out waits that earlier ones
 // already imply), and lays out one global submission order. The same graph
 // and options always give the same plan. Errors name the op or option at
