@@ -13,11 +13,10 @@ import (
 // ops plans up to three orderings and keeps the shortest estimate where the
 // first is over 1% above a lower bound: see ListScheduling), assigns each
 // to a stream of its device, priority and kind, inserts the event records
-// and waits that the
-// dependencies across streams need (leaving out waits that earlier ones
-// already imply), and lays out one global submission order. The same graph
-// and options always give the same plan. Errors name the op or option at
-// fault.
+// and waits that the dependencies across streams need (leaving out waits
+// that earlier ones already imply), and lays out one global submission
+// order. The same graph and options always give the same plan. Errors name
+// the op or option at fault.
 //
 // It runs in O((V+E)·S + V log V) time for V ops, E dependencies and at
 // most S streams in a pool (times the number of pools, which is small, and
