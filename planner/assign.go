@@ -9,16 +9,19 @@ import (
 )
 
 // New plans g onto streams: it orders the ops for placement by opts'
-// Strategy (list scheduling by default), assigns each to a stream of its
-// device, priority and kind, inserts the event records and waits that the
-// dependencies across streams need (leaving out waits that earlier ones
-// already imply), and lays out one global submission order. The same graph
-// and options always give the same plan. Errors name the op or option at
-// fault.
+// Strategy (list scheduling by default, which on graphs of up to 16,384
+// ops plans up to three orderings and keeps the shortest estimate where the
+// first is over 1% above a lower bound: see ListScheduling), assigns each
+// to a stream of its device, priority and kind, inserts the event records
+// and waits that the dependencies across streams need (leaving out waits
+// that earlier ones already imply), and lays out one global submission
+// order. The same graph and options always give the same plan. Errors name
+// the op or option at fault.
 //
 // It runs in O((V+E)·S + V log V) time for V ops, E dependencies and at
-// most S streams in a pool (times the number of pools, which is small), with
-// a few words of memory per op and per wait.
+// most S streams in a pool (times the number of pools, which is small, and
+// the orderings planned, three at most), with a few words of memory per op
+// and per wait.
 func New(g *dag.Graph, opts Options) (*Plan, error) {
 	if g == nil {
 		return nil, errors.New("planner: no graph to plan")
@@ -34,28 +37,15 @@ func New(g *dag.Graph, opts Options) (*Plan, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if opts.Strategy == Best {
-		list := plan(g, opts, ListScheduling, nil)
-		declared := plan(g, opts, DeclarationOrder, nil)
-		if declared.Stats.Makespan < list.Stats.Makespan {
-			return declared, nil
-		}
-		return list, nil
-	}
-	return plan(g, opts, opts.Strategy, nil), nil
+	return planStrategy(g, opts), nil
 }
 
-// plan plans the checked graph g with strategy; ordered, when not nil,
-// overrides which kinds keep their declaration order (for tests).
-func plan(g *dag.Graph, opts Options, strategy Strategy, ordered func(dag.OpKind) bool) *Plan {
+// plan plans the checked graph g with ops placed in the given ordering;
+// ordered, when not nil, overrides which kinds keep their declaration order
+// (for tests).
+func plan(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool) *Plan {
 	a := newAssigner(g, opts)
-	var order placer = &declarationOrder{n: int32(len(g.Ops))}
-	if strategy == ListScheduling {
-		if ordered == nil {
-			ordered = func(k dag.OpKind) bool { return factsOf(k).ordered }
-		}
-		order = newListOrder(a, ordered)
-	}
+	order := by.placer(a, ordered)
 	for {
 		i, pool, ok := order.next()
 		if !ok {
@@ -79,7 +69,7 @@ func plan(g *dag.Graph, opts Options, strategy Strategy, ordered func(dag.OpKind
 		Makespan:     time.Duration(makespan),
 		CriticalPath: time.Duration(a.critical),
 		Mode:         opts.Mode,
-		Strategy:     strategy,
+		Strategy:     by.strategy(),
 	}
 	return p
 }

@@ -7,9 +7,12 @@
 // list scheduling (among the ops whose dependencies are placed, the one that
 // can start earliest on its best stream, ties to the longest path to the end
 // of the graph, then the higher priority, then declaration order), so the
-// plan does not depend on the order the user declared the work in;
-// DeclarationOrder keeps the planner's first strategy for comparison, and
-// Best plans both and keeps the shorter estimate. Each op goes on the stream
+// plan does not depend on the order the user declared the work in; where
+// that plan is more than 1% above a lower bound (on graphs of up to 16,384
+// ops), it also tries a lookahead and declaration order and keeps the
+// shortest estimate. DeclarationOrder
+// keeps the planner's first strategy for comparison, and Best always plans
+// every ordering and keeps the shortest estimate. Each op goes on the stream
 // of its pool where it starts earliest counting what its waits cost, and
 // continues a dependency's chain where that costs nothing. Kinds that must
 // keep their declaration order (collectives) keep it under every strategy.

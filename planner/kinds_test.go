@@ -43,10 +43,10 @@ func TestOrderedKindsKeepDeclarationOrder(t *testing.T) {
 	opts, err := Options{Streams: 1}.withDefaults()
 	require.NoError(t, err)
 
-	free := plan(g, opts, ListScheduling, nil)
+	free := plan(g, opts, byEarliestStart, nil)
 	assert.Equal(t, []int32{2, 1, 0}, runOrder(free), "longest first when nothing is ordered")
 
-	ordered := plan(g, opts, ListScheduling, func(k dag.OpKind) bool { return k == dag.Launch })
+	ordered := plan(g, opts, byEarliestStart, func(k dag.OpKind) bool { return k == dag.Launch })
 	assert.Equal(t, []int32{0, 1, 2}, runOrder(ordered), "declaration order for an ordered kind")
 	require.NoError(t, Verify(ordered))
 }

@@ -31,17 +31,29 @@ const maxSMs = 1 << 16
 type Strategy uint8
 
 const (
-	// ListScheduling places, among the ops whose dependencies are placed,
-	// the one that can start earliest on its best stream; ties go to the
-	// op with the longest cost path to the end of the graph, then to the
-	// higher priority, then to the op declared first.
+	// ListScheduling (the default) places, among the ops whose
+	// dependencies are placed, the one that can start earliest on its best
+	// stream; ties go to the op with the longest cost path to the end of
+	// the graph, then to the higher priority, then to the op declared
+	// first. When that plan's estimate is more than 1% above a lower bound
+	// (the largest of the critical path, each stream pool's work over its
+	// streams, and the host's submission of every op), it also plans with
+	// a lookahead (an op that can start within half the mean op cost of the
+	// earliest start counts as starting then, so the longer path to the end
+	// goes first) and in declaration order, and keeps the shortest
+	// estimate, the earlier of these on a tie; it does so on graphs of up
+	// to 16,384 ops, where the two more plans cost tens of milliseconds at
+	// most (BENCHMARKS.md). Its plan is
+	// therefore never more than 1% longer than DeclarationOrder's on those
+	// graphs, and on any graph whose first plan meets the bound.
 	ListScheduling Strategy = iota
 	// DeclarationOrder places ops in the order they were declared, each on
 	// the stream where it can start earliest (the planner's first strategy,
 	// kept for comparison).
 	DeclarationOrder
-	// Best plans with both strategies above and keeps the plan with the
-	// shorter estimated makespan (list scheduling on a tie).
+	// Best plans with all three orderings of ListScheduling whatever the
+	// bound says and keeps the plan with the shortest estimate (the earlier
+	// ordering on a tie); it is never longer than ListScheduling's.
 	Best
 
 	numStrategies // keep last

@@ -98,5 +98,5 @@ type Stats struct {
 	Makespan     time.Duration // estimated by Simulate under the cost model, for a run of Mode
 	CriticalPath time.Duration // the longest chain of dependencies under the cost model: no plan can beat it
 	Mode         Mode          // the kind of run Makespan is estimated for
-	Strategy     Strategy      // the strategy that placed the ops (for Best: the one whose plan was kept)
+	Strategy     Strategy      // the strategy that placed the ops (for ListScheduling and Best: the one whose plan was kept)
 }

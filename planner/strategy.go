@@ -32,15 +32,20 @@ func (d *declarationOrder) placed(int32) {}
 
 // listOrder is list scheduling: among the ops whose dependencies are
 // placed, the one that can start earliest on its pool's first free stream,
-// ties broken by bottom level, then priority, then ID.
+// ties broken by bottom level, then priority, then ID. With a lookahead
+// window (nextInWindow), every op that can start within the window of the
+// earliest start counts as starting then: the longer path to the end goes
+// first, even where that leaves a stream idle for a moment.
 //
 // Each pool keeps two heaps: ops still waiting for their inputs, by the
 // time their inputs are ready, and ops ready by the time the pool has a free
-// stream, by bottom level. A pool's earliest free time only grows, so an op
-// moves from the first heap to the second once. Choosing the next op looks
-// at the top of each pool's heaps: O(log V) per op plus the pools.
+// stream (with a window: by the earliest start plus the window), by bottom
+// level. Those times only grow, so an op moves from the first heap to the
+// second once. Choosing the next op looks at the top of each pool's heaps:
+// O(log V) per op plus the pools.
 type listOrder struct {
 	a       *assigner
+	window  int64   // the lookahead; 0: none
 	ready   []int64 // per released op: when its last dependency finishes
 	missing []int32 // per op: dependencies (and ordered predecessors) not yet placed
 	succOff []int32 // the successors of op i are succ[succOff[i]:succOff[i+1]]
@@ -55,12 +60,17 @@ type listOrder struct {
 type poolQueue struct {
 	waiting opHeap // by ready time, then listOrder.before
 	ready   opHeap // by listOrder.before
+	// early holds the ops of ready by ready time, with a window: the
+	// earliest of them bounds when the pool can start one. Placed ops leave
+	// it lazily, when they come to the top.
+	early opHeap
 }
 
-func newListOrder(a *assigner, ordered func(dag.OpKind) bool) *listOrder {
+func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *listOrder {
 	n := len(a.ops)
 	l := &listOrder{
 		a:       a,
+		window:  window,
 		ready:   make([]int64, n),
 		missing: make([]int32, n),
 		succOff: make([]int32, n+1),
@@ -122,12 +132,15 @@ func (l *listOrder) release(i int32) {
 		q++
 	}
 	for int(q) >= len(l.queues) {
-		l.queues = append(l.queues, poolQueue{waiting: opHeap{l: l, byReady: true}, ready: opHeap{l: l}})
+		l.queues = append(l.queues, poolQueue{waiting: opHeap{l: l, byReady: true}, ready: opHeap{l: l}, early: opHeap{l: l, byReady: true}})
 	}
 	l.queues[q].waiting.push(i)
 }
 
 func (l *listOrder) next() (int32, int32, bool) {
+	if l.window > 0 {
+		return l.nextInWindow()
+	}
 	best, bestStart := int32(-1), int64(0)
 	var from *opHeap
 	for qi := range l.queues {
@@ -135,11 +148,7 @@ func (l *listOrder) next() (int32, int32, bool) {
 		if len(q.waiting.ids) == 0 && len(q.ready.ids) == 0 {
 			continue
 		}
-		p := int32(qi / 2)
-		free := l.a.poolFree(p)
-		if qi%2 == 1 {
-			free = max(free, l.a.smFreeOf(l.a.pools[p].key.device))
-		}
+		free := l.queueFree(qi)
 		for len(q.waiting.ids) > 0 && l.ready[q.waiting.ids[0]] <= free {
 			q.ready.push(q.waiting.pop())
 		}
@@ -157,6 +166,69 @@ func (l *listOrder) next() (int32, int32, bool) {
 	}
 	from.pop()
 	return best, l.opPool[best], true
+}
+
+// nextInWindow is next with a window: t0 is the earliest time any
+// released op can start, and among the ops that can start by t0 + window,
+// the one first by before goes. t0 never decreases (every op starts at t0
+// or later, and its successors are ready later still), so an op moves from
+// waiting to ready once.
+func (l *listOrder) nextInWindow() (int32, int32, bool) {
+	t0 := int64(-1)
+	for p := range l.queues {
+		q := &l.queues[p]
+		for len(q.early.ids) > 0 && l.missing[q.early.ids[0]] < 0 {
+			q.early.pop()
+		}
+		r := int64(-1)
+		if len(q.early.ids) > 0 {
+			r = l.ready[q.early.ids[0]]
+		}
+		if len(q.waiting.ids) > 0 && (r < 0 || l.ready[q.waiting.ids[0]] < r) {
+			r = l.ready[q.waiting.ids[0]]
+		}
+		if r < 0 {
+			continue
+		}
+		if s := max(r, l.queueFree(p)); t0 < 0 || s < t0 {
+			t0 = s
+		}
+	}
+	if t0 < 0 {
+		return 0, 0, false
+	}
+	horizon := satAdd(t0, l.window)
+	best := int32(-1)
+	var from *opHeap
+	for p := range l.queues {
+		q := &l.queues[p]
+		if len(q.waiting.ids) == 0 && len(q.ready.ids) == 0 || l.queueFree(p) > horizon {
+			continue
+		}
+		for len(q.waiting.ids) > 0 && l.ready[q.waiting.ids[0]] <= horizon {
+			i := q.waiting.pop()
+			q.ready.push(i)
+			q.early.push(i)
+		}
+		if len(q.ready.ids) > 0 && (best < 0 || l.before(q.ready.ids[0], best)) {
+			best, from = q.ready.ids[0], &q.ready
+		}
+	}
+	from.pop()
+	l.missing[best] = -1 // placed: early drops it
+	return best, l.opPool[best], true
+}
+
+// queueFree is the earliest time an op of queue qi can start for want of a
+// stream: its pool's first free stream, and for ops that fill the device,
+// the device's multiprocessors as well.
+func (l *listOrder) queueFree(qi int) int64 {
+	p := int32(qi / 2)
+	free := l.a.poolFree(p)
+	if qi%2 == 1 {
+		free = max(free, l.a.smFreeOf(l.a.pools[p].key.device))
+	}
+	return free
 }
 
 func (l *listOrder) placed(i int32) {
@@ -232,4 +304,121 @@ func (h *opHeap) pop() int32 {
 		heap.Fix(h, 0)
 	}
 	return id
+}
+
+// ordering is one order in which to place ops; a strategy plans with one
+// or more.
+type ordering uint8
+
+const (
+	byEarliestStart ordering = iota // listOrder
+	byLookahead                     // listOrder with a window of half the mean op
+	byDeclaration                   // declarationOrder
+)
+
+func (o ordering) placer(a *assigner, ordered func(dag.OpKind) bool) placer {
+	if o == byDeclaration {
+		return &declarationOrder{n: int32(len(a.ops))}
+	}
+	if ordered == nil {
+		ordered = func(k dag.OpKind) bool { return factsOf(k).ordered }
+	}
+	var window int64
+	if o == byLookahead && len(a.dur) > 0 {
+		var sum int64
+		for _, d := range a.dur {
+			sum = satAdd(sum, d)
+		}
+		window = sum / int64(len(a.dur)) / 2
+	}
+	return newListOrder(a, ordered, window)
+}
+
+// strategy is the strategy an ordering belongs to, for Stats.
+func (o ordering) strategy() Strategy {
+	if o == byDeclaration {
+		return DeclarationOrder
+	}
+	return ListScheduling
+}
+
+// planStrategy plans the checked graph g by opts.Strategy.
+//
+// List scheduling plans by earliest start first and keeps that plan when
+// its estimate is within 1% of lowerBound: no plan can then be more than
+// 1% shorter. Otherwise, on graphs of up to maxTriedOps ops, it also plans
+// with a lookahead and in declaration order and keeps the shortest
+// estimate, so that it is never longer than the declaration order's plan
+// by more than 1%. Best plans all three on any graph.
+func planStrategy(g *dag.Graph, opts Options) *Plan {
+	switch opts.Strategy {
+	case DeclarationOrder:
+		return plan(g, opts, byDeclaration, nil)
+	case Best:
+		return shortest(g, opts, nil, byEarliestStart, byLookahead, byDeclaration)
+	}
+	p := plan(g, opts, byEarliestStart, nil)
+	if len(g.Ops) > maxTriedOps ||
+		closeEnough(int64(p.Stats.Makespan), int64(p.Stats.CriticalPath)) ||
+		closeEnough(int64(p.Stats.Makespan), lowerBound(g, opts, p)) {
+		return p
+	}
+	return shortest(g, opts, p, byLookahead, byDeclaration)
+}
+
+// maxTriedOps is the largest graph on which list scheduling tries its
+// other orderings. They triple the planning time, which a graph of this
+// size pays in tens of milliseconds (BENCHMARKS.md: 85 ms for all three at
+// 16,384 ops on the loaded build machine), while a graph of a million ops,
+// whose eager host submissions alone keep its plan above the bound, would
+// take seconds more to plan.
+const maxTriedOps = 1 << 14
+
+// closeEnough says whether a makespan is within 1% of a lower bound.
+func closeEnough(makespan, bound int64) bool {
+	return makespan <= satAdd(bound, bound/100)
+}
+
+// shortest returns the plan with the shortest estimate among first (when
+// not nil) and those of the orderings, the earlier on a tie.
+func shortest(g *dag.Graph, opts Options, first *Plan, by ...ordering) *Plan {
+	best := first
+	for _, o := range by {
+		if p := plan(g, opts, o, nil); best == nil || p.Stats.Makespan < best.Stats.Makespan {
+			best = p
+		}
+	}
+	return best
+}
+
+// lowerBound is a makespan no plan of g under opts can beat: the largest of
+// the critical path, each pool's work over the streams it may have (as
+// poolFor allows: the budget for compute, one stream otherwise), and the
+// host's submissions of every op, one after another (for an eager run, the
+// ops alone; for a replay, the graph launch's per-op time). p is a plan of
+// g, whose streams tell each op's pool.
+func lowerBound(g *dag.Graph, opts Options, p *Plan) int64 {
+	ov := OverheadsOf(opts.Cost)
+	perOp := ov.Submit
+	if opts.Mode == Replay {
+		perOp = ov.ReplayOp
+	}
+	b := max(int64(p.Stats.CriticalPath), satMul(nonNegative(perOp), int64(len(g.Ops))))
+	work := make([]int64, len(p.Streams))
+	for i, s := range p.OpStream {
+		work[s] = satAdd(work[s], nonNegative(opts.Cost.Duration(g.Ops[i])))
+	}
+	pools := map[poolKey]int64{}
+	for s, st := range p.Streams {
+		k := poolKey{device: st.Device, priority: st.Priority, kind: st.Kind}
+		pools[k] = satAdd(pools[k], work[s])
+	}
+	for k, w := range pools {
+		limit := int64(1)
+		if k.kind == Compute {
+			limit = int64(opts.Streams)
+		}
+		b = max(b, w/limit)
+	}
+	return b
 }
