@@ -112,7 +112,7 @@ outputs: [h]
 	c0 := &cli{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
 	s, err := c0.load(path, specFiles{})
 	require.NoError(t, err)
-	p, err := makePlan(s, 0)
+	p, err := makePlan(s, layout{})
 	require.NoError(t, err)
 	require.NotZero(t, p.Stats.Waits, "the test needs a plan with a wait to drop")
 	// Drop the waits: the copy is no longer ordered after the kernel.

@@ -76,8 +76,8 @@ func (c *cli) loadPerfModel(cmd, path string, b device.Backend) (*perfModel, err
 // (when not nil), estimating for mode, with what the backend knows of the
 // machine m (copies between devices, multiprocessors); it records how many ops were costed from
 // measurements.
-func planWithModel(s *spec.Spec, streams int, pm *perfModel, mode planner.Mode, m machine) (*planner.Plan, error) {
-	opts := planOptions(s, streams)
+func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m machine) (*planner.Plan, error) {
+	opts := planOptions(s, l)
 	opts.Mode, opts.Topology, opts.SMs = mode, m.topo, m.sms
 	if pm != nil {
 		opts.Cost = pm.model
@@ -303,12 +303,12 @@ func (f *planPerfFlags) addFlags(fs *flag.FlagSet) {
 // planPerf plans s as makePlan does, or with --perf-model, with the model
 // of the device --backend names (the backend is opened only to name its
 // device) for the mode --graph says.
-func (c *cli) planPerf(s *spec.Spec, streams int, f planPerfFlags) (*planner.Plan, *perfModel, error) {
+func (c *cli) planPerf(s *spec.Spec, l layout, f planPerfFlags) (*planner.Plan, *perfModel, error) {
 	if f.path == "" {
 		if f.graph {
 			return nil, nil, usagef("--graph chooses the mode --perf-model estimates; add --perf-model FILE")
 		}
-		p, err := makePlan(s, streams)
+		p, err := makePlan(s, l)
 		return p, nil, err
 	}
 	b, _, _, err := openBackend(f.backend.value, false)
@@ -326,7 +326,7 @@ func (c *cli) planPerf(s *spec.Spec, streams int, f planPerfFlags) (*planner.Pla
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := planWithModel(s, streams, pm, runMode(f.graph), mach)
+	p, err := planWithModel(s, l, pm, runMode(f.graph), mach)
 	return p, pm, err
 }
 

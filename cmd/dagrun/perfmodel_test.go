@@ -45,13 +45,13 @@ func TestProfileGuided(t *testing.T) {
 		}
 	}
 
-	def, err := planWithModel(s, 0, nil, planner.Eager, machine{})
+	def, err := planWithModel(s, layout{}, nil, planner.Eager, machine{})
 	require.NoError(t, err)
 	measure(def, 5)
 	_, err = pm.save()
 	require.NoError(t, err)
 
-	prof, err := planWithModel(s, 0, pm, planner.Eager, machine{})
+	prof, err := planWithModel(s, layout{}, pm, planner.Eager, machine{})
 	require.NoError(t, err)
 	assert.Equal(t, len(s.Graph.Ops), pm.covered, "every op was measured")
 	// Both plans under the measured model: the profiled one is shorter.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,7 +14,7 @@ import (
 	"github.com/dagrun/dagrun/trace"
 )
 
-const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [-o FILE] [--streams N] [--compare]
+const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [-o FILE] [--streams N] [--strategy S] [--compare]
 
 Plan prints how dagrun would run a spec, without running it: each stream's
 instructions in order (launch, copy, fill, alloc, free, record and wait on
@@ -30,6 +31,9 @@ Flags:
 	                 of standard output
 	--streams N      compute streams per device and priority, 1 to 32
 	                 (default: the spec's run.streams, else 4)
+	--strategy S     how ops are ordered for placement: list (default:
+	                 list scheduling), declared (declaration order, the
+	                 old placement) or best (the shorter estimate)
 	--allow-path DIR let the spec read and write files under DIR too
 	                 (repeatable)
 	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
@@ -61,19 +65,40 @@ func (s *streamsFlag) Set(v string) error {
 	return nil
 }
 
-// makePlan plans s with its run settings, streams overriding them when
-// not 0, and verifies the plan: a plan that fails is a bug, reported as
-// an internal error.
-func makePlan(s *spec.Spec, streams int) (*planner.Plan, error) {
-	return buildPlan(s, planOptions(s, streams))
+// strategyFlag is --strategy: the planner's placement strategy.
+type strategyFlag planner.Strategy
+
+func (s *strategyFlag) String() string { return planner.Strategy(*s).String() }
+
+func (s *strategyFlag) Set(v string) error {
+	st, err := planner.ParseStrategy(v)
+	if err != nil {
+		return errors.New("use list, declared or best")
+	}
+	*s = strategyFlag(st)
+	return nil
+}
+
+// layout is what the command line says about placement: --streams N (0:
+// the spec's run.streams) and --strategy.
+type layout struct {
+	streams  int
+	strategy planner.Strategy
+}
+
+// makePlan plans s with its run settings and the command line's layout
+// over them, and verifies the plan: a plan that fails is a bug, reported
+// as an internal error.
+func makePlan(s *spec.Spec, l layout) (*planner.Plan, error) {
+	return buildPlan(s, planOptions(s, l))
 }
 
 // planOptions are the planner's options for spec s: its run section, with
-// --streams N (when not 0) over its stream budget.
-func planOptions(s *spec.Spec, streams int) planner.Options {
-	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams}
-	if streams != 0 {
-		opts.Streams = streams
+// --streams N (when not 0) over its stream budget, and --strategy.
+func planOptions(s *spec.Spec, l layout) planner.Options {
+	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: l.strategy}
+	if l.streams != 0 {
+		opts.Streams = l.streams
 	}
 	return opts
 }
@@ -98,6 +123,8 @@ func (c *cli) plan(args []string) error {
 	out := fs.String("o", "", "")
 	var streams streamsFlag
 	fs.Var(&streams, "streams", "")
+	var strategy strategyFlag
+	fs.Var(&strategy, "strategy", "")
 	compare := fs.Bool("compare", false, "")
 	var pmf planPerfFlags // perfmodel.go
 	pmf.addFlags(fs)
@@ -117,9 +144,9 @@ func (c *cli) plan(args []string) error {
 	}
 	c.printWarnings(s)
 	if *compare {
-		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, int(streams)) })
+		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, layout{streams: int(streams)}) })
 	}
-	p, pm, err := c.planPerf(s, int(streams), pmf)
+	p, pm, err := c.planPerf(s, layout{streams: int(streams), strategy: planner.Strategy(strategy)}, pmf)
 	if err != nil {
 		return err
 	}

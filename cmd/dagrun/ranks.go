@@ -200,7 +200,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			device = localDevice(m.place.LocalRank, os.Getenv)
 		}
 		moveToDevice(s.Graph, device)
-		p, err := makePlan(s, int(f.streams))
+		p, err := makePlan(s, f.layout())
 		if err != nil {
 			return err
 		}

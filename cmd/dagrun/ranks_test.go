@@ -87,7 +87,7 @@ func TestRankExampleValues(t *testing.T) {
 				s, err := loadSpecFile("../../examples/ranks/data_parallel.yaml", specFiles{saveDir: t.TempDir(), extra: rankOptions(r, n)})
 				require.NoError(t, err)
 				moveToDevice(s.Graph, r)
-				p, err := makePlan(s, 0)
+				p, err := makePlan(s, layout{})
 				require.NoError(t, err)
 				specs, plans = append(specs, s), append(plans, p)
 			}

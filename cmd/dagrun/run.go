@@ -44,6 +44,9 @@ Flags:
 	                 device-to-device copy as peer or via host)
 	--streams N      compute streams per device and priority, 1 to 32;
 	                 overrides run.streams
+	--strategy S     how ops are ordered for placement: list (default),
+	                 declared (the old placement) or best (see dagrun plan
+	                 --compare)
 	--repeat N       run N times; overrides run.repeat
 	--graph          capture the run once as a graph (a CUDA graph on cuda)
 	                 and replay it N times, launched back to back; print the
@@ -136,10 +139,16 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 }
 
 // runFlags are dagrun run's flags.
+// layout is the placement the flags ask for.
+func (f *runFlags) layout() layout {
+	return layout{streams: int(f.streams), strategy: planner.Strategy(f.strategy)}
+}
+
 type runFlags struct {
 	backend   *oneOf
 	noPeer    bool // --no-peer: copies between devices through host memory
 	streams   streamsFlag
+	strategy  strategyFlag
 	repeat    int
 	graph     bool
 	traceFile string
@@ -161,6 +170,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.Var(f.backend, "backend", "")
 	fs.BoolVar(&f.noPeer, "no-peer", false, "")
 	fs.Var(&f.streams, "streams", "")
+	fs.Var(&f.strategy, "strategy", "")
 	fs.IntVar(&f.repeat, "repeat", 0, "")
 	fs.BoolVar(&f.graph, "graph", false, "")
 	fs.StringVar(&f.traceFile, "trace", "", "")
@@ -242,7 +252,7 @@ func (c *cli) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := makePlan(s, int(f.streams))
+	p, err := makePlan(s, f.layout())
 	if err != nil {
 		return err
 	}
@@ -273,7 +283,7 @@ func (c *cli) run(args []string) error {
 	}
 	if pm != nil || mach.known() {
 		// Planned again with what the open backend knows.
-		if p, err = planWithModel(s, int(f.streams), pm, runMode(f.graph), mach); err != nil {
+		if p, err = planWithModel(s, f.layout(), pm, runMode(f.graph), mach); err != nil {
 			return err
 		}
 	}

@@ -109,7 +109,7 @@ func (c *cli) viz(args []string) error {
 			return err
 		}
 		c.printWarnings(s)
-		p, err := makePlan(s, int(streams))
+		p, err := makePlan(s, layout{streams: int(streams)})
 		if err != nil {
 			return err
 		}
