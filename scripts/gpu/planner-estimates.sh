@@ -4,7 +4,9 @@
 # the measured one on the CUDA backend in the same session: an eager run
 # (wall time per run of --repeat 20) and a graph replay (per replay of
 # --graph --repeat 200). Prints one row per example with the ratios
-# estimate / measured. Uses .gpu/dagrun and .gpu/examples from
+# estimate / measured, and the same runs of the plan placed in declaration
+# order (--strategy declared, the old planner) beside: measured list /
+# declared, eager and replayed (issue 13: no regression beyond noise). Uses .gpu/dagrun and .gpu/examples from
 # scripts/gpu-build.sh.
 set -u
 out=${1:?usage: scripts/gpu/planner-estimates.sh OUTDIR}
@@ -14,7 +16,7 @@ if [ ! -x .gpu/dagrun ]; then
 	exit 0
 fi
 status=0
-printf '%-16s %-12s %-12s %-8s %-12s %-12s %-8s\n' example est-eager meas-eager ratio est-replay meas-replay ratio
+printf '%-16s %-12s %-12s %-8s %-12s %-12s %-8s %-12s %-12s %-9s %-9s\n' example est-eager meas-eager ratio est-replay meas-replay ratio old-eager old-replay list/old-e list/old-r
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 for spec in .gpu/examples/*.yaml; do
 	ex=$(basename "$spec" .yaml)
@@ -22,14 +24,16 @@ for spec in .gpu/examples/*.yaml; do
 	case $ex in data_parallel | pipeline_2gpu) [ "$gpus" -ge 2 ] || continue ;; esac
 	if ! .gpu/dagrun plan "$spec" --compare >"$out/est-$ex.txt" 2>"$out/est-$ex.err" ||
 		! .gpu/dagrun run "$spec" --backend cuda --repeat 20 --json >"$out/eager-$ex.json" 2>"$out/eager-$ex.err" ||
-		! .gpu/dagrun run "$spec" --backend cuda --graph --repeat 200 --json >"$out/replay-$ex.json" 2>"$out/replay-$ex.err"; then
+		! .gpu/dagrun run "$spec" --backend cuda --graph --repeat 200 --json >"$out/replay-$ex.json" 2>"$out/replay-$ex.err" ||
+		! .gpu/dagrun run "$spec" --backend cuda --repeat 20 --strategy declared --json >"$out/old-eager-$ex.json" 2>"$out/old-eager-$ex.err" ||
+		! .gpu/dagrun run "$spec" --backend cuda --graph --repeat 200 --strategy declared --json >"$out/old-replay-$ex.json" 2>"$out/old-replay-$ex.err"; then
 		echo "$ex: FAIL (see $out/*-$ex.err)"
 		status=1
 		continue
 	fi
-	python3 - "$ex" "$out/est-$ex.txt" "$out/eager-$ex.json" "$out/replay-$ex.json" <<'PY'
+	python3 - "$ex" "$out/est-$ex.txt" "$out/eager-$ex.json" "$out/replay-$ex.json" "$out/old-eager-$ex.json" "$out/old-replay-$ex.json" <<'PY'
 import json, re, sys
-ex, est, eager, replay = sys.argv[1:]
+ex, est, eager, replay, old_eager, old_replay = sys.argv[1:]
 def ns(s):
     m = re.fullmatch(r'([0-9.]+)(ns|µs|us|ms|s)', s)
     return float(m.group(1)) * {'ns': 1, 'µs': 1e3, 'us': 1e3, 'ms': 1e6, 's': 1e9}[m.group(2)]
@@ -38,8 +42,11 @@ est_eager, est_replay = ns(row[1]), ns(row[2])
 e = json.load(open(eager))
 meas_eager = e['wall_ns'] / max(e['repeat'], 1)
 meas_replay = json.load(open(replay))['graph']['per_replay_ns']
-print('%-16s %-12.1f %-12.1f %-8.2f %-12.1f %-12.1f %-8.2f' % (ex, est_eager / 1e3, meas_eager / 1e3, est_eager / meas_eager,
-      est_replay / 1e3, meas_replay / 1e3, est_replay / meas_replay))
+o = json.load(open(old_eager))
+old_e = o['wall_ns'] / max(o['repeat'], 1)
+old_r = json.load(open(old_replay))['graph']['per_replay_ns']
+print('%-16s %-12.1f %-12.1f %-8.2f %-12.1f %-12.1f %-8.2f %-12.1f %-12.1f %-9.3f %-9.3f' % (ex, est_eager / 1e3, meas_eager / 1e3, est_eager / meas_eager,
+      est_replay / 1e3, meas_replay / 1e3, est_replay / meas_replay, old_e / 1e3, old_r / 1e3, meas_eager / old_e, meas_replay / old_r))
 PY
 done
 echo "(times in us; estimates of the default list-scheduled plan; each strategy's in $out/est-*.txt)"
