@@ -16,6 +16,10 @@
 // of its pool where it starts earliest counting what its waits cost, and
 // continues a dependency's chain where that costs nothing. Kinds that must
 // keep their declaration order (collectives) keep it under every strategy.
+// Kernels and GEMMs large enough to fill their device (fills.go, from
+// Options.SMs) hold its multiprocessors one at a time, in placement and in
+// the estimate: a pipeline of large GEMMs stays on one compute stream
+// instead of two streams that would only share the device.
 //
 // Dependencies across streams become an event recorded after the producer
 // and a wait before the consumer; a wait that earlier waits already imply
