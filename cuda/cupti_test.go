@@ -593,7 +593,9 @@ func TestCUPTIFake(t *testing.T) {
 		for r := range 3 {
 			require.NoError(t, tr.tracedCall(replayMarker+r, func() error { return nil }))
 		}
-		se := &Session{cupti: &cuptiTiming{tr: tr, streams: map[int]int{3: 0, 5: 1}}}
+		se := &Session{cupti: &cuptiTiming{tr: tr}}
+		se.cupti.setStream(3, 0)
+		se.cupti.setStream(5, 1)
 		require.True(t, se.TimesReplays())
 		type span struct {
 			replay, op, stream int
