@@ -392,3 +392,44 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 	b.Run("C-replay-session", func(b *testing.B) { sessionReplays(b, TimingCUPTI) })
 	b.Run("C-replay-session-whole", func(b *testing.B) { sessionReplays(b, TimingCUPTIGraph) })
 }
+
+// BenchmarkCUPTIReplayRecords is the host's processing of one traced batch
+// of C-replay without a GPU: 50 replays of 800 kernel records (8 streams x
+// 100 ops), each named by its launch's marker and by the clone of a captured
+// node, resolved (resolveRecordsCached) and gathered into spans (spans),
+// as Session.ReplaySpans does after the flush. Reported per replay.
+func BenchmarkCUPTIReplayRecords(b *testing.B) {
+	const nstreams, rounds, replays = 8, 100, 50
+	nops := nstreams * rounds
+	clones, nodeOps := map[uint64]uint64{}, map[uint64]int64{}
+	for op := range nops {
+		clones[uint64(100000+op)] = uint64(1 + op)
+		nodeOps[uint64(1+op)] = int64(op)
+	}
+	in := make([]activityRecord, 0, replays*(nops+1))
+	for r := range replays {
+		corr := uint32(1000 + r)
+		in = append(in, activityRecord{Kind: activityExternal, Correlation: corr, Op: replayMarker + int64(r)})
+		for op := range nops {
+			start := uint64(1_000_000 + r*1_100_000 + (op/nstreams)*11_000)
+			in = append(in, activityRecord{Kind: activityKernel, Correlation: corr, GraphNodeID: uint64(100000 + op),
+				Start: start, End: start + 10_000})
+		}
+	}
+	c := &cuptiTiming{origin: 1}
+	for op := range nops {
+		c.setStream(op, op%nstreams)
+	}
+	recs := make([]activityRecord, len(in))
+	resolved := map[uint64]resolvedNode{}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		copy(recs, in)
+		got := resolveRecordsCached(recs, map[uint32]int64{}, clones, nodeOps, resolved)
+		n = 0
+		c.spans(got, max(8*len(got), 1<<16), func(replay, op, stream int, start, end time.Duration) { n++ })
+	}
+	require.Equal(b, replays*nops, n)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/replays/1e3, "us/replay")
+}

@@ -283,8 +283,8 @@ func (g *Graph) ReplaySpans() ([]ReplaySpans, error) {
 	}
 	reps := make([]ReplaySpans, total)
 	seen := make([]bool, total)
-	var spans []Span
-	var of []int32 // by span: its replay's index in reps
+	spans := make([]Span, 0, g.spansHint)
+	of := make([]int32, 0, g.spansHint) // by span: its replay's index in reps
 	grouped := true
 	err := rt.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
 		if replay < 0 {
@@ -311,6 +311,7 @@ func (g *Graph) ReplaySpans() ([]ReplaySpans, error) {
 		spans = append(spans, Span{Op: op, Stream: stream, Start: start, End: end})
 		of = append(of, int32(i))
 	})
+	g.spansHint = len(spans)
 	if !grouped {
 		// A counting sort by replay, keeping each replay's spans in order.
 		at := make([]int, total+1)
