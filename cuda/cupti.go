@@ -16,6 +16,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -127,17 +128,26 @@ func (k activityKind) String() string {
 	return fmt.Sprintf("activity-kind-%d", uint32(k))
 }
 
-// The kinds the tracer enables: the first four must enable, the others are
-// taken where CUPTI gives them. Never CUPTI_ACTIVITY_KIND_KERNEL, which
-// serialises kernels. Graph-level records (GRAPH_TRACE) are asked for only
-// by a whole-graph tracer (newGraphLevelTracer): while that kind is enabled
-// CUPTI gives one record per graph launch instead of the records of its
-// nodes, which is what TestCUPTIGraphReplay saw on the H100 (two records,
-// both graph launches, for two replays of six kernels).
+// The kinds a node-level tracer enables: the first four must enable, the
+// others are taken where CUPTI gives them. Never CUPTI_ACTIVITY_KIND_KERNEL,
+// which serialises kernels. Graph-level records (GRAPH_TRACE) are asked for
+// only by a whole-graph tracer (newGraphLevelTracer), and never beside
+// these: while that kind is enabled CUPTI gives one record per graph launch
+// instead of the records of its nodes (what TestCUPTIGraphReplay saw on the
+// H100: two records, both graph launches, for two replays of six kernels).
 var (
-	requiredKinds   = []activityKind{activityKernel, activityMemcpy, activityMemset, activityExternal}
-	optionalKinds   = []activityKind{activityMemoryPool}
-	graphLevelKinds = []activityKind{activityGraphLaunch}
+	requiredKinds = []activityKind{activityKernel, activityMemcpy, activityMemset, activityExternal}
+	optionalKinds = []activityKind{activityMemoryPool}
+)
+
+// The kinds a whole-graph tracer enables: graph launches, which must
+// enable, and external correlation records, a second way (beside the
+// driver callback) to name a launch by the marker pushed around it. No
+// kernel, copy or fill records: those cost the device about half a
+// microsecond per kernel, which is what whole-graph timing saves.
+var (
+	graphLevelKinds  = []activityKind{activityGraphLaunch}
+	graphNamingKinds = []activityKind{activityExternal}
 )
 
 // submitCalls are the driver calls dagrun submits work with (cuda.c and
@@ -152,6 +162,10 @@ var submitCalls = []C.uint32_t{
 	C.DR_CUPTI_CBID_cuMemsetD8_v2, C.DR_CUPTI_CBID_cuMemsetD8Async, C.DR_CUPTI_CBID_cuMemsetD16Async, C.DR_CUPTI_CBID_cuMemsetD32Async,
 	C.DR_CUPTI_CBID_cuMemAllocAsync, C.DR_CUPTI_CBID_cuMemFreeAsync, C.DR_CUPTI_CBID_cuLaunchHostFunc,
 }
+
+// graphLaunchCalls is the one driver call a whole-graph tracer names:
+// eager ops are not traced by it (a session times them by events).
+var graphLaunchCalls = []C.uint32_t{C.DR_CUPTI_CBID_cuGraphLaunch}
 
 // activityRecord is one piece of device work CUPTI timed.
 type activityRecord struct {
@@ -201,11 +215,27 @@ type activityTracer struct {
 	// made (a stream capture of the op's submission): how a replay's records
 	// name ops.
 	nodeOps map[uint64]int64
+	// resolved caches, by a replayed node's id, the captured node and op
+	// it resolved to: a replay's records name the same nodes every time.
+	// Only nodes that named an op are kept (a clone pair or a node's op
+	// arriving in a later flush would change the others).
+	resolved map[uint64]resolvedNode
+	// graphLevel says the tracer is a whole-graph one (newGraphLevelTracer).
+	graphLevel bool
 	// droppedRecs counts the records CUPTI said it dropped (for want of a
 	// buffer), lostRecs those dagrun lost (for want of memory): kept apart
 	// so that a missing record says whose it was.
 	droppedRecs uint64
 	lostRecs    uint64
+	// recs is the buffer flush returns, reused from flush to flush.
+	recs []activityRecord
+}
+
+// resolvedNode is what a replayed node's records resolve to: the captured
+// node it was cloned from and the op that node was made under.
+type resolvedNode struct {
+	node uint64
+	op   int64
 }
 
 // activityBufferSize is the size of each buffer handed to CUPTI: room for
@@ -223,8 +253,10 @@ func newActivityTracer(candidates []string) (*activityTracer, error) {
 }
 
 // newGraphLevelTracer is newActivityTracer for whole graph replays only:
-// one graph-launch record per replay (where CUPTI gives them) and no
-// records of the replayed nodes, the cheap timing of large graphs.
+// one graph-launch record per replay, named by the marker pushed around
+// its launch, and no records of the replayed nodes nor of eager work: the
+// cheap timing of large graphs. A CUPTI that gives no graph-launch records
+// is an error matching ErrNoCUPTI.
 func newGraphLevelTracer(candidates []string) (*activityTracer, error) {
 	return startActivityTracer(candidates, true)
 }
@@ -234,7 +266,8 @@ func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer,
 	if lib == nil {
 		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
 	}
-	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}, nodeOps: map[uint64]int64{}}
+	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}, nodeOps: map[uint64]int64{},
+		resolved: map[uint64]resolvedNode{}, graphLevel: graphLevel}
 	p, msg := loadFirst(candidates, func(path string, why **C.char) C.int {
 		return withCString(path, func(cp *C.char) C.int { return C.dr_cupti_load(lib, cp, why) })
 	})
@@ -256,10 +289,11 @@ func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer,
 		t.free()
 		return nil, err
 	}
-	all := append(append([]activityKind(nil), requiredKinds...), optionalKinds...)
+	required, optional, calls := requiredKinds, optionalKinds, submitCalls
 	if graphLevel {
-		all = append(all, graphLevelKinds...)
+		required, optional, calls = graphLevelKinds, graphNamingKinds, graphLaunchCalls
 	}
+	all := append(append([]activityKind(nil), required...), optional...)
 	ckinds := (*C.int)(C.calloc(C.size_t(len(all)), C.sizeof_int))
 	enabled := (*C.int)(C.calloc(C.size_t(len(all)), C.sizeof_int))
 	defer C.free(unsafe.Pointer(ckinds))
@@ -274,9 +308,9 @@ func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer,
 	}
 	var failed *C.char
 	var kind C.int
-	// submitCalls holds no Go pointers, so C may read it during the call.
-	r := C.dr_cupti_start(lib, ckinds, C.int(len(requiredKinds)), C.int(len(all)), enabled,
-		&submitCalls[0], C.int(len(submitCalls)), activityBufferSize, &failed, &kind)
+	// calls holds no Go pointers, so C may read it during the call.
+	r := C.dr_cupti_start(lib, ckinds, C.int(len(required)), C.int(len(all)), enabled,
+		&calls[0], C.int(len(calls)), activityBufferSize, &failed, &kind)
 	if r != 0 {
 		err := t.err(C.GoString(failed), int(kind), r)
 		t.free()
@@ -365,7 +399,9 @@ func (t *activityTracer) now() (uint64, error) {
 
 // flush returns the records of work finished so far, each named by the op
 // pushed around its submission (Op -1 when none was). CUPTI's flush does not
-// synchronise: the caller synchronises the work first.
+// synchronise: the caller synchronises the work first. The records are
+// converted from C and resolved in one pass into a buffer the tracer
+// reuses: they are valid until the next flush.
 func (t *activityTracer) flush() ([]activityRecord, error) {
 	var out *C.dr_cupti_rec
 	var clones, links, nodes *C.uint64_t
@@ -400,7 +436,7 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 	}
 	t.droppedRecs += uint64(dropped)
 	t.lostRecs += uint64(lost)
-	raw := make([]activityRecord, int(n))
+	raw := slices.Grow(t.recs[:0], int(n))[:int(n)]
 	if n > 0 {
 		for i, c := range unsafe.Slice(out, int(n)) {
 			raw[i] = activityRecord{Replay: -1,
@@ -409,14 +445,13 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 				Device: uint32(c.device), Context: uint32(c.context), Stream: uint32(c.stream),
 				Start: uint64(c.start), End: uint64(c.end), Bytes: uint64(c.bytes), CopyKind: uint32(c.sub),
 			}
+			if raw[i].Kind == activityExternal {
+				t.externals++
+			}
 		}
 	}
-	for _, c := range raw {
-		if c.Kind == activityExternal {
-			t.externals++
-		}
-	}
-	recs := resolveRecords(raw, t.external, t.clones, t.nodeOps)
+	recs := resolveRecordsCached(raw, t.external, t.clones, t.nodeOps, t.resolved)
+	t.recs = raw
 	if r != 0 {
 		return recs, t.err("cuptiActivityFlushAll", 0, r)
 	}
@@ -430,50 +465,79 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 // node was made under (nodeOps, ahead of the op pushed around the launch),
 // and names graph nodes by the captured node that the
 // replayed one was cloned from (clones: clone to original). A pushed id at
-// or above replayMarker names the replay (Replay), not an op.
+// or above replayMarker names the replay (Replay), not an op. It works in
+// place: the records returned share in's memory.
 //
 // external also holds the pairs the driver callback made at each launch's
 // entry; both sources name the same launch by the same correlation id, so
 // they agree where both arrive.
 func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64, nodeOps map[uint64]int64) []activityRecord {
+	return resolveRecordsCached(in, external, clones, nodeOps, nil)
+}
+
+// resolveRecordsCached is resolveRecords with the replayed nodes that
+// named an op cached in resolved (nil: no cache). The records of one
+// launch come mostly together, so the last correlation looked up is kept:
+// a replay of 800 kernels costs one lookup of its marker, not 800.
+func resolveRecordsCached(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64, nodeOps map[uint64]int64,
+	resolved map[uint64]resolvedNode) []activityRecord {
 	for _, r := range in {
 		if r.Kind == activityExternal {
 			external[r.Correlation] = r.Op
 		}
 	}
-	used := map[uint32]bool{}
-	recs := make([]activityRecord, 0, len(in))
+	var used []uint32 // the correlations claimed, each at least once
+	var lastCorr uint32
+	var lastID int64
+	lastOK, haveLast := false, false
+	recs := in[:0]
 	for _, r := range in {
 		if r.Kind == activityExternal {
 			continue
 		}
-		// A clone of a clone (a graph cloned, then instantiated) is followed
-		// to the first; the bound only guards against a cycle.
-		for range 8 {
-			orig, ok := clones[r.GraphNodeID]
-			if !ok || r.GraphNodeID == 0 {
-				break
-			}
-			r.GraphNodeID = orig
-		}
 		r.Op, r.Replay = -1, -1
-		if id, ok := external[r.Correlation]; ok {
-			if id >= replayMarker {
-				r.Replay = id - replayMarker
-			} else {
-				r.Op = id
+		if !haveLast || r.Correlation != lastCorr {
+			lastCorr, haveLast = r.Correlation, true
+			lastID, lastOK = external[r.Correlation]
+			if lastOK {
+				used = append(used, r.Correlation)
 			}
-			used[r.Correlation] = true
 		}
-		if op, ok := nodeOps[r.GraphNodeID]; ok && r.GraphNodeID != 0 {
-			r.Op = op
+		if lastOK {
+			if lastID >= replayMarker {
+				r.Replay = lastID - replayMarker
+			} else {
+				r.Op = lastID
+			}
+		}
+		if r.GraphNodeID != 0 {
+			if c, ok := resolved[r.GraphNodeID]; ok {
+				r.GraphNodeID, r.Op = c.node, c.op
+			} else {
+				replayed := r.GraphNodeID
+				// A clone of a clone (a graph cloned, then instantiated) is
+				// followed to the first; the bound only guards against a cycle.
+				for range 8 {
+					orig, ok := clones[r.GraphNodeID]
+					if !ok {
+						break
+					}
+					r.GraphNodeID = orig
+				}
+				if op, ok := nodeOps[r.GraphNodeID]; ok {
+					r.Op = op
+					if resolved != nil {
+						resolved[replayed] = resolvedNode{node: r.GraphNodeID, op: op}
+					}
+				}
+			}
 		}
 		recs = append(recs, r)
 	}
 	// A correlation claimed in this flush is done (a graph launch's nodes
 	// all arrive once the replay is synchronised); unclaimed ones wait for
 	// their records in a later flush.
-	for c := range used {
+	for _, c := range used {
 		delete(external, c)
 	}
 	return recs

@@ -214,3 +214,92 @@ func TestCUPTISessionReplayBatch(t *testing.T) {
 		assert.Zero(t, dropped, "%v", c.tr.stats())
 	}
 }
+
+// TestCUPTISessionReplayWhole replays a captured plan of spins 20 times back
+// to back with the whole-replay timing source ("cupti-graph") and one Sync:
+// ReplaySpans gives 20 replays, each timed whole (no op spans), numbered by
+// launch in order, each ending after it starts and before the next one
+// starts on the device's clock, and each at least as long as the spins on
+// its busiest stream. Eager runs of the same session are timed by events,
+// an op span each.
+func TestCUPTISessionReplayWhole(t *testing.T) {
+	b := gpuBackend(t)
+	g := dag.New()
+	var prev *dag.Op
+	const spin = 10.0 // us
+	for i := range 6 {
+		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), spin).Named(fmt.Sprintf("spin%d", i))
+		if i%2 == 1 && prev != nil {
+			o.After(prev)
+		}
+		prev = o
+	}
+	graph, err := g.Build()
+	require.NoError(t, err)
+	p, err := planner.New(graph, planner.Options{Streams: 3})
+	require.NoError(t, err)
+	ctx := context.Background()
+	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTIGraph))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	src, why, _ := s.TimingSource()
+	if src != TimingCUPTIGraph {
+		requireGPU(t, "whole-replay timing not used: %s: %s", src, why)
+	}
+	t.Logf("timing: %s", why)
+	se := s.Device().(*Session)
+	t.Logf("kinds enabled %v", se.cupti.tr.kinds)
+
+	require.NoError(t, s.Run(ctx))
+	eager := s.Spans()
+	assert.Len(t, eager, len(graph.Ops), "an eager run is timed by events, an op span each: %+v", eager)
+
+	// The busiest stream's spins, one after the other: a replay lasts at
+	// least that (less 10% for the spin's own accuracy).
+	perStream := map[int]int{}
+	for _, op := range graph.Ops {
+		perStream[int(p.OpStream[op.ID])]++
+	}
+	busiest := 0
+	for _, n := range perStream {
+		busiest = max(busiest, n)
+	}
+	floor := time.Duration(float64(busiest) * spin * 0.9 * float64(time.Microsecond))
+
+	gr, err := s.Capture(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, gr.Close()) }()
+	require.True(t, gr.TimesReplays())
+	gr.Spans() // what the capture left
+	const replays = 20
+	for batch := range 2 {
+		for range replays {
+			require.NoError(t, gr.Launch(ctx))
+		}
+		require.NoError(t, gr.Sync(ctx))
+		reps, err := gr.ReplaySpans()
+		require.NoError(t, err)
+		c := se.cupti
+		_, _, dropped := s.TimingSource()
+		t.Logf("batch %d: %d replays read; records naming no replay or untimed %d, other records %d, launches left unmarked %d; "+
+			"dropped %d; sink: %v", batch, len(reps), c.unmarked, c.unnamed, c.unmarkedLaunches, dropped, c.tr.stats())
+		for i, r := range reps {
+			if i < 3 || i == len(reps)-1 {
+				t.Logf("  replay %d: whole %v, start %v, end %v (%v), %d spans", r.Launch, r.Whole, r.Start, r.End, r.End-r.Start, len(r.Spans))
+			}
+		}
+		require.Len(t, reps, replays, "every replay of the batch has its span")
+		for i, r := range reps {
+			assert.Equal(t, batch*replays+i+1, r.Launch, "in launch order")
+			assert.True(t, r.Whole, "replay %d is timed whole", r.Launch)
+			assert.Empty(t, r.Spans, "replay %d", r.Launch)
+			assert.Less(t, r.Start, r.End, "replay %d", r.Launch)
+			assert.GreaterOrEqual(t, r.End-r.Start, floor, "replay %d: at least its busiest stream's spins", r.Launch)
+			if i > 0 {
+				assert.LessOrEqual(t, reps[i-1].End, r.Start, "replay %d starts before replay %d ends", r.Launch, reps[i-1].Launch)
+			}
+		}
+		assert.Zero(t, c.unmarked, "every graph-launch record names its replay and is timed")
+		assert.Zero(t, dropped, "%v", c.tr.stats())
+	}
+}

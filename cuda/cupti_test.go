@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -425,7 +426,7 @@ func TestCUPTIGraphReplayMarkers(t *testing.T) {
 
 // TestCUPTIGraphLevel replays a captured graph with the whole-graph tracer:
 // one graph-launch record per replay, named by the op pushed around the
-// launches, and no records of the replayed kernels.
+// launches, and no other record (no kernel's).
 func TestCUPTIGraphLevel(t *testing.T) {
 	b := gpuBackend(t)
 	tr, err := newGraphLevelTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
@@ -447,16 +448,19 @@ func TestCUPTIGraphLevel(t *testing.T) {
 	require.NoError(t, tr.tracedCall(700, func() error { return rg.launches(replays) }))
 	recs, err := tr.flush()
 	require.NoError(t, err)
-	launches := 0
+	launches, others := 0, 0
 	for _, r := range recs {
 		if r.Kind == activityGraphLaunch {
 			assert.Equal(t, int64(700), r.Op)
 			// rounds spins of 5 us in a row on each stream.
 			assert.GreaterOrEqual(t, r.End-r.Start, uint64(rounds*4000))
 			launches++
+		} else {
+			others++
 		}
 	}
 	assert.Equal(t, replays, launches, "records %+v", recs)
+	assert.Zero(t, others, "only graph-launch records: kinds enabled %v", tr.kinds)
 	t.Logf("%d records; launches named by callback %d, by external correlation %d", len(recs), tr.linked, tr.externals)
 }
 
@@ -593,7 +597,9 @@ func TestCUPTIFake(t *testing.T) {
 		for r := range 3 {
 			require.NoError(t, tr.tracedCall(replayMarker+r, func() error { return nil }))
 		}
-		se := &Session{cupti: &cuptiTiming{tr: tr, streams: map[int]int{3: 0, 5: 1}}}
+		se := &Session{cupti: &cuptiTiming{tr: tr}}
+		se.cupti.setStream(3, 0)
+		se.cupti.setStream(5, 1)
 		require.True(t, se.TimesReplays())
 		type span struct {
 			replay, op, stream int
@@ -610,6 +616,57 @@ func TestCUPTIFake(t *testing.T) {
 		}, got)
 		assert.Zero(t, se.cupti.unmarked)
 		assert.Zero(t, se.cupti.unnamed)
+	})
+	t.Run("whole replays", func(t *testing.T) {
+		// A whole-graph tracer enables graph-launch records and external
+		// correlation, no kernel records; each replay's graph-launch
+		// record, named through the cuGraphLaunch callback, is one span of
+		// op -1 on the launch's stream. Spans drops them.
+		t.Setenv("FAKE_CUPTI", "graphs")
+		tr, err := newGraphLevelTracer([]string{lib})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tr.close()) }()
+		var kinds []activityKind
+		for _, k := range tr.kinds {
+			kinds = append(kinds, activityKind(k))
+		}
+		assert.Equal(t, []activityKind{activityGraphLaunch, activityExternal}, kinds)
+		assert.False(t, tr.enabled(activityKernel))
+		se := &Session{timing: true, cupti: &cuptiTiming{tr: tr, whole: true}}
+		src, why, _ := se.TimingSource()
+		assert.Equal(t, TimingCUPTIGraph, src)
+		assert.False(t, se.tracesOps(), "eager ops are timed by events")
+		assert.True(t, se.TimesReplays())
+		launch := func(seq, stream int) {
+			c := se.cupti
+			if len(c.launchStreams) == 0 {
+				c.launchBase = seq
+			}
+			c.launchStreams = append(c.launchStreams, int32(stream))
+			require.NoError(t, tr.tracedCall(replayMarker+seq, func() error { return nil }))
+		}
+		require.NoError(t, tr.tracedCall(4, func() error { return nil })) // an eager op: no record
+		for r := range 3 {
+			launch(r, 2)
+		}
+		type span struct {
+			replay, op, stream int
+			start, end         time.Duration
+		}
+		var got []span
+		require.NoError(t, se.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
+			got = append(got, span{replay, op, stream, start, end})
+		}))
+		assert.Equal(t, []span{{0, -1, 2, 0, 5000}, {1, -1, 2, 10000, 15000}, {2, -1, 2, 20000, 25000}}, got, "timing: %s", why)
+		assert.Zero(t, se.cupti.unmarked)
+		assert.Zero(t, se.cupti.unnamed)
+
+		launch(3, 1)
+		n := 0
+		require.NoError(t, se.Spans(func(int, int, time.Duration, time.Duration) { n++ }))
+		assert.Zero(t, n, "Spans gives no replay")
+		require.NoError(t, se.ReplaySpans(func(int, int, int, time.Duration, time.Duration) { n++ }))
+		assert.Zero(t, n, "Spans dropped the replay's record")
 	})
 	t.Run("callbacks only", func(t *testing.T) {
 		// No external correlation records: launches are named by the driver
@@ -628,4 +685,49 @@ func TestCUPTIFake(t *testing.T) {
 		assert.Equal(t, uint64(2), tr.linked)
 		assert.Zero(t, tr.externals)
 	})
+}
+
+// TestCUPTISpansGathering: the replays' records are gathered into one span
+// per replay and op, the same by the table and by sorting (replays too
+// far apart for the table), eager ops first in submission order; records of
+// ops the session never ran are counted as unnamed.
+func TestCUPTISpansGathering(t *testing.T) {
+	rec := func(replay, op int64, start, end uint64) activityRecord {
+		return activityRecord{Kind: activityKernel, Replay: replay, Op: op, Start: start, End: end, GraphNodeID: uint64(op + 1)}
+	}
+	eager := func(op int64, start, end uint64) activityRecord {
+		return activityRecord{Kind: activityKernel, Replay: -1, Op: op, Start: start, End: end}
+	}
+	recs := []activityRecord{
+		rec(6, 1, 260, 270), eager(2, 110, 120), rec(5, 0, 200, 210), rec(5, 1, 205, 215), rec(6, 0, 250, 255),
+		rec(5, 0, 211, 230),                     // a second kernel of op 0 in replay 5
+		eager(0, 100, 105), rec(6, 9, 300, 301), // op 9 never ran here
+	}
+	type span struct {
+		replay, op, stream int
+		start, end         time.Duration
+	}
+	want := []span{
+		{-1, 2, 1, 10, 20}, {-1, 0, 0, 0, 5},
+		{5, 0, 0, 100, 130}, {5, 1, 1, 105, 115},
+		{6, 0, 0, 150, 155}, {6, 1, 1, 160, 170},
+	}
+	for _, tc := range []struct {
+		name     string
+		maxCells int
+	}{{"table", 1 << 10}, {"sorted", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cuptiTiming{origin: 100, ops: []cuptiOp{{op: 2, stream: 1}, {op: 0, stream: 0}}}
+			c.setStream(0, 0)
+			c.setStream(1, 1)
+			c.setStream(2, 1)
+			var got []span
+			c.spans(slices.Clone(recs), tc.maxCells, func(replay, op, stream int, start, end time.Duration) {
+				got = append(got, span{replay, op, stream, start, end})
+			})
+			assert.Equal(t, want, got)
+			assert.Equal(t, 1, c.unnamed)
+			assert.Zero(t, c.unmarked)
+		})
+	}
 }

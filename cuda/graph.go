@@ -260,7 +260,7 @@ func (se *Session) LaunchGraph(gi, si int) error {
 	// Under CUPTI the launch carries its number (gstats.Launches so far),
 	// which ReplaySpans names the replay's spans by (timing.go).
 	if se.cupti != nil {
-		if err := se.launchTraced(g, s, se.gstats.Launches); err != nil {
+		if err := se.launchTraced(g, s, si, se.gstats.Launches); err != nil {
 			return err
 		}
 	} else if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {

@@ -150,7 +150,7 @@ func (se *Session) Run(si int, op *dag.Op) error {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
 	}
-	if se.cupti != nil {
+	if se.tracesOps() { // timing.go
 		s.last = op.Name
 		if err := se.runTraced(s, si, st, op); err != nil {
 			return &dag.OpError{Op: op.Name, Err: err}

@@ -69,10 +69,23 @@ func (se *Session) timingEvent(d *sessDevice) (C.CUevent, error) {
 // The times are read in one driver crossing per device. Under CUPTI the
 // ops of graph replays are there too, once per replay (ReplaySpans tells
 // the replays apart).
+//
+// Timed by CUPTI's graph-level records (TimingCUPTIGraph), eager ops are
+// timed by events and Spans gives theirs; replays have no op spans there,
+// and their records are dropped: ReplaySpans reads them.
 func (se *Session) Spans(f func(op, stream int, start, end time.Duration)) error {
-	if se.cupti != nil {
+	if c := se.cupti; c != nil {
+		if c.whole {
+			return errors.Join(se.eventSpans(f), c.dropReplays())
+		}
 		return se.cuptiSpans(func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
 	}
+	return se.eventSpans(f)
+}
+
+// eventSpans is Spans from the timing events of the ops run since the last
+// call.
+func (se *Session) eventSpans(f func(op, stream int, start, end time.Duration)) error {
 	var first error
 	ms := slices.Grow(se.spanMs[:0], 2*len(se.timed))[:2*len(se.timed)]
 	for _, d := range se.devs {
@@ -139,17 +152,32 @@ const (
 	TimingAuto   = "auto"   // CUPTI where it loads, knows the version and is free; events otherwise
 	TimingCUPTI  = "cupti"  // CUPTI activity records
 	TimingEvents = "events" // a pair of CUDA events around each op
+	// TimingCUPTIGraph times each graph replay as a whole, from CUPTI's
+	// graph-level records (one per launch, on the device clock), and eager
+	// ops by events: no record of a replayed node is made, which is what
+	// per-op tracing of a replay costs the device. ReplaySpans gives one
+	// span per replay, with op -1.
+	TimingCUPTIGraph = "cupti-graph"
 )
 
 // cuptiTiming is a session's CUPTI tracer and what it submitted since the
 // last Spans: the records name ops by id, the session knows their streams.
 type cuptiTiming struct {
-	tr     *activityTracer
+	tr *activityTracer
+	// whole says the tracer is a graph-level one (TimingCUPTIGraph):
+	// replays are timed whole, eager ops by events.
+	whole  bool
 	origin uint64 // CUPTI's clock just before the run's first op or replay; 0 before it
 	ops    []cuptiOp
-	// streams is every op's stream as last submitted, captures included:
-	// a replay's records name ops that Run did not submit this time.
-	streams map[int]int
+	// streams is every op's stream as last submitted, by op ID (-1: never
+	// submitted), captures included: a replay's records name ops that Run
+	// did not submit this time.
+	streams []int32
+	// launchBase is the session's number of the first graph launch since
+	// the last Spans, launchStreams the stream of each launch since: replay
+	// r was launched on launchStreams[r-launchBase].
+	launchBase    int
+	launchStreams []int32
 	// unnamed counts records of the last Spans that named no op of the run
 	// (work submitted by someone else in the process, or a launch whose
 	// correlation did not arrive).
@@ -157,49 +185,105 @@ type cuptiTiming struct {
 	// unmarked counts the records of the last Spans that name an op of a
 	// captured graph but no replay: their launch's marker did not arrive
 	// (or could not be pushed: unmarkedLaunches), so ReplaySpans leaves
-	// them out.
+	// them out. Under TimingCUPTIGraph it counts graph-launch records
+	// naming no replay, and those without timestamps.
 	unmarked, unmarkedLaunches int
+	// Reused from Spans to Spans: by op ID, the extent of each eager op;
+	// by replay and op, the extent of each replayed op; the records of
+	// replays, sorted, when they are too spread out for the table.
+	eager []extent
+	table []extent
+	byKey []replayExtent
 }
 
 type cuptiOp struct{ op, stream int }
 
+// extent is a span on CUPTI's clock; a zero start means none.
+type extent struct{ start, end uint64 }
+
+func (e *extent) add(start, end uint64) {
+	if e.start == 0 || start < e.start {
+		e.start = start
+	}
+	e.end = max(e.end, end)
+}
+
+// replayExtent is one record's extent with its replay and op.
+type replayExtent struct {
+	replay int64
+	op     int
+	extent
+}
+
+// setStream notes that op runs on stream.
+func (c *cuptiTiming) setStream(op, stream int) {
+	for len(c.streams) <= op {
+		c.streams = append(c.streams, -1)
+	}
+	c.streams[op] = int32(stream)
+}
+
+// streamOf is the stream op last ran on, if it ran.
+func (c *cuptiTiming) streamOf(op int64) (int, bool) {
+	if op < 0 || op >= int64(len(c.streams)) || c.streams[op] < 0 {
+		return 0, false
+	}
+	return int(c.streams[op]), true
+}
+
 // SetTimingSource chooses how a timing session times ops; call it after
 // SetTiming(true) and before the streams are made. TimingAuto and
 // TimingCUPTI try CUPTI (loaded like NVRTC; see cuptiCandidates) and fall
-// back to events when it cannot trace, TimingSource saying why; an error
+// back to events when it cannot trace, TimingSource saying why;
+// TimingCUPTIGraph tries CUPTI's graph-level records the same way. An error
 // is returned only for an unknown source. CUPTI's sink is the process's:
 // while one session holds it, another falls back to events as busy.
 func (se *Session) SetTimingSource(src string) error {
+	whole := false
 	switch src {
 	case TimingEvents:
 		se.closeCUPTI()
 		se.timingWhy = "events asked for"
 		return nil
+	case TimingCUPTIGraph:
+		whole = true
 	case TimingAuto, TimingCUPTI, "":
 	default:
-		return fmt.Errorf("cuda: timing source %q: want %q, %q or %q", src, TimingAuto, TimingCUPTI, TimingEvents)
+		return fmt.Errorf("cuda: timing source %q: want %q, %q, %q or %q", src, TimingAuto, TimingCUPTI, TimingCUPTIGraph, TimingEvents)
 	}
-	if !se.timing || se.cupti != nil {
+	if !se.timing || (se.cupti != nil && se.cupti.whole == whole) {
 		return nil
 	}
-	tr, err := newActivityTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
+	se.closeCUPTI()
+	start, how := newActivityTracer, "CUPTI %d from %s"
+	if whole {
+		start = newGraphLevelTracer
+		how = "CUPTI %d from %s: graph replays timed whole by its graph-trace records, eager ops by events"
+	}
+	tr, err := start(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
 	if err != nil {
 		se.timingWhy = "CUPTI unusable, so events: " + err.Error()
+		if whole {
+			se.timingWhy = "CUPTI's graph-trace records unusable, so events (a replay timed whole by the host's clock): " + err.Error()
+		}
 		return nil
 	}
-	se.cupti = &cuptiTiming{tr: tr, streams: map[int]int{}}
-	se.timingWhy = fmt.Sprintf("CUPTI %d from %s", tr.version, tr.path)
+	se.cupti = &cuptiTiming{tr: tr, whole: whole}
+	se.timingWhy = fmt.Sprintf(how, tr.version, tr.path)
 	return nil
 }
 
-// TimingSource says how the session times ops (TimingCUPTI or
-// TimingEvents; "" when timing is off) and why, and how many CUPTI records
-// were dropped since it started (by CUPTI for want of buffer space, or by
-// dagrun for want of memory): spans of those ops are missing.
+// TimingSource says how the session times ops (TimingCUPTI,
+// TimingCUPTIGraph or TimingEvents; "" when timing is off) and why, and
+// how many CUPTI records were dropped since it started (by CUPTI for want
+// of buffer space, or by dagrun for want of memory): spans of those ops, or
+// replays, are missing.
 func (se *Session) TimingSource() (source, why string, dropped uint64) {
 	switch {
 	case !se.timing:
 		return "", "timing is off", 0
+	case se.cupti != nil && se.cupti.whole:
+		return TimingCUPTIGraph, se.timingWhy, se.cupti.tr.dropped()
 	case se.cupti != nil:
 		return TimingCUPTI, se.timingWhy, se.cupti.tr.dropped()
 	}
@@ -218,6 +302,10 @@ func (se *Session) closeCUPTI() error {
 	return err
 }
 
+// tracesOps reports whether eager ops are traced by CUPTI (runTraced), not
+// by events: under TimingCUPTI, not TimingCUPTIGraph.
+func (se *Session) tracesOps() bool { return se.cupti != nil && !se.cupti.whole }
+
 // runTraced submits st with op pushed to CUPTI around the driver call, on
 // one OS thread (CUPTI keeps pushed ids per thread). Nothing here waits on
 // CUPTI: the push, the driver callback at the call's entry and the pop are
@@ -234,19 +322,20 @@ func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 	}
 	err := c.tr.tracedCall(op.ID, func() error { return se.run(s, st) })
 	c.ops = append(c.ops, cuptiOp{op: op.ID, stream: si})
-	c.streams[op.ID] = si
+	c.setStream(op.ID, si)
 	return err
 }
 
-// launchTraced enqueues one replay of g on s, the session's launch number
-// seq, with seq's replay marker pushed to CUPTI around the launch in the
-// same C call: the launch's correlation id then names the replay, and so
-// do all its kernel, copy and fill records. The first launch since the
-// last Spans takes the time origin, as an eager run's first op does.
-// Nothing here waits on CUPTI: the records come in buffers CUPTI hands
-// over on its own, read at the next Spans. A marker that cannot be pushed
-// leaves the replay unmarked (counted), not the launch undone.
-func (se *Session) launchTraced(g *graph, s *stream, seq int) error {
+// launchTraced enqueues one replay of g on s (the session's stream si), the
+// session's launch number seq, with seq's replay marker pushed to CUPTI
+// around the launch in the same C call: the launch's correlation id then
+// names the replay, and so do its graph-launch record and all its kernel,
+// copy and fill records. The first launch since the last Spans takes the
+// time origin, as an eager run's first op does. Nothing here waits on
+// CUPTI: the records come in buffers CUPTI hands over on its own, read at
+// the next Spans. A marker that cannot be pushed leaves the replay
+// unmarked (counted), not the launch undone.
+func (se *Session) launchTraced(g *graph, s *stream, si, seq int) error {
 	c := se.cupti
 	if c.origin == 0 {
 		now, err := c.tr.now()
@@ -255,6 +344,10 @@ func (se *Session) launchTraced(g *graph, s *stream, seq int) error {
 		}
 		c.origin = now
 	}
+	if len(c.launchStreams) == 0 || c.launchBase+len(c.launchStreams) != seq {
+		c.launchBase, c.launchStreams = seq, c.launchStreams[:0]
+	}
+	c.launchStreams = append(c.launchStreams, int32(si))
 	var failed C.int
 	rc := C.dr_cupti_graph_launch(c.tr.lib, se.drv.api, s.dev.ctx, g.exec, s.h, C.uint64_t(replayMarker+seq), &failed)
 	if failed != 0 {
@@ -263,9 +356,10 @@ func (se *Session) launchTraced(g *graph, s *stream, seq int) error {
 	return se.drv.check("cuGraphLaunch", rc)
 }
 
-// TimesReplays reports whether ReplaySpans times the ops of graph replays
-// launched back to back, each replay apart: under CUPTI. Timed by events
-// a replay's ops are not timed (a graph holds no timing events).
+// TimesReplays reports whether ReplaySpans tells apart graph replays
+// launched back to back: under CUPTI, op by op (TimingCUPTI) or each
+// replay whole (TimingCUPTIGraph). Timed by events a replay is not timed
+// (a graph holds no timing events).
 func (se *Session) TimesReplays() bool { return se.cupti != nil }
 
 // ReplaySpans is Spans with each span's replay: the session's launch
@@ -273,87 +367,176 @@ func (se *Session) TimesReplays() bool { return se.cupti != nil }
 // from 0), or -1 for an op of an eager run. The spans of several replays
 // synchronised together are told apart by the marker each launch pushed;
 // all are measured from one origin, CUPTI's clock at the first op or
-// launch since the last call. Without CUPTI every span has replay -1.
+// launch since the last call. Under TimingCUPTIGraph each replay has one
+// span, with op -1, on the stream it was launched on: from the start of its
+// first work to the end of its last, as CUPTI's graph-launch record says;
+// eager ops come first, timed by events (on the events' clock, not
+// CUPTI's). Without CUPTI every span has replay -1.
 func (se *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error {
-	if se.cupti != nil {
-		return se.cuptiSpans(f)
+	c := se.cupti
+	switch {
+	case c == nil:
+		return se.eventSpans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
+	case c.whole:
+		err := se.eventSpans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
+		recs, ferr := c.tr.flush()
+		c.wholeSpans(recs, f)
+		c.reset()
+		return errors.Join(err, ferr)
 	}
-	return se.Spans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
+	return se.cuptiSpans(f)
 }
 
-// cuptiSpans flushes CUPTI and calls f once per op and replay with device
-// work since the last call: from its first record's start to its last
-// record's end, measured from the CUPTI clock at the run's first op or
-// replay. Eager ops come first (replay -1), in submission order, then the
-// ops of graph replays, named through the capture (the op pushed while
-// each node was captured) and the marker of their launch, in the order
-// they started. Ops without device work (host steps, frees, empty ops)
-// have no span under CUPTI.
-func (se *Session) cuptiSpans(f func(replay, op, stream int, start, end time.Duration)) error {
-	c := se.cupti
-	recs, err := c.tr.flush()
-	type key struct {
-		replay int64
-		op     int
+// dropReplays reads and drops the graph-launch records of replays since the
+// last call, if there were any launches.
+func (c *cuptiTiming) dropReplays() error {
+	if len(c.launchStreams) == 0 {
+		c.reset()
+		return nil
 	}
-	type ext struct{ start, end uint64 }
-	span := make(map[key]ext, len(c.ops))
-	stream := c.streams
+	_, err := c.tr.flush()
+	c.reset()
+	return err
+}
+
+// reset starts the next Spans: no ops, launches or origin.
+func (c *cuptiTiming) reset() {
+	c.ops = c.ops[:0]
+	c.launchStreams = c.launchStreams[:0]
+	c.origin = 0
+}
+
+// wholeSpans calls f once per replay with a graph-launch record among recs:
+// op -1, the replay's stream, and the record's start and end from the
+// origin (or, with none taken, from the earliest record).
+func (c *cuptiTiming) wholeSpans(recs []activityRecord, f func(replay, op, stream int, start, end time.Duration)) {
+	c.unnamed, c.unmarked = 0, 0
 	origin := c.origin
-	if origin == 0 { // no origin taken: from the first record's start
+	if origin == 0 {
 		for _, r := range recs {
-			if _, ok := stream[int(r.Op)]; ok && r.Kind != activityMemoryPool && r.Start != 0 && (origin == 0 || r.Start < origin) {
+			if r.Kind == activityGraphLaunch && r.Start != 0 && (origin == 0 || r.Start < origin) {
 				origin = r.Start
 			}
 		}
 	}
-	c.unnamed, c.unmarked = 0, 0
 	for _, r := range recs {
-		_, ok := stream[int(r.Op)]
+		if r.Kind != activityGraphLaunch {
+			c.unnamed++
+			continue
+		}
+		// Zero timestamps: CUPTI could not time the launch.
+		if r.Replay < 0 || r.Start == 0 || r.End < r.Start || r.Start < origin {
+			c.unmarked++
+			continue
+		}
+		stream := 0
+		if i := r.Replay - int64(c.launchBase); i >= 0 && i < int64(len(c.launchStreams)) {
+			stream = int(c.launchStreams[i])
+		}
+		f(int(r.Replay), -1, stream, time.Duration(r.Start-origin), time.Duration(r.End-origin))
+	}
+}
+
+// cuptiSpans flushes CUPTI and calls f once per op and replay with device
+// work since the last call (see spans).
+func (se *Session) cuptiSpans(f func(replay, op, stream int, start, end time.Duration)) error {
+	c := se.cupti
+	recs, err := c.tr.flush()
+	c.spans(recs, max(8*len(recs), 1<<16), f)
+	c.reset()
+	return err
+}
+
+// spans calls f once per op and replay with records among recs: from its
+// first record's start to its last record's end, measured from the CUPTI
+// clock at the run's first op or replay. Eager ops come first (replay -1),
+// in submission order, then the ops of graph replays, named through the
+// capture (the op pushed while each node was captured) and the marker of
+// their launch, by replay and then by op ID. Ops without device work (host
+// steps, frees, empty ops) have no span under CUPTI.
+//
+// The replays' ops are gathered in a table by replay and op ID, with no
+// map and no sort, where it has at most maxCells cells; replays spread too
+// far apart for that are sorted instead.
+func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, op, stream int, start, end time.Duration)) {
+	origin := c.origin
+	if origin == 0 { // no origin taken: from the first record's start
+		for _, r := range recs {
+			if _, ok := c.streamOf(r.Op); ok && r.Kind != activityMemoryPool && r.Start != 0 && (origin == 0 || r.Start < origin) {
+				origin = r.Start
+			}
+		}
+	}
+	nops := len(c.streams)
+	c.eager = slices.Grow(c.eager[:0], nops)[:nops]
+	clear(c.eager)
+	c.unnamed, c.unmarked = 0, 0
+	lo, hi := int64(-1), int64(-1) // the replays seen
+	kept := recs[:0]
+	for _, r := range recs {
+		_, ok := c.streamOf(r.Op)
 		if !ok || r.Kind == activityMemoryPool || r.Start == 0 || r.End < r.Start || r.Start < origin {
 			if !ok {
 				c.unnamed++
 			}
 			continue
 		}
-		if r.Replay < 0 && r.GraphNodeID != 0 {
-			c.unmarked++
-		}
-		k := key{replay: r.Replay, op: int(r.Op)}
-		e, seen := span[k]
-		if !seen || r.Start < e.start {
-			e.start = r.Start
-		}
-		if r.End > e.end {
-			e.end = r.End
-		}
-		span[k] = e
-	}
-	for _, o := range c.ops {
-		k := key{replay: -1, op: o.op}
-		e, ok := span[k]
-		if !ok {
+		if r.Replay < 0 {
+			if r.GraphNodeID != 0 {
+				c.unmarked++
+			}
+			c.eager[r.Op].add(r.Start, r.End)
 			continue
 		}
-		delete(span, k) // an op run twice in one submission is reported once
-		f(-1, o.op, o.stream, time.Duration(e.start-origin), time.Duration(e.end-origin))
+		if lo < 0 || r.Replay < lo {
+			lo = r.Replay
+		}
+		hi = max(hi, r.Replay)
+		kept = append(kept, r)
 	}
-	// The rest are replayed ops, in the order they started.
-	rest := make([]key, 0, len(span))
-	for k := range span {
-		rest = append(rest, k)
+	emit := func(replay int64, op int, e extent) {
+		f(int(replay), op, int(c.streams[op]), time.Duration(e.start-origin), time.Duration(e.end-origin))
 	}
-	slices.SortFunc(rest, func(a, b key) int {
-		if d := cmp.Compare(span[a].start, span[b].start); d != 0 {
+	for _, o := range c.ops {
+		if e := c.eager[o.op]; e.start != 0 {
+			c.eager[o.op] = extent{} // an op run twice in one submission is reported once
+			f(-1, o.op, o.stream, time.Duration(e.start-origin), time.Duration(e.end-origin))
+		}
+	}
+	if len(kept) == 0 {
+		return
+	}
+	if n := hi - lo + 1; n <= int64(maxCells)/int64(max(nops, 1)) {
+		cells := int(n) * nops
+		c.table = slices.Grow(c.table[:0], cells)[:cells]
+		clear(c.table)
+		for _, r := range kept {
+			c.table[int(r.Replay-lo)*nops+int(r.Op)].add(r.Start, r.End)
+		}
+		for i, e := range c.table {
+			if e.start != 0 {
+				emit(lo+int64(i/nops), i%nops, e)
+			}
+		}
+		return
+	}
+	keys := c.byKey[:0]
+	for _, r := range kept {
+		keys = append(keys, replayExtent{replay: r.Replay, op: int(r.Op), extent: extent{r.Start, r.End}})
+	}
+	slices.SortFunc(keys, func(a, b replayExtent) int {
+		if d := cmp.Compare(a.replay, b.replay); d != 0 {
 			return d
 		}
-		return cmp.Compare(a.replay, b.replay)
+		return cmp.Compare(a.op, b.op)
 	})
-	for _, k := range rest {
-		e := span[k]
-		f(int(k.replay), k.op, stream[k.op], time.Duration(e.start-origin), time.Duration(e.end-origin))
+	for i := 0; i < len(keys); {
+		k := keys[i]
+		e := k.extent
+		for i++; i < len(keys) && keys[i].replay == k.replay && keys[i].op == k.op; i++ {
+			e.add(keys[i].start, keys[i].end)
+		}
+		emit(k.replay, k.op, e)
 	}
-	c.ops = c.ops[:0]
-	c.origin = 0
-	return err
+	c.byKey = keys
 }

@@ -36,6 +36,9 @@ type Graph struct {
 	// launched are the graph's launches since its spans were last read,
 	// by the backend's replay number (profile.go).
 	launched []launchRange
+	// spansHint is how many spans ReplaySpans read last time: room made
+	// for as many at once next time.
+	spansHint int
 }
 
 // GraphStats are the figures of a captured graph.

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
@@ -24,11 +23,14 @@ type profile struct {
 func WithSubmitTiming() Option { return func(c *config) { c.submitTiming = true } }
 
 // WithTimingSource passes src to a device session that can choose how it
-// times ops (the cuda backend's "auto", "cupti" or "events"); sessions that
-// cannot ignore it. It implies nothing unless WithTiming is given too.
-// Without it a session times ops its backend's default way (events on
-// cuda). Under CUPTI, ops with no device work of their own (host steps,
-// frees, pool allocations) have no span.
+// times ops (the cuda backend's "auto", "cupti", "cupti-graph" or
+// "events"); sessions that cannot ignore it. It implies nothing unless
+// WithTiming is given too. Without it a session times ops its backend's
+// default way (events on cuda). Under CUPTI, ops with no device work of
+// their own (host steps, frees, pool allocations) have no span. Under
+// "cupti-graph" graph replays are timed as whole graphs (ReplaySpans.Whole)
+// from CUPTI's graph-level records, with no per-op spans, which costs the
+// device nearly nothing; eager ops are timed by events.
 func WithTimingSource(src string) Option { return func(c *config) { c.timingSource = src } }
 
 // SubmitCost is the host's time to submit the steps of one kind in the
@@ -183,7 +185,8 @@ func (g *Graph) Spans() []Span {
 // op spans of several graph replays synchronised together (the cpu
 // backend; cuda under CUPTI): replay is the backend's number of the
 // LaunchGraph call the op ran in (from 0, counting every launch of the
-// session), -1 for an eager op.
+// session), -1 for an eager op. An op of -1 is a replay timed as a whole
+// graph (cuda's "cupti-graph"): its span is the replay's.
 type replayTimer interface {
 	TimesReplays() bool
 	ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error
@@ -229,10 +232,10 @@ func launchOf(ranges []launchRange, seq int) (int, bool) {
 	return 0, false
 }
 
-// TimesReplays reports whether ReplaySpans times the ops of replays
-// launched back to back, each replay apart: the session was opened
-// WithTiming on a backend that can (the cpu backend; cuda when it times
-// by CUPTI). Where it cannot, a replay's ops have spans only if it ran
+// TimesReplays reports whether ReplaySpans times the replays launched
+// back to back, each apart: the session was opened WithTiming on a backend
+// that can (the cpu backend; cuda when it times by CUPTI, op by op or, with
+// "cupti-graph", each replay whole). Where it cannot, a replay's ops have spans only if it ran
 // alone (cuda timed by events: not even then), and a caller times the
 // replay as a whole instead.
 func (g *Graph) TimesReplays() bool {
@@ -248,12 +251,17 @@ func (g *Graph) TimesReplays() bool {
 // order: launch them back to back, Sync once, then call it (after every
 // Sync, so that the replays it returns share one clock). Each replay's
 // Start is when its first op started, measured from the backend's clock at
-// the first launch (or eager op) of the synchronised work, and its spans
-// are measured from its Start. Without timing, or on
-// a backend that cannot tell replays apart (TimesReplays), it returns
-// none; spans of ops of other graphs or of eager runs are dropped. The
-// error is the backend's, reading its timers; what it could read is
-// returned beside it.
+// the first launch (or eager op) of the synchronised work, its End when
+// its last op ended, and its spans are measured from its Start. A replay
+// timed as a whole graph (WithTimingSource("cupti-graph")) has Whole set
+// and no spans. Without timing, or on a backend that cannot tell replays
+// apart (TimesReplays), it returns none; spans of ops of other graphs or
+// of eager runs are dropped. The error is the backend's, reading its
+// timers; what it could read is returned beside it.
+//
+// The spans of all the replays share one backing array, filled in one
+// pass when the backend gives them replay by replay (cuda does) and with
+// one counting sort otherwise.
 func (g *Graph) ReplaySpans() ([]ReplaySpans, error) {
 	if g.unusable() {
 		return nil, errGraphClosed
@@ -267,35 +275,77 @@ func (g *Graph) ReplaySpans() ([]ReplaySpans, error) {
 	if !ok {
 		return nil, g.s.timer.Spans(func(int, int, time.Duration, time.Duration) {})
 	}
-	var out []ReplaySpans
-	at := map[int]int{} // by launch: its index in out
+	first, total := 0, 0 // the launches read: first to first+total-1
+	if len(ranges) > 0 {
+		first = ranges[0].launch
+		last := ranges[len(ranges)-1]
+		total = last.launch + last.n - first
+	}
+	reps := make([]ReplaySpans, total)
+	seen := make([]bool, total)
+	spans := make([]Span, 0, g.spansHint)
+	of := make([]int32, 0, g.spansHint) // by span: its replay's index in reps
+	grouped := true
 	err := rt.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
 		if replay < 0 {
 			return
 		}
 		launch, ok := launchOf(ranges, replay)
-		if !ok {
+		if !ok || launch < first || launch >= first+total {
 			return
 		}
-		i, seen := at[launch]
-		if !seen {
-			i = len(out)
-			at[launch] = i
-			out = append(out, ReplaySpans{Launch: launch})
+		i := launch - first
+		r := &reps[i]
+		if !seen[i] {
+			seen[i] = true
+			*r = ReplaySpans{Launch: launch, Start: start, End: end}
 		}
-		out[i].Spans = append(out[i].Spans, Span{Op: op, Stream: stream, Start: start, End: end})
+		r.Start, r.End = min(r.Start, start), max(r.End, end)
+		if op < 0 {
+			r.Whole = true
+			return
+		}
+		if n := len(of); n > 0 && of[n-1] > int32(i) {
+			grouped = false
+		}
+		spans = append(spans, Span{Op: op, Stream: stream, Start: start, End: end})
+		of = append(of, int32(i))
 	})
-	slices.SortFunc(out, func(a, b ReplaySpans) int { return cmp.Compare(a.Launch, b.Launch) })
-	for i := range out {
-		r := &out[i]
-		r.Start = r.Spans[0].Start
-		for _, sp := range r.Spans {
-			r.Start = min(r.Start, sp.Start)
+	g.spansHint = len(spans)
+	if !grouped {
+		// A counting sort by replay, keeping each replay's spans in order.
+		at := make([]int, total+1)
+		for _, i := range of {
+			at[i+1]++
 		}
-		for k := range r.Spans {
-			r.Spans[k].Start -= r.Start
-			r.Spans[k].End -= r.Start
+		for i := range total {
+			at[i+1] += at[i]
 		}
+		sorted := make([]Span, len(spans))
+		for k, i := range of {
+			sorted[at[i]] = spans[k]
+			at[i]++
+		}
+		slices.Sort(of)
+		spans = sorted
+	}
+	out := reps[:0]
+	for k := 0; k < total; k++ {
+		if !seen[k] {
+			continue
+		}
+		r := reps[k]
+		lo, _ := slices.BinarySearch(of, int32(k))
+		hi, _ := slices.BinarySearch(of, int32(k+1))
+		r.Spans = spans[lo:hi:hi]
+		for j := range r.Spans {
+			r.Spans[j].Start -= r.Start
+			r.Spans[j].End -= r.Start
+		}
+		if len(r.Spans) == 0 {
+			r.Spans = nil
+		}
+		out = append(out, r)
 	}
 	return out, err
 }

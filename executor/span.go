@@ -12,9 +12,14 @@ type Span struct {
 // ReplaySpans are the op spans of one replay of a Graph (Graph.ReplaySpans).
 type ReplaySpans struct {
 	Launch int // which of the graph's launches it was, from 1
-	// Start is when the replay's first op started, measured from the
-	// backend's clock at the first launch since the spans were last read;
-	// Spans are measured from Start.
-	Start time.Duration
+	// Start is when the replay's first op started, and End when its last
+	// op ended, measured from the backend's clock at the first launch since
+	// the spans were last read; Spans are measured from Start.
+	Start, End time.Duration
+	// Whole says the replay was timed as a whole graph, not op by op (the
+	// cuda backend's "cupti-graph" timing source: CUPTI's graph-level
+	// record of the launch, on the device's clock): Start and End are the
+	// replay's, and Spans is empty.
+	Whole bool
 	Spans []Span
 }

@@ -56,8 +56,16 @@ type (
 		Timing        string `json:"timing,omitempty"`
 		TimingReason  string `json:"timing_reason,omitempty"`
 		TimingDropped uint64 `json:"timing_dropped,omitempty"`
-		// Replays traced as whole graphs: slices are replays, not ops.
-		WholeReplays bool `json:"whole_replays,omitempty"`
+		// Replays traced as whole graphs, not op by op: each one's run,
+		// start and duration, and how they were timed.
+		WholeReplays bool                `json:"whole_replays,omitempty"`
+		Replays      []chromeWholeReplay `json:"replays,omitempty"`
+		ReplayTiming string              `json:"replay_timing,omitempty"`
+	}
+	chromeWholeReplay struct {
+		Run     int     `json:"run"`
+		StartUS float64 `json:"start_us"`
+		DurUS   float64 `json:"dur_us"`
 	}
 	threadArgs struct {
 		Name       string `json:"name"`
@@ -102,6 +110,14 @@ func micros(d time.Duration) float64 { return float64(d) / 1e3 }
 
 func fromMicros(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }
 
+func chromeReplays(rs []WholeReplay) []chromeWholeReplay {
+	var out []chromeWholeReplay
+	for _, r := range rs {
+		out = append(out, chromeWholeReplay{Run: r.Run, StartUS: micros(r.Start), DurUS: micros(r.Dur)})
+	}
+	return out
+}
+
 // flowMargin is how far inside a slice its flow events sit, so that viewers
 // bind them to that slice and not to its neighbour on the same stream.
 func flowMargin(s Slice) time.Duration { return min(s.Dur/4, 100*time.Nanosecond) }
@@ -121,6 +137,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		Generator: generator, SchemaVersion: SchemaVersion, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
 		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
+		Replays: chromeReplays(f.Replays), ReplayTiming: f.ReplayTiming,
 	})
 	if err != nil {
 		return err
@@ -247,7 +264,11 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 		t.Figures = Figures{Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 			EstMakespan: fromMicros(f.EstMakespanUS), EstCriticalPath: fromMicros(f.EstCriticalPathUS),
 			CriticalPath: fromMicros(f.CriticalPathUS), Estimated: f.Estimated,
-			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays}
+			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
+			ReplayTiming: f.ReplayTiming}
+		for _, r := range f.Replays {
+			t.Figures.Replays = append(t.Figures.Replays, WholeReplay{Run: r.Run, Start: fromMicros(r.StartUS), Dur: fromMicros(r.DurUS)})
+		}
 	}
 	type thread struct{ pid, tid int }
 	laneOf := map[thread]int{}

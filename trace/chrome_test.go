@@ -38,7 +38,19 @@ func traces(t *testing.T) map[string]*trace.Trace {
 		"plan":     trace.FromPlan(p, nil),
 		"hand":     handMade(),
 		"zero-dur": zeroDurations(),
+		"whole":    wholeReplays(p),
 	}
+}
+
+// wholeReplays is a trace of graph replays traced whole: no slices, the
+// replays in its figures.
+func wholeReplays(p *planner.Plan) *trace.Trace {
+	tr := trace.FromRuns(p, nil)
+	tr.Slices = nil // as ReadChrome reads a trace without slices
+	tr.Figures.Timing, tr.Figures.WholeReplays = "cupti-graph", true
+	tr.Figures.ReplayTiming = "device clock: CUPTI graph-trace records"
+	tr.Figures.Replays = []trace.WholeReplay{{Run: 1, Start: 0, Dur: 1500 * time.Microsecond}, {Run: 2, Start: 1502 * time.Microsecond, Dur: 1498 * time.Microsecond}}
+	return tr
 }
 
 func TestWriteChromeIsValidTraceEventJSON(t *testing.T) {

@@ -105,9 +105,26 @@ type Figures struct {
 	Timing        string
 	TimingReason  string
 	TimingDropped uint64
-	// WholeReplays says the slices of graph replays are whole replays (one
-	// per run), not ops: timing events cannot time a replay's ops.
+	// WholeReplays says graph replays were traced as whole replays, not
+	// op by op: Replays holds them, and there are no slices of their ops.
+	// Either timing events could not time a replay's ops (each replay then
+	// ran alone, timed by the host's clock), or whole replays were asked for
+	// (dagrun run --trace-detail replays: on cuda, CUPTI's graph-level
+	// records, on the device's clock).
 	WholeReplays bool
+	// Replays are the whole replays traced, in run order, and ReplayTiming
+	// says how they were timed and on which clock.
+	Replays      []WholeReplay
+	ReplayTiming string
+}
+
+// WholeReplay is one graph replay traced as a whole: its run's number, its
+// start on the clock common to the runs (RunSpans.Start's) and how long it
+// took.
+type WholeReplay struct {
+	Run   int
+	Start time.Duration
+	Dur   time.Duration
 }
 
 // Makespan is the time from the start of the first slice to the end of the last.

@@ -18,12 +18,37 @@ import (
 // each replay's spans; nothing waits on the tracing between launches.
 // Where it cannot (a CUDA graph timed by events), each traced replay is
 // launched alone and waited for, and its wall time is its trace.
+//
+// With --trace-detail replays the traced replays are kept whole, not op by
+// op: on cuda each replay is timed by CUPTI's graph-level record of its
+// launch, on the device's clock, which costs the device nearly nothing
+// (the "cupti-graph" timing source); a backend that times ops, not whole
+// replays (the cpu backend), gives each replay from its first op's start to
+// its last op's end. Whole replays go to the trace's figures (replays,
+// replay_timing) and the summary, not to its slices.
 
-// wholeReplay is a traced replay timed as a whole: launch to the end of
-// its Sync, on the host's clock.
-type wholeReplay struct {
-	Run  int
-	Wall time.Duration
+// How whole replays were timed, for the trace's replay_timing and the
+// summary.
+const (
+	wholeOnDevice = "each replay whole on the device's clock, from CUPTI's graph-launch record (its first work's start to its last work's end), launched back to back"
+	wholeFromOps  = "each replay whole on the backend's clock, from its first op's start to its last op's end, launched back to back"
+	wholeOnHost   = "their ops are not timed one by one on this backend; each launched alone; launch to synchronised, host clock"
+)
+
+// keepReplay keeps traced replay rep, which started at start on the host's
+// clock of the runs: op by op, or whole where the backend timed it whole
+// or --trace-detail replays asked for it.
+func (rs *runState) keepReplay(start time.Duration, rep executor.ReplaySpans) {
+	switch {
+	case rep.Whole:
+		rs.whole = append(rs.whole, trace.WholeReplay{Run: rep.Launch, Start: start, Dur: rep.End - rep.Start})
+		rs.wholeTiming = wholeOnDevice
+	case rs.wholeReplays:
+		rs.whole = append(rs.whole, trace.WholeReplay{Run: rep.Launch, Start: start, Dur: rep.End - rep.Start})
+		rs.wholeTiming = wholeFromOps
+	default:
+		rs.runs = append(rs.runs, trace.RunSpans{Run: rep.Launch, Start: start, Spans: rep.Spans})
+	}
 }
 
 // replayTraced is replay with the replays rs.traced chooses traced into
@@ -89,7 +114,7 @@ func replayBatches(ctx context.Context, g *executor.Graph, rs *runState, start t
 		reps, _ := g.ReplaySpans()
 		for _, rep := range reps {
 			if rs.traced(rep.Launch) {
-				rs.runs = append(rs.runs, trace.RunSpans{Run: rep.Launch, Start: batchStart + rep.Start, Spans: rep.Spans})
+				rs.keepReplay(batchStart+rep.Start, rep)
 			}
 		}
 		done += n
@@ -138,9 +163,15 @@ func replayAlone(ctx context.Context, g *executor.Graph, rs *runState, start tim
 		}
 		wall := time.Since(start) - runStart
 		if spans := g.Spans(); len(spans) > 0 {
-			rs.runs = append(rs.runs, trace.RunSpans{Run: run, Start: runStart, Spans: spans})
+			rep := executor.ReplaySpans{Launch: run, Spans: spans}
+			rep.Start, rep.End = spans[0].Start, spans[0].End
+			for _, sp := range spans {
+				rep.Start, rep.End = min(rep.Start, sp.Start), max(rep.End, sp.End)
+			}
+			rs.keepReplay(runStart, rep)
 		} else {
-			rs.whole = append(rs.whole, wholeReplay{Run: run, Wall: wall})
+			rs.whole = append(rs.whole, trace.WholeReplay{Run: run, Start: runStart, Dur: wall})
+			rs.wholeTiming = wholeOnHost
 		}
 		rs.bar.update(run)
 	}
@@ -148,13 +179,13 @@ func replayAlone(ctx context.Context, g *executor.Graph, rs *runState, start tim
 }
 
 // writeWholeReplays adds the replays traced as whole graphs to the trace
-// summary: the backend could not time their ops one by one.
-func writeWholeReplays(w io.Writer, whole []wholeReplay) {
+// summary, saying how they were timed.
+func writeWholeReplays(w io.Writer, whole []trace.WholeReplay, timing string) {
 	if len(whole) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "replays traced as whole graphs (their ops are not timed one by one on this backend; each launched alone; launch to synchronised, host clock):\n")
+	fmt.Fprintf(w, "replays traced as whole graphs (%s):\n", timing)
 	for _, r := range whole {
-		fmt.Fprintf(w, "  replay %d: %v\n", r.Run, r.Wall)
+		fmt.Fprintf(w, "  replay %d: %v\n", r.Run, r.Dur)
 	}
 }

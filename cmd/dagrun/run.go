@@ -61,6 +61,11 @@ Flags:
 	                 launched back to back like the others; where the
 	                 backend cannot time a replay's ops (a CUDA graph
 	                 timed by events) each runs alone and is traced whole
+	--trace-detail D what --trace keeps of each traced replay with --graph:
+	                 ops (default: every op's span) or replays (each
+	                 replay whole, first work to last; on cuda timed on
+	                 the device by CUPTI's graph-level records, the
+	                 cheapest tracing of large graphs, eager ops by events)
 	--trace-runs K   which of the --repeat runs --trace keeps (in memory
 	                 until the end): all (the default), first:N, last:N,
 	                 or run numbers and ranges counted from 1, such as 1,5-8
@@ -153,6 +158,7 @@ type runFlags struct {
 	graph     bool
 	traceFile string
 	traceRuns string
+	detail    *oneOf // --trace-detail
 	perfModel string // perfmodel.go
 	timing    *oneOf
 	format    *oneOf
@@ -165,7 +171,8 @@ type runFlags struct {
 
 func parseRunFlags(args []string) (*runFlags, []string, error) {
 	f := &runFlags{backend: backendFlag(), format: &oneOf{value: "text", choices: []string{"text", "json"}},
-		timing: &oneOf{value: "auto", choices: []string{"auto", "cupti", "events"}}}
+		timing: &oneOf{value: "auto", choices: []string{"auto", "cupti", "events"}},
+		detail: &oneOf{value: "ops", choices: []string{"ops", "replays"}}}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.Var(f.backend, "backend", "")
 	fs.BoolVar(&f.noPeer, "no-peer", false, "")
@@ -175,6 +182,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.BoolVar(&f.graph, "graph", false, "")
 	fs.StringVar(&f.traceFile, "trace", "", "")
 	fs.StringVar(&f.traceRuns, "trace-runs", "", "")
+	fs.Var(f.detail, "trace-detail", "")
 	fs.StringVar(&f.perfModel, "perf-model", "", "")
 	fs.Var(f.timing, "timing", "")
 	fs.Var(f.format, "format", "")
@@ -197,6 +205,16 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	return f, specs, nil
 }
 
+// timingSource is the timing source the session is asked for: --timing's,
+// except that whole replays (--trace-detail replays) are timed by CUPTI's
+// graph-level records unless events were asked for.
+func (f *runFlags) timingSource() string {
+	if f.detail.value == "replays" && f.timing.value != "events" {
+		return "cupti-graph"
+	}
+	return f.timing.value
+}
+
 func (c *cli) run(args []string) error {
 	f, specs, err := parseRunFlags(args)
 	if err != nil {
@@ -210,6 +228,9 @@ func (c *cli) run(args []string) error {
 	}
 	if f.traceRuns != "" && f.traceFile == "" {
 		return usagef("--trace-runs chooses the runs --trace keeps; add --trace FILE")
+	}
+	if f.set["trace-detail"] && f.traceFile == "" {
+		return usagef("--trace-detail chooses what --trace keeps of each replay; add --trace FILE")
 	}
 	asJSON := f.format.value == "json"
 	c.jsonErrors = asJSON
@@ -232,6 +253,9 @@ func (c *cli) run(args []string) error {
 	}
 	if !f.set["graph"] {
 		f.graph = s.Run.Graph
+	}
+	if f.detail.value == "replays" && !f.graph {
+		return usagef("--trace-detail replays traces graph replays whole; add --graph (or run.graph: true)")
 	}
 	if m, err := f.rankMode(s, os.Getenv); err != nil || m != nil {
 		if err != nil {
@@ -307,7 +331,7 @@ func (c *cli) run(args []string) error {
 	}()
 	opts := faultOpts
 	if f.traceFile != "" || pm != nil {
-		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(f.timing.value))
+		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(f.timingSource()))
 	}
 	if pm != nil {
 		opts = append(opts, executor.WithSubmitTiming())
@@ -317,7 +341,8 @@ func (c *cli) run(args []string) error {
 		return c.runFailure(ctx, s, err, nil)
 	}
 	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
-	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: f.graph && f.traceFile != ""}
+	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: f.graph && f.traceFile != "",
+		wholeReplays: f.detail.value == "replays"}
 	if pm != nil {
 		rs.afterRun = func(run int, spans []executor.Span) error { return pm.observe(p.Graph, sess, spans, run, f.repeat) }
 	}
@@ -346,13 +371,14 @@ func (c *cli) run(args []string) error {
 		t := trace.FromRuns(p, rs.runs)
 		note = timingNote(sess, t)
 		t.Figures.WholeReplays = len(rs.whole) > 0
+		t.Figures.Replays, t.Figures.ReplayTiming = rs.whole, rs.wholeTiming
 		if err := writeFileAtomic(f.traceFile, t.WriteChrome); err != nil {
 			return err
 		}
 		if err := t.WriteSummary(&traceSummary); err != nil {
 			return err
 		}
-		writeWholeReplays(&traceSummary, rs.whole)
+		writeWholeReplays(&traceSummary, rs.whole, rs.wholeTiming)
 		if report.Planned = plannedVsAchieved(p, pm, rs.runs, f.graph); report.Planned != nil {
 			if err := report.Planned.Write(&traceSummary); err != nil {
 				return err
@@ -418,15 +444,26 @@ type runState struct {
 	// traceReplays traces the replays traced chooses, into runs or whole
 	// (replaytrace.go).
 	traceReplays bool
-	whole        []wholeReplay
+	// wholeReplays keeps the traced replays whole, not op by op
+	// (--trace-detail replays); whole holds those so kept, or timed whole
+	// because the backend could not time their ops, and wholeTiming says
+	// how they were timed.
+	wholeReplays bool
+	whole        []trace.WholeReplay
+	wholeTiming  string
 	saved        map[string]bool // the save paths written
 }
 
+// tracedRuns are the numbers of the runs traced, op by op or whole.
 func (rs *runState) tracedRuns() []int {
 	var n []int
 	for _, r := range rs.runs {
 		n = append(n, r.Run)
 	}
+	for _, r := range rs.whole {
+		n = append(n, r.Run)
+	}
+	slices.Sort(n)
 	return n
 }
 

@@ -15,7 +15,11 @@
 // a node made under each push of an op id (a capture), and for each push of
 // a replay marker (an id from 1<<62: a graph launch) a correlation record
 // and one kernel record per node made so far, replay r's node i running
-// from 10000*(r+1) + 100*i for 50 ns. Each registration
+// from 10000*(r+1) + 100*i for 50 ns; "graphs" reports, for each push of
+// a replay marker, a graph-launch record only (as a whole-graph tracer
+// gets), replay r running from 10000*(r+1) for 5000 ns, named by the driver
+// callback of cuGraphLaunch alone (no correlation record), and nothing for
+// a push of an op id. Each registration
 // of the buffer callbacks starts a tracer: its first flush with records
 // reports 3 dropped; "predropped" also pretends 5 were dropped before it
 // (while no tracer gave buffers), which the tracer drains at its start.
@@ -77,12 +81,13 @@ int cuptiActivityEnableDriverApi(uint32_t cbid, uint8_t on) { (void)cbid; (void)
 int cuptiGetGraphNodeId(CUgraphNode n, uint64_t* id) { *id = (uint64_t)(uintptr_t)n; return 0; }
 typedef void (*callback_fn)(void*, int, uint32_t, const void*);
 static callback_fn subscribed;
-static int launch_callback_on, node_callback_on;
+static int launch_callback_on, graph_callback_on, node_callback_on;
 int cuptiSubscribe(void** s, callback_fn cb, void* u) { (void)u; subscribed = cb; *s = (void*)1; return 0; }
-int cuptiUnsubscribe(void* s) { (void)s; subscribed = NULL; launch_callback_on = node_callback_on = 0; return 0; }
+int cuptiUnsubscribe(void* s) { (void)s; subscribed = NULL; launch_callback_on = graph_callback_on = node_callback_on = 0; return 0; }
 int cuptiEnableCallback(uint32_t e, void* s, int d, uint32_t c) {
 	(void)s;
 	if (d == DR_CUPTI_CB_DOMAIN_DRIVER_API && c == DR_CUPTI_CBID_cuLaunchKernel) launch_callback_on = (int)e;
+	if (d == DR_CUPTI_CB_DOMAIN_DRIVER_API && c == DR_CUPTI_CBID_cuGraphLaunch) graph_callback_on = (int)e;
 	if (d == DR_CUPTI_CB_DOMAIN_RESOURCE && c == DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) node_callback_on = (int)e;
 	return 0;
 }
@@ -101,6 +106,7 @@ static size_t record_size(const uint8_t* r) {
 	case DR_CUPTI_KIND_CONCURRENT_KERNEL: return DR_CUPTI_KERNEL10_SIZE;
 	case DR_CUPTI_KIND_EXTERNAL_CORRELATION: return DR_CUPTI_EXTCORR_SIZE;
 	case DR_CUPTI_KIND_MEMCPY: return DR_CUPTI_MEMCPY6_SIZE;
+	case DR_CUPTI_KIND_GRAPH_TRACE: return DR_CUPTI_GRAPHTRACE2_SIZE;
 	}
 	return 0;
 }
@@ -137,6 +143,18 @@ static void put_kernel(uint64_t start, uint64_t end, uint64_t node) {
 	npending += DR_CUPTI_KERNEL10_SIZE;
 }
 
+static void put_graph_launch(uint64_t start, uint64_t end) {
+	uint8_t* g = pending + npending;
+	memset(g, 0, DR_CUPTI_GRAPHTRACE2_SIZE);
+	put32(g, 0, DR_CUPTI_KIND_GRAPH_TRACE);
+	put32(g, DR_CUPTI_GRAPHTRACE2_CORRELATION_ID, corr);
+	put64(g, DR_CUPTI_GRAPHTRACE2_START, start);
+	put64(g, DR_CUPTI_GRAPHTRACE2_END, end);
+	put32(g, DR_CUPTI_GRAPHTRACE2_GRAPH_ID, 9);
+	put32(g, DR_CUPTI_GRAPHTRACE2_STREAM_ID, 7);
+	npending += DR_CUPTI_GRAPHTRACE2_SIZE;
+}
+
 static void put_correlation(uint64_t id) {
 	uint8_t* e = pending + npending;
 	memset(e, 0, DR_CUPTI_EXTCORR_SIZE);
@@ -150,6 +168,21 @@ static void put_correlation(uint64_t id) {
 int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
 	if (kind != DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 || depth == 16) return 1;
 	stack[depth++] = id;
+	if (mode("graphs")) {
+		const uint64_t marker = (uint64_t)1 << 62;
+		if (id < marker) return 0;
+		if (subscribed != NULL && graph_callback_on) {
+			uint8_t data[72];
+			memset(data, 0, sizeof data);
+			put32(data, DR_CUPTI_CALLBACKDATA_SITE, DR_CUPTI_API_ENTER);
+			put32(data, DR_CUPTI_CALLBACKDATA_CORRELATION_ID, corr);
+			subscribed(NULL, DR_CUPTI_CB_DOMAIN_DRIVER_API, DR_CUPTI_CBID_cuGraphLaunch, data);
+		}
+		uint64_t start = 10000 * (id - marker + 1);
+		put_graph_launch(start, start + 5000);
+		corr++;
+		return 0;
+	}
 	if (mode("replays")) {
 		const uint64_t marker = (uint64_t)1 << 62;
 		if (id < marker) {

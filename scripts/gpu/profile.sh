@@ -8,7 +8,9 @@
 #     after one profiled eager run (the ratio per example and mode).
 #  3. Tracing cost: BenchmarkCUPTISessionTracing (workload E eager, CUPTI
 #     against events; workload C replayed 50 times back to back, traced
-#     against untraced, raw and through sessions) in a process of its own.
+#     against untraced, raw and through sessions, op by op and whole from
+#     graph-level records: the replays' makespan and the host's processing
+#     of the records apart) in a process of its own.
 # Logs and JSON reports go to OUTDIR.
 set -u
 out=${1:?usage: scripts/gpu/profile.sh OUTDIR}
@@ -71,7 +73,7 @@ grep -h "ops timed by" "$out"/*.err 2>/dev/null | sort | uniq -c | head -5
 echo "== tracing cost (BenchmarkCUPTISessionTracing)"
 if [ -x .gpu/cuda.test ]; then
 	(cd cuda && DAGRUN_BENCH_CUPTI=1 DAGRUN_REQUIRE_GPU=1 "../.gpu/cuda.test" -test.run '^$' -test.bench 'CUPTISessionTracing' \
-		-test.benchtime "${BENCHTIME:-30x}" -test.timeout 300s) >"$out/tracing-bench.log" 2>&1 || status=1
+		-test.benchtime "${BENCHTIME:-30x}" -test.timeout 600s) >"$out/tracing-bench.log" 2>&1 || status=1
 	grep -E '^(Benchmark|--- FAIL|FAIL)|medians over' "$out/tracing-bench.log"
 else
 	echo "tracing cost: skipped: .gpu/cuda.test was not built"
