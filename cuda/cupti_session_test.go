@@ -74,9 +74,11 @@ func TestCUPTISessionTiming(t *testing.T) {
 		// Events bracket the op on its stream, so they also count the
 		// gap before the work starts on the device: CUPTI's duration lies
 		// within them (up to the events' resolution, 0.5 us) and they add
-		// at most a launch's latency.
+		// at most a launch's latency (up to about 11 us seen on the H100
+		// between two ops of one stream; 20 us leaves room for a busy host
+		// without letting a wrong op's record pass).
 		assert.LessOrEqual(t, c, e+time.Microsecond/2, "op %s: CUPTI's time lies within the events'", graph.Ops[op].Name)
-		assert.Less(t, e-c, 10*time.Microsecond, "op %s: the events add at most a launch's latency", graph.Ops[op].Name)
+		assert.Less(t, e-c, 20*time.Microsecond, "op %s: the events add at most a launch's latency", graph.Ops[op].Name)
 	}
 }
 

@@ -72,8 +72,12 @@ grep -h "ops timed by" "$out"/*.err 2>/dev/null | sort | uniq -c | head -5
 
 echo "== tracing cost (BenchmarkCUPTISessionTracing)"
 if [ -x .gpu/cuda.test ]; then
-	(cd cuda && DAGRUN_BENCH_CUPTI=1 DAGRUN_REQUIRE_GPU=1 "../.gpu/cuda.test" -test.run '^$' -test.bench 'CUPTISessionTracing' \
-		-test.benchtime "${BENCHTIME:-30x}" -test.timeout 600s) >"$out/tracing-bench.log" 2>&1 || status=1
+	# The raw whole-graph one in a process of its own, last: it starts and
+	# stops a whole-graph tracer per batch.
+	for pat in 'CUPTISessionTracing$/^(E|C-replay|C-replay-session|C-replay-session-whole)$' 'CUPTISessionTracing$/^C-replay-whole$'; do
+		(cd cuda && DAGRUN_BENCH_CUPTI=1 DAGRUN_REQUIRE_GPU=1 "../.gpu/cuda.test" -test.run '^$' -test.bench "$pat" \
+			-test.benchtime "${BENCHTIME:-30x}" -test.timeout 600s) >>"$out/tracing-bench.log" 2>&1 || status=1
+	done
 	grep -E '^(Benchmark|--- FAIL|FAIL)|medians over' "$out/tracing-bench.log"
 else
 	echo "tracing cost: skipped: .gpu/cuda.test was not built"
