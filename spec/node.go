@@ -204,7 +204,7 @@ func (f fields) keyNode(key string) *node {
 }
 
 // entries reads n as a mapping of string keys, without checking the keys.
-func (r *reader) entries(n *node, what string) (fields, bool) {
+func (r *reader) entries(n *node, what subject) (fields, bool) {
 	n = r.resolve(n)
 	switch {
 	case n == nil:
@@ -251,7 +251,7 @@ func (r *reader) entries(n *node, what string) (fields, bool) {
 	return f, ok
 }
 
-func (r *reader) key(k *node, what string) (string, bool) {
+func (r *reader) key(k *node, what subject) (string, bool) {
 	if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
 		r.errorf(k, "write the keys out, or use an alias for the whole value", "merge keys (<<) are not supported")
 		return "", false
@@ -268,7 +268,7 @@ func (r *reader) key(k *node, what string) (string, bool) {
 }
 
 // mapping reads n as a mapping whose keys are among allowed.
-func (r *reader) mapping(n *node, what string, allowed []string) (fields, bool) {
+func (r *reader) mapping(n *node, what subject, allowed []string) (fields, bool) {
 	f, ok := r.entries(n, what)
 	if !ok && f.node == nil {
 		return f, false
@@ -277,7 +277,7 @@ func (r *reader) mapping(n *node, what string, allowed []string) (fields, bool) 
 }
 
 // checkKeys reports the keys of f that are not allowed.
-func (r *reader) checkKeys(f fields, what string, allowed []string) bool {
+func (r *reader) checkKeys(f fields, what subject, allowed []string) bool {
 	ok := true
 	for _, e := range f.list {
 		if !slices.Contains(allowed, e.key) {
@@ -288,7 +288,7 @@ func (r *reader) checkKeys(f fields, what string, allowed []string) bool {
 	return ok
 }
 
-func (r *reader) sequence(n *node, what string) ([]*node, bool) {
+func (r *reader) sequence(n *node, what subject) ([]*node, bool) {
 	v := r.resolve(n)
 	switch {
 	case v == nil:
@@ -308,7 +308,7 @@ func scalarString(n *node) (string, bool) {
 	return "", false
 }
 
-func (r *reader) str(n *node, what string) (string, bool) {
+func (r *reader) str(n *node, what subject) (string, bool) {
 	n = r.resolve(n)
 	if n == nil {
 		return "", false
@@ -321,7 +321,7 @@ func (r *reader) str(n *node, what string) (string, bool) {
 }
 
 // oneOf reads a string that must be one of choices.
-func (r *reader) oneOf(n *node, what string, choices []string) (string, bool) {
+func (r *reader) oneOf(n *node, what subject, choices []string) (string, bool) {
 	s, ok := r.str(n, what)
 	if !ok {
 		return "", false
@@ -380,7 +380,7 @@ func parseFloat(s string) (float64, error) {
 	return strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
 }
 
-func (r *reader) integer(n *node, what string) (int64, bool) {
+func (r *reader) integer(n *node, what subject) (int64, bool) {
 	n = r.resolve(n)
 	switch {
 	case n == nil:
@@ -409,7 +409,7 @@ func (r *reader) integer(n *node, what string) (int64, bool) {
 }
 
 // intIn reads an integer in [lo, hi].
-func (r *reader) intIn(n *node, what string, lo, hi int64) (int, bool) {
+func (r *reader) intIn(n *node, what subject, lo, hi int64) (int, bool) {
 	v, ok := r.integer(n, what)
 	if !ok {
 		return 0, false
@@ -421,7 +421,7 @@ func (r *reader) intIn(n *node, what string, lo, hi int64) (int, bool) {
 	return int(v), true
 }
 
-func (r *reader) number(n *node, what string) (float64, bool) {
+func (r *reader) number(n *node, what subject) (float64, bool) {
 	n = r.resolve(n)
 	switch {
 	case n == nil:
@@ -444,7 +444,7 @@ func (r *reader) number(n *node, what string) (float64, bool) {
 	return 0, false
 }
 
-func (r *reader) boolean(n *node, what string) (bool, bool) {
+func (r *reader) boolean(n *node, what subject) (bool, bool) {
 	n = r.resolve(n)
 	if n == nil {
 		return false, false
@@ -457,7 +457,7 @@ func (r *reader) boolean(n *node, what string) (bool, bool) {
 }
 
 // size reads a byte count: an integer or a string with a unit.
-func (r *reader) size(n *node, what string) (int64, bool) {
+func (r *reader) size(n *node, what subject) (int64, bool) {
 	n = r.resolve(n)
 	switch {
 	case n == nil:
@@ -483,7 +483,7 @@ func (r *reader) size(n *node, what string) (int64, bool) {
 	return b, true
 }
 
-func (r *reader) duration(n *node, what string) (time.Duration, bool) {
+func (r *reader) duration(n *node, what subject) (time.Duration, bool) {
 	n = r.resolve(n)
 	if n == nil {
 		return 0, false

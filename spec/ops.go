@@ -22,7 +22,7 @@ type opDecl struct {
 }
 
 func (l *loader) opList(n *node) {
-	items, ok := l.sequence(n, "ops")
+	items, ok := l.sequence(n, about("ops"))
 	if ok && len(items) == 0 {
 		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
 	}
@@ -40,7 +40,7 @@ func (l *loader) opList(n *node) {
 }
 
 func (l *loader) opDecl(i int, n *node) {
-	what := "ops[" + strconv.Itoa(i) + "]"
+	what := opSubject(i)
 	f, _ := l.entries(n, what)
 	if f.node == nil {
 		return
@@ -67,7 +67,7 @@ func (l *loader) opDecl(i int, n *node) {
 	}
 	d.kind = kinds[0]
 	if v, has := f.get("name"); has {
-		name, okN := l.str(v, what+" name")
+		name, okN := l.str(v, what.and("name"))
 		switch {
 		case !okN || !l.checkName(v, "op", name):
 		case l.opNames[name] != nil:
@@ -75,13 +75,13 @@ func (l *loader) opDecl(i int, n *node) {
 		default:
 			l.opNames[name] = d
 			d.named = true
-			what = "op " + strconv.Quote(name)
+			what = namedOpSubject(name)
 		}
 	}
 	kindNode, _ := f.get(d.kind)
 	step := ""
 	if d.kind == "host" {
-		s, okS := l.oneOf(kindNode, what+" host step", hostSteps)
+		s, okS := l.oneOf(kindNode, what.and("host step"), hostSteps)
 		if !okS {
 			return
 		}
@@ -122,18 +122,18 @@ func (l *loader) opDecl(i int, n *node) {
 
 // common reads the keys every op may have and applies them to op (when it
 // is not nil).
-func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
+func (l *loader) common(d *opDecl, f fields, what subject, op *dag.Op) bool {
 	ok := true
 	if v, has := f.get("priority"); has {
 		d.fields.set("priority", v)
-		p, okP := l.priority(v, what+" priority")
+		p, okP := l.priority(v, what.and("priority"))
 		ok = ok && okP
 		if okP && op != nil {
 			op.WithPriority(p)
 		}
 	}
 	if v, has := f.get("cost"); has {
-		c, okC := l.duration(v, what+" cost")
+		c, okC := l.duration(v, what.and("cost"))
 		if okC && c > MaxCost {
 			l.errorf(v, "give an estimate of at most 24h", "%s cost %s is more than 24h", what, c)
 			okC = false
@@ -145,7 +145,7 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	}
 	if v, has := f.get("device"); has {
 		d.fields.set("device", v)
-		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
+		dev, okD := l.intIn(v, what.and("device"), 0, 1<<16)
 		okD = okD && l.placedInWorld(v, what)
 		ok = ok && okD
 		if okD && op != nil {
@@ -157,7 +157,7 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 		if _, isStr := scalarString(v); isStr {
 			d.after = []*node{v}
 		} else {
-			items, okA := l.sequence(v, what+" after")
+			items, okA := l.sequence(v, what.and("after"))
 			ok = ok && okA
 			d.after = items
 		}
@@ -165,7 +165,7 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	return ok
 }
 
-func (l *loader) priority(n *node, what string) (dag.Priority, bool) {
+func (l *loader) priority(n *node, what subject) (dag.Priority, bool) {
 	if isIntNode(n) {
 		p, ok := l.intIn(n, what, -1<<20, 1<<20)
 		return dag.Priority(p), ok
@@ -186,8 +186,8 @@ func (l *loader) priority(n *node, what string) (dag.Priority, bool) {
 	return 0, false
 }
 
-func (l *loader) copyOp(d *opDecl, n *node, what string) *dag.Op {
-	f, ok := l.mapping(n, what+" copy", copyKeys)
+func (l *loader) copyOp(d *opDecl, n *node, what subject) *dag.Op {
+	f, ok := l.mapping(n, what.and("copy"), copyKeys)
 	if f.node == nil {
 		return nil
 	}
@@ -199,16 +199,16 @@ func (l *loader) copyOp(d *opDecl, n *node, what string) *dag.Op {
 	}
 	d.fields.set("from", from)
 	d.fields.set("to", to)
-	src, _, okS := l.view(from, what+" copy from", false)
-	dst, _, okD := l.view(to, what+" copy to", false)
+	src, _, okS := l.view(from, what.and("copy from"), false)
+	dst, _, okD := l.view(to, what.and("copy to"), false)
 	if !ok || !okS || !okD {
 		return nil
 	}
 	return l.b.Copy(dst, src)
 }
 
-func (l *loader) fillOp(d *opDecl, n *node, what string) *dag.Op {
-	f, ok := l.mapping(n, what+" fill", fillKeys)
+func (l *loader) fillOp(d *opDecl, n *node, what subject) *dag.Op {
+	f, ok := l.mapping(n, what.and("fill"), fillKeys)
 	if f.node == nil {
 		return nil
 	}
@@ -220,16 +220,16 @@ func (l *loader) fillOp(d *opDecl, n *node, what string) *dag.Op {
 	}
 	d.fields.set("buffer", bufN)
 	d.fields.set("value", valN)
-	v, _, okV := l.view(bufN, what+" fill buffer", false)
-	x, okX := l.number(valN, what+" fill value")
+	v, _, okV := l.view(bufN, what.and("fill buffer"), false)
+	x, okX := l.number(valN, what.and("fill value"))
 	if !ok || !okV || !okX {
 		return nil
 	}
 	return l.b.Fill(v, x)
 }
 
-func (l *loader) lifetimeOp(kind string, n *node, what string) *dag.Op {
-	d := l.bufferRef(n, what+" "+kind)
+func (l *loader) lifetimeOp(kind string, n *node, what subject) *dag.Op {
+	d := l.bufferRef(n, what.and(kind))
 	if d == nil || d.buf == nil {
 		return nil
 	}
@@ -239,9 +239,9 @@ func (l *loader) lifetimeOp(kind string, n *node, what string) *dag.Op {
 	return l.b.Free(d.buf)
 }
 
-func (l *loader) launchOp(d *opDecl, f fields, n *node, what string) *dag.Op {
+func (l *loader) launchOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
 	d.fields.set("kernel", n)
-	name, ok := l.str(n, what+" kernel")
+	name, ok := l.str(n, what.and("kernel"))
 	if !ok {
 		return nil
 	}
@@ -264,18 +264,18 @@ func (l *loader) launchOp(d *opDecl, f fields, n *node, what string) *dag.Op {
 	grid, block := dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
 	if v, has := f.get("grid"); has {
 		d.fields.set("grid", v)
-		grid, ok = l.dim3(v, what+" grid")
+		grid, ok = l.dim3(v, what.and("grid"))
 	}
 	okB := true
 	if v, has := f.get("block"); has {
 		d.fields.set("block", v)
-		block, okB = l.dim3(v, what+" block")
+		block, okB = l.dim3(v, what.and("block"))
 	}
 	shared := int64(0)
 	okS := true
 	if v, has := f.get("shared"); has {
 		d.fields.set("shared", v)
-		shared, okS = l.size(v, what+" shared")
+		shared, okS = l.size(v, what.and("shared"))
 		if okS && shared > 1<<30 {
 			l.errorf(v, "use at most 48 KiB of dynamic shared memory", "%s shared %d bytes is too large", what, shared)
 			okS = false
@@ -296,7 +296,7 @@ func (l *loader) launchOp(d *opDecl, f fields, n *node, what string) *dag.Op {
 	return op
 }
 
-func (l *loader) dim3(n *node, what string) (dag.Dim3, bool) {
+func (l *loader) dim3(n *node, what subject) (dag.Dim3, bool) {
 	const limit = 1<<31 - 1
 	if !isSeq(n) {
 		x, ok := l.intIn(n, what, 1, limit)
@@ -319,7 +319,7 @@ func (l *loader) dim3(n *node, what string) (dag.Dim3, bool) {
 
 // args reads a launch's arguments, by parameter name (a mapping) or in
 // order (a list), and returns them as dag.Builder.Launch takes them.
-func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string) ([]any, bool) {
+func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what subject) ([]any, bool) {
 	nodes := make([]*node, len(k.Params))
 	names := make([]string, len(k.Params))
 	for i, p := range k.Params {
@@ -328,7 +328,7 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string
 	ok := true
 	if given {
 		if isSeq(n) {
-			items, _ := l.sequence(n, what+" args")
+			items, _ := l.sequence(n, what.and("args"))
 			for i, it := range items {
 				if i >= len(nodes) {
 					l.errorf(it, signature(k), "%s passes %d arguments to %s, which takes %d", what, len(items), k.Name, len(nodes))
@@ -338,7 +338,7 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string
 				nodes[i] = it
 			}
 		} else {
-			f, okF := l.entries(n, what+" args")
+			f, okF := l.entries(n, what.and("args"))
 			ok = okF
 			for _, e := range f.list {
 				i := slices.Index(names, e.key)
@@ -360,7 +360,7 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string
 			continue
 		}
 		d.fields.set("args."+p.Name, a)
-		aw := what + " argument " + p.Name
+		aw := what.and("argument").and(p.Name)
 		switch p.Kind {
 		case dag.BufferParam:
 			v, m, okV := l.view(a, aw, true)
@@ -419,7 +419,7 @@ func (l *loader) suggestParam(got string, k *dag.Kernel) string {
 // view reads a view of a buffer: "name", "name[start:end]" or a mapping
 // {buffer, offset, size} (with mode, for kernel arguments). The mode is 0
 // when the spec does not give one.
-func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, bool) {
+func (l *loader) view(n *node, what subject, withMode bool) (dag.View, dag.Mode, bool) {
 	n = l.resolve(n)
 	if n == nil {
 		return dag.View{}, 0, false
@@ -457,7 +457,7 @@ func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, 
 		l.errorf(f.node, "write {buffer: x, offset: 0, size: 1KiB}", "%s has no buffer", what)
 		return dag.View{}, 0, false
 	}
-	name, okN := l.str(bufN, what+" buffer")
+	name, okN := l.str(bufN, what.and("buffer"))
 	if !okN {
 		return dag.View{}, 0, false
 	}
@@ -465,17 +465,17 @@ func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, 
 	off, size := int64(0), int64(-1)
 	if v, has := f.get("offset"); has {
 		var okO bool
-		off, okO = l.size(v, what+" offset")
+		off, okO = l.size(v, what.and("offset"))
 		ok = ok && okO
 	}
 	if v, has := f.get("size"); has {
 		var okS bool
-		size, okS = l.size(v, what+" size")
+		size, okS = l.size(v, what.and("size"))
 		ok = ok && okS
 	}
 	var mode dag.Mode
 	if v, has := f.get("mode"); has {
-		m, okM := l.oneOf(v, what+" mode", modes)
+		m, okM := l.oneOf(v, what.and("mode"), modes)
 		ok = ok && okM
 		mode = parseMode(m)
 	}
@@ -496,7 +496,7 @@ func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, 
 
 // viewBuffer is the buffer a view names, or nil (reported) when there is
 // none.
-func (l *loader) viewBuffer(n *node, what, name string) *dag.Buffer {
+func (l *loader) viewBuffer(n *node, what subject, name string) *dag.Buffer {
 	if !isName(name) {
 		l.errorf(n, viewHint, "%s: %q is not a buffer name", what, name)
 		return nil
@@ -509,7 +509,7 @@ func (l *loader) viewBuffer(n *node, what, name string) *dag.Buffer {
 	return d.buf
 }
 
-func (l *loader) checkRange(n *node, what string, b *dag.Buffer, start, end int64) (dag.View, bool) {
+func (l *loader) checkRange(n *node, what subject, b *dag.Buffer, start, end int64) (dag.View, bool) {
 	hint := fmt.Sprintf("%s holds bytes [0:%d)", b.Name, b.Size)
 	switch {
 	case start > b.Size || end > b.Size:
@@ -522,8 +522,8 @@ func (l *loader) checkRange(n *node, what string, b *dag.Buffer, start, end int6
 	return b.Slice(start, end-start), true
 }
 
-func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
-	what += " " + step
+func (l *loader) hostOp(step string, f fields, what subject) *dag.Op {
+	what = what.and(step)
 	need := func(key, example string) (*node, bool) {
 		v, has := f.get(key)
 		if !has && !f.has(key) {
@@ -539,7 +539,7 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		}
 		items := []*node{n}
 		if isSeq(n) {
-			items, _ = l.sequence(n, what+" reads")
+			items, _ = l.sequence(n, what.and("reads"))
 		}
 		if len(items) == 0 {
 			l.errorf(n, "name the buffers to check", "%s reads nothing", what)
@@ -548,7 +548,7 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		var acc []dag.Access
 		var views []dag.View
 		for _, it := range items {
-			v, _, okV := l.view(it, what+" reads", false)
+			v, _, okV := l.view(it, what.and("reads"), false)
 			ok = ok && okV
 			acc = append(acc, dag.In(v))
 			views = append(views, v)
@@ -563,14 +563,14 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		if !okB || !okP {
 			return nil
 		}
-		v, _, okV := l.view(bufN, what+" buffer", false)
-		p, okS := l.str(pathN, what+" path")
+		v, _, okV := l.view(bufN, what.and("buffer"), false)
+		p, okS := l.str(pathN, what.and("path"))
 		if okS && p == "" {
 			l.errorf(pathN, "name a file", "%s path is empty", what)
 			okS = false
 		}
 		if okS {
-			p, okS = l.writePath(pathN, what+" path", p)
+			p, okS = l.writePath(pathN, what.and("path"), p)
 		}
 		if !okV || !okS {
 			return nil
@@ -582,8 +582,8 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		if !okB || !okV {
 			return nil
 		}
-		v, _, okW := l.view(bufN, what+" buffer", false)
-		x, okX := l.number(valN, what+" value")
+		v, _, okW := l.view(bufN, what.and("buffer"), false)
+		x, okX := l.number(valN, what.and("value"))
 		if !okW || !okX {
 			return nil
 		}
@@ -619,7 +619,7 @@ func (l *loader) addAfter() {
 			continue
 		}
 		for _, n := range d.after {
-			name, ok := l.str(n, "after")
+			name, ok := l.str(n, about("after"))
 			if !ok {
 				continue
 			}

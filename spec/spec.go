@@ -232,7 +232,7 @@ type kernelDecl struct {
 }
 
 func (l *loader) load(root *node) {
-	top, ok := l.mapping(root, "the spec", topKeys)
+	top, ok := l.mapping(root, about("the spec"), topKeys)
 	if top.node == nil {
 		return
 	}
@@ -365,10 +365,10 @@ func (l *loader) kernelsOnCPU() {
 }
 
 func (l *loader) runSettings(n *node) {
-	f, _ := l.mapping(n, "run", runKeys)
+	f, _ := l.mapping(n, about("run"), runKeys)
 	run := &l.spec.Run
 	for _, e := range f.list {
-		what := "run." + e.key
+		what := about("run." + e.key)
 		switch e.key {
 		case "streams":
 			if v, ok := l.intIn(e.value, what, 1, 32); ok {
@@ -396,7 +396,7 @@ func (l *loader) runSettings(n *node) {
 }
 
 func (l *loader) outputs(n *node) {
-	items, _ := l.sequence(n, "outputs")
+	items, _ := l.sequence(n, about("outputs"))
 	for _, it := range items {
 		it = l.resolve(it)
 		if it == nil {
@@ -405,7 +405,7 @@ func (l *loader) outputs(n *node) {
 		out := Output{Pos: l.pos(it)}
 		bufNode := it
 		if _, isStr := scalarString(it); !isStr {
-			f, ok := l.mapping(it, "an output", outputKeys)
+			f, ok := l.mapping(it, about("an output"), outputKeys)
 			if !ok {
 				continue
 			}
@@ -414,16 +414,16 @@ func (l *loader) outputs(n *node) {
 				continue
 			}
 			if s, ok := f.get("save"); ok {
-				if out.Save, ok = l.str(s, "save"); ok && out.Save == "" {
+				if out.Save, ok = l.str(s, about("save")); ok && out.Save == "" {
 					l.errorf(s, "name a file or leave save out", "save path is empty")
 				} else if ok {
-					if out.Save, ok = l.writePath(s, "output save", out.Save); !ok {
+					if out.Save, ok = l.writePath(s, about("output save"), out.Save); !ok {
 						out.Save = ""
 					}
 				}
 			}
 		}
-		d := l.bufferRef(bufNode, "output")
+		d := l.bufferRef(bufNode, about("output"))
 		if d == nil || d.buf == nil {
 			continue
 		}
@@ -438,8 +438,8 @@ func (l *loader) outputs(n *node) {
 
 // bufferRef reads a buffer name and returns its declaration, reporting
 // unknown names; nil when there is none.
-func (l *loader) bufferRef(n *node, what string) *bufDecl {
-	name, ok := l.str(n, what+" buffer")
+func (l *loader) bufferRef(n *node, what subject) *bufDecl {
+	name, ok := l.str(n, what.and("buffer"))
 	if !ok {
 		return nil
 	}
@@ -451,7 +451,7 @@ func (l *loader) bufferRef(n *node, what string) *bufDecl {
 }
 
 // backend reads run.backend: one of backends, or an alias of one.
-func (l *loader) backend(n *node, what string) (string, bool) {
+func (l *loader) backend(n *node, what subject) (string, bool) {
 	s, ok := l.str(n, what)
 	if !ok {
 		return "", false
