@@ -81,13 +81,13 @@ var kindKeys = map[dag.OpKind]struct {
 // opKeys are the keys an op of kind may have (host steps: of host step
 // step), memoised per loader.
 func (l *loader) opKeys(kind, step string) []string {
-	k := kind + "/" + step
+	k := [2]string{kind, step}
 	if keys, ok := l.keyCache[k]; ok {
 		return keys
 	}
 	keys := opKeys(kind, step)
 	if l.keyCache == nil {
-		l.keyCache = map[string][]string{}
+		l.keyCache = map[[2]string][]string{}
 	}
 	l.keyCache[k] = keys
 	return keys

@@ -30,7 +30,8 @@ type reader struct {
 	unknownAliases map[[2]int]bool
 	// suggestBudget bounds the work of all did-you-mean suggestions.
 	suggestBudget int
-	slab          []entry // see entries
+	slab          []entry     // see entries
+	fieldSlab     []fieldNode // see loader.opDecl
 	// dropped counts the errors beyond MaxErrors, not reported one by one.
 	dropped int
 }

@@ -26,32 +26,63 @@ func (l *loader) opList(n *node) {
 	if ok && len(items) == 0 {
 		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
 	}
+	count := min(len(items), MaxOps)
 	if len(l.opNames) == 0 {
-		l.opNames = make(map[string]*opDecl, min(len(items), MaxOps))
+		l.opNames = make(map[string]int32, count)
 	}
-	l.ops = make([]*opDecl, 0, min(len(items), MaxOps))
+	// The declarations and their field nodes come from two slabs: a few
+	// allocations for the whole list rather than a few per op.
+	l.ops = make([]*opDecl, 0, count)
+	decls := make([]opDecl, count)
 	for i, it := range items {
 		if i == MaxOps {
 			l.errorf(it, "split the work into several specs", "the spec has more than %d ops", MaxOps)
 			break
 		}
-		l.opDecl(i, it)
+		l.opDecl(i, it, &decls[len(l.ops)])
 	}
 }
 
-func (l *loader) opDecl(i int, n *node) {
+// fieldsPerOp is how many field nodes an op's declaration is given room
+// for in the slab; one with more takes its own.
+const fieldsPerOp = 32
+
+// opDecl reads the op at index i of the ops list into d, which joins
+// l.ops when n is a mapping.
+func (l *loader) opDecl(i int, n *node, d *opDecl) {
 	what := opSubject(i)
 	f, _ := l.entries(n, what)
 	if f.node == nil {
 		return
 	}
-	d := &opDecl{node: f.node, index: i, fields: make(fieldNodes, 0, 4)}
+	if cap(l.fieldSlab)-len(l.fieldSlab) < fieldsPerOp {
+		l.fieldSlab = make([]fieldNode, 0, 64*fieldsPerOp)
+	}
+	start := len(l.fieldSlab)
+	*d = opDecl{node: f.node, index: i, fields: l.fieldSlab[start:start]}
 	l.ops = append(l.ops, d)
+	l.readOp(d, f, what)
+	// The op's fields are set: close them off in the slab, so that the
+	// next op's cannot overwrite them.
+	if k := len(d.fields); k > 0 && &d.fields[0] == &l.fieldSlab[:start+1][start] {
+		l.fieldSlab = l.fieldSlab[:start+k]
+	}
+	d.fields = d.fields[:len(d.fields):len(d.fields)]
+}
+
+// readOp reads the keys of op d, whose mapping is f.
+func (l *loader) readOp(d *opDecl, f fields, what subject) {
 	var kinds [2]string
 	nk := 0
-	for _, k := range opKindKeys {
-		if f.has(k) && nk < len(kinds) {
-			kinds[nk] = k
+	var present uint32 // bit i: the op has key opKindKeys[i]
+	for _, e := range f.list {
+		if k := slices.Index(opKindKeys, e.key); k >= 0 {
+			present |= 1 << k
+		}
+	}
+	for k, key := range opKindKeys {
+		if present&(1<<k) != 0 && nk < len(kinds) {
+			kinds[nk] = key
 			nk++
 		}
 	}
@@ -70,10 +101,10 @@ func (l *loader) opDecl(i int, n *node) {
 		name, okN := l.str(v, what.and("name"))
 		switch {
 		case !okN || !l.checkName(v, "op", name):
-		case l.opNames[name] != nil:
-			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.pos(l.opNames[name].node))
+		case l.opNamed(name) != nil:
+			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.pos(l.opNamed(name).node))
 		default:
-			l.opNames[name] = d
+			l.opNames[name] = int32(len(l.ops) - 1)
 			d.named = true
 			what = namedOpSubject(name)
 		}
@@ -287,7 +318,8 @@ func (l *loader) launchOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
 	} else {
 		argsN = f.node
 	}
-	args, okA := l.args(d, k, argsN, hasArgs, what)
+	var argBuf [8]any
+	args, okA := l.args(argBuf[:0], d, k, argsN, hasArgs, what)
 	if !ok || !okB || !okS || !okA {
 		return nil
 	}
@@ -318,13 +350,14 @@ func (l *loader) dim3(n *node, what subject) (dag.Dim3, bool) {
 }
 
 // args reads a launch's arguments, by parameter name (a mapping) or in
-// order (a list), and returns them as dag.Builder.Launch takes them.
-func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what subject) ([]any, bool) {
-	nodes := make([]*node, len(k.Params))
-	names := make([]string, len(k.Params))
-	for i, p := range k.Params {
-		names[i] = p.Name
+// order (a list), and appends them to dst as dag.Builder.Launch takes them.
+func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, what subject) ([]any, bool) {
+	var nodeBuf [8]*node
+	nodes := nodeBuf[:0]
+	if len(k.Params) > len(nodeBuf) {
+		nodes = make([]*node, 0, len(k.Params))
 	}
+	nodes = nodes[:len(k.Params)]
 	ok := true
 	if given {
 		if isSeq(n) {
@@ -341,7 +374,7 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what subjec
 			f, okF := l.entries(n, what.and("args"))
 			ok = okF
 			for _, e := range f.list {
-				i := slices.Index(names, e.key)
+				i := slices.IndexFunc(k.Params, func(p dag.Param) bool { return p.Name == e.key })
 				if i < 0 {
 					l.errorf(e.keyN, l.suggestParam(e.key, k), "%s has no parameter %q", k.Name, e.key)
 					ok = false
@@ -351,26 +384,34 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what subjec
 			}
 		}
 	}
-	args := make([]any, len(k.Params))
+	fieldNames := l.argFields(k)
 	for i, p := range k.Params {
 		a := nodes[i]
 		if a == nil {
 			l.errorf(n, signature(k), "%s: missing argument %s (%s) of %s", what, p.Name, p.Kind, k.Name)
 			ok = false
+			dst = append(dst, nil)
 			continue
 		}
-		d.fields.set("args."+p.Name, a)
+		d.fields.set(fieldNames[i], a)
 		aw := what.and("argument").and(p.Name)
 		switch p.Kind {
 		case dag.BufferParam:
 			v, m, okV := l.view(a, aw, true)
-			if m == 0 {
-				m = p.Mode
+			mode := p.Mode
+			if mode == 0 {
+				mode = dag.ReadWrite
 			}
 			if m == 0 {
-				m = dag.ReadWrite
+				m = mode
 			}
-			args[i] = dag.Access{View: v, Mode: m}
+			if okV && m == mode && v == v.Buf.All() {
+				// What Launch makes of the buffer itself, without boxing
+				// an Access (an allocation per argument).
+				dst = append(dst, v.Buf)
+			} else {
+				dst = append(dst, dag.Access{View: v, Mode: m})
+			}
 			ok = ok && okV
 		case dag.I32Param, dag.I64Param:
 			lo, hi := int64(-1<<31), int64(1<<31-1)
@@ -382,15 +423,32 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what subjec
 				l.errorf(a, "", "%s %d does not fit in %s", aw, v, p.Kind)
 				okI = false
 			}
-			args[i] = v
+			dst = append(dst, v)
 			ok = ok && okI
 		default:
 			v, okF := l.number(a, aw)
-			args[i] = v
+			dst = append(dst, v)
 			ok = ok && okF
 		}
 	}
-	return args, ok
+	return dst, ok
+}
+
+// argFields are the field names dag's errors give k's arguments
+// ("args.x"), made once per kernel.
+func (l *loader) argFields(k *dag.Kernel) []string {
+	if names, ok := l.argNames[k]; ok {
+		return names
+	}
+	names := make([]string, len(k.Params))
+	for i, p := range k.Params {
+		names[i] = "args." + p.Name
+	}
+	if l.argNames == nil {
+		l.argNames = map[*dag.Kernel][]string{}
+	}
+	l.argNames[k] = names
+	return names
 }
 
 // signature says what a kernel takes: "scale takes (x buffer inout, alpha f32)".
@@ -510,16 +568,16 @@ func (l *loader) viewBuffer(n *node, what subject, name string) *dag.Buffer {
 }
 
 func (l *loader) checkRange(n *node, what subject, b *dag.Buffer, start, end int64) (dag.View, bool) {
-	hint := fmt.Sprintf("%s holds bytes [0:%d)", b.Name, b.Size)
-	switch {
-	case start > b.Size || end > b.Size:
-		l.errorf(n, hint, "%s range [%d:%d) is out of range", what, start, end)
-		return dag.View{}, false
-	case start >= end:
-		l.errorf(n, hint, "%s range [%d:%d) is empty", what, start, end)
-		return dag.View{}, false
+	if start <= b.Size && end <= b.Size && start < end {
+		return b.Slice(start, end-start), true
 	}
-	return b.Slice(start, end-start), true
+	hint := fmt.Sprintf("%s holds bytes [0:%d)", b.Name, b.Size)
+	if start > b.Size || end > b.Size {
+		l.errorf(n, hint, "%s range [%d:%d) is out of range", what, start, end)
+	} else {
+		l.errorf(n, hint, "%s range [%d:%d) is empty", what, start, end)
+	}
+	return dag.View{}, false
 }
 
 func (l *loader) hostOp(step string, f fields, what subject) *dag.Op {
@@ -591,9 +649,18 @@ func (l *loader) hostOp(step string, f fields, what subject) *dag.Op {
 	}
 }
 
+// opNamed is the declaration of the op called name, or nil.
+func (l *loader) opNamed(name string) *opDecl {
+	if i, ok := l.opNames[name]; ok && int(i) < len(l.ops) { // opSites adds names beyond
+		return l.ops[i]
+	}
+	return nil
+}
+
 // nameOps gives every op without a name one made from its kind (or kernel
 // or host step) and its index, unique among the names the spec gives.
 func (l *loader) nameOps() {
+	var buf []byte
 	for i, d := range l.ops {
 		if d.op == nil || d.op.Name != "" {
 			continue
@@ -602,13 +669,18 @@ func (l *loader) nameOps() {
 		if d.label != "" {
 			base = d.label
 		}
-		base += strconv.Itoa(i)
-		name := base
-		for n := 2; l.opNames[name] != nil; n++ {
-			name = fmt.Sprintf("%s_%d", base, n)
+		buf = strconv.AppendInt(append(buf[:0], base...), int64(i), 10)
+		if _, taken := l.opNames[string(buf)]; taken {
+			base = string(buf)
+			name := base
+			for n := 2; l.opNamed(name) != nil; n++ {
+				name = fmt.Sprintf("%s_%d", base, n)
+			}
+			buf = append(buf[:0], name...)
 		}
+		name := string(buf)
 		d.op.Named(name)
-		l.opNames[name] = d
+		l.opNames[name] = int32(i)
 	}
 }
 
@@ -623,7 +695,7 @@ func (l *loader) addAfter() {
 			if !ok {
 				continue
 			}
-			p := l.opNames[name]
+			p := l.opNamed(name)
 			if p == nil || p.op == nil {
 				if names == nil {
 					for _, d := range l.ops {
@@ -662,7 +734,7 @@ func (l *loader) graphErrors(err error) {
 	msg := l.relabel(e.Msg)
 	switch {
 	case e.Op != "":
-		if d := l.opNames[e.Op]; d != nil {
+		if d := l.opNamed(e.Op); d != nil {
 			msg = l.label(d) + ": " + msg
 		} else {
 			msg = fmt.Sprintf("op %q: %s", e.Op, msg)
@@ -683,7 +755,7 @@ func (l *loader) mayFollow(e *dag.Error) bool {
 	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil && d.buf != nil && d.buf.Temporary {
 		return true
 	}
-	d := l.opNames[e.Op]
+	d := l.opNamed(e.Op)
 	if d == nil || d.op == nil {
 		return e.Op != ""
 	}
@@ -713,7 +785,7 @@ func (l *loader) relabel(msg string) string {
 			j++
 		}
 		word := strings.TrimRight(msg[i:j], ".:")
-		if d := l.opNames[word]; d != nil && !d.named {
+		if d := l.opNamed(word); d != nil && !d.named {
 			b.WriteString(msg[last:i])
 			b.WriteString(opIndex(d.index))
 			last = i + len(word)
@@ -731,7 +803,7 @@ func (l *loader) relabel(msg string) string {
 // buffer or kernel it names, else the thing itself, else the ops list.
 func (l *loader) locate(e *dag.Error) *node {
 	if e.Op != "" {
-		if d := l.opNames[e.Op]; d != nil {
+		if d := l.opNamed(e.Op); d != nil {
 			if n, ok := d.fields.get(e.Field); ok {
 				return n
 			}

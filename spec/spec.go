@@ -32,12 +32,11 @@ type Spec struct {
 	// WithSaveDir sets it; setting it after Parse still takes effect.
 	SaveDir string
 
-	files  files               // where the spec's paths resolve, and what may be touched
-	where  map[string]Position // op name -> where it is declared
-	labels map[string]int      // made-up op name -> its index in the ops list
-	mu     sync.Mutex          // serialises host steps' writes to Stdout
-	src    []byte              // the spec's text and options, for ForRank
-	opts   []Option
+	files files      // where the spec's paths resolve, and what may be touched
+	ops   opSites    // where each op of the graph is declared, and how messages name it
+	mu    sync.Mutex // serialises host steps' writes to Stdout
+	src   []byte     // the spec's text and options, for ForRank
+	opts  []Option
 }
 
 // RunSettings are a spec's run section, with defaults filled in.
@@ -64,8 +63,11 @@ type Output struct {
 // adds on its own (the alloc and free of a temporary buffer) are placed at
 // their buffer.
 func (s *Spec) OpPos(name string) (Position, bool) {
-	p, ok := s.where[name]
-	return p, ok
+	site, ok := s.ops.find(name)
+	if !ok {
+		return Position{}, false
+	}
+	return Position{File: s.ops.file, Line: int(site.line), Col: int(site.col)}, true
 }
 
 // SavePath is where a save path written in the spec is written to: path
@@ -173,7 +175,6 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 		b:       dag.New(),
 		bufs:    map[string]*bufDecl{},
 		kernels: map[string]*kernelDecl{},
-		opNames: map[string]*opDecl{},
 	}
 	l.spec = &Spec{File: filename, Run: RunSettings{Repeat: 1, Backend: "auto", World: 1}, SaveDir: o.saveDir,
 		Rank: o.rank, src: src, opts: opts}
@@ -210,13 +211,14 @@ type loader struct {
 	kernels   map[string]*kernelDecl
 	kernOrder []string
 	ops       []*opDecl
-	opNames   map[string]*opDecl // explicitly named ops
+	opNames   map[string]int32 // op name -> its declaration in ops: the names the spec gives, then made-up ones
 	opsNode   *node
-	keyCache  map[string][]string
-	reads     map[string]bool  // cleaned full paths the spec reads
-	writes    map[string]*node // cleaned full path -> the node naming it
-	worldOpt  int              // WithRank's world; 0: run.world's
-	worldNode *node            // run.world, when the spec sets it
+	keyCache  map[[2]string][]string   // opKeys by kind and host step
+	argNames  map[*dag.Kernel][]string // argFields by kernel
+	reads     map[string]bool          // cleaned full paths the spec reads
+	writes    map[string]*node         // cleaned full path -> the node naming it
+	worldOpt  int                      // WithRank's world; 0: run.world's
+	worldNode *node                    // run.world, when the spec sets it
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
@@ -273,27 +275,66 @@ func (l *loader) load(root *node) {
 		l.graphErrors(err)
 		return
 	}
-	l.spec.where = make(map[string]Position, len(g.Ops))
-	l.spec.labels = make(map[string]int, len(l.ops))
-	for _, o := range l.ops {
-		if o.op != nil {
-			l.spec.where[o.op.Name] = l.pos(o.node)
-			if !o.named {
-				l.spec.labels[o.op.Name] = o.index
-			}
-		}
-	}
-	for _, o := range g.Ops {
-		if _, ok := l.spec.where[o.Name]; !ok && o.Kind.Info().Lifetime {
-			if d := l.bufs[o.Buffer().Name]; d != nil {
-				l.spec.where[o.Name] = l.pos(d.node)
-			}
-		}
-	}
+	l.opSites(g)
 	l.leftAllocated(g)
 	if len(l.errs) == 0 {
 		l.spec.Graph = g
 	}
+}
+
+// opSites is where the ops of a graph are declared: the loader's names
+// of the declarations, kept, and one opSite per declaration, so that a load
+// builds no map of its own for OpPos and OpLabel.
+type opSites struct {
+	file  string
+	names map[string]int32 // op name -> its site
+	sites []opSite
+}
+
+// opSite is where an op is declared, and its index in the ops list when
+// the spec does not name it (-1 otherwise).
+type opSite struct {
+	line, col int32
+	index     int32
+	inGraph   bool // false for a declaration that is wrong
+}
+
+func (s opSites) find(name string) (opSite, bool) {
+	i, ok := s.names[name]
+	if !ok || !s.sites[i].inGraph {
+		return opSite{}, false
+	}
+	return s.sites[i], true
+}
+
+// opSites records where the ops of g are declared. The alloc and free
+// that the graph adds for a temporary buffer are placed at the buffer.
+func (l *loader) opSites(g *dag.Graph) {
+	if l.opNames == nil {
+		l.opNames = map[string]int32{}
+	}
+	s := opSites{file: l.file, names: l.opNames, sites: make([]opSite, len(l.ops))}
+	for i, d := range l.ops {
+		p := l.pos(d.node)
+		s.sites[i] = opSite{line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: d.op != nil}
+		if !d.named {
+			s.sites[i].index = int32(d.index)
+		}
+	}
+	for _, o := range g.Ops {
+		if !o.Kind.Info().Lifetime {
+			continue
+		}
+		if _, ok := s.find(o.Name); ok {
+			continue
+		}
+		if d := l.bufs[o.Buffer().Name]; d != nil {
+			p := l.pos(d.node)
+			s.names[o.Name] = int32(len(s.sites))
+			s.sites = append(s.sites, opSite{line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: true})
+		}
+	}
+	l.spec.ops = s
 }
 
 // opIndex is how messages name an op the spec does not name.
@@ -302,8 +343,8 @@ func opIndex(i int) string { return "ops[" + strconv.Itoa(i) + "]" }
 // OpLabel is how messages name the op called name: op "name" when the
 // spec names it, ops[i] when the loader made the name up.
 func (s *Spec) OpLabel(name string) string {
-	if i, ok := s.labels[name]; ok {
-		return opIndex(i)
+	if site, ok := s.ops.find(name); ok && site.index >= 0 {
+		return opIndex(int(site.index))
 	}
 	return "op " + strconv.Quote(name)
 }
