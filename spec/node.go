@@ -30,30 +30,46 @@ type reader struct {
 	unknownAliases map[[2]int]bool
 	// suggestBudget bounds the work of all did-you-mean suggestions.
 	suggestBudget int
-	slab          []entry     // see entries
-	fieldSlab     []fieldNode // see loader.opDecl
+	slab          []entry    // see entries
+	fieldSlab     []fieldLoc // see loader.opDecl
 	// dropped counts the errors beyond MaxErrors, not reported one by one.
 	dropped int
 }
 
-func (r *reader) pos(n *node) Position {
-	p := Position{File: r.file, Line: 1, Col: 1}
-	if n != nil && n.Line > 0 {
-		p.Line, p.Col = n.Line, max(n.Column, 1)
+func (r *reader) pos(n *node) Position { return r.posAt(locOf(n)) }
+
+// loc is where a node is written, for messages: its line and column,
+// from 1; the zero loc stands for the start of the file.
+type loc struct{ line, col int32 }
+
+func locOf(n *node) loc {
+	if n == nil || n.Line <= 0 {
+		return loc{}
 	}
-	return p
+	return loc{int32(n.Line), int32(max(n.Column, 1))}
+}
+
+func (r *reader) posAt(at loc) Position {
+	if at.line <= 0 {
+		return Position{File: r.file, Line: 1, Col: 1}
+	}
+	return Position{File: r.file, Line: int(at.line), Col: int(at.col)}
 }
 
 func (r *reader) errorf(n *node, hint, format string, a ...any) {
+	r.errorAt(locOf(n), hint, format, a...)
+}
+
+func (r *reader) errorAt(at loc, hint, format string, a ...any) {
 	if len(r.errs) >= MaxErrors {
 		r.dropped++
 		return
 	}
-	r.errs = append(r.errs, &Error{Pos: r.pos(n), Msg: fmt.Sprintf(format, a...), Hint: hint})
+	r.errs = append(r.errs, &Error{Pos: r.posAt(at), Msg: fmt.Sprintf(format, a...), Hint: hint})
 }
 
-func (r *reader) warnf(n *node, hint, format string, a ...any) {
-	r.warns = append(r.warns, &Error{Pos: r.pos(n), Msg: fmt.Sprintf(format, a...), Hint: hint})
+func (r *reader) warnAt(at loc, hint, format string, a ...any) {
+	r.warns = append(r.warns, &Error{Pos: r.posAt(at), Msg: fmt.Sprintf(format, a...), Hint: hint})
 }
 
 // treeSize counts the nodes under n, not following aliases, memoised for
@@ -84,6 +100,9 @@ func (r *reader) treeSize(n *node) int {
 // nil, having reported why, for an alias it cannot follow, and for a null
 // standing for an alias already reported as naming no anchor.
 func (r *reader) resolve(n *node) *node {
+	if n != nil && n.Kind != yaml.AliasNode && n.Kind != yaml.DocumentNode && r.unknownAliases == nil {
+		return n // the common case, quickly
+	}
 	for n != nil {
 		switch {
 		case n.Kind == yaml.AliasNode:
@@ -111,20 +130,30 @@ func (r *reader) resolve(n *node) *node {
 	return nil
 }
 
+// tag is n.ShortTag(). The parser gives every node it makes a short tag
+// ("!!str", "!!int", ...), which is then the answer; asking the node
+// costs more, and a load asks a few times for each of its nodes.
+func tag(n *node) string {
+	if len(n.Tag) > 2 && n.Tag[0] == '!' && n.Tag[1] == '!' {
+		return n.Tag
+	}
+	return n.ShortTag()
+}
+
 func isNull(n *node) bool {
-	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+	return n == nil || n.Kind == yaml.ScalarNode && tag(n) == "!!null"
 }
 
 // Scalar kinds, as YAML 1.2's core schema resolves them (quoted and block
 // scalars are strings).
 func isStringNode(n *node) bool {
-	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str"
+	return n != nil && n.Kind == yaml.ScalarNode && tag(n) == "!!str"
 }
 func isIntNode(n *node) bool {
-	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int"
+	return n != nil && n.Kind == yaml.ScalarNode && tag(n) == "!!int"
 }
 func isFloatNode(n *node) bool {
-	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float"
+	return n != nil && n.Kind == yaml.ScalarNode && tag(n) == "!!float"
 }
 func isSeq(n *node) bool { return n != nil && n.Kind == yaml.SequenceNode }
 func isMap(n *node) bool { return n != nil && n.Kind == yaml.MappingNode }
@@ -253,7 +282,10 @@ func (r *reader) entries(n *node, what subject) (fields, bool) {
 }
 
 func (r *reader) key(k *node, what subject) (string, bool) {
-	if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+	if k.Kind == yaml.ScalarNode && k.Tag == "!!str" {
+		return k.Value, true // the common case, quickly
+	}
+	if k.Kind == yaml.ScalarNode && tag(k) == "!!merge" {
 		r.errorf(k, "write the keys out, or use an alias for the whole value", "merge keys (<<) are not supported")
 		return "", false
 	}
@@ -450,7 +482,7 @@ func (r *reader) boolean(n *node, what subject) (bool, bool) {
 	if n == nil {
 		return false, false
 	}
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
+	if n.Kind == yaml.ScalarNode && tag(n) == "!!bool" {
 		return strings.EqualFold(n.Value, "true"), true
 	}
 	r.errorf(n, "write true or false", "%s must be a boolean, not %s", what, describe(n))
@@ -539,31 +571,33 @@ func (r *reader) checkName(n *node, kind, name string) bool {
 
 const nameHint = "names start with a letter or '_' and hold letters, digits, '_', '-' and '.'"
 
-// fieldNodes maps the fields of a declaration that errors of dag name
-// ("after", "args.x", ...) to their nodes: a few per declaration, so a
-// list.
-type fieldNodes []fieldNode
+// fieldLocs maps the fields of a declaration that errors of dag name
+// ("after", "args.x", ...) to where they are written: a few per
+// declaration, so a list. Keeping places rather than nodes lets the
+// collector take each op's part of the YAML tree once it is read.
+type fieldLocs []fieldLoc
 
-type fieldNode struct {
+type fieldLoc struct {
 	field string
-	n     *node
+	at    loc
 }
 
-func (f *fieldNodes) set(field string, n *node) {
+func (f *fieldLocs) set(field string, n *node) {
+	at := locOf(n)
 	for i := range *f {
 		if (*f)[i].field == field {
-			(*f)[i].n = n
+			(*f)[i].at = at
 			return
 		}
 	}
-	*f = append(*f, fieldNode{field, n})
+	*f = append(*f, fieldLoc{field, at})
 }
 
-func (f fieldNodes) get(field string) (*node, bool) {
+func (f fieldLocs) get(field string) (loc, bool) {
 	for _, x := range f {
 		if x.field == field {
-			return x.n, true
+			return x.at, true
 		}
 	}
-	return nil, false
+	return loc{}, false
 }

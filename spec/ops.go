@@ -7,18 +7,19 @@ import (
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // opDecl is one op of the ops list; op is nil when the declaration is wrong.
 type opDecl struct {
 	op     *dag.Op
-	node   *node
 	kind   string
-	label  string     // kernel or host step name, for generated op names
-	named  bool       // the spec names it (validly, once)
-	fields fieldNodes // dag.Error fields ("after", "args.x", ...) -> node
-	index  int        // in the ops list
+	label  string    // kernel or host step name, for generated op names
+	fields fieldLocs // dag.Error fields ("after", "args.x", ...) -> where
 	after  []*node
+	at     loc   // where the op's mapping is written
+	index  int32 // in the ops list
+	named  bool  // the spec names it (validly, once)
 }
 
 func (l *loader) opList(n *node) {
@@ -34,12 +35,19 @@ func (l *loader) opList(n *node) {
 	// allocations for the whole list rather than a few per op.
 	l.ops = make([]*opDecl, 0, count)
 	decls := make([]opDecl, count)
+	// Nothing reads the list again, and declarations keep places rather
+	// than nodes: each op's part of the tree can go once it is read,
+	// unless an alias may reach the list.
+	release := n.Kind == yaml.SequenceNode && n.Anchor == ""
 	for i, it := range items {
 		if i == MaxOps {
 			l.errorf(it, "split the work into several specs", "the spec has more than %d ops", MaxOps)
 			break
 		}
 		l.opDecl(i, it, &decls[len(l.ops)])
+		if release {
+			items[i] = nil
+		}
 	}
 }
 
@@ -50,16 +58,20 @@ const fieldsPerOp = 32
 // opDecl reads the op at index i of the ops list into d, which joins
 // l.ops when n is a mapping.
 func (l *loader) opDecl(i int, n *node, d *opDecl) {
+	// The mappings of one op are read and done with here: the next op
+	// reuses their entries, which keeps the slab small and in the cache.
+	slab := l.slab
+	defer func() { l.slab = slab }()
 	what := opSubject(i)
 	f, _ := l.entries(n, what)
 	if f.node == nil {
 		return
 	}
 	if cap(l.fieldSlab)-len(l.fieldSlab) < fieldsPerOp {
-		l.fieldSlab = make([]fieldNode, 0, 64*fieldsPerOp)
+		l.fieldSlab = make([]fieldLoc, 0, 64*fieldsPerOp)
 	}
 	start := len(l.fieldSlab)
-	*d = opDecl{node: f.node, index: i, fields: l.fieldSlab[start:start]}
+	*d = opDecl{at: locOf(f.node), index: int32(i), fields: l.fieldSlab[start:start]}
 	l.ops = append(l.ops, d)
 	l.readOp(d, f, what)
 	// The op's fields are set: close them off in the slab, so that the
@@ -102,7 +114,7 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 		switch {
 		case !okN || !l.checkName(v, "op", name):
 		case l.opNamed(name) != nil:
-			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.pos(l.opNamed(name).node))
+			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.posAt(l.opNamed(name).at))
 		default:
 			l.opNames[name] = int32(len(l.ops) - 1)
 			d.named = true
@@ -744,7 +756,7 @@ func (l *loader) graphErrors(err error) {
 	case e.Kernel != "":
 		msg = fmt.Sprintf("kernel %q: %s", e.Kernel, e.Msg)
 	}
-	l.errs = append(l.errs, &Error{Pos: l.pos(l.locate(e)), Msg: msg, Hint: e.Hint})
+	l.errs = append(l.errs, &Error{Pos: l.posAt(l.locate(e)), Msg: msg, Hint: e.Hint})
 }
 
 // mayFollow reports whether a graph error may follow from the ops that
@@ -787,7 +799,7 @@ func (l *loader) relabel(msg string) string {
 		word := strings.TrimRight(msg[i:j], ".:")
 		if d := l.opNamed(word); d != nil && !d.named {
 			b.WriteString(msg[last:i])
-			b.WriteString(opIndex(d.index))
+			b.WriteString(opIndex(int(d.index)))
 			last = i + len(word)
 		}
 		i = j
@@ -799,34 +811,34 @@ func (l *loader) relabel(msg string) string {
 	return b.String()
 }
 
-// locate finds the node a graph error is about: the field of the op,
+// locate finds where a graph error is about: the field of the op,
 // buffer or kernel it names, else the thing itself, else the ops list.
-func (l *loader) locate(e *dag.Error) *node {
+func (l *loader) locate(e *dag.Error) loc {
 	if e.Op != "" {
 		if d := l.opNamed(e.Op); d != nil {
-			if n, ok := d.fields.get(e.Field); ok {
-				return n
+			if at, ok := d.fields.get(e.Field); ok {
+				return at
 			}
-			if n, ok := d.fields.get("args"); ok && strings.HasPrefix(e.Field, "args") {
-				return n
+			if at, ok := d.fields.get("args"); ok && strings.HasPrefix(e.Field, "args") {
+				return at
 			}
-			return d.node
+			return d.at
 		}
 		// The alloc and free the graph adds for a temporary buffer.
 		for _, prefix := range []string{"alloc:", "free:"} {
 			if name, ok := strings.CutPrefix(e.Op, prefix); ok && l.bufs[name] != nil {
-				return l.bufs[name].node
+				return locOf(l.bufs[name].node)
 			}
 		}
 	}
 	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil {
-		if n, ok := d.fields.get(e.Field); ok {
-			return n
+		if at, ok := d.fields.get(e.Field); ok {
+			return at
 		}
-		return d.node
+		return locOf(d.node)
 	}
 	if d := l.kernels[e.Kernel]; e.Kernel != "" && d != nil {
-		return d.node
+		return locOf(d.node)
 	}
-	return l.opsNode
+	return locOf(l.opsNode)
 }

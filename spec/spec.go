@@ -213,7 +213,7 @@ type loader struct {
 	ops       []*opDecl
 	opNames   map[string]int32 // op name -> its declaration in ops: the names the spec gives, then made-up ones
 	opsNode   *node
-	keyCache  map[[2]string][]string   // opKeys by kind and host step
+	keyCache  []opKeysOf               // see opKeys
 	argNames  map[*dag.Kernel][]string // argFields by kernel
 	reads     map[string]bool          // cleaned full paths the spec reads
 	writes    map[string]*node         // cleaned full path -> the node naming it
@@ -225,7 +225,7 @@ type loader struct {
 type bufDecl struct {
 	buf    *dag.Buffer
 	node   *node
-	fields fieldNodes
+	fields fieldLocs
 }
 
 type kernelDecl struct {
@@ -315,10 +315,10 @@ func (l *loader) opSites(g *dag.Graph) {
 	}
 	s := opSites{file: l.file, names: l.opNames, sites: make([]opSite, len(l.ops))}
 	for i, d := range l.ops {
-		p := l.pos(d.node)
+		p := l.posAt(d.at)
 		s.sites[i] = opSite{line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: d.op != nil}
 		if !d.named {
-			s.sites[i].index = int32(d.index)
+			s.sites[i].index = d.index
 		}
 	}
 	for _, o := range g.Ops {
@@ -375,7 +375,7 @@ func (l *loader) leftAllocated(g *dag.Graph) {
 			continue
 		}
 		b := d.op.Buffer().Name
-		l.errorf(d.node, "add free: "+b+" after its last use, or drop the alloc to let dagrun place both",
+		l.errorAt(d.at, "add free: "+b+" after its last use, or drop the alloc to let dagrun place both",
 			"%s allocates temporary %s and nothing frees it, but %s: the next run would allocate it again", l.label(d), b, why)
 	}
 }
@@ -385,7 +385,7 @@ func (l *loader) label(d *opDecl) string {
 	if d.named && d.op != nil {
 		return "op " + strconv.Quote(d.op.Name)
 	}
-	return opIndex(d.index)
+	return opIndex(int(d.index))
 }
 
 // kernelsOnCPU refuses launches of CUDA C, PTX and cubin kernels in a spec
@@ -399,8 +399,8 @@ func (l *loader) kernelsOnCPU() {
 			continue
 		}
 		k := d.op.Launch.Kernel
-		n, _ := d.fields.get("kernel")
-		l.errorf(n, "set run.backend: cuda (or auto), or launch a builtin kernel",
+		at, _ := d.fields.get("kernel")
+		l.errorAt(at, "set run.backend: cuda (or auto), or launch a builtin kernel",
 			"%s launches kernel %s, which is %s code, but run.backend is cpu: the cpu backend runs only the builtins", l.label(d), k.Name, k.Source)
 	}
 }
@@ -525,9 +525,9 @@ func (l *loader) pageableCopies() {
 		msg := fmt.Sprintf("%s: copy between pageable host memory (%s) and device %d memory (%s) is synchronous and cannot be captured in a graph",
 			l.label(o), host.Name, dev.Device, dev.Name)
 		if l.spec.Run.Graph {
-			l.errorf(o.node, hint, "%s; run.graph is true", msg)
+			l.errorAt(o.at, hint, "%s; run.graph is true", msg)
 		} else {
-			l.warnf(o.node, hint, "%s", msg)
+			l.warnAt(o.at, hint, "%s", msg)
 		}
 	}
 }
