@@ -28,9 +28,6 @@ func (l *loader) opList(n *node) {
 		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
 	}
 	count := min(len(items), MaxOps)
-	if len(l.opNames) == 0 {
-		l.opNames = make(map[string]int32, count)
-	}
 	// The declarations and their field nodes come from two slabs: a few
 	// allocations for the whole list rather than a few per op.
 	l.ops = make([]*opDecl, 0, count)
@@ -116,6 +113,9 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 		case l.opNamed(name) != nil:
 			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.posAt(l.opNamed(name).at))
 		default:
+			if l.opNames == nil {
+				l.opNames = map[string]int32{}
+			}
 			l.opNames[name] = int32(len(l.ops) - 1)
 			d.named = true
 			what = namedOpSubject(name)
@@ -661,16 +661,58 @@ func (l *loader) hostOp(step string, f fields, what subject) *dag.Op {
 	}
 }
 
-// opNamed is the declaration of the op called name, or nil.
+// opNamed is the declaration of the op called name, or nil: one the spec
+// names, else one whose made-up name it is.
 func (l *loader) opNamed(name string) *opDecl {
-	if i, ok := l.opNames[name]; ok && int(i) < len(l.ops) { // opSites adds names beyond
-		return l.ops[i]
+	if i, ok := l.opNames[name]; ok {
+		if int(i) < len(l.ops) { // opSites adds names beyond
+			return l.ops[i]
+		}
+		return nil
 	}
-	return nil
+	i, ok := madeUp(name, len(l.ops), func(i int) bool {
+		d := l.ops[i]
+		return !d.named && d.op != nil && d.op.Name == name
+	})
+	if !ok {
+		return nil
+	}
+	return l.ops[i]
+}
+
+// madeUp finds the op whose made-up name is name among n ops, is telling
+// whether op i is called name. nameOps makes a name of a base and the op's
+// index, with _2, _3, ... after it when that is taken, so the digits at the
+// end of name, before an _N, say which ops it can be. Names being unique,
+// the op called name is the one whatever the base. Made-up names are found
+// this way, rather than kept in a map, because a spec may have millions.
+func madeUp(name string, n int, is func(i int) bool) (int, bool) {
+	stem := name
+	for range 2 {
+		j := len(stem)
+		for j > 0 && stem[j-1] >= '0' && stem[j-1] <= '9' {
+			j--
+		}
+		for k := len(stem) - 1; k >= j && len(stem)-k <= 10; k-- {
+			if digits := stem[k:]; len(digits) == 1 || digits[0] != '0' {
+				if i, err := strconv.Atoi(digits); err == nil && i < n && is(i) {
+					return i, true
+				}
+			}
+		}
+		// Without an _N after the index, and look again.
+		u := strings.LastIndexByte(stem, '_')
+		if u < 0 || j != u+1 || j == len(stem) {
+			break
+		}
+		stem = stem[:u]
+	}
+	return 0, false
 }
 
 // nameOps gives every op without a name one made from its kind (or kernel
-// or host step) and its index, unique among the names the spec gives.
+// or host step) and its index, unique among the names the spec gives and
+// the names made before.
 func (l *loader) nameOps() {
 	var buf []byte
 	for i, d := range l.ops {
@@ -682,17 +724,14 @@ func (l *loader) nameOps() {
 			base = d.label
 		}
 		buf = strconv.AppendInt(append(buf[:0], base...), int64(i), 10)
-		if _, taken := l.opNames[string(buf)]; taken {
-			base = string(buf)
-			name := base
+		name := string(buf)
+		if l.opNamed(name) != nil {
+			base = name
 			for n := 2; l.opNamed(name) != nil; n++ {
 				name = fmt.Sprintf("%s_%d", base, n)
 			}
-			buf = append(buf[:0], name...)
 		}
-		name := string(buf)
 		d.op.Named(name)
-		l.opNames[name] = int32(i)
 	}
 }
 

@@ -151,7 +151,7 @@ func Load(path string, opts ...Option) (*Spec, error) {
 	}
 	if fi.Size() > MaxSpecBytes {
 		s := &Spec{File: path}
-		return s, ErrorList{{Pos: Position{File: path, Line: 1, Col: 1}, Msg: fmt.Sprintf("the spec is %d bytes, more than %d", fi.Size(), int64(MaxSpecBytes)), Hint: "split it, or generate it in smaller parts"}}
+		return s, ErrorList{&Error{Pos: Position{File: path, Line: 1, Col: 1}, Msg: fmt.Sprintf("the spec is %d bytes, more than %d", fi.Size(), int64(MaxSpecBytes)), Hint: "split it, or generate it in smaller parts"}}
 	}
 	src, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
 	if err != nil {
@@ -211,7 +211,7 @@ type loader struct {
 	kernels   map[string]*kernelDecl
 	kernOrder []string
 	ops       []*opDecl
-	opNames   map[string]int32 // op name -> its declaration in ops: the names the spec gives, then made-up ones
+	opNames   map[string]int32 // op name the spec gives -> its declaration in ops (see opNamed for the others)
 	opsNode   *node
 	keyCache  []opKeysOf               // see opKeys
 	argNames  map[*dag.Kernel][]string // argFields by kernel
@@ -287,13 +287,14 @@ func (l *loader) load(root *node) {
 // builds no map of its own for OpPos and OpLabel.
 type opSites struct {
 	file  string
-	names map[string]int32 // op name -> its site
+	names map[string]int32 // op name the spec gives -> its site (see find for the others)
 	sites []opSite
 }
 
 // opSite is where an op is declared, and its index in the ops list when
 // the spec does not name it (-1 otherwise).
 type opSite struct {
+	name      string // the op's name, made up or not
 	line, col int32
 	index     int32
 	inGraph   bool // false for a declaration that is wrong
@@ -301,6 +302,10 @@ type opSite struct {
 
 func (s opSites) find(name string) (opSite, bool) {
 	i, ok := s.names[name]
+	if !ok {
+		j, made := madeUp(name, len(s.sites), func(i int) bool { return s.sites[i].index >= 0 && s.sites[i].name == name })
+		i, ok = int32(j), made
+	}
 	if !ok || !s.sites[i].inGraph {
 		return opSite{}, false
 	}
@@ -317,6 +322,9 @@ func (l *loader) opSites(g *dag.Graph) {
 	for i, d := range l.ops {
 		p := l.posAt(d.at)
 		s.sites[i] = opSite{line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: d.op != nil}
+		if d.op != nil {
+			s.sites[i].name = d.op.Name
+		}
 		if !d.named {
 			s.sites[i].index = d.index
 		}
@@ -331,7 +339,7 @@ func (l *loader) opSites(g *dag.Graph) {
 		if d := l.bufs[o.Buffer().Name]; d != nil {
 			p := l.pos(d.node)
 			s.names[o.Name] = int32(len(s.sites))
-			s.sites = append(s.sites, opSite{line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: true})
+			s.sites = append(s.sites, opSite{name: o.Name, line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: true})
 		}
 	}
 	l.spec.ops = s
