@@ -28,7 +28,7 @@ func (l *loader) opList(n *node) {
 		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
 	}
 	count := min(len(items), MaxOps)
-	// The declarations and their field nodes come from two slabs: a few
+	// The declarations and their field places come from two slabs: a few
 	// allocations for the whole list rather than a few per op.
 	l.ops = make([]*opDecl, 0, count)
 	decls := make([]opDecl, count)
@@ -48,7 +48,7 @@ func (l *loader) opList(n *node) {
 	}
 }
 
-// fieldsPerOp is how many field nodes an op's declaration is given room
+// fieldsPerOp is how many field places an op's declaration is given room
 // for in the slab; one with more takes its own.
 const fieldsPerOp = 32
 
