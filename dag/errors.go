@@ -3,7 +3,7 @@ package dag
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -46,33 +46,48 @@ func (e *Error) Error() string {
 // Unwrap returns the cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
 
+// Compare orders errors as a sorted ErrorList does: by the declaration of
+// the thing they name, errors whose declaration is unknown last.
+func (e *Error) Compare(f *Error) int {
+	switch a, b := e.decl, f.decl; {
+	case a == b:
+		return 0
+	case a == 0:
+		return 1
+	case b == 0:
+		return -1
+	case a < b:
+		return -1
+	}
+	return 1
+}
+
 // ErrorList is every problem Build found, in declaration order of the
 // buffers and operations they name (as go/scanner.ErrorList is in source
 // order). The zero value is an empty list.
-type ErrorList []*Error
+type ErrorList = ErrorListOf[*Error]
 
-func (l ErrorList) Len() int      { return len(l) }
-func (l ErrorList) Swap(i, j int) { l[i], l[j] = l[j], l[i] }
+// ErrorListOf is a list of errors that know their order, as
+// go/scanner.ErrorList: dag's ErrorList, and the spec loader's (whose
+// errors are ordered by position in the spec file).
+type ErrorListOf[E ListedError[E]] []E
 
-// Less orders errors by the declaration of the thing they name; errors whose
-// declaration is unknown come last.
-func (l ErrorList) Less(i, j int) bool {
-	a, b := l[i].decl, l[j].decl
-	switch {
-	case a == 0:
-		return false
-	case b == 0:
-		return true
-	}
-	return a < b
+// ListedError is an error an ErrorListOf can hold: Compare orders two of
+// them, as cmp.Compare does.
+type ListedError[E any] interface {
+	error
+	Compare(E) int
 }
 
-// Sort sorts the list in declaration order, keeping the order of errors
-// about the same thing.
-func (l ErrorList) Sort() { sort.Stable(l) }
+func (l ErrorListOf[E]) Len() int           { return len(l) }
+func (l ErrorListOf[E]) Swap(i, j int)      { l[i], l[j] = l[j], l[i] }
+func (l ErrorListOf[E]) Less(i, j int) bool { return l[i].Compare(l[j]) < 0 }
+
+// Sort sorts the list, keeping the order of errors that compare equal.
+func (l ErrorListOf[E]) Sort() { slices.SortStableFunc(l, E.Compare) }
 
 // Error lists every problem, one a line.
-func (l ErrorList) Error() string {
+func (l ErrorListOf[E]) Error() string {
 	switch len(l) {
 	case 0:
 		return "no errors"
@@ -90,7 +105,7 @@ func (l ErrorList) Error() string {
 }
 
 // Err returns nil for an empty list, else the list as an error.
-func (l ErrorList) Err() error {
+func (l ErrorListOf[E]) Err() error {
 	if len(l) == 0 {
 		return nil
 	}
@@ -98,7 +113,7 @@ func (l ErrorList) Err() error {
 }
 
 // Unwrap lets errors.Is and errors.As look at every error of the list.
-func (l ErrorList) Unwrap() []error {
+func (l ErrorListOf[E]) Unwrap() []error {
 	out := make([]error, len(l))
 	for i, e := range l {
 		out[i] = e

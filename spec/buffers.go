@@ -12,7 +12,7 @@ import (
 const maxInitFile = 1 << 30
 
 func (l *loader) buffers(n *node) {
-	f, _ := l.entries(n, "buffers")
+	f, _ := l.entries(n, about("buffers"))
 	for i, e := range f.list {
 		if i == MaxBuffers {
 			l.errorf(e.keyN, "split the work into several specs", "the spec has more than %d buffers", MaxBuffers)
@@ -40,19 +40,19 @@ type bufferOpts struct {
 
 // buffer reads one buffer declaration: a size, or a mapping of properties.
 func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
-	what := "buffer " + strconv.Quote(name)
+	what := about("buffer " + strconv.Quote(name))
 	var opts bufferOpts
 	if !isMap(n) {
 		// The short form: just a size, of device memory.
 		d.fields.set("size", n)
-		size, ok := l.size(n, what+" size")
+		size, ok := l.size(n, what.and("size"))
 		opts.size = size
 		return opts, ok && l.positive(n, what, size)
 	}
 	f, ok := l.mapping(n, what, bufferKeys)
 	dt := dag.F32
 	if v, has := f.get("dtype"); has {
-		s, okT := l.oneOf(v, what+" dtype", dtypes)
+		s, okT := l.oneOf(v, what.and("dtype"), dtypes)
 		ok = ok && okT
 		dt, _ = dag.ParseDType(s)
 		opts.list = append(opts.list, dag.Of(dt))
@@ -66,12 +66,12 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 		ok = false
 	case hasSize:
 		d.fields.set("size", sizeNode)
-		size, okS := l.size(sizeNode, what+" size")
+		size, okS := l.size(sizeNode, what.and("size"))
 		ok = ok && okS && l.positive(sizeNode, what, size)
 		opts.size, sizeKnown = size, okS
 	case hasCount:
 		d.fields.set("size", countNode)
-		count, okC := l.integer(countNode, what+" count")
+		count, okC := l.integer(countNode, what.and("count"))
 		switch {
 		case !okC:
 			ok = false
@@ -86,7 +86,7 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 		}
 	}
 	if v, has := f.get("placement"); has {
-		p, okP := l.oneOf(v, what+" placement", placements)
+		p, okP := l.oneOf(v, what.and("placement"), placements)
 		ok = ok && okP
 		switch p {
 		case "pinned":
@@ -97,14 +97,14 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 	}
 	if v, has := f.get("device"); has {
 		d.fields.set("device", v)
-		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
+		dev, okD := l.intIn(v, what.and("device"), 0, 1<<16)
 		ok = ok && okD && l.placedInWorld(v, what)
 		opts.list = append(opts.list, func(b *dag.Buffer) { b.Device = dev })
 	}
 	temporary := false
 	if v, has := f.get("temporary"); has {
 		var okT bool
-		temporary, okT = l.boolean(v, what+" temporary")
+		temporary, okT = l.boolean(v, what.and("temporary"))
 		ok = ok && okT
 		if temporary {
 			opts.list = append(opts.list, dag.Temporary())
@@ -131,7 +131,7 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 	return opts, ok
 }
 
-func (l *loader) positive(n *node, what string, size int64) bool {
+func (l *loader) positive(n *node, what subject, size int64) bool {
 	if size <= 0 {
 		l.errorf(n, sizeHint, "%s size %d is not positive", what, size)
 		return false
@@ -142,9 +142,9 @@ func (l *loader) positive(n *node, what string, size int64) bool {
 // initial reads a buffer's initial contents: zeros, {value: v},
 // {random: seed} or {file: path}. For a file it also returns the file's
 // size, which sets the buffer's when the spec gives none.
-func (l *loader) initial(n *node, what string, size int64, sizeKnown bool) (dag.Init, int64, bool) {
+func (l *loader) initial(n *node, what subject, size int64, sizeKnown bool) (dag.Init, int64, bool) {
 	const hint = "write zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin}"
-	what += " init"
+	what = what.and("init")
 	if s, isStr := scalarString(n); isStr {
 		if slices.Contains(initStrings, s) {
 			return dag.Init{Kind: dag.InitZeros}, 0, true
@@ -166,24 +166,24 @@ func (l *loader) initial(n *node, what string, size int64, sizeKnown bool) (dag.
 	}
 	switch e.key {
 	case "zeros":
-		z, ok := l.boolean(e.value, what+" zeros")
+		z, ok := l.boolean(e.value, what.and("zeros"))
 		if ok && !z {
 			return dag.Init{}, 0, true
 		}
 		return dag.Init{Kind: dag.InitZeros}, 0, ok
 	case "value":
-		v, ok := l.number(e.value, what+" value")
+		v, ok := l.number(e.value, what.and("value"))
 		return dag.Init{Kind: dag.InitValue, Value: v}, 0, ok
 	case "random":
-		seed, ok := l.randomInit(e.value, what+" random")
+		seed, ok := l.randomInit(e.value, what.and("random"))
 		return dag.Init{Kind: dag.InitRandom, Seed: seed}, 0, ok
 	default: // file
-		p, ok := l.str(e.value, what+" file")
+		p, ok := l.str(e.value, what.and("file"))
 		if !ok {
 			return dag.Init{}, 0, false
 		}
 		p = ExpandRank(p, l.spec.Rank)
-		data, ok := l.readFile(e.value, what+" file", p, maxInitFile)
+		data, ok := l.readFile(e.value, what.and("file"), p, maxInitFile)
 		if !ok {
 			return dag.Init{}, 0, false
 		}
@@ -202,7 +202,7 @@ func (l *loader) initial(n *node, what string, size int64, sizeKnown bool) (dag.
 
 // randomInit reads a random init's seed: a number, or {seed, per_rank},
 // where per_rank: true gives each rank its own stream (see rankSeed).
-func (l *loader) randomInit(n *node, what string) (uint64, bool) {
+func (l *loader) randomInit(n *node, what subject) (uint64, bool) {
 	seedN, perRank := n, false
 	ok := true
 	if isMap(n) {
@@ -217,11 +217,11 @@ func (l *loader) randomInit(n *node, what string) (uint64, bool) {
 		}
 		if v, has := f.get("per_rank"); has {
 			var okP bool
-			perRank, okP = l.boolean(v, what+" per_rank")
+			perRank, okP = l.boolean(v, what.and("per_rank"))
 			ok = ok && okP
 		}
 	}
-	seed, okS := l.integer(seedN, what+" seed")
+	seed, okS := l.integer(seedN, what.and("seed"))
 	if okS && seed < 0 {
 		l.errorf(seedN, "use a seed of 0 or more", "%s seed %d is negative", what, seed)
 		okS = false

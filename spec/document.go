@@ -103,12 +103,8 @@ func (l *loader) parseYAML(src []byte) (*node, error) {
 // hasDocumentMarker reports whether a line of src starts with "---" or
 // "...", which a second document needs.
 func hasDocumentMarker(src []byte) bool {
-	for line := range bytes.Lines(src) {
-		if bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
-			return true
-		}
-	}
-	return false
+	return bytes.HasPrefix(src, []byte("---")) || bytes.HasPrefix(src, []byte("...")) ||
+		bytes.Contains(src, []byte("\n---")) || bytes.Contains(src, []byte("\n..."))
 }
 
 var unknownAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
@@ -203,11 +199,19 @@ func (l *loader) checkDepth(root *node) bool {
 }
 
 // tooDeep returns the first node under n (at depth) deeper than MaxDepth.
+// It looks at every node of the document, most of them scalars, so it
+// looks at a node without content without a call.
 func tooDeep(n *node, depth int) *node {
 	if depth > MaxDepth {
 		return n
 	}
 	for _, c := range n.Content {
+		if len(c.Content) == 0 {
+			if depth == MaxDepth {
+				return c
+			}
+			continue
+		}
 		if deep := tooDeep(c, depth+1); deep != nil {
 			return deep
 		}

@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/dagrun/dagrun/dag"
 )
 
 // Position is a place in a spec file. Line and Col count from 1.
@@ -37,49 +38,13 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (%s)", e.Pos, e.Msg, e.Hint)
 }
 
+// Compare orders errors by position, as a sorted ErrorList is.
+func (e *Error) Compare(f *Error) int { return comparePositions(e.Pos, f.Pos) }
+
 // ErrorList is every problem of a spec, as go/scanner.ErrorList holds a
 // file's: Parse and Load return one (as an error, through Err) ordered by
-// position.
-type ErrorList []*Error
-
-func (l ErrorList) Len() int           { return len(l) }
-func (l ErrorList) Swap(i, j int)      { l[i], l[j] = l[j], l[i] }
-func (l ErrorList) Less(i, j int) bool { return comparePositions(l[i].Pos, l[j].Pos) < 0 }
-
-// Sort orders the list by position, keeping the order of problems at one
-// position.
-func (l ErrorList) Sort() {
-	slices.SortStableFunc(l, func(a, b *Error) int { return comparePositions(a.Pos, b.Pos) })
-}
-
-// Error lists every problem, one a line.
-func (l ErrorList) Error() string {
-	var b strings.Builder
-	for i, e := range l {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(e.Error())
-	}
-	return b.String()
-}
-
-// Err returns l as an error, or nil when l is empty.
-func (l ErrorList) Err() error {
-	if len(l) == 0 {
-		return nil
-	}
-	return l
-}
-
-// Unwrap returns the problems, so that errors.As finds each *Error.
-func (l ErrorList) Unwrap() []error {
-	out := make([]error, len(l))
-	for i, e := range l {
-		out[i] = e
-	}
-	return out
-}
+// position. It is dag's list of errors, of spec's *Error.
+type ErrorList = dag.ErrorListOf[*Error]
 
 // Errors lists the *Error values inside err, which Parse and Load return
 // (an ErrorList, possibly wrapped or joined with others).
@@ -133,29 +98,7 @@ func (r *reader) suggest(got string, candidates []string) string {
 	if len(r.errs) >= MaxErrors {
 		return "" // the error it is for will not be listed
 	}
-	best, bestDist := "", -1
-	if len(got) <= maxSuggestLen {
-		lower := strings.ToLower(got)
-		for _, c := range candidates {
-			// Every candidate looked at costs, so that many unknown names
-			// against many candidates stay bounded too.
-			if r.suggestBudget -= 1 + len(got); r.suggestBudget < 0 {
-				break
-			}
-			limit := max(1, len(c)/3)
-			if len(c) > maxSuggestLen || absInt(len(c)-len(got)) > limit {
-				continue
-			}
-			if r.suggestBudget -= (len(got) + 1) * (len(c) + 1); r.suggestBudget < 0 {
-				break
-			}
-			d := editDistance(lower, strings.ToLower(c))
-			if d <= limit && d < len(c) && (bestDist < 0 || d < bestDist) {
-				best, bestDist = c, d
-			}
-		}
-	}
-	if best != "" {
+	if best, ok := nearest(got, candidates, &r.suggestBudget); ok {
 		return fmt.Sprintf("did you mean %q?", best)
 	}
 	if len(candidates) == 0 {
@@ -165,6 +108,45 @@ func (r *reader) suggest(got string, candidates []string) string {
 		return fmt.Sprintf("use one of %s, ...", strings.Join(candidates[:12], ", "))
 	}
 	return "use one of " + strings.Join(candidates, ", ")
+}
+
+// Nearest returns the candidate nearest got, when one is near enough to
+// be what was meant: the "did you mean" of the loader's messages, for
+// callers that check names of a spec's things themselves (the CLI's
+// --fail-op). Names are compared case-folded, in edit distance with a
+// transposition of neighbours counting one; the work is bounded as for
+// one spec's messages.
+func Nearest(got string, candidates []string) (string, bool) {
+	budget := suggestCells
+	return nearest(got, candidates, &budget)
+}
+
+// nearest is Nearest, charging its work to budget.
+func nearest(got string, candidates []string, budget *int) (string, bool) {
+	best, bestDist := "", -1
+	if len(got) > maxSuggestLen {
+		return "", false
+	}
+	lower := strings.ToLower(got)
+	for _, c := range candidates {
+		// Every candidate looked at costs, so that many unknown names
+		// against many candidates stay bounded too.
+		if *budget -= 1 + len(got); *budget < 0 {
+			break
+		}
+		limit := max(1, len(c)/3)
+		if len(c) > maxSuggestLen || absInt(len(c)-len(got)) > limit {
+			continue
+		}
+		if *budget -= (len(got) + 1) * (len(c) + 1); *budget < 0 {
+			break
+		}
+		d := editDistance(lower, strings.ToLower(c))
+		if d <= limit && d < len(c) && (bestDist < 0 || d < bestDist) {
+			best, bestDist = c, d
+		}
+	}
+	return best, best != ""
 }
 
 func absInt(x int) int {

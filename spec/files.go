@@ -67,7 +67,7 @@ const pathHint = "paths are relative to the spec's directory and stay inside it;
 // readFile reads a regular file named in the spec, at most limit bytes,
 // through an os.Root, so that neither ".." nor a symbolic link takes the
 // read out of the tree it is allowed in.
-func (l *loader) readFile(n *node, what, p string, limit int64) ([]byte, bool) {
+func (l *loader) readFile(n *node, what subject, p string, limit int64) ([]byte, bool) {
 	if p == "" {
 		l.errorf(n, "name a file", "%s is empty", what)
 		return nil, false
@@ -146,7 +146,7 @@ func (l *loader) noteRead(full string) {
 // tree, not written twice, not the spec itself nor a file it reads. The
 // reads are all known once the buffers and kernels are read, and ops and
 // outputs come after them.
-func (l *loader) checkWrite(n *node, what, p string) bool {
+func (l *loader) checkWrite(n *node, what subject, p string) bool {
 	dir, rel, err := l.spec.files.locate(l.saveDir(), p)
 	if err != nil {
 		hint := "save paths are relative to the save directory (the spec's, or --save-dir) and stay inside it; pass --allow-path DIR to allow another tree"

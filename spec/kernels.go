@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -10,7 +11,7 @@ import (
 const maxKernelFile = 64 << 20
 
 func (l *loader) kernelDecls(n *node) {
-	f, _ := l.entries(n, "kernels")
+	f, _ := l.entries(n, about("kernels"))
 	for i, e := range f.list {
 		switch {
 		case i == MaxKernels:
@@ -37,7 +38,7 @@ func (l *loader) kernelDecls(n *node) {
 // kernel reads one kernel declaration: its source (CUDA C inline or in a
 // file, a PTX file or a cubin file), entry symbol and parameters.
 func (l *loader) kernel(name string, n *node) (*dag.Kernel, bool) {
-	what := fmt.Sprintf("kernel %q", name)
+	what := about(fmt.Sprintf("kernel %q", name))
 	f, ok := l.mapping(n, what, kernelKeys)
 	if f.node == nil {
 		return nil, false
@@ -55,7 +56,7 @@ func (l *loader) kernel(name string, n *node) (*dag.Kernel, bool) {
 		return nil, false
 	}
 	src, _ := f.get(sources[0])
-	text, okS := l.str(src, what+" "+sources[0])
+	text, okS := l.str(src, what.and(sources[0]))
 	ok = ok && okS
 	if okS {
 		switch sources[0] {
@@ -66,11 +67,11 @@ func (l *loader) kernel(name string, n *node) (*dag.Kernel, bool) {
 				ok = false
 			}
 		case "cuda_file":
-			data, okF := l.readFile(src, what+" cuda_file", text, maxKernelFile)
+			data, okF := l.readFile(src, what.and("cuda_file"), text, maxKernelFile)
 			k.Source, k.Code = dag.CUDAC, string(data)
 			ok = ok && okF
 		case "ptx", "cubin":
-			_, okF := l.readFile(src, what+" "+sources[0], text, maxKernelFile)
+			_, okF := l.readFile(src, what.and(sources[0]), text, maxKernelFile)
 			ok = ok && okF
 			k.Source, k.Path = dag.PTX, l.absPath(text)
 			if sources[0] == "cubin" {
@@ -79,7 +80,7 @@ func (l *loader) kernel(name string, n *node) (*dag.Kernel, bool) {
 		}
 	}
 	if v, has := f.get("entry"); has {
-		entry, okE := l.str(v, what+" entry")
+		entry, okE := l.str(v, what.and("entry"))
 		ok = ok && okE
 		k.Entry = entry
 	}
@@ -91,8 +92,8 @@ func (l *loader) kernel(name string, n *node) (*dag.Kernel, bool) {
 	return k, ok
 }
 
-func (l *loader) params(n *node, what string) ([]dag.Param, bool) {
-	items, ok := l.sequence(n, what+" params")
+func (l *loader) params(n *node, what subject) ([]dag.Param, bool) {
+	items, ok := l.sequence(n, what.and("params"))
 	var params []dag.Param
 	seen := map[string]bool{}
 	for i, it := range items {
@@ -100,7 +101,7 @@ func (l *loader) params(n *node, what string) ([]dag.Param, bool) {
 			l.errorf(it, "pass large inputs in buffers", "%s has more than %d params", what, MaxArgs)
 			return nil, false
 		}
-		pw := fmt.Sprintf("%s param %d", what, i)
+		pw := what.and("param").and(strconv.Itoa(i))
 		f, okF := l.mapping(it, pw, paramKeys)
 		if f.node == nil {
 			ok = false
@@ -114,14 +115,14 @@ func (l *loader) params(n *node, what string) ([]dag.Param, bool) {
 			ok = false
 			continue
 		}
-		name, okN := l.str(nameN, pw+" name")
+		name, okN := l.str(nameN, pw.and("name"))
 		okN = okN && l.checkName(nameN, "parameter", name)
 		if okN && seen[name] {
 			l.errorf(nameN, "give each parameter its own name", "parameter %q is declared twice", name)
 			okN = false
 		}
 		seen[name] = true
-		typ, okT := l.oneOf(typeN, pw+" type", paramTypes)
+		typ, okT := l.oneOf(typeN, pw.and("type"), paramTypes)
 		p.Name = name
 		p.Kind, _ = dag.ParseParamKind(typ)
 		okM := true
@@ -131,7 +132,7 @@ func (l *loader) params(n *node, what string) ([]dag.Param, bool) {
 				okM = false
 			} else {
 				var m string
-				m, okM = l.oneOf(v, pw+" mode", modes)
+				m, okM = l.oneOf(v, pw.and("mode"), modes)
 				p.Mode = parseMode(m)
 			}
 		} else if p.Kind == dag.BufferParam {

@@ -79,18 +79,21 @@ var kindKeys = map[dag.OpKind]struct {
 }
 
 // opKeys are the keys an op of kind may have (host steps: of host step
-// step), memoised per loader.
+// step), memoised per loader in a list: there are a few kinds and steps.
 func (l *loader) opKeys(kind, step string) []string {
-	k := kind + "/" + step
-	if keys, ok := l.keyCache[k]; ok {
-		return keys
+	for _, c := range l.keyCache {
+		if c.kind == kind && c.step == step {
+			return c.keys
+		}
 	}
 	keys := opKeys(kind, step)
-	if l.keyCache == nil {
-		l.keyCache = map[string][]string{}
-	}
-	l.keyCache[k] = keys
+	l.keyCache = append(l.keyCache, opKeysOf{kind, step, keys})
 	return keys
+}
+
+type opKeysOf struct {
+	kind, step string
+	keys       []string
 }
 
 // opKeys are the keys an op of kind may have (host steps: of host step step).

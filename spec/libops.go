@@ -5,8 +5,8 @@ import "github.com/dagrun/dagrun/dag"
 // gemmOp reads gemm: {a, b, c, m, n, k, ...} (see dag.GemmSpec). The keys
 // are the field names of dag's errors, so Build's complaints about a
 // GEMM land on the key they are about.
-func (l *loader) gemmOp(d *opDecl, n *node, what string) *dag.Op {
-	what += " gemm"
+func (l *loader) gemmOp(d *opDecl, n *node, what subject) *dag.Op {
+	what = what.and("gemm")
 	f, ok := l.mapping(n, what, gemmKeys)
 	if f.node == nil {
 		return nil
@@ -32,7 +32,7 @@ func (l *loader) gemmOp(d *opDecl, n *node, what string) *dag.Op {
 	views := map[string]dag.View{}
 	for _, k := range []string{"a", "b", "c", "d"} {
 		if v, has := f.get(k); has {
-			view, _, okV := l.view(v, what+" "+k, false)
+			view, _, okV := l.view(v, what.and(k), false)
 			ok = ok && okV
 			views[k] = view
 		}
@@ -43,14 +43,14 @@ func (l *loader) gemmOp(d *opDecl, n *node, what string) *dag.Op {
 		to  *int64
 	}{{"m", &shape.M}, {"n", &shape.N}, {"k", &shape.K}} {
 		v, _ := f.get(p.key)
-		x, okX := l.integer(v, what+" "+p.key)
+		x, okX := l.integer(v, what.and(p.key))
 		ok = ok && okX
 		*p.to = x // dag checks the range, at this key
 	}
 	var opts []dag.GemmOption
 	flag := func(key string, opt func() dag.GemmOption) {
 		if v, has := f.get(key); has {
-			on, okB := l.boolean(v, what+" "+key)
+			on, okB := l.boolean(v, what.and(key))
 			ok = ok && okB
 			if on {
 				opts = append(opts, opt())
@@ -65,7 +65,7 @@ func (l *loader) gemmOp(d *opDecl, n *node, what string) *dag.Op {
 		opt func(float64) dag.GemmOption
 	}{{"alpha", dag.Alpha}, {"beta", dag.Beta}} {
 		if v, has := f.get(p.key); has {
-			x, okX := l.number(v, what+" "+p.key)
+			x, okX := l.number(v, what.and(p.key))
 			ok = ok && okX
 			opts = append(opts, p.opt(x))
 		}
@@ -77,7 +77,7 @@ func (l *loader) gemmOp(d *opDecl, n *node, what string) *dag.Op {
 		if !has {
 			return 0
 		}
-		x, okX := l.integer(v, what+" "+key)
+		x, okX := l.integer(v, what.and(key))
 		if okX && x < 1 {
 			hint := "leave it out for the default"
 			if key[0] == 's' {
@@ -109,8 +109,8 @@ func (l *loader) gemmOp(d *opDecl, n *node, what string) *dag.Op {
 // collectiveOp reads one of the collectives: all_reduce: {view, op},
 // all_gather: {in, out}, reduce_scatter: {in, out, op}, broadcast: {view,
 // root}, send: {view, to} and recv: {view, from}.
-func (l *loader) collectiveOp(d *opDecl, kind string, n *node, what string) *dag.Op {
-	what += " " + kind
+func (l *loader) collectiveOp(d *opDecl, kind string, n *node, what subject) *dag.Op {
+	what = what.and(kind)
 	keys := collectiveKeys[kind]
 	f, ok := l.mapping(n, what, keys)
 	if f.node == nil {
@@ -137,21 +137,21 @@ func (l *loader) collectiveOp(d *opDecl, kind string, n *node, what string) *dag
 	views := map[string]dag.View{}
 	for _, k := range []string{"view", "in", "out"} {
 		if v, has := f.get(k); has {
-			view, _, okV := l.view(v, what+" "+k, false)
+			view, _, okV := l.view(v, what.and(k), false)
 			ok = ok && okV
 			views[k] = view
 		}
 	}
 	red := dag.Sum
 	if v, has := f.get("op"); has {
-		s, okR := l.oneOf(v, what+" op", reductions)
+		s, okR := l.oneOf(v, what.and("op"), reductions)
 		ok = ok && okR
 		red, _ = dag.ParseReduction(s)
 	}
 	rank := 0
 	for _, k := range []string{"root", "to", "from"} {
 		if v, has := f.get(k); has {
-			r, okR := l.intIn(v, what+" "+k, 0, MaxWorld-1)
+			r, okR := l.intIn(v, what.and(k), 0, MaxWorld-1)
 			ok = ok && okR
 			rank = r
 		}

@@ -30,29 +30,46 @@ type reader struct {
 	unknownAliases map[[2]int]bool
 	// suggestBudget bounds the work of all did-you-mean suggestions.
 	suggestBudget int
-	slab          []entry // see entries
+	slab          []entry    // see entries
+	fieldSlab     []fieldLoc // see loader.opDecl
 	// dropped counts the errors beyond MaxErrors, not reported one by one.
 	dropped int
 }
 
-func (r *reader) pos(n *node) Position {
-	p := Position{File: r.file, Line: 1, Col: 1}
-	if n != nil && n.Line > 0 {
-		p.Line, p.Col = n.Line, max(n.Column, 1)
+func (r *reader) pos(n *node) Position { return r.posAt(locOf(n)) }
+
+// loc is where a node is written, for messages: its line and column,
+// from 1; the zero loc stands for the start of the file.
+type loc struct{ line, col int32 }
+
+func locOf(n *node) loc {
+	if n == nil || n.Line <= 0 {
+		return loc{}
 	}
-	return p
+	return loc{int32(n.Line), int32(max(n.Column, 1))}
+}
+
+func (r *reader) posAt(at loc) Position {
+	if at.line <= 0 {
+		return Position{File: r.file, Line: 1, Col: 1}
+	}
+	return Position{File: r.file, Line: int(at.line), Col: int(at.col)}
 }
 
 func (r *reader) errorf(n *node, hint, format string, a ...any) {
+	r.errorAt(locOf(n), hint, format, a...)
+}
+
+func (r *reader) errorAt(at loc, hint, format string, a ...any) {
 	if len(r.errs) >= MaxErrors {
 		r.dropped++
 		return
 	}
-	r.errs = append(r.errs, &Error{Pos: r.pos(n), Msg: fmt.Sprintf(format, a...), Hint: hint})
+	r.errs = append(r.errs, &Error{Pos: r.posAt(at), Msg: fmt.Sprintf(format, a...), Hint: hint})
 }
 
-func (r *reader) warnf(n *node, hint, format string, a ...any) {
-	r.warns = append(r.warns, &Error{Pos: r.pos(n), Msg: fmt.Sprintf(format, a...), Hint: hint})
+func (r *reader) warnAt(at loc, hint, format string, a ...any) {
+	r.warns = append(r.warns, &Error{Pos: r.posAt(at), Msg: fmt.Sprintf(format, a...), Hint: hint})
 }
 
 // treeSize counts the nodes under n, not following aliases, memoised for
@@ -83,6 +100,9 @@ func (r *reader) treeSize(n *node) int {
 // nil, having reported why, for an alias it cannot follow, and for a null
 // standing for an alias already reported as naming no anchor.
 func (r *reader) resolve(n *node) *node {
+	if n != nil && n.Kind != yaml.AliasNode && n.Kind != yaml.DocumentNode && r.unknownAliases == nil {
+		return n // the common case, quickly
+	}
 	for n != nil {
 		switch {
 		case n.Kind == yaml.AliasNode:
@@ -110,20 +130,30 @@ func (r *reader) resolve(n *node) *node {
 	return nil
 }
 
+// tag is n.ShortTag(). The parser gives every node it makes a short tag
+// ("!!str", "!!int", ...), which is then the answer; asking the node
+// costs more, and a load asks a few times for each of its nodes.
+func tag(n *node) string {
+	if len(n.Tag) > 2 && n.Tag[0] == '!' && n.Tag[1] == '!' {
+		return n.Tag
+	}
+	return n.ShortTag()
+}
+
 func isNull(n *node) bool {
-	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+	return n == nil || n.Kind == yaml.ScalarNode && tag(n) == "!!null"
 }
 
 // Scalar kinds, as YAML 1.2's core schema resolves them (quoted and block
 // scalars are strings).
 func isStringNode(n *node) bool {
-	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str"
+	return n != nil && n.Kind == yaml.ScalarNode && tag(n) == "!!str"
 }
 func isIntNode(n *node) bool {
-	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int"
+	return n != nil && n.Kind == yaml.ScalarNode && tag(n) == "!!int"
 }
 func isFloatNode(n *node) bool {
-	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float"
+	return n != nil && n.Kind == yaml.ScalarNode && tag(n) == "!!float"
 }
 func isSeq(n *node) bool { return n != nil && n.Kind == yaml.SequenceNode }
 func isMap(n *node) bool { return n != nil && n.Kind == yaml.MappingNode }
@@ -204,7 +234,7 @@ func (f fields) keyNode(key string) *node {
 }
 
 // entries reads n as a mapping of string keys, without checking the keys.
-func (r *reader) entries(n *node, what string) (fields, bool) {
+func (r *reader) entries(n *node, what subject) (fields, bool) {
 	n = r.resolve(n)
 	switch {
 	case n == nil:
@@ -251,8 +281,11 @@ func (r *reader) entries(n *node, what string) (fields, bool) {
 	return f, ok
 }
 
-func (r *reader) key(k *node, what string) (string, bool) {
-	if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+func (r *reader) key(k *node, what subject) (string, bool) {
+	if k.Kind == yaml.ScalarNode && k.Tag == "!!str" {
+		return k.Value, true // the common case, quickly
+	}
+	if k.Kind == yaml.ScalarNode && tag(k) == "!!merge" {
 		r.errorf(k, "write the keys out, or use an alias for the whole value", "merge keys (<<) are not supported")
 		return "", false
 	}
@@ -268,7 +301,7 @@ func (r *reader) key(k *node, what string) (string, bool) {
 }
 
 // mapping reads n as a mapping whose keys are among allowed.
-func (r *reader) mapping(n *node, what string, allowed []string) (fields, bool) {
+func (r *reader) mapping(n *node, what subject, allowed []string) (fields, bool) {
 	f, ok := r.entries(n, what)
 	if !ok && f.node == nil {
 		return f, false
@@ -277,7 +310,7 @@ func (r *reader) mapping(n *node, what string, allowed []string) (fields, bool) 
 }
 
 // checkKeys reports the keys of f that are not allowed.
-func (r *reader) checkKeys(f fields, what string, allowed []string) bool {
+func (r *reader) checkKeys(f fields, what subject, allowed []string) bool {
 	ok := true
 	for _, e := range f.list {
 		if !slices.Contains(allowed, e.key) {
@@ -288,7 +321,7 @@ func (r *reader) checkKeys(f fields, what string, allowed []string) bool {
 	return ok
 }
 
-func (r *reader) sequence(n *node, what string) ([]*node, bool) {
+func (r *reader) sequence(n *node, what subject) ([]*node, bool) {
 	v := r.resolve(n)
 	switch {
 	case v == nil:
@@ -308,7 +341,7 @@ func scalarString(n *node) (string, bool) {
 	return "", false
 }
 
-func (r *reader) str(n *node, what string) (string, bool) {
+func (r *reader) str(n *node, what subject) (string, bool) {
 	n = r.resolve(n)
 	if n == nil {
 		return "", false
@@ -321,7 +354,7 @@ func (r *reader) str(n *node, what string) (string, bool) {
 }
 
 // oneOf reads a string that must be one of choices.
-func (r *reader) oneOf(n *node, what string, choices []string) (string, bool) {
+func (r *reader) oneOf(n *node, what subject, choices []string) (string, bool) {
 	s, ok := r.str(n, what)
 	if !ok {
 		return "", false
@@ -380,7 +413,7 @@ func parseFloat(s string) (float64, error) {
 	return strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
 }
 
-func (r *reader) integer(n *node, what string) (int64, bool) {
+func (r *reader) integer(n *node, what subject) (int64, bool) {
 	n = r.resolve(n)
 	switch {
 	case n == nil:
@@ -409,7 +442,7 @@ func (r *reader) integer(n *node, what string) (int64, bool) {
 }
 
 // intIn reads an integer in [lo, hi].
-func (r *reader) intIn(n *node, what string, lo, hi int64) (int, bool) {
+func (r *reader) intIn(n *node, what subject, lo, hi int64) (int, bool) {
 	v, ok := r.integer(n, what)
 	if !ok {
 		return 0, false
@@ -421,7 +454,7 @@ func (r *reader) intIn(n *node, what string, lo, hi int64) (int, bool) {
 	return int(v), true
 }
 
-func (r *reader) number(n *node, what string) (float64, bool) {
+func (r *reader) number(n *node, what subject) (float64, bool) {
 	n = r.resolve(n)
 	switch {
 	case n == nil:
@@ -444,12 +477,12 @@ func (r *reader) number(n *node, what string) (float64, bool) {
 	return 0, false
 }
 
-func (r *reader) boolean(n *node, what string) (bool, bool) {
+func (r *reader) boolean(n *node, what subject) (bool, bool) {
 	n = r.resolve(n)
 	if n == nil {
 		return false, false
 	}
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
+	if n.Kind == yaml.ScalarNode && tag(n) == "!!bool" {
 		return strings.EqualFold(n.Value, "true"), true
 	}
 	r.errorf(n, "write true or false", "%s must be a boolean, not %s", what, describe(n))
@@ -457,7 +490,7 @@ func (r *reader) boolean(n *node, what string) (bool, bool) {
 }
 
 // size reads a byte count: an integer or a string with a unit.
-func (r *reader) size(n *node, what string) (int64, bool) {
+func (r *reader) size(n *node, what subject) (int64, bool) {
 	n = r.resolve(n)
 	switch {
 	case n == nil:
@@ -483,7 +516,7 @@ func (r *reader) size(n *node, what string) (int64, bool) {
 	return b, true
 }
 
-func (r *reader) duration(n *node, what string) (time.Duration, bool) {
+func (r *reader) duration(n *node, what subject) (time.Duration, bool) {
 	n = r.resolve(n)
 	if n == nil {
 		return 0, false
@@ -538,31 +571,33 @@ func (r *reader) checkName(n *node, kind, name string) bool {
 
 const nameHint = "names start with a letter or '_' and hold letters, digits, '_', '-' and '.'"
 
-// fieldNodes maps the fields of a declaration that errors of dag name
-// ("after", "args.x", ...) to their nodes: a few per declaration, so a
-// list.
-type fieldNodes []fieldNode
+// fieldLocs maps the fields of a declaration that errors of dag name
+// ("after", "args.x", ...) to where they are written: a few per
+// declaration, so a list. Keeping places rather than nodes lets the
+// collector take each op's part of the YAML tree once it is read.
+type fieldLocs []fieldLoc
 
-type fieldNode struct {
+type fieldLoc struct {
 	field string
-	n     *node
+	at    loc
 }
 
-func (f *fieldNodes) set(field string, n *node) {
+func (f *fieldLocs) set(field string, n *node) {
+	at := locOf(n)
 	for i := range *f {
 		if (*f)[i].field == field {
-			(*f)[i].n = n
+			(*f)[i].at = at
 			return
 		}
 	}
-	*f = append(*f, fieldNode{field, n})
+	*f = append(*f, fieldLoc{field, at})
 }
 
-func (f fieldNodes) get(field string) (*node, bool) {
+func (f fieldLocs) get(field string) (loc, bool) {
 	for _, x := range f {
 		if x.field == field {
-			return x.n, true
+			return x.at, true
 		}
 	}
-	return nil, false
+	return loc{}, false
 }

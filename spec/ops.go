@@ -7,51 +7,91 @@ import (
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // opDecl is one op of the ops list; op is nil when the declaration is wrong.
 type opDecl struct {
 	op     *dag.Op
-	node   *node
 	kind   string
-	label  string     // kernel or host step name, for generated op names
-	named  bool       // the spec names it (validly, once)
-	fields fieldNodes // dag.Error fields ("after", "args.x", ...) -> node
-	index  int        // in the ops list
+	label  string    // kernel or host step name, for generated op names
+	fields fieldLocs // dag.Error fields ("after", "args.x", ...) -> where
 	after  []*node
+	at     loc   // where the op's mapping is written
+	index  int32 // in the ops list
+	named  bool  // the spec names it (validly, once)
 }
 
 func (l *loader) opList(n *node) {
-	items, ok := l.sequence(n, "ops")
+	items, ok := l.sequence(n, about("ops"))
 	if ok && len(items) == 0 {
 		l.errorf(n, "add copy, fill, launch, alloc, free or host steps", "ops is empty")
 	}
-	if len(l.opNames) == 0 {
-		l.opNames = make(map[string]*opDecl, min(len(items), MaxOps))
-	}
-	l.ops = make([]*opDecl, 0, min(len(items), MaxOps))
+	count := min(len(items), MaxOps)
+	// The declarations and their field places come from two slabs: a few
+	// allocations for the whole list rather than a few per op.
+	l.ops = make([]*opDecl, 0, count)
+	decls := make([]opDecl, count)
+	// Nothing reads the list again, and declarations keep places rather
+	// than nodes: each op's part of the tree can go once it is read,
+	// unless an alias may reach the list.
+	release := n.Kind == yaml.SequenceNode && n.Anchor == ""
 	for i, it := range items {
 		if i == MaxOps {
 			l.errorf(it, "split the work into several specs", "the spec has more than %d ops", MaxOps)
 			break
 		}
-		l.opDecl(i, it)
+		l.opDecl(i, it, &decls[len(l.ops)])
+		if release {
+			items[i] = nil
+		}
 	}
 }
 
-func (l *loader) opDecl(i int, n *node) {
-	what := "ops[" + strconv.Itoa(i) + "]"
+// fieldsPerOp is how many field places an op's declaration is given room
+// for in the slab; one with more takes its own.
+const fieldsPerOp = 32
+
+// opDecl reads the op at index i of the ops list into d, which joins
+// l.ops when n is a mapping.
+func (l *loader) opDecl(i int, n *node, d *opDecl) {
+	// The mappings of one op are read and done with here: the next op
+	// reuses their entries, which keeps the slab small and in the cache.
+	slab := l.slab
+	defer func() { l.slab = slab }()
+	what := opSubject(i)
 	f, _ := l.entries(n, what)
 	if f.node == nil {
 		return
 	}
-	d := &opDecl{node: f.node, index: i, fields: make(fieldNodes, 0, 4)}
+	if cap(l.fieldSlab)-len(l.fieldSlab) < fieldsPerOp {
+		l.fieldSlab = make([]fieldLoc, 0, 64*fieldsPerOp)
+	}
+	start := len(l.fieldSlab)
+	*d = opDecl{at: locOf(f.node), index: int32(i), fields: l.fieldSlab[start:start]}
 	l.ops = append(l.ops, d)
+	l.readOp(d, f, what)
+	// The op's fields are set: close them off in the slab, so that the
+	// next op's cannot overwrite them.
+	if k := len(d.fields); k > 0 && &d.fields[0] == &l.fieldSlab[:start+1][start] {
+		l.fieldSlab = l.fieldSlab[:start+k]
+	}
+	d.fields = d.fields[:len(d.fields):len(d.fields)]
+}
+
+// readOp reads the keys of op d, whose mapping is f.
+func (l *loader) readOp(d *opDecl, f fields, what subject) {
 	var kinds [2]string
 	nk := 0
-	for _, k := range opKindKeys {
-		if f.has(k) && nk < len(kinds) {
-			kinds[nk] = k
+	var present uint32 // bit i: the op has key opKindKeys[i]
+	for _, e := range f.list {
+		if k := slices.Index(opKindKeys, e.key); k >= 0 {
+			present |= 1 << k
+		}
+	}
+	for k, key := range opKindKeys {
+		if present&(1<<k) != 0 && nk < len(kinds) {
+			kinds[nk] = key
 			nk++
 		}
 	}
@@ -67,21 +107,24 @@ func (l *loader) opDecl(i int, n *node) {
 	}
 	d.kind = kinds[0]
 	if v, has := f.get("name"); has {
-		name, okN := l.str(v, what+" name")
+		name, okN := l.str(v, what.and("name"))
 		switch {
 		case !okN || !l.checkName(v, "op", name):
-		case l.opNames[name] != nil:
-			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.pos(l.opNames[name].node))
+		case l.opNamed(name) != nil:
+			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.posAt(l.opNamed(name).at))
 		default:
-			l.opNames[name] = d
+			if l.opNames == nil {
+				l.opNames = map[string]int32{}
+			}
+			l.opNames[name] = int32(len(l.ops) - 1)
 			d.named = true
-			what = "op " + strconv.Quote(name)
+			what = namedOpSubject(name)
 		}
 	}
 	kindNode, _ := f.get(d.kind)
 	step := ""
 	if d.kind == "host" {
-		s, okS := l.oneOf(kindNode, what+" host step", hostSteps)
+		s, okS := l.oneOf(kindNode, what.and("host step"), hostSteps)
 		if !okS {
 			return
 		}
@@ -122,18 +165,18 @@ func (l *loader) opDecl(i int, n *node) {
 
 // common reads the keys every op may have and applies them to op (when it
 // is not nil).
-func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
+func (l *loader) common(d *opDecl, f fields, what subject, op *dag.Op) bool {
 	ok := true
 	if v, has := f.get("priority"); has {
 		d.fields.set("priority", v)
-		p, okP := l.priority(v, what+" priority")
+		p, okP := l.priority(v, what.and("priority"))
 		ok = ok && okP
 		if okP && op != nil {
 			op.WithPriority(p)
 		}
 	}
 	if v, has := f.get("cost"); has {
-		c, okC := l.duration(v, what+" cost")
+		c, okC := l.duration(v, what.and("cost"))
 		if okC && c > MaxCost {
 			l.errorf(v, "give an estimate of at most 24h", "%s cost %s is more than 24h", what, c)
 			okC = false
@@ -145,7 +188,7 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	}
 	if v, has := f.get("device"); has {
 		d.fields.set("device", v)
-		dev, okD := l.intIn(v, what+" device", 0, 1<<16)
+		dev, okD := l.intIn(v, what.and("device"), 0, 1<<16)
 		okD = okD && l.placedInWorld(v, what)
 		ok = ok && okD
 		if okD && op != nil {
@@ -157,7 +200,7 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 		if _, isStr := scalarString(v); isStr {
 			d.after = []*node{v}
 		} else {
-			items, okA := l.sequence(v, what+" after")
+			items, okA := l.sequence(v, what.and("after"))
 			ok = ok && okA
 			d.after = items
 		}
@@ -165,7 +208,7 @@ func (l *loader) common(d *opDecl, f fields, what string, op *dag.Op) bool {
 	return ok
 }
 
-func (l *loader) priority(n *node, what string) (dag.Priority, bool) {
+func (l *loader) priority(n *node, what subject) (dag.Priority, bool) {
 	if isIntNode(n) {
 		p, ok := l.intIn(n, what, -1<<20, 1<<20)
 		return dag.Priority(p), ok
@@ -186,8 +229,8 @@ func (l *loader) priority(n *node, what string) (dag.Priority, bool) {
 	return 0, false
 }
 
-func (l *loader) copyOp(d *opDecl, n *node, what string) *dag.Op {
-	f, ok := l.mapping(n, what+" copy", copyKeys)
+func (l *loader) copyOp(d *opDecl, n *node, what subject) *dag.Op {
+	f, ok := l.mapping(n, what.and("copy"), copyKeys)
 	if f.node == nil {
 		return nil
 	}
@@ -199,16 +242,16 @@ func (l *loader) copyOp(d *opDecl, n *node, what string) *dag.Op {
 	}
 	d.fields.set("from", from)
 	d.fields.set("to", to)
-	src, _, okS := l.view(from, what+" copy from", false)
-	dst, _, okD := l.view(to, what+" copy to", false)
+	src, _, okS := l.view(from, what.and("copy from"), false)
+	dst, _, okD := l.view(to, what.and("copy to"), false)
 	if !ok || !okS || !okD {
 		return nil
 	}
 	return l.b.Copy(dst, src)
 }
 
-func (l *loader) fillOp(d *opDecl, n *node, what string) *dag.Op {
-	f, ok := l.mapping(n, what+" fill", fillKeys)
+func (l *loader) fillOp(d *opDecl, n *node, what subject) *dag.Op {
+	f, ok := l.mapping(n, what.and("fill"), fillKeys)
 	if f.node == nil {
 		return nil
 	}
@@ -220,16 +263,16 @@ func (l *loader) fillOp(d *opDecl, n *node, what string) *dag.Op {
 	}
 	d.fields.set("buffer", bufN)
 	d.fields.set("value", valN)
-	v, _, okV := l.view(bufN, what+" fill buffer", false)
-	x, okX := l.number(valN, what+" fill value")
+	v, _, okV := l.view(bufN, what.and("fill buffer"), false)
+	x, okX := l.number(valN, what.and("fill value"))
 	if !ok || !okV || !okX {
 		return nil
 	}
 	return l.b.Fill(v, x)
 }
 
-func (l *loader) lifetimeOp(kind string, n *node, what string) *dag.Op {
-	d := l.bufferRef(n, what+" "+kind)
+func (l *loader) lifetimeOp(kind string, n *node, what subject) *dag.Op {
+	d := l.bufferRef(n, what.and(kind))
 	if d == nil || d.buf == nil {
 		return nil
 	}
@@ -239,9 +282,9 @@ func (l *loader) lifetimeOp(kind string, n *node, what string) *dag.Op {
 	return l.b.Free(d.buf)
 }
 
-func (l *loader) launchOp(d *opDecl, f fields, n *node, what string) *dag.Op {
+func (l *loader) launchOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
 	d.fields.set("kernel", n)
-	name, ok := l.str(n, what+" kernel")
+	name, ok := l.str(n, what.and("kernel"))
 	if !ok {
 		return nil
 	}
@@ -264,18 +307,18 @@ func (l *loader) launchOp(d *opDecl, f fields, n *node, what string) *dag.Op {
 	grid, block := dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
 	if v, has := f.get("grid"); has {
 		d.fields.set("grid", v)
-		grid, ok = l.dim3(v, what+" grid")
+		grid, ok = l.dim3(v, what.and("grid"))
 	}
 	okB := true
 	if v, has := f.get("block"); has {
 		d.fields.set("block", v)
-		block, okB = l.dim3(v, what+" block")
+		block, okB = l.dim3(v, what.and("block"))
 	}
 	shared := int64(0)
 	okS := true
 	if v, has := f.get("shared"); has {
 		d.fields.set("shared", v)
-		shared, okS = l.size(v, what+" shared")
+		shared, okS = l.size(v, what.and("shared"))
 		if okS && shared > 1<<30 {
 			l.errorf(v, "use at most 48 KiB of dynamic shared memory", "%s shared %d bytes is too large", what, shared)
 			okS = false
@@ -287,7 +330,8 @@ func (l *loader) launchOp(d *opDecl, f fields, n *node, what string) *dag.Op {
 	} else {
 		argsN = f.node
 	}
-	args, okA := l.args(d, k, argsN, hasArgs, what)
+	var argBuf [8]any
+	args, okA := l.args(argBuf[:0], d, k, argsN, hasArgs, what)
 	if !ok || !okB || !okS || !okA {
 		return nil
 	}
@@ -296,7 +340,7 @@ func (l *loader) launchOp(d *opDecl, f fields, n *node, what string) *dag.Op {
 	return op
 }
 
-func (l *loader) dim3(n *node, what string) (dag.Dim3, bool) {
+func (l *loader) dim3(n *node, what subject) (dag.Dim3, bool) {
 	const limit = 1<<31 - 1
 	if !isSeq(n) {
 		x, ok := l.intIn(n, what, 1, limit)
@@ -318,17 +362,18 @@ func (l *loader) dim3(n *node, what string) (dag.Dim3, bool) {
 }
 
 // args reads a launch's arguments, by parameter name (a mapping) or in
-// order (a list), and returns them as dag.Builder.Launch takes them.
-func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string) ([]any, bool) {
-	nodes := make([]*node, len(k.Params))
-	names := make([]string, len(k.Params))
-	for i, p := range k.Params {
-		names[i] = p.Name
+// order (a list), and appends them to dst as dag.Builder.Launch takes them.
+func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, what subject) ([]any, bool) {
+	var nodeBuf [8]*node
+	nodes := nodeBuf[:0]
+	if len(k.Params) > len(nodeBuf) {
+		nodes = make([]*node, 0, len(k.Params))
 	}
+	nodes = nodes[:len(k.Params)]
 	ok := true
 	if given {
 		if isSeq(n) {
-			items, _ := l.sequence(n, what+" args")
+			items, _ := l.sequence(n, what.and("args"))
 			for i, it := range items {
 				if i >= len(nodes) {
 					l.errorf(it, signature(k), "%s passes %d arguments to %s, which takes %d", what, len(items), k.Name, len(nodes))
@@ -338,10 +383,10 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string
 				nodes[i] = it
 			}
 		} else {
-			f, okF := l.entries(n, what+" args")
+			f, okF := l.entries(n, what.and("args"))
 			ok = okF
 			for _, e := range f.list {
-				i := slices.Index(names, e.key)
+				i := slices.IndexFunc(k.Params, func(p dag.Param) bool { return p.Name == e.key })
 				if i < 0 {
 					l.errorf(e.keyN, l.suggestParam(e.key, k), "%s has no parameter %q", k.Name, e.key)
 					ok = false
@@ -351,26 +396,34 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string
 			}
 		}
 	}
-	args := make([]any, len(k.Params))
+	fieldNames := l.argFields(k)
 	for i, p := range k.Params {
 		a := nodes[i]
 		if a == nil {
 			l.errorf(n, signature(k), "%s: missing argument %s (%s) of %s", what, p.Name, p.Kind, k.Name)
 			ok = false
+			dst = append(dst, nil)
 			continue
 		}
-		d.fields.set("args."+p.Name, a)
-		aw := what + " argument " + p.Name
+		d.fields.set(fieldNames[i], a)
+		aw := what.and("argument").and(p.Name)
 		switch p.Kind {
 		case dag.BufferParam:
 			v, m, okV := l.view(a, aw, true)
-			if m == 0 {
-				m = p.Mode
+			mode := p.Mode
+			if mode == 0 {
+				mode = dag.ReadWrite
 			}
 			if m == 0 {
-				m = dag.ReadWrite
+				m = mode
 			}
-			args[i] = dag.Access{View: v, Mode: m}
+			if okV && m == mode && v == v.Buf.All() {
+				// What Launch makes of the buffer itself, without boxing
+				// an Access (an allocation per argument).
+				dst = append(dst, v.Buf)
+			} else {
+				dst = append(dst, dag.Access{View: v, Mode: m})
+			}
 			ok = ok && okV
 		case dag.I32Param, dag.I64Param:
 			lo, hi := int64(-1<<31), int64(1<<31-1)
@@ -382,15 +435,32 @@ func (l *loader) args(d *opDecl, k *dag.Kernel, n *node, given bool, what string
 				l.errorf(a, "", "%s %d does not fit in %s", aw, v, p.Kind)
 				okI = false
 			}
-			args[i] = v
+			dst = append(dst, v)
 			ok = ok && okI
 		default:
 			v, okF := l.number(a, aw)
-			args[i] = v
+			dst = append(dst, v)
 			ok = ok && okF
 		}
 	}
-	return args, ok
+	return dst, ok
+}
+
+// argFields are the field names dag's errors give k's arguments
+// ("args.x"), made once per kernel.
+func (l *loader) argFields(k *dag.Kernel) []string {
+	if names, ok := l.argNames[k]; ok {
+		return names
+	}
+	names := make([]string, len(k.Params))
+	for i, p := range k.Params {
+		names[i] = "args." + p.Name
+	}
+	if l.argNames == nil {
+		l.argNames = map[*dag.Kernel][]string{}
+	}
+	l.argNames[k] = names
+	return names
 }
 
 // signature says what a kernel takes: "scale takes (x buffer inout, alpha f32)".
@@ -419,7 +489,7 @@ func (l *loader) suggestParam(got string, k *dag.Kernel) string {
 // view reads a view of a buffer: "name", "name[start:end]" or a mapping
 // {buffer, offset, size} (with mode, for kernel arguments). The mode is 0
 // when the spec does not give one.
-func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, bool) {
+func (l *loader) view(n *node, what subject, withMode bool) (dag.View, dag.Mode, bool) {
 	n = l.resolve(n)
 	if n == nil {
 		return dag.View{}, 0, false
@@ -457,7 +527,7 @@ func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, 
 		l.errorf(f.node, "write {buffer: x, offset: 0, size: 1KiB}", "%s has no buffer", what)
 		return dag.View{}, 0, false
 	}
-	name, okN := l.str(bufN, what+" buffer")
+	name, okN := l.str(bufN, what.and("buffer"))
 	if !okN {
 		return dag.View{}, 0, false
 	}
@@ -465,17 +535,17 @@ func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, 
 	off, size := int64(0), int64(-1)
 	if v, has := f.get("offset"); has {
 		var okO bool
-		off, okO = l.size(v, what+" offset")
+		off, okO = l.size(v, what.and("offset"))
 		ok = ok && okO
 	}
 	if v, has := f.get("size"); has {
 		var okS bool
-		size, okS = l.size(v, what+" size")
+		size, okS = l.size(v, what.and("size"))
 		ok = ok && okS
 	}
 	var mode dag.Mode
 	if v, has := f.get("mode"); has {
-		m, okM := l.oneOf(v, what+" mode", modes)
+		m, okM := l.oneOf(v, what.and("mode"), modes)
 		ok = ok && okM
 		mode = parseMode(m)
 	}
@@ -496,7 +566,7 @@ func (l *loader) view(n *node, what string, withMode bool) (dag.View, dag.Mode, 
 
 // viewBuffer is the buffer a view names, or nil (reported) when there is
 // none.
-func (l *loader) viewBuffer(n *node, what, name string) *dag.Buffer {
+func (l *loader) viewBuffer(n *node, what subject, name string) *dag.Buffer {
 	if !isName(name) {
 		l.errorf(n, viewHint, "%s: %q is not a buffer name", what, name)
 		return nil
@@ -509,21 +579,21 @@ func (l *loader) viewBuffer(n *node, what, name string) *dag.Buffer {
 	return d.buf
 }
 
-func (l *loader) checkRange(n *node, what string, b *dag.Buffer, start, end int64) (dag.View, bool) {
-	hint := fmt.Sprintf("%s holds bytes [0:%d)", b.Name, b.Size)
-	switch {
-	case start > b.Size || end > b.Size:
-		l.errorf(n, hint, "%s range [%d:%d) is out of range", what, start, end)
-		return dag.View{}, false
-	case start >= end:
-		l.errorf(n, hint, "%s range [%d:%d) is empty", what, start, end)
-		return dag.View{}, false
+func (l *loader) checkRange(n *node, what subject, b *dag.Buffer, start, end int64) (dag.View, bool) {
+	if start <= b.Size && end <= b.Size && start < end {
+		return b.Slice(start, end-start), true
 	}
-	return b.Slice(start, end-start), true
+	hint := fmt.Sprintf("%s holds bytes [0:%d)", b.Name, b.Size)
+	if start > b.Size || end > b.Size {
+		l.errorf(n, hint, "%s range [%d:%d) is out of range", what, start, end)
+	} else {
+		l.errorf(n, hint, "%s range [%d:%d) is empty", what, start, end)
+	}
+	return dag.View{}, false
 }
 
-func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
-	what += " " + step
+func (l *loader) hostOp(step string, f fields, what subject) *dag.Op {
+	what = what.and(step)
 	need := func(key, example string) (*node, bool) {
 		v, has := f.get(key)
 		if !has && !f.has(key) {
@@ -539,7 +609,7 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		}
 		items := []*node{n}
 		if isSeq(n) {
-			items, _ = l.sequence(n, what+" reads")
+			items, _ = l.sequence(n, what.and("reads"))
 		}
 		if len(items) == 0 {
 			l.errorf(n, "name the buffers to check", "%s reads nothing", what)
@@ -548,7 +618,7 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		var acc []dag.Access
 		var views []dag.View
 		for _, it := range items {
-			v, _, okV := l.view(it, what+" reads", false)
+			v, _, okV := l.view(it, what.and("reads"), false)
 			ok = ok && okV
 			acc = append(acc, dag.In(v))
 			views = append(views, v)
@@ -563,14 +633,14 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		if !okB || !okP {
 			return nil
 		}
-		v, _, okV := l.view(bufN, what+" buffer", false)
-		p, okS := l.str(pathN, what+" path")
+		v, _, okV := l.view(bufN, what.and("buffer"), false)
+		p, okS := l.str(pathN, what.and("path"))
 		if okS && p == "" {
 			l.errorf(pathN, "name a file", "%s path is empty", what)
 			okS = false
 		}
 		if okS {
-			p, okS = l.writePath(pathN, what+" path", p)
+			p, okS = l.writePath(pathN, what.and("path"), p)
 		}
 		if !okV || !okS {
 			return nil
@@ -582,8 +652,8 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 		if !okB || !okV {
 			return nil
 		}
-		v, _, okW := l.view(bufN, what+" buffer", false)
-		x, okX := l.number(valN, what+" value")
+		v, _, okW := l.view(bufN, what.and("buffer"), false)
+		x, okX := l.number(valN, what.and("value"))
 		if !okW || !okX {
 			return nil
 		}
@@ -591,9 +661,60 @@ func (l *loader) hostOp(step string, f fields, what string) *dag.Op {
 	}
 }
 
+// opNamed is the declaration of the op called name, or nil: one the spec
+// names, else one whose made-up name it is.
+func (l *loader) opNamed(name string) *opDecl {
+	if i, ok := l.opNames[name]; ok {
+		if int(i) < len(l.ops) { // opSites adds names beyond
+			return l.ops[i]
+		}
+		return nil
+	}
+	i, ok := madeUp(name, len(l.ops), func(i int) bool {
+		d := l.ops[i]
+		return !d.named && d.op != nil && d.op.Name == name
+	})
+	if !ok {
+		return nil
+	}
+	return l.ops[i]
+}
+
+// madeUp finds the op whose made-up name is name among n ops, is telling
+// whether op i is called name. nameOps makes a name of a base and the op's
+// index, with _2, _3, ... after it when that is taken, so the digits at the
+// end of name, before an _N, say which ops it can be. Names being unique,
+// the op called name is the one whatever the base. Made-up names are found
+// this way, rather than kept in a map, because a spec may have millions.
+func madeUp(name string, n int, is func(i int) bool) (int, bool) {
+	stem := name
+	for range 2 {
+		j := len(stem)
+		for j > 0 && stem[j-1] >= '0' && stem[j-1] <= '9' {
+			j--
+		}
+		for k := len(stem) - 1; k >= j && len(stem)-k <= 10; k-- {
+			if digits := stem[k:]; len(digits) == 1 || digits[0] != '0' {
+				if i, err := strconv.Atoi(digits); err == nil && i < n && is(i) {
+					return i, true
+				}
+			}
+		}
+		// Without an _N after the index, and look again.
+		u := strings.LastIndexByte(stem, '_')
+		if u < 0 || j != u+1 || j == len(stem) {
+			break
+		}
+		stem = stem[:u]
+	}
+	return 0, false
+}
+
 // nameOps gives every op without a name one made from its kind (or kernel
-// or host step) and its index, unique among the names the spec gives.
+// or host step) and its index, unique among the names the spec gives and
+// the names made before.
 func (l *loader) nameOps() {
+	var buf []byte
 	for i, d := range l.ops {
 		if d.op == nil || d.op.Name != "" {
 			continue
@@ -602,13 +723,15 @@ func (l *loader) nameOps() {
 		if d.label != "" {
 			base = d.label
 		}
-		base += strconv.Itoa(i)
-		name := base
-		for n := 2; l.opNames[name] != nil; n++ {
-			name = fmt.Sprintf("%s_%d", base, n)
+		buf = strconv.AppendInt(append(buf[:0], base...), int64(i), 10)
+		name := string(buf)
+		if l.opNamed(name) != nil {
+			base = name
+			for n := 2; l.opNamed(name) != nil; n++ {
+				name = fmt.Sprintf("%s_%d", base, n)
+			}
 		}
 		d.op.Named(name)
-		l.opNames[name] = d
 	}
 }
 
@@ -619,11 +742,11 @@ func (l *loader) addAfter() {
 			continue
 		}
 		for _, n := range d.after {
-			name, ok := l.str(n, "after")
+			name, ok := l.str(n, about("after"))
 			if !ok {
 				continue
 			}
-			p := l.opNames[name]
+			p := l.opNamed(name)
 			if p == nil || p.op == nil {
 				if names == nil {
 					for _, d := range l.ops {
@@ -662,7 +785,7 @@ func (l *loader) graphErrors(err error) {
 	msg := l.relabel(e.Msg)
 	switch {
 	case e.Op != "":
-		if d := l.opNames[e.Op]; d != nil {
+		if d := l.opNamed(e.Op); d != nil {
 			msg = l.label(d) + ": " + msg
 		} else {
 			msg = fmt.Sprintf("op %q: %s", e.Op, msg)
@@ -672,7 +795,7 @@ func (l *loader) graphErrors(err error) {
 	case e.Kernel != "":
 		msg = fmt.Sprintf("kernel %q: %s", e.Kernel, e.Msg)
 	}
-	l.errs = append(l.errs, &Error{Pos: l.pos(l.locate(e)), Msg: msg, Hint: e.Hint})
+	l.errs = append(l.errs, &Error{Pos: l.posAt(l.locate(e)), Msg: msg, Hint: e.Hint})
 }
 
 // mayFollow reports whether a graph error may follow from the ops that
@@ -683,7 +806,7 @@ func (l *loader) mayFollow(e *dag.Error) bool {
 	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil && d.buf != nil && d.buf.Temporary {
 		return true
 	}
-	d := l.opNames[e.Op]
+	d := l.opNamed(e.Op)
 	if d == nil || d.op == nil {
 		return e.Op != ""
 	}
@@ -713,9 +836,9 @@ func (l *loader) relabel(msg string) string {
 			j++
 		}
 		word := strings.TrimRight(msg[i:j], ".:")
-		if d := l.opNames[word]; d != nil && !d.named {
+		if d := l.opNamed(word); d != nil && !d.named {
 			b.WriteString(msg[last:i])
-			b.WriteString(opIndex(d.index))
+			b.WriteString(opIndex(int(d.index)))
 			last = i + len(word)
 		}
 		i = j
@@ -727,34 +850,34 @@ func (l *loader) relabel(msg string) string {
 	return b.String()
 }
 
-// locate finds the node a graph error is about: the field of the op,
+// locate finds where a graph error is about: the field of the op,
 // buffer or kernel it names, else the thing itself, else the ops list.
-func (l *loader) locate(e *dag.Error) *node {
+func (l *loader) locate(e *dag.Error) loc {
 	if e.Op != "" {
-		if d := l.opNames[e.Op]; d != nil {
-			if n, ok := d.fields.get(e.Field); ok {
-				return n
+		if d := l.opNamed(e.Op); d != nil {
+			if at, ok := d.fields.get(e.Field); ok {
+				return at
 			}
-			if n, ok := d.fields.get("args"); ok && strings.HasPrefix(e.Field, "args") {
-				return n
+			if at, ok := d.fields.get("args"); ok && strings.HasPrefix(e.Field, "args") {
+				return at
 			}
-			return d.node
+			return d.at
 		}
 		// The alloc and free the graph adds for a temporary buffer.
 		for _, prefix := range []string{"alloc:", "free:"} {
 			if name, ok := strings.CutPrefix(e.Op, prefix); ok && l.bufs[name] != nil {
-				return l.bufs[name].node
+				return locOf(l.bufs[name].node)
 			}
 		}
 	}
 	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil {
-		if n, ok := d.fields.get(e.Field); ok {
-			return n
+		if at, ok := d.fields.get(e.Field); ok {
+			return at
 		}
-		return d.node
+		return locOf(d.node)
 	}
 	if d := l.kernels[e.Kernel]; e.Kernel != "" && d != nil {
-		return d.node
+		return locOf(d.node)
 	}
-	return l.opsNode
+	return locOf(l.opsNode)
 }

@@ -28,7 +28,7 @@ func (l *loader) checkRank(top *node) {
 
 // placedInWorld refuses an explicit device (of a buffer or an op) when the
 // spec runs as several ranks: each rank's buffers live on its own device.
-func (l *loader) placedInWorld(n *node, what string) bool {
+func (l *loader) placedInWorld(n *node, what subject) bool {
 	if l.spec.Run.World <= 1 {
 		return true
 	}
@@ -40,7 +40,7 @@ func (l *loader) placedInWorld(n *node, what string) bool {
 // writePath is the path a rank writes for path p as written at n: {rank}
 // expanded. With more than one rank a path without {rank} is refused, as
 // every rank would write it; then, as for every write, checkWrite.
-func (l *loader) writePath(n *node, what, p string) (string, bool) {
+func (l *loader) writePath(n *node, what subject, p string) (string, bool) {
 	if w := l.spec.Run.World; w > 1 && !strings.Contains(p, rankPattern) {
 		l.errorf(n, "put {rank} in the path, as in out_{rank}.bin", "%s %s: all %d ranks would write this one file", what, p, w)
 		return "", false

@@ -32,12 +32,11 @@ type Spec struct {
 	// WithSaveDir sets it; setting it after Parse still takes effect.
 	SaveDir string
 
-	files  files               // where the spec's paths resolve, and what may be touched
-	where  map[string]Position // op name -> where it is declared
-	labels map[string]int      // made-up op name -> its index in the ops list
-	mu     sync.Mutex          // serialises host steps' writes to Stdout
-	src    []byte              // the spec's text and options, for ForRank
-	opts   []Option
+	files files      // where the spec's paths resolve, and what may be touched
+	ops   opSites    // where each op of the graph is declared, and how messages name it
+	mu    sync.Mutex // serialises host steps' writes to Stdout
+	src   []byte     // the spec's text and options, for ForRank
+	opts  []Option
 }
 
 // RunSettings are a spec's run section, with defaults filled in.
@@ -64,8 +63,11 @@ type Output struct {
 // adds on its own (the alloc and free of a temporary buffer) are placed at
 // their buffer.
 func (s *Spec) OpPos(name string) (Position, bool) {
-	p, ok := s.where[name]
-	return p, ok
+	site, ok := s.ops.find(name)
+	if !ok {
+		return Position{}, false
+	}
+	return Position{File: s.ops.file, Line: int(site.line), Col: int(site.col)}, true
 }
 
 // SavePath is where a save path written in the spec is written to: path
@@ -149,7 +151,7 @@ func Load(path string, opts ...Option) (*Spec, error) {
 	}
 	if fi.Size() > MaxSpecBytes {
 		s := &Spec{File: path}
-		return s, ErrorList{{Pos: Position{File: path, Line: 1, Col: 1}, Msg: fmt.Sprintf("the spec is %d bytes, more than %d", fi.Size(), int64(MaxSpecBytes)), Hint: "split it, or generate it in smaller parts"}}
+		return s, ErrorList{&Error{Pos: Position{File: path, Line: 1, Col: 1}, Msg: fmt.Sprintf("the spec is %d bytes, more than %d", fi.Size(), int64(MaxSpecBytes)), Hint: "split it, or generate it in smaller parts"}}
 	}
 	src, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
 	if err != nil {
@@ -173,7 +175,6 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 		b:       dag.New(),
 		bufs:    map[string]*bufDecl{},
 		kernels: map[string]*kernelDecl{},
-		opNames: map[string]*opDecl{},
 	}
 	l.spec = &Spec{File: filename, Run: RunSettings{Repeat: 1, Backend: "auto", World: 1}, SaveDir: o.saveDir,
 		Rank: o.rank, src: src, opts: opts}
@@ -210,20 +211,21 @@ type loader struct {
 	kernels   map[string]*kernelDecl
 	kernOrder []string
 	ops       []*opDecl
-	opNames   map[string]*opDecl // explicitly named ops
+	opNames   map[string]int32 // op name the spec gives -> its declaration in ops (see opNamed for the others)
 	opsNode   *node
-	keyCache  map[string][]string
-	reads     map[string]bool  // cleaned full paths the spec reads
-	writes    map[string]*node // cleaned full path -> the node naming it
-	worldOpt  int              // WithRank's world; 0: run.world's
-	worldNode *node            // run.world, when the spec sets it
+	keyCache  []opKeysOf               // see opKeys
+	argNames  map[*dag.Kernel][]string // argFields by kernel
+	reads     map[string]bool          // cleaned full paths the spec reads
+	writes    map[string]*node         // cleaned full path -> the node naming it
+	worldOpt  int                      // WithRank's world; 0: run.world's
+	worldNode *node                    // run.world, when the spec sets it
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
 type bufDecl struct {
 	buf    *dag.Buffer
 	node   *node
-	fields fieldNodes
+	fields fieldLocs
 }
 
 type kernelDecl struct {
@@ -232,7 +234,7 @@ type kernelDecl struct {
 }
 
 func (l *loader) load(root *node) {
-	top, ok := l.mapping(root, "the spec", topKeys)
+	top, ok := l.mapping(root, about("the spec"), topKeys)
 	if top.node == nil {
 		return
 	}
@@ -273,27 +275,74 @@ func (l *loader) load(root *node) {
 		l.graphErrors(err)
 		return
 	}
-	l.spec.where = make(map[string]Position, len(g.Ops))
-	l.spec.labels = make(map[string]int, len(l.ops))
-	for _, o := range l.ops {
-		if o.op != nil {
-			l.spec.where[o.op.Name] = l.pos(o.node)
-			if !o.named {
-				l.spec.labels[o.op.Name] = o.index
-			}
-		}
-	}
-	for _, o := range g.Ops {
-		if _, ok := l.spec.where[o.Name]; !ok && o.Kind.Info().Lifetime {
-			if d := l.bufs[o.Buffer().Name]; d != nil {
-				l.spec.where[o.Name] = l.pos(d.node)
-			}
-		}
-	}
+	l.opSites(g)
 	l.leftAllocated(g)
 	if len(l.errs) == 0 {
 		l.spec.Graph = g
 	}
+}
+
+// opSites is where the ops of a graph are declared: the loader's names
+// of the declarations, kept, and one opSite per declaration, so that a load
+// builds no map of its own for OpPos and OpLabel.
+type opSites struct {
+	file  string
+	names map[string]int32 // op name the spec gives -> its site (see find for the others)
+	sites []opSite
+}
+
+// opSite is where an op is declared, and its index in the ops list when
+// the spec does not name it (-1 otherwise).
+type opSite struct {
+	name      string // the op's name, made up or not
+	line, col int32
+	index     int32
+	inGraph   bool // false for a declaration that is wrong
+}
+
+func (s opSites) find(name string) (opSite, bool) {
+	i, ok := s.names[name]
+	if !ok {
+		j, made := madeUp(name, len(s.sites), func(i int) bool { return s.sites[i].index >= 0 && s.sites[i].name == name })
+		i, ok = int32(j), made
+	}
+	if !ok || !s.sites[i].inGraph {
+		return opSite{}, false
+	}
+	return s.sites[i], true
+}
+
+// opSites records where the ops of g are declared. The alloc and free
+// that the graph adds for a temporary buffer are placed at the buffer.
+func (l *loader) opSites(g *dag.Graph) {
+	if l.opNames == nil {
+		l.opNames = map[string]int32{}
+	}
+	s := opSites{file: l.file, names: l.opNames, sites: make([]opSite, len(l.ops))}
+	for i, d := range l.ops {
+		p := l.posAt(d.at)
+		s.sites[i] = opSite{line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: d.op != nil}
+		if d.op != nil {
+			s.sites[i].name = d.op.Name
+		}
+		if !d.named {
+			s.sites[i].index = d.index
+		}
+	}
+	for _, o := range g.Ops {
+		if !o.Kind.Info().Lifetime {
+			continue
+		}
+		if _, ok := s.find(o.Name); ok {
+			continue
+		}
+		if d := l.bufs[o.Buffer().Name]; d != nil {
+			p := l.pos(d.node)
+			s.names[o.Name] = int32(len(s.sites))
+			s.sites = append(s.sites, opSite{name: o.Name, line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: true})
+		}
+	}
+	l.spec.ops = s
 }
 
 // opIndex is how messages name an op the spec does not name.
@@ -302,8 +351,8 @@ func opIndex(i int) string { return "ops[" + strconv.Itoa(i) + "]" }
 // OpLabel is how messages name the op called name: op "name" when the
 // spec names it, ops[i] when the loader made the name up.
 func (s *Spec) OpLabel(name string) string {
-	if i, ok := s.labels[name]; ok {
-		return opIndex(i)
+	if site, ok := s.ops.find(name); ok && site.index >= 0 {
+		return opIndex(int(site.index))
 	}
 	return "op " + strconv.Quote(name)
 }
@@ -334,7 +383,7 @@ func (l *loader) leftAllocated(g *dag.Graph) {
 			continue
 		}
 		b := d.op.Buffer().Name
-		l.errorf(d.node, "add free: "+b+" after its last use, or drop the alloc to let dagrun place both",
+		l.errorAt(d.at, "add free: "+b+" after its last use, or drop the alloc to let dagrun place both",
 			"%s allocates temporary %s and nothing frees it, but %s: the next run would allocate it again", l.label(d), b, why)
 	}
 }
@@ -344,7 +393,7 @@ func (l *loader) label(d *opDecl) string {
 	if d.named && d.op != nil {
 		return "op " + strconv.Quote(d.op.Name)
 	}
-	return opIndex(d.index)
+	return opIndex(int(d.index))
 }
 
 // kernelsOnCPU refuses launches of CUDA C, PTX and cubin kernels in a spec
@@ -358,17 +407,17 @@ func (l *loader) kernelsOnCPU() {
 			continue
 		}
 		k := d.op.Launch.Kernel
-		n, _ := d.fields.get("kernel")
-		l.errorf(n, "set run.backend: cuda (or auto), or launch a builtin kernel",
+		at, _ := d.fields.get("kernel")
+		l.errorAt(at, "set run.backend: cuda (or auto), or launch a builtin kernel",
 			"%s launches kernel %s, which is %s code, but run.backend is cpu: the cpu backend runs only the builtins", l.label(d), k.Name, k.Source)
 	}
 }
 
 func (l *loader) runSettings(n *node) {
-	f, _ := l.mapping(n, "run", runKeys)
+	f, _ := l.mapping(n, about("run"), runKeys)
 	run := &l.spec.Run
 	for _, e := range f.list {
-		what := "run." + e.key
+		what := about("run." + e.key)
 		switch e.key {
 		case "streams":
 			if v, ok := l.intIn(e.value, what, 1, 32); ok {
@@ -396,7 +445,7 @@ func (l *loader) runSettings(n *node) {
 }
 
 func (l *loader) outputs(n *node) {
-	items, _ := l.sequence(n, "outputs")
+	items, _ := l.sequence(n, about("outputs"))
 	for _, it := range items {
 		it = l.resolve(it)
 		if it == nil {
@@ -405,7 +454,7 @@ func (l *loader) outputs(n *node) {
 		out := Output{Pos: l.pos(it)}
 		bufNode := it
 		if _, isStr := scalarString(it); !isStr {
-			f, ok := l.mapping(it, "an output", outputKeys)
+			f, ok := l.mapping(it, about("an output"), outputKeys)
 			if !ok {
 				continue
 			}
@@ -414,16 +463,16 @@ func (l *loader) outputs(n *node) {
 				continue
 			}
 			if s, ok := f.get("save"); ok {
-				if out.Save, ok = l.str(s, "save"); ok && out.Save == "" {
+				if out.Save, ok = l.str(s, about("save")); ok && out.Save == "" {
 					l.errorf(s, "name a file or leave save out", "save path is empty")
 				} else if ok {
-					if out.Save, ok = l.writePath(s, "output save", out.Save); !ok {
+					if out.Save, ok = l.writePath(s, about("output save"), out.Save); !ok {
 						out.Save = ""
 					}
 				}
 			}
 		}
-		d := l.bufferRef(bufNode, "output")
+		d := l.bufferRef(bufNode, about("output"))
 		if d == nil || d.buf == nil {
 			continue
 		}
@@ -438,8 +487,8 @@ func (l *loader) outputs(n *node) {
 
 // bufferRef reads a buffer name and returns its declaration, reporting
 // unknown names; nil when there is none.
-func (l *loader) bufferRef(n *node, what string) *bufDecl {
-	name, ok := l.str(n, what+" buffer")
+func (l *loader) bufferRef(n *node, what subject) *bufDecl {
+	name, ok := l.str(n, what.and("buffer"))
 	if !ok {
 		return nil
 	}
@@ -451,7 +500,7 @@ func (l *loader) bufferRef(n *node, what string) *bufDecl {
 }
 
 // backend reads run.backend: one of backends, or an alias of one.
-func (l *loader) backend(n *node, what string) (string, bool) {
+func (l *loader) backend(n *node, what subject) (string, bool) {
 	s, ok := l.str(n, what)
 	if !ok {
 		return "", false
@@ -484,9 +533,9 @@ func (l *loader) pageableCopies() {
 		msg := fmt.Sprintf("%s: copy between pageable host memory (%s) and device %d memory (%s) is synchronous and cannot be captured in a graph",
 			l.label(o), host.Name, dev.Device, dev.Name)
 		if l.spec.Run.Graph {
-			l.errorf(o.node, hint, "%s; run.graph is true", msg)
+			l.errorAt(o.at, hint, "%s; run.graph is true", msg)
 		} else {
-			l.warnf(o.node, hint, "%s", msg)
+			l.warnAt(o.at, hint, "%s", msg)
 		}
 	}
 }

@@ -24,6 +24,9 @@ const sizeHint = "write a byte count such as 4096 or a number with a unit: B, Ki
 // parseSize reads a size: a whole number of bytes, optionally followed by a
 // unit ("4 MiB", "1.5KiB" when that is a whole number of bytes).
 func parseSize(s string) (int64, error) {
+	if n, ok := smallCount(s); ok {
+		return n, nil // the common case, quickly
+	}
 	t := strings.TrimSpace(s)
 	i := len(t)
 	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
@@ -69,6 +72,23 @@ func parseSize(s string) (int64, error) {
 	return int64(v), nil
 }
 
+// smallCount reads s when it is only decimal digits, at most 18 of them
+// (so that it cannot overflow).
+func smallCount(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
 const durationHint = "write a duration with a unit: ns, us, ms or s, for example 20us"
 
 // parseDuration reads a non-negative duration with a unit ("20us", "1.5 ms").
@@ -95,6 +115,9 @@ type viewText struct {
 const viewHint = `write "name" for a whole buffer or "name[start:end]" for a byte range, for example "x[0:1MiB]"`
 
 func parseViewText(s string) (viewText, error) {
+	if isName(s) {
+		return viewText{name: s}, nil // the common case, quickly
+	}
 	open := strings.IndexByte(s, '[')
 	if open < 0 {
 		if strings.ContainsAny(s, "]:") {
@@ -108,7 +131,7 @@ func parseViewText(s string) (viewText, error) {
 	}
 	inner := s[open+1 : len(s)-1]
 	lo, hi, ok := strings.Cut(inner, ":")
-	if !ok || strings.ContainsAny(hi, ":[]") {
+	if !ok || strings.IndexByte(hi, ':') >= 0 || strings.IndexByte(hi, '[') >= 0 || strings.IndexByte(hi, ']') >= 0 {
 		return v, fmt.Errorf("view %q needs one colon between start and end", s)
 	}
 	if lo = strings.TrimSpace(lo); lo != "" {

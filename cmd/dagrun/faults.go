@@ -117,54 +117,15 @@ func bufferPos(s *spec.Spec, bufs []*dag.Buffer) (spec.Position, bool) {
 	return spec.Position{}, false
 }
 
-// Suggestions compare names of at most maxSuggestLen bytes, and of
-// lengths within a third of each other, so that the work stays small
-// whatever the input.
-const maxSuggestLen = 128
-
-// suggestName is "did you mean "X"?" for the candidate nearest got, or
-// the candidates (at most 12) when none is near.
+// suggestName is "did you mean "X"?" for the candidate nearest got (as
+// the spec loader suggests), or the candidates (at most 12) when none is
+// near.
 func suggestName(got string, candidates []string) string {
-	best, bestDist := "", -1
-	if len(got) <= maxSuggestLen {
-		for _, c := range candidates {
-			if len(c) > maxSuggestLen || abs(len(c)-len(got)) > max(1, len(c)/3) {
-				continue
-			}
-			d := editDistance(strings.ToLower(got), strings.ToLower(c))
-			if d <= max(1, len(c)/3) && d < len(c) && (bestDist < 0 || d < bestDist) {
-				best, bestDist = c, d
-			}
-		}
-	}
-	if best != "" {
+	if best, ok := spec.Nearest(got, candidates); ok {
 		return fmt.Sprintf("did you mean %q?", best)
 	}
 	if len(candidates) > 12 {
 		return "its ops include " + strings.Join(candidates[:12], ", ") + ", ..."
 	}
 	return "its ops are " + strings.Join(candidates, ", ")
-}
-
-func abs(n int) int { return max(n, -n) }
-
-// editDistance is the Levenshtein distance between a and b in bytes, in
-// two rows of memory.
-func editDistance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
