@@ -35,6 +35,12 @@ type Session struct {
 
 	cupti     *cuptiTiming // timing by CUPTI records (timing.go); nil for events
 	timingWhy string       // why the timing source is what it is
+	// cuptiWas is the closed tracer's source and drop count, which
+	// TimingSource still reports after Close.
+	cuptiWas struct {
+		source  string
+		dropped uint64
+	}
 
 	g       *dag.Graph
 	devs    map[int]*sessDevice

@@ -243,6 +243,7 @@ func (se *Session) SetTimingSource(src string) error {
 	switch src {
 	case TimingEvents:
 		se.closeCUPTI()
+		se.cuptiWas.source = ""
 		se.timingWhy = "events asked for"
 		return nil
 	case TimingCUPTIGraph:
@@ -262,6 +263,7 @@ func (se *Session) SetTimingSource(src string) error {
 	}
 	tr, err := start(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
 	if err != nil {
+		se.cuptiWas.source = ""
 		se.timingWhy = "CUPTI unusable, so events: " + err.Error()
 		if whole {
 			se.timingWhy = "CUPTI's graph-trace records unusable, so events (a replay timed whole by the host's clock): " + err.Error()
@@ -269,6 +271,7 @@ func (se *Session) SetTimingSource(src string) error {
 		return nil
 	}
 	se.cupti = &cuptiTiming{tr: tr, whole: whole}
+	se.cuptiWas.source = ""
 	se.timingWhy = fmt.Sprintf(how, tr.version, tr.path)
 	return nil
 }
@@ -286,6 +289,9 @@ func (se *Session) TimingSource() (source, why string, dropped uint64) {
 		return TimingCUPTIGraph, se.timingWhy, se.cupti.tr.dropped()
 	case se.cupti != nil:
 		return TimingCUPTI, se.timingWhy, se.cupti.tr.dropped()
+	case se.cuptiWas.source != "":
+		// The tracer is closed (with the session): its account stays.
+		return se.cuptiWas.source, se.timingWhy, se.cuptiWas.dropped
 	}
 	if se.timingWhy == "" {
 		return TimingEvents, "events by default", 0
@@ -296,6 +302,10 @@ func (se *Session) TimingSource() (source, why string, dropped uint64) {
 func (se *Session) closeCUPTI() error {
 	if se.cupti == nil {
 		return nil
+	}
+	se.cuptiWas.source, se.cuptiWas.dropped = TimingCUPTI, se.cupti.tr.dropped()
+	if se.cupti.whole {
+		se.cuptiWas.source = TimingCUPTIGraph
 	}
 	err := se.cupti.tr.close()
 	se.cupti = nil
