@@ -16,10 +16,9 @@ import (
 
 // TestCUPTISessionTiming times a fan-out of spins, a copy and a fill with a
 // session's CUPTI timing and again with events: every op of device work has
-// one span under CUPTI, on the stream it ran on, and its duration agrees
-// with the event-timed one within 3 us: the events' resolution (0.5 us)
-// plus the cost of the two event records around a short op, which events
-// count and CUPTI does not.
+// one span under CUPTI, on the stream it ran on, its duration lies within
+// the event-timed one (up to the events' resolution), and a spin's
+// duration is its length within 5 us.
 func TestCUPTISessionTiming(t *testing.T) {
 	b := gpuBackend(t)
 	g := dag.New()
@@ -72,13 +71,18 @@ func TestCUPTISessionTiming(t *testing.T) {
 		e := events[op]
 		t.Logf("%-6s cupti %v events %v", graph.Ops[op].Name, c, e)
 		// Events bracket the op on its stream, so they also count the
-		// gap before the work starts on the device: CUPTI's duration lies
-		// within them (up to the events' resolution, 0.5 us) and they add
-		// at most a launch's latency (up to about 11 us seen on the H100
-		// between two ops of one stream; 20 us leaves room for a busy host
-		// without letting a wrong op's record pass).
+		// gap before the work starts on the device (a launch's latency,
+		// or longer when the host was slow to submit the op after the
+		// first event): CUPTI's duration lies within them, up to the
+		// events' resolution (0.5 us). The events' excess has no upper
+		// bound that holds on a busy host; CUPTI's own accuracy is
+		// checked against the spins' known lengths instead.
 		assert.LessOrEqual(t, c, e+time.Microsecond/2, "op %s: CUPTI's time lies within the events'", graph.Ops[op].Name)
-		assert.Less(t, e-c, 20*time.Microsecond, "op %s: the events add at most a launch's latency", graph.Ops[op].Name)
+		if l := graph.Ops[op].Launch; l != nil && l.Kernel == dag.Spin {
+			us := time.Duration(l.Args[0].Float * float64(time.Microsecond))
+			assert.GreaterOrEqual(t, c, us, "op %s: a spin of %v", graph.Ops[op].Name, us)
+			assert.Less(t, c, us+5*time.Microsecond, "op %s: a spin of %v", graph.Ops[op].Name, us)
+		}
 	}
 }
 

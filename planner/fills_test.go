@@ -45,8 +45,8 @@ func chunked(t *testing.T, chunks int) *dag.Graph {
 }
 
 // A pipeline of GEMMs that each fill the device keeps them on one compute
-// stream, one at a time: a second stream would only share the
-// multiprocessors and finish both chunks late.
+// stream, one at a time and in chunk order: a second stream would only
+// share the multiprocessors and finish both chunks late.
 func TestFillingOpsShareOneStream(t *testing.T) {
 	g := chunked(t, 8)
 	p, err := planner.New(g, planner.Options{Streams: 4, Mode: planner.Replay})
@@ -61,7 +61,9 @@ func TestFillingOpsShareOneStream(t *testing.T) {
 			filling = append(filling, i)
 		}
 	}
+	declared := slices.Clone(filling)
 	slices.SortFunc(filling, func(x, y int) int { return cmp.Compare(s.Start[x], s.Start[y]) })
+	assert.Equal(t, declared, filling, "filling ops run in the order declared: the chunks in order")
 	for k := 1; k < len(filling); k++ {
 		prev, op := filling[k-1], filling[k]
 		assert.GreaterOrEqual(t, s.Start[op], s.Start[prev]+s.Duration[prev],
