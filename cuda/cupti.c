@@ -65,6 +65,9 @@ void dr_cupti_unload(dr_cupti* c) {
 // start (the library is never unloaded), never through the owner's table,
 // and call it without holding the lock, so that no CUPTI lock is ever
 // waited for under it.
+// How many parsed buffers the sink keeps for CUPTI's next requests.
+#define DR_CUPTI_SPARE_BUFFERS 4
+
 static struct {
 	pthread_mutex_t mu;
 	dr_cupti* owner;
@@ -87,6 +90,12 @@ static struct {
 	size_t nlinks, caplinks;
 	uint64_t* nodes; // pairs: captured node's id, op id
 	size_t nnodes, capnodes;
+	// Buffers handed back and parsed, kept for CUPTI's next requests: a
+	// fresh one costs its allocation and page faults (hundreds of
+	// microseconds for 4 MiB) on the thread that submits the first op
+	// after a flush, every run. Freed when the tracer stops.
+	uint8_t* spare[DR_CUPTI_SPARE_BUFFERS];
+	size_t nspare, sparesize;
 } sink = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 #define ALIGNMENT 8
@@ -116,8 +125,17 @@ static int append_pair(uint64_t** arr, size_t* n, size_t* cap, uint64_t a, uint6
 static void buffer_requested(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
 	pthread_mutex_lock(&sink.mu);
 	size_t want = sink.bufsize;
-	pthread_mutex_unlock(&sink.mu);
 	void* p = NULL;
+	if (want != 0 && sink.nspare > 0 && sink.sparesize == want) {
+		p = sink.spare[--sink.nspare];
+	}
+	pthread_mutex_unlock(&sink.mu);
+	if (p != NULL) {
+		*buffer = p;
+		*size = want;
+		*maxNumRecords = 0;
+		return;
+	}
 	if (want == 0 || posix_memalign(&p, ALIGNMENT, want) != 0) {
 		p = NULL;
 		want = 0;
@@ -201,6 +219,26 @@ static int parse(const uint8_t* r, dr_cupti_rec* out) {
 	return 0;
 }
 
+// recycle keeps a parsed buffer for the next request while a tracer holds
+// the sink and there is room; it frees it otherwise.
+static void recycle(uint8_t* buffer, size_t size) {
+	pthread_mutex_lock(&sink.mu);
+	if (sink.owner != NULL && size == sink.bufsize && sink.nspare < DR_CUPTI_SPARE_BUFFERS) {
+		sink.spare[sink.nspare++] = buffer;
+		sink.sparesize = size;
+		buffer = NULL;
+	}
+	pthread_mutex_unlock(&sink.mu);
+	free(buffer);
+}
+
+// free_spares frees the kept buffers; the caller holds sink.mu.
+static void free_spares(void) {
+	while (sink.nspare > 0) {
+		free(sink.spare[--sink.nspare]);
+	}
+}
+
 static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize) {
 	(void)size;
 	pthread_mutex_lock(&sink.mu);
@@ -237,7 +275,7 @@ static void buffer_completed(CUcontext ctx, uint32_t streamId, uint8_t* buffer, 
 		}
 		recs[n++] = r;
 	}
-	free(buffer);
+	recycle(buffer, size);
 	size_t nd = 0;
 	// The buffer's own context and stream, as CUPTI's documentation asks.
 	if (dropped(ctx, streamId, &nd) != DR_CUPTI_SUCCESS) {
@@ -535,6 +573,7 @@ dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
 		first = r;
 	}
 	pthread_mutex_lock(&sink.mu);
+	free_spares();
 	free(sink.recs);
 	sink.recs = NULL;
 	sink.n = sink.cap = 0;

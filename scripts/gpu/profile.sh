@@ -5,7 +5,7 @@
 #     perf model (the default plan; its spans fill the model), then run
 #     again (the plan made with the model): measured makespans of both.
 #  2. Estimated against measured makespan per example, eager and replayed,
-#     after one profiled eager run (the ratio per example and mode).
+#     after one profiled run of each mode (the ratio per example and mode).
 #  3. Tracing cost: BenchmarkCUPTISessionTracing (workload E eager, CUPTI
 #     against events; workload C replayed 50 times back to back, traced
 #     against untraced, raw and through sessions, op by op and whole from
@@ -55,7 +55,10 @@ for spec in .gpu/examples/*.yaml; do
 	case $ex in data_parallel | pipeline_2gpu) [ "$gpus" -ge 2 ] || continue ;; esac
 	m="$out/models-$ex.json"
 	rm -f "$m"
+	# One profiled run of each mode (the replay's teaches the model what a
+	# replay costs beyond its ops), then the measured ones.
 	if ! $dagrun run "$spec" --backend cuda --repeat 10 --perf-model "$m" --json >"$out/learn-$ex.json" 2>"$out/learn-$ex.err" ||
+		! $dagrun run "$spec" --backend cuda --graph --repeat 50 --perf-model "$m" --json >"$out/learn-replay-$ex.json" 2>"$out/learn-replay-$ex.err" ||
 		! $dagrun run "$spec" --backend cuda --repeat 20 --perf-model "$m" --json >"$out/eager-$ex.json" 2>"$out/eager-$ex.err" ||
 		! $dagrun run "$spec" --backend cuda --graph --repeat 200 --perf-model "$m" --json >"$out/replay-$ex.json" 2>"$out/replay-$ex.err"; then
 		echo "$ex: FAIL (see $out/*-$ex.err)"
