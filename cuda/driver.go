@@ -28,9 +28,16 @@ static CUresult w_mem_alloc(dr_api* a, CUcontext c, CUdeviceptr* p, size_t n) { 
 static CUresult w_mem_free(dr_api* a, CUcontext c, CUdeviceptr p) { CTXCALL(a->cuMemFree(p)); }
 static CUresult w_host_alloc(dr_api* a, CUcontext c, void** p, size_t n) { CTXCALL(a->cuMemHostAlloc(p, n, DR_MEMHOSTALLOC_PORTABLE | DR_MEMHOSTALLOC_DEVICEMAP)); }
 static CUresult w_host_free(dr_api* a, CUcontext c, void* p) { CTXCALL(a->cuMemFreeHost(p)); }
-static CUresult w_htod(dr_api* a, CUcontext c, CUdeviceptr d, const void* h, size_t n) { CTXCALL(a->cuMemcpyHtoD(d, h, n)); }
+// The synchronous copy and memset below run on the legacy stream and may
+// return before the device is done: a copy from pageable memory returns
+// once the source is staged, a memset of device memory at once. dagrun's
+// streams are non-blocking, so they do not wait for the legacy stream:
+// each call waits for it before returning (a Write racing the next replay
+// lost words on the H100 otherwise).
+#define SYNCCALL(call) do { CUresult r_ = dr_ctx(a, c); if (r_ != 0) return r_; r_ = (call); if (r_ != 0) return r_; return a->cuStreamSynchronize(NULL); } while (0)
+static CUresult w_htod(dr_api* a, CUcontext c, CUdeviceptr d, const void* h, size_t n) { SYNCCALL(a->cuMemcpyHtoD(d, h, n)); }
 static CUresult w_dtoh(dr_api* a, CUcontext c, void* h, CUdeviceptr d, size_t n) { CTXCALL(a->cuMemcpyDtoH(h, d, n)); }
-static CUresult w_memset8(dr_api* a, CUcontext c, CUdeviceptr d, size_t n) { CTXCALL(a->cuMemsetD8(d, 0, n)); }
+static CUresult w_memset8(dr_api* a, CUcontext c, CUdeviceptr d, size_t n) { SYNCCALL(a->cuMemsetD8(d, 0, n)); }
 static CUresult w_module_load(dr_api* a, CUcontext c, CUmodule* m, const void* image) { CTXCALL(a->cuModuleLoadData(m, image)); }
 static CUresult w_module_unload(dr_api* a, CUcontext c, CUmodule m) { CTXCALL(a->cuModuleUnload(m)); }
 static CUresult w_module_function(dr_api* a, CUcontext c, CUfunction* f, CUmodule m, const char* name) { CTXCALL(a->cuModuleGetFunction(f, m, name)); }
