@@ -31,6 +31,12 @@ type Overheads struct {
 	Wait            time.Duration // eager: host time to submit one stream wait
 	CrossDeviceWait time.Duration // eager: added to Wait when the event is recorded on another device
 	ReplayOp        time.Duration // replay: time the graph launch takes per op before the op can start
+	// Start and ReplayStart are a run's fixed costs before its first step:
+	// the host's setup of an eager run, the launch of a replayed graph. They
+	// are learned by perf models (a run's measured makespan less the
+	// estimate without them); 0 by default.
+	Start       time.Duration // eager
+	ReplayStart time.Duration // replay
 }
 
 // DefaultOverheads are the costs measured on an H100 (BENCHMARKS.md):

@@ -117,6 +117,11 @@ const (
 	// nodes' own durations: the replay's measured makespan less the
 	// device-only estimate, over its ops.
 	OverheadReplayOp Overhead = "replay op"
+	// OverheadStart and OverheadReplayStart are a run's fixed costs before
+	// its first step (Overheads.Start, ReplayStart): a run's measured
+	// makespan less the model's estimate of it without them.
+	OverheadStart       Overhead = "run start"
+	OverheadReplayStart Overhead = "replay start"
 )
 
 // SubmitOverhead is the host's cost to submit one op of kind k.
@@ -224,6 +229,12 @@ func (m *PerfModel) Overheads() Overheads {
 	}
 	if d, ok := m.Overhead(OverheadReplayOp); ok {
 		o.ReplayOp = d
+	}
+	if d, ok := m.Overhead(OverheadStart); ok {
+		o.Start = d
+	}
+	if d, ok := m.Overhead(OverheadReplayStart); ok {
+		o.ReplayStart = d
 	}
 	var n int64
 	var sum float64

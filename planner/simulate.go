@@ -23,7 +23,8 @@ type Schedule struct {
 // would: each stream runs its steps in order; a wait holds its stream until
 // the event's record is reached; and the submitter issues the steps one
 // after another in submission order, paying m's overheads (OverheadsOf):
-// for an eager run every op, record and wait, for a replay every op. An op
+// a run's fixed start, then for an eager run every op, record and wait,
+// for a replay every op. An op
 // starts no sooner than it is issued. Ops that fill their device (fills.go)
 // run one at a time per device, in submission order; other contention
 // between streams is not modelled. All sums saturate. Steps that name streams, ops or events
@@ -60,8 +61,10 @@ func Simulate(p *Plan, m CostModel, mode Mode) Schedule {
 // when not nil and returns the makespan and the submitter's end.
 func simulate(p *Plan, dur []int64, ov Overheads, mode Mode, start []int64) (makespan, submitted int64) {
 	submit, record, wait, cross := int64(ov.Submit), int64(ov.Record), int64(ov.Wait), int64(ov.CrossDeviceWait)
+	host := max(int64(ov.Start), 0)
 	if mode == Replay {
 		submit, record, wait, cross = int64(ov.ReplayOp), 0, 0, 0
+		host = max(int64(ov.ReplayStart), 0)
 	}
 	submit, record, wait, cross = max(submit, 0), max(record, 0), max(wait, 0), max(cross, 0)
 	sms := p.SMs
@@ -72,7 +75,6 @@ func simulate(p *Plan, dur []int64, ov Overheads, mode Mode, start []int64) (mak
 	streamTime := make([]int64, len(p.Streams))
 	eventTime := make([]int64, p.Events)
 	eventDev := make([]int32, p.Events)
-	var host int64
 	for _, st := range p.Steps {
 		s := int(st.Stream)
 		if s < 0 || s >= len(streamTime) {

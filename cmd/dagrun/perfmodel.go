@@ -34,6 +34,12 @@ type perfModel struct {
 	covered, ops int
 	samples      []planner.OpSample
 	overheads    map[planner.Overhead][]time.Duration
+	// plan is the plan the runs ran; eager and replays are the measured
+	// makespans of its timed eager runs and its time per replay, from
+	// which save learns the fixed cost of a run's start.
+	plan    *planner.Plan
+	eager   []time.Duration
+	replays []time.Duration
 }
 
 // deviceKey is the perf-model key of the device a backend runs on: the
@@ -88,6 +94,7 @@ func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m m
 	}
 	if pm != nil {
 		pm.covered, pm.ops = pm.model.Covered(s.Graph.Ops), len(s.Graph.Ops)
+		pm.plan = p
 	}
 	return p, nil
 }
@@ -119,6 +126,13 @@ func (pm *perfModel) observe(g *dag.Graph, sess *executor.Session, spans []execu
 		return err
 	}
 	pm.samples = append(pm.samples, samples...)
+	var end time.Duration
+	for _, s := range spans {
+		end = max(end, s.End)
+	}
+	if end > 0 {
+		pm.eager = append(pm.eager, end)
+	}
 	costs, ok := sess.SubmitCosts()
 	if !ok {
 		return nil
@@ -138,18 +152,45 @@ func (pm *perfModel) observe(g *dag.Graph, sess *executor.Session, spans []execu
 	return nil
 }
 
-// observeReplays learns a graph replay's cost per op node beyond the
-// nodes' durations: the measured time per replay (launched back to back)
-// less the model's device-only estimate of one, over the plan's ops.
+// observeReplays keeps the measured time per replay (launched back to
+// back), from which save learns a replay's fixed start.
 func (pm *perfModel) observeReplays(p *planner.Plan, g *graphReport) {
 	if g == nil || g.Replays == 0 || len(p.Graph.Ops) == 0 {
 		return
 	}
-	deviceOnly := planner.WithOverheads(pm.model, planner.Overheads{})
-	est := planner.Simulate(p, deviceOnly, planner.Replay).Makespan
-	if extra := time.Duration(g.PerReplayNS) - est; extra > 0 {
-		pm.overheads[planner.OverheadReplayOp] = append(pm.overheads[planner.OverheadReplayOp], extra/time.Duration(len(p.Graph.Ops)))
+	pm.plan = p
+	pm.replays = append(pm.replays, time.Duration(g.PerReplayNS))
+}
+
+// learnStarts folds into the model the fixed cost of a run's start, for
+// each measured eager run and replay: its makespan less the model's
+// estimate of the plan without that cost (never below zero). The per-op
+// costs (durations, submissions, events, a replay's per node) are
+// measured apart, so what is left is what every run pays once: the host's
+// setup of a run, the launch of a graph. The model's op costs must be
+// updated first.
+func (pm *perfModel) learnStarts() error {
+	if pm.plan == nil {
+		return nil
 	}
+	learn := func(name planner.Overhead, mode planner.Mode, measured []time.Duration) error {
+		if len(measured) == 0 {
+			return nil
+		}
+		o := pm.model.Overheads()
+		o.Start, o.ReplayStart = 0, 0
+		est := planner.Simulate(pm.plan, planner.WithOverheads(pm.model, o), mode).Makespan
+		for _, m := range measured {
+			if err := pm.model.ObserveOverhead(name, max(m-est, 0)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := learn(planner.OverheadStart, planner.Eager, pm.eager); err != nil {
+		return err
+	}
+	return learn(planner.OverheadReplayStart, planner.Replay, pm.replays)
 }
 
 // save folds the runs' measurements into the model and writes it
@@ -157,7 +198,7 @@ func (pm *perfModel) observeReplays(p *planner.Plan, g *graphReport) {
 // left alone.
 func (pm *perfModel) save() (perfModelReport, error) {
 	r := perfModelReport{Path: pm.path, Measured: pm.covered, Ops: pm.ops, Samples: len(pm.samples)}
-	if !pm.usable || (len(pm.samples) == 0 && len(pm.overheads) == 0) {
+	if !pm.usable || (len(pm.samples) == 0 && len(pm.overheads) == 0 && len(pm.replays) == 0) {
 		return r, nil
 	}
 	if err := pm.model.Update(pm.samples); err != nil {
@@ -174,6 +215,9 @@ func (pm *perfModel) save() (perfModelReport, error) {
 				return r, err
 			}
 		}
+	}
+	if err := pm.learnStarts(); err != nil {
+		return r, err
 	}
 	if err := pm.model.Save(pm.path); err != nil {
 		return r, err

@@ -106,3 +106,51 @@ func TestProfileGuided(t *testing.T) {
 	// a loaded machine's timing. scripts/gpu/profile.sh measures them.
 	t.Logf("the profiled plan's streams overlapped %.2fx", overlap)
 }
+
+// A profiled run teaches the model the fixed cost of a run's start: what
+// the measured makespan has beyond the model's estimate of the plan, eager
+// and replayed. Under the taught model the replay's estimate is the
+// measured time per replay.
+func TestLearnStarts(t *testing.T) {
+	s, err := spec.Load(filepath.Join("..", "..", "examples", "fan_out.yaml"))
+	require.NoError(t, err)
+	b := cpu.New()
+	defer b.Close()
+	path := filepath.Join(t.TempDir(), "models.json")
+	pm, err := (&cli{stderr: t.Output()}).loadPerfModel("run", path, b)
+	require.NoError(t, err)
+	p, err := planWithModel(s, layout{}, pm, planner.Eager, machine{})
+	require.NoError(t, err)
+	sess, err := executor.Open(context.Background(), b, p, executor.WithTiming(), executor.WithSubmitTiming())
+	require.NoError(t, err)
+	const repeat = 4
+	for run := 1; run <= repeat; run++ {
+		require.NoError(t, sess.Run(context.Background()))
+		require.NoError(t, pm.observe(p.Graph, sess, sess.Spans(), run, repeat))
+	}
+	require.NoError(t, sess.Close())
+	require.Len(t, pm.eager, repeat-1, "the first run warms up")
+
+	// A replay measured 50 us over the model's estimate without a start.
+	_, err = pm.save() // the op costs first
+	require.NoError(t, err)
+	pm.eager = nil
+	o := pm.model.Overheads()
+	o.ReplayStart = 0
+	est := planner.Simulate(p, planner.WithOverheads(pm.model, o), planner.Replay).Makespan
+	measured := est + 50*time.Microsecond
+	pm.observeReplays(p, &graphReport{Replays: 100, PerReplayNS: measured.Nanoseconds()})
+	_, err = pm.save()
+	require.NoError(t, err)
+
+	back, err := planner.LoadPerfModel(path, pm.model.Device, nil)
+	require.NoError(t, err)
+	start, ok := back.Overhead(planner.OverheadStart)
+	require.True(t, ok, "an eager run's start was learned")
+	assert.GreaterOrEqual(t, start, time.Duration(0))
+	replayStart, ok := back.Overhead(planner.OverheadReplayStart)
+	require.True(t, ok, "a replay's start was learned")
+	assert.InDelta(t, float64(50*time.Microsecond), float64(replayStart), float64(time.Microsecond))
+	got := planner.Simulate(p, back, planner.Replay).Makespan
+	assert.InDelta(t, float64(measured), float64(got), float64(measured)/100, "the replay's estimate is the measured time")
+}
