@@ -73,8 +73,44 @@ done
 echo "(times in us; eager measured: median over the timed runs of the last op's end; replay: wall time per replay)"
 grep -h "ops timed by" "$out"/*.err 2>/dev/null | sort | uniq -c | head -5
 
+# The same with one model for the machine, as a user keeps it: every
+# example's profiled runs teach models-shared.json first, then each is
+# estimated from it (the fixed costs of a run's start are then a mean
+# over the examples, not the example's own).
+echo "== estimated / measured makespan with one shared model"
+printf '%-16s %-10s %-12s %-12s %-8s %s\n' example mode estimated measured ratio covered
+shared="$out/models-shared.json"
+rm -f "$shared"
+examples=()
+for spec in .gpu/examples/*.yaml; do
+	ex=$(basename "$spec" .yaml)
+	case $ex in data_parallel | pipeline_2gpu) [ "$gpus" -ge 2 ] || continue ;; esac
+	examples+=("$spec")
+	$dagrun run "$spec" --backend cuda --repeat 10 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
+	$dagrun run "$spec" --backend cuda --graph --repeat 50 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
+done
+cp "$shared" "$out/models-shared-learned.json"
+for spec in "${examples[@]}"; do
+	ex=$(basename "$spec" .yaml)
+	for mode in eager replay; do
+		f="$out/shared-$mode-$ex.json"
+		flags="--repeat 20"
+		[ $mode = replay ] && flags="--graph --repeat 200"
+		# Each from the model as learned, not as the runs before it left it.
+		cp "$out/models-shared-learned.json" "$out/models-shared-now.json"
+		if $dagrun run "$spec" --backend cuda $flags --perf-model "$out/models-shared-now.json" --json >"$f" 2>"$f.err"; then
+			field "$f" "'%-16s %-10s %-12.1f %-12.1f %-8.2f %d/%d' % ('$ex', r['makespan']['mode'], r['makespan']['estimated_ns']/1e3, r['makespan']['measured_ns']/1e3, r['makespan']['ratio'], r['perf_model']['ops_measured'], r['perf_model']['ops'])"
+		else
+			echo "$ex $mode: FAIL (see $f.err)"
+			status=1
+		fi
+	done
+done
+
 echo "== tracing cost (BenchmarkCUPTISessionTracing)"
-if [ -x .gpu/cuda.test ]; then
+if [ -n "${SKIP_TRACING_BENCH:-}" ]; then
+	echo "tracing cost: skipped (SKIP_TRACING_BENCH)"
+elif [ -x .gpu/cuda.test ]; then
 	# The raw whole-graph one in a process of its own, last: it starts and
 	# stops a whole-graph tracer per batch.
 	for pat in 'CUPTISessionTracing$/^(E|C-replay|C-replay-session|C-replay-session-whole)$' 'CUPTISessionTracing$/^C-replay-whole$'; do
