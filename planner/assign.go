@@ -60,7 +60,7 @@ func plan(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool
 	}
 	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream, Topology: opts.Topology, SMs: opts.SMs}
 	a.layOut(p)
-	makespan, _ := simulate(p, a.dur, OverheadsOf(opts.Cost), opts.Mode, nil)
+	makespan, _ := simulate(p, a.dur, a.fill, OverheadsOf(opts.Cost), opts.Mode, nil)
 	p.Stats = Stats{
 		Ops:          len(g.Ops),
 		Streams:      len(a.streams),
@@ -144,6 +144,7 @@ type assigner struct {
 	smFree []int64
 
 	dur        []int64 // per op: estimated duration in ns
+	fill       []bool  // per op: whether it fills its device (fills.go)
 	bottom     []int64 // per op: the longest cost path from its start to the end of the graph
 	start      []int64 // per op: estimated start in the schedule
 	critical   int64
@@ -170,6 +171,7 @@ func newAssigner(g *dag.Graph, opts Options) *assigner {
 		poolOf:   map[poolKey]int32{},
 		lastID:   -1,
 		dur:      make([]int64, n),
+		fill:     make([]bool, n),
 		bottom:   make([]int64, n),
 		start:    make([]int64, n),
 		rank:     make([]int32, n),
@@ -184,6 +186,7 @@ func newAssigner(g *dag.Graph, opts Options) *assigner {
 	a.clocks.chunkLen = 1 << shift
 	for i, op := range g.Ops {
 		a.dur[i] = nonNegative(opts.Cost.Duration(op))
+		a.fill[i] = fills(op, opts.SMs)
 		a.eventOf[i] = -1
 	}
 	// Bottom levels, from the last op back: IDs are a topological order.
@@ -204,7 +207,7 @@ func (a *assigner) place(i int32, op *dag.Op, p int32) {
 	for _, dep := range op.Deps {
 		est = max(est, a.finishOf(dep))
 	}
-	filling := fills(op, a.opts.SMs)
+	filling := a.fill[i]
 	if filling {
 		// The same for every stream, so placement prefers one that needs
 		// no new wait rather than a new stream that gains nothing.

@@ -41,8 +41,12 @@ func launchFills(op *dag.Op, sms int) bool {
 	if l == nil {
 		return false
 	}
-	blocks, perBlock := l.Grid.Count(), l.Block.Count()
-	if blocks < sms || perBlock < 1 {
+	blocks := l.Grid.Count()
+	if blocks < sms {
+		return false
+	}
+	perBlock := l.Block.Count()
+	if perBlock < 1 {
 		return false
 	}
 	// blocks * perBlock without overflow: both are below MaxInt.

@@ -48,7 +48,7 @@ func Simulate(p *Plan, m CostModel, mode Mode) Schedule {
 		}
 	}
 	start := make([]int64, ops)
-	makespan, submitted := simulate(p, dur, OverheadsOf(m), mode, start)
+	makespan, submitted := simulate(p, dur, nil, OverheadsOf(m), mode, start)
 	s := Schedule{Mode: mode, Start: make([]time.Duration, ops), Duration: make([]time.Duration, ops),
 		Makespan: time.Duration(makespan), Submitted: time.Duration(submitted)}
 	for i := range start {
@@ -57,9 +57,10 @@ func Simulate(p *Plan, m CostModel, mode Mode) Schedule {
 	return s
 }
 
-// simulate is Simulate on durations in ns per op; it fills start (per op)
-// when not nil and returns the makespan and the submitter's end.
-func simulate(p *Plan, dur []int64, ov Overheads, mode Mode, start []int64) (makespan, submitted int64) {
+// simulate is Simulate on durations in ns per op and, when not nil, which
+// ops fill their device (else it asks fills); it fills start (per op) when
+// not nil and returns the makespan and the submitter's end.
+func simulate(p *Plan, dur []int64, fill []bool, ov Overheads, mode Mode, start []int64) (makespan, submitted int64) {
 	submit, record, wait, cross := int64(ov.Submit), int64(ov.Record), int64(ov.Wait), int64(ov.CrossDeviceWait)
 	host := max(int64(ov.Start), 0)
 	if mode == Replay {
@@ -87,8 +88,12 @@ func simulate(p *Plan, dur []int64, ov Overheads, mode Mode, start []int64) (mak
 			}
 			host = satAdd(host, submit)
 			t := max(streamTime[s], host)
-			op := p.Graph.Ops[st.Op]
-			filling := op != nil && fills(op, sms)
+			var filling bool
+			if fill != nil {
+				filling = fill[st.Op]
+			} else if op := p.Graph.Ops[st.Op]; op != nil {
+				filling = fills(op, sms)
+			}
 			d := p.Streams[s].Device
 			if filling {
 				if d >= len(smFree) {

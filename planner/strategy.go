@@ -76,11 +76,10 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *lis
 		missing: make([]int32, n),
 		succOff: make([]int32, n+1),
 		opPool:  make([]int32, n),
-		fills:   make([]bool, n),
+		fills:   a.fill,
 	}
 	edges := 0
 	for i, op := range a.ops {
-		l.fills[i] = fills(op, a.opts.SMs)
 		for _, d := range op.Deps {
 			l.succOff[d+1]++
 		}
