@@ -223,6 +223,20 @@ func (c *cuptiTiming) setStream(op, stream int) {
 	c.streams[op] = int32(stream)
 }
 
+// takeOrigin makes CUPTI's clock now the spans' time origin, unless the
+// run (or batch of replays) has one already.
+func (c *cuptiTiming) takeOrigin() error {
+	if c.origin != 0 {
+		return nil
+	}
+	now, err := c.tr.now()
+	if err != nil {
+		return err
+	}
+	c.origin = now
+	return nil
+}
+
 // streamOf is the stream op last ran on, if it ran.
 func (c *cuptiTiming) streamOf(op int64) (int, bool) {
 	if op < 0 || op >= int64(len(c.streams)) || c.streams[op] < 0 {
@@ -323,12 +337,8 @@ func (se *Session) tracesOps() bool { return se.cupti != nil && !se.cupti.whole 
 // its own.
 func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 	c := se.cupti
-	if c.origin == 0 {
-		now, err := c.tr.now()
-		if err != nil {
-			return err
-		}
-		c.origin = now
+	if err := c.takeOrigin(); err != nil {
+		return err
 	}
 	err := c.tr.tracedCall(op.ID, func() error { return se.run(s, st) })
 	c.ops = append(c.ops, cuptiOp{op: op.ID, stream: si})
@@ -347,12 +357,8 @@ func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 // unmarked (counted), not the launch undone.
 func (se *Session) launchTraced(g *graph, s *stream, si, seq int) error {
 	c := se.cupti
-	if c.origin == 0 {
-		now, err := c.tr.now()
-		if err != nil {
-			return err
-		}
-		c.origin = now
+	if err := c.takeOrigin(); err != nil {
+		return err
 	}
 	if len(c.launchStreams) == 0 || c.launchBase+len(c.launchStreams) != seq {
 		c.launchBase, c.launchStreams = seq, c.launchStreams[:0]

@@ -73,19 +73,7 @@ func replayTraced(ctx context.Context, sess *executor.Session, rs *runState, ops
 	if err != nil {
 		return nil, err
 	}
-	wall := time.Since(start)
-	st := g.Stats()
-	r = &graphReport{
-		CaptureNS:     st.Capture.Nanoseconds(),
-		InstantiateNS: st.Instantiate.Nanoseconds(),
-		Replays:       st.Launches,
-		ReplayNS:      wall.Nanoseconds(),
-		PerReplayNS:   wall.Nanoseconds() / int64(rs.repeat),
-	}
-	if ops > 0 {
-		r.PerOpNS = r.PerReplayNS / int64(ops)
-	}
-	return r, nil
+	return newGraphReport(g.Stats(), time.Since(start), rs.repeat, ops), nil
 }
 
 // replayBatches launches every replay in batches, as replay does, and

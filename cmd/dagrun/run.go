@@ -123,6 +123,22 @@ type graphReport struct {
 	PerOpNS       int64 `json:"per_op_ns"`
 }
 
+// newGraphReport is the figures of repeat replays of a graph of ops ops
+// that took wall from the first launch to the last one's end.
+func newGraphReport(st executor.GraphStats, wall time.Duration, repeat, ops int) *graphReport {
+	r := &graphReport{
+		CaptureNS:     st.Capture.Nanoseconds(),
+		InstantiateNS: st.Instantiate.Nanoseconds(),
+		Replays:       st.Launches,
+		ReplayNS:      wall.Nanoseconds(),
+		PerReplayNS:   wall.Nanoseconds() / int64(max(repeat, 1)),
+	}
+	if ops > 0 {
+		r.PerOpNS = r.PerReplayNS / int64(ops)
+	}
+	return r
+}
+
 type outputReport struct {
 	Buffer string    `json:"buffer"`
 	DType  string    `json:"dtype"`
@@ -584,19 +600,7 @@ func replay(ctx context.Context, sess *executor.Session, repeat, ops int, bar *p
 			batch = int(min(max(syncWindow/each, 1), syncEvery))
 		}
 	}
-	wall := time.Since(start)
-	st := g.Stats()
-	r = &graphReport{
-		CaptureNS:     st.Capture.Nanoseconds(),
-		InstantiateNS: st.Instantiate.Nanoseconds(),
-		Replays:       st.Launches,
-		ReplayNS:      wall.Nanoseconds(),
-		PerReplayNS:   wall.Nanoseconds() / int64(repeat),
-	}
-	if ops > 0 {
-		r.PerOpNS = r.PerReplayNS / int64(ops)
-	}
-	return r, nil
+	return newGraphReport(g.Stats(), time.Since(start), repeat, ops), nil
 }
 
 func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
