@@ -162,9 +162,9 @@ func (pm *perfModel) observeReplays(p *planner.Plan, g *graphReport) {
 	pm.replays = append(pm.replays, time.Duration(g.PerReplayNS))
 }
 
-// learnStarts folds into the model the fixed cost of a run's start, for
-// each measured eager run and replay: its makespan less the model's
-// estimate of the plan without that cost (never below zero). The per-op
+// learnStarts folds into the model the fixed cost of a run's start, eager
+// and replayed: the median measured makespan less the model's estimate of
+// the plan without that cost (never below zero). The per-op
 // costs (durations, submissions, events, a replay's per node) are
 // measured apart, so what is left is what every run pays once: the host's
 // setup of a run, the launch of a graph. The model's op costs must be
@@ -180,12 +180,12 @@ func (pm *perfModel) learnStarts() error {
 		o := pm.model.Overheads()
 		o.Start, o.ReplayStart = 0, 0
 		est := planner.Simulate(pm.plan, planner.WithOverheads(pm.model, o), mode).Makespan
-		for _, m := range measured {
-			if err := pm.model.ObserveOverhead(name, max(m-est, 0)); err != nil {
-				return err
-			}
-		}
-		return nil
+		// One observation per dagrun run, the median over its runs: a
+		// fixed cost, which a slow run (a page fault, a preempted host)
+		// would otherwise inflate.
+		m := slices.Clone(measured)
+		slices.Sort(m)
+		return pm.model.ObserveOverhead(name, max(m[len(m)/2]-est, 0))
 	}
 	if err := learn(planner.OverheadStart, planner.Eager, pm.eager); err != nil {
 		return err
