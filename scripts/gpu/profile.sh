@@ -39,6 +39,24 @@ if $dagrun run .gpu/examples/profile_guided.yaml --backend cuda --repeat 20 --pe
 	cov=$(field "$out/guided-profiled.json" "'%d of %d' % (r['perf_model']['ops_measured'], r['perf_model']['ops'])")
 	python3 -c "import sys; d,p,pe=map(float,sys.argv[1:]); print('default plan measured %.1f us; profiled plan measured %.1f us (estimated %.1f us); default/profiled %.2f' % (d/1e3, p/1e3, pe/1e3, d/p))" "$d" "$p" "$pe"
 	echo "ops costed from measurements in the profiled plan: $cov"
+	# The same two plans replayed (the device's time alone: an eager run of
+	# this short example is mostly the host's submission), three rounds
+	# alternating, medians; the profiled plan from a copy of the model.
+	for round in 1 2 3; do
+		$dagrun run .gpu/examples/profile_guided.yaml --backend cuda --graph --repeat 500 --json \
+			>"$out/guided-default-replay-$round.json" 2>>"$out/guided-replay.err" || status=1
+		cp "$m" "$out/models-guided-copy.json"
+		$dagrun run .gpu/examples/profile_guided.yaml --backend cuda --graph --repeat 500 --perf-model "$out/models-guided-copy.json" --json \
+			>"$out/guided-profiled-replay-$round.json" 2>>"$out/guided-replay.err" || status=1
+	done
+	python3 - "$out" <<'PY' || status=1
+import json, statistics, sys
+out = sys.argv[1]
+def per(kind):
+    return statistics.median(json.load(open('%s/guided-%s-replay-%d.json' % (out, kind, i)))['graph']['per_replay_ns'] for i in (1, 2, 3))
+d, p = per('default'), per('profiled')
+print('replayed: default plan %.1f us, profiled plan %.1f us per replay; default/profiled %.2f' % (d / 1e3, p / 1e3, d / p))
+PY
 	$dagrun plan .gpu/examples/profile_guided.yaml --backend cuda >"$out/guided-default-plan.txt" 2>&1
 	$dagrun plan .gpu/examples/profile_guided.yaml --backend cuda --perf-model "$m" >"$out/guided-profiled-plan.txt" 2>&1
 else
