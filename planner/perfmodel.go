@@ -217,8 +217,9 @@ func (m *PerfModel) Overhead(o Overhead) (time.Duration, bool) {
 // Overheads are the model's measured overheads where it has them, its
 // fallback's (OverheadsOf) otherwise: it is an OverheadModel, so Simulate
 // charges the host's submission and the events as measured. Submit is the
-// mean over every op kind's measured submissions, weighted by their counts
-// (Overheads holds one submission cost for all kinds).
+// mean over every op kind's measured submissions, weighted by their counts,
+// for the kinds it has not measured; SubmitKinds holds each measured
+// kind's own.
 func (m *PerfModel) Overheads() Overheads {
 	o := OverheadsOf(m.fallback)
 	if d, ok := m.Overhead(OverheadRecord); ok {
@@ -246,6 +247,14 @@ func (m *PerfModel) Overheads() Overheads {
 	}
 	if n > 0 {
 		o.Submit = time.Duration(math.Round(sum / float64(n)))
+	}
+	for _, k := range dag.OpKinds() {
+		if d, ok := m.Overhead(SubmitOverhead(k)); ok {
+			if o.SubmitKinds == nil {
+				o.SubmitKinds = map[dag.OpKind]time.Duration{}
+			}
+			o.SubmitKinds[k] = d
+		}
 	}
 	return o
 }

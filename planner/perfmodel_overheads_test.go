@@ -26,6 +26,7 @@ func TestPerfModelOverheads(t *testing.T) {
 	require.NoError(t, m.ObserveOverhead(planner.OverheadReplayOp, 90))
 	o := m.Overheads()
 	assert.Equal(t, time.Duration((100+300+800)/3), o.Submit)
+	assert.Equal(t, map[dag.OpKind]time.Duration{dag.Launch: 200, dag.Copy: 800}, o.SubmitKinds, "each kind's own")
 	assert.Equal(t, time.Duration(50), o.Wait)
 	assert.Equal(t, time.Duration(90), o.ReplayOp)
 	assert.Equal(t, planner.DefaultOverheads().Record, o.Record, "not measured: the fallback's")
@@ -50,4 +51,29 @@ func TestPerfModelOverheads(t *testing.T) {
 	slow := planner.Simulate(p, m, planner.Eager).Makespan
 	quick := planner.Simulate(p, fast, planner.Eager).Makespan
 	assert.Greater(t, slow, quick, "a dearer measured submission lengthens the eager estimate")
+}
+
+// Each op kind is charged its own measured submission cost in an eager
+// estimate: four kernels and a fill, with kernels dear to submit and fills
+// cheap, cost the host four kernels' submissions and one fill's.
+func TestSimulateSubmitByKind(t *testing.T) {
+	g := dag.New()
+	buf := g.Buffer("b", 1<<10)
+	g.Fill(buf.All(), 0)
+	for range 4 {
+		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 0.0)
+	}
+	graph, err := g.Build()
+	require.NoError(t, err)
+	zero := planner.Overheads{Submit: time.Microsecond}
+	p, err := planner.New(graph, planner.Options{Streams: 4, Cost: planner.WithOverheads(nil, zero)})
+	require.NoError(t, err)
+	durations := planner.Measured(nil, nil)
+	byKind := zero
+	byKind.SubmitKinds = map[dag.OpKind]time.Duration{dag.Launch: 50 * time.Microsecond}
+	s := planner.Simulate(p, planner.WithOverheads(durations, byKind), planner.Eager)
+	assert.GreaterOrEqual(t, s.Submitted, 4*50*time.Microsecond+time.Microsecond)
+	assert.Less(t, s.Submitted, 4*50*time.Microsecond+2*time.Microsecond, "the fill at Submit's 1 us")
+	replay := planner.Simulate(p, planner.WithOverheads(durations, byKind), planner.Replay)
+	assert.Less(t, replay.Submitted, 50*time.Microsecond, "a replay pays no host submission")
 }

@@ -68,6 +68,18 @@ func simulate(p *Plan, dur []int64, fill []bool, ov Overheads, mode Mode, start 
 		host = max(int64(ov.ReplayStart), 0)
 	}
 	submit, record, wait, cross = max(submit, 0), max(record, 0), max(wait, 0), max(cross, 0)
+	// The submission cost of each op kind: Submit, or its own where the
+	// overheads know it (eager runs only).
+	var perKind []int64
+	if mode == Eager && len(ov.SubmitKinds) > 0 && p.Graph != nil {
+		perKind = make([]int64, len(dag.OpKinds()))
+		for k := range perKind {
+			perKind[k] = submit
+			if d, ok := ov.SubmitKinds[dag.OpKind(k)]; ok {
+				perKind[k] = max(int64(d), 0)
+			}
+		}
+	}
 	sms := p.SMs
 	if sms <= 0 {
 		sms = DefaultSMs
@@ -86,7 +98,13 @@ func simulate(p *Plan, dur []int64, fill []bool, ov Overheads, mode Mode, start 
 			if st.Op < 0 || int(st.Op) >= len(dur) {
 				continue
 			}
-			host = satAdd(host, submit)
+			c := submit
+			if perKind != nil {
+				if op := p.Graph.Ops[st.Op]; op != nil && int(op.Kind) < len(perKind) {
+					c = perKind[op.Kind]
+				}
+			}
+			host = satAdd(host, c)
 			t := max(streamTime[s], host)
 			var filling bool
 			if fill != nil {
