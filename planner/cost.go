@@ -26,11 +26,11 @@ type OverheadModel interface {
 // Eager runs pay the host's submission of every step, one after another;
 // graph replays pay the graph's launch of every op node.
 type Overheads struct {
-	Submit          time.Duration // eager: host time to submit one op
+	Submit time.Duration // eager: host time to submit one op
 	// SubmitKinds, when it has a kind, is the host's time to submit an op
 	// of that kind eagerly, in place of Submit (a perf model measures it
 	// per kind: a GEMM's submission costs more than a copy's). Read only.
-	SubmitKinds map[dag.OpKind]time.Duration
+	SubmitKinds     map[dag.OpKind]time.Duration
 	Record          time.Duration // eager: host time to submit one event record
 	Wait            time.Duration // eager: host time to submit one stream wait
 	CrossDeviceWait time.Duration // eager: added to Wait when the event is recorded on another device
