@@ -19,8 +19,11 @@
 // copy/compute overlap) is one table keyed by dag.OpKind, which a test
 // holds to dag.OpKinds(). Trace files carry SchemaVersion in their
 // otherData as schema_version, and for measured traces how the ops were
-// timed (Figures.Timing: "cupti", "events" or "timers", with the reason and
-// the records dropped) and whether replays were traced whole.
+// timed (Figures.Timing: "cupti", "cupti-graph", "events" or "timers", with
+// the reason and the records dropped) and whether replays were traced
+// whole (Figures.Replays: each traced replay's start and duration, for
+// dagrun run --graph --trace-detail replays or where a backend cannot time
+// a replay's ops one by one).
 //
 // ComparePlan sets a run's spans against the plan's own simulation of it
 // (planner.Simulate under the cost model it was planned with): the pairs
