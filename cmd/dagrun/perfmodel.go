@@ -153,12 +153,12 @@ func (pm *perfModel) observe(g *dag.Graph, sess *executor.Session, spans []execu
 }
 
 // observeReplays keeps the measured time per replay (launched back to
-// back), from which save learns a replay's fixed start.
-func (pm *perfModel) observeReplays(p *planner.Plan, g *graphReport) {
-	if g == nil || g.Replays == 0 || len(p.Graph.Ops) == 0 {
+// back) of the plan planWithModel made, from which save learns a replay's
+// fixed start.
+func (pm *perfModel) observeReplays(g *graphReport) {
+	if g == nil || g.Replays == 0 {
 		return
 	}
-	pm.plan = p
 	pm.replays = append(pm.replays, time.Duration(g.PerReplayNS))
 }
 

@@ -139,7 +139,7 @@ func TestLearnStarts(t *testing.T) {
 	o.ReplayStart = 0
 	est := planner.Simulate(p, planner.WithOverheads(pm.model, o), planner.Replay).Makespan
 	measured := est + 50*time.Microsecond
-	pm.observeReplays(p, &graphReport{Replays: 100, PerReplayNS: measured.Nanoseconds()})
+	pm.observeReplays(&graphReport{Replays: 100, PerReplayNS: measured.Nanoseconds()})
 	_, err = pm.save()
 	require.NoError(t, err)
 

@@ -376,7 +376,7 @@ func (c *cli) run(args []string) error {
 	note := timingNote(sess, nil)
 	if pm != nil {
 		report.Makespan = makespanOf(p, rs.runs, report.Graph)
-		pm.observeReplays(p, report.Graph)
+		pm.observeReplays(report.Graph)
 	}
 	if asJSON {
 		report.Warnings = specWarnings(s)

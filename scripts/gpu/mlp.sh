@@ -14,7 +14,8 @@ mkdir -p "$out"
 export DAGRUN_REQUIRE_GPU=1
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 status=0
-(cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench '^BenchmarkMLP$' -test.benchtime 1x -test.timeout 900s) \
+# DAGRUN_BENCH_CUPTI: BenchmarkMLP's CUPTI breakdown, in this process of its own.
+(cd cuda && DAGRUN_BENCH_CUPTI=1 ../.gpu/cuda.test -test.run '^$' -test.bench '^BenchmarkMLP$' -test.benchtime 1x -test.timeout 900s) \
 	>"$out/mlp-bench.log" 2>&1 || status=1
 py=/opt/torch/.venv/bin/python
 for t in 512 2048 8192; do
