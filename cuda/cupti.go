@@ -202,9 +202,10 @@ type activityTracer struct {
 	path    string
 	version uint32
 	kinds   []C.int // the kinds enabled, for dr_cupti_stop
-	// external maps a correlation id to the op id pushed around it, for
-	// records that arrive in a later flush than their correlation record.
-	external map[uint32]int64
+	// external names a correlation id by the op id pushed around it, also
+	// for records that arrive in a later flush than their correlation.
+	external *correlations
+	linkBuf  []link
 	// linked and externals count the launches named by the driver callback
 	// and by CUPTI's external correlation records, since the tracer started.
 	linked, externals uint64
@@ -266,7 +267,7 @@ func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer,
 	if lib == nil {
 		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
 	}
-	t := &activityTracer{lib: lib, external: map[uint32]int64{}, clones: map[uint64]uint64{}, nodeOps: map[uint64]int64{},
+	t := &activityTracer{lib: lib, external: newCorrelations(), clones: map[uint64]uint64{}, nodeOps: map[uint64]int64{},
 		resolved: map[uint64]resolvedNode{}, graphLevel: graphLevel}
 	p, msg := loadFirst(candidates, func(path string, why **C.char) C.int {
 		return withCString(path, func(cp *C.char) C.int { return C.dr_cupti_load(lib, cp, why) })
@@ -421,11 +422,9 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 			}
 		}
 	}
+	var linkPairs []C.uint64_t
 	if nlinks > 0 {
-		pairs := unsafe.Slice(links, 2*int(nlinks))
-		for i := 0; i < len(pairs); i += 2 {
-			t.external[uint32(pairs[i])] = int64(pairs[i+1])
-		}
+		linkPairs = unsafe.Slice(links, 2*int(nlinks))
 		t.linked += uint64(nlinks)
 	}
 	if nclones > 0 {
@@ -450,7 +449,11 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 			}
 		}
 	}
-	recs := resolveRecordsCached(raw, t.external, t.clones, t.nodeOps, t.resolved)
+	t.linkBuf = t.linkBuf[:0]
+	for i := 0; i < len(linkPairs); i += 2 {
+		t.linkBuf = append(t.linkBuf, link{corr: uint32(linkPairs[i]), id: int64(linkPairs[i+1])})
+	}
+	recs := resolveRecordsCached(raw, t.linkBuf, t.external, t.clones, t.nodeOps, t.resolved)
 	t.recs = raw
 	if r != 0 {
 		return recs, t.err("cuptiActivityFlushAll", 0, r)
@@ -468,25 +471,49 @@ func (t *activityTracer) flush() ([]activityRecord, error) {
 // or above replayMarker names the replay (Replay), not an op. It works in
 // place: the records returned share in's memory.
 //
-// external also holds the pairs the driver callback made at each launch's
-// entry; both sources name the same launch by the same correlation id, so
-// they agree where both arrive.
-func resolveRecords(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64, nodeOps map[uint64]int64) []activityRecord {
-	return resolveRecordsCached(in, external, clones, nodeOps, nil)
+// The driver callback's pairs, made at each launch's entry, name the same
+// launches by the same correlation ids (resolveRecordsCached's links), so
+// the two agree where both arrive.
+func resolveRecords(in []activityRecord, external *correlations, clones map[uint64]uint64, nodeOps map[uint64]int64) []activityRecord {
+	return resolveRecordsCached(in, nil, external, clones, nodeOps, nil)
 }
 
-// resolveRecordsCached is resolveRecords with the replayed nodes that
-// named an op cached in resolved (nil: no cache). The records of one
-// launch come mostly together, so the last correlation looked up is kept:
-// a replay of 800 kernels costs one lookup of its marker, not 800.
-func resolveRecordsCached(in []activityRecord, external map[uint32]int64, clones map[uint64]uint64, nodeOps map[uint64]int64,
+// link is a launch the driver callback named: its correlation id and the
+// id pushed around it.
+type link struct {
+	corr uint32
+	id   int64
+}
+
+// resolveRecordsCached is resolveRecords with the launches the driver
+// callback named in links, and the replayed nodes that named an op cached
+// in resolved (nil: no cache). The records of one launch come mostly
+// together, so the last correlation looked up is kept: a replay of 800
+// kernels costs one lookup of its marker, not 800.
+func resolveRecordsCached(in []activityRecord, links []link, external *correlations, clones map[uint64]uint64, nodeOps map[uint64]int64,
 	resolved map[uint64]resolvedNode) []activityRecord {
+	lo, hi, n := ^uint32(0), uint32(0), 0
+	bound := func(id uint32) {
+		lo, hi, n = min(lo, id), max(hi, id), n+1
+	}
+	for _, l := range links {
+		bound(l.corr)
+	}
 	for _, r := range in {
 		if r.Kind == activityExternal {
-			external[r.Correlation] = r.Op
+			bound(r.Correlation)
 		}
 	}
-	var used []uint32 // the correlations claimed, each at least once
+	external.open(lo, hi, n)
+	defer external.close()
+	for _, l := range links {
+		external.set(l.corr, l.id)
+	}
+	for _, r := range in {
+		if r.Kind == activityExternal {
+			external.set(r.Correlation, r.Op)
+		}
+	}
 	var lastCorr uint32
 	var lastID int64
 	lastOK, haveLast := false, false
@@ -498,10 +525,7 @@ func resolveRecordsCached(in []activityRecord, external map[uint32]int64, clones
 		r.Op, r.Replay = -1, -1
 		if !haveLast || r.Correlation != lastCorr {
 			lastCorr, haveLast = r.Correlation, true
-			lastID, lastOK = external[r.Correlation]
-			if lastOK {
-				used = append(used, r.Correlation)
-			}
+			lastID, lastOK = external.claim(r.Correlation)
 		}
 		if lastOK {
 			if lastID >= replayMarker {
@@ -533,12 +557,6 @@ func resolveRecordsCached(in []activityRecord, external map[uint32]int64, clones
 			}
 		}
 		recs = append(recs, r)
-	}
-	// A correlation claimed in this flush is done (a graph launch's nodes
-	// all arrive once the replay is synchronised); unclaimed ones wait for
-	// their records in a later flush.
-	for _, c := range used {
-		delete(external, c)
 	}
 	return recs
 }

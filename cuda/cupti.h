@@ -77,6 +77,8 @@ enum {
 
 	// CUpti_ActivityFlag.
 	DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1,
+	// CUpti_ActivityAttribute: the client hands CUPTI zeroed buffers (uint8_t).
+	DR_CUPTI_ATTR_ZEROED_OUT_ACTIVITY_BUFFER = 5,
 
 	// Offsets and sizes of the records read (bytes).
 	DR_CUPTI_KERNEL10_SIZE = 216,
@@ -157,6 +159,7 @@ typedef struct dr_cupti {
 	dr_cupti_result (*cuptiSubscribe)(void** subscriber, void (*callback)(void*, int, uint32_t, const void*), void* userdata);
 	dr_cupti_result (*cuptiUnsubscribe)(void* subscriber);
 	dr_cupti_result (*cuptiEnableCallback)(uint32_t enable, void* subscriber, int domain, uint32_t cbid);
+	dr_cupti_result (*cuptiActivitySetAttribute)(int attr, size_t* valueSize, void* value); // optional
 } dr_cupti;
 
 // dr_cupti_rec is one activity record reduced to what dagrun reads. For an
@@ -239,6 +242,12 @@ typedef struct {
 
 // dr_cupti_get_stats copies the sink's counts since the tracer started.
 void dr_cupti_get_stats(dr_cupti_stats* out);
+
+// dr_cupti_traced_launch is dr_launch_kernel with op id pushed around the
+// launch (dr_cupti_push, dr_launch_kernel, dr_cupti_pop in one call, so on
+// one thread and with one crossing from Go); *cupti_failed is set when the
+// push or the pop failed (the launch is made all the same).
+CUresult dr_cupti_traced_launch(dr_cupti* c, dr_api* a, CUcontext ctx, dr_launch* l, CUstream s, uint64_t id, int* cupti_failed);
 
 // dr_cupti_graph_launch launches e on s with marker pushed around the
 // launch (dr_cupti_push, dr_graph_launch, dr_cupti_pop in one call, so on

@@ -178,6 +178,70 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 		b.ReportMetric(float64(t["cupti"])/float64(t["off"]), "cupti/off")
 		b.ReportMetric(float64(dropped), "dropped")
 	})
+	// E-raw: the ratio in one process and one tracer, so that the
+	// raw floor and dagrun see the same machine state (apart, the raw loop's
+	// CUPTI cost moved 2x between processes). Before CUPTI is enabled the
+	// raw C loop (800 launches, 8 streams breadth first, synchronised) and
+	// an untimed session alternate; then a session timed by CUPTI opens,
+	// and the raw loop traced through that session's tracer (each launch
+	// named, the records flushed and counted) alternates with the timed
+	// session's runs (records flushed and turned into spans). Reported:
+	// each one's CUPTI cost per op and dagrun/raw, the at most
+	// 1.15x.
+	b.Run("E-raw", func(b *testing.B) {
+		const nchains, length = 8, 100
+		p, err := planner.New(chains(nchains, length, dag.Empty, 0, false), planner.Options{Streams: nchains})
+		require.NoError(b, err)
+		ctx := context.Background()
+		be := gpuBackend(b)
+		open := func(opts ...executor.Option) *executor.Session {
+			s, err := executor.Open(ctx, be, p, opts...)
+			require.NoError(b, err)
+			b.Cleanup(func() { s.Close() })
+			return s
+		}
+		off := open()
+		raw, err := newRawLoop(be, nchains, dag.Normal, dag.Empty, 0)
+		require.NoError(b, err)
+		defer raw.close()
+		run := func(s *executor.Session) func() error { return func() error { return s.Run(ctx) } }
+		floor := measure(b, []loop{
+			{name: "raw", f: func() error { return raw.launchesC(length) }},
+			{name: "off", f: run(off)},
+		})
+		cupti := open(executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
+		if src, why, _ := cupti.TimingSource(); src != TimingCUPTI {
+			b.Skipf("CUPTI timing not used: %s", why)
+		}
+		tr := cupti.Device().(*Session).cupti.tr
+		var records int
+		tracedRaw := func() error {
+			if err := raw.tracedLaunchesC(tr, length, 0); err != nil {
+				return err
+			}
+			recs, err := tr.flush()
+			records = 0
+			for _, r := range recs {
+				if r.Kind == activityKernel && r.Op >= 0 {
+					records++
+				}
+			}
+			return err
+		}
+		traced := measure(b, []loop{{name: "raw-cupti", f: tracedRaw}, {name: "cupti", f: run(cupti)}})
+		require.Equal(b, nchains*length, records, "every raw launch has its record")
+		require.Len(b, cupti.Spans(), nchains*length, "a CUPTI-timed run has every kernel's span")
+		n := float64(nchains * length)
+		us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / n / 1e3 }
+		rawCost, dagCost := us(traced["raw-cupti"]-floor["raw"]), us(traced["cupti"]-floor["off"])
+		b.ReportMetric(us(floor["raw"]), "raw-us/op")
+		b.ReportMetric(us(floor["off"]), "off-us/op")
+		b.ReportMetric(rawCost, "raw-cupti-tracing-us/op")
+		b.ReportMetric(dagCost, "cupti-tracing-us/op")
+		b.ReportMetric(dagCost/rawCost, "dagrun/raw-tracing")
+		_, _, dropped := cupti.TimingSource()
+		b.ReportMetric(float64(dropped+tr.cuptiDropped()), "dropped")
+	})
 	// Workload C replayed 50 times back to back, synchronised once, on a raw
 	// graph (C-replay, C-replay-whole) and through executor sessions
 	// (C-replay-session, C-replay-session-whole). Each traced batch is timed
@@ -446,10 +510,47 @@ func BenchmarkCUPTIReplayRecords(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		copy(recs, in)
-		got := resolveRecordsCached(recs, map[uint32]int64{}, clones, nodeOps, resolved)
+		got := resolveRecordsCached(recs, nil, newCorrelations(), clones, nodeOps, resolved)
 		n = 0
 		c.spans(got, max(8*len(got), 1<<16), func(replay, op, stream int, start, end time.Duration) { n++ })
 	}
 	require.Equal(b, replays*nops, n)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/replays/1e3, "us/replay")
+}
+
+// BenchmarkCUPTIEagerRecords is the host's processing of a traced eager
+// run of workload E without a GPU: 800 kernel records, each named by the
+// driver callback's link and by an external correlation record, resolved
+// and gathered into spans, as Session.Spans does after the flush.
+// Reported per op.
+func BenchmarkCUPTIEagerRecords(b *testing.B) {
+	const nops, nstreams = 800, 8
+	in := make([]activityRecord, 0, 2*nops)
+	links := make([]link, 0, nops)
+	for op := range nops {
+		corr := uint32(5000 + 3*op) // a record and a wait between launches
+		start := uint64(1_000_000 + op*1000)
+		in = append(in, activityRecord{Kind: activityExternal, Correlation: corr, Op: int64(op)},
+			activityRecord{Kind: activityKernel, Correlation: corr, Start: start, End: start + 900})
+		links = append(links, link{corr: corr, id: int64(op)})
+	}
+	c := &cuptiTiming{origin: 1}
+	recs := make([]activityRecord, len(in))
+	external := newCorrelations()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		c.ops = c.ops[:0]
+		for op := range nops {
+			c.ops = append(c.ops, cuptiOp{op: op, stream: op % nstreams})
+			c.setStream(op, op%nstreams)
+		}
+		copy(recs, in)
+		got := resolveRecordsCached(recs, links, external, nil, nil, nil)
+		n = 0
+		c.spans(got, max(8*len(got), 1<<16), func(replay, op, stream int, start, end time.Duration) { n++ })
+	}
+	require.Equal(b, nops, n)
+	require.Zero(b, external.pending())
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nops, "ns/op")
 }

@@ -99,7 +99,7 @@ func TestResolveRecords(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			kept := map[uint32]int64{}
+			kept := newCorrelations()
 			for i, in := range tc.flushes {
 				got := resolveRecords(in, kept, nil, nil)
 				ops := []int64{}
@@ -109,7 +109,7 @@ func TestResolveRecords(t *testing.T) {
 				}
 				assert.Equal(t, tc.wantOps[i], ops, "flush %d", i)
 			}
-			assert.Len(t, kept, tc.wantKept)
+			assert.Equal(t, tc.wantKept, kept.pending())
 		})
 	}
 }
@@ -126,7 +126,7 @@ func TestResolveGraphNodes(t *testing.T) {
 	nodeOps := map[uint64]int64{1: 7, 2: 8}
 	var got []uint64
 	var ops []int64
-	for _, r := range resolveRecords(in, map[uint32]int64{}, clones, nodeOps) {
+	for _, r := range resolveRecords(in, newCorrelations(), clones, nodeOps) {
 		got = append(got, r.GraphNodeID)
 		ops = append(ops, r.Op)
 	}
@@ -147,7 +147,7 @@ func TestResolveReplayMarkers(t *testing.T) {
 		return activityRecord{Kind: activityKernel, Correlation: corr, GraphNodeID: node, Start: 10, End: 20}
 	}
 	nodeOps := map[uint64]int64{1: 7, 2: 8}
-	kept := map[uint32]int64{}
+	kept := newCorrelations()
 	flushes := [][]activityRecord{
 		{ext(1, replayMarker), node(1, 1), node(1, 2), ext(2, replayMarker+1), node(2, 2)},
 		{ext(3, replayMarker+2)},

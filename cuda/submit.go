@@ -180,6 +180,19 @@ func (se *Session) Run(si int, op *dag.Op) error {
 	return nil
 }
 
+// bindSlots writes the device addresses of st's buffers, as they are now,
+// into its launch's arguments.
+func (se *Session) bindSlots(st *opState) error {
+	for _, p := range st.slots {
+		bs := &se.bufs[p.buf]
+		if bs.dptr == 0 {
+			return fmt.Errorf("temporary buffer %s is not allocated", bs.b.Name)
+		}
+		*p.slot = uint64(bs.dptr) + uint64(p.offset)
+	}
+	return nil
+}
+
 // ptr is the device address of view v now.
 func (se *Session) ptr(v dag.View) C.CUdeviceptr {
 	return se.bufs[v.Buf.ID].dptr + C.CUdeviceptr(v.Offset)
@@ -209,12 +222,8 @@ func (se *Session) run(s *stream, st *opState) error {
 	case actCopyViaHost:
 		return se.runViaHost(s, st)
 	case actLaunch, actFill64:
-		for _, p := range st.slots {
-			bs := &se.bufs[p.buf]
-			if bs.dptr == 0 {
-				return fmt.Errorf("temporary buffer %s is not allocated", bs.b.Name)
-			}
-			*p.slot = uint64(bs.dptr) + uint64(p.offset)
+		if err := se.bindSlots(st); err != nil {
+			return err
 		}
 		return se.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, c, st.launch, h))
 	case actAllocDevice:

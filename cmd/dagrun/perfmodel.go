@@ -264,7 +264,7 @@ func makespanOf(p *planner.Plan, runs []trace.RunSpans, g *graphReport) *makespa
 	r := &makespanReport{Mode: p.Stats.Mode.String(), EstimatedNS: p.Stats.Makespan.Nanoseconds()}
 	switch {
 	case g != nil && g.Replays > 0:
-		r.MeasuredNS, r.Source = g.PerReplayNS, "wall time per replay, launched back to back"
+		r.MeasuredNS, r.Source = g.PerReplayNS, "time per replay launched back to back, after the first"
 	default:
 		if len(runs) > 1 {
 			runs = runs[1:]

@@ -65,25 +65,27 @@ func replayTraced(ctx context.Context, sess *executor.Session, rs *runState, ops
 	}()
 	g.Spans() // what the capture left
 	start := time.Now()
+	var clock *replayClock // nil: replays launched alone are timed by the wall
 	if g.TimesReplays() {
-		err = replayBatches(ctx, g, rs, start)
+		clock = new(replayClock)
+		err = replayBatches(ctx, g, rs, start, clock)
 	} else {
 		err = replayAlone(ctx, g, rs, start)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return newGraphReport(g.Stats(), time.Since(start), rs.repeat, ops), nil
+	return newGraphReport(g.Stats(), time.Since(start), rs.repeat, ops, clock), nil
 }
 
-// replayBatches launches every replay in batches, as replay does, and
-// after each batch's Sync keeps the spans of the traced replays in it. The
+// replayBatches launches every replay in batches, as replay does (timed
+// by clock), and after each batch's Sync keeps the spans of the traced replays in it. The
 // replays' spans are measured from the backend's clock at the batch's
 // first launch, which the host's clock just before that launch stands for:
 // each traced replay starts there plus its first op's start. A traced
 // replay whose spans did not come (records CUPTI dropped: the timing note
 // counts them) is left out of the trace.
-func replayBatches(ctx context.Context, g *executor.Graph, rs *runState, start time.Time) error {
+func replayBatches(ctx context.Context, g *executor.Graph, rs *runState, start time.Time, clock *replayClock) error {
 	batch := 1 // until a replay has been timed
 	for done := 0; done < rs.repeat; {
 		n := min(batch, rs.repeat-done)
@@ -96,6 +98,7 @@ func replayBatches(ctx context.Context, g *executor.Graph, rs *runState, start t
 		if err := g.Sync(ctx); err != nil {
 			return err
 		}
+		clock.add(time.Since(start)-batchStart, n)
 		// The spans of every replay of the batch are read, the untraced
 		// ones dropped. A backend that fails reading its timers loses the
 		// spans, not the run, as Session.Spans does for eager runs.

@@ -34,6 +34,7 @@ typedef struct CUstream_st* CUstream;
 typedef struct CUgraphNode_st* CUgraphNode;
 typedef struct CUgraphExec_st* CUgraphExec;
 typedef struct dr_api dr_api;
+typedef struct dr_launch dr_launch;
 #include "../cupti.h"
 
 typedef void (*req_fn)(uint8_t**, size_t*, size_t*);

@@ -7,7 +7,8 @@
 #  2. Estimated against measured makespan per example, eager and replayed,
 #     after one profiled run of each mode (the ratio per example and mode).
 #  3. Tracing cost: BenchmarkCUPTISessionTracing (workload E eager, CUPTI
-#     against events; workload C replayed 50 times back to back, traced
+#     against events, and against the raw C loop traced the same way in
+#     the same process (E-raw, three processes); workload C replayed 50 times back to back, traced
 #     against untraced, raw and through sessions, op by op and whole from
 #     graph-level records: the replays' makespan and the host's processing
 #     of the records apart) in a process of its own.
@@ -74,9 +75,10 @@ for spec in .gpu/examples/*.yaml; do
 	m="$out/models-$ex.json"
 	rm -f "$m"
 	# One profiled run of each mode (the replay's teaches the model what a
-	# replay costs beyond its ops), then the measured ones.
-	if ! $dagrun run "$spec" --backend cuda --repeat 10 --perf-model "$m" --json >"$out/learn-$ex.json" 2>"$out/learn-$ex.err" ||
-		! $dagrun run "$spec" --backend cuda --graph --repeat 50 --perf-model "$m" --json >"$out/learn-replay-$ex.json" 2>"$out/learn-replay-$ex.err" ||
+	# replay costs beyond its ops), then the measured ones, as many runs
+	# each.
+	if ! $dagrun run "$spec" --backend cuda --repeat 20 --perf-model "$m" --json >"$out/learn-$ex.json" 2>"$out/learn-$ex.err" ||
+		! $dagrun run "$spec" --backend cuda --graph --repeat 200 --perf-model "$m" --json >"$out/learn-replay-$ex.json" 2>"$out/learn-replay-$ex.err" ||
 		! $dagrun run "$spec" --backend cuda --repeat 20 --perf-model "$m" --json >"$out/eager-$ex.json" 2>"$out/eager-$ex.err" ||
 		! $dagrun run "$spec" --backend cuda --graph --repeat 200 --perf-model "$m" --json >"$out/replay-$ex.json" 2>"$out/replay-$ex.err"; then
 		echo "$ex: FAIL (see $out/*-$ex.err)"
@@ -104,8 +106,8 @@ for spec in .gpu/examples/*.yaml; do
 	ex=$(basename "$spec" .yaml)
 	case $ex in data_parallel | pipeline_2gpu) [ "$gpus" -ge 2 ] || continue ;; esac
 	examples+=("$spec")
-	$dagrun run "$spec" --backend cuda --repeat 10 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
-	$dagrun run "$spec" --backend cuda --graph --repeat 50 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
+	$dagrun run "$spec" --backend cuda --repeat 20 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
+	$dagrun run "$spec" --backend cuda --graph --repeat 200 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
 done
 cp "$shared" "$out/models-shared-learned.json"
 for spec in "${examples[@]}"; do
@@ -131,7 +133,11 @@ if [ -n "${SKIP_TRACING_BENCH:-}" ]; then
 elif [ -x .gpu/cuda.test ]; then
 	# The raw whole-graph one in a process of its own, last: it starts and
 	# stops a whole-graph tracer per batch.
-	for pat in 'CUPTISessionTracing$/^(E|C-replay|C-replay-session|C-replay-session-whole)$' 'CUPTISessionTracing$/^C-replay-whole$'; do
+	# E-raw (the issue's ratio: dagrun's CUPTI cost per op against the raw
+	# C loop's, one process, one tracer) three times, each in a process of
+	# its own.
+	for pat in 'CUPTISessionTracing$/^(E|C-replay|C-replay-session|C-replay-session-whole)$' 'CUPTISessionTracing$/^C-replay-whole$' \
+		'CUPTISessionTracing$/^E-raw$' 'CUPTISessionTracing$/^E-raw$' 'CUPTISessionTracing$/^E-raw$'; do
 		(cd cuda && DAGRUN_BENCH_CUPTI=1 DAGRUN_REQUIRE_GPU=1 "../.gpu/cuda.test" -test.run '^$' -test.bench "$pat" \
 			-test.benchtime "${BENCHTIME:-30x}" -test.timeout 600s) >>"$out/tracing-bench.log" 2>&1 || status=1
 	done
