@@ -134,8 +134,11 @@ static void buffer_requested(uint8_t** buffer, size_t* size, size_t* maxNumRecor
 	pthread_mutex_lock(&sink.mu);
 	size_t want = sink.bufsize;
 	void* p = NULL;
+	sink.stats.requests++;
 	if (want != 0 && sink.nspare > 0 && sink.sparesize == want) {
 		p = sink.spare[--sink.nspare];
+	} else if (want != 0) {
+		sink.stats.fresh++;
 	}
 	pthread_mutex_unlock(&sink.mu);
 	if (p != NULL) {
@@ -484,6 +487,7 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 	             c->cuptiActivitySetAttribute(DR_CUPTI_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &onesize, &one) == DR_CUPTI_SUCCESS;
 	pthread_mutex_lock(&sink.mu);
 	sink.zeroed = zeroed;
+	sink.stats.zeroed = (uint32_t)zeroed;
 	pthread_mutex_unlock(&sink.mu);
 	*failed = "cuptiActivityRegisterCallbacks";
 	dr_cupti_result r = c->cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);

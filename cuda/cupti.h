@@ -232,11 +232,17 @@ typedef struct {
 // tracer: CUPTI keeps counting between tracers, while no buffer is given),
 // the buffers completed while the tracer held the sink and those completed
 // with no tracer (freed unread), buffer requests declined, and the first
-// DR_CUPTI_MAX_DROPS buffers with a dropped count.
+// DR_CUPTI_MAX_DROPS buffers with a dropped count; and how buffers were
+// given.
 typedef struct {
 	uint64_t dropped, lost, dropped_before;
 	uint64_t buffers, idle_buffers, declined, declined_before;
-	uint32_t ndrops, pad;
+	// requests CUPTI made for buffers, fresh: those given a newly
+	// allocated one (not a spare); zeroed: CUPTI takes the sink's buffers as
+	// zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER was accepted).
+	uint64_t requests, fresh;
+	uint32_t zeroed;
+	uint32_t ndrops;
 	dr_cupti_drop drops[DR_CUPTI_MAX_DROPS];
 } dr_cupti_stats;
 

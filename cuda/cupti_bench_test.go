@@ -74,7 +74,7 @@ func BenchmarkCUPTITracing(b *testing.B) {
 		if err := raw.tracedLaunchesC(tr, rounds, 0); err != nil {
 			return err
 		}
-		recs, err := tr.flush()
+		recs, err := takeKernels(tr, nstreams*rounds)
 		// The plain loop's launches beside it name no op (-1).
 		records = 0
 		for _, r := range recs {
@@ -98,6 +98,31 @@ func BenchmarkCUPTITracing(b *testing.B) {
 	b.ReportMetric(us["raw-events"]-us["raw"], "event-tracing-us/op")
 	b.ReportMetric(us["raw-cupti"]/us["raw"], "cupti/raw")
 	b.ReportMetric(float64(tr.dropped()), "dropped")
+}
+
+// takeKernels is how a raw loop reads its records the way a session does:
+// CUPTI's default flush, and a forced one only if fewer than want kernel
+// records came.
+func takeKernels(tr *activityTracer, want int) ([]activityRecord, error) {
+	return takeRecords(tr, activityKernel, want)
+}
+
+// takeRecords is takeKernels for records of kind k.
+func takeRecords(tr *activityTracer, k activityKind, want int) ([]activityRecord, error) {
+	if err := tr.take(false); err != nil {
+		return tr.resolvePending(), err
+	}
+	n := 0
+	for _, r := range tr.recs {
+		if r.Kind == k {
+			n++
+		}
+	}
+	var err error
+	if n < want {
+		err = tr.take(true)
+	}
+	return tr.resolvePending(), err
 }
 
 // BenchmarkCUPTISessionTracing is dagrun's own tracing cost, beside the
@@ -219,7 +244,7 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 			if err := raw.tracedLaunchesC(tr, length, 0); err != nil {
 				return err
 			}
-			recs, err := tr.flush()
+			recs, err := takeKernels(tr, nchains*length)
 			records = 0
 			for _, r := range recs {
 				if r.Kind == activityKernel && r.Op >= 0 {
@@ -315,7 +340,11 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 			want = activityGraphLaunch
 		}
 		read := func() error {
-			recs, err := tr.flush()
+			each := nstreams * rounds // records a replay
+			if graphLevel {
+				each = 1
+			}
+			recs, err := takeRecords(tr, want, replays*each)
 			clear(perReplay)
 			for _, r := range recs {
 				if r.Kind == want && r.Replay >= first && r.Replay < first+replays {

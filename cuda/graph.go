@@ -33,6 +33,10 @@ type graph struct {
 	exec   C.CUgraphExec
 	dev    *sessDevice
 	origin C.CUstream // the stream it was captured on; uploads go there
+	// records is how many of its nodes CUPTI writes activity records for
+	// (ops traced while captured whose work has them): a replay's records
+	// have come once that many of its nodes have some.
+	records int
 }
 
 // capture is a capture in progress.
@@ -41,6 +45,7 @@ type capture struct {
 	event  C.CUevent  // forks the streams at the start, joins origin's device's streams at the end
 	joins  []devEvent // joins the streams of the other devices (an event is recorded on its own device's streams)
 	timing bool       // se.timing before the capture, restored after it
+	records int       // ops traced while capturing whose work has activity records (graph.records)
 }
 
 // devEvent is an event of one device's context.
@@ -180,7 +185,7 @@ func (se *Session) EndCapture(origin int) (int, error) {
 		}
 		return -1, fmt.Errorf("cuda: ending the capture on stream %d: %w", origin, err)
 	}
-	se.graphs = append(se.graphs, &graph{tmpl: tmpl, dev: o.dev, origin: o.h})
+	se.graphs = append(se.graphs, &graph{tmpl: tmpl, dev: o.dev, origin: o.h, records: c.records})
 	se.track(&se.live.Graphs, 1)
 	se.gstats.Captures++
 	return len(se.graphs) - 1, nil
@@ -294,6 +299,7 @@ func (se *Session) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
 	if r == 0 {
 		C.dr_graph_destroy(api, ctx, g.tmpl)
 		g.tmpl, f.tmpl = f.tmpl, nil
+		g.records = f.records
 		se.graphs[fresh] = nil
 		se.track(&se.live.Graphs, -1)
 		se.gstats.UpdatesInPlace++

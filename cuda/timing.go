@@ -178,6 +178,15 @@ type cuptiTiming struct {
 	// r was launched on launchStreams[r-launchBase].
 	launchBase    int
 	launchStreams []int32
+	// lastRecords is graph.records of the last launch's graph.
+	lastRecords int
+	// forced counts the flushes collect had to force, since the tracer
+	// started.
+	forced int
+	// present and expect are collect's scratch: correlation ids that have
+	// records, and ops whose records are awaited (bit 1) or have come (bit 2).
+	present *correlations
+	expect  []uint8
 	// unnamed counts records of the last Spans that named no op of the run
 	// (work submitted by someone else in the process, or a launch whose
 	// correlation did not arrive).
@@ -196,7 +205,25 @@ type cuptiTiming struct {
 	byKey []replayExtent
 }
 
-type cuptiOp struct{ op, stream int }
+// cuptiOp is an op traced since the last Spans; expect says its work has
+// activity records (it ran, not captured, and is a launch, copy, fill or
+// GEMM), which collect waits for.
+type cuptiOp struct {
+	op, stream int
+	expect     bool
+}
+
+// hasRecords reports whether work of kind a always gets CUPTI activity
+// records (kernel, memcpy or memset ones). Tasks may enqueue anything,
+// allocations have records only when a pool grows, host steps none.
+func (a action) hasRecords() bool {
+	switch a {
+	case actLaunch, actFill64, actFillDevice, actGemm,
+		actCopyDtoD, actCopyPeer, actCopyHtoD, actCopyHtoDPageable, actCopyDtoH:
+		return true
+	}
+	return false
+}
 
 // extent is a span on CUPTI's clock; a zero start means none.
 type extent struct{ start, end uint64 }
@@ -347,7 +374,14 @@ func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 	} else {
 		err = c.tr.tracedCall(op.ID, func() error { return se.run(s, st) })
 	}
-	c.ops = append(c.ops, cuptiOp{op: op.ID, stream: si})
+	expect := st.act.hasRecords()
+	if se.capture != nil {
+		if expect {
+			se.capture.records++
+		}
+		expect = false // a captured op runs in the graph's replays
+	}
+	c.ops = append(c.ops, cuptiOp{op: op.ID, stream: si, expect: expect})
 	c.setStream(op.ID, si)
 	return err
 }
@@ -393,6 +427,7 @@ func (se *Session) launchTraced(g *graph, s *stream, si, seq int) error {
 		c.launchBase, c.launchStreams = seq, c.launchStreams[:0]
 	}
 	c.launchStreams = append(c.launchStreams, int32(si))
+	c.lastRecords = g.records
 	var failed C.int
 	rc := C.dr_cupti_graph_launch(c.tr.lib, se.drv.api, s.dev.ctx, g.exec, s.h, C.uint64_t(replayMarker+seq), &failed)
 	if failed != 0 {
@@ -424,7 +459,7 @@ func (se *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Du
 		return se.eventSpans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
 	case c.whole:
 		err := se.eventSpans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
-		recs, ferr := c.tr.flush()
+		recs, ferr := c.collect()
 		c.wholeSpans(recs, f)
 		c.reset()
 		return errors.Join(err, ferr)
@@ -439,9 +474,127 @@ func (c *cuptiTiming) dropReplays() error {
 		c.reset()
 		return nil
 	}
-	_, err := c.tr.flush()
+	_, err := c.collect()
 	c.reset()
 	return err
+}
+
+// collect takes the records of the work since the last Spans, which the
+// caller has synchronised, and names them: by CUPTI's default flush, and
+// by a forced one only where something awaited has not come (see
+// activityTracer.take).
+func (c *cuptiTiming) collect() ([]activityRecord, error) {
+	if err := c.tr.take(false); err != nil {
+		return c.tr.resolvePending(), err
+	}
+	var err error
+	if !c.complete() {
+		c.forced++
+		err = c.tr.take(true)
+	}
+	return c.tr.resolvePending(), err
+}
+
+// complete reports whether the records taken so far hold every awaited
+// one: each op run since the last Spans whose work has records has some,
+// and so does every node with records of the last replay launched (under
+// the whole-graph tracer: its graph-launch record). A launch is known by
+// its correlation id, which the driver callback's links and CUPTI's
+// external correlation records give; an op or replay named by neither is
+// taken as missing.
+func (c *cuptiTiming) complete() bool {
+	recs, links := c.tr.recs, c.tr.linkBuf
+	nops := len(c.streams)
+	c.expect = slices.Grow(c.expect[:0], nops)[:nops]
+	clear(c.expect)
+	awaited := 0
+	for _, o := range c.ops {
+		if o.expect && c.expect[o.op] == 0 {
+			c.expect[o.op] = 1
+			awaited++
+		}
+	}
+	last := int64(-1) // the last replay's marker
+	if n := len(c.launchStreams); n > 0 {
+		last = replayMarker + int64(c.launchBase+n-1)
+	}
+	if awaited == 0 && last < 0 {
+		return true
+	}
+	// The correlation ids with records, in a window over the ids of the
+	// launches: every id asked about is one of those.
+	lo, hi, n := ^uint32(0), uint32(0), 0
+	bound := func(corr uint32) { lo, hi, n = min(lo, corr), max(hi, corr), n+1 }
+	for _, l := range links {
+		bound(l.corr)
+	}
+	for _, r := range recs {
+		if r.Kind == activityExternal {
+			bound(r.Correlation)
+		}
+	}
+	if c.present == nil {
+		c.present = newCorrelations()
+	}
+	c.present.open(lo, hi, n)
+	defer func() {
+		c.present.win = c.present.win[:0]
+		clear(c.present.far)
+	}()
+	for _, r := range recs {
+		switch r.Kind {
+		case activityKernel, activityMemcpy, activityMemset, activityGraphLaunch:
+			c.present.set(r.Correlation, 0)
+		}
+	}
+	lastCorr, lastFound := uint32(0), false
+	named := func(corr uint32, id int64) {
+		switch {
+		case id == last:
+			lastCorr, lastFound = corr, true
+		case id >= 0 && id < int64(nops) && c.expect[id] == 1:
+			if _, ok := c.present.claim(corr); ok {
+				c.expect[id] = 2
+				awaited--
+			}
+		}
+	}
+	for _, l := range links {
+		named(l.corr, l.id)
+	}
+	for _, r := range recs {
+		if r.Kind == activityExternal {
+			named(r.Correlation, r.Op)
+		}
+	}
+	if awaited > 0 {
+		return false
+	}
+	if last < 0 {
+		return true
+	}
+	if !lastFound {
+		return false
+	}
+	if c.whole {
+		for _, r := range recs {
+			if r.Kind == activityGraphLaunch && r.Correlation == lastCorr {
+				return true
+			}
+		}
+		return false
+	}
+	// A replayed node has one record (a kernel, copy or fill).
+	nodes := 0
+	for _, r := range recs {
+		switch r.Kind {
+		case activityKernel, activityMemcpy, activityMemset:
+			if r.Correlation == lastCorr {
+				nodes++
+			}
+		}
+	}
+	return nodes >= c.lastRecords
 }
 
 // reset starts the next Spans: no ops, launches or origin.
@@ -486,7 +639,7 @@ func (c *cuptiTiming) wholeSpans(recs []activityRecord, f func(replay, op, strea
 // work since the last call (see spans).
 func (se *Session) cuptiSpans(f func(replay, op, stream int, start, end time.Duration)) error {
 	c := se.cupti
-	recs, err := c.tr.flush()
+	recs, err := c.collect()
 	c.spans(recs, max(8*len(recs), 1<<16), f)
 	c.reset()
 	return err

@@ -12,6 +12,7 @@
 
 #define DAGRUN_CUDA_H // the real cuda.h, included above, declares what cupti.h needs
 typedef struct dr_api dr_api; // dagrun's driver table (cuda.h): cupti.h takes it by pointer only
+typedef struct dr_launch dr_launch; // and a launch's parameters (cuda.h), by pointer only
 #include "../cupti.h" // relative: the CUPTI include folder has a cupti.h of its own
 
 static int bad;
@@ -52,6 +53,7 @@ int main(void) {
 	VAL(DR_CUPTI_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
 	VAL(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
 	VAL(DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	VAL(DR_CUPTI_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER);
 
 	VAL(DR_CUPTI_CBID_cuMemsetD8Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async);
 	VAL(DR_CUPTI_CBID_cuMemsetD16Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async);
