@@ -41,11 +41,11 @@ type graph struct {
 
 // capture is a capture in progress.
 type capture struct {
-	origin int
-	event  C.CUevent  // forks the streams at the start, joins origin's device's streams at the end
-	joins  []devEvent // joins the streams of the other devices (an event is recorded on its own device's streams)
-	timing bool       // se.timing before the capture, restored after it
-	records int       // ops traced while capturing whose work has activity records (graph.records)
+	origin  int
+	event   C.CUevent  // forks the streams at the start, joins origin's device's streams at the end
+	joins   []devEvent // joins the streams of the other devices (an event is recorded on its own device's streams)
+	timing  bool       // se.timing before the capture, restored after it
+	records int        // ops traced while capturing whose work has activity records (graph.records)
 }
 
 // devEvent is an event of one device's context.
