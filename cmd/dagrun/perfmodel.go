@@ -113,12 +113,23 @@ type perfModelReport struct {
 	Samples  int    `json:"samples,omitempty"`
 }
 
+// warmups is how many of repeat runs warm up and are left out of what is
+// measured and learned: modules, memory pools and caches, and the clocks
+// of an idle GPU and host. On the H100 the small examples' runs took three
+// or four runs to settle, so the first half of the runs warm up (at least
+// the first of several).
+func warmups(repeat int) int {
+	if repeat <= 1 {
+		return 0
+	}
+	return max(1, repeat/2)
+}
+
 // observe keeps what run number run (from 1) of repeat measured: its
-// spans, and the host's submission costs of its steps. The first of
-// several runs warms up (modules, memory pools, caches) and teaches
-// nothing.
+// spans, and the host's submission costs of its steps. The warm-up runs
+// (warmups) teach nothing.
 func (pm *perfModel) observe(g *dag.Graph, sess *executor.Session, spans []executor.Span, run, repeat int) error {
-	if run == 1 && repeat > 1 {
+	if run <= warmups(repeat) {
 		return nil
 	}
 	samples, err := trace.PerfSamples(g, spans)
@@ -257,23 +268,24 @@ func measuredMakespan(runs []trace.RunSpans) (time.Duration, bool) {
 	return ms[len(ms)/2], true
 }
 
-// makespanOf compares the plan's estimate with the run. Eager runs are
-// measured by their spans (the first of several left out as warm-up);
-// replays by the wall time per replay.
-func makespanOf(p *planner.Plan, runs []trace.RunSpans, g *graphReport) *makespanReport {
+// makespanOf compares the plan's estimate with the run of repeat runs.
+// Eager runs are measured by their spans (the warm-up runs left out, where
+// others were traced); replays by the time per replay (replayClock).
+func makespanOf(p *planner.Plan, runs []trace.RunSpans, g *graphReport, repeat int) *makespanReport {
 	r := &makespanReport{Mode: p.Stats.Mode.String(), EstimatedNS: p.Stats.Makespan.Nanoseconds()}
 	switch {
 	case g != nil && g.Replays > 0:
-		r.MeasuredNS, r.Source = g.PerReplayNS, "time per replay launched back to back, after the first"
+		r.MeasuredNS, r.Source = g.PerReplayNS, "time per replay launched back to back, after the warm-up"
 	default:
-		if len(runs) > 1 {
-			runs = runs[1:]
+		timed := slices.DeleteFunc(slices.Clone(runs), func(r trace.RunSpans) bool { return r.Run <= warmups(repeat) })
+		if len(timed) == 0 {
+			timed = runs
 		}
-		m, ok := measuredMakespan(runs)
+		m, ok := measuredMakespan(timed)
 		if !ok {
 			return nil
 		}
-		r.MeasuredNS, r.Source = m.Nanoseconds(), "median over the timed runs of the last op's end"
+		r.MeasuredNS, r.Source = m.Nanoseconds(), "median over the runs after the warm-up of the last op's end"
 	}
 	if r.MeasuredNS > 0 {
 		r.Ratio = float64(r.EstimatedNS) / float64(r.MeasuredNS)

@@ -129,7 +129,7 @@ func TestLearnStarts(t *testing.T) {
 		require.NoError(t, pm.observe(p.Graph, sess, sess.Spans(), run, repeat))
 	}
 	require.NoError(t, sess.Close())
-	require.Len(t, pm.eager, repeat-1, "the first run warms up")
+	require.Len(t, pm.eager, repeat-warmups(repeat), "the first half of the runs warms up")
 
 	// A replay measured 50 us over the model's estimate without a start.
 	_, err = pm.save() // the op costs first
@@ -153,4 +153,41 @@ func TestLearnStarts(t *testing.T) {
 	assert.InDelta(t, float64(50*time.Microsecond), float64(replayStart), float64(time.Microsecond))
 	got := planner.Simulate(p, back, planner.Replay).Makespan
 	assert.InDelta(t, float64(measured), float64(got), float64(measured)/100, "the replay's estimate is the measured time")
+}
+
+func TestWarmups(t *testing.T) {
+	for _, tc := range []struct{ repeat, want int }{{0, 0}, {1, 0}, {2, 1}, {3, 1}, {4, 2}, {20, 10}, {21, 10}} {
+		assert.Equal(t, tc.want, warmups(tc.repeat), "repeat %d", tc.repeat)
+	}
+}
+
+// The time per replay leaves out the first batch and the batches that
+// start in the first half of the replays, where there are others.
+func TestReplayClock(t *testing.T) {
+	type batch struct {
+		n    int
+		each time.Duration
+	}
+	tests := []struct {
+		name    string
+		repeat  int
+		batches []batch
+		want    time.Duration
+	}{
+		{"none", 0, nil, 0},
+		{"one replay", 1, []batch{{1, 90}}, 90},
+		{"the first batch left out", 3, []batch{{1, 90}, {2, 10}}, 10},
+		{"the warm-up left out", 200, []batch{{1, 90}, {64, 30}, {64, 20}, {64, 10}, {7, 10}}, 10},
+		{"too few after the warm-up", 4, []batch{{1, 90}, {1, 30}}, 30},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, done := newReplayClock(tc.repeat), 0
+			for _, b := range tc.batches {
+				c.add(time.Duration(b.n)*b.each, b.n, done)
+				done += b.n
+			}
+			assert.Equal(t, tc.want, c.perReplay())
+		})
+	}
 }

@@ -67,7 +67,7 @@ func replayTraced(ctx context.Context, sess *executor.Session, rs *runState, ops
 	start := time.Now()
 	var clock *replayClock // nil: replays launched alone are timed by the wall
 	if g.TimesReplays() {
-		clock = new(replayClock)
+		clock = newReplayClock(rs.repeat)
 		err = replayBatches(ctx, g, rs, start, clock)
 	} else {
 		err = replayAlone(ctx, g, rs, start)
@@ -98,7 +98,7 @@ func replayBatches(ctx context.Context, g *executor.Graph, rs *runState, start t
 		if err := g.Sync(ctx); err != nil {
 			return err
 		}
-		clock.add(time.Since(start)-batchStart, n)
+		clock.add(time.Since(start)-batchStart, n, done)
 		// The spans of every replay of the batch are read, the untraced
 		// ones dropped. A backend that fails reading its timers loses the
 		// spans, not the run, as Session.Spans does for eager runs.

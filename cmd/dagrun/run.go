@@ -77,8 +77,8 @@ Flags:
 	                 a corrupt one is a warning, and default costs), time
 	                 the runs, print estimated against measured makespan,
 	                 and fold the runs' durations and submission costs
-	                 into F (written whole; the first of several runs is
-	                 a warm-up and teaches nothing)
+	                 into F (written whole; the first half of several
+	                 runs or replays warms up and teaches nothing)
 	--format F       text (default) or json: the outputs and summary, or
 	                 the errors, as a JSON document with schema_version
 	                 (--json is short for --format json)
@@ -129,30 +129,47 @@ type graphReport struct {
 
 // replayClock times replays launched in batches. The first batch (one
 // replay: the graph's upload, and the warm-up of what it touches) is kept
-// apart; the others count from each batch's first launch to its Sync's
-// return, so that what the host does between batches (reading traced
-// replays' spans, the progress bar) is not charged to the replays.
+// apart, and the batches that start in the first half of the replays
+// warm up (as eager runs do: warmups); the others count from each batch's
+// first launch to its Sync's return, so that what the host does between
+// batches (reading traced replays' spans, the progress bar) is not
+// charged to the replays.
 type replayClock struct {
+	warm            int // replays that warm up
 	first, steady   time.Duration
 	firstN, steadyN int
+	// all and allN are every batch after the first, for too few replays
+	// to leave any after the warm-up.
+	all  time.Duration
+	allN int
 }
 
-// add counts a batch of n replays that took d.
-func (c *replayClock) add(d time.Duration, n int) {
-	if c.firstN == 0 {
+func newReplayClock(repeat int) *replayClock { return &replayClock{warm: warmups(repeat)} }
+
+// add counts a batch of n replays, the first after done others, that
+// took d.
+func (c *replayClock) add(d time.Duration, n, done int) {
+	switch {
+	case c.firstN == 0:
 		c.first, c.firstN = d, n
 		return
+	case done >= c.warm:
+		c.steady += d
+		c.steadyN += n
 	}
-	c.steady += d
-	c.steadyN += n
+	c.all += d
+	c.allN += n
 }
 
-// perReplay is the time of a replay after the first batch, or of the first
-// where there was no other; 0 when none was timed.
+// perReplay is the time of a replay after the warm-up, or, with too few
+// replays for that, after the first batch, or of the first; 0 when none
+// was timed.
 func (c *replayClock) perReplay() time.Duration {
 	switch {
 	case c.steadyN > 0:
 		return c.steady / time.Duration(c.steadyN)
+	case c.allN > 0:
+		return c.all / time.Duration(c.allN)
 	case c.firstN > 0:
 		return c.first / time.Duration(c.firstN)
 	}
@@ -415,7 +432,7 @@ func (c *cli) run(args []string) error {
 	}
 	note := timingNote(sess, nil)
 	if pm != nil {
-		report.Makespan = makespanOf(p, rs.runs, report.Graph)
+		report.Makespan = makespanOf(p, rs.runs, report.Graph, f.repeat)
 		pm.observeReplays(report.Graph)
 	}
 	if asJSON {
@@ -622,7 +639,7 @@ func replay(ctx context.Context, sess *executor.Session, repeat, ops int, bar *p
 		}
 	}()
 	start := time.Now()
-	var clock replayClock
+	clock := newReplayClock(repeat)
 	batch := 1 // until a replay has been timed
 	for done := 0; done < repeat; {
 		n := min(batch, repeat-done)
@@ -635,7 +652,7 @@ func replay(ctx context.Context, sess *executor.Session, repeat, ops int, bar *p
 		if err := g.Sync(ctx); err != nil {
 			return nil, err
 		}
-		clock.add(time.Since(batchStart), n)
+		clock.add(time.Since(batchStart), n, done)
 		done += n
 		bar.update(done)
 		batch = syncEvery
@@ -643,7 +660,7 @@ func replay(ctx context.Context, sess *executor.Session, repeat, ops int, bar *p
 			batch = int(min(max(syncWindow/each, 1), syncEvery))
 		}
 	}
-	return newGraphReport(g.Stats(), time.Since(start), repeat, ops, &clock), nil
+	return newGraphReport(g.Stats(), time.Since(start), repeat, ops, clock), nil
 }
 
 func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {

@@ -4,8 +4,9 @@
 #  1. Profile-guided planning: examples/profile_guided.yaml run with a fresh
 #     perf model (the default plan; its spans fill the model), then run
 #     again (the plan made with the model): measured makespans of both.
-#  2. Estimated against measured makespan per example, eager and replayed,
-#     after one profiled run of each mode (the ratio per example and mode).
+#  2. Estimated against measured makespan per example and workloads C and
+#     E, eager and replayed, after one profiled run of each mode (the ratio
+#     per example and mode).
 #  3. Tracing cost: BenchmarkCUPTISessionTracing (workload E eager, CUPTI
 #     against events, and against the raw C loop traced the same way in
 #     the same process (E-raw, three processes); workload C replayed 50 times back to back, traced
@@ -27,12 +28,12 @@ dagrun=.gpu/dagrun
 # field FILE EXPR prints a field of a JSON report (python3 expression on r).
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-echo "== profile-guided planning (examples/profile_guided.yaml, --repeat 20)"
+echo "== profile-guided planning (examples/profile_guided.yaml, --repeat 40)"
 m="$out/models-guided.json"
 rm -f "$m"
-if $dagrun run .gpu/examples/profile_guided.yaml --backend cuda --repeat 20 --perf-model "$m" --json \
+if $dagrun run .gpu/examples/profile_guided.yaml --backend cuda --repeat 40 --perf-model "$m" --json \
 	>"$out/guided-default.json" 2>"$out/guided-default.err" &&
-	$dagrun run .gpu/examples/profile_guided.yaml --backend cuda --repeat 20 --perf-model "$m" --json \
+	$dagrun run .gpu/examples/profile_guided.yaml --backend cuda --repeat 40 --perf-model "$m" --json \
 		>"$out/guided-profiled.json" 2>"$out/guided-profiled.err"; then
 	d=$(field "$out/guided-default.json" "r['makespan']['measured_ns']")
 	p=$(field "$out/guided-profiled.json" "r['makespan']['measured_ns']")
@@ -65,10 +66,24 @@ else
 	status=1
 fi
 
+# Workloads C and E of BASELINES.md as specs: 8 independent chains of 100
+# kernels (spins of 10 us; empty ones), declared round by round.
+mkdir -p "$out/workloads"
+python3 - "$out/workloads" <<'PY'
+import sys
+for name, kernel, args in (('workload_c', 'spin', ', args: {us: 10}'), ('workload_e', 'empty', '')):
+    lines = ['# Workload %s of BASELINES.md: 8 chains of 100 %s kernels.' % (name[-1].upper(), kernel), 'run: {streams: 8}', 'ops:']
+    for i in range(100):
+        for c in range(8):
+            after = ', after: [c%d_%d]' % (c, i - 1) if i else ''
+            lines.append('  - {launch: %s, grid: 1, block: 32%s, name: c%d_%d%s}' % (kernel, args, c, i, after))
+    open('%s/%s.yaml' % (sys.argv[1], name), 'w').write('\n'.join(lines) + '\n')
+PY
+
 echo "== estimated / measured makespan after one profiled run"
 printf '%-16s %-10s %-12s %-12s %-8s %s\n' example mode estimated measured ratio covered
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-for spec in .gpu/examples/*.yaml; do
+for spec in .gpu/examples/*.yaml "$out"/workloads/*.yaml; do
 	ex=$(basename "$spec" .yaml)
 	# Ranks and the 2-device pipeline need 2 GPUs (scripts/gpu/ranks.sh, multigpu.sh).
 	case $ex in data_parallel | pipeline_2gpu) [ "$gpus" -ge 2 ] || continue ;; esac
@@ -77,10 +92,10 @@ for spec in .gpu/examples/*.yaml; do
 	# One profiled run of each mode (the replay's teaches the model what a
 	# replay costs beyond its ops), then the measured ones, as many runs
 	# each.
-	if ! $dagrun run "$spec" --backend cuda --repeat 20 --perf-model "$m" --json >"$out/learn-$ex.json" 2>"$out/learn-$ex.err" ||
-		! $dagrun run "$spec" --backend cuda --graph --repeat 200 --perf-model "$m" --json >"$out/learn-replay-$ex.json" 2>"$out/learn-replay-$ex.err" ||
-		! $dagrun run "$spec" --backend cuda --repeat 20 --perf-model "$m" --json >"$out/eager-$ex.json" 2>"$out/eager-$ex.err" ||
-		! $dagrun run "$spec" --backend cuda --graph --repeat 200 --perf-model "$m" --json >"$out/replay-$ex.json" 2>"$out/replay-$ex.err"; then
+	if ! $dagrun run "$spec" --backend cuda --repeat 40 --perf-model "$m" --json >"$out/learn-$ex.json" 2>"$out/learn-$ex.err" ||
+		! $dagrun run "$spec" --backend cuda --graph --repeat 400 --perf-model "$m" --json >"$out/learn-replay-$ex.json" 2>"$out/learn-replay-$ex.err" ||
+		! $dagrun run "$spec" --backend cuda --repeat 40 --perf-model "$m" --json >"$out/eager-$ex.json" 2>"$out/eager-$ex.err" ||
+		! $dagrun run "$spec" --backend cuda --graph --repeat 400 --perf-model "$m" --json >"$out/replay-$ex.json" 2>"$out/replay-$ex.err"; then
 		echo "$ex: FAIL (see $out/*-$ex.err)"
 		status=1
 		continue
@@ -102,20 +117,20 @@ printf '%-16s %-10s %-12s %-12s %-8s %s\n' example mode estimated measured ratio
 shared="$out/models-shared.json"
 rm -f "$shared"
 examples=()
-for spec in .gpu/examples/*.yaml; do
+for spec in .gpu/examples/*.yaml "$out"/workloads/*.yaml; do
 	ex=$(basename "$spec" .yaml)
 	case $ex in data_parallel | pipeline_2gpu) [ "$gpus" -ge 2 ] || continue ;; esac
 	examples+=("$spec")
-	$dagrun run "$spec" --backend cuda --repeat 20 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
-	$dagrun run "$spec" --backend cuda --graph --repeat 200 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
+	$dagrun run "$spec" --backend cuda --repeat 40 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
+	$dagrun run "$spec" --backend cuda --graph --repeat 400 --perf-model "$shared" >/dev/null 2>>"$out/shared-learn.err" || status=1
 done
 cp "$shared" "$out/models-shared-learned.json"
 for spec in "${examples[@]}"; do
 	ex=$(basename "$spec" .yaml)
 	for mode in eager replay; do
 		f="$out/shared-$mode-$ex.json"
-		flags="--repeat 20"
-		[ $mode = replay ] && flags="--graph --repeat 200"
+		flags="--repeat 40"
+		[ $mode = replay ] && flags="--graph --repeat 400"
 		# Each from the model as learned, not as the runs before it left it.
 		cp "$out/models-shared-learned.json" "$out/models-shared-now.json"
 		if $dagrun run "$spec" --backend cuda $flags --perf-model "$out/models-shared-now.json" --json >"$f" 2>"$f.err"; then
