@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -172,6 +173,11 @@ func (s *Session) Run(ctx context.Context) (err error) {
 // looks at ctx every ctxCheckEvery steps. A failed step's error names its
 // op; verb says what the submission is for, in the error of a stop.
 func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error {
+	// One OS thread submits the whole run: CUPTI keeps its activity buffers
+	// and pushed ids per thread, and a run spread over threads would pay
+	// for a buffer on each.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	steps, b := s.p.Steps, s.submitter()
 	for i := range steps {
 		st := &steps[i]
