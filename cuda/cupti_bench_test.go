@@ -2,7 +2,9 @@ package cuda
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -279,6 +281,13 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 		b.ReportMetric(us(d), "cupti-tracing-us/op")
 		b.ReportMetric(float64(d)/float64(r), "dagrun/raw-tracing")
 		b.ReportMetric(float64(dropped), "dropped")
+		quartiles := func(ds []time.Duration) string {
+			s := slices.Clone(ds)
+			slices.Sort(s)
+			q := func(f float64) float64 { return us(s[int(f*float64(len(s)-1))]) }
+			return fmt.Sprintf("%.2f / %.2f / %.2f", q(0.25), q(0.5), q(0.75))
+		}
+		b.Logf("CUPTI's cost per op over %d iterations, quartiles in us: raw loop %s, dagrun %s", len(rawCost), quartiles(rawCost), quartiles(dagCost))
 	})
 	// Workload C replayed 50 times back to back, synchronised once, on a raw
 	// graph (C-replay, C-replay-whole) and through executor sessions

@@ -403,7 +403,12 @@ func (c *cli) run(args []string) error {
 		stop()
 	}()
 	opts := faultOpts
-	if f.traceFile != "" || pm != nil {
+	// Ops are timed for a trace, and for a perf model's eager runs (their
+	// spans teach it). Replays teach a perf model only their time each,
+	// which tracing their ops would inflate (by CUPTI's cost per node: 8x
+	// for workload E's empty kernels on the H100), so untraced replays are
+	// not timed.
+	if f.traceFile != "" || (pm != nil && !f.graph) {
 		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(f.timingSource()))
 	}
 	if pm != nil {
@@ -433,7 +438,13 @@ func (c *cli) run(args []string) error {
 	note := timingNote(sess, nil)
 	if pm != nil {
 		report.Makespan = makespanOf(p, rs.runs, report.Graph, f.repeat)
-		pm.observeReplays(report.Graph)
+		// Replays traced op by op ran slower than they do untraced (CUPTI's
+		// cost per node; timed by events, each traced replay ran alone):
+		// their time each would mislead the model. Whole replays timed by
+		// CUPTI's graph-level records cost nearly nothing.
+		if !f.graph || f.traceFile == "" || f.timingSource() == "cupti-graph" {
+			pm.observeReplays(report.Graph)
+		}
 	}
 	if asJSON {
 		report.Warnings = specWarnings(s)
