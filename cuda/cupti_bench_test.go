@@ -214,7 +214,9 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 	// the records flushed and counted) and the timed session's run (records
 	// flushed and turned into spans). Reported: the medians of each one's
 	// CUPTI cost per op (traced less untraced, within an iteration) and
-	// dagrun/raw, the at most 1.15x.
+	// dagrun/raw, the at most 1.15x; beside them, the raw loop's
+	// cost when it makes the context current before each launch, as
+	// dagrun's launches do (raw-ctx-cupti-tracing).
 	b.Run("E-raw", func(b *testing.B) {
 		const nchains, length = 8, 100
 		p, err := planner.New(chains(nchains, length, dag.Empty, 0, false), planner.Options{Streams: nchains})
@@ -234,11 +236,12 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 		// around them, untimed: the host's speed drifts between processes
 		// and within one, so each one's cost is a difference within one
 		// iteration.
-		var rawCost, dagCost []time.Duration
+		var rawCost, dagCost, ctxCost []time.Duration
 		var records, spans int
 		var dropped uint64
 		for i := range 3 + b.N {
 			uRaw, uOff := timeIt(b, rawRun), timeIt(b, offRun)
+			uCtx := timeIt(b, func() error { return raw.launchesEachCtx(nil, length, 0) })
 			cupti, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
 			require.NoError(b, err)
 			if src, why, _ := cupti.TimingSource(); src != TimingCUPTI {
@@ -264,12 +267,20 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 				require.NoError(b, cupti.Run(ctx))
 			}
 			tRaw, tDag := timeIt(b, tracedRaw), timeIt(b, func() error { return cupti.Run(ctx) })
+			tCtx := timeIt(b, func() error {
+				if err := raw.launchesEachCtx(tr, length, 0); err != nil {
+					return err
+				}
+				_, err := takeKernels(tr, nchains*length)
+				return err
+			})
 			spans = len(cupti.Spans())
 			_, _, d := cupti.TimingSource()
 			dropped += d + tr.cuptiDropped()
 			require.NoError(b, cupti.Close())
 			if i >= 3 {
 				rawCost, dagCost = append(rawCost, tRaw-uRaw), append(dagCost, tDag-uOff)
+				ctxCost = append(ctxCost, tCtx-uCtx)
 			}
 		}
 		require.Equal(b, nchains*length, records, "every raw launch has its record")
@@ -287,7 +298,9 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 			q := func(f float64) float64 { return us(s[int(f*float64(len(s)-1))]) }
 			return fmt.Sprintf("%.2f / %.2f / %.2f", q(0.25), q(0.5), q(0.75))
 		}
-		b.Logf("CUPTI's cost per op over %d iterations, quartiles in us: raw loop %s, dagrun %s", len(rawCost), quartiles(rawCost), quartiles(dagCost))
+		b.ReportMetric(us(median(ctxCost)), "raw-ctx-cupti-tracing-us/op")
+		b.Logf("CUPTI's cost per op over %d iterations, quartiles in us: raw loop %s, dagrun %s; the raw loop making the context current before each launch %s",
+			len(rawCost), quartiles(rawCost), quartiles(dagCost), quartiles(ctxCost))
 	})
 	// Workload C replayed 50 times back to back, synchronised once, on a raw
 	// graph (C-replay, C-replay-whole) and through executor sessions

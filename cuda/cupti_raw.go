@@ -25,6 +25,27 @@ static CUresult dr_cupti_raw_launches(dr_api* a, CUcontext c, dr_launch* l, CUst
 	return a->cuCtxSynchronize();
 }
 
+// dr_raw_launches_each_ctx is dr_cupti_raw_launches (untraced where t is
+// NULL) making the context current before each launch, as dagrun's launches
+// do (dr_ctx: cuCtxGetCurrent, once per launch): what that costs, apart.
+static CUresult dr_raw_launches_each_ctx(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams, int nstreams,
+                                         int rounds, dr_cupti* t, uint64_t first, int* cupti_failed) {
+	void** params = l->nslots > 0 ? l->params : NULL;
+	uint64_t id = first;
+	CUresult r = DR_SUCCESS;
+	for (int i = 0; i < rounds; i++) {
+		for (int k = 0; k < nstreams; k++) {
+			r = dr_ctx(a, c);
+			if (r != DR_SUCCESS) return r;
+			if (t != NULL && dr_cupti_push(t, id++) != DR_CUPTI_SUCCESS) { *cupti_failed = 1; return 0; }
+			r = a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, streams[k], params, NULL);
+			if (t != NULL && dr_cupti_pop(t) != DR_CUPTI_SUCCESS) { *cupti_failed = 1; return 0; }
+			if (r != DR_SUCCESS) return r;
+		}
+	}
+	return a->cuCtxSynchronize();
+}
+
 // dr_cupti_raw_graph_marked launches e n times back to back on s, launch i
 // with replay marker first+i pushed around it (dr_cupti_graph_launch), then
 // synchronises s: replays traced the way a session traces them.
@@ -75,6 +96,21 @@ import (
 func (r *rawLoop) tracedLaunchesC(t *activityTracer, rounds int, first uint64) error {
 	var failed C.int
 	rc := C.dr_cupti_raw_launches(r.b.drv.api, r.d.ctx, r.launch, r.streams, C.int(r.n), C.int(rounds), t.lib, C.uint64_t(first), &failed)
+	if failed != 0 {
+		return errors.New("cupti: pushing or popping an external correlation id failed")
+	}
+	return r.b.drv.check("cuLaunchKernel", rc)
+}
+
+// launchesEachCtx is launchesC, traced through t (when not nil) as
+// tracedLaunchesC is, with the context made current before each launch.
+func (r *rawLoop) launchesEachCtx(t *activityTracer, rounds int, first uint64) error {
+	var failed C.int
+	var lib *C.dr_cupti
+	if t != nil {
+		lib = t.lib
+	}
+	rc := C.dr_raw_launches_each_ctx(r.b.drv.api, r.d.ctx, r.launch, r.streams, C.int(r.n), C.int(rounds), lib, C.uint64_t(first), &failed)
 	if failed != 0 {
 		return errors.New("cupti: pushing or popping an external correlation id failed")
 	}
