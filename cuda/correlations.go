@@ -7,15 +7,21 @@ package cuda
 // from flush to flush, where a map would cost most of the host's time of
 // reading a traced eager run's records. Ids a flush leaves unclaimed (their
 // records come in a later flush) move to a map, as do all of a flush whose
-// ids are too far apart for a window.
+// ids are too far apart for a window. A claimed id stays claimable for one
+// more flush: a forced flush right after a default one may bring the rest
+// of a launch's records (cuptiTiming.collect).
 type correlations struct {
 	base uint32
 	// win holds id+1 for correlation base+i, negated once a record has
 	// claimed it; 0 for none.
 	win []int64
-	far map[uint32]int64
-	// used are the far ids claimed in this flush, deleted at its end.
-	used []uint32
+	// prev is the last flush's window, its claimed ids only.
+	prevBase uint32
+	prev     []int64
+	far      map[uint32]int64
+	// used are the far ids claimed in this flush and in the last, deleted
+	// at the end of the next.
+	used, usedPrev []uint32
 }
 
 func newCorrelations() *correlations { return &correlations{far: map[uint32]int64{}} }
@@ -23,7 +29,7 @@ func newCorrelations() *correlations { return &correlations{far: map[uint32]int6
 // open starts a flush whose ids lie in [lo, hi], n of them; with n == 0
 // there is no window.
 func (c *correlations) open(lo, hi uint32, n int) {
-	c.win, c.used = c.win[:0], c.used[:0]
+	c.win = c.win[:0]
 	if n == 0 || hi < lo || uint64(hi-lo) >= 4*uint64(n)+1024 {
 		return
 	}
@@ -36,17 +42,17 @@ func (c *correlations) open(lo, hi uint32, n int) {
 	c.base = lo
 }
 
-// slot is id's place in the window, or -1.
-func (c *correlations) slot(id uint32) int {
-	if id < c.base || int64(id-c.base) >= int64(len(c.win)) {
+// slot is id's place in window w from base, or -1.
+func slot(w []int64, base, id uint32) int {
+	if id < base || int64(id-base) >= int64(len(w)) {
 		return -1
 	}
-	return int(id - c.base)
+	return int(id - base)
 }
 
 // set names correlation id by v (at least 0).
 func (c *correlations) set(id uint32, v int64) {
-	if i := c.slot(id); i >= 0 {
+	if i := slot(c.win, c.base, id); i >= 0 {
 		if c.win[i] < 0 { // claimed already: stays claimed
 			c.win[i] = -(v + 1)
 		} else {
@@ -59,7 +65,7 @@ func (c *correlations) set(id uint32, v int64) {
 
 // claim returns what names correlation id, marking it claimed.
 func (c *correlations) claim(id uint32) (int64, bool) {
-	if i := c.slot(id); i >= 0 {
+	if i := slot(c.win, c.base, id); i >= 0 {
 		switch v := c.win[i]; {
 		case v > 0:
 			c.win[i] = -v
@@ -68,6 +74,9 @@ func (c *correlations) claim(id uint32) (int64, bool) {
 			return -v - 1, true
 		}
 	}
+	if i := slot(c.prev, c.prevBase, id); i >= 0 && c.prev[i] < 0 {
+		return -c.prev[i] - 1, true
+	}
 	v, ok := c.far[id]
 	if ok {
 		c.used = append(c.used, id)
@@ -75,19 +84,33 @@ func (c *correlations) claim(id uint32) (int64, bool) {
 	return v, ok
 }
 
-// close ends the flush: claimed ids are done (a graph launch's records all
-// arrive once the replay is synchronised), unclaimed ones wait in the map.
+// close ends the flush: ids claimed in the flush before are done (a
+// graph launch's records all arrive once the replay is synchronised),
+// unclaimed ones wait in the map, and this flush's window becomes the last.
 func (c *correlations) close() {
-	for _, id := range c.used {
+	for _, id := range c.usedPrev {
 		delete(c.far, id)
 	}
+	c.usedPrev, c.used = c.used, c.usedPrev[:0]
 	for i, v := range c.win {
 		if v > 0 {
 			c.far[c.base+uint32(i)] = v - 1
+			c.win[i] = 0
 		}
 	}
-	c.win, c.used = c.win[:0], c.used[:0]
+	c.prev, c.win = c.win, c.prev[:0]
+	c.prevBase = c.base
 }
 
 // pending is how many ids wait for their records.
-func (c *correlations) pending() int { return len(c.far) }
+func (c *correlations) pending() int {
+	n := len(c.far)
+	done := map[uint32]bool{}
+	for _, id := range c.usedPrev {
+		if _, ok := c.far[id]; ok && !done[id] {
+			done[id] = true
+			n--
+		}
+	}
+	return n
+}

@@ -584,9 +584,9 @@ func BenchmarkCUPTIReplayRecords(b *testing.B) {
 
 // BenchmarkCUPTIEagerRecords is the host's processing of a traced eager
 // run of workload E without a GPU: 800 kernel records, each named by the
-// driver callback's link and by an external correlation record, resolved
-// and gathered into spans, as Session.Spans does after the flush.
-// Reported per op.
+// driver callback's link and by an external correlation record, resolved,
+// checked for completeness and gathered into spans, as Session.Spans does
+// after the flush. Reported per op.
 func BenchmarkCUPTIEagerRecords(b *testing.B) {
 	const nops, nstreams = 800, 8
 	in := make([]activityRecord, 0, 2*nops)
@@ -594,27 +594,30 @@ func BenchmarkCUPTIEagerRecords(b *testing.B) {
 	for op := range nops {
 		corr := uint32(5000 + 3*op) // a record and a wait between launches
 		start := uint64(1_000_000 + op*1000)
-		in = append(in, activityRecord{Kind: activityExternal, Correlation: corr, Op: int64(op)},
-			activityRecord{Kind: activityKernel, Correlation: corr, Start: start, End: start + 900})
+		in = append(in, activityRecord{Kind: activityExternal, Correlation: corr, Op: int64(op), Replay: -1},
+			activityRecord{Kind: activityKernel, Correlation: corr, Start: start, End: start + 900, Replay: -1})
 		links = append(links, link{corr: corr, id: int64(op)})
 	}
-	c := &cuptiTiming{origin: 1}
-	recs := make([]activityRecord, len(in))
-	external := newCorrelations()
+	tr := &activityTracer{external: newCorrelations()}
+	c := &cuptiTiming{tr: tr, origin: 1}
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
 		c.ops = c.ops[:0]
 		for op := range nops {
-			c.ops = append(c.ops, cuptiOp{op: op, stream: op % nstreams})
+			c.ops = append(c.ops, cuptiOp{op: op, stream: op % nstreams, expect: true})
 			c.setStream(op, op%nstreams)
 		}
-		copy(recs, in)
-		got := resolveRecordsCached(recs, links, external, nil, nil, nil)
+		tr.recs = append(tr.recs[:0], in...)
+		tr.linkBuf = append(tr.linkBuf[:0], links...)
+		got := tr.resolvePending()
+		if !c.complete(got) {
+			b.Fatal("the run's records are all there")
+		}
 		n = 0
 		c.spans(got, max(8*len(got), 1<<16), func(replay, op, stream int, start, end time.Duration) { n++ })
 	}
 	require.Equal(b, nops, n)
-	require.Zero(b, external.pending())
+	require.Zero(b, tr.external.pending())
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nops, "ns/op")
 }

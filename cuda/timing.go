@@ -183,10 +183,11 @@ type cuptiTiming struct {
 	// forced counts the flushes collect had to force, since the tracer
 	// started.
 	forced int
-	// present and expect are collect's scratch: correlation ids that have
-	// records, and ops whose records are awaited (bit 1) or have come (bit 2).
-	present *correlations
-	expect  []uint8
+	// expect and held are collect's scratch: by op, 1 for awaited records
+	// and 2 for come; the records of a default flush kept across a forced
+	// one.
+	expect []uint8
+	held   []activityRecord
 	// unnamed counts records of the last Spans that named no op of the run
 	// (work submitted by someone else in the process, or a launch whose
 	// correlation did not arrive).
@@ -482,28 +483,25 @@ func (c *cuptiTiming) dropReplays() error {
 // collect takes the records of the work since the last Spans, which the
 // caller has synchronised, and names them: by CUPTI's default flush, and
 // by a forced one only where something awaited has not come (see
-// activityTracer.take).
+// activityTracer.take). The records are valid until the next collect.
 func (c *cuptiTiming) collect() ([]activityRecord, error) {
-	if err := c.tr.take(false); err != nil {
-		return c.tr.resolvePending(), err
+	err := c.tr.take(false)
+	recs := c.tr.resolvePending()
+	if err != nil || c.complete(recs) {
+		return recs, err
 	}
-	var err error
-	if !c.complete() {
-		c.forced++
-		err = c.tr.take(true)
-	}
-	return c.tr.resolvePending(), err
+	c.forced++
+	c.held = append(c.held[:0], recs...) // the next take reuses recs' memory
+	err = c.tr.take(true)
+	c.held = append(c.held, c.tr.resolvePending()...)
+	return c.held, err
 }
 
-// complete reports whether the records taken so far hold every awaited
-// one: each op run since the last Spans whose work has records has some,
-// and so does every node with records of the last replay launched (under
-// the whole-graph tracer: its graph-launch record). A launch is known by
-// its correlation id, which the driver callback's links and CUPTI's
-// external correlation records give; an op or replay named by neither is
-// taken as missing.
-func (c *cuptiTiming) complete() bool {
-	recs, links := c.tr.recs, c.tr.linkBuf
+// complete reports whether the named records recs hold every awaited one:
+// each op run since the last Spans whose work has records has some, and so
+// does every node with records of the last replay launched (under the
+// whole-graph tracer: its graph-launch record).
+func (c *cuptiTiming) complete(recs []activityRecord) bool {
 	nops := len(c.streams)
 	c.expect = slices.Grow(c.expect[:0], nops)[:nops]
 	clear(c.expect)
@@ -514,85 +512,37 @@ func (c *cuptiTiming) complete() bool {
 			awaited++
 		}
 	}
-	last := int64(-1) // the last replay's marker
+	last := int64(-1) // the last replay
 	if n := len(c.launchStreams); n > 0 {
-		last = replayMarker + int64(c.launchBase+n-1)
+		last = int64(c.launchBase + n - 1)
 	}
 	if awaited == 0 && last < 0 {
 		return true
 	}
-	// The correlation ids with records, in a window over the ids of the
-	// launches: every id asked about is one of those.
-	lo, hi, n := ^uint32(0), uint32(0), 0
-	bound := func(corr uint32) { lo, hi, n = min(lo, corr), max(hi, corr), n+1 }
-	for _, l := range links {
-		bound(l.corr)
-	}
+	nodes, whole := 0, false
 	for _, r := range recs {
-		if r.Kind == activityExternal {
-			bound(r.Correlation)
-		}
-	}
-	if c.present == nil {
-		c.present = newCorrelations()
-	}
-	c.present.open(lo, hi, n)
-	defer func() {
-		c.present.win = c.present.win[:0]
-		clear(c.present.far)
-	}()
-	for _, r := range recs {
-		switch r.Kind {
-		case activityKernel, activityMemcpy, activityMemset, activityGraphLaunch:
-			c.present.set(r.Correlation, 0)
-		}
-	}
-	lastCorr, lastFound := uint32(0), false
-	named := func(corr uint32, id int64) {
+		work := r.Kind == activityKernel || r.Kind == activityMemcpy || r.Kind == activityMemset
 		switch {
-		case id == last:
-			lastCorr, lastFound = corr, true
-		case id >= 0 && id < int64(nops) && c.expect[id] == 1:
-			if _, ok := c.present.claim(corr); ok {
-				c.expect[id] = 2
+		case r.Replay < 0:
+			if work && r.Op >= 0 && r.Op < int64(nops) && c.expect[r.Op] == 1 {
+				c.expect[r.Op] = 2
 				awaited--
 			}
+		case r.Replay == last:
+			if work {
+				nodes++ // a replayed node has one record
+			} else if r.Kind == activityGraphLaunch {
+				whole = true
+			}
 		}
 	}
-	for _, l := range links {
-		named(l.corr, l.id)
-	}
-	for _, r := range recs {
-		if r.Kind == activityExternal {
-			named(r.Correlation, r.Op)
-		}
-	}
-	if awaited > 0 {
+	switch {
+	case awaited > 0:
 		return false
-	}
-	if last < 0 {
+	case last < 0:
 		return true
-	}
-	if !lastFound {
-		return false
-	}
-	if c.whole {
-		for _, r := range recs {
-			if r.Kind == activityGraphLaunch && r.Correlation == lastCorr {
-				return true
-			}
-		}
-		return false
-	}
-	// A replayed node has one record (a kernel, copy or fill).
-	nodes := 0
-	for _, r := range recs {
-		switch r.Kind {
-		case activityKernel, activityMemcpy, activityMemset:
-			if r.Correlation == lastCorr {
-				nodes++
-			}
-		}
+	case c.whole:
+		return whole
 	}
 	return nodes >= c.lastRecords
 }
