@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +35,9 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
+			if err := setFreePorts(env); err != nil {
+				return err
+			}
 			return copyExamples(filepath.Join(env.WorkDir, "examples"))
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -117,4 +123,40 @@ func status(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
+}
+
+// setFreePorts sets PORT0 to PORT7 in a script's environment to TCP ports
+// that are free now, for the rendezvous of ranks run as processes
+// (DAGRUN_PORT=$PORT0). They are drawn below Linux's ephemeral range
+// (32768 and up), where no connection of another test takes its local
+// port: fixed ports there made the scripts fail now and then beside other
+// packages' tests.
+func setFreePorts(env *testscript.Env) error {
+	seen := map[int]bool{}
+	for i := range 8 {
+		port, err := freePort(seen)
+		if err != nil {
+			return err
+		}
+		seen[port] = true
+		env.Setenv(fmt.Sprintf("PORT%d", i), strconv.Itoa(port))
+	}
+	return nil
+}
+
+// freePort is a port in [20000, 32768) not in seen that can be listened on.
+func freePort(seen map[int]bool) (int, error) {
+	for range 200 {
+		port := 20000 + rand.IntN(12768)
+		if seen[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free TCP port found in [20000, 32768)")
 }

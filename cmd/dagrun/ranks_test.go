@@ -35,6 +35,9 @@ func TestRankScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
+			if err := setFreePorts(env); err != nil {
+				return err
+			}
 			if err := copyExamples(filepath.Join(env.WorkDir, "examples")); err != nil {
 				return err
 			}
