@@ -276,4 +276,42 @@ CUresult dr_raw_session_open(dr_api* a, CUcontext c, CUstream* streams, int nstr
 CUresult dr_raw_session_close(dr_api* a, CUcontext c, CUstream* streams, int nstreams, CUevent* events, int nevents,
                               void** bufs, const int* kinds, int nbufs);
 
+// A plain submission step, enqueued from C with others in one crossing
+// (dr_submit): a kernel launch, a fill, a copy between device memory and
+// device or page-locked memory, an event record or a stream wait.
+enum {
+	DR_STEP_LAUNCH = 0,
+	DR_STEP_MEMSET = 1,
+	DR_STEP_HTOD = 2,
+	DR_STEP_DTOH = 3,
+	DR_STEP_DTOD = 4,
+	DR_STEP_RECORD = 5,
+	DR_STEP_WAIT = 6,
+};
+
+typedef struct {
+	int kind;
+	int esize; // DR_STEP_MEMSET: bytes per element
+	CUcontext ctx;
+	CUstream s;
+	dr_launch* l;     // DR_STEP_LAUNCH
+	CUevent e;        // DR_STEP_RECORD, DR_STEP_WAIT
+	CUdeviceptr d;    // the device side of a fill or copy (the destination of a device copy)
+	CUdeviceptr src;  // DR_STEP_DTOD
+	void* host;       // DR_STEP_HTOD, DR_STEP_DTOH: page-locked memory
+	size_t n;         // bytes of a copy, elements of a fill
+	uint64_t fill;    // DR_STEP_MEMSET
+	int64_t op;       // the op pushed to CUPTI around the call (see dr_submit); -1 for none
+} dr_step;
+
+struct dr_cupti;
+
+// dr_submit enqueues steps[0..n) in order, each as its own dr_ call would,
+// making each step's context current when it is not. With t not NULL, a
+// step's op (when not -1) is pushed to CUPTI around its call
+// (dr_cupti_push). *done is how many steps were enqueued: n, or the index
+// of the step whose failed result is returned. *cupti_failed is set when a
+// push or pop failed (the call is made all the same).
+CUresult dr_submit(dr_api* a, const dr_step* steps, int n, struct dr_cupti* t, int* done, int* cupti_failed);
+
 #endif

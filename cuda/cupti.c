@@ -663,6 +663,65 @@ CUresult dr_cupti_traced_launch(dr_cupti* c, dr_api* a, CUcontext ctx, dr_launch
 	return r;
 }
 
+// step_call makes the driver call of one plain step; its context is current.
+static CUresult step_call(dr_api* a, const dr_step* st) {
+	switch (st->kind) {
+	case DR_STEP_LAUNCH: {
+		const dr_launch* l = st->l;
+		return a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, st->s,
+		                         l->nslots > 0 ? l->params : NULL, NULL);
+	}
+	case DR_STEP_MEMSET:
+		return dr_memset_async(a, st->ctx, st->d, st->esize, st->fill, st->n, st->s);
+	case DR_STEP_HTOD:
+		return a->cuMemcpyHtoDAsync(st->d, st->host, st->n, st->s);
+	case DR_STEP_DTOH:
+		return a->cuMemcpyDtoHAsync(st->host, st->d, st->n, st->s);
+	case DR_STEP_DTOD:
+		return a->cuMemcpyDtoDAsync(st->d, st->src, st->n, st->s);
+	case DR_STEP_RECORD:
+		return a->cuEventRecord(st->e, st->s);
+	case DR_STEP_WAIT:
+		return a->cuStreamWaitEvent(st->s, st->e, 0);
+	}
+	return 1; // CUDA_ERROR_INVALID_VALUE
+}
+
+CUresult dr_submit(dr_api* a, const dr_step* steps, int n, struct dr_cupti* t, int* done, int* cupti_failed) {
+	*done = 0;
+	*cupti_failed = 0;
+	CUcontext cur = NULL;
+	for (int i = 0; i < n; i++) {
+		const dr_step* st = &steps[i];
+		if (st->ctx != cur) {
+			CUresult r = dr_ctx(a, st->ctx);
+			if (r != DR_SUCCESS) {
+				*done = i;
+				return r;
+			}
+			cur = st->ctx;
+		}
+		int pushed = 0;
+		if (t != NULL && st->op >= 0) {
+			if (dr_cupti_push(t, (uint64_t)st->op) == DR_CUPTI_SUCCESS) {
+				pushed = 1;
+			} else {
+				*cupti_failed = 1;
+			}
+		}
+		CUresult r = step_call(a, st);
+		if (pushed && dr_cupti_pop(t) != DR_CUPTI_SUCCESS) {
+			*cupti_failed = 1;
+		}
+		if (r != DR_SUCCESS) {
+			*done = i;
+			return r;
+		}
+	}
+	*done = n;
+	return DR_SUCCESS;
+}
+
 dr_cupti_result dr_cupti_graph_node_id(dr_cupti* c, CUgraphNode node, uint64_t* id) {
 	return c->cuptiGetGraphNodeId(node, id);
 }

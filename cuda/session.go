@@ -34,6 +34,7 @@ type Session struct {
 	timing bool
 
 	cupti     *cuptiTiming // timing by CUPTI records (timing.go); nil for events
+	stretch   []C.dr_step  // Submit's plain steps, reused (stretch.go)
 	timingWhy string       // why the timing source is what it is
 	// cuptiWas is the closed tracer's source and drop count, which
 	// TimingSource still reports after Close.

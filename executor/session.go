@@ -49,8 +49,9 @@ type Session struct {
 
 	subTimer *submitTimer // nil unless submission timing was asked for (profile.go)
 	closed   atomic.Bool
-	faults   *injector // faults.go; nil without fault injection
-	flight   inflight  // close.go: the run in flight, for a Close from another goroutine
+	faults   *injector     // faults.go; nil without fault injection
+	stretch  []device.Step // submitStretches' steps, reused
+	flight   inflight      // close.go: the run in flight, for a Close from another goroutine
 
 	// replays counts the LaunchGraph calls made: the backend's replay
 	// numbers (profile.go).
@@ -178,6 +179,12 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 	// for a buffer on each.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	// A session that takes many steps in one call gets them in stretches
+	// of ctxCheckEvery, unless faults are injected before ops or each
+	// step's submission is timed.
+	if sub, ok := s.d.(device.Submitter); ok && s.faults == nil && s.subTimer == nil {
+		return s.submitStretches(ctx, sub, ops, verb)
+	}
 	steps, b := s.p.Steps, s.submitter()
 	for i := range steps {
 		st := &steps[i]
@@ -207,6 +214,38 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 		}
 		if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
 			return fmt.Errorf("executor: %s stopped after %d of %d steps: %w", verb, i+1, len(steps), ctx.Err())
+		}
+	}
+	return nil
+}
+
+// submitStretches is submit through a device.Submitter: the plan's steps
+// in stretches of ctxCheckEvery, ctx and Close looked at between them.
+func (s *Session) submitStretches(ctx context.Context, sub device.Submitter, ops []*dag.Op, verb string) error {
+	steps := s.p.Steps
+	for i := 0; i < len(steps); i += ctxCheckEvery {
+		if s.closed.Load() { // Close from another goroutine: stop submitting
+			return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was closed", verb, i, len(steps))
+		}
+		if i > 0 && ctx.Err() != nil {
+			return fmt.Errorf("executor: %s stopped after %d of %d steps: %w", verb, i, len(steps), ctx.Err())
+		}
+		stretch := steps[i:min(i+ctxCheckEvery, len(steps))]
+		s.stretch = s.stretch[:0]
+		for _, st := range stretch {
+			d := device.Step{Stream: int(st.Stream), Event: int(st.Event)}
+			switch st.Kind {
+			case planner.Run:
+				d.Kind, d.Op = device.RunStep, ops[st.Op]
+			case planner.Record:
+				d.Kind = device.RecordStep
+			case planner.Wait:
+				d.Kind = device.WaitStep
+			}
+			s.stretch = append(s.stretch, d)
+		}
+		if n, err := sub.Submit(s.stretch); err != nil {
+			return s.stepError(&stretch[min(n, len(stretch)-1)], err)
 		}
 	}
 	return nil

@@ -63,6 +63,33 @@ type Session interface {
 	Close() error
 }
 
+// StepKind is which Session call a Step stands for.
+type StepKind uint8
+
+const (
+	RunStep    StepKind = iota // Run(Stream, Op)
+	RecordStep                 // Record(Stream, Event)
+	WaitStep                   // Wait(Stream, Event)
+)
+
+// Step is one call of a plan's submission.
+type Step struct {
+	Kind   StepKind
+	Stream int
+	Event  int     // RecordStep, WaitStep
+	Op     *dag.Op // RunStep
+}
+
+// Submitter is implemented by sessions that take many submission steps in
+// one call, as Run, Record and Wait would take them one by one (the cuda
+// backend enqueues a stretch of plain steps with one crossing into C).
+type Submitter interface {
+	// Submit enqueues steps in order. It returns how many it enqueued;
+	// when that is fewer than len(steps), err is the next step's error, as
+	// Run, Record or Wait would have returned it.
+	Submit(steps []Step) (int, error)
+}
+
 // Timer is implemented by sessions that can time the ops they run.
 type Timer interface {
 	// SetTiming turns timing on or off; call it before the streams are made.
