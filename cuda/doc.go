@@ -52,12 +52,18 @@
 // on disk by content hash. GEMM ops run on cuBLASLt (libcublasLt.so.13,
 // found like NVRTC or through DAGRUN_CUBLASLT), loaded at the first Open
 // that needs it; each GEMM's algorithm is picked at Open, once per
-// signature, whatever stream it lands on (see cublas.go).
+// signature, whatever stream it lands on (see cublas.go). Session.Submit
+// (device.Submitter) takes a run's steps in stretches: plain steps (kernel
+// launches, fills, copies, records, waits) go to the driver from one C loop
+// per stretch, with CUPTI's push and pop around each op when it traces, so
+// dagrun's cost per op is the driver's; the rest go through Run, Record
+// and Wait.
 //
 // The files follow the work: backend.go (the Backend, devices), modules.go
 // (the module cache), session.go (a session's life), memory.go (buffers),
 // prepare.go (what each op kind does, as a table keyed by dag.OpKind, and
-// its C records), submit.go (streams, events, Run), sync.go (waiting and
+// its C records), submit.go (streams, events, Run), stretch.go (Submit),
+// sync.go (waiting and
 // abandoning), timing.go (op timing), graph.go (capture and replay),
 // driver.go, cuda.c and cuda.h (the driver binding), nvrtc.go (NVRTC and
 // its disk cache), raw.go (raw driver loops the benchmarks compare with).
