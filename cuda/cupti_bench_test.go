@@ -102,6 +102,21 @@ func BenchmarkCUPTITracing(b *testing.B) {
 	b.ReportMetric(float64(tr.dropped()), "dropped")
 }
 
+// chainsOn plans 8 chains of 100 launches of k (workload E with
+// dag.Empty, C with a 10 us dag.Spin) on 8 streams, and opens a session of
+// it on a GPU backend, untimed, closed at the end of the benchmark.
+func chainsOn(b *testing.B, k *dag.Kernel, us float64) (*planner.Plan, *Backend, *executor.Session) {
+	b.Helper()
+	const nchains, length = 8, 100
+	p, err := planner.New(chains(nchains, length, k, us, false), planner.Options{Streams: nchains})
+	require.NoError(b, err)
+	be := gpuBackend(b)
+	s, err := executor.Open(context.Background(), be, p)
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	return p, be, s
+}
+
 // takeKernels is how a raw loop reads its records the way a session does:
 // CUPTI's default flush, and a forced one only if fewer than want kernel
 // records came.
@@ -177,17 +192,14 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 	}
 	b.Run("E", func(b *testing.B) {
 		const nchains, length = 8, 100
-		p, err := planner.New(chains(nchains, length, dag.Empty, 0, false), planner.Options{Streams: nchains})
-		require.NoError(b, err)
+		p, be, off := chainsOn(b, dag.Empty, 0)
 		ctx := context.Background()
-		be := gpuBackend(b)
 		open := func(opts ...executor.Option) *executor.Session {
 			s, err := executor.Open(ctx, be, p, opts...)
 			require.NoError(b, err)
 			b.Cleanup(func() { s.Close() })
 			return s
 		}
-		off := open()
 		events := open(executor.WithTiming(), executor.WithTimingSource(TimingEvents))
 		cupti := open(executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
 		if src, why, _ := cupti.TimingSource(); src != TimingCUPTI {
@@ -219,13 +231,8 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 	// dagrun's launches do (raw-ctx-cupti-tracing).
 	b.Run("E-raw", func(b *testing.B) {
 		const nchains, length = 8, 100
-		p, err := planner.New(chains(nchains, length, dag.Empty, 0, false), planner.Options{Streams: nchains})
-		require.NoError(b, err)
+		p, be, off := chainsOn(b, dag.Empty, 0)
 		ctx := context.Background()
-		be := gpuBackend(b)
-		off, err := executor.Open(ctx, be, p)
-		require.NoError(b, err)
-		defer off.Close()
 		raw, err := newRawLoop(be, nchains, dag.Normal, dag.Empty, 0)
 		require.NoError(b, err)
 		defer raw.close()
@@ -470,13 +477,8 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 		// its batches and closed after it, untimed: CUPTI would trace the
 		// other session's replays too while it is open.
 		const nchains, length = nstreams, rounds
-		p, err := planner.New(chains(nchains, length, dag.Spin, 10, false), planner.Options{Streams: nchains})
-		require.NoError(b, err)
+		p, be, off := chainsOn(b, dag.Spin, 10)
 		ctx := context.Background()
-		be := gpuBackend(b)
-		off, err := executor.Open(ctx, be, p)
-		require.NoError(b, err)
-		defer off.Close()
 		offGraph, err := off.Capture(ctx)
 		require.NoError(b, err)
 		batch := func(g *executor.Graph) error {
