@@ -18,7 +18,10 @@
 // Session.Run submits the plan's steps in their global order (run an op,
 // record an event, wait for one) and then waits for the backend to finish
 // them: eager execution, with the plan's concurrency and no host
-// synchronisation inside the run. Runs can repeat; persistent buffers
+// synchronisation inside the run. A backend session that takes many steps
+// in one call (device.Submitter: the cuda backend's, from one C loop) gets
+// them in stretches of 256, unless faults are injected or each step's
+// submission is timed (WithSubmitTiming). Runs can repeat; persistent buffers
 // carry over from one to the next. Read returns their contents and Write
 // loads new ones between runs. A failing op is reported as a *dag.OpError
 // naming it; a cancelled context abandons the run promptly. WithTiming
