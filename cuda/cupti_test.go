@@ -528,6 +528,34 @@ func TestCUPTIFake(t *testing.T) {
 		require.NoError(t, err, "the sink is free once the tracer closes")
 		require.NoError(t, again.close())
 	})
+	// A session's collect forces a flush only where the default one left
+	// an awaited op without its record; the record that comes then is
+	// named by the correlation the default flush brought.
+	t.Run("collect", func(t *testing.T) {
+		for _, tc := range []struct {
+			mode   string
+			forced int
+		}{{"", 0}, {"partial", 1}} {
+			t.Setenv("FAKE_CUPTI", tc.mode)
+			tr, err := newActivityTracer([]string{lib})
+			require.NoError(t, err)
+			c := &cuptiTiming{tr: tr}
+			for _, op := range []int{3, 5, 8} {
+				require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+				c.ops = append(c.ops, cuptiOp{op: op, stream: 1, expect: true})
+				c.setStream(op, 1)
+			}
+			recs, err := c.collect()
+			require.NoError(t, err)
+			var ops []int64
+			for _, r := range recs {
+				ops = append(ops, r.Op)
+			}
+			assert.Equal(t, []int64{3, 5, 8}, ops, "mode %q: every op's record, named", tc.mode)
+			assert.Equal(t, tc.forced, c.forced, "mode %q: flushes forced", tc.mode)
+			require.NoError(t, tr.close())
+		}
+	})
 	t.Run("graph nodes", func(t *testing.T) {
 		// Records of replayed nodes, named by the op pushed while each node
 		// was made, and by nothing else.

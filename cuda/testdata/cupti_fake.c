@@ -22,7 +22,9 @@
 // a push of an op id. Each registration
 // of the buffer callbacks starts a tracer: its first flush with records
 // reports 3 dropped; "predropped" also pretends 5 were dropped before it
-// (while no tracer gave buffers), which the tracer drains at its start.
+// (while no tracer gave buffers), which the tracer drains at its start;
+// "partial" keeps the last kernel record back from a default flush, for a
+// forced one.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,19 +238,24 @@ int cuptiActivityPopExternalCorrelationId(int kind, uint64_t* last) {
 }
 
 int cuptiActivityFlushAll(uint32_t flag) {
-	(void)flag;
 	if (requested == NULL) return 7;
 	uint8_t* buf = NULL;
 	size_t size = 0, max = 0;
 	requested(&buf, &size, &max);
 	if (buf == NULL || size < npending) return 8;
-	memcpy(buf, pending, npending);
 	size_t valid = npending;
+	// "partial": a default flush keeps back the last kernel record, as
+	// CUPTI keeps a buffer whose records are not all complete.
+	if (mode("partial") && (flag & DR_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == 0 && valid >= DR_CUPTI_KERNEL10_SIZE) {
+		valid -= DR_CUPTI_KERNEL10_SIZE;
+	}
+	memcpy(buf, pending, valid);
 	if (valid > 0 && !dropped_reported) {
 		dropped_pending += 3;
 		dropped_reported = 1;
 	}
-	npending = 0;
+	memmove(pending, pending + valid, npending - valid);
+	npending -= valid;
 	completed(NULL, 0, buf, size, valid);
 	return 0;
 }
