@@ -18,8 +18,9 @@ type profile struct {
 
 // WithSubmitTiming asks the session to time, on the host, every backend
 // call of a run's submission (each op's Run, each event Record and stream
-// Wait): what a perf model learns the host's submission cost from
-// (Session.SubmitCosts). It costs two clock reads per step.
+// Wait; a backend that takes steps in stretches, each stretch, shared
+// evenly among its steps): what a perf model learns the host's submission
+// cost from (Session.SubmitCosts). It costs two clock reads per call.
 func WithSubmitTiming() Option { return func(c *config) { c.submitTiming = true } }
 
 // WithTimingSource passes src to a device session that can choose how it
@@ -80,6 +81,31 @@ func (t *submitTimer) Run(stream int, op *dag.Op) error {
 	c.Total += time.Since(start)
 	t.costs.Ops[op.Kind] = c
 	return err
+}
+
+// stretch shares d, the time a device.Submitter took to enqueue steps,
+// evenly among them: within one call into the backend the steps are not
+// timed one by one.
+func (t *submitTimer) stretch(steps []device.Step, d time.Duration) {
+	if len(steps) == 0 {
+		return
+	}
+	each := d / time.Duration(len(steps))
+	for _, st := range steps {
+		switch st.Kind {
+		case device.RunStep:
+			c := t.costs.Ops[st.Op.Kind]
+			c.Count++
+			c.Total += each
+			t.costs.Ops[st.Op.Kind] = c
+		case device.RecordStep:
+			t.costs.Records.Count++
+			t.costs.Records.Total += each
+		case device.WaitStep:
+			t.costs.Waits.Count++
+			t.costs.Waits.Total += each
+		}
+	}
 }
 
 func (t *submitTimer) Record(stream, event int) error {

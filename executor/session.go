@@ -180,9 +180,8 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	// A session that takes many steps in one call gets them in stretches
-	// of ctxCheckEvery, unless faults are injected before ops or each
-	// step's submission is timed.
-	if sub, ok := s.d.(device.Submitter); ok && s.faults == nil && s.subTimer == nil {
+	// of ctxCheckEvery, unless faults are injected before ops.
+	if sub, ok := s.d.(device.Submitter); ok && s.faults == nil {
 		return s.submitStretches(ctx, sub, ops, verb)
 	}
 	steps, b := s.p.Steps, s.submitter()
@@ -223,6 +222,9 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 // in stretches of ctxCheckEvery, ctx and Close looked at between them.
 func (s *Session) submitStretches(ctx context.Context, sub device.Submitter, ops []*dag.Op, verb string) error {
 	steps := s.p.Steps
+	if s.subTimer != nil {
+		s.subTimer.reset()
+	}
 	for i := 0; i < len(steps); i += ctxCheckEvery {
 		if s.closed.Load() { // Close from another goroutine: stop submitting
 			return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was closed", verb, i, len(steps))
@@ -244,7 +246,12 @@ func (s *Session) submitStretches(ctx context.Context, sub device.Submitter, ops
 			}
 			s.stretch = append(s.stretch, d)
 		}
-		if n, err := sub.Submit(s.stretch); err != nil {
+		start := time.Now()
+		n, err := sub.Submit(s.stretch)
+		if s.subTimer != nil {
+			s.subTimer.stretch(s.stretch[:min(n+1, len(s.stretch))], time.Since(start))
+		}
+		if err != nil {
 			return s.stepError(&stretch[min(n, len(stretch)-1)], err)
 		}
 	}
