@@ -650,19 +650,6 @@ CUresult dr_cupti_graph_launch(dr_cupti* c, dr_api* a, CUcontext ctx, CUgraphExe
 	return r;
 }
 
-CUresult dr_cupti_traced_launch(dr_cupti* c, dr_api* a, CUcontext ctx, dr_launch* l, CUstream s, uint64_t id, int* cupti_failed) {
-	*cupti_failed = 0;
-	if (dr_cupti_push(c, id) != DR_CUPTI_SUCCESS) {
-		*cupti_failed = 1;
-		return dr_launch_kernel(a, ctx, l, s);
-	}
-	CUresult r = dr_launch_kernel(a, ctx, l, s);
-	if (dr_cupti_pop(c) != DR_CUPTI_SUCCESS) {
-		*cupti_failed = 1;
-	}
-	return r;
-}
-
 // step_call makes the driver call of one plain step; its context is current.
 static CUresult step_call(dr_api* a, const dr_step* st) {
 	switch (st->kind) {

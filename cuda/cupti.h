@@ -249,12 +249,6 @@ typedef struct {
 // dr_cupti_get_stats copies the sink's counts since the tracer started.
 void dr_cupti_get_stats(dr_cupti_stats* out);
 
-// dr_cupti_traced_launch is dr_launch_kernel with op id pushed around the
-// launch (dr_cupti_push, dr_launch_kernel, dr_cupti_pop in one call, so on
-// one thread and with one crossing from Go); *cupti_failed is set when the
-// push or the pop failed (the launch is made all the same).
-CUresult dr_cupti_traced_launch(dr_cupti* c, dr_api* a, CUcontext ctx, dr_launch* l, CUstream s, uint64_t id, int* cupti_failed);
-
 // dr_cupti_graph_launch launches e on s with marker pushed around the
 // launch (dr_cupti_push, dr_graph_launch, dr_cupti_pop in one call, so on
 // one thread): the driver callback pairs the launch's correlation id with

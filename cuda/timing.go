@@ -368,13 +368,7 @@ func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 	if err := c.takeOrigin(); err != nil {
 		return err
 	}
-	var err error
-	if st.act == actLaunch || st.act == actFill64 {
-		// The common case in one crossing from Go: push, launch, pop.
-		err = se.launchTracedOp(s, st, op.ID)
-	} else {
-		err = c.tr.tracedCall(op.ID, func() error { return se.run(s, st) })
-	}
+	err := c.tr.tracedCall(op.ID, func() error { return se.run(s, st) })
 	expect := st.act.hasRecords()
 	if se.capture != nil {
 		if expect {
@@ -385,29 +379,6 @@ func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 	c.ops = append(c.ops, cuptiOp{op: op.ID, stream: si, expect: expect})
 	c.setStream(op.ID, si)
 	return err
-}
-
-// launchTracedOp is se.run of a kernel launch (actLaunch, actFill64) with
-// op pushed to CUPTI around it, in one C call.
-func (se *Session) launchTracedOp(s *stream, st *opState, op int) error {
-	if err := se.flushP2P(s, st.act); err != nil {
-		return err
-	}
-	if err := se.bindSlots(st); err != nil {
-		return err
-	}
-	if op < 0 {
-		return fmt.Errorf("cupti: op id %d is negative", op)
-	}
-	var failed C.int
-	rc := C.dr_cupti_traced_launch(se.cupti.tr.lib, se.drv.api, s.dev.ctx, st.launch, s.h, C.uint64_t(op), &failed)
-	if err := se.drv.check("cuLaunchKernel", rc); err != nil {
-		return err
-	}
-	if failed != 0 {
-		return errors.New("cupti: pushing or popping the op's correlation id failed")
-	}
-	return nil
 }
 
 // launchTraced enqueues one replay of g on s (the session's stream si), the

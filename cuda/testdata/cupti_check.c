@@ -12,7 +12,6 @@
 
 #define DAGRUN_CUDA_H // the real cuda.h, included above, declares what cupti.h needs
 typedef struct dr_api dr_api; // dagrun's driver table (cuda.h): cupti.h takes it by pointer only
-typedef struct dr_launch dr_launch; // and a launch's parameters (cuda.h), by pointer only
 #include "../cupti.h" // relative: the CUPTI include folder has a cupti.h of its own
 
 static int bad;
