@@ -553,6 +553,17 @@ func TestCUPTIFake(t *testing.T) {
 			}
 			assert.Equal(t, []int64{3, 5, 8}, ops, "mode %q: every op's record, named", tc.mode)
 			assert.Equal(t, tc.forced, c.forced, "mode %q: flushes forced", tc.mode)
+			// The fake refuses a flush into a buffer that is not zeroed, as
+			// the sink told it its buffers are: the second flush (forced,
+			// or the next run's) reuses the first one's buffer.
+			for _, op := range []int{1, 2} {
+				require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+			}
+			_, err = tr.flush()
+			require.NoError(t, err, "mode %q: a recycled buffer comes zeroed", tc.mode)
+			st := tr.stats()
+			assert.True(t, st.Zeroed, "the fake took the sink's word")
+			assert.Less(t, st.Fresh, st.Requests, "buffers are recycled")
 			require.NoError(t, tr.close())
 		}
 	})

@@ -36,7 +36,6 @@ typedef struct CUstream_st* CUstream;
 typedef struct CUgraphNode_st* CUgraphNode;
 typedef struct CUgraphExec_st* CUgraphExec;
 typedef struct dr_api dr_api;
-typedef struct dr_launch dr_launch;
 #include "../cupti.h"
 
 typedef void (*req_fn)(uint8_t**, size_t*, size_t*);
@@ -95,6 +94,15 @@ int cuptiEnableCallback(uint32_t e, void* s, int d, uint32_t c) {
 	return 0;
 }
 int cuptiGetTimestamp(uint64_t* t) { *t = 42; return 0; }
+
+// The client's word that its buffers come zeroed: then a buffer that does
+// not is refused at the flush (error 9), where CUPTI would read garbage.
+static int zeroed_buffers;
+int cuptiActivitySetAttribute(int attr, size_t* size, void* value) {
+	if (attr != DR_CUPTI_ATTR_ZEROED_OUT_ACTIVITY_BUFFER || *size != 1) return 1;
+	zeroed_buffers = *(uint8_t*)value != 0;
+	return 0;
+}
 int cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t* n) {
 	(void)c; (void)s;
 	*n = dropped_pending;
@@ -243,6 +251,9 @@ int cuptiActivityFlushAll(uint32_t flag) {
 	size_t size = 0, max = 0;
 	requested(&buf, &size, &max);
 	if (buf == NULL || size < npending) return 8;
+	for (size_t i = 0; zeroed_buffers && i < npending; i++) {
+		if (buf[i] != 0) return 9;
+	}
 	size_t valid = npending;
 	// "partial": a default flush keeps back the last kernel record, as
 	// CUPTI keeps a buffer whose records are not all complete.
