@@ -203,3 +203,49 @@ func BenchmarkWorkloadD(b *testing.B) {
 	b.ReportMetric(float64(median(tc).Nanoseconds())/n/1e3, "raw-c-us/pair")
 	b.ReportMetric(float64(median(tb).Nanoseconds())/n/1e3, "backend-us/pair")
 }
+
+// BenchmarkSubmitDrift asks whether a process's host submission speed is a
+// property of the process, which a short probe at its start could measure
+// and a perf model could scale by: in one process, the host's submission
+// cost per launch of a probe (8 chains of 32 empty kernels), then of
+// workloads E and C, then of the probe again, every one timed as a
+// --perf-model run is (CUPTI, submission timing; medians over the runs
+// after a warm-up). Run it in several processes: on the lent H100 the
+// workloads' costs over the probe's spread 0.7-1.8x, so no such probe
+// predicts a run (BENCHMARKS.md, "Fourth H100 session").
+func BenchmarkSubmitDrift(b *testing.B) {
+	be := gpuBackend(b)
+	ctx := context.Background()
+	submit := func(g *dag.Graph, runs int) time.Duration {
+		p, err := planner.New(g, planner.Options{Streams: 8})
+		require.NoError(b, err)
+		s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource("cupti"), executor.WithSubmitTiming())
+		require.NoError(b, err)
+		defer s.Close()
+		var costs []time.Duration
+		for i := range runs {
+			require.NoError(b, s.Run(ctx))
+			if c, ok := s.SubmitCosts(); ok && i >= runs/2 {
+				costs = append(costs, c.Ops[dag.Launch].Mean())
+			}
+		}
+		require.NotEmpty(b, costs, "no submission costs")
+		return median(costs)
+	}
+	probe := chains(8, 32, dag.Empty, 0, false)
+	e, c := chains(8, 100, dag.Empty, 0, false), chains(8, 100, dag.Spin, 10, false)
+	var ratiosE, ratiosC []float64
+	for range b.N {
+		before := submit(probe, 10)
+		ce, cc := submit(e, 20), submit(c, 20)
+		after := submit(probe, 10)
+		ratiosE = append(ratiosE, float64(ce)/float64(before))
+		ratiosC = append(ratiosC, float64(cc)/float64(before))
+		b.Logf("per launch: probe %v, E %v, C %v, probe again %v", before, ce, cc, after)
+	}
+	// Within the process too: the ratios' range over the iterations.
+	b.ReportMetric(slices.Min(ratiosE), "E/probe-min")
+	b.ReportMetric(slices.Max(ratiosE), "E/probe-max")
+	b.ReportMetric(slices.Min(ratiosC), "C/probe-min")
+	b.ReportMetric(slices.Max(ratiosC), "C/probe-max")
+}

@@ -55,29 +55,53 @@ func (k DeviceKey) String() string {
 }
 
 // PerfStats summarise repeated measurements of one thing with Welford's
-// running mean and spread, in nanoseconds.
+// running mean and spread, in nanoseconds. Measurements may carry weights
+// (AddWeighted): the mean is then weighted, and Weight is their sum; a
+// Weight of zero (every file before weights, and stats only ever Added)
+// means one per measurement.
 type PerfStats struct {
 	Count  int64   `json:"count"`
 	MeanNs float64 `json:"mean_ns"`
-	M2     float64 `json:"m2"` // the sum of squared distances from the mean
+	M2     float64 `json:"m2"` // the (weighted) sum of squared distances from the mean
 	MinNs  float64 `json:"min_ns"`
 	MaxNs  float64 `json:"max_ns"`
+	Weight float64 `json:"weight,omitempty"`
 }
 
 // Add folds one measurement in.
 func (s *PerfStats) Add(ns float64) {
+	if s.Weight == 0 {
+		s.add(ns, 1, float64(s.Count)+1)
+		return
+	}
+	s.AddWeighted(ns, 1)
+}
+
+// AddWeighted folds one measurement of weight w (> 0) in: one that counts w
+// times as much as a measurement of weight 1 (West's weighted update).
+func (s *PerfStats) AddWeighted(ns, w float64) {
+	if s.Weight == 0 {
+		s.Weight = float64(s.Count) // each earlier one weighed 1
+	}
+	s.Weight += w
+	s.add(ns, w, s.Weight)
+}
+
+// add updates the mean and spread with ns of weight w, total the weights
+// with it.
+func (s *PerfStats) add(ns, w, total float64) {
 	if s.Count == 0 {
 		s.MinNs, s.MaxNs = ns, ns
 	}
 	s.Count++
 	d := ns - s.MeanNs
-	s.MeanNs += d / float64(s.Count)
-	s.M2 += d * (ns - s.MeanNs)
+	s.MeanNs += d * w / total
+	s.M2 += w * d * (ns - s.MeanNs)
 	s.MinNs = min(s.MinNs, ns)
 	s.MaxNs = max(s.MaxNs, ns)
 }
 
-// Mean is the mean measurement.
+// Mean is the (weighted) mean measurement.
 func (s PerfStats) Mean() time.Duration { return time.Duration(math.Round(s.MeanNs)) }
 
 // Std is the sample standard deviation, zero below two measurements.
@@ -85,11 +109,15 @@ func (s PerfStats) Std() time.Duration {
 	if s.Count < 2 {
 		return 0
 	}
-	return time.Duration(math.Round(math.Sqrt(s.M2 / float64(s.Count-1))))
+	v := s.M2 / float64(s.Count-1)
+	if s.Weight > 0 { // reliability weights: the weighted variance, corrected as for Count samples
+		v = s.M2 / s.Weight * float64(s.Count) / float64(s.Count-1)
+	}
+	return time.Duration(math.Round(math.Sqrt(v)))
 }
 
 func (s PerfStats) check() error {
-	for _, v := range []float64{s.MeanNs, s.M2, s.MinNs, s.MaxNs} {
+	for _, v := range []float64{s.MeanNs, s.M2, s.MinNs, s.MaxNs, s.Weight} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return fmt.Errorf("a statistic is %v", v)
 		}
@@ -315,19 +343,45 @@ func (m *PerfModel) Update(samples []OpSample) error {
 
 // ObserveOverhead folds one measurement of o into the model.
 func (m *PerfModel) ObserveOverhead(o Overhead, d time.Duration) error {
+	s, err := m.overheadStats(o, d)
+	if err != nil {
+		return err
+	}
+	s.Add(float64(d))
+	return nil
+}
+
+// ObserveOverheadWeighted folds one measurement of o of weight w (0 < w <=
+// 1) into the model, where measurements are not equally reliable: the fixed
+// cost of a run's start, measured as what a long run's per-op costs leave
+// unexplained, is lost in their noise, and a short run says more about it.
+func (m *PerfModel) ObserveOverheadWeighted(o Overhead, d time.Duration, w float64) error {
+	if !(w > 0 && w <= 1) {
+		return fmt.Errorf("perf model: overhead %s: weight %v is not in (0, 1]", o, w)
+	}
+	s, err := m.overheadStats(o, d)
+	if err != nil {
+		return err
+	}
+	s.AddWeighted(float64(d), w)
+	return nil
+}
+
+// overheadStats checks a measurement d of o and returns o's stats, new
+// if need be.
+func (m *PerfModel) overheadStats(o Overhead, d time.Duration) (*PerfStats, error) {
 	if o == "" {
-		return errors.New("perf model: an overhead needs a name")
+		return nil, errors.New("perf model: an overhead needs a name")
 	}
 	if d < 0 || d > maxMeasured {
-		return fmt.Errorf("perf model: overhead %s: duration %v is not between 0 and %v", o, d, maxMeasured)
+		return nil, fmt.Errorf("perf model: overhead %s: duration %v is not between 0 and %v", o, d, maxMeasured)
 	}
 	s := m.overheads[o]
 	if s == nil {
 		s = &PerfStats{}
 		m.overheads[o] = s
 	}
-	s.Add(float64(d))
-	return nil
+	return s, nil
 }
 
 // refit fits latency and bandwidth per copy direction to the copies

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/dagrun/dagrun/dag"
@@ -125,6 +126,46 @@ func TestPerfStatsWelford(t *testing.T) {
 	one.Add(42)
 	assert.Zero(t, one.Std())
 	assert.Equal(t, 42*time.Nanosecond, one.Mean())
+}
+
+// Weighted measurements: the mean and spread are the weighted ones, and
+// measurements Added before (each of weight 1, with no weight stored, as
+// in files written before weights) keep theirs.
+func TestPerfStatsWeighted(t *testing.T) {
+	xs := []float64{5, 9, 3, 3, 12.5, 7, 1e6, 4}
+	ws := []float64{1, 1, 1, 0.5, 0.25, 1, 0.001, 0.75}
+	var s planner.PerfStats
+	for i, x := range xs {
+		if ws[i] == 1 && s.Weight == 0 {
+			s.Add(x) // the first ones unweighted, as an older file holds them
+			continue
+		}
+		s.AddWeighted(x, ws[i])
+	}
+	mean := stat.Mean(xs, ws)
+	var m2 float64
+	for i, x := range xs {
+		m2 += ws[i] * (x - mean) * (x - mean)
+	}
+	assert.InDelta(t, mean, s.MeanNs, 1e-9*mean)
+	assert.InDelta(t, m2, s.M2, 1e-9*m2)
+	assert.InDelta(t, floats.Sum(ws), s.Weight, 1e-12)
+	assert.Equal(t, int64(len(xs)), s.Count)
+	assert.Equal(t, 3.0, s.MinNs)
+	assert.Equal(t, 1e6, s.MaxNs)
+	// The outlier of weight 0.001 moves the mean by about a thousandth of
+	// itself: a tenth of what it would unweighted.
+	assert.Less(t, s.MeanNs, 1e6/float64(len(xs))/10)
+
+	m := planner.NewPerfModel(h100, nil)
+	for _, w := range []float64{0, -1, 1.5, math.NaN(), math.Inf(1)} {
+		assert.Error(t, m.ObserveOverheadWeighted(planner.OverheadStart, time.Microsecond, w), "weight %v", w)
+	}
+	require.NoError(t, m.ObserveOverheadWeighted(planner.OverheadStart, 10*time.Microsecond, 1))
+	require.NoError(t, m.ObserveOverheadWeighted(planner.OverheadStart, 1010*time.Microsecond, 0.01))
+	d, ok := m.Overhead(planner.OverheadStart)
+	require.True(t, ok)
+	assert.Equal(t, 19901*time.Nanosecond, d) // (10 + 0.01 * 1010) / 1.01 us
 }
 
 func TestPerfModelDuration(t *testing.T) {

@@ -196,12 +196,31 @@ func (pm *perfModel) learnStarts() error {
 		// would otherwise inflate.
 		m := slices.Clone(measured)
 		slices.Sort(m)
-		return pm.model.ObserveOverhead(name, max(m[len(m)/2]-est, 0))
+		return pm.model.ObserveOverheadWeighted(name, max(m[len(m)/2]-est, 0), startWeight(est))
 	}
 	if err := learn(planner.OverheadStart, planner.Eager, pm.eager); err != nil {
 		return err
 	}
 	return learn(planner.OverheadReplayStart, planner.Replay, pm.replays)
+}
+
+// startNoise is the makespan below which a run's unexplained time is
+// mostly its fixed start, and above which it is mostly the drift of its
+// per-op costs.
+const startNoise = 100 * time.Microsecond
+
+// startWeight is how much a run estimated at est (without its start) says
+// about the fixed cost of a run's start, for a model that several specs
+// teach. What the estimate leaves unexplained is the start plus the drift
+// of every per-op cost, and that drift grows with the run: the host's
+// submission speed on the H100 machine moved by a third between processes
+// (BENCHMARKS.md), which is 1-2 ms on an 800-op workload and nothing on a
+// 100 us example. So each observation is weighed by the inverse of its
+// variance, a fixed part plus one proportional to est: a short run counts
+// fully, an 800-op one a thousandth.
+func startWeight(est time.Duration) float64 {
+	r := float64(est) / float64(startNoise)
+	return 1 / (1 + r*r)
 }
 
 // save folds the runs' measurements into the model and writes it
@@ -243,6 +262,11 @@ type makespanReport struct {
 	EstimatedNS int64   `json:"estimated_ns"`
 	MeasuredNS  int64   `json:"measured_ns"`
 	Ratio       float64 `json:"ratio"` // estimated / measured
+	// MeasuredQ1NS and MeasuredQ3NS are the quartiles of the timed eager
+	// runs' makespans, around the median MeasuredNS: how much the same plan
+	// moves from run to run (the host's submission, mostly).
+	MeasuredQ1NS int64 `json:"measured_q1_ns,omitempty"`
+	MeasuredQ3NS int64 `json:"measured_q3_ns,omitempty"`
 	// Source says what measured is: the median over the timed runs of
 	// each run's last op end (eager), or the replays' wall time each.
 	Source string `json:"source"`
@@ -251,6 +275,15 @@ type makespanReport struct {
 // measuredMakespan is the median over runs of each run's makespan: the
 // end of its last op, from the run's start (the backend's time origin).
 func measuredMakespan(runs []trace.RunSpans) (time.Duration, bool) {
+	ms := runMakespans(runs)
+	if len(ms) == 0 {
+		return 0, false
+	}
+	return ms[len(ms)/2], true
+}
+
+// runMakespans is each run's makespan (of those with spans), sorted.
+func runMakespans(runs []trace.RunSpans) []time.Duration {
 	var ms []time.Duration
 	for _, r := range runs {
 		var end time.Duration
@@ -261,11 +294,8 @@ func measuredMakespan(runs []trace.RunSpans) (time.Duration, bool) {
 			ms = append(ms, end)
 		}
 	}
-	if len(ms) == 0 {
-		return 0, false
-	}
 	slices.Sort(ms)
-	return ms[len(ms)/2], true
+	return ms
 }
 
 // makespanOf compares the plan's estimate with the run of repeat runs.
@@ -281,11 +311,14 @@ func makespanOf(p *planner.Plan, runs []trace.RunSpans, g *graphReport, repeat i
 		if len(timed) == 0 {
 			timed = runs
 		}
-		m, ok := measuredMakespan(timed)
-		if !ok {
+		ms := runMakespans(timed)
+		if len(ms) == 0 {
 			return nil
 		}
-		r.MeasuredNS, r.Source = m.Nanoseconds(), "median over the runs after the warm-up of the last op's end"
+		r.MeasuredNS, r.Source = ms[len(ms)/2].Nanoseconds(), "median over the runs after the warm-up of the last op's end"
+		if len(ms) >= 4 {
+			r.MeasuredQ1NS, r.MeasuredQ3NS = ms[len(ms)/4].Nanoseconds(), ms[3*len(ms)/4].Nanoseconds()
+		}
 	}
 	if r.MeasuredNS > 0 {
 		r.Ratio = float64(r.EstimatedNS) / float64(r.MeasuredNS)
@@ -294,8 +327,12 @@ func makespanOf(p *planner.Plan, runs []trace.RunSpans, g *graphReport, repeat i
 }
 
 func (r *makespanReport) write(w io.Writer) {
-	fmt.Fprintf(w, "makespan (%s): estimated %s, measured %s (estimate/measured %.2f; measured: %s)\n",
-		r.Mode, short(r.EstimatedNS), short(r.MeasuredNS), r.Ratio, r.Source)
+	spread := ""
+	if r.MeasuredQ3NS > 0 {
+		spread = fmt.Sprintf(", quartiles %s-%s", short(r.MeasuredQ1NS), short(r.MeasuredQ3NS))
+	}
+	fmt.Fprintf(w, "makespan (%s): estimated %s, measured %s (estimate/measured %.2f; measured: %s%s)\n",
+		r.Mode, short(r.EstimatedNS), short(r.MeasuredNS), r.Ratio, r.Source, spread)
 }
 
 // timingNote is what dagrun run says on stderr about how ops were timed,

@@ -155,6 +155,33 @@ func TestLearnStarts(t *testing.T) {
 	assert.InDelta(t, float64(measured), float64(got), float64(measured)/100, "the replay's estimate is the measured time")
 }
 
+// In a model that several specs teach, a short run's start counts fully
+// and a long run's unexplained time (mostly the drift of its per-op costs)
+// hardly at all: a 2 ms residual of an 800-op workload does not become
+// every example's fixed start.
+func TestStartWeight(t *testing.T) {
+	assert.Equal(t, 1.0, startWeight(0))
+	assert.Equal(t, 0.5, startWeight(startNoise))
+	assert.InDelta(t, 1.0/901, startWeight(3*time.Millisecond), 1e-9)
+	for est := time.Duration(0); est < 10*time.Millisecond; est += 37 * time.Microsecond {
+		assert.Greater(t, startWeight(est), startWeight(est+time.Microsecond), "est %v", est)
+	}
+
+	m := planner.NewPerfModel(planner.DeviceKey{Name: "cpu"}, nil)
+	for _, run := range []struct{ est, residual time.Duration }{
+		{80 * time.Microsecond, 20 * time.Microsecond},    // a small example
+		{3 * time.Millisecond, 2 * time.Millisecond},      // workload C in a slow process
+		{120 * time.Microsecond, 24 * time.Microsecond},   // another small one
+		{3500 * time.Microsecond, 300 * time.Microsecond}, // workload E
+	} {
+		require.NoError(t, m.ObserveOverheadWeighted(planner.OverheadStart, run.residual, startWeight(run.est)))
+	}
+	start, ok := m.Overhead(planner.OverheadStart)
+	require.True(t, ok)
+	assert.Less(t, start, 25*time.Microsecond, "the small examples' starts, not a mean with the workloads' drift (%v)", start)
+	assert.Greater(t, start, 20*time.Microsecond)
+}
+
 func TestWarmups(t *testing.T) {
 	for _, tc := range []struct{ repeat, want int }{{0, 0}, {1, 0}, {2, 1}, {3, 1}, {4, 2}, {20, 10}, {21, 10}} {
 		assert.Equal(t, tc.want, warmups(tc.repeat), "repeat %d", tc.repeat)

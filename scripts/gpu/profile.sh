@@ -6,7 +6,7 @@
 #     again (the plan made with the model): measured makespans of both.
 #  2. Estimated against measured makespan per example and workloads C and
 #     E, eager and replayed, after one profiled run of each mode (the ratio
-#     per example and mode).
+#     per example and mode); eager runs measured in three processes.
 #  3. Tracing cost: BenchmarkCUPTISessionTracing (workload E eager, CUPTI
 #     against events, and against the raw C loop traced the same way in
 #     the same process (E-raw, three processes); workload C replayed 50 times back to back, traced
@@ -81,7 +81,7 @@ for name, kernel, args in (('workload_c', 'spin', ', args: {us: 10}'), ('workloa
 PY
 
 echo "== estimated / measured makespan after one profiled run"
-printf '%-16s %-10s %-12s %-12s %-8s %s\n' example mode estimated measured ratio covered
+printf '%-16s %-7s %-10s %-10s %-8s %-15s %-10s %-22s %s\n' example mode estimated measured ratio quartiles learned 'processes (ratio)' covered
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 for spec in .gpu/examples/*.yaml "$out"/workloads/*.yaml; do
 	ex=$(basename "$spec" .yaml)
@@ -100,18 +100,47 @@ for spec in .gpu/examples/*.yaml "$out"/workloads/*.yaml; do
 		status=1
 		continue
 	fi
+	# The eager run measured again in two more processes, each from the
+	# model as the first measured run found it: how far the same plan
+	# moves between processes.
+	for i in 2 3; do
+		cp "$m" "$out/models-$ex-again.json"
+		$dagrun run "$spec" --backend cuda --repeat 40 --perf-model "$out/models-$ex-again.json" --json \
+			>"$out/eager-$ex-$i.json" 2>>"$out/eager-$ex.err" || status=1
+	done
 	for mode in eager replay; do
 		f="$out/$mode-$ex.json"
-		field "$f" "'%-16s %-10s %-12.1f %-12.1f %-8.2f %d/%d' % ('$ex', r['makespan']['mode'], r['makespan']['estimated_ns']/1e3, r['makespan']['measured_ns']/1e3, r['makespan']['ratio'], r['perf_model']['ops_measured'], r['perf_model']['ops'])"
+		l="$out/learn-$ex.json"
+		[ $mode = replay ] && l="$out/learn-replay-$ex.json"
+		python3 - "$f" "$l" "$ex" <<'PY'
+import json, sys
+r, l = (json.load(open(p))['makespan'] for p in sys.argv[1:3])
+q = '%.1f-%.1f' % (r['measured_q1_ns'] / 1e3, r['measured_q3_ns'] / 1e3) if r.get('measured_q3_ns') else '-'
+cov = json.load(open(sys.argv[1]))['perf_model']
+procs = '-'
+if r['mode'] == 'eager':
+    ms = [r['measured_ns']]
+    for i in (2, 3):
+        try:
+            ms.append(json.load(open(sys.argv[1][:-len('.json')] + '-%d.json' % i))['makespan']['measured_ns'])
+        except (OSError, ValueError, KeyError):
+            pass
+    ms.sort()
+    procs = '%.1f-%.1f (%.2f)' % (ms[0] / 1e3, ms[-1] / 1e3, r['estimated_ns'] / ms[len(ms) // 2])
+print('%-16s %-7s %-10.1f %-10.1f %-8.2f %-15s %-10.1f %-22s %d/%d' % (sys.argv[3], r['mode'], r['estimated_ns'] / 1e3, r['measured_ns'] / 1e3, r['ratio'], q, l['measured_ns'] / 1e3, procs, cov['ops_measured'], cov['ops']))
+PY
 	done
 done
-echo "(times in us; eager measured: median over the timed runs of the last op's end; replay: wall time per replay)"
+echo "(times in us; eager measured: median over the timed runs of the last op's end, with its quartiles; replay: wall time per replay;"
+echo " learned: the profiled run's own measured makespan, in another process;"
+echo " processes: the eager measured makespan's range over three processes, and the estimate over their median)"
 grep -h "ops timed by" "$out"/*.err 2>/dev/null | sort | uniq -c | head -5
 
 # The same with one model for the machine, as a user keeps it: every
 # example's profiled runs teach models-shared.json first, then each is
 # estimated from it (the fixed costs of a run's start are then a mean
-# over the examples, not the example's own).
+# over the examples weighted toward the short runs, not the example's
+# own).
 echo "== estimated / measured makespan with one shared model"
 printf '%-16s %-10s %-12s %-12s %-8s %s\n' example mode estimated measured ratio covered
 shared="$out/models-shared.json"
