@@ -91,14 +91,18 @@ func (s *PerfStats) AddWeighted(ns, w float64) {
 // with it.
 func (s *PerfStats) add(ns, w, total float64) {
 	if s.Count == 0 {
-		s.MinNs, s.MaxNs = ns, ns
+		// Exactly, not by the update: (ns * w) / w need not round to ns.
+		s.Count, s.MeanNs, s.M2, s.MinNs, s.MaxNs = 1, ns, 0, ns, ns
+		return
 	}
 	s.Count++
 	d := ns - s.MeanNs
-	s.MeanNs += d * w / total
-	s.M2 += w * d * (ns - s.MeanNs)
+	// Rounding may put a weighted mean a hair outside [min, max] and make
+	// the spread a hair negative; a file must never hold either.
 	s.MinNs = min(s.MinNs, ns)
 	s.MaxNs = max(s.MaxNs, ns)
+	s.MeanNs = min(max(s.MeanNs+d*w/total, s.MinNs), s.MaxNs)
+	s.M2 = max(s.M2+w*d*(ns-s.MeanNs), 0)
 }
 
 // Mean is the (weighted) mean measurement.
