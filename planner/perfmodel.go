@@ -25,10 +25,12 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// Perf-model files: what Save writes and LoadPerfModel accepts.
+// Perf-model files: what Save writes and LoadPerfModel accepts. Version 2
+// holds the host's costs of untraced runs (version 1's were of runs traced
+// op by op, slower by the tracer's cost per op).
 const (
 	PerfModelFormat  = "dagrun-perf-model"
-	PerfModelVersion = 1
+	PerfModelVersion = 2
 
 	maxPerfModelBytes = 64 << 20 // a file larger than this is refused as corrupt
 	// maxMeasured bounds a measured duration: longer ones are refused as

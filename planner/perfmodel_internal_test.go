@@ -44,9 +44,9 @@ func FuzzPerfModel(f *testing.F) {
 	good, err := m.MarshalJSON()
 	require.NoError(f, err)
 	f.Add(good)
-	f.Add([]byte(`{"format":"dagrun-perf-model","version":1}`))
+	f.Add([]byte(`{"format":"dagrun-perf-model","version":2}`))
 	f.Add([]byte(`{"format":"dagrun-perf-model","version":0,"device":{}}`))
-	f.Add([]byte(`{"format":"dagrun-perf-model","version":1,"device":{"name":"NVIDIA H100 80GB HBM3","sms":132,"driver":13000},"ops":[{"signature":"a","count":1,"mean_ns":-1}]}`))
+	f.Add([]byte(`{"format":"dagrun-perf-model","version":2,"device":{"name":"NVIDIA H100 80GB HBM3","sms":132,"driver":13000},"ops":[{"signature":"a","count":1,"mean_ns":-1}]}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {

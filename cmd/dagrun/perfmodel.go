@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -34,8 +35,8 @@ type perfModel struct {
 	covered, ops int
 	samples      []planner.OpSample
 	overheads    map[planner.Overhead][]time.Duration
-	// plan is the plan the runs ran; eager and replays are the measured
-	// makespans of its timed eager runs and its time per replay, from
+	// plan is the plan the runs ran; eager and replays are the wall times
+	// of its untraced eager runs (hostRuns) and its time per replay, from
 	// which save learns the fixed cost of a run's start.
 	plan    *planner.Plan
 	eager   []time.Duration
@@ -125,10 +126,10 @@ func warmups(repeat int) int {
 	return max(1, repeat/2)
 }
 
-// observe keeps what run number run (from 1) of repeat measured: its
-// spans, and the host's submission costs of its steps. The warm-up runs
-// (warmups) teach nothing.
-func (pm *perfModel) observe(g *dag.Graph, sess *executor.Session, spans []executor.Span, run, repeat int) error {
+// observe keeps what traced run number run (from 1) of repeat measured:
+// its ops' durations. The warm-up runs (warmups) teach nothing. The host's
+// costs come from untraced runs (observeHost).
+func (pm *perfModel) observe(g *dag.Graph, spans []executor.Span, run, repeat int) error {
 	if run <= warmups(repeat) {
 		return nil
 	}
@@ -137,16 +138,21 @@ func (pm *perfModel) observe(g *dag.Graph, sess *executor.Session, spans []execu
 		return err
 	}
 	pm.samples = append(pm.samples, samples...)
-	var end time.Duration
-	for _, s := range spans {
-		end = max(end, s.End)
+	return nil
+}
+
+// observeHost keeps what untraced run number run (from 1) of repeat
+// measured: its wall time, from Run to the end of its work (the makespan
+// a program sees), and the host's submission costs of its steps. The
+// warm-up runs teach nothing.
+func (pm *perfModel) observeHost(sess *executor.Session, wall time.Duration, run, repeat int) {
+	if run <= warmups(repeat) {
+		return
 	}
-	if end > 0 {
-		pm.eager = append(pm.eager, end)
-	}
+	pm.eager = append(pm.eager, wall)
 	costs, ok := sess.SubmitCosts()
 	if !ok {
-		return nil
+		return
 	}
 	for k, c := range costs.Ops {
 		if c.Count > 0 {
@@ -160,7 +166,35 @@ func (pm *perfModel) observe(g *dag.Graph, sess *executor.Session, spans []execu
 	if costs.Waits.Count > 0 {
 		pm.overheads[planner.OverheadWait] = append(pm.overheads[planner.OverheadWait], costs.Waits.Mean())
 	}
-	return nil
+}
+
+// hostRuns runs p repeat more times, untraced, for the perf model of an
+// eager run: the host's submission costs and each run's wall time, which
+// the model learns the host's costs and a run's start from and the run's
+// estimate is compared with. The traced runs before them teach only the
+// ops' durations: tracing op by op slows the host's submission (CUPTI's
+// cost per op, 1.5-2 us on the H100, was a third of workload E's
+// makespan), and the runs a model plans for are not traced. Host steps
+// print nothing here.
+func (c *cli) hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *planner.Plan, pm *perfModel, repeat int, opts []executor.Option, bar *progress) error {
+	sess, err := executor.Open(ctx, b, p, append(slices.Clone(opts), executor.WithSubmitTiming())...)
+	if err != nil {
+		return err
+	}
+	out := s.Stdout
+	s.Stdout = nil
+	defer func() { s.Stdout = out }()
+	defer bar.clear()
+	for i := range repeat {
+		start := time.Now()
+		if err := sess.Run(ctx); err != nil {
+			sess.Close() // the run's error is the one to report
+			return err
+		}
+		pm.observeHost(sess, time.Since(start), i+1, repeat)
+		bar.update(i + 1)
+	}
+	return sess.Close()
 }
 
 // observeReplays keeps the measured time per replay (launched back to
@@ -263,62 +297,31 @@ type makespanReport struct {
 	MeasuredNS  int64   `json:"measured_ns"`
 	Ratio       float64 `json:"ratio"` // estimated / measured
 	// MeasuredQ1NS and MeasuredQ3NS are the quartiles of the timed eager
-	// runs' makespans, around the median MeasuredNS: how much the same plan
-	// moves from run to run (the host's submission, mostly).
+	// runs' wall times, around the median MeasuredNS: how much the same
+	// plan moves from run to run (the host's submission, mostly).
 	MeasuredQ1NS int64 `json:"measured_q1_ns,omitempty"`
 	MeasuredQ3NS int64 `json:"measured_q3_ns,omitempty"`
-	// Source says what measured is: the median over the timed runs of
-	// each run's last op end (eager), or the replays' wall time each.
+	// Source says what measured is: the median wall time of the untraced
+	// eager runs, or the replays' time each.
 	Source string `json:"source"`
 }
 
-// measuredMakespan is the median over runs of each run's makespan: the
-// end of its last op, from the run's start (the backend's time origin).
-func measuredMakespan(runs []trace.RunSpans) (time.Duration, bool) {
-	ms := runMakespans(runs)
-	if len(ms) == 0 {
-		return 0, false
-	}
-	return ms[len(ms)/2], true
-}
-
-// runMakespans is each run's makespan (of those with spans), sorted.
-func runMakespans(runs []trace.RunSpans) []time.Duration {
-	var ms []time.Duration
-	for _, r := range runs {
-		var end time.Duration
-		for _, s := range r.Spans {
-			end = max(end, s.End)
-		}
-		if end > 0 {
-			ms = append(ms, end)
-		}
-	}
-	slices.Sort(ms)
-	return ms
-}
-
-// makespanOf compares the plan's estimate with the run of repeat runs.
-// Eager runs are measured by their spans (the warm-up runs left out, where
-// others were traced); replays by the time per replay (replayClock).
-func makespanOf(p *planner.Plan, runs []trace.RunSpans, g *graphReport, repeat int) *makespanReport {
+// makespanOf compares the plan's estimate with what the runs measured: a
+// replay's time each (replayClock), or the wall time of the untraced eager
+// runs after the warm-up (hostRuns; their median and quartiles).
+func makespanOf(p *planner.Plan, g *graphReport, eager []time.Duration) *makespanReport {
 	r := &makespanReport{Mode: p.Stats.Mode.String(), EstimatedNS: p.Stats.Makespan.Nanoseconds()}
 	switch {
 	case g != nil && g.Replays > 0:
 		r.MeasuredNS, r.Source = g.PerReplayNS, "time per replay launched back to back, after the warm-up"
-	default:
-		timed := slices.DeleteFunc(slices.Clone(runs), func(r trace.RunSpans) bool { return r.Run <= warmups(repeat) })
-		if len(timed) == 0 {
-			timed = runs
-		}
-		ms := runMakespans(timed)
-		if len(ms) == 0 {
-			return nil
-		}
-		r.MeasuredNS, r.Source = ms[len(ms)/2].Nanoseconds(), "median over the runs after the warm-up of the last op's end"
+	case len(eager) > 0:
+		ms := slices.Sorted(slices.Values(eager))
+		r.MeasuredNS, r.Source = ms[len(ms)/2].Nanoseconds(), "median wall time of an untraced run after the warm-up"
 		if len(ms) >= 4 {
 			r.MeasuredQ1NS, r.MeasuredQ3NS = ms[len(ms)/4].Nanoseconds(), ms[3*len(ms)/4].Nanoseconds()
 		}
+	default:
+		return nil
 	}
 	if r.MeasuredNS > 0 {
 		r.Ratio = float64(r.EstimatedNS) / float64(r.MeasuredNS)

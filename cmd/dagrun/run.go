@@ -78,7 +78,10 @@ Flags:
 	                 the runs, print estimated against measured makespan,
 	                 and fold the runs' durations and submission costs
 	                 into F (written whole; the first half of several
-	                 runs or replays warms up and teaches nothing)
+	                 runs or replays warms up and teaches nothing). Eager:
+	                 the runs are traced for the ops' durations, then run
+	                 as many times again untraced for the host's costs and
+	                 the measured makespan (wall time per run)
 	--format F       text (default) or json: the outputs and summary, or
 	                 the errors, as a JSON document with schema_version
 	                 (--json is short for --format json)
@@ -422,11 +425,14 @@ func (c *cli) run(args []string) error {
 	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: f.graph && f.traceFile != "",
 		wholeReplays: f.detail.value == "replays"}
 	if pm != nil {
-		rs.afterRun = func(run int, spans []executor.Span) error { return pm.observe(p.Graph, sess, spans, run, f.repeat) }
+		rs.afterRun = func(run int, spans []executor.Span) error { return pm.observe(p.Graph, spans, run, f.repeat) }
 	}
 	report, err := c.runSession(ctx, sess, s, p, &rs)
 	if cerr := sess.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && pm != nil && !f.graph {
+		err = c.hostRuns(ctx, b, s, p, pm, f.repeat, faultOpts, c.newProgress(f.repeat, c.quietProgress(asJSON, p)))
 	}
 	if err != nil {
 		return c.runFailure(ctx, s, err, rs.saved)
@@ -437,7 +443,7 @@ func (c *cli) run(args []string) error {
 	}
 	note := timingNote(sess, nil)
 	if pm != nil {
-		report.Makespan = makespanOf(p, rs.runs, report.Graph, f.repeat)
+		report.Makespan = makespanOf(p, report.Graph, pm.eager)
 		// Replays traced op by op ran slower than they do untraced (CUPTI's
 		// cost per node; timed by events, each traced replay ran alone):
 		// their time each would mislead the model. Whole replays timed by

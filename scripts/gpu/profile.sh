@@ -131,7 +131,7 @@ print('%-16s %-7s %-10.1f %-10.1f %-8.2f %-15s %-10.1f %-22s %d/%d' % (sys.argv[
 PY
 	done
 done
-echo "(times in us; eager measured: median over the timed runs of the last op's end, with its quartiles; replay: wall time per replay;"
+echo "(times in us; eager measured: median wall time of the untraced runs after the warm-up, with its quartiles; replay: time per replay;"
 echo " learned: the profiled run's own measured makespan, in another process;"
 echo " processes: the eager measured makespan's range over three processes, and the estimate over their median)"
 grep -h "ops timed by" "$out"/*.err 2>/dev/null | sort | uniq -c | head -5
