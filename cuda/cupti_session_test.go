@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,32 +35,11 @@ func TestCUPTISessionTiming(t *testing.T) {
 	p, err := planner.New(graph, planner.Options{Streams: 2})
 	require.NoError(t, err)
 
-	durations := func(src string) (map[int]time.Duration, map[int]int, string) {
-		se := openSession(t, b, graph)
-		defer func() { require.NoError(t, se.Close()) }()
-		se.SetTiming(true)
-		require.NoError(t, se.SetTimingSource(src))
-		used, why, _ := se.TimingSource()
-		d, streams := map[int]time.Duration{}, map[int]int{}
-		for run := range 2 { // the first run warms up
-			require.NoError(t, runPlan(context.Background(), se, p, run == 0))
-			clear(d)
-			require.NoError(t, se.Spans(func(op, stream int, start, end time.Duration) {
-				assert.Less(t, start, end, "op %d", op)
-				_, twice := d[op]
-				assert.False(t, twice, "op %d has two spans", op)
-				d[op], streams[op] = end-start, stream
-			}))
-		}
-		_, _, dropped := se.TimingSource()
-		assert.Zero(t, dropped)
-		return d, streams, used + ": " + why
-	}
-	cupti, cstreams, how := durations(TimingAuto)
+	cupti, cstreams, how := sessionDurations(t, b, graph, p, TimingAuto)
 	if len(cupti) == 0 || how[:len(TimingCUPTI)] != TimingCUPTI {
 		requireGPU(t, "CUPTI timing not used: %s", how)
 	}
-	events, _, _ := durations(TimingEvents)
+	events, _, _ := sessionDurations(t, b, graph, p, TimingEvents)
 	t.Logf("timing: %s", how)
 	require.Len(t, cupti, len(graph.Ops), "every op here does device work")
 	for _, st := range p.Steps {
@@ -84,6 +64,77 @@ func TestCUPTISessionTiming(t *testing.T) {
 			assert.Less(t, c, us+5*time.Microsecond, "op %s: a spin of %v", graph.Ops[op].Name, us)
 		}
 	}
+}
+
+// sessionDurations runs p twice on a session of b timed by src and returns
+// the second run's duration and stream of each op, and how it was timed.
+func sessionDurations(t *testing.T, b *Backend, graph *dag.Graph, p *planner.Plan, src string) (map[int]time.Duration, map[int]int, string) {
+	t.Helper()
+	se := openSession(t, b, graph)
+	defer func() { require.NoError(t, se.Close()) }()
+	se.SetTiming(true)
+	require.NoError(t, se.SetTimingSource(src))
+	used, why, _ := se.TimingSource()
+	d, streams := map[int]time.Duration{}, map[int]int{}
+	for run := range 2 { // the first run warms up
+		require.NoError(t, runPlan(context.Background(), se, p, run == 0))
+		clear(d)
+		require.NoError(t, se.Spans(func(op, stream int, start, end time.Duration) {
+			assert.Less(t, start, end, "op %d", op)
+			_, twice := d[op]
+			assert.False(t, twice, "op %d has two spans", op)
+			d[op], streams[op] = end-start, stream
+		}))
+	}
+	_, _, dropped := se.TimingSource()
+	assert.Zero(t, dropped)
+	return d, streams, used + ": " + why
+}
+
+// TestCUPTIEventsAgree compares CUPTI's and the events' durations of the
+// same ops where events can be exact: one stream, every op queued behind a
+// 500 us spin before the device reaches it, so that an op's start event is
+// taken the moment the op before it ends, and nothing of the host's
+// submission falls between an op's events. What remains between the two
+// is the device's own step from one command to the next. The figures are
+// logged (AGREE) for BENCHMARKS.md.
+func TestCUPTIEventsAgree(t *testing.T) {
+	b := gpuBackend(t)
+	g := dag.New()
+	src := g.Buffer("src", 1<<20)
+	dst := g.Buffer("dst", 1<<20)
+	prev := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 500.0).Named("gate")
+	chain := func(o *dag.Op) { o.After(prev); prev = o }
+	chain(g.Fill(src.All(), 7).Named("fill"))
+	chain(g.Copy(dst.All(), src.All()).Named("copy"))
+	for i, us := range []float64{5, 20, 80} {
+		chain(g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), us).Named(fmt.Sprintf("spin%d", i)))
+	}
+	chain(g.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(32)).Named("empty"))
+	graph, err := g.Build()
+	require.NoError(t, err)
+	p, err := planner.New(graph, planner.Options{Streams: 1})
+	require.NoError(t, err)
+	cupti, _, how := sessionDurations(t, b, graph, p, TimingCUPTI)
+	if len(cupti) != len(graph.Ops) {
+		requireGPU(t, "CUPTI timing not used: %s", how)
+	}
+	events, _, _ := sessionDurations(t, b, graph, p, TimingEvents)
+	var worst time.Duration
+	var line []string
+	for _, op := range graph.Ops[1:] { // the gate waits for the host's submission
+		c, e := cupti[op.ID], events[op.ID]
+		line = append(line, fmt.Sprintf("%s %v/%v", op.Name, c, e))
+		if d := (e - c).Abs(); d > worst {
+			worst = d
+		}
+		// Events bracket the op: CUPTI's time lies within them, up to the
+		// events' resolution (0.5 us); they exceed it by the device's step
+		// into the op, which a few microseconds bound here.
+		assert.LessOrEqual(t, c, e+time.Microsecond/2, "op %s: CUPTI's time lies within the events'", op.Name)
+		assert.Less(t, e-c, 5*time.Microsecond, "op %s: cupti %v, events %v", op.Name, c, e)
+	}
+	t.Logf("AGREE cupti/events per op, queued behind a gate: %s; largest difference %v", strings.Join(line, ", "), worst)
 }
 
 // TestCUPTISessionReplay captures a plan of spins and replays it with the

@@ -301,20 +301,34 @@ type makespanReport struct {
 	// plan moves from run to run (the host's submission, mostly).
 	MeasuredQ1NS int64 `json:"measured_q1_ns,omitempty"`
 	MeasuredQ3NS int64 `json:"measured_q3_ns,omitempty"`
+	// DeviceNS (eager) is the estimate without the host's costs: the
+	// device's own work, in the plan's order. HostBound says the estimate
+	// exceeds it by a tenth or more: the host's submission speed sets the
+	// run's makespan, and that speed drifts (by up to 1.8x within tens of
+	// milliseconds on the H100 machine, BENCHMARKS.md), so such a run is
+	// only as steady as its host; a replay (--graph) does not depend on it.
+	DeviceNS  int64 `json:"device_only_ns,omitempty"`
+	HostBound bool  `json:"host_bound,omitempty"`
 	// Source says what measured is: the median wall time of the untraced
 	// eager runs, or the replays' time each.
 	Source string `json:"source"`
 }
 
-// makespanOf compares the plan's estimate with what the runs measured: a
-// replay's time each (replayClock), or the wall time of the untraced eager
-// runs after the warm-up (hostRuns; their median and quartiles).
-func makespanOf(p *planner.Plan, g *graphReport, eager []time.Duration) *makespanReport {
+// makespanOf compares the plan's estimate under perf model m with what the
+// runs measured: a replay's time each (replayClock), or the wall time of
+// the untraced eager runs after the warm-up (hostRuns; their median and
+// quartiles). An eager run is judged host-bound only where m has measured
+// the host's submission of every kind of op the plan has.
+func makespanOf(p *planner.Plan, m *planner.PerfModel, g *graphReport, eager []time.Duration) *makespanReport {
 	r := &makespanReport{Mode: p.Stats.Mode.String(), EstimatedNS: p.Stats.Makespan.Nanoseconds()}
 	switch {
 	case g != nil && g.Replays > 0:
 		r.MeasuredNS, r.Source = g.PerReplayNS, "time per replay launched back to back, after the warm-up"
 	case len(eager) > 0:
+		if hostMeasured(p, m) {
+			dev := planner.Simulate(p, planner.WithOverheads(m, planner.Overheads{}), planner.Eager).Makespan
+			r.DeviceNS, r.HostBound = dev.Nanoseconds(), p.Stats.Makespan >= dev+dev/10
+		}
 		ms := slices.Sorted(slices.Values(eager))
 		r.MeasuredNS, r.Source = ms[len(ms)/2].Nanoseconds(), "median wall time of an untraced run after the warm-up"
 		if len(ms) >= 4 {
@@ -329,6 +343,20 @@ func makespanOf(p *planner.Plan, g *graphReport, eager []time.Duration) *makespa
 	return r
 }
 
+// hostMeasured reports whether m has measured the host's cost to submit
+// every kind of op in p.
+func hostMeasured(p *planner.Plan, m *planner.PerfModel) bool {
+	if m == nil {
+		return false
+	}
+	for _, op := range p.Graph.Ops {
+		if _, ok := m.Overhead(planner.SubmitOverhead(op.Kind)); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *makespanReport) write(w io.Writer) {
 	spread := ""
 	if r.MeasuredQ3NS > 0 {
@@ -336,6 +364,10 @@ func (r *makespanReport) write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "makespan (%s): estimated %s, measured %s (estimate/measured %.2f; measured: %s%s)\n",
 		r.Mode, short(r.EstimatedNS), short(r.MeasuredNS), r.Ratio, r.Source, spread)
+	if r.HostBound {
+		fmt.Fprintf(w, "  host-bound: the device's own work is %s of the estimate; the host's submission speed sets the rest, and moves with the machine (--graph replays do not)\n",
+			short(r.DeviceNS))
+	}
 }
 
 // timingNote is what dagrun run says on stderr about how ops were timed,

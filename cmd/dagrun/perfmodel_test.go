@@ -5,6 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,7 +144,7 @@ func TestLearnStarts(t *testing.T) {
 	assert.NotEmpty(t, pm.overheads[planner.SubmitOverhead(dag.Launch)], "the untraced runs teach the host's submission")
 	assert.Empty(t, printed.String(), "host steps print nothing in the untraced runs")
 	assert.Same(t, &printed, s.Stdout, "and print again after them")
-	r := makespanOf(p, nil, pm.eager)
+	r := makespanOf(p, pm.model, nil, pm.eager)
 	require.NotNil(t, r)
 	assert.Equal(t, "eager", r.Mode)
 	assert.Positive(t, r.MeasuredNS)
@@ -232,6 +233,45 @@ func TestReplayClock(t *testing.T) {
 				done += b.n
 			}
 			assert.Equal(t, tc.want, c.perReplay())
+		})
+	}
+}
+
+// An eager estimate is host-bound where the model's measured submission
+// costs, not the ops, set it; with the host unmeasured it says nothing.
+func TestMakespanHostBound(t *testing.T) {
+	s, err := spec.Load(filepath.Join("..", "..", "examples", "fan_out.yaml"))
+	require.NoError(t, err)
+	runs := []time.Duration{time.Millisecond}
+	for _, tc := range []struct {
+		name      string
+		submit    time.Duration // per op of every kind; 0: not measured
+		hostBound bool
+	}{
+		{"host unmeasured", 0, false},
+		{"slow host", 50 * time.Microsecond, true},
+		{"fast host", time.Nanosecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := planner.NewPerfModel(planner.DeviceKey{Name: "cpu"}, nil)
+			if tc.submit > 0 {
+				for _, op := range s.Graph.Ops {
+					require.NoError(t, m.ObserveOverhead(planner.SubmitOverhead(op.Kind), tc.submit))
+				}
+			}
+			pm := &perfModel{model: m}
+			p, err := planWithModel(s, layout{}, pm, planner.Eager, machine{})
+			require.NoError(t, err)
+			r := makespanOf(p, m, nil, runs)
+			require.NotNil(t, r)
+			assert.Equal(t, tc.hostBound, r.HostBound)
+			var text bytes.Buffer
+			r.write(&text)
+			assert.Equal(t, tc.hostBound, strings.Contains(text.String(), "host-bound"), text.String())
+			if tc.submit > 0 {
+				assert.Positive(t, r.DeviceNS)
+				assert.Less(t, r.DeviceNS, r.EstimatedNS+1)
+			}
 		})
 	}
 }

@@ -443,7 +443,7 @@ func (c *cli) run(args []string) error {
 	}
 	note := timingNote(sess, nil)
 	if pm != nil {
-		report.Makespan = makespanOf(p, report.Graph, pm.eager)
+		report.Makespan = makespanOf(p, pm.model, report.Graph, pm.eager)
 		// Replays traced op by op ran slower than they do untraced (CUPTI's
 		// cost per node; timed by events, each traced replay ran alone):
 		// their time each would mislead the model. Whole replays timed by

@@ -127,13 +127,15 @@ if r['mode'] == 'eager':
             pass
     ms.sort()
     procs = '%.1f-%.1f (%.2f)' % (ms[0] / 1e3, ms[-1] / 1e3, r['estimated_ns'] / ms[len(ms) // 2])
-print('%-16s %-7s %-10.1f %-10.1f %-8.2f %-15s %-10.1f %-22s %d/%d' % (sys.argv[3], r['mode'], r['estimated_ns'] / 1e3, r['measured_ns'] / 1e3, r['ratio'], q, l['measured_ns'] / 1e3, procs, cov['ops_measured'], cov['ops']))
+mode = r['mode'] + ('*' if r.get('host_bound') else '')
+print('%-16s %-7s %-10.1f %-10.1f %-8.2f %-15s %-10.1f %-22s %d/%d' % (sys.argv[3], mode, r['estimated_ns'] / 1e3, r['measured_ns'] / 1e3, r['ratio'], q, l['measured_ns'] / 1e3, procs, cov['ops_measured'], cov['ops']))
 PY
 	done
 done
 echo "(times in us; eager measured: median wall time of the untraced runs after the warm-up, with its quartiles; replay: time per replay;"
 echo " learned: the profiled run's own measured makespan, in another process;"
-echo " processes: the eager measured makespan's range over three processes, and the estimate over their median)"
+echo " processes: the eager measured makespan's range over three processes, and the estimate over their median;"
+echo " eager*: host-bound by the model, the host's submission speed sets the estimate)"
 grep -h "ops timed by" "$out"/*.err 2>/dev/null | sort | uniq -c | head -5
 
 # The same with one model for the machine, as a user keeps it: every
