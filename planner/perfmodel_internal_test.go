@@ -1,8 +1,10 @@
 package planner
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -41,6 +43,7 @@ func FuzzPerfModel(f *testing.F) {
 	}
 	require.NoError(f, m.Update(samples))
 	require.NoError(f, m.ObserveOverhead(OverheadWait, 420))
+	require.NoError(f, m.ObserveOverheadWeighted(OverheadStart, 48358, 0.025134160307548205))
 	good, err := m.MarshalJSON()
 	require.NoError(f, err)
 	f.Add(good)
@@ -65,6 +68,16 @@ func FuzzPerfModel(f *testing.F) {
 		again, err := back.MarshalJSON()
 		require.NoError(t, err)
 		assert.Equal(t, string(out), string(again))
+		// What it accepted takes more measurements, weighted or not, and
+		// stays a model it accepts.
+		for _, name := range slices.Sorted(maps.Keys(back.overheads)) {
+			require.NoError(t, back.ObserveOverheadWeighted(name, 12345, 0.3))
+			require.NoError(t, back.ObserveOverhead(name, 0))
+		}
+		out, err = back.MarshalJSON()
+		require.NoError(t, err)
+		_, err = parsePerfModel(out, "fuzz.json", fuzzDevice, nil)
+		require.NoError(t, err, "%s", out)
 	})
 }
 
