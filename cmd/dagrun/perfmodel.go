@@ -43,14 +43,14 @@ type perfModel struct {
 	replays []time.Duration
 }
 
-// deviceKey is the perf-model key of the device a backend runs on: the
-// CPU backend is "cpu" with its cores; a CUDA backend is its device 0.
-func deviceKey(b device.Backend) (planner.DeviceKey, error) {
+// deviceKey is the perf-model key of device dev of a backend: the CPU
+// backend is "cpu" with its cores; a CUDA backend's is the device's.
+func deviceKey(b device.Backend, dev int) (planner.DeviceKey, error) {
 	switch b := b.(type) {
 	case *cpu.Backend:
 		return planner.DeviceKey{Name: "cpu", SMs: runtime.NumCPU()}, nil
 	case *cuda.Backend:
-		name, sms, err := b.DeviceInfo(0)
+		name, sms, err := b.DeviceInfo(dev)
 		if err != nil {
 			return planner.DeviceKey{}, err
 		}
@@ -59,11 +59,12 @@ func deviceKey(b device.Backend) (planner.DeviceKey, error) {
 	return planner.DeviceKey{}, fmt.Errorf("backend %T keeps no perf model", b)
 }
 
-// loadPerfModel reads path for backend b's device. A file that cannot be
-// used is a warning on stderr: the model is then empty, so the plan uses
-// default costs, and the file is not overwritten.
-func (c *cli) loadPerfModel(cmd, path string, b device.Backend) (*perfModel, error) {
-	key, err := deviceKey(b)
+// loadPerfModel reads path for device dev of backend b (a spec's plan is
+// keyed by device 0; a rank's by its own). A file that cannot be used is a
+// warning on stderr: the model is then empty, so the plan uses default
+// costs, and the file is not overwritten.
+func (c *cli) loadPerfModel(cmd, path string, b device.Backend, dev int) (*perfModel, error) {
+	key, err := deviceKey(b, dev)
 	if err != nil {
 		return nil, fmt.Errorf("--perf-model %s: %w", path, err)
 	}
@@ -400,15 +401,22 @@ func printPerfModel(w io.Writer, r runReport, pm *perfModel) {
 	if pm == nil {
 		return
 	}
-	fmt.Fprintln(w, pm.coverage())
-	if r.Makespan != nil {
-		r.Makespan.write(w)
+	writePerfModel(w, "", pm, r.Makespan, r.PerfModel)
+}
+
+// writePerfModel writes the perf-model lines of a run (of one rank, with
+// prefix "rank N "): the model's use, the makespan compared, the update.
+func writePerfModel(w io.Writer, prefix string, pm *perfModel, m *makespanReport, pr *perfModelReport) {
+	fmt.Fprintln(w, prefix+pm.coverage())
+	if m != nil {
+		fmt.Fprint(w, prefix)
+		m.write(w)
 	}
-	if pr := r.PerfModel; pr != nil {
+	if pr != nil {
 		if pr.Updated {
-			fmt.Fprintf(w, "perf model %s updated from %d op samples\n", pr.Path, pr.Samples)
+			fmt.Fprintf(w, "%sperf model %s updated from %d op samples\n", prefix, pr.Path, pr.Samples)
 		} else {
-			fmt.Fprintf(w, "perf model %s not updated\n", pr.Path)
+			fmt.Fprintf(w, "%sperf model %s not updated\n", prefix, pr.Path)
 		}
 	}
 }
@@ -443,7 +451,7 @@ func (c *cli) planPerf(s *spec.Spec, l layout, f planPerfFlags) (*planner.Plan, 
 	if err != nil {
 		return nil, nil, err
 	}
-	pm, err := c.loadPerfModel("plan", f.path, b)
+	pm, err := c.loadPerfModel("plan", f.path, b, 0)
 	var mach machine
 	if err == nil {
 		mach, err = machineOf(b, s.Graph)

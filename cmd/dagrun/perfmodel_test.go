@@ -30,7 +30,7 @@ func TestProfileGuided(t *testing.T) {
 	require.NoError(t, err)
 	b := cpu.New()
 	defer b.Close()
-	pm, err := (&cli{stderr: t.Output()}).loadPerfModel("run", filepath.Join(t.TempDir(), "models.json"), b)
+	pm, err := (&cli{stderr: t.Output()}).loadPerfModel("run", filepath.Join(t.TempDir(), "models.json"), b, 0)
 	require.NoError(t, err)
 
 	// measure runs the plan repeat times, teaching pm from every run after
@@ -123,7 +123,7 @@ func TestLearnStarts(t *testing.T) {
 	defer b.Close()
 	path := filepath.Join(t.TempDir(), "models.json")
 	c := &cli{stderr: t.Output()}
-	pm, err := c.loadPerfModel("run", path, b)
+	pm, err := c.loadPerfModel("run", path, b, 0)
 	require.NoError(t, err)
 	p, err := planWithModel(s, layout{}, pm, planner.Eager, machine{})
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/comm"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
@@ -127,16 +129,21 @@ const maxWorld = 1024
 
 // rankRun is one rank of a run in this process.
 type rankRun struct {
-	rank int
-	s    *spec.Spec
-	p    *planner.Plan
-	runs []trace.RunSpans
+	rank   int
+	device int
+	s      *spec.Spec
+	p      *planner.Plan
+	runs   []trace.RunSpans
+	pm     *perfModel // with --perf-model
 }
 
-// rankReport is one rank's outputs in a run's report.
+// rankReport is one rank's outputs in a run's report, and with
+// --perf-model its estimate against the measured makespan and its model.
 type rankReport struct {
-	Rank    int            `json:"rank"`
-	Outputs []outputReport `json:"outputs"`
+	Rank      int              `json:"rank"`
+	Outputs   []outputReport   `json:"outputs"`
+	Makespan  *makespanReport  `json:"makespan,omitempty"`
+	PerfModel *perfModelReport `json:"perf_model,omitempty"`
 }
 
 // worldReport is what dagrun run prints for a run of ranks, as JSON with
@@ -163,6 +170,14 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	asJSON := f.format.value == "json"
 	if f.traceFile != "" && !strings.Contains(f.traceFile, rankPattern) {
 		return usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
+	}
+	if f.perfModel != "" {
+		if !strings.Contains(f.perfModel, rankPattern) {
+			return usagef("--perf-model %s: every rank keeps the model of its device; put {rank} in the path, as in models_{rank}.json", f.perfModel)
+		}
+		if f.graph {
+			return usagef("--perf-model: ranks learn their models from eager runs; run them without --graph (and without run.graph: true in the spec)")
+		}
 	}
 	var src []byte
 	if path == stdio {
@@ -218,6 +233,9 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		if f.traceFile != "" {
 			paths = append(paths, expandRank(f.traceFile, r))
 		}
+		if f.perfModel != "" {
+			paths = append(paths, expandRank(f.perfModel, r))
+		}
 		for _, pt := range paths {
 			if other, ok := writers[pt]; ok && other != r {
 				return usagef("ranks %d and %d would both write %s: put {rank} in the path", other, r, pt)
@@ -229,7 +247,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			hostOut = c.stderr
 		}
 		s.Stdout = &rankLines{prefix: fmt.Sprintf("rank %d ", r), w: hostOut, mu: &hostMu}
-		rs[i] = &rankRun{rank: r, s: s, p: p}
+		rs[i] = &rankRun{rank: r, device: device, s: s, p: p}
 	}
 	traced := func(int) bool { return false }
 	if f.traceFile != "" {
@@ -238,15 +256,16 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			return err
 		}
 	}
-	opts, err := f.faults.options()
+	untraced, err := f.faults.options()
 	if err != nil {
 		return err
 	}
-	if f.traceFile != "" {
-		opts = append(opts, executor.WithTiming())
-	}
 	if f.set["rank-timeout"] {
-		opts = append(opts, executor.WithRankTimeout(f.ranking.timeout))
+		untraced = append(untraced, executor.WithRankTimeout(f.ranking.timeout))
+	}
+	opts := slices.Clone(untraced)
+	if f.traceFile != "" || f.perfModel != "" {
+		opts = append(opts, executor.WithTiming())
 	}
 	b, used, fallback, err := openBackend(f.backend.value, false)
 	if err != nil {
@@ -255,6 +274,22 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	defer b.Close()
 	if fallback != "" {
 		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
+	}
+	if f.perfModel != "" {
+		// Each rank plans with the model of its device. Collectives keep
+		// their declared order under every plan, so the ranks still agree.
+		for _, r := range rs {
+			if r.pm, err = c.loadPerfModel("run", expandRank(f.perfModel, r.rank), b, r.device); err != nil {
+				return err
+			}
+			mach, err := machineOf(b, r.s.Graph)
+			if err != nil {
+				return err
+			}
+			if r.p, err = planWithModel(r.s, f.layout(), r.pm, planner.Eager, mach); err != nil {
+				return err
+			}
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -322,6 +357,13 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 				r.runs = append(r.runs, trace.RunSpans{Run: i + 1, Start: runStart, Spans: spans(j)})
 			}
 		}
+		for j, r := range rs {
+			if r.pm != nil {
+				if err := r.pm.observe(r.p.Graph, spans(j), i+1, f.repeat); err != nil {
+					return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), closer())
+				}
+			}
+		}
 		if f.graph && i == 0 {
 			// With --graph the first run is eager and the others replay
 			// the graph captured after it: NCCL connects the ranks at
@@ -361,6 +403,21 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	if err := closer(); err != nil {
 		return err
 	}
+	if f.perfModel != "" {
+		if m.place == nil {
+			if err := c.hostRunsWorld(ctx, b, rs, f.repeat, untraced); err != nil {
+				return c.rankFailure(ctx, rs, err)
+			}
+		}
+		for i, r := range rs {
+			rep.Ranks[i].Makespan = makespanOf(r.p, r.pm.model, nil, r.pm.eager)
+			pr, err := r.pm.save()
+			if err != nil {
+				return fmt.Errorf("rank %d: %w", r.rank, err)
+			}
+			rep.Ranks[i].PerfModel = &pr
+		}
+	}
 	var traces bytes.Buffer
 	if f.traceFile != "" {
 		for _, r := range rs {
@@ -383,9 +440,44 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		if err := printWorldReport(w, rep); err != nil {
 			return err
 		}
+		for i, r := range rs {
+			if r.pm != nil {
+				writePerfModel(w, fmt.Sprintf("rank %d ", r.rank), r.pm, rep.Ranks[i].Makespan, rep.Ranks[i].PerfModel)
+			}
+		}
 		_, err := traces.WriteTo(w)
 		return err
 	})
+}
+
+// hostRunsWorld is hostRuns for ranks in one process: the world run
+// repeat more times untraced, each rank's submission timed, each run's
+// wall time every rank's measured makespan (the ranks run together). Ranks
+// in processes of their own learn their ops' durations only: a second
+// rendezvous after the first is not worth its fragility.
+func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun, repeat int, opts []executor.Option) error {
+	plans := make([]*planner.Plan, len(rs))
+	for i, r := range rs {
+		plans[i] = r.p
+		out := r.s.Stdout
+		r.s.Stdout = nil // host steps print nothing here
+		defer func() { r.s.Stdout = out }()
+	}
+	w, err := executor.OpenWorld(ctx, b, plans, append(slices.Clone(opts), executor.WithSubmitTiming())...)
+	if err != nil {
+		return err
+	}
+	for run := 1; run <= repeat; run++ {
+		start := time.Now()
+		if err := w.Run(ctx); err != nil {
+			return errors.Join(err, w.Close())
+		}
+		wall := time.Since(start)
+		for i, r := range rs {
+			r.pm.observeHost(w.Rank(i), wall, run, repeat)
+		}
+	}
+	return w.Close()
 }
 
 func printWorldReport(w io.Writer, r worldReport) error {

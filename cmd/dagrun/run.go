@@ -81,7 +81,10 @@ Flags:
 	                 runs or replays warms up and teaches nothing). Eager:
 	                 the runs are traced for the ops' durations, then run
 	                 as many times again untraced for the host's costs and
-	                 the measured makespan (wall time per run)
+	                 the measured makespan (wall time per run). Ranks: put
+	                 {rank} in F, each keeps the model of its device (eager
+	                 only; ranks in processes of their own learn their
+	                 ops' durations only)
 	--format F       text (default) or json: the outputs and summary, or
 	                 the errors, as a JSON document with schema_version
 	                 (--json is short for --format json)
@@ -373,7 +376,7 @@ func (c *cli) run(args []string) error {
 	}
 	var pm *perfModel
 	if f.perfModel != "" {
-		if pm, err = c.loadPerfModel("run", f.perfModel, b); err != nil {
+		if pm, err = c.loadPerfModel("run", f.perfModel, b, 0); err != nil {
 			return err
 		}
 	}
