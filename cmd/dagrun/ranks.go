@@ -404,10 +404,8 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		return err
 	}
 	if f.perfModel != "" {
-		if m.place == nil {
-			if err := c.hostRunsWorld(ctx, b, rs, f.repeat, untraced); err != nil {
-				return c.rankFailure(ctx, rs, err)
-			}
+		if err := c.hostRunsWorld(ctx, b, rs, m.place, f.repeat, untraced); err != nil {
+			return c.rankFailure(ctx, rs, err)
 		}
 		for i, r := range rs {
 			rep.Ranks[i].Makespan = makespanOf(r.p, r.pm.model, nil, r.pm.eager)
@@ -450,34 +448,50 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	})
 }
 
-// hostRunsWorld is hostRuns for ranks in one process: the world run
-// repeat more times untraced, each rank's submission timed, each run's
-// wall time every rank's measured makespan (the ranks run together). Ranks
-// in processes of their own learn their ops' durations only: a second
-// rendezvous after the first is not worth its fragility.
-func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun, repeat int, opts []executor.Option) error {
-	plans := make([]*planner.Plan, len(rs))
-	for i, r := range rs {
-		plans[i] = r.p
+// hostRunsWorld is hostRuns for ranks: the world (or, with place, this
+// process's rank of it, meeting the others at a second rendezvous) run
+// repeat more times untraced, each rank's submission timed, each run's wall
+// time its ranks' measured makespan (the ranks run together).
+func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option) error {
+	for _, r := range rs {
 		out := r.s.Stdout
 		r.s.Stdout = nil // host steps print nothing here
 		defer func() { r.s.Stdout = out }()
 	}
-	w, err := executor.OpenWorld(ctx, b, plans, append(slices.Clone(opts), executor.WithSubmitTiming())...)
-	if err != nil {
-		return err
+	opts = append(slices.Clone(opts), executor.WithSubmitTiming())
+	var (
+		run     func(context.Context) error
+		session func(i int) *executor.Session
+		closer  func() error
+	)
+	if place == nil {
+		plans := make([]*planner.Plan, len(rs))
+		for i, r := range rs {
+			plans[i] = r.p
+		}
+		w, err := executor.OpenWorld(ctx, b, plans, opts...)
+		if err != nil {
+			return err
+		}
+		run, session, closer = w.Run, w.Rank, w.Close
+	} else {
+		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *place, opts...)
+		if err != nil {
+			return err
+		}
+		run, session, closer = rk.Run, func(int) *executor.Session { return rk.Session() }, rk.Close
 	}
-	for run := 1; run <= repeat; run++ {
+	for n := 1; n <= repeat; n++ {
 		start := time.Now()
-		if err := w.Run(ctx); err != nil {
-			return errors.Join(err, w.Close())
+		if err := run(ctx); err != nil {
+			return errors.Join(err, closer())
 		}
 		wall := time.Since(start)
 		for i, r := range rs {
-			r.pm.observeHost(w.Rank(i), wall, run, repeat)
+			r.pm.observeHost(session(i), wall, n, repeat)
 		}
 	}
-	return w.Close()
+	return closer()
 }
 
 func printWorldReport(w io.Writer, r worldReport) error {

@@ -83,8 +83,8 @@ Flags:
 	                 as many times again untraced for the host's costs and
 	                 the measured makespan (wall time per run). Ranks: put
 	                 {rank} in F, each keeps the model of its device (eager
-	                 only; ranks in processes of their own learn their
-	                 ops' durations only)
+	                 runs only; ranks in processes of their own meet again
+	                 for the untraced runs)
 	--format F       text (default) or json: the outputs and summary, or
 	                 the errors, as a JSON document with schema_version
 	                 (--json is short for --format json)
