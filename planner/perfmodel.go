@@ -167,7 +167,11 @@ func SubmitOverhead(k dag.OpKind) Overhead { return Overhead("submit " + k.Strin
 // Measured, Covered and OpStats may run concurrently; Update and
 // ObserveOverhead must run alone.
 type PerfModel struct {
-	Device    DeviceKey
+	Device DeviceKey
+	// World is the number of ranks the model's collectives run among
+	// (0: not known). It is part of a collective's signature: an all-reduce
+	// of 2 ranks is not one of 8, and one file may hold both.
+	World     int
 	ops       map[string]*opEntry
 	overheads map[Overhead]*PerfStats
 	fits      map[string]copyFit // by copy direction
@@ -450,7 +454,7 @@ func signature(op *dag.Op, hash func(*dag.Kernel) string) (string, error) {
 // signature is Signature with kernel hashes kept between calls: hashing a
 // kernel's source for every op it launches would dominate planning.
 func (m *PerfModel) signature(op *dag.Op) (string, error) {
-	return signature(op, func(k *dag.Kernel) string {
+	sig, err := signature(op, func(k *dag.Kernel) string {
 		if h, ok := m.hashes.Load(k); ok {
 			return h.(string)
 		}
@@ -458,6 +462,10 @@ func (m *PerfModel) signature(op *dag.Op) (string, error) {
 		m.hashes.Store(k, h)
 		return h
 	})
+	if err == nil && m.World > 0 && op.Kind.IsCollective() {
+		sig += fmt.Sprintf(" world=%d", m.World)
+	}
+	return sig, err
 }
 
 // kernelHash identifies a kernel's code: its source kind, entry point, file
@@ -512,7 +520,7 @@ var signatureRules = map[dag.OpKind]func(op *dag.Op, hash func(*dag.Kernel) stri
 }
 
 // collectiveSignature: the kind, the bytes each rank moves and the dtype
-// (the world size is the file's: one perf model per rank and world).
+// (a model that knows its world adds the world size: PerfModel.World).
 func collectiveSignature(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
 	if len(op.Access) == 0 {
 		return "", fmt.Errorf("op %s: a collective without a view", op.Name)

@@ -450,3 +450,31 @@ func TestPerfStatsWeightedValid(t *testing.T) {
 		require.NoError(t, err, "trial %d", trial)
 	}
 }
+
+// A model that knows its world keeps a collective's durations per world
+// size: an all-reduce among 2 ranks is not one among 8.
+func TestPerfModelWorld(t *testing.T) {
+	g := dag.New()
+	x := g.Buffer("x", 4096, dag.Of(dag.F32))
+	g.AllReduce(x.All(), dag.Sum).Named("ar")
+	graph, err := g.Build()
+	require.NoError(t, err)
+	ar := graph.Ops[len(graph.Ops)-1]
+	require.True(t, ar.Kind.IsCollective())
+
+	m := planner.NewPerfModel(h100, nil)
+	m.World = 2
+	require.NoError(t, m.Update([]planner.OpSample{{Op: ar, Duration: 20 * time.Microsecond}}))
+	d, ok := m.Measured(ar)
+	require.True(t, ok)
+	assert.Equal(t, 20*time.Microsecond, d)
+	m.World = 8
+	_, ok = m.Measured(ar)
+	assert.False(t, ok, "measured among 2 ranks, not 8")
+	require.NoError(t, m.Update([]planner.OpSample{{Op: ar, Duration: 60 * time.Microsecond}}))
+	d, _ = m.Measured(ar)
+	assert.Equal(t, 60*time.Microsecond, d)
+	m.World = 2
+	d, _ = m.Measured(ar)
+	assert.Equal(t, 20*time.Microsecond, d, "both kept in one model")
+}

@@ -282,6 +282,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			if r.pm, err = c.loadPerfModel("run", expandRank(f.perfModel, r.rank), b, r.device); err != nil {
 				return err
 			}
+			r.pm.model.World = m.world
 			mach, err := machineOf(b, r.s.Graph)
 			if err != nil {
 				return err
