@@ -37,6 +37,14 @@
 // simulation of exactly that plan, for Options.Mode. All cost arithmetic
 // saturates, so absurd costs cannot reorder a plan.
 //
+// A PerfModel is a CostModel of measurements: ops' durations by signature
+// (Signature; copies of unmeasured sizes from a fitted bandwidth, a
+// collective's per world size) and the device's overheads (the host's cost
+// to submit each kind of op in an untraced run, records, waits, a run's
+// fixed start, learned weighted toward short runs). It lives in a
+// versioned file per device (LoadPerfModel, Save), which dagrun run
+// --perf-model teaches.
+//
 // Verify checks a plan independently of how New made it; its failures are
 // *VerifyError values with a VerifyKind and the ops involved.
 package planner
