@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -209,7 +210,7 @@ func (pm *perfModel) observeReplays(g *graphReport) {
 }
 
 // learnStarts folds into the model the fixed cost of a run's start, eager
-// and replayed: the median measured makespan less the model's estimate of
+// and replayed: the mean measured makespan less the model's estimate of
 // the plan without that cost (never below zero). The per-op
 // costs (durations, submissions, events, a replay's per node) are
 // measured apart, so what is left is what every run pays once: the host's
@@ -226,17 +227,26 @@ func (pm *perfModel) learnStarts() error {
 		o := pm.model.Overheads()
 		o.Start, o.ReplayStart = 0, 0
 		est := planner.Simulate(pm.plan, planner.WithOverheads(pm.model, o), mode).Makespan
-		// One observation per dagrun run, the median over its runs: a
-		// fixed cost, which a slow run (a page fault, a preempted host)
-		// would otherwise inflate.
-		m := slices.Clone(measured)
-		slices.Sort(m)
-		return pm.model.ObserveOverheadWeighted(name, max(m[len(m)/2]-est, 0), startWeight(est))
+		// One observation per dagrun run, of the mean over its runs: the
+		// model's per-op costs are means over the same runs, so where the
+		// host's speed moved between runs (it does, on the H100 machine,
+		// by up to 1.8x), both count each run alike and the difference is
+		// the fixed cost alone; a median would pick one of the speeds.
+		return pm.model.ObserveOverheadWeighted(name, max(meanDuration(measured)-est, 0), startWeight(est))
 	}
 	if err := learn(planner.OverheadStart, planner.Eager, pm.eager); err != nil {
 		return err
 	}
 	return learn(planner.OverheadReplayStart, planner.Replay, pm.replays)
+}
+
+// meanDuration is the mean of ds (not empty).
+func meanDuration(ds []time.Duration) time.Duration {
+	var sum float64
+	for _, d := range ds {
+		sum += float64(d)
+	}
+	return time.Duration(math.Round(sum / float64(len(ds))))
 }
 
 // startNoise is the makespan below which a run's unexplained time is
@@ -297,11 +307,13 @@ type makespanReport struct {
 	EstimatedNS int64   `json:"estimated_ns"`
 	MeasuredNS  int64   `json:"measured_ns"`
 	Ratio       float64 `json:"ratio"` // estimated / measured
-	// MeasuredQ1NS and MeasuredQ3NS are the quartiles of the timed eager
-	// runs' wall times, around the median MeasuredNS: how much the same
-	// plan moves from run to run (the host's submission, mostly).
-	MeasuredQ1NS int64 `json:"measured_q1_ns,omitempty"`
-	MeasuredQ3NS int64 `json:"measured_q3_ns,omitempty"`
+	// MeasuredQ1NS, MeasuredMedianNS and MeasuredQ3NS are the quartiles
+	// of the timed eager runs' wall times, whose mean is MeasuredNS: how
+	// much the same plan moves from run to run (the host's submission,
+	// mostly).
+	MeasuredQ1NS     int64 `json:"measured_q1_ns,omitempty"`
+	MeasuredMedianNS int64 `json:"measured_median_ns,omitempty"`
+	MeasuredQ3NS     int64 `json:"measured_q3_ns,omitempty"`
 	// DeviceNS (eager) is the estimate without the host's costs: the
 	// device's own work, in the plan's order. HostBound says the estimate
 	// exceeds it by a tenth or more: the host's submission speed sets the
@@ -310,14 +322,15 @@ type makespanReport struct {
 	// only as steady as its host; a replay (--graph) does not depend on it.
 	DeviceNS  int64 `json:"device_only_ns,omitempty"`
 	HostBound bool  `json:"host_bound,omitempty"`
-	// Source says what measured is: the median wall time of the untraced
-	// eager runs, or the replays' time each.
+	// Source says what measured is: the mean wall time of the untraced
+	// eager runs (the per-op costs a model learns are means too), or the
+	// replays' time each.
 	Source string `json:"source"`
 }
 
 // makespanOf compares the plan's estimate under perf model m with what the
 // runs measured: a replay's time each (replayClock), or the wall time of
-// the untraced eager runs after the warm-up (hostRuns; their median and
+// the untraced eager runs after the warm-up (hostRuns; their mean and
 // quartiles). An eager run is judged host-bound only where m has measured
 // the host's submission of every kind of op the plan has.
 func makespanOf(p *planner.Plan, m *planner.PerfModel, g *graphReport, eager []time.Duration) *makespanReport {
@@ -331,9 +344,9 @@ func makespanOf(p *planner.Plan, m *planner.PerfModel, g *graphReport, eager []t
 			r.DeviceNS, r.HostBound = dev.Nanoseconds(), p.Stats.Makespan >= dev+dev/10
 		}
 		ms := slices.Sorted(slices.Values(eager))
-		r.MeasuredNS, r.Source = ms[len(ms)/2].Nanoseconds(), "median wall time of an untraced run after the warm-up"
+		r.MeasuredNS, r.Source = meanDuration(ms).Nanoseconds(), "mean wall time of the untraced runs after the warm-up"
 		if len(ms) >= 4 {
-			r.MeasuredQ1NS, r.MeasuredQ3NS = ms[len(ms)/4].Nanoseconds(), ms[3*len(ms)/4].Nanoseconds()
+			r.MeasuredQ1NS, r.MeasuredMedianNS, r.MeasuredQ3NS = ms[len(ms)/4].Nanoseconds(), ms[len(ms)/2].Nanoseconds(), ms[3*len(ms)/4].Nanoseconds()
 		}
 	default:
 		return nil
@@ -361,7 +374,7 @@ func hostMeasured(p *planner.Plan, m *planner.PerfModel) bool {
 func (r *makespanReport) write(w io.Writer) {
 	spread := ""
 	if r.MeasuredQ3NS > 0 {
-		spread = fmt.Sprintf(", quartiles %s-%s", short(r.MeasuredQ1NS), short(r.MeasuredQ3NS))
+		spread = fmt.Sprintf("; quartiles %s, %s, %s", short(r.MeasuredQ1NS), short(r.MeasuredMedianNS), short(r.MeasuredQ3NS))
 	}
 	fmt.Fprintf(w, "makespan (%s): estimated %s, measured %s (estimate/measured %.2f; measured: %s%s)\n",
 		r.Mode, short(r.EstimatedNS), short(r.MeasuredNS), r.Ratio, r.Source, spread)

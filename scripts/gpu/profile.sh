@@ -147,7 +147,7 @@ print('%-16s %-7s %-10.1f %-10.1f %-8.2f %-15s %-10.1f %-22s %d/%d' % (sys.argv[
 PY
 	done
 done
-echo "(times in us; eager measured: median wall time of the untraced runs after the warm-up, with its quartiles; replay: time per replay;"
+echo "(times in us; eager measured: mean wall time of the untraced runs after the warm-up, with the quartiles; replay: time per replay;"
 echo " learned: the profiled run's own measured makespan, in another process;"
 echo " processes: the eager measured makespan's range over three processes, and the estimate over their median;"
 echo " eager*: host-bound by the model, the host's submission speed sets the estimate;"
