@@ -379,7 +379,7 @@ func (r *makespanReport) write(w io.Writer) {
 	fmt.Fprintf(w, "makespan (%s): estimated %s, measured %s (estimate/measured %.2f; measured: %s%s)\n",
 		r.Mode, short(r.EstimatedNS), short(r.MeasuredNS), r.Ratio, r.Source, spread)
 	if r.HostBound {
-		fmt.Fprintf(w, "  host-bound: the device's own work is %s of the estimate; the host's submission speed sets the rest, and moves with the machine (--graph replays do not)\n",
+		fmt.Fprintf(w, "  host-bound: the device's own work is %s of the estimate; the host's submission speed sets the rest and drifts, so learn and measure over a second or more of runs (--repeat); --graph replays do not depend on it\n",
 			short(r.DeviceNS))
 	}
 }

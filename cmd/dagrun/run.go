@@ -81,10 +81,11 @@ Flags:
 	                 runs or replays warms up and teaches nothing). Eager:
 	                 the runs are traced for the ops' durations, then run
 	                 as many times again untraced for the host's costs and
-	                 the measured makespan (wall time per run). Ranks: put
-	                 {rank} in F, each keeps the model of its device (eager
-	                 runs only; ranks in processes of their own meet again
-	                 for the untraced runs)
+	                 the measured makespan (mean wall time per run; a
+	                 second or more of runs averages the host's drift).
+	                 Ranks: put {rank} in F, each keeps the model of its
+	                 device (eager runs only; ranks in processes of their
+	                 own meet again for the untraced runs)
 	--format F       text (default) or json: the outputs and summary, or
 	                 the errors, as a JSON document with schema_version
 	                 (--json is short for --format json)
