@@ -176,27 +176,37 @@ func (pm *perfModel) observeHost(sess *executor.Session, wall time.Duration, run
 // estimate is compared with. The traced runs before them teach only the
 // ops' durations: tracing op by op slows the host's submission (CUPTI's
 // cost per op, 1.5-2 us on the H100, was a third of workload E's
-// makespan), and the runs a model plans for are not traced. Host steps
-// print nothing here.
+// makespan), and the runs a model plans for are not traced.
 func (c *cli) hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *planner.Plan, pm *perfModel, repeat int, opts []executor.Option, bar *progress) error {
 	sess, err := executor.Open(ctx, b, p, append(slices.Clone(opts), executor.WithSubmitTiming())...)
 	if err != nil {
 		return err
 	}
-	out := s.Stdout
-	s.Stdout = nil
-	defer func() { s.Stdout = out }()
-	defer bar.clear()
-	for i := range repeat {
-		start := time.Now()
-		if err := sess.Run(ctx); err != nil {
-			sess.Close() // the run's error is the one to report
-			return err
-		}
-		pm.observeHost(sess, time.Since(start), i+1, repeat)
-		bar.update(i + 1)
+	return timeUntraced(ctx, repeat, []*spec.Spec{s}, bar, sess.Run, sess.Close, func(wall time.Duration, n int) {
+		pm.observeHost(sess, wall, n, repeat)
+	})
+}
+
+// timeUntraced calls run repeat times, passing each run's wall time and
+// number (from 1) to observe, then closer; on a run's failure it closes
+// and returns both errors. The specs' host steps print nothing meanwhile:
+// their lines came with the traced runs.
+func timeUntraced(ctx context.Context, repeat int, specs []*spec.Spec, bar *progress, run func(context.Context) error, closer func() error, observe func(wall time.Duration, n int)) error {
+	for _, s := range specs {
+		out := s.Stdout
+		s.Stdout = nil
+		defer func() { s.Stdout = out }()
 	}
-	return sess.Close()
+	defer bar.clear()
+	for n := 1; n <= repeat; n++ {
+		start := time.Now()
+		if err := run(ctx); err != nil {
+			return errors.Join(err, closer())
+		}
+		observe(time.Since(start), n)
+		bar.update(n)
+	}
+	return closer()
 }
 
 // observeReplays keeps the measured time per replay (launched back to

@@ -405,7 +405,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		return err
 	}
 	if f.perfModel != "" {
-		if err := c.hostRunsWorld(ctx, b, rs, m.place, f.repeat, untraced); err != nil {
+		if err := c.hostRunsWorld(ctx, b, rs, m.place, f.repeat, untraced, c.newProgress(f.repeat, true)); err != nil {
 			return c.rankFailure(ctx, rs, err)
 		}
 		for i, r := range rs {
@@ -453,46 +453,36 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 // process's rank of it, meeting the others at a second rendezvous) run
 // repeat more times untraced, each rank's submission timed, each run's wall
 // time its ranks' measured makespan (the ranks run together).
-func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option) error {
-	for _, r := range rs {
-		out := r.s.Stdout
-		r.s.Stdout = nil // host steps print nothing here
-		defer func() { r.s.Stdout = out }()
-	}
+func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option, bar *progress) error {
 	opts = append(slices.Clone(opts), executor.WithSubmitTiming())
+	specs := make([]*spec.Spec, len(rs))
+	plans := make([]*planner.Plan, len(rs))
+	for i, r := range rs {
+		specs[i], plans[i] = r.s, r.p
+	}
 	var (
 		run     func(context.Context) error
 		session func(i int) *executor.Session
 		closer  func() error
 	)
 	if place == nil {
-		plans := make([]*planner.Plan, len(rs))
-		for i, r := range rs {
-			plans[i] = r.p
-		}
 		w, err := executor.OpenWorld(ctx, b, plans, opts...)
 		if err != nil {
 			return err
 		}
 		run, session, closer = w.Run, w.Rank, w.Close
 	} else {
-		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *place, opts...)
+		rk, err := executor.JoinWorld(ctx, b, plans[0], *place, opts...)
 		if err != nil {
 			return err
 		}
 		run, session, closer = rk.Run, func(int) *executor.Session { return rk.Session() }, rk.Close
 	}
-	for n := 1; n <= repeat; n++ {
-		start := time.Now()
-		if err := run(ctx); err != nil {
-			return errors.Join(err, closer())
-		}
-		wall := time.Since(start)
+	return timeUntraced(ctx, repeat, specs, bar, run, closer, func(wall time.Duration, n int) {
 		for i, r := range rs {
 			r.pm.observeHost(session(i), wall, n, repeat)
 		}
-	}
-	return closer()
+	})
 }
 
 func printWorldReport(w io.Writer, r worldReport) error {
