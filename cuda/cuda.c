@@ -55,6 +55,7 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuMemcpyDtoHAsync), {"cuMemcpyDtoHAsync_v2"}, 1},
 	{SLOT(cuMemcpyDtoDAsync), {"cuMemcpyDtoDAsync_v2"}, 1},
 	{SLOT(cuMemcpyPeerAsync), {"cuMemcpyPeerAsync"}, 1},
+	{SLOT(cuMemcpyAsync), {"cuMemcpyAsync"}, 1},
 	{SLOT(cuMemsetD8), {"cuMemsetD8_v2"}, 1},
 	{SLOT(cuMemsetD8Async), {"cuMemsetD8Async"}, 1},
 	{SLOT(cuMemsetD16Async), {"cuMemsetD16Async"}, 1},
@@ -183,6 +184,50 @@ CUresult dr_dtod_async(dr_api* a, CUcontext c, CUdeviceptr d, CUdeviceptr src, s
 CUresult dr_peer_async(dr_api* a, CUcontext c, CUdeviceptr d, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
                        CUstream s) {
 	WITH_CTX(a->cuMemcpyPeerAsync(d, dc, src, sc, n, s));
+}
+
+// dr_copy_async copies between any two device addresses (unified
+// addressing): between devices it is the copy stream capture accepts,
+// which cuMemcpyPeerAsync is not (testdata/peer_capture_probe.c).
+CUresult dr_copy_async(dr_api* a, CUcontext c, CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
+	WITH_CTX(a->cuMemcpyAsync(d, src, n, s));
+}
+
+// dr_staged_copy copies n bytes between two devices through the pinned
+// buffer stage, slots chunks of chunk bytes, with both directions at once.
+// The op's stream s (context c) takes one direction and the helper stream
+// hs (context hc, on the other device) the other: s copies down (device to
+// host) when down is set, up (host to device) otherwise. Chunk k goes down
+// into slot k % slots and up from it. start, recorded on s first, orders
+// the helper after s's earlier work; full[j] (of the down side's context)
+// lets the up side read slot j once written, empty[j] (the up side's) lets
+// the down side write it again once read; done (hc's), recorded after the
+// helper's last copy, joins it back into s, so that s is ordered after the
+// whole copy and a capture holds every piece. Eager runs and captures
+// issue the same calls.
+CUresult dr_staged_copy(dr_api* a, CUcontext c, CUstream s, CUcontext hc, CUstream hs, int down, CUdeviceptr dst, CUdeviceptr src,
+                        size_t n, void* stage, size_t chunk, int slots, CUevent start, CUevent* full, CUevent* empty, CUevent done) {
+	CUcontext dc = down ? c : hc, uc = down ? hc : c;
+	CUstream ds = down ? s : hs, us = down ? hs : s;
+	CUresult r;
+	if ((r = dr_ctx(a, c)) != DR_SUCCESS || (r = a->cuEventRecord(start, s)) != DR_SUCCESS) return r;
+	if ((r = dr_ctx(a, hc)) != DR_SUCCESS || (r = a->cuStreamWaitEvent(hs, start, 0)) != DR_SUCCESS) return r;
+	size_t chunks = (n + chunk - 1) / chunk;
+	for (size_t k = 0; k < chunks; k++) {
+		size_t j = k % (size_t)slots, off = k * chunk, len = n - off < chunk ? n - off : chunk;
+		char* h = (char*)stage + j * chunk;
+		if ((r = dr_ctx(a, dc)) != DR_SUCCESS) return r;
+		if (k >= (size_t)slots && (r = a->cuStreamWaitEvent(ds, empty[j], 0)) != DR_SUCCESS) return r;
+		if ((r = a->cuMemcpyDtoHAsync(h, src + off, len, ds)) != DR_SUCCESS) return r;
+		if ((r = a->cuEventRecord(full[j], ds)) != DR_SUCCESS) return r;
+		if ((r = dr_ctx(a, uc)) != DR_SUCCESS) return r;
+		if ((r = a->cuStreamWaitEvent(us, full[j], 0)) != DR_SUCCESS) return r;
+		if ((r = a->cuMemcpyHtoDAsync(dst + off, h, len, us)) != DR_SUCCESS) return r;
+		if (k + (size_t)slots < chunks && (r = a->cuEventRecord(empty[j], us)) != DR_SUCCESS) return r;
+	}
+	if ((r = dr_ctx(a, hc)) != DR_SUCCESS || (r = a->cuEventRecord(done, hs)) != DR_SUCCESS) return r;
+	if ((r = dr_ctx(a, c)) != DR_SUCCESS) return r;
+	return a->cuStreamWaitEvent(s, done, 0);
 }
 
 CUresult dr_memset_async(dr_api* a, CUcontext c, CUdeviceptr d, int elemsize, uint64_t pattern, size_t n, CUstream s) {

@@ -120,6 +120,7 @@ typedef struct dr_api {
 	CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
 	CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 	CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+	CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 	CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
 	CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
 	CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
@@ -191,6 +192,9 @@ CUresult dr_htod_async(dr_api* a, CUcontext c, CUdeviceptr d, const void* h, siz
 CUresult dr_dtoh_async(dr_api* a, CUcontext c, void* h, CUdeviceptr d, size_t n, CUstream s);
 CUresult dr_dtod_async(dr_api* a, CUcontext c, CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s);
 CUresult dr_peer_async(dr_api* a, CUcontext c, CUdeviceptr d, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s);
+CUresult dr_copy_async(dr_api* a, CUcontext c, CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s);
+CUresult dr_staged_copy(dr_api* a, CUcontext c, CUstream s, CUcontext hc, CUstream hs, int down, CUdeviceptr dst, CUdeviceptr src,
+                        size_t n, void* stage, size_t chunk, int slots, CUevent start, CUevent* full, CUevent* empty, CUevent done);
 CUresult dr_memset_async(dr_api* a, CUcontext c, CUdeviceptr d, int elemsize, uint64_t pattern, size_t n, CUstream s);
 CUresult dr_hostwork_launch(dr_api* a, CUcontext c, dr_hostwork* w, CUstream s);
 CUresult dr_hostfunc_launch(dr_api* a, CUcontext c, uintptr_t handle, CUstream s);

@@ -194,6 +194,19 @@ static int parse(const uint8_t* r, dr_cupti_rec* out) {
 		out->graphNodeId = u64(r, DR_CUPTI_MEMCPY6_GRAPH_NODE_ID);
 		out->graphId = u32(r, DR_CUPTI_MEMCPY6_GRAPH_ID);
 		return 1;
+	case DR_CUPTI_KIND_MEMCPY2: // a copy between devices: read as any copy
+		out->kind = DR_CUPTI_KIND_MEMCPY;
+		out->sub = r[DR_CUPTI_PTOP4_COPY_KIND];
+		out->bytes = u64(r, DR_CUPTI_PTOP4_BYTES);
+		out->start = u64(r, DR_CUPTI_PTOP4_START);
+		out->end = u64(r, DR_CUPTI_PTOP4_END);
+		out->device = u32(r, DR_CUPTI_PTOP4_DEVICE_ID);
+		out->context = u32(r, DR_CUPTI_PTOP4_CONTEXT_ID);
+		out->stream = u32(r, DR_CUPTI_PTOP4_STREAM_ID);
+		out->correlation = u32(r, DR_CUPTI_PTOP4_CORRELATION_ID);
+		out->graphNodeId = u64(r, DR_CUPTI_PTOP4_GRAPH_NODE_ID);
+		out->graphId = u32(r, DR_CUPTI_PTOP4_GRAPH_ID);
+		return 1;
 	case DR_CUPTI_KIND_MEMSET:
 		out->bytes = u64(r, DR_CUPTI_MEMSET4_BYTES);
 		out->start = u64(r, DR_CUPTI_MEMSET4_START);

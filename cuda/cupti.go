@@ -103,6 +103,7 @@ type activityKind uint32
 
 const (
 	activityMemcpy      activityKind = C.DR_CUPTI_KIND_MEMCPY
+	activityPeerMemcpy  activityKind = C.DR_CUPTI_KIND_MEMCPY2 // enabled, read as activityMemcpy
 	activityMemset      activityKind = C.DR_CUPTI_KIND_MEMSET
 	activityKernel      activityKind = C.DR_CUPTI_KIND_CONCURRENT_KERNEL
 	activityExternal    activityKind = C.DR_CUPTI_KIND_EXTERNAL_CORRELATION
@@ -114,6 +115,8 @@ func (k activityKind) String() string {
 	switch k {
 	case activityMemcpy:
 		return "memcpy"
+	case activityPeerMemcpy:
+		return "memcpy2"
 	case activityMemset:
 		return "memset"
 	case activityKernel:
@@ -137,7 +140,7 @@ func (k activityKind) String() string {
 // H100: two records, both graph launches, for two replays of six kernels).
 var (
 	requiredKinds = []activityKind{activityKernel, activityMemcpy, activityMemset, activityExternal}
-	optionalKinds = []activityKind{activityMemoryPool}
+	optionalKinds = []activityKind{activityPeerMemcpy, activityMemoryPool}
 )
 
 // The kinds a whole-graph tracer enables: graph launches, which must
@@ -158,7 +161,7 @@ var submitCalls = []C.uint32_t{
 	C.DR_CUPTI_CBID_cuLaunchKernel, C.DR_CUPTI_CBID_cuLaunchKernelEx, C.DR_CUPTI_CBID_cuGraphLaunch,
 	C.DR_CUPTI_CBID_cuMemcpyHtoD_v2, C.DR_CUPTI_CBID_cuMemcpyDtoH_v2,
 	C.DR_CUPTI_CBID_cuMemcpyHtoDAsync_v2, C.DR_CUPTI_CBID_cuMemcpyDtoHAsync_v2, C.DR_CUPTI_CBID_cuMemcpyDtoDAsync_v2,
-	C.DR_CUPTI_CBID_cuMemcpyPeerAsync,
+	C.DR_CUPTI_CBID_cuMemcpyPeerAsync, C.DR_CUPTI_CBID_cuMemcpyAsync,
 	C.DR_CUPTI_CBID_cuMemsetD8_v2, C.DR_CUPTI_CBID_cuMemsetD8Async, C.DR_CUPTI_CBID_cuMemsetD16Async, C.DR_CUPTI_CBID_cuMemsetD32Async,
 	C.DR_CUPTI_CBID_cuMemAllocAsync, C.DR_CUPTI_CBID_cuMemFreeAsync, C.DR_CUPTI_CBID_cuLaunchHostFunc,
 }

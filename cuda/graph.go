@@ -46,6 +46,16 @@ type capture struct {
 	joins   []devEvent // joins the streams of the other devices (an event is recorded on its own device's streams)
 	timing  bool       // se.timing before the capture, restored after it
 	records int        // ops traced while capturing whose work has activity records (graph.records)
+	// temps holds the device temporaries' addresses before the capture.
+	// A captured alloc returns an address of the graph's, which a failed
+	// capture leaves behind in se.bufs: EndCapture puts these back, so
+	// that Close frees no address of a graph that was never made.
+	temps []tempAddr
+}
+
+type tempAddr struct {
+	buf  int
+	dptr C.CUdeviceptr
 }
 
 // devEvent is an event of one device's context.
@@ -114,6 +124,11 @@ func (se *Session) BeginCapture(origin int) error {
 	}
 	se.track(&se.live.Events, 1)
 	c := &capture{origin: origin, event: e, timing: se.timing}
+	for i := range se.bufs {
+		if bs := &se.bufs[i]; bs.b.Temporary && bs.b.Placement == dag.Device {
+			c.temps = append(c.temps, tempAddr{buf: i, dptr: bs.dptr})
+		}
+	}
 	for i := range se.streams {
 		if d := se.streams[i].dev; d != o.dev && !slices.ContainsFunc(c.joins, func(j devEvent) bool { return j.dev == d }) {
 			je, err := se.drv.eventCreate(d.ctx, false)
@@ -179,6 +194,7 @@ func (se *Session) EndCapture(origin int) (int, error) {
 	endErr := se.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, o.h, &tmpl))
 	se.capture, se.timing = nil, c.timing
 	se.dropCaptureEvent(c)
+	se.restoreTemps(c)
 	if err := errors.Join(joinErr, endErr); err != nil {
 		if tmpl != nil {
 			C.dr_graph_destroy(api, ctx, tmpl)
@@ -189,6 +205,24 @@ func (se *Session) EndCapture(origin int) (int, error) {
 	se.track(&se.live.Graphs, 1)
 	se.gstats.Captures++
 	return len(se.graphs) - 1, nil
+}
+
+// restoreTemps puts back the temporaries' addresses from before capture
+// c, and the count of live pool allocations with them: what a capture
+// allocates belongs to its graph, freed with it.
+func (se *Session) restoreTemps(c *capture) {
+	for _, t := range c.temps {
+		bs := &se.bufs[t.buf]
+		switch {
+		case bs.dptr == t.dptr:
+			continue
+		case t.dptr == 0:
+			se.track(&se.live.PoolAllocs, -1)
+		case bs.dptr == 0:
+			se.track(&se.live.PoolAllocs, 1)
+		}
+		bs.dptr = t.dptr
+	}
 }
 
 func (se *Session) dropCaptureEvent(c *capture) {

@@ -1,9 +1,11 @@
 package cuda
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"testing"
@@ -281,8 +283,7 @@ func TestSessionCollectivesGPU(t *testing.T) {
 // both ways, into and out of t0 and t1, with kernels on both devices. With
 // tmp, t0 and t1 are temporaries (pool memory reached by the peer; memory
 // nodes in a graph, which the driver will not update in place).
-func twoDevicePlan(t testing.TB, tmp bool) *dag.Graph {
-	const n = 1 << 18
+func twoDevicePlan(t testing.TB, tmp bool, n int64) *dag.Graph {
 	g := dag.New()
 	grid, block := dag.Dim3{X: 256, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
 	x0 := g.Buffer("x0", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(1))
@@ -321,62 +322,149 @@ func twoDevicePlan(t testing.TB, tmp bool) *dag.Graph {
 	return graph
 }
 
-// TestCaptureAcrossDevicesGPU captures a plan whose ops span 2 devices as
-// one graph, and checks that eager runs, replays and an update in place
-// all equal the sequential reference and the CPU backend; with peer
-// access and through host memory (NoPeer).
+// TestCaptureAcrossDevicesGPU runs a plan whose ops span 2 devices in
+// every combination of peer access or copies through host memory
+// (NoPeer), persistent or temporary buffers, copies of one staging chunk
+// or several (pipelined through host memory), and timing off, by events or
+// by CUPTI: twice eagerly, then captured as one graph and replayed three
+// times, then recaptured and updated in place. Every run's inputs are reset
+// first, and every result must equal the sequential reference and the CPU
+// backend's; every timed run must have a span for every copy between the
+// devices (replays are timed per op by CUPTI only).
 func TestCaptureAcrossDevicesGPU(t *testing.T) {
-	for _, c := range []struct{ noPeer, tmp bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
-		noPeer := c.noPeer
-		t.Run(fmt.Sprintf("noPeer=%v/temporaries=%v", c.noPeer, c.tmp), func(t *testing.T) {
-			var opts []Option
-			if noPeer {
-				opts = append(opts, NoPeer())
-			}
-			b := twoDeviceBackend(t, opts...)
-			topo, err := b.Topology()
-			require.NoError(t, err)
-			t.Logf("topology: %v", topo)
-			if noPeer {
-				assert.False(t, topo.PeerAccess(0, 1), "NoPeer reports no peer access")
-			}
-			g := twoDevicePlan(t, c.tmp)
-			p, err := planner.New(g, planner.Options{Topology: topo})
-			require.NoError(t, err)
-			se := openSession(t, b, g)
-			require.NoError(t, runPlan(t.Context(), se, p, true))
-			checkResults(t, se, p, 1)
-			require.NoError(t, se.BeginCapture(0))
-			require.NoError(t, submit(se, p))
-			gi, err := se.EndCapture(0)
-			require.NoError(t, err)
-			require.NoError(t, se.Instantiate(gi))
-			for replay := range 3 {
-				for _, buf := range g.Buffers {
-					if buf.Name == "out0" || buf.Name == "out1" {
-						require.NoError(t, se.Write(buf, make([]byte, buf.Size)))
-					}
+	for _, noPeer := range []bool{false, true} {
+		for _, tmp := range []bool{false, true} {
+			for _, n := range []int64{1 << 18, 5 << 20} { // 1 MiB and 20 MiB: 1 and 3 staging chunks
+				for _, timing := range []string{"", TimingEvents, TimingCUPTI} {
+					name := fmt.Sprintf("noPeer=%v/temporaries=%v/%s/timing=%s", noPeer, tmp, dag.FormatBytes(4*n), cmp.Or(timing, "off"))
+					t.Run(name, func(t *testing.T) { acrossDevices(t, noPeer, tmp, timing, n) })
 				}
-				require.NoError(t, se.LaunchGraph(gi, 0))
-				require.NoError(t, se.Sync(t.Context()), "replay %d", replay)
-				checkResults(t, se, p, 1)
 			}
-			require.NoError(t, se.BeginCapture(0))
-			require.NoError(t, submit(se, p))
-			fresh, err := se.EndCapture(0)
-			require.NoError(t, err)
-			inPlace, err := se.UpdateGraph(gi, fresh)
-			require.NoError(t, err)
-			if !c.tmp {
-				assert.True(t, inPlace, "the same plan recaptured updates in place: %s", se.GraphStats().LastUpdateError)
-			}
-			require.NoError(t, se.LaunchGraph(gi, 0))
-			require.NoError(t, se.Sync(t.Context()))
-			checkResults(t, se, p, 1)
-			require.NoError(t, se.Close())
-			assertReleased(t, b, "after the session closed")
-		})
+		}
 	}
+}
+
+func acrossDevices(t *testing.T, noPeer, tmp bool, timing string, n int64) {
+	var opts []Option
+	if noPeer {
+		opts = append(opts, NoPeer())
+	}
+	b := twoDeviceBackend(t, opts...)
+	topo, err := b.Topology()
+	require.NoError(t, err)
+	if noPeer {
+		assert.False(t, topo.PeerAccess(0, 1), "NoPeer reports no peer access")
+	}
+	g := twoDevicePlan(t, tmp, n)
+	p, err := planner.New(g, planner.Options{Topology: topo})
+	require.NoError(t, err)
+	se := openSession(t, b, g)
+	if timing != "" {
+		se.SetTiming(true)
+		require.NoError(t, se.SetTimingSource(timing))
+		source, why, _ := se.TimingSource()
+		require.Equal(t, timing, source, "timing source: %s", why)
+	}
+	var peerCopies []int
+	for _, op := range g.Ops {
+		if op.Kind == dag.Copy && op.Access[0].Buf.Device != op.Access[1].Buf.Device {
+			peerCopies = append(peerCopies, op.ID)
+		}
+	}
+	require.Len(t, peerCopies, 2)
+	checkSpans := func(what string, replay bool) {
+		t.Helper()
+		if timing == "" || (replay && timing != TimingCUPTI) {
+			return
+		}
+		seen := map[int]int{}
+		require.NoError(t, se.Spans(func(op, _ int, start, end time.Duration) {
+			if end >= start {
+				seen[op]++
+			}
+		}))
+		source, why, _ := se.TimingSource()
+		for _, id := range peerCopies {
+			assert.Positive(t, seen[id], "%s: copy %q between the devices has no span (timing: %s, %s)", what, g.Ops[id].Name, source, why)
+		}
+	}
+	for run := range 2 {
+		resetInputs(t, se, g)
+		require.NoError(t, runPlan(t.Context(), se, p, run == 0), "eager run %d", run)
+		checkResults(t, se, p, 1)
+		checkSpans(fmt.Sprintf("eager run %d", run), false)
+	}
+	require.NoError(t, se.BeginCapture(0))
+	require.NoError(t, submit(se, p))
+	gi, err := se.EndCapture(0)
+	require.NoError(t, err)
+	require.NoError(t, se.Instantiate(gi))
+	for replay := range 3 {
+		resetInputs(t, se, g)
+		require.NoError(t, se.LaunchGraph(gi, 0))
+		require.NoError(t, se.Sync(t.Context()), "replay %d", replay)
+		checkResults(t, se, p, 1)
+		checkSpans(fmt.Sprintf("replay %d", replay), true)
+	}
+	require.NoError(t, se.BeginCapture(0))
+	require.NoError(t, submit(se, p))
+	fresh, err := se.EndCapture(0)
+	require.NoError(t, err)
+	inPlace, err := se.UpdateGraph(gi, fresh)
+	require.NoError(t, err)
+	if !tmp {
+		assert.True(t, inPlace, "the same plan recaptured updates in place: %s", se.GraphStats().LastUpdateError)
+	}
+	resetInputs(t, se, g)
+	require.NoError(t, se.LaunchGraph(gi, 0))
+	require.NoError(t, se.Sync(t.Context()))
+	checkResults(t, se, p, 1)
+	require.NoError(t, se.Close())
+	assertReleased(t, b, "after the session closed")
+}
+
+// resetInputs writes every persistent buffer's initial contents, so that
+// the next run or replay starts where a fresh session does.
+func resetInputs(t testing.TB, se *Session, g *dag.Graph) {
+	t.Helper()
+	for _, buf := range g.Buffers {
+		if !buf.Temporary {
+			require.NoError(t, se.Write(buf, buf.InitialBytes()))
+		}
+	}
+}
+
+// TestFailedCaptureGPU: a capture that fails after it allocated a
+// temporary (a copy from pageable memory cannot be captured) leaves the
+// session usable, eagerly, and closable with everything freed once.
+func TestFailedCaptureGPU(t *testing.T) {
+	b := gpuBackend(t)
+	g := dag.New()
+	const n = 1 << 20
+	h := g.Buffer("h", n, dag.PageableHost(), dag.Random(3))
+	tmp := g.Buffer("tmp", n, dag.Temporary(), dag.OnDevice(0))
+	out := g.Buffer("out", n, dag.OnDevice(0), dag.Zeros())
+	g.Alloc(tmp)
+	g.Fill(tmp.All(), 0)
+	g.Copy(tmp.All(), h.All())
+	g.Copy(out.All(), tmp.All())
+	g.Free(tmp)
+	graph, err := g.Build()
+	require.NoError(t, err)
+	p, err := planner.New(graph, planner.Options{})
+	require.NoError(t, err)
+	se := openSession(t, b, graph)
+	require.NoError(t, runPlan(t.Context(), se, p, true))
+	require.NoError(t, se.BeginCapture(0))
+	require.Error(t, submit(se, p), "a pageable copy under capture")
+	_, err = se.EndCapture(0)
+	require.Error(t, err, "the capture was invalidated")
+	assert.Zero(t, se.Live().PoolAllocs, "the failed capture's temporary is the graph's, not the session's")
+	resetInputs(t, se, graph)
+	require.NoError(t, runPlan(t.Context(), se, p, false), "an eager run after the failed capture")
+	checkResults(t, se, p, 0)
+	require.NoError(t, se.Close())
+	assertReleased(t, b, "after the session closed")
 }
 
 // warmRanks runs every rank's plan once, so that NCCL has connected the
@@ -563,7 +651,7 @@ func BenchmarkSessionPeerCopy(b *testing.B) {
 				require.NoError(b, se.Run(0, cp))
 			}
 			require.NoError(b, se.Sync(b.Context()))
-			b.Run("256MiB/session", func(b *testing.B) {
+			b.Run("256MiB/eager/session", func(b *testing.B) {
 				b.ReportAllocs()
 				start := time.Now()
 				for range b.N {
@@ -574,10 +662,59 @@ func BenchmarkSessionPeerCopy(b *testing.B) {
 				require.NoError(b, se.Sync(b.Context()))
 				report(b, start)
 			})
-			b.Run("256MiB/raw", func(b *testing.B) {
+			require.NoError(b, se.BeginCapture(0))
+			require.NoError(b, se.Run(0, cp))
+			gi, err := se.EndCapture(0)
+			require.NoError(b, err)
+			require.NoError(b, se.Instantiate(gi))
+			require.NoError(b, se.LaunchGraph(gi, 0))
+			require.NoError(b, se.Sync(b.Context()))
+			b.Run("256MiB/replay/session", func(b *testing.B) {
 				b.ReportAllocs()
 				start := time.Now()
-				require.NoError(b, be.drv.rawPeerCopies(s.dev.ctx, db.dptr, db.dev.ctx, sb.dptr, sb.dev.ctx, n, s.h, b.N))
+				for range b.N {
+					if err := se.LaunchGraph(gi, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				require.NoError(b, se.Sync(b.Context()))
+				report(b, start)
+			})
+			b.Run("256MiB/eager/raw", func(b *testing.B) {
+				b.ReportAllocs()
+				if !noPeer {
+					start := time.Now()
+					require.NoError(b, be.drv.rawPeerCopies(s.dev.ctx, db.dptr, db.dev.ctx, sb.dptr, sb.dev.ctx, n, s.h, b.N))
+					report(b, start)
+					return
+				}
+				// The raw staged copy, through a buffer and a stream of its
+				// own, with the fastest of several chunk sizes and slot
+				// counts (tried first): the floor is the best raw loop,
+				// not the session's choice written in C.
+				up, err := be.drv.streamCreate(sb.dev.ctx, 0)
+				require.NoError(b, err)
+				defer be.drv.streamDestroy(sb.dev.ctx, up)
+				stage, err := be.drv.hostAlloc(s.dev.ctx, 64<<20)
+				require.NoError(b, err)
+				defer be.drv.hostFree(s.dev.ctx, stage)
+				raw := func(chunk int64, slots, reps int) error {
+					return be.drv.rawStagedCopies(s.dev.ctx, s.h, sb.dev.ctx, up, db.dptr, sb.dptr, n, stage, chunk, slots, reps)
+				}
+				best, bestChunk, bestSlots := time.Duration(math.MaxInt64), int64(0), 0
+				for _, chunk := range []int64{2 << 20, 4 << 20, 8 << 20, 16 << 20} {
+					for _, slots := range []int{2, 4} {
+						require.NoError(b, raw(chunk, slots, 1))
+						t0 := time.Now()
+						require.NoError(b, raw(chunk, slots, 3))
+						if d := time.Since(t0); d < best {
+							best, bestChunk, bestSlots = d, chunk, slots
+						}
+					}
+				}
+				b.Logf("raw staged copy: %s chunks, %d slots", dag.FormatBytes(bestChunk), bestSlots)
+				start := time.Now()
+				require.NoError(b, raw(bestChunk, bestSlots, b.N))
 				report(b, start)
 			})
 		})

@@ -186,6 +186,38 @@ func TestCaptureProbe(t *testing.T) {
 	assert.Contains(t, string(out), "ok: one capture across 2 devices")
 }
 
+// TestPeerCaptureProbe builds and runs testdata/peer_capture_probe.c: raw
+// C that tries each driver call for a copy between devices under stream
+// capture, with peer access and without, on cuMemAlloc and pool memory,
+// and replays what it captured. The backend copies between devices with
+// cuMemcpyAsync because of what this shows on the 2-GPU machine: it
+// captures and replays correctly in every case, cuMemcpyPeerAsync in none.
+func TestPeerCaptureProbe(t *testing.T) {
+	required := requireTwo()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		skipOrFailNCCL(t, required, "no gcc: %v", err)
+	}
+	if !fileExists("/usr/local/cuda/include/cuda.h") {
+		skipOrFailNCCL(t, required, "no CUDA toolkit headers to build the probe")
+	}
+	bin := filepath.Join(t.TempDir(), "peer_capture_probe")
+	out, err := exec.Command(gcc, "-I/usr/local/cuda/include", "testdata/peer_capture_probe.c", "-o", bin,
+		"-L/usr/local/cuda/lib64/stubs", "-lcuda").CombinedOutput()
+	require.NoError(t, err, "gcc: %s", out)
+	out, err = exec.Command(bin).CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 77 {
+		skipOrFailNCCL(t, required, "%s", out)
+	}
+	require.NoError(t, err, "%s", out)
+	t.Logf("%s", bytes.TrimSpace(out))
+	for _, c := range []string{"no-peer 1->0 cuMemAlloc", "no-peer 0->1 cuMemAlloc", "peer 1->0 cuMemAlloc", "peer 0->1 cuMemAlloc", "peer 1->0 pool", "peer 0->1 pool"} {
+		assert.Contains(t, string(out), c+" cuMemcpyAsync: ok\n")
+	}
+	assert.NotContains(t, string(out), "WRONG")
+}
+
 // gpuRankData is rank r's input: small values, fractions for floats.
 func gpuRankData(dt dag.DType, r, n int) []byte {
 	rng := rand.New(rand.NewPCG(uint64(dt), uint64(r)))
@@ -394,7 +426,7 @@ func TestPeerAccessGPU(t *testing.T) {
 	data := gpuRankData(dag.U8, 5, n)
 	require.NoError(t, g.drv.htod(g.ctxs[1], src, data))
 	g.sync(t)
-	require.NoError(t, g.drv.peerCopy(g.ctxs[0], dst, g.ctxs[0], src, g.ctxs[1], n, g.streams[0]))
+	require.NoError(t, g.drv.peerCopy(g.ctxs[0], dst, src, n, g.streams[0]))
 	require.NoError(t, g.drv.streamSync(g.ctxs[0], g.streams[0]))
 	got := make([]byte, n)
 	require.NoError(t, g.drv.dtoh(g.ctxs[0], got, dst))
@@ -467,7 +499,7 @@ func BenchmarkPeerCopy(b *testing.B) {
 		b.ReportAllocs()
 		start := time.Now()
 		for range b.N {
-			if err := g.drv.peerCopy(g.ctxs[0], dst, g.ctxs[0], src, g.ctxs[1], n, g.streams[0]); err != nil {
+			if err := g.drv.peerCopy(g.ctxs[0], dst, src, n, g.streams[0]); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -15,6 +15,50 @@ static CUresult p_raw_peer_copies(dr_api* a, CUcontext c, CUdeviceptr dst, CUcon
 	}
 	return a->cuStreamSynchronize(s);
 }
+
+// p_raw_staged_copies copies bytes from src (device of context uc) to dst
+// (context c) reps times through the pinned buffer stage, double-buffered
+// as a C programmer writes it: chunk k goes down on stream up into slot
+// k % slots, and up on stream s, with an event per slot and direction; then
+// it synchronises s. The floor of copies through host memory.
+static CUresult p_raw_staged_copies(dr_api* a, CUcontext c, CUstream s, CUcontext uc, CUstream up, CUdeviceptr dst, CUdeviceptr src,
+                                    size_t bytes, void* stage, size_t chunk, int slots, int reps) {
+	CUevent full[8], empty[8], start;
+	CUresult r;
+	if (slots < 1 || slots > 8) return 1; // CUDA_ERROR_INVALID_VALUE
+	if ((r = dr_ctx(a, c)) != 0 || (r = a->cuEventCreate(&start, DR_EVENT_DISABLE_TIMING)) != 0) return r;
+	for (int j = 0; j < slots; j++) {
+		if ((r = dr_ctx(a, c)) != 0 || (r = a->cuEventCreate(&empty[j], DR_EVENT_DISABLE_TIMING)) != 0) return r;
+		if ((r = dr_ctx(a, uc)) != 0 || (r = a->cuEventCreate(&full[j], DR_EVENT_DISABLE_TIMING)) != 0) return r;
+	}
+	size_t chunks = (bytes + chunk - 1) / chunk;
+	for (int i = 0; i < reps && r == 0; i++) {
+		a->cuCtxSetCurrent(c);
+		a->cuEventRecord(start, s);
+		a->cuCtxSetCurrent(uc);
+		a->cuStreamWaitEvent(up, start, 0);
+		for (size_t k = 0; k < chunks; k++) {
+			size_t j = k % slots, off = k * chunk, len = bytes - off < chunk ? bytes - off : chunk;
+			char* h = (char*)stage + j * chunk;
+			a->cuCtxSetCurrent(uc);
+			if (k >= (size_t)slots) a->cuStreamWaitEvent(up, empty[j], 0);
+			r = a->cuMemcpyDtoHAsync(h, src + off, len, up);
+			a->cuEventRecord(full[j], up);
+			a->cuCtxSetCurrent(c);
+			a->cuStreamWaitEvent(s, full[j], 0);
+			if (r == 0) r = a->cuMemcpyHtoDAsync(dst + off, h, len, s);
+			a->cuEventRecord(empty[j], s);
+		}
+	}
+	a->cuCtxSetCurrent(c);
+	CUresult rs = a->cuStreamSynchronize(s);
+	a->cuEventDestroy(start);
+	for (int j = 0; j < slots; j++) {
+		a->cuEventDestroy(empty[j]);
+		a->cuEventDestroy(full[j]);
+	}
+	return r != 0 ? r : rs;
+}
 */
 import "C"
 
@@ -41,10 +85,17 @@ func (n *ncclLib) rawAllReduce(calls []ncclCall, iters int) error {
 	return n.check("ncclAllReduce", C.dr_nccl_raw_all_reduce(n.lib, cc, C.int(len(calls)), C.int(iters)))
 }
 
-// peerCopy copies bytes from src (context sc) to dst (context dc) on stream
-// s of context c, as the backend's peer copies do.
-func (d *driver) peerCopy(c C.CUcontext, dst C.CUdeviceptr, dc C.CUcontext, src C.CUdeviceptr, sc C.CUcontext, bytes int64, s C.CUstream) error {
-	return d.check("cuMemcpyPeerAsync", C.dr_peer_async(d.api, c, dst, dc, src, sc, C.size_t(bytes), s))
+// peerCopy copies bytes from src to dst on stream s of context c, as the
+// backend's peer copies do (cuMemcpyAsync on unified addresses).
+func (d *driver) peerCopy(c C.CUcontext, dst C.CUdeviceptr, src C.CUdeviceptr, bytes int64, s C.CUstream) error {
+	return d.check("cuMemcpyAsync", C.dr_copy_async(d.api, c, dst, src, C.size_t(bytes), s))
+}
+
+// rawStagedCopies copies bytes from src (on up's device, context uc) to
+// dst (context c) n times through the pinned buffer stage, in chunks of
+// chunk bytes through slots slots, from one C loop, and synchronises s.
+func (d *driver) rawStagedCopies(c C.CUcontext, s C.CUstream, uc C.CUcontext, up C.CUstream, dst, src C.CUdeviceptr, bytes int64, stage unsafe.Pointer, chunk int64, slots, n int) error {
+	return d.check("cuMemcpyDtoHAsync_v2/cuMemcpyHtoDAsync_v2 (raw staged)", C.p_raw_staged_copies(d.api, c, s, uc, up, dst, src, C.size_t(bytes), stage, C.size_t(chunk), C.int(slots), C.int(n)))
 }
 
 // rawPeerCopies issues n peer copies from one C loop and synchronises s.

@@ -77,8 +77,9 @@ type Session struct {
 
 	gemm *gemmer // cuBLASLt handles, algorithms and workspaces, made at the first gemm
 
-	coll   *collState    // the NCCL communicator after Join (collective.go)
-	stages map[int]stage // NoPeer's staging buffers, by op ID (peer_session.go)
+	coll    *collState       // the NCCL communicator after Join (collective.go)
+	stages  map[int]*stage   // NoPeer's staging buffers, by op ID (peer_session.go)
+	staging []*stagingStream // ... and the helper streams of their pipelines
 }
 
 var (

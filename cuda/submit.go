@@ -262,8 +262,7 @@ func (se *Session) run(s *stream, st *opState) error {
 	case actCopyDtoD:
 		return se.drv.check("cuMemcpyDtoDAsync_v2", C.dr_dtod_async(api, c, se.ptr(dst), se.ptr(src), n, h))
 	case actCopyPeer:
-		dc, sc := se.bufs[dst.Buf.ID].dev.ctx, se.bufs[src.Buf.ID].dev.ctx
-		return se.drv.check("cuMemcpyPeerAsync", C.dr_peer_async(api, c, se.ptr(dst), dc, se.ptr(src), sc, n, h))
+		return se.drv.check("cuMemcpyAsync", C.dr_copy_async(api, c, se.ptr(dst), se.ptr(src), n, h))
 	case actCopyHtoD:
 		return se.drv.check("cuMemcpyHtoDAsync_v2", C.dr_htod_async(api, c, se.ptr(dst), se.hostPtr(src), n, h))
 	case actCopyHtoDPageable:

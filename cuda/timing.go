@@ -220,7 +220,7 @@ type cuptiOp struct {
 func (a action) hasRecords() bool {
 	switch a {
 	case actLaunch, actFill64, actFillDevice, actGemm,
-		actCopyDtoD, actCopyPeer, actCopyHtoD, actCopyHtoDPageable, actCopyDtoH:
+		actCopyDtoD, actCopyPeer, actCopyHtoD, actCopyHtoDPageable, actCopyDtoH, actCopyViaHost:
 		return true
 	}
 	return false
@@ -371,7 +371,9 @@ func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 	err := c.tr.tracedCall(op.ID, func() error { return se.run(s, st) })
 	expect := st.act.hasRecords()
 	if se.capture != nil {
-		if expect {
+		if st.act == actCopyViaHost {
+			se.capture.records += se.viaHostCopies(st)
+		} else if expect {
 			se.capture.records++
 		}
 		expect = false // a captured op runs in the graph's replays

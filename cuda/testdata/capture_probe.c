@@ -134,7 +134,7 @@ int main(void) {
 	CK(cuEventRecord(join, st[1]));
 	CK(cuCtxSetCurrent(ctx[0]));
 	CK(cuStreamWaitEvent(st[0], join, 0));
-	CK(cuMemcpyPeerAsync(y0, ctx[0], x[1], ctx[1], N * sizeof(float), st[0]));
+	CK(cuMemcpyAsync(y0, x[1], N * sizeof(float), st[0])); // captured; cuMemcpyPeerAsync is not (peer_capture_probe.c)
 	CUgraph g;
 	CK(cuStreamEndCapture(st[0], &g));
 	size_t nodes = 0;

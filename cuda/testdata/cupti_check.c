@@ -44,6 +44,7 @@ int main(void) {
 	VAL(DR_CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES, CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES);
 
 	VAL(DR_CUPTI_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY);
+	VAL(DR_CUPTI_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMCPY2);
 	VAL(DR_CUPTI_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET);
 	VAL(DR_CUPTI_KIND_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL);
 	VAL(DR_CUPTI_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -59,6 +60,7 @@ int main(void) {
 	VAL(DR_CUPTI_CBID_cuMemsetD32Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async);
 	VAL(DR_CUPTI_CBID_cuMemsetD8_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2);
 	VAL(DR_CUPTI_CBID_cuMemcpyHtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2);
+	VAL(DR_CUPTI_CBID_cuMemcpyAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync);
 	VAL(DR_CUPTI_CBID_cuMemcpyHtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2);
 	VAL(DR_CUPTI_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
 	VAL(DR_CUPTI_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2);
@@ -108,6 +110,19 @@ int main(void) {
 	OFF(DR_CUPTI_MEMCPY6_GRAPH_NODE_ID, CUpti_ActivityMemcpy6, graphNodeId);
 	OFF(DR_CUPTI_MEMCPY6_GRAPH_ID, CUpti_ActivityMemcpy6, graphId);
 	check("sizeof(CUpti_ActivityMemcpy6.copyKind)", 1, sizeof(((CUpti_ActivityMemcpy6*)0)->copyKind));
+
+	SIZE(DR_CUPTI_PTOP4_SIZE, CUpti_ActivityMemcpyPtoP4);
+	OFF(DR_CUPTI_PTOP4_COPY_KIND, CUpti_ActivityMemcpyPtoP4, copyKind);
+	OFF(DR_CUPTI_PTOP4_BYTES, CUpti_ActivityMemcpyPtoP4, bytes);
+	OFF(DR_CUPTI_PTOP4_START, CUpti_ActivityMemcpyPtoP4, start);
+	OFF(DR_CUPTI_PTOP4_END, CUpti_ActivityMemcpyPtoP4, end);
+	OFF(DR_CUPTI_PTOP4_DEVICE_ID, CUpti_ActivityMemcpyPtoP4, deviceId);
+	OFF(DR_CUPTI_PTOP4_CONTEXT_ID, CUpti_ActivityMemcpyPtoP4, contextId);
+	OFF(DR_CUPTI_PTOP4_STREAM_ID, CUpti_ActivityMemcpyPtoP4, streamId);
+	OFF(DR_CUPTI_PTOP4_CORRELATION_ID, CUpti_ActivityMemcpyPtoP4, correlationId);
+	OFF(DR_CUPTI_PTOP4_GRAPH_NODE_ID, CUpti_ActivityMemcpyPtoP4, graphNodeId);
+	OFF(DR_CUPTI_PTOP4_GRAPH_ID, CUpti_ActivityMemcpyPtoP4, graphId);
+	check("sizeof(CUpti_ActivityMemcpyPtoP4.copyKind)", 1, sizeof(((CUpti_ActivityMemcpyPtoP4*)0)->copyKind));
 
 	SIZE(DR_CUPTI_MEMSET4_SIZE, CUpti_ActivityMemset4);
 	OFF(DR_CUPTI_MEMSET4_BYTES, CUpti_ActivityMemset4, bytes);

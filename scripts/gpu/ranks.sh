@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Ranks on CUDA (needs branches specx and ncclcuda merged): the data-parallel
-# step as 2 ranks in one process, eager and replayed, and as 2 processes
-# (--rank/--world, then torchrun's variables), each equal to the CPU
+# Ranks on CUDA: the data-parallel step as 2 ranks in one process, eager
+# and replayed, and as 2 processes (--rank/--world, eager and replayed with
+# NCCL inside the graph; torchrun's variables; each process seeing one GPU
+# through CUDA_VISIBLE_DEVICES), each equal to the CPU
 # backend's outputs (floats within 1e-6 relative: NCCL's reduction order
 # differs); a rank that fails mid-run makes the other fail within seconds;
 # the merged trace of the 2 processes draws. Usage: scripts/gpu/ranks.sh
@@ -77,20 +78,31 @@ wait $! || { echo "FAIL cuda-procs rank 1"; cat p1.err; fail=1; }
 DAGRUN_PORT=29612 RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 "$dagrun" run dp.yaml --backend cuda --save-dir torch >t1.out 2>t1.err &
 check cuda-torchrun-vars env DAGRUN_PORT=29612 RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 "$dagrun" run dp.yaml --backend cuda --save-dir torch
 wait $! || { echo "FAIL cuda-torchrun-vars rank 1"; cat t1.err; fail=1; }
-for d in world graph procs torch; do
+DAGRUN_PORT=29614 "$dagrun" run dp.yaml --backend cuda --rank 1 --world 2 --graph --repeat 3 --save-dir procs-graph >pg1.out 2>pg1.err &
+check cuda-procs-graph env DAGRUN_PORT=29614 "$dagrun" run dp.yaml --backend cuda --rank 0 --world 2 --graph --repeat 3 --save-dir procs-graph
+wait $! || { echo "FAIL cuda-procs-graph rank 1"; cat pg1.err; fail=1; }
+DAGRUN_PORT=29615 CUDA_VISIBLE_DEVICES=1 RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 "$dagrun" run dp.yaml --backend cuda --graph --repeat 3 --save-dir visible >v1.out 2>v1.err &
+check cuda-one-visible-gpu-each env DAGRUN_PORT=29615 CUDA_VISIBLE_DEVICES=0 RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 "$dagrun" run dp.yaml --backend cuda --graph --repeat 3 --save-dir visible
+wait $! || { echo "FAIL cuda-one-visible-gpu-each rank 1"; cat v1.err; fail=1; }
+for d in world graph procs procs-graph torch visible; do
 	check "same-$d" same cpu "$d"
 done
 check viz "$dagrun" viz procs/t_0.json procs/t_1.json -o merged.html
 
-# A rank that fails mid-run: rank 1's save is blocked by a directory.
+# A rank that fails mid-run: rank 1's save is blocked by a directory and
+# its all-reduce depends on the save (after:). On CUDA a host step's
+# failure is found at the end of its run (the work queued behind it on the
+# GPU cannot be stopped from the step), so rank 1 stops after its first
+# run, never joins the second run's all-reduce, and rank 0 must stop within
+# the collective timeout, naming rank 1, with both exiting 1.
 cat >failing.yaml <<'SPEC'
-run: {world: 2}
+run: {world: 2, repeat: 3}
 buffers:
   h: {dtype: f32, count: 4, placement: pinned}
   d: {dtype: f32, count: 4}
 ops:
   - {host: save, buffer: h, path: "h_{rank}", name: save_h}
-  - {copy: {from: h, to: d}, name: upload}
+  - {copy: {from: h, to: d}, name: upload, after: [save_h]}
   - {all_reduce: {view: d}, name: reduce}
 SPEC
 mkdir -p h_1
