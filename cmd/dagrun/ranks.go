@@ -189,6 +189,9 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	}
 	ranks := []int{}
 	if m.place != nil {
+		if w := m.place.Warning(); w != "" {
+			fmt.Fprintf(c.stderr, "dagrun run: %s\n", w)
+		}
 		ranks = append(ranks, m.place.Rank)
 	} else {
 		for r := range m.world {
