@@ -670,7 +670,7 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 	if ext == "html" {
 		draw = m.WriteHTML
 	}
-	return c.writeOutput(out, draw)
+	return c.writeOutputInterruptible(out, draw)
 }
 
 // rankLines writes what one rank's host steps print, line by line, each

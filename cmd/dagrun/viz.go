@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -97,7 +98,7 @@ func (c *cli) viz(args []string) error {
 		}
 		t, err := trace.ReadChrome(r)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", in, err)
 		}
 		draw = t.WriteSVG
 		if ext == "html" {
@@ -122,7 +123,7 @@ func (c *cli) viz(args []string) error {
 			draw = func(w io.Writer) error { return trace.PlanDOT(w, p) }
 		}
 	}
-	return c.writeOutput(*out, draw)
+	return c.writeOutputInterruptible(*out, draw)
 }
 
 // isChromeTrace reports whether data is a JSON object with traceEvents

@@ -437,7 +437,7 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 		if ctx.Err() != nil {
 			return fail("%v", ctx.Err())
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, errAuth) {
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, errAuth) {
 			return fail("rank 0 at %s did not let this rank in: %v (is %s the same on every rank?)", cfg.Addr, err, SecretEnv)
 		}
 		return fail("rank 0 at %s did not let this rank in: %v", cfg.Addr, err)
