@@ -788,9 +788,11 @@ func (m *PerfModel) Save(path string) error {
 		return fmt.Errorf("saving perf model: %w", err)
 	}
 	_, werr := f.Write(append(data, '\n'))
+	// CreateTemp makes the file 0600; a model is an output like the others.
+	merr := f.Chmod(0o644)
 	serr := f.Sync()
 	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := errors.Join(werr, merr, serr, cerr); err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("saving perf model %s: %w", path, err)
 	}

@@ -239,6 +239,9 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		if f.perfModel != "" {
 			paths = append(paths, expandRank(f.perfModel, r))
 		}
+		if err := checkFileUses(f.fileUses(s, f.out, expandRank(f.traceFile, r), expandRank(f.perfModel, r))); err != nil {
+			return err
+		}
 		for _, pt := range paths {
 			if other, ok := writers[pt]; ok && other != r {
 				return usagef("ranks %d and %d would both write %s: put {rank} in the path", other, r, pt)
@@ -642,6 +645,13 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 	}
 	if ext != "svg" && ext != "html" {
 		return usagef("traces draw as .svg or .html, not %q", "."+ext)
+	}
+	var reads []fileUse
+	for _, in := range inputs {
+		reads = append(reads, fileUse{in, "an input of viz"})
+	}
+	if err := checkFileUses(reads, []fileUse{{out, "-o"}}); err != nil {
+		return err
 	}
 	var traces []*trace.Trace
 	for _, in := range inputs {

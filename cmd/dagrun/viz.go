@@ -85,6 +85,9 @@ func (c *cli) viz(args []string) error {
 		return usagef("a plan draws as .svg, .html or .dot, not %q", "."+ext)
 	}
 
+	if err := checkFileUses([]fileUse{{in, "the input of viz"}}, []fileUse{{*out, "-o"}}); err != nil {
+		return err
+	}
 	var draw func(w io.Writer) error
 	if timeline {
 		var r io.Reader = bytes.NewReader(stdinData)
@@ -110,6 +113,9 @@ func (c *cli) viz(args []string) error {
 			return err
 		}
 		c.printWarnings(s)
+		if err := checkFileUses(specUses(s, nil, []fileUse{{*out, "-o"}})); err != nil {
+			return err
+		}
 		p, err := makePlan(s, layout{streams: int(streams)})
 		if err != nil {
 			return err
