@@ -33,13 +33,13 @@ type Spec struct {
 	// WithSaveDir sets it; setting it after Parse still takes effect.
 	SaveDir string
 
-	files  files    // where the spec's paths resolve, and what may be touched
-	reads  []string // the files the spec reads, absolute and clean
-	writes []string // the files the spec writes, absolute and clean
-	ops   opSites    // where each op of the graph is declared, and how messages name it
-	mu    sync.Mutex // serialises host steps' writes to Stdout
-	src   []byte     // the spec's text and options, for ForRank
-	opts  []Option
+	files  files      // where the spec's paths resolve, and what may be touched
+	reads  []string   // the files the spec reads, absolute and clean
+	writes []string   // the files the spec writes, absolute and clean
+	ops    opSites    // where each op of the graph is declared, and how messages name it
+	mu     sync.Mutex // serialises host steps' writes to Stdout
+	src    []byte     // the spec's text and options, for ForRank
+	opts   []Option
 }
 
 // RunSettings are a spec's run section, with defaults filled in.
