@@ -11,7 +11,8 @@ build:
 	$(GO) build ./...
 
 # Everything CI checks: vet, the unit tests, the race detector on the
-# concurrent packages, and a short fuzz of the spec parser and the planner.
+# concurrent packages, and a short fuzz of the spec parser, the planner, the
+# rendezvous frames and the trace reader.
 test: unit race fuzz-short
 
 unit:
@@ -19,11 +20,13 @@ unit:
 	$(GO) test ./...
 
 race:
-	$(GO) test -race ./cpu/... ./executor/...
+	$(GO) test -race ./internal/comm/... ./cpu/... ./executor/...
 
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./spec
 	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner
+	$(GO) test -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/comm
+	$(GO) test -run '^$$' -fuzz '^FuzzReadChrome$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./trace
 
 # Longer fuzzing for a developer's machine.
 fuzz:

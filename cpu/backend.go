@@ -176,7 +176,7 @@ type Session struct {
 	blocked int // streams whose head is a wait on an event not yet reached
 
 	pending int           // instructions enqueued and not yet done
-	drained chan struct{} // closed when pending drops to 0 while Sync waits
+	drained chan struct{} // closed when pending drops to 0 while a Sync waits; shared by every waiter
 	err     error         // the first error of the current run
 	aborted bool          // the current run failed or was cancelled: skip what is left
 	started bool          // work was enqueued since the last Sync
@@ -324,8 +324,12 @@ func (b *Session) Sync(ctx context.Context) error {
 		return err
 	}
 	if b.pending > 0 {
-		done := make(chan struct{})
-		b.drained = done
+		// Waiters share one channel: a second Sync from another goroutine
+		// must not strand the first.
+		if b.drained == nil {
+			b.drained = make(chan struct{})
+		}
+		done := b.drained
 		b.mu.Unlock()
 		select {
 		case <-done:

@@ -136,3 +136,30 @@ func TestOpenRefusesPersistentBuffersBeyondTheHost(t *testing.T) {
 		assert.Zero(t, b.Sessions())
 	}
 }
+
+// Two goroutines that Sync one session, one of them with a context that
+// ends, both return: neither is stranded by the other's wait.
+func TestConcurrentSyncs(t *testing.T) {
+	g := spinGraph(t, 200, 10_000) // 2 s unless stopped
+	s, err := cpu.New(cpu.Workers(2)).OpenSession(context.Background(), g)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.NewStream(0, 0))
+	for _, op := range g.Ops {
+		require.NoError(t, s.Run(0, op))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() { done <- s.Sync(ctx) }()
+	time.Sleep(10 * time.Millisecond)
+	go func() { done <- s.Sync(context.Background()) }()
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	for range 2 {
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			t.Fatal("a Sync never returned")
+		}
+	}
+}

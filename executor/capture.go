@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -20,7 +21,9 @@ const originStream = 0
 
 // Graph is a plan captured once and replayed many times: the plan's
 // submission is paid for once, and a replay is one launch. Make one with
-// Session.Capture. Like its Session, a Graph is for one goroutine.
+// Session.Capture. Like its Session, a Graph is for one goroutine: a
+// Launch, Sync or Run while another call of the session or its graphs is
+// in flight is an error. Close is safe from any goroutine.
 type Graph struct {
 	s       *Session
 	c       device.Capturer
@@ -30,8 +33,8 @@ type Graph struct {
 	used    []bool    // by buffer ID: does an op of the plan access it
 	byName  map[string]*dag.Op
 	stats   GraphStats
-	pending bool // launched since the last Sync
-	closed  bool
+	pending bool        // launched since the last Sync
+	closed  atomic.Bool // read from any goroutine: Session.Close may close it
 
 	// launched are the graph's launches since its spans were last read,
 	// by the backend's replay number (profile.go).
@@ -84,10 +87,15 @@ func CheckCapture(p *planner.Plan) error {
 // It checks first (CheckCapture) and refuses, naming the ops, what a graph
 // cannot hold. The backend must implement Capturer. The graph is released
 // by Graph.Close, or by the session's Close.
-func (s *Session) Capture(ctx context.Context) (*Graph, error) {
+func (s *Session) Capture(ctx context.Context) (g *Graph, err error) {
 	if s.unusable() { // zero.go
 		return nil, errors.New("executor: Capture: session is closed")
 	}
+	ctx, end, err := s.flight.begin(ctx, &s.closed, "Capture") // close.go: Close from another goroutine
+	if err != nil {
+		return nil, err
+	}
+	defer end(&err)
 	c, ok := s.d.(device.Capturer)
 	if !ok {
 		return nil, fmt.Errorf("executor: Capture: device session %T cannot capture graphs; run the plan eagerly with Session.Run", s.d)
@@ -98,7 +106,7 @@ func (s *Session) Capture(ctx context.Context) (*Graph, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("executor: capture not started: %w", err)
 	}
-	g := &Graph{s: s, c: c, ops: slices.Clone(s.p.Graph.Ops), used: make([]bool, len(s.p.Graph.Buffers))}
+	g = &Graph{s: s, c: c, ops: slices.Clone(s.p.Graph.Ops), used: make([]bool, len(s.p.Graph.Buffers))}
 	for _, op := range g.ops {
 		for _, a := range op.Access {
 			g.used[a.Buf.ID] = true
@@ -144,8 +152,20 @@ var errGraphClosed = errors.New("executor: the graph is closed")
 
 // Launch enqueues one replay and returns; Sync waits for it. Replays run
 // in launch order, each after the one before.
-func (g *Graph) Launch(ctx context.Context) error {
+func (g *Graph) Launch(ctx context.Context) (err error) {
 	if g.unusable() { // zero.go
+		return errGraphClosed
+	}
+	ctx, end, err := g.s.flight.begin(ctx, &g.s.closed, "Graph.Launch")
+	if err != nil {
+		return err
+	}
+	defer end(&err)
+	return g.launch(ctx)
+}
+
+func (g *Graph) launch(ctx context.Context) error {
+	if g.closed.Load() {
 		return errGraphClosed
 	}
 	if err := ctx.Err(); err != nil {
@@ -162,36 +182,63 @@ func (g *Graph) Launch(ctx context.Context) error {
 
 // Sync waits for the launched replays. A failing op is a *dag.OpError
 // naming it; when ctx ends first the error wraps ctx.Err().
-func (g *Graph) Sync(ctx context.Context) error {
+func (g *Graph) Sync(ctx context.Context) (err error) {
 	if g.unusable() { // zero.go
 		return errGraphClosed
 	}
+	ctx, end, err := g.s.flight.begin(ctx, &g.s.closed, "Graph.Sync")
+	if err != nil {
+		return err
+	}
+	defer end(&err)
+	return g.sync(ctx)
+}
+
+func (g *Graph) sync(ctx context.Context) error {
 	g.pending = false
 	return g.s.syncError(ctx, g.s.d.Sync(ctx))
 }
 
-// Run replays the graph once and waits for it.
-func (g *Graph) Run(ctx context.Context) error {
-	if err := g.Launch(ctx); err != nil {
+// Run replays the graph once and waits for it; it never waits past ctx.
+func (g *Graph) Run(ctx context.Context) (err error) {
+	if g.unusable() { // zero.go
+		return errGraphClosed
+	}
+	ctx, end, err := g.s.flight.begin(ctx, &g.s.closed, "Graph.Run")
+	if err != nil {
 		return err
 	}
-	return g.Sync(ctx)
+	defer end(&err)
+	if err := g.launch(ctx); err != nil {
+		return err
+	}
+	return g.sync(ctx)
 }
 
 // Stats returns the graph's figures.
 func (g *Graph) Stats() GraphStats { return g.stats }
 
-// Close releases the graph. Closing twice is harmless; closing the
-// session closes its graphs.
+// Close releases the graph. It is safe from any goroutine: it waits for
+// the call of the session or its graphs in flight. Closing twice is
+// harmless; closing the session closes its graphs.
 func (g *Graph) Close() error {
-	if g.unusable() { // zero.go
+	if g.s == nil || g.c == nil { // zero.go
+		return nil
+	}
+	_, end := g.s.flight.hold(context.Background()) // close.go
+	defer end(new(error))
+	return g.closeHeld()
+}
+
+// closeHeld closes the graph; the caller holds the session's flight.
+func (g *Graph) closeHeld() error {
+	if !g.closed.CompareAndSwap(false, true) {
 		return nil
 	}
 	var err error
 	if g.pending {
-		err = g.Sync(context.Background())
+		err = g.sync(context.Background())
 	}
-	g.closed = true
 	if i := slices.Index(g.s.graphs, g); i >= 0 {
 		g.s.graphs = slices.Delete(g.s.graphs, i, i+1)
 	}

@@ -23,17 +23,40 @@ type inflight struct {
 	done   chan struct{}           // closed when the run in flight returns
 }
 
-// begin starts a run under ctx, unless the session is closed. end, which
-// the run defers, says in *err that the session was closed, if it was.
-func (f *inflight) begin(ctx context.Context, closed *atomic.Bool) (context.Context, func(*error), error) {
+// begin starts a run (verb: "Run", "Capture", a Graph's "Launch"...) under
+// ctx, unless the session is closed or another call is in flight. end,
+// which the run defers, says in *err that the session was closed, if it
+// was.
+func (f *inflight) begin(ctx context.Context, closed *atomic.Bool, verb string) (context.Context, func(*error), error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if closed.Load() {
-		return nil, nil, errors.New("executor: Run: session is closed")
+		return nil, nil, fmt.Errorf("executor: %s: session is closed", verb)
 	}
 	if f.cancel != nil {
-		return nil, nil, errors.New("executor: Run: another run of the session is in flight; a Session runs from one goroutine at a time")
+		return nil, nil, fmt.Errorf("executor: %s: another call of the session or of its graphs is in flight; a Session and its Graphs run from one goroutine at a time", verb)
 	}
+	return f.take(ctx)
+}
+
+// hold waits for the call in flight, if any, to return, and then takes
+// its place (closed or not): Close's way in.
+func (f *inflight) hold(ctx context.Context) (context.Context, func(*error)) {
+	for {
+		f.mu.Lock()
+		if f.cancel == nil {
+			runCtx, end, _ := f.take(ctx)
+			f.mu.Unlock()
+			return runCtx, end
+		}
+		done := f.done
+		f.mu.Unlock()
+		<-done
+	}
+}
+
+// take starts a call; the caller holds f.mu.
+func (f *inflight) take(ctx context.Context) (context.Context, func(*error), error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	f.cancel, f.done = cancel, make(chan struct{})
 	end := func(err *error) {

@@ -128,7 +128,7 @@ func (s *Session) RunAfter(ctx context.Context, x External) error {
 // returns; Sync waits for it. The replay starts after x.After, and x.Done
 // is recorded once the whole replay is done.
 func (g *Graph) LaunchAfter(ctx context.Context, x External) error {
-	if g.closed {
+	if g.closed.Load() {
 		return errGraphClosed
 	}
 	xe, err := g.s.externals("LaunchAfter")

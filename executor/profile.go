@@ -196,7 +196,7 @@ func (s *Session) TimingSource() (source, why string, dropped uint64) {
 // of several replays come together, each op once per replay: ReplaySpans
 // tells them apart.
 func (g *Graph) Spans() []Span {
-	if g.closed || g.s.timer == nil {
+	if g.closed.Load() || g.s.timer == nil {
 		return nil
 	}
 	g.launched = g.launched[:0]

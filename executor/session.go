@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,7 @@ type Session struct {
 
 	subTimer *submitTimer // nil unless submission timing was asked for (profile.go)
 	closed   atomic.Bool
+	closing  sync.Once     // Close's work, done once; a second Close waits for it
 	faults   *injector     // faults.go; nil without fault injection
 	stretch  []device.Step // submitStretches' steps, reused
 	flight   inflight      // close.go: the run in flight, for a Close from another goroutine
@@ -152,7 +154,7 @@ func (s *Session) Run(ctx context.Context) (err error) {
 	if s.unusable() { // zero.go
 		return errors.New("executor: Run: session is closed")
 	}
-	ctx, end, err := s.flight.begin(ctx, &s.closed) // close.go: Close from another goroutine
+	ctx, end, err := s.flight.begin(ctx, &s.closed, "Run") // close.go: Close from another goroutine
 	if err != nil {
 		return err
 	}
@@ -372,21 +374,29 @@ func (s *Session) Spans() []Span {
 }
 
 // Close releases the session's graphs and its device session: everything
-// the session made on the backend, and only that. Closing twice is
-// harmless.
+// the session made on the backend, and only that. It may be called from
+// any goroutine at any time: it ends the run, capture or replay in flight
+// and waits for it, and a second Close waits for the first to finish.
 func (s *Session) Close() error {
-	if s.d == nil || s.closed.Swap(true) { // zero.go: a Session not made by Open holds nothing
+	if s.d == nil { // zero.go: a Session not made by Open holds nothing
 		return nil
 	}
-	s.flight.stop() // close.go: end a run in flight and wait for it
-	var errs []error
-	for len(s.graphs) > 0 {
-		errs = append(errs, s.graphs[0].Close())
-	}
-	if err := s.d.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("executor: close the device session: %w", err))
-	}
-	return errors.Join(errs...)
+	var err error
+	s.closing.Do(func() {
+		s.closed.Store(true)
+		s.flight.stop() // close.go: end a run in flight and wait for it
+		_, end := s.flight.hold(context.Background())
+		defer end(new(error))
+		var errs []error
+		for len(s.graphs) > 0 {
+			errs = append(errs, s.graphs[0].closeHeld())
+		}
+		if cerr := s.d.Close(); cerr != nil {
+			errs = append(errs, fmt.Errorf("executor: close the device session: %w", cerr))
+		}
+		err = errors.Join(errs...)
+	})
+	return err
 }
 
 // Execute opens p on b, runs it once, and returns the contents of every

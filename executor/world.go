@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -139,7 +140,9 @@ type World struct {
 	p2p    bool         // some rank sends or receives: check after each run that every send met its recv
 	opened time.Time    // when every rank had joined: the ranks' common clock origin
 	broken error        // a failed run left the collectives unusable
-	closed bool
+	closed atomic.Bool
+	once   sync.Once // Close's work; a second Close waits for the first
+	cerr   error     // what Close's work returned
 }
 
 // OpenWorld opens plans[r] as rank r of a world of len(plans) ranks on
@@ -268,7 +271,7 @@ func (w *World) Read(r int, b *dag.Buffer) ([]byte, error) {
 // that every send met its recv.
 func (w *World) each(ctx context.Context, verb string, f func(ctx context.Context, r int) error) error {
 	switch {
-	case w.closed:
+	case w.closed.Load():
 		return fmt.Errorf("executor: %s: the world is closed", verb)
 	case w.broken != nil:
 		return fmt.Errorf("executor: %s: an earlier run failed and left the ranks' collectives unusable: close the world (%w)", verb, w.broken)
@@ -361,12 +364,15 @@ func (g *WorldGraph) Close() error {
 
 // Close closes every rank's session (each from its own goroutine, since a
 // collective library may wait for the ranks to leave together) and the
-// world's communicators. Closing twice is harmless.
+// world's communicators. It is safe from any goroutine; closing twice is
+// harmless, and a second Close waits for the first.
 func (w *World) Close() error {
-	if w.closed {
-		return nil
-	}
-	w.closed = true
+	w.once.Do(func() { w.cerr = w.close() })
+	return w.cerr
+}
+
+func (w *World) close() error {
+	w.closed.Store(true)
 	errs := make([]error, len(w.ranks)+len(w.comms))
 	var wg sync.WaitGroup
 	for r, s := range w.ranks {
@@ -391,7 +397,9 @@ type Rank struct {
 	lib        bool // the backend brings its own collectives: c only carries failures
 	rendezvous time.Time
 	broken     error
-	closed     bool
+	closed     atomic.Bool
+	once       sync.Once // Close's work; a second Close waits for the first
+	cerr       error
 }
 
 // JoinWorld runs plan p as one rank of a world of processes: it checks p
@@ -500,7 +508,7 @@ func (r *Rank) Replay(ctx context.Context, g *Graph) error {
 
 func (r *Rank) run(ctx context.Context, verb string, f func(context.Context) error) error {
 	switch {
-	case r.closed:
+	case r.closed.Load():
 		return fmt.Errorf("executor: %s: rank %d is closed", verb, r.place.Rank)
 	case r.broken != nil:
 		return fmt.Errorf("executor: %s: an earlier run failed and left the ranks' collectives unusable: close the rank (%w)", verb, r.broken)
@@ -548,9 +556,9 @@ func (r *Rank) watched(ctx context.Context, f func(context.Context) error) error
 // to the timeout) for the others to leave first, since their messages
 // pass through it. Closing twice is harmless.
 func (r *Rank) Close() error {
-	if r.closed {
-		return nil
-	}
-	r.closed = true
-	return errors.Join(r.s.Close(), r.c.Close())
+	r.once.Do(func() {
+		r.closed.Store(true)
+		r.cerr = errors.Join(r.s.Close(), r.c.Close())
+	})
+	return r.cerr
 }

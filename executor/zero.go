@@ -7,4 +7,4 @@ package executor
 func (s *Session) unusable() bool { return s.d == nil || s.closed.Load() }
 
 // unusable reports whether g cannot take calls: closed, or not captured.
-func (g *Graph) unusable() bool { return g.closed || g.s == nil || g.c == nil }
+func (g *Graph) unusable() bool { return g.closed.Load() || g.s == nil || g.c == nil }

@@ -187,8 +187,33 @@ type opEntry struct {
 }
 
 // copyFit is a copy direction's latency + bytes/bandwidth, fitted by
-// weighted least squares to the measured sizes.
-type copyFit struct{ latencyNs, nsPerByte float64 }
+// weighted least squares to the measured sizes, and the range of sizes it
+// was fitted to.
+type copyFit struct {
+	latencyNs, nsPerByte float64
+	minBytes, maxBytes   int64
+	minSig, maxSig       string // the entries measured at minBytes and maxBytes
+}
+
+// MaxExtrapolation is how far beyond the sizes its direction's copies were
+// measured at a copy is costed from their fitted bandwidth: up to this
+// factor larger than the largest, or smaller than the smallest. Beyond it
+// the fallback model costs the copy (and Extrapolations says why): a fit
+// to a few hostile or noisy entries must not decide a plan.
+const MaxExtrapolation = 16
+
+// estimate is the fit's time for a copy of n bytes, saturated at the
+// per-op cap of measurements, and whether n is in the fit's range.
+func (f copyFit) estimate(n int64) (time.Duration, bool) {
+	if float64(n) > float64(f.maxBytes)*MaxExtrapolation || float64(n)*MaxExtrapolation < float64(f.minBytes) {
+		return 0, false
+	}
+	ns := f.latencyNs + f.nsPerByte*float64(n)
+	if !(ns < float64(maxMeasured)) {
+		return maxMeasured, true
+	}
+	return max(time.Duration(math.Round(ns)), 0), true
+}
 
 // NewPerfModel returns an empty model of device dev that costs every op
 // with fallback (DefaultCost when nil) until it has measured it.
@@ -226,10 +251,39 @@ func (m *PerfModel) Measured(op *dag.Op) (time.Duration, bool) {
 	}
 	if op.Kind == dag.Copy {
 		if f, ok := m.fits[copyPath(op.Access[0].Buf, op.Access[1].Buf)]; ok {
-			return time.Duration(math.Round(f.latencyNs + f.nsPerByte*float64(op.Bytes()))), true
+			return f.estimate(op.Bytes())
 		}
 	}
 	return 0, false
+}
+
+// Extrapolations says, once per copy direction, which copies of ops the
+// model will not cost from its fitted bandwidth because they lie more than
+// MaxExtrapolation beyond the sizes measured, naming the entries the fit
+// rests on.
+func (m *PerfModel) Extrapolations(ops []*dag.Op) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if op.Kind != dag.Copy || len(op.Access) < 2 {
+			continue
+		}
+		dir := copyPath(op.Access[0].Buf, op.Access[1].Buf)
+		f, ok := m.fits[dir]
+		if !ok || seen[dir] {
+			continue
+		}
+		if sig, err := m.signature(op); err == nil && m.ops[sig] != nil {
+			continue // measured itself
+		}
+		if _, ok := f.estimate(op.Bytes()); ok {
+			continue
+		}
+		seen[dir] = true
+		out = append(out, fmt.Sprintf("copy %s of %d bytes lies more than %dx outside the sizes the perf model measured %s copies at (%d bytes, entry %q, to %d bytes, entry %q): it is costed by the fallback model, not extrapolated; measure copies of its size",
+			op.Name, op.Bytes(), MaxExtrapolation, dir, f.minBytes, f.minSig, f.maxBytes, f.maxSig))
+	}
+	return out
 }
 
 // Covered counts the ops of ops that the model costs from measurements:
@@ -397,7 +451,11 @@ func (m *PerfModel) overheadStats(o Overhead, d time.Duration) (*PerfStats, erro
 // refit fits latency and bandwidth per copy direction to the copies
 // measured at two sizes or more.
 func (m *PerfModel) refit() {
-	type points struct{ x, y, w []float64 }
+	type points struct {
+		x, y, w        []float64
+		minSig, maxSig string
+		lo, hi         int64
+	}
 	by := map[string]*points{}
 	// In signature order, so that the same model always fits the same
 	// figures (float sums depend on their order).
@@ -410,6 +468,12 @@ func (m *PerfModel) refit() {
 		if p == nil {
 			p = &points{}
 			by[e.Direction] = p
+		}
+		if len(p.x) == 0 || e.Bytes < p.lo {
+			p.lo, p.minSig = e.Bytes, sig
+		}
+		if len(p.x) == 0 || e.Bytes > p.hi {
+			p.hi, p.maxSig = e.Bytes, sig
 		}
 		p.x = append(p.x, float64(e.Bytes))
 		p.y = append(p.y, e.MeanNs)
@@ -424,7 +488,7 @@ func (m *PerfModel) refit() {
 		if !(beta > 0) || math.IsInf(beta, 0) || math.IsNaN(alpha) {
 			continue // copies that do not get slower with size fit no bandwidth
 		}
-		m.fits[dir] = copyFit{latencyNs: max(alpha, 0), nsPerByte: beta}
+		m.fits[dir] = copyFit{latencyNs: max(alpha, 0), nsPerByte: beta, minBytes: p.lo, maxBytes: p.hi, minSig: p.minSig, maxSig: p.maxSig}
 	}
 }
 
@@ -788,9 +852,11 @@ func (m *PerfModel) Save(path string) error {
 		return fmt.Errorf("saving perf model: %w", err)
 	}
 	_, werr := f.Write(append(data, '\n'))
+	// CreateTemp makes the file 0600; a model is an output like the others.
+	merr := f.Chmod(0o644)
 	serr := f.Sync()
 	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := errors.Join(werr, merr, serr, cerr); err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("saving perf model %s: %w", path, err)
 	}

@@ -478,3 +478,41 @@ func TestPerfModelWorld(t *testing.T) {
 	d, _ = m.Measured(ar)
 	assert.Equal(t, 20*time.Microsecond, d, "both kept in one model")
 }
+
+// A hostile or noisy model cannot make a plan's estimate wrap: two entries
+// of one copy direction, 0 ns at 1 byte and 1 h at 2 bytes, fit 1 h a
+// byte. Copies near the measured sizes saturate at the per-op cap; copies
+// far beyond them are costed by the fallback, and Extrapolations names the
+// entries.
+func TestPerfModelHostileCopyFit(t *testing.T) {
+	g := dag.New()
+	x := g.Buffer("x", 4<<20, dag.OnDevice(0))
+	pin := g.Buffer("pin", 4<<20, dag.PinnedHost())
+	one := g.Copy(x.Slice(0, 1), pin.Slice(0, 1)).Named("one")
+	two := g.Copy(x.Slice(0, 2), pin.Slice(0, 2)).Named("two")
+	near := g.Copy(x.Slice(0, 20), pin.Slice(0, 20)).Named("near")
+	far := g.Copy(x.All(), pin.All()).Named("far")
+	graph, err := g.Build()
+	require.NoError(t, err)
+	m := planner.NewPerfModel(h100, nil)
+	require.NoError(t, m.Update([]planner.OpSample{{Op: one, Duration: 0}, {Op: two, Duration: time.Hour}}))
+
+	d, ok := m.Measured(near)
+	assert.True(t, ok)
+	assert.Equal(t, time.Hour, d, "saturated at the per-op cap")
+	_, ok = m.Measured(far)
+	assert.False(t, ok, "4 MiB is far beyond the 1 to 2 bytes measured")
+	assert.Equal(t, planner.DefaultCost().Duration(far), m.Duration(far))
+
+	warns := m.Extrapolations(graph.Ops)
+	require.Len(t, warns, 1)
+	assert.Contains(t, warns[0], "copy far of 4194304 bytes lies more than 16x outside the sizes the perf model measured")
+	sigOne, _ := planner.Signature(one)
+	sigTwo, _ := planner.Signature(two)
+	assert.Contains(t, warns[0], fmt.Sprintf("(1 bytes, entry %q, to 2 bytes, entry %q)", sigOne, sigTwo))
+
+	p, err := planner.New(graph, planner.Options{Cost: m})
+	require.NoError(t, err)
+	assert.Positive(t, p.Stats.Makespan)
+	assert.GreaterOrEqual(t, p.Stats.Makespan, time.Hour)
+}

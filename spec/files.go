@@ -83,7 +83,14 @@ func (l *loader) readFile(n *node, what subject, p string, limit int64) ([]byte,
 		return nil, false
 	}
 	defer root.Close()
-	file, err := root.Open(rel)
+	// Check before opening: opening a FIFO blocks until a writer comes.
+	// The open is non-blocking too, and the file is checked again once
+	// open, so that one swapped in between cannot hang the read either.
+	if fi, err := root.Stat(rel); err == nil && !fi.Mode().IsRegular() {
+		l.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, p, fileKind(fi.Mode()))
+		return nil, false
+	}
+	file, err := root.OpenFile(rel, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		l.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, p, unwrapPath(err))
 		return nil, false
@@ -95,7 +102,7 @@ func (l *loader) readFile(n *node, what subject, p string, limit int64) ([]byte,
 		return nil, false
 	}
 	if !fi.Mode().IsRegular() {
-		l.errorf(n, "name a regular file", "%s %s is not a regular file", what, p)
+		l.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, p, fileKind(fi.Mode()))
 		return nil, false
 	}
 	if fi.Size() > limit {
@@ -109,6 +116,23 @@ func (l *loader) readFile(n *node, what subject, p string, limit int64) ([]byte,
 	}
 	l.noteRead(filepath.Join(dir, rel))
 	return data, true
+}
+
+// fileKind names what a file that is not a regular one is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "special file"
 }
 
 func readFull(f *os.File, data []byte) (int, error) {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -111,4 +112,38 @@ func TestWriteFile(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.WriteFile("../allowed.bin", []byte("a")))
 	assert.FileExists(t, filepath.Join(dir, "allowed.bin"))
+}
+
+// An init file that is a FIFO (or another special file) is refused at
+// once: opening it would wait for a writer forever.
+func TestSpecialFilesRefusedWithoutBlocking(t *testing.T) {
+	dir := tree(t)
+	fifo := filepath.Join(dir, "spec", "fifo.bin")
+	if err := mkfifo(fifo); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	specFile := filepath.Join(dir, "spec", "s.yaml")
+	for _, c := range []struct{ name, file, want string }{
+		{"fifo", "fifo.bin", `2:39: buffer "h" init file fifo.bin is not a regular file (it is a named pipe) (name a regular file)`},
+		{"directory", "sub", `2:39: buffer "h" init file sub is not a regular file (it is a directory) (name a regular file)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			done := make(chan []string, 1)
+			go func() {
+				_, err := Parse(specFile, []byte("buffers:\n  h: {placement: pinned, init: {file: "+c.file+"}}\nops: [{fill: {buffer: h, value: 1}}]\n"))
+				var got []string
+				for _, e := range Errors(err) {
+					got = append(got, strings.TrimPrefix(e.Error(), specFile+":"))
+				}
+				done <- got
+			}()
+			select {
+			case got := <-done:
+				assert.Equal(t, []string{c.want}, got)
+			case <-time.After(5 * time.Second):
+				os.WriteFile(fifo, nil, 0) // let the blocked open go, so the test can end
+				t.Fatal("reading the spec's init file blocked")
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,11 +33,13 @@ type Spec struct {
 	// WithSaveDir sets it; setting it after Parse still takes effect.
 	SaveDir string
 
-	files files      // where the spec's paths resolve, and what may be touched
-	ops   opSites    // where each op of the graph is declared, and how messages name it
-	mu    sync.Mutex // serialises host steps' writes to Stdout
-	src   []byte     // the spec's text and options, for ForRank
-	opts  []Option
+	files  files      // where the spec's paths resolve, and what may be touched
+	reads  []string   // the files the spec reads, absolute and clean
+	writes []string   // the files the spec writes, absolute and clean
+	ops    opSites    // where each op of the graph is declared, and how messages name it
+	mu     sync.Mutex // serialises host steps' writes to Stdout
+	src    []byte     // the spec's text and options, for ForRank
+	opts   []Option
 }
 
 // RunSettings are a spec's run section, with defaults filled in.
@@ -68,6 +71,13 @@ func (s *Spec) OpPos(name string) (Position, bool) {
 		return Position{}, false
 	}
 	return Position{File: s.ops.file, Line: int(site.line), Col: int(site.col)}, true
+}
+
+// Files returns the files the spec reads (init files, kernel sources) and
+// the files it writes (save host steps, outputs' save), as absolute, clean
+// paths, so that a command can keep its own outputs off them.
+func (s *Spec) Files() (reads, writes []string) {
+	return slices.Clone(s.reads), slices.Clone(s.writes)
 }
 
 // SavePath is where a save path written in the spec is written to: path
@@ -187,6 +197,7 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	}
 	ErrorList(l.warns).Sort()
 	l.spec.Warnings = l.warns
+	l.spec.reads, l.spec.writes = slices.Sorted(maps.Keys(l.reads)), slices.Sorted(maps.Keys(l.writes))
 	if len(l.errs) > 0 {
 		errs := ErrorList(l.errs)
 		errs.Sort()

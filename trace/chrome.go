@@ -110,6 +110,26 @@ func micros(d time.Duration) float64 { return float64(d) / 1e3 }
 
 func fromMicros(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }
 
+// MaxTraceMicros bounds every time a trace holds (about 116 days): sums of
+// a few such times stay far inside time.Duration, so no loop over a range
+// of time in the trace overflows.
+const MaxTraceMicros = 1e13
+
+// notATrace says what a trace must hold.
+const notATrace = "not a trace: a trace is Chrome Trace Event JSON, an object with a traceEvents array (or the array alone) holding thread_name metadata and X slices, as dagrun run --trace writes"
+
+// checkMicros converts a time in microseconds read from a trace, refusing
+// one that is not a number of range, or negative unless negative.
+func checkMicros(us float64, negative bool) (time.Duration, error) {
+	switch {
+	case math.IsNaN(us) || math.Abs(us) > MaxTraceMicros:
+		return 0, fmt.Errorf("%g µs is out of range (at most %g)", us, float64(MaxTraceMicros))
+	case us < 0 && !negative:
+		return 0, fmt.Errorf("%g µs is negative", us)
+	}
+	return fromMicros(us), nil
+}
+
 func chromeReplays(rs []WholeReplay) []chromeWholeReplay {
 	var out []chromeWholeReplay
 	for _, r := range rs {
@@ -247,27 +267,49 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 		return nil, err
 	}
 	var file chromeFile
+	var probe struct {
+		TraceEvents json.RawMessage `json:"traceEvents"`
+	}
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '[' {
 		err = json.Unmarshal(trimmed, &file.TraceEvents)
-	} else {
+	} else if err = json.Unmarshal(data, &probe); err == nil && probe.TraceEvents == nil {
+		return nil, &ReadError{Event: -1, Msg: notATrace}
+	} else if err == nil {
 		err = json.Unmarshal(data, &file)
 	}
 	if err != nil {
 		return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("not Chrome Trace Event JSON: %v", err)}
 	}
+	if len(file.TraceEvents) == 0 {
+		return nil, &ReadError{Event: -1, Msg: "the trace holds no events: " + notATrace}
+	}
 	t := &Trace{}
+	var rerr error
+	// at reads a time in microseconds, refusing one out of range.
+	at := func(event int, what string, us float64, negative bool) time.Duration {
+		d, err := checkMicros(us, negative)
+		if err != nil && rerr == nil {
+			rerr = &ReadError{Event: event, Msg: fmt.Sprintf("%s: %v", what, err)}
+		}
+		return d
+	}
 	if f := file.OtherData; f != nil && f.Generator == generator {
 		if f.SchemaVersion > SchemaVersion {
 			return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("the trace has schema_version %d, newer than this dagrun reads (%d); use a newer dagrun", f.SchemaVersion, SchemaVersion)}
 		}
-		t.Rank = f.Rank.clock()
+		if f.Rank != nil {
+			t.Rank = &RankClock{Rank: f.Rank.Rank, World: f.Rank.World, Offset: at(-1, "otherData.rank.offset_from_rendezvous_us", f.Rank.OffsetUS, true)}
+		}
 		t.Figures = Figures{Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
-			EstMakespan: fromMicros(f.EstMakespanUS), EstCriticalPath: fromMicros(f.EstCriticalPathUS),
-			CriticalPath: fromMicros(f.CriticalPathUS), Estimated: f.Estimated,
+			EstMakespan: at(-1, "otherData.est_makespan_us", f.EstMakespanUS, false), EstCriticalPath: at(-1, "otherData.est_critical_path_us", f.EstCriticalPathUS, false),
+			CriticalPath: at(-1, "otherData.critical_path_us", f.CriticalPathUS, false), Estimated: f.Estimated,
 			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
 			ReplayTiming: f.ReplayTiming}
 		for _, r := range f.Replays {
-			t.Figures.Replays = append(t.Figures.Replays, WholeReplay{Run: r.Run, Start: fromMicros(r.StartUS), Dur: fromMicros(r.DurUS)})
+			t.Figures.Replays = append(t.Figures.Replays, WholeReplay{Run: r.Run, Start: at(-1, "otherData replay start", r.StartUS, false), Dur: at(-1, "otherData replay dur", r.DurUS, false)})
+		}
+		if rerr != nil {
+			return nil, rerr
 		}
 	}
 	type thread struct{ pid, tid int }
@@ -322,7 +364,11 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			if err != nil {
 				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("block of slice %q: %v", ev.Name, err)}
 			}
-			t.Slices = append(t.Slices, Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: fromMicros(ev.Ts), Dur: fromMicros(*ev.Dur),
+			start, dur := at(i, "ts", ev.Ts, true), at(i, "dur", *ev.Dur, false)
+			if rerr != nil {
+				return nil, rerr
+			}
+			t.Slices = append(t.Slices, Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: start, Dur: dur,
 				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes})
 		case "s", "f":
 			if ev.ID == nil {
@@ -336,7 +382,11 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			if err := json.Unmarshal(ev.Args, &a); err != nil {
 				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("args of flow event %q: %v", ev.Name, err)}
 			}
-			end := flowEnd{event: i, lane: lane, ts: fromMicros(ev.Ts), eventNo: a.Event, op: a.OpID}
+			ts := at(i, "ts", ev.Ts, true)
+			if rerr != nil {
+				return nil, rerr
+			}
+			end := flowEnd{event: i, lane: lane, ts: ts, eventNo: a.Event, op: a.OpID}
 			side := starts
 			if ev.Ph == "f" {
 				side = ends

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,16 @@ func TestReadChromeErrors(t *testing.T) {
 		{"bad stream kind", `{"traceEvents":[` + strings.Replace(lane, `"compute"`, `"warp"`, 1) + `]}`, `unknown kind "warp"`},
 		{"flow without end", `{"traceEvents":[` + lane + `,` + slice + `,{"name":"e0","cat":"wait","ph":"s","id":1,"ts":4,"pid":1,"tid":1,"args":{"event":0,"op_id":0}}]}`, "never finishes"},
 		{"flow without start", `{"traceEvents":[` + lane + `,` + slice + `,{"name":"e0","cat":"wait","ph":"f","bp":"e","id":1,"ts":4,"pid":1,"tid":1,"args":{"event":0,"op_id":0}}]}`, "never starts"},
+		{"no trace at all", `{"a":1}`, "not a trace: a trace is Chrome Trace Event JSON, an object with a traceEvents array"},
+		{"no events", `{"traceEvents":[]}`, "the trace holds no events"},
+		{"empty array", `[]`, "the trace holds no events"},
+		{"dur near 2^63 ns", `{"traceEvents":[` + lane + `,` + strings.Replace(slice, `"dur":5`, `"dur":9223372036854775`, 1) + `]}`, "event 1: dur: 9.223372036854776e+15 µs is out of range"},
+		{"dur beyond int64", `{"traceEvents":[` + lane + `,` + strings.Replace(slice, `"dur":5`, `"dur":1e300`, 1) + `]}`, "event 1: dur: 1e+300 µs is out of range"},
+		{"negative dur", `{"traceEvents":[` + lane + `,` + strings.Replace(slice, `"dur":5`, `"dur":-5`, 1) + `]}`, "event 1: dur: -5 µs is negative"},
+		{"ts beyond int64", `{"traceEvents":[` + lane + `,` + strings.Replace(slice, `"ts":0`, `"ts":-1e19`, 1) + `]}`, "event 1: ts: -1e+19 µs is out of range"},
+		{"flow ts beyond int64", `{"traceEvents":[` + lane + `,` + slice + `,{"name":"e0","cat":"wait","ph":"s","id":1,"ts":1e40,"pid":1,"tid":1,"args":{"event":0,"op_id":0}}]}`, "event 2: ts: 1e+40 µs is out of range"},
+		{"offset beyond int64", `{"traceEvents":[` + lane + `],"otherData":{"generator":"dagrun","rank":{"rank":0,"world":2,"offset_from_rendezvous_us":1e300}}}`, "offset_from_rendezvous_us: 1e+300 µs is out of range"},
+		{"figure beyond int64", `{"traceEvents":[` + lane + `],"otherData":{"generator":"dagrun","est_makespan_us":1e300}}`, "est_makespan_us: 1e+300 µs is out of range"},
 		{"flow outside slices", `{"traceEvents":[` + lane + `,` + slice + `,{"name":"e0","cat":"wait","ph":"s","id":1,"ts":9,"pid":1,"tid":1,"args":{"event":0,"op_id":0}},{"name":"e0","cat":"wait","ph":"f","bp":"e","id":1,"ts":4,"pid":1,"tid":1,"args":{"event":0,"op_id":0}}]}`, "lies in no slice"},
 	}
 	for _, tt := range tests {
@@ -183,6 +194,30 @@ func TestReadChromeErrors(t *testing.T) {
 			require.True(t, errors.As(err, &re), "%T", err)
 			assert.Contains(t, err.Error(), tt.msg)
 		})
+	}
+}
+
+// The time axis of any trace in range has a handful of ticks: no span,
+// however long, makes the picture run on.
+func TestSVGAxisIsBounded(t *testing.T) {
+	for _, span := range []time.Duration{1, 999, time.Second, 3 * trace.MaxTraceMicros * time.Microsecond, math.MaxInt64 - 1, math.MaxInt64} {
+		tr := &trace.Trace{
+			Lanes:  []trace.Lane{{Name: "s", Kind: planner.Compute}},
+			Slices: []trace.Slice{{Name: "k", Kind: dag.Launch, Dur: span}},
+		}
+		done := make(chan int, 1)
+		go func() {
+			var b bytes.Buffer
+			tr.WriteSVG(&b)
+			done <- strings.Count(b.String(), `class="tick"`)
+		}()
+		select {
+		case n := <-done:
+			assert.LessOrEqual(t, n, 65, "span %d", span)
+			assert.GreaterOrEqual(t, n, 2, "span %d", span)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("span %d: drawing the axis did not end", span)
+		}
 	}
 }
 

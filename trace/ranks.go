@@ -33,13 +33,6 @@ func (c *RankClock) chrome() *chromeRank {
 	return &chromeRank{Rank: c.Rank, World: c.World, OffsetUS: micros(c.Offset)}
 }
 
-func (c *chromeRank) clock() *RankClock {
-	if c == nil {
-		return nil
-	}
-	return &RankClock{Rank: c.Rank, World: c.World, Offset: fromMicros(c.OffsetUS)}
-}
-
 // pid is the Chrome process of the lane: one per device, and in a trace
 // merged from ranks one per rank and device.
 func (l Lane) pid() int {

@@ -162,7 +162,11 @@ func (pic *picture) draw(w *bufio.Writer) {
 	step := tickStep(l.span)
 	unit, unitName := tickUnit(l.span)
 	decimals := max(0, int(math.Ceil(-math.Log10(float64(step)/float64(unit)-1e-9))))
-	for tick := time.Duration(0); tick <= l.span; tick += step {
+	// Count the ticks rather than add steps: no span can make the loop wrap
+	// around or run long.
+	ticks := min(int64(l.span/step), maxTicks)
+	for i := range ticks + 1 {
+		tick := time.Duration(i) * step
 		x := l.x(tick)
 		fmt.Fprintf(w, `<line class="tick" x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#c5cad3" stroke-width="1"/>`+"\n", x, axisTop+axisHeight-8, x, l.bottom)
 		fmt.Fprintf(w, `<text x="%.1f" y="%d" font-size="10" fill="#333333" text-anchor="middle">%s %s</text>`+"\n",
@@ -299,6 +303,9 @@ path.wait:hover { stroke-width: 3; }
 </html>
 `)
 }
+
+// maxTicks bounds the ticks of an axis; tickStep makes about eight.
+const maxTicks = 64
 
 // tickStep is a round step (1, 2 or 5 times a power of ten nanoseconds)
 // that cuts span into about eight parts.

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 )
 
 // schemaVersion is the version of every JSON document dagrun writes (run
@@ -27,6 +30,38 @@ func (c *cli) writeOutput(path string, write func(io.Writer) error) error {
 		return write(c.stdout)
 	}
 	return writeFileAtomic(path, write)
+}
+
+// writeOutputInterruptible is writeOutput for a command with no signal
+// handling of its own (viz): SIGINT or SIGTERM while it writes stops the
+// writing, removes the temporary file and ends with status 130, leaving the
+// old file or none.
+func (c *cli) writeOutputInterruptible(path string, write func(io.Writer) error) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := c.writeOutput(path, func(w io.Writer) error {
+		if err := write(ctxWriter{ctx, w}); err != nil {
+			return err
+		}
+		return ctx.Err() // a signal after the last write: do not rename
+	})
+	if ctx.Err() != nil {
+		return &failure{status: exitInterrupted, errors: []problem{{File: path, Message: "interrupted: nothing was written"}}}
+	}
+	return err
+}
+
+// ctxWriter fails every write once ctx ends, so that a long drawing stops.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (w ctxWriter) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.w.Write(p)
 }
 
 func writeFileAtomic(path string, write func(io.Writer) error) (err error) {

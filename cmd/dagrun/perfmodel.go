@@ -36,6 +36,9 @@ type perfModel struct {
 	covered, ops int
 	samples      []planner.OpSample
 	overheads    map[planner.Overhead][]time.Duration
+	// warn prints a warning about the model once (warned) per process.
+	warn   func(string)
+	warned bool
 	// plan is the plan the runs ran; eager and replays are the wall times
 	// of its untraced eager runs (hostRuns) and its time per replay, from
 	// which save learns the fixed cost of a run's start.
@@ -70,7 +73,8 @@ func (c *cli) loadPerfModel(cmd, path string, b device.Backend, dev int) (*perfM
 		return nil, fmt.Errorf("--perf-model %s: %w", path, err)
 	}
 	m, err := planner.LoadPerfModel(path, key, nil)
-	pm := &perfModel{path: path, model: m, usable: true, overheads: map[planner.Overhead][]time.Duration{}}
+	pm := &perfModel{path: path, model: m, usable: true, overheads: map[planner.Overhead][]time.Duration{},
+		warn: func(msg string) { fmt.Fprintf(c.stderr, "dagrun %s: warning: perf model %s: %s\n", cmd, path, msg) }}
 	if err != nil {
 		if _, ok := errors.AsType[*planner.PerfModelError](err); !ok {
 			return nil, err
@@ -98,6 +102,12 @@ func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m m
 	if pm != nil {
 		pm.covered, pm.ops = pm.model.Covered(s.Graph.Ops), len(s.Graph.Ops)
 		pm.plan = p
+		if pm.warn != nil && !pm.warned {
+			pm.warned = true
+			for _, w := range pm.model.Extrapolations(s.Graph.Ops) {
+				pm.warn(w)
+			}
+		}
 	}
 	return p, nil
 }

@@ -143,6 +143,9 @@ func (c *cli) plan(args []string) error {
 		return err
 	}
 	c.printWarnings(s)
+	if err := checkFileUses(specUses(s, nil, []fileUse{{*out, "-o"}})); err != nil {
+		return err
+	}
 	if *compare {
 		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, layout{streams: int(streams)}) })
 	}

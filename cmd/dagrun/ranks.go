@@ -189,6 +189,9 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	}
 	ranks := []int{}
 	if m.place != nil {
+		if w := m.place.Warning(); w != "" {
+			fmt.Fprintf(c.stderr, "dagrun run: %s\n", w)
+		}
 		ranks = append(ranks, m.place.Rank)
 	} else {
 		for r := range m.world {
@@ -235,6 +238,9 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		}
 		if f.perfModel != "" {
 			paths = append(paths, expandRank(f.perfModel, r))
+		}
+		if err := checkFileUses(f.fileUses(s, f.out, expandRank(f.traceFile, r), expandRank(f.perfModel, r))); err != nil {
+			return err
 		}
 		for _, pt := range paths {
 			if other, ok := writers[pt]; ok && other != r {
@@ -640,6 +646,13 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 	if ext != "svg" && ext != "html" {
 		return usagef("traces draw as .svg or .html, not %q", "."+ext)
 	}
+	var reads []fileUse
+	for _, in := range inputs {
+		reads = append(reads, fileUse{in, "an input of viz"})
+	}
+	if err := checkFileUses(reads, []fileUse{{out, "-o"}}); err != nil {
+		return err
+	}
 	var traces []*trace.Trace
 	for _, in := range inputs {
 		if in == stdio {
@@ -667,7 +680,7 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 	if ext == "html" {
 		draw = m.WriteHTML
 	}
-	return c.writeOutput(out, draw)
+	return c.writeOutputInterruptible(out, draw)
 }
 
 // rankLines writes what one rank's host steps print, line by line, each

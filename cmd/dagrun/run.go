@@ -343,6 +343,9 @@ func (c *cli) run(args []string) error {
 		}
 		return c.runRanks(f, specs[0], s, m)
 	}
+	if err := checkFileUses(f.fileUses(s, f.out, f.traceFile, f.perfModel)); err != nil {
+		return err
+	}
 	traced := func(int) bool { return false }
 	if f.traceFile != "" {
 		if traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {

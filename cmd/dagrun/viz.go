@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -84,6 +85,9 @@ func (c *cli) viz(args []string) error {
 		return usagef("a plan draws as .svg, .html or .dot, not %q", "."+ext)
 	}
 
+	if err := checkFileUses([]fileUse{{in, "the input of viz"}}, []fileUse{{*out, "-o"}}); err != nil {
+		return err
+	}
 	var draw func(w io.Writer) error
 	if timeline {
 		var r io.Reader = bytes.NewReader(stdinData)
@@ -97,7 +101,7 @@ func (c *cli) viz(args []string) error {
 		}
 		t, err := trace.ReadChrome(r)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", in, err)
 		}
 		draw = t.WriteSVG
 		if ext == "html" {
@@ -109,6 +113,9 @@ func (c *cli) viz(args []string) error {
 			return err
 		}
 		c.printWarnings(s)
+		if err := checkFileUses(specUses(s, nil, []fileUse{{*out, "-o"}})); err != nil {
+			return err
+		}
 		p, err := makePlan(s, layout{streams: int(streams)})
 		if err != nil {
 			return err
@@ -122,7 +129,7 @@ func (c *cli) viz(args []string) error {
 			draw = func(w io.Writer) error { return trace.PlanDOT(w, p) }
 		}
 	}
-	return c.writeOutput(*out, draw)
+	return c.writeOutputInterruptible(*out, draw)
 }
 
 // isChromeTrace reports whether data is a JSON object with traceEvents

@@ -19,6 +19,25 @@ type Options struct {
 	// Timeout bounds every wait for another rank (rendezvous, a
 	// collective's data, a recv); zero means DefaultTimeout.
 	Timeout time.Duration
+	// InboxBytes bounds the bytes that one rank may have sent to another
+	// over TCP that no collective or recv has taken yet; zero means
+	// DefaultInboxBytes. A single message of any size is let in when its
+	// sender has nothing else queued.
+	InboxBytes int
+}
+
+// DefaultInboxBytes is the default of Options.InboxBytes.
+const DefaultInboxBytes = 1 << 30
+
+// maxQueuedMessages bounds the messages one rank may have queued at
+// another over TCP.
+const maxQueuedMessages = 1 << 16
+
+func (o Options) inboxBytes() int {
+	if o.InboxBytes <= 0 {
+		return DefaultInboxBytes
+	}
+	return o.InboxBytes
 }
 
 func (o Options) timeout() time.Duration {

@@ -11,6 +11,15 @@
 // there when torchrun launches the ranks. Every rank's messages go through
 // rank 0 (a star): the ranks need only reach rank 0, as with torchrun.
 //
+// Rank 0 listens only at MASTER_ADDR. Every connection is authenticated
+// with the job's secret (SecretEnv): the hello and every later frame carry
+// an HMAC-SHA256 keyed by it over both ends' nonces and the frame's
+// sequence number, a connection whose hello fails is closed without an
+// answer, and a frame's sender is the connection it came on. What a
+// connection may make a rank hold is bounded before any check (a hello of
+// a few kilobytes, a bounded number of waiting connections, each for a
+// bounded time) and after (Options.InboxBytes).
+//
 // At rendezvous the ranks exchange the hash of their collective sequence
 // (dag.Graph.CollectiveSequence) and refuse to start, naming the first
 // difference, when they disagree; rank 0 hands every rank a payload of its

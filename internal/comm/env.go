@@ -16,6 +16,9 @@ type Place struct {
 	LocalRank   int    // the rank among the processes of its machine: picks the device
 	Launcher    string // "torchrun", "openmpi", "slurm" or "explicit"
 	Addr        string // host:port of rank 0's rendezvous
+	// Secret authenticates the ranks to each other (SecretEnv); without it
+	// anyone who reaches Addr can join.
+	Secret Secret
 }
 
 // launchers lists the variables each launcher sets, in the order they are
@@ -66,7 +69,8 @@ func Discover(getenv func(string) string) (p Place, ok bool, err error) {
 
 // Explicit is the place of rank in a world of world ranks given on the
 // command line; LocalRank is the rank itself (one machine) and the address
-// comes from MASTER_ADDR and DAGRUN_PORT as for Discover.
+// comes from MASTER_ADDR and DAGRUN_PORT, and the secret from SecretEnv,
+// as for Discover.
 func Explicit(rank, world int, getenv func(string) string) (Place, error) {
 	p := Place{Rank: rank, World: world, LocalRank: rank, Launcher: "explicit"}
 	if world < 1 {
@@ -88,6 +92,9 @@ func Explicit(rank, world int, getenv func(string) string) (Place, error) {
 		port = n
 	}
 	p.Addr = net.JoinHostPort(host, strconv.Itoa(port))
+	if s := getenv(SecretEnv); s != "" {
+		p.Secret = Secret(s)
+	}
 	return p, nil
 }
 

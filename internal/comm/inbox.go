@@ -26,10 +26,17 @@ type inbox struct {
 	err   error                   // set once: every later wait fails with it
 	wake  chan struct{}           // closed and replaced on every change
 	world int
+	// limitBytes and limitCount bound what one sender may have queued and
+	// not taken (zero: no bound). A message is always let in when its
+	// sender has nothing queued, however large.
+	limitBytes, limitCount int
+	qbytes                 []int // bytes queued per sender
+	qcount                 []int // messages queued per sender
 }
 
 func newInbox(world int) *inbox {
-	return &inbox{q: make([][numChannels][][]byte, world), gone: make([]bool, world), wake: make(chan struct{}), world: world}
+	return &inbox{q: make([][numChannels][][]byte, world), gone: make([]bool, world), wake: make(chan struct{}), world: world,
+		qbytes: make([]int, world), qcount: make([]int, world)}
 }
 
 func (b *inbox) changed() {
@@ -37,11 +44,24 @@ func (b *inbox) changed() {
 	b.wake = make(chan struct{})
 }
 
-func (b *inbox) put(from int, ch channel, data []byte) {
+// put queues a message, or refuses it when its sender has more queued
+// than the inbox's bounds allow (a rank far ahead of this one, or a flood).
+func (b *inbox) put(from int, ch channel, data []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if n := b.qcount[from]; n > 0 {
+		if b.limitCount > 0 && n >= b.limitCount {
+			return fmt.Errorf("rank %d sent %d messages that rank's collectives and recvs have not taken (at most %d are held)", from, n+1, b.limitCount)
+		}
+		if b.limitBytes > 0 && b.qbytes[from]+len(data) > b.limitBytes {
+			return fmt.Errorf("rank %d sent %d bytes that no collective or recv has taken (at most %d are held)", from, b.qbytes[from]+len(data), b.limitBytes)
+		}
+	}
 	b.q[from][ch] = append(b.q[from][ch], data)
+	b.qcount[from]++
+	b.qbytes[from] += len(data)
 	b.changed()
+	return nil
 }
 
 // fail sets the inbox's failure, keeping the first.
@@ -93,6 +113,8 @@ func (b *inbox) take(ctx context.Context, from int, ch channel, timeout time.Dur
 			m := q[0]
 			q[0] = nil
 			b.q[from][ch] = q[1:]
+			b.qcount[from]--
+			b.qbytes[from] -= len(m)
 			b.mu.Unlock()
 			return m, nil
 		}

@@ -27,8 +27,7 @@ type localTransport struct {
 }
 
 func (t *localTransport) send(to int, ch channel, data []byte) error {
-	t.boxes[to].put(t.rank, ch, data)
-	return nil
+	return t.boxes[to].put(t.rank, ch, data)
 }
 
 func (t *localTransport) abort(msg string) {

@@ -4,7 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
+	"crypto/hmac"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -22,34 +24,51 @@ type Config struct {
 	Place             // Rank, World and Addr (host:port of rank 0)
 	Sequence []string // this rank's collective sequence (dag.Graph.CollectiveSequence)
 	// Payload is what rank 0 hands every rank (the NCCL unique id); at most
-	// maxHello bytes. Other ranks leave it nil.
+	// maxPayload bytes. Other ranks leave it nil.
 	Payload []byte
-	// Listener, on rank 0, is the listener to use instead of listening on
-	// Addr's port on every interface (tests pass one on a free port).
+	// Listener, on rank 0, is the listener to use instead of listening at
+	// Addr (tests pass one on a free port).
 	Listener net.Listener
 	Options
 }
 
 const (
-	kindColl    = byte(collChannel)
-	kindP2P     = byte(p2pChannel)
-	kindAbort   = 2
-	kindBye     = 3
-	kindHello   = 4
-	kindWelcome = 5
+	kindColl      = byte(collChannel)
+	kindP2P       = byte(p2pChannel)
+	kindAbort     = 2
+	kindBye       = 3
+	kindHello     = 4
+	kindWelcome   = 5
+	kindChallenge = 6
+	kindSequence  = 7
 
 	headerLen = 17
-	maxHello  = 64 << 20 // bytes of a hello or welcome frame
-	maxFrame  = 1 << 36  // bytes of one message: larger claims are a broken peer
-	magic     = "dagrun-comm/1"
+	// maxHello bounds the one frame a connection may send before it is
+	// authenticated: a stranger makes rank 0 hold at most this much.
+	maxHello = 4 << 10
+	// maxPayload bounds what rank 0 hands every rank (the NCCL unique id).
+	maxPayload = 64 << 10
+	// maxWelcome bounds rank 0's answer: the payload, or an error that may
+	// quote collectives.
+	maxWelcome = 1 << 20
+	// maxSequence bounds one rank's collective sequence (spec.MaxOps of
+	// them at most); it is read only from authenticated ranks, and memory
+	// grows only as its bytes arrive.
+	maxSequence = 1 << 30
+	maxFrame    = 1 << 36 // bytes of one message: larger claims are a broken peer
+	// maxPending bounds the connections whose hello is awaited, and
+	// helloTimeout (or a quarter of the rank timeout, if shorter) how long
+	// each may stay silent.
+	maxPending   = 64
+	helloTimeout = 10 * time.Second
+	magic        = "dagrun-comm/2"
 )
 
 type hello struct {
-	Magic    string
-	Rank     int
-	World    int
-	Hash     string
-	Sequence []string
+	Magic string
+	Rank  int
+	World int
+	Hash  string
 }
 
 type welcome struct {
@@ -64,13 +83,19 @@ type welcome struct {
 // others connect to rank 0 (retrying until the timeout, so the ranks may
 // start in any order). The error names the ranks that did not arrive, or
 // the first collective the ranks disagree on.
+//
+// Every connection is authenticated with cfg.Secret (see SecretEnv): rank
+// 0 sends a nonce, the rank answers with its own and a hello whose MAC is
+// keyed by the secret over both, and every later frame in either direction
+// carries a MAC over its sequence number. A connection whose hello does not
+// check is closed without an answer.
 func Rendezvous(ctx context.Context, cfg Config) (*Comm, error) {
 	p := cfg.Place
 	if p.World < 1 || p.Rank < 0 || p.Rank >= p.World {
 		return nil, &Error{Rank: p.Rank, Op: "rendezvous", Peer: -1, Msg: fmt.Sprintf("rank %d is not in a world of %d", p.Rank, p.World), Err: ErrRendezvous}
 	}
-	if len(cfg.Payload) > maxHello/2 {
-		return nil, &Error{Rank: p.Rank, Op: "rendezvous", Peer: -1, Msg: fmt.Sprintf("payload of %d bytes is too large", len(cfg.Payload)), Err: ErrRendezvous}
+	if len(cfg.Payload) > maxPayload {
+		return nil, &Error{Rank: p.Rank, Op: "rendezvous", Peer: -1, Msg: fmt.Sprintf("payload of %d bytes is too large (at most %d)", len(cfg.Payload), maxPayload), Err: ErrRendezvous}
 	}
 	if p.World == 1 {
 		cs, _ := NewLocal(1, cfg.Options)
@@ -93,20 +118,30 @@ func rendezvousErr(rank, peer int, sentinel error, format string, a ...any) *Err
 type arrival struct {
 	conn net.Conn
 	rd   *bufio.Reader
+	l    *link
 	h    hello
-	err  error
+}
+
+// listen opens rank 0's listener on the address the other ranks connect
+// to (MASTER_ADDR's), never on every interface.
+func listen(addr string) (net.Listener, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("address %q: %v", addr, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening at %s: %v (MASTER_ADDR must be an address of rank 0's machine, and DAGRUN_PORT a free port)", addr, err)
+	}
+	return ln, nil
 }
 
 func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	timeout := cfg.timeout()
 	ln := cfg.Listener
 	if ln == nil {
-		_, port, err := net.SplitHostPort(cfg.Addr)
-		if err != nil {
-			return nil, rendezvousErr(0, -1, ErrRendezvous, "address %q: %v", cfg.Addr, err)
-		}
-		if ln, err = net.Listen("tcp", net.JoinHostPort("", port)); err != nil {
-			return nil, rendezvousErr(0, -1, ErrRendezvous, "listening on port %s: %v (set DAGRUN_PORT to a free port)", port, err)
+		var err error
+		if ln, err = listen(cfg.Addr); err != nil {
+			return nil, rendezvousErr(0, -1, ErrRendezvous, "%v", err)
 		}
 	}
 	defer ln.Close()
@@ -117,6 +152,7 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	var acceptors sync.WaitGroup
 	var pmu sync.Mutex
 	pending := map[net.Conn]bool{} // connections whose hello is being read
+	var refused atomic.Int64       // connections that failed authentication
 	acceptors.Add(1)
 	go func() {
 		defer acceptors.Done()
@@ -126,18 +162,32 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 				return // the listener is closed when the rendezvous ends
 			}
 			pmu.Lock()
-			pending[conn] = true
+			full := len(pending) >= maxPending
+			if !full {
+				pending[conn] = true
+			}
 			pmu.Unlock()
+			if full {
+				conn.Close() // a flood of connections: the real ranks retry
+				continue
+			}
 			acceptors.Add(1)
 			go func() {
 				defer acceptors.Done()
-				a := arrival{conn: conn, rd: bufio.NewReader(conn)}
-				conn.SetReadDeadline(deadline)
-				a.err = readJSON(a.rd, kindHello, &a.h)
+				a, err := greet(conn, cfg.Secret, min(helloTimeout, timeout/4, time.Until(deadline)))
 				pmu.Lock()
 				delete(pending, conn)
-				conn.SetReadDeadline(time.Time{})
+				conn.SetDeadline(time.Time{})
 				pmu.Unlock()
+				if err != nil {
+					// Not a rank of this job: close without an answer, so
+					// that a stranger learns nothing.
+					if errors.Is(err, errAuth) {
+						refused.Add(1)
+					}
+					conn.Close()
+					return
+				}
 				select {
 				case arrivals <- a:
 				case <-stop:
@@ -148,8 +198,8 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	}()
 	conns := make([]net.Conn, cfg.World)
 	readers := make([]*bufio.Reader, cfg.World)
-	seqs := make([][]string, cfg.World)
-	seqs[0] = cfg.Sequence
+	links := make([]*link, cfg.World)
+	hashes := make([]string, cfg.World)
 	arrived := 1
 	var failure error
 	timer := time.NewTimer(time.Until(deadline))
@@ -159,25 +209,20 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 		case a := <-arrivals:
 			h := a.h
 			switch {
-			case a.err != nil:
-				a.conn.Close() // not a dagrun rank, or one that gave up: ignore it
-				continue
 			case h.Magic != magic:
-				refuse(a.conn, fmt.Sprintf("protocol %q, rank 0 speaks %q (run the same dagrun on every rank)", h.Magic, magic))
+				refuse(a, fmt.Sprintf("protocol %q, rank 0 speaks %q (run the same dagrun on every rank)", h.Magic, magic))
 				continue
 			case h.Rank <= 0 || h.Rank >= cfg.World:
-				refuse(a.conn, fmt.Sprintf("rank %d is not in rank 0's world of %d", h.Rank, cfg.World))
+				refuse(a, fmt.Sprintf("rank %d is not in rank 0's world of %d", h.Rank, cfg.World))
 				continue
 			case conns[h.Rank] != nil:
-				refuse(a.conn, fmt.Sprintf("rank %d already joined (two processes claim the same rank)", h.Rank))
+				refuse(a, fmt.Sprintf("rank %d already joined (two processes claim the same rank)", h.Rank))
 				continue
 			}
-			conns[h.Rank], readers[h.Rank], seqs[h.Rank] = a.conn, a.rd, h.Sequence
+			conns[h.Rank], readers[h.Rank], links[h.Rank], hashes[h.Rank] = a.conn, a.rd, a.l, h.Hash
 			arrived++
 			if h.World != cfg.World {
 				failure = rendezvousErr(0, h.Rank, ErrMismatch, "rank %d says the world has %d ranks, rank 0 says %d", h.Rank, h.World, cfg.World)
-			} else if h.Hash != SequenceHash(h.Sequence) {
-				failure = rendezvousErr(0, h.Rank, ErrMismatch, "rank %d sent a sequence that does not match its hash", h.Rank)
 			}
 		case <-timer.C:
 			var missing []string
@@ -186,8 +231,12 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 					missing = append(missing, strconv.Itoa(r))
 				}
 			}
-			failure = rendezvousErr(0, -1, ErrRendezvous, "rank%s %s of %d did not reach the rendezvous at %s within %s (are they running, with MASTER_ADDR and DAGRUN_PORT pointing at rank 0?)",
-				plural(len(missing)), strings.Join(missing, ", "), cfg.World, where, timeout)
+			hint := ""
+			if n := refused.Load(); n > 0 {
+				hint = fmt.Sprintf("; %d connection%s failed authentication (is %s the same on every rank?)", n, plural(int(n)), SecretEnv)
+			}
+			failure = rendezvousErr(0, -1, ErrRendezvous, "rank%s %s of %d did not reach the rendezvous at %s within %s (are they running, with MASTER_ADDR and DAGRUN_PORT pointing at rank 0?)%s",
+				plural(len(missing)), strings.Join(missing, ", "), cfg.World, where, timeout, hint)
 		case <-ctx.Done():
 			failure = rendezvousErr(0, -1, ctx.Err(), "%v", ctx.Err())
 		}
@@ -196,11 +245,11 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	ln.Close()
 	pmu.Lock()
 	for c := range pending {
-		c.SetReadDeadline(time.Now()) // a hello still coming is too late
+		c.SetDeadline(time.Now()) // a hello still coming is too late
 	}
 	pmu.Unlock()
 	if failure == nil {
-		failure = CompareSequences(seqs)
+		failure = compareRanks(cfg, conns, readers, links, hashes, deadline)
 	}
 	w := welcome{Payload: cfg.Payload}
 	if failure != nil {
@@ -211,7 +260,7 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 			continue
 		}
 		c.SetWriteDeadline(time.Now().Add(timeout))
-		if err := writeJSON(c, kindWelcome, w); err != nil && failure == nil {
+		if err := writeJSON(c, links[r], kindWelcome, w); err != nil && failure == nil {
 			failure = rendezvousErr(0, r, ErrRendezvous, "rank %d left during the rendezvous: %v", r, err)
 		}
 		c.SetWriteDeadline(time.Time{})
@@ -225,9 +274,82 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 		}
 		return nil, failure
 	}
-	cm := startTCP(cfg, conns, readers)
+	cm := startTCP(cfg, conns, readers, links)
 	cm.payload = cfg.Payload
 	return cm, nil
+}
+
+// greet sends conn a nonce and reads its hello, which must be
+// authenticated by the secret over both nonces, within wait.
+func greet(conn net.Conn, secret []byte, wait time.Duration) (arrival, error) {
+	a := arrival{conn: conn, rd: bufio.NewReaderSize(conn, maxHello)}
+	conn.SetDeadline(time.Now().Add(wait))
+	nonce := make([]byte, nonceLen)
+	rand.Read(nonce)
+	hb := encodeHeader(header{kind: kindChallenge, length: nonceLen})
+	bufs := net.Buffers{hb[:], nonce}
+	if _, err := bufs.WriteTo(conn); err != nil {
+		return a, err
+	}
+	l, h, err := readHello(a.rd, secret, nonce)
+	a.l, a.h = l, h
+	return a, err
+}
+
+// readHello reads the first frame of a connection: the rank's nonce and
+// hello, at most maxHello bytes, and checks its MAC before it parses it.
+func readHello(r *bufio.Reader, secret, rootNonce []byte) (*link, hello, error) {
+	var h hello
+	var hb [headerLen]byte
+	if _, err := io.ReadFull(r, hb[:]); err != nil {
+		return nil, h, err
+	}
+	hd := decodeHeader(hb[:])
+	if hd.kind != kindHello || hd.length < nonceLen || hd.length > maxHello {
+		return nil, h, fmt.Errorf("not a hello (kind %d, %d bytes)", hd.kind, hd.length)
+	}
+	payload := make([]byte, hd.length)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return nil, h, err
+	}
+	var got [macLen]byte
+	if _, err := io.ReadFull(r, got[:]); err != nil {
+		return nil, h, err
+	}
+	l := newLink(sessionKey(secret, rootNonce, payload[:nonceLen]), true)
+	if !hmac.Equal(got[:], l.mac(l.in, l.rseq, hb[:], payload)) {
+		return nil, h, errAuth
+	}
+	l.rseq++
+	if err := json.Unmarshal(payload[nonceLen:], &h); err != nil {
+		return nil, h, err
+	}
+	return l, h, nil
+}
+
+// compareRanks reads every rank's collective sequence, sent after its
+// hello, and names the first difference.
+func compareRanks(cfg Config, conns []net.Conn, readers []*bufio.Reader, links []*link, hashes []string, deadline time.Time) error {
+	seqs := make([][]string, cfg.World)
+	seqs[0] = cfg.Sequence
+	for r := 1; r < cfg.World; r++ {
+		conns[r].SetReadDeadline(deadline.Add(5 * time.Second))
+		h, b, err := links[r].read(readers[r], maxSequence)
+		conns[r].SetReadDeadline(time.Time{})
+		if err == nil && h.kind != kindSequence {
+			err = fmt.Errorf("kind %d where its collective sequence belongs", h.kind)
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &seqs[r])
+		}
+		if err != nil {
+			return rendezvousErr(0, r, ErrRendezvous, "rank %d's collective sequence: %v", r, err)
+		}
+		if hashes[r] != SequenceHash(seqs[r]) {
+			return rendezvousErr(0, r, ErrMismatch, "rank %d sent a sequence that does not match its hash", r)
+		}
+	}
+	return CompareSequences(seqs)
 }
 
 func plural(n int) string {
@@ -237,18 +359,23 @@ func plural(n int) string {
 	return "s"
 }
 
-func refuse(c net.Conn, msg string) {
-	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	writeJSON(c, kindWelcome, welcome{Err: "rank 0 refused: " + msg})
-	c.Close()
+// refuse answers an authenticated rank that rank 0 cannot let in.
+func refuse(a arrival, msg string) {
+	a.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	writeJSON(a.conn, a.l, kindWelcome, welcome{Err: "rank 0 refused: " + msg})
+	a.conn.Close()
 }
 
 func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 	timeout := cfg.timeout()
 	deadline := time.Now().Add(timeout)
 	var conn net.Conn
+	var rd *bufio.Reader
 	var last error
+	rootNonce := make([]byte, nonceLen)
 	d := net.Dialer{}
+	// Dial until rank 0 greets this connection: it may not listen yet, or
+	// may have turned the connection away while busy with others.
 	for conn == nil {
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -259,8 +386,15 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 		c, err := d.DialContext(dctx, "tcp", cfg.Addr)
 		cancel()
 		if err == nil {
-			conn = c
-			break
+			rd = bufio.NewReader(c)
+			if err = readChallenge(c, rd, rootNonce, deadline); err == nil {
+				conn = c
+				break
+			}
+			c.Close()
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+				return nil, rendezvousErr(cfg.Rank, 0, ErrRendezvous, "rank 0 at %s did not greet this rank: %v (is a dagrun of this version listening there?)", cfg.Addr, err)
+			}
 		}
 		last = err
 		if ctx.Err() != nil {
@@ -276,22 +410,35 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 		conn.Close()
 		return nil, rendezvousErr(cfg.Rank, 0, ErrRendezvous, format, a...)
 	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	nonce := make([]byte, nonceLen)
+	rand.Read(nonce)
+	l := newLink(sessionKey(cfg.Secret, rootNonce, nonce), false)
+	hj, err := json.Marshal(hello{Magic: magic, Rank: cfg.Rank, World: cfg.World, Hash: SequenceHash(cfg.Sequence)})
+	if err != nil {
+		return fail("%v", err)
+	}
 	conn.SetWriteDeadline(time.Now().Add(timeout))
-	h := hello{Magic: magic, Rank: cfg.Rank, World: cfg.World, Hash: SequenceHash(cfg.Sequence), Sequence: cfg.Sequence}
-	if err := writeJSON(conn, kindHello, h); err != nil {
+	if err := l.write(conn, header{kind: kindHello}, append(nonce, hj...)); err != nil {
+		return fail("sending to rank 0 at %s: %v", cfg.Addr, err)
+	}
+	// The sequence goes in a frame of its own: the hello stays small enough
+	// to be read before it is authenticated.
+	if err := writeJSON(conn, l, kindSequence, cfg.Sequence); err != nil {
 		return fail("sending to rank 0 at %s: %v", cfg.Addr, err)
 	}
 	conn.SetWriteDeadline(time.Time{})
 	// Rank 0 answers when every rank is in, or at its own timeout, which
 	// started before this rank connected.
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Now()) })
-	defer stop()
 	conn.SetReadDeadline(time.Now().Add(timeout + 5*time.Second))
-	rd := bufio.NewReader(conn)
 	var w welcome
-	if err := readJSON(rd, kindWelcome, &w); err != nil {
+	if err := readJSON(rd, l, kindWelcome, maxWelcome, &w); err != nil {
 		if ctx.Err() != nil {
 			return fail("%v", ctx.Err())
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, errAuth) {
+			return fail("rank 0 at %s did not let this rank in: %v (is %s the same on every rank?)", cfg.Addr, err, SecretEnv)
 		}
 		return fail("rank 0 at %s did not let this rank in: %v", cfg.Addr, err)
 	}
@@ -306,31 +453,44 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 	}
 	conns := make([]net.Conn, cfg.World)
 	readers := make([]*bufio.Reader, cfg.World)
-	conns[0], readers[0] = conn, rd
-	cm := startTCP(cfg, conns, readers)
+	links := make([]*link, cfg.World)
+	conns[0], readers[0], links[0] = conn, rd, l
+	cm := startTCP(cfg, conns, readers, links)
 	cm.payload = w.Payload
 	return cm, nil
 }
 
-func writeJSON(w io.Writer, kind byte, v any) error {
+// readChallenge reads rank 0's greeting, the nonce its hello must be
+// keyed over.
+func readChallenge(c net.Conn, rd *bufio.Reader, nonce []byte, deadline time.Time) error {
+	c.SetReadDeadline(deadline)
+	defer c.SetReadDeadline(time.Time{})
+	var hb [headerLen]byte
+	if _, err := io.ReadFull(rd, hb[:]); err != nil {
+		return err
+	}
+	if h := decodeHeader(hb[:]); h.kind != kindChallenge || h.length != nonceLen {
+		return fmt.Errorf("not a dagrun rendezvous of this version (kind %d, %d bytes)", h.kind, h.length)
+	}
+	_, err := io.ReadFull(rd, nonce)
+	return err
+}
+
+func writeJSON(w io.Writer, l *link, kind byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return writeFrame(w, header{kind: kind, length: uint64(len(b))}, b)
+	return l.write(w, header{kind: kind}, b)
 }
 
-func readJSON(r *bufio.Reader, kind byte, v any) error {
-	h, err := readHeader(r)
+func readJSON(r *bufio.Reader, l *link, kind byte, limit uint64, v any) error {
+	h, b, err := l.read(r, limit)
 	if err != nil {
 		return err
 	}
-	if h.kind != kind || h.length > maxHello {
+	if h.kind != kind {
 		return fmt.Errorf("unexpected message (kind %d, %d bytes)", h.kind, h.length)
-	}
-	b := make([]byte, h.length)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return err
 	}
 	return json.Unmarshal(b, v)
 }
@@ -339,30 +499,6 @@ type header struct {
 	from, to int32
 	kind     byte
 	length   uint64
-}
-
-func writeFrame(w io.Writer, h header, payload []byte) error {
-	var hb [headerLen]byte
-	binary.LittleEndian.PutUint32(hb[0:], uint32(h.from))
-	binary.LittleEndian.PutUint32(hb[4:], uint32(h.to))
-	hb[8] = h.kind
-	binary.LittleEndian.PutUint64(hb[9:], h.length)
-	bufs := net.Buffers{hb[:], payload}
-	_, err := bufs.WriteTo(w)
-	return err
-}
-
-func readHeader(r io.Reader) (header, error) {
-	var hb [headerLen]byte
-	if _, err := io.ReadFull(r, hb[:]); err != nil {
-		return header{}, err
-	}
-	return header{
-		from:   int32(binary.LittleEndian.Uint32(hb[0:])),
-		to:     int32(binary.LittleEndian.Uint32(hb[4:])),
-		kind:   hb[8],
-		length: binary.LittleEndian.Uint64(hb[9:]),
-	}, nil
 }
 
 // tcpTransport carries one rank's messages. Rank 0 holds a connection to
@@ -380,6 +516,7 @@ type tcpTransport struct {
 type tconn struct {
 	c   net.Conn
 	rd  *bufio.Reader
+	l   *link
 	wmu sync.Mutex
 	bye atomic.Bool // the peer closed its communicator
 }
@@ -388,16 +525,16 @@ func (tc *tconn) write(h header, payload []byte, timeout time.Duration) error {
 	tc.wmu.Lock()
 	defer tc.wmu.Unlock()
 	tc.c.SetWriteDeadline(time.Now().Add(timeout))
-	h.length = uint64(len(payload))
-	return writeFrame(tc.c, h, payload)
+	return tc.l.write(tc.c, h, payload)
 }
 
-func startTCP(cfg Config, conns []net.Conn, readers []*bufio.Reader) *Comm {
+func startTCP(cfg Config, conns []net.Conn, readers []*bufio.Reader, links []*link) *Comm {
 	box := newInbox(cfg.World)
+	box.limitBytes, box.limitCount = cfg.inboxBytes(), maxQueuedMessages
 	t := &tcpTransport{rank: cfg.Rank, world: cfg.World, timeout: cfg.timeout(), conns: make([]*tconn, cfg.World), box: box}
 	for r, c := range conns {
 		if c != nil {
-			t.conns[r] = &tconn{c: c, rd: readers[r]}
+			t.conns[r] = &tconn{c: c, rd: readers[r], l: links[r]}
 			t.readers.Add(1)
 			go t.read(r)
 		}
@@ -415,8 +552,7 @@ func (t *tcpTransport) route(to int) *tconn {
 
 func (t *tcpTransport) send(to int, ch channel, data []byte) error {
 	if to == t.rank {
-		t.box.put(to, ch, data)
-		return nil
+		return t.box.put(to, ch, data)
 	}
 	return t.route(to).write(header{from: int32(t.rank), to: int32(to), kind: byte(ch)}, data, t.timeout)
 }
@@ -438,21 +574,32 @@ func (t *tcpTransport) relayAbort(from int, msg string) {
 	}
 }
 
-// read takes the frames that arrive on the connection to rank peer.
+// read takes the frames that arrive on the connection to rank peer. Every
+// frame is authenticated before it has any effect. On rank 0 a frame's
+// sender is the rank whose connection it came on, whatever its header
+// says; the other ranks hear only from rank 0, which names the sender of
+// what it forwards.
 func (t *tcpTransport) read(peer int) {
 	defer t.readers.Done()
 	tc := t.conns[peer]
 	for {
-		h, err := readHeader(tc.rd)
-		var payload []byte
-		if err == nil && h.length > maxFrame {
-			err = fmt.Errorf("a message of %d bytes", h.length)
-		}
-		if err == nil {
-			payload, err = readPayload(tc.rd, h.length)
+		h, payload, err := tc.l.read(tc.rd, maxFrame)
+		if err == nil && t.rank == 0 {
+			h.from = int32(peer)
 		}
 		if err == nil && (h.from < 0 || int(h.from) >= t.world || h.to < 0 || int(h.to) >= t.world) {
 			err = fmt.Errorf("a message from rank %d to rank %d", h.from, h.to)
+		}
+		from, to := int(h.from), int(h.to)
+		if err == nil && (h.kind == kindColl || h.kind == kindP2P) && to == t.rank {
+			if err = t.box.put(from, channel(h.kind), payload); err != nil {
+				msg := err.Error()
+				t.box.fail(abortError(t.rank, from, msg))
+				t.relayAbort(from, msg)
+				tc.c.Close()
+				return
+			}
+			continue
 		}
 		if err != nil {
 			if tc.bye.Load() || t.closing.Load() {
@@ -462,18 +609,19 @@ func (t *tcpTransport) read(peer int) {
 				return
 			}
 			msg := fmt.Sprintf("its connection broke (%v): the process exited or the network failed", err)
+			if errors.Is(err, errAuth) {
+				msg = fmt.Sprintf("a frame on its connection failed authentication (%s differs, or the connection was tampered with)", SecretEnv)
+			}
 			t.box.fail(abortError(t.rank, peer, msg))
 			if t.rank == 0 {
 				t.relayAbort(peer, msg)
 			}
+			tc.c.Close()
 			return
 		}
-		from, to := int(h.from), int(h.to)
 		switch h.kind {
 		case kindColl, kindP2P:
-			if to == t.rank {
-				t.box.put(from, channel(h.kind), payload)
-			} else if t.rank == 0 && t.conns[to] != nil {
+			if t.rank == 0 && t.conns[to] != nil {
 				if err := t.conns[to].write(h, payload, t.timeout); err != nil {
 					msg := fmt.Sprintf("rank 0 could not pass a message to rank %d on: %v", to, err)
 					t.box.fail(abortError(0, to, msg))

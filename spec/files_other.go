@@ -1,0 +1,6 @@
+//go:build !unix
+
+package spec
+
+// openNonblock: only Unix has FIFOs that block an open.
+const openNonblock = 0
