@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The build without a C compiler: CGO_ENABLED=0 must build and vet, its
 # cuda backend must say it was built without cgo, and every example must
-# run with it (auto falls back to the CPU backend) (mlp_stream.yaml, GPU-sized, only plans).
+# run with it, auto falling back to the CPU backend (mlp_stream.yaml, GPU-
+# sized, is only planned).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
