@@ -5,6 +5,7 @@
 //	dagrun plan spec.yaml       print the plan: each stream's instructions and the figures
 //	dagrun validate spec.yaml   report every problem with file:line:column
 //	dagrun viz spec.yaml -o plan.svg   draw the plan (or a trace: dagrun viz run.json -o run.html)
+//	dagrun kernels              list the builtin kernels and their parameters
 //	dagrun version              print dagrun's version (also: dagrun --version)
 //
 // A spec named "-" is read from standard input, and "-o -" writes to
@@ -112,6 +113,7 @@ var commands = []command{
 	{"plan", planUsage, (*cli).plan},
 	{"validate", validateUsage, (*cli).validate},
 	{"viz", vizUsage, (*cli).viz},
+	{"kernels", kernelsUsage, (*cli).kernels},
 	{"version", versionUsage, (*cli).version},
 }
 
@@ -143,6 +145,7 @@ Commands:
 	plan      print a spec's plan: each stream's instructions and the figures
 	validate  check specs and report every problem with file:line:column
 	viz       draw a spec's plan or a run's trace as SVG, HTML or DOT
+	kernels   list the builtin kernels: parameters, directions, what each does
 	version   print dagrun's version and revision (also: dagrun --version)
 
 Run 'dagrun help <command>' or 'dagrun <command> --help' for a command's usage.
