@@ -13,8 +13,8 @@ build:
 
 # The README's test command, for every change: vet and the tests in -short
 # mode (the long tests, the race detector, fuzzing and the browser tests
-# are make check's). One package at a time (-p 1) keeps memory low on a
-# small machine; go test prints each package as it finishes.
+# are make check's); go test prints each package as it finishes. From a
+# fresh clone with an empty build cache: about 95 s and 300 MB on 2 cores.
 test: vet short
 
 # Everything CI checks, after make test: every test at full length, the
@@ -27,11 +27,12 @@ vet:
 	$(GO) vet ./...
 
 short:
-	$(GO) test -short -p 1 ./...
+	$(GO) test -short ./...
 
 unit:
 	$(GO) test -p 1 ./...
 
+# The race detector's binaries are large: one package at a time.
 race:
 	$(GO) test -race -p 1 ./cpu/... ./executor/...
 
