@@ -27,6 +27,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/dagrun/dagrun/spec"
 )
 
 func main() { os.Exit(runMain()) }
@@ -80,13 +82,26 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "--version", "-version":
 		cmd = "version"
 	}
-	for _, command := range commands {
+	for _, command := range commandList() {
 		if command.name == cmd {
 			return c.exec(command, rest)
 		}
 	}
-	fmt.Fprintf(stderr, "dagrun: unknown command %q\nRun 'dagrun help' for usage.\n", cmd)
+	fmt.Fprintf(stderr, "dagrun: unknown command %q%s\nRun 'dagrun help' for usage.\n", cmd, commandSuggestion(cmd))
 	return exitUsage
+}
+
+// commandSuggestion is " (did you mean "run"?)" for a command name
+// nearly right, else "".
+func commandSuggestion(got string) string {
+	names := make([]string, len(commandList()))
+	for i, c := range commandList() {
+		names[i] = c.name
+	}
+	if best, ok := spec.Nearest(got, names); ok {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
 }
 
 type cli struct {
@@ -108,13 +123,18 @@ type command struct {
 	run   func(c *cli, args []string) error
 }
 
-var commands = []command{
-	{"run", runUsage, (*cli).run},
-	{"plan", planUsage, (*cli).plan},
-	{"validate", validateUsage, (*cli).validate},
-	{"viz", vizUsage, (*cli).viz},
-	{"kernels", kernelsUsage, (*cli).kernels},
-	{"version", versionUsage, (*cli).version},
+// commandList is dagrun's commands, in the order help lists them. A
+// function, not a variable: completion lists the commands too.
+func commandList() []command {
+	return []command{
+		{"run", runUsage, (*cli).run},
+		{"plan", planUsage, (*cli).plan},
+		{"validate", validateUsage, (*cli).validate},
+		{"viz", vizUsage, (*cli).viz},
+		{"kernels", kernelsUsage, (*cli).kernels},
+		{"completion", completionUsage, (*cli).completion},
+		{"version", versionUsage, (*cli).version},
+	}
 }
 
 func (c *cli) help(args []string) int {
@@ -122,13 +142,13 @@ func (c *cli) help(args []string) int {
 		fmt.Fprint(c.stdout, mainUsage)
 		return exitOK
 	}
-	for _, cmd := range commands {
+	for _, cmd := range commandList() {
 		if cmd.name == args[0] {
 			fmt.Fprint(c.stdout, cmd.usage)
 			return exitOK
 		}
 	}
-	fmt.Fprintf(c.stderr, "dagrun help: unknown command %q\nRun 'dagrun help' for usage.\n", args[0])
+	fmt.Fprintf(c.stderr, "dagrun help: unknown command %q%s\nRun 'dagrun help' for usage.\n", args[0], commandSuggestion(args[0]))
 	return exitUsage
 }
 
@@ -141,12 +161,13 @@ Usage:
 
 Commands:
 
-	run       run a spec and print its outputs' checksums
-	plan      print a spec's plan: each stream's instructions and the figures
-	validate  check specs and report every problem with file:line:column
-	viz       draw a spec's plan or a run's trace as SVG, HTML or DOT
-	kernels   list the builtin kernels: parameters, directions, what each does
-	version   print dagrun's version and revision (also: dagrun --version)
+	run         run a spec and print its outputs' checksums
+	plan        print a spec's plan: each stream's instructions and the figures
+	validate    check specs and report every problem with file:line:column
+	viz         draw a spec's plan or a run's trace as SVG, HTML or DOT
+	kernels     list the builtin kernels: parameters, directions, what each does
+	completion  print a shell completion script (bash, zsh or fish)
+	version     print dagrun's version and revision (also: dagrun --version)
 
 Run 'dagrun help <command>' or 'dagrun <command> --help' for a command's usage.
 
