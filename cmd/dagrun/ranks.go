@@ -263,6 +263,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	if f.set["rank-timeout"] {
 		untraced = append(untraced, executor.WithRankTimeout(f.ranking.timeout))
 	}
+
 	opts := slices.Clone(untraced)
 	if f.traceFile != "" || f.perfModel != "" {
 		opts = append(opts, executor.WithTiming())
@@ -332,7 +333,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			return g.Run, nil
 		}
 	} else {
-		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *m.place, opts...)
+		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *m.place, slices.Concat(opts, []executor.Option{c.rankWaiting(m.place.Rank)})...)
 		if err != nil {
 			return c.rankFailure(ctx, rs, err)
 		}
@@ -472,7 +473,7 @@ func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun
 		}
 		run, session, closer = w.Run, w.Rank, w.Close
 	} else {
-		rk, err := executor.JoinWorld(ctx, b, plans[0], *place, opts...)
+		rk, err := executor.JoinWorld(ctx, b, plans[0], *place, slices.Concat(opts, []executor.Option{c.rankWaiting(place.Rank)})...)
 		if err != nil {
 			return err
 		}
@@ -695,4 +696,22 @@ func (l *rankLines) Write(p []byte) (int, error) {
 			return len(p), err
 		}
 	}
+}
+
+// rankWaiting makes a rank say on stderr whom its rendezvous waits for,
+// every few seconds, as torchrun does: a rank that waits in silence looks
+// hung.
+func (c *cli) rankWaiting(rank int) executor.Option {
+	return executor.WithRankWaiting(func(missing []int, waited time.Duration) {
+		who := make([]string, len(missing))
+		for i, r := range missing {
+			who[i] = strconv.Itoa(r)
+		}
+		s := ""
+		if len(missing) > 1 {
+			s = "s"
+		}
+		fmt.Fprintf(c.stderr, "dagrun run: rank %d: waiting for rank%s %s (%s so far; --rank-timeout bounds it)\n",
+			rank, s, strings.Join(who, ", "), waited.Round(time.Second))
+	})
 }

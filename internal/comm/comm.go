@@ -19,7 +19,14 @@ type Options struct {
 	// Timeout bounds every wait for another rank (rendezvous, a
 	// collective's data, a recv); zero means DefaultTimeout.
 	Timeout time.Duration
+	// Waiting, when set, is called every WaitReport while a rendezvous
+	// waits, with the ranks it waits for (rank 0: those not in yet; the
+	// others: rank 0, which lets them in when all are) and the time so far.
+	Waiting func(missing []int, waited time.Duration)
 }
+
+// WaitReport is how often a rendezvous calls Options.Waiting.
+const WaitReport = 5 * time.Second
 
 func (o Options) timeout() time.Duration {
 	if o.Timeout <= 0 {
