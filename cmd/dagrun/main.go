@@ -23,6 +23,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -70,7 +71,9 @@ const bugNote = "(this is a bug in dagrun; please report it with the spec that c
 
 // run runs the dagrun command line args and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	interrupted, release := interrupts(stderr, os.Exit)
+	defer release()
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, interrupted: interrupted}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
@@ -114,6 +117,18 @@ type cli struct {
 	// jsonErrors is set by a command given --format json: its failures
 	// are then written to stdout as one JSON document (see failureDoc).
 	jsonErrors bool
+	// interrupted is canceled by the first SIGINT or SIGTERM (see
+	// interrupts); nil in tests that make a cli of their own.
+	interrupted context.Context
+}
+
+// interruptContext is the context of a command's work: canceled by the
+// first SIGINT or SIGTERM.
+func (c *cli) interruptContext() context.Context {
+	if c.interrupted == nil {
+		return context.Background()
+	}
+	return c.interrupted
 }
 
 // command is one dagrun command.

@@ -13,14 +13,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -293,13 +291,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			}
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// After the first signal, a second one ends dagrun at once.
-		<-ctx.Done()
-		stop()
-	}()
+	ctx := c.interruptContext()
 
 	// Run every rank of this process, repeat times, eagerly or replayed.
 	var (

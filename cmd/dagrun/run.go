@@ -10,10 +10,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -402,13 +400,7 @@ func (c *cli) run(args []string) error {
 	if asJSON && (f.out == "" || f.out == stdio) {
 		s.Stdout = c.stderr
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// After the first signal, a second one ends dagrun at once.
-		<-ctx.Done()
-		stop()
-	}()
+	ctx := c.interruptContext()
 	opts := faultOpts
 	// Ops are timed for a trace, and for a perf model's eager runs (their
 	// spans teach it). Replays teach a perf model only their time each,
