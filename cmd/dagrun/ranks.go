@@ -519,7 +519,7 @@ func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error) error {
 		}
 		prefix = fmt.Sprintf("rank %d: ", re.Rank)
 	}
-	fe := c.runFailure(ctx, s, err, nil)
+	fe := c.runFailure(ctx, s, err, nil, interruptedAt{})
 	fl, ok := fe.(*failure)
 	if !ok {
 		return fe
