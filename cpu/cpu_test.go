@@ -583,3 +583,27 @@ func TestCloseWhileRunning(t *testing.T) {
 	assert.Less(t, time.Since(start), 2*time.Second)
 	requireNoLeak(t, before)
 }
+
+// An abandoned run stops within half a second even inside a GEMM that
+// takes seconds on the CPU: the GEMM looks at its stop flag between row
+// tiles, not only between the matrices of a batch.
+func TestCancelStopsLongGemm(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector slows the BLAS too much to time it")
+	}
+	const m, n, k = 4096, 2048, 2048 // 34 GFLOP: seconds on a few cores
+	g := build(t, func(bd *dag.Builder) {
+		f32 := dag.Of(dag.F32)
+		a := bd.Buffer("a", 4*m*k, f32, dag.Value(1))
+		b := bd.Buffer("b", 4*k*n, f32, dag.Value(1))
+		c := bd.Buffer("c", 4*m*n, f32)
+		bd.Gemm(c.All(), a.All(), b.All(), dag.GemmShape{M: m, N: n, K: k})
+	})
+	p := plan(t, g, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	canceled := make(chan time.Time, 1)
+	time.AfterFunc(300*time.Millisecond, func() { canceled <- time.Now(); cancel() })
+	_, err := executor.Execute(ctx, cpu.New(), p)
+	require.Error(t, err, "the GEMM ended before the cancel: make it larger")
+	assert.Less(t, time.Since(<-canceled), 500*time.Millisecond, "time from the cancel to Execute's return")
+}

@@ -52,11 +52,13 @@ func runGemm(stop *atomic.Bool, op *dag.Op, mem [][]byte) error {
 	case dag.F64:
 		a, b, c := f64View(mem[dag.GemmA]), f64View(mem[dag.GemmB]), f64View(mem[out])
 		for i := range int(s.Batch) {
-			if stop.Load() {
+			ai, bi, ci := batchOf(a.s, la, i), batchOf(b.s, lb, i), batchOf(c.s, lc, i)
+			if !rowTiles(stop, m, n, k, gemmTileFlops, func(r0, r1 int) {
+				impl.Dgemm(tA, tB, r1-r0, n, k, s.Alpha, ai[rowsOfA(r0, la, s.TransA):], int(la.LD), bi, int(lb.LD),
+					s.Beta, ci[r0*int(lc.LD):], int(lc.LD))
+			}) {
 				return nil
 			}
-			impl.Dgemm(tA, tB, m, n, k, s.Alpha, batchOf(a.s, la, i), int(la.LD), batchOf(b.s, lb, i), int(lb.LD),
-				s.Beta, batchOf(c.s, lc, i), int(lc.LD))
 		}
 		c.done()
 		return nil
@@ -64,11 +66,9 @@ func runGemm(stop *atomic.Bool, op *dag.Op, mem [][]byte) error {
 		a, b, c := f32View(mem[dag.GemmA]), f32View(mem[dag.GemmB]), f32View(mem[out])
 		alpha, beta := float32(s.Alpha), float32(s.Beta)
 		for i := range int(s.Batch) {
-			if stop.Load() {
+			if !sgemmTiles(stop, impl, tA, tB, m, n, k, alpha, beta, batchOf(a.s, la, i), batchOf(b.s, lb, i), batchOf(c.s, lc, i), la, lb, lc, s.TransA, gemmTileFlops) {
 				return nil
 			}
-			impl.Sgemm(tA, tB, m, n, k, alpha, batchOf(a.s, la, i), int(la.LD), batchOf(b.s, lb, i), int(lb.LD),
-				beta, batchOf(c.s, lc, i), int(lc.LD))
 		}
 		c.done()
 		return nil
@@ -83,11 +83,9 @@ func runGemm(stop *atomic.Bool, op *dag.Op, mem [][]byte) error {
 	}
 	alpha, beta := float32(s.Alpha), float32(s.Beta)
 	for i := range int(s.Batch) {
-		if stop.Load() {
+		if !sgemmTiles(stop, impl, tA, tB, m, n, k, alpha, beta, batchOf(a, la, i), batchOf(b, lb, i), batchOf(c, lc, i), la, lb, lc, s.TransA, gemmTileFlops) {
 			return nil
 		}
-		impl.Sgemm(tA, tB, m, n, k, alpha, batchOf(a, la, i), int(la.LD), batchOf(b, lb, i), int(lb.LD),
-			beta, batchOf(c, lc, i), int(lc.LD))
 	}
 	// Only the matrices' elements are written back: gaps between rows
 	// (ldc > n) and batches keep their bytes.
@@ -108,6 +106,44 @@ func runGemm(stop *atomic.Bool, op *dag.Op, mem [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// gemmTileFlops bounds the work between two looks at stop: a few tens of
+// milliseconds on a 2-core machine, so that an abandoned run (Ctrl-C)
+// stops well within half a second even inside a GPU-sized GEMM, while
+// tiles stay large enough for the BLAS to run at full speed.
+const gemmTileFlops = 1 << 29
+
+// rowTiles calls f for blocks of rows [r0, r1) of an m x n x k product's
+// output, each about tileFlops of work, looking at stop before each;
+// it reports false when stop cut the product short.
+func rowTiles(stop *atomic.Bool, m, n, k, tileFlops int, f func(r0, r1 int)) bool {
+	rows := max(1, tileFlops/max(1, 2*n*k))
+	for r0 := 0; r0 < m; r0 += rows {
+		if stop.Load() {
+			return false
+		}
+		f(r0, min(m, r0+rows))
+	}
+	return true
+}
+
+// rowsOfA is the offset in A of row r0 of op(A): a row of A, or with
+// trans a column (A is then k x m).
+func rowsOfA(r0 int, la dag.GemmMatrix, trans bool) int {
+	if trans {
+		return r0
+	}
+	return r0 * int(la.LD)
+}
+
+// sgemmTiles is one f32 product of a batch, in row tiles (rowTiles).
+func sgemmTiles(stop *atomic.Bool, impl gonum.Implementation, tA, tB blas.Transpose, m, n, k int, alpha, beta float32,
+	a, b, c []float32, la, lb, lc dag.GemmMatrix, transA bool, tileFlops int) bool {
+	return rowTiles(stop, m, n, k, tileFlops, func(r0, r1 int) {
+		impl.Sgemm(tA, tB, r1-r0, n, k, alpha, a[rowsOfA(r0, la, transA):], int(la.LD), b, int(lb.LD),
+			beta, c[r0*int(lc.LD):], int(lc.LD))
+	})
 }
 
 // batchOf is matrix i of a batch of layout l within x.

@@ -153,10 +153,14 @@ func reduceSum(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
 }
 
 // matmul accumulates each element of c in f32, in k order.
-func matmul(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+// It looks at stop before each row, so an abandoned run stops soon.
+func matmul(stop *atomic.Bool, args []dag.Arg, mem [][]byte) error {
 	c, a, b := mem[args[0].Access], mem[args[1].Access], mem[args[2].Access]
 	m, n, k := int(args[3].Int), int(args[4].Int), int(args[5].Int)
 	for i := range m {
+		if stop.Load() {
+			return nil
+		}
 		for j := range n {
 			var acc float32
 			for p := range k {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/dagrun/dagrun/dag"
@@ -83,6 +84,17 @@ type gpu struct {
 	modules         map[moduleKey]C.CUmodule // by content; guarded by Backend.mu
 	funcs           map[funcKey]C.CUfunction // guarded by Backend.mu
 	fill64          C.CUfunction             // set with the builtins module; guarded by Backend.mu
+}
+
+// defaultConfig is the configuration before New's options: the
+// environment's paths and the usual cache folder.
+func defaultConfig() config {
+	return config{
+		libcuda:  os.Getenv("DAGRUN_LIBCUDA"),
+		nvrtc:    os.Getenv("DAGRUN_NVRTC"),
+		cublasLt: cublasLtCandidates(os.Getenv("DAGRUN_CUBLASLT")),
+		cacheDir: defaultCacheDir(),
+	}
 }
 
 // New loads the CUDA driver. The error matches ErrNoDriver when there is

@@ -1,10 +1,6 @@
 package cuda
 
-import (
-	"os"
-
-	"github.com/dagrun/dagrun/dag"
-)
+import "github.com/dagrun/dagrun/dag"
 
 // Option configures a Backend.
 type Option func(*config)
@@ -16,15 +12,6 @@ type config struct {
 	cacheDir string
 	noPeer   bool   // NoPeer (peer_session.go)
 	libnccl  string // LibNCCL (peer_session.go)
-}
-
-func defaultConfig() config {
-	return config{
-		libcuda:  os.Getenv("DAGRUN_LIBCUDA"),
-		nvrtc:    os.Getenv("DAGRUN_NVRTC"),
-		cublasLt: cublasLtCandidates(os.Getenv("DAGRUN_CUBLASLT")),
-		cacheDir: defaultCacheDir(),
-	}
 }
 
 // LibCUDA loads the driver from path before the usual places.
@@ -54,3 +41,15 @@ func StreamPriority(p dag.Priority, least, greatest int) int {
 	v := int64(least) - steps
 	return int(max(min(v, int64(least)), int64(greatest)))
 }
+
+// NoPeer makes the backend leave peer access off and copy between devices
+// through pinned host memory (a device-to-host copy, then a host-to-device
+// copy, on the op's stream), so that path can be tested on machines whose
+// devices are joined by NVLink (the CLI's --no-peer). Topology then reports
+// no pair with peer access.
+func NoPeer() Option { return func(c *config) { c.noPeer = true } }
+
+// LibNCCL loads NCCL from path only (a library file, or a folder holding
+// libnccl.so.2), not from the usual places; DAGRUN_LIBNCCL puts a path
+// before them instead.
+func LibNCCL(path string) Option { return func(c *config) { c.libnccl = path } }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -20,18 +19,6 @@ import (
 
 // Peer access and the backend's side of collectives: which devices reach
 // each other's memory, and the NCCL library, loaded at the first Join.
-
-// NoPeer makes the backend leave peer access off and copy between devices
-// through pinned host memory (a device-to-host copy, then a host-to-device
-// copy, on the op's stream), so that path can be tested on machines whose
-// devices are joined by NVLink (the CLI's --no-peer). Topology then reports
-// no pair with peer access.
-func NoPeer() Option { return func(c *config) { c.noPeer = true } }
-
-// LibNCCL loads NCCL from path only (a library file, or a folder holding
-// libnccl.so.2), not from the usual places; DAGRUN_LIBNCCL puts a path
-// before them instead.
-func LibNCCL(path string) Option { return func(c *config) { c.libnccl = path } }
 
 // multiGPU is the backend's multi-device state: the peer access it enabled
 // and NCCL. Its fields are guarded by Backend.mu, except the NCCL ones,
@@ -44,38 +31,6 @@ type multiGPU struct {
 	ncclOnce sync.Once
 	nccl     *ncclLib
 	ncclErr  error
-}
-
-// Topology says which pairs of devices copy directly (peer access) and
-// which through host memory. It satisfies planner.Topology.
-type Topology struct {
-	Devices []int           // the ordinals it describes, ascending
-	access  map[[2]int]bool // [from, to]
-}
-
-// PeerAccess reports whether a copy between devices from and to goes over
-// the link (peer access enabled in both directions) rather than through
-// host memory.
-func (t Topology) PeerAccess(from, to int) bool {
-	return from == to || (t.access[[2]int{from, to}] && t.access[[2]int{to, from}])
-}
-
-// String lists the pairs, for example "0<->1 peer".
-func (t Topology) String() string {
-	var parts []string
-	for i, a := range t.Devices {
-		for _, b := range t.Devices[i+1:] {
-			how := "via host"
-			if t.PeerAccess(a, b) {
-				how = "peer"
-			}
-			parts = append(parts, fmt.Sprintf("%d<->%d %s", a, b, how))
-		}
-	}
-	if len(parts) == 0 {
-		return fmt.Sprintf("%d device(s), no pairs", len(t.Devices))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // Topology opens every visible device (retaining its primary context and

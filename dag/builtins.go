@@ -15,32 +15,32 @@ import "fmt"
 // stride over the grid, so results never depend on the launch shape.
 var (
 	// Empty does nothing: it measures launch cost.
-	Empty = builtin("empty", nil)
+	Empty = builtin("empty", "does nothing: it measures launch cost", nil)
 	// Spin busy-waits for us microseconds on one block.
-	Spin = builtin("spin", nil, Param{Name: "us", Kind: F64Param})
+	Spin = builtin("spin", "busy-waits for us microseconds on one block", nil, Param{Name: "us", Kind: F64Param})
 	// Iota sets x[i] = start + i.
-	Iota = halfBuiltin("iota", nil, bufParam("x", Write), Param{Name: "start", Kind: F32Param})
+	Iota = halfBuiltin("iota", "sets x[i] = start + i", nil, bufParam("x", Write), Param{Name: "start", Kind: F32Param})
 	// Scale sets x[i] *= alpha.
-	Scale = halfBuiltin("scale", nil, bufParam("x", ReadWrite), Param{Name: "alpha", Kind: F32Param})
+	Scale = halfBuiltin("scale", "sets x[i] *= alpha", nil, bufParam("x", ReadWrite), Param{Name: "alpha", Kind: F32Param})
 	// Axpy sets y[i] += alpha * x[i].
-	Axpy = halfBuiltin("axpy", sameCounts, bufParam("y", ReadWrite), bufParam("x", Read), Param{Name: "alpha", Kind: F32Param})
+	Axpy = halfBuiltin("axpy", "sets y[i] += alpha * x[i]", sameCounts, bufParam("y", ReadWrite), bufParam("x", Read), Param{Name: "alpha", Kind: F32Param})
 	// Add sets c[i] = a[i] + b[i].
-	Add = halfBuiltin("add", sameCounts, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read))
+	Add = halfBuiltin("add", "sets c[i] = a[i] + b[i]", sameCounts, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read))
 	// Gelu sets y[i] = gelu(x[i]) in the tanh form, as PyTorch's
 	// gelu(approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-	Gelu = halfBuiltin("gelu", sameCounts, bufParam("y", Write), bufParam("x", Read))
+	Gelu = halfBuiltin("gelu", "sets y[i] = gelu(x[i]), tanh form (PyTorch's approximate=\"tanh\")", sameCounts, bufParam("y", Write), bufParam("x", Read))
 	// Relu sets y[i] = max(x[i], 0) (NaN stays NaN).
-	Relu = halfBuiltin("relu", sameCounts, bufParam("y", Write), bufParam("x", Read))
+	Relu = halfBuiltin("relu", "sets y[i] = max(x[i], 0); NaN stays NaN", sameCounts, bufParam("y", Write), bufParam("x", Read))
 	// BiasAdd adds b to every row of y: y[r, c] += b[c], where a row of y is
 	// as long as b.
-	BiasAdd = halfBuiltin("bias_add", checkBiasAdd, bufParam("y", ReadWrite), bufParam("b", Read))
+	BiasAdd = halfBuiltin("bias_add", "adds b to every row of y: y[r, c] += b[c], a row as long as b", checkBiasAdd, bufParam("y", ReadWrite), bufParam("b", Read))
 	// Softmax sets each row of y (cols elements) to the softmax of the
 	// same row of x: exp(x - max) / sum(exp(x - max)), in f32.
-	Softmax = halfBuiltin("softmax", checkSoftmax, bufParam("y", Write), bufParam("x", Read), Param{Name: "cols", Kind: I32Param})
+	Softmax = halfBuiltin("softmax", "sets each row of y (cols elements) to the softmax of that row of x, in f32", checkSoftmax, bufParam("y", Write), bufParam("x", Read), Param{Name: "cols", Kind: I32Param})
 	// ReduceSum sets out[0] to the sum of in, accumulated in f64.
-	ReduceSum = noAlias(builtin("reduce_sum", checkReduce, bufParam("out", Write), bufParam("in", Read)))
+	ReduceSum = noAlias(builtin("reduce_sum", "sets out[0] to the sum of in, accumulated in f64", checkReduce, bufParam("out", Write), bufParam("in", Read)))
 	// Matmul sets c (m x n) = a (m x k) times b (k x n), row-major, accumulated in f32.
-	Matmul = noAlias(builtin("matmul", checkMatmul, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read),
+	Matmul = noAlias(builtin("matmul", "sets c (m x n) = a (m x k) times b (k x n), row-major, accumulated in f32", checkMatmul, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read),
 		Param{Name: "m", Kind: I32Param}, Param{Name: "n", Kind: I32Param}, Param{Name: "k", Kind: I32Param}))
 )
 
@@ -59,19 +59,19 @@ func LookupBuiltin(name string) *Kernel {
 	return nil
 }
 
-func builtin(name string, check func(*Op) error, params ...Param) *Kernel {
-	return &Kernel{Name: name, Params: params, Source: Builtin, check: check}
+func builtin(name, doc string, check func(*Op) error, params ...Param) *Kernel {
+	return &Kernel{Name: name, Doc: doc, Params: params, Source: Builtin, check: check}
 }
 
 func noAlias(k *Kernel) *Kernel { k.noAlias = true; return k }
 
 // halfBuiltin declares a builtin that also works on f16 and bf16 buffers,
 // with a variant kernel for each.
-func halfBuiltin(name string, check func(*Op) error, params ...Param) *Kernel {
-	k := builtin(name, check, params...)
+func halfBuiltin(name, doc string, check func(*Op) error, params ...Param) *Kernel {
+	k := builtin(name, doc, check, params...)
 	k.variants = map[DType]*Kernel{}
 	for _, dt := range []DType{F16, BF16} {
-		k.variants[dt] = &Kernel{Name: name, Params: params, Source: Builtin, Entry: name + "_" + dt.String(),
+		k.variants[dt] = &Kernel{Name: name, Doc: doc, Params: params, Source: Builtin, Entry: name + "_" + dt.String(),
 			check: check, dtype: dt, base: k}
 	}
 	return k

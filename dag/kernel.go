@@ -62,6 +62,7 @@ type Param struct {
 // Kernel is a function that Launch operations run on a device.
 type Kernel struct {
 	Name   string
+	Doc    string // a builtin's one line on what it does (dagrun kernels, spec/doc.go, the schema)
 	Params []Param
 	Source SourceKind
 	Path   string // PTX or cubin file

@@ -304,10 +304,8 @@ func bufferValues(t *testing.T, s *spec.Spec, mem map[*dag.Buffer][]byte) func(i
 
 // runRanks checks a spec of several ranks: each rank's program loads, the
 // ranks agree on their collectives, and data meant to differ by rank does.
-// Running them needs a rank runner in the executor (issue 9: one process
-// running every rank, with collectives on the cpu backend), which does not
-// exist yet; then rank 0's program runs alone in a world of one, where
-// collectives are copies, and must match the check for one rank.
+// Rank 0's program then runs alone in a world of one, where collectives
+// are copies, and must match the check for one rank.
 func runRanks(t *testing.T, s *spec.Spec, check expected) {
 	ranks := make([]*spec.Spec, s.Run.World)
 	for r := range ranks {
@@ -331,11 +329,11 @@ func runRanks(t *testing.T, s *spec.Spec, check expected) {
 	require.NoError(t, planner.Verify(p))
 	mem, err := executor.Execute(context.Background(), cpu.New(), p)
 	if err != nil && namesCollective(err, one.Graph) {
-		t.Skipf("the executor cannot run ranks yet and the cpu backend refuses collectives (%v): the world of %d waits for issue 9's rank runner", err, s.Run.World)
+		t.Skipf("the executor cannot run ranks yet and the cpu backend refuses collectives (%v): the world of %d is not run here", err, s.Run.World)
 	}
 	require.NoError(t, err)
 	check(t, bufferValues(t, one, nil), bufferValues(t, one, mem))
-	t.Skipf("rank 0 alone matches; the world of %d needs the executor's rank runner (issue 9), which does not exist yet", s.Run.World)
+	t.Skipf("rank 0 alone matches; the world of %d is not run here", s.Run.World)
 }
 
 // namesCollective reports whether err is about a collective op of g.

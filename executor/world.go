@@ -32,6 +32,7 @@ type worldConfig struct {
 	join     *device.World // Open joins the device session to it
 	timeout  time.Duration // bound on every wait for another rank; 0: comm.DefaultTimeout
 	listener net.Listener  // rank 0's rendezvous listener, instead of Place.Addr's port
+	waiting  func(missing []int, waited time.Duration)
 }
 
 // WithJoin makes Open join the device session to w (device.Joiner) after
@@ -42,6 +43,13 @@ func WithJoin(w device.World) Option { return func(c *config) { c.world.join = &
 // WithRankTimeout bounds every wait of a rank for another (the rendezvous,
 // a collective's data, a recv); the default is 5 minutes.
 func WithRankTimeout(d time.Duration) Option { return func(c *config) { c.world.timeout = d } }
+
+// WithRankWaiting makes JoinWorld's rendezvous call waiting every few
+// seconds while it waits, with the ranks it waits for and the time so far
+// (rank 0 waits for the ranks not in yet; the others for rank 0).
+func WithRankWaiting(waiting func(missing []int, waited time.Duration)) Option {
+	return func(c *config) { c.world.waiting = waiting }
+}
 
 // WithRendezvousListener makes rank 0 of JoinWorld take the other ranks'
 // connections on l instead of listening on its Place's port (tests pass a
@@ -448,7 +456,7 @@ func JoinWorld(ctx context.Context, b device.Backend, p *planner.Plan, place Pla
 		Sequence: p.Graph.CollectiveSequence(),
 		Payload:  id,
 		Listener: cfg.world.listener,
-		Options:  comm.Options{Timeout: cfg.world.timeout},
+		Options:  comm.Options{Timeout: cfg.world.timeout, Waiting: cfg.world.waiting},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)

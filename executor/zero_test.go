@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/cpu"
-	"github.com/dagrun/dagrun/cuda"
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
@@ -36,7 +35,8 @@ func TestZeroValuesWorkOrFailAtOnce(t *testing.T) {
 		return nil
 	}
 	ignore := func(error) error { return nil }
-	cases := map[string]func() error{
+	cases := cudaZeroCases(ctx, g, op, buf, mustErr, ignore)
+	for name, call := range map[string]func() error{
 		"executor.Session.Run":     func() error { return mustErr((&executor.Session{}).Run(ctx)) },
 		"executor.Session.Read":    func() error { _, err := (&executor.Session{}).Read(buf); return mustErr(err) },
 		"executor.Session.Write":   func() error { return mustErr((&executor.Session{}).Write(buf, nil)) },
@@ -93,41 +93,15 @@ func TestZeroValuesWorkOrFailAtOnce(t *testing.T) {
 		"cpu.Session.Spans": func() error {
 			return ignore((&cpu.Session{}).Spans(func(int, int, time.Duration, time.Duration) {}))
 		},
-		"cpu.Session.SetTiming":     func() error { (&cpu.Session{}).SetTiming(true); return nil },
-		"cpu.Session.BeginCapture":  func() error { return mustErr((&cpu.Session{}).BeginCapture(0)) },
-		"cpu.Session.EndCapture":    func() error { _, err := (&cpu.Session{}).EndCapture(0); return mustErr(err) },
-		"cpu.Session.Instantiate":   func() error { return mustErr((&cpu.Session{}).Instantiate(0)) },
-		"cpu.Session.LaunchGraph":   func() error { return mustErr((&cpu.Session{}).LaunchGraph(0, 0)) },
-		"cpu.Session.UpdateGraph":   func() error { _, err := (&cpu.Session{}).UpdateGraph(0, 0); return mustErr(err) },
-		"cpu.Session.DestroyGraph":  func() error { return mustErr((&cpu.Session{}).DestroyGraph(0)) },
-		"cpu.Session.Graphs":        func() error { (&cpu.Session{}).Graphs(); return nil },
-		"cpu.Session.Close":         func() error { return ignore((&cpu.Session{}).Close()) },
-		"cuda.Backend.Open":         func() error { _, err := (&cuda.Backend{}).Open(ctx, g); return mustErr(err) },
-		"cuda.Backend.Sessions":     func() error { (&cuda.Backend{}).Sessions(); return nil },
-		"cuda.Backend.Live":         func() error { (&cuda.Backend{}).Live(); return nil },
-		"cuda.Backend.Close":        func() error { return ignore((&cuda.Backend{}).Close()) },
-		"cuda.Session.NewStream":    func() error { return mustErr((&cuda.Session{}).NewStream(0, 0)) },
-		"cuda.Session.NewEvent":     func() error { return mustErr((&cuda.Session{}).NewEvent()) },
-		"cuda.Session.Record":       func() error { return mustErr((&cuda.Session{}).Record(0, 0)) },
-		"cuda.Session.Wait":         func() error { return mustErr((&cuda.Session{}).Wait(0, 0)) },
-		"cuda.Session.Run":          func() error { return mustErr((&cuda.Session{}).Run(0, op)) },
-		"cuda.Session.Sync":         func() error { return mustErr((&cuda.Session{}).Sync(ctx)) },
-		"cuda.Session.Read":         func() error { _, err := (&cuda.Session{}).Read(buf); return mustErr(err) },
-		"cuda.Session.Write":        func() error { return mustErr((&cuda.Session{}).Write(buf, nil)) },
-		"cuda.Session.Live":         func() error { (&cuda.Session{}).Live(); return nil },
-		"cuda.Session.BeginCapture": func() error { return mustErr((&cuda.Session{}).BeginCapture(0)) },
-		"cuda.Session.EndCapture":   func() error { _, err := (&cuda.Session{}).EndCapture(0); return mustErr(err) },
-		"cuda.Session.Instantiate":  func() error { return mustErr((&cuda.Session{}).Instantiate(0)) },
-		"cuda.Session.LaunchGraph":  func() error { return mustErr((&cuda.Session{}).LaunchGraph(0, 0)) },
-		"cuda.Session.UpdateGraph":  func() error { _, err := (&cuda.Session{}).UpdateGraph(0, 0); return mustErr(err) },
-		"cuda.Session.DestroyGraph": func() error { return mustErr((&cuda.Session{}).DestroyGraph(0)) },
-		"cuda.Session.Spans": func() error {
-			return ignore((&cuda.Session{}).Spans(func(int, int, time.Duration, time.Duration) {}))
-		},
-		"cuda.Session.SetTiming":  func() error { (&cuda.Session{}).SetTiming(true); return nil },
-		"cuda.Session.GraphNodes": func() error { _, err := (&cuda.Session{}).GraphNodes(0); return mustErr(err) },
-		"cuda.Session.GraphStats": func() error { (&cuda.Session{}).GraphStats(); return nil },
-		"cuda.Session.Close":      func() error { return ignore((&cuda.Session{}).Close()) },
+		"cpu.Session.SetTiming":    func() error { (&cpu.Session{}).SetTiming(true); return nil },
+		"cpu.Session.BeginCapture": func() error { return mustErr((&cpu.Session{}).BeginCapture(0)) },
+		"cpu.Session.EndCapture":   func() error { _, err := (&cpu.Session{}).EndCapture(0); return mustErr(err) },
+		"cpu.Session.Instantiate":  func() error { return mustErr((&cpu.Session{}).Instantiate(0)) },
+		"cpu.Session.LaunchGraph":  func() error { return mustErr((&cpu.Session{}).LaunchGraph(0, 0)) },
+		"cpu.Session.UpdateGraph":  func() error { _, err := (&cpu.Session{}).UpdateGraph(0, 0); return mustErr(err) },
+		"cpu.Session.DestroyGraph": func() error { return mustErr((&cpu.Session{}).DestroyGraph(0)) },
+		"cpu.Session.Graphs":       func() error { (&cpu.Session{}).Graphs(); return nil },
+		"cpu.Session.Close":        func() error { return ignore((&cpu.Session{}).Close()) },
 
 		"planner.Plan.WriteText":   func() error { return ignore((&planner.Plan{}).WriteText(io.Discard)) },
 		"planner.Plan.StreamSteps": func() error { (&planner.Plan{}).StreamSteps(0); return nil },
@@ -165,6 +139,8 @@ func TestZeroValuesWorkOrFailAtOnce(t *testing.T) {
 		},
 		"trace.Lane":  func() error { l := trace.Lane{}; l.Title(); l.Process(); l.Copy(); return nil },
 		"trace.Slice": func() error { trace.Slice{}.End(); return nil },
+	} {
+		cases[name] = call
 	}
 	for name, call := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -92,10 +92,40 @@
 // a list in parameter order. Temporary buffers without alloc and free ops
 // are allocated before their first use and freed after their last.
 //
-// The builtin kernels (dag.Builtins) include the layers gelu (the tanh
-// form), relu, bias_add (adds b to every row of y) and softmax (over rows
-// of cols elements); they and iota, scale, axpy and add take f16 and bf16
-// buffers too, computing in f32 and rounding each result once.
+// # Builtin kernels
+//
+// These kernels need no declaration (dagrun kernels lists them too, and
+// schema.json as builtin_kernels). Launch args name each parameter; a
+// buffer's direction (in, out, inout) is how the kernel uses it, which is
+// where the op's dependencies come from:
+//
+//	empty()
+//	    does nothing: it measures launch cost
+//	spin(us: f64)
+//	    busy-waits for us microseconds on one block
+//	iota(x: out buffer, start: f32)
+//	    sets x[i] = start + i (buffers: f32, f16, bf16)
+//	scale(x: inout buffer, alpha: f32)
+//	    sets x[i] *= alpha (buffers: f32, f16, bf16)
+//	axpy(y: inout buffer, x: in buffer, alpha: f32)
+//	    sets y[i] += alpha * x[i] (buffers: f32, f16, bf16)
+//	add(c: out buffer, a: in buffer, b: in buffer)
+//	    sets c[i] = a[i] + b[i] (buffers: f32, f16, bf16)
+//	reduce_sum(out: out buffer, in: in buffer)
+//	    sets out[0] to the sum of in, accumulated in f64
+//	matmul(c: out buffer, a: in buffer, b: in buffer, m: i32, n: i32, k: i32)
+//	    sets c (m x n) = a (m x k) times b (k x n), row-major, accumulated in f32
+//	gelu(y: out buffer, x: in buffer)
+//	    sets y[i] = gelu(x[i]), tanh form (PyTorch's approximate="tanh") (buffers: f32, f16, bf16)
+//	relu(y: out buffer, x: in buffer)
+//	    sets y[i] = max(x[i], 0); NaN stays NaN (buffers: f32, f16, bf16)
+//	bias_add(y: inout buffer, b: in buffer)
+//	    adds b to every row of y: y[r, c] += b[c], a row as long as b (buffers: f32, f16, bf16)
+//	softmax(y: out buffer, x: in buffer, cols: i32)
+//	    sets each row of y (cols elements) to the softmax of that row of x, in f32 (buffers: f32, f16, bf16)
+//
+// Kernels that take f16 or bf16 buffers compute in f32 and round each
+// result once.
 //
 // # GEMMs
 //

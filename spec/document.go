@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -169,7 +170,42 @@ func (l *loader) syntaxError(src []byte, err error) {
 			}
 		}
 	}
+	if strings.Contains(e.Msg, "not allowed in this context") || strings.Contains(e.Msg, "did not find expected") {
+		e.Hint = indentHint(src, e.Pos.Line)
+	}
 	l.errs = append(l.errs, e)
+}
+
+// indentHint explains a YAML error at line that is most often an
+// indentation slip: a line indented more than the one above it although
+// that one opens no block.
+func indentHint(src []byte, line int) string {
+	const general = "check the indentation: the keys of one mapping start in the same column, and only a key ending in ':' takes an indented block"
+	lines := strings.Split(string(src), "\n")
+	prev := -1 // the last non-blank, non-comment line before i
+	for i := 0; i < len(lines) && i <= line; i++ {
+		t := strings.TrimSpace(lines[i])
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		indent := len(lines[i]) - len(strings.TrimLeft(lines[i], " "))
+		if prev >= 0 && i >= line-1 {
+			p := lines[prev]
+			pt := strings.TrimSpace(p)
+			if c := strings.Index(pt, " #"); c >= 0 {
+				pt = strings.TrimSpace(pt[:c])
+			}
+			content := len(p) - len(strings.TrimLeft(p, " "))
+			if strings.HasPrefix(pt, "- ") {
+				content += 2
+			}
+			if indent > content && !strings.HasSuffix(pt, ":") {
+				return fmt.Sprintf("line %d is indented more than line %d above it; %s", i+1, prev+1, general[len("check the indentation: "):])
+			}
+		}
+		prev = i
+	}
+	return general
 }
 
 // flowDepth is an upper bound of the nesting of flow collections in src.

@@ -371,6 +371,7 @@ func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, 
 	}
 	nodes = nodes[:len(k.Params)]
 	ok := true
+	var misspelt []bool // parameters that a misspelt argument's error names
 	if given {
 		if isSeq(n) {
 			items, _ := l.sequence(n, what.and("args"))
@@ -388,7 +389,14 @@ func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, 
 			for _, e := range f.list {
 				i := slices.IndexFunc(k.Params, func(p dag.Param) bool { return p.Name == e.key })
 				if i < 0 {
-					l.errorf(e.keyN, l.suggestParam(e.key, k), "%s has no parameter %q", k.Name, e.key)
+					hint, meant := l.suggestParam(e.key, k)
+					l.errorf(e.keyN, hint, "%s has no parameter %q", k.Name, e.key)
+					if meant >= 0 && misspelt == nil {
+						misspelt = make([]bool, len(k.Params))
+					}
+					if meant >= 0 {
+						misspelt[meant] = true // its error says it is missing
+					}
 					ok = false
 					continue
 				}
@@ -400,7 +408,9 @@ func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, 
 	for i, p := range k.Params {
 		a := nodes[i]
 		if a == nil {
-			l.errorf(n, signature(k), "%s: missing argument %s (%s) of %s", what, p.Name, p.Kind, k.Name)
+			if misspelt == nil || !misspelt[i] {
+				l.errorf(n, signature(k), "%s: missing argument %s (%s) of %s", what, p.Name, p.Kind, k.Name)
+			}
 			ok = false
 			dst = append(dst, nil)
 			continue
@@ -475,15 +485,16 @@ func signature(k *dag.Kernel) string {
 	return fmt.Sprintf("%s takes (%s)", k.Name, strings.Join(parts, ", "))
 }
 
-func (l *loader) suggestParam(got string, k *dag.Kernel) string {
+func (l *loader) suggestParam(got string, k *dag.Kernel) (hint string, meant int) {
 	names := make([]string, len(k.Params))
 	for i, p := range k.Params {
 		names[i] = p.Name
 	}
 	if h := l.suggest(got, names); strings.HasPrefix(h, "did you mean") {
-		return h
+		best, _ := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(h, "did you mean "), "?"))
+		return h, slices.Index(names, best)
 	}
-	return signature(k)
+	return signature(k), -1
 }
 
 // view reads a view of a buffer: "name", "name[start:end]" or a mapping
@@ -735,19 +746,27 @@ func (l *loader) nameOps() {
 	}
 }
 
+// addAfter adds the after edges. The names of every declaration are
+// checked, wrong ones too, so that a misspelt name comes in the first
+// round; and since a wrong op is not in the graph, whose check would find
+// its cycles, the after edges through wrong ops are checked for cycles
+// here.
 func (l *loader) addAfter() {
-	var names []string // for suggestions, made on the first unknown name
-	for _, d := range l.ops {
-		if d.op == nil {
-			continue
-		}
+	var names []string  // for suggestions, made on the first unknown name
+	var edges [][]int32 // declaration -> the declarations it is after
+	failed := false
+	for i, d := range l.ops {
+		failed = failed || d.op == nil
 		for _, n := range d.after {
 			name, ok := l.str(n, about("after"))
 			if !ok {
 				continue
 			}
 			p := l.opNamed(name)
-			if p == nil || p.op == nil {
+			if p == nil {
+				if l.wrongUnnamed(name) {
+					continue // a made-up name of a wrong op: its error is reported
+				}
 				if names == nil {
 					for _, d := range l.ops {
 						if d.op != nil {
@@ -758,9 +777,167 @@ func (l *loader) addAfter() {
 				l.errorf(n, l.suggest(name, names), "after names unknown op %q", name)
 				continue
 			}
-			d.op.After(p.op)
+			if edges == nil {
+				edges = make([][]int32, len(l.ops))
+			}
+			edges[i] = append(edges[i], p.index)
+			if d.op != nil && p.op != nil {
+				d.op.After(p.op)
+			}
 		}
 	}
+	if failed && edges != nil {
+		l.afterCycles(edges)
+	}
+}
+
+// wrongUnnamed reports whether name is the name an unnamed op that is
+// wrong would have been given.
+func (l *loader) wrongUnnamed(name string) bool {
+	_, ok := madeUp(name, len(l.ops), func(i int) bool {
+		d := l.ops[i]
+		return !d.named && d.op == nil
+	})
+	return ok
+}
+
+// afterCycles reports the cycles of after edges that pass through a wrong
+// op (the graph's check finds the others), one per strongly connected
+// set of ops, at the after of its first op.
+func (l *loader) afterCycles(edges [][]int32) {
+	var given map[int32]string // the names the spec gives, by declaration
+	for _, scc := range stronglyConnected(edges) {
+		if len(scc) == 1 && !slices.Contains(edges[scc[0]], scc[0]) {
+			continue
+		}
+		wrong := false
+		for _, i := range scc {
+			wrong = wrong || l.ops[i].op == nil
+		}
+		if !wrong {
+			continue
+		}
+		if given == nil {
+			given = make(map[int32]string, len(l.opNames))
+			for name, i := range l.opNames {
+				given[i] = name
+			}
+		}
+		name := func(d *opDecl) string {
+			switch {
+			case d.op != nil:
+				return d.op.Name
+			case d.named:
+				return given[d.index]
+			}
+			return opIndex(int(d.index))
+		}
+		slices.Sort(scc)
+		path := cyclePath(edges, scc)
+		labels := make([]string, len(path))
+		for i, d := range path {
+			labels[i] = name(l.ops[d])
+		}
+		first := l.ops[path[0]]
+		what := opIndex(int(first.index))
+		if first.named {
+			what = "op " + strconv.Quote(name(first))
+		}
+		l.errorf(first.after[0], "remove one of these after edges or reorder the operations",
+			"%s: dependency cycle: %s", what, strings.Join(labels, " -> "))
+	}
+}
+
+// cyclePath is a cycle through the strongly connected declarations scc
+// (sorted), from its first back to it: a breadth-first search within scc.
+func cyclePath(edges [][]int32, scc []int32) []int32 {
+	start := scc[0]
+	in := func(v int32) bool { _, ok := slices.BinarySearch(scc, v); return ok }
+	prev := map[int32]int32{}
+	queue := []int32{start}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, w := range edges[v] {
+			if w == start {
+				path := []int32{start}
+				for u := v; u != start; u = prev[u] {
+					path = append(path, u)
+				}
+				slices.Reverse(path[1:])
+				return append(path, start)
+			}
+			if _, seen := prev[w]; !seen && in(w) {
+				prev[w] = v
+				queue = append(queue, w)
+			}
+		}
+	}
+	return []int32{start, start}
+}
+
+// stronglyConnected returns the strongly connected components of the
+// graph edges (Tarjan's algorithm, iterative: specs may be long chains).
+func stronglyConnected(edges [][]int32) [][]int32 {
+	n := len(edges)
+	index := make([]int32, n)
+	low := make([]int32, n)
+	onStack := make([]bool, n)
+	for i := range index {
+		index[i] = -1
+	}
+	var stack []int32
+	var out [][]int32
+	next := int32(0)
+	type frame struct{ v, e int32 }
+	for root := range int32(n) {
+		if index[root] >= 0 {
+			continue
+		}
+		calls := []frame{{root, 0}}
+		index[root], low[root] = next, next
+		next++
+		stack = append(stack, root)
+		onStack[root] = true
+		for len(calls) > 0 {
+			f := &calls[len(calls)-1]
+			if int(f.e) < len(edges[f.v]) {
+				w := edges[f.v][f.e]
+				f.e++
+				switch {
+				case index[w] < 0:
+					index[w], low[w] = next, next
+					next++
+					stack = append(stack, w)
+					onStack[w] = true
+					calls = append(calls, frame{w, 0})
+				case onStack[w]:
+					low[f.v] = min(low[f.v], index[w])
+				}
+				continue
+			}
+			v := f.v
+			calls = calls[:len(calls)-1]
+			if len(calls) > 0 {
+				u := calls[len(calls)-1].v
+				low[u] = min(low[u], low[v])
+			}
+			if low[v] == index[v] {
+				var scc []int32
+				for {
+					w := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					onStack[w] = false
+					scc = append(scc, w)
+					if w == v {
+						break
+					}
+				}
+				out = append(out, scc)
+			}
+		}
+	}
+	return out
 }
 
 // graphErrors positions the errors of dag.Builder.Build at the YAML nodes

@@ -211,8 +211,7 @@ func TestErrors(t *testing.T) {
 			`4:18: ops[0] passes 3 arguments to scale, which takes 2 (scale takes (x buffer inout, alpha f32))`,
 			`5:5: ops[1]: missing argument x (buffer) of scale (scale takes (x buffer inout, alpha f32))`,
 			`5:5: ops[1]: missing argument alpha (f32) of scale (scale takes (x buffer inout, alpha f32))`,
-			`7:11: ops[2]: missing argument alpha (f32) of scale (scale takes (x buffer inout, alpha f32))`,
-			`7:18: scale has no parameter "alpa" (did you mean "alpha"?)`,
+			`7:18: scale has no parameter "alpa" (did you mean "alpha"?)`, // and not that alpha is missing
 			`8:13: ops[3] launches unknown kernel "scal" (did you mean "scale"?)`,
 		}},
 		{"arg mode", "buffers: {x: 16}\nops:\n  - launch: scale\n    args: {x: {buffer: x, mode: in}, alpha: 1}\n",

@@ -26,10 +26,13 @@ import (
 // chromium package, which scripts/install-chromium.sh installs.
 const chromium = "/usr/bin/chromium"
 
-// needChromium skips the test when Chromium is not installed, or fails it
-// when DAGRUN_REQUIRE_BROWSER=1 (as in CI).
+// needChromium skips the test with -short (make test) or when Chromium is
+// not installed, or fails it when DAGRUN_REQUIRE_BROWSER=1 (as in CI).
 func needChromium(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("the browser tests run in make check, not with -short")
+	}
 	if _, err := os.Stat(chromium); err != nil {
 		if os.Getenv("DAGRUN_REQUIRE_BROWSER") == "1" {
 			t.Fatalf("%s is missing and DAGRUN_REQUIRE_BROWSER=1: run scripts/install-chromium.sh", chromium)

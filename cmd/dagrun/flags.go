@@ -7,6 +7,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/dagrun/dagrun/spec"
 )
 
 // usageError is a wrong command line; dagrun exits with status 2.
@@ -33,7 +35,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, helpRequest{}
 			}
-			return nil, usagef("%s", helpSpelling(strings.TrimSpace(err.Error())))
+			return nil, usagef("%s", helpSpelling(strings.TrimSpace(err.Error()))+flagSuggestion(fs, err))
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -42,6 +44,31 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+// flagSuggestion is " (did you mean --repeat?)" for a flag the command
+// does not have but nearly has, else "".
+func flagSuggestion(fs *flag.FlagSet, err error) string {
+	got, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	got = strings.TrimLeft(got, "-")
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	best, ok := spec.Nearest(got, names)
+	if !ok {
+		return ""
+	}
+	return " (did you mean " + dashes(best) + "?)"
+}
+
+// dashes spells a flag as the help does: --streams, but -o.
+func dashes(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // flagName finds the flag names in the flag package's errors, which it

@@ -5,6 +5,7 @@
 //	dagrun plan spec.yaml       print the plan: each stream's instructions and the figures
 //	dagrun validate spec.yaml   report every problem with file:line:column
 //	dagrun viz spec.yaml -o plan.svg   draw the plan (or a trace: dagrun viz run.json -o run.html)
+//	dagrun kernels              list the builtin kernels and their parameters
 //	dagrun version              print dagrun's version (also: dagrun --version)
 //
 // A spec named "-" is read from standard input, and "-o -" writes to
@@ -22,10 +23,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"time"
+
+	"github.com/dagrun/dagrun/spec"
 )
 
 func main() { os.Exit(runMain()) }
@@ -67,7 +71,9 @@ const bugNote = "(this is a bug in dagrun; please report it with the spec that c
 
 // run runs the dagrun command line args and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	interrupted, release := interrupts(stderr, os.Exit)
+	defer release()
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, interrupted: interrupted}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
@@ -79,13 +85,26 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "--version", "-version":
 		cmd = "version"
 	}
-	for _, command := range commands {
+	for _, command := range commandList() {
 		if command.name == cmd {
 			return c.exec(command, rest)
 		}
 	}
-	fmt.Fprintf(stderr, "dagrun: unknown command %q\nRun 'dagrun help' for usage.\n", cmd)
+	fmt.Fprintf(stderr, "dagrun: unknown command %q%s\nRun 'dagrun help' for usage.\n", cmd, commandSuggestion(cmd))
 	return exitUsage
+}
+
+// commandSuggestion is " (did you mean "run"?)" for a command name
+// nearly right, else "".
+func commandSuggestion(got string) string {
+	names := make([]string, len(commandList()))
+	for i, c := range commandList() {
+		names[i] = c.name
+	}
+	if best, ok := spec.Nearest(got, names); ok {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
 }
 
 type cli struct {
@@ -98,6 +117,18 @@ type cli struct {
 	// jsonErrors is set by a command given --format json: its failures
 	// are then written to stdout as one JSON document (see failureDoc).
 	jsonErrors bool
+	// interrupted is canceled by the first SIGINT or SIGTERM (see
+	// interrupts); nil in tests that make a cli of their own.
+	interrupted context.Context
+}
+
+// interruptContext is the context of a command's work: canceled by the
+// first SIGINT or SIGTERM.
+func (c *cli) interruptContext() context.Context {
+	if c.interrupted == nil {
+		return context.Background()
+	}
+	return c.interrupted
 }
 
 // command is one dagrun command.
@@ -107,12 +138,18 @@ type command struct {
 	run   func(c *cli, args []string) error
 }
 
-var commands = []command{
-	{"run", runUsage, (*cli).run},
-	{"plan", planUsage, (*cli).plan},
-	{"validate", validateUsage, (*cli).validate},
-	{"viz", vizUsage, (*cli).viz},
-	{"version", versionUsage, (*cli).version},
+// commandList is dagrun's commands, in the order help lists them. A
+// function, not a variable: completion lists the commands too.
+func commandList() []command {
+	return []command{
+		{"run", runUsage, (*cli).run},
+		{"plan", planUsage, (*cli).plan},
+		{"validate", validateUsage, (*cli).validate},
+		{"viz", vizUsage, (*cli).viz},
+		{"kernels", kernelsUsage, (*cli).kernels},
+		{"completion", completionUsage, (*cli).completion},
+		{"version", versionUsage, (*cli).version},
+	}
 }
 
 func (c *cli) help(args []string) int {
@@ -120,13 +157,13 @@ func (c *cli) help(args []string) int {
 		fmt.Fprint(c.stdout, mainUsage)
 		return exitOK
 	}
-	for _, cmd := range commands {
+	for _, cmd := range commandList() {
 		if cmd.name == args[0] {
 			fmt.Fprint(c.stdout, cmd.usage)
 			return exitOK
 		}
 	}
-	fmt.Fprintf(c.stderr, "dagrun help: unknown command %q\nRun 'dagrun help' for usage.\n", args[0])
+	fmt.Fprintf(c.stderr, "dagrun help: unknown command %q%s\nRun 'dagrun help' for usage.\n", args[0], commandSuggestion(args[0]))
 	return exitUsage
 }
 
@@ -139,11 +176,13 @@ Usage:
 
 Commands:
 
-	run       run a spec and print its outputs' checksums
-	plan      print a spec's plan: each stream's instructions and the figures
-	validate  check specs and report every problem with file:line:column
-	viz       draw a spec's plan or a run's trace as SVG, HTML or DOT
-	version   print dagrun's version and revision (also: dagrun --version)
+	run         run a spec and print its outputs' checksums
+	plan        print a spec's plan: each stream's instructions and the figures
+	validate    check specs and report every problem with file:line:column
+	viz         draw a spec's plan or a run's trace as SVG, HTML or DOT
+	kernels     list the builtin kernels: parameters, directions, what each does
+	completion  print a shell completion script (bash, zsh or fish)
+	version     print dagrun's version and revision (also: dagrun --version)
 
 Run 'dagrun help <command>' or 'dagrun <command> --help' for a command's usage.
 

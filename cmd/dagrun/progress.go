@@ -21,6 +21,7 @@ type progress struct {
 	w     io.Writer // nil: draw nothing
 	now   func() time.Time
 	total int
+	done  int // the runs done so far, drawn or not
 	start time.Time
 	next  time.Time // the earliest time to draw
 	width int       // of the line on screen, 0 when none is
@@ -67,6 +68,7 @@ func (p *progress) due() bool {
 
 // update redraws the bar with done runs done, if it is due.
 func (p *progress) update(done int) {
+	p.done = max(p.done, done)
 	if !p.due() {
 		return
 	}

@@ -13,14 +13,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -269,6 +267,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	if f.set["rank-timeout"] {
 		untraced = append(untraced, executor.WithRankTimeout(f.ranking.timeout))
 	}
+
 	opts := slices.Clone(untraced)
 	if f.traceFile != "" || f.perfModel != "" {
 		opts = append(opts, executor.WithTiming())
@@ -298,13 +297,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			}
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// After the first signal, a second one ends dagrun at once.
-		<-ctx.Done()
-		stop()
-	}()
+	ctx := c.interruptContext()
 
 	// Run every rank of this process, repeat times, eagerly or replayed.
 	var (
@@ -338,7 +331,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			return g.Run, nil
 		}
 	} else {
-		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *m.place, opts...)
+		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *m.place, slices.Concat(opts, []executor.Option{c.rankWaiting(m.place.Rank)})...)
 		if err != nil {
 			return c.rankFailure(ctx, rs, err)
 		}
@@ -478,7 +471,7 @@ func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun
 		}
 		run, session, closer = w.Run, w.Rank, w.Close
 	} else {
-		rk, err := executor.JoinWorld(ctx, b, plans[0], *place, opts...)
+		rk, err := executor.JoinWorld(ctx, b, plans[0], *place, slices.Concat(opts, []executor.Option{c.rankWaiting(place.Rank)})...)
 		if err != nil {
 			return err
 		}
@@ -532,7 +525,7 @@ func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error) error {
 		}
 		prefix = fmt.Sprintf("rank %d: ", re.Rank)
 	}
-	fe := c.runFailure(ctx, s, err, nil)
+	fe := c.runFailure(ctx, s, err, nil, interruptedAt{})
 	fl, ok := fe.(*failure)
 	if !ok {
 		return fe
@@ -708,4 +701,22 @@ func (l *rankLines) Write(p []byte) (int, error) {
 			return len(p), err
 		}
 	}
+}
+
+// rankWaiting makes a rank say on stderr whom its rendezvous waits for,
+// every few seconds, as torchrun does: a rank that waits in silence looks
+// hung.
+func (c *cli) rankWaiting(rank int) executor.Option {
+	return executor.WithRankWaiting(func(missing []int, waited time.Duration) {
+		who := make([]string, len(missing))
+		for i, r := range missing {
+			who[i] = strconv.Itoa(r)
+		}
+		s := ""
+		if len(missing) > 1 {
+			s = "s"
+		}
+		fmt.Fprintf(c.stderr, "dagrun run: rank %d: waiting for rank%s %s (%s so far; --rank-timeout bounds it)\n",
+			rank, s, strings.Join(who, ", "), waited.Round(time.Second))
+	})
 }

@@ -10,10 +10,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -405,13 +403,7 @@ func (c *cli) run(args []string) error {
 	if asJSON && (f.out == "" || f.out == stdio) {
 		s.Stdout = c.stderr
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// After the first signal, a second one ends dagrun at once.
-		<-ctx.Done()
-		stop()
-	}()
+	ctx := c.interruptContext()
 	opts := faultOpts
 	// Ops are timed for a trace, and for a perf model's eager runs (their
 	// spans teach it). Replays teach a perf model only their time each,
@@ -426,7 +418,7 @@ func (c *cli) run(args []string) error {
 	}
 	sess, err := executor.Open(ctx, b, p, opts...)
 	if err != nil {
-		return c.runFailure(ctx, s, err, nil)
+		return c.runFailure(ctx, s, err, nil, interruptedAt{})
 	}
 	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
 	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: f.graph && f.traceFile != "",
@@ -442,7 +434,7 @@ func (c *cli) run(args []string) error {
 		err = c.hostRuns(ctx, b, s, p, pm, f.repeat, faultOpts, c.newProgress(f.repeat, c.quietProgress(asJSON, p)))
 	}
 	if err != nil {
-		return c.runFailure(ctx, s, err, rs.saved)
+		return c.runFailure(ctx, s, err, rs.saved, interruptedAt{done: bar.done, repeat: f.repeat})
 	}
 	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, used
 	if f.traceFile != "" {
@@ -510,13 +502,26 @@ func (c *cli) run(args []string) error {
 	})
 }
 
+// interruptedAt is how far the runs of a session had come when a signal
+// stopped them: done of repeat (repeat 0: before they started).
+type interruptedAt struct{ done, repeat int }
+
+func (at interruptedAt) String() string {
+	if at.repeat == 0 {
+		return "interrupted before the runs started; everything was freed"
+	}
+	return fmt.Sprintf("interrupted after %d of %d %s completed; the one in flight was abandoned and everything was freed",
+		at.done, at.repeat, plural(at.repeat, "run", "runs"))
+}
+
 // runFailure is the failure of a run: interrupted (status 130) when a
-// signal ended ctx, else the op's or backend's error; it names the
-// outputs with a save path that were not written.
-func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, saved map[string]bool) error {
+// signal ended ctx, said in plain words with how far the runs came (at),
+// else the op's or backend's error; it names the outputs with a save
+// path that were not written.
+func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, saved map[string]bool, at interruptedAt) error {
 	var fl *failure
 	if ctx.Err() != nil {
-		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: "interrupted: " + err.Error()}}}
+		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: at.String()}}}
 	} else {
 		fl = opFailure(s, err)
 	}

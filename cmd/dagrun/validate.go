@@ -88,8 +88,10 @@ func (c *cli) validate(args []string) error {
 			Ops: len(s.Graph.Ops), Outputs: len(s.Outputs), Warnings: len(ws)})
 		if !asJSON {
 			c.printWarnings(s)
-			fmt.Fprintf(&text, "%s: ok (%d buffers, %d ops, %d outputs, %d warnings)\n",
-				f, len(s.Graph.Buffers), len(s.Graph.Ops), len(s.Outputs), len(s.Warnings))
+			nb, no, nout, nw := len(s.Graph.Buffers), len(s.Graph.Ops), len(s.Outputs), len(s.Warnings)
+			fmt.Fprintf(&text, "%s: ok (%d %s, %d %s, %d %s, %d %s)\n", f,
+				nb, plural(nb, "buffer", "buffers"), no, plural(no, "op", "ops"),
+				nout, plural(nout, "output", "outputs"), nw, plural(nw, "warning", "warnings"))
 		}
 	}
 	err = c.writeOutput(*out, func(w io.Writer) error {

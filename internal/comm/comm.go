@@ -24,6 +24,10 @@ type Options struct {
 	// DefaultInboxBytes. A single message of any size is let in when its
 	// sender has nothing else queued.
 	InboxBytes int
+	// Waiting, when set, is called every WaitReport while a rendezvous
+	// waits, with the ranks it waits for (rank 0: those not in yet; the
+	// others: rank 0, which lets them in when all are) and the time so far.
+	Waiting func(missing []int, waited time.Duration)
 }
 
 // DefaultInboxBytes is the default of Options.InboxBytes.
@@ -39,6 +43,9 @@ func (o Options) inboxBytes() int {
 	}
 	return o.InboxBytes
 }
+
+// WaitReport is how often a rendezvous calls Options.Waiting.
+const WaitReport = 5 * time.Second
 
 func (o Options) timeout() time.Duration {
 	if o.Timeout <= 0 {

@@ -146,7 +146,8 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	}
 	defer ln.Close()
 	where := ln.Addr().String()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	arrivals := make(chan arrival)
 	stop := make(chan struct{})
 	var acceptors sync.WaitGroup
@@ -204,8 +205,20 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	var failure error
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
+	report := time.NewTicker(WaitReport)
+	defer report.Stop()
 	for arrived < cfg.World && failure == nil {
 		select {
+		case <-report.C:
+			if cfg.Waiting != nil {
+				var missing []int
+				for r := 1; r < cfg.World; r++ {
+					if conns[r] == nil {
+						missing = append(missing, r)
+					}
+				}
+				cfg.Waiting(missing, time.Since(start))
+			}
 		case a := <-arrivals:
 			h := a.h
 			switch {
@@ -369,6 +382,22 @@ func refuse(a arrival, msg string) {
 func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 	timeout := cfg.timeout()
 	deadline := time.Now().Add(timeout)
+	if cfg.Waiting != nil {
+		start := time.Now()
+		report := time.NewTicker(WaitReport)
+		done := make(chan struct{})
+		defer func() { report.Stop(); close(done) }()
+		go func() {
+			for {
+				select {
+				case <-report.C:
+					cfg.Waiting([]int{0}, time.Since(start))
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
 	var conn net.Conn
 	var rd *bufio.Reader
 	var last error
