@@ -832,3 +832,74 @@ func BenchmarkSessionAllReduce(b *testing.B) {
 		closeRanks(b, be, ss)
 	}
 }
+
+// BenchmarkTwoDevicePipelineReplay: a pipeline of 8 micro-batches across 2
+// devices (a kernel on device 0, a copy of its result to device 1, a
+// kernel there; 256 KiB each, so that the graph's launch and dependencies
+// show) captured by dagrun as one graph and replayed, against the same
+// work captured by hand in raw C on two streams (rawPipeline), with the
+// same kernels and buffers, in the same run: microseconds per replay.
+func BenchmarkTwoDevicePipelineReplay(b *testing.B) {
+	be := twoDeviceBackend(b)
+	topo, err := be.Topology()
+	require.NoError(b, err)
+	const stages, n = 8, 1 << 16
+	g := dag.New()
+	grid, block := dag.Dim3{X: 64, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
+	type stageOps struct{ k0, cp, k1 *dag.Op }
+	ops := make([]stageOps, stages)
+	for i := range ops {
+		x := g.Buffer(fmt.Sprintf("x%d", i), 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(uint64(i)))
+		p := g.Buffer(fmt.Sprintf("p%d", i), 4*n, dag.OnDevice(1), dag.Of(dag.F32), dag.Zeros())
+		y := g.Buffer(fmt.Sprintf("y%d", i), 4*n, dag.OnDevice(1), dag.Of(dag.F32), dag.Zeros())
+		ops[i].k0 = g.Launch(dag.Scale, grid, block, x, float32(1))
+		ops[i].cp = g.Copy(p.All(), x.All()).OnDevice(1)
+		ops[i].k1 = g.Launch(dag.Axpy, grid, block, y, p, float32(0.5)).OnDevice(1)
+	}
+	graph, err := g.Build()
+	require.NoError(b, err)
+	plan, err := planner.New(graph, planner.Options{Topology: topo})
+	require.NoError(b, err)
+	se := openSession(b, be, graph)
+	require.NoError(b, runPlan(b.Context(), se, plan, true))
+	require.NoError(b, se.BeginCapture(0))
+	require.NoError(b, submit(se, plan))
+	gi, err := se.EndCapture(0)
+	require.NoError(b, err)
+	require.NoError(b, se.Instantiate(gi))
+	report := func(b *testing.B, start time.Time) {
+		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "us/replay")
+	}
+	b.Run("graph/session", func(b *testing.B) {
+		for range 3 {
+			require.NoError(b, se.LaunchGraph(gi, 0))
+		}
+		require.NoError(b, se.Sync(b.Context()))
+		start := time.Now()
+		for range b.N {
+			if err := se.LaunchGraph(gi, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		require.NoError(b, se.Sync(b.Context()))
+		report(b, start)
+	})
+	raw := make([]rawStage, stages)
+	for i, o := range ops {
+		src, dst := o.cp.Access[0].View, o.cp.Access[1].View
+		raw[i] = rawStage{k0: se.ops[o.k0.ID].launch, k1: se.ops[o.k1.ID].launch, dst: se.ptr(dst), src: se.ptr(src), n: src.Size}
+	}
+	d0, err := se.device(0)
+	require.NoError(b, err)
+	d1, err := se.device(1)
+	require.NoError(b, err)
+	rp, err := be.drv.newRawPipeline(d0.ctx, d1.ctx, raw)
+	require.NoError(b, err)
+	defer rp.close()
+	b.Run("graph/raw", func(b *testing.B) {
+		require.NoError(b, rp.replays(3))
+		start := time.Now()
+		require.NoError(b, rp.replays(b.N))
+		report(b, start)
+	})
+}
