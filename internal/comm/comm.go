@@ -104,6 +104,11 @@ func (c *Comm) usable(op string) error {
 
 func (c *Comm) send(op string, to int, ch channel, data []byte) error {
 	if err := c.tr.send(to, ch, data); err != nil {
+		// A peer's failure closes its connection after it is recorded:
+		// the recorded cause names the rank, the write's error does not.
+		if cause := c.box.failed(); cause != nil {
+			return cause
+		}
 		return c.fail(c.errf(op, to, ErrAborted, "sending to rank %d: %v", to, err))
 	}
 	return nil
