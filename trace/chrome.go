@@ -85,6 +85,8 @@ type (
 		Block  string   `json:"block,omitempty"`
 		Reads  []string `json:"reads,omitempty"`
 		Writes []string `json:"writes,omitempty"`
+		Path   string   `json:"path,omitempty"`     // copies: Slice.Path
+		GBps   float64  `json:"gb_per_s,omitempty"` // copies: achieved bandwidth
 	}
 	flowArgs struct {
 		Event int `json:"event"`
@@ -218,7 +220,10 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		l := t.Lanes[s.Lane]
 		dur := micros(s.Dur)
 		ev := chromeEvent{Name: s.Name, Cat: s.Kind.String(), Ph: "X", Ts: micros(s.Start), Dur: &dur, Pid: l.pid(), Tid: l.Stream + 1}
-		args := sliceArgs{Op: s.Name, OpID: s.Op, Run: s.Run, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes}
+		args := sliceArgs{Op: s.Name, OpID: s.Op, Run: s.Run, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes, Path: s.Path}
+		if s.Path != "" {
+			args.GBps = math.Round(s.GBps()*1000) / 1000
+		}
 		if err := emit(ev, args); err != nil {
 			return err
 		}
@@ -369,7 +374,7 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 				return nil, rerr
 			}
 			t.Slices = append(t.Slices, Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: start, Dur: dur,
-				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes})
+				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes, Path: a.Path})
 		case "s", "f":
 			if ev.ID == nil {
 				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("flow event %q has no id", ev.Name)}

@@ -57,6 +57,9 @@ func ExampleFromRun() {
 	// dev0.normal.compute0  normal    compute    1   7.000 µs  35.0%
 	// dev0.normal.h2d       normal    h2d        1  10.000 µs  50.0%
 	//
+	// copies        count    bytes       time  GB/s
+	// pinned->dev0      1  4.0 KiB  10.000 µs   0.4
+	//
 	// copy/compute overlap  0 ns (0.0% of makespan; 0.0% of copy time 10.000 µs hidden behind kernels, kernel time 7.000 µs)
 	// critical path         17.000 µs (makespan / critical path = 1.18)
 	// plan estimate         makespan 12.277 µs, critical path 9.077 µs (cost model)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dagrun/dagrun/dag"
 )
 
 // Summary is what WriteSummary prints, as numbers.
@@ -27,6 +29,7 @@ type Summary struct {
 	CriticalPath time.Duration
 	Ratio        float64
 	Waits        []WaitSummary // longest idle first
+	Copies       []CopySummary // by path, in path order
 	// Runs are the runs of a trace of several (FromRuns), by number; nil
 	// for one run. Ratio is then the median run's makespan over
 	// CriticalPath.
@@ -38,6 +41,16 @@ type RunSummary struct {
 	Run      int
 	Start    time.Duration // of its first slice
 	Makespan time.Duration // from its first slice's start to its last one's end
+}
+
+// CopySummary is the copies of one path (Slice.Path): how many, their
+// bytes and time, and the bandwidth they achieved together.
+type CopySummary struct {
+	Path  string
+	Count int
+	Bytes int64
+	Time  time.Duration // the sum of their durations
+	GBps  float64       // Bytes over Time
 }
 
 // StreamSummary is one lane's share of the work.
@@ -89,11 +102,39 @@ func (t *Trace) Summarize() Summary {
 	s.CopyHidden = share(s.Overlap, s.CopyBusy)
 	s.Ratio = share(s.Makespan, s.CriticalPath)
 	s.Waits = t.waits()
+	s.Copies = t.copies()
 	s.Runs = t.runs()
 	if len(s.Runs) > 1 {
 		s.Ratio = share(medianMakespan(s.Runs), s.CriticalPath)
 	}
 	return s
+}
+
+// copies sums up the copies by path.
+func (t *Trace) copies() []CopySummary {
+	byPath := map[string]*CopySummary{}
+	for _, sl := range t.Slices {
+		if sl.Path == "" {
+			continue
+		}
+		c := byPath[sl.Path]
+		if c == nil {
+			c = &CopySummary{Path: sl.Path}
+			byPath[sl.Path] = c
+		}
+		c.Count++
+		c.Bytes += sl.Bytes
+		c.Time += sl.Dur
+	}
+	out := make([]CopySummary, 0, len(byPath))
+	for _, c := range byPath {
+		if c.Time > 0 {
+			c.GBps = float64(c.Bytes) / c.Time.Seconds() / 1e9
+		}
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b CopySummary) int { return cmp.Compare(a.Path, b.Path) })
+	return out
 }
 
 // runs sums up each run of a trace of several; nil for one.
@@ -187,6 +228,14 @@ func (t *Trace) WriteSummary(w io.Writer) error {
 	}
 	writeTable(bw, rows, []bool{false, false, false, true, true, true})
 
+	if len(s.Copies) > 0 {
+		bw.WriteByte('\n')
+		rows := [][]string{{"copies", "count", "bytes", "time", "GB/s"}}
+		for _, c := range s.Copies {
+			rows = append(rows, []string{c.Path, fmt.Sprint(c.Count), dag.FormatBytes(c.Bytes), fmtDur(c.Time), fmt.Sprintf("%.1f", c.GBps)})
+		}
+		writeTable(bw, rows, []bool{false, true, true, true, true})
+	}
 	fmt.Fprintf(bw, "\ncopy/compute overlap  %s (%s of makespan; %s of copy time %s hidden behind kernels, kernel time %s)\n",
 		fmtDur(s.Overlap), pct(s.OverlapShare), pct(s.CopyHidden), fmtDur(s.CopyBusy), fmtDur(s.KernelBusy))
 	if len(s.Runs) > 1 {

@@ -69,6 +69,19 @@ type Slice struct {
 	Block  dag.Dim3 // launches: the block shape
 	Reads  []string // views the op reads: buffer names, with [from:to] for part of a buffer
 	Writes []string // views the op writes
+	// Path is where a copy goes: its ends (dev0, dev1, pinned, pageable)
+	// and, between two devices, how (peer or via host): "dev1->dev0 peer".
+	// Empty for other ops.
+	Path string
+}
+
+// GBps is the slice's achieved bandwidth in GB/s (10^9 bytes per second):
+// its bytes over its duration; 0 without either.
+func (s Slice) GBps() float64 {
+	if s.Dur <= 0 || s.Bytes <= 0 {
+		return 0
+	}
+	return float64(s.Bytes) / s.Dur.Seconds() / 1e9
 }
 
 // End is when the slice ends.
@@ -313,6 +326,7 @@ func (b *builder) add(opID, stream int, start, d time.Duration) {
 		s.Grid, s.Block = l.Grid, l.Block
 	}
 	s.Reads, s.Writes = b.views(op)
+	s.Path = copyPath(b.p, op)
 	if b.sliceOf[opID] < 0 {
 		b.sliceOf[opID] = int32(len(b.t.Slices))
 		b.durations[opID] = d
@@ -458,4 +472,25 @@ func criticalPath(ops []*dag.Op, dur []time.Duration) time.Duration {
 		longest = max(longest, finish[i])
 	}
 	return longest
+}
+
+// copyPath is Slice.Path for op under plan p.
+func copyPath(p *planner.Plan, op *dag.Op) string {
+	if op.Kind != dag.Copy || len(op.Access) != 2 || op.Access[0].Buf == nil || op.Access[1].Buf == nil {
+		return ""
+	}
+	end := func(b *dag.Buffer) string {
+		switch b.Placement {
+		case dag.Device:
+			return fmt.Sprintf("dev%d", b.Device)
+		case dag.Pinned:
+			return "pinned"
+		}
+		return "pageable"
+	}
+	path := end(op.Access[0].Buf) + "->" + end(op.Access[1].Buf)
+	if how := p.CopyPath(op); how != "" {
+		path += " " + how
+	}
+	return path
 }
