@@ -236,6 +236,9 @@ func (pic *picture) hover(s Slice) string {
 	if s.Bytes > 0 {
 		fmt.Fprintf(&b, "\nbytes %s", dag.FormatBytes(s.Bytes))
 	}
+	if s.Path != "" {
+		fmt.Fprintf(&b, "\ncopy %s, %.1f GB/s", s.Path, s.GBps())
+	}
 	if s.Kind == dag.Launch {
 		fmt.Fprintf(&b, "\ngrid %s, block %s", s.Grid, s.Block)
 	}
