@@ -214,7 +214,7 @@ func BenchmarkWorkloadD(b *testing.B) {
 // --perf-model run is (CUPTI, submission timing; medians over the runs
 // after a warm-up). Run it in several processes: on the lent H100 the
 // workloads' costs over the probe's spread 0.7-1.8x, so no such probe
-// predicts a run (BENCHMARKS.md, "Fourth H100 session").
+// predicts a run (BENCHMARKS.md, host drift).
 func BenchmarkSubmitDrift(b *testing.B) {
 	be := gpuBackend(b)
 	ctx := context.Background()

@@ -31,7 +31,7 @@ field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)
 # eager_repeat SPEC prints how many eager runs of SPEC take about a second
 # (EAGER_WINDOW_S; 40 to 5000): the host's submission speed on the H100
 # machine drifts by up to 1.8x over tens of milliseconds (BENCHMARKS.md,
-# fourth session), so a makespan measured over 40 runs of a 0.1 ms example
+# host drift), so a makespan measured over 40 runs of a 0.1 ms example
 # is one moment of that drift, and one learned over them another. Runs
 # spread over a second average it, in the learning process and in the
 # measured ones alike.
