@@ -82,8 +82,7 @@ type collState struct {
 	warm     map[int]bool // collective ops that ran eagerly and synced
 	calls    *C.dr_nccl_call
 	capCalls int
-	pend     []pendingCall // held back send/recv ops; their records are calls[0:len(pend)]
-	pendOn   *stream
+	pend     []pendingCall // held back send/recv ops (on collectives.heldOn); their records are calls[0:len(pend)]
 }
 
 type pendingCall struct {
@@ -280,7 +279,7 @@ func (cm *collectives) runCollective(s *stream, st *opState) error {
 	p2p := op.Kind == dag.Send || op.Kind == dag.Recv
 	if p2p && !se.tim.timing {
 		pc := pendingCall{op: op, view: op.Access[0].View, out: op.Kind == dag.Recv}
-		if c.pendOn != nil && (c.pendOn != s || len(c.pend) == c.capCalls || conflicts(c.pend, pc)) {
+		if cm.heldOn != nil && (cm.heldOn != s || len(c.pend) == c.capCalls || conflicts(c.pend, pc)) {
 			if err := cm.issuePending(); err != nil {
 				return err
 			}
@@ -290,7 +289,7 @@ func (cm *collectives) runCollective(s *stream, st *opState) error {
 			return err
 		}
 		c.pend = append(c.pend, pc)
-		c.pendOn = s
+		cm.heldOn = s
 		return nil
 	}
 	if err := cm.issuePending(); err != nil {
@@ -314,10 +313,12 @@ func conflicts(pend []pendingCall, pc pendingCall) bool {
 }
 
 // flushP2P issues the held-back sends and recvs before work of action act
-// is enqueued on s (nil: at Sync), unless that work joins them.
+// is enqueued on s (nil: at Sync), unless that work joins them. Callers
+// call it only where heldOn is set, so that a session holding nothing back
+// pays one nil check per op.
 func (cm *collectives) flushP2P(s *stream, act action) error {
 	c := cm.coll
-	if c == nil || c.pendOn == nil || (s != nil && s != c.pendOn) || act == actCollective {
+	if c == nil || cm.heldOn == nil || (s != nil && s != cm.heldOn) || act == actCollective {
 		return nil
 	}
 	return cm.issuePending()
@@ -330,7 +331,7 @@ func (cm *collectives) issuePending() error {
 		return nil
 	}
 	pend := c.pend
-	c.pend, c.pendOn = c.pend[:0], nil
+	c.pend, cm.heldOn = c.pend[:0], nil
 	return cm.issue(len(pend), func(i int) *dag.Op { return pend[i].op })
 }
 
@@ -482,7 +483,7 @@ func (cm *collectives) closeComm() error {
 	if c == nil {
 		return nil
 	}
-	c.pend, c.pendOn = nil, nil
+	c.pend, cm.heldOn = nil, nil
 	c.mu.Lock()
 	var err error
 	if c.comm != nil && c.comm.comm != nil {

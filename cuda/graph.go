@@ -107,8 +107,10 @@ func (cpt *capturer) BeginCapture(origin int) error {
 	if err := se.colls.collCaptureReady(); err != nil {
 		return fmt.Errorf("cuda: BeginCapture: %w", err)
 	}
-	if err := se.colls.flushP2P(nil, actNone); err != nil {
-		return err
+	if se.colls.heldOn != nil {
+		if err := se.colls.flushP2P(nil, actNone); err != nil {
+			return err
+		}
 	}
 	if se.host.abandoned.Load() {
 		if err := se.host.resume(); err != nil {
@@ -290,8 +292,10 @@ func (cpt *capturer) LaunchGraph(gi, si int) error {
 		}
 	}
 	g := cpt.graphs[gi]
-	if err := se.colls.flushP2P(nil, actNone); err != nil {
-		return err
+	if se.colls.heldOn != nil {
+		if err := se.colls.flushP2P(nil, actNone); err != nil {
+			return err
+		}
 	}
 	// Under CUPTI the launch carries its number (gstats.Launches so far),
 	// which ReplaySpans names the replay's spans by (timing.go).

@@ -124,6 +124,11 @@ type timer struct {
 type collectives struct {
 	se   *Session
 	coll *collState // the NCCL communicator after Join; nil before
+
+	// heldOn is the stream whose sends and recvs are held back (coll.pend),
+	// nil when none are: Record, Wait, Run, Sync, EndCapture and
+	// LaunchGraph then skip flushP2P.
+	heldOn *stream
 }
 
 // stager copies between devices through pinned host memory where peer

@@ -95,8 +95,10 @@ func (sm *submitter) Record(si, ei int) error {
 		e.dev = s.dev
 		se.hold.track(&se.hold.live.Events, 1)
 	}
-	if err := se.colls.flushP2P(s, actNone); err != nil {
-		return err
+	if se.colls.heldOn != nil {
+		if err := se.colls.flushP2P(s, actNone); err != nil {
+			return err
+		}
 	}
 	return se.drv.check("cuEventRecord", C.dr_record(se.drv.api, s.dev.ctx, e.h, s.h))
 }
@@ -120,8 +122,10 @@ func (sm *submitter) Wait(si, ei int) error {
 	if e.h == nil {
 		return fmt.Errorf("cuda: stream %d waits for event %d, which was never recorded", si, ei)
 	}
-	if err := se.colls.flushP2P(s, actNone); err != nil {
-		return err
+	if se.colls.heldOn != nil {
+		if err := se.colls.flushP2P(s, actNone); err != nil {
+			return err
+		}
 	}
 	return se.drv.check("cuStreamWaitEvent", C.dr_wait(se.drv.api, s.dev.ctx, s.h, e.h))
 }
@@ -212,8 +216,10 @@ func (sm *submitter) run(s *stream, st *opState) error {
 	se := sm.se
 	api, c, h := se.drv.api, s.dev.ctx, s.h
 	op := st.op
-	if err := se.colls.flushP2P(s, st.act); err != nil {
-		return err
+	if se.colls.heldOn != nil {
+		if err := se.colls.flushP2P(s, st.act); err != nil {
+			return err
+		}
 	}
 	switch st.act {
 	case actNone:

@@ -24,8 +24,10 @@ func (hst *hostSide) Sync(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { se.faults.afterFailedRun(ctx, err) }() // faults.go
-	if err := se.colls.flushP2P(nil, actNone); err != nil {
-		return se.colls.afterSync(ctx, err)
+	if se.colls.heldOn != nil {
+		if err := se.colls.flushP2P(nil, actNone); err != nil {
+			return se.colls.afterSync(ctx, err)
+		}
 	}
 	return se.colls.afterSync(ctx, hst.syncStreams(ctx))
 }
