@@ -300,7 +300,7 @@ func (cpt *capturer) LaunchGraph(gi, si int) error {
 	// Under CUPTI the launch carries its number (gstats.Launches so far),
 	// which ReplaySpans names the replay's spans by (timing.go).
 	if se.tim.cupti != nil {
-		if err := se.tim.launchTraced(g, s, si, cpt.gstats.Launches); err != nil {
+		if err := se.tim.cupti.launchTraced(se.drv, g, s, si, cpt.gstats.Launches); err != nil {
 			return err
 		}
 	} else if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {

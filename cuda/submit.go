@@ -159,7 +159,7 @@ func (sm *submitter) Run(si int, op *dag.Op) error {
 	}
 	if se.tim.tracesOps() { // timing.go
 		s.last = op.Name
-		if err := se.tim.runTraced(s, si, st, op); err != nil {
+		if err := se.tim.cupti.runTraced(se, s, si, st, op); err != nil {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
 		return nil

@@ -71,7 +71,7 @@ func (tm *timer) Spans(f func(op, stream int, start, end time.Duration)) error {
 		if c.whole {
 			return errors.Join(tm.eventSpans(f), c.dropReplays())
 		}
-		return tm.cuptiSpans(func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
+		return tm.cupti.takeSpans(func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
 	}
 	return tm.eventSpans(f)
 }
@@ -348,9 +348,7 @@ func (tm *timer) tracesOps() bool { return tm.cupti != nil && !tm.cupti.whole }
 // CUPTI: the push, the driver callback at the call's entry and the pop are
 // all on this thread, and the records come in buffers CUPTI hands over on
 // its own.
-func (tm *timer) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
-	se := tm.se
-	c := tm.cupti
+func (c *cuptiTiming) runTraced(se *Session, s *stream, si int, st *opState, op *dag.Op) error {
 	if err := c.takeOrigin(); err != nil {
 		return err
 	}
@@ -378,9 +376,7 @@ func (tm *timer) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 // CUPTI: the records come in buffers CUPTI hands over on its own, read at
 // the next Spans. A marker that cannot be pushed leaves the replay
 // unmarked (counted), not the launch undone.
-func (tm *timer) launchTraced(g *graph, s *stream, si, seq int) error {
-	se := tm.se
-	c := tm.cupti
+func (c *cuptiTiming) launchTraced(drv *driver, g *graph, s *stream, si, seq int) error {
 	if err := c.takeOrigin(); err != nil {
 		return err
 	}
@@ -390,11 +386,11 @@ func (tm *timer) launchTraced(g *graph, s *stream, si, seq int) error {
 	c.launchStreams = append(c.launchStreams, int32(si))
 	c.lastRecords = g.records
 	var failed C.int
-	rc := C.dr_cupti_graph_launch(c.tr.lib, se.drv.api, s.dev.ctx, g.exec, s.h, C.uint64_t(replayMarker+seq), &failed)
+	rc := C.dr_cupti_graph_launch(c.tr.lib, drv.api, s.dev.ctx, g.exec, s.h, C.uint64_t(replayMarker+seq), &failed)
 	if failed != 0 {
 		c.unmarkedLaunches++
 	}
-	return se.drv.check("cuGraphLaunch", rc)
+	return drv.check("cuGraphLaunch", rc)
 }
 
 // TimesReplays does the work of Session.TimesReplays.
@@ -413,7 +409,7 @@ func (tm *timer) ReplaySpans(f func(replay, op, stream int, start, end time.Dura
 		c.reset()
 		return errors.Join(err, ferr)
 	}
-	return tm.cuptiSpans(f)
+	return tm.cupti.takeSpans(f)
 }
 
 // dropReplays reads and drops the graph-launch records of replays since the
@@ -533,10 +529,9 @@ func (c *cuptiTiming) wholeSpans(recs []activityRecord, f func(replay, op, strea
 	}
 }
 
-// cuptiSpans flushes CUPTI and calls f once per op and replay with device
+// takeSpans flushes CUPTI and calls f once per op and replay with device
 // work since the last call (see spans).
-func (tm *timer) cuptiSpans(f func(replay, op, stream int, start, end time.Duration)) error {
-	c := tm.cupti
+func (c *cuptiTiming) takeSpans(f func(replay, op, stream int, start, end time.Duration)) error {
 	recs, err := c.collect()
 	c.spans(recs, max(8*len(recs), 1<<16), f)
 	c.reset()
