@@ -49,10 +49,19 @@ type Session struct {
 
 // newSession returns a session of b for g with its parts joined to it.
 func newSession(b *Backend, g *dag.Graph) *Session {
-	se := &Session{b: b, drv: b.drv, g: g}
+	se := joined(&Session{b: b, drv: b.drv, g: g})
 	se.hold.devs = map[int]*sessDevice{}
-	se.hold.se, se.sub.se, se.host.se, se.capt.se, se.tim.se = se, se, se, se, se
-	se.colls.se, se.stage.se, se.gemms.se, se.faults.se = se, se, se, se
+	return se
+}
+
+// joined returns se with its parts joined to it. A zero Session (not made
+// by Backend.Open) is joined at its first call, so that the call fails as
+// an unopened session's does.
+func joined(se *Session) *Session {
+	if se.sub.se == nil {
+		se.hold.se, se.sub.se, se.host.se, se.capt.se, se.tim.se = se, se, se, se, se
+		se.colls.se, se.stage.se, se.gemms.se, se.faults.se = se, se, se, se
+	}
 	return se
 }
 
@@ -396,12 +405,12 @@ func (se *Session) Close() error {
 // WaitExternal makes stream si wait for the latest record of the caller's
 // event ev (cuStreamWaitEvent).
 func (se *Session) WaitExternal(si int, ev uintptr) error {
-	return se.sub.WaitExternal(si, ev)
+	return joined(se).sub.WaitExternal(si, ev)
 }
 
 // RecordExternal records the caller's event ev on stream si (cuEventRecord).
 func (se *Session) RecordExternal(si int, ev uintptr) error {
-	return se.sub.RecordExternal(si, ev)
+	return joined(se).sub.RecordExternal(si, ev)
 }
 
 // Submit enqueues steps as Run, Record and Wait would, one after another,
@@ -414,39 +423,39 @@ func (se *Session) RecordExternal(si int, ev uintptr) error {
 // frees, host steps, GEMMs, tasks, collectives, ops timed by events, a
 // capture) go through Run, Record and Wait.
 func (se *Session) Submit(steps []device.Step) (int, error) {
-	return se.sub.Submit(steps)
+	return joined(se).sub.Submit(steps)
 }
 
 // NewStream creates the next stream: non-blocking, on device, with
 // priority mapped by StreamPriority.
 func (se *Session) NewStream(ordinal int, p dag.Priority) error {
-	return se.sub.NewStream(ordinal, p)
+	return joined(se).sub.NewStream(ordinal, p)
 }
 
 // NewEvent creates the next event. Its driver event is made at its first
 // Record, in the context of the recording stream's device.
 func (se *Session) NewEvent() error {
-	return se.sub.NewEvent()
+	return joined(se).sub.NewEvent()
 }
 
 // Record records event e on stream si.
 func (se *Session) Record(si, ei int) error {
-	return se.sub.Record(si, ei)
+	return joined(se).sub.Record(si, ei)
 }
 
 // Wait makes stream si wait for the last record of event e.
 func (se *Session) Wait(si, ei int) error {
-	return se.sub.Wait(si, ei)
+	return joined(se).sub.Wait(si, ei)
 }
 
 // Run enqueues op on stream si. Errors name the op.
 func (se *Session) Run(si int, op *dag.Op) error {
-	return se.sub.Run(si, op)
+	return joined(se).sub.Run(si, op)
 }
 
 // GraphStats returns what the session has counted of its graphs.
 func (se *Session) GraphStats() GraphStats {
-	return se.capt.GraphStats()
+	return joined(se).capt.GraphStats()
 }
 
 // BeginCapture starts capturing the work submitted to every stream: it
@@ -456,27 +465,27 @@ func (se *Session) GraphStats() GraphStats {
 // as a whole, not per op). A session with collectives captures only once
 // they have run eagerly (see collective.go).
 func (se *Session) BeginCapture(origin int) error {
-	return se.capt.BeginCapture(origin)
+	return joined(se).capt.BeginCapture(origin)
 }
 
 // EndCapture joins every stream back into origin and ends the capture,
 // returning the captured graph's number. The graph is not launchable until
 // Instantiate (or UpdateGraph, which instantiates it into another graph).
 func (se *Session) EndCapture(origin int) (int, error) {
-	return se.capt.EndCapture(origin)
+	return joined(se).capt.EndCapture(origin)
 }
 
 // Instantiate makes graph gi launchable and uploads it to its device, so
 // that the first launch costs what later ones do.
 func (se *Session) Instantiate(gi int) error {
-	return se.capt.Instantiate(gi)
+	return joined(se).capt.Instantiate(gi)
 }
 
 // LaunchGraph enqueues one replay of instantiated graph gi on stream si.
 // Launches are numbered from 0 in the session (GraphStats.Launches before
 // it): ReplaySpans names the spans of each replay by that number.
 func (se *Session) LaunchGraph(gi, si int) error {
-	return se.capt.LaunchGraph(gi, si)
+	return joined(se).capt.LaunchGraph(gi, si)
 }
 
 // UpdateGraph makes instantiated graph gi do what captured graph fresh
@@ -485,22 +494,22 @@ func (se *Session) LaunchGraph(gi, si int) error {
 // place. Either way fresh is used up. It reports whether the update was in
 // place. Call it when gi's launches are done.
 func (se *Session) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
-	return se.capt.UpdateGraph(gi, fresh)
+	return joined(se).capt.UpdateGraph(gi, fresh)
 }
 
 // DestroyGraph releases graph gi: its executable and its captured graph.
 func (se *Session) DestroyGraph(gi int) error {
-	return se.capt.DestroyGraph(gi)
+	return joined(se).capt.DestroyGraph(gi)
 }
 
 // GraphNodes is the number of nodes of captured graph gi.
 func (se *Session) GraphNodes(gi int) (int, error) {
-	return se.capt.GraphNodes(gi)
+	return joined(se).capt.GraphNodes(gi)
 }
 
 // SetTiming turns op timing on or off; call it before the first run.
 func (se *Session) SetTiming(on bool) {
-	se.tim.SetTiming(on)
+	joined(se).tim.SetTiming(on)
 }
 
 // Spans calls f with each op run since the last call: its stream and its
@@ -514,7 +523,7 @@ func (se *Session) SetTiming(on bool) {
 // timed by events and Spans gives theirs; replays have no op spans there,
 // and their records are dropped: ReplaySpans reads them.
 func (se *Session) Spans(f func(op, stream int, start, end time.Duration)) error {
-	return se.tim.Spans(f)
+	return joined(se).tim.Spans(f)
 }
 
 // SetTimingSource chooses how a timing session times ops; call it after
@@ -525,7 +534,7 @@ func (se *Session) Spans(f func(op, stream int, start, end time.Duration)) error
 // is returned only for an unknown source. CUPTI's sink is the process's:
 // while one session holds it, another falls back to events as busy.
 func (se *Session) SetTimingSource(src string) error {
-	return se.tim.SetTimingSource(src)
+	return joined(se).tim.SetTimingSource(src)
 }
 
 // TimingSource says how the session times ops (TimingCUPTI,
@@ -534,7 +543,7 @@ func (se *Session) SetTimingSource(src string) error {
 // of buffer space, or by dagrun for want of memory): spans of those ops, or
 // replays, are missing.
 func (se *Session) TimingSource() (source, why string, dropped uint64) {
-	return se.tim.TimingSource()
+	return joined(se).tim.TimingSource()
 }
 
 // TimesReplays reports whether ReplaySpans tells apart graph replays
@@ -542,7 +551,7 @@ func (se *Session) TimingSource() (source, why string, dropped uint64) {
 // replay whole (TimingCUPTIGraph). Timed by events a replay is not timed
 // (a graph holds no timing events).
 func (se *Session) TimesReplays() bool {
-	return se.tim.TimesReplays()
+	return joined(se).tim.TimesReplays()
 }
 
 // ReplaySpans is Spans with each span's replay: the session's launch
@@ -556,7 +565,7 @@ func (se *Session) TimesReplays() bool {
 // eager ops come first, timed by events (on the events' clock, not
 // CUPTI's). Without CUPTI every span has replay -1.
 func (se *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error {
-	return se.tim.ReplaySpans(f)
+	return joined(se).tim.ReplaySpans(f)
 }
 
 // SetCollectiveTimeout sets how long Sync waits for work of a session
@@ -564,7 +573,7 @@ func (se *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Du
 // lost peer; 0 waits for ever (the context still ends it). Call it after
 // Join.
 func (se *Session) SetCollectiveTimeout(d time.Duration) {
-	se.colls.SetCollectiveTimeout(d)
+	joined(se).colls.SetCollectiveTimeout(d)
 }
 
 // Join makes the session rank w.Rank of a world of w.Size ranks
@@ -575,12 +584,12 @@ func (se *Session) SetCollectiveTimeout(d time.Duration) {
 // returns its error, and the communicator, should the other ranks still
 // come, is aborted as soon as it is made.
 func (se *Session) Join(ctx context.Context, w device.World) error {
-	return se.colls.Join(ctx, w)
+	return joined(se).colls.Join(ctx, w)
 }
 
 // Rank is the session's rank and world size after Join; ok is false before.
 func (se *Session) Rank() (rank, size int, ok bool) {
-	return se.colls.Rank()
+	return joined(se).colls.Rank()
 }
 
 // AbortCollectives aborts the session's communicator, cancelling its work
@@ -589,7 +598,7 @@ func (se *Session) Rank() (rank, size int, ok bool) {
 // goroutine: a process running several ranks calls it on the others when
 // one fails. It does nothing before Join.
 func (se *Session) AbortCollectives(cause error) {
-	se.colls.AbortCollectives(cause)
+	joined(se).colls.AbortCollectives(cause)
 }
 
 // Sync waits for every stream. With a context that can end it polls, so
@@ -602,19 +611,19 @@ func (se *Session) AbortCollectives(cause error) {
 // on the stream that reported it: the driver says which context failed, not
 // which kernel, so the cause may be an earlier op.
 func (se *Session) Sync(ctx context.Context) (err error) {
-	return se.host.Sync(ctx)
+	return joined(se).host.Sync(ctx)
 }
 
 // Delay enqueues a pause of about d on stream: the builtin spin kernel,
 // one thread busy-waiting on the device, so that the stream's next work
 // starts later while the host goes on submitting.
 func (se *Session) Delay(si int, d time.Duration) error {
-	return se.faults.Delay(si, d)
+	return joined(se).faults.Delay(si, d)
 }
 
 // Fail enqueues a failure on stream: a host callback (never a kernel: a
 // kernel's fault would ruin the context) that reports err as op's
 // *dag.OpError, which the next Sync returns.
 func (se *Session) Fail(si int, op *dag.Op, err error) error {
-	return se.faults.Fail(si, op, err)
+	return joined(se).faults.Fail(si, op, err)
 }
