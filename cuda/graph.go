@@ -529,3 +529,11 @@ func (cpt *capturer) dropVariant(st *opState) {
 		se.hold.track(&se.hold.live.Callbacks, -1)
 	}
 }
+
+// dropVariants frees the C records of op variants (Close).
+func (cpt *capturer) dropVariants() {
+	for _, st := range cpt.variants {
+		cpt.dropVariant(st)
+	}
+	cpt.variants = nil
+}

@@ -117,3 +117,26 @@ func placeName(b *dag.Buffer) string {
 	}
 	return b.Placement.String() + " host"
 }
+
+// freeBuffers frees the session's buffers (Close).
+func (hd *holdings) freeBuffers(keep func(error)) {
+	se := hd.se
+	for i := range hd.bufs {
+		bs := &hd.bufs[i]
+		switch {
+		case bs.dptr != 0:
+			keep(se.drv.memFree(bs.dev.ctx, bs.dptr))
+			if bs.b.Temporary {
+				hd.track(&hd.live.PoolAllocs, -1)
+			} else {
+				hd.track(&hd.live.DeviceAllocs, -1)
+			}
+		case bs.host != nil && bs.b.Placement == dag.Pinned:
+			keep(se.drv.hostFree(bs.dev.ctx, bs.host))
+			hd.track(&hd.live.PinnedAllocs, -1)
+		case bs.host != nil:
+			C.free(bs.host)
+			hd.track(&hd.live.HostAllocs, -1)
+		}
+	}
+}

@@ -335,63 +335,14 @@ func (se *Session) Close() error {
 	if se.host.hostCancel != nil {
 		se.host.hostCancel()
 	}
-	for i := range se.hold.bufs {
-		bs := &se.hold.bufs[i]
-		switch {
-		case bs.dptr != 0:
-			keep(se.drv.memFree(bs.dev.ctx, bs.dptr))
-			if bs.b.Temporary {
-				se.hold.track(&se.hold.live.PoolAllocs, -1)
-			} else {
-				se.hold.track(&se.hold.live.DeviceAllocs, -1)
-			}
-		case bs.host != nil && bs.b.Placement == dag.Pinned:
-			keep(se.drv.hostFree(bs.dev.ctx, bs.host))
-			se.hold.track(&se.hold.live.PinnedAllocs, -1)
-		case bs.host != nil:
-			C.free(bs.host)
-			se.hold.track(&se.hold.live.HostAllocs, -1)
-		}
-	}
-	for i := range se.sub.ops {
-		st := &se.sub.ops[i]
-		if st.launch != nil {
-			C.free(unsafe.Pointer(st.launch))
-			se.hold.track(&se.hold.live.HostAllocs, -1)
-		}
-		if st.work != nil {
-			C.free(unsafe.Pointer(st.work))
-			se.hold.track(&se.hold.live.HostAllocs, -1)
-		}
-		if st.act == actHostFunc && st.handle != 0 {
-			st.handle.Delete()
-			se.hold.track(&se.hold.live.Callbacks, -1)
-		}
-	}
-	for _, st := range se.capt.variants {
-		se.capt.dropVariant(st)
-	}
-	se.capt.variants = nil
-	for _, s := range se.sub.streams {
-		keep(se.drv.streamDestroy(s.dev.ctx, s.h))
-		se.hold.track(&se.hold.live.Streams, -1)
-	}
-	for _, e := range se.sub.events {
-		if e.h != nil {
-			keep(se.drv.eventDestroy(e.dev.ctx, e.h))
-			se.hold.track(&se.hold.live.Events, -1)
-		}
-	}
+	se.hold.freeBuffers(keep)
+	se.sub.freeRecords()
+	se.capt.dropVariants()
+	se.sub.destroyStreams(keep)
 	se.stage.freeStages(keep)
 	se.tim.recycleTiming()
 	keep(se.tim.closeCUPTI())
-	for _, d := range se.hold.devs {
-		for _, e := range d.timingEvents {
-			keep(se.drv.eventDestroy(d.ctx, e))
-			se.hold.track(&se.hold.live.Events, -1)
-		}
-		d.timingEvents = nil
-	}
+	se.tim.destroyTimingEvents(keep)
 	se.hold.devs, se.hold.bufs, se.sub.ops, se.sub.streams, se.sub.events, se.tim.timed = nil, nil, nil, nil, nil, nil
 	se.host.hostCtx, se.host.hostCancel, se.host.hostErr = nil, nil, nil
 	if len(errs) > 0 {

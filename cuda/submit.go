@@ -289,3 +289,38 @@ func (sm *submitter) run(s *stream, st *opState) error {
 	}
 	return fmt.Errorf("unknown action %d", st.act)
 }
+
+// freeRecords frees the C records of the session's ops (Close).
+func (sm *submitter) freeRecords() {
+	se := sm.se
+	for i := range sm.ops {
+		st := &sm.ops[i]
+		if st.launch != nil {
+			C.free(unsafe.Pointer(st.launch))
+			se.hold.track(&se.hold.live.HostAllocs, -1)
+		}
+		if st.work != nil {
+			C.free(unsafe.Pointer(st.work))
+			se.hold.track(&se.hold.live.HostAllocs, -1)
+		}
+		if st.act == actHostFunc && st.handle != 0 {
+			st.handle.Delete()
+			se.hold.track(&se.hold.live.Callbacks, -1)
+		}
+	}
+}
+
+// destroyStreams destroys the session's streams and events (Close).
+func (sm *submitter) destroyStreams(keep func(error)) {
+	se := sm.se
+	for _, s := range sm.streams {
+		keep(se.drv.streamDestroy(s.dev.ctx, s.h))
+		se.hold.track(&se.hold.live.Streams, -1)
+	}
+	for _, e := range sm.events {
+		if e.h != nil {
+			keep(se.drv.eventDestroy(e.dev.ctx, e.h))
+			se.hold.track(&se.hold.live.Events, -1)
+		}
+	}
+}

@@ -631,3 +631,16 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 	}
 	c.byKey = keys
 }
+
+// destroyTimingEvents destroys the timing events of the session's devices
+// (Close).
+func (tm *timer) destroyTimingEvents(keep func(error)) {
+	se := tm.se
+	for _, d := range se.hold.devs {
+		for _, e := range d.timingEvents {
+			keep(se.drv.eventDestroy(d.ctx, e))
+			se.hold.track(&se.hold.live.Events, -1)
+		}
+		d.timingEvents = nil
+	}
+}
