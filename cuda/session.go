@@ -28,7 +28,8 @@ import (
 // Record/Wait/Run and Sync for each run, Read, Close. Sessions on one
 // backend run side by side, each from its own goroutine: every driver call
 // makes its context current on the thread it runs on (see the package
-// doc).
+// doc). Its work is done by its parts, one per job (see the package doc);
+// its methods hand each call to the part whose job it is.
 type Session struct {
 	b      *Backend
 	drv    *driver
