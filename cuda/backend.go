@@ -163,7 +163,7 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	if g == nil {
 		return nil, errors.New("cuda: Open: no graph")
 	}
-	s := &Session{b: b, drv: b.drv, g: g, devs: map[int]*sessDevice{}}
+	s := newSession(b, g)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()

@@ -140,18 +140,18 @@ func BenchmarkWorkloadA(b *testing.B) {
 	ctx := context.Background()
 	se := openSession(b, be, g)
 	defer se.Close()
-	require.NoError(b, se.NewStream(0, dag.Normal))
+	require.NoError(b, se.sub.NewStream(0, dag.Normal))
 	raw, err := newRawLoop(be, 1, dag.Normal, dag.Empty, 0)
 	require.NoError(b, err)
 	defer raw.close()
 	op := g.Ops[0]
 	run := func() error {
 		for range n {
-			if err := se.Run(0, op); err != nil {
+			if err := se.sub.Run(0, op); err != nil {
 				return err
 			}
 		}
-		return se.Sync(ctx)
+		return se.host.Sync(ctx)
 	}
 	require.NoError(b, raw.launchesC(1000))
 	require.NoError(b, run())
@@ -176,22 +176,22 @@ func BenchmarkWorkloadD(b *testing.B) {
 	ctx := context.Background()
 	se := openSession(b, be, g)
 	defer se.Close()
-	require.NoError(b, se.NewStream(0, dag.Normal))
-	require.NoError(b, se.NewStream(0, dag.Normal))
-	require.NoError(b, se.NewEvent())
+	require.NoError(b, se.sub.NewStream(0, dag.Normal))
+	require.NoError(b, se.sub.NewStream(0, dag.Normal))
+	require.NoError(b, se.sub.NewEvent())
 	raw, err := newRawLoop(be, 2, dag.Normal, dag.Empty, 0)
 	require.NoError(b, err)
 	defer raw.close()
 	pairs := func() error {
 		for range n {
-			if err := se.Record(0, 0); err != nil {
+			if err := se.sub.Record(0, 0); err != nil {
 				return err
 			}
-			if err := se.Wait(1, 0); err != nil {
+			if err := se.sub.Wait(1, 0); err != nil {
 				return err
 			}
 		}
-		return se.Sync(ctx)
+		return se.host.Sync(ctx)
 	}
 	require.NoError(b, pairs())
 	var tc, tb []time.Duration

@@ -82,8 +82,7 @@ type collState struct {
 	warm     map[int]bool // collective ops that ran eagerly and synced
 	calls    *C.dr_nccl_call
 	capCalls int
-	pend     []pendingCall // held back send/recv ops; their records are calls[0:len(pend)]
-	pendOn   *stream
+	pend     []pendingCall // held back send/recv ops (on collectives.heldOn); their records are calls[0:len(pend)]
 }
 
 type pendingCall struct {
@@ -92,30 +91,22 @@ type pendingCall struct {
 	out  bool // recv: writes view
 }
 
-// SetCollectiveTimeout sets how long Sync waits for work of a session
-// with collectives before it aborts the communicator and fails, naming a
-// lost peer; 0 waits for ever (the context still ends it). Call it after
-// Join.
-func (se *Session) SetCollectiveTimeout(d time.Duration) {
-	if se.coll != nil {
-		se.coll.timeout = d
+// SetCollectiveTimeout does the work of Session.SetCollectiveTimeout.
+func (cm *collectives) SetCollectiveTimeout(d time.Duration) {
+	if cm.coll != nil {
+		cm.coll.timeout = d
 	}
 }
 
-// Join makes the session rank w.Rank of a world of w.Size ranks
-// (device.Joiner): ncclCommInitRank with w.UniqueID, on the device the
-// graph's collectives run on, which returns once every rank has joined.
-// Call it once, after Open and before the streams are made; the ranks of
-// one process join from their own goroutines. When ctx ends first, Join
-// returns its error, and the communicator, should the other ranks still
-// come, is aborted as soon as it is made.
-func (se *Session) Join(ctx context.Context, w device.World) error {
+// Join does the work of Session.Join.
+func (cm *collectives) Join(ctx context.Context, w device.World) error {
+	se := cm.se
 	switch {
 	case se.closed:
 		return errors.New("cuda: Join: the session is closed")
-	case se.coll != nil:
-		return fmt.Errorf("cuda: Join: the session is rank %d of %d already; join once per session", se.coll.rank, se.coll.size)
-	case len(se.streams) > 0:
+	case cm.coll != nil:
+		return fmt.Errorf("cuda: Join: the session is rank %d of %d already; join once per session", cm.coll.rank, cm.coll.size)
+	case len(se.sub.streams) > 0:
 		return errors.New("cuda: Join: call Join before making streams")
 	case w.Size < 1 || w.Rank < 0 || w.Rank >= w.Size:
 		return fmt.Errorf("cuda: Join: rank %d of a world of %d ranks", w.Rank, w.Size)
@@ -150,7 +141,7 @@ func (se *Session) Join(ctx context.Context, w device.World) error {
 	if err != nil {
 		return fmt.Errorf("cuda: Join: %w", err)
 	}
-	d, err := se.device(dev)
+	d, err := se.hold.device(dev)
 	if err != nil {
 		return fmt.Errorf("cuda: Join: %w", err)
 	}
@@ -195,23 +186,23 @@ func (se *Session) Join(ctx context.Context, w device.World) error {
 		m.comm.abort()
 		return errors.New("cuda: Join: out of host memory")
 	}
-	se.track(&se.live.HostAllocs, 1)
-	se.coll = &collState{nccl: lib, dev: d, rank: w.Rank, size: w.Size, timeout: DefaultCollectiveTimeout,
+	se.hold.track(&se.hold.live.HostAllocs, 1)
+	cm.coll = &collState{nccl: lib, dev: d, rank: w.Rank, size: w.Size, timeout: DefaultCollectiveTimeout,
 		comm: m.comm, clean: true, issued: map[int]bool{}, warm: map[int]bool{}, calls: calls, capCalls: capCalls}
 	return nil
 }
 
-// Rank is the session's rank and world size after Join; ok is false before.
-func (se *Session) Rank() (rank, size int, ok bool) {
-	if se.coll == nil {
+// Rank does the work of Session.Rank.
+func (cm *collectives) Rank() (rank, size int, ok bool) {
+	if cm.coll == nil {
 		return 0, 0, false
 	}
-	return se.coll.rank, se.coll.size, true
+	return cm.coll.rank, cm.coll.size, true
 }
 
 // prepareCollective checks a collective op at Open; its NCCL call is made
 // at each Run, once the session has joined a world.
-func (se *Session) prepareCollective(st *opState, op *dag.Op) error {
+func (cm *collectives) prepareCollective(st *opState, op *dag.Op) error {
 	if op.Collective == nil {
 		return errors.New("a collective without its parameters (build it with the dag.Builder's methods)")
 	}
@@ -229,9 +220,10 @@ func (se *Session) prepareCollective(st *opState, op *dag.Op) error {
 
 // record fills the NCCL call of op, on stream s, into rec; issue sets
 // its communicator.
-func (se *Session) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error {
+func (cm *collectives) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error {
+	se := cm.se
 	for _, a := range op.Access {
-		if se.bufs[a.Buf.ID].dptr == 0 {
+		if se.hold.bufs[a.Buf.ID].dptr == 0 {
 			return fmt.Errorf("temporary buffer %s is not allocated", a.Buf.Name)
 		}
 	}
@@ -242,13 +234,13 @@ func (se *Session) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error {
 	}
 	first := op.Access[0].View
 	*rec = C.dr_nccl_call{kind: ncclCallKinds[op.Kind], dtype: ndt, op: C.int(op.Collective.Reduction), stream: s.h}
-	rec.send, rec.recv = se.ptr(first), se.ptr(first)
+	rec.send, rec.recv = se.hold.ptr(first), se.hold.ptr(first)
 	count := first.Size / dt.Size()
 	switch op.Kind {
 	case dag.AllGather: // count is of in
-		rec.recv = se.ptr(op.Access[1].View)
+		rec.recv = se.hold.ptr(op.Access[1].View)
 	case dag.ReduceScatter: // count is of out
-		rec.recv = se.ptr(op.Access[1].View)
+		rec.recv = se.hold.ptr(op.Access[1].View)
 		count = op.Access[1].Size / dt.Size()
 	case dag.Broadcast:
 		rec.arg = C.int(op.Collective.Root)
@@ -273,39 +265,40 @@ func (c *collState) usable() error {
 
 // runCollective issues op's NCCL call on s, or holds a send or recv back
 // to group it with its neighbours.
-func (se *Session) runCollective(s *stream, st *opState) error {
-	c := se.coll
+func (cm *collectives) runCollective(s *stream, st *opState) error {
+	se := cm.se
+	c := cm.coll
 	op := st.op
 	if c == nil {
 		return errors.New("collectives need the ranks of a world: Join the session to one (the executor's world option) before running")
 	}
 	c.clean = false
-	if se.capture == nil {
+	if se.capt.capture == nil {
 		c.issued[op.ID] = true
 	}
 	p2p := op.Kind == dag.Send || op.Kind == dag.Recv
-	if p2p && !se.timing {
+	if p2p && !se.tim.timing {
 		pc := pendingCall{op: op, view: op.Access[0].View, out: op.Kind == dag.Recv}
-		if c.pendOn != nil && (c.pendOn != s || len(c.pend) == c.capCalls || conflicts(c.pend, pc)) {
-			if err := se.issuePending(); err != nil {
+		if cm.heldOn != nil && (cm.heldOn != s || len(c.pend) == c.capCalls || conflicts(c.pend, pc)) {
+			if err := cm.issuePending(); err != nil {
 				return err
 			}
 		}
 		recs := unsafe.Slice(c.calls, c.capCalls)
-		if err := se.record(&recs[len(c.pend)], s, op); err != nil {
+		if err := cm.record(&recs[len(c.pend)], s, op); err != nil {
 			return err
 		}
 		c.pend = append(c.pend, pc)
-		c.pendOn = s
+		cm.heldOn = s
 		return nil
 	}
-	if err := se.issuePending(); err != nil {
+	if err := cm.issuePending(); err != nil {
 		return err
 	}
-	if err := se.record(c.calls, s, op); err != nil {
+	if err := cm.record(c.calls, s, op); err != nil {
 		return err
 	}
-	return se.issue(1, func(int) *dag.Op { return op })
+	return cm.issue(1, func(int) *dag.Op { return op })
 }
 
 // conflicts reports whether pc must follow a held-back call rather than
@@ -320,30 +313,33 @@ func conflicts(pend []pendingCall, pc pendingCall) bool {
 }
 
 // flushP2P issues the held-back sends and recvs before work of action act
-// is enqueued on s (nil: at Sync), unless that work joins them.
-func (se *Session) flushP2P(s *stream, act action) error {
-	c := se.coll
-	if c == nil || c.pendOn == nil || (s != nil && s != c.pendOn) || act == actCollective {
+// is enqueued on s (nil: at Sync), unless that work joins them. Callers
+// call it only where heldOn is set, so that a session holding nothing back
+// pays one nil check per op.
+func (cm *collectives) flushP2P(s *stream, act action) error {
+	c := cm.coll
+	if c == nil || cm.heldOn == nil || (s != nil && s != cm.heldOn) || act == actCollective {
 		return nil
 	}
-	return se.issuePending()
+	return cm.issuePending()
 }
 
 // issuePending issues the held-back calls as one group.
-func (se *Session) issuePending() error {
-	c := se.coll
+func (cm *collectives) issuePending() error {
+	c := cm.coll
 	if c == nil || len(c.pend) == 0 {
 		return nil
 	}
 	pend := c.pend
-	c.pend, c.pendOn = c.pend[:0], nil
-	return se.issue(len(pend), func(i int) *dag.Op { return pend[i].op })
+	c.pend, cm.heldOn = c.pend[:0], nil
+	return cm.issue(len(pend), func(i int) *dag.Op { return pend[i].op })
 }
 
 // issue calls the first n records of c.calls as one group; opOf names the
 // op of each for errors. A failed call aborts the communicator.
-func (se *Session) issue(n int, opOf func(int) *dag.Op) error {
-	c := se.coll
+func (cm *collectives) issue(n int, opOf func(int) *dag.Op) error {
+	se := cm.se
+	c := cm.coll
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {
@@ -383,13 +379,9 @@ func (c *collState) abortLocked(cause error) {
 	c.comm.abort()
 }
 
-// AbortCollectives aborts the session's communicator, cancelling its work
-// in flight, so that the session and its peers stop waiting for each
-// other; collectives are refused afterwards. It is safe from any
-// goroutine: a process running several ranks calls it on the others when
-// one fails. It does nothing before Join.
-func (se *Session) AbortCollectives(cause error) {
-	c := se.coll
+// AbortCollectives does the work of Session.AbortCollectives.
+func (cm *collectives) AbortCollectives(cause error) {
+	c := cm.coll
 	if c == nil {
 		return
 	}
@@ -404,8 +396,8 @@ func (se *Session) AbortCollectives(cause error) {
 // collWatch runs while Sync waits: it reports an error NCCL found
 // asynchronously, or the collective timeout passing, aborting the
 // communicator in either case.
-func (se *Session) collWatch() error {
-	c := se.coll
+func (cm *collectives) collWatch() error {
+	c := cm.coll
 	if c == nil {
 		return nil
 	}
@@ -438,8 +430,8 @@ func (se *Session) collWatch() error {
 // finished: the caller may have stopped submitting before this rank's
 // collectives), the communicator is aborted so that no peer waits for
 // this rank.
-func (se *Session) afterSync(ctx context.Context, err error) error {
-	c := se.coll
+func (cm *collectives) afterSync(ctx context.Context, err error) error {
+	c := cm.coll
 	if c == nil {
 		return err
 	}
@@ -458,15 +450,16 @@ func (se *Session) afterSync(ctx context.Context, err error) error {
 	if cause == nil || ctx.Err() != nil {
 		cause = fmt.Errorf("rank %d abandoned its run: %w", c.rank, ctx.Err())
 	}
-	se.AbortCollectives(cause)
+	cm.AbortCollectives(cause)
 	clear(c.issued)
 	return err
 }
 
 // collCaptureReady reports why the session cannot capture its
 // collectives yet, if it cannot.
-func (se *Session) collCaptureReady() error {
-	c := se.coll
+func (cm *collectives) collCaptureReady() error {
+	se := cm.se
+	c := cm.coll
 	for _, op := range se.g.Ops {
 		if !op.Kind.IsCollective() {
 			continue
@@ -484,12 +477,13 @@ func (se *Session) collCaptureReady() error {
 // closeComm ends the communicator at Close: ncclCommDestroy when the last
 // run finished cleanly, ncclCommAbort when work may be in flight or a peer
 // may be waiting.
-func (se *Session) closeComm() error {
-	c := se.coll
+func (cm *collectives) closeComm() error {
+	se := cm.se
+	c := cm.coll
 	if c == nil {
 		return nil
 	}
-	c.pend, c.pendOn = nil, nil
+	c.pend, cm.heldOn = nil, nil
 	c.mu.Lock()
 	var err error
 	if c.comm != nil && c.comm.comm != nil {
@@ -503,7 +497,7 @@ func (se *Session) closeComm() error {
 	if c.calls != nil {
 		C.free(unsafe.Pointer(c.calls))
 		c.calls = nil
-		se.track(&se.live.HostAllocs, -1)
+		se.hold.track(&se.hold.live.HostAllocs, -1)
 	}
 	return err
 }

@@ -19,15 +19,16 @@ import (
 
 // prepareGemm makes op's cuBLASLt GEMM ready, loading cuBLASLt for the
 // session's first one.
-func (se *Session) prepareGemm(st *opState, op *dag.Op) error {
-	d, err := se.device(op.Device)
+func (gh *gemmHooks) prepareGemm(st *opState, op *dag.Op) error {
+	se := gh.se
+	d, err := se.hold.device(op.Device)
 	if err != nil {
 		return err
 	}
-	if se.gemm == nil {
-		se.gemm = newGemmer(se.drv, se.b.lt)
+	if gh.gemm == nil {
+		gh.gemm = newGemmer(se.drv, se.b.lt)
 	}
-	if _, err := se.gemm.prepare(d.gpu, op); err != nil {
+	if _, err := gh.gemm.prepare(d.gpu, op); err != nil {
 		return err
 	}
 	st.act = actGemm
@@ -35,30 +36,31 @@ func (se *Session) prepareGemm(st *opState, op *dag.Op) error {
 }
 
 // runGemm enqueues op's GEMM on s.
-func (se *Session) runGemm(s *stream, op *dag.Op) error {
-	if se.gemm == nil || se.gemm.recs[op.Gemm] == nil {
+func (gh *gemmHooks) runGemm(s *stream, op *dag.Op) error {
+	se := gh.se
+	if gh.gemm == nil || gh.gemm.recs[op.Gemm] == nil {
 		return errors.New("gemm was not prepared at Open")
 	}
-	r := se.gemm.recs[op.Gemm]
+	r := gh.gemm.recs[op.Gemm]
 	if r.dev != s.dev.gpu {
 		return fmt.Errorf("gemm of device %d runs on a stream of device %d", r.dev.ordinal, s.dev.ordinal)
 	}
 	var ptr [4]C.CUdeviceptr
 	for i := range ptr {
 		a := op.Access[min(i, op.Gemm.OutAccess())]
-		bs := &se.bufs[a.Buf.ID]
+		bs := &se.hold.bufs[a.Buf.ID]
 		if bs.dptr == 0 {
 			return fmt.Errorf("temporary buffer %s is not allocated", bs.b.Name)
 		}
-		ptr[i] = se.ptr(a.View)
+		ptr[i] = se.hold.ptr(a.View)
 	}
-	return se.gemm.run(r, s.h, ptr[dag.GemmA], ptr[dag.GemmB], ptr[dag.GemmC], ptr[dag.GemmD])
+	return gh.gemm.run(r, s.h, ptr[dag.GemmA], ptr[dag.GemmB], ptr[dag.GemmC], ptr[dag.GemmD])
 }
 
 // closeGemm releases the session's GEMM resources; its streams must be idle.
-func (se *Session) closeGemm() error {
-	if se.gemm == nil {
+func (gh *gemmHooks) closeGemm() error {
+	if gh.gemm == nil {
 		return nil
 	}
-	return se.gemm.close()
+	return gh.gemm.close()
 }

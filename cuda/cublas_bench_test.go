@@ -44,15 +44,15 @@ func BenchmarkGemm(b *testing.B) {
 			b.Skipf("no cuBLASLt: %v", err)
 		}
 		require.NoError(b, err)
-		require.NoError(b, se.NewStream(0, dag.Normal))
-		s := &se.streams[0]
-		r := se.gemm.recs[op.Gemm]
+		require.NoError(b, se.sub.NewStream(0, dag.Normal))
+		s := &se.sub.streams[0]
+		r := se.gemms.gemm.recs[op.Gemm]
 		ptr := func(i int) dag.View { return op.Access[i].View }
-		a, bb, cc := se.ptr(ptr(dag.GemmA)), se.ptr(ptr(dag.GemmB)), se.ptr(ptr(dag.GemmC))
+		a, bb, cc := se.hold.ptr(ptr(dag.GemmA)), se.hold.ptr(ptr(dag.GemmB)), se.hold.ptr(ptr(dag.GemmC))
 		// Warm up both paths: module loading and clocks.
-		require.NoError(b, se.gemm.raw(r, s.h, a, bb, cc, cc, 3))
-		require.NoError(b, se.Run(0, op))
-		require.NoError(b, se.Sync(context.Background()))
+		require.NoError(b, se.gemms.gemm.raw(r, s.h, a, bb, cc, cc, 3))
+		require.NoError(b, se.sub.Run(0, op))
+		require.NoError(b, se.host.Sync(context.Background()))
 		report := func(b *testing.B) {
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		}
@@ -61,8 +61,8 @@ func BenchmarkGemm(b *testing.B) {
 		b.Run(c.name+"/raw", func(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
-			require.NoError(b, se.gemm.raw(r, s.h, a, bb, cc, cc, b.N))
-			require.NoError(b, se.Sync(context.Background()))
+			require.NoError(b, se.gemms.gemm.raw(r, s.h, a, bb, cc, cc, b.N))
+			require.NoError(b, se.host.Sync(context.Background()))
 			b.StopTimer()
 			report(b)
 		})
@@ -70,11 +70,11 @@ func BenchmarkGemm(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := se.Run(0, op); err != nil {
+				if err := se.sub.Run(0, op); err != nil {
 					b.Fatal(err)
 				}
 			}
-			require.NoError(b, se.Sync(context.Background()))
+			require.NoError(b, se.host.Sync(context.Background()))
 			b.StopTimer()
 			report(b)
 		})

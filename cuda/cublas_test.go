@@ -411,8 +411,8 @@ func TestGemmBadInput(t *testing.T) {
 		op := *g.Ops[len(g.Ops)-1]
 		op.Access = append([]dag.Access(nil), op.Access...)
 		op.Access[dag.GemmA].View = dag.View{Buf: op.Access[dag.GemmA].Buf, Offset: 2, Size: op.Access[dag.GemmA].Size - 2}
-		require.NoError(t, se.NewStream(0, dag.Normal))
-		err := se.Run(0, &op)
+		require.NoError(t, se.sub.NewStream(0, dag.Normal))
+		err := se.sub.Run(0, &op)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "mm")
 	})

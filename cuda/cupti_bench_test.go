@@ -257,7 +257,7 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 				cupti.Close()
 				b.Skipf("CUPTI timing not used: %s", why)
 			}
-			tr := cupti.Device().(*Session).cupti.tr
+			tr := cupti.Device().(*Session).tim.cupti.tr
 			tracedRaw := func() error {
 				if err := raw.tracedLaunchesC(tr, length, 0); err != nil {
 					return err

@@ -58,7 +58,7 @@ func TestCUPTIFlushNotForced(t *testing.T) {
 		require.NoError(t, d.Spans(func(op, stream int, start, end time.Duration) { n++ }))
 		assert.Equal(t, len(g.Ops), n, "run %d: a span per op", run)
 	}
-	assert.Zero(t, d.cupti.forced, "flushes forced over %d eager runs", runs)
+	assert.Zero(t, d.tim.cupti.forced, "flushes forced over %d eager runs", runs)
 
 	gr, err := s.Capture(ctx)
 	require.NoError(t, err)
@@ -77,5 +77,5 @@ func TestCUPTIFlushNotForced(t *testing.T) {
 		}
 	}
 	t.Logf("first step of a run: median %v; the others: median %v; flushes forced: %d (eager runs and 5 batches of replays); sink: %v",
-		median(first), median(rest), d.cupti.forced, d.cupti.tr.stats())
+		median(first), median(rest), d.tim.cupti.forced, d.tim.cupti.tr.stats())
 }

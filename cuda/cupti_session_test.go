@@ -74,21 +74,21 @@ func sessionDurations(t *testing.T, b *Backend, graph *dag.Graph, p *planner.Pla
 	t.Helper()
 	se := openSession(t, b, graph)
 	defer func() { require.NoError(t, se.Close()) }()
-	se.SetTiming(true)
-	require.NoError(t, se.SetTimingSource(src))
-	used, why, _ := se.TimingSource()
+	se.tim.SetTiming(true)
+	require.NoError(t, se.tim.SetTimingSource(src))
+	used, why, _ := se.tim.TimingSource()
 	d, streams := map[int]time.Duration{}, map[int]int{}
 	for run := range 2 { // the first run warms up
 		require.NoError(t, runPlan(context.Background(), se, p, run == 0))
 		clear(d)
-		require.NoError(t, se.Spans(func(op, stream int, start, end time.Duration) {
+		require.NoError(t, se.tim.Spans(func(op, stream int, start, end time.Duration) {
 			assert.Less(t, start, end, "op %d", op)
 			_, twice := d[op]
 			assert.False(t, twice, "op %d has two spans", op)
 			d[op], streams[op] = end-start, stream
 		}))
 	}
-	_, _, dropped := se.TimingSource()
+	_, _, dropped := se.tim.TimingSource()
 	assert.Zero(t, dropped)
 	return d, streams, used + ": " + why
 }
@@ -230,7 +230,7 @@ func TestCUPTISessionReplayBatch(t *testing.T) {
 		require.NoError(t, gr.Sync(ctx))
 		reps, err := gr.ReplaySpans()
 		require.NoError(t, err)
-		c := se.cupti
+		c := se.tim.cupti
 		_, _, dropped := s.TimingSource()
 		t.Logf("batch %d: %d replays read; records naming no op %d, replayed records without a marker %d, launches left unmarked %d; "+
 			"dropped %d (CUPTI %d, dagrun %d); sink: %v",
@@ -307,7 +307,7 @@ func TestCUPTISessionReplayWhole(t *testing.T) {
 	}
 	t.Logf("timing: %s", why)
 	se := s.Device().(*Session)
-	t.Logf("kinds enabled %v", se.cupti.tr.kinds)
+	t.Logf("kinds enabled %v", se.tim.cupti.tr.kinds)
 
 	require.NoError(t, s.Run(ctx))
 	eager := s.Spans()
@@ -338,7 +338,7 @@ func TestCUPTISessionReplayWhole(t *testing.T) {
 		require.NoError(t, gr.Sync(ctx))
 		reps, err := gr.ReplaySpans()
 		require.NoError(t, err)
-		c := se.cupti
+		c := se.tim.cupti
 		_, _, dropped := s.TimingSource()
 		t.Logf("batch %d: %d replays read; records naming no replay or untimed %d, other records %d, launches left unmarked %d; "+
 			"dropped %d; sink: %v", batch, len(reps), c.unmarked, c.unnamed, c.unmarkedLaunches, dropped, c.tr.stats())

@@ -638,16 +638,17 @@ func TestCUPTIFake(t *testing.T) {
 		for r := range 3 {
 			require.NoError(t, tr.tracedCall(replayMarker+r, func() error { return nil }))
 		}
-		se := &Session{cupti: &cuptiTiming{tr: tr}}
-		se.cupti.setStream(3, 0)
-		se.cupti.setStream(5, 1)
-		require.True(t, se.TimesReplays())
+		se := &Session{}
+		se.tim = timer{se: se, cupti: &cuptiTiming{tr: tr}}
+		se.tim.cupti.setStream(3, 0)
+		se.tim.cupti.setStream(5, 1)
+		require.True(t, se.tim.TimesReplays())
 		type span struct {
 			replay, op, stream int
 			start, end         time.Duration
 		}
 		var got []span
-		require.NoError(t, se.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
+		require.NoError(t, se.tim.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
 			got = append(got, span{replay, op, stream, start, end})
 		}))
 		assert.Equal(t, []span{
@@ -655,8 +656,8 @@ func TestCUPTIFake(t *testing.T) {
 			{1, 3, 0, 10000, 10050}, {1, 5, 1, 10100, 10150},
 			{2, 3, 0, 20000, 20050}, {2, 5, 1, 20100, 20150},
 		}, got)
-		assert.Zero(t, se.cupti.unmarked)
-		assert.Zero(t, se.cupti.unnamed)
+		assert.Zero(t, se.tim.cupti.unmarked)
+		assert.Zero(t, se.tim.cupti.unnamed)
 	})
 	t.Run("whole replays", func(t *testing.T) {
 		// A whole-graph tracer enables graph-launch records and external
@@ -673,13 +674,14 @@ func TestCUPTIFake(t *testing.T) {
 		}
 		assert.Equal(t, []activityKind{activityGraphLaunch, activityExternal}, kinds)
 		assert.False(t, tr.enabled(activityKernel))
-		se := &Session{timing: true, cupti: &cuptiTiming{tr: tr, whole: true}}
-		src, why, _ := se.TimingSource()
+		se := &Session{}
+		se.tim = timer{se: se, timing: true, cupti: &cuptiTiming{tr: tr, whole: true}}
+		src, why, _ := se.tim.TimingSource()
 		assert.Equal(t, TimingCUPTIGraph, src)
-		assert.False(t, se.tracesOps(), "eager ops are timed by events")
-		assert.True(t, se.TimesReplays())
+		assert.False(t, se.tim.tracesOps(), "eager ops are timed by events")
+		assert.True(t, se.tim.TimesReplays())
 		launch := func(seq, stream int) {
-			c := se.cupti
+			c := se.tim.cupti
 			if len(c.launchStreams) == 0 {
 				c.launchBase = seq
 			}
@@ -695,18 +697,18 @@ func TestCUPTIFake(t *testing.T) {
 			start, end         time.Duration
 		}
 		var got []span
-		require.NoError(t, se.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
+		require.NoError(t, se.tim.ReplaySpans(func(replay, op, stream int, start, end time.Duration) {
 			got = append(got, span{replay, op, stream, start, end})
 		}))
 		assert.Equal(t, []span{{0, -1, 2, 0, 5000}, {1, -1, 2, 10000, 15000}, {2, -1, 2, 20000, 25000}}, got, "timing: %s", why)
-		assert.Zero(t, se.cupti.unmarked)
-		assert.Zero(t, se.cupti.unnamed)
+		assert.Zero(t, se.tim.cupti.unmarked)
+		assert.Zero(t, se.tim.cupti.unnamed)
 
 		launch(3, 1)
 		n := 0
-		require.NoError(t, se.Spans(func(int, int, time.Duration, time.Duration) { n++ }))
+		require.NoError(t, se.tim.Spans(func(int, int, time.Duration, time.Duration) { n++ }))
 		assert.Zero(t, n, "Spans gives no replay")
-		require.NoError(t, se.ReplaySpans(func(int, int, int, time.Duration, time.Duration) { n++ }))
+		require.NoError(t, se.tim.ReplaySpans(func(int, int, int, time.Duration, time.Duration) { n++ }))
 		assert.Zero(t, n, "Spans dropped the replay's record")
 	})
 	t.Run("callbacks only", func(t *testing.T) {

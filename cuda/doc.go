@@ -59,14 +59,25 @@
 // dagrun's cost per op is the driver's; the rest go through Run, Record
 // and Wait.
 //
+// A Session is composed of parts, one per job, each holding its own state
+// and C records; the Session keeps the device.Session API and hands each
+// call to its part: holdings (devices, buffers, the live count; memory.go),
+// submitter (streams, events, the ops' C records; submit.go, prepare.go,
+// stretch.go, external.go, task.go), hostSide (host steps' context and
+// errors, Sync; sync.go), capturer (graphs; graph.go), timer (event timing,
+// and the CUPTI tracer's cuptiTiming; timing.go), collectives (the NCCL
+// communicator and held-back sends and recvs; collective.go), stager
+// (copies between devices through host memory; peer_session.go), gemmHooks
+// (cuBLASLt; cublas_backend.go) and faultState (injected faults; faults.go).
+//
 // The files follow the work: backend.go (the Backend, devices), modules.go
-// (the module cache), session.go (a session's life), memory.go (buffers),
-// prepare.go (what each op kind does, as a table keyed by dag.OpKind, and
-// its C records), submit.go (streams, events, Run), stretch.go (Submit),
-// sync.go (waiting and
-// abandoning), timing.go (op timing), graph.go (capture and replay),
-// driver.go, cuda.c and cuda.h (the driver binding), nvrtc.go (NVRTC and
-// its disk cache), raw.go (raw driver loops the benchmarks compare with).
+// (the module cache), session.go (a session's parts and its API), memory.go
+// (buffers), prepare.go (what each op kind does, as a table keyed by
+// dag.OpKind, and its C records), submit.go (streams, events, Run),
+// stretch.go (Submit), sync.go (waiting and abandoning), timing.go (op
+// timing), graph.go (capture and replay), driver.go, cuda.c and cuda.h (the
+// driver binding), nvrtc.go (NVRTC and its disk cache), raw.go (raw driver
+// loops the benchmarks compare with).
 //
 // # Graphs
 //

@@ -23,19 +23,20 @@ import (
 
 var _ device.ExternalEvents = (*Session)(nil)
 
-// WaitExternal makes stream si wait for the latest record of the caller's
-// event ev (cuStreamWaitEvent).
-func (se *Session) WaitExternal(si int, ev uintptr) error {
-	s, err := se.externalStream("WaitExternal", si, ev)
+// WaitExternal does the work of Session.WaitExternal.
+func (sm *submitter) WaitExternal(si int, ev uintptr) error {
+	se := sm.se
+	s, err := sm.externalStream("WaitExternal", si, ev)
 	if err != nil {
 		return err
 	}
 	return se.drv.waitExternal(s.dev.ctx, s.h, ev)
 }
 
-// RecordExternal records the caller's event ev on stream si (cuEventRecord).
-func (se *Session) RecordExternal(si int, ev uintptr) error {
-	s, err := se.externalStream("RecordExternal", si, ev)
+// RecordExternal does the work of Session.RecordExternal.
+func (sm *submitter) RecordExternal(si int, ev uintptr) error {
+	se := sm.se
+	s, err := sm.externalStream("RecordExternal", si, ev)
 	if err != nil {
 		return err
 	}
@@ -52,22 +53,23 @@ func (d *driver) recordExternal(c C.CUcontext, s C.CUstream, ev uintptr) error {
 	return d.check("cuEventRecord", C.w_record_external(d.api, c, s, C.uintptr_t(ev)))
 }
 
-func (se *Session) externalStream(verb string, si int, ev uintptr) (*stream, error) {
+func (sm *submitter) externalStream(verb string, si int, ev uintptr) (*stream, error) {
+	se := sm.se
 	if se.closed {
 		return nil, fmt.Errorf("cuda: %s: the session is closed", verb)
 	}
 	if ev == 0 {
 		return nil, fmt.Errorf("cuda: %s: no event (a nil CUevent)", verb)
 	}
-	if se.capture != nil {
+	if se.capt.capture != nil {
 		return nil, errors.New("cuda: " + verb + ": a graph cannot hold the caller's events; order the replay with them instead")
 	}
-	s, err := se.stream(si)
+	s, err := sm.stream(si)
 	if err != nil {
 		return nil, err
 	}
-	if se.abandoned.Load() {
-		if err := se.resume(); err != nil {
+	if se.host.abandoned.Load() {
+		if err := se.host.resume(); err != nil {
 			return nil, err
 		}
 	}

@@ -32,9 +32,10 @@ var (
 // errNotOpened is the error of a Session not made by Backend.Open.
 var errNotOpened = errors.New("cuda: the session was not opened; open sessions with Backend.Open")
 
-// unopened reports why se cannot take calls when it is the zero Session.
-func (se *Session) unopened() error {
-	if se.b == nil || se.drv == nil {
+// unopened reports why se cannot take calls when it is the zero Session
+// (whose parts have no session: se is then nil).
+func unopened(se *Session) error {
+	if se == nil || se.b == nil || se.drv == nil {
 		return errNotOpened
 	}
 	return nil
@@ -42,17 +43,17 @@ func (se *Session) unopened() error {
 
 // faultState is what the injected faults of a session hold until Close.
 type faultState struct {
+	se      *Session
 	handles []cgo.Handle // of the host calls Fail enqueued
 }
 
-// Delay enqueues a pause of about d on stream: the builtin spin kernel,
-// one thread busy-waiting on the device, so that the stream's next work
-// starts later while the host goes on submitting.
-func (se *Session) Delay(si int, d time.Duration) error {
-	if err := se.usableForFaults("Delay"); err != nil {
+// Delay does the work of Session.Delay.
+func (fs *faultState) Delay(si int, d time.Duration) error {
+	se := fs.se
+	if err := fs.usableForFaults("Delay"); err != nil {
 		return err
 	}
-	s, err := se.stream(si)
+	s, err := se.sub.stream(si)
 	if err != nil {
 		return err
 	}
@@ -78,14 +79,13 @@ func (se *Session) Delay(si int, d time.Duration) error {
 	return se.drv.check("cuLaunchKernel", C.dr_launch_kernel(se.drv.api, s.dev.ctx, l, s.h))
 }
 
-// Fail enqueues a failure on stream: a host callback (never a kernel: a
-// kernel's fault would ruin the context) that reports err as op's
-// *dag.OpError, which the next Sync returns.
-func (se *Session) Fail(si int, op *dag.Op, err error) error {
-	if e := se.usableForFaults("Fail"); e != nil {
+// Fail does the work of Session.Fail.
+func (fs *faultState) Fail(si int, op *dag.Op, err error) error {
+	se := fs.se
+	if e := fs.usableForFaults("Fail"); e != nil {
 		return e
 	}
-	s, e := se.stream(si)
+	s, e := se.sub.stream(si)
 	if e != nil {
 		return e
 	}
@@ -99,8 +99,8 @@ func (se *Session) Fail(si int, op *dag.Op, err error) error {
 		h.Delete()
 		return e
 	}
-	se.faults.handles = append(se.faults.handles, h)
-	se.track(&se.live.Callbacks, 1)
+	fs.handles = append(fs.handles, h)
+	se.hold.track(&se.hold.live.Callbacks, 1)
 	return nil
 }
 
@@ -108,18 +108,19 @@ func (se *Session) Fail(si int, op *dag.Op, err error) error {
 // cannot; after an abandoned run it first resumes, as Run does, so that a
 // failure enqueued before any op of the run is not skipped as abandoned
 // work.
-func (se *Session) usableForFaults(verb string) error {
-	if err := se.unopened(); err != nil {
+func (fs *faultState) usableForFaults(verb string) error {
+	se := fs.se
+	if err := unopened(se); err != nil {
 		return err
 	}
 	if se.closed {
 		return fmt.Errorf("cuda: %s: the session is closed", verb)
 	}
-	if se.capture != nil {
+	if se.capt.capture != nil {
 		return fmt.Errorf("cuda: %s: faults cannot be captured in a graph", verb)
 	}
-	if se.abandoned.Load() {
-		if err := se.resume(); err != nil {
+	if se.host.abandoned.Load() {
+		if err := se.host.resume(); err != nil {
 			return fmt.Errorf("cuda: %s: %w", verb, err)
 		}
 	}
@@ -127,12 +128,13 @@ func (se *Session) usableForFaults(verb string) error {
 }
 
 // closeFaults releases the host calls of Fail; the streams are idle.
-func (se *Session) closeFaults() {
-	for _, h := range se.faults.handles {
+func (fs *faultState) closeFaults() {
+	se := fs.se
+	for _, h := range fs.handles {
 		h.Delete()
-		se.track(&se.live.Callbacks, -1)
+		se.hold.track(&se.hold.live.Callbacks, -1)
 	}
-	se.faults.handles = nil
+	fs.handles = nil
 }
 
 // FreeMemory reports the memory of device ordinal (cuMemGetInfo in its
@@ -161,16 +163,17 @@ func (b *Backend) FreeMemory(ordinal int) (free, total int64, err error) {
 // executor's submission), so that the next run can allocate them again.
 // The streams are idle then; after an abandoned run (ctx ended) they may
 // not be, and the temporaries wait for Close.
-func (se *Session) afterFailedRun(ctx context.Context, err error) {
+func (fs *faultState) afterFailedRun(ctx context.Context, err error) {
+	se := fs.se
 	if err == nil || ctx.Err() != nil {
 		return
 	}
-	for i := range se.bufs {
-		bs := &se.bufs[i]
+	for i := range se.hold.bufs {
+		bs := &se.hold.bufs[i]
 		if bs.b.Temporary && bs.b.Placement == dag.Device && bs.dptr != 0 {
 			if se.drv.memFree(bs.dev.ctx, bs.dptr) == nil {
 				bs.dptr = 0
-				se.track(&se.live.PoolAllocs, -1)
+				se.hold.track(&se.hold.live.PoolAllocs, -1)
 			}
 		}
 	}

@@ -249,12 +249,12 @@ func TestTiming(t *testing.T) {
 	p, err := planner.New(graph, planner.Options{})
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
-	se.SetTiming(true)
+	se.tim.SetTiming(true)
 	defer func() { require.NoError(t, se.Close()) }()
 	for run := range 2 {
 		require.NoError(t, runPlan(context.Background(), se, p, run == 0))
 		var ends []time.Duration
-		require.NoError(t, se.Spans(func(op, stream int, start, end time.Duration) {
+		require.NoError(t, se.tim.Spans(func(op, stream int, start, end time.Duration) {
 			assert.GreaterOrEqual(t, end-start, 95*time.Microsecond, "op %d", op)
 			assert.Less(t, end-start, 2*time.Millisecond, "op %d", op)
 			if len(ends) > 0 {
@@ -283,23 +283,23 @@ func TestPriorities(t *testing.T) {
 	graph, err := g.Build()
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
-	se.SetTiming(true)
+	se.tim.SetTiming(true)
 	defer func() { require.NoError(t, se.Close()) }()
-	require.NoError(t, se.NewStream(0, dag.Low))  // 0: the background load
-	require.NoError(t, se.NewStream(0, dag.High)) // 1
-	require.NoError(t, se.NewStream(0, dag.Low))  // 2: the same chain at equal priority
+	require.NoError(t, se.sub.NewStream(0, dag.Low))  // 0: the background load
+	require.NoError(t, se.sub.NewStream(0, dag.High)) // 1
+	require.NoError(t, se.sub.NewStream(0, dag.Low))  // 2: the same chain at equal priority
 	chainEnd := func(s int) time.Duration {
 		var end, loadEnd time.Duration
 		for range 2 { // the first round warms up
 			for _, o := range lows {
-				require.NoError(t, se.Run(0, o))
+				require.NoError(t, se.sub.Run(0, o))
 			}
 			for _, o := range highs {
-				require.NoError(t, se.Run(s, o))
+				require.NoError(t, se.sub.Run(s, o))
 			}
-			require.NoError(t, se.Sync(context.Background()))
+			require.NoError(t, se.host.Sync(context.Background()))
 			end, loadEnd = 0, 0
-			require.NoError(t, se.Spans(func(op, stream int, start, e time.Duration) {
+			require.NoError(t, se.tim.Spans(func(op, stream int, start, e time.Duration) {
 				if stream == s {
 					end = max(end, e)
 				} else {

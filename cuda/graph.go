@@ -44,11 +44,11 @@ type capture struct {
 	origin  int
 	event   C.CUevent  // forks the streams at the start, joins origin's device's streams at the end
 	joins   []devEvent // joins the streams of the other devices (an event is recorded on its own device's streams)
-	timing  bool       // se.timing before the capture, restored after it
+	timing  bool       // se.tim.timing before the capture, restored after it
 	records int        // ops traced while capturing whose work has activity records (graph.records)
 	// temps holds the device temporaries' addresses before the capture.
 	// A captured alloc returns an address of the graph's, which a failed
-	// capture leaves behind in se.bufs: EndCapture puts these back, so
+	// capture leaves behind in se.hold.bufs: EndCapture puts these back, so
 	// that Close frees no address of a graph that was never made.
 	temps []tempAddr
 }
@@ -74,11 +74,12 @@ type GraphStats struct {
 	LastUpdateError string // why the driver last refused an update in place
 }
 
-// GraphStats returns what the session has counted of its graphs.
-func (se *Session) GraphStats() GraphStats { return se.gstats }
+// GraphStats does the work of Session.GraphStats.
+func (cpt *capturer) GraphStats() GraphStats { return cpt.gstats }
 
 // graphsSupported reports why the driver cannot capture, if it cannot.
-func (se *Session) graphsSupported() error {
+func (cpt *capturer) graphsSupported() error {
+	se := cpt.se
 	a := se.drv.api
 	if a.cuStreamBeginCapture == nil || a.cuStreamEndCapture == nil || a.cuGraphInstantiateWithFlags == nil ||
 		a.cuGraphLaunch == nil || a.cuGraphExecDestroy == nil || a.cuGraphDestroy == nil {
@@ -87,34 +88,32 @@ func (se *Session) graphsSupported() error {
 	return nil
 }
 
-// BeginCapture starts capturing the work submitted to every stream: it
-// begins a capture on stream origin and forks every other stream, of any
-// device, from it with an event, so that one graph holds the work of every
-// device the plan uses. Timing is off while capturing (a replay is timed
-// as a whole, not per op). A session with collectives captures only once
-// they have run eagerly (see collective.go).
-func (se *Session) BeginCapture(origin int) error {
-	if err := se.unopened(); err != nil { // faults.go
+// BeginCapture does the work of Session.BeginCapture.
+func (cpt *capturer) BeginCapture(origin int) error {
+	se := cpt.se
+	if err := unopened(se); err != nil { // faults.go
 		return err
 	}
-	if err := se.graphsSupported(); err != nil {
+	if err := cpt.graphsSupported(); err != nil {
 		return err
 	}
-	if se.capture != nil {
-		return fmt.Errorf("cuda: BeginCapture: stream %d is capturing already; call EndCapture first", se.capture.origin)
+	if cpt.capture != nil {
+		return fmt.Errorf("cuda: BeginCapture: stream %d is capturing already; call EndCapture first", cpt.capture.origin)
 	}
-	o, err := se.stream(origin)
+	o, err := se.sub.stream(origin)
 	if err != nil {
 		return err
 	}
-	if err := se.collCaptureReady(); err != nil {
+	if err := se.colls.collCaptureReady(); err != nil {
 		return fmt.Errorf("cuda: BeginCapture: %w", err)
 	}
-	if err := se.flushP2P(nil, actNone); err != nil {
-		return err
+	if se.colls.heldOn != nil {
+		if err := se.colls.flushP2P(nil, actNone); err != nil {
+			return err
+		}
 	}
-	if se.abandoned.Load() {
-		if err := se.resume(); err != nil {
+	if se.host.abandoned.Load() {
+		if err := se.host.resume(); err != nil {
 			return err
 		}
 	}
@@ -122,63 +121,62 @@ func (se *Session) BeginCapture(origin int) error {
 	if err != nil {
 		return err
 	}
-	se.track(&se.live.Events, 1)
-	c := &capture{origin: origin, event: e, timing: se.timing}
-	for i := range se.bufs {
-		if bs := &se.bufs[i]; bs.b.Temporary && bs.b.Placement == dag.Device {
+	se.hold.track(&se.hold.live.Events, 1)
+	c := &capture{origin: origin, event: e, timing: se.tim.timing}
+	for i := range se.hold.bufs {
+		if bs := &se.hold.bufs[i]; bs.b.Temporary && bs.b.Placement == dag.Device {
 			c.temps = append(c.temps, tempAddr{buf: i, dptr: bs.dptr})
 		}
 	}
-	for i := range se.streams {
-		if d := se.streams[i].dev; d != o.dev && !slices.ContainsFunc(c.joins, func(j devEvent) bool { return j.dev == d }) {
+	for i := range se.sub.streams {
+		if d := se.sub.streams[i].dev; d != o.dev && !slices.ContainsFunc(c.joins, func(j devEvent) bool { return j.dev == d }) {
 			je, err := se.drv.eventCreate(d.ctx, false)
 			if err != nil {
-				se.dropCaptureEvent(c)
+				cpt.dropCaptureEvent(c)
 				return err
 			}
-			se.track(&se.live.Events, 1)
+			se.hold.track(&se.hold.live.Events, 1)
 			c.joins = append(c.joins, devEvent{dev: d, ev: je})
 		}
 	}
 	api, ctx := se.drv.api, o.dev.ctx
 	if err := se.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, o.h)); err != nil {
-		se.dropCaptureEvent(c)
+		cpt.dropCaptureEvent(c)
 		return err
 	}
-	se.capture, se.timing = c, false
+	cpt.capture, se.tim.timing = c, false
 	err = se.drv.check("cuEventRecord", C.dr_record(api, ctx, e, o.h))
-	for i := range se.streams {
-		if s := &se.streams[i]; i != origin && err == nil {
+	for i := range se.sub.streams {
+		if s := &se.sub.streams[i]; i != origin && err == nil {
 			// A stream may wait for an event of another device; the
 			// call is made in the stream's own context.
 			err = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, s.dev.ctx, s.h, e))
 		}
 	}
 	if err != nil {
-		if _, endErr := se.EndCapture(origin); endErr == nil {
-			se.destroyLast()
+		if _, endErr := cpt.EndCapture(origin); endErr == nil {
+			cpt.destroyLast()
 		}
 		return fmt.Errorf("cuda: forking the streams from origin stream %d: %w", origin, err)
 	}
 	return nil
 }
 
-// EndCapture joins every stream back into origin and ends the capture,
-// returning the captured graph's number. The graph is not launchable until
-// Instantiate (or UpdateGraph, which instantiates it into another graph).
-func (se *Session) EndCapture(origin int) (int, error) {
-	c := se.capture
+// EndCapture does the work of Session.EndCapture.
+func (cpt *capturer) EndCapture(origin int) (int, error) {
+	se := cpt.se
+	c := cpt.capture
 	if c == nil || c.origin != origin {
 		return -1, fmt.Errorf("cuda: EndCapture: stream %d is not capturing", origin)
 	}
-	o := &se.streams[origin]
+	o := &se.sub.streams[origin]
 	api, ctx := se.drv.api, o.dev.ctx
-	joinErr := se.flushP2P(nil, actNone)
-	for i := range se.streams {
+	joinErr := se.colls.flushP2P(nil, actNone)
+	for i := range se.sub.streams {
 		if i == origin || joinErr != nil {
 			continue
 		}
-		s := &se.streams[i]
+		s := &se.sub.streams[i]
 		ev := c.event
 		for _, j := range c.joins {
 			if j.dev == s.dev {
@@ -192,135 +190,135 @@ func (se *Session) EndCapture(origin int) (int, error) {
 	}
 	var tmpl C.CUgraph
 	endErr := se.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, o.h, &tmpl))
-	se.capture, se.timing = nil, c.timing
-	se.dropCaptureEvent(c)
-	se.restoreTemps(c)
+	cpt.capture, se.tim.timing = nil, c.timing
+	cpt.dropCaptureEvent(c)
+	cpt.restoreTemps(c)
 	if err := errors.Join(joinErr, endErr); err != nil {
 		if tmpl != nil {
 			C.dr_graph_destroy(api, ctx, tmpl)
 		}
 		return -1, fmt.Errorf("cuda: ending the capture on stream %d: %w", origin, err)
 	}
-	se.graphs = append(se.graphs, &graph{tmpl: tmpl, dev: o.dev, origin: o.h, records: c.records})
-	se.track(&se.live.Graphs, 1)
-	se.gstats.Captures++
-	return len(se.graphs) - 1, nil
+	cpt.graphs = append(cpt.graphs, &graph{tmpl: tmpl, dev: o.dev, origin: o.h, records: c.records})
+	se.hold.track(&se.hold.live.Graphs, 1)
+	cpt.gstats.Captures++
+	return len(cpt.graphs) - 1, nil
 }
 
 // restoreTemps puts back the temporaries' addresses from before capture
 // c, and the count of live pool allocations with them: what a capture
 // allocates belongs to its graph, freed with it.
-func (se *Session) restoreTemps(c *capture) {
+func (cpt *capturer) restoreTemps(c *capture) {
+	se := cpt.se
 	for _, t := range c.temps {
-		bs := &se.bufs[t.buf]
+		bs := &se.hold.bufs[t.buf]
 		switch {
 		case bs.dptr == t.dptr:
 			continue
 		case t.dptr == 0:
-			se.track(&se.live.PoolAllocs, -1)
+			se.hold.track(&se.hold.live.PoolAllocs, -1)
 		case bs.dptr == 0:
-			se.track(&se.live.PoolAllocs, 1)
+			se.hold.track(&se.hold.live.PoolAllocs, 1)
 		}
 		bs.dptr = t.dptr
 	}
 }
 
-func (se *Session) dropCaptureEvent(c *capture) {
+func (cpt *capturer) dropCaptureEvent(c *capture) {
+	se := cpt.se
 	if c.event != nil {
-		se.drv.eventDestroy(se.streams[c.origin].dev.ctx, c.event)
+		se.drv.eventDestroy(se.sub.streams[c.origin].dev.ctx, c.event)
 		c.event = nil
-		se.track(&se.live.Events, -1)
+		se.hold.track(&se.hold.live.Events, -1)
 	}
 	for _, j := range c.joins {
 		se.drv.eventDestroy(j.dev.ctx, j.ev)
-		se.track(&se.live.Events, -1)
+		se.hold.track(&se.hold.live.Events, -1)
 	}
 	c.joins = nil
 }
 
 // destroyLast destroys the graph EndCapture returned last.
-func (se *Session) destroyLast() {
-	if n := len(se.graphs); n > 0 {
-		se.DestroyGraph(n - 1)
+func (cpt *capturer) destroyLast() {
+	if n := len(cpt.graphs); n > 0 {
+		cpt.DestroyGraph(n - 1)
 	}
 }
 
-func (se *Session) graph(i int) (*graph, error) {
-	if i < 0 || i >= len(se.graphs) || se.graphs[i] == nil {
+func (cpt *capturer) graph(i int) (*graph, error) {
+	if i < 0 || i >= len(cpt.graphs) || cpt.graphs[i] == nil {
 		return nil, fmt.Errorf("cuda: graph %d does not exist (destroyed, or never captured)", i)
 	}
-	return se.graphs[i], nil
+	return cpt.graphs[i], nil
 }
 
-// Instantiate makes graph gi launchable and uploads it to its device, so
-// that the first launch costs what later ones do.
-func (se *Session) Instantiate(gi int) error {
-	g, err := se.graph(gi)
+// Instantiate does the work of Session.Instantiate.
+func (cpt *capturer) Instantiate(gi int) error {
+	g, err := cpt.graph(gi)
 	if err != nil {
 		return err
 	}
 	if g.exec != nil {
 		return nil
 	}
-	return se.instantiate(g)
+	return cpt.instantiate(g)
 }
 
-func (se *Session) instantiate(g *graph) error {
+func (cpt *capturer) instantiate(g *graph) error {
+	se := cpt.se
 	var exec C.CUgraphExec
 	if err := se.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(se.drv.api, g.dev.ctx, &exec, g.tmpl, g.origin)); err != nil {
 		return err
 	}
 	g.exec = exec
-	se.track(&se.live.Graphs, 1)
-	se.gstats.Instantiations++
+	se.hold.track(&se.hold.live.Graphs, 1)
+	cpt.gstats.Instantiations++
 	return nil
 }
 
-// LaunchGraph enqueues one replay of instantiated graph gi on stream si.
-// Launches are numbered from 0 in the session (GraphStats.Launches before
-// it): ReplaySpans names the spans of each replay by that number.
-func (se *Session) LaunchGraph(gi, si int) error {
-	if gi < 0 || gi >= len(se.graphs) || se.graphs[gi] == nil || se.graphs[gi].exec == nil {
+// LaunchGraph does the work of Session.LaunchGraph.
+func (cpt *capturer) LaunchGraph(gi, si int) error {
+	se := cpt.se
+	if gi < 0 || gi >= len(cpt.graphs) || cpt.graphs[gi] == nil || cpt.graphs[gi].exec == nil {
 		return fmt.Errorf("cuda: graph %d is not instantiated", gi)
 	}
-	s, err := se.stream(si)
+	s, err := se.sub.stream(si)
 	if err != nil {
 		return err
 	}
-	if se.abandoned.Load() {
-		if err := se.resume(); err != nil {
+	if se.host.abandoned.Load() {
+		if err := se.host.resume(); err != nil {
 			return err
 		}
 	}
-	g := se.graphs[gi]
-	if err := se.flushP2P(nil, actNone); err != nil {
-		return err
+	g := cpt.graphs[gi]
+	if se.colls.heldOn != nil {
+		if err := se.colls.flushP2P(nil, actNone); err != nil {
+			return err
+		}
 	}
 	// Under CUPTI the launch carries its number (gstats.Launches so far),
 	// which ReplaySpans names the replay's spans by (timing.go).
-	if se.cupti != nil {
-		if err := se.launchTraced(g, s, si, se.gstats.Launches); err != nil {
+	if se.tim.cupti != nil {
+		if err := se.tim.cupti.launchTraced(se.drv, g, s, si, cpt.gstats.Launches); err != nil {
 			return err
 		}
 	} else if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
 		return err
 	}
 	s.last = "graph replay"
-	se.gstats.Launches++
+	cpt.gstats.Launches++
 	return nil
 }
 
-// UpdateGraph makes instantiated graph gi do what captured graph fresh
-// does: in place (cuGraphExecUpdate) when the driver can apply the change,
-// which keeps the executable; otherwise by instantiating fresh in its
-// place. Either way fresh is used up. It reports whether the update was in
-// place. Call it when gi's launches are done.
-func (se *Session) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
-	g, err := se.graph(gi)
+// UpdateGraph does the work of Session.UpdateGraph.
+func (cpt *capturer) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
+	se := cpt.se
+	g, err := cpt.graph(gi)
 	if err != nil {
 		return false, err
 	}
-	f, err := se.graph(fresh)
+	f, err := cpt.graph(fresh)
 	if err != nil {
 		return false, err
 	}
@@ -334,54 +332,56 @@ func (se *Session) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
 		C.dr_graph_destroy(api, ctx, g.tmpl)
 		g.tmpl, f.tmpl = f.tmpl, nil
 		g.records = f.records
-		se.graphs[fresh] = nil
-		se.track(&se.live.Graphs, -1)
-		se.gstats.UpdatesInPlace++
+		cpt.graphs[fresh] = nil
+		se.hold.track(&se.hold.live.Graphs, -1)
+		cpt.gstats.UpdatesInPlace++
 		return true, nil
 	}
-	se.gstats.UpdatesRefused++
-	se.gstats.LastUpdateError = fmt.Sprintf("%v (CUgraphExecUpdateResult %d)", se.drv.check("cuGraphExecUpdate", r), int(why))
-	if err := se.instantiate(f); err != nil {
-		se.graphs[fresh] = nil
-		se.releaseGraph(f)
-		return false, fmt.Errorf("cuda: re-instantiating graph %d after the driver refused an update in place (%s): %w", gi, se.gstats.LastUpdateError, err)
+	cpt.gstats.UpdatesRefused++
+	cpt.gstats.LastUpdateError = fmt.Sprintf("%v (CUgraphExecUpdateResult %d)", se.drv.check("cuGraphExecUpdate", r), int(why))
+	if err := cpt.instantiate(f); err != nil {
+		cpt.graphs[fresh] = nil
+		cpt.releaseGraph(f)
+		return false, fmt.Errorf("cuda: re-instantiating graph %d after the driver refused an update in place (%s): %w", gi, cpt.gstats.LastUpdateError, err)
 	}
 	old := *g
 	*g = *f
-	se.graphs[fresh] = nil
-	se.releaseGraph(&old)
+	cpt.graphs[fresh] = nil
+	cpt.releaseGraph(&old)
 	return false, nil
 }
 
-// DestroyGraph releases graph gi: its executable and its captured graph.
-func (se *Session) DestroyGraph(gi int) error {
-	g, err := se.graph(gi)
+// DestroyGraph does the work of Session.DestroyGraph.
+func (cpt *capturer) DestroyGraph(gi int) error {
+	g, err := cpt.graph(gi)
 	if err != nil {
 		return err
 	}
-	se.graphs[gi] = nil
-	return se.releaseGraph(g)
+	cpt.graphs[gi] = nil
+	return cpt.releaseGraph(g)
 }
 
-func (se *Session) releaseGraph(g *graph) error {
+func (cpt *capturer) releaseGraph(g *graph) error {
+	se := cpt.se
 	api, ctx := se.drv.api, g.dev.ctx
 	var errs []error
 	if g.exec != nil {
 		errs = append(errs, se.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, g.exec)))
 		g.exec = nil
-		se.track(&se.live.Graphs, -1)
+		se.hold.track(&se.hold.live.Graphs, -1)
 	}
 	if g.tmpl != nil {
 		errs = append(errs, se.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, g.tmpl)))
 		g.tmpl = nil
-		se.track(&se.live.Graphs, -1)
+		se.hold.track(&se.hold.live.Graphs, -1)
 	}
 	return errors.Join(errs...)
 }
 
-// GraphNodes is the number of nodes of captured graph gi.
-func (se *Session) GraphNodes(gi int) (int, error) {
-	g, err := se.graph(gi)
+// GraphNodes does the work of Session.GraphNodes.
+func (cpt *capturer) GraphNodes(gi int) (int, error) {
+	se := cpt.se
+	g, err := cpt.graph(gi)
 	if err != nil {
 		return 0, err
 	}
@@ -395,19 +395,19 @@ func (se *Session) GraphNodes(gi int) (int, error) {
 
 // closeGraphs ends a capture left open and releases every graph; Close
 // calls it before it destroys the streams.
-func (se *Session) closeGraphs(keep func(error)) {
-	if c := se.capture; c != nil {
-		if gi, err := se.EndCapture(c.origin); err == nil {
-			keep(se.DestroyGraph(gi))
+func (cpt *capturer) closeGraphs(keep func(error)) {
+	if c := cpt.capture; c != nil {
+		if gi, err := cpt.EndCapture(c.origin); err == nil {
+			keep(cpt.DestroyGraph(gi))
 		}
 	}
-	for i, g := range se.graphs {
+	for i, g := range cpt.graphs {
 		if g != nil {
-			keep(se.releaseGraph(g))
-			se.graphs[i] = nil
+			keep(cpt.releaseGraph(g))
+			cpt.graphs[i] = nil
 		}
 	}
-	se.graphs = nil
+	cpt.graphs = nil
 }
 
 // rawGraph is workload C or E captured directly with the driver (one C
@@ -470,11 +470,12 @@ func (g *rawGraph) close() {
 // executor.SetArg or executor.Rebind. Host work and host steps keep their
 // C records, which captured host nodes point at, until Close; a variant
 // submitted again reuses them.
-func (se *Session) variant(op *dag.Op) (*opState, error) {
-	if st := se.variants[op]; st != nil {
+func (cpt *capturer) variant(op *dag.Op) (*opState, error) {
+	se := cpt.se
+	if st := cpt.variants[op]; st != nil {
 		return st, nil
 	}
-	orig := se.ops[op.ID].op
+	orig := se.sub.ops[op.ID].op
 	bad := func(why string) error {
 		return fmt.Errorf("cuda: op %q is neither op %d of the open graph (%q) nor a variant of it: %s", op.Name, op.ID, orig.Name, why)
 	}
@@ -484,7 +485,7 @@ func (se *Session) variant(op *dag.Op) (*opState, error) {
 	for i, a := range op.Access {
 		o := orig.Access[i].Buf
 		switch {
-		case a.Buf == nil || a.Buf.ID < 0 || a.Buf.ID >= len(se.bufs) || se.bufs[a.Buf.ID].b != a.Buf:
+		case a.Buf == nil || a.Buf.ID < 0 || a.Buf.ID >= len(se.hold.bufs) || se.hold.bufs[a.Buf.ID].b != a.Buf:
 			return nil, bad(fmt.Sprintf("access %d is to a buffer the open graph does not hold", i))
 		case a.Buf.Placement != o.Placement || (o.Placement == dag.Device && a.Buf.Device != o.Device) || a.Buf.Temporary != o.Temporary:
 			return nil, bad(fmt.Sprintf("access %d is to %s, which is not placed like %s", i, a.Buf.Name, o.Name))
@@ -496,34 +497,43 @@ func (se *Session) variant(op *dag.Op) (*opState, error) {
 		return nil, bad("it launches another kernel, or with another number of arguments")
 	}
 	st := &opState{}
-	if err := se.prepare(st, op); err != nil {
-		se.dropVariant(st)
+	if err := se.sub.prepare(st, op); err != nil {
+		cpt.dropVariant(st)
 		return nil, err
 	}
 	if st.work != nil || st.act == actHostFunc {
-		if se.variants == nil {
-			se.variants = map[*dag.Op]*opState{}
+		if cpt.variants == nil {
+			cpt.variants = map[*dag.Op]*opState{}
 		}
-		se.variants[op] = st
+		cpt.variants[op] = st
 	}
 	return st, nil
 }
 
 // dropVariant frees the C records of a variant.
-func (se *Session) dropVariant(st *opState) {
+func (cpt *capturer) dropVariant(st *opState) {
+	se := cpt.se
 	if st.launch != nil {
 		C.free(unsafe.Pointer(st.launch))
 		st.launch = nil
-		se.track(&se.live.HostAllocs, -1)
+		se.hold.track(&se.hold.live.HostAllocs, -1)
 	}
 	if st.work != nil {
 		C.free(unsafe.Pointer(st.work))
 		st.work = nil
-		se.track(&se.live.HostAllocs, -1)
+		se.hold.track(&se.hold.live.HostAllocs, -1)
 	}
 	if st.act == actHostFunc && st.handle != 0 {
 		st.handle.Delete()
 		st.handle = 0
-		se.track(&se.live.Callbacks, -1)
+		se.hold.track(&se.hold.live.Callbacks, -1)
 	}
+}
+
+// dropVariants frees the C records of op variants (Close).
+func (cpt *capturer) dropVariants() {
+	for _, st := range cpt.variants {
+		cpt.dropVariant(st)
+	}
+	cpt.variants = nil
 }

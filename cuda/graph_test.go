@@ -276,23 +276,23 @@ func TestGraphNodes(t *testing.T) {
 	se := openSession(t, b, g)
 	defer func() { require.NoError(t, se.Close()) }()
 	for _, st := range p.Streams {
-		require.NoError(t, se.NewStream(st.Device, st.Priority))
+		require.NoError(t, se.sub.NewStream(st.Device, st.Priority))
 	}
 	for range p.Events {
-		require.NoError(t, se.NewEvent())
+		require.NoError(t, se.sub.NewEvent())
 	}
-	require.NoError(t, se.BeginCapture(0))
+	require.NoError(t, se.capt.BeginCapture(0))
 	require.NoError(t, submit(se, p))
-	gi, err := se.EndCapture(0)
+	gi, err := se.capt.EndCapture(0)
 	require.NoError(t, err)
-	n, err := se.GraphNodes(gi)
+	n, err := se.capt.GraphNodes(gi)
 	require.NoError(t, err)
 	assert.Equal(t, len(g.Ops), n)
-	require.NoError(t, se.Instantiate(gi))
-	require.NoError(t, se.LaunchGraph(gi, 1))
-	require.NoError(t, se.Sync(context.Background()))
-	require.NoError(t, se.DestroyGraph(gi))
-	assert.Error(t, se.LaunchGraph(gi, 0))
+	require.NoError(t, se.capt.Instantiate(gi))
+	require.NoError(t, se.capt.LaunchGraph(gi, 1))
+	require.NoError(t, se.host.Sync(context.Background()))
+	require.NoError(t, se.capt.DestroyGraph(gi))
+	assert.Error(t, se.capt.LaunchGraph(gi, 0))
 }
 
 // oneDeviceExample reports whether example s is for this test: one rank,

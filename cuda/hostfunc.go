@@ -26,15 +26,15 @@ type hostCall struct {
 func dagrunHostCallback(h C.uintptr_t) {
 	hc := cgo.Handle(h).Value().(*hostCall)
 	se := hc.se
-	if se.abandoned.Load() {
+	if se.host.abandoned.Load() {
 		return
 	}
 	if err := hc.call(); err != nil {
-		se.hostMu.Lock()
-		if se.hostErr == nil {
-			se.hostErr = &dag.OpError{Op: hc.op.Name, Err: err}
+		se.host.hostMu.Lock()
+		if se.host.hostErr == nil {
+			se.host.hostErr = &dag.OpError{Op: hc.op.Name, Err: err}
 		}
-		se.hostMu.Unlock()
+		se.host.hostMu.Unlock()
 	}
 }
 
@@ -44,5 +44,5 @@ func (hc *hostCall) call() (err error) {
 			err = fmt.Errorf("host step panicked: %v", r)
 		}
 	}()
-	return hc.op.HostFunc(hc.se.hostCtx, hc.mem)
+	return hc.op.HostFunc(hc.se.host.hostCtx, hc.mem)
 }

@@ -27,22 +27,23 @@ type buffer struct {
 // allocBuffers allocates every persistent buffer with its initial contents
 // and every temporary host buffer (host memory is not stream-ordered: a
 // temporary one lives as long as the session is open).
-func (se *Session) allocBuffers(ctx context.Context) error {
-	se.bufs = make([]buffer, len(se.g.Buffers))
+func (hd *holdings) allocBuffers(ctx context.Context) error {
+	se := hd.se
+	hd.bufs = make([]buffer, len(se.g.Buffers))
 	for i, buf := range se.g.Buffers {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		bs := &se.bufs[i]
+		bs := &hd.bufs[i]
 		bs.b = buf
 		if buf.ID != i {
 			return &dag.Error{Buffer: buf.Name, Msg: fmt.Sprintf("has ID %d at index %d", buf.ID, i), Hint: "pass a graph made by dag.Builder.Build"}
 		}
 		ordinal := buf.Device
 		if buf.Placement != dag.Device {
-			ordinal = se.anyDevice()
+			ordinal = hd.anyDevice()
 		}
-		d, err := se.device(ordinal)
+		d, err := hd.device(ordinal)
 		if err != nil {
 			return err
 		}
@@ -50,7 +51,7 @@ func (se *Session) allocBuffers(ctx context.Context) error {
 		if buf.Placement == dag.Device && buf.Temporary {
 			continue
 		}
-		if err := se.allocBuffer(bs); err != nil {
+		if err := hd.allocBuffer(bs); err != nil {
 			return &dag.OpError{Op: "open", Err: fmt.Errorf("buffer %q (%d bytes, %s): %w", buf.Name, buf.Size, placeName(buf), err)}
 		}
 	}
@@ -59,7 +60,8 @@ func (se *Session) allocBuffers(ctx context.Context) error {
 
 // anyDevice is the device host memory is pinned through: the lowest one
 // the graph uses, else 0. Pinned memory is portable: every context sees it.
-func (se *Session) anyDevice() int {
+func (hd *holdings) anyDevice() int {
+	se := hd.se
 	best := -1
 	for _, op := range se.g.Ops {
 		if best < 0 || op.Device < best {
@@ -74,7 +76,8 @@ func (se *Session) anyDevice() int {
 	return max(best, 0)
 }
 
-func (se *Session) allocBuffer(bs *buffer) error {
+func (hd *holdings) allocBuffer(bs *buffer) error {
+	se := hd.se
 	buf := bs.b
 	switch buf.Placement {
 	case dag.Device:
@@ -83,7 +86,7 @@ func (se *Session) allocBuffer(bs *buffer) error {
 			return err
 		}
 		bs.dptr = p
-		se.track(&se.live.DeviceAllocs, 1)
+		hd.track(&hd.live.DeviceAllocs, 1)
 		if buf.Init.Kind == dag.InitNone || buf.Init.Kind == dag.InitZeros {
 			return se.drv.zero(bs.dev.ctx, p, buf.Size)
 		}
@@ -94,14 +97,14 @@ func (se *Session) allocBuffer(bs *buffer) error {
 			return err
 		}
 		bs.host = p
-		se.track(&se.live.PinnedAllocs, 1)
+		hd.track(&hd.live.PinnedAllocs, 1)
 	default:
 		p := C.malloc(C.size_t(buf.Size))
 		if p == nil {
 			return errors.New("out of host memory")
 		}
 		bs.host = p
-		se.track(&se.live.HostAllocs, 1)
+		hd.track(&hd.live.HostAllocs, 1)
 	}
 	// Made in place: no staging copy of what may be many megabytes.
 	buf.WriteInitial(unsafe.Slice((*byte)(bs.host), buf.Size))
@@ -113,4 +116,27 @@ func placeName(b *dag.Buffer) string {
 		return fmt.Sprintf("device %d", b.Device)
 	}
 	return b.Placement.String() + " host"
+}
+
+// freeBuffers frees the session's buffers (Close).
+func (hd *holdings) freeBuffers(keep func(error)) {
+	se := hd.se
+	for i := range hd.bufs {
+		bs := &hd.bufs[i]
+		switch {
+		case bs.dptr != 0:
+			keep(se.drv.memFree(bs.dev.ctx, bs.dptr))
+			if bs.b.Temporary {
+				hd.track(&hd.live.PoolAllocs, -1)
+			} else {
+				hd.track(&hd.live.DeviceAllocs, -1)
+			}
+		case bs.host != nil && bs.b.Placement == dag.Pinned:
+			keep(se.drv.hostFree(bs.dev.ctx, bs.host))
+			hd.track(&hd.live.PinnedAllocs, -1)
+		case bs.host != nil:
+			C.free(bs.host)
+			hd.track(&hd.live.HostAllocs, -1)
+		}
+	}
 }

@@ -37,7 +37,8 @@ var builtinsKey = moduleKey{source: dag.Builtin}
 // loadKernels finds the function of every kernel the session's graph
 // launches, on each device that launches it, loading modules into the
 // backend's cache where they are not there yet.
-func (se *Session) loadKernels(ctx context.Context) error {
+func (hd *holdings) loadKernels(ctx context.Context) error {
+	se := hd.se
 	for _, op := range se.g.Ops {
 		needFill64 := op.Kind == dag.Fill && op.Access[0].Buf.Placement == dag.Device && fillNeedsKernel(op)
 		if op.Kind != dag.Launch && !needFill64 {
@@ -46,7 +47,7 @@ func (se *Session) loadKernels(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, err := se.device(op.Device)
+		d, err := hd.device(op.Device)
 		if err != nil {
 			return err
 		}

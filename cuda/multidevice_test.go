@@ -95,12 +95,12 @@ func ranks(t testing.TB, b *Backend, graphs []*dag.Graph, timeout time.Duration)
 		require.NoError(t, err, "rank %d joins", r)
 	}
 	for r, se := range ss {
-		se.SetCollectiveTimeout(timeout)
+		se.colls.SetCollectiveTimeout(timeout)
 		for _, s := range ps[r].Streams {
-			require.NoError(t, se.NewStream(s.Device, s.Priority))
+			require.NoError(t, se.sub.NewStream(s.Device, s.Priority))
 		}
 		for range ps[r].Events {
-			require.NoError(t, se.NewEvent())
+			require.NoError(t, se.sub.NewEvent())
 		}
 	}
 	return ss, ps
@@ -244,19 +244,19 @@ func TestSessionCollectivesGPU(t *testing.T) {
 			gids := make([]int, 2)
 			for r, err := range onRanks(2, func(r int) error {
 				se := ss[r]
-				if err := se.BeginCapture(0); err != nil {
+				if err := se.capt.BeginCapture(0); err != nil {
 					return err
 				}
 				if err := submit(se, ps[r]); err != nil {
-					se.EndCapture(0)
+					se.capt.EndCapture(0)
 					return err
 				}
-				gi, err := se.EndCapture(0)
+				gi, err := se.capt.EndCapture(0)
 				if err != nil {
 					return err
 				}
 				gids[r] = gi
-				return se.Instantiate(gi)
+				return se.capt.Instantiate(gi)
 			}) {
 				require.NoError(t, err, "capture, rank %d", r)
 			}
@@ -362,9 +362,9 @@ func acrossDevices(t *testing.T, noPeer, tmp bool, timing string, n int64) {
 	require.NoError(t, err)
 	se := openSession(t, b, g)
 	if timing != "" {
-		se.SetTiming(true)
-		require.NoError(t, se.SetTimingSource(timing))
-		source, why, _ := se.TimingSource()
+		se.tim.SetTiming(true)
+		require.NoError(t, se.tim.SetTimingSource(timing))
+		source, why, _ := se.tim.TimingSource()
 		require.Equal(t, timing, source, "timing source: %s", why)
 	}
 	var peerCopies []int
@@ -380,12 +380,12 @@ func acrossDevices(t *testing.T, noPeer, tmp bool, timing string, n int64) {
 			return
 		}
 		seen := map[int]int{}
-		require.NoError(t, se.Spans(func(op, _ int, start, end time.Duration) {
+		require.NoError(t, se.tim.Spans(func(op, _ int, start, end time.Duration) {
 			if end >= start {
 				seen[op]++
 			}
 		}))
-		source, why, _ := se.TimingSource()
+		source, why, _ := se.tim.TimingSource()
 		for _, id := range peerCopies {
 			assert.Positive(t, seen[id], "%s: copy %q between the devices has no span (timing: %s, %s)", what, g.Ops[id].Name, source, why)
 		}
@@ -396,30 +396,30 @@ func acrossDevices(t *testing.T, noPeer, tmp bool, timing string, n int64) {
 		checkResults(t, se, p, 1)
 		checkSpans(fmt.Sprintf("eager run %d", run), false)
 	}
-	require.NoError(t, se.BeginCapture(0))
+	require.NoError(t, se.capt.BeginCapture(0))
 	require.NoError(t, submit(se, p))
-	gi, err := se.EndCapture(0)
+	gi, err := se.capt.EndCapture(0)
 	require.NoError(t, err)
-	require.NoError(t, se.Instantiate(gi))
+	require.NoError(t, se.capt.Instantiate(gi))
 	for replay := range 3 {
 		resetInputs(t, se, g)
-		require.NoError(t, se.LaunchGraph(gi, 0))
-		require.NoError(t, se.Sync(t.Context()), "replay %d", replay)
+		require.NoError(t, se.capt.LaunchGraph(gi, 0))
+		require.NoError(t, se.host.Sync(t.Context()), "replay %d", replay)
 		checkResults(t, se, p, 1)
 		checkSpans(fmt.Sprintf("replay %d", replay), true)
 	}
-	require.NoError(t, se.BeginCapture(0))
+	require.NoError(t, se.capt.BeginCapture(0))
 	require.NoError(t, submit(se, p))
-	fresh, err := se.EndCapture(0)
+	fresh, err := se.capt.EndCapture(0)
 	require.NoError(t, err)
-	inPlace, err := se.UpdateGraph(gi, fresh)
+	inPlace, err := se.capt.UpdateGraph(gi, fresh)
 	require.NoError(t, err)
 	if !tmp {
-		assert.True(t, inPlace, "the same plan recaptured updates in place: %s", se.GraphStats().LastUpdateError)
+		assert.True(t, inPlace, "the same plan recaptured updates in place: %s", se.capt.GraphStats().LastUpdateError)
 	}
 	resetInputs(t, se, g)
-	require.NoError(t, se.LaunchGraph(gi, 0))
-	require.NoError(t, se.Sync(t.Context()))
+	require.NoError(t, se.capt.LaunchGraph(gi, 0))
+	require.NoError(t, se.host.Sync(t.Context()))
 	checkResults(t, se, p, 1)
 	require.NoError(t, se.Close())
 	assertReleased(t, b, "after the session closed")
@@ -457,9 +457,9 @@ func TestFailedCaptureGPU(t *testing.T) {
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	require.NoError(t, runPlan(t.Context(), se, p, true))
-	require.NoError(t, se.BeginCapture(0))
+	require.NoError(t, se.capt.BeginCapture(0))
 	require.Error(t, submit(se, p), "a pageable copy under capture")
-	_, err = se.EndCapture(0)
+	_, err = se.capt.EndCapture(0)
 	require.Error(t, err, "the capture was invalidated")
 	assert.Zero(t, se.Live().PoolAllocs, "the failed capture's temporary is the graph's, not the session's")
 	resetInputs(t, se, graph)
@@ -613,11 +613,11 @@ func TestSessionNCCLMissing(t *testing.T) {
 	graph, err := g.Build()
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
-	err = se.Join(t.Context(), device.World{Rank: 0, Size: 1, UniqueID: make([]byte, 128)})
+	err = se.colls.Join(t.Context(), device.World{Rank: 0, Size: 1, UniqueID: make([]byte, 128)})
 	require.ErrorIs(t, err, ErrNoNCCL)
 	assert.ErrorContains(t, err, "libnccl.so.2")
-	require.NoError(t, se.NewStream(0, dag.Normal))
-	err = se.Run(0, ar)
+	require.NoError(t, se.sub.NewStream(0, dag.Normal))
+	err = se.sub.Run(0, ar)
 	assert.ErrorContains(t, err, "Join the session")
 	require.NoError(t, se.Close())
 	assertReleased(t, b, "")
@@ -643,43 +643,43 @@ func BenchmarkSessionPeerCopy(b *testing.B) {
 			graph, err := g.Build()
 			require.NoError(b, err)
 			se := openSession(b, be, graph)
-			require.NoError(b, se.NewStream(0, dag.Normal))
-			s := &se.streams[0]
-			sb, db := &se.bufs[src.ID], &se.bufs[dst.ID]
+			require.NoError(b, se.sub.NewStream(0, dag.Normal))
+			s := &se.sub.streams[0]
+			sb, db := &se.hold.bufs[src.ID], &se.hold.bufs[dst.ID]
 			report := func(b *testing.B, start time.Time) {
 				b.ReportMetric(float64(n)*float64(b.N)/time.Since(start).Seconds()/1e9, "GB/s")
 			}
 			for range 2 { // warm-up
-				require.NoError(b, se.Run(0, cp))
+				require.NoError(b, se.sub.Run(0, cp))
 			}
-			require.NoError(b, se.Sync(b.Context()))
+			require.NoError(b, se.host.Sync(b.Context()))
 			b.Run("256MiB/eager/session", func(b *testing.B) {
 				b.ReportAllocs()
 				start := time.Now()
 				for range b.N {
-					if err := se.Run(0, cp); err != nil {
+					if err := se.sub.Run(0, cp); err != nil {
 						b.Fatal(err)
 					}
 				}
-				require.NoError(b, se.Sync(b.Context()))
+				require.NoError(b, se.host.Sync(b.Context()))
 				report(b, start)
 			})
-			require.NoError(b, se.BeginCapture(0))
-			require.NoError(b, se.Run(0, cp))
-			gi, err := se.EndCapture(0)
+			require.NoError(b, se.capt.BeginCapture(0))
+			require.NoError(b, se.sub.Run(0, cp))
+			gi, err := se.capt.EndCapture(0)
 			require.NoError(b, err)
-			require.NoError(b, se.Instantiate(gi))
-			require.NoError(b, se.LaunchGraph(gi, 0))
-			require.NoError(b, se.Sync(b.Context()))
+			require.NoError(b, se.capt.Instantiate(gi))
+			require.NoError(b, se.capt.LaunchGraph(gi, 0))
+			require.NoError(b, se.host.Sync(b.Context()))
 			b.Run("256MiB/replay/session", func(b *testing.B) {
 				b.ReportAllocs()
 				start := time.Now()
 				for range b.N {
-					if err := se.LaunchGraph(gi, 0); err != nil {
+					if err := se.capt.LaunchGraph(gi, 0); err != nil {
 						b.Fatal(err)
 					}
 				}
-				require.NoError(b, se.Sync(b.Context()))
+				require.NoError(b, se.host.Sync(b.Context()))
 				report(b, start)
 			})
 			b.Run("256MiB/eager/raw", func(b *testing.B) {
@@ -781,10 +781,10 @@ func BenchmarkSessionAllReduce(b *testing.B) {
 			start := time.Now()
 			requireAll(b, onRanks(2, func(r int) error {
 				se := ss[r]
-				s := &se.streams[stream(r)]
-				v := se.bufs[graphs[r].Buffers[0].ID].dptr
-				call := []ncclCall{{Kind: dag.AllReduce, Send: v, Recv: v, Count: size / 4, DType: dag.F32, Comm: se.coll.comm, Stream: s.h}}
-				if err := se.coll.nccl.rawAllReduce(call, b.N*chain); err != nil {
+				s := &se.sub.streams[stream(r)]
+				v := se.hold.bufs[graphs[r].Buffers[0].ID].dptr
+				call := []ncclCall{{Kind: dag.AllReduce, Send: v, Recv: v, Count: size / 4, DType: dag.F32, Comm: se.colls.coll.comm, Stream: s.h}}
+				if err := se.colls.coll.nccl.rawAllReduce(call, b.N*chain); err != nil {
 					return err
 				}
 				return se.drv.streamSync(s.dev.ctx, s.h)
@@ -794,27 +794,27 @@ func BenchmarkSessionAllReduce(b *testing.B) {
 		gids := make([]int, 2)
 		requireAll(b, onRanks(2, func(r int) error {
 			se := ss[r]
-			if err := se.BeginCapture(stream(r)); err != nil {
+			if err := se.capt.BeginCapture(stream(r)); err != nil {
 				return err
 			}
 			for range chain {
-				if err := se.Run(stream(r), graphs[r].Ops[0]); err != nil {
-					se.EndCapture(stream(r))
+				if err := se.sub.Run(stream(r), graphs[r].Ops[0]); err != nil {
+					se.capt.EndCapture(stream(r))
 					return err
 				}
 			}
-			gi, err := se.EndCapture(stream(r))
+			gi, err := se.capt.EndCapture(stream(r))
 			if err != nil {
 				return err
 			}
 			gids[r] = gi
-			if err := se.Instantiate(gi); err != nil {
+			if err := se.capt.Instantiate(gi); err != nil {
 				return err
 			}
-			if err := se.LaunchGraph(gi, stream(r)); err != nil {
+			if err := se.capt.LaunchGraph(gi, stream(r)); err != nil {
 				return err
 			}
-			return se.Sync(context.Background())
+			return se.host.Sync(context.Background())
 		}))
 		b.Run(name+"/replay/session", func(b *testing.B) {
 			b.ReportAllocs()
@@ -862,36 +862,36 @@ func BenchmarkTwoDevicePipelineReplay(b *testing.B) {
 	require.NoError(b, err)
 	se := openSession(b, be, graph)
 	require.NoError(b, runPlan(b.Context(), se, plan, true))
-	require.NoError(b, se.BeginCapture(0))
+	require.NoError(b, se.capt.BeginCapture(0))
 	require.NoError(b, submit(se, plan))
-	gi, err := se.EndCapture(0)
+	gi, err := se.capt.EndCapture(0)
 	require.NoError(b, err)
-	require.NoError(b, se.Instantiate(gi))
+	require.NoError(b, se.capt.Instantiate(gi))
 	report := func(b *testing.B, start time.Time) {
 		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "us/replay")
 	}
 	b.Run("graph/session", func(b *testing.B) {
 		for range 3 {
-			require.NoError(b, se.LaunchGraph(gi, 0))
+			require.NoError(b, se.capt.LaunchGraph(gi, 0))
 		}
-		require.NoError(b, se.Sync(b.Context()))
+		require.NoError(b, se.host.Sync(b.Context()))
 		start := time.Now()
 		for range b.N {
-			if err := se.LaunchGraph(gi, 0); err != nil {
+			if err := se.capt.LaunchGraph(gi, 0); err != nil {
 				b.Fatal(err)
 			}
 		}
-		require.NoError(b, se.Sync(b.Context()))
+		require.NoError(b, se.host.Sync(b.Context()))
 		report(b, start)
 	})
 	raw := make([]rawStage, stages)
 	for i, o := range ops {
 		src, dst := o.cp.Access[0].View, o.cp.Access[1].View
-		raw[i] = rawStage{k0: se.ops[o.k0.ID].launch, k1: se.ops[o.k1.ID].launch, dst: se.ptr(dst), src: se.ptr(src), n: src.Size}
+		raw[i] = rawStage{k0: se.sub.ops[o.k0.ID].launch, k1: se.sub.ops[o.k1.ID].launch, dst: se.hold.ptr(dst), src: se.hold.ptr(src), n: src.Size}
 	}
-	d0, err := se.device(0)
+	d0, err := se.hold.device(0)
 	require.NoError(b, err)
-	d1, err := se.device(1)
+	d1, err := se.hold.device(1)
 	require.NoError(b, err)
 	rp, err := be.drv.newRawPipeline(d0.ctx, d1.ctx, raw)
 	require.NoError(b, err)

@@ -179,23 +179,24 @@ type stagingStream struct {
 // which unified addressing routes over the link where peer access is on
 // and stream capture accepts (cuMemcpyPeerAsync it refuses), or, under
 // NoPeer, copies through pinned host memory (runViaHost).
-func (se *Session) preparePeerCopy(st *opState, op *dag.Op) error {
+func (stg *stager) preparePeerCopy(st *opState, op *dag.Op) error {
+	se := stg.se
 	if !se.b.multi.noPeer {
 		st.act = actCopyPeer
 		return nil
 	}
 	st.act = actCopyViaHost
-	if _, ok := se.stages[op.ID]; ok {
+	if _, ok := stg.stages[op.ID]; ok {
 		return nil
 	}
 	src, dst := op.Access[0].View, op.Access[1].View
 	n := src.Size
 	sg := &stage{chunk: max(min(n, stageChunk), 1)}
 	sg.size = sg.chunk * min(stageSlots, (n+sg.chunk-1)/sg.chunk)
-	if se.stages == nil {
-		se.stages = map[int]*stage{}
+	if stg.stages == nil {
+		stg.stages = map[int]*stage{}
 	}
-	on, err := se.device(op.Device)
+	on, err := se.hold.device(op.Device)
 	if err != nil {
 		return err
 	}
@@ -203,23 +204,23 @@ func (se *Session) preparePeerCopy(st *opState, op *dag.Op) error {
 		return fmt.Errorf("staging buffer of %s for a copy through host memory: %w", dag.FormatBytes(sg.size), err)
 	}
 	sg.ctx = on.ctx
-	se.track(&se.live.PinnedAllocs, 1)
-	se.stages[op.ID] = sg
+	se.hold.track(&se.hold.live.PinnedAllocs, 1)
+	stg.stages[op.ID] = sg
 	if n <= sg.chunk {
 		return nil // one chunk: down and up on the op's stream
 	}
-	sg.ends = [2]*sessDevice{se.bufs[src.Buf.ID].dev, se.bufs[dst.Buf.ID].dev}
+	sg.ends = [2]*sessDevice{se.hold.bufs[src.Buf.ID].dev, se.hold.bufs[dst.Buf.ID].dev}
 	event := func(d *sessDevice) (C.CUevent, error) {
 		e, err := se.drv.eventCreate(d.ctx, false)
 		if err != nil {
 			return nil, err
 		}
-		se.track(&se.live.Events, 1)
+		se.hold.track(&se.hold.live.Events, 1)
 		sg.owned = append(sg.owned, devEvent{dev: d, ev: e})
 		return e, nil
 	}
 	for i, d := range sg.ends {
-		if sg.helpers[i], err = se.stagingStream(d); err != nil {
+		if sg.helpers[i], err = stg.stagingStream(d); err != nil {
 			return err
 		}
 		if sg.start[i], err = event(d); err != nil {
@@ -242,8 +243,9 @@ func (se *Session) preparePeerCopy(st *opState, op *dag.Op) error {
 
 // stagingStream is the session's staging stream on device d, made at its
 // first use.
-func (se *Session) stagingStream(d *sessDevice) (*stagingStream, error) {
-	for _, u := range se.staging {
+func (stg *stager) stagingStream(d *sessDevice) (*stagingStream, error) {
+	se := stg.se
+	for _, u := range stg.staging {
 		if u.dev == d {
 			return u, nil
 		}
@@ -252,9 +254,9 @@ func (se *Session) stagingStream(d *sessDevice) (*stagingStream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("staging stream on device %d: %w", d.ordinal, err)
 	}
-	se.track(&se.live.Streams, 1)
+	se.hold.track(&se.hold.live.Streams, 1)
 	u := &stagingStream{dev: d, h: h}
-	se.staging = append(se.staging, u)
+	stg.staging = append(stg.staging, u)
 	return u, nil
 }
 
@@ -263,10 +265,11 @@ func (se *Session) stagingStream(d *sessDevice) (*stagingStream, error) {
 // one is pipelined with the helper stream of the other end (dr_staged_copy)
 // where the op's stream is on the source or the destination, and goes
 // chunk by chunk on the op's stream otherwise.
-func (se *Session) runViaHost(s *stream, st *opState) error {
+func (stg *stager) runViaHost(s *stream, st *opState) error {
+	se := stg.se
 	op := st.op
 	src, dst := op.Access[0].View, op.Access[1].View
-	sg, ok := se.stages[op.ID]
+	sg, ok := stg.stages[op.ID]
 	if !ok {
 		return errors.New("no staging buffer for the copy through host memory")
 	}
@@ -276,14 +279,14 @@ func (se *Session) runViaHost(s *stream, st *opState) error {
 		hs := sg.helpers[1-i]
 		down := C.int(1 - i) // the op's stream on the source copies down
 		return se.drv.check("cuMemcpyDtoHAsync_v2/cuMemcpyHtoDAsync_v2 (staged)", C.dr_staged_copy(api, c, h, hs.dev.ctx, hs.h, down,
-			se.ptr(dst), se.ptr(src), C.size_t(n), sg.p, C.size_t(sg.chunk), stageSlots, sg.start[i], &sg.full[0], &sg.empty[0], sg.done[1-i]))
+			se.hold.ptr(dst), se.hold.ptr(src), C.size_t(n), sg.p, C.size_t(sg.chunk), stageSlots, sg.start[i], &sg.full[0], &sg.empty[0], sg.done[1-i]))
 	}
 	for off := int64(0); off < n; off += sg.chunk {
 		k := C.size_t(min(sg.chunk, n-off))
-		if err := se.drv.check("cuMemcpyDtoHAsync_v2", C.dr_dtoh_async(api, c, sg.p, se.ptr(src)+C.CUdeviceptr(off), k, h)); err != nil {
+		if err := se.drv.check("cuMemcpyDtoHAsync_v2", C.dr_dtoh_async(api, c, sg.p, se.hold.ptr(src)+C.CUdeviceptr(off), k, h)); err != nil {
 			return err
 		}
-		if err := se.drv.check("cuMemcpyHtoDAsync_v2", C.dr_htod_async(api, c, se.ptr(dst)+C.CUdeviceptr(off), sg.p, k, h)); err != nil {
+		if err := se.drv.check("cuMemcpyHtoDAsync_v2", C.dr_htod_async(api, c, se.hold.ptr(dst)+C.CUdeviceptr(off), sg.p, k, h)); err != nil {
 			return err
 		}
 	}
@@ -292,8 +295,8 @@ func (se *Session) runViaHost(s *stream, st *opState) error {
 
 // viaHostCopies is how many copies (activity records) runViaHost makes of
 // st.
-func (se *Session) viaHostCopies(st *opState) int {
-	sg, ok := se.stages[st.op.ID]
+func (stg *stager) viaHostCopies(st *opState) int {
+	sg, ok := stg.stages[st.op.ID]
 	if !ok {
 		return 0
 	}
@@ -303,20 +306,21 @@ func (se *Session) viaHostCopies(st *opState) int {
 
 // freeStages releases the staging buffers, events and streams; Close
 // calls it once the session's streams are done.
-func (se *Session) freeStages(keep func(error)) {
-	for id, sg := range se.stages {
+func (stg *stager) freeStages(keep func(error)) {
+	se := stg.se
+	for id, sg := range stg.stages {
 		keep(se.drv.hostFree(sg.ctx, sg.p))
-		se.track(&se.live.PinnedAllocs, -1)
+		se.hold.track(&se.hold.live.PinnedAllocs, -1)
 		for _, e := range sg.owned {
 			keep(se.drv.eventDestroy(e.dev.ctx, e.ev))
-			se.track(&se.live.Events, -1)
+			se.hold.track(&se.hold.live.Events, -1)
 		}
-		delete(se.stages, id)
+		delete(stg.stages, id)
 	}
-	for _, u := range se.staging {
+	for _, u := range stg.staging {
 		keep(se.drv.streamSync(u.dev.ctx, u.h))
 		keep(se.drv.streamDestroy(u.dev.ctx, u.h))
-		se.track(&se.live.Streams, -1)
+		se.hold.track(&se.hold.live.Streams, -1)
 	}
-	se.staging = nil
+	stg.staging = nil
 }

@@ -83,46 +83,57 @@ func fillPattern(dt dag.DType, v float64) uint64 {
 
 // prepare decides what Run does for op and builds the C records it needs,
 // with the preparer of op's kind.
-func (se *Session) prepare(st *opState, op *dag.Op) error {
+func (sm *submitter) prepare(st *opState, op *dag.Op) error {
 	st.op = op
 	p, ok := preparers[op.Kind]
 	if !ok {
 		return fmt.Errorf("unknown op kind %s", op.Kind)
 	}
-	return p(se, st, op)
+	return p(sm, st, op)
+}
+
+// prepareGemm and prepareCollective hand an op to the part that prepares
+// it.
+func prepareGemm(sm *submitter, st *opState, op *dag.Op) error {
+	return sm.se.gemms.prepareGemm(st, op)
+}
+
+func prepareCollective(sm *submitter, st *opState, op *dag.Op) error {
+	return sm.se.colls.prepareCollective(st, op)
 }
 
 // preparers holds, for every op kind of dag.OpKinds() (TestKindTable
 // checks), how the backend prepares an op of that kind.
-var preparers = map[dag.OpKind]func(se *Session, st *opState, op *dag.Op) error{
-	dag.Alloc:  (*Session).prepareLifetime,
-	dag.Free:   (*Session).prepareLifetime,
-	dag.Copy:   (*Session).prepareCopy,
-	dag.Fill:   (*Session).prepareFill,
-	dag.Launch: (*Session).prepareLaunch,
-	dag.Host:   (*Session).prepareHost,
-	dag.Gemm:   (*Session).prepareGemm,
+var preparers = map[dag.OpKind]func(sm *submitter, st *opState, op *dag.Op) error{
+	dag.Alloc:  (*submitter).prepareLifetime,
+	dag.Free:   (*submitter).prepareLifetime,
+	dag.Copy:   (*submitter).prepareCopy,
+	dag.Fill:   (*submitter).prepareFill,
+	dag.Launch: (*submitter).prepareLaunch,
+	dag.Host:   (*submitter).prepareHost,
+	dag.Gemm:   prepareGemm,
 
-	dag.AllReduce:     (*Session).prepareCollective,
-	dag.AllGather:     (*Session).prepareCollective,
-	dag.ReduceScatter: (*Session).prepareCollective,
-	dag.Broadcast:     (*Session).prepareCollective,
-	dag.Send:          (*Session).prepareCollective,
-	dag.Recv:          (*Session).prepareCollective,
+	dag.AllReduce:     prepareCollective,
+	dag.AllGather:     prepareCollective,
+	dag.ReduceScatter: prepareCollective,
+	dag.Broadcast:     prepareCollective,
+	dag.Send:          prepareCollective,
+	dag.Recv:          prepareCollective,
 
-	dag.Task: (*Session).prepareTask,
+	dag.Task: (*submitter).prepareTask,
 }
 
 // prepareLifetime prepares an alloc or free of a temporary: stream-ordered
 // pool memory on a device; a host temporary lives as long as the session
 // and is zeroed at each alloc.
-func (se *Session) prepareLifetime(st *opState, op *dag.Op) error {
-	bs := &se.bufs[op.Buffer().ID]
+func (sm *submitter) prepareLifetime(st *opState, op *dag.Op) error {
+	se := sm.se
+	bs := &se.hold.bufs[op.Buffer().ID]
 	switch {
 	case bs.b.Placement != dag.Device:
 		if op.Kind == dag.Alloc {
 			// Temporaries start as zeros on every backend.
-			return se.hostWork(st, 1, bs.host, nil, bs.b.Size, []byte{0})
+			return sm.hostWork(st, 1, bs.host, nil, bs.b.Size, []byte{0})
 		}
 		st.act = actNone
 	case op.Kind == dag.Alloc:
@@ -133,12 +144,13 @@ func (se *Session) prepareLifetime(st *opState, op *dag.Op) error {
 	return nil
 }
 
-func (se *Session) prepareFill(st *opState, op *dag.Op) error {
+func (sm *submitter) prepareFill(st *opState, op *dag.Op) error {
+	se := sm.se
 	a := op.Access[0]
 	dt := a.Buf.DType
 	n := a.Size / dt.Size()
 	if a.Buf.Placement != dag.Device {
-		return se.hostWork(st, 1, unsafe.Add(se.bufs[a.Buf.ID].host, a.Offset), nil, n, dag.ElemBytes(dt, op.FillValue))
+		return sm.hostWork(st, 1, unsafe.Add(se.hold.bufs[a.Buf.ID].host, a.Offset), nil, n, dag.ElemBytes(dt, op.FillValue))
 	}
 	st.fill, st.esize, st.count = fillPattern(dt, op.FillValue), int(dt.Size()), n
 	st.act = actFillDevice
@@ -146,15 +158,15 @@ func (se *Session) prepareFill(st *opState, op *dag.Op) error {
 		return nil
 	}
 	st.act = actFill64
-	d := se.devs[op.Device]
-	if err := se.newLaunch(st, 3); err != nil {
+	d := se.hold.devs[op.Device]
+	if err := sm.newLaunch(st, 3); err != nil {
 		return err
 	}
 	l := st.launch
 	l.f = d.fill64
 	l.gx, l.gy, l.gz, l.bx, l.by, l.bz = C.uint(min(max((n+255)/256, 1), 4096)), 1, 1, 256, 1, 1
 	slots := unsafe.Slice(l.slots, 3)
-	se.setPtr(st, &slots[0], a.View)
+	sm.setPtr(st, &slots[0], a.View)
 	slots[1] = C.uint64_t(n)
 	slots[2] = C.uint64_t(st.fill)
 	return nil
@@ -162,27 +174,29 @@ func (se *Session) prepareFill(st *opState, op *dag.Op) error {
 
 // prepareHost makes the handle through which the driver's callback finds
 // the host step and its views.
-func (se *Session) prepareHost(st *opState, op *dag.Op) error {
+func (sm *submitter) prepareHost(st *opState, op *dag.Op) error {
+	se := sm.se
 	mem := make([][]byte, len(op.Access))
 	for i, a := range op.Access {
-		mem[i] = unsafe.Slice((*byte)(unsafe.Add(se.bufs[a.Buf.ID].host, a.Offset)), a.Size)
+		mem[i] = unsafe.Slice((*byte)(unsafe.Add(se.hold.bufs[a.Buf.ID].host, a.Offset)), a.Size)
 	}
 	st.handle = cgo.NewHandle(&hostCall{se: se, op: op, mem: mem})
-	se.track(&se.live.Callbacks, 1)
+	se.hold.track(&se.hold.live.Callbacks, 1)
 	st.act = actHostFunc
 	return nil
 }
 
-func (se *Session) prepareCopy(st *opState, op *dag.Op) error {
+func (sm *submitter) prepareCopy(st *opState, op *dag.Op) error {
+	se := sm.se
 	src, dst := op.Access[0], op.Access[1]
 	sp, dp := src.Buf.Placement, dst.Buf.Placement
 	switch {
 	case sp != dag.Device && dp != dag.Device:
-		return se.hostWork(st, 0, unsafe.Add(se.bufs[dst.Buf.ID].host, dst.Offset), unsafe.Add(se.bufs[src.Buf.ID].host, src.Offset), src.Size, nil)
+		return sm.hostWork(st, 0, unsafe.Add(se.hold.bufs[dst.Buf.ID].host, dst.Offset), unsafe.Add(se.hold.bufs[src.Buf.ID].host, src.Offset), src.Size, nil)
 	case sp == dag.Device && dp == dag.Device:
 		st.act = actCopyDtoD
 		if src.Buf.Device != dst.Buf.Device {
-			return se.preparePeerCopy(st, op)
+			return se.stage.preparePeerCopy(st, op)
 		}
 	case dp == dag.Device && sp == dag.Pinned:
 		st.act = actCopyHtoD
@@ -196,12 +210,13 @@ func (se *Session) prepareCopy(st *opState, op *dag.Op) error {
 
 // hostWork prepares a C-only copy (kind 0) or fill (kind 1, n elements of
 // pattern) run in stream order on a driver thread.
-func (se *Session) hostWork(st *opState, kind int, dst, src unsafe.Pointer, n int64, pattern []byte) error {
+func (sm *submitter) hostWork(st *opState, kind int, dst, src unsafe.Pointer, n int64, pattern []byte) error {
+	se := sm.se
 	w := (*C.dr_hostwork)(C.calloc(1, C.sizeof_dr_hostwork))
 	if w == nil {
 		return errors.New("out of host memory")
 	}
-	se.track(&se.live.HostAllocs, 1)
+	se.hold.track(&se.hold.live.HostAllocs, 1)
 	w.kind, w.dst, w.src, w.n = C.int(kind), dst, src, C.size_t(n)
 	for i, c := range pattern {
 		w.pat[i] = C.uchar(c)
@@ -211,20 +226,22 @@ func (se *Session) hostWork(st *opState, kind int, dst, src unsafe.Pointer, n in
 	return nil
 }
 
-func (se *Session) newLaunch(st *opState, nslots int) error {
+func (sm *submitter) newLaunch(st *opState, nslots int) error {
+	se := sm.se
 	l := C.dr_launch_new(C.int(nslots))
 	if l == nil {
 		return errors.New("out of host memory")
 	}
 	st.launch = l
-	se.track(&se.live.HostAllocs, 1)
+	se.hold.track(&se.hold.live.HostAllocs, 1)
 	return nil
 }
 
 // setPtr stores v's device address in slot, now if it is fixed, or at each
 // Run if v's buffer is temporary.
-func (se *Session) setPtr(st *opState, slot *C.uint64_t, v dag.View) {
-	bs := &se.bufs[v.Buf.ID]
+func (sm *submitter) setPtr(st *opState, slot *C.uint64_t, v dag.View) {
+	se := sm.se
+	bs := &se.hold.bufs[v.Buf.ID]
 	if bs.b.Temporary {
 		st.slots = append(st.slots, ptrSlot{slot: (*uint64)(unsafe.Pointer(slot)), buf: v.Buf.ID, offset: v.Offset})
 		return
@@ -235,7 +252,8 @@ func (se *Session) setPtr(st *opState, slot *C.uint64_t, v dag.View) {
 // prepareLaunch builds op's kernel parameters in C memory. Builtin kernels
 // get each buffer as (pointer, int64 f32 element count); other kernels get
 // a bare pointer. Scalars follow their declared types.
-func (se *Session) prepareLaunch(st *opState, op *dag.Op) error {
+func (sm *submitter) prepareLaunch(st *opState, op *dag.Op) error {
+	se := sm.se
 	l := op.Launch
 	k := l.Kernel
 	builtin := k.Source == dag.Builtin
@@ -246,12 +264,12 @@ func (se *Session) prepareLaunch(st *opState, op *dag.Op) error {
 			n++
 		}
 	}
-	if err := se.newLaunch(st, n); err != nil {
+	if err := sm.newLaunch(st, n); err != nil {
 		return err
 	}
 	st.act = actLaunch
 	cl := st.launch
-	cl.f = se.devs[op.Device].funcs[k]
+	cl.f = se.hold.devs[op.Device].funcs[k]
 	cl.gx, cl.gy, cl.gz = C.uint(l.Grid.X), C.uint(l.Grid.Y), C.uint(l.Grid.Z)
 	cl.bx, cl.by, cl.bz = C.uint(l.Block.X), C.uint(l.Block.Y), C.uint(l.Block.Z)
 	cl.shared = C.uint(l.Shared)
@@ -262,7 +280,7 @@ func (se *Session) prepareLaunch(st *opState, op *dag.Op) error {
 		switch p.Kind {
 		case dag.BufferParam:
 			v := op.Access[a.Access].View
-			se.setPtr(st, &slots[i], v)
+			sm.setPtr(st, &slots[i], v)
 			if builtin {
 				i++
 				slots[i] = C.uint64_t(v.Size / k.ElemDType().Size())

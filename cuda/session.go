@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/dagrun/dagrun/dag"
@@ -27,14 +28,93 @@ import (
 // Record/Wait/Run and Sync for each run, Read, Close. Sessions on one
 // backend run side by side, each from its own goroutine: every driver call
 // makes its context current on the thread it runs on (see the package
-// doc).
+// doc). Its work is done by its parts, one per job (see the package doc);
+// its methods hand each call to the part whose job it is.
 type Session struct {
 	b      *Backend
 	drv    *driver
-	timing bool
+	g      *dag.Graph
+	closed bool
 
-	cupti     *cuptiTiming // timing by CUPTI records (timing.go); nil for events
-	stretch   []C.dr_step  // Submit's plain steps, reused (stretch.go)
+	// Its parts, one per job, each holding its own state and C records.
+	hold   holdings    // devices, buffers and the live count (memory.go)
+	sub    submitter   // streams, events, op records; Run, Record, Wait, Submit (submit.go, prepare.go, stretch.go)
+	host   hostSide    // host steps' context and errors; Sync (sync.go)
+	capt   capturer    // captured graphs (graph.go)
+	tim    timer       // event or CUPTI timing (timing.go)
+	colls  collectives // the NCCL communicator after Join (collective.go)
+	stage  stager      // copies between devices through host memory (peer_session.go)
+	gemms  gemmHooks   // cuBLASLt GEMMs (cublas_backend.go)
+	faults faultState  // injected faults (faults.go)
+}
+
+// newSession returns a session of b for g with its parts joined to it.
+func newSession(b *Backend, g *dag.Graph) *Session {
+	se := joined(&Session{b: b, drv: b.drv, g: g})
+	se.hold.devs = map[int]*sessDevice{}
+	return se
+}
+
+// joined returns se with its parts joined to it. A zero Session (not made
+// by Backend.Open) is joined at its first call, so that the call fails as
+// an unopened session's does.
+func joined(se *Session) *Session {
+	if se.sub.se == nil {
+		se.hold.se, se.sub.se, se.host.se, se.capt.se, se.tim.se = se, se, se, se, se
+		se.colls.se, se.stage.se, se.gemms.se, se.faults.se = se, se, se, se
+	}
+	return se
+}
+
+// holdings is what a session holds on its devices: the devices as it uses
+// them, its buffers, and the count of everything it holds (Live).
+type holdings struct {
+	se   *Session
+	devs map[int]*sessDevice
+	bufs []buffer // by Buffer.ID
+
+	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
+	live   Resources
+}
+
+// submitter enqueues a session's work on its streams: it holds the
+// streams, the events, and the C records of every op (prepare.go).
+type submitter struct {
+	se      *Session
+	ops     []opState // by Op.ID
+	streams []stream
+	events  []event
+	stretch []C.dr_step // Submit's plain steps, reused (stretch.go)
+}
+
+// hostSide is what host steps share with the session: they run on driver
+// threads, read hostCtx and report here.
+type hostSide struct {
+	se         *Session
+	hostCtx    context.Context
+	hostCancel context.CancelFunc
+	abandoned  atomic.Bool
+	waiters    sync.WaitGroup // cancellable Syncs' waiters (sync.go)
+	hostMu     sync.Mutex
+	hostErr    error
+}
+
+// capturer captures a session's work into CUDA graphs, and instantiates,
+// launches, updates and destroys them (graph.go).
+type capturer struct {
+	se       *Session
+	graphs   []*graph // by number; nil once destroyed
+	capture  *capture // the capture in progress, if any
+	gstats   GraphStats
+	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
+}
+
+// timer times a session's ops: by events around each op, or by CUPTI
+// records (timing.go).
+type timer struct {
+	se        *Session
+	timing    bool
+	cupti     *cuptiTiming // timing by CUPTI records; nil for events
 	timingWhy string       // why the timing source is what it is
 	// cuptiWas is the closed tracer's source and drop count, which
 	// TimingSource still reports after Close.
@@ -43,43 +123,36 @@ type Session struct {
 		dropped uint64
 	}
 
-	g       *dag.Graph
-	devs    map[int]*sessDevice
-	bufs    []buffer  // by Buffer.ID
-	ops     []opState // by Op.ID
-	streams []stream
-	events  []event
-	closed  bool
-	faults  faultState // faults.go
-
-	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
-	live   Resources
-
-	// Host steps run on driver threads; they read hostCtx and report here.
-	hostCtx    context.Context
-	hostCancel context.CancelFunc
-	abandoned  atomic.Bool
-	waiters    sync.WaitGroup // cancellable Syncs' waiters (sync.go)
-	hostMu     sync.Mutex
-	hostErr    error
-
 	timed     []timedOp
 	spanEvs   []C.CUevent // Spans' scratch: the events of one device's timed ops
 	spanAt    []int       // ... the index in timed of each pair of them
 	spanDevMs []float32   // ... and their times
 	spanMs    []float32   // the start and end of every timed op
+}
 
-	// Graph capture (graph.go).
-	graphs   []*graph // by number; nil once destroyed
-	capture  *capture // the capture in progress, if any
-	gstats   GraphStats
-	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
+// collectives is a session's part in an NCCL communicator (collective.go).
+type collectives struct {
+	se   *Session
+	coll *collState // the NCCL communicator after Join; nil before
 
-	gemm *gemmer // cuBLASLt handles, algorithms and workspaces, made at the first gemm
+	// heldOn is the stream whose sends and recvs are held back (coll.pend),
+	// nil when none are: Record, Wait, Run, Sync, EndCapture and
+	// LaunchGraph then skip flushP2P.
+	heldOn *stream
+}
 
-	coll    *collState       // the NCCL communicator after Join (collective.go)
-	stages  map[int]*stage   // NoPeer's staging buffers, by op ID (peer_session.go)
+// stager copies between devices through pinned host memory where peer
+// access is off (peer_session.go).
+type stager struct {
+	se      *Session
+	stages  map[int]*stage   // NoPeer's staging buffers, by op ID
 	staging []*stagingStream // ... and the helper streams of their pipelines
+}
+
+// gemmHooks runs a session's GEMMs through its own gemmer (cublas_backend.go).
+type gemmHooks struct {
+	se   *Session
+	gemm *gemmer // cuBLASLt handles, algorithms and workspaces, made at the first gemm
 }
 
 var (
@@ -113,21 +186,22 @@ type event struct {
 
 // Live reports what the session holds now.
 func (se *Session) Live() Resources {
-	se.liveMu.Lock()
-	defer se.liveMu.Unlock()
-	return se.live
+	se.hold.liveMu.Lock()
+	defer se.hold.liveMu.Unlock()
+	return se.hold.live
 }
 
-// track adds d to the count n of se.live.
-func (se *Session) track(n *int, d int) {
-	se.liveMu.Lock()
+// track adds d to the count n of se.hold.live.
+func (hd *holdings) track(n *int, d int) {
+	hd.liveMu.Lock()
 	*n += d
-	se.liveMu.Unlock()
+	hd.liveMu.Unlock()
 }
 
 // device returns device ordinal as the session uses it.
-func (se *Session) device(ordinal int) (*sessDevice, error) {
-	if d := se.devs[ordinal]; d != nil {
+func (hd *holdings) device(ordinal int) (*sessDevice, error) {
+	se := hd.se
+	if d := hd.devs[ordinal]; d != nil {
 		return d, nil
 	}
 	d, err := se.b.device(ordinal)
@@ -135,7 +209,7 @@ func (se *Session) device(ordinal int) (*sessDevice, error) {
 		return nil, err
 	}
 	sd := &sessDevice{gpu: d, funcs: map[*dag.Kernel]C.CUfunction{}}
-	se.devs[ordinal] = sd
+	hd.devs[ordinal] = sd
 	return sd, nil
 }
 
@@ -143,7 +217,7 @@ func (se *Session) device(ordinal int) (*sessDevice, error) {
 // with their initial contents. On error the caller closes the session.
 func (se *Session) open(ctx context.Context) error {
 	g := se.g
-	se.hostCtx, se.hostCancel = context.WithCancel(context.WithoutCancel(ctx))
+	se.host.hostCtx, se.host.hostCancel = context.WithCancel(context.WithoutCancel(ctx))
 	count, err := se.drv.deviceCount()
 	if err != nil {
 		return err
@@ -160,18 +234,18 @@ func (se *Session) open(ctx context.Context) error {
 				Hint: fmt.Sprintf("use a device from 0 to %d", count-1)}
 		}
 	}
-	if err := se.loadKernels(ctx); err != nil {
+	if err := se.hold.loadKernels(ctx); err != nil {
 		return err
 	}
-	if err := se.allocBuffers(ctx); err != nil {
+	if err := se.hold.allocBuffers(ctx); err != nil {
 		return err
 	}
-	se.ops = make([]opState, len(g.Ops))
+	se.sub.ops = make([]opState, len(g.Ops))
 	for i, op := range g.Ops {
 		if op.ID != i {
 			return &dag.Error{Op: op.Name, Msg: fmt.Sprintf("has ID %d at index %d", op.ID, i), Hint: "pass a graph made by dag.Builder.Build"}
 		}
-		if err := se.prepare(&se.ops[i], op); err != nil {
+		if err := se.sub.prepare(&se.sub.ops[i], op); err != nil {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
 	}
@@ -181,11 +255,12 @@ func (se *Session) open(ctx context.Context) error {
 // syncAll waits for every stream of the session: only its own work, never
 // another session's (a cuCtxSynchronize would wait for theirs too, and
 // break their captures).
-func (se *Session) syncAll() error {
-	defer se.waiters.Wait() // a cancelled Sync's waiter (sync.go) returns with the work
+func (sm *submitter) syncAll() error {
+	se := sm.se
+	defer se.host.waiters.Wait() // a cancelled Sync's waiter (sync.go) returns with the work
 	var errs []error
-	for i := range se.streams {
-		s := &se.streams[i]
+	for i := range sm.streams {
+		s := &sm.streams[i]
 		if err := se.drv.streamSync(s.dev.ctx, s.h); err != nil {
 			errs = append(errs, fmt.Errorf("stream %d: %w", i, err))
 		}
@@ -195,13 +270,13 @@ func (se *Session) syncAll() error {
 
 // Read returns the contents of a persistent buffer; call it after Sync.
 func (se *Session) Read(buf *dag.Buffer) ([]byte, error) {
-	if se.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.bufs) || se.bufs[buf.ID].b != buf {
+	if se.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
 		return nil, fmt.Errorf("cuda: buffer %v is not a buffer of the open graph", buf)
 	}
 	if buf.Temporary {
 		return nil, fmt.Errorf("cuda: buffer %q is temporary: it has no contents after a run (make it persistent to read it)", buf.Name)
 	}
-	bs := &se.bufs[buf.ID]
+	bs := &se.hold.bufs[buf.ID]
 	out := make([]byte, buf.Size)
 	if buf.Placement == dag.Device {
 		if err := se.drv.dtoh(bs.dev.ctx, out, bs.dptr); err != nil {
@@ -217,7 +292,7 @@ func (se *Session) Read(buf *dag.Buffer) ([]byte, error) {
 // must be buf's size: a new input between runs or graph replays. Call it
 // when the work that uses buf is done (after Sync).
 func (se *Session) Write(buf *dag.Buffer, data []byte) error {
-	if se.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.bufs) || se.bufs[buf.ID].b != buf {
+	if se.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
 		return fmt.Errorf("cuda: buffer %v is not a buffer of the open graph", buf)
 	}
 	if buf.Temporary {
@@ -226,7 +301,7 @@ func (se *Session) Write(buf *dag.Buffer, data []byte) error {
 	if int64(len(data)) != buf.Size {
 		return fmt.Errorf("cuda: writing %d bytes into buffer %q of %d bytes: write the whole buffer", len(data), buf.Name, buf.Size)
 	}
-	bs := &se.bufs[buf.ID]
+	bs := &se.hold.bufs[buf.ID]
 	if buf.Placement == dag.Device {
 		if err := se.drv.htod(bs.dev.ctx, bs.dptr, data); err != nil {
 			return fmt.Errorf("writing buffer %q: %w", buf.Name, err)
@@ -242,7 +317,7 @@ func (se *Session) Write(buf *dag.Buffer, data []byte) error {
 // It reports the first failure but releases everything it can. Closing
 // twice does nothing.
 func (se *Session) Close() error {
-	if se.closed || se.unopened() != nil { // faults.go: a zero Session holds nothing
+	if se.closed || unopened(se) != nil { // faults.go: a zero Session holds nothing
 		return nil
 	}
 	se.closed = true
@@ -253,75 +328,254 @@ func (se *Session) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	se.closeGraphs(keep)
-	keep(se.closeComm())
-	keep(se.syncAll())
-	se.closeFaults() // faults.go
-	keep(se.closeGemm())
-	if se.hostCancel != nil {
-		se.hostCancel()
+	se.capt.closeGraphs(keep)
+	keep(se.colls.closeComm())
+	keep(se.sub.syncAll())
+	se.faults.closeFaults() // faults.go
+	keep(se.gemms.closeGemm())
+	if se.host.hostCancel != nil {
+		se.host.hostCancel()
 	}
-	for i := range se.bufs {
-		bs := &se.bufs[i]
-		switch {
-		case bs.dptr != 0:
-			keep(se.drv.memFree(bs.dev.ctx, bs.dptr))
-			if bs.b.Temporary {
-				se.track(&se.live.PoolAllocs, -1)
-			} else {
-				se.track(&se.live.DeviceAllocs, -1)
-			}
-		case bs.host != nil && bs.b.Placement == dag.Pinned:
-			keep(se.drv.hostFree(bs.dev.ctx, bs.host))
-			se.track(&se.live.PinnedAllocs, -1)
-		case bs.host != nil:
-			C.free(bs.host)
-			se.track(&se.live.HostAllocs, -1)
-		}
-	}
-	for i := range se.ops {
-		st := &se.ops[i]
-		if st.launch != nil {
-			C.free(unsafe.Pointer(st.launch))
-			se.track(&se.live.HostAllocs, -1)
-		}
-		if st.work != nil {
-			C.free(unsafe.Pointer(st.work))
-			se.track(&se.live.HostAllocs, -1)
-		}
-		if st.act == actHostFunc && st.handle != 0 {
-			st.handle.Delete()
-			se.track(&se.live.Callbacks, -1)
-		}
-	}
-	for _, st := range se.variants {
-		se.dropVariant(st)
-	}
-	se.variants = nil
-	for _, s := range se.streams {
-		keep(se.drv.streamDestroy(s.dev.ctx, s.h))
-		se.track(&se.live.Streams, -1)
-	}
-	for _, e := range se.events {
-		if e.h != nil {
-			keep(se.drv.eventDestroy(e.dev.ctx, e.h))
-			se.track(&se.live.Events, -1)
-		}
-	}
-	se.freeStages(keep)
-	se.recycleTiming()
-	keep(se.closeCUPTI())
-	for _, d := range se.devs {
-		for _, e := range d.timingEvents {
-			keep(se.drv.eventDestroy(d.ctx, e))
-			se.track(&se.live.Events, -1)
-		}
-		d.timingEvents = nil
-	}
-	se.devs, se.bufs, se.ops, se.streams, se.events, se.timed = nil, nil, nil, nil, nil, nil
-	se.hostCtx, se.hostCancel, se.hostErr = nil, nil, nil
+	se.hold.freeBuffers(keep)
+	se.sub.freeRecords()
+	se.capt.dropVariants()
+	se.sub.destroyStreams(keep)
+	se.stage.freeStages(keep)
+	se.tim.recycleTiming()
+	keep(se.tim.closeCUPTI())
+	se.tim.destroyTimingEvents(keep)
+	se.hold.devs, se.hold.bufs, se.sub.ops, se.sub.streams, se.sub.events, se.tim.timed = nil, nil, nil, nil, nil, nil
+	se.host.hostCtx, se.host.hostCancel, se.host.hostErr = nil, nil, nil
 	if len(errs) > 0 {
 		return fmt.Errorf("cuda: closing the session: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// Session's API below hands each call to the part that does its job.
+
+// WaitExternal makes stream si wait for the latest record of the caller's
+// event ev (cuStreamWaitEvent).
+func (se *Session) WaitExternal(si int, ev uintptr) error {
+	return joined(se).sub.WaitExternal(si, ev)
+}
+
+// RecordExternal records the caller's event ev on stream si (cuEventRecord).
+func (se *Session) RecordExternal(si int, ev uintptr) error {
+	return joined(se).sub.RecordExternal(si, ev)
+}
+
+// Submit enqueues steps as Run, Record and Wait would, one after another,
+// and implements device.Submitter. Stretches of plain steps (kernel
+// launches, fills, and copies between device memory and device or host
+// memory of the session, records of events already made on the stream's
+// device, and waits) go to the driver from C, one crossing per stretch:
+// dagrun's own cost per op is then the driver's, and under CUPTI the push
+// and pop around each op are made in the same C loop. The others (allocs,
+// frees, host steps, GEMMs, tasks, collectives, ops timed by events, a
+// capture) go through Run, Record and Wait.
+func (se *Session) Submit(steps []device.Step) (int, error) {
+	return joined(se).sub.Submit(steps)
+}
+
+// NewStream creates the next stream: non-blocking, on device, with
+// priority mapped by StreamPriority.
+func (se *Session) NewStream(ordinal int, p dag.Priority) error {
+	return joined(se).sub.NewStream(ordinal, p)
+}
+
+// NewEvent creates the next event. Its driver event is made at its first
+// Record, in the context of the recording stream's device.
+func (se *Session) NewEvent() error {
+	return joined(se).sub.NewEvent()
+}
+
+// Record records event e on stream si.
+func (se *Session) Record(si, ei int) error {
+	return joined(se).sub.Record(si, ei)
+}
+
+// Wait makes stream si wait for the last record of event e.
+func (se *Session) Wait(si, ei int) error {
+	return joined(se).sub.Wait(si, ei)
+}
+
+// Run enqueues op on stream si. Errors name the op.
+func (se *Session) Run(si int, op *dag.Op) error {
+	return joined(se).sub.Run(si, op)
+}
+
+// GraphStats returns what the session has counted of its graphs.
+func (se *Session) GraphStats() GraphStats {
+	return joined(se).capt.GraphStats()
+}
+
+// BeginCapture starts capturing the work submitted to every stream: it
+// begins a capture on stream origin and forks every other stream, of any
+// device, from it with an event, so that one graph holds the work of every
+// device the plan uses. Timing is off while capturing (a replay is timed
+// as a whole, not per op). A session with collectives captures only once
+// they have run eagerly (see collective.go).
+func (se *Session) BeginCapture(origin int) error {
+	return joined(se).capt.BeginCapture(origin)
+}
+
+// EndCapture joins every stream back into origin and ends the capture,
+// returning the captured graph's number. The graph is not launchable until
+// Instantiate (or UpdateGraph, which instantiates it into another graph).
+func (se *Session) EndCapture(origin int) (int, error) {
+	return joined(se).capt.EndCapture(origin)
+}
+
+// Instantiate makes graph gi launchable and uploads it to its device, so
+// that the first launch costs what later ones do.
+func (se *Session) Instantiate(gi int) error {
+	return joined(se).capt.Instantiate(gi)
+}
+
+// LaunchGraph enqueues one replay of instantiated graph gi on stream si.
+// Launches are numbered from 0 in the session (GraphStats.Launches before
+// it): ReplaySpans names the spans of each replay by that number.
+func (se *Session) LaunchGraph(gi, si int) error {
+	return joined(se).capt.LaunchGraph(gi, si)
+}
+
+// UpdateGraph makes instantiated graph gi do what captured graph fresh
+// does: in place (cuGraphExecUpdate) when the driver can apply the change,
+// which keeps the executable; otherwise by instantiating fresh in its
+// place. Either way fresh is used up. It reports whether the update was in
+// place. Call it when gi's launches are done.
+func (se *Session) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
+	return joined(se).capt.UpdateGraph(gi, fresh)
+}
+
+// DestroyGraph releases graph gi: its executable and its captured graph.
+func (se *Session) DestroyGraph(gi int) error {
+	return joined(se).capt.DestroyGraph(gi)
+}
+
+// GraphNodes is the number of nodes of captured graph gi.
+func (se *Session) GraphNodes(gi int) (int, error) {
+	return joined(se).capt.GraphNodes(gi)
+}
+
+// SetTiming turns op timing on or off; call it before the first run.
+func (se *Session) SetTiming(on bool) {
+	joined(se).tim.SetTiming(on)
+}
+
+// Spans calls f with each op run since the last call: its stream and its
+// start and end on the device, from the time origin of its device (an
+// event recorded before the first op of the run there). Call it after Sync.
+// The times are read in one driver crossing per device. Under CUPTI the
+// ops of graph replays are there too, once per replay (ReplaySpans tells
+// the replays apart).
+//
+// Timed by CUPTI's graph-level records (TimingCUPTIGraph), eager ops are
+// timed by events and Spans gives theirs; replays have no op spans there,
+// and their records are dropped: ReplaySpans reads them.
+func (se *Session) Spans(f func(op, stream int, start, end time.Duration)) error {
+	return joined(se).tim.Spans(f)
+}
+
+// SetTimingSource chooses how a timing session times ops; call it after
+// SetTiming(true) and before the streams are made. TimingAuto and
+// TimingCUPTI try CUPTI (loaded like NVRTC; see cuptiCandidates) and fall
+// back to events when it cannot trace, TimingSource saying why;
+// TimingCUPTIGraph tries CUPTI's graph-level records the same way. An error
+// is returned only for an unknown source. CUPTI's sink is the process's:
+// while one session holds it, another falls back to events as busy.
+func (se *Session) SetTimingSource(src string) error {
+	return joined(se).tim.SetTimingSource(src)
+}
+
+// TimingSource says how the session times ops (TimingCUPTI,
+// TimingCUPTIGraph or TimingEvents; "" when timing is off) and why, and
+// how many CUPTI records were dropped since it started (by CUPTI for want
+// of buffer space, or by dagrun for want of memory): spans of those ops, or
+// replays, are missing.
+func (se *Session) TimingSource() (source, why string, dropped uint64) {
+	return joined(se).tim.TimingSource()
+}
+
+// TimesReplays reports whether ReplaySpans tells apart graph replays
+// launched back to back: under CUPTI, op by op (TimingCUPTI) or each
+// replay whole (TimingCUPTIGraph). Timed by events a replay is not timed
+// (a graph holds no timing events).
+func (se *Session) TimesReplays() bool {
+	return joined(se).tim.TimesReplays()
+}
+
+// ReplaySpans is Spans with each span's replay: the session's launch
+// number of the graph replay the op ran in (LaunchGraph calls since Open,
+// from 0), or -1 for an op of an eager run. The spans of several replays
+// synchronised together are told apart by the marker each launch pushed;
+// all are measured from one origin, CUPTI's clock at the first op or
+// launch since the last call. Under TimingCUPTIGraph each replay has one
+// span, with op -1, on the stream it was launched on: from the start of its
+// first work to the end of its last, as CUPTI's graph-launch record says;
+// eager ops come first, timed by events (on the events' clock, not
+// CUPTI's). Without CUPTI every span has replay -1.
+func (se *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error {
+	return joined(se).tim.ReplaySpans(f)
+}
+
+// SetCollectiveTimeout sets how long Sync waits for work of a session
+// with collectives before it aborts the communicator and fails, naming a
+// lost peer; 0 waits for ever (the context still ends it). Call it after
+// Join.
+func (se *Session) SetCollectiveTimeout(d time.Duration) {
+	joined(se).colls.SetCollectiveTimeout(d)
+}
+
+// Join makes the session rank w.Rank of a world of w.Size ranks
+// (device.Joiner): ncclCommInitRank with w.UniqueID, on the device the
+// graph's collectives run on, which returns once every rank has joined.
+// Call it once, after Open and before the streams are made; the ranks of
+// one process join from their own goroutines. When ctx ends first, Join
+// returns its error, and the communicator, should the other ranks still
+// come, is aborted as soon as it is made.
+func (se *Session) Join(ctx context.Context, w device.World) error {
+	return joined(se).colls.Join(ctx, w)
+}
+
+// Rank is the session's rank and world size after Join; ok is false before.
+func (se *Session) Rank() (rank, size int, ok bool) {
+	return joined(se).colls.Rank()
+}
+
+// AbortCollectives aborts the session's communicator, cancelling its work
+// in flight, so that the session and its peers stop waiting for each
+// other; collectives are refused afterwards. It is safe from any
+// goroutine: a process running several ranks calls it on the others when
+// one fails. It does nothing before Join.
+func (se *Session) AbortCollectives(cause error) {
+	joined(se).colls.AbortCollectives(cause)
+}
+
+// Sync waits for every stream. With a context that can end it polls, so
+// that cancellation returns at once; the work then runs on (a GPU cannot be
+// interrupted), host steps not yet started are skipped, and the next run's
+// first call, or Close, waits for it.
+//
+// Errors: a host step's error names its op. A fault that the driver reports
+// asynchronously (an illegal address, say) is attributed to the last op run
+// on the stream that reported it: the driver says which context failed, not
+// which kernel, so the cause may be an earlier op.
+func (se *Session) Sync(ctx context.Context) (err error) {
+	return joined(se).host.Sync(ctx)
+}
+
+// Delay enqueues a pause of about d on stream: the builtin spin kernel,
+// one thread busy-waiting on the device, so that the stream's next work
+// starts later while the host goes on submitting.
+func (se *Session) Delay(si int, d time.Duration) error {
+	return joined(se).faults.Delay(si, d)
+}
+
+// Fail enqueues a failure on stream: a host callback (never a kernel: a
+// kernel's fault would ruin the context) that reports err as op's
+// *dag.OpError, which the next Sync returns.
+func (se *Session) Fail(si int, op *dag.Op, err error) error {
+	return joined(se).faults.Fail(si, op, err)
 }

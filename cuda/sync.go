@@ -17,41 +17,37 @@ import (
 
 // Synchronisation: waiting for a session's streams, and abandoning a run.
 
-// Sync waits for every stream. With a context that can end it polls, so
-// that cancellation returns at once; the work then runs on (a GPU cannot be
-// interrupted), host steps not yet started are skipped, and the next run's
-// first call, or Close, waits for it.
-//
-// Errors: a host step's error names its op. A fault that the driver reports
-// asynchronously (an illegal address, say) is attributed to the last op run
-// on the stream that reported it: the driver says which context failed, not
-// which kernel, so the cause may be an earlier op.
-func (se *Session) Sync(ctx context.Context) (err error) {
-	if err := se.unopened(); err != nil { // faults.go
+// Sync does the work of Session.Sync.
+func (hst *hostSide) Sync(ctx context.Context) (err error) {
+	se := hst.se
+	if err := unopened(se); err != nil { // faults.go
 		return err
 	}
-	defer func() { se.afterFailedRun(ctx, err) }() // faults.go
-	if err := se.flushP2P(nil, actNone); err != nil {
-		return se.afterSync(ctx, err)
+	defer func() { se.faults.afterFailedRun(ctx, err) }() // faults.go
+	if se.colls.heldOn != nil {
+		if err := se.colls.flushP2P(nil, actNone); err != nil {
+			return se.colls.afterSync(ctx, err)
+		}
 	}
-	return se.afterSync(ctx, se.syncStreams(ctx))
+	return se.colls.afterSync(ctx, hst.syncStreams(ctx))
 }
 
 // syncStreams is Sync's wait; afterSync (collective.go) aborts the
 // communicator when it fails.
-func (se *Session) syncStreams(ctx context.Context) error {
+func (hst *hostSide) syncStreams(ctx context.Context) error {
+	se := hst.se
 	var errs []error
-	if ctx.Done() != nil && se.coll == nil {
+	if ctx.Done() != nil && se.colls.coll == nil {
 		var err error
-		if errs, err = se.syncStreamsCancellable(ctx); err != nil {
-			se.abandon()
+		if errs, err = hst.syncStreamsCancellable(ctx); err != nil {
+			hst.abandon()
 			return err
 		}
 	} else {
-		errs = make([]error, len(se.streams))
-		for i := range se.streams {
-			if errs[i] = se.syncStream(ctx, &se.streams[i]); errs[i] != nil && ctx.Err() != nil {
-				se.abandon()
+		errs = make([]error, len(se.sub.streams))
+		for i := range se.sub.streams {
+			if errs[i] = hst.syncStream(ctx, &se.sub.streams[i]); errs[i] != nil && ctx.Err() != nil {
+				hst.abandon()
 				return ctx.Err()
 			}
 		}
@@ -59,13 +55,13 @@ func (se *Session) syncStreams(ctx context.Context) error {
 	var first error
 	for i, err := range errs {
 		if err != nil && first == nil {
-			first = &dag.OpError{Op: se.streams[i].last, Err: &AsyncError{Stream: i, Err: err}}
+			first = &dag.OpError{Op: se.sub.streams[i].last, Err: &AsyncError{Stream: i, Err: err}}
 		}
 	}
-	se.hostMu.Lock()
-	herr := se.hostErr
-	se.hostErr = nil
-	se.hostMu.Unlock()
+	hst.hostMu.Lock()
+	herr := hst.hostErr
+	hst.hostErr = nil
+	hst.hostMu.Unlock()
 	if herr != nil {
 		return herr
 	}
@@ -78,19 +74,20 @@ func (se *Session) syncStreams(ctx context.Context) error {
 // can still end the wait. An abandoned waiter finishes when the work does;
 // syncAll waits for it before streams are reused or destroyed. It returns
 // each stream's error, or ctx's.
-func (se *Session) syncStreamsCancellable(ctx context.Context) ([]error, error) {
+func (hst *hostSide) syncStreamsCancellable(ctx context.Context) ([]error, error) {
+	se := hst.se
 	type stream struct {
 		c C.CUcontext
 		h C.CUstream
 	}
-	api, ss := se.drv.api, make([]stream, len(se.streams))
-	for i := range se.streams {
-		ss[i] = stream{se.streams[i].dev.ctx, se.streams[i].h}
+	api, ss := se.drv.api, make([]stream, len(se.sub.streams))
+	for i := range se.sub.streams {
+		ss[i] = stream{se.sub.streams[i].dev.ctx, se.sub.streams[i].h}
 	}
 	done := make(chan []error, 1)
-	se.waiters.Add(1)
+	hst.waiters.Add(1)
 	go func() {
-		defer se.waiters.Done()
+		defer hst.waiters.Done()
 		errs := make([]error, len(ss))
 		for i, s := range ss {
 			errs[i] = se.drv.check("cuStreamSynchronize", C.dr_stream_sync(api, s.c, s.h))
@@ -105,10 +102,11 @@ func (se *Session) syncStreamsCancellable(ctx context.Context) ([]error, error) 
 	}
 }
 
-func (se *Session) syncStream(ctx context.Context, s *stream) error {
+func (hst *hostSide) syncStream(ctx context.Context, s *stream) error {
+	se := hst.se
 	api, c, h := se.drv.api, s.dev.ctx, s.h
 	done := ctx.Done()
-	if done == nil && se.coll == nil {
+	if done == nil && se.colls.coll == nil {
 		return se.drv.check("cuStreamSynchronize", C.dr_stream_sync(api, c, h))
 	}
 	pause := time.Duration(0)
@@ -122,7 +120,7 @@ func (se *Session) syncStream(ctx context.Context, s *stream) error {
 			return ctx.Err()
 		default:
 		}
-		if err := se.collWatch(); err != nil {
+		if err := se.colls.collWatch(); err != nil {
 			return err
 		}
 		// Spin briefly (short runs end within microseconds), then back off
@@ -144,22 +142,23 @@ func (se *Session) syncStream(ctx context.Context, s *stream) error {
 
 // abandon stops host steps that have not started and tells running ones
 // through their context.
-func (se *Session) abandon() {
-	se.abandoned.Store(true)
-	if se.hostCancel != nil {
-		se.hostCancel()
+func (hst *hostSide) abandon() {
+	hst.abandoned.Store(true)
+	if hst.hostCancel != nil {
+		hst.hostCancel()
 	}
 }
 
 // resume starts a run after an abandoned one: it waits for the abandoned
 // work (whose host steps return at once) and gives host steps a fresh
 // context.
-func (se *Session) resume() error {
-	if err := se.syncAll(); err != nil {
+func (hst *hostSide) resume() error {
+	se := hst.se
+	if err := se.sub.syncAll(); err != nil {
 		return fmt.Errorf("waiting for the abandoned run: %w", err)
 	}
-	se.hostCtx, se.hostCancel = context.WithCancel(context.WithoutCancel(se.hostCtx))
-	se.abandoned.Store(false)
+	hst.hostCtx, hst.hostCancel = context.WithCancel(context.WithoutCancel(hst.hostCtx))
+	hst.abandoned.Store(false)
 	return nil
 }
 

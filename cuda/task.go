@@ -27,7 +27,7 @@ import (
 
 // prepareTask: nothing to build; the addresses are taken at each Run, as a
 // temporary's change from run to run.
-func (se *Session) prepareTask(st *opState, op *dag.Op) error {
+func (sm *submitter) prepareTask(st *opState, op *dag.Op) error {
 	if op.Task == nil || op.Task.Func == nil {
 		return fmt.Errorf("stream task has no function")
 	}
@@ -36,11 +36,12 @@ func (se *Session) prepareTask(st *opState, op *dag.Op) error {
 }
 
 // runTask calls the task's function with s and the addresses of its views.
-func (se *Session) runTask(s *stream, st *opState) error {
+func (sm *submitter) runTask(s *stream, st *opState) error {
+	se := sm.se
 	op := st.op
 	addrs := make([]uintptr, len(op.Access))
 	for i, a := range op.Access {
-		bs := &se.bufs[a.Buf.ID]
+		bs := &se.hold.bufs[a.Buf.ID]
 		if a.Buf.Placement != dag.Device {
 			// Pinned memory is mapped: its host address is valid on the device.
 			addrs[i] = uintptr(unsafe.Add(bs.host, a.Offset))
@@ -66,7 +67,7 @@ func callTask(fn dag.TaskFunc, se *Session, on dag.TaskStream) (err error) {
 			err = fmt.Errorf("stream task panicked: %v", r)
 		}
 	}()
-	if err := fn(se.hostCtx, on); err != nil {
+	if err := fn(se.host.hostCtx, on); err != nil {
 		return fmt.Errorf("stream task: %w", err)
 	}
 	return nil

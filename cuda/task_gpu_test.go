@@ -155,7 +155,7 @@ func TestCallerStreamGPU(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
 	se := s.Device().(*Session)
-	d, err := se.device(0)
+	d, err := se.hold.device(0)
 	require.NoError(t, err)
 	drv := se.drv
 
@@ -169,8 +169,8 @@ func TestCallerStreamGPU(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, drv.eventDestroy(d.ctx, done)) }()
 	caller := dag.TaskStream{Handle: uintptr(unsafe.Pointer(cs)), Device: 0}
-	xAddr := uintptr(se.bufs[x.ID].dptr)
-	yAddr := uintptr(se.bufs[y.ID].dptr)
+	xAddr := uintptr(se.hold.bufs[x.ID].dptr)
+	yAddr := uintptr(se.hold.bufs[y.ID].dptr)
 
 	for _, replay := range []bool{false, true} {
 		// Caller first: many slow memsets of x, the last writes 9; dagrun

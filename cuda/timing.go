@@ -26,15 +26,16 @@ type timedOp struct {
 	start, end C.CUevent
 }
 
-// SetTiming turns op timing on or off; call it before the first run.
-func (se *Session) SetTiming(on bool) { se.timing = on }
+// SetTiming does the work of Session.SetTiming.
+func (tm *timer) SetTiming(on bool) { tm.timing = on }
 
 // timingRecord records a timing event on s, and the device's time origin
 // first if this is the run's first op on the device.
-func (se *Session) timingRecord(s *stream) (C.CUevent, error) {
+func (tm *timer) timingRecord(s *stream) (C.CUevent, error) {
+	se := tm.se
 	d := s.dev
 	if d.origin == nil {
-		o, err := se.timingEvent(d)
+		o, err := tm.timingEvent(d)
 		if err != nil {
 			return nil, err
 		}
@@ -43,14 +44,15 @@ func (se *Session) timingRecord(s *stream) (C.CUevent, error) {
 			return nil, err
 		}
 	}
-	e, err := se.timingEvent(d)
+	e, err := tm.timingEvent(d)
 	if err != nil {
 		return nil, err
 	}
 	return e, se.drv.check("cuEventRecord", C.dr_record(se.drv.api, d.ctx, e, s.h))
 }
 
-func (se *Session) timingEvent(d *sessDevice) (C.CUevent, error) {
+func (tm *timer) timingEvent(d *sessDevice) (C.CUevent, error) {
+	se := tm.se
 	if n := len(d.timingEvents); n > 0 {
 		e := d.timingEvents[n-1]
 		d.timingEvents = d.timingEvents[:n-1]
@@ -58,54 +60,46 @@ func (se *Session) timingEvent(d *sessDevice) (C.CUevent, error) {
 	}
 	e, err := se.drv.eventCreate(d.ctx, true)
 	if err == nil {
-		se.track(&se.live.Events, 1)
+		se.hold.track(&se.hold.live.Events, 1)
 	}
 	return e, err
 }
 
-// Spans calls f with each op run since the last call: its stream and its
-// start and end on the device, from the time origin of its device (an
-// event recorded before the first op of the run there). Call it after Sync.
-// The times are read in one driver crossing per device. Under CUPTI the
-// ops of graph replays are there too, once per replay (ReplaySpans tells
-// the replays apart).
-//
-// Timed by CUPTI's graph-level records (TimingCUPTIGraph), eager ops are
-// timed by events and Spans gives theirs; replays have no op spans there,
-// and their records are dropped: ReplaySpans reads them.
-func (se *Session) Spans(f func(op, stream int, start, end time.Duration)) error {
-	if c := se.cupti; c != nil {
+// Spans does the work of Session.Spans.
+func (tm *timer) Spans(f func(op, stream int, start, end time.Duration)) error {
+	if c := tm.cupti; c != nil {
 		if c.whole {
-			return errors.Join(se.eventSpans(f), c.dropReplays())
+			return errors.Join(tm.eventSpans(f), c.dropReplays())
 		}
-		return se.cuptiSpans(func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
+		return tm.cupti.takeSpans(func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
 	}
-	return se.eventSpans(f)
+	return tm.eventSpans(f)
 }
 
 // eventSpans is Spans from the timing events of the ops run since the last
 // call.
-func (se *Session) eventSpans(f func(op, stream int, start, end time.Duration)) error {
+func (tm *timer) eventSpans(f func(op, stream int, start, end time.Duration)) error {
+	se := tm.se
 	var first error
-	ms := slices.Grow(se.spanMs[:0], 2*len(se.timed))[:2*len(se.timed)]
-	for _, d := range se.devs {
+	ms := slices.Grow(tm.spanMs[:0], 2*len(tm.timed))[:2*len(tm.timed)]
+	for _, d := range se.hold.devs {
 		if d.origin == nil {
 			continue
 		}
-		evs, at := se.spanEvs[:0], se.spanAt[:0]
-		for i, t := range se.timed {
+		evs, at := tm.spanEvs[:0], tm.spanAt[:0]
+		for i, t := range tm.timed {
 			if t.dev == d {
 				evs = append(evs, t.start, t.end)
 				at = append(at, i)
 			}
 		}
-		dms := slices.Grow(se.spanDevMs[:0], len(evs))[:len(evs)]
-		se.spanEvs, se.spanAt, se.spanDevMs = evs, at, dms
+		dms := slices.Grow(tm.spanDevMs[:0], len(evs))[:len(evs)]
+		tm.spanEvs, tm.spanAt, tm.spanDevMs = evs, at, dms
 		err := se.drv.elapsedMany(d.ctx, d.origin, evs, dms)
 		if err != nil && first == nil {
 			var ee *eventError
 			if errors.As(err, &ee) && ee.index/2 < len(at) {
-				err = fmt.Errorf("timing op %q: %w", se.g.Ops[se.timed[at[ee.index/2]].op].Name, err)
+				err = fmt.Errorf("timing op %q: %w", se.g.Ops[tm.timed[at[ee.index/2]].op].Name, err)
 			}
 			first = err
 		}
@@ -113,26 +107,27 @@ func (se *Session) eventSpans(f func(op, stream int, start, end time.Duration)) 
 			ms[2*i], ms[2*i+1] = dms[2*k], dms[2*k+1]
 		}
 	}
-	se.spanMs = ms
-	for i, t := range se.timed {
+	tm.spanMs = ms
+	for i, t := range tm.timed {
 		start, end := ms[2*i], ms[2*i+1]
 		if start != start || end != end { // NaN: not readable
 			continue
 		}
 		f(t.op, t.stream, msDuration(start), msDuration(end))
 	}
-	se.recycleTiming()
+	tm.recycleTiming()
 	return first
 }
 
 // recycleTiming returns the timing events of the ops timed since the last
 // call, and each device's time origin, to their devices' free lists.
-func (se *Session) recycleTiming() {
-	for _, t := range se.timed {
+func (tm *timer) recycleTiming() {
+	se := tm.se
+	for _, t := range tm.timed {
 		t.dev.timingEvents = append(t.dev.timingEvents, t.start, t.end)
 	}
-	se.timed = se.timed[:0]
-	for _, d := range se.devs {
+	tm.timed = tm.timed[:0]
+	for _, d := range se.hold.devs {
 		if d.origin != nil {
 			d.timingEvents = append(d.timingEvents, d.origin)
 			d.origin = nil
@@ -273,20 +268,14 @@ func (c *cuptiTiming) streamOf(op int64) (int, bool) {
 	return int(c.streams[op]), true
 }
 
-// SetTimingSource chooses how a timing session times ops; call it after
-// SetTiming(true) and before the streams are made. TimingAuto and
-// TimingCUPTI try CUPTI (loaded like NVRTC; see cuptiCandidates) and fall
-// back to events when it cannot trace, TimingSource saying why;
-// TimingCUPTIGraph tries CUPTI's graph-level records the same way. An error
-// is returned only for an unknown source. CUPTI's sink is the process's:
-// while one session holds it, another falls back to events as busy.
-func (se *Session) SetTimingSource(src string) error {
+// SetTimingSource does the work of Session.SetTimingSource.
+func (tm *timer) SetTimingSource(src string) error {
 	whole := false
 	switch src {
 	case TimingEvents:
-		se.closeCUPTI()
-		se.cuptiWas.source = ""
-		se.timingWhy = "events asked for"
+		tm.closeCUPTI()
+		tm.cuptiWas.source = ""
+		tm.timingWhy = "events asked for"
 		return nil
 	case TimingCUPTIGraph:
 		whole = true
@@ -294,10 +283,10 @@ func (se *Session) SetTimingSource(src string) error {
 	default:
 		return fmt.Errorf("cuda: timing source %q: want %q, %q, %q or %q", src, TimingAuto, TimingCUPTI, TimingCUPTIGraph, TimingEvents)
 	}
-	if !se.timing || (se.cupti != nil && se.cupti.whole == whole) {
+	if !tm.timing || (tm.cupti != nil && tm.cupti.whole == whole) {
 		return nil
 	}
-	se.closeCUPTI()
+	tm.closeCUPTI()
 	start, how := newActivityTracer, "CUPTI %d from %s"
 	if whole {
 		start = newGraphLevelTracer
@@ -305,76 +294,71 @@ func (se *Session) SetTimingSource(src string) error {
 	}
 	tr, err := start(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
 	if err != nil {
-		se.cuptiWas.source = ""
-		se.timingWhy = "CUPTI unusable, so events: " + err.Error()
+		tm.cuptiWas.source = ""
+		tm.timingWhy = "CUPTI unusable, so events: " + err.Error()
 		if whole {
-			se.timingWhy = "CUPTI's graph-trace records unusable, so events (a replay timed whole by the host's clock): " + err.Error()
+			tm.timingWhy = "CUPTI's graph-trace records unusable, so events (a replay timed whole by the host's clock): " + err.Error()
 		}
 		return nil
 	}
-	se.cupti = &cuptiTiming{tr: tr, whole: whole}
-	se.cuptiWas.source = ""
-	se.timingWhy = fmt.Sprintf(how, tr.version, tr.path)
+	tm.cupti = &cuptiTiming{tr: tr, whole: whole}
+	tm.cuptiWas.source = ""
+	tm.timingWhy = fmt.Sprintf(how, tr.version, tr.path)
 	return nil
 }
 
-// TimingSource says how the session times ops (TimingCUPTI,
-// TimingCUPTIGraph or TimingEvents; "" when timing is off) and why, and
-// how many CUPTI records were dropped since it started (by CUPTI for want
-// of buffer space, or by dagrun for want of memory): spans of those ops, or
-// replays, are missing.
-func (se *Session) TimingSource() (source, why string, dropped uint64) {
+// TimingSource does the work of Session.TimingSource.
+func (tm *timer) TimingSource() (source, why string, dropped uint64) {
 	switch {
-	case !se.timing:
+	case !tm.timing:
 		return "", "timing is off", 0
-	case se.cupti != nil && se.cupti.whole:
-		return TimingCUPTIGraph, se.timingWhy, se.cupti.tr.dropped()
-	case se.cupti != nil:
-		return TimingCUPTI, se.timingWhy, se.cupti.tr.dropped()
-	case se.cuptiWas.source != "":
+	case tm.cupti != nil && tm.cupti.whole:
+		return TimingCUPTIGraph, tm.timingWhy, tm.cupti.tr.dropped()
+	case tm.cupti != nil:
+		return TimingCUPTI, tm.timingWhy, tm.cupti.tr.dropped()
+	case tm.cuptiWas.source != "":
 		// The tracer is closed (with the session): its account stays.
-		return se.cuptiWas.source, se.timingWhy, se.cuptiWas.dropped
+		return tm.cuptiWas.source, tm.timingWhy, tm.cuptiWas.dropped
 	}
-	if se.timingWhy == "" {
+	if tm.timingWhy == "" {
 		return TimingEvents, "events by default", 0
 	}
-	return TimingEvents, se.timingWhy, 0
+	return TimingEvents, tm.timingWhy, 0
 }
 
-func (se *Session) closeCUPTI() error {
-	if se.cupti == nil {
+func (tm *timer) closeCUPTI() error {
+	if tm.cupti == nil {
 		return nil
 	}
-	se.cuptiWas.source, se.cuptiWas.dropped = TimingCUPTI, se.cupti.tr.dropped()
-	if se.cupti.whole {
-		se.cuptiWas.source = TimingCUPTIGraph
+	tm.cuptiWas.source, tm.cuptiWas.dropped = TimingCUPTI, tm.cupti.tr.dropped()
+	if tm.cupti.whole {
+		tm.cuptiWas.source = TimingCUPTIGraph
 	}
-	err := se.cupti.tr.close()
-	se.cupti = nil
+	err := tm.cupti.tr.close()
+	tm.cupti = nil
 	return err
 }
 
 // tracesOps reports whether eager ops are traced by CUPTI (runTraced), not
 // by events: under TimingCUPTI, not TimingCUPTIGraph.
-func (se *Session) tracesOps() bool { return se.cupti != nil && !se.cupti.whole }
+func (tm *timer) tracesOps() bool { return tm.cupti != nil && !tm.cupti.whole }
 
 // runTraced submits st with op pushed to CUPTI around the driver call, on
 // one OS thread (CUPTI keeps pushed ids per thread). Nothing here waits on
 // CUPTI: the push, the driver callback at the call's entry and the pop are
 // all on this thread, and the records come in buffers CUPTI hands over on
 // its own.
-func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
-	c := se.cupti
+func (c *cuptiTiming) runTraced(se *Session, s *stream, si int, st *opState, op *dag.Op) error {
 	if err := c.takeOrigin(); err != nil {
 		return err
 	}
-	err := c.tr.tracedCall(op.ID, func() error { return se.run(s, st) })
+	err := c.tr.tracedCall(op.ID, func() error { return se.sub.run(s, st) })
 	expect := st.act.hasRecords()
-	if se.capture != nil {
+	if se.capt.capture != nil {
 		if st.act == actCopyViaHost {
-			se.capture.records += se.viaHostCopies(st)
+			se.capt.capture.records += se.stage.viaHostCopies(st)
 		} else if expect {
-			se.capture.records++
+			se.capt.capture.records++
 		}
 		expect = false // a captured op runs in the graph's replays
 	}
@@ -392,8 +376,7 @@ func (se *Session) runTraced(s *stream, si int, st *opState, op *dag.Op) error {
 // CUPTI: the records come in buffers CUPTI hands over on its own, read at
 // the next Spans. A marker that cannot be pushed leaves the replay
 // unmarked (counted), not the launch undone.
-func (se *Session) launchTraced(g *graph, s *stream, si, seq int) error {
-	c := se.cupti
+func (c *cuptiTiming) launchTraced(drv *driver, g *graph, s *stream, si, seq int) error {
 	if err := c.takeOrigin(); err != nil {
 		return err
 	}
@@ -403,42 +386,30 @@ func (se *Session) launchTraced(g *graph, s *stream, si, seq int) error {
 	c.launchStreams = append(c.launchStreams, int32(si))
 	c.lastRecords = g.records
 	var failed C.int
-	rc := C.dr_cupti_graph_launch(c.tr.lib, se.drv.api, s.dev.ctx, g.exec, s.h, C.uint64_t(replayMarker+seq), &failed)
+	rc := C.dr_cupti_graph_launch(c.tr.lib, drv.api, s.dev.ctx, g.exec, s.h, C.uint64_t(replayMarker+seq), &failed)
 	if failed != 0 {
 		c.unmarkedLaunches++
 	}
-	return se.drv.check("cuGraphLaunch", rc)
+	return drv.check("cuGraphLaunch", rc)
 }
 
-// TimesReplays reports whether ReplaySpans tells apart graph replays
-// launched back to back: under CUPTI, op by op (TimingCUPTI) or each
-// replay whole (TimingCUPTIGraph). Timed by events a replay is not timed
-// (a graph holds no timing events).
-func (se *Session) TimesReplays() bool { return se.cupti != nil }
+// TimesReplays does the work of Session.TimesReplays.
+func (tm *timer) TimesReplays() bool { return tm.cupti != nil }
 
-// ReplaySpans is Spans with each span's replay: the session's launch
-// number of the graph replay the op ran in (LaunchGraph calls since Open,
-// from 0), or -1 for an op of an eager run. The spans of several replays
-// synchronised together are told apart by the marker each launch pushed;
-// all are measured from one origin, CUPTI's clock at the first op or
-// launch since the last call. Under TimingCUPTIGraph each replay has one
-// span, with op -1, on the stream it was launched on: from the start of its
-// first work to the end of its last, as CUPTI's graph-launch record says;
-// eager ops come first, timed by events (on the events' clock, not
-// CUPTI's). Without CUPTI every span has replay -1.
-func (se *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error {
-	c := se.cupti
+// ReplaySpans does the work of Session.ReplaySpans.
+func (tm *timer) ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error {
+	c := tm.cupti
 	switch {
 	case c == nil:
-		return se.eventSpans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
+		return tm.eventSpans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
 	case c.whole:
-		err := se.eventSpans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
+		err := tm.eventSpans(func(op, stream int, start, end time.Duration) { f(-1, op, stream, start, end) })
 		recs, ferr := c.collect()
 		c.wholeSpans(recs, f)
 		c.reset()
 		return errors.Join(err, ferr)
 	}
-	return se.cuptiSpans(f)
+	return tm.cupti.takeSpans(f)
 }
 
 // dropReplays reads and drops the graph-launch records of replays since the
@@ -558,10 +529,9 @@ func (c *cuptiTiming) wholeSpans(recs []activityRecord, f func(replay, op, strea
 	}
 }
 
-// cuptiSpans flushes CUPTI and calls f once per op and replay with device
+// takeSpans flushes CUPTI and calls f once per op and replay with device
 // work since the last call (see spans).
-func (se *Session) cuptiSpans(f func(replay, op, stream int, start, end time.Duration)) error {
-	c := se.cupti
+func (c *cuptiTiming) takeSpans(f func(replay, op, stream int, start, end time.Duration)) error {
 	recs, err := c.collect()
 	c.spans(recs, max(8*len(recs), 1<<16), f)
 	c.reset()
@@ -660,4 +630,17 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 		emit(k.replay, k.op, e)
 	}
 	c.byKey = keys
+}
+
+// destroyTimingEvents destroys the timing events of the session's devices
+// (Close).
+func (tm *timer) destroyTimingEvents(keep func(error)) {
+	se := tm.se
+	for _, d := range se.hold.devs {
+		for _, e := range d.timingEvents {
+			keep(se.drv.eventDestroy(d.ctx, e))
+			se.hold.track(&se.hold.live.Events, -1)
+		}
+		d.timingEvents = nil
+	}
 }
