@@ -60,11 +60,18 @@ type machine struct {
 // known reports whether m tells the planner anything beyond its defaults.
 func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != planner.DefaultSMs }
 
+// topologist is a backend that knows its devices' multiprocessors and
+// which of them copy to each other directly (the cuda backend).
+type topologist interface {
+	DeviceInfo(dev int) (name string, sms int, err error)
+	Topology() (cuda.Topology, error)
+}
+
 // machineOf is what backend b knows of its devices for graph g: the
 // topology only when g's buffers span devices (asking would open every
 // visible device), and device 0's multiprocessors.
 func machineOf(b device.Backend, g *dag.Graph) (machine, error) {
-	tb, ok := b.(*cuda.Backend)
+	tb, ok := b.(topologist)
 	if !ok {
 		return machine{}, nil
 	}

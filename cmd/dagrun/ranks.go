@@ -26,6 +26,7 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/comm"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
@@ -138,10 +139,10 @@ type rankRun struct {
 // rankReport is one rank's outputs in a run's report, and with
 // --perf-model its estimate against the measured makespan and its model.
 type rankReport struct {
-	Rank      int              `json:"rank"`
-	Outputs   []outputReport   `json:"outputs"`
-	Makespan  *makespanReport  `json:"makespan,omitempty"`
-	PerfModel *perfModelReport `json:"perf_model,omitempty"`
+	Rank      int               `json:"rank"`
+	Outputs   []outputReport    `json:"outputs"`
+	Makespan  *profile.Makespan `json:"makespan,omitempty"`
+	PerfModel *profile.Update   `json:"perf_model,omitempty"`
 }
 
 // worldReport is what dagrun run prints for a run of ranks, as JSON with
@@ -287,7 +288,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			if r.pm, err = c.loadPerfModel("run", expandRank(f.perfModel, r.rank), b, r.device); err != nil {
 				return err
 			}
-			r.pm.model.World = m.world
+			r.pm.Model.World = m.world
 			mach, err := machineOf(b, r.s.Graph)
 			if err != nil {
 				return err
@@ -359,7 +360,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		}
 		for j, r := range rs {
 			if r.pm != nil {
-				if err := r.pm.observe(r.p.Graph, spans(j), i+1, f.repeat); err != nil {
+				if err := r.pm.Observe(r.p.Graph, spans(j), i+1, f.repeat); err != nil {
 					return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), closer())
 				}
 			}
@@ -408,8 +409,8 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			return c.rankFailure(ctx, rs, err)
 		}
 		for i, r := range rs {
-			rep.Ranks[i].Makespan = makespanOf(r.p, r.pm.model, nil, r.pm.eager)
-			pr, err := r.pm.save()
+			rep.Ranks[i].Makespan = makespanOf(r.p, r.pm.Model, nil, r.pm.Eager())
+			pr, err := r.pm.Save()
 			if err != nil {
 				return fmt.Errorf("rank %d: %w", r.rank, err)
 			}
@@ -479,7 +480,7 @@ func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun
 	}
 	return timeUntraced(ctx, repeat, specs, bar, run, closer, func(wall time.Duration, n int) {
 		for i, r := range rs {
-			r.pm.observeHost(session(i), wall, n, repeat)
+			r.pm.ObserveHost(session(i), wall, n, repeat)
 		}
 	})
 }

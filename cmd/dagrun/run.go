@@ -17,6 +17,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
@@ -113,8 +114,8 @@ type runReport struct {
 	Outputs       []outputReport `json:"outputs"`
 	Warnings      []problem      `json:"warnings,omitempty"`
 
-	Makespan  *makespanReport   `json:"makespan,omitempty"`            // perfmodel.go
-	PerfModel *perfModelReport  `json:"perf_model,omitempty"`          // perfmodel.go
+	Makespan  *profile.Makespan `json:"makespan,omitempty"`            // perfmodel.go
+	PerfModel *profile.Update   `json:"perf_model,omitempty"`          // perfmodel.go
 	Planned   *trace.Comparison `json:"planned_vs_achieved,omitempty"` // perfmodel.go
 }
 
@@ -149,7 +150,7 @@ type replayClock struct {
 	allN int
 }
 
-func newReplayClock(repeat int) *replayClock { return &replayClock{warm: warmups(repeat)} }
+func newReplayClock(repeat int) *replayClock { return &replayClock{warm: profile.Warmups(repeat)} }
 
 // add counts a batch of n replays, the first after done others, that
 // took d.
@@ -424,7 +425,7 @@ func (c *cli) run(args []string) error {
 	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: f.graph && f.traceFile != "",
 		wholeReplays: f.detail.value == "replays"}
 	if pm != nil {
-		rs.afterRun = func(run int, spans []executor.Span) error { return pm.observe(p.Graph, spans, run, f.repeat) }
+		rs.afterRun = func(run int, spans []executor.Span) error { return pm.Observe(p.Graph, spans, run, f.repeat) }
 	}
 	report, err := c.runSession(ctx, sess, s, p, &rs)
 	if cerr := sess.Close(); err == nil {
@@ -442,7 +443,7 @@ func (c *cli) run(args []string) error {
 	}
 	note := timingNote(sess, nil)
 	if pm != nil {
-		report.Makespan = makespanOf(p, pm.model, report.Graph, pm.eager)
+		report.Makespan = makespanOf(p, pm.Model, report.Graph, pm.Eager())
 		// Replays traced op by op ran slower than they do untraced (CUPTI's
 		// cost per node; timed by events, each traced replay ran alone):
 		// their time each would mislead the model. Whole replays timed by
@@ -476,7 +477,7 @@ func (c *cli) run(args []string) error {
 		fmt.Fprintf(&traceSummary, "trace of %s written to %s\n", runsText(report.TracedRuns, f.repeat), f.traceFile)
 	}
 	if pm != nil { // after the comparison with the plan, which uses the model as planned
-		pr, err := pm.save()
+		pr, err := pm.Save()
 		if err != nil {
 			return err
 		}
