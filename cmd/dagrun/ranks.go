@@ -81,7 +81,7 @@ func (f *runFlags) rankMode(s *spec.Spec, getenv func(string) string) (*rankMode
 	if set["world"] && (f.ranking.world < 1 || f.ranking.world > maxWorld) {
 		return nil, usagef("--world %d: a world has 1 to %d ranks", f.ranking.world, maxWorld)
 	}
-	own := specWorld(s)
+	own := s.Run.World
 	var place *executor.Place
 	switch {
 	case set["rank"]:
@@ -573,7 +573,7 @@ func nthCollective(g *dag.Graph, n int) *dag.Op {
 // loadRank loads the spec at path as rank's program in a world of world
 // ranks.
 func (c *cli) loadRank(path string, o specFiles, rank, world int) (*spec.Spec, error) {
-	o.extra = rankOptions(rank, world)
+	o.extra = []spec.Option{spec.WithRank(rank, world)}
 	return c.load(path, o)
 }
 
