@@ -126,16 +126,6 @@ func (f *runFlags) rankMode(s *spec.Spec, getenv func(string) string) (*rankMode
 // goroutines, and in one process its own device.
 const maxWorld = 1024
 
-// rankRun is one rank of a run in this process.
-type rankRun struct {
-	rank   int
-	device int
-	s      *spec.Spec
-	p      *planner.Plan
-	runs   []trace.RunSpans
-	pm     *perfModel // with --perf-model
-}
-
 // rankReport is one rank's outputs in a run's report, and with
 // --perf-model its estimate against the measured makespan and its model.
 type rankReport struct {
@@ -163,140 +153,17 @@ type worldReport struct {
 	Ranks         []rankReport `json:"ranks"`
 }
 
-// runRanks runs the spec at path as the ranks m names, each rank's spec
-// loaded as its own program, and reports every rank's outputs.
-func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) error {
+// runRanks runs the ranks of su, opened by openRun, and reports every
+// rank's outputs.
+func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 	asJSON := f.format.value == "json"
-	if f.traceFile != "" && !strings.Contains(f.traceFile, rankPattern) {
-		return usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
-	}
-	if f.perfModel != "" {
-		if !strings.Contains(f.perfModel, rankPattern) {
-			return usagef("--perf-model %s: every rank keeps the model of its device; put {rank} in the path, as in models_{rank}.json", f.perfModel)
-		}
-		if f.graph {
-			return usagef("--perf-model: ranks learn their models from eager runs; run them without --graph (and without run.graph: true in the spec)")
-		}
-	}
-	var src []byte
-	if path == stdio {
-		data, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
-		if err != nil {
-			return fmt.Errorf("reading the spec from standard input: %w", err)
-		}
-		src = data
-	}
-	ranks := []int{}
-	if m.place != nil {
-		if w := m.place.Warning(); w != "" {
-			fmt.Fprintf(c.stderr, "dagrun run: %s\n", w)
-		}
-		ranks = append(ranks, m.place.Rank)
-	} else {
-		for r := range m.world {
-			ranks = append(ranks, r)
-		}
-	}
-	rs := make([]*rankRun, len(ranks))
-	writers := map[string]int{} // path -> the rank that writes it
-	var hostMu sync.Mutex       // one line at a time from the ranks' host steps
-	for i, r := range ranks {
-		files := f.files
-		if src != nil {
-			c.stdin = bytes.NewReader(src)
-		}
-		s, err := c.loadRank(path, files, r, m.world)
-		if err != nil {
-			return err
-		}
-		if err := f.faults.check(s); err != nil {
-			return err
-		}
-		device := r
-		if m.place != nil {
-			device = localDevice(m.place.LocalRank, os.Getenv)
-		}
-		moveToDevice(s.Graph, device)
-		p, err := makePlan(s, f.layout())
-		if err != nil {
-			return err
-		}
-		if f.graph {
-			if err := executor.CheckCapture(p); err != nil {
-				return captureFailure(s, err, f.set["graph"])
-			}
-		}
-		paths := []string{}
-		for _, out := range s.Outputs {
-			if out.Save != "" {
-				paths = append(paths, s.SavePath(out.Save))
-			}
-		}
-		if f.traceFile != "" {
-			paths = append(paths, expandRank(f.traceFile, r))
-		}
-		if f.perfModel != "" {
-			paths = append(paths, expandRank(f.perfModel, r))
-		}
-		if err := checkFileUses(f.fileUses(s, f.out, expandRank(f.traceFile, r), expandRank(f.perfModel, r))); err != nil {
-			return err
-		}
-		for _, pt := range paths {
-			if other, ok := writers[pt]; ok && other != r {
-				return usagef("ranks %d and %d would both write %s: put {rank} in the path", other, r, pt)
-			}
-			writers[pt] = r
-		}
-		hostOut := c.stdout
-		if asJSON && (f.out == "" || f.out == stdio) {
-			hostOut = c.stderr
-		}
-		s.Stdout = &rankLines{prefix: fmt.Sprintf("rank %d ", r), w: hostOut, mu: &hostMu}
-		rs[i] = &rankRun{rank: r, device: device, s: s, p: p}
-	}
-	traced := func(int) bool { return false }
-	if f.traceFile != "" {
-		var err error
-		if traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {
-			return err
-		}
-	}
-	untraced, err := f.faults.options()
-	if err != nil {
-		return err
-	}
+	b, rs, traced, untraced := su.b, su.ranks, su.traced, su.faults
 	if f.set["rank-timeout"] {
 		untraced = append(untraced, executor.WithRankTimeout(f.ranking.timeout))
 	}
-
 	opts := slices.Clone(untraced)
 	if f.traceFile != "" || f.perfModel != "" {
 		opts = append(opts, executor.WithTiming())
-	}
-	b, used, fallback, err := openBackend(f.backend.value, false)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if fallback != "" {
-		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
-	}
-	if f.perfModel != "" {
-		// Each rank plans with the model of its device. Collectives keep
-		// their declared order under every plan, so the ranks still agree.
-		for _, r := range rs {
-			if r.pm, err = c.loadPerfModel("run", expandRank(f.perfModel, r.rank), b, r.device); err != nil {
-				return err
-			}
-			r.pm.Model.World = m.world
-			mach, err := machineOf(b, r.s.Graph)
-			if err != nil {
-				return err
-			}
-			if r.p, err = planWithModel(r.s, f.layout(), r.pm, planner.Eager, mach); err != nil {
-				return err
-			}
-		}
 	}
 	ctx := c.interruptContext()
 
@@ -369,6 +236,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			// With --graph the first run is eager and the others replay
 			// the graph captured after it: NCCL connects the ranks at
 			// their first collectives, which a graph cannot hold.
+			var err error
 			if run, err = capture(ctx); err != nil {
 				return c.rankFailure(ctx, rs, errors.Join(err, closer()))
 			}
@@ -376,29 +244,18 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	}
 	wall := time.Since(start)
 
-	rep := worldReport{SchemaVersion: schemaVersion, Spec: s0.File, Backend: used, World: m.world, Processes: m.place != nil,
+	rep := worldReport{SchemaVersion: schemaVersion, Spec: rs[0].s.File, Backend: su.used, World: m.world, Processes: m.place != nil,
 		Repeat: f.repeat, Ops: rs[0].p.Stats.Ops, Streams: rs[0].p.Stats.Streams, Waits: rs[0].p.Stats.Waits,
 		WallNS: wall.Nanoseconds(), Graph: f.graph}
 	if m.place != nil {
 		rep.Addr = m.place.Addr
 	}
 	for i, r := range rs {
-		rr := rankReport{Rank: r.rank}
-		for _, out := range r.s.Outputs {
-			data, err := read(i, out.Buffer)
-			if err != nil {
-				return errors.Join(fmt.Errorf("rank %d: %s: reading output %s: %w", r.rank, out.Pos, out.Buffer.Name, err), closer())
-			}
-			sum := spec.Checksum(data, out.Buffer.DType)
-			o := outputReport{Buffer: out.Buffer.Name, DType: out.Buffer.DType.String(), Bytes: sum.Bytes,
-				Sum: jsonFloat(sum.Sum), FNV: fmt.Sprintf("%016x", sum.FNV)}
-			if out.Save != "" {
-				if o.Saved, err = saveOutput(r.s, out.Save, data); err != nil {
-					return errors.Join(fmt.Errorf("rank %d: %s: saving output %s: %w", r.rank, out.Pos, out.Buffer.Name, err), closer())
-				}
-			}
-			rr.Outputs = append(rr.Outputs, o)
+		outs, err := readOutputs(r.s, func(buf *dag.Buffer) ([]byte, error) { return read(i, buf) }, nil)
+		if err != nil {
+			return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), closer())
 		}
+		rr := rankReport{Rank: r.rank, Outputs: outs}
 		rep.Ranks = append(rep.Ranks, rr)
 	}
 	if err := closer(); err != nil {

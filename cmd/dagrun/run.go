@@ -314,6 +314,13 @@ func (c *cli) run(args []string) error {
 	asJSON := f.format.value == "json"
 	c.jsonErrors = asJSON
 
+	var src []byte // a spec from standard input, which ranks load again
+	if specs[0] == stdio {
+		if src, err = io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1)); err != nil {
+			return fmt.Errorf("reading the spec from standard input: %w", err)
+		}
+		c.stdin = bytes.NewReader(src)
+	}
 	s, err := c.load(specs[0], f.files)
 	if err != nil {
 		return err
@@ -336,74 +343,25 @@ func (c *cli) run(args []string) error {
 	if f.detail.value == "replays" && !f.graph {
 		return usagef("--trace-detail replays traces graph replays whole; add --graph (or run.graph: true)")
 	}
-	if m, err := f.rankMode(s, os.Getenv); err != nil || m != nil {
-		if err != nil {
-			return err
-		}
-		return c.runRanks(f, specs[0], s, m)
-	}
-	if err := checkFileUses(f.fileUses(s, f.out, f.traceFile, f.perfModel)); err != nil {
-		return err
-	}
-	traced := func(int) bool { return false }
-	if f.traceFile != "" {
-		if traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {
-			return err
-		}
-	}
-	if err := f.faults.checkGraph(f.graph, f.set["graph"], s); err != nil { // faults.go
-		return err
-	}
-	faultOpts, err := f.faults.options()
+	m, err := f.rankMode(s, os.Getenv)
 	if err != nil {
 		return err
 	}
-	p, err := makePlan(s, f.layout())
+	su, err := c.openRun(f, specs[0], src, s, m) // runsetup.go
 	if err != nil {
 		return err
 	}
-	if f.graph {
-		// Before the backend is opened: a plan a graph cannot hold is
-		// refused without touching a device.
-		if err := executor.CheckCapture(p); err != nil {
-			return captureFailure(s, err, f.set["graph"])
-		}
+	defer su.b.Close() // after the session's Close below; its errors are the session's
+	if m != nil {
+		return c.runRanks(f, su, m)
 	}
-	b, used, fallback, err := openBackend(f.backend.value, f.noPeer)
-	if err != nil {
-		return err
-	}
-	defer b.Close() // after the session's Close below; its errors are the session's
-	if fallback != "" {
-		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
-	}
-	var pm *perfModel
-	if f.perfModel != "" {
-		if pm, err = c.loadPerfModel("run", f.perfModel, b, 0); err != nil {
-			return err
-		}
-	}
-	mach, err := machineOf(b, s.Graph)
-	if err != nil {
-		return err
-	}
-	if pm != nil || mach.known() {
-		// Planned again with what the open backend knows.
-		if p, err = planWithModel(s, f.layout(), pm, runMode(f.graph), mach); err != nil {
-			return err
-		}
-	}
+	b, p, pm, traced, faultOpts := su.b, su.ranks[0].p, su.ranks[0].pm, su.traced, su.faults
 	if pm != nil {
 		if f.traceFile == "" { // the spans teach the model; no trace is written
 			traced = func(int) bool { return true }
 		}
 	}
-
-	// Host steps print to stdout, except where the report goes there as JSON.
-	s.Stdout = c.stdout
-	if asJSON && (f.out == "" || f.out == stdio) {
-		s.Stdout = c.stderr
-	}
+	s.Stdout = c.hostOut(f)
 	ctx := c.interruptContext()
 	opts := faultOpts
 	// Ops are timed for a trace, and for a perf model's eager runs (their
@@ -437,7 +395,7 @@ func (c *cli) run(args []string) error {
 	if err != nil {
 		return c.runFailure(ctx, s, err, rs.saved, interruptedAt{done: bar.done, repeat: f.repeat})
 	}
-	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, used
+	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, su.used
 	if f.traceFile != "" {
 		report.TracedRuns = rs.tracedRuns()
 	}
@@ -626,22 +584,10 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 	}
 	bar.clear()
 	rs.saved = map[string]bool{}
-	for _, out := range s.Outputs {
-		data, err := sess.Read(out.Buffer)
-		if err != nil {
-			return r, fmt.Errorf("%s: reading output %s: %w", out.Pos, out.Buffer.Name, err)
-		}
-		sum := spec.Checksum(data, out.Buffer.DType)
-		o := outputReport{Buffer: out.Buffer.Name, DType: out.Buffer.DType.String(), Bytes: sum.Bytes,
-			Sum: jsonFloat(sum.Sum), FNV: fmt.Sprintf("%016x", sum.FNV)}
-		if out.Save != "" {
-			saved, err := saveOutput(s, out.Save, data)
-			if err != nil {
-				return r, fmt.Errorf("%s: saving output %s: %w", out.Pos, out.Buffer.Name, err)
-			}
-			o.Saved, rs.saved[out.Save] = saved, true
-		}
-		r.Outputs = append(r.Outputs, o)
+	var err error
+	r.Outputs, err = readOutputs(s, sess.Read, rs.saved)
+	if err != nil {
+		return r, err
 	}
 	return r, nil
 }
