@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"slices"
 	"strings"
@@ -296,21 +297,7 @@ func share(part, whole time.Duration) float64 {
 
 func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 
-// fmtDur writes a duration with three significant decimals in ns, µs, ms or s.
-func fmtDur(d time.Duration) string {
-	neg := ""
-	if d < 0 {
-		neg, d = "-", -d
-	}
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%s%.3f s", neg, d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%s%.3f ms", neg, float64(d)/1e6)
-	case d >= time.Microsecond:
-		return fmt.Sprintf("%s%.3f µs", neg, float64(d)/1e3)
-	}
-	return fmt.Sprintf("%s%d ns", neg, int64(d))
-}
+// fmtDur is d as dagrun writes durations everywhere.
+func fmtDur(d time.Duration) string { return human.Duration(d) }
 
 func byMakespan(a, b RunSummary) int { return cmp.Compare(a.Makespan, b.Makespan) }

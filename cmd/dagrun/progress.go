@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"os"
 	"strings"
@@ -80,12 +81,7 @@ func (p *progress) update(done int) {
 	if done > 0 && elapsed > 0 {
 		rate := float64(done) / elapsed.Seconds()
 		left := time.Duration(float64(p.total-done) / rate * float64(time.Second))
-		if left < time.Minute {
-			left = left.Round(100 * time.Millisecond)
-		} else {
-			left = left.Round(time.Second)
-		}
-		line += fmt.Sprintf(", %s/s, %s left", rateString(rate), left)
+		line += fmt.Sprintf(", %s/s, %s left", rateString(rate), human.Duration(left))
 	}
 	// Spaces, not an escape sequence, cover the rest of a longer line
 	// before: every terminal understands them.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"os"
 	"path/filepath"
@@ -357,16 +358,15 @@ func printWorldReport(w io.Writer, r worldReport) error {
 	if r.Processes {
 		how = fmt.Sprintf("rank %d of %d processes (rendezvous at %s)", r.Ranks[0].Rank, r.World, r.Addr)
 	}
-	wall := time.Duration(r.WallNS)
 	runs := "1 run"
 	if r.Repeat > 1 {
-		runs = fmt.Sprintf("%d runs (%s each)", r.Repeat, wall/time.Duration(r.Repeat))
+		runs = fmt.Sprintf("%d runs (%s each)", r.Repeat, short(r.WallNS/int64(r.Repeat)))
 	}
 	if r.Graph {
 		runs += " (the first eager, then replays of a graph captured after it)"
 	}
 	fmt.Fprintf(bw, "ran %s on %s as %s: %d ops, %d streams, %d waits per rank, %s in %s\n",
-		r.Spec, r.Backend, how, r.Ops, r.Streams, r.Waits, runs, wall)
+		r.Spec, r.Backend, how, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
 	return bw.Flush()
 }
 
@@ -575,6 +575,6 @@ func (c *cli) rankWaiting(rank int) executor.Option {
 			s = "s"
 		}
 		fmt.Fprintf(c.stderr, "dagrun run: rank %d: waiting for rank%s %s (%s so far; --rank-timeout bounds it)\n",
-			rank, s, strings.Join(who, ", "), waited.Round(time.Second))
+			rank, s, strings.Join(who, ", "), human.Duration(waited.Round(time.Second)))
 	})
 }

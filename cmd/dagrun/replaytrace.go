@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"time"
 
@@ -177,6 +178,6 @@ func writeWholeReplays(w io.Writer, whole []trace.WholeReplay, timing string) {
 	}
 	fmt.Fprintf(w, "replays traced as whole graphs (%s):\n", timing)
 	for _, r := range whole {
-		fmt.Fprintf(w, "  replay %d: %v\n", r.Run, r.Dur)
+		fmt.Fprintf(w, "  replay %d: %s\n", r.Run, human.Duration(r.Dur))
 	}
 }

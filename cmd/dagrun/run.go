@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"math"
 	"os"
@@ -648,13 +649,12 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 			fmt.Fprintf(bw, "saved %s to %s\n", o.Buffer, o.Saved)
 		}
 	}
-	wall := time.Duration(r.WallNS)
 	runs := "1 run"
 	if repeat > 1 {
-		runs = fmt.Sprintf("%d runs (%s each)", repeat, wall/time.Duration(repeat))
+		runs = fmt.Sprintf("%d runs (%s each)", repeat, short(r.WallNS/int64(repeat)))
 	}
 	fmt.Fprintf(bw, "ran %s on %s: %d ops, %d streams, %d waits, %s in %s\n",
-		r.Spec, r.Backend, r.Ops, r.Streams, r.Waits, runs, wall)
+		r.Spec, r.Backend, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
 	if g := r.Graph; g != nil {
 		replays := fmt.Sprintf("%d replays", g.Replays)
 		if g.Replays == 1 {
@@ -670,14 +670,5 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 	return bw.Flush()
 }
 
-// short is ns as a duration rounded to three significant digits, which is
-// as far as timings of one run are repeatable.
-func short(ns int64) time.Duration {
-	d := time.Duration(ns)
-	for unit := time.Duration(1); unit < time.Second; unit *= 10 {
-		if d < 1000*unit {
-			return d.Round(unit)
-		}
-	}
-	return d.Round(time.Second)
-}
+// short is ns as dagrun writes durations everywhere.
+func short(ns int64) string { return human.Duration(time.Duration(ns)) }
