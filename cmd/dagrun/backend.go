@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/cuda"
@@ -46,6 +47,17 @@ func openBackend(name string, noPeer bool) (b device.Backend, used, fallback str
 		return cpu.New(), "cpu", err.Error(), nil
 	}
 	return nil, "", "", fmt.Errorf("unknown backend %q", name)
+}
+
+// fallbackNote is what run says when auto fell back to the CPU backend
+// because of why (the CUDA backend's error): the reason in a few words,
+// or with verbose all of it (every library path tried).
+func fallbackNote(why string, verbose bool) string {
+	if verbose {
+		return "running on the CPU backend: " + why + " (--backend cpu silences this note)"
+	}
+	short, _, _ := strings.Cut(why, ": ")
+	return "running on the CPU backend: " + short + " (-v for details; --backend cpu silences this note)"
 }
 
 // machine is what an open backend knows that changes a plan: which

@@ -91,6 +91,8 @@ Flags:
 	                 (--json is short for --format json)
 	-o FILE          write the outputs and summary to FILE (whole, or not
 	                 at all) instead of standard output
+	-v               say more: why auto chose the CPU backend, and with
+	                 --trace the whole summary
 	--save-dir DIR   write the spec's relative save paths under DIR
 	--allow-path DIR let the spec read and write files under DIR too,
 	                 beyond its own directory tree (repeatable)
@@ -243,6 +245,7 @@ type runFlags struct {
 	timing    *oneOf
 	format    *oneOf
 	out       string
+	verbose   bool // -v
 	files     specFiles
 	faults    faults
 	ranking   rankFlags // ranks.go
@@ -274,6 +277,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 		return err
 	})
 	fs.StringVar(&f.out, "o", "", "")
+	fs.BoolVar(&f.verbose, "v", false, "")
 	f.files.addFlags(fs)
 	f.faults.addFlags(fs)
 	f.ranking.addFlags(fs)

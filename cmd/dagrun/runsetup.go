@@ -83,7 +83,7 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 	}
 	su.b, su.used = b, used
 	if fallback != "" {
-		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
+		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", fallbackNote(fallback, f.verbose))
 	}
 	if err := c.planForBackend(f, su, m); err != nil {
 		b.Close()
