@@ -132,6 +132,7 @@ const maxWorld = 1024
 type rankReport struct {
 	Rank      int               `json:"rank"`
 	Outputs   []outputReport    `json:"outputs"`
+	Saves     []saveReport      `json:"saves,omitempty"`
 	Makespan  *profile.Makespan `json:"makespan,omitempty"`
 	PerfModel *profile.Update   `json:"perf_model,omitempty"`
 }
@@ -256,7 +257,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 		if err != nil {
 			return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), closer())
 		}
-		rr := rankReport{Rank: r.rank, Outputs: outs}
+		rr := rankReport{Rank: r.rank, Outputs: outs, Saves: hostSaves(r.s)}
 		rep.Ranks = append(rep.Ranks, rr)
 	}
 	if err := closer(); err != nil {
@@ -353,6 +354,7 @@ func printWorldReport(w io.Writer, r worldReport) error {
 				fmt.Fprintf(bw, "rank %d saved %s to %s\n", rr.Rank, o.Buffer, o.Saved)
 			}
 		}
+		writeSaves(bw, fmt.Sprintf("rank %d ", rr.Rank), rr.Saves)
 	}
 	how := fmt.Sprintf("%d ranks in one process", r.World)
 	if r.Processes {

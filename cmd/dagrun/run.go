@@ -115,6 +115,7 @@ type runReport struct {
 	Graph         *graphReport   `json:"graph,omitempty"`
 	TracedRuns    []int          `json:"traced_runs,omitempty"`
 	Outputs       []outputReport `json:"outputs"`
+	Saves         []saveReport   `json:"saves,omitempty"` // by save host steps
 	Warnings      []problem      `json:"warnings,omitempty"`
 
 	Makespan  *profile.Makespan `json:"makespan,omitempty"`            // perfmodel.go
@@ -594,6 +595,7 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 	if err != nil {
 		return r, err
 	}
+	r.Saves = hostSaves(s)
 	return r, nil
 }
 
@@ -653,6 +655,7 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 			fmt.Fprintf(bw, "saved %s to %s\n", o.Buffer, o.Saved)
 		}
 	}
+	writeSaves(bw, "", r.Saves)
 	runs := "1 run"
 	if repeat > 1 {
 		runs = fmt.Sprintf("%d runs (%s each)", repeat, short(r.WallNS/int64(repeat)))

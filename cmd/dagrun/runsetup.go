@@ -226,3 +226,27 @@ func readOutputs(s *spec.Spec, read func(*dag.Buffer) ([]byte, error), saved map
 	}
 	return outs, nil
 }
+
+// saveReport is a file a save host step wrote.
+type saveReport struct {
+	Op    string `json:"op"`
+	View  string `json:"view"`
+	Saved string `json:"saved"`
+}
+
+// hostSaves are the files the save host steps of s wrote, at every run
+// (the last run's bytes are what they hold).
+func hostSaves(s *spec.Spec) []saveReport {
+	var r []saveReport
+	for _, st := range s.Saves {
+		r = append(r, saveReport{Op: st.Op.Name, View: st.View.String(), Saved: s.SavePath(st.Path)})
+	}
+	return r
+}
+
+// writeSaves writes a line for each save, as outputs' saves are written.
+func writeSaves(w io.Writer, prefix string, saves []saveReport) {
+	for _, sv := range saves {
+		fmt.Fprintf(w, "%ssaved %s to %s (host step %s)\n", prefix, sv.View, sv.Saved, sv.Op)
+	}
+}
