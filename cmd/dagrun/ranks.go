@@ -497,7 +497,7 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 		ext = strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
 	}
 	if ext != "svg" && ext != "html" {
-		return usagef("traces draw as .svg or .html, not %q", "."+ext)
+		return usagef("traces draw as .svg or .html, %s", notExt(out, ext, "svg"))
 	}
 	var reads []fileUse
 	for _, in := range inputs {
