@@ -422,23 +422,10 @@ func (c *cli) run(args []string) error {
 
 	var traceSummary bytes.Buffer
 	if f.traceFile != "" {
-		t := trace.FromRuns(p, rs.runs)
-		note = timingNote(sess, t)
-		t.Figures.WholeReplays = len(rs.whole) > 0
-		t.Figures.Replays, t.Figures.ReplayTiming = rs.whole, rs.wholeTiming
-		if err := writeFileAtomic(f.traceFile, t.WriteChrome); err != nil {
+		var err error
+		if report.Planned, note, err = writeRunTrace(&traceSummary, f, sess, p, pm, &rs, su.used); err != nil {
 			return err
 		}
-		if err := t.WriteSummary(&traceSummary); err != nil {
-			return err
-		}
-		writeWholeReplays(&traceSummary, rs.whole, rs.wholeTiming)
-		if report.Planned = plannedVsAchieved(p, pm, rs.runs, f.graph); report.Planned != nil {
-			if err := report.Planned.Write(&traceSummary); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(&traceSummary, "trace of %s written to %s\n", runsText(report.TracedRuns, f.repeat), f.traceFile)
 	}
 	if pm != nil { // after the comparison with the plan, which uses the model as planned
 		pr, err := pm.Save()
