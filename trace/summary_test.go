@@ -87,6 +87,28 @@ func TestSummarizeOverlappingSlicesAndManyWaits(t *testing.T) {
 	assert.Equal(t, []trace.WaitSummary{{Slice: 4, For: []int{1, 2}, Idle: 26 * us, Lag: 10 * us}}, s.Waits)
 }
 
+// The options leave out what they say and nothing else.
+func TestWriteSummaryWith(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		o           trace.SummaryOptions
+		waits, plan bool
+	}{
+		{"all", trace.SummaryOptions{}, true, true},
+		{"brief", trace.SummaryOptions{Brief: true}, false, true},
+		{"no estimate", trace.SummaryOptions{NoEstimate: true}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, handMade().WriteSummaryWith(&buf, tc.o))
+			out := buf.String()
+			assert.Contains(t, out, "critical path         40.0 µs")
+			assert.Equal(t, tc.waits, strings.Contains(out, "longest waits"))
+			assert.Equal(t, tc.plan, strings.Contains(out, "plan estimate"))
+		})
+	}
+}
+
 func TestWriteSummary(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, handMade().WriteSummary(&buf))
