@@ -32,8 +32,9 @@ waits and wall time. Outputs with a save path are written to files, each
 whole or not at all; after a failed run the summary names the outputs
 not written. A failing op is reported with its place in the spec. On a
 terminal, long runs show a progress bar on stderr. Ctrl-C (SIGINT) or
-SIGTERM stops the run, frees everything and exits with status 130. A spec
-named - is read from standard input.
+SIGTERM stops the run, frees everything and exits with status 130; with
+--trace, the trace of the runs that completed is written. A spec named -
+is read from standard input.
 
 Flags:
 	--backend B      auto (default: cuda when a CUDA driver and device are
@@ -399,7 +400,11 @@ func (c *cli) run(args []string) error {
 		err = c.hostRuns(ctx, b, s, p, pm, f.repeat, faultOpts, c.newProgress(f.repeat, c.quietProgress(asJSON, p)))
 	}
 	if err != nil {
-		return c.runFailure(ctx, s, err, rs.saved, interruptedAt{done: bar.done, repeat: f.repeat})
+		at := interruptedAt{done: bar.done, repeat: f.repeat}
+		if ctx.Err() != nil && f.traceFile != "" {
+			at.trace = c.keepTrace(f.traceFile, sess, p, &rs)
+		}
+		return c.runFailure(ctx, s, err, rs.saved, at)
 	}
 	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, su.used
 	if f.traceFile != "" {
@@ -456,14 +461,21 @@ func (c *cli) run(args []string) error {
 
 // interruptedAt is how far the runs of a session had come when a signal
 // stopped them: done of repeat (repeat 0: before they started).
-type interruptedAt struct{ done, repeat int }
+type interruptedAt struct {
+	done, repeat int
+	trace        string // what became of the trace of the runs done (keepTrace)
+}
 
 func (at interruptedAt) String() string {
 	if at.repeat == 0 {
 		return "interrupted before the runs started; everything was freed"
 	}
-	return fmt.Sprintf("interrupted after %d of %d %s completed; the one in flight was abandoned and everything was freed",
+	s := fmt.Sprintf("interrupted after %d of %d %s completed; the one in flight was abandoned and everything was freed",
 		at.done, at.repeat, plural(at.repeat, "run", "runs"))
+	if at.trace != "" {
+		s += "; " + at.trace
+	}
+	return s
 }
 
 // runFailure is the failure of a run: interrupted (status 130) when a

@@ -16,10 +16,7 @@ import (
 // compared with the last traced run (nil where there is none or the cost
 // model does not fit the backend) and the note on how ops were timed.
 func writeRunTrace(summary io.Writer, f *runFlags, sess *executor.Session, p *planner.Plan, pm *perfModel, rs *runState, backend string) (*trace.Comparison, string, error) {
-	t := trace.FromRuns(p, rs.runs)
-	note := timingNote(sess, t)
-	t.Figures.WholeReplays = len(rs.whole) > 0
-	t.Figures.Replays, t.Figures.ReplayTiming = rs.whole, rs.wholeTiming
+	t, note := runTrace(sess, p, rs)
 	if err := writeFileAtomic(f.traceFile, t.WriteChrome); err != nil {
 		return nil, note, err
 	}
@@ -49,4 +46,29 @@ func writeRunTrace(summary io.Writer, f *runFlags, sess *executor.Session, p *pl
 	}
 	fmt.Fprintf(summary, "trace of %s written to %s\n", runsText(rs.tracedRuns(), f.repeat), f.traceFile)
 	return cmp, note, nil
+}
+
+// keepTrace writes the trace of the traced runs that completed before an
+// interrupt to file, whole or not at all, and says so in words for the
+// interrupt's message; there is no summary.
+func (c *cli) keepTrace(file string, sess *executor.Session, p *planner.Plan, rs *runState) string {
+	n := len(rs.runs) + len(rs.whole)
+	if n == 0 {
+		return "no traced run had completed, so no trace was written"
+	}
+	t, _ := runTrace(sess, p, rs)
+	if err := writeFileAtomic(file, t.WriteChrome); err != nil {
+		return fmt.Sprintf("the trace of the traced runs that completed could not be written: %v", err)
+	}
+	return fmt.Sprintf("the trace of the %d traced %s that completed was written to %s", n, plural(n, "run", "runs"), file)
+}
+
+// runTrace is the trace of the runs rs kept, and the note on how their
+// ops were timed.
+func runTrace(sess *executor.Session, p *planner.Plan, rs *runState) (*trace.Trace, string) {
+	t := trace.FromRuns(p, rs.runs)
+	note := timingNote(sess, t)
+	t.Figures.WholeReplays = len(rs.whole) > 0
+	t.Figures.Replays, t.Figures.ReplayTiming = rs.whole, rs.wholeTiming
+	return t, note
 }
