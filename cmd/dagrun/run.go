@@ -571,7 +571,10 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 		start := time.Now()
 		for i := range rs.repeat {
 			runStart := time.Since(start)
-			if err := sess.Run(ctx); err != nil {
+			stop := watchOps(sess, bar, i+1, len(p.Graph.Ops))
+			err := sess.Run(ctx)
+			stop()
+			if err != nil {
 				return r, err
 			}
 			spans := sess.Spans()
