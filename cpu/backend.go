@@ -187,7 +187,7 @@ type Session struct {
 	// stop tells running kernels (spin) to return at once. It mirrors
 	// aborted, but kernels read it without the mutex.
 	stop      atomic.Bool
-	opsDone   atomic.Int64 // ops run since the session opened (OpsDone)
+	opsDone   atomic.Int64    // ops run since the session opened (OpsDone)
 	runCtx    context.Context // passed to host steps; cancelled on abort
 	cancelRun context.CancelFunc
 
