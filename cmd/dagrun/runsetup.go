@@ -11,11 +11,14 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
@@ -89,7 +92,57 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 		b.Close()
 		return nil, err
 	}
+	if used == "cpu" {
+		c.warnCPUTime(su.ranks, f.repeat)
+	}
 	return su, nil
+}
+
+// longOnCPU is the estimated time of a run's work on the CPU backend above
+// which run warns before it starts: a GPU-sized spec would otherwise
+// start without a word and run for minutes.
+const longOnCPU = time.Minute
+
+// warnCPUTime warns on stderr when repeat runs of the programs rs are
+// estimated to take longer than longOnCPU on the CPU backend, saying how
+// the estimate was made.
+func (c *cli) warnCPUTime(rs []*rankRun, repeat int) {
+	var e profile.CPUEstimate
+	for _, r := range rs {
+		e = e.Add(profile.EstimateCPU(r.p.Graph))
+	}
+	total := time.Duration(min(float64(e.Time)*float64(max(repeat, 1)), float64(1<<62)))
+	if total <= longOnCPU {
+		return
+	}
+	fmt.Fprintf(c.stderr, "dagrun run: warning: this may take about %s on the CPU backend, estimated from %s of GEMMs and %s moved per run (%s); Ctrl-C stops it\n",
+		human.Duration(total.Round(time.Second)), flops(e.Flops), bytesText(e.Bytes), e.Rates())
+}
+
+// flops is n floating-point operations in words: 4.40 TFLOP.
+func flops(n float64) string {
+	for _, u := range []struct {
+		name string
+		size float64
+	}{{"TFLOP", 1e12}, {"GFLOP", 1e9}, {"MFLOP", 1e6}} {
+		if n >= u.size {
+			return fmt.Sprintf("%.3g %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%.0f FLOP", n)
+}
+
+// bytesText is n bytes in words: 1.61 GB.
+func bytesText(n float64) string {
+	for _, u := range []struct {
+		name string
+		size float64
+	}{{"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
+		if n >= u.size {
+			return fmt.Sprintf("%.3g %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%.0f bytes", n)
 }
 
 // planForBackend loads each program's perf model (a rank's of its device)

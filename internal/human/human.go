@@ -1,6 +1,6 @@
 // Package human writes figures for people to read: durations with three
 // significant digits and a unit, the one format of every text dagrun
-// prints (17.9 ms, 1.79 s, 452 µs, 80 ns).
+// prints (17.9 ms, 1.79 s, 452 µs, 80 ns, 7.33 min).
 package human
 
 import (
@@ -13,10 +13,10 @@ import (
 var units = [...]struct {
 	name string
 	size time.Duration
-}{{"s", time.Second}, {"ms", time.Millisecond}, {"µs", time.Microsecond}}
+}{{"h", time.Hour}, {"min", time.Minute}, {"s", time.Second}, {"ms", time.Millisecond}, {"µs", time.Microsecond}}
 
-// Duration writes d with three significant digits (more above 999 s) in
-// the largest unit (s, ms, µs, ns) that leaves at least 1 of it.
+// Duration writes d with three significant digits (more above 999 h) in
+// the largest unit (h, min, s, ms, µs, ns) that leaves at least 1 of it.
 func Duration(d time.Duration) string {
 	neg := ""
 	if d < 0 {
