@@ -94,7 +94,7 @@ func TestInterrupt(t *testing.T) {
 			code := run(args, strings.NewReader(""), out, &errOut)
 			assert.Equal(t, exitInterrupted, code, "stderr: %s", errOut.String())
 			assert.Less(t, time.Since(start), time.Minute, "the run did not stop promptly")
-			assert.Regexp(t, `^`+regexpQuote(path)+`: interrupted after \d+ of 1000000 runs completed; the one in flight was abandoned and everything was freed`, errOut.String())
+			assert.Regexp(t, `(?m)^`+regexpQuote(path)+`: interrupted after \d+ of 1000000 runs completed; the one in flight was abandoned and everything was freed`, errOut.String())
 			assert.NotContains(t, out.buf.String(), "ran ", "an interrupted run prints no summary")
 			if tc.trace {
 				// The runs that completed are kept, in a whole trace.
