@@ -13,6 +13,10 @@
 //
 // The first half of several runs warms up (modules, memory pools, caches,
 // the clocks of an idle device and host) and teaches nothing: Warmups.
+//
+// Before any run, EstimateCPU says roughly how long a graph takes on the
+// CPU backend, from its GEMMs' FLOPs and its other ops' bytes at rates
+// measured once.
 package profile
 
 import (
