@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -65,7 +66,11 @@ func TestInterrupt(t *testing.T) {
 	tests := []struct {
 		sig          syscall.Signal
 		graph, trace bool
-	}{{syscall.SIGINT, false, false}, {syscall.SIGTERM, false, false}, {syscall.SIGINT, true, false}, {syscall.SIGINT, false, true}}
+		world        bool // two ranks in this process
+	}{
+		{syscall.SIGINT, false, false, false}, {syscall.SIGTERM, false, false, false}, {syscall.SIGINT, true, false, false},
+		{syscall.SIGINT, false, true, false}, {syscall.SIGINT, false, true, true},
+	}
 	for _, tc := range tests {
 		sig := tc.sig
 		name := sig.String()
@@ -74,6 +79,9 @@ func TestInterrupt(t *testing.T) {
 		}
 		if tc.trace {
 			name += " trace"
+		}
+		if tc.world {
+			name += " world"
 		}
 		t.Run(name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
@@ -88,6 +96,10 @@ func TestInterrupt(t *testing.T) {
 				args = append(args, "--graph")
 			}
 			tracePath := filepath.Join(dir, name+".json")
+			if tc.world {
+				args = append(args, "--world", "2")
+				tracePath = filepath.Join(dir, name+"{rank}.json")
+			}
 			if tc.trace {
 				args = append(args, "--trace", tracePath)
 			}
@@ -96,7 +108,19 @@ func TestInterrupt(t *testing.T) {
 			assert.Less(t, time.Since(start), time.Minute, "the run did not stop promptly")
 			assert.Regexp(t, `(?m)^`+regexpQuote(path)+`: interrupted after \d+ of 1000000 runs completed; the one in flight was abandoned and everything was freed`, errOut.String())
 			assert.NotContains(t, out.buf.String(), "ran ", "an interrupted run prints no summary")
-			if tc.trace {
+			if tc.trace && tc.world {
+				// Each rank's runs that completed are kept.
+				for r := range 2 {
+					rankPath := strings.ReplaceAll(tracePath, "{rank}", fmt.Sprint(r))
+					assert.Contains(t, errOut.String(), fmt.Sprintf("trace of rank %d written to %s", r, rankPath))
+					f, err := os.Open(rankPath)
+					require.NoError(t, err)
+					tr, err := trace.ReadChrome(f)
+					f.Close()
+					require.NoError(t, err)
+					assert.NotEmpty(t, tr.Slices)
+				}
+			} else if tc.trace {
 				// The runs that completed are kept, in a whole trace.
 				m := regexp.MustCompile(`the trace of the (\d+) traced runs? that completed was written to (.*)\n`).FindStringSubmatch(errOut.String())
 				require.NotNil(t, m, errOut.String())

@@ -187,7 +187,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 		}
 		w, err := executor.OpenWorld(ctx, b, plans, opts...)
 		if err != nil {
-			return c.rankFailure(ctx, rs, err)
+			return c.rankFailure(ctx, rs, err, interruptedAt{})
 		}
 		run, closer, met = w.Run, w.Close, w.Opened()
 		read = func(i int, buf *dag.Buffer) ([]byte, error) { return w.Read(i, buf) }
@@ -203,7 +203,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 	} else {
 		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *m.place, slices.Concat(opts, []executor.Option{c.rankWaiting(m.place.Rank)})...)
 		if err != nil {
-			return c.rankFailure(ctx, rs, err)
+			return c.rankFailure(ctx, rs, err, interruptedAt{})
 		}
 		run, closer, met = rk.Run, rk.Close, rk.Rendezvous()
 		read = func(_ int, buf *dag.Buffer) ([]byte, error) { return rk.Session().Read(buf) }
@@ -217,10 +217,24 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 		}
 	}
 	start := time.Now()
+	// stopped is the failure of a run after done runs: an interrupt keeps
+	// the traces of the runs that completed.
+	stopped := func(err error, done int) error {
+		at := interruptedAt{done: done, repeat: f.repeat}
+		if ctx.Err() != nil && f.traceFile != "" {
+			var written bytes.Buffer
+			if werr := writeRankTraces(&written, f.traceFile, rs, m.world, start.Sub(met)); werr != nil {
+				at.trace = fmt.Sprintf("the traces of the runs that completed could not be written: %v", werr)
+			} else {
+				at.trace = "the traces of the runs that completed were written: " + strings.ReplaceAll(strings.TrimSpace(written.String()), "\n", "; ")
+			}
+		}
+		return c.rankFailure(ctx, rs, errors.Join(err, closer()), at)
+	}
 	for i := range f.repeat {
 		runStart := time.Since(start)
 		if err := run(ctx); err != nil {
-			return c.rankFailure(ctx, rs, errors.Join(err, closer()))
+			return stopped(err, i)
 		}
 		if traced(i + 1) {
 			for j, r := range rs {
@@ -240,7 +254,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 			// their first collectives, which a graph cannot hold.
 			var err error
 			if run, err = capture(ctx); err != nil {
-				return c.rankFailure(ctx, rs, errors.Join(err, closer()))
+				return stopped(err, i+1)
 			}
 		}
 	}
@@ -265,7 +279,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 	}
 	if f.perfModel != "" {
 		if err := c.hostRunsWorld(ctx, b, rs, m.place, f.repeat, untraced, c.newProgress(f.repeat, true)); err != nil {
-			return c.rankFailure(ctx, rs, err)
+			return c.rankFailure(ctx, rs, err, interruptedAt{done: f.repeat, repeat: f.repeat})
 		}
 		for i, r := range rs {
 			rep.Ranks[i].Makespan = makespanOf(r.p, r.pm.Model, nil, r.pm.Eager())
@@ -278,14 +292,8 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 	}
 	var traces bytes.Buffer
 	if f.traceFile != "" {
-		for _, r := range rs {
-			t := trace.FromRuns(r.p, r.runs)
-			t.Rank = &trace.RankClock{Rank: r.rank, World: m.world, Offset: start.Sub(met) + earliest(r.runs)}
-			file := expandRank(f.traceFile, r.rank)
-			if err := writeFileAtomic(file, t.WriteChrome); err != nil {
-				return err
-			}
-			fmt.Fprintf(&traces, "trace of rank %d written to %s\n", r.rank, file)
+		if err := writeRankTraces(&traces, f.traceFile, rs, m.world, start.Sub(met)); err != nil {
+			return err
 		}
 	}
 	if asJSON {
@@ -372,9 +380,25 @@ func printWorldReport(w io.Writer, r worldReport) error {
 	return bw.Flush()
 }
 
+// writeRankTraces writes each rank's trace of the runs it kept to file
+// ({rank} expanded), whole or not at all, the runs started since after the
+// rendezvous, and a line for each to w.
+func writeRankTraces(w io.Writer, file string, rs []*rankRun, world int, since time.Duration) error {
+	for _, r := range rs {
+		t := trace.FromRuns(r.p, r.runs)
+		t.Rank = &trace.RankClock{Rank: r.rank, World: world, Offset: since + earliest(r.runs)}
+		path := expandRank(file, r.rank)
+		if err := writeFileAtomic(path, t.WriteChrome); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "trace of rank %d written to %s\n", r.rank, path)
+	}
+	return nil
+}
+
 // rankFailure is the failure of a run of ranks: the failing op placed in
 // its rank's spec, with the rank named.
-func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error) error {
+func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error, at interruptedAt) error {
 	s := rs[0].s
 	prefix := ""
 	if re, ok := errors.AsType[*executor.RankError](err); ok {
@@ -385,7 +409,7 @@ func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error) error {
 		}
 		prefix = fmt.Sprintf("rank %d: ", re.Rank)
 	}
-	fe := c.runFailure(ctx, s, err, nil, interruptedAt{})
+	fe := c.runFailure(ctx, s, err, nil, at)
 	fl, ok := fe.(*failure)
 	if !ok {
 		return fe
