@@ -27,7 +27,7 @@ func writeRunTrace(summary io.Writer, f *runFlags, sess *executor.Session, p *pl
 	if err := t.WriteSummaryWith(summary, trace.SummaryOptions{Brief: !f.verbose, NoEstimate: gpuModelOnCPU}); err != nil {
 		return nil, note, err
 	}
-	writeWholeReplays(summary, rs.whole, rs.wholeTiming)
+	writeWholeReplays(summary, rs.whole, rs.wholeTiming, f.verbose)
 	var cmp *trace.Comparison
 	if !gpuModelOnCPU {
 		cmp = plannedVsAchieved(p, pm, rs.runs, f.graph)
