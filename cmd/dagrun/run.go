@@ -443,7 +443,8 @@ func (c *cli) run(args []string) error {
 		}
 		report.PerfModel = &pr
 	}
-	if note != "" && (!f.graph || f.traceFile != "") {
+	// The cpu backend has one clock: how it timed ops is news only with -v.
+	if note != "" && (!f.graph || f.traceFile != "") && (su.used != "cpu" || f.verbose) {
 		fmt.Fprintf(c.stderr, "dagrun run: %s\n", note)
 	}
 	if asJSON {
