@@ -187,6 +187,7 @@ type Session struct {
 	// stop tells running kernels (spin) to return at once. It mirrors
 	// aborted, but kernels read it without the mutex.
 	stop      atomic.Bool
+	opsDone   atomic.Int64    // ops run since the session opened (OpsDone)
 	runCtx    context.Context // passed to host steps; cancelled on abort
 	cancelRun context.CancelFunc
 
@@ -219,6 +220,11 @@ var (
 	_ device.Capturer = (*Session)(nil)
 	_ device.Writer   = (*Session)(nil)
 )
+
+// OpsDone is how many ops the session has run since it opened, eagerly or
+// in replays: a program's progress display reads it, from any goroutine,
+// while a long run is in flight.
+func (b *Session) OpsDone() int64 { return b.opsDone.Load() }
 
 // span is the time one op ran, in which replay (-1 for an eager op).
 type span struct {

@@ -256,6 +256,7 @@ func (b *Session) step(w *worker, s *stream) {
 		}
 	}
 	clear(w.mem)
+	b.opsDone.Add(1)
 
 	b.mu.Lock()
 	if err == nil {

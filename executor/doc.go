@@ -62,7 +62,7 @@
 // device session implements device.ExternalEvents (CUevents on cuda,
 // cpu.Event handles on the cpu backend). dagrun never uses the legacy
 // default stream.
-
+//
 // # Memory, faults and closing
 //
 // Open refuses a plan that needs more memory than the backend has free

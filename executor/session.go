@@ -402,7 +402,7 @@ func (s *Session) Close() error {
 // Execute opens p on b, runs it once, and returns the contents of every
 // persistent buffer of its graph; it closes the session whatever happens,
 // and leaves b open.
-func Execute(ctx context.Context, b device.Backend, p *planner.Plan) (out map[*dag.Buffer][]byte, err error) {
+func Execute(ctx context.Context, b device.Backend, p *planner.Plan) (out Results, err error) {
 	s, err := Open(ctx, b, p)
 	if err != nil {
 		return nil, err

@@ -62,8 +62,8 @@ func ExampleNew() {
 	//   dev0 normal   2 compute, 1 h2d, 1 d2h
 	// cross-stream edges  3
 	// waits inserted      3 (0 cross-stream edges already ordered by earlier waits)
-	// estimated makespan  63.83µs (eager run, list placement)
-	// critical path       60.63µs (makespan / critical path = 1.05)
+	// estimated makespan  63.8 µs (eager run, list placement)
+	// critical path       60.6 µs (makespan / critical path = 1.05)
 }
 
 // Three independent kernels declared shortest first, on two streams: placing

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"slices"
 	"strings"
@@ -222,13 +223,5 @@ func (p *Plan) streamName(s int32) string {
 	return fmt.Sprintf("stream#%d", s)
 }
 
-// formatDuration rounds d to the precision a cost estimate deserves.
-func formatDuration(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	}
-	return d.Round(10 * time.Nanosecond).String()
-}
+// formatDuration is d as dagrun writes durations everywhere.
+func formatDuration(d time.Duration) string { return human.Duration(d) }

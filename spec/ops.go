@@ -656,7 +656,9 @@ func (l *loader) hostOp(step string, f fields, what subject) *dag.Op {
 		if !okV || !okS {
 			return nil
 		}
-		return l.b.Host(l.spec.saveStep(p), dag.In(v))
+		op := l.b.Host(l.spec.saveStep(p), dag.In(v))
+		l.spec.Saves = append(l.spec.Saves, SaveStep{Op: op, View: v, Path: p})
+		return op
 	default: // add
 		bufN, okB := need("buffer", "buffer: x")
 		valN, okV := need("value", "value: 1")

@@ -20,7 +20,8 @@ type Spec struct {
 	Graph    *dag.Graph
 	Run      RunSettings
 	Outputs  []Output
-	Warnings []*Error // problems that do not stop a run, by position
+	Saves    []SaveStep // the save host steps, in declaration order
+	Warnings []*Error   // problems that do not stop a run, by position
 	// Rank is the rank whose program this is (WithRank; 0 by default):
 	// {rank} in its paths and per_rank random inits are this rank's.
 	Rank int
@@ -53,6 +54,14 @@ type RunSettings struct {
 	// of the graph on its own device (run.world, or WithRank's world); 1
 	// by default.
 	World int
+}
+
+// SaveStep is a save host step: op writes View's bytes to Path (as the
+// spec writes it; SavePath says where that is) at every run.
+type SaveStep struct {
+	Op   *dag.Op
+	View dag.View
+	Path string
 }
 
 // Output is a buffer whose contents are reported after a run.

@@ -51,21 +51,21 @@ func ExampleFromRun() {
 	// double on dev0.normal.compute0: 13µs + 7µs
 	// upload on dev0.normal.h2d: 0s + 10µs
 	// e0: upload -> double
-	// makespan 20.000 µs (measured), 2 ops on 2 streams
+	// makespan 20.0 µs (measured), 2 ops on 2 streams
 	//
-	// stream                priority  kind     ops       busy  share
-	// dev0.normal.compute0  normal    compute    1   7.000 µs  35.0%
-	// dev0.normal.h2d       normal    h2d        1  10.000 µs  50.0%
+	// stream                priority  kind     ops     busy  share
+	// dev0.normal.compute0  normal    compute    1  7.00 µs  35.0%
+	// dev0.normal.h2d       normal    h2d        1  10.0 µs  50.0%
 	//
-	// copies        count    bytes       time  GB/s
-	// pinned->dev0      1  4.0 KiB  10.000 µs   0.4
+	// copies        count    bytes     time  GB/s
+	// pinned->dev0      1  4.0 KiB  10.0 µs   0.4
 	//
-	// copy/compute overlap  0 ns (0.0% of makespan; 0.0% of copy time 10.000 µs hidden behind kernels, kernel time 7.000 µs)
-	// critical path         17.000 µs (makespan / critical path = 1.18)
-	// plan estimate         makespan 12.277 µs, critical path 9.077 µs (cost model)
+	// copy/compute overlap  0 ns (0.0% of makespan; 0.0% of copy time 10.0 µs hidden behind kernels, kernel time 7.00 µs)
+	// critical path         17.0 µs (makespan / critical path = 1.18)
+	// plan estimate         makespan 12.3 µs, critical path 9.08 µs (cost model)
 	// plan                  2 ops, 2 streams, 1 cross-stream edges, 1 waits
 	//
 	// longest waits (1 of 1; idle: the stream's gap before the op, lag: from the end of the op waited for to the op's start)
-	// stream                op      waited for                      idle       lag
-	// dev0.normal.compute0  double  upload on dev0.normal.h2d  13.000 µs  3.000 µs
+	// stream                op      waited for                    idle      lag
+	// dev0.normal.compute0  double  upload on dev0.normal.h2d  13.0 µs  3.00 µs
 }

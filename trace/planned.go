@@ -181,8 +181,8 @@ func ComparePlan(p *planner.Plan, cost planner.CostModel, mode planner.Mode, spa
 // planned overlap was lost or shrank, and the late ops with their causes.
 func (c Comparison) Write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "planned against achieved (%s): makespan estimated %v, measured %v\n",
-		c.Mode, c.EstimatedMakespan, c.MeasuredMakespan)
+	fmt.Fprintf(bw, "planned against achieved (%s): makespan estimated %s, measured %s\n",
+		c.Mode, fmtDur(c.EstimatedMakespan), fmtDur(c.MeasuredMakespan))
 	fmt.Fprintf(bw, "  overlap: %d pairs of ops planned to overlap, %d did not overlap at all (%d shown)\n",
 		c.Planned, c.Lost, len(c.Pairs))
 	for _, pr := range c.Pairs {
@@ -190,7 +190,7 @@ func (c Comparison) Write(w io.Writer) error {
 		if pr.Achieved == 0 {
 			state = "did NOT overlap"
 		}
-		fmt.Fprintf(bw, "    %s | %s: planned %v, achieved %v (%s)\n", pr.A, pr.B, pr.Planned, pr.Achieved, state)
+		fmt.Fprintf(bw, "    %s | %s: planned %s, achieved %s (%s)\n", pr.A, pr.B, fmtDur(pr.Planned), fmtDur(pr.Achieved), state)
 	}
 	if len(c.Late) == 0 {
 		fmt.Fprintln(bw, "  late ops: none beyond what their dependencies explain")
@@ -205,7 +205,7 @@ func (c Comparison) Write(w io.Writer) error {
 		case "stream":
 			why = "its stream, busy with " + l.Detail
 		}
-		fmt.Fprintf(bw, "    %s: planned at %v, started at %v (+%v), held by %s\n", l.Op, l.Planned, l.Actual, l.Delay, why)
+		fmt.Fprintf(bw, "    %s: planned at %s, started at %s (+%s), held by %s\n", l.Op, fmtDur(l.Planned), fmtDur(l.Actual), fmtDur(l.Delay), why)
 	}
 	return bw.Flush()
 }

@@ -60,5 +60,5 @@ func TestComparePlan(t *testing.T) {
 	require.NoError(t, serial.Write(&out))
 	assert.Contains(t, out.String(), "a | b: planned")
 	assert.Contains(t, out.String(), "did NOT overlap")
-	assert.Contains(t, out.String(), "b: planned at 0s, started at 150µs (+150µs), held by the host")
+	assert.Contains(t, out.String(), "b: planned at 0 ns, started at 150 µs (+150 µs), held by the host")
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"slices"
 	"strings"
@@ -207,7 +208,21 @@ const longestWaits = 10
 // WriteSummary writes the summary of t as aligned text: per stream its ops,
 // busy time and share of the makespan; copy/compute overlap; the makespan
 // against the critical path; and the longest waits.
-func (t *Trace) WriteSummary(w io.Writer) error {
+func (t *Trace) WriteSummary(w io.Writer) error { return t.WriteSummaryWith(w, SummaryOptions{}) }
+
+// SummaryOptions say what WriteSummaryWith leaves out.
+type SummaryOptions struct {
+	// Brief leaves out the longest waits.
+	Brief bool
+	// NoEstimate leaves out the plan's estimate, where its cost model does
+	// not describe the backend that ran (the default model, of a GPU, on
+	// the CPU backend).
+	NoEstimate bool
+}
+
+// WriteSummaryWith writes the summary of t as WriteSummary does, less
+// what o leaves out.
+func (t *Trace) WriteSummaryWith(w io.Writer, o SummaryOptions) error {
 	s := t.Summarize()
 	bw := bufio.NewWriter(w)
 	what := "measured"
@@ -244,12 +259,12 @@ func (t *Trace) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(bw, "critical path         %s (makespan / critical path = %.2f)\n", fmtDur(s.CriticalPath), s.Ratio)
 	}
 	f := t.Figures
-	if f.EstMakespan > 0 || f.EstCriticalPath > 0 {
+	if !o.NoEstimate && (f.EstMakespan > 0 || f.EstCriticalPath > 0) {
 		fmt.Fprintf(bw, "plan estimate         makespan %s, critical path %s (cost model)\n", fmtDur(f.EstMakespan), fmtDur(f.EstCriticalPath))
 	}
 	fmt.Fprintf(bw, "plan                  %d ops, %d streams, %d cross-stream edges, %d waits\n", f.Ops, f.Streams, f.CrossEdges, f.Waits)
 
-	if len(s.Waits) > 0 {
+	if len(s.Waits) > 0 && !o.Brief {
 		n := min(len(s.Waits), longestWaits)
 		fmt.Fprintf(bw, "\nlongest waits (%d of %d; idle: the stream's gap before the op, lag: from the end of the op waited for to the op's start)\n", n, len(s.Waits))
 		rows := [][]string{{"stream", "op", "waited for", "idle", "lag"}}
@@ -345,21 +360,7 @@ func share(part, whole time.Duration) float64 {
 
 func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 
-// fmtDur writes a duration with three significant decimals in ns, µs, ms or s.
-func fmtDur(d time.Duration) string {
-	neg := ""
-	if d < 0 {
-		neg, d = "-", -d
-	}
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%s%.3f s", neg, d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%s%.3f ms", neg, float64(d)/1e6)
-	case d >= time.Microsecond:
-		return fmt.Sprintf("%s%.3f µs", neg, float64(d)/1e3)
-	}
-	return fmt.Sprintf("%s%d ns", neg, int64(d))
-}
+// fmtDur is d as dagrun writes durations everywhere.
+func fmtDur(d time.Duration) string { return human.Duration(d) }
 
 func byMakespan(a, b RunSummary) int { return cmp.Compare(a.Makespan, b.Makespan) }

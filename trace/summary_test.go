@@ -87,16 +87,38 @@ func TestSummarizeOverlappingSlicesAndManyWaits(t *testing.T) {
 	assert.Equal(t, []trace.WaitSummary{{Slice: 4, For: []int{1, 2}, Idle: 26 * us, Lag: 10 * us}}, s.Waits)
 }
 
+// The options leave out what they say and nothing else.
+func TestWriteSummaryWith(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		o           trace.SummaryOptions
+		waits, plan bool
+	}{
+		{"all", trace.SummaryOptions{}, true, true},
+		{"brief", trace.SummaryOptions{Brief: true}, false, true},
+		{"no estimate", trace.SummaryOptions{NoEstimate: true}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, handMade().WriteSummaryWith(&buf, tc.o))
+			out := buf.String()
+			assert.Contains(t, out, "critical path         40.0 µs")
+			assert.Equal(t, tc.waits, strings.Contains(out, "longest waits"))
+			assert.Equal(t, tc.plan, strings.Contains(out, "plan estimate"))
+		})
+	}
+}
+
 func TestWriteSummary(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, handMade().WriteSummary(&buf))
 	out := buf.String()
 	for _, want := range []string{
-		"makespan 50.000 µs (measured), 5 ops on 3 streams",
-		"dev0.normal.compute0  normal    compute    2  28.000 µs  56.0%",
-		"copy/compute overlap  13.000 µs (26.0% of makespan; 52.0% of copy time 25.000 µs hidden behind kernels",
-		"critical path         40.000 µs (makespan / critical path = 1.25)",
-		"k1  up1 on dev0.normal.h2d  12.000 µs  2.000 µs",
+		"makespan 50.0 µs (measured), 5 ops on 3 streams",
+		"dev0.normal.compute0  normal    compute    2  28.0 µs  56.0%",
+		"copy/compute overlap  13.0 µs (26.0% of makespan; 52.0% of copy time 25.0 µs hidden behind kernels",
+		"critical path         40.0 µs (makespan / critical path = 1.25)",
+		"k1  up1 on dev0.normal.h2d  12.0 µs  2.00 µs",
 	} {
 		assert.Contains(t, out, want)
 	}
@@ -108,20 +130,20 @@ func TestWriteSummary(t *testing.T) {
 func ExampleTrace_WriteSummary() {
 	handMade().WriteSummary(os.Stdout)
 	// Output:
-	// makespan 50.000 µs (measured), 5 ops on 3 streams
+	// makespan 50.0 µs (measured), 5 ops on 3 streams
 	//
-	// stream                priority  kind     ops       busy  share
-	// dev0.normal.compute0  normal    compute    2  28.000 µs  56.0%
-	// dev0.normal.compute1  normal    compute    1   3.000 µs   6.0%
-	// dev0.normal.h2d       normal    h2d        2  25.000 µs  50.0%
+	// stream                priority  kind     ops     busy  share
+	// dev0.normal.compute0  normal    compute    2  28.0 µs  56.0%
+	// dev0.normal.compute1  normal    compute    1  3.00 µs   6.0%
+	// dev0.normal.h2d       normal    h2d        2  25.0 µs  50.0%
 	//
-	// copy/compute overlap  13.000 µs (26.0% of makespan; 52.0% of copy time 25.000 µs hidden behind kernels, kernel time 31.000 µs)
-	// critical path         40.000 µs (makespan / critical path = 1.25)
-	// plan estimate         makespan 45.000 µs, critical path 38.000 µs (cost model)
+	// copy/compute overlap  13.0 µs (26.0% of makespan; 52.0% of copy time 25.0 µs hidden behind kernels, kernel time 31.0 µs)
+	// critical path         40.0 µs (makespan / critical path = 1.25)
+	// plan estimate         makespan 45.0 µs, critical path 38.0 µs (cost model)
 	// plan                  5 ops, 3 streams, 3 cross-stream edges, 2 waits
 	//
 	// longest waits (2 of 2; idle: the stream's gap before the op, lag: from the end of the op waited for to the op's start)
-	// stream                op  waited for                   idle       lag
-	// dev0.normal.compute0  k1  up1 on dev0.normal.h2d  12.000 µs  2.000 µs
-	// dev0.normal.compute0  k2  up2 on dev0.normal.h2d  10.000 µs  5.000 µs
+	// stream                op  waited for                 idle      lag
+	// dev0.normal.compute0  k1  up1 on dev0.normal.h2d  12.0 µs  2.00 µs
+	// dev0.normal.compute0  k2  up2 on dev0.normal.h2d  10.0 µs  5.00 µs
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/cuda"
@@ -48,6 +49,17 @@ func openBackend(name string, noPeer bool) (b device.Backend, used, fallback str
 	return nil, "", "", fmt.Errorf("unknown backend %q", name)
 }
 
+// fallbackNote is what run says when auto fell back to the CPU backend
+// because of why (the CUDA backend's error): the reason in a few words,
+// or with verbose all of it (every library path tried).
+func fallbackNote(why string, verbose bool) string {
+	if verbose {
+		return "running on the CPU backend: " + why + " (--backend cpu silences this note)"
+	}
+	short, _, _ := strings.Cut(why, ": ")
+	return "running on the CPU backend: " + short + " (-v for details; --backend cpu silences this note)"
+}
+
 // machine is what an open backend knows that changes a plan: which
 // devices copy to each other directly (nil: unknown) and the
 // multiprocessor count that tells which kernels fill a device (0: the
@@ -60,11 +72,18 @@ type machine struct {
 // known reports whether m tells the planner anything beyond its defaults.
 func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != planner.DefaultSMs }
 
+// topologist is a backend that knows its devices' multiprocessors and
+// which of them copy to each other directly (the cuda backend).
+type topologist interface {
+	DeviceInfo(dev int) (name string, sms int, err error)
+	Topology() (cuda.Topology, error)
+}
+
 // machineOf is what backend b knows of its devices for graph g: the
 // topology only when g's buffers span devices (asking would open every
 // visible device), and device 0's multiprocessors.
 func machineOf(b device.Backend, g *dag.Graph) (machine, error) {
-	tb, ok := b.(*cuda.Backend)
+	tb, ok := b.(topologist)
 	if !ok {
 		return machine{}, nil
 	}

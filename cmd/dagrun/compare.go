@@ -5,6 +5,8 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/dagrun/dagrun/internal/human"
+
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
 )
@@ -24,7 +26,7 @@ func writeComparison(w io.Writer, s *spec.Spec, l layout) error {
 			return err
 		}
 		replay := planner.Simulate(p, nil, planner.Replay)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", strategy, p.Stats.Makespan, replay.Makespan, p.Stats.Waits, p.Stats.Streams, p.Stats.Strategy)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", strategy, human.Duration(p.Stats.Makespan), human.Duration(replay.Makespan), p.Stats.Waits, p.Stats.Streams, p.Stats.Strategy)
 	}
 	return tw.Flush()
 }

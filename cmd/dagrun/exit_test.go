@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,22 +16,27 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagrun/dagrun/trace"
+
 	"github.com/dagrun/dagrun/planner"
 )
 
 // signalWriter sends sig to this process on its first write: the run is
 // under way by then (a host step prints), with its handler installed.
 type signalWriter struct {
-	mu   sync.Mutex
-	sig  syscall.Signal
-	once sync.Once
-	buf  bytes.Buffer
+	mu    sync.Mutex
+	sig   syscall.Signal
+	after int // writes to let pass before the signal
+	once  sync.Once
+	buf   bytes.Buffer
 }
 
 func (w *signalWriter) Write(p []byte) (int, error) {
-	w.once.Do(func() { syscall.Kill(os.Getpid(), w.sig) })
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.after--; w.after < 0 {
+		w.once.Do(func() { syscall.Kill(os.Getpid(), w.sig) })
+	}
 	return w.buf.Write(p)
 }
 
@@ -57,29 +64,74 @@ func TestInterrupt(t *testing.T) {
 	// A short run first: os/signal starts its watcher once, for good.
 	require.Equal(t, exitOK, run([]string{"run", path, "--backend", "cpu"}, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}))
 	tests := []struct {
-		sig   syscall.Signal
-		graph bool
-	}{{syscall.SIGINT, false}, {syscall.SIGTERM, false}, {syscall.SIGINT, true}}
+		sig          syscall.Signal
+		graph, trace bool
+		world        bool // two ranks in this process
+	}{
+		{syscall.SIGINT, false, false, false}, {syscall.SIGTERM, false, false, false}, {syscall.SIGINT, true, false, false},
+		{syscall.SIGINT, false, true, false}, {syscall.SIGINT, false, true, true},
+	}
 	for _, tc := range tests {
 		sig := tc.sig
 		name := sig.String()
 		if tc.graph {
 			name += " graph"
 		}
+		if tc.trace {
+			name += " trace"
+		}
+		if tc.world {
+			name += " world"
+		}
 		t.Run(name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
 			out := &signalWriter{sig: sig}
+			if tc.trace {
+				out.after = 3 // runs complete before the signal
+			}
 			var errOut bytes.Buffer
 			start := time.Now()
 			args := []string{"run", path, "--backend", "cpu", "--repeat", "1000000"}
 			if tc.graph {
 				args = append(args, "--graph")
 			}
+			tracePath := filepath.Join(dir, name+".json")
+			if tc.world {
+				args = append(args, "--world", "2")
+				tracePath = filepath.Join(dir, name+"{rank}.json")
+			}
+			if tc.trace {
+				args = append(args, "--trace", tracePath)
+			}
 			code := run(args, strings.NewReader(""), out, &errOut)
 			assert.Equal(t, exitInterrupted, code, "stderr: %s", errOut.String())
 			assert.Less(t, time.Since(start), time.Minute, "the run did not stop promptly")
-			assert.Regexp(t, `^`+regexpQuote(path)+`: interrupted after \d+ of 1000000 runs completed; the one in flight was abandoned and everything was freed`, errOut.String())
+			assert.Regexp(t, `(?m)^`+regexpQuote(path)+`: interrupted after \d+ of 1000000 runs completed; the one in flight was abandoned and everything was freed`, errOut.String())
 			assert.NotContains(t, out.buf.String(), "ran ", "an interrupted run prints no summary")
+			if tc.trace && tc.world {
+				// Each rank's runs that completed are kept.
+				for r := range 2 {
+					rankPath := strings.ReplaceAll(tracePath, "{rank}", fmt.Sprint(r))
+					assert.Contains(t, errOut.String(), fmt.Sprintf("trace of rank %d written to %s", r, rankPath))
+					f, err := os.Open(rankPath)
+					require.NoError(t, err)
+					tr, err := trace.ReadChrome(f)
+					f.Close()
+					require.NoError(t, err)
+					assert.NotEmpty(t, tr.Slices)
+				}
+			} else if tc.trace {
+				// The runs that completed are kept, in a whole trace.
+				m := regexp.MustCompile(`the trace of the (\d+) traced runs? that completed was written to (.*)\n`).FindStringSubmatch(errOut.String())
+				require.NotNil(t, m, errOut.String())
+				assert.Equal(t, tracePath, m[2])
+				f, err := os.Open(tracePath)
+				require.NoError(t, err)
+				defer f.Close()
+				tr, err := trace.ReadChrome(f)
+				require.NoError(t, err)
+				assert.NotEmpty(t, tr.Slices)
+			}
 			// Everything the run started has ended.
 			deadline := time.Now().Add(5 * time.Second)
 			for runtime.NumGoroutine() > before && time.Now().Before(deadline) {

@@ -7,60 +7,26 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"runtime"
 	"slices"
 	"time"
 
-	"github.com/dagrun/dagrun/cpu"
-	"github.com/dagrun/dagrun/cuda"
-	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
 
-// Perf models in the CLI: --perf-model FILE on plan and run.
+// Perf models in the CLI: --perf-model FILE on plan and run. Package
+// profile does the learning; this file loads, plans and prints.
 
-// perfModel is a loaded --perf-model file and what the runs taught it.
+// perfModel is a loaded --perf-model file and, until the plan has been
+// made, how to warn about it.
 type perfModel struct {
-	path  string
-	model *planner.PerfModel
-	// usable is false when the file could not be used (corrupt, of another
-	// device or version): the plan fell back to default costs, and the file
-	// is left as it is.
-	usable bool
-	// covered of ops were costed from measurements in the plan.
-	covered, ops int
-	samples      []planner.OpSample
-	overheads    map[planner.Overhead][]time.Duration
-	// warn prints a warning about the model once (warned) per process.
-	warn   func(string)
-	warned bool
-	// plan is the plan the runs ran; eager and replays are the wall times
-	// of its untraced eager runs (hostRuns) and its time per replay, from
-	// which save learns the fixed cost of a run's start.
-	plan    *planner.Plan
-	eager   []time.Duration
-	replays []time.Duration
-}
-
-// deviceKey is the perf-model key of device dev of a backend: the CPU
-// backend is "cpu" with its cores; a CUDA backend's is the device's.
-func deviceKey(b device.Backend, dev int) (planner.DeviceKey, error) {
-	switch b := b.(type) {
-	case *cpu.Backend:
-		return planner.DeviceKey{Name: "cpu", SMs: runtime.NumCPU()}, nil
-	case *cuda.Backend:
-		name, sms, err := b.DeviceInfo(dev)
-		if err != nil {
-			return planner.DeviceKey{}, err
-		}
-		return planner.DeviceKey{Name: name, SMs: sms, Driver: b.DriverVersion()}, nil
-	}
-	return planner.DeviceKey{}, fmt.Errorf("backend %T keeps no perf model", b)
+	*profile.Learner
+	// warn prints a warning about the model; planWithModel uses it once.
+	warn func(string)
 }
 
 // loadPerfModel reads path for device dev of backend b (a spec's plan is
@@ -68,45 +34,42 @@ func deviceKey(b device.Backend, dev int) (planner.DeviceKey, error) {
 // warning on stderr: the model is then empty, so the plan uses default
 // costs, and the file is not overwritten.
 func (c *cli) loadPerfModel(cmd, path string, b device.Backend, dev int) (*perfModel, error) {
-	key, err := deviceKey(b, dev)
+	key, err := profile.Key(b, dev)
 	if err != nil {
 		return nil, fmt.Errorf("--perf-model %s: %w", path, err)
 	}
-	m, err := planner.LoadPerfModel(path, key, nil)
-	pm := &perfModel{path: path, model: m, usable: true, overheads: map[planner.Overhead][]time.Duration{},
-		warn: func(msg string) { fmt.Fprintf(c.stderr, "dagrun %s: warning: perf model %s: %s\n", cmd, path, msg) }}
+	l, err := profile.Load(path, key)
 	if err != nil {
-		if _, ok := errors.AsType[*planner.PerfModelError](err); !ok {
-			return nil, err
-		}
-		pm.usable = false
-		fmt.Fprintf(c.stderr, "dagrun %s: warning: %v\n", cmd, err)
+		return nil, err
 	}
-	return pm, nil
+	if l.Unusable != nil {
+		fmt.Fprintf(c.stderr, "dagrun %s: warning: %v\n", cmd, l.Unusable)
+	}
+	return &perfModel{Learner: l,
+		warn: func(msg string) { fmt.Fprintf(c.stderr, "dagrun %s: warning: perf model %s: %s\n", cmd, path, msg) }}, nil
 }
 
 // planWithModel plans s as makePlan does, costing ops with pm's model
 // (when not nil), estimating for mode, with what the backend knows of the
-// machine m (copies between devices, multiprocessors); it records how many ops were costed from
-// measurements.
+// machine m (copies between devices, multiprocessors); it tells pm the
+// plan and warns once of the model's extrapolations.
 func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m machine) (*planner.Plan, error) {
 	opts := planOptions(s, l)
 	opts.Mode, opts.Topology, opts.SMs = mode, m.topo, m.sms
 	if pm != nil {
-		opts.Cost = pm.model
+		opts.Cost = pm.Model
 	}
 	p, err := buildPlan(s, opts)
 	if err != nil {
 		return nil, err
 	}
 	if pm != nil {
-		pm.covered, pm.ops = pm.model.Covered(s.Graph.Ops), len(s.Graph.Ops)
-		pm.plan = p
-		if pm.warn != nil && !pm.warned {
-			pm.warned = true
-			for _, w := range pm.model.Extrapolations(s.Graph.Ops) {
+		pm.Planned(p)
+		if pm.warn != nil {
+			for _, w := range pm.Model.Extrapolations(s.Graph.Ops) {
 				pm.warn(w)
 			}
+			pm.warn = nil
 		}
 	}
 	return p, nil
@@ -114,70 +77,7 @@ func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m m
 
 // coverage is the line plan and run print about the model's use.
 func (pm *perfModel) coverage() string {
-	return fmt.Sprintf("perf model %s: %d of %d ops costed from measurements", pm.path, pm.covered, pm.ops)
-}
-
-// perfModelReport is the model's part of dagrun run's and plan's JSON.
-type perfModelReport struct {
-	Path     string `json:"path"`
-	Measured int    `json:"ops_measured"`
-	Ops      int    `json:"ops"`
-	Updated  bool   `json:"updated"`
-	Samples  int    `json:"samples,omitempty"`
-}
-
-// warmups is how many of repeat runs warm up and are left out of what is
-// measured and learned: modules, memory pools and caches, and the clocks
-// of an idle GPU and host. On the H100 the small examples' runs took three
-// or four runs to settle, so the first half of the runs warm up (at least
-// the first of several).
-func warmups(repeat int) int {
-	if repeat <= 1 {
-		return 0
-	}
-	return max(1, repeat/2)
-}
-
-// observe keeps what traced run number run (from 1) of repeat measured:
-// its ops' durations. The warm-up runs (warmups) teach nothing. The host's
-// costs come from untraced runs (observeHost).
-func (pm *perfModel) observe(g *dag.Graph, spans []executor.Span, run, repeat int) error {
-	if run <= warmups(repeat) {
-		return nil
-	}
-	samples, err := trace.PerfSamples(g, spans)
-	if err != nil {
-		return err
-	}
-	pm.samples = append(pm.samples, samples...)
-	return nil
-}
-
-// observeHost keeps what untraced run number run (from 1) of repeat
-// measured: its wall time, from Run to the end of its work (the makespan
-// a program sees), and the host's submission costs of its steps. The
-// warm-up runs teach nothing.
-func (pm *perfModel) observeHost(sess *executor.Session, wall time.Duration, run, repeat int) {
-	if run <= warmups(repeat) {
-		return
-	}
-	pm.eager = append(pm.eager, wall)
-	costs, ok := sess.SubmitCosts()
-	if !ok {
-		return
-	}
-	for k, c := range costs.Ops {
-		if c.Count > 0 {
-			name := planner.SubmitOverhead(k)
-			pm.overheads[name] = append(pm.overheads[name], c.Mean())
-		}
-	}
-	if costs.Records.Count > 0 {
-		pm.overheads[planner.OverheadRecord] = append(pm.overheads[planner.OverheadRecord], costs.Records.Mean())
-	}
-	if costs.Waits.Count > 0 {
-		pm.overheads[planner.OverheadWait] = append(pm.overheads[planner.OverheadWait], costs.Waits.Mean())
-	}
+	return fmt.Sprintf("perf model %s: %d of %d ops costed from measurements", pm.Path, pm.Covered, pm.Ops)
 }
 
 // hostRuns runs p repeat more times, untraced, for the perf model of an
@@ -193,14 +93,13 @@ func (c *cli) hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *p
 		return err
 	}
 	return timeUntraced(ctx, repeat, []*spec.Spec{s}, bar, sess.Run, sess.Close, func(wall time.Duration, n int) {
-		pm.observeHost(sess, wall, n, repeat)
+		pm.ObserveHost(sess, wall, n, repeat)
 	})
 }
 
-// timeUntraced calls run repeat times, passing each run's wall time and
-// number (from 1) to observe, then closer; on a run's failure it closes
-// and returns both errors. The specs' host steps print nothing meanwhile:
-// their lines came with the traced runs.
+// timeUntraced is profile.Untraced with the progress bar, then closer; on
+// a run's failure it closes and returns both errors. The specs' host steps
+// print nothing meanwhile: their lines came with the traced runs.
 func timeUntraced(ctx context.Context, repeat int, specs []*spec.Spec, bar *progress, run func(context.Context) error, closer func() error, observe func(wall time.Duration, n int)) error {
 	for _, s := range specs {
 		out := s.Stdout
@@ -208,190 +107,32 @@ func timeUntraced(ctx context.Context, repeat int, specs []*spec.Spec, bar *prog
 		defer func() { s.Stdout = out }()
 	}
 	defer bar.clear()
-	for n := 1; n <= repeat; n++ {
-		start := time.Now()
-		if err := run(ctx); err != nil {
-			return errors.Join(err, closer())
-		}
-		observe(time.Since(start), n)
+	err := profile.Untraced(ctx, repeat, run, func(wall time.Duration, n int) {
+		observe(wall, n)
 		bar.update(n)
-	}
-	return closer()
+	})
+	return errors.Join(err, closer())
 }
 
-// observeReplays keeps the measured time per replay (launched back to
-// back) of the plan planWithModel made, from which save learns a replay's
-// fixed start.
+// observeReplays keeps the measured time per replay of g.
 func (pm *perfModel) observeReplays(g *graphReport) {
-	if g == nil || g.Replays == 0 {
-		return
+	if g != nil && g.Replays > 0 {
+		pm.ObserveReplay(time.Duration(g.PerReplayNS))
 	}
-	pm.replays = append(pm.replays, time.Duration(g.PerReplayNS))
 }
 
-// learnStarts folds into the model the fixed cost of a run's start, eager
-// and replayed: the mean measured makespan less the model's estimate of
-// the plan without that cost (never below zero). The per-op
-// costs (durations, submissions, events, a replay's per node) are
-// measured apart, so what is left is what every run pays once: the host's
-// setup of a run, the launch of a graph. The model's op costs must be
-// updated first.
-func (pm *perfModel) learnStarts() error {
-	if pm.plan == nil {
-		return nil
+// makespanOf compares the plan's estimate under m with a replay's time
+// each (g) or the untraced eager runs' wall times.
+func makespanOf(p *planner.Plan, m *planner.PerfModel, g *graphReport, eager []time.Duration) *profile.Makespan {
+	var each time.Duration
+	if g != nil && g.Replays > 0 {
+		each = time.Duration(g.PerReplayNS)
 	}
-	learn := func(name planner.Overhead, mode planner.Mode, measured []time.Duration) error {
-		if len(measured) == 0 {
-			return nil
-		}
-		o := pm.model.Overheads()
-		o.Start, o.ReplayStart = 0, 0
-		est := planner.Simulate(pm.plan, planner.WithOverheads(pm.model, o), mode).Makespan
-		// One observation per dagrun run, of the mean over its runs: the
-		// model's per-op costs are means over the same runs, so where the
-		// host's speed moved between runs (it does, on the H100 machine,
-		// by up to 1.8x), both count each run alike and the difference is
-		// the fixed cost alone; a median would pick one of the speeds.
-		return pm.model.ObserveOverheadWeighted(name, max(meanDuration(measured)-est, 0), startWeight(est))
-	}
-	if err := learn(planner.OverheadStart, planner.Eager, pm.eager); err != nil {
-		return err
-	}
-	return learn(planner.OverheadReplayStart, planner.Replay, pm.replays)
+	return profile.Compare(p, m, each, eager)
 }
 
-// meanDuration is the mean of ds (not empty).
-func meanDuration(ds []time.Duration) time.Duration {
-	var sum float64
-	for _, d := range ds {
-		sum += float64(d)
-	}
-	return time.Duration(math.Round(sum / float64(len(ds))))
-}
-
-// startNoise is the makespan below which a run's unexplained time is
-// mostly its fixed start, and above which it is mostly the drift of its
-// per-op costs.
-const startNoise = 100 * time.Microsecond
-
-// startWeight is how much a run estimated at est (without its start) says
-// about the fixed cost of a run's start, for a model that several specs
-// teach. What the estimate leaves unexplained is the start plus the drift
-// of every per-op cost, and that drift grows with the run: the host's
-// submission speed on the H100 machine moved by a third between processes
-// (BENCHMARKS.md), which is 1-2 ms on an 800-op workload and nothing on a
-// 100 us example. So each observation is weighed by the inverse of its
-// variance, a fixed part plus one proportional to est: a short run counts
-// fully, an 800-op one a thousandth.
-func startWeight(est time.Duration) float64 {
-	r := float64(est) / float64(startNoise)
-	return 1 / (1 + r*r)
-}
-
-// save folds the runs' measurements into the model and writes it
-// atomically (planner.PerfModel.Save). A file that could not be used is
-// left alone.
-func (pm *perfModel) save() (perfModelReport, error) {
-	r := perfModelReport{Path: pm.path, Measured: pm.covered, Ops: pm.ops, Samples: len(pm.samples)}
-	if !pm.usable || (len(pm.samples) == 0 && len(pm.overheads) == 0 && len(pm.replays) == 0) {
-		return r, nil
-	}
-	if err := pm.model.Update(pm.samples); err != nil {
-		return r, err
-	}
-	names := make([]planner.Overhead, 0, len(pm.overheads))
-	for name := range pm.overheads {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		for _, d := range pm.overheads[name] {
-			if err := pm.model.ObserveOverhead(name, d); err != nil {
-				return r, err
-			}
-		}
-	}
-	if err := pm.learnStarts(); err != nil {
-		return r, err
-	}
-	if err := pm.model.Save(pm.path); err != nil {
-		return r, err
-	}
-	r.Updated = true
-	return r, nil
-}
-
-// makespanReport is estimated against measured makespan of dagrun run.
-type makespanReport struct {
-	Mode        string  `json:"mode"` // eager or replay
-	EstimatedNS int64   `json:"estimated_ns"`
-	MeasuredNS  int64   `json:"measured_ns"`
-	Ratio       float64 `json:"ratio"` // estimated / measured
-	// MeasuredQ1NS, MeasuredMedianNS and MeasuredQ3NS are the quartiles
-	// of the timed eager runs' wall times, whose mean is MeasuredNS: how
-	// much the same plan moves from run to run (the host's submission,
-	// mostly).
-	MeasuredQ1NS     int64 `json:"measured_q1_ns,omitempty"`
-	MeasuredMedianNS int64 `json:"measured_median_ns,omitempty"`
-	MeasuredQ3NS     int64 `json:"measured_q3_ns,omitempty"`
-	// DeviceNS (eager) is the estimate without the host's costs: the
-	// device's own work, in the plan's order. HostBound says the estimate
-	// exceeds it by a tenth or more: the host's submission speed sets the
-	// run's makespan, and that speed drifts (by up to 1.8x within tens of
-	// milliseconds on the H100 machine, BENCHMARKS.md), so such a run is
-	// only as steady as its host; a replay (--graph) does not depend on it.
-	DeviceNS  int64 `json:"device_only_ns,omitempty"`
-	HostBound bool  `json:"host_bound,omitempty"`
-	// Source says what measured is: the mean wall time of the untraced
-	// eager runs (the per-op costs a model learns are means too), or the
-	// replays' time each.
-	Source string `json:"source"`
-}
-
-// makespanOf compares the plan's estimate under perf model m with what the
-// runs measured: a replay's time each (replayClock), or the wall time of
-// the untraced eager runs after the warm-up (hostRuns; their mean and
-// quartiles). An eager run is judged host-bound only where m has measured
-// the host's submission of every kind of op the plan has.
-func makespanOf(p *planner.Plan, m *planner.PerfModel, g *graphReport, eager []time.Duration) *makespanReport {
-	r := &makespanReport{Mode: p.Stats.Mode.String(), EstimatedNS: p.Stats.Makespan.Nanoseconds()}
-	switch {
-	case g != nil && g.Replays > 0:
-		r.MeasuredNS, r.Source = g.PerReplayNS, "time per replay launched back to back, after the warm-up"
-	case len(eager) > 0:
-		if hostMeasured(p, m) {
-			dev := planner.Simulate(p, planner.WithOverheads(m, planner.Overheads{}), planner.Eager).Makespan
-			r.DeviceNS, r.HostBound = dev.Nanoseconds(), p.Stats.Makespan >= dev+dev/10
-		}
-		ms := slices.Sorted(slices.Values(eager))
-		r.MeasuredNS, r.Source = meanDuration(ms).Nanoseconds(), "mean wall time of the untraced runs after the warm-up"
-		if len(ms) >= 4 {
-			r.MeasuredQ1NS, r.MeasuredMedianNS, r.MeasuredQ3NS = ms[len(ms)/4].Nanoseconds(), ms[len(ms)/2].Nanoseconds(), ms[3*len(ms)/4].Nanoseconds()
-		}
-	default:
-		return nil
-	}
-	if r.MeasuredNS > 0 {
-		r.Ratio = float64(r.EstimatedNS) / float64(r.MeasuredNS)
-	}
-	return r
-}
-
-// hostMeasured reports whether m has measured the host's cost to submit
-// every kind of op in p.
-func hostMeasured(p *planner.Plan, m *planner.PerfModel) bool {
-	if m == nil {
-		return false
-	}
-	for _, op := range p.Graph.Ops {
-		if _, ok := m.Overhead(planner.SubmitOverhead(op.Kind)); !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func (r *makespanReport) write(w io.Writer) {
+// writeMakespan writes r as a line of text (and one more when host-bound).
+func writeMakespan(w io.Writer, r *profile.Makespan) {
 	spread := ""
 	if r.MeasuredQ3NS > 0 {
 		spread = fmt.Sprintf("; quartiles %s, %s, %s", short(r.MeasuredQ1NS), short(r.MeasuredMedianNS), short(r.MeasuredQ3NS))
@@ -439,11 +180,11 @@ func printPerfModel(w io.Writer, r runReport, pm *perfModel) {
 
 // writePerfModel writes the perf-model lines of a run (of one rank, with
 // prefix "rank N "): the model's use, the makespan compared, the update.
-func writePerfModel(w io.Writer, prefix string, pm *perfModel, m *makespanReport, pr *perfModelReport) {
+func writePerfModel(w io.Writer, prefix string, pm *perfModel, m *profile.Makespan, pr *profile.Update) {
 	fmt.Fprintln(w, prefix+pm.coverage())
 	if m != nil {
 		fmt.Fprint(w, prefix)
-		m.write(w)
+		writeMakespan(w, m)
 	}
 	if pr != nil {
 		if pr.Updated {
@@ -508,7 +249,7 @@ func withPerfModel(obj []byte, pm *perfModel) ([]byte, error) {
 	if err := json.Unmarshal(obj, &fields); err != nil {
 		return nil, err
 	}
-	r, err := json.Marshal(perfModelReport{Path: pm.path, Measured: pm.covered, Ops: pm.ops})
+	r, err := json.Marshal(profile.Update{Path: pm.Path, Measured: pm.Covered, Ops: pm.Ops})
 	if err != nil {
 		return nil, err
 	}
@@ -525,7 +266,7 @@ func plannedVsAchieved(p *planner.Plan, pm *perfModel, runs []trace.RunSpans, gr
 	}
 	var cost planner.CostModel = planner.DefaultCost()
 	if pm != nil {
-		cost = pm.model
+		cost = pm.Model
 	}
 	c := trace.ComparePlan(p, cost, runMode(graph), runs[len(runs)-1].Spans)
 	return &c

@@ -5,7 +5,6 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/cpu"
-	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -43,21 +42,21 @@ func TestProfileGuided(t *testing.T) {
 			require.NoError(t, sess.Run(context.Background()))
 			spans := sess.Spans()
 			require.Len(t, spans, len(p.Graph.Ops))
-			require.NoError(t, pm.observe(p.Graph, spans, run, repeat))
+			require.NoError(t, pm.Observe(p.Graph, spans, run, repeat))
 		}
 	}
 
 	def, err := planWithModel(s, layout{}, nil, planner.Eager, machine{})
 	require.NoError(t, err)
 	measure(def, 5)
-	_, err = pm.save()
+	_, err = pm.Save()
 	require.NoError(t, err)
 
 	prof, err := planWithModel(s, layout{}, pm, planner.Eager, machine{})
 	require.NoError(t, err)
-	assert.Equal(t, len(s.Graph.Ops), pm.covered, "every op was measured")
+	assert.Equal(t, len(s.Graph.Ops), pm.Covered, "every op was measured")
 	// Both plans under the measured model: the profiled one is shorter.
-	defEst := planner.Simulate(def, pm.model, planner.Eager).Makespan
+	defEst := planner.Simulate(def, pm.Model, planner.Eager).Makespan
 	assert.Less(t, prof.Stats.Makespan, defEst, "estimates under the measured model")
 	// The heavy products are on different streams now, and were not before.
 	heavy := func(p *planner.Plan) []int32 {
@@ -112,98 +111,31 @@ func TestProfileGuided(t *testing.T) {
 	t.Logf("the profiled plan's streams overlapped %.2fx", overlap)
 }
 
-// A profiled run teaches the model the fixed cost of a run's start: what
-// the measured makespan has beyond the model's estimate of the plan, eager
-// and replayed. Under the taught model the replay's estimate is the
-// measured time per replay.
-func TestLearnStarts(t *testing.T) {
+// The untraced runs of a perf model teach the host's costs, and the
+// spec's host steps print nothing in them (their lines came with the
+// traced runs).
+func TestHostRuns(t *testing.T) {
 	s, err := spec.Load(filepath.Join("..", "..", "examples", "fan_out.yaml"))
 	require.NoError(t, err)
 	b := cpu.New()
 	defer b.Close()
-	path := filepath.Join(t.TempDir(), "models.json")
 	c := &cli{stderr: t.Output()}
-	pm, err := c.loadPerfModel("run", path, b, 0)
+	pm, err := c.loadPerfModel("run", filepath.Join(t.TempDir(), "models.json"), b, 0)
 	require.NoError(t, err)
 	p, err := planWithModel(s, layout{}, pm, planner.Eager, machine{})
 	require.NoError(t, err)
-	sess, err := executor.Open(context.Background(), b, p, executor.WithTiming())
-	require.NoError(t, err)
-	const repeat = 4
-	for run := 1; run <= repeat; run++ {
-		require.NoError(t, sess.Run(context.Background()))
-		require.NoError(t, pm.observe(p.Graph, sess.Spans(), run, repeat))
-	}
-	require.NoError(t, sess.Close())
-	assert.Empty(t, pm.eager, "traced runs teach no host costs")
-	assert.Empty(t, pm.overheads)
 	var printed bytes.Buffer
 	s.Stdout = &printed
+	const repeat = 4
 	require.NoError(t, c.hostRuns(context.Background(), b, s, p, pm, repeat, nil, c.newProgress(repeat, true)))
-	require.Len(t, pm.eager, repeat-warmups(repeat), "the first half of the untraced runs warms up")
-	assert.NotEmpty(t, pm.overheads[planner.SubmitOverhead(dag.Launch)], "the untraced runs teach the host's submission")
+	require.Len(t, pm.Eager(), repeat-profile.Warmups(repeat), "the first half of the untraced runs warms up")
 	assert.Empty(t, printed.String(), "host steps print nothing in the untraced runs")
 	assert.Same(t, &printed, s.Stdout, "and print again after them")
-	r := makespanOf(p, pm.model, nil, pm.eager)
+	r := makespanOf(p, pm.Model, nil, pm.Eager())
 	require.NotNil(t, r)
-	assert.Equal(t, "eager", r.Mode)
-	assert.Positive(t, r.MeasuredNS)
-
-	// A replay measured 50 us over the model's estimate without a start.
-	_, err = pm.save() // the op costs first
-	require.NoError(t, err)
-	pm.eager = nil
-	o := pm.model.Overheads()
-	o.ReplayStart = 0
-	est := planner.Simulate(p, planner.WithOverheads(pm.model, o), planner.Replay).Makespan
-	measured := est + 50*time.Microsecond
-	pm.observeReplays(&graphReport{Replays: 100, PerReplayNS: measured.Nanoseconds()})
-	_, err = pm.save()
-	require.NoError(t, err)
-
-	back, err := planner.LoadPerfModel(path, pm.model.Device, nil)
-	require.NoError(t, err)
-	start, ok := back.Overhead(planner.OverheadStart)
-	require.True(t, ok, "an eager run's start was learned")
-	assert.GreaterOrEqual(t, start, time.Duration(0))
-	replayStart, ok := back.Overhead(planner.OverheadReplayStart)
-	require.True(t, ok, "a replay's start was learned")
-	assert.InDelta(t, float64(50*time.Microsecond), float64(replayStart), float64(time.Microsecond))
-	got := planner.Simulate(p, back, planner.Replay).Makespan
-	assert.InDelta(t, float64(measured), float64(got), float64(measured)/100, "the replay's estimate is the measured time")
-}
-
-// In a model that several specs teach, a short run's start counts fully
-// and a long run's unexplained time (mostly the drift of its per-op costs)
-// hardly at all: a 2 ms residual of an 800-op workload does not become
-// every example's fixed start.
-func TestStartWeight(t *testing.T) {
-	assert.Equal(t, 1.0, startWeight(0))
-	assert.Equal(t, 0.5, startWeight(startNoise))
-	assert.InDelta(t, 1.0/901, startWeight(3*time.Millisecond), 1e-9)
-	for est := time.Duration(0); est < 10*time.Millisecond; est += 37 * time.Microsecond {
-		assert.Greater(t, startWeight(est), startWeight(est+time.Microsecond), "est %v", est)
-	}
-
-	m := planner.NewPerfModel(planner.DeviceKey{Name: "cpu"}, nil)
-	for _, run := range []struct{ est, residual time.Duration }{
-		{80 * time.Microsecond, 20 * time.Microsecond},    // a small example
-		{3 * time.Millisecond, 2 * time.Millisecond},      // workload C in a slow process
-		{120 * time.Microsecond, 24 * time.Microsecond},   // another small one
-		{3500 * time.Microsecond, 300 * time.Microsecond}, // workload E
-	} {
-		require.NoError(t, m.ObserveOverheadWeighted(planner.OverheadStart, run.residual, startWeight(run.est)))
-	}
-	start, ok := m.Overhead(planner.OverheadStart)
-	require.True(t, ok)
-	assert.Less(t, start, 25*time.Microsecond, "the small examples' starts, not a mean with the workloads' drift (%v)", start)
-	assert.Greater(t, start, 20*time.Microsecond)
-}
-
-func TestWarmups(t *testing.T) {
-	for _, tc := range []struct{ repeat, want int }{{0, 0}, {1, 0}, {2, 1}, {3, 1}, {4, 2}, {20, 10}, {21, 10}} {
-		assert.Equal(t, tc.want, warmups(tc.repeat), "repeat %d", tc.repeat)
-	}
+	var text bytes.Buffer
+	writeMakespan(&text, r)
+	assert.Contains(t, text.String(), "makespan (eager): estimated ")
 }
 
 // The time per replay leaves out the first batch and the batches that
@@ -233,45 +165,6 @@ func TestReplayClock(t *testing.T) {
 				done += b.n
 			}
 			assert.Equal(t, tc.want, c.perReplay())
-		})
-	}
-}
-
-// An eager estimate is host-bound where the model's measured submission
-// costs, not the ops, set it; with the host unmeasured it says nothing.
-func TestMakespanHostBound(t *testing.T) {
-	s, err := spec.Load(filepath.Join("..", "..", "examples", "fan_out.yaml"))
-	require.NoError(t, err)
-	runs := []time.Duration{time.Millisecond}
-	for _, tc := range []struct {
-		name      string
-		submit    time.Duration // per op of every kind; 0: not measured
-		hostBound bool
-	}{
-		{"host unmeasured", 0, false},
-		{"slow host", 50 * time.Microsecond, true},
-		{"fast host", time.Nanosecond, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := planner.NewPerfModel(planner.DeviceKey{Name: "cpu"}, nil)
-			if tc.submit > 0 {
-				for _, op := range s.Graph.Ops {
-					require.NoError(t, m.ObserveOverhead(planner.SubmitOverhead(op.Kind), tc.submit))
-				}
-			}
-			pm := &perfModel{model: m}
-			p, err := planWithModel(s, layout{}, pm, planner.Eager, machine{})
-			require.NoError(t, err)
-			r := makespanOf(p, m, nil, runs)
-			require.NotNil(t, r)
-			assert.Equal(t, tc.hostBound, r.HostBound)
-			var text bytes.Buffer
-			r.write(&text)
-			assert.Equal(t, tc.hostBound, strings.Contains(text.String(), "host-bound"), text.String())
-			if tc.submit > 0 {
-				assert.Positive(t, r.DeviceNS)
-				assert.Less(t, r.DeviceNS, r.EstimatedNS+1)
-			}
 		})
 	}
 }

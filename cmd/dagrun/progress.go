@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -15,10 +18,12 @@ const (
 )
 
 // progress draws a one-line bar of the runs done, their rate and the time
-// left on a terminal, so that a long --repeat shows it is alive. Where
-// there is no terminal it draws nothing, so that output stays clean.
+// left on a terminal, so that a long --repeat shows it is alive; within a
+// long run, the ops done of the run (ops). Where there is no terminal it
+// draws nothing, so that output stays clean.
 type progress struct {
-	w     io.Writer // nil: draw nothing
+	mu    sync.Mutex // ops draws from a watcher's goroutine
+	w     io.Writer  // nil: draw nothing
 	now   func() time.Time
 	total int
 	done  int // the runs done so far, drawn or not
@@ -35,7 +40,7 @@ func (c *cli) newProgress(total int, quiet bool) *progress {
 		now = time.Now
 	}
 	p := &progress{now: now, total: total}
-	if !quiet && total > 1 && c.isTerminal(c.stderr) {
+	if !quiet && total > 0 && c.isTerminal(c.stderr) {
 		p.w = c.stderr
 		p.start = now()
 		p.next = p.start.Add(progressDelay)
@@ -66,27 +71,58 @@ func (p *progress) due() bool {
 	return p.w != nil && !p.now().Before(p.next)
 }
 
-// update redraws the bar with done runs done, if it is due.
+// update redraws the bar with done runs done, if it is due. A single run
+// draws no bar of runs, only its ops (ops).
 func (p *progress) update(done int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.done = max(p.done, done)
-	if !p.due() {
+	if p.total < 2 || !p.due() {
 		return
 	}
 	now := p.now()
 	p.next = now.Add(progressInterval)
 	elapsed := now.Sub(p.start)
-	filled := progressBarWidth * done / p.total
-	line := fmt.Sprintf("[%s%s] %d/%d runs", strings.Repeat("=", filled), strings.Repeat(" ", progressBarWidth-filled), done, p.total)
+	line := p.bar(float64(done)) + fmt.Sprintf(" %d/%d runs", done, p.total)
 	if done > 0 && elapsed > 0 {
 		rate := float64(done) / elapsed.Seconds()
 		left := time.Duration(float64(p.total-done) / rate * float64(time.Second))
-		if left < time.Minute {
-			left = left.Round(100 * time.Millisecond)
-		} else {
-			left = left.Round(time.Second)
-		}
-		line += fmt.Sprintf(", %s/s, %s left", rateString(rate), left)
+		line += fmt.Sprintf(", %s/s, %s left", rateString(rate), human.Duration(left))
 	}
+	p.draw(line)
+}
+
+// ops redraws the bar within run number run (from 1), done of its total
+// ops done, if it is due.
+func (p *progress) ops(run, done, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if total == 0 || !p.due() {
+		return
+	}
+	now := p.now()
+	p.next = now.Add(progressInterval)
+	runs := float64(run-1) + float64(done)/float64(total)
+	line := p.bar(runs)
+	if p.total > 1 {
+		line += fmt.Sprintf(" run %d/%d:", run, p.total)
+	}
+	line += fmt.Sprintf(" %d/%d ops", done, total)
+	if elapsed := now.Sub(p.start); runs > 0 && elapsed > 0 {
+		left := time.Duration(float64(elapsed) * (float64(p.total) - runs) / runs)
+		line += fmt.Sprintf(", %s left", human.Duration(left))
+	}
+	p.draw(line)
+}
+
+// bar is the bar filled to runs of the total.
+func (p *progress) bar(runs float64) string {
+	filled := min(int(progressBarWidth*runs/float64(p.total)), progressBarWidth)
+	return "[" + strings.Repeat("=", filled) + strings.Repeat(" ", progressBarWidth-filled) + "]"
+}
+
+// draw puts line in place of the one on screen.
+func (p *progress) draw(line string) {
 	// Spaces, not an escape sequence, cover the rest of a longer line
 	// before: every terminal understands them.
 	pad := max(p.width-len(line), 0)
@@ -96,6 +132,8 @@ func (p *progress) update(done int) {
 
 // clear removes the bar from the screen, if it is there.
 func (p *progress) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.w == nil || p.width == 0 {
 		return
 	}
@@ -108,4 +146,37 @@ func rateString(r float64) string {
 		return fmt.Sprintf("%.0f", r)
 	}
 	return fmt.Sprintf("%.3g", r)
+}
+
+// opCounter is a device session that counts the ops it has run (the cpu
+// backend's), which a long run's progress is drawn from.
+type opCounter interface{ OpsDone() int64 }
+
+// watchOps draws on bar, a few times a second, the ops done of run number
+// run (of ops ops) while it is in flight, where the device session counts
+// them; stop ends the watch.
+func watchOps(sess *executor.Session, bar *progress, run, ops int) (stop func()) {
+	oc, ok := sess.Device().(opCounter)
+	if !ok || bar.w == nil {
+		return func() {}
+	}
+	base := oc.OpsDone()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(2 * progressInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				bar.ops(run, min(int(oc.OpsDone()-base), ops), ops)
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }

@@ -155,3 +155,51 @@ ops:
 		})
 	}
 }
+
+// Within a run the bar shows the ops done; a single run draws no bar of
+// runs.
+func TestProgressOps(t *testing.T) {
+	var stderr bytes.Buffer
+	clock := &fakeClock{t: time.Unix(0, 0), step: progressDelay}
+	c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(true), now: clock.now}
+	p := c.newProgress(1, false)
+	p.update(1)
+	if stderr.Len() != 0 {
+		t.Fatalf("one run drew %q", stderr.String())
+	}
+	p.ops(1, 5, 10)
+	if got := stderr.String(); !strings.HasPrefix(got, "\r[============            ] 5/10 ops, ") || !strings.HasSuffix(got, " left") {
+		t.Fatalf("bar = %q, want half full at 5/10 ops with the time left", got)
+	}
+	stderr.Reset()
+	p = c.newProgress(4, false)
+	p.ops(2, 1, 4)
+	if got := stderr.String(); !strings.Contains(got, "] run 2/4: 1/4 ops, ") {
+		t.Fatalf("bar = %q, want run 2/4: 1/4 ops", got)
+	}
+}
+
+// A run longer than the bar's delay, on the CPU backend, draws its ops
+// done while it is in flight.
+func TestRunProgressWithinRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for a second")
+	}
+	file := filepath.Join(t.TempDir(), "slow.yaml")
+	const src = `ops:
+  - {launch: spin, args: {us: 400000}, name: a}
+  - {launch: spin, args: {us: 400000}, name: b, after: [a]}
+  - {launch: spin, args: {us: 400000}, after: [b]}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	c := &cli{stdout: &stdout, stderr: &stderr, terminal: terminal(true)}
+	if err := c.run([]string{file, "--backend", "cpu", "--streams", "1"}); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "/3 ops") {
+		t.Errorf("stderr = %q, want the ops done drawn", stderr.String())
+	}
+}

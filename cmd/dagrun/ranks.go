@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/comm"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
@@ -80,7 +82,7 @@ func (f *runFlags) rankMode(s *spec.Spec, getenv func(string) string) (*rankMode
 	if set["world"] && (f.ranking.world < 1 || f.ranking.world > maxWorld) {
 		return nil, usagef("--world %d: a world has 1 to %d ranks", f.ranking.world, maxWorld)
 	}
-	own := specWorld(s)
+	own := s.Run.World
 	var place *executor.Place
 	switch {
 	case set["rank"]:
@@ -125,23 +127,14 @@ func (f *runFlags) rankMode(s *spec.Spec, getenv func(string) string) (*rankMode
 // goroutines, and in one process its own device.
 const maxWorld = 1024
 
-// rankRun is one rank of a run in this process.
-type rankRun struct {
-	rank   int
-	device int
-	s      *spec.Spec
-	p      *planner.Plan
-	runs   []trace.RunSpans
-	pm     *perfModel // with --perf-model
-}
-
 // rankReport is one rank's outputs in a run's report, and with
 // --perf-model its estimate against the measured makespan and its model.
 type rankReport struct {
-	Rank      int              `json:"rank"`
-	Outputs   []outputReport   `json:"outputs"`
-	Makespan  *makespanReport  `json:"makespan,omitempty"`
-	PerfModel *perfModelReport `json:"perf_model,omitempty"`
+	Rank      int               `json:"rank"`
+	Outputs   []outputReport    `json:"outputs"`
+	Saves     []saveReport      `json:"saves,omitempty"`
+	Makespan  *profile.Makespan `json:"makespan,omitempty"`
+	PerfModel *profile.Update   `json:"perf_model,omitempty"`
 }
 
 // worldReport is what dagrun run prints for a run of ranks, as JSON with
@@ -162,140 +155,17 @@ type worldReport struct {
 	Ranks         []rankReport `json:"ranks"`
 }
 
-// runRanks runs the spec at path as the ranks m names, each rank's spec
-// loaded as its own program, and reports every rank's outputs.
-func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) error {
+// runRanks runs the ranks of su, opened by openRun, and reports every
+// rank's outputs.
+func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 	asJSON := f.format.value == "json"
-	if f.traceFile != "" && !strings.Contains(f.traceFile, rankPattern) {
-		return usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
-	}
-	if f.perfModel != "" {
-		if !strings.Contains(f.perfModel, rankPattern) {
-			return usagef("--perf-model %s: every rank keeps the model of its device; put {rank} in the path, as in models_{rank}.json", f.perfModel)
-		}
-		if f.graph {
-			return usagef("--perf-model: ranks learn their models from eager runs; run them without --graph (and without run.graph: true in the spec)")
-		}
-	}
-	var src []byte
-	if path == stdio {
-		data, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
-		if err != nil {
-			return fmt.Errorf("reading the spec from standard input: %w", err)
-		}
-		src = data
-	}
-	ranks := []int{}
-	if m.place != nil {
-		if w := m.place.Warning(); w != "" {
-			fmt.Fprintf(c.stderr, "dagrun run: %s\n", w)
-		}
-		ranks = append(ranks, m.place.Rank)
-	} else {
-		for r := range m.world {
-			ranks = append(ranks, r)
-		}
-	}
-	rs := make([]*rankRun, len(ranks))
-	writers := map[string]int{} // path -> the rank that writes it
-	var hostMu sync.Mutex       // one line at a time from the ranks' host steps
-	for i, r := range ranks {
-		files := f.files
-		if src != nil {
-			c.stdin = bytes.NewReader(src)
-		}
-		s, err := c.loadRank(path, files, r, m.world)
-		if err != nil {
-			return err
-		}
-		if err := f.faults.check(s); err != nil {
-			return err
-		}
-		device := r
-		if m.place != nil {
-			device = localDevice(m.place.LocalRank, os.Getenv)
-		}
-		moveToDevice(s.Graph, device)
-		p, err := makePlan(s, f.layout())
-		if err != nil {
-			return err
-		}
-		if f.graph {
-			if err := executor.CheckCapture(p); err != nil {
-				return captureFailure(s, err, f.set["graph"])
-			}
-		}
-		paths := []string{}
-		for _, out := range s.Outputs {
-			if out.Save != "" {
-				paths = append(paths, s.SavePath(out.Save))
-			}
-		}
-		if f.traceFile != "" {
-			paths = append(paths, expandRank(f.traceFile, r))
-		}
-		if f.perfModel != "" {
-			paths = append(paths, expandRank(f.perfModel, r))
-		}
-		if err := checkFileUses(f.fileUses(s, f.out, expandRank(f.traceFile, r), expandRank(f.perfModel, r))); err != nil {
-			return err
-		}
-		for _, pt := range paths {
-			if other, ok := writers[pt]; ok && other != r {
-				return usagef("ranks %d and %d would both write %s: put {rank} in the path", other, r, pt)
-			}
-			writers[pt] = r
-		}
-		hostOut := c.stdout
-		if asJSON && (f.out == "" || f.out == stdio) {
-			hostOut = c.stderr
-		}
-		s.Stdout = &rankLines{prefix: fmt.Sprintf("rank %d ", r), w: hostOut, mu: &hostMu}
-		rs[i] = &rankRun{rank: r, device: device, s: s, p: p}
-	}
-	traced := func(int) bool { return false }
-	if f.traceFile != "" {
-		var err error
-		if traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {
-			return err
-		}
-	}
-	untraced, err := f.faults.options()
-	if err != nil {
-		return err
-	}
+	b, rs, traced, untraced := su.b, su.ranks, su.traced, su.faults
 	if f.set["rank-timeout"] {
 		untraced = append(untraced, executor.WithRankTimeout(f.ranking.timeout))
 	}
-
 	opts := slices.Clone(untraced)
 	if f.traceFile != "" || f.perfModel != "" {
 		opts = append(opts, executor.WithTiming())
-	}
-	b, used, fallback, err := openBackend(f.backend.value, false)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if fallback != "" {
-		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
-	}
-	if f.perfModel != "" {
-		// Each rank plans with the model of its device. Collectives keep
-		// their declared order under every plan, so the ranks still agree.
-		for _, r := range rs {
-			if r.pm, err = c.loadPerfModel("run", expandRank(f.perfModel, r.rank), b, r.device); err != nil {
-				return err
-			}
-			r.pm.model.World = m.world
-			mach, err := machineOf(b, r.s.Graph)
-			if err != nil {
-				return err
-			}
-			if r.p, err = planWithModel(r.s, f.layout(), r.pm, planner.Eager, mach); err != nil {
-				return err
-			}
-		}
 	}
 	ctx := c.interruptContext()
 
@@ -317,7 +187,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		}
 		w, err := executor.OpenWorld(ctx, b, plans, opts...)
 		if err != nil {
-			return c.rankFailure(ctx, rs, err)
+			return c.rankFailure(ctx, rs, err, interruptedAt{})
 		}
 		run, closer, met = w.Run, w.Close, w.Opened()
 		read = func(i int, buf *dag.Buffer) ([]byte, error) { return w.Read(i, buf) }
@@ -333,7 +203,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	} else {
 		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *m.place, slices.Concat(opts, []executor.Option{c.rankWaiting(m.place.Rank)})...)
 		if err != nil {
-			return c.rankFailure(ctx, rs, err)
+			return c.rankFailure(ctx, rs, err, interruptedAt{})
 		}
 		run, closer, met = rk.Run, rk.Close, rk.Rendezvous()
 		read = func(_ int, buf *dag.Buffer) ([]byte, error) { return rk.Session().Read(buf) }
@@ -347,10 +217,24 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		}
 	}
 	start := time.Now()
+	// stopped is the failure of a run after done runs: an interrupt keeps
+	// the traces of the runs that completed.
+	stopped := func(err error, done int) error {
+		at := interruptedAt{done: done, repeat: f.repeat}
+		if ctx.Err() != nil && f.traceFile != "" {
+			var written bytes.Buffer
+			if werr := writeRankTraces(&written, f.traceFile, rs, m.world, start.Sub(met)); werr != nil {
+				at.trace = fmt.Sprintf("the traces of the runs that completed could not be written: %v", werr)
+			} else {
+				at.trace = "the traces of the runs that completed were written: " + strings.ReplaceAll(strings.TrimSpace(written.String()), "\n", "; ")
+			}
+		}
+		return c.rankFailure(ctx, rs, errors.Join(err, closer()), at)
+	}
 	for i := range f.repeat {
 		runStart := time.Since(start)
 		if err := run(ctx); err != nil {
-			return c.rankFailure(ctx, rs, errors.Join(err, closer()))
+			return stopped(err, i)
 		}
 		if traced(i + 1) {
 			for j, r := range rs {
@@ -359,7 +243,7 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 		}
 		for j, r := range rs {
 			if r.pm != nil {
-				if err := r.pm.observe(r.p.Graph, spans(j), i+1, f.repeat); err != nil {
+				if err := r.pm.Observe(r.p.Graph, spans(j), i+1, f.repeat); err != nil {
 					return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), closer())
 				}
 			}
@@ -368,36 +252,26 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 			// With --graph the first run is eager and the others replay
 			// the graph captured after it: NCCL connects the ranks at
 			// their first collectives, which a graph cannot hold.
+			var err error
 			if run, err = capture(ctx); err != nil {
-				return c.rankFailure(ctx, rs, errors.Join(err, closer()))
+				return stopped(err, i+1)
 			}
 		}
 	}
 	wall := time.Since(start)
 
-	rep := worldReport{SchemaVersion: schemaVersion, Spec: s0.File, Backend: used, World: m.world, Processes: m.place != nil,
+	rep := worldReport{SchemaVersion: schemaVersion, Spec: rs[0].s.File, Backend: su.used, World: m.world, Processes: m.place != nil,
 		Repeat: f.repeat, Ops: rs[0].p.Stats.Ops, Streams: rs[0].p.Stats.Streams, Waits: rs[0].p.Stats.Waits,
 		WallNS: wall.Nanoseconds(), Graph: f.graph}
 	if m.place != nil {
 		rep.Addr = m.place.Addr
 	}
 	for i, r := range rs {
-		rr := rankReport{Rank: r.rank}
-		for _, out := range r.s.Outputs {
-			data, err := read(i, out.Buffer)
-			if err != nil {
-				return errors.Join(fmt.Errorf("rank %d: %s: reading output %s: %w", r.rank, out.Pos, out.Buffer.Name, err), closer())
-			}
-			sum := spec.Checksum(data, out.Buffer.DType)
-			o := outputReport{Buffer: out.Buffer.Name, DType: out.Buffer.DType.String(), Bytes: sum.Bytes,
-				Sum: jsonFloat(sum.Sum), FNV: fmt.Sprintf("%016x", sum.FNV)}
-			if out.Save != "" {
-				if o.Saved, err = saveOutput(r.s, out.Save, data); err != nil {
-					return errors.Join(fmt.Errorf("rank %d: %s: saving output %s: %w", r.rank, out.Pos, out.Buffer.Name, err), closer())
-				}
-			}
-			rr.Outputs = append(rr.Outputs, o)
+		outs, err := readOutputs(r.s, func(buf *dag.Buffer) ([]byte, error) { return read(i, buf) }, nil)
+		if err != nil {
+			return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), closer())
 		}
+		rr := rankReport{Rank: r.rank, Outputs: outs, Saves: hostSaves(r.s)}
 		rep.Ranks = append(rep.Ranks, rr)
 	}
 	if err := closer(); err != nil {
@@ -405,11 +279,11 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	}
 	if f.perfModel != "" {
 		if err := c.hostRunsWorld(ctx, b, rs, m.place, f.repeat, untraced, c.newProgress(f.repeat, true)); err != nil {
-			return c.rankFailure(ctx, rs, err)
+			return c.rankFailure(ctx, rs, err, interruptedAt{done: f.repeat, repeat: f.repeat})
 		}
 		for i, r := range rs {
-			rep.Ranks[i].Makespan = makespanOf(r.p, r.pm.model, nil, r.pm.eager)
-			pr, err := r.pm.save()
+			rep.Ranks[i].Makespan = makespanOf(r.p, r.pm.Model, nil, r.pm.Eager())
+			pr, err := r.pm.Save()
 			if err != nil {
 				return fmt.Errorf("rank %d: %w", r.rank, err)
 			}
@@ -418,14 +292,8 @@ func (c *cli) runRanks(f *runFlags, path string, s0 *spec.Spec, m *rankMode) err
 	}
 	var traces bytes.Buffer
 	if f.traceFile != "" {
-		for _, r := range rs {
-			t := trace.FromRuns(r.p, r.runs)
-			t.Rank = &trace.RankClock{Rank: r.rank, World: m.world, Offset: start.Sub(met) + earliest(r.runs)}
-			file := expandRank(f.traceFile, r.rank)
-			if err := writeFileAtomic(file, t.WriteChrome); err != nil {
-				return err
-			}
-			fmt.Fprintf(&traces, "trace of rank %d written to %s\n", r.rank, file)
+		if err := writeRankTraces(&traces, f.traceFile, rs, m.world, start.Sub(met)); err != nil {
+			return err
 		}
 	}
 	if asJSON {
@@ -479,7 +347,7 @@ func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun
 	}
 	return timeUntraced(ctx, repeat, specs, bar, run, closer, func(wall time.Duration, n int) {
 		for i, r := range rs {
-			r.pm.observeHost(session(i), wall, n, repeat)
+			r.pm.ObserveHost(session(i), wall, n, repeat)
 		}
 	})
 }
@@ -494,27 +362,43 @@ func printWorldReport(w io.Writer, r worldReport) error {
 				fmt.Fprintf(bw, "rank %d saved %s to %s\n", rr.Rank, o.Buffer, o.Saved)
 			}
 		}
+		writeSaves(bw, fmt.Sprintf("rank %d ", rr.Rank), rr.Saves)
 	}
 	how := fmt.Sprintf("%d ranks in one process", r.World)
 	if r.Processes {
 		how = fmt.Sprintf("rank %d of %d processes (rendezvous at %s)", r.Ranks[0].Rank, r.World, r.Addr)
 	}
-	wall := time.Duration(r.WallNS)
 	runs := "1 run"
 	if r.Repeat > 1 {
-		runs = fmt.Sprintf("%d runs (%s each)", r.Repeat, wall/time.Duration(r.Repeat))
+		runs = fmt.Sprintf("%d runs (%s each)", r.Repeat, short(r.WallNS/int64(r.Repeat)))
 	}
 	if r.Graph {
 		runs += " (the first eager, then replays of a graph captured after it)"
 	}
 	fmt.Fprintf(bw, "ran %s on %s as %s: %d ops, %d streams, %d waits per rank, %s in %s\n",
-		r.Spec, r.Backend, how, r.Ops, r.Streams, r.Waits, runs, wall)
+		r.Spec, r.Backend, how, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
 	return bw.Flush()
+}
+
+// writeRankTraces writes each rank's trace of the runs it kept to file
+// ({rank} expanded), whole or not at all, the runs started since after the
+// rendezvous, and a line for each to w.
+func writeRankTraces(w io.Writer, file string, rs []*rankRun, world int, since time.Duration) error {
+	for _, r := range rs {
+		t := trace.FromRuns(r.p, r.runs)
+		t.Rank = &trace.RankClock{Rank: r.rank, World: world, Offset: since + earliest(r.runs)}
+		path := expandRank(file, r.rank)
+		if err := writeFileAtomic(path, t.WriteChrome); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "trace of rank %d written to %s\n", r.rank, path)
+	}
+	return nil
 }
 
 // rankFailure is the failure of a run of ranks: the failing op placed in
 // its rank's spec, with the rank named.
-func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error) error {
+func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error, at interruptedAt) error {
 	s := rs[0].s
 	prefix := ""
 	if re, ok := errors.AsType[*executor.RankError](err); ok {
@@ -525,7 +409,7 @@ func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error) error {
 		}
 		prefix = fmt.Sprintf("rank %d: ", re.Rank)
 	}
-	fe := c.runFailure(ctx, s, err, nil, interruptedAt{})
+	fe := c.runFailure(ctx, s, err, nil, at)
 	fl, ok := fe.(*failure)
 	if !ok {
 		return fe
@@ -572,7 +456,7 @@ func nthCollective(g *dag.Graph, n int) *dag.Op {
 // loadRank loads the spec at path as rank's program in a world of world
 // ranks.
 func (c *cli) loadRank(path string, o specFiles, rank, world int) (*spec.Spec, error) {
-	o.extra = rankOptions(rank, world)
+	o.extra = []spec.Option{spec.WithRank(rank, world)}
 	return c.load(path, o)
 }
 
@@ -637,7 +521,7 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 		ext = strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
 	}
 	if ext != "svg" && ext != "html" {
-		return usagef("traces draw as .svg or .html, not %q", "."+ext)
+		return usagef("traces draw as .svg or .html, %s", notExt(out, ext, "svg"))
 	}
 	var reads []fileUse
 	for _, in := range inputs {
@@ -717,6 +601,6 @@ func (c *cli) rankWaiting(rank int) executor.Option {
 			s = "s"
 		}
 		fmt.Fprintf(c.stderr, "dagrun run: rank %d: waiting for rank%s %s (%s so far; --rank-timeout bounds it)\n",
-			rank, s, strings.Join(who, ", "), waited.Round(time.Second))
+			rank, s, strings.Join(who, ", "), human.Duration(waited.Round(time.Second)))
 	})
 }

@@ -22,14 +22,8 @@ import (
 )
 
 // TestRankScripts runs testdata/ranks/*.txtar: specs with collectives and
-// run.world, run as ranks in one process and as processes. They need a
-// spec loader with ranks (collective keys, run.world, {rank} paths); where
-// it has none they are skipped, saying so.
+// run.world, run as ranks in one process and as processes.
 func TestRankScripts(t *testing.T) {
-	probe := "run: {world: 2}\nbuffers: {x: {dtype: f32, count: 4}}\nops: [{all_reduce: {view: x}}]\n"
-	if s, err := spec.Parse("probe.yaml", []byte(probe)); err != nil || specWorld(s) != 2 {
-		t.Skipf("the spec loader or the CLI does not know ranks yet (%v): these scripts need branch specx and ranks_spec.go's MERGE edits", err)
-	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/ranks",
 		RequireExplicitExec: true,
@@ -78,16 +72,12 @@ func copyRankExamples(dst string) error {
 // header describes, computed here from each rank's x: NCCL's float avg,
 // each rank's 2*x times 1/N in f32, summed in rank order.
 func TestRankExampleValues(t *testing.T) {
-	probe := "run: {world: 2}\nbuffers: {x: {dtype: f32, count: 4}}\nops: [{all_reduce: {view: x}}]\n"
-	if s, err := spec.Parse("probe.yaml", []byte(probe)); err != nil || specWorld(s) != 2 {
-		t.Skipf("the spec loader or the CLI does not know ranks yet (%v): this test needs branch specx and ranks_spec.go's MERGE edits", err)
-	}
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var specs []*spec.Spec
 			var plans []*planner.Plan
 			for r := range n {
-				s, err := loadSpecFile("../../examples/ranks/data_parallel.yaml", specFiles{saveDir: t.TempDir(), extra: rankOptions(r, n)})
+				s, err := loadSpecFile("../../examples/ranks/data_parallel.yaml", specFiles{saveDir: t.TempDir(), extra: []spec.Option{spec.WithRank(r, n)}})
 				require.NoError(t, err)
 				moveToDevice(s.Graph, r)
 				p, err := makePlan(s, layout{})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"math"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
@@ -29,9 +31,14 @@ and an FNV-1a hash of its bytes) and a summary: the backend, ops, streams,
 waits and wall time. Outputs with a save path are written to files, each
 whole or not at all; after a failed run the summary names the outputs
 not written. A failing op is reported with its place in the spec. On a
-terminal, long runs show a progress bar on stderr. Ctrl-C (SIGINT) or
-SIGTERM stops the run, frees everything and exits with status 130. A spec
-named - is read from standard input.
+terminal, long runs show a progress bar on stderr (runs done, and
+within a long run on the cpu backend its ops done). On the cpu backend, a
+run estimated at over a minute (from its GEMMs' FLOPs and the bytes its
+other ops move, at rates measured on a 2-core machine) is warned about
+before it starts. Ctrl-C (SIGINT) or
+SIGTERM stops the run, frees everything and exits with status 130; with
+--trace, the trace of the runs that completed is written. A spec named -
+is read from standard input.
 
 Flags:
 	--backend B      auto (default: cuda when a CUDA driver and device are
@@ -89,6 +96,8 @@ Flags:
 	                 (--json is short for --format json)
 	-o FILE          write the outputs and summary to FILE (whole, or not
 	                 at all) instead of standard output
+	-v               say more: why auto chose the CPU backend, and with
+	                 --trace the whole summary
 	--save-dir DIR   write the spec's relative save paths under DIR
 	--allow-path DIR let the spec read and write files under DIR too,
 	                 beyond its own directory tree (repeatable)
@@ -111,10 +120,11 @@ type runReport struct {
 	Graph         *graphReport   `json:"graph,omitempty"`
 	TracedRuns    []int          `json:"traced_runs,omitempty"`
 	Outputs       []outputReport `json:"outputs"`
+	Saves         []saveReport   `json:"saves,omitempty"` // by save host steps
 	Warnings      []problem      `json:"warnings,omitempty"`
 
-	Makespan  *makespanReport   `json:"makespan,omitempty"`            // perfmodel.go
-	PerfModel *perfModelReport  `json:"perf_model,omitempty"`          // perfmodel.go
+	Makespan  *profile.Makespan `json:"makespan,omitempty"`            // perfmodel.go
+	PerfModel *profile.Update   `json:"perf_model,omitempty"`          // perfmodel.go
 	Planned   *trace.Comparison `json:"planned_vs_achieved,omitempty"` // perfmodel.go
 }
 
@@ -149,7 +159,7 @@ type replayClock struct {
 	allN int
 }
 
-func newReplayClock(repeat int) *replayClock { return &replayClock{warm: warmups(repeat)} }
+func newReplayClock(repeat int) *replayClock { return &replayClock{warm: profile.Warmups(repeat)} }
 
 // add counts a batch of n replays, the first after done others, that
 // took d.
@@ -241,6 +251,7 @@ type runFlags struct {
 	timing    *oneOf
 	format    *oneOf
 	out       string
+	verbose   bool // -v
 	files     specFiles
 	faults    faults
 	ranking   rankFlags // ranks.go
@@ -272,6 +283,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 		return err
 	})
 	fs.StringVar(&f.out, "o", "", "")
+	fs.BoolVar(&f.verbose, "v", false, "")
 	f.files.addFlags(fs)
 	f.faults.addFlags(fs)
 	f.ranking.addFlags(fs)
@@ -313,6 +325,13 @@ func (c *cli) run(args []string) error {
 	asJSON := f.format.value == "json"
 	c.jsonErrors = asJSON
 
+	var src []byte // a spec from standard input, which ranks load again
+	if specs[0] == stdio {
+		if src, err = io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1)); err != nil {
+			return fmt.Errorf("reading the spec from standard input: %w", err)
+		}
+		c.stdin = bytes.NewReader(src)
+	}
 	s, err := c.load(specs[0], f.files)
 	if err != nil {
 		return err
@@ -335,74 +354,25 @@ func (c *cli) run(args []string) error {
 	if f.detail.value == "replays" && !f.graph {
 		return usagef("--trace-detail replays traces graph replays whole; add --graph (or run.graph: true)")
 	}
-	if m, err := f.rankMode(s, os.Getenv); err != nil || m != nil {
-		if err != nil {
-			return err
-		}
-		return c.runRanks(f, specs[0], s, m)
-	}
-	if err := checkFileUses(f.fileUses(s, f.out, f.traceFile, f.perfModel)); err != nil {
-		return err
-	}
-	traced := func(int) bool { return false }
-	if f.traceFile != "" {
-		if traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {
-			return err
-		}
-	}
-	if err := f.faults.checkGraph(f.graph, f.set["graph"], s); err != nil { // faults.go
-		return err
-	}
-	faultOpts, err := f.faults.options()
+	m, err := f.rankMode(s, os.Getenv)
 	if err != nil {
 		return err
 	}
-	p, err := makePlan(s, f.layout())
+	su, err := c.openRun(f, specs[0], src, s, m) // runsetup.go
 	if err != nil {
 		return err
 	}
-	if f.graph {
-		// Before the backend is opened: a plan a graph cannot hold is
-		// refused without touching a device.
-		if err := executor.CheckCapture(p); err != nil {
-			return captureFailure(s, err, f.set["graph"])
-		}
+	defer su.b.Close() // after the session's Close below; its errors are the session's
+	if m != nil {
+		return c.runRanks(f, su, m)
 	}
-	b, used, fallback, err := openBackend(f.backend.value, f.noPeer)
-	if err != nil {
-		return err
-	}
-	defer b.Close() // after the session's Close below; its errors are the session's
-	if fallback != "" {
-		fmt.Fprintf(c.stderr, "dagrun run: note: running on the CPU backend: %s (--backend cpu says so and silences this note)\n", fallback)
-	}
-	var pm *perfModel
-	if f.perfModel != "" {
-		if pm, err = c.loadPerfModel("run", f.perfModel, b, 0); err != nil {
-			return err
-		}
-	}
-	mach, err := machineOf(b, s.Graph)
-	if err != nil {
-		return err
-	}
-	if pm != nil || mach.known() {
-		// Planned again with what the open backend knows.
-		if p, err = planWithModel(s, f.layout(), pm, runMode(f.graph), mach); err != nil {
-			return err
-		}
-	}
+	b, p, pm, traced, faultOpts := su.b, su.ranks[0].p, su.ranks[0].pm, su.traced, su.faults
 	if pm != nil {
 		if f.traceFile == "" { // the spans teach the model; no trace is written
 			traced = func(int) bool { return true }
 		}
 	}
-
-	// Host steps print to stdout, except where the report goes there as JSON.
-	s.Stdout = c.stdout
-	if asJSON && (f.out == "" || f.out == stdio) {
-		s.Stdout = c.stderr
-	}
+	s.Stdout = c.hostOut(f)
 	ctx := c.interruptContext()
 	opts := faultOpts
 	// Ops are timed for a trace, and for a perf model's eager runs (their
@@ -424,7 +394,7 @@ func (c *cli) run(args []string) error {
 	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: f.graph && f.traceFile != "",
 		wholeReplays: f.detail.value == "replays"}
 	if pm != nil {
-		rs.afterRun = func(run int, spans []executor.Span) error { return pm.observe(p.Graph, spans, run, f.repeat) }
+		rs.afterRun = func(run int, spans []executor.Span) error { return pm.Observe(p.Graph, spans, run, f.repeat) }
 	}
 	report, err := c.runSession(ctx, sess, s, p, &rs)
 	if cerr := sess.Close(); err == nil {
@@ -434,15 +404,19 @@ func (c *cli) run(args []string) error {
 		err = c.hostRuns(ctx, b, s, p, pm, f.repeat, faultOpts, c.newProgress(f.repeat, c.quietProgress(asJSON, p)))
 	}
 	if err != nil {
-		return c.runFailure(ctx, s, err, rs.saved, interruptedAt{done: bar.done, repeat: f.repeat})
+		at := interruptedAt{done: bar.done, repeat: f.repeat}
+		if ctx.Err() != nil && f.traceFile != "" {
+			at.trace = c.keepTrace(f.traceFile, sess, p, &rs)
+		}
+		return c.runFailure(ctx, s, err, rs.saved, at)
 	}
-	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, used
+	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, su.used
 	if f.traceFile != "" {
 		report.TracedRuns = rs.tracedRuns()
 	}
 	note := timingNote(sess, nil)
 	if pm != nil {
-		report.Makespan = makespanOf(p, pm.model, report.Graph, pm.eager)
+		report.Makespan = makespanOf(p, pm.Model, report.Graph, pm.Eager())
 		// Replays traced op by op ran slower than they do untraced (CUPTI's
 		// cost per node; timed by events, each traced replay ran alone):
 		// their time each would mislead the model. Whole replays timed by
@@ -457,32 +431,20 @@ func (c *cli) run(args []string) error {
 
 	var traceSummary bytes.Buffer
 	if f.traceFile != "" {
-		t := trace.FromRuns(p, rs.runs)
-		note = timingNote(sess, t)
-		t.Figures.WholeReplays = len(rs.whole) > 0
-		t.Figures.Replays, t.Figures.ReplayTiming = rs.whole, rs.wholeTiming
-		if err := writeFileAtomic(f.traceFile, t.WriteChrome); err != nil {
+		var err error
+		if report.Planned, note, err = writeRunTrace(&traceSummary, f, sess, p, pm, &rs, su.used); err != nil {
 			return err
 		}
-		if err := t.WriteSummary(&traceSummary); err != nil {
-			return err
-		}
-		writeWholeReplays(&traceSummary, rs.whole, rs.wholeTiming)
-		if report.Planned = plannedVsAchieved(p, pm, rs.runs, f.graph); report.Planned != nil {
-			if err := report.Planned.Write(&traceSummary); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(&traceSummary, "trace of %s written to %s\n", runsText(report.TracedRuns, f.repeat), f.traceFile)
 	}
 	if pm != nil { // after the comparison with the plan, which uses the model as planned
-		pr, err := pm.save()
+		pr, err := pm.Save()
 		if err != nil {
 			return err
 		}
 		report.PerfModel = &pr
 	}
-	if note != "" && (!f.graph || f.traceFile != "") {
+	// The cpu backend has one clock: how it timed ops is news only with -v.
+	if note != "" && (!f.graph || f.traceFile != "") && (su.used != "cpu" || f.verbose) {
 		fmt.Fprintf(c.stderr, "dagrun run: %s\n", note)
 	}
 	if asJSON {
@@ -504,14 +466,21 @@ func (c *cli) run(args []string) error {
 
 // interruptedAt is how far the runs of a session had come when a signal
 // stopped them: done of repeat (repeat 0: before they started).
-type interruptedAt struct{ done, repeat int }
+type interruptedAt struct {
+	done, repeat int
+	trace        string // what became of the trace of the runs done (keepTrace)
+}
 
 func (at interruptedAt) String() string {
 	if at.repeat == 0 {
 		return "interrupted before the runs started; everything was freed"
 	}
-	return fmt.Sprintf("interrupted after %d of %d %s completed; the one in flight was abandoned and everything was freed",
+	s := fmt.Sprintf("interrupted after %d of %d %s completed; the one in flight was abandoned and everything was freed",
 		at.done, at.repeat, plural(at.repeat, "run", "runs"))
+	if at.trace != "" {
+		s += "; " + at.trace
+	}
+	return s
 }
 
 // runFailure is the failure of a run: interrupted (status 130) when a
@@ -607,7 +576,10 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 		start := time.Now()
 		for i := range rs.repeat {
 			runStart := time.Since(start)
-			if err := sess.Run(ctx); err != nil {
+			stop := watchOps(sess, bar, i+1, len(p.Graph.Ops))
+			err := sess.Run(ctx)
+			stop()
+			if err != nil {
 				return r, err
 			}
 			spans := sess.Spans()
@@ -625,23 +597,12 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 	}
 	bar.clear()
 	rs.saved = map[string]bool{}
-	for _, out := range s.Outputs {
-		data, err := sess.Read(out.Buffer)
-		if err != nil {
-			return r, fmt.Errorf("%s: reading output %s: %w", out.Pos, out.Buffer.Name, err)
-		}
-		sum := spec.Checksum(data, out.Buffer.DType)
-		o := outputReport{Buffer: out.Buffer.Name, DType: out.Buffer.DType.String(), Bytes: sum.Bytes,
-			Sum: jsonFloat(sum.Sum), FNV: fmt.Sprintf("%016x", sum.FNV)}
-		if out.Save != "" {
-			saved, err := saveOutput(s, out.Save, data)
-			if err != nil {
-				return r, fmt.Errorf("%s: saving output %s: %w", out.Pos, out.Buffer.Name, err)
-			}
-			o.Saved, rs.saved[out.Save] = saved, true
-		}
-		r.Outputs = append(r.Outputs, o)
+	var err error
+	r.Outputs, err = readOutputs(s, sess.Read, rs.saved)
+	if err != nil {
+		return r, err
 	}
+	r.Saves = hostSaves(s)
 	return r, nil
 }
 
@@ -701,13 +662,13 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 			fmt.Fprintf(bw, "saved %s to %s\n", o.Buffer, o.Saved)
 		}
 	}
-	wall := time.Duration(r.WallNS)
+	writeSaves(bw, "", r.Saves)
 	runs := "1 run"
 	if repeat > 1 {
-		runs = fmt.Sprintf("%d runs (%s each)", repeat, wall/time.Duration(repeat))
+		runs = fmt.Sprintf("%d runs (%s each)", repeat, short(r.WallNS/int64(repeat)))
 	}
 	fmt.Fprintf(bw, "ran %s on %s: %d ops, %d streams, %d waits, %s in %s\n",
-		r.Spec, r.Backend, r.Ops, r.Streams, r.Waits, runs, wall)
+		r.Spec, r.Backend, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
 	if g := r.Graph; g != nil {
 		replays := fmt.Sprintf("%d replays", g.Replays)
 		if g.Replays == 1 {
@@ -723,14 +684,5 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 	return bw.Flush()
 }
 
-// short is ns as a duration rounded to three significant digits, which is
-// as far as timings of one run are repeatable.
-func short(ns int64) time.Duration {
-	d := time.Duration(ns)
-	for unit := time.Duration(1); unit < time.Second; unit *= 10 {
-		if d < 1000*unit {
-			return d.Round(unit)
-		}
-	}
-	return d.Round(time.Second)
-}
+// short is ns as dagrun writes durations everywhere.
+func short(ns int64) string { return human.Duration(time.Duration(ns)) }

@@ -80,9 +80,9 @@ func (c *cli) viz(args []string) error {
 	}
 	switch {
 	case timeline && ext != "svg" && ext != "html":
-		return usagef("a trace draws as .svg or .html, not %q", "."+ext)
+		return usagef("a trace draws as .svg or .html, %s", notExt(*out, ext, "svg"))
 	case !timeline && ext != "svg" && ext != "html" && ext != "dot":
-		return usagef("a plan draws as .svg, .html or .dot, not %q", "."+ext)
+		return usagef("a plan draws as .svg, .html or .dot, %s", notExt(*out, ext, "svg"))
 	}
 
 	if err := checkFileUses([]fileUse{{in, "the input of viz"}}, []fileUse{{*out, "-o"}}); err != nil {
@@ -139,4 +139,14 @@ func isChromeTrace(data []byte) bool {
 		TraceEvents json.RawMessage `json:"traceEvents"`
 	}
 	return json.Unmarshal(data, &probe) == nil && probe.TraceEvents != nil
+}
+
+// notExt says what is wrong with the output name out whose extension (or
+// --format) ext is not one viz draws, suggesting out.want when it has
+// none.
+func notExt(out, ext, want string) string {
+	if ext == "" {
+		return fmt.Sprintf("and -o %s has no extension: name the file %s.%s, or add --format", out, out, want)
+	}
+	return fmt.Sprintf("not %q", "."+ext)
 }

@@ -1,0 +1,305 @@
+package main
+
+// The opening that dagrun run shares with its ranks: specs loaded and
+// planned, the paths they write checked, the backend opened, perf models
+// loaded and the plans made again with what the backend knows.
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
+	"github.com/dagrun/dagrun/spec"
+	"github.com/dagrun/dagrun/trace"
+)
+
+// rankRun is one program of a run: the spec of an ordinary run, or one
+// rank of a world run in this process.
+type rankRun struct {
+	rank   int
+	device int
+	s      *spec.Spec
+	p      *planner.Plan
+	runs   []trace.RunSpans
+	pm     *perfModel // with --perf-model
+}
+
+// runSetup is what a run's opening made. The caller closes b.
+type runSetup struct {
+	b      device.Backend
+	used   string // the backend's name
+	ranks  []*rankRun
+	traced func(run int) bool // which runs --trace keeps
+	faults []executor.Option  // --chaos and --fail-op
+}
+
+// openRun opens the run of s, the spec at path (src: its bytes, when read
+// from standard input), or with m, the ranks m names: each loaded as its
+// own program.
+func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *rankMode) (*runSetup, error) {
+	su := &runSetup{traced: func(int) bool { return false }}
+	var err error
+	if m == nil {
+		if err := checkFileUses(f.fileUses(s, f.out, f.traceFile, f.perfModel)); err != nil {
+			return nil, err
+		}
+		su.ranks = []*rankRun{{s: s}}
+	} else if su.ranks, err = c.loadRanks(f, path, src, m); err != nil {
+		return nil, err
+	}
+	if f.traceFile != "" {
+		if su.traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.faults.checkGraph(f.graph, f.set["graph"], s); err != nil { // faults.go
+		return nil, err
+	}
+	if su.faults, err = f.faults.options(); err != nil {
+		return nil, err
+	}
+	for _, r := range su.ranks {
+		if r.p, err = makePlan(r.s, f.layout()); err != nil {
+			return nil, err
+		}
+		if f.graph {
+			// Before the backend is opened: a plan a graph cannot hold is
+			// refused without touching a device.
+			if err := executor.CheckCapture(r.p); err != nil {
+				return nil, captureFailure(r.s, err, f.set["graph"])
+			}
+		}
+	}
+	b, used, fallback, err := openBackend(f.backend.value, f.noPeer)
+	if err != nil {
+		return nil, err
+	}
+	su.b, su.used = b, used
+	if fallback != "" {
+		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", fallbackNote(fallback, f.verbose))
+	}
+	if err := c.planForBackend(f, su, m); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if used == "cpu" {
+		c.warnCPUTime(su.ranks, f.repeat)
+	}
+	return su, nil
+}
+
+// longOnCPU is the estimated time of a run's work on the CPU backend above
+// which run warns before it starts: a GPU-sized spec would otherwise
+// start without a word and run for minutes.
+const longOnCPU = time.Minute
+
+// warnCPUTime warns on stderr when repeat runs of the programs rs are
+// estimated to take longer than longOnCPU on the CPU backend, saying how
+// the estimate was made.
+func (c *cli) warnCPUTime(rs []*rankRun, repeat int) {
+	var e profile.CPUEstimate
+	for _, r := range rs {
+		e = e.Add(profile.EstimateCPU(r.p.Graph))
+	}
+	total := time.Duration(min(float64(e.Time)*float64(max(repeat, 1)), float64(1<<62)))
+	if total <= longOnCPU {
+		return
+	}
+	fmt.Fprintf(c.stderr, "dagrun run: warning: this may take about %s on the CPU backend, estimated from %s of GEMMs and %s moved per run (%s); Ctrl-C stops it\n",
+		human.Duration(total.Round(time.Second)), flops(e.Flops), bytesText(e.Bytes), e.Rates())
+}
+
+// flops is n floating-point operations in words: 4.40 TFLOP.
+func flops(n float64) string {
+	for _, u := range []struct {
+		name string
+		size float64
+	}{{"TFLOP", 1e12}, {"GFLOP", 1e9}, {"MFLOP", 1e6}} {
+		if n >= u.size {
+			return fmt.Sprintf("%.3g %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%.0f FLOP", n)
+}
+
+// bytesText is n bytes in words: 1.61 GB.
+func bytesText(n float64) string {
+	for _, u := range []struct {
+		name string
+		size float64
+	}{{"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
+		if n >= u.size {
+			return fmt.Sprintf("%.3g %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%.0f bytes", n)
+}
+
+// planForBackend loads each program's perf model (a rank's of its device)
+// and plans again with it and with what the open backend knows of the
+// machine. Collectives keep their declared order under every plan, so
+// ranks still agree.
+func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
+	for _, r := range su.ranks {
+		var err error
+		if f.perfModel != "" {
+			if r.pm, err = c.loadPerfModel("run", expandRank(f.perfModel, r.rank), su.b, r.device); err != nil {
+				return err
+			}
+			if m != nil {
+				r.pm.Model.World = m.world
+			}
+		}
+		mach, err := machineOf(su.b, r.s.Graph)
+		if err != nil {
+			return err
+		}
+		if r.pm != nil || mach.known() {
+			if r.p, err = planWithModel(r.s, f.layout(), r.pm, runMode(f.graph), mach); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// loadRanks loads the spec at path as the program of each rank m names,
+// on its device, and checks what they write: two ranks writing one file
+// is refused.
+func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*rankRun, error) {
+	if f.traceFile != "" && !strings.Contains(f.traceFile, rankPattern) {
+		return nil, usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
+	}
+	if f.perfModel != "" {
+		if !strings.Contains(f.perfModel, rankPattern) {
+			return nil, usagef("--perf-model %s: every rank keeps the model of its device; put {rank} in the path, as in models_{rank}.json", f.perfModel)
+		}
+		if f.graph {
+			return nil, usagef("--perf-model: ranks learn their models from eager runs; run them without --graph (and without run.graph: true in the spec)")
+		}
+	}
+	ranks := []int{}
+	if m.place != nil {
+		if w := m.place.Warning(); w != "" {
+			fmt.Fprintf(c.stderr, "dagrun run: %s\n", w)
+		}
+		ranks = append(ranks, m.place.Rank)
+	} else {
+		for r := range m.world {
+			ranks = append(ranks, r)
+		}
+	}
+	rs := make([]*rankRun, len(ranks))
+	writers := map[string]int{} // path -> the rank that writes it
+	hostMu := &sync.Mutex{}     // one line at a time from the ranks' host steps
+	for i, r := range ranks {
+		if src != nil {
+			c.stdin = bytes.NewReader(src)
+		}
+		s, err := c.loadRank(path, f.files, r, m.world)
+		if err != nil {
+			return nil, err
+		}
+		if err := f.faults.check(s); err != nil {
+			return nil, err
+		}
+		device := r
+		if m.place != nil {
+			device = localDevice(m.place.LocalRank, os.Getenv)
+		}
+		moveToDevice(s.Graph, device)
+		paths := []string{}
+		for _, out := range s.Outputs {
+			if out.Save != "" {
+				paths = append(paths, s.SavePath(out.Save))
+			}
+		}
+		if f.traceFile != "" {
+			paths = append(paths, expandRank(f.traceFile, r))
+		}
+		if f.perfModel != "" {
+			paths = append(paths, expandRank(f.perfModel, r))
+		}
+		if err := checkFileUses(f.fileUses(s, f.out, expandRank(f.traceFile, r), expandRank(f.perfModel, r))); err != nil {
+			return nil, err
+		}
+		for _, pt := range paths {
+			if other, ok := writers[pt]; ok && other != r {
+				return nil, usagef("ranks %d and %d would both write %s: put {rank} in the path", other, r, pt)
+			}
+			writers[pt] = r
+		}
+		s.Stdout = &rankLines{prefix: fmt.Sprintf("rank %d ", r), w: c.hostOut(f), mu: hostMu}
+		rs[i] = &rankRun{rank: r, device: device, s: s}
+	}
+	return rs, nil
+}
+
+// hostOut is where host steps print: stdout, except where the report goes
+// there as JSON.
+func (c *cli) hostOut(f *runFlags) io.Writer {
+	if f.format.value == "json" && (f.out == "" || f.out == stdio) {
+		return c.stderr
+	}
+	return c.stdout
+}
+
+// readOutputs reads the outputs of s (read reads a buffer after the runs),
+// saves those with a save path, noting each in saved (when not nil), and
+// reports their checksums.
+func readOutputs(s *spec.Spec, read func(*dag.Buffer) ([]byte, error), saved map[string]bool) ([]outputReport, error) {
+	var outs []outputReport
+	for _, out := range s.Outputs {
+		data, err := read(out.Buffer)
+		if err != nil {
+			return outs, fmt.Errorf("%s: reading output %s: %w", out.Pos, out.Buffer.Name, err)
+		}
+		sum := spec.Checksum(data, out.Buffer.DType)
+		o := outputReport{Buffer: out.Buffer.Name, DType: out.Buffer.DType.String(), Bytes: sum.Bytes,
+			Sum: jsonFloat(sum.Sum), FNV: fmt.Sprintf("%016x", sum.FNV)}
+		if out.Save != "" {
+			if o.Saved, err = saveOutput(s, out.Save, data); err != nil {
+				return outs, fmt.Errorf("%s: saving output %s: %w", out.Pos, out.Buffer.Name, err)
+			}
+			if saved != nil {
+				saved[out.Save] = true
+			}
+		}
+		outs = append(outs, o)
+	}
+	return outs, nil
+}
+
+// saveReport is a file a save host step wrote.
+type saveReport struct {
+	Op    string `json:"op"`
+	View  string `json:"view"`
+	Saved string `json:"saved"`
+}
+
+// hostSaves are the files the save host steps of s wrote, at every run
+// (the last run's bytes are what they hold).
+func hostSaves(s *spec.Spec) []saveReport {
+	var r []saveReport
+	for _, st := range s.Saves {
+		r = append(r, saveReport{Op: st.Op.Name, View: st.View.String(), Saved: s.SavePath(st.Path)})
+	}
+	return r
+}
+
+// writeSaves writes a line for each save, as outputs' saves are written.
+func writeSaves(w io.Writer, prefix string, saves []saveReport) {
+	for _, sv := range saves {
+		fmt.Fprintf(w, "%ssaved %s to %s (host step %s)\n", prefix, sv.View, sv.Saved, sv.Op)
+	}
+}

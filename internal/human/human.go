@@ -1,0 +1,51 @@
+// Package human writes figures for people to read: durations with three
+// significant digits and a unit, the one format of every text dagrun
+// prints (17.9 ms, 1.79 s, 452 µs, 80 ns, 7.33 min).
+package human
+
+import (
+	"math"
+	"strconv"
+	"time"
+)
+
+// units are the units a duration is written in, largest first.
+var units = [...]struct {
+	name string
+	size time.Duration
+}{{"h", time.Hour}, {"min", time.Minute}, {"s", time.Second}, {"ms", time.Millisecond}, {"µs", time.Microsecond}}
+
+// Duration writes d with three significant digits (more above 999 h) in
+// the largest unit (h, min, s, ms, µs, ns) that leaves at least 1 of it.
+func Duration(d time.Duration) string {
+	neg := ""
+	if d < 0 {
+		neg, d = "-", -d
+	}
+	for i, u := range units {
+		if d < u.size {
+			continue
+		}
+		s, r := digits3(float64(d) / float64(u.size))
+		if r >= 1000 && i > 0 {
+			// 999.6 µs rounds to 1000 µs: say 1.00 ms.
+			u = units[i-1]
+			s, _ = digits3(float64(d) / float64(u.size))
+		}
+		return neg + s + " " + u.name
+	}
+	return neg + strconv.FormatInt(int64(d), 10) + " ns"
+}
+
+// digits3 writes v (at least 1) with three significant digits, or as a
+// whole number from 1000 up, and returns the value written.
+func digits3(v float64) (string, float64) {
+	decimals := max(2-int(math.Floor(math.Log10(v))), 0)
+	scale := math.Pow10(decimals)
+	r := math.Round(v*scale) / scale
+	if decimals > 0 && r >= math.Pow10(3-decimals) {
+		// Rounding carried into a new digit (9.996 is 10.0).
+		decimals--
+	}
+	return strconv.FormatFloat(r, 'f', decimals, 64), r
+}

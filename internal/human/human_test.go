@@ -1,0 +1,46 @@
+package human_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/dagrun/dagrun/internal/human"
+)
+
+func TestDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0 ns"},
+		{80, "80 ns"},
+		{999, "999 ns"},
+		{time.Microsecond, "1.00 µs"},
+		{452336 * time.Nanosecond, "452 µs"},
+		{999600 * time.Nanosecond, "1.00 ms"},
+		{17903077 * time.Nanosecond, "17.9 ms"},
+		{1790307779 * time.Nanosecond, "1.79 s"},
+		{59999 * time.Millisecond, "60.0 s"},
+		{440 * time.Second, "7.33 min"},
+		{90 * time.Minute, "1.50 h"},
+		{1234567 * time.Hour, "1234567 h"},
+		{-2500 * time.Microsecond, "-2.50 ms"},
+		{9996 * time.Microsecond, "10.0 ms"},
+		{99960 * time.Microsecond, "100 ms"},
+	} {
+		assert.Equal(t, tc.want, human.Duration(tc.d), "%d ns", int64(tc.d))
+	}
+}
+
+func ExampleDuration() {
+	fmt.Println(human.Duration(17903077 * time.Nanosecond))
+	fmt.Println(human.Duration(1790307779 * time.Nanosecond))
+	fmt.Println(human.Duration(452336 * time.Nanosecond))
+	// Output:
+	// 17.9 ms
+	// 1.79 s
+	// 452 µs
+}
