@@ -860,6 +860,7 @@ func BenchmarkTwoDevicePipelineReplay(b *testing.B) {
 	require.NoError(b, err)
 	plan, err := planner.New(graph, planner.Options{Topology: topo})
 	require.NoError(b, err)
+	b.Logf("dagrun's plan: %d streams, %d waits", plan.Stats.Streams, plan.Stats.Waits)
 	se := openSession(b, be, graph)
 	require.NoError(b, runPlan(b.Context(), se, plan, true))
 	require.NoError(b, se.capt.BeginCapture(0))

@@ -5,29 +5,36 @@ package cuda
 #include "cuda.h"
 
 // p_raw_pipeline_graph captures the pipeline a hand-written program issues
-// on two streams, s0 on device 0 (context c0) and s1 on device 1 (c1):
-// for each micro-batch i, launch k0[i] on s0 and record ev[i]; s1 waits
-// for ev[i], copies n[i] bytes from src[i] to dst[i] (cuMemcpyAsync, as
-// capture takes a copy between devices) and launches k1[i]. s1 is forked
-// from s0 at the start with fork and joined back with join; the graph is
-// instantiated into *e. No waits beyond those the data needs.
-static CUresult p_raw_pipeline_graph(dr_api* a, CUcontext c0, CUstream s0, CUcontext c1, CUstream s1, int k, dr_launch** k0,
-                                     dr_launch** k1, CUdeviceptr* dst, CUdeviceptr* src, size_t* n, CUevent fork, CUevent join,
-                                     CUevent* ev, CUgraphExec* e) {
+// on three streams, as a programmer who overlaps copies with compute
+// writes it: s0 on device 0 (context c0), and on device 1 (context c1) sc
+// for the copies and s1 for the kernels. For each micro-batch i: launch
+// k0[i] on s0 and record ev[i]; sc waits for it, copies n[i] bytes from
+// src[i] to dst[i] (cuMemcpyAsync, as capture takes a copy between
+// devices) and records evc[i]; s1 waits for that and launches k1[i]. sc
+// and s1 are forked from s0 with fork and joined back with join[0..1]; the
+// graph is instantiated into *e. No waits beyond those the data needs.
+static CUresult p_raw_pipeline_graph(dr_api* a, CUcontext c0, CUstream s0, CUcontext c1, CUstream sc, CUstream s1, int k,
+                                     dr_launch** k0, dr_launch** k1, CUdeviceptr* dst, CUdeviceptr* src, size_t* n, CUevent fork,
+                                     CUevent* join, CUevent* ev, CUevent* evc, CUgraphExec* e) {
 	CUresult r;
 	CUgraph g = NULL;
 	if ((r = dr_capture_begin(a, c0, s0)) != 0) return r;
 	r = a->cuEventRecord(fork, s0);
+	if (r == 0) r = dr_wait(a, c1, sc, fork);
 	if (r == 0) r = dr_wait(a, c1, s1, fork);
 	for (int i = 0; i < k && r == 0; i++) {
 		r = dr_launch_kernel(a, c0, k0[i], s0);
 		if (r == 0) r = a->cuEventRecord(ev[i], s0);
-		if (r == 0) r = dr_wait(a, c1, s1, ev[i]);
-		if (r == 0) r = a->cuMemcpyAsync(dst[i], src[i], n[i], s1);
+		if (r == 0) r = dr_wait(a, c1, sc, ev[i]);
+		if (r == 0) r = a->cuMemcpyAsync(dst[i], src[i], n[i], sc);
+		if (r == 0) r = a->cuEventRecord(evc[i], sc);
+		if (r == 0) r = a->cuStreamWaitEvent(s1, evc[i], 0);
 		if (r == 0) r = dr_launch_kernel(a, c1, k1[i], s1);
 	}
-	if (r == 0) r = dr_record(a, c1, join, s1);
-	if (r == 0) r = dr_wait(a, c0, s0, join);
+	if (r == 0) r = dr_record(a, c1, join[0], sc);
+	if (r == 0) r = dr_record(a, c1, join[1], s1);
+	if (r == 0) r = dr_wait(a, c0, s0, join[0]);
+	if (r == 0) r = dr_wait(a, c0, s0, join[1]);
 	CUresult re = dr_capture_end(a, c0, s0, &g);
 	if (r == 0) r = re;
 	if (r == 0) r = dr_graph_instantiate(a, c0, e, g, s0);
@@ -57,11 +64,11 @@ type rawStage struct {
 // rawPipeline is a two-device pipeline captured by hand, as the floor of
 // a captured dagrun plan of the same work.
 type rawPipeline struct {
-	d      *driver
-	c0, c1 C.CUcontext
-	s0, s1 C.CUstream
-	exec   C.CUgraphExec
-	events []rawEvent
+	d          *driver
+	c0, c1     C.CUcontext
+	s0, sc, s1 C.CUstream
+	exec       C.CUgraphExec
+	events     []rawEvent
 }
 
 type rawEvent struct {
@@ -70,7 +77,7 @@ type rawEvent struct {
 }
 
 // newRawPipeline captures stages on streams of its own, s0 in context c0
-// (device 0) and s1 in c1 (device 1), and instantiates the graph.
+// (device 0), sc and s1 in c1 (device 1), and instantiates the graph.
 func (d *driver) newRawPipeline(c0, c1 C.CUcontext, stages []rawStage) (p *rawPipeline, err error) {
 	if len(stages) == 0 {
 		return nil, errors.New("a raw pipeline needs a stage")
@@ -82,6 +89,9 @@ func (d *driver) newRawPipeline(c0, c1 C.CUcontext, stages []rawStage) (p *rawPi
 		}
 	}()
 	if p.s0, err = d.streamCreate(c0, 0); err != nil {
+		return nil, err
+	}
+	if p.sc, err = d.streamCreate(c1, 0); err != nil {
 		return nil, err
 	}
 	if p.s1, err = d.streamCreate(c1, 0); err != nil {
@@ -98,10 +108,13 @@ func (d *driver) newRawPipeline(c0, c1 C.CUcontext, stages []rawStage) (p *rawPi
 	k := len(stages)
 	k0, k1 := make([]*C.dr_launch, k), make([]*C.dr_launch, k)
 	dst, src, n := make([]C.CUdeviceptr, k), make([]C.CUdeviceptr, k), make([]C.size_t, k)
-	ev := make([]C.CUevent, k)
+	ev, evc := make([]C.CUevent, k), make([]C.CUevent, k)
 	for i, st := range stages {
 		k0[i], k1[i], dst[i], src[i], n[i] = st.k0, st.k1, st.dst, st.src, C.size_t(st.n)
 		if ev[i], err = event(c0); err != nil {
+			return nil, err
+		}
+		if evc[i], err = event(c1); err != nil {
 			return nil, err
 		}
 	}
@@ -109,12 +122,14 @@ func (d *driver) newRawPipeline(c0, c1 C.CUcontext, stages []rawStage) (p *rawPi
 	if err != nil {
 		return nil, err
 	}
-	join, err := event(c1)
-	if err != nil {
-		return nil, err
+	join := make([]C.CUevent, 2)
+	for i := range join {
+		if join[i], err = event(c1); err != nil {
+			return nil, err
+		}
 	}
-	if err := d.check("raw pipeline capture", C.p_raw_pipeline_graph(d.api, c0, p.s0, c1, p.s1, C.int(k), &k0[0], &k1[0],
-		&dst[0], &src[0], &n[0], fork, join, &ev[0], &p.exec)); err != nil {
+	if err := d.check("raw pipeline capture", C.p_raw_pipeline_graph(d.api, c0, p.s0, c1, p.sc, p.s1, C.int(k), &k0[0], &k1[0],
+		&dst[0], &src[0], &n[0], fork, &join[0], &ev[0], &evc[0], &p.exec)); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -135,7 +150,9 @@ func (p *rawPipeline) close() {
 	if p.s0 != nil {
 		p.d.streamDestroy(p.c0, p.s0)
 	}
-	if p.s1 != nil {
-		p.d.streamDestroy(p.c1, p.s1)
+	for _, s := range []C.CUstream{p.sc, p.s1} {
+		if s != nil {
+			p.d.streamDestroy(p.c1, s)
+		}
 	}
 }
