@@ -37,7 +37,9 @@ func New(g *dag.Graph, opts Options) (*Plan, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return planStrategy(g, opts), nil
+	p := planStrategy(g, opts)
+	p.Memory = MemoryOf(p)
+	return p, nil
 }
 
 // plan plans the checked graph g with ops placed in the given ordering;

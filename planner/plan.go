@@ -87,6 +87,10 @@ type Plan struct {
 	Stats    Stats
 	Topology Topology // Options.Topology: how copies between devices go; nil: unknown
 	SMs      int      // Options.SMs: multiprocessors per device, for the ops that fill one (fills.go); 0: DefaultSMs
+
+	// Memory is what the plan needs of each memory and where its
+	// temporaries go in their arenas (MemoryOf); New sets it.
+	Memory *Memory
 }
 
 // Stats are the figures every plan reports.

@@ -30,6 +30,10 @@ const (
 	UseBeforeAlloc      // a temporary is used (or freed) where it may not be allocated yet
 	UseAfterFree        // a temporary is used where it may be freed already
 	BadLifetime         // a temporary is not allocated and freed exactly once, or a persistent buffer is
+	// ArenaOverlap: two temporaries share bytes of an arena and the plan
+	// does not order every use of one before every use of the other, or a
+	// temporary's place in its arena is out of bounds (verify_memory.go).
+	ArenaOverlap
 
 	numVerifyKinds // keep last
 )
@@ -39,7 +43,7 @@ var verifyKindNames = [numVerifyKinds]string{
 	WrongDevice: "device", EventRecordedTwice: "event recorded twice", EventNeverRecorded: "event never recorded",
 	WaitBeforeRecord: "wait before record", UnorderedConflict: "unordered conflict",
 	UnorderedDependency: "unordered dependency", UseBeforeAlloc: "use before alloc", UseAfterFree: "use after free",
-	BadLifetime: "lifetime",
+	BadLifetime: "lifetime", ArenaOverlap: "arena overlap",
 }
 
 func (k VerifyKind) String() string {
@@ -68,7 +72,9 @@ func (e *VerifyError) Error() string { return "plan: " + e.Kind.String() + ": " 
 //     least one of them writing; an Alloc or Free writes all of its buffer.
 //     The conflicts come from the ops' accesses, not from their Deps;
 //   - every op after each of its Deps (explicit After edges included);
-//   - every use of a temporary buffer after its Alloc and before its Free.
+//   - every use of a temporary buffer after its Alloc and before its Free;
+//   - where p.Memory packs temporaries into arenas, every two temporaries
+//     that share bytes: every use of one before every use of the other.
 //
 // Happens-before is computed with a vector clock per stream over the steps
 // in submission order. The check takes time linear in the steps, the
@@ -87,7 +93,10 @@ func Verify(p *Plan) error {
 		return err
 	}
 	v.collectConflicts()
-	return v.checkOrder()
+	if err := v.checkOrder(); err != nil {
+		return err
+	}
+	return v.checkArenas()
 }
 
 // Why an op must follow another.
