@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
@@ -114,8 +115,8 @@ func MemoryOf(p *Plan) *Memory {
 		for _, l := range ls {
 			u.TemporaryBytes = satAdd(u.TemporaryBytes, l.t.Bytes)
 		}
-		u.ArenaBytes = packArena(ls)
 		u.TemporaryPeak, u.Peak = peakOf(ls)
+		u.ArenaBytes = packArena(ls, u.TemporaryPeak)
 		for _, id := range u.Peak {
 			for _, l := range ls {
 				if l.t.Buffer == id {
@@ -268,38 +269,76 @@ func collectLives(p *Plan) []*life {
 }
 
 // packArena gives each temporary of ls (all of one memory) an offset and
-// returns the arena's size.
-func packArena(ls []*life) int64 {
+// returns the arena's size. It tries the greedy packing in a few orders,
+// and then, while the arena is above peak (no arena can be smaller) and the
+// work stays bounded, in shuffled orders: the smallest arena wins.
+func packArena(ls []*life, peak int64) int64 {
 	n := len(ls)
 	// conflicts[i]: the temporaries that may be live with i.
 	conflicts := make([][]int32, n)
+	pairs := 0
 	for i := range ls {
 		for j := i + 1; j < n; j++ {
 			if !ls[i].before(ls[j]) && !ls[j].before(ls[i]) {
 				conflicts[i] = append(conflicts[i], int32(j))
 				conflicts[j] = append(conflicts[j], int32(i))
+				pairs++
 			}
+		}
+	}
+	load := make([]int64, n) // the bytes that may be live with each
+	for i, cs := range conflicts {
+		load[i] = ls[i].t.Bytes
+		for _, j := range cs {
+			load[i] = satAdd(load[i], ls[j].t.Bytes)
 		}
 	}
 	bySize := func(a, b int) int {
 		return cmp.Or(cmp.Compare(ls[b].t.Bytes, ls[a].t.Bytes), cmp.Compare(ls[a].start, ls[b].start), cmp.Compare(a, b))
 	}
-	bySpan := func(a, b int) int {
-		return cmp.Or(cmp.Compare(ls[b].end-ls[b].start, ls[a].end-ls[a].start), bySize(a, b))
+	orders := []func(a, b int) int{
+		bySize,
+		func(a, b int) int { return cmp.Or(cmp.Compare(load[b], load[a]), bySize(a, b)) },
+		func(a, b int) int {
+			return cmp.Or(cmp.Compare(ls[b].end-ls[b].start, ls[a].end-ls[a].start), bySize(a, b))
+		},
+		func(a, b int) int { return cmp.Or(cmp.Compare(ls[a].start, ls[b].start), bySize(a, b)) },
 	}
-	byStart := func(a, b int) int { return cmp.Or(cmp.Compare(ls[a].start, ls[b].start), bySize(a, b)) }
 	var best []int64
 	bestSize := int64(-1)
-	for _, by := range []func(a, b int) int{bySize, bySpan, byStart} {
-		order := make([]int, n)
+	try := func(order []int) {
+		for _, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} {
+			offsets, size := greedyFit(ls, conflicts, order, how)
+			if bestSize < 0 || size < bestSize {
+				best, bestSize = offsets, size
+			}
+		}
+	}
+	order := make([]int, n)
+	for _, by := range orders {
 		for i := range order {
 			order[i] = i
 		}
 		slices.SortFunc(order, by)
-		offsets, size := greedyFit(ls, conflicts, order)
-		if bestSize < 0 || size < bestSize {
-			best, bestSize = offsets, size
+		try(order)
+	}
+	// Shuffles of the largest-first order: swaps of neighbours keep big
+	// temporaries early but let the packing escape a bad tie.
+	r := rand.New(rand.NewPCG(uint64(n), uint64(pairs)))
+	for range min(maxShuffles, maxPackWork/(n+2*pairs+1)) {
+		if bestSize <= peak {
+			break
 		}
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, bySize)
+		for k := range n - 1 {
+			if r.IntN(3) == 0 {
+				order[k], order[k+1] = order[k+1], order[k]
+			}
+		}
+		try(order)
 	}
 	for i, l := range ls {
 		l.t.Offset = best[i]
@@ -307,10 +346,25 @@ func packArena(ls []*life) int64 {
 	return max(bestSize, 0)
 }
 
-// greedyFit places the temporaries in order, each in the smallest gap that
-// holds it between the conflicting temporaries placed before it, or above
-// them all.
-func greedyFit(ls []*life, conflicts [][]int32, order []int) ([]int64, int64) {
+// The packer's bounds on the shuffled orders it tries.
+const (
+	maxShuffles = 64
+	maxPackWork = 1 << 22 // temporaries plus conflicts, summed over the shuffles
+)
+
+// fit is how greedyFit chooses among the gaps that hold a temporary.
+type fit struct {
+	best bool // the smallest gap (best fit), or else the lowest (first fit)
+	// high places it at the top of its gap, and counts the room between
+	// the temporaries below and height as a gap: bottoms and tops of a
+	// chain then interleave, as in an optimal packing of a path.
+	high   bool
+	height int64
+}
+
+// greedyFit places the temporaries in order, each in a gap that holds it
+// between the conflicting temporaries placed before it, or above them all.
+func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, int64) {
 	offsets := make([]int64, len(ls))
 	placed := make([]bool, len(ls))
 	type span struct{ lo, hi int64 }
@@ -327,11 +381,25 @@ func greedyFit(ls []*life, conflicts [][]int32, order []int) ([]int64, int64) {
 		need := ls[i].t.Bytes
 		at, gap := int64(-1), int64(math.MaxInt64)
 		var top int64
+		consider := func(lo, hi int64) bool {
+			g := hi - lo
+			if g < need || g >= gap {
+				return false
+			}
+			at, gap = lo, g
+			if how.high {
+				at = hi - need // sizes are multiples of ArenaAlign, and so is hi
+			}
+			return !how.best
+		}
 		for _, b := range busy {
-			if g := b.lo - top; g >= need && g < gap {
-				at, gap = top, g
+			if consider(top, b.lo) {
+				break
 			}
 			top = max(top, b.hi)
+		}
+		if at < 0 && how.high && how.height > top {
+			consider(top, how.height)
 		}
 		if at < 0 {
 			at = top
