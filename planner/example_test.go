@@ -64,6 +64,10 @@ func ExampleNew() {
 	// waits inserted      3 (0 cross-stream edges already ordered by earlier waits)
 	// estimated makespan  63.8 µs (eager run, list placement)
 	// critical path       60.6 µs (makespan / critical path = 1.05)
+	// memory
+	//   pinned host memory   persistent 2.0 MiB
+	//   device 0             persistent 2.0 MiB, temporaries peak 1.0 MiB, arena 1.0 MiB (1 temporary, 1.0 MiB in all)
+	//     live at the peak: sum (first used by add)
 }
 
 // Three independent kernels declared shortest first, on two streams: placing

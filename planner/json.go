@@ -9,6 +9,7 @@ type (
 		Steps   []jsonStep   `json:"steps"`
 		Events  []jsonEvent  `json:"events"`
 		Stats   jsonStats    `json:"stats"`
+		Memory  *jsonMemory  `json:"memory,omitempty"` // memory_text.go
 	}
 	jsonStream struct {
 		ID       int    `json:"id"`
@@ -59,6 +60,7 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 			Strategy:       p.Stats.Strategy.String(),
 		},
 	}
+	out.Memory = p.jsonMemory()
 	for i, s := range p.Streams {
 		out.Streams[i] = jsonStream{ID: s.ID, Name: s.Name, Device: s.Device, Priority: int(s.Priority), Kind: s.Kind.String()}
 	}

@@ -101,7 +101,8 @@ func TestMarshalJSON(t *testing.T) {
 			Stream  int    `json:"stream"`
 			AfterOp string `json:"after_op"`
 		} `json:"events"`
-		Stats map[string]any `json:"stats"`
+		Stats  map[string]any `json:"stats"`
+		Memory map[string]any `json:"memory"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

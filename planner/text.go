@@ -46,6 +46,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	}
 	bw.WriteByte('\n')
 	p.writeFigures(bw)
+	p.writeMemory(bw)
 	return bw.Flush()
 }
 
