@@ -199,6 +199,7 @@ type Session struct {
 
 	g       *dag.Graph
 	mem     [][]byte // by buffer ID; nil for a temporary that is not allocated
+	arenas  *arenas  // arena.go: nil unless the temporaries live in arenas
 	kernels []kernelFunc
 	workers sync.WaitGroup
 
@@ -505,7 +506,7 @@ func (b *Session) abort(err error) {
 // fresh context.
 func (b *Session) restart() {
 	for i, buf := range b.g.Buffers {
-		if buf.Temporary {
+		if buf.Temporary && b.arenas == nil { // arena.go: arenas stay bound
 			b.mem[i] = nil
 		}
 	}

@@ -234,6 +234,7 @@ func (b *Session) step(w *worker, s *stream) {
 		return
 	}
 	err := b.resolve(w, op)
+	noop := b.inArena(op) // arena.go
 	kernel, ctx, timing := b.kernels[op.ID], b.runCtx, b.timing
 	if op.Kind.IsCollective() {
 		ctx = withCollectives(ctx, b.collectives())
@@ -243,7 +244,7 @@ func (b *Session) step(w *worker, s *stream) {
 
 	var made []byte
 	var start, end time.Time
-	if err == nil {
+	if err == nil && !noop {
 		if pause > 0 {
 			w.pause(pause, ctx.Done())
 		}

@@ -24,6 +24,8 @@ type config struct {
 
 	profile             // profile.go
 	faults  faultConfig // faults.go
+
+	temporaries TemporaryMode // arena.go
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
@@ -58,6 +60,8 @@ type Session struct {
 	// replays counts the LaunchGraph calls made: the backend's replay
 	// numbers (profile.go).
 	replays int
+
+	arenas bool // the temporaries live in arenas (arena.go)
 }
 
 // Open opens plan p on backend b: a device session for p's graph (b.Open),
@@ -116,6 +120,9 @@ func (s *Session) create(ctx context.Context, cfg config) (err error) {
 		if err := s.d.NewEvent(); err != nil {
 			return fmt.Errorf("executor: create event %d: %w", e, err)
 		}
+	}
+	if s.arenas, err = s.useArenas(cfg.temporaries); err != nil { // arena.go
+		return err
 	}
 	return ctx.Err()
 }

@@ -1,0 +1,96 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// arenas holds a session's temporaries when they live in arenas: one byte
+// slice per memory, each temporary a sub-slice at its offset, bound for the
+// session's life, so its Alloc and Free ops do nothing.
+type arenas struct {
+	mem   map[int][]byte // by memory: a device ordinal, or -1/-2 for pinned/pageable host memory
+	bytes int64          // all the arenas' bytes
+}
+
+// UseArenas allocates one arena of arenas[m] bytes for each memory m and
+// places each temporary buffer b at offsets[b.ID] of the arena of its
+// memory (its device, -1 for pinned, -2 for pageable host memory); from
+// then on the temporaries' Alloc and Free ops do nothing. Call it before
+// anything runs. The executor calls it for its arena mode.
+func (b *Session) UseArenas(sizes map[int]int64, offsets []int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if b.arenas != nil {
+		return errors.New("cpu: UseArenas: the session's temporaries are in arenas already")
+	}
+	if len(offsets) != len(b.g.Buffers) {
+		return fmt.Errorf("cpu: UseArenas: %d offsets for %d buffers", len(offsets), len(b.g.Buffers))
+	}
+	a := &arenas{mem: map[int][]byte{}}
+	for m, n := range sizes {
+		if err := checkHostAlloc(fmt.Sprintf("the arena of memory %d", m), n); err != nil {
+			return fmt.Errorf("cpu: UseArenas: %w", err)
+		}
+		a.mem[m] = make([]byte, n)
+		a.bytes += n
+	}
+	mem := make([][]byte, len(b.g.Buffers))
+	for i, buf := range b.g.Buffers {
+		if !buf.Temporary {
+			continue
+		}
+		if b.mem[i] != nil {
+			return fmt.Errorf("cpu: UseArenas: temporary %s is allocated already", buf.Name)
+		}
+		arena, off := a.mem[memoryOf(buf)], offsets[i]
+		if off < 0 {
+			continue // no place: a temporary no op uses
+		}
+		if arena == nil || off > int64(len(arena)) || buf.Size > int64(len(arena))-off {
+			return fmt.Errorf("cpu: UseArenas: temporary %s at offset %d does not fit its arena of %d bytes", buf.Name, off, len(arena))
+		}
+		mem[i] = arena[off : off+buf.Size : off+buf.Size]
+	}
+	for i, m := range mem {
+		if m != nil {
+			b.mem[i] = m
+		}
+	}
+	b.arenas = a
+	return nil
+}
+
+// inArena reports whether op is an Alloc or Free that an arena makes
+// nothing of. Call it under the lock.
+func (b *Session) inArena(op *dag.Op) bool {
+	return b.arenas != nil && (op.Kind == dag.Alloc || op.Kind == dag.Free)
+}
+
+// ArenaBytes is the size of the session's arenas in all (0 without them):
+// the most temporary memory the session holds.
+func (b *Session) ArenaBytes() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.arenas == nil {
+		return 0
+	}
+	return b.arenas.bytes
+}
+
+// memoryOf is the memory a buffer's arena is in, as the planner numbers
+// memories.
+func memoryOf(buf *dag.Buffer) int {
+	switch buf.Placement {
+	case dag.Pinned:
+		return -1
+	case dag.Pageable:
+		return -2
+	}
+	return buf.Device
+}

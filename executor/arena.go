@@ -1,0 +1,98 @@
+package executor
+
+import (
+	"fmt"
+
+	"github.com/dagrun/dagrun/planner"
+)
+
+// TemporaryMode says where a session's temporary buffers live.
+type TemporaryMode uint8
+
+const (
+	// TemporariesAuto: in the plan's arenas where the backend's sessions
+	// can hold them, else in the pool.
+	TemporariesAuto TemporaryMode = iota
+	// TemporariesPool: each temporary is allocated from the backend's pool
+	// by its Alloc op and given back by its Free op, at run time.
+	TemporariesPool
+	// TemporariesArena: each memory's temporaries are packed into one
+	// arena (planner.Memory) allocated when the session opens; Alloc and
+	// Free ops do nothing. A backend that cannot is an error.
+	TemporariesArena
+)
+
+var temporaryModeNames = [...]string{TemporariesAuto: "auto", TemporariesPool: "pool", TemporariesArena: "arena"}
+
+func (m TemporaryMode) String() string {
+	if int(m) < len(temporaryModeNames) {
+		return temporaryModeNames[m]
+	}
+	return fmt.Sprintf("TemporaryMode(%d)", uint8(m))
+}
+
+// ParseTemporaryMode returns the mode named s: auto, pool or arena.
+func ParseTemporaryMode(s string) (TemporaryMode, bool) {
+	for i, n := range temporaryModeNames {
+		if n == s {
+			return TemporaryMode(i), true
+		}
+	}
+	return 0, false
+}
+
+// WithTemporaries says where the session's temporaries live (by default
+// TemporariesAuto).
+func WithTemporaries(m TemporaryMode) Option { return func(c *config) { c.temporaries = m } }
+
+// arenaUser is a device session that can place temporaries in arenas.
+type arenaUser interface {
+	// UseArenas allocates one arena of arenas[m] bytes for each memory m
+	// (a device ordinal, planner.PinnedMemory or planner.PageableMemory)
+	// and places each temporary buffer b at offsets[b.ID] of its memory's
+	// arena; its Alloc and Free ops then do nothing. It is called once,
+	// before the session runs anything.
+	UseArenas(arenas map[int]int64, offsets []int64) error
+}
+
+// useArenas puts the session's temporaries into the plan's arenas, as
+// mode and the backend allow, and reports whether it did.
+func (s *Session) useArenas(mode TemporaryMode) (bool, error) {
+	if mode == TemporariesPool {
+		return false, nil
+	}
+	u, ok := s.d.(arenaUser)
+	if !ok {
+		if mode == TemporariesArena {
+			return false, fmt.Errorf("executor: the backend's sessions (%T) cannot hold temporaries in arenas; use the pool", s.d)
+		}
+		return false, nil
+	}
+	m := s.p.Memory
+	if m == nil {
+		m = planner.MemoryOf(s.p)
+	}
+	if len(m.Temporaries) == 0 {
+		return false, nil
+	}
+	arenas := map[int]int64{}
+	for _, mu := range m.Memories {
+		if mu.Temporaries > 0 {
+			arenas[mu.Device] = mu.ArenaBytes
+		}
+	}
+	offsets := make([]int64, len(s.p.Graph.Buffers))
+	for i := range offsets {
+		offsets[i] = -1
+	}
+	for _, t := range m.Temporaries {
+		offsets[t.Buffer] = t.Offset
+	}
+	if err := u.UseArenas(arenas, offsets); err != nil {
+		return false, fmt.Errorf("executor: place temporaries in arenas: %w", err)
+	}
+	return true, nil
+}
+
+// Arenas reports whether the session's temporaries live in arenas.
+func (s *Session) Arenas() bool { return s.arenas }
