@@ -66,6 +66,10 @@ Flags:
 	                 launched back to back like the others; where the
 	                 backend cannot time a replay's ops (a CUDA graph
 	                 timed by events) each runs alone and is traced whole
+	--temporaries T  where temporaries live: arena (one per device, packed
+	                 by the planner; allocs and frees do nothing), pool
+	                 (allocated at run time), or auto (default: the arena
+	                 where the backend can hold one)
 	--trace-detail D what --trace keeps of each traced replay with --graph:
 	                 ops (default: every op's span) or replays (each
 	                 replay whole, first work to last; on cuda timed on
@@ -247,6 +251,7 @@ type runFlags struct {
 	traceFile string
 	traceRuns string
 	detail    *oneOf // --trace-detail
+	temps     *oneOf // --temporaries
 	perfModel string // perfmodel.go
 	timing    *oneOf
 	format    *oneOf
@@ -261,7 +266,8 @@ type runFlags struct {
 func parseRunFlags(args []string) (*runFlags, []string, error) {
 	f := &runFlags{backend: backendFlag(), format: &oneOf{value: "text", choices: []string{"text", "json"}},
 		timing: &oneOf{value: "auto", choices: []string{"auto", "cupti", "events"}},
-		detail: &oneOf{value: "ops", choices: []string{"ops", "replays"}}}
+		detail: &oneOf{value: "ops", choices: []string{"ops", "replays"}},
+		temps:  &oneOf{value: "auto", choices: []string{"auto", "pool", "arena"}}}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.Var(f.backend, "backend", "")
 	fs.BoolVar(&f.noPeer, "no-peer", false, "")
@@ -272,6 +278,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.StringVar(&f.traceFile, "trace", "", "")
 	fs.StringVar(&f.traceRuns, "trace-runs", "", "")
 	fs.Var(f.detail, "trace-detail", "")
+	fs.Var(f.temps, "temporaries", "")
 	fs.StringVar(&f.perfModel, "perf-model", "", "")
 	fs.Var(f.timing, "timing", "")
 	fs.Var(f.format, "format", "")
@@ -385,6 +392,9 @@ func (c *cli) run(args []string) error {
 	}
 	if pm != nil {
 		opts = append(opts, executor.WithSubmitTiming())
+	}
+	if mode, ok := executor.ParseTemporaryMode(f.temps.value); ok {
+		opts = append(opts, executor.WithTemporaries(mode))
 	}
 	sess, err := executor.Open(ctx, b, p, opts...)
 	if err != nil {
