@@ -244,14 +244,16 @@ func (b *Session) step(w *worker, s *stream) {
 
 	var made []byte
 	var start, end time.Time
-	if err == nil && !noop {
+	if err == nil {
 		if pause > 0 {
 			w.pause(pause, ctx.Done())
 		}
 		if timing {
 			start = time.Now()
 		}
-		made, err = exec(ctx, &b.stop, op, kernel, w.mem)
+		if !noop {
+			made, err = exec(ctx, &b.stop, op, kernel, w.mem)
+		}
 		if timing {
 			end = time.Now()
 		}

@@ -11,7 +11,9 @@ type TemporaryMode uint8
 
 const (
 	// TemporariesAuto: in the plan's arenas where the backend's sessions
-	// can hold them, else in the pool.
+	// can hold them, else (or where the arenas cannot be allocated, so
+	// that a temporary too large is an error of the op that allocates it)
+	// in the pool.
 	TemporariesAuto TemporaryMode = iota
 	// TemporariesPool: each temporary is allocated from the backend's pool
 	// by its Alloc op and given back by its Free op, at run time.
@@ -89,6 +91,9 @@ func (s *Session) useArenas(mode TemporaryMode) (bool, error) {
 		offsets[t.Buffer] = t.Offset
 	}
 	if err := u.UseArenas(arenas, offsets); err != nil {
+		if mode == TemporariesAuto {
+			return false, nil
+		}
 		return false, fmt.Errorf("executor: place temporaries in arenas: %w", err)
 	}
 	return true, nil
