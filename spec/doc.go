@@ -48,7 +48,9 @@
 // TiB, or the decimal KB, MB, GB, TB), or dtype (u8, i32, i64, f32, f64,
 // f16, bf16; default f32) and count; placement is device (default), pinned
 // or pageable host memory; device is the GPU (default 0); a temporary
-// buffer lives only inside the run. init is zeros, {value: v} (rounded to
+// buffer lives only inside the run, and its contents are undefined until
+// an op writes them (device pool memory is not cleared, and an arena
+// reuses the bytes of temporaries the plan has finished with). init is zeros, {value: v} (rounded to
 // the dtype once, to nearest even), {random: seed}, {random: {seed: S,
 // per_rank: true}} (see Ranks) or {file: path} (see Files below). Random
 // contents are the same on every backend: integers in [0, 256), floats in
