@@ -341,7 +341,7 @@ func (l *loader) opSites(g *dag.Graph) {
 		}
 	}
 	for _, o := range g.Ops {
-		if !o.Kind.Info().Lifetime {
+		if o.Kind.Info().Lifetime == dag.NoLifetime {
 			continue
 		}
 		if _, ok := s.find(o.Name); ok {
