@@ -95,7 +95,8 @@ func addStep(dt dag.DType, v float64) dag.HostFunc {
 	}
 }
 
-func (l *loader) hostOp(step string, f fields, what subject) *dag.Op {
+func (l *loader) hostOp(d *opDecl, f fields, _ *node, what subject) *dag.Op {
+	step := d.label
 	what = what.and(step)
 	need := func(key, example string) (*node, bool) {
 		v, has := f.get(key)

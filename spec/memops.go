@@ -6,7 +6,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-func (l *loader) copyOp(d *opDecl, n *node, what subject) *dag.Op {
+func (l *loader) copyOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 	f, ok := l.mapping(n, what.and("copy"), copyKeys)
 	if f.node == nil {
 		return nil
@@ -27,7 +27,7 @@ func (l *loader) copyOp(d *opDecl, n *node, what subject) *dag.Op {
 	return l.b.Copy(dst, src)
 }
 
-func (l *loader) fillOp(d *opDecl, n *node, what subject) *dag.Op {
+func (l *loader) fillOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 	f, ok := l.mapping(n, what.and("fill"), fillKeys)
 	if f.node == nil {
 		return nil
@@ -48,13 +48,56 @@ func (l *loader) fillOp(d *opDecl, n *node, what subject) *dag.Op {
 	return l.b.Fill(v, x)
 }
 
-func (l *loader) lifetimeOp(kind string, n *node, what subject) *dag.Op {
-	d := l.bufferRef(n, what.and(kind))
-	if d == nil || d.buf == nil {
+func (l *loader) lifetimeOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
+	r := l.bufferRef(n, what.and(d.kind))
+	if r == nil || r.buf == nil {
 		return nil
 	}
-	if kind == "alloc" {
-		return l.b.Alloc(d.buf)
+	if d.kind == "alloc" {
+		return l.b.Alloc(r.buf)
 	}
-	return l.b.Free(d.buf)
+	return l.b.Free(r.buf)
+}
+
+// memset2DOp reads memset2d: {buffer, rows, width, pitch, value}: rows rows
+// of width elements, each pitch (bytes, with units or not) after the one
+// before, from the start of buffer (a view).
+func (l *loader) memset2DOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
+	what = what.and("memset2d")
+	f, ok := l.mapping(n, what, memset2DKeys)
+	if f.node == nil {
+		return nil
+	}
+	var missing []string
+	for _, k := range memset2DKeys {
+		if !f.has(k) {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		l.errorf(f.node, "write memset2d: {buffer: x, rows: 4, width: 16, pitch: 256, value: 0}", "%s needs %s", what, joinAnd(missing))
+		return nil
+	}
+	// dag reports the region's problems with no field: they land on the
+	// mapping, the pitch's on pitch.
+	d.fields.set("", f.node)
+	for _, e := range f.list {
+		if e.value != nil {
+			d.fields.set(e.key, e.value)
+		}
+	}
+	bufN, _ := f.get("buffer")
+	rowsN, _ := f.get("rows")
+	widthN, _ := f.get("width")
+	pitchN, _ := f.get("pitch")
+	valN, _ := f.get("value")
+	v, _, okV := l.view(bufN, what.and("buffer"), false)
+	rows, okR := l.intIn(rowsN, what.and("rows"), 1, MaxBuffers*1024)
+	width, okW := l.intIn(widthN, what.and("width"), 1, 1<<40)
+	pitch, okP := l.size(pitchN, what.and("pitch"))
+	x, okX := l.number(valN, what.and("value"))
+	if !ok || !okV || !okR || !okW || !okP || !okX {
+		return nil
+	}
+	return l.b.Memset2D(v, dag.Memset2DSpec{Rows: rows, Width: width, Pitch: pitch}, x)
 }

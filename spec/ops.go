@@ -129,21 +129,8 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 	}
 	l.checkKeys(f, what, l.opKeys(d.kind, step))
 	var op *dag.Op
-	switch d.kind {
-	case "copy":
-		op = l.copyOp(d, kindNode, what)
-	case "fill":
-		op = l.fillOp(d, kindNode, what)
-	case "alloc", "free":
-		op = l.lifetimeOp(d.kind, kindNode, what)
-	case "launch":
-		op = l.launchOp(d, f, kindNode, what)
-	case "host":
-		op = l.hostOp(step, f, what)
-	case "gemm":
-		op = l.gemmOp(d, kindNode, what)
-	default:
-		op = l.collectiveOp(d, d.kind, kindNode, what)
+	if e, ok := entryOf(d.kind); ok {
+		op = e.read(l, d, f, kindNode, what)
 	}
 	l.common(d, f, what, op)
 	if op == nil {
