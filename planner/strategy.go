@@ -328,7 +328,7 @@ func (o ordering) placer(a *assigner, ordered func(dag.OpKind) bool) placer {
 		return &declarationOrder{n: int32(len(a.ops))}
 	}
 	if ordered == nil {
-		ordered = func(k dag.OpKind) bool { return factsOf(k).ordered }
+		ordered = func(k dag.OpKind) bool { return k.Info().Ordered }
 	}
 	var window int64
 	if o == byLookahead && len(a.dur) > 0 {
