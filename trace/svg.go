@@ -236,7 +236,7 @@ func (pic *picture) hover(s Slice) string {
 	if s.Bytes > 0 {
 		fmt.Fprintf(&b, "\nbytes %s", dag.FormatBytes(s.Bytes))
 	}
-	if s.Kind == dag.Launch {
+	if s.Grid != (dag.Dim3{}) {
 		fmt.Fprintf(&b, "\ngrid %s, block %s", s.Grid, s.Block)
 	}
 	if len(s.Reads) > 0 {
