@@ -104,10 +104,10 @@ func MemoryNeeds(p *planner.Plan, devicesInHost bool) []MemoryNeed {
 			return nil, 0
 		}
 		op := p.Graph.Ops[st.Op]
-		switch op.Kind {
-		case dag.Alloc:
+		switch op.Kind.Info().Lifetime {
+		case dag.Allocates:
 			return op.Buffer(), 1
-		case dag.Free:
+		case dag.Frees:
 			return op.Buffer(), -1
 		}
 		return nil, 0

@@ -312,7 +312,7 @@ func (w *World) each(ctx context.Context, verb string, f func(ctx context.Contex
 // pointToPoint reports whether g sends or receives.
 func pointToPoint(g *dag.Graph) bool {
 	for _, op := range g.Ops {
-		if op.Kind == dag.Send || op.Kind == dag.Recv {
+		if op.Kind.Info().PointToPoint {
 			return true
 		}
 	}
