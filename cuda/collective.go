@@ -136,7 +136,7 @@ func (se *Session) Join(ctx context.Context, w device.World) error {
 				Hint: "a rank's collectives run on one device: its own"}
 		}
 		dev = op.Device
-		if op.Kind == dag.Send || op.Kind == dag.Recv {
+		if op.Kind.Info().PointToPoint {
 			nP2P++
 		}
 	}
@@ -283,9 +283,9 @@ func (se *Session) runCollective(s *stream, st *opState) error {
 	if se.capture == nil {
 		c.issued[op.ID] = true
 	}
-	p2p := op.Kind == dag.Send || op.Kind == dag.Recv
+	p2p := op.Kind.Info().PointToPoint
 	if p2p && !se.timing {
-		pc := pendingCall{op: op, view: op.Access[0].View, out: op.Kind == dag.Recv}
+		pc := pendingCall{op: op, view: op.Access[0].View, out: op.Access[0].Mode.Writes()}
 		if c.pendOn != nil && (c.pendOn != s || len(c.pend) == c.capCalls || conflicts(c.pend, pc)) {
 			if err := se.issuePending(); err != nil {
 				return err

@@ -40,6 +40,7 @@ const (
 	actTask        // a stream task's function enqueues the work (task.go)
 	actCollective  // collective.go
 	actCopyViaHost // peer_session.go
+	actMemset2D    // memset2d.go
 )
 
 type opState struct {
@@ -110,7 +111,8 @@ var preparers = map[dag.OpKind]func(se *Session, st *opState, op *dag.Op) error{
 	dag.Send:          (*Session).prepareCollective,
 	dag.Recv:          (*Session).prepareCollective,
 
-	dag.Task: (*Session).prepareTask,
+	dag.Task:     (*Session).prepareTask,
+	dag.Memset2D: (*Session).prepareMemset2D,
 }
 
 // prepareLifetime prepares an alloc or free of a temporary: stream-ordered
@@ -118,14 +120,15 @@ var preparers = map[dag.OpKind]func(se *Session, st *opState, op *dag.Op) error{
 // and is zeroed at each alloc.
 func (se *Session) prepareLifetime(st *opState, op *dag.Op) error {
 	bs := &se.bufs[op.Buffer().ID]
+	allocs := op.Kind.Info().Lifetime == dag.Allocates
 	switch {
 	case bs.b.Placement != dag.Device:
-		if op.Kind == dag.Alloc {
+		if allocs {
 			// Temporaries start as zeros on every backend.
 			return se.hostWork(st, 1, bs.host, nil, bs.b.Size, []byte{0})
 		}
 		st.act = actNone
-	case op.Kind == dag.Alloc:
+	case allocs:
 		st.act = actAllocDevice
 	default:
 		st.act = actFreeDevice

@@ -221,6 +221,8 @@ func (se *Session) run(s *stream, st *opState) error {
 		return se.runCollective(s, st)
 	case actCopyViaHost:
 		return se.runViaHost(s, st)
+	case actMemset2D:
+		return se.runMemset2D(s, st)
 	case actLaunch, actFill64:
 		if err := se.bindSlots(st); err != nil {
 			return err

@@ -219,7 +219,7 @@ type cuptiOp struct {
 // allocations have records only when a pool grows, host steps none.
 func (a action) hasRecords() bool {
 	switch a {
-	case actLaunch, actFill64, actFillDevice, actGemm,
+	case actLaunch, actFill64, actFillDevice, actMemset2D, actGemm,
 		actCopyDtoD, actCopyPeer, actCopyHtoD, actCopyHtoDPageable, actCopyDtoH, actCopyViaHost:
 		return true
 	}
