@@ -489,3 +489,28 @@ func TestSuggest(t *testing.T) {
 	assert.Equal(t, "use one of a", suggest("q", []string{"a"}), "one-letter names are never close")
 	assert.Equal(t, 3, editDistance("kitten", "sitting"))
 }
+
+func TestMemset2D(t *testing.T) {
+	s, err := Parse("m.yaml", []byte(`buffers:
+  x: {size: 1 KiB, dtype: u8}
+ops:
+  - memset2d: {buffer: "x[16:]", rows: 4, width: 10, pitch: 64 B, value: 9}
+`))
+	require.NoError(t, err)
+	op := s.Graph.Ops[0]
+	assert.Equal(t, dag.Memset2D, op.Kind)
+	assert.Equal(t, &dag.Memset2DSpec{Rows: 4, Width: 10, Pitch: 64}, op.Memset2D)
+	assert.Equal(t, 9.0, op.FillValue)
+	assert.Equal(t, dag.View{Buf: op.Access[0].Buf, Offset: 16, Size: 3*64 + 10}, op.Access[0].View)
+
+	for _, tc := range []struct{ op, want string }{
+		{`{buffer: x, rows: 0, width: 1, pitch: 1, value: 0}`, "4:"},
+		{`{buffer: x, rows: 2, width: 600, pitch: 600, value: 0}`, "does not fit"},
+		{`{buffer: x, rows: 2, width: 1, value: 0}`, "memset2d needs pitch"},
+		{`{buffer: x, rows: 2, width: 1, pitch: 1, value: 0, depth: 3}`, "depth"},
+	} {
+		_, err := Parse("m.yaml", []byte("buffers:\n  x: {size: 1 KiB, dtype: u8}\nops:\n  - memset2d: "+tc.op+"\n"))
+		require.Error(t, err, tc.op)
+		assert.Contains(t, err.Error(), tc.want, tc.op)
+	}
+}
