@@ -241,19 +241,12 @@ func (se *Session) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error {
 		return err
 	}
 	first := op.Access[0].View
-	*rec = C.dr_nccl_call{kind: ncclCallKinds[op.Kind], dtype: ndt, op: C.int(op.Collective.Reduction), stream: s.h}
+	k := ncclKinds[op.Kind]
+	*rec = C.dr_nccl_call{kind: k.call, dtype: ndt, op: C.int(op.Collective.Reduction), stream: s.h}
 	rec.send, rec.recv = se.ptr(first), se.ptr(first)
 	count := first.Size / dt.Size()
-	switch op.Kind {
-	case dag.AllGather: // count is of in
-		rec.recv = se.ptr(op.Access[1].View)
-	case dag.ReduceScatter: // count is of out
-		rec.recv = se.ptr(op.Access[1].View)
-		count = op.Access[1].Size / dt.Size()
-	case dag.Broadcast:
-		rec.arg = C.int(op.Collective.Root)
-	case dag.Send, dag.Recv:
-		rec.arg = C.int(op.Collective.Peer)
+	if k.shape != nil {
+		count = k.shape(se, rec, op, count)
 	}
 	rec.count = C.size_t(count)
 	return nil
@@ -362,7 +355,7 @@ func (se *Session) issue(n int, opOf func(int) *dag.Op) error {
 	var op *dag.Op
 	if failed >= 0 {
 		op = opOf(int(failed))
-		call = ncclCallNames[op.Kind]
+		call = ncclKinds[op.Kind].name
 	}
 	err := c.nccl.check(call, r)
 	c.abortLocked(err)
