@@ -218,6 +218,8 @@ var (
 	_ device.Timer    = (*Session)(nil)
 	_ device.Capturer = (*Session)(nil)
 	_ device.Writer   = (*Session)(nil)
+
+	_ device.ReplayTimer = (*Session)(nil)
 )
 
 // span is the time one op ran, in which replay (-1 for an eager op).

@@ -9,7 +9,10 @@ import (
 	"github.com/dagrun/dagrun/internal/hostmem"
 )
 
-var _ device.Memory = (*Backend)(nil)
+var (
+	_ device.Memory     = (*Backend)(nil)
+	_ device.HostBacked = (*Backend)(nil)
+)
 
 // FreeMemory reports host memory for every device (device.Memory): the
 // cpu backend keeps device buffers in host memory too. Free is the lower

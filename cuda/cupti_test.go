@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 func TestCUPTICandidates(t *testing.T) {
@@ -771,4 +772,10 @@ func TestCUPTISpansGathering(t *testing.T) {
 			assert.Zero(t, c.unmarked)
 		})
 	}
+}
+
+// The package's timing sources are device's, untyped.
+func TestTimingSources(t *testing.T) {
+	assert.Equal(t, []device.TimingSource{device.TimingAuto, device.TimingCUPTI, device.TimingEvents, device.TimingCUPTIGraph},
+		[]device.TimingSource{TimingAuto, TimingCUPTI, TimingEvents, TimingCUPTIGraph})
 }

@@ -39,7 +39,7 @@ type Session struct {
 	// cuptiWas is the closed tracer's source and drop count, which
 	// TimingSource still reports after Close.
 	cuptiWas struct {
-		source  string
+		source  device.TimingSource
 		dropped uint64
 	}
 
@@ -87,6 +87,12 @@ var (
 	_ device.Timer    = (*Session)(nil)
 	_ device.Capturer = (*Session)(nil)
 	_ device.Writer   = (*Session)(nil)
+
+	_ device.Submitter           = (*Session)(nil)
+	_ device.ReplayTimer         = (*Session)(nil)
+	_ device.TimingSourcer       = (*Session)(nil)
+	_ device.CollectiveTimeouter = (*Session)(nil)
+	_ device.Memory              = (*Backend)(nil)
 )
 
 // sessDevice is a device as one session uses it: the backend's device,

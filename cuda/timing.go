@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // Timing: events around each op of an eager run, read back by Spans.
@@ -147,7 +148,9 @@ func msDuration(ms float32) time.Duration {
 // Timing with CUPTI: activity records of each op's device work, named by
 // the op pushed around its submission, in place of two events per op.
 
-// Timing sources a session can use (SetTimingSource, TimingSource).
+// Timing sources a session can use (SetTimingSource, TimingSource): the
+// values of device.TimingSource's constants (TestTimingSources), untyped
+// so that they serve executor.WithTimingSource's strings too.
 const (
 	TimingAuto   = "auto"   // CUPTI where it loads, knows the version and is free; events otherwise
 	TimingCUPTI  = "cupti"  // CUPTI activity records
@@ -280,7 +283,7 @@ func (c *cuptiTiming) streamOf(op int64) (int, bool) {
 // TimingCUPTIGraph tries CUPTI's graph-level records the same way. An error
 // is returned only for an unknown source. CUPTI's sink is the process's:
 // while one session holds it, another falls back to events as busy.
-func (se *Session) SetTimingSource(src string) error {
+func (se *Session) SetTimingSource(src device.TimingSource) error {
 	whole := false
 	switch src {
 	case TimingEvents:
@@ -323,7 +326,7 @@ func (se *Session) SetTimingSource(src string) error {
 // how many CUPTI records were dropped since it started (by CUPTI for want
 // of buffer space, or by dagrun for want of memory): spans of those ops, or
 // replays, are missing.
-func (se *Session) TimingSource() (source, why string, dropped uint64) {
+func (se *Session) TimingSource() (source device.TimingSource, why string, dropped uint64) {
 	switch {
 	case !se.timing:
 		return "", "timing is off", 0

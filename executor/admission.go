@@ -62,10 +62,6 @@ type MemoryNeed struct {
 // Bytes is the need in all, saturated at math.MaxInt64.
 func (n MemoryNeed) Bytes() int64 { return addSat(n.Persistent, n.Temporary) }
 
-// hostBacked is implemented by backends whose device buffers are host
-// memory (the cpu backend): their needs go to device.HostMemory.
-type hostBacked interface{ DevicesInHostMemory() bool }
-
 // MemoryNeeds sums what p needs of each memory at its peak, in the order
 // of the memories' numbers (host memory first). With devicesInHost, device
 // buffers count as host memory. A temporary counts from the step that
@@ -163,7 +159,7 @@ func CheckMemory(b device.Backend, p *planner.Plan) error {
 	if !ok || p == nil {
 		return nil
 	}
-	hb, _ := b.(hostBacked)
+	hb, _ := b.(device.HostBacked)
 	for _, n := range MemoryNeeds(p, hb != nil && hb.DevicesInHostMemory()) {
 		if n.Bytes() == 0 {
 			continue
