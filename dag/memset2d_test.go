@@ -35,7 +35,7 @@ func TestMemset2DAccessAndDeps(t *testing.T) {
 	b := New()
 	x := b.Buffer("x", 64, Of(U8))
 	set := b.Memset2D(x.Slice(4, 60), Memset2DSpec{Rows: 3, Width: 4, Pitch: 16}, 1)
-	gap := b.Fill(x.Slice(10, 2), 2)   // between rows 0 and 1
+	gap := b.Fill(x.Slice(10, 2), 2)    // between rows 0 and 1
 	after := b.Fill(x.Slice(40, 24), 3) // past the last row (ends at 40)
 	g, err := b.Build()
 	require.NoError(t, err)

@@ -177,7 +177,7 @@ func (o *Op) Bytes() int64 {
 	}
 	var n int64
 	for _, a := range o.Access {
-		n = addSat(n, max(a.Size, 0))
+		n = AddSat(n, max(a.Size, 0))
 	}
 	return n
 }
