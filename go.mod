@@ -3,7 +3,6 @@ module github.com/dagrun/dagrun
 go 1.26
 
 require (
-	github.com/emirpasic/gods v1.18.1
 	github.com/goccy/go-yaml v1.19.2
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/stretchr/testify v1.12.1

@@ -12,7 +12,6 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
-	"github.com/emirpasic/gods/queues/priorityqueue"
 )
 
 // Option configures a Backend and the sessions it opens.
@@ -113,7 +112,6 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	}
 	s := &Session{backend: b, cfg: cfg, g: g, mem: mem, kernels: kernels, open: true}
 	s.wake.L = &s.mu
-	s.ready = priorityqueue.NewWith(byPriority)
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	s.workers.Add(cfg.workers)
 	for range cfg.workers {
@@ -167,10 +165,10 @@ type Session struct {
 	cfg     config
 
 	mu      sync.Mutex
-	wake    sync.Cond            // a stream became ready, or the session is closing
-	ready   *priorityqueue.Queue // *stream values whose head op waits for a worker
-	idle    int                  // workers waiting on wake
-	seq     uint64               // orders ready streams of equal priority: first come, first served
+	wake    sync.Cond  // a stream became ready, or the session is closing
+	ready   readyQueue // streams whose head op waits for a worker
+	idle    int        // workers waiting on wake
+	seq     uint64     // orders ready streams of equal priority: first come, first served
 	streams []*stream
 	events  []event
 	blocked int // streams whose head is a wait on an event not yet reached

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"container/heap"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -59,21 +60,30 @@ type event struct {
 	reached  uint64 // the latest generation whose record is done
 }
 
-// byPriority orders the ready queue: higher priority first, then first
-// come, first served.
-func byPriority(a, b any) int {
-	x, y := a.(*stream), b.(*stream)
-	switch {
-	case x.priority > y.priority:
-		return -1
-	case x.priority < y.priority:
-		return 1
-	case x.seq < y.seq:
-		return -1
-	case x.seq > y.seq:
-		return 1
+// readyQueue holds the streams whose head op waits for a worker, as a
+// container/heap: higher priority first, then first come, first served.
+type readyQueue []*stream
+
+func (q readyQueue) Len() int { return len(q) }
+
+func (q readyQueue) Less(i, j int) bool {
+	if x, y := q[i], q[j]; x.priority != y.priority {
+		return x.priority > y.priority
 	}
-	return 0
+	return q[i].seq < q[j].seq
+}
+
+func (q readyQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+
+func (q *readyQueue) Push(x any) { *q = append(*q, x.(*stream)) }
+
+func (q *readyQueue) Pop() any {
+	old := *q
+	n := len(old) - 1
+	s := old[n]
+	old[n] = nil
+	*q = old[:n]
+	return s
 }
 
 // enqueue appends in to s and, if nobody is moving s, moves it.
@@ -104,7 +114,7 @@ func (b *Session) makeReady(s *stream) {
 	b.seq++
 	s.seq = b.seq
 	s.state = ready
-	b.ready.Enqueue(s)
+	heap.Push(&b.ready, s)
 	if b.idle > 0 {
 		b.wake.Signal()
 	}
@@ -187,7 +197,7 @@ func (b *Session) work(w *worker) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for {
-		for b.ready.Empty() && !b.closing {
+		for len(b.ready) == 0 && !b.closing {
 			b.idle++
 			b.wake.Wait()
 			b.idle--
@@ -203,8 +213,7 @@ func (b *Session) work(w *worker) {
 
 // pop takes the first ready stream; the ready queue is not empty.
 func (b *Session) pop() *stream {
-	v, _ := b.ready.Dequeue()
-	s := v.(*stream)
+	s := heap.Pop(&b.ready).(*stream)
 	s.state = running
 	return s
 }
@@ -214,7 +223,7 @@ func (b *Session) next(s *stream) *stream {
 	if !b.advance(s) {
 		return nil
 	}
-	if top, ok := b.ready.Peek(); ok && top.(*stream).priority > s.priority {
+	if len(b.ready) > 0 && b.ready[0].priority > s.priority {
 		b.makeReady(s)
 		return b.pop()
 	}
