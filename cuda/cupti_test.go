@@ -676,7 +676,7 @@ func TestCUPTIFake(t *testing.T) {
 		assert.False(t, tr.enabled(activityKernel))
 		se := &Session{timing: true, cupti: &cuptiTiming{tr: tr, whole: true}}
 		src, why, _ := se.TimingSource()
-		assert.Equal(t, TimingCUPTIGraph, src)
+		assert.Equal(t, device.TimingCUPTIGraph, src)
 		assert.False(t, se.tracesOps(), "eager ops are timed by events")
 		assert.True(t, se.TimesReplays())
 		launch := func(seq, stream int) {
