@@ -91,13 +91,23 @@ type readFunc func(l *loader, d *opDecl, f fields, n *node, what subject) *dag.O
 
 // entryOf returns the entry whose key is key.
 func entryOf(key string) (kindEntry, bool) {
-	for _, e := range kindKeys {
-		if e.key == key && key != "" {
-			return e, true
+	k, ok := kindOfKey[key]
+	if !ok {
+		return kindEntry{}, false
+	}
+	return kindKeys[k], true
+}
+
+// kindOfKey inverts kindKeys, for the loader's one lookup per op.
+var kindOfKey = func() map[string]dag.OpKind {
+	m := make(map[string]dag.OpKind, len(kindKeys))
+	for k, e := range kindKeys {
+		if e.key != "" {
+			m[e.key] = k
 		}
 	}
-	return kindEntry{}, false
-}
+	return m
+}()
 
 // opKeys are the keys an op of kind may have (host steps: of host step
 // step), memoised per loader in a list: there are a few kinds and steps.
