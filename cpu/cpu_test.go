@@ -201,7 +201,7 @@ func TestDelaysDoNotChangeResults(t *testing.T) {
 	}
 	for i := range graphs {
 		cfg := dagtest.Config{Ops: 30, Buffers: 5, Seed: int64(i), Ranges: i%2 == 0, Priorities: i%3 != 0,
-			Temporaries: i%4 != 0, HostBuffers: i%5 != 0, Devices: 1 + i%2, After: i%3 == 1}
+			Temporaries: i%4 != 0, HostBuffers: i%5 != 0, Devices: 1 + i%2, After: i%3 == 1, Memset2D: i%4 == 3}
 		g := dagtest.Random(cfg)
 		want := execute(t, plan(t, g, 1))
 		streams := 1 + i%8
