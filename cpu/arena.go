@@ -69,7 +69,7 @@ func (b *Session) UseArenas(sizes map[int]int64, offsets []int64) error {
 // inArena reports whether op is an Alloc or Free that an arena makes
 // nothing of. Call it under the lock.
 func (b *Session) inArena(op *dag.Op) bool {
-	return b.arenas != nil && (op.Kind == dag.Alloc || op.Kind == dag.Free)
+	return b.arenas != nil && (op.Kind.Info().Lifetime != dag.NoLifetime)
 }
 
 // ArenaBytes is the size of the session's arenas in all (0 without them):

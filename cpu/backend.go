@@ -220,6 +220,8 @@ var (
 	_ device.Timer    = (*Session)(nil)
 	_ device.Capturer = (*Session)(nil)
 	_ device.Writer   = (*Session)(nil)
+
+	_ device.ReplayTimer = (*Session)(nil)
 )
 
 // OpsDone is how many ops the session has run since it opened, eagerly or

@@ -238,14 +238,16 @@ func (b *Session) checkVariant(op *dag.Op) error {
 			return bad(fmt.Sprintf("access %d is to %s, which is not placed like %s", i, a.Buf.Name, o.Name))
 		}
 	}
-	if op.Kind == dag.Launch && (op.Launch.Kernel != orig.Launch.Kernel || len(op.Launch.Args) != len(orig.Launch.Args)) {
+	k := op.Kernel()
+	if k == nil {
+		return nil
+	}
+	if k != orig.Kernel() || len(op.Launch.Args) != len(orig.Launch.Args) {
 		return bad("it launches another kernel, or with another number of arguments")
 	}
-	if op.Kind == dag.Launch {
-		// New scalars (matmul's sizes) must still fit the views.
-		if _, err := builtin(op); err != nil {
-			return bad(err.Error())
-		}
+	// New scalars (matmul's sizes) must still fit the views.
+	if _, err := builtin(op); err != nil {
+		return bad(err.Error())
 	}
 	return nil
 }

@@ -70,7 +70,19 @@ func RunCollective(ctx context.Context, c device.Collectives, op *dag.Op, mem []
 }
 
 func runCollective(ctx context.Context, c device.Collectives, op *dag.Op, mem [][]byte) error {
-	if !op.Kind.IsCollective() || op.Collective == nil {
+	impl, ok := kinds[op.Kind]
+	if !ok || impl.collective == nil {
+		return fmt.Errorf("%s is not a collective", op.Kind)
+	}
+	return callCollective(ctx, c, op, mem, impl.collective)
+}
+
+// collectiveCall is how one collective kind runs through a world.
+type collectiveCall func(ctx context.Context, c device.Collectives, spec *dag.CollectiveSpec, dt dag.DType, mem [][]byte) error
+
+// callCollective checks op's shape and runs it with call.
+func callCollective(ctx context.Context, c device.Collectives, op *dag.Op, mem [][]byte, call collectiveCall) error {
+	if op.Collective == nil {
 		return fmt.Errorf("%s is not a collective", op.Kind)
 	}
 	if n := op.Kind.Info().Accesses; len(mem) != n || len(op.Access) != n {
@@ -78,23 +90,7 @@ func runCollective(ctx context.Context, c device.Collectives, op *dag.Op, mem []
 		c.Abort(err)
 		return err
 	}
-	spec := op.Collective
-	dt := op.Access[0].Buf.DType
-	switch op.Kind {
-	case dag.AllReduce:
-		return c.AllReduce(ctx, mem[0], dt, spec.Reduction)
-	case dag.AllGather:
-		return c.AllGather(ctx, mem[0], mem[1])
-	case dag.ReduceScatter:
-		return c.ReduceScatter(ctx, mem[0], mem[1], dt, spec.Reduction)
-	case dag.Broadcast:
-		return c.Broadcast(ctx, mem[0], spec.Root)
-	case dag.Send:
-		return c.Send(ctx, mem[0], spec.Peer)
-	case dag.Recv:
-		return c.Recv(ctx, mem[0], spec.Peer)
-	}
-	return fmt.Errorf("%s is not a collective", op.Kind)
+	return call(ctx, c, op.Collective, op.Access[0].Buf.DType, mem)
 }
 
 // solo is the one rank of a world of 1: every reduction over one rank is

@@ -89,6 +89,14 @@ func TestOps(t *testing.T) {
 		{"fill f64", func(b *dag.Builder) {
 			b.Fill(b.Buffer("out", 8, dag.Of(dag.F64)).All(), 1.5)
 		}, dag.ElemBytes(dag.F64, 1.5)},
+		{"memset2d u8 rows, gaps kept", func(b *dag.Builder) {
+			out := b.Buffer("out", 10, dag.Of(dag.U8), dag.Zeros())
+			b.Memset2D(out.Slice(1, 9), dag.Memset2DSpec{Rows: 3, Width: 2, Pitch: 3}, 5)
+		}, []byte{0, 5, 5, 0, 5, 5, 0, 5, 5, 0}},
+		{"memset2d i32", func(b *dag.Builder) {
+			out := b.Buffer("out", 16, dag.Of(dag.I32), dag.Zeros())
+			b.Memset2D(out.All(), dag.Memset2DSpec{Rows: 2, Width: 1, Pitch: 8}, -3)
+		}, []byte{0xfd, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xfd, 0xff, 0xff, 0xff, 0, 0, 0, 0}},
 		{"copy between views", func(b *dag.Builder) {
 			src := b.Buffer("src", 8, dag.Contents([]byte{1, 2, 3, 4, 5, 6, 7, 8}))
 			out := b.Buffer("out", 6, dag.Zeros())
@@ -193,7 +201,7 @@ func TestDelaysDoNotChangeResults(t *testing.T) {
 	}
 	for i := range graphs {
 		cfg := dagtest.Config{Ops: 30, Buffers: 5, Seed: int64(i), Ranges: i%2 == 0, Priorities: i%3 != 0,
-			Temporaries: i%4 != 0, HostBuffers: i%5 != 0, Devices: 1 + i%2, After: i%3 == 1}
+			Temporaries: i%4 != 0, HostBuffers: i%5 != 0, Devices: 1 + i%2, After: i%3 == 1, Memset2D: i%4 == 3}
 		g := dagtest.Random(cfg)
 		want := execute(t, plan(t, g, 1))
 		streams := 1 + i%8

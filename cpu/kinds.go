@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // kindImpl is how the cpu backend does the ops of one kind.
@@ -23,6 +24,12 @@ type kindImpl struct {
 	// commit, when set, makes op's effect on the session's memory map
 	// visible to later ops; it runs under the lock.
 	commit func(s *Session, op *dag.Op, made []byte) error
+	// kernel, when set, makes the Go function that exec gets for op
+	// (launches find theirs among the builtins instead).
+	kernel func(op *dag.Op) (kernelFunc, error)
+	// collective, for the collective kinds, is how the op runs through
+	// the session's world.
+	collective collectiveCall
 }
 
 // kinds holds every op kind of dag.OpKinds(); TestKindTable checks that.
@@ -122,23 +129,55 @@ var kinds = map[dag.OpKind]kindImpl{
 		exec: func(_ context.Context, stop *atomic.Bool, _ *dag.Op, kernel kernelFunc, mem [][]byte) ([]byte, error) {
 			return nil, kernel(stop, nil, mem)
 		},
+		kernel: gemmKernel,
 	},
-	dag.AllReduce:     collectiveImpl,
-	dag.AllGather:     collectiveImpl,
-	dag.ReduceScatter: collectiveImpl,
-	dag.Broadcast:     collectiveImpl,
-	dag.Send:          collectiveImpl,
-	dag.Recv:          collectiveImpl,
-	dag.Task:          taskImpl,
+	dag.Memset2D: {
+		check: func(op *dag.Op) string {
+			if op.Memset2D == nil {
+				return "memset2d has no region"
+			}
+			if n, ok := op.Memset2D.Bound(op.Access[0].Buf.DType.Size()); !ok || n != op.Access[0].Size {
+				return fmt.Sprintf("memset2d region does not fit %s", op.Access[0].View)
+			}
+			return ""
+		},
+		exec: func(_ context.Context, _ *atomic.Bool, op *dag.Op, _ kernelFunc, mem [][]byte) ([]byte, error) {
+			dt := op.Access[0].Buf.DType
+			op.Memset2DRows(func(start, end int64) { dag.FillElems(mem[0][start:end], dt, op.FillValue) })
+			return nil, nil
+		},
+	},
+	dag.AllReduce: collectiveImpl(func(ctx context.Context, c device.Collectives, s *dag.CollectiveSpec, dt dag.DType, mem [][]byte) error {
+		return c.AllReduce(ctx, mem[0], dt, s.Reduction)
+	}),
+	dag.AllGather: collectiveImpl(func(ctx context.Context, c device.Collectives, _ *dag.CollectiveSpec, _ dag.DType, mem [][]byte) error {
+		return c.AllGather(ctx, mem[0], mem[1])
+	}),
+	dag.ReduceScatter: collectiveImpl(func(ctx context.Context, c device.Collectives, s *dag.CollectiveSpec, dt dag.DType, mem [][]byte) error {
+		return c.ReduceScatter(ctx, mem[0], mem[1], dt, s.Reduction)
+	}),
+	dag.Broadcast: collectiveImpl(func(ctx context.Context, c device.Collectives, s *dag.CollectiveSpec, _ dag.DType, mem [][]byte) error {
+		return c.Broadcast(ctx, mem[0], s.Root)
+	}),
+	dag.Send: collectiveImpl(func(ctx context.Context, c device.Collectives, s *dag.CollectiveSpec, _ dag.DType, mem [][]byte) error {
+		return c.Send(ctx, mem[0], s.Peer)
+	}),
+	dag.Recv: collectiveImpl(func(ctx context.Context, c device.Collectives, s *dag.CollectiveSpec, _ dag.DType, mem [][]byte) error {
+		return c.Recv(ctx, mem[0], s.Peer)
+	}),
+	dag.Task: taskImpl,
 }
 
-// collectiveImpl runs a collective through the session's world, which
-// step puts in ctx (collective.go).
-var collectiveImpl = kindImpl{
-	check: func(*dag.Op) string { return "" },
-	exec: func(ctx context.Context, _ *atomic.Bool, op *dag.Op, _ kernelFunc, mem [][]byte) ([]byte, error) {
-		return nil, runCollective(ctx, collectivesOf(ctx), op, mem)
-	},
+// collectiveImpl is the entry of a collective kind that call runs through
+// the session's world, which step puts in ctx (collective.go).
+func collectiveImpl(call collectiveCall) kindImpl {
+	return kindImpl{
+		check: func(*dag.Op) string { return "" },
+		exec: func(ctx context.Context, _ *atomic.Bool, op *dag.Op, _ kernelFunc, mem [][]byte) ([]byte, error) {
+			return nil, callCollective(ctx, collectivesOf(ctx), op, mem, call)
+		},
+		collective: call,
+	}
 }
 
 func checkTemporary(op *dag.Op) string {

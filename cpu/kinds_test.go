@@ -16,8 +16,9 @@ func TestKindTable(t *testing.T) {
 		if assert.True(t, ok, "the cpu backend has no entry for op kind %s in kinds", k) {
 			assert.NotNil(t, impl.check, "%s: check", k)
 			assert.NotNil(t, impl.exec, "%s: exec", k)
-			assert.Equal(t, impl.resolve != nil, k.Info().Lifetime, "%s: lifetime kinds, and only they, resolve on their own", k)
-			assert.Equal(t, impl.commit != nil, k.Info().Lifetime, "%s: lifetime kinds, and only they, commit", k)
+			assert.Equal(t, impl.resolve != nil, k.Info().Lifetime != dag.NoLifetime, "%s: lifetime kinds, and only they, resolve on their own", k)
+			assert.Equal(t, impl.commit != nil, k.Info().Lifetime != dag.NoLifetime, "%s: lifetime kinds, and only they, commit", k)
+			assert.Equal(t, impl.collective != nil, k.IsCollective(), "%s: collectives, and only they, run through a world", k)
 		}
 	}
 	assert.Len(t, kinds, len(dag.OpKinds()), "entries for kinds dag does not have")

@@ -9,7 +9,10 @@ import (
 	"github.com/dagrun/dagrun/internal/hostmem"
 )
 
-var _ device.Memory = (*Backend)(nil)
+var (
+	_ device.Memory     = (*Backend)(nil)
+	_ device.HostBacked = (*Backend)(nil)
+)
 
 // FreeMemory reports host memory for every device (device.Memory): the
 // cpu backend keeps device buffers in host memory too. Free is the lower
@@ -65,23 +68,9 @@ func checkHostAlloc(name string, size int64) error {
 		return nil
 	}
 	if size > free {
-		return fmt.Errorf("buffer %s needs %s of host memory, and %s of %s is free", name, bytesText(size), bytesText(free), bytesText(total))
+		return fmt.Errorf("buffer %s needs %s of host memory, and %s of %s is free", name, dag.FormatBytes(size), dag.FormatBytes(free), dag.FormatBytes(total))
 	}
 	return nil
-}
-
-// bytesText is n bytes in binary units, exact below a KiB.
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // checkPersistent refuses a graph whose persistent buffers together need
@@ -96,7 +85,7 @@ func checkPersistent(g *dag.Graph) error {
 		if err := checkHostAlloc(buf.Name, buf.Size); err != nil {
 			return fmt.Errorf("cpu: Open: %w", err)
 		}
-		sum = addSat(sum, buf.Size)
+		sum = dag.AddSat(sum, buf.Size)
 		if largest == nil || buf.Size > largest.Size {
 			largest = buf
 		}
@@ -107,15 +96,7 @@ func checkPersistent(g *dag.Graph) error {
 	free, total, err := hostmem.Available()
 	if err == nil && sum > free {
 		return fmt.Errorf("cpu: Open: the persistent buffers need %s of host memory (the largest, %s, %s), and %s of %s is free",
-			bytesText(sum), largest.Name, bytesText(largest.Size), bytesText(free), bytesText(total))
+			dag.FormatBytes(sum), largest.Name, dag.FormatBytes(largest.Size), dag.FormatBytes(free), dag.FormatBytes(total))
 	}
 	return nil
-}
-
-// addSat is a+b for sizes, saturated at math.MaxInt64.
-func addSat(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

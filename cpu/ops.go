@@ -26,14 +26,14 @@ func prepare(g *dag.Graph) ([]kernelFunc, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if op.Kind == dag.Gemm {
-			kernels[i], _ = gemmKernel(op) // checkOp has checked it
+		if prep := kinds[op.Kind].kernel; prep != nil {
+			kernels[i], _ = prep(op) // checkOp has checked it
 			continue
 		}
-		if op.Kind != dag.Launch {
+		k := op.Kernel()
+		if k == nil {
 			continue
 		}
-		k := op.Launch.Kernel
 		if k.Source != dag.Builtin {
 			if !refused[k] {
 				refused[k] = true

@@ -60,7 +60,10 @@ type event struct {
 }
 
 // byPriority orders the ready queue: higher priority first, then first
-// come, first served.
+// come, first served. The queue holds streams, a handful per session, so
+// gods' boxed priority queue costs nothing that matters here; the hot heaps
+// over op IDs (dag's Kahn order, the planner's ready list) are
+// container/heap over ints.
 func byPriority(a, b any) int {
 	x, y := a.(*stream), b.(*stream)
 	switch {

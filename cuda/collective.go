@@ -127,7 +127,7 @@ func (cm *collectives) Join(ctx context.Context, w device.World) error {
 				Hint: "a rank's collectives run on one device: its own"}
 		}
 		dev = op.Device
-		if op.Kind == dag.Send || op.Kind == dag.Recv {
+		if op.Kind.Info().PointToPoint {
 			nP2P++
 		}
 	}
@@ -233,19 +233,12 @@ func (cm *collectives) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error 
 		return err
 	}
 	first := op.Access[0].View
-	*rec = C.dr_nccl_call{kind: ncclCallKinds[op.Kind], dtype: ndt, op: C.int(op.Collective.Reduction), stream: s.h}
+	k := ncclKinds[op.Kind]
+	*rec = C.dr_nccl_call{kind: k.call, dtype: ndt, op: C.int(op.Collective.Reduction), stream: s.h}
 	rec.send, rec.recv = se.hold.ptr(first), se.hold.ptr(first)
 	count := first.Size / dt.Size()
-	switch op.Kind {
-	case dag.AllGather: // count is of in
-		rec.recv = se.hold.ptr(op.Access[1].View)
-	case dag.ReduceScatter: // count is of out
-		rec.recv = se.hold.ptr(op.Access[1].View)
-		count = op.Access[1].Size / dt.Size()
-	case dag.Broadcast:
-		rec.arg = C.int(op.Collective.Root)
-	case dag.Send, dag.Recv:
-		rec.arg = C.int(op.Collective.Peer)
+	if k.shape != nil {
+		count = k.shape(se, rec, op, count)
 	}
 	rec.count = C.size_t(count)
 	return nil
@@ -276,9 +269,9 @@ func (cm *collectives) runCollective(s *stream, st *opState) error {
 	if se.capt.capture == nil {
 		c.issued[op.ID] = true
 	}
-	p2p := op.Kind == dag.Send || op.Kind == dag.Recv
+	p2p := op.Kind.Info().PointToPoint
 	if p2p && !se.tim.timing {
-		pc := pendingCall{op: op, view: op.Access[0].View, out: op.Kind == dag.Recv}
+		pc := pendingCall{op: op, view: op.Access[0].View, out: op.Access[0].Mode.Writes()}
 		if cm.heldOn != nil && (cm.heldOn != s || len(c.pend) == c.capCalls || conflicts(c.pend, pc)) {
 			if err := cm.issuePending(); err != nil {
 				return err
@@ -358,7 +351,7 @@ func (cm *collectives) issue(n int, opOf func(int) *dag.Op) error {
 	var op *dag.Op
 	if failed >= 0 {
 		op = opOf(int(failed))
-		call = ncclCallNames[op.Kind]
+		call = ncclKinds[op.Kind].name
 	}
 	err := c.nccl.check(call, r)
 	c.abortLocked(err)

@@ -125,6 +125,10 @@ typedef struct dr_api {
 	CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
 	CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
 	CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+	// 2-D memsets: pitch in bytes, width in elements (memset2d.go).
+	CUresult (*cuMemsetD2D8Async)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream);
+	CUresult (*cuMemsetD2D16Async)(CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream);
+	CUresult (*cuMemsetD2D32Async)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream);
 	// Modules and launches.
 	CUresult (*cuModuleLoadData)(CUmodule*, const void*);
 	CUresult (*cuModuleUnload)(CUmodule);

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -75,7 +76,7 @@ func sessionDurations(t *testing.T, b *Backend, graph *dag.Graph, p *planner.Pla
 	se := openSession(t, b, graph)
 	defer func() { require.NoError(t, se.Close()) }()
 	se.tim.SetTiming(true)
-	require.NoError(t, se.tim.SetTimingSource(src))
+	require.NoError(t, se.tim.SetTimingSource(device.TimingSource(src)))
 	used, why, _ := se.tim.TimingSource()
 	d, streams := map[int]time.Duration{}, map[int]int{}
 	for run := range 2 { // the first run warms up
@@ -90,7 +91,7 @@ func sessionDurations(t *testing.T, b *Backend, graph *dag.Graph, p *planner.Pla
 	}
 	_, _, dropped := se.tim.TimingSource()
 	assert.Zero(t, dropped)
-	return d, streams, used + ": " + why
+	return d, streams, string(used) + ": " + why
 }
 
 // TestCUPTIEventsAgree compares CUPTI's and the events' durations of the

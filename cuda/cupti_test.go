@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 func TestCUPTICandidates(t *testing.T) {
@@ -677,7 +678,7 @@ func TestCUPTIFake(t *testing.T) {
 		se := &Session{}
 		se.tim = timer{se: se, timing: true, cupti: &cuptiTiming{tr: tr, whole: true}}
 		src, why, _ := se.tim.TimingSource()
-		assert.Equal(t, TimingCUPTIGraph, src)
+		assert.Equal(t, device.TimingCUPTIGraph, src)
 		assert.False(t, se.tim.tracesOps(), "eager ops are timed by events")
 		assert.True(t, se.tim.TimesReplays())
 		launch := func(seq, stream int) {
@@ -773,4 +774,10 @@ func TestCUPTISpansGathering(t *testing.T) {
 			assert.Zero(t, c.unmarked)
 		})
 	}
+}
+
+// The package's timing sources are device's, untyped.
+func TestTimingSources(t *testing.T) {
+	assert.Equal(t, []device.TimingSource{device.TimingAuto, device.TimingCUPTI, device.TimingEvents, device.TimingCUPTIGraph},
+		[]device.TimingSource{TimingAuto, TimingCUPTI, TimingEvents, TimingCUPTIGraph})
 }

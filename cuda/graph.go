@@ -493,7 +493,7 @@ func (cpt *capturer) variant(op *dag.Op) (*opState, error) {
 			return nil, bad(fmt.Sprintf("access %d (%v) lies outside %s", i, a.View, a.Buf.Name))
 		}
 	}
-	if op.Kind == dag.Launch && (op.Launch == nil || op.Launch.Kernel != orig.Launch.Kernel || len(op.Launch.Args) != len(orig.Launch.Args)) {
+	if k := orig.Kernel(); k != nil && (op.Kernel() != k || len(op.Launch.Args) != len(orig.Launch.Args)) {
 		return nil, bad("it launches another kernel, or with another number of arguments")
 	}
 	st := &opState{}

@@ -18,3 +18,11 @@ func TestKindTable(t *testing.T) {
 	}
 	assert.Len(t, preparers, len(dag.OpKinds()), "entries for kinds dag does not have")
 }
+
+// TestNCCLKinds fails when a collective kind has no NCCL call.
+func TestNCCLKinds(t *testing.T) {
+	for _, k := range dag.OpKinds() {
+		_, ok := ncclKinds[k]
+		assert.Equal(t, k.IsCollective(), ok, "%s: collectives, and only they, have an NCCL call", k)
+	}
+}

@@ -41,7 +41,7 @@ func (hd *holdings) loadKernels(ctx context.Context) error {
 	se := hd.se
 	for _, op := range se.g.Ops {
 		needFill64 := op.Kind == dag.Fill && op.Access[0].Buf.Placement == dag.Device && fillNeedsKernel(op)
-		if op.Kind != dag.Launch && !needFill64 {
+		if op.Kernel() == nil && !needFill64 {
 			continue
 		}
 		if err := ctx.Err(); err != nil {

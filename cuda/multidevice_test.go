@@ -337,7 +337,7 @@ func TestCaptureAcrossDevicesGPU(t *testing.T) {
 	for _, noPeer := range []bool{false, true} {
 		for _, tmp := range []bool{false, true} {
 			for _, n := range []int64{1 << 18, 5 << 20} { // 1 MiB and 20 MiB: 1 and 3 staging chunks
-				for _, timing := range []string{"", TimingEvents, TimingCUPTI} {
+				for _, timing := range []device.TimingSource{"", TimingEvents, TimingCUPTI} {
 					name := fmt.Sprintf("noPeer=%v/temporaries=%v/%s/timing=%s", noPeer, tmp, dag.FormatBytes(4*n), cmp.Or(timing, "off"))
 					t.Run(name, func(t *testing.T) { acrossDevices(t, noPeer, tmp, timing, n) })
 				}
@@ -346,7 +346,7 @@ func TestCaptureAcrossDevicesGPU(t *testing.T) {
 	}
 }
 
-func acrossDevices(t *testing.T, noPeer, tmp bool, timing string, n int64) {
+func acrossDevices(t *testing.T, noPeer, tmp bool, timing device.TimingSource, n int64) {
 	var opts []Option
 	if noPeer {
 		opts = append(opts, NoPeer())

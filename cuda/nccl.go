@@ -267,18 +267,40 @@ type ncclCall struct {
 	Stream     C.CUstream
 }
 
-var ncclCallKinds = map[dag.OpKind]C.int{
-	dag.AllReduce:     C.DR_NCCL_CALL_ALL_REDUCE,
-	dag.AllGather:     C.DR_NCCL_CALL_ALL_GATHER,
-	dag.ReduceScatter: C.DR_NCCL_CALL_REDUCE_SCATTER,
-	dag.Broadcast:     C.DR_NCCL_CALL_BROADCAST,
-	dag.Send:          C.DR_NCCL_CALL_SEND,
-	dag.Recv:          C.DR_NCCL_CALL_RECV,
+// ncclKind is the NCCL call of one collective kind: its number in
+// dr_nccl_call, its name for errors, and, where the kind needs it, shape,
+// which sets the call's second view and its root or peer and returns its
+// element count (count is the first view's).
+type ncclKind struct {
+	call  C.int
+	name  string
+	shape func(se *Session, rec *C.dr_nccl_call, op *dag.Op, count int64) int64
 }
 
-var ncclCallNames = map[dag.OpKind]string{
-	dag.AllReduce: "ncclAllReduce", dag.AllGather: "ncclAllGather", dag.ReduceScatter: "ncclReduceScatter",
-	dag.Broadcast: "ncclBroadcast", dag.Send: "ncclSend", dag.Recv: "ncclRecv",
+// ncclKinds holds every collective kind (TestNCCLKinds checks).
+var ncclKinds = map[dag.OpKind]ncclKind{
+	dag.AllReduce: {call: C.DR_NCCL_CALL_ALL_REDUCE, name: "ncclAllReduce"},
+	dag.AllGather: {call: C.DR_NCCL_CALL_ALL_GATHER, name: "ncclAllGather",
+		shape: func(se *Session, rec *C.dr_nccl_call, op *dag.Op, count int64) int64 {
+			rec.recv = se.hold.ptr(op.Access[1].View)
+			return count // of in
+		}},
+	dag.ReduceScatter: {call: C.DR_NCCL_CALL_REDUCE_SCATTER, name: "ncclReduceScatter",
+		shape: func(se *Session, rec *C.dr_nccl_call, op *dag.Op, _ int64) int64 {
+			rec.recv = se.hold.ptr(op.Access[1].View)
+			return op.Access[1].Size / op.Access[1].Buf.DType.Size() // of out
+		}},
+	dag.Broadcast: {call: C.DR_NCCL_CALL_BROADCAST, name: "ncclBroadcast", shape: ncclArg(func(c *dag.CollectiveSpec) int { return c.Root })},
+	dag.Send:      {call: C.DR_NCCL_CALL_SEND, name: "ncclSend", shape: ncclArg(func(c *dag.CollectiveSpec) int { return c.Peer })},
+	dag.Recv:      {call: C.DR_NCCL_CALL_RECV, name: "ncclRecv", shape: ncclArg(func(c *dag.CollectiveSpec) int { return c.Peer })},
+}
+
+// ncclArg sets the call's root or peer, which arg picks.
+func ncclArg(arg func(*dag.CollectiveSpec) int) func(*Session, *C.dr_nccl_call, *dag.Op, int64) int64 {
+	return func(_ *Session, rec *C.dr_nccl_call, op *dag.Op, count int64) int64 {
+		rec.arg = C.int(arg(op.Collective))
+		return count
+	}
 }
 
 // cCalls lays calls out in C memory; the caller frees the result.
@@ -292,17 +314,18 @@ func (n *ncclLib) cCalls(calls []ncclCall) (*C.dr_nccl_call, error) {
 	}
 	out := unsafe.Slice(cc, len(calls))
 	for i, g := range calls {
-		kind, ok := ncclCallKinds[g.Kind]
+		k, ok := ncclKinds[g.Kind]
+		kind := k.call
 		dt, err := ncclDType(g.DType)
 		switch {
 		case !ok:
 			err = fmt.Errorf("%s is not an NCCL call", g.Kind)
 		case g.Comm == nil || g.Comm.comm == nil:
-			err = fmt.Errorf("%s: the communicator is closed", ncclCallNames[g.Kind])
+			err = fmt.Errorf("%s: the communicator is closed", ncclKinds[g.Kind].name)
 		case g.Count < 0:
-			err = fmt.Errorf("%s: %d elements", ncclCallNames[g.Kind], g.Count)
+			err = fmt.Errorf("%s: %d elements", ncclKinds[g.Kind].name, g.Count)
 		case !g.Reduction.Valid():
-			err = fmt.Errorf("%s: unknown reduction %d", ncclCallNames[g.Kind], g.Reduction)
+			err = fmt.Errorf("%s: unknown reduction %d", ncclKinds[g.Kind].name, g.Reduction)
 		}
 		if err != nil {
 			C.free(unsafe.Pointer(cc))
@@ -335,7 +358,7 @@ func (n *ncclLib) group(calls []ncclCall) error {
 	r := C.dr_nccl_group(n.lib, cc, C.int(len(calls)), &failed)
 	call := "ncclGroupEnd"
 	if failed >= 0 {
-		call = ncclCallNames[calls[failed].Kind]
+		call = ncclKinds[calls[failed].Kind].name
 	}
 	return n.check(call, r)
 }

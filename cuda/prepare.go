@@ -40,6 +40,7 @@ const (
 	actTask        // a stream task's function enqueues the work (task.go)
 	actCollective  // collective.go
 	actCopyViaHost // peer_session.go
+	actMemset2D    // memset2d.go
 )
 
 type opState struct {
@@ -120,7 +121,8 @@ var preparers = map[dag.OpKind]func(sm *submitter, st *opState, op *dag.Op) erro
 	dag.Send:          prepareCollective,
 	dag.Recv:          prepareCollective,
 
-	dag.Task: (*submitter).prepareTask,
+	dag.Task:     (*submitter).prepareTask,
+	dag.Memset2D: (*submitter).prepareMemset2D,
 }
 
 // prepareLifetime prepares an alloc or free of a temporary: stream-ordered
@@ -129,14 +131,15 @@ var preparers = map[dag.OpKind]func(sm *submitter, st *opState, op *dag.Op) erro
 func (sm *submitter) prepareLifetime(st *opState, op *dag.Op) error {
 	se := sm.se
 	bs := &se.hold.bufs[op.Buffer().ID]
+	allocs := op.Kind.Info().Lifetime == dag.Allocates
 	switch {
 	case bs.b.Placement != dag.Device:
-		if op.Kind == dag.Alloc {
+		if allocs {
 			// Temporaries start as zeros on every backend.
 			return sm.hostWork(st, 1, bs.host, nil, bs.b.Size, []byte{0})
 		}
 		st.act = actNone
-	case op.Kind == dag.Alloc:
+	case allocs:
 		st.act = actAllocDevice
 	default:
 		st.act = actFreeDevice

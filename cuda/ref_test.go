@@ -81,6 +81,9 @@ func reference(t testing.TB, g *dag.Graph) map[*dag.Buffer][]byte {
 			copy(view(op.Access[1].View), view(op.Access[0].View))
 		case dag.Fill:
 			dag.FillElems(view(op.Access[0].View), op.Access[0].Buf.DType, op.FillValue)
+		case dag.Memset2D:
+			v := view(op.Access[0].View)
+			op.Memset2DRows(func(start, end int64) { dag.FillElems(v[start:end], op.Access[0].Buf.DType, op.FillValue) })
 		case dag.Host:
 			views := make([][]byte, len(op.Access))
 			for i, a := range op.Access {

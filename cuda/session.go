@@ -119,7 +119,7 @@ type timer struct {
 	// cuptiWas is the closed tracer's source and drop count, which
 	// TimingSource still reports after Close.
 	cuptiWas struct {
-		source  string
+		source  device.TimingSource
 		dropped uint64
 	}
 
@@ -160,6 +160,12 @@ var (
 	_ device.Timer    = (*Session)(nil)
 	_ device.Capturer = (*Session)(nil)
 	_ device.Writer   = (*Session)(nil)
+
+	_ device.Submitter           = (*Session)(nil)
+	_ device.ReplayTimer         = (*Session)(nil)
+	_ device.TimingSourcer       = (*Session)(nil)
+	_ device.CollectiveTimeouter = (*Session)(nil)
+	_ device.Memory              = (*Backend)(nil)
 )
 
 // sessDevice is a device as one session uses it: the backend's device,
@@ -485,7 +491,7 @@ func (se *Session) Spans(f func(op, stream int, start, end time.Duration)) error
 // TimingCUPTIGraph tries CUPTI's graph-level records the same way. An error
 // is returned only for an unknown source. CUPTI's sink is the process's:
 // while one session holds it, another falls back to events as busy.
-func (se *Session) SetTimingSource(src string) error {
+func (se *Session) SetTimingSource(src device.TimingSource) error {
 	return joined(se).tim.SetTimingSource(src)
 }
 
@@ -494,7 +500,7 @@ func (se *Session) SetTimingSource(src string) error {
 // how many CUPTI records were dropped since it started (by CUPTI for want
 // of buffer space, or by dagrun for want of memory): spans of those ops, or
 // replays, are missing.
-func (se *Session) TimingSource() (source, why string, dropped uint64) {
+func (se *Session) TimingSource() (source device.TimingSource, why string, dropped uint64) {
 	return joined(se).tim.TimingSource()
 }
 

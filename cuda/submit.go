@@ -232,6 +232,8 @@ func (sm *submitter) run(s *stream, st *opState) error {
 		return se.colls.runCollective(s, st)
 	case actCopyViaHost:
 		return se.stage.runViaHost(s, st)
+	case actMemset2D:
+		return sm.runMemset2D(s, st)
 	case actLaunch, actFill64:
 		if err := sm.bindSlots(st); err != nil {
 			return err

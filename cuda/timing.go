@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // Timing: events around each op of an eager run, read back by Spans.
@@ -142,7 +143,9 @@ func msDuration(ms float32) time.Duration {
 // Timing with CUPTI: activity records of each op's device work, named by
 // the op pushed around its submission, in place of two events per op.
 
-// Timing sources a session can use (SetTimingSource, TimingSource).
+// Timing sources a session can use (SetTimingSource, TimingSource): the
+// values of device.TimingSource's constants (TestTimingSources), untyped
+// so that they serve executor.WithTimingSource's strings too.
 const (
 	TimingAuto   = "auto"   // CUPTI where it loads, knows the version and is free; events otherwise
 	TimingCUPTI  = "cupti"  // CUPTI activity records
@@ -214,7 +217,7 @@ type cuptiOp struct {
 // allocations have records only when a pool grows, host steps none.
 func (a action) hasRecords() bool {
 	switch a {
-	case actLaunch, actFill64, actFillDevice, actGemm,
+	case actLaunch, actFill64, actFillDevice, actMemset2D, actGemm,
 		actCopyDtoD, actCopyPeer, actCopyHtoD, actCopyHtoDPageable, actCopyDtoH, actCopyViaHost:
 		return true
 	}
@@ -269,7 +272,7 @@ func (c *cuptiTiming) streamOf(op int64) (int, bool) {
 }
 
 // SetTimingSource does the work of Session.SetTimingSource.
-func (tm *timer) SetTimingSource(src string) error {
+func (tm *timer) SetTimingSource(src device.TimingSource) error {
 	whole := false
 	switch src {
 	case TimingEvents:
@@ -308,7 +311,7 @@ func (tm *timer) SetTimingSource(src string) error {
 }
 
 // TimingSource does the work of Session.TimingSource.
-func (tm *timer) TimingSource() (source, why string, dropped uint64) {
+func (tm *timer) TimingSource() (source device.TimingSource, why string, dropped uint64) {
 	switch {
 	case !tm.timing:
 		return "", "timing is off", 0

@@ -18,9 +18,9 @@ func mulInt64(fs ...int64) (int64, bool) {
 	return p, true
 }
 
-// addSat adds a and b, saturating at the limits of int64 instead of
-// wrapping around.
-func addSat(a, b int64) int64 {
+// AddSat adds a and b, saturating at the limits of int64 instead of
+// wrapping around: the one home of saturating sums of sizes and durations.
+func AddSat(a, b int64) int64 {
 	s := a + b
 	if (s > a) != (b > 0) {
 		if b > 0 {

@@ -155,7 +155,7 @@ type View struct {
 
 // End is the offset one past the view's last byte (saturated, never
 // wrapped, for views Build would refuse).
-func (v View) End() int64 { return addSat(v.Offset, v.Size) }
+func (v View) End() int64 { return AddSat(v.Offset, v.Size) }
 
 // Overlaps reports whether v and w share a byte.
 func (v View) Overlaps(w View) bool {

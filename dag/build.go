@@ -61,8 +61,8 @@ func (g *Builder) nameOps() {
 			continue
 		}
 		buf = buf[:0]
-		if o.Kind == Launch && o.Launch != nil && o.Launch.Kernel != nil {
-			buf = append(buf, o.Launch.Kernel.Name...)
+		if k := o.Kernel(); k != nil {
+			buf = append(buf, k.Name...)
 		} else {
 			buf = append(buf, o.Kind.String()...)
 		}
@@ -74,9 +74,9 @@ func (g *Builder) usedKernels(ops []*Op) []*Kernel {
 	var ks []*Kernel
 	seen := make(map[*Kernel]bool, len(g.kernels)+len(Builtins()))
 	for _, o := range ops {
-		if o.Kind == Launch && !seen[o.Launch.Kernel] {
-			seen[o.Launch.Kernel] = true
-			ks = append(ks, o.Launch.Kernel)
+		if k := o.Kernel(); k != nil && !seen[k] {
+			seen[k] = true
+			ks = append(ks, k)
 		}
 	}
 	return ks

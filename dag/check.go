@@ -173,7 +173,7 @@ func (c *checker) op(o *Op) {
 		}
 	}
 	checkNotTask(c, o)
-	kindChecks[o.Kind](c, o)
+	kindTable[o.Kind].check(c, o)
 }
 
 // accesses checks that every access is a view of a buffer of this graph

@@ -88,7 +88,7 @@ var collectiveDTypes = [...]DType{U8, I32, I64, F32, F64}
 
 // IsCollective reports whether k is one of the collective kinds (send and
 // recv included).
-func (k OpKind) IsCollective() bool { return k.Valid() && kindInfo[k].Class == CollectiveClass }
+func (k OpKind) IsCollective() bool { return k.Valid() && kindTable[k].Class == CollectiveClass }
 
 // AllReduce reduces v across the ranks in place: afterwards every rank's v
 // holds the reduction of every rank's v.
@@ -135,61 +135,116 @@ func (g *Builder) Recv(v View, from int) *Op {
 	return o
 }
 
-// checkCollective checks what holds for every world size.
-func checkCollective(o *Op, fail func(field, hint, format string, a ...any)) {
-	c := o.Collective
-	if c == nil {
-		fail("", "declare collectives with the Builder's methods", "%s has no collective parameters", o.Kind)
-		return
-	}
-	for _, a := range o.Access {
-		b := a.Buf
-		if b.Placement != Device {
-			fail("", "collectives work on device memory; copy the data to a device buffer first",
-				"%s is %s memory", b.Name, placeName(b))
+// collectiveCheck is the Build check of a collective kind: what every
+// collective checks, then sizes (for the kinds of two views) and params,
+// the kind's own, each nil when the kind has none.
+func collectiveCheck(sizes func(in, out Access, fail failFunc), params func(o *Op, c *CollectiveSpec, fail failFunc)) kindCheck {
+	return func(ch *checker, o *Op) {
+		fail := ch.failer(o)
+		c := o.Collective
+		if c == nil {
+			fail("", "declare collectives with the Builder's methods", "%s has no collective parameters", o.Kind)
+			return
 		}
-		if !supportedCollectiveDType(b.DType) {
-			fail("", "use u8, i32, i64, f32 or f64", "%s has element type %s, which collectives do not take", b.Name, b.DType)
-		}
-		es := b.DType.Size()
-		if a.Offset%es != 0 || a.Size%es != 0 {
-			fail("", "name whole elements", "view %s is not a whole number of %s elements (%d bytes)", a.View, b.DType, es)
-		}
-	}
-	if len(o.Access) == 2 {
-		in, out := o.Access[0], o.Access[1]
-		if in.Buf.DType != out.Buf.DType {
-			fail("", "give both buffers one element type", "in %s is %s, out %s is %s", in.View, in.Buf.DType, out.View, out.Buf.DType)
-		}
-		if in.Overlaps(out.View) {
-			fail("", "use disjoint views: the in-place form needs rank-dependent offsets", "in %s and out %s overlap", in.View, out.View)
-		}
-		small, large, what := in, out, "out must be world times in"
-		if o.Kind == ReduceScatter {
-			small, large, what = out, in, "in must be world times out"
-		}
-		if large.Size%small.Size != 0 {
-			fail("", what, "%s (%d bytes) is not a whole multiple of %s (%d bytes)", large.View, large.Size, small.View, small.Size)
-		}
-	}
-	switch o.Kind {
-	case AllReduce, ReduceScatter:
-		if !c.Reduction.Valid() {
-			fail("op", "use sum, prod, max, min or avg", "unknown reduction %d", c.Reduction)
-		}
-	case Broadcast:
-		if c.Root < 0 {
-			fail("root", "name a rank from 0", "root rank %d is negative", c.Root)
-		}
-	case Send, Recv:
-		if c.Peer < 0 {
-			field := "to"
-			if o.Kind == Recv {
-				field = "from"
+		for _, a := range o.Access {
+			b := a.Buf
+			if b.Placement != Device {
+				fail("", "collectives work on device memory; copy the data to a device buffer first",
+					"%s is %s memory", b.Name, placeName(b))
 			}
+			if !supportedCollectiveDType(b.DType) {
+				fail("", "use u8, i32, i64, f32 or f64", "%s has element type %s, which collectives do not take", b.Name, b.DType)
+			}
+			es := b.DType.Size()
+			if a.Offset%es != 0 || a.Size%es != 0 {
+				fail("", "name whole elements", "view %s is not a whole number of %s elements (%d bytes)", a.View, b.DType, es)
+			}
+		}
+		if len(o.Access) == 2 {
+			in, out := o.Access[0], o.Access[1]
+			if in.Buf.DType != out.Buf.DType {
+				fail("", "give both buffers one element type", "in %s is %s, out %s is %s", in.View, in.Buf.DType, out.View, out.Buf.DType)
+			}
+			if in.Overlaps(out.View) {
+				fail("", "use disjoint views: the in-place form needs rank-dependent offsets", "in %s and out %s overlap", in.View, out.View)
+			}
+			if sizes != nil {
+				sizes(in, out, fail)
+			}
+		}
+		if params != nil {
+			params(o, c, fail)
+		}
+	}
+}
+
+// multiple checks that large is a whole multiple of small.
+func multiple(small, large Access, what string, fail failFunc) {
+	if large.Size%small.Size != 0 {
+		fail("", what, "%s (%d bytes) is not a whole multiple of %s (%d bytes)", large.View, large.Size, small.View, small.Size)
+	}
+}
+
+func gatherSizes(in, out Access, fail failFunc) {
+	multiple(in, out, "out must be world times in", fail)
+}
+func scatterSizes(in, out Access, fail failFunc) {
+	multiple(out, in, "in must be world times out", fail)
+}
+
+func reductionParam(_ *Op, c *CollectiveSpec, fail failFunc) {
+	if !c.Reduction.Valid() {
+		fail("op", "use sum, prod, max, min or avg", "unknown reduction %d", c.Reduction)
+	}
+}
+
+func rootParam(_ *Op, c *CollectiveSpec, fail failFunc) {
+	if c.Root < 0 {
+		fail("root", "name a rank from 0", "root rank %d is negative", c.Root)
+	}
+}
+
+// peerParam checks the peer of send or recv, whose spec field is field.
+func peerParam(field string) func(*Op, *CollectiveSpec, failFunc) {
+	return func(_ *Op, c *CollectiveSpec, fail failFunc) {
+		if c.Peer < 0 {
 			fail(field, "name a rank from 0", "peer rank %d is negative", c.Peer)
 		}
 	}
+}
+
+func gatherWorld(o *Op, n int, fail failFunc) {
+	if in, out := o.Access[0], o.Access[1]; out.Size != in.Size*int64(n) {
+		fail("", fmt.Sprintf("make out %d bytes (in times the world)", in.Size*int64(n)),
+			"out %s holds %d bytes; in %s times %d ranks is %d", out.View, out.Size, in.View, n, in.Size*int64(n))
+	}
+}
+
+func scatterWorld(o *Op, n int, fail failFunc) {
+	if in, out := o.Access[0], o.Access[1]; in.Size != out.Size*int64(n) {
+		fail("", fmt.Sprintf("make in %d bytes (out times the world)", out.Size*int64(n)),
+			"in %s holds %d bytes; out %s times %d ranks is %d", in.View, in.Size, out.View, n, out.Size*int64(n))
+	}
+}
+
+func rootWorld(o *Op, n int, fail failFunc) {
+	if o.Collective.Root >= n {
+		fail("root", fmt.Sprintf("name a rank below %d", n), "root rank %d is not in a world of %d", o.Collective.Root, n)
+	}
+}
+
+func peerWorld(field string) func(*Op, int, failFunc) {
+	return func(o *Op, n int, fail failFunc) {
+		if o.Collective.Peer >= n {
+			fail(field, fmt.Sprintf("name a rank below %d", n), "peer rank %d is not in a world of %d", o.Collective.Peer, n)
+		}
+	}
+}
+
+func reductionSign(o *Op) string { return ", " + o.Collective.Reduction.String() }
+func rootSign(o *Op) string      { return fmt.Sprintf(", root %d", o.Collective.Root) }
+func peerSign(dir string) func(*Op) string {
+	return func(o *Op) string { return fmt.Sprintf(", %s %d", dir, o.Collective.Peer) }
 }
 
 func supportedCollectiveDType(d DType) bool {
@@ -217,30 +272,8 @@ func (gr *Graph) CheckWorld(n int) error {
 		fail := func(field, hint, format string, a ...any) {
 			errs = append(errs, &Error{Op: o.Name, Field: field, Msg: fmt.Sprintf(format, a...), Hint: hint})
 		}
-		c := o.Collective
-		switch o.Kind {
-		case AllGather:
-			if in, out := o.Access[0], o.Access[1]; out.Size != in.Size*int64(n) {
-				fail("", fmt.Sprintf("make out %d bytes (in times the world)", in.Size*int64(n)),
-					"out %s holds %d bytes; in %s times %d ranks is %d", out.View, out.Size, in.View, n, in.Size*int64(n))
-			}
-		case ReduceScatter:
-			if in, out := o.Access[0], o.Access[1]; in.Size != out.Size*int64(n) {
-				fail("", fmt.Sprintf("make in %d bytes (out times the world)", out.Size*int64(n)),
-					"in %s holds %d bytes; out %s times %d ranks is %d", in.View, in.Size, out.View, n, out.Size*int64(n))
-			}
-		case Broadcast:
-			if c.Root >= n {
-				fail("root", fmt.Sprintf("name a rank below %d", n), "root rank %d is not in a world of %d", c.Root, n)
-			}
-		case Send, Recv:
-			if c.Peer >= n {
-				field := "to"
-				if o.Kind == Recv {
-					field = "from"
-				}
-				fail(field, fmt.Sprintf("name a rank below %d", n), "peer rank %d is not in a world of %d", c.Peer, n)
-			}
+		if w := kindTable[o.Kind].world; w != nil {
+			w(o, n, fail)
 		}
 	}
 	return errors.Join(errs...)
@@ -268,10 +301,9 @@ func (gr *Graph) Ordered() []*Op {
 func (gr *Graph) CollectiveSequence() []string {
 	var out []string
 	for _, o := range gr.Ops {
-		if !o.Kind.IsCollective() || o.Kind == Send || o.Kind == Recv {
-			continue
+		if info := o.Kind.Info(); info.Class == CollectiveClass && !info.PointToPoint {
+			out = append(out, CollectiveSignature(o))
 		}
-		out = append(out, CollectiveSignature(o))
 	}
 	return out
 }
@@ -287,15 +319,8 @@ func CollectiveSignature(o *Op) string {
 		}
 		fmt.Fprintf(&b, " %d x %s", a.Size/a.Buf.DType.Size(), a.Buf.DType)
 	}
-	switch o.Kind {
-	case AllReduce, ReduceScatter:
-		fmt.Fprintf(&b, ", %s", o.Collective.Reduction)
-	case Broadcast:
-		fmt.Fprintf(&b, ", root %d", o.Collective.Root)
-	case Send:
-		fmt.Fprintf(&b, ", to %d", o.Collective.Peer)
-	case Recv:
-		fmt.Fprintf(&b, ", from %d", o.Collective.Peer)
+	if sign := kindTable[o.Kind].sign; sign != nil {
+		b.WriteString(sign(o))
 	}
 	return b.String()
 }

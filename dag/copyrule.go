@@ -15,5 +15,5 @@ func PageableCopy(src, dst *Buffer) bool {
 // SyncCopy reports whether o is a copy that PageableCopy says is
 // synchronous and cannot be captured.
 func (o *Op) SyncCopy() bool {
-	return o.Kind == Copy && len(o.Access) == 2 && PageableCopy(o.Access[0].Buf, o.Access[1].Buf)
+	return o.Kind.Info().Class == CopyClass && len(o.Access) == 2 && PageableCopy(o.Access[0].Buf, o.Access[1].Buf)
 }

@@ -1,7 +1,7 @@
 // Package dag describes GPU work as a graph of operations on buffers.
 //
 // A Builder collects buffers, kernels and operations (alloc, free, copy,
-// fill, kernel launch, host step, GEMM, stream task: see task.go) in declaration order. Build validates them
+// fill, 2-D memset, kernel launch, host step, GEMM, stream task: see task.go) in declaration order. Build validates them
 // and infers the dependencies from the bytes each operation reads and writes:
 // a read depends on the last earlier write of overlapping bytes (RAW), a
 // write on that write and on every read of those bytes since (WAW, WAR).
@@ -15,8 +15,9 @@
 // per access plus the edges it implies, in whatever order byte ranges are
 // declared; the dependencies a graph implies are capped at MaxEdges.
 //
-// The files hold one job each: builder.go (declaring), op.go (the op kinds'
-// facts), kindcheck.go and launch.go (the checks of each kind), check.go
+// The files hold one job each: builder.go (declaring), op.go (ops),
+// kinds.go (the one table of op kinds: their facts and behaviour),
+// kindcheck.go, launch.go and memset2d.go (the checks of kinds), check.go
 // (the checks every buffer and op gets), lifetime.go (temporaries' allocs
 // and frees), infer.go (dependency inference), order.go (after edges and
 // cycles), build.go (Build itself), builtins.go (the kernel library).

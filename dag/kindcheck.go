@@ -2,36 +2,10 @@ package dag
 
 import "fmt"
 
-// kindCheck checks what is particular to one op kind. It runs after the
-// checks every op gets, on ops whose accesses are views of this graph's
-// buffers within their bounds.
-type kindCheck func(c *checker, o *Op)
-
-// kindChecks holds every kind's checks; TestKindChecksCoverEveryKind fails
-// when a kind has none.
-var kindChecks = [numOpKinds]kindCheck{
-	Alloc:         checkLifetimeOp,
-	Free:          checkLifetimeOp,
-	Copy:          checkCopy,
-	Fill:          checkFill,
-	Launch:        (*checker).launch,
-	Host:          checkHost,
-	Gemm:          func(c *checker, o *Op) { checkGemm(o, c.failer(o)) },
-	AllReduce:     checkCollectiveOp,
-	AllGather:     checkCollectiveOp,
-	ReduceScatter: checkCollectiveOp,
-	Broadcast:     checkCollectiveOp,
-	Send:          checkCollectiveOp,
-	Recv:          checkCollectiveOp,
-	Task:          checkTask,
-}
-
 // failer adapts c.fail to the check functions that take one op's fail.
-func (c *checker) failer(o *Op) func(field, hint, format string, a ...any) {
+func (c *checker) failer(o *Op) failFunc {
 	return func(field, hint, format string, a ...any) { c.fail(o, field, hint, format, a...) }
 }
-
-func checkCollectiveOp(c *checker, o *Op) { checkCollective(o, c.failer(o)) }
 
 // checkLifetimeOp: allocs and frees are for temporaries only.
 func checkLifetimeOp(c *checker, o *Op) {

@@ -24,8 +24,8 @@ func withLifetimes(ops []*Op, nbufs int) ([]*Op, ErrorList) {
 		if o.badAccess {
 			continue
 		}
-		switch o.Kind {
-		case Alloc:
+		switch o.Kind.Info().Lifetime {
+		case Allocates:
 			b := o.Buffer()
 			if !b.Temporary {
 				continue // reported by the kind's check
@@ -41,7 +41,7 @@ func withLifetimes(ops []*Op, nbufs int) ([]*Op, ErrorList) {
 			}
 			l.alloc, l.explicitAlloc = o, true
 			continue
-		case Free:
+		case Frees:
 			b := o.Buffer()
 			if !b.Temporary {
 				continue
@@ -129,15 +129,15 @@ func (g *Graph) LiveAtEnd() []*Buffer {
 	live := make(map[*Buffer]bool)
 	var order []*Buffer
 	for _, o := range g.Ops {
-		switch o.Kind {
-		case Alloc:
+		switch o.Kind.Info().Lifetime {
+		case Allocates:
 			if b := o.Buffer(); b != nil {
 				if _, seen := live[b]; !seen {
 					order = append(order, b)
 				}
 				live[b] = true
 			}
-		case Free:
+		case Frees:
 			if b := o.Buffer(); b != nil {
 				live[b] = false
 			}

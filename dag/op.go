@@ -32,68 +32,10 @@ const (
 
 	Task // a user's function enqueues the work on the op's stream (see task.go)
 
+	Memset2D // set a strided 2-D region of Access[0] to FillValue (see Memset2DSpec)
+
 	numOpKinds // keep last
 )
-
-// StreamClass is the kind of stream an op belongs on.
-type StreamClass uint8
-
-const (
-	ComputeClass    StreamClass = iota // kernels, fills, allocs, frees, host steps
-	CopyClass                          // transfers: a stream per direction by default
-	CollectiveClass                    // collectives and send/recv: a stream of their own per device
-)
-
-func (c StreamClass) String() string {
-	switch c {
-	case ComputeClass:
-		return "compute"
-	case CopyClass:
-		return "copy"
-	case CollectiveClass:
-		return "collective"
-	}
-	return fmt.Sprintf("StreamClass(%d)", uint8(c))
-}
-
-// KindInfo are the facts of an op kind that hold whatever runs it.
-type KindInfo struct {
-	Name  string      // as written in specs and op names
-	Class StreamClass // the streams it runs on
-	// Accesses is the exact number of accesses the kind takes, or -1 when
-	// the op says (a launch's parameters, a host step's views).
-	Accesses int
-	// Capturable says whether a graph capture can hold the kind at all
-	// (particular ops may still be refused, such as pageable copies).
-	Capturable bool
-	// Lifetime marks the kinds that allocate or free a temporary buffer.
-	Lifetime bool
-	// Ordered marks the kinds whose relative order is part of the program:
-	// every rank of a world must issue them in the order the spec declares
-	// them (NCCL deadlocks otherwise), so a planner may move other ops
-	// around them but never reorder two Ordered ops. Build also chains each
-	// Ordered op after the previous one (see Graph.Ordered).
-	Ordered bool
-}
-
-var kindInfo = [numOpKinds]KindInfo{
-	Alloc:  {Name: "alloc", Class: ComputeClass, Accesses: 1, Capturable: true, Lifetime: true},
-	Free:   {Name: "free", Class: ComputeClass, Accesses: 1, Capturable: true, Lifetime: true},
-	Copy:   {Name: "copy", Class: CopyClass, Accesses: 2, Capturable: true},
-	Fill:   {Name: "fill", Class: ComputeClass, Accesses: 1, Capturable: true},
-	Launch: {Name: "launch", Class: ComputeClass, Accesses: -1, Capturable: true},
-	Host:   {Name: "host", Class: ComputeClass, Accesses: -1, Capturable: true},
-	Gemm:   {Name: "gemm", Class: ComputeClass, Accesses: -1, Capturable: true},
-
-	AllReduce:     {Name: "all_reduce", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
-	AllGather:     {Name: "all_gather", Class: CollectiveClass, Accesses: 2, Capturable: true, Ordered: true},
-	ReduceScatter: {Name: "reduce_scatter", Class: CollectiveClass, Accesses: 2, Capturable: true, Ordered: true},
-	Broadcast:     {Name: "broadcast", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
-	Send:          {Name: "send", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
-	Recv:          {Name: "recv", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true},
-
-	Task: {Name: "task", Class: ComputeClass, Accesses: -1, Capturable: true},
-}
 
 // OpKinds lists every op kind, in order.
 func OpKinds() []OpKind {
@@ -112,12 +54,12 @@ func (k OpKind) Info() KindInfo {
 	if !k.Valid() {
 		return KindInfo{}
 	}
-	return kindInfo[k]
+	return kindTable[k]
 }
 
 func (k OpKind) String() string {
 	if k.Valid() {
-		return kindInfo[k].Name
+		return kindTable[k].Name
 	}
 	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
@@ -199,7 +141,8 @@ type Op struct {
 	Gemm      *GemmSpec   // Gemm
 	// Collective holds the reduction, root or peer of a collective kind.
 	Collective *CollectiveSpec
-	Task       *TaskSpec // Task
+	Task       *TaskSpec     // Task
+	Memset2D   *Memset2DSpec // Memset2D
 
 	// Deps are the IDs of the operations this one must follow: inferred from
 	// data, explicit After and the declared order of Ordered kinds, without
@@ -224,25 +167,26 @@ func (o *Op) Buffer() *Buffer {
 	return o.Access[0].Buf
 }
 
-// Bytes is the number of bytes the op moves or touches: for copies and
-// fills the destination's size, otherwise the sum of its accesses
+// Bytes is the number of bytes the op moves or touches: for copies the
+// destination's size, for fills, allocs and frees their view's, for 2-D
+// memsets the region's elements; otherwise the sum of its accesses
 // (saturated at math.MaxInt64, never wrapped).
 func (o *Op) Bytes() int64 {
-	switch o.Kind {
-	case Copy:
-		if len(o.Access) < 2 {
-			return 0
-		}
-		return o.Access[1].Size
-	case Fill, Alloc, Free:
-		if len(o.Access) < 1 {
-			return 0
-		}
-		return o.Access[0].Size
+	if o.Kind.Valid() && kindTable[o.Kind].bytes != nil {
+		return kindTable[o.Kind].bytes(o)
 	}
 	var n int64
 	for _, a := range o.Access {
-		n = addSat(n, max(a.Size, 0))
+		n = AddSat(n, max(a.Size, 0))
 	}
 	return n
+}
+
+// Kernel is the kernel the op launches, or nil for kinds that launch none
+// (or a launch that names no kernel).
+func (o *Op) Kernel() *Kernel {
+	if o.Kind.Valid() && kindTable[o.Kind].kernel != nil {
+		return kindTable[o.Kind].kernel(o)
+	}
+	return nil
 }

@@ -1,10 +1,10 @@
 package dag
 
 import (
+	"container/heap"
 	"slices"
 	"strings"
 
-	"github.com/emirpasic/gods/trees/binaryheap"
 	"gonum.org/v1/gonum/graph/simple"
 	"gonum.org/v1/gonum/graph/topo"
 )
@@ -39,20 +39,19 @@ func addAfter(ops []*Op) ([]*Op, ErrorList) {
 			succ[d] = append(succ[d], int32(o.ID))
 		}
 	}
-	ready := binaryheap.NewWithIntComparator()
+	var ready idHeap
 	for i, n := range indeg {
 		if n == 0 {
-			ready.Push(i)
+			ready = append(ready, int32(i)) // ascending: already a heap
 		}
 	}
 	order := make([]*Op, 0, len(ops))
-	for !ready.Empty() {
-		v, _ := ready.Pop()
-		i := v.(int)
+	for len(ready) > 0 {
+		i := ready.pop()
 		order = append(order, ops[i])
 		for _, s := range succ[i] {
 			if indeg[s]--; indeg[s] == 0 {
-				ready.Push(int(s))
+				ready.push(s)
 			}
 		}
 	}
@@ -139,4 +138,37 @@ func cyclePath(ops []*Op, ids []int) []int {
 		path = append(path, next)
 		cur = next
 	}
+}
+
+// idHeap is a container/heap of op IDs, smallest first. push and pop keep
+// IDs unboxed (as planner's opHeap does); Push and Pop exist for
+// heap.Interface.
+type idHeap []int32
+
+func (h idHeap) Len() int           { return len(h) }
+func (h idHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *idHeap) Push(x any)        { *h = append(*h, x.(int32)) }
+
+func (h *idHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (h *idHeap) push(id int32) {
+	*h = append(*h, id)
+	heap.Fix(h, len(*h)-1)
+}
+
+func (h *idHeap) pop() int32 {
+	old := *h
+	id, n := old[0], len(old)-1
+	old[0] = old[n]
+	*h = old[:n]
+	if n > 0 {
+		heap.Fix(h, 0)
+	}
+	return id
 }

@@ -3,7 +3,6 @@ package executor
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -34,10 +33,10 @@ func (e *MemoryError) Error() string {
 		if b.Temporary {
 			kind = "temporary"
 		}
-		names = append(names, fmt.Sprintf("%s (%s, %s)", b.Name, bytesText(b.Size), kind))
+		names = append(names, fmt.Sprintf("%s (%s, %s)", b.Name, dag.FormatBytes(b.Size), kind))
 	}
 	return fmt.Sprintf("the plan needs %s of %s at its peak, and %s of %s is free: %s; make the buffers smaller, free temporaries sooner, or run where there is more memory",
-		bytesText(e.Need), memoryName(e.Device), bytesText(e.Free), bytesText(e.Total), strings.Join(names, ", "))
+		dag.FormatBytes(e.Need), memoryName(e.Device), dag.FormatBytes(e.Free), dag.FormatBytes(e.Total), strings.Join(names, ", "))
 }
 
 func memoryName(dev int) string {
@@ -60,11 +59,7 @@ type MemoryNeed struct {
 }
 
 // Bytes is the need in all, saturated at math.MaxInt64.
-func (n MemoryNeed) Bytes() int64 { return addSat(n.Persistent, n.Temporary) }
-
-// hostBacked is implemented by backends whose device buffers are host
-// memory (the cpu backend): their needs go to device.HostMemory.
-type hostBacked interface{ DevicesInHostMemory() bool }
+func (n MemoryNeed) Bytes() int64 { return dag.AddSat(n.Persistent, n.Temporary) }
 
 // MemoryNeeds sums what p needs of each memory at its peak, in the order
 // of the memories' numbers (host memory first). With devicesInHost, device
@@ -92,7 +87,7 @@ func MemoryNeeds(p *planner.Plan, devicesInHost bool) []MemoryNeed {
 	for _, b := range p.Graph.Buffers {
 		if b != nil && !b.Temporary {
 			n := need(where(b))
-			n.Persistent = addSat(n.Persistent, b.Size)
+			n.Persistent = dag.AddSat(n.Persistent, b.Size)
 			n.Buffers = append(n.Buffers, b)
 		}
 	}
@@ -104,10 +99,10 @@ func MemoryNeeds(p *planner.Plan, devicesInHost bool) []MemoryNeed {
 			return nil, 0
 		}
 		op := p.Graph.Ops[st.Op]
-		switch op.Kind {
-		case dag.Alloc:
+		switch op.Kind.Info().Lifetime {
+		case dag.Allocates:
 			return op.Buffer(), 1
-		case dag.Free:
+		case dag.Frees:
 			return op.Buffer(), -1
 		}
 		return nil, 0
@@ -119,7 +114,7 @@ func MemoryNeeds(p *planner.Plan, devicesInHost bool) []MemoryNeed {
 		}
 		dev := where(b)
 		if sign > 0 {
-			live[dev] = addSat(live[dev], b.Size)
+			live[dev] = dag.AddSat(live[dev], b.Size)
 			if n := need(dev); live[dev] > n.Temporary {
 				n.Temporary, peakStep[dev] = live[dev], i
 			}
@@ -163,7 +158,7 @@ func CheckMemory(b device.Backend, p *planner.Plan) error {
 	if !ok || p == nil {
 		return nil
 	}
-	hb, _ := b.(hostBacked)
+	hb, _ := b.(device.HostBacked)
 	for _, n := range MemoryNeeds(p, hb != nil && hb.DevicesInHostMemory()) {
 		if n.Bytes() == 0 {
 			continue
@@ -177,26 +172,4 @@ func CheckMemory(b device.Backend, p *planner.Plan) error {
 		}
 	}
 	return nil
-}
-
-// addSat is a+b for sizes, saturated at math.MaxInt64.
-func addSat(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-// bytesText is n bytes in binary units, exact below a KiB.
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

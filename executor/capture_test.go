@@ -52,6 +52,7 @@ func captureCases(t *testing.T) []captureCase {
 		{Ops: 120, Buffers: 8, Ranges: true, Priorities: true, After: true},
 		{Ops: 150, Buffers: 10, Ranges: true, Temporaries: true},
 		{Ops: 150, Buffers: 10, Ranges: true, Temporaries: true, HostBuffers: true, Priorities: true, After: true},
+		{Ops: 120, Buffers: 8, Ranges: true, Temporaries: true, HostBuffers: true, Memset2D: true},
 	}
 	for ci, cfg := range cfgs {
 		found := 0

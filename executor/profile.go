@@ -156,21 +156,14 @@ func (s *Session) SubmitCosts() (costs SubmitCosts, ok bool) {
 	return c, true
 }
 
-// timingSourcer is implemented by device sessions that can choose how they
-// time ops (cuda.Session).
-type timingSourcer interface {
-	SetTimingSource(src string) error
-	TimingSource() (source, why string, dropped uint64)
-}
-
 // setupProfile applies the profiling options once the device session is
 // open, before its streams are made.
 func (s *Session) setupProfile(cfg config) error {
 	if cfg.submitTiming {
 		s.subTimer = newSubmitTimer(s.d)
 	}
-	if ts, ok := s.d.(timingSourcer); ok && s.timer != nil && cfg.timingSource != "" {
-		return ts.SetTimingSource(cfg.timingSource)
+	if ts, ok := s.d.(device.TimingSourcer); ok && s.timer != nil && cfg.timingSource != "" {
+		return ts.SetTimingSource(device.TimingSource(cfg.timingSource))
 	}
 	return nil
 }
@@ -183,8 +176,9 @@ func (s *Session) TimingSource() (source, why string, dropped uint64) {
 	if s.timer == nil {
 		return "", "timing is off", 0
 	}
-	if ts, ok := s.d.(timingSourcer); ok {
-		return ts.TimingSource()
+	if ts, ok := s.d.(device.TimingSourcer); ok {
+		src, why, dropped := ts.TimingSource()
+		return string(src), why, dropped
 	}
 	return "timers", "the backend times ops with its own clock", 0
 }
@@ -205,17 +199,6 @@ func (g *Graph) Spans() []Span {
 		spans = append(spans, Span{Op: op, Stream: stream, Start: start, End: end})
 	})
 	return spans
-}
-
-// replayTimer is implemented by device sessions that can tell apart the
-// op spans of several graph replays synchronised together (the cpu
-// backend; cuda under CUPTI): replay is the backend's number of the
-// LaunchGraph call the op ran in (from 0, counting every launch of the
-// session), -1 for an eager op. An op of -1 is a replay timed as a whole
-// graph (cuda's "cupti-graph"): its span is the replay's.
-type replayTimer interface {
-	TimesReplays() bool
-	ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error
 }
 
 // launchRange is n launches of a graph in a row: the backend's replay
@@ -268,7 +251,7 @@ func (g *Graph) TimesReplays() bool {
 	if g.unusable() || g.s.timer == nil {
 		return false
 	}
-	rt, ok := g.s.timer.(replayTimer)
+	rt, ok := g.s.timer.(device.ReplayTimer)
 	return ok && rt.TimesReplays()
 }
 
@@ -297,7 +280,7 @@ func (g *Graph) ReplaySpans() ([]ReplaySpans, error) {
 	}
 	ranges := g.launched
 	g.launched = nil
-	rt, ok := g.s.timer.(replayTimer)
+	rt, ok := g.s.timer.(device.ReplayTimer)
 	if !ok {
 		return nil, g.s.timer.Spans(func(int, int, time.Duration, time.Duration) {})
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 )
 
-// replaySpan is one span a replayTimer gives.
+// replaySpan is one span a device.ReplayTimer gives.
 type replaySpan struct {
 	replay, op, stream int
 	start, end         time.Duration

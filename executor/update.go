@@ -57,10 +57,10 @@ func (c setArg) apply(g *Graph, u *updates) error {
 	fail := func(msg, hint string) error {
 		return &dag.Error{Op: op.Name, Field: c.param, Msg: msg, Hint: hint}
 	}
-	if op.Kind != dag.Launch {
+	k := op.Kernel()
+	if k == nil {
 		return fail(fmt.Sprintf("SetArg: the op is a %s, not a kernel launch: it has no arguments", op.Kind), "set arguments of launch ops")
 	}
-	k := op.Launch.Kernel
 	i := slices.IndexFunc(k.Params, func(p dag.Param) bool { return p.Name == c.param })
 	var scalars []string
 	for _, p := range k.Params {

@@ -75,16 +75,10 @@ func join(ctx context.Context, d device.Session, wc worldConfig) error {
 	if err := j.Join(ctx, *w); err != nil {
 		return fmt.Errorf("executor: rank %d of %d could not join its world: %w", w.Rank, w.Size, err)
 	}
-	if t, ok := d.(collectiveTimer); ok && wc.timeout > 0 {
+	if t, ok := d.(device.CollectiveTimeouter); ok && wc.timeout > 0 {
 		t.SetCollectiveTimeout(wc.timeout)
 	}
 	return nil
-}
-
-// collectiveTimer is a session whose collectives give up on a lost peer
-// after a time of their own (cuda.Session): WithRankTimeout sets it.
-type collectiveTimer interface {
-	SetCollectiveTimeout(d time.Duration)
 }
 
 // Place is where one process stands in a world: its rank, the world's
@@ -312,7 +306,7 @@ func (w *World) each(ctx context.Context, verb string, f func(ctx context.Contex
 // pointToPoint reports whether g sends or receives.
 func pointToPoint(g *dag.Graph) bool {
 	for _, op := range g.Ops {
-		if op.Kind == dag.Send || op.Kind == dag.Recv {
+		if op.Kind.Info().PointToPoint {
 			return true
 		}
 	}

@@ -169,7 +169,7 @@ func newAssigner(g *dag.Graph, opts Options) *assigner {
 	a := &assigner{
 		ops:      g.Ops,
 		opts:     opts,
-		pairCost: satAdd(max(int64(ov.Record), 0), max(int64(ov.Wait), 0)),
+		pairCost: dag.AddSat(max(int64(ov.Record), 0), max(int64(ov.Wait), 0)),
 		poolOf:   map[poolKey]int32{},
 		lastID:   -1,
 		dur:      make([]int64, n),
@@ -193,7 +193,7 @@ func newAssigner(g *dag.Graph, opts Options) *assigner {
 	}
 	// Bottom levels, from the last op back: IDs are a topological order.
 	for i := n - 1; i >= 0; i-- {
-		b := satAdd(a.bottom[i], a.dur[i])
+		b := dag.AddSat(a.bottom[i], a.dur[i])
 		a.bottom[i] = b
 		a.critical = max(a.critical, b)
 		for _, d := range g.Ops[i].Deps {
@@ -217,7 +217,7 @@ func (a *assigner) place(i int32, op *dag.Op, p int32) {
 	}
 	s := a.pick(p, op, est)
 	start := max(est, a.streamFree[s])
-	end := satAdd(start, a.dur[i])
+	end := dag.AddSat(start, a.dur[i])
 	if filling {
 		a.smFree[op.Device] = end
 	}
@@ -243,7 +243,7 @@ func (a *assigner) smFreeOf(d int) int64 {
 // finishOf is when op i finishes in the schedule, once placed. Starts are
 // kept rather than finishes: a start is exact where a saturated finish is
 // not, and the submission order sorts by start.
-func (a *assigner) finishOf(i int32) int64 { return satAdd(a.start[i], a.dur[i]) }
+func (a *assigner) finishOf(i int32) int64 { return dag.AddSat(a.start[i], a.dur[i]) }
 
 // poolFor returns the pool of op's device, priority and stream kind.
 func (a *assigner) poolFor(op *dag.Op) int32 {
@@ -315,14 +315,14 @@ func (a *assigner) pick(p int32, op *dag.Op, est int64) int32 {
 	for _, s := range pl.streams {
 		w := a.waitsNeeded(s, op)
 		free := a.streamFree[s]
-		c := satAdd(max(est, free), satMul(a.pairCost, int64(w)))
+		c := dag.AddSat(max(est, free), satMul(a.pairCost, int64(w)))
 		if best < 0 || c < bestCost || c == bestCost && (w < bestWaits || w == bestWaits && free > a.streamFree[best]) {
 			best, bestCost, bestWaits = s, c, w
 		}
 	}
 	if len(pl.streams) < pl.limit {
 		// A new stream waits for every dependency.
-		if c := satAdd(est, satMul(a.pairCost, int64(len(op.Deps)))); best < 0 || c < bestCost {
+		if c := dag.AddSat(est, satMul(a.pairCost, int64(len(op.Deps)))); best < 0 || c < bestCost {
 			return a.newStream(p)
 		}
 	}

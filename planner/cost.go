@@ -204,15 +204,9 @@ func (m measuredCost) Overheads() Overheads { return OverheadsOf(m.fallback) }
 // from specs, perf models and users, and a sum that wrapped would reorder a
 // plan (issue: hostile input).
 
-// satAdd returns a+b for a, b >= 0, or math.MaxInt64 when that overflows.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
+func satAddDur(a, b time.Duration) time.Duration {
+	return time.Duration(dag.AddSat(int64(a), int64(b)))
 }
-
-func satAddDur(a, b time.Duration) time.Duration { return time.Duration(satAdd(int64(a), int64(b))) }
 
 // satMul returns a*n for a, n >= 0, or math.MaxInt64 when that overflows.
 func satMul(a int64, n int64) int64 {

@@ -1,6 +1,10 @@
 package planner
 
-import "math"
+import (
+	"math"
+
+	"github.com/dagrun/dagrun/dag"
+)
 
 // flow is a network for maximum flow by Dinic's algorithm, with int64
 // capacities (math.MaxInt64 for unbounded).
@@ -84,7 +88,7 @@ func (f *flow) max(s, t int) int64 {
 			if d == 0 {
 				break
 			}
-			total = satAdd(total, d)
+			total = dag.AddSat(total, d)
 		}
 	}
 	return total

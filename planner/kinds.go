@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bufio"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -17,27 +18,27 @@ type kindFacts struct {
 	// fills, when set, says whether the op keeps every multiprocessor of
 	// its device busy (fills.go).
 	fills func(op *dag.Op, sms int) bool
-	// ordered kinds keep declaration order among the ops of their kind
-	// whatever the placement strategy: collectives must be issued in the
-	// same order on every rank.
-	ordered bool
+	// describe, when set, writes the op as an instruction of the text
+	// plan; the kind and name otherwise.
+	describe func(w *bufio.Writer, op *dag.Op)
 }
 
 var kindTable = [...]kindFacts{
-	dag.Alloc:  {cost: memOpCost, pool: computePool},
-	dag.Free:   {cost: memOpCost, pool: computePool},
-	dag.Copy:   {cost: copyCost, pool: copyPool},
-	dag.Fill:   {cost: fillCost, pool: computePool},
-	dag.Launch: {cost: launchCost, pool: computePool, fills: launchFills},
-	dag.Host:   {cost: hostStepCost, pool: computePool},
-	dag.Gemm:   {cost: gemmCost, pool: computePool, fills: gemmFills},
+	dag.Alloc:    {cost: memOpCost, pool: computePool, describe: describeLifetime},
+	dag.Free:     {cost: memOpCost, pool: computePool, describe: describeLifetime},
+	dag.Copy:     {cost: copyCost, pool: copyPool, describe: describeCopy},
+	dag.Fill:     {cost: fillCost, pool: computePool, describe: describeFill},
+	dag.Memset2D: {cost: fillCost, pool: computePool, describe: describeMemset2D},
+	dag.Launch:   {cost: launchCost, pool: computePool, fills: launchFills, describe: describeLaunch},
+	dag.Host:     {cost: hostStepCost, pool: computePool},
+	dag.Gemm:     {cost: gemmCost, pool: computePool, fills: gemmFills},
 
-	dag.AllReduce:     {cost: collectiveCost, pool: collectivePool, ordered: true},
-	dag.AllGather:     {cost: collectiveCost, pool: collectivePool, ordered: true},
-	dag.ReduceScatter: {cost: collectiveCost, pool: collectivePool, ordered: true},
-	dag.Broadcast:     {cost: collectiveCost, pool: collectivePool, ordered: true},
-	dag.Send:          {cost: collectiveCost, pool: collectivePool, ordered: true},
-	dag.Recv:          {cost: collectiveCost, pool: collectivePool, ordered: true},
+	dag.AllReduce:     {cost: collectiveCost, pool: collectivePool},
+	dag.AllGather:     {cost: collectiveCost, pool: collectivePool},
+	dag.ReduceScatter: {cost: collectiveCost, pool: collectivePool},
+	dag.Broadcast:     {cost: collectiveCost, pool: collectivePool},
+	dag.Send:          {cost: collectiveCost, pool: collectivePool},
+	dag.Recv:          {cost: collectiveCost, pool: collectivePool},
 
 	// A task's work is unknown: priced like a kernel over its views.
 	dag.Task: {cost: fillCost, pool: computePool},

@@ -57,7 +57,7 @@ type MemoryUse struct {
 }
 
 // Bytes is the memory's need in all: persistent buffers and the arena.
-func (m MemoryUse) Bytes() int64 { return satAdd(m.Persistent, m.ArenaBytes) }
+func (m MemoryUse) Bytes() int64 { return dag.AddSat(m.Persistent, m.ArenaBytes) }
 
 // Temporary is a temporary buffer's place in its memory's arena.
 type Temporary struct {
@@ -102,7 +102,7 @@ func MemoryOf(p *Plan) *Memory {
 		}
 		if !b.Temporary {
 			u := use(memoryOf(b))
-			u.Persistent = satAdd(u.Persistent, b.Size)
+			u.Persistent = dag.AddSat(u.Persistent, b.Size)
 		}
 	}
 	byMemory := map[int][]*life{}
@@ -113,7 +113,7 @@ func MemoryOf(p *Plan) *Memory {
 		u := use(dev)
 		u.Temporaries = len(ls)
 		for _, l := range ls {
-			u.TemporaryBytes = satAdd(u.TemporaryBytes, l.t.Bytes)
+			u.TemporaryBytes = dag.AddSat(u.TemporaryBytes, l.t.Bytes)
 		}
 		u.TemporaryPeak, u.Peak = peakOf(ls)
 		u.ArenaBytes = packArena(ls, u.TemporaryPeak)
@@ -219,7 +219,7 @@ func collectLives(p *Plan) []*life {
 		}
 	}
 	isUse := func(op *dag.Op, l *life) bool {
-		return used[l.t.Buffer] != (op.Kind == dag.Alloc || op.Kind == dag.Free)
+		return used[l.t.Buffer] != (op.Kind.Info().Lifetime != dag.NoLifetime)
 	}
 	clock := make([]int32, ns*ns)
 	events := make([][]int32, p.Events)
@@ -290,7 +290,7 @@ func packArena(ls []*life, peak int64) int64 {
 	for i, cs := range conflicts {
 		load[i] = ls[i].t.Bytes
 		for _, j := range cs {
-			load[i] = satAdd(load[i], ls[j].t.Bytes)
+			load[i] = dag.AddSat(load[i], ls[j].t.Bytes)
 		}
 	}
 	bySize := func(a, b int) int {
@@ -374,7 +374,7 @@ func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, 
 		busy = busy[:0]
 		for _, j := range conflicts[i] {
 			if placed[j] {
-				busy = append(busy, span{offsets[j], satAdd(offsets[j], ls[j].t.Bytes)})
+				busy = append(busy, span{offsets[j], dag.AddSat(offsets[j], ls[j].t.Bytes)})
 			}
 		}
 		slices.SortFunc(busy, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
@@ -405,7 +405,7 @@ func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, 
 			at = top
 		}
 		offsets[i], placed[i] = at, true
-		size = max(size, satAdd(at, need))
+		size = max(size, dag.AddSat(at, need))
 	}
 	return offsets, size
 }
@@ -437,7 +437,7 @@ func peakOf(ls []*life) (int64, []int) {
 	for i, l := range ls {
 		if reach[i] && !reach[n+i] {
 			peak = append(peak, l.t.Buffer)
-			weight = satAdd(weight, l.t.Bytes)
+			weight = dag.AddSat(weight, l.t.Bytes)
 		}
 	}
 	slices.Sort(peak)

@@ -89,6 +89,13 @@ var signatureRules = map[dag.OpKind]func(op *dag.Op, hash func(*dag.Kernel) stri
 		// A task's function has no identity but its op's name.
 		return fmt.Sprintf("task %q %s", op.Name, accessSizes(op)), nil
 	},
+	dag.Memset2D: func(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
+		if op.Memset2D == nil || len(op.Access) != 1 {
+			return "", fmt.Errorf("op %s: a memset2d without its region", op.Name)
+		}
+		m, b := op.Memset2D, op.Access[0].Buf
+		return fmt.Sprintf("memset2d %s %s %dx%d pitch %d", b.Placement, b.DType, m.Rows, m.Width, m.Pitch), nil
+	},
 }
 
 // collectiveSignature: the kind, the bytes each rank moves and the dtype

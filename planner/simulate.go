@@ -104,7 +104,7 @@ func simulate(p *Plan, dur []int64, fill []bool, ov Overheads, mode Mode, start 
 					c = perKind[op.Kind]
 				}
 			}
-			host = satAdd(host, c)
+			host = dag.AddSat(host, c)
 			t := max(streamTime[s], host)
 			var filling bool
 			if fill != nil {
@@ -122,21 +122,21 @@ func simulate(p *Plan, dur []int64, fill []bool, ov Overheads, mode Mode, start 
 			if start != nil {
 				start[st.Op] = t
 			}
-			streamTime[s] = satAdd(t, dur[st.Op])
+			streamTime[s] = dag.AddSat(t, dur[st.Op])
 			if filling {
 				smFree[d] = streamTime[s]
 			}
 		case Record:
-			host = satAdd(host, record)
+			host = dag.AddSat(host, record)
 			if e := int(st.Event); e >= 0 && e < len(eventTime) {
 				eventTime[e] = max(streamTime[s], host)
 				eventDev[e] = int32(p.Streams[s].Device)
 			}
 		case Wait:
-			host = satAdd(host, wait)
+			host = dag.AddSat(host, wait)
 			if e := int(st.Event); e >= 0 && e < len(eventTime) {
 				if int(eventDev[e]) != p.Streams[s].Device {
-					host = satAdd(host, cross)
+					host = dag.AddSat(host, cross)
 				}
 				streamTime[s] = max(streamTime[s], eventTime[e])
 			}

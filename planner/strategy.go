@@ -199,7 +199,7 @@ func (l *listOrder) nextInWindow() (int32, int32, bool) {
 	if t0 < 0 {
 		return 0, 0, false
 	}
-	horizon := satAdd(t0, l.window)
+	horizon := dag.AddSat(t0, l.window)
 	best := int32(-1)
 	var from *opHeap
 	for p := range l.queues {
@@ -328,13 +328,13 @@ func (o ordering) placer(a *assigner, ordered func(dag.OpKind) bool) placer {
 		return &declarationOrder{n: int32(len(a.ops))}
 	}
 	if ordered == nil {
-		ordered = func(k dag.OpKind) bool { return factsOf(k).ordered }
+		ordered = func(k dag.OpKind) bool { return k.Info().Ordered }
 	}
 	var window int64
 	if o == byLookahead && len(a.dur) > 0 {
 		var sum int64
 		for _, d := range a.dur {
-			sum = satAdd(sum, d)
+			sum = dag.AddSat(sum, d)
 		}
 		window = sum / int64(len(a.dur)) / 2
 	}
@@ -383,7 +383,7 @@ const maxTriedOps = 1 << 14
 
 // closeEnough says whether a makespan is within 1% of a lower bound.
 func closeEnough(makespan, bound int64) bool {
-	return makespan <= satAdd(bound, bound/100)
+	return makespan <= dag.AddSat(bound, bound/100)
 }
 
 // shortest returns the plan with the shortest estimate among first (when
@@ -413,12 +413,12 @@ func lowerBound(g *dag.Graph, opts Options, p *Plan) int64 {
 	b := max(int64(p.Stats.CriticalPath), satMul(nonNegative(perOp), int64(len(g.Ops))))
 	work := make([]int64, len(p.Streams))
 	for i, s := range p.OpStream {
-		work[s] = satAdd(work[s], nonNegative(opts.Cost.Duration(g.Ops[i])))
+		work[s] = dag.AddSat(work[s], nonNegative(opts.Cost.Duration(g.Ops[i])))
 	}
 	pools := map[poolKey]int64{}
 	for s, st := range p.Streams {
 		k := poolKey{device: st.Device, priority: st.Priority, kind: st.Kind}
-		pools[k] = satAdd(pools[k], work[s])
+		pools[k] = dag.AddSat(pools[k], work[s])
 	}
 	for k, w := range pools {
 		limit := int64(1)

@@ -75,39 +75,55 @@ func (p *Plan) writeStep(w *bufio.Writer, st Step, sources []eventSource) {
 	}
 }
 
-// writeOp describes one op as an instruction.
+// writeOp describes one op as an instruction, as its kind's entry says.
 func writeOp(w *bufio.Writer, op *dag.Op) {
-	switch op.Kind {
-	case dag.Launch:
-		fmt.Fprintf(w, "launch %s", op.Name)
-		if l := op.Launch; l != nil {
-			w.WriteString(" [")
-			if l.Kernel != nil {
-				fmt.Fprintf(w, "%s ", l.Kernel.Name)
-			}
-			fmt.Fprintf(w, "grid %s block %s", l.Grid, l.Block)
-			if l.Shared > 0 {
-				fmt.Fprintf(w, " shared %s", dag.FormatBytes(int64(l.Shared)))
-			}
-			w.WriteString("]")
+	if d := factsOf(op.Kind).describe; d != nil {
+		d(w, op)
+		return
+	}
+	fmt.Fprintf(w, "%s %s", op.Kind, op.Name)
+}
+
+func describeLaunch(w *bufio.Writer, op *dag.Op) {
+	fmt.Fprintf(w, "launch %s", op.Name)
+	if l := op.Launch; l != nil {
+		w.WriteString(" [")
+		if l.Kernel != nil {
+			fmt.Fprintf(w, "%s ", l.Kernel.Name)
 		}
-	case dag.Copy:
-		fmt.Fprintf(w, "copy %s", op.Name)
-		if len(op.Access) == 2 && op.Access[0].Buf != nil && op.Access[1].Buf != nil {
-			fmt.Fprintf(w, " (%s %s, %s -> %s)", dag.FormatBytes(op.Bytes()), copyDirection(op), op.Access[0].View, op.Access[1].View)
+		fmt.Fprintf(w, "grid %s block %s", l.Grid, l.Block)
+		if l.Shared > 0 {
+			fmt.Fprintf(w, " shared %s", dag.FormatBytes(int64(l.Shared)))
 		}
-	case dag.Fill:
-		fmt.Fprintf(w, "fill %s", op.Name)
-		if len(op.Access) > 0 {
-			fmt.Fprintf(w, " (%s = %g)", op.Access[0].View, op.FillValue)
-		}
-	case dag.Alloc, dag.Free:
-		if b := op.Buffer(); b != nil {
-			fmt.Fprintf(w, "%s %s (%s)", op.Kind, b.Name, dag.FormatBytes(b.Size))
-		} else {
-			fmt.Fprintf(w, "%s %s", op.Kind, op.Name)
-		}
-	default:
+		w.WriteString("]")
+	}
+}
+
+func describeCopy(w *bufio.Writer, op *dag.Op) {
+	fmt.Fprintf(w, "copy %s", op.Name)
+	if len(op.Access) == 2 && op.Access[0].Buf != nil && op.Access[1].Buf != nil {
+		fmt.Fprintf(w, " (%s %s, %s -> %s)", dag.FormatBytes(op.Bytes()), copyDirection(op), op.Access[0].View, op.Access[1].View)
+	}
+}
+
+func describeFill(w *bufio.Writer, op *dag.Op) {
+	fmt.Fprintf(w, "fill %s", op.Name)
+	if len(op.Access) > 0 {
+		fmt.Fprintf(w, " (%s = %g)", op.Access[0].View, op.FillValue)
+	}
+}
+
+func describeMemset2D(w *bufio.Writer, op *dag.Op) {
+	fmt.Fprintf(w, "memset2d %s", op.Name)
+	if m := op.Memset2D; m != nil && len(op.Access) > 0 {
+		fmt.Fprintf(w, " (%s: %d rows x %d, pitch %d = %g)", op.Access[0].View, m.Rows, m.Width, m.Pitch, op.FillValue)
+	}
+}
+
+func describeLifetime(w *bufio.Writer, op *dag.Op) {
+	if b := op.Buffer(); b != nil {
+		fmt.Fprintf(w, "%s %s (%s)", op.Kind, b.Name, dag.FormatBytes(b.Size))
+	} else {
 		fmt.Fprintf(w, "%s %s", op.Kind, op.Name)
 	}
 }

@@ -13,7 +13,7 @@ type Topology interface {
 // CopyPath names how a copy between two devices goes under the plan's
 // topology: "peer", "via host" or "topology unknown"; "" for any other op.
 func (p *Plan) CopyPath(op *dag.Op) string {
-	if op == nil || op.Kind != dag.Copy || len(op.Access) != 2 {
+	if op == nil || op.Kind.Info().Class != dag.CopyClass || len(op.Access) != 2 {
 		return ""
 	}
 	src, dst := op.Access[0].Buf, op.Access[1].Buf

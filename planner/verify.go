@@ -152,7 +152,7 @@ func newVerifier(p *Plan) (*verifier, error) {
 				return nil, &VerifyError{Kind: Malformed, Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q uses %s, outside the buffer's %d bytes", op.Name, a.View, a.Buf.Size)}
 			}
 		}
-		if (op.Kind == dag.Alloc || op.Kind == dag.Free) && len(op.Access) == 0 {
+		if op.Kind.Info().Lifetime != dag.NoLifetime && len(op.Access) == 0 {
 			return nil, &VerifyError{Kind: Malformed, Ops: []string{op.Name}, Msg: fmt.Sprintf("%s op %q names no buffer", op.Kind, op.Name)}
 		}
 		for _, d := range op.Deps {
@@ -279,13 +279,13 @@ func (v *verifier) collectLifetimes() error {
 	}
 	for i, op := range v.ops {
 		id := int32(i)
-		switch op.Kind {
-		case dag.Alloc, dag.Free:
+		switch lt := op.Kind.Info().Lifetime; lt {
+		case dag.Allocates, dag.Frees:
 			b := op.Access[0].Buf
 			if !b.Temporary {
 				return &VerifyError{Kind: BadLifetime, Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q: %s of persistent buffer %s", op.Name, op.Kind, b.Name)}
 			}
-			if op.Kind == dag.Alloc {
+			if lt == dag.Allocates {
 				get(b).alloc = append(get(b).alloc, id)
 			} else {
 				get(b).free = append(get(b).free, id)
@@ -406,7 +406,7 @@ func (v *verifier) collectConflicts() {
 // accessesOf is how op uses memory: an Alloc or Free writes all of its
 // buffer, whatever its access says.
 func accessesOf(op *dag.Op) []dag.Access {
-	if op.Kind == dag.Alloc || op.Kind == dag.Free {
+	if op.Kind.Info().Lifetime != dag.NoLifetime {
 		return []dag.Access{{View: op.Access[0].Buf.All(), Mode: dag.Write}}
 	}
 	return op.Access
@@ -507,7 +507,7 @@ func (v *verifier) unordered(n need, late bool) error {
 	case needLifetime:
 		b := v.p.Graph.Buffers[n.buf]
 		kind := UseAfterFree
-		if v.ops[u].Kind == dag.Alloc {
+		if v.ops[u].Kind.Info().Lifetime == dag.Allocates {
 			kind = UseBeforeAlloc
 		}
 		return &VerifyError{Kind: kind, Ops: names,
@@ -538,9 +538,9 @@ func (v *verifier) conflict(u, w int32, buf int32, later string) string {
 
 func modeVerb(op *dag.Op, m dag.Mode) string {
 	switch {
-	case op.Kind == dag.Alloc:
+	case op.Kind.Info().Lifetime == dag.Allocates:
 		return "allocates"
-	case op.Kind == dag.Free:
+	case op.Kind.Info().Lifetime == dag.Frees:
 		return "frees"
 	case m == dag.ReadWrite:
 		return "reads and writes"

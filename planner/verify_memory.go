@@ -68,7 +68,7 @@ func (v *verifier) checkArenas() error {
 	named := make([]bool, len(g.Buffers)) // named by an op other than Alloc and Free
 	for _, op := range g.Ops {
 		for _, a := range op.Access {
-			if a.Buf.Temporary && op.Kind != dag.Alloc && op.Kind != dag.Free {
+			if a.Buf.Temporary && op.Kind.Info().Lifetime == dag.NoLifetime {
 				named[a.Buf.ID] = true
 			}
 		}
@@ -98,7 +98,7 @@ func (v *verifier) checkArenas() error {
 			var snapshot []int32
 			for j, a := range op.Access {
 				b := a.Buf
-				if !b.Temporary || named[b.ID] == (op.Kind == dag.Alloc || op.Kind == dag.Free) ||
+				if !b.Temporary || named[b.ID] == (op.Kind.Info().Lifetime != dag.NoLifetime) ||
 					slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
 					continue
 				}

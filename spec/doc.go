@@ -73,6 +73,10 @@
 //
 //	copy:   {from: VIEW, to: VIEW}          same size, disjoint
 //	fill:   {buffer: VIEW, value: NUMBER}   every element, in the buffer's dtype
+//	memset2d: {buffer: VIEW, rows: N, width: N, pitch: SIZE, value: NUMBER}
+//	                                        rows of width elements, pitch bytes apart, from the
+//	                                        view's start (1-, 2- or 4-byte elements); its
+//	                                        dependencies come from the region's bounding range
 //	alloc:  NAME                            stream-ordered allocation of a temporary buffer
 //	free:   NAME                            stream-ordered free of a temporary buffer
 //	launch: KERNEL                          with grid, block, shared (bytes) and args

@@ -14,6 +14,15 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
+// Two YAML parsers, each for one job. go.yaml.in/yaml/v3 parses every
+// spec: its nodes carry the line and column of each value, which every
+// later message uses, and it is fast. It reports syntax errors with a line
+// only, and unknown aliases only as text, so two regexps read its
+// messages (unknownAnchorRE, yamlLineRE). goccy/go-yaml is asked only on
+// that error path, for the column of a syntax error (syntaxError), and
+// only for small inputs: it is far slower. TestYAMLParsers pins both the
+// messages the regexps read and that goccy is used in this file alone.
+
 var bom = []byte("\ufeff")
 
 // document parses src and returns its one document's body, or nil having

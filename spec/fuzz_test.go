@@ -41,6 +41,9 @@ func FuzzParse(f *testing.F) {
 		"run: {world: 2}\nbuffers: {g: {dtype: f32, count: 8, init: {random: {seed: 3, per_rank: true}}}, s: {dtype: f32, count: 4}}\nops: [{all_reduce: {view: g, op: avg}}, {all_gather: {in: s, out: g}}, {reduce_scatter: {in: g, out: s, op: min}}, {broadcast: {view: g, root: 1}}, {send: {view: s, to: 1}}, {recv: {view: s, from: 0}}]\noutputs: [{buffer: g, save: \"g{rank}.bin\"}]\n",
 		"run: {world: 65537}\nbuffers: {g: {size: 16, device: 1, init: {file: \"in{rank}{rank}.bin\"}}}\nops: [{broadcast: {view: g, root: 70000}, device: 2}, {host: save, buffer: g, path: out.bin}]\n",
 		"ops: [{fill: {buffer: " + strings.Repeat("b", 5000) + ", value: 1}}]\nbuffers: {" + strings.Repeat("c", 5000) + ": 16}\n",
+		// 2-D memsets: one that fits, and sizes at the edges.
+		"buffers: {x: {size: 1 KiB, dtype: u8}}\nops: [{memset2d: {buffer: \"x[16:]\", rows: 4, width: 10, pitch: 64 B, value: 9}}]\n",
+		"buffers: {x: {size: 64, dtype: i32}}\nops: [{memset2d: {buffer: x, rows: 9223372036854775807, width: 4294967296, pitch: 1 EiB, value: -1e40}}]\n",
 	} {
 		f.Add([]byte(src))
 	}

@@ -11,19 +11,20 @@ import (
 // these tables and a test checks schema.json against them, so the two
 // cannot drift apart.
 var (
-	topKeys    = []string{"run", "buffers", "kernels", "ops", "outputs"}
-	runKeys    = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend", "world"}
-	bufferKeys = []string{"size", "dtype", "count", "placement", "device", "temporary", "init"}
-	initKeys   = []string{"zeros", "value", "random", "file"}
-	randomKeys = []string{"seed", "per_rank"}
-	kernelKeys = []string{"cuda", "cuda_file", "ptx", "cubin", "entry", "params"}
-	sourceKeys = []string{"cuda", "cuda_file", "ptx", "cubin"}
-	paramKeys  = []string{"name", "type", "mode"}
-	viewKeys   = []string{"buffer", "offset", "size", "mode"}
-	outputKeys = []string{"buffer", "save"}
-	copyKeys   = []string{"from", "to"}
-	fillKeys   = []string{"buffer", "value"}
-	gemmKeys   = []string{"a", "b", "c", "d", "m", "n", "k", "trans_a", "trans_b", "alpha", "beta",
+	topKeys      = []string{"run", "buffers", "kernels", "ops", "outputs"}
+	runKeys      = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend", "world"}
+	bufferKeys   = []string{"size", "dtype", "count", "placement", "device", "temporary", "init"}
+	initKeys     = []string{"zeros", "value", "random", "file"}
+	randomKeys   = []string{"seed", "per_rank"}
+	kernelKeys   = []string{"cuda", "cuda_file", "ptx", "cubin", "entry", "params"}
+	sourceKeys   = []string{"cuda", "cuda_file", "ptx", "cubin"}
+	paramKeys    = []string{"name", "type", "mode"}
+	viewKeys     = []string{"buffer", "offset", "size", "mode"}
+	outputKeys   = []string{"buffer", "save"}
+	copyKeys     = []string{"from", "to"}
+	fillKeys     = []string{"buffer", "value"}
+	memset2DKeys = []string{"buffer", "rows", "width", "pitch", "value"}
+	gemmKeys     = []string{"a", "b", "c", "d", "m", "n", "k", "trans_a", "trans_b", "alpha", "beta",
 		"lda", "ldb", "ldc", "batch", "stride_a", "stride_b", "stride_c", "tf32"}
 	// collectiveKeys are the keys of each collective's mapping.
 	collectiveKeys = map[string][]string{
@@ -34,7 +35,7 @@ var (
 		"send":           {"view", "to"},
 		"recv":           {"view", "from"},
 	}
-	opKindKeys = []string{"copy", "fill", "launch", "alloc", "free", "host", "gemm",
+	opKindKeys = []string{"copy", "fill", "memset2d", "launch", "alloc", "free", "host", "gemm",
 		"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv"}
 	opCommon   = []string{"name", "after", "priority", "cost", "device"}
 	launchKeys = []string{"grid", "block", "shared", "args"}
@@ -52,31 +53,61 @@ var (
 	reductions     = reductionNames()
 )
 
-// kindKeys is the spec's entry for each op kind: the key that declares an
-// op of the kind and the keys such an op may have beyond opCommon (host
-// steps: per step, in hostKeys). Every kind of dag.OpKinds() has an entry
-// (a test checks it); a kind a spec could not write directly would have
-// an empty key and say so in why.
-var kindKeys = map[dag.OpKind]struct {
+// kindKeys is the spec's one table of op kinds: the key that declares an
+// op of the kind, the keys such an op may have beyond opCommon (host steps:
+// per step, in hostKeys) and how the loader reads one. Every kind of
+// dag.OpKinds() has an entry (TestKindKeys checks); a kind a spec cannot
+// write has an empty key and says why.
+var kindKeys = map[dag.OpKind]kindEntry{
+	dag.Alloc:     {key: "alloc", read: (*loader).lifetimeOp},
+	dag.Free:      {key: "free", read: (*loader).lifetimeOp},
+	dag.Copy:      {key: "copy", read: (*loader).copyOp},
+	dag.Fill:      {key: "fill", read: (*loader).fillOp},
+	dag.Memset2D:  {key: "memset2d", read: (*loader).memset2DOp},
+	dag.Launch:    {key: "launch", fields: launchKeys, read: (*loader).launchOp},
+	dag.Host:      {key: "host", read: (*loader).hostOp},
+	dag.Gemm:      {key: "gemm", read: (*loader).gemmOp},
+	dag.AllReduce: {key: "all_reduce", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllReduce(a.views["view"], a.red) })},
+	dag.AllGather: {key: "all_gather", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllGather(a.views["in"], a.views["out"]) })},
+	dag.ReduceScatter: {key: "reduce_scatter", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op {
+		return b.ReduceScatter(a.views["in"], a.views["out"], a.red)
+	})},
+	dag.Broadcast: {key: "broadcast", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Broadcast(a.views["view"], a.rank) })},
+	dag.Send:      {key: "send", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Send(a.views["view"], a.rank) })},
+	dag.Recv:      {key: "recv", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Recv(a.views["view"], a.rank) })},
+	dag.Task:      {why: "stream tasks carry Go functions: declare them with dag.Builder.Task"},
+}
+
+type kindEntry struct {
 	key    string
 	fields []string
+	read   readFunc
 	why    string // for a kind with no key: how a spec gets one
-}{
-	dag.Alloc:         {key: "alloc"},
-	dag.Free:          {key: "free"},
-	dag.Copy:          {key: "copy"},
-	dag.Fill:          {key: "fill"},
-	dag.Launch:        {key: "launch", fields: launchKeys},
-	dag.Host:          {key: "host"},
-	dag.Gemm:          {key: "gemm"},
-	dag.AllReduce:     {key: "all_reduce"},
-	dag.AllGather:     {key: "all_gather"},
-	dag.ReduceScatter: {key: "reduce_scatter"},
-	dag.Broadcast:     {key: "broadcast"},
-	dag.Send:          {key: "send"},
-	dag.Recv:          {key: "recv"},
-	dag.Task:          {why: "stream tasks carry Go functions: declare them with dag.Builder.Task"},
 }
+
+// readFunc reads op d, whose mapping is f and whose kind's value is n,
+// into an op of the graph; nil when it is wrong (and reported).
+type readFunc func(l *loader, d *opDecl, f fields, n *node, what subject) *dag.Op
+
+// entryOf returns the entry whose key is key.
+func entryOf(key string) (kindEntry, bool) {
+	k, ok := kindOfKey[key]
+	if !ok {
+		return kindEntry{}, false
+	}
+	return kindKeys[k], true
+}
+
+// kindOfKey inverts kindKeys, for the loader's one lookup per op.
+var kindOfKey = func() map[string]dag.OpKind {
+	m := make(map[string]dag.OpKind, len(kindKeys))
+	for k, e := range kindKeys {
+		if e.key != "" {
+			m[e.key] = k
+		}
+	}
+	return m
+}()
 
 // opKeys are the keys an op of kind may have (host steps: of host step
 // step), memoised per loader in a list: there are a few kinds and steps.

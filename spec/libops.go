@@ -5,7 +5,7 @@ import "github.com/dagrun/dagrun/dag"
 // gemmOp reads gemm: {a, b, c, m, n, k, ...} (see dag.GemmSpec). The keys
 // are the field names of dag's errors, so Build's complaints about a
 // GEMM land on the key they are about.
-func (l *loader) gemmOp(d *opDecl, n *node, what subject) *dag.Op {
+func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 	what = what.and("gemm")
 	f, ok := l.mapping(n, what, gemmKeys)
 	if f.node == nil {
@@ -106,10 +106,26 @@ func (l *loader) gemmOp(d *opDecl, n *node, what subject) *dag.Op {
 	return l.b.Gemm(views["c"], views["a"], views["b"], shape, opts...)
 }
 
+// collectiveArgs are what a collective's mapping gave: its views by key,
+// its reduction and its root or peer rank.
+type collectiveArgs struct {
+	views map[string]dag.View
+	red   dag.Reduction
+	rank  int
+}
+
+// collective is the reader of the collective kind that build declares.
+func collective(build func(*dag.Builder, collectiveArgs) *dag.Op) readFunc {
+	return func(l *loader, d *opDecl, _ fields, n *node, what subject) *dag.Op {
+		return l.collectiveOp(d, n, what, build)
+	}
+}
+
 // collectiveOp reads one of the collectives: all_reduce: {view, op},
 // all_gather: {in, out}, reduce_scatter: {in, out, op}, broadcast: {view,
 // root}, send: {view, to} and recv: {view, from}.
-func (l *loader) collectiveOp(d *opDecl, kind string, n *node, what subject) *dag.Op {
+func (l *loader) collectiveOp(d *opDecl, n *node, what subject, build func(*dag.Builder, collectiveArgs) *dag.Op) *dag.Op {
+	kind := d.kind
 	what = what.and(kind)
 	keys := collectiveKeys[kind]
 	f, ok := l.mapping(n, what, keys)
@@ -159,20 +175,7 @@ func (l *loader) collectiveOp(d *opDecl, kind string, n *node, what subject) *da
 	if !ok {
 		return nil
 	}
-	switch kind {
-	case "all_reduce":
-		return l.b.AllReduce(views["view"], red)
-	case "all_gather":
-		return l.b.AllGather(views["in"], views["out"])
-	case "reduce_scatter":
-		return l.b.ReduceScatter(views["in"], views["out"], red)
-	case "broadcast":
-		return l.b.Broadcast(views["view"], rank)
-	case "send":
-		return l.b.Send(views["view"], rank)
-	default: // recv
-		return l.b.Recv(views["view"], rank)
-	}
+	return build(l.b, collectiveArgs{views: views, red: red, rank: rank})
 }
 
 // collectiveExample is how each collective is written, for hints.

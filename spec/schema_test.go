@@ -76,6 +76,7 @@ func TestSchemaMatchesLoader(t *testing.T) {
 		"output_properties": outputKeys,
 		"copy":              copyKeys,
 		"fill":              fillKeys,
+		"memset2d":          memset2DKeys,
 		"gemm":              gemmKeys,
 		"random_properties": randomKeys,
 	}

@@ -350,7 +350,7 @@ func (l *loader) opSites(g *dag.Graph) {
 		}
 	}
 	for _, o := range g.Ops {
-		if !o.Kind.Info().Lifetime {
+		if o.Kind.Info().Lifetime == dag.NoLifetime {
 			continue
 		}
 		if _, ok := s.find(o.Name); ok {
@@ -384,22 +384,16 @@ func (l *loader) leftAllocated(g *dag.Graph) {
 	if l.spec.Run.Repeat <= 1 && !l.spec.Run.Graph {
 		return
 	}
-	allocs := map[*dag.Buffer]*dag.Op{}
-	freed := map[*dag.Buffer]bool{}
-	for _, o := range g.Ops {
-		switch o.Kind {
-		case dag.Alloc:
-			allocs[o.Buffer()] = o
-		case dag.Free:
-			freed[o.Buffer()] = true
-		}
+	live := map[*dag.Buffer]bool{}
+	for _, b := range g.LiveAtEnd() {
+		live[b] = true
 	}
 	why := fmt.Sprintf("run.repeat is %d", l.spec.Run.Repeat)
 	if l.spec.Run.Graph {
 		why = "run.graph replays the graph"
 	}
 	for _, d := range l.ops {
-		if d.op == nil || d.op.Kind != dag.Alloc || freed[d.op.Buffer()] || allocs[d.op.Buffer()] != d.op {
+		if d.op == nil || d.op.Kind.Info().Lifetime != dag.Allocates || !live[d.op.Buffer()] {
 			continue
 		}
 		b := d.op.Buffer().Name
@@ -423,10 +417,10 @@ func (l *loader) kernelsOnCPU() {
 		return
 	}
 	for _, d := range l.ops {
-		if d.op == nil || d.op.Kind != dag.Launch || d.op.Launch.Kernel.Source == dag.Builtin {
+		if d.op == nil || d.op.Kernel() == nil || d.op.Kernel().Source == dag.Builtin {
 			continue
 		}
-		k := d.op.Launch.Kernel
+		k := d.op.Kernel()
 		at, _ := d.fields.get("kernel")
 		l.errorAt(at, "set run.backend: cuda (or auto), or launch a builtin kernel",
 			"%s launches kernel %s, which is %s code, but run.backend is cpu: the cpu backend runs only the builtins", l.label(d), k.Name, k.Source)

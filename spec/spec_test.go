@@ -221,7 +221,7 @@ func TestErrors(t *testing.T) {
 		{"aliases", "buffers:\n  x: &b {size: 16}\n  y: *b\n  z: *nope\nops:\n  - <<: {fill: {buffer: x, value: 1}}\n", []string{
 			`4:6: alias *nope names no anchor (define the anchor with &nope before using it)`,
 			`6:5: merge keys (<<) are not supported (write the keys out, or use an alias for the whole value)`,
-			`6:5: ops[0] has no kind (give it one of copy, fill, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send or recv)`,
+			`6:5: ops[0] has no kind (give it one of copy, fill, memset2d, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send or recv)`,
 		}},
 		{"names", "buffers:\n  \"a b\": 16\n  x: 16\nops:\n  - fill: {buffer: x, value: 1}\n    name: \"1st\"\n  - fill: {buffer: x, value: 1}\n    name: f\n  - fill: {buffer: x, value: 1}\n    name: f\n", []string{
 			`2:3: buffer name "a b" is not valid (` + nameHint + `)`,
@@ -230,7 +230,7 @@ func TestErrors(t *testing.T) {
 		}},
 		{"op fields", "buffers: {x: 16}\nops:\n  - fill: {buffer: x, value: 1}\n    priorty: high\n  - {filll: {buffer: x}}\n  - {fill: {buffer: x, value: 1}, alloc: x}\n", []string{
 			`4:5: unknown field "priorty" in ops[0] (did you mean "priority"?)`,
-			`5:5: ops[1] has no kind (give it one of copy, fill, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send or recv)`,
+			`5:5: ops[1] has no kind (give it one of copy, fill, memset2d, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send or recv)`,
 			`5:6: unknown field "filll" in ops[1] (did you mean "fill"?)`,
 			`6:35: ops[2] is both fill and alloc (split it into one op per kind)`,
 		}},
@@ -488,4 +488,29 @@ func TestSuggest(t *testing.T) {
 	assert.Equal(t, "", suggest("x", nil))
 	assert.Equal(t, "use one of a", suggest("q", []string{"a"}), "one-letter names are never close")
 	assert.Equal(t, 3, editDistance("kitten", "sitting"))
+}
+
+func TestMemset2D(t *testing.T) {
+	s, err := Parse("m.yaml", []byte(`buffers:
+  x: {size: 1 KiB, dtype: u8}
+ops:
+  - memset2d: {buffer: "x[16:]", rows: 4, width: 10, pitch: 64 B, value: 9}
+`))
+	require.NoError(t, err)
+	op := s.Graph.Ops[0]
+	assert.Equal(t, dag.Memset2D, op.Kind)
+	assert.Equal(t, &dag.Memset2DSpec{Rows: 4, Width: 10, Pitch: 64}, op.Memset2D)
+	assert.Equal(t, 9.0, op.FillValue)
+	assert.Equal(t, dag.View{Buf: op.Access[0].Buf, Offset: 16, Size: 3*64 + 10}, op.Access[0].View)
+
+	for _, tc := range []struct{ op, want string }{
+		{`{buffer: x, rows: 0, width: 1, pitch: 1, value: 0}`, "4:"},
+		{`{buffer: x, rows: 2, width: 600, pitch: 600, value: 0}`, "does not fit"},
+		{`{buffer: x, rows: 2, width: 1, value: 0}`, "memset2d needs pitch"},
+		{`{buffer: x, rows: 2, width: 1, pitch: 1, value: 0, depth: 3}`, "depth"},
+	} {
+		_, err := Parse("m.yaml", []byte("buffers:\n  x: {size: 1 KiB, dtype: u8}\nops:\n  - memset2d: "+tc.op+"\n"))
+		require.Error(t, err, tc.op)
+		assert.Contains(t, err.Error(), tc.want, tc.op)
+	}
 }

@@ -35,18 +35,25 @@ type kindStyle struct {
 	// bytesInLabel says that a plan's DOT label shows the bytes the op
 	// moves or touches.
 	bytesInLabel bool
+	// byLane: on a copy lane of one direction the op takes copyStyles'
+	// colours (copies).
+	byLane bool
+	// detail, when set, is the second line of a plan's DOT label; the
+	// kind (and bytes, with bytesInLabel) otherwise.
+	detail func(op *dag.Op) string
 }
 
 // kindStyles is the trace's table of op kinds: every kind of dag.OpKinds()
 // has an entry (a test checks).
 var kindStyles = map[dag.OpKind]kindStyle{
-	dag.Alloc:  {label: "alloc/free", fill: "#b9b4ae", text: darkText, bytesInLabel: true},
-	dag.Free:   {label: "alloc/free", fill: "#b9b4ae", text: darkText, bytesInLabel: true},
-	dag.Copy:   {label: "copy d2d/other", fill: "#9b6ab0", text: lightText, overlap: copyWork, bytesInLabel: true},
-	dag.Fill:   {label: "fill", fill: "#72b7b2", text: darkText, overlap: kernelWork, bytesInLabel: true},
-	dag.Launch: {label: "kernel", fill: "#3f6fa8", text: lightText, overlap: kernelWork},
-	dag.Host:   {label: "host step", fill: "#59a14f", text: lightText},
-	dag.Gemm:   {label: "gemm", fill: "#9fc5e8", text: darkText, overlap: kernelWork},
+	dag.Alloc:    {label: "alloc/free", fill: "#b9b4ae", text: darkText, bytesInLabel: true},
+	dag.Free:     {label: "alloc/free", fill: "#b9b4ae", text: darkText, bytesInLabel: true},
+	dag.Copy:     {label: "copy d2d/other", fill: "#9b6ab0", text: lightText, overlap: copyWork, bytesInLabel: true, byLane: true},
+	dag.Fill:     {label: "fill", fill: "#72b7b2", text: darkText, overlap: kernelWork, bytesInLabel: true},
+	dag.Memset2D: {label: "fill", fill: "#72b7b2", text: darkText, overlap: kernelWork, bytesInLabel: true},
+	dag.Launch:   {label: "kernel", fill: "#3f6fa8", text: lightText, overlap: kernelWork, detail: launchDetail},
+	dag.Host:     {label: "host step", fill: "#59a14f", text: lightText},
+	dag.Gemm:     {label: "gemm", fill: "#9fc5e8", text: darkText, overlap: kernelWork, detail: gemmDetail},
 
 	dag.AllReduce:     {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
 	dag.AllGather:     {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
@@ -76,7 +83,7 @@ func laneFill(l Lane) string {
 
 // kindFill is the fill of an op box of kind on a stream of laneKind.
 func kindFill(kind dag.OpKind, laneKind planner.StreamKind) string {
-	if kind == dag.Copy {
+	if kindStyles[kind].byLane {
 		for _, c := range copyStyles {
 			if c.lane == laneKind {
 				return c.fill
@@ -91,7 +98,7 @@ func kindFill(kind dag.OpKind, laneKind planner.StreamKind) string {
 
 // kindText is the colour of a label on a box of kindFill(kind, laneKind).
 func kindText(kind dag.OpKind, laneKind planner.StreamKind) string {
-	if kind == dag.Copy {
+	if kindStyles[kind].byLane {
 		for _, c := range copyStyles {
 			if c.lane == laneKind {
 				return c.text
@@ -120,7 +127,7 @@ func legendItems() []struct{ label, fill string } {
 		if !ok {
 			continue
 		}
-		if k == dag.Copy {
+		if st.byLane {
 			for _, c := range copyStyles {
 				add(c.label, c.fill)
 			}

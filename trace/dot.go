@@ -106,18 +106,32 @@ func planCaption(p *planner.Plan) string {
 
 // opDetail is the second line of an op's label: what it does, briefly.
 func opDetail(op *dag.Op) string {
-	if op.Kind == dag.Launch && op.Launch != nil && op.Launch.Kernel != nil {
-		return "launch " + op.Launch.Kernel.Name
+	st := kindStyles[op.Kind]
+	if st.detail != nil {
+		if d := st.detail(op); d != "" {
+			return d
+		}
 	}
-	if op.Kind == dag.Gemm && op.Gemm != nil {
-		return "gemm " + op.Gemm.String()
-	}
-	if kindStyles[op.Kind].bytesInLabel {
-		if b := opBytes(op); b > 0 {
+	if st.bytesInLabel {
+		if b := op.Bytes(); b > 0 {
 			return op.Kind.String() + " " + dag.FormatBytes(b)
 		}
 	}
 	return op.Kind.String()
+}
+
+func launchDetail(op *dag.Op) string {
+	if k := op.Kernel(); k != nil {
+		return "launch " + k.Name
+	}
+	return ""
+}
+
+func gemmDetail(op *dag.Op) string {
+	if op.Gemm != nil {
+		return "gemm " + op.Gemm.String()
+	}
+	return ""
 }
 
 // dotGraph is a directed graph with a DOT name, attributes and subgraphs.

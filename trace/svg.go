@@ -239,7 +239,7 @@ func (pic *picture) hover(s Slice) string {
 	if s.Path != "" {
 		fmt.Fprintf(&b, "\ncopy %s, %.1f GB/s", s.Path, s.GBps())
 	}
-	if s.Kind == dag.Launch {
+	if s.Grid != (dag.Dim3{}) {
 		fmt.Fprintf(&b, "\ngrid %s, block %s", s.Grid, s.Block)
 	}
 	if len(s.Reads) > 0 {

@@ -321,9 +321,9 @@ func (b *builder) add(opID, stream int, start, d time.Duration) {
 			return
 		}
 	}
-	s := Slice{Op: opID, Run: b.run, Name: op.Name, Kind: op.Kind, Lane: b.laneOf[stream], Start: start, Dur: d, Bytes: opBytes(op)}
-	if l := op.Launch; l != nil && op.Kind == dag.Launch {
-		s.Grid, s.Block = l.Grid, l.Block
+	s := Slice{Op: opID, Run: b.run, Name: op.Name, Kind: op.Kind, Lane: b.laneOf[stream], Start: start, Dur: d, Bytes: op.Bytes()}
+	if op.Kernel() != nil {
+		s.Grid, s.Block = op.Launch.Grid, op.Launch.Block
 	}
 	s.Reads, s.Writes = b.views(op)
 	s.Path = copyPath(b.p, op)
@@ -371,18 +371,6 @@ func (b *builder) views(op *dag.Op) (reads, writes []string) {
 		writes = b.names[mid:end:end]
 	}
 	return reads, writes
-}
-
-// opBytes is op.Bytes without trusting the op's shape.
-func opBytes(op *dag.Op) int64 {
-	need := 1
-	if op.Kind == dag.Copy {
-		need = 2
-	}
-	if len(op.Access) < need {
-		return 0
-	}
-	return op.Bytes()
 }
 
 // finish sorts the slices, links the flows and computes the critical path.

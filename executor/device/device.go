@@ -3,6 +3,20 @@
 // sits between database/sql and its drivers: the executor is their only
 // consumer, and a backend imports this package (and dag) and nothing higher.
 //
+// This file is the whole contract. Backend and Session are what every
+// backend implements; every other interface here is a capability a backend
+// may offer, which the executor finds by a type assertion and does
+// without where it is missing, and which a backend asserts at compile
+// time (var _ device.Capturer = (*Session)(nil)):
+//
+//   - submission: Submitter (many steps in one call)
+//   - profiling: Timer, ReplayTimer, TimingSourcer
+//   - capture: Capturer; between runs: Writer
+//   - admission: Memory, HostBacked
+//   - worlds: Joiner, UniqueIDer, CollectiveTimeouter
+//   - external events: ExternalEvents
+//   - fault injection: Delayer, Failer
+//
 // A Backend is a device runtime, opened once and shared: it keeps what is
 // costly to make (a CUDA primary context, loaded modules, NVRTC, memory
 // pools) from New to Close. A Session is one plan's resources on it: its
@@ -99,6 +113,44 @@ type Timer interface {
 	Spans(f func(op, stream int, start, end time.Duration)) error
 }
 
+// ReplayTimer is implemented by timing sessions that can tell apart the op
+// spans of several graph replays synchronised together (the cpu backend;
+// cuda under CUPTI).
+type ReplayTimer interface {
+	// TimesReplays reports whether ReplaySpans has spans to give now.
+	TimesReplays() bool
+	// ReplaySpans calls f like Timer.Spans, with replay the backend's
+	// number of the LaunchGraph call the op ran in (from 0, counting every
+	// launch of the session), -1 for an eager op. An op of -1 in a replay
+	// is one timed as a whole graph: its span is the replay's.
+	ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error
+}
+
+// TimingSource is how a timing session times ops.
+type TimingSource string
+
+const (
+	TimingAuto   TimingSource = "auto"   // the backend's best: CUPTI where it can, events otherwise
+	TimingCUPTI  TimingSource = "cupti"  // CUPTI activity records
+	TimingEvents TimingSource = "events" // a pair of events around each op
+	// TimingCUPTIGraph times each graph replay as a whole, from CUPTI's
+	// graph-level records, and eager ops by events.
+	TimingCUPTIGraph TimingSource = "cupti-graph"
+)
+
+// TimingSourcer is implemented by sessions that can choose how they time
+// ops (the cuda backend).
+type TimingSourcer interface {
+	// SetTimingSource chooses the source; call it after Timer.SetTiming(true)
+	// and before the streams are made. It fails only for a source the
+	// backend does not know; one it cannot use now falls back, and
+	// TimingSource says why.
+	SetTimingSource(src TimingSource) error
+	// TimingSource is the source in use, why, and the count of records
+	// the source dropped.
+	TimingSource() (source TimingSource, why string, dropped uint64)
+}
+
 // Capturer is implemented by sessions that can record a plan's submission
 // once and replay it (CUDA graphs; the cpu backend's frozen schedules).
 // Between BeginCapture and EndCapture, Run, Record and Wait calls are
@@ -153,6 +205,11 @@ type Memory interface {
 // HostMemory names host memory in Memory.FreeMemory.
 const HostMemory = -1
 
+// HostBacked is implemented by backends whose device buffers are host
+// memory (the cpu backend): admission counts their needs against
+// HostMemory.
+type HostBacked interface{ DevicesInHostMemory() bool }
+
 // World is a session's place among the ranks of a program whose
 // collectives (dag.AllReduce ...) span several sessions: in one process
 // (one session per rank, each from its own goroutine) or one per process.
@@ -190,6 +247,12 @@ type Collectives interface {
 // goroutines).
 type Joiner interface {
 	Join(ctx context.Context, w World) error
+}
+
+// CollectiveTimeouter is implemented by sessions whose collectives give up
+// on a lost peer after a time of their own (the cuda backend).
+type CollectiveTimeouter interface {
+	SetCollectiveTimeout(d time.Duration)
 }
 
 // UniqueIDer is implemented by backends whose collectives need an id made

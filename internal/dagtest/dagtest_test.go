@@ -308,3 +308,20 @@ func ExampleRandom() {
 	// iota4 out b2, after scale3
 	// scale5 inout b0[20:500], after scale2
 }
+
+// Memset2D adds 2-D memsets, whose regions fit their views.
+func TestRandomMemset2D(t *testing.T) {
+	n := 0
+	for seed := range int64(20) {
+		g := Random(Config{Ops: 40, Buffers: 4, Seed: seed, Ranges: seed%2 == 0, HostBuffers: true, Memset2D: true})
+		for _, op := range g.Ops {
+			if op.Memset2D != nil {
+				n++
+				b, ok := op.Memset2D.Bound(4)
+				assert.True(t, ok)
+				assert.Equal(t, op.Access[0].Size, b)
+			}
+		}
+	}
+	assert.Positive(t, n)
+}

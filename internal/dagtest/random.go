@@ -29,6 +29,9 @@ type Config struct {
 	HostBuffers bool
 	Devices     int  // device buffers are spread over devices 0..Devices-1 (at least 1)
 	After       bool // add random explicit After edges to earlier ops
+	// Memset2D adds 2-D memsets: strided rows of a buffer, whose
+	// dependencies come from their bounding ranges (dag.Memset2DSpec).
+	Memset2D bool
 }
 
 // maxBound keeps every element's magnitude below it, so float results stay
@@ -149,6 +152,9 @@ func (gen *generator) declareBuffer(i int) {
 func (gen *generator) step() {
 	kinds := []func() bool{gen.iota, gen.scale, gen.scale, gen.axpy, gen.axpy, gen.add, gen.add,
 		gen.reduce, gen.copy, gen.copy, gen.fill, gen.host, gen.host}
+	if gen.cfg.Memset2D {
+		kinds = append(kinds, gen.memset2D)
+	}
 	done := false
 	for range 32 {
 		if done = kinds[gen.r.IntN(len(kinds))](); done {
@@ -478,6 +484,28 @@ func (gen *generator) fill() bool {
 		o.OnDevice(x.Device)
 	}
 	set(x, v, math.Abs(val))
+	return true
+}
+
+// memset2D sets a few strided rows of a buffer: gaps between the rows keep
+// their values, so the bound only grows.
+func (gen *generator) memset2D() bool {
+	x := gen.pick(0, func(*buffer) bool { return true })
+	if x == nil {
+		return false
+	}
+	n := gen.length(x.elems())
+	rows := 1 + gen.r.Int64N(min(n, 4))
+	pitch := n / rows // elements: rows of at most pitch fit in n
+	width := 1 + gen.r.Int64N(pitch)
+	v := gen.view(x, (rows-1)*pitch+width)
+	val := float64(gen.r.IntN(9)-4) / 4
+	m := dag.Memset2DSpec{Rows: int(rows), Width: int(width), Pitch: pitch * 4}
+	o := gen.emit(gen.b.Memset2D(v, m, val))
+	if x.Placement.Host() {
+		o.OnDevice(x.Device)
+	}
+	x.bound = max(x.bound, math.Abs(val))
 	return true
 }
 

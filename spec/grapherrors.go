@@ -1,0 +1,129 @@
+package spec
+
+// The graph's own errors, placed at the spec's lines.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// graphErrors positions the errors of dag.Builder.Build at the YAML nodes
+// of the ops, buffers and kernels they name.
+func (l *loader) graphErrors(err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			l.graphErrors(e)
+		}
+		return
+	}
+	e, ok := err.(*dag.Error)
+	if !ok {
+		if len(l.errs) == 0 {
+			l.errorf(l.opsNode, "", "%v", err)
+		}
+		return
+	}
+	if len(l.errs) > 0 && l.mayFollow(e) {
+		return
+	}
+	msg := l.relabel(e.Msg)
+	switch {
+	case e.Op != "":
+		if d := l.opNamed(e.Op); d != nil {
+			msg = l.label(d) + ": " + msg
+		} else {
+			msg = fmt.Sprintf("op %q: %s", e.Op, msg)
+		}
+	case e.Buffer != "":
+		msg = fmt.Sprintf("buffer %q: %s", e.Buffer, e.Msg)
+	case e.Kernel != "":
+		msg = fmt.Sprintf("kernel %q: %s", e.Kernel, e.Msg)
+	}
+	l.errs = append(l.errs, &Error{Pos: l.posAt(l.locate(e)), Msg: msg, Hint: e.Hint})
+}
+
+// mayFollow reports whether a graph error may follow from the ops that
+// are missing from the graph because their declarations are wrong: the
+// lifetimes of temporary buffers depend on every op that uses them. Other
+// problems of an op are its own.
+func (l *loader) mayFollow(e *dag.Error) bool {
+	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil && d.buf != nil && d.buf.Temporary {
+		return true
+	}
+	d := l.opNamed(e.Op)
+	if d == nil || d.op == nil {
+		return e.Op != ""
+	}
+	for _, a := range d.op.Access {
+		if a.Buf.Temporary {
+			return true
+		}
+	}
+	return false
+}
+
+// relabel writes the made-up op names in a message of the graph as the
+// spec's messages name those ops: ops[i].
+func (l *loader) relabel(msg string) string {
+	var b strings.Builder
+	last := 0
+	isNameByte := func(c byte) bool {
+		return c == '_' || c == '-' || c == '.' || c == ':' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	for i := 0; i < len(msg); {
+		if !isNameByte(msg[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(msg) && isNameByte(msg[j]) {
+			j++
+		}
+		word := strings.TrimRight(msg[i:j], ".:")
+		if d := l.opNamed(word); d != nil && !d.named {
+			b.WriteString(msg[last:i])
+			b.WriteString(opIndex(int(d.index)))
+			last = i + len(word)
+		}
+		i = j
+	}
+	if last == 0 {
+		return msg
+	}
+	b.WriteString(msg[last:])
+	return b.String()
+}
+
+// locate finds where a graph error is about: the field of the op,
+// buffer or kernel it names, else the thing itself, else the ops list.
+func (l *loader) locate(e *dag.Error) loc {
+	if e.Op != "" {
+		if d := l.opNamed(e.Op); d != nil {
+			if at, ok := d.fields.get(e.Field); ok {
+				return at
+			}
+			if at, ok := d.fields.get("args"); ok && strings.HasPrefix(e.Field, "args") {
+				return at
+			}
+			return d.at
+		}
+		// The alloc and free the graph adds for a temporary buffer.
+		for _, prefix := range []string{"alloc:", "free:"} {
+			if name, ok := strings.CutPrefix(e.Op, prefix); ok && l.bufs[name] != nil {
+				return locOf(l.bufs[name].node)
+			}
+		}
+	}
+	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil {
+		if at, ok := d.fields.get(e.Field); ok {
+			return at
+		}
+		return locOf(d.node)
+	}
+	if d := l.kernels[e.Kernel]; e.Kernel != "" && d != nil {
+		return locOf(d.node)
+	}
+	return locOf(l.opsNode)
+}
