@@ -86,6 +86,8 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuDeviceCanAccessPeer), {"cuDeviceCanAccessPeer"}, 0},
 	{SLOT(cuCtxEnablePeerAccess), {"cuCtxEnablePeerAccess"}, 0},
 	{SLOT(cuMemPoolSetAccess), {"cuMemPoolSetAccess"}, 0},
+	{SLOT(cuFuncLoad), {"cuFuncLoad"}, 0},
+	{SLOT(cuFuncGetAttribute), {"cuFuncGetAttribute"}, 0},
 };
 
 int dr_load(dr_api* a, const char* path, const char** missing) {

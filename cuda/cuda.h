@@ -156,6 +156,10 @@ typedef struct dr_api {
 	CUresult (*cuDeviceCanAccessPeer)(int*, CUdevice, CUdevice);
 	CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned int);
 	CUresult (*cuMemPoolSetAccess)(CUmemoryPool, const dr_mem_access_desc*, size_t);
+	// Eager function loading under lazy module loading (optional: cuFuncLoad
+	// is CUDA 12.4's; cuFuncGetAttribute loads a function too).
+	CUresult (*cuFuncLoad)(CUfunction);
+	CUresult (*cuFuncGetAttribute)(int*, int, CUfunction);
 } dr_api;
 
 // dr_load opens libcuda and fills a; it returns 0, or 1 with *missing set to

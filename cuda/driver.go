@@ -41,6 +41,19 @@ static CUresult w_memset8(dr_api* a, CUcontext c, CUdeviceptr d, size_t n) { SYN
 static CUresult w_module_load(dr_api* a, CUcontext c, CUmodule* m, const void* image) { CTXCALL(a->cuModuleLoadData(m, image)); }
 static CUresult w_module_unload(dr_api* a, CUcontext c, CUmodule m) { CTXCALL(a->cuModuleUnload(m)); }
 static CUresult w_module_function(dr_api* a, CUcontext c, CUfunction* f, CUmodule m, const char* name) { CTXCALL(a->cuModuleGetFunction(f, m, name)); }
+// w_func_load loads f's code onto the device now. Under lazy module
+// loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2) a
+// function is loaded at its first launch: for a graph captured before any
+// eager run, that is the first replay, which then costs hundreds of
+// microseconds more than the others.
+static CUresult w_func_load(dr_api* a, CUcontext c, CUfunction f) {
+	if (a->cuFuncLoad != NULL) { CTXCALL(a->cuFuncLoad(f)); }
+	if (a->cuFuncGetAttribute != NULL) {
+		int v;
+		CTXCALL(a->cuFuncGetAttribute(&v, 0, f)); // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+	}
+	return 0;
+}
 static CUresult w_pool_setup(dr_api* a, CUcontext c, CUdevice d, CUmemoryPool* pool) {
 	CUresult r = dr_ctx(a, c);
 	if (r != 0) return r;
@@ -340,8 +353,11 @@ func (d *driver) function(c C.CUcontext, m C.CUmodule, name string) (C.CUfunctio
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	var f C.CUfunction
-	err := d.check("cuModuleGetFunction", C.w_module_function(d.api, c, &f, m, cn))
-	return f, err
+	if err := d.check("cuModuleGetFunction", C.w_module_function(d.api, c, &f, m, cn)); err != nil {
+		return f, err
+	}
+	// Loaded now, when the session opens, not at the first launch or replay.
+	return f, d.check("cuFuncLoad", C.w_func_load(d.api, c, f))
 }
 
 // poolSetup returns the device's default memory pool, set to keep freed

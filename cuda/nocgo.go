@@ -48,3 +48,6 @@ func (b *Backend) DriverVersion() int { return 0 }
 
 // Topology reports errNoCgo.
 func (b *Backend) Topology() (Topology, error) { return Topology{}, errNoCgo }
+
+// TopologyOf reports errNoCgo.
+func (b *Backend) TopologyOf(devices ...int) (Topology, error) { return Topology{}, errNoCgo }

@@ -62,6 +62,43 @@ func (b *Backend) Topology() (Topology, error) {
 	return t, nil
 }
 
+// TopologyOf is Topology for the given devices alone: it opens only them
+// (a plan's devices), so that a plan on some devices of a larger machine
+// retains no context on the others, each of which costs 100 ms or more
+// to create. Pairs with a device not given report no peer access.
+func (b *Backend) TopologyOf(devices ...int) (Topology, error) {
+	if b == nil || b.drv == nil {
+		return Topology{}, errors.New("cuda: TopologyOf: the backend was not made by cuda.New")
+	}
+	n, err := b.drv.deviceCount()
+	if err != nil {
+		return Topology{}, err
+	}
+	for _, i := range devices {
+		if i < 0 || i >= n {
+			return Topology{}, fmt.Errorf("cuda: TopologyOf: device %d does not exist: this machine has %d", i, n)
+		}
+		if _, err := b.device(i); err != nil {
+			return Topology{}, fmt.Errorf("cuda: TopologyOf: device %d: %w", i, err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := Topology{access: map[[2]int]bool{}}
+	for _, o := range devices {
+		if !slices.Contains(t.Devices, o) {
+			t.Devices = append(t.Devices, o)
+		}
+	}
+	slices.Sort(t.Devices)
+	for k, v := range b.multi.peer {
+		if slices.Contains(t.Devices, k[0]) && slices.Contains(t.Devices, k[1]) {
+			t.access[k] = v
+		}
+	}
+	return t, nil
+}
+
 // addPeers runs, under b.mu, when device d is first used: it enables peer
 // access between d and every device already in use, both directions,
 // where the hardware allows, and opens each device's memory pool to the

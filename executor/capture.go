@@ -34,6 +34,7 @@ type Graph struct {
 	byName  map[string]*dag.Op
 	stats   GraphStats
 	pending bool        // launched since the last Sync
+	auto    bool        // captured by the session itself (autocapture.go)
 	closed  atomic.Bool // read from any goroutine: Session.Close may close it
 
 	// launched are the graph's launches since its spans were last read,
@@ -96,6 +97,13 @@ func (s *Session) Capture(ctx context.Context) (g *Graph, err error) {
 		return nil, err
 	}
 	defer end(&err)
+	return s.capture(ctx, nil)
+}
+
+// capture is Capture for a caller holding the session's flight. from,
+// when not nil, is the state of changes the graph starts with (the
+// session's own, for an automatic capture); nil is the plan as it is.
+func (s *Session) capture(ctx context.Context, from *Graph) (g *Graph, err error) {
 	c, ok := s.d.(device.Capturer)
 	if !ok {
 		return nil, fmt.Errorf("executor: Capture: device session %T cannot capture graphs; run the plan eagerly with Session.Run", s.d)
@@ -106,11 +114,9 @@ func (s *Session) Capture(ctx context.Context) (g *Graph, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("executor: capture not started: %w", err)
 	}
-	g = &Graph{s: s, c: c, ops: slices.Clone(s.p.Graph.Ops), used: make([]bool, len(s.p.Graph.Buffers))}
-	for _, op := range g.ops {
-		for _, a := range op.Access {
-			g.used[a.Buf.ID] = true
-		}
+	g = s.newGraph(c)
+	if from != nil {
+		g.ops, g.state = slices.Clone(from.ops), from.state.clone()
 	}
 	start := time.Now()
 	id, err := g.record(ctx, g.ops)
@@ -126,6 +132,18 @@ func (s *Session) Capture(ctx context.Context) (g *Graph, err error) {
 	g.id = id
 	s.graphs = append(s.graphs, g)
 	return g, nil
+}
+
+// newGraph is a graph of the plan as it is, not yet captured: c is nil
+// for the session's own record of changes to its eager runs.
+func (s *Session) newGraph(c device.Capturer) *Graph {
+	g := &Graph{s: s, c: c, ops: slices.Clone(s.p.Graph.Ops), used: make([]bool, len(s.p.Graph.Buffers))}
+	for _, op := range g.ops {
+		for _, a := range op.Access {
+			g.used[a.Buf.ID] = true
+		}
+	}
+	return g
 }
 
 // record submits the plan's steps, with ops[i] for op i, into a capture
@@ -176,6 +194,9 @@ func (g *Graph) launch(ctx context.Context) error {
 	}
 	g.stats.Launches++
 	g.noteLaunch() // profile.go
+	if g.auto {
+		g.s.auto.noteRuns(1, true) // autocapture.go
+	}
 	g.pending = true
 	return nil
 }

@@ -38,6 +38,13 @@
 // the plan and updating the executable graph in place where the backend
 // can. Capture is in capture.go, Update and its changes in update.go.
 //
+// A session opened WithAutoCapture captures itself: after a few identical
+// eager runs Run replays the captured graph instead (AutoGraph gives it,
+// to launch replays in batches), where the plan allows; Write reaches the
+// replays as it reaches eager runs, and Session.Update changes eager runs
+// and the graph alike. RunLog says which runs were replays, or why the
+// session stays eager (autocapture.go).
+//
 // # Stream tasks and callers' streams
 //
 // A stream task (dag.Builder.Task) is an op whose work a user's function

@@ -26,6 +26,7 @@ type config struct {
 	faults  faultConfig // faults.go
 
 	temporaries TemporaryMode // arena.go
+	auto        int           // autocapture.go: identical eager runs before capture; 0: never
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
@@ -61,7 +62,8 @@ type Session struct {
 	// numbers (profile.go).
 	replays int
 
-	arenas bool // the temporaries live in arenas (arena.go)
+	arenas bool        // the temporaries live in arenas (arena.go)
+	auto   autoCapture // autocapture.go: automatic capture, the runs' log, Update of eager runs
 }
 
 // Open opens plan p on backend b: a device session for p's graph (b.Open),
@@ -93,7 +95,7 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	if err := join(ctx, d, cfg.world); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	s := &Session{d: d, p: p}
+	s := &Session{d: d, p: p, auto: autoCapture{after: cfg.auto}}
 	if err := s.create(ctx, cfg); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
@@ -170,13 +172,22 @@ func (s *Session) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("executor: run not started: %w", err)
 	}
 	s.spans = s.spans[:0]
+	if replayed, err := s.autoRun(ctx); replayed { // autocapture.go
+		return err
+	}
 	s.faults.startRun()
-	if err := s.submit(ctx, s.p.Graph.Ops, "run"); err != nil {
+	if err := s.submit(ctx, s.auto.ops(s), "run"); err != nil {
+		s.auto.eagerFailed()
 		return s.drain(ctx, err)
 	}
 	err = s.d.Sync(ctx)
 	s.collectSpans()
-	return s.syncError(ctx, err)
+	if err = s.syncError(ctx, err); err != nil {
+		s.auto.eagerFailed()
+		return err
+	}
+	s.auto.noteRuns(1, false)
+	return nil
 }
 
 // submit enqueues the plan's steps in order, with ops[i] for op i, and

@@ -253,24 +253,10 @@ func (g *Graph) Update(ctx context.Context, changes ...Change) error {
 	if g.unusable() { // zero.go
 		return errGraphClosed
 	}
-	next := g.state.clone()
-	var errs []error
-	for _, c := range changes {
-		if c == nil {
-			errs = append(errs, errors.New("executor: Update: a nil change"))
-			continue
-		}
-		if err := c.apply(g, &next); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	next, ops, err := g.next(changes)
+	if err != nil {
 		return err
 	}
-	if err := g.checkBindings(next); err != nil {
-		return err
-	}
-	ops := g.variants(next)
 	if slices.Equal(ops, g.ops) {
 		g.state = next
 		return nil
@@ -298,4 +284,27 @@ func (g *Graph) Update(ctx context.Context, changes ...Change) error {
 	}
 	g.ops, g.state = ops, next
 	return nil
+}
+
+// next is the state of changes, and what each op is submitted as, after
+// changes; g is left as it was.
+func (g *Graph) next(changes []Change) (updates, []*dag.Op, error) {
+	next := g.state.clone()
+	var errs []error
+	for _, c := range changes {
+		if c == nil {
+			errs = append(errs, errors.New("executor: Update: a nil change"))
+			continue
+		}
+		if err := c.apply(g, &next); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return updates{}, nil, err
+	}
+	if err := g.checkBindings(next); err != nil {
+		return updates{}, nil, err
+	}
+	return next, g.variants(next), nil
 }

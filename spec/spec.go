@@ -45,11 +45,14 @@ type Spec struct {
 
 // RunSettings are a spec's run section, with defaults filled in.
 type RunSettings struct {
-	Streams           int    // compute streams per device and priority; 0 leaves it to the planner
-	SharedCopyStreams bool   // one copy stream for every direction
-	Repeat            int    // how many times to run the graph; at least 1
-	Graph             bool   // capture the run as a CUDA graph and replay it
-	Backend           string // auto, cpu or cuda (aliases such as gpu are written as what they mean)
+	Streams           int  // compute streams per device and priority; 0 leaves it to the planner
+	SharedCopyStreams bool // one copy stream for every direction
+	Repeat            int  // how many times to run the graph; at least 1
+	Graph             bool // capture the run as a CUDA graph and replay it
+	// GraphSet says run.graph was given: false there means never capture;
+	// without it a runner may capture repeated runs automatically.
+	GraphSet bool
+	Backend  string // auto, cpu or cuda (aliases such as gpu are written as what they mean)
 	// World is the number of ranks that run the spec, each its own copy
 	// of the graph on its own device (run.world, or WithRank's world); 1
 	// by default.
@@ -444,7 +447,7 @@ func (l *loader) runSettings(n *node) {
 				run.Repeat = v
 			}
 		case "graph":
-			run.Graph, _ = l.boolean(e.value, what)
+			run.Graph, run.GraphSet = l.boolean(e.value, what)
 		case "backend":
 			if v, ok := l.backend(e.value, what); ok {
 				run.Backend = v

@@ -61,6 +61,8 @@ type (
 		WholeReplays bool                `json:"whole_replays,omitempty"`
 		Replays      []chromeWholeReplay `json:"replays,omitempty"`
 		ReplayTiming string              `json:"replay_timing,omitempty"`
+		// Which runs were eager and which replays (Figures.Runs).
+		Runs string `json:"runs,omitempty"`
 	}
 	chromeWholeReplay struct {
 		Run     int     `json:"run"`
@@ -159,7 +161,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		Generator: generator, SchemaVersion: SchemaVersion, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
 		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
-		Replays: chromeReplays(f.Replays), ReplayTiming: f.ReplayTiming,
+		Replays: chromeReplays(f.Replays), ReplayTiming: f.ReplayTiming, Runs: f.Runs,
 	})
 	if err != nil {
 		return err
@@ -309,7 +311,7 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			EstMakespan: at(-1, "otherData.est_makespan_us", f.EstMakespanUS, false), EstCriticalPath: at(-1, "otherData.est_critical_path_us", f.EstCriticalPathUS, false),
 			CriticalPath: at(-1, "otherData.critical_path_us", f.CriticalPathUS, false), Estimated: f.Estimated,
 			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
-			ReplayTiming: f.ReplayTiming}
+			ReplayTiming: f.ReplayTiming, Runs: f.Runs}
 		for _, r := range f.Replays {
 			t.Figures.Replays = append(t.Figures.Replays, WholeReplay{Run: r.Run, Start: at(-1, "otherData replay start", r.StartUS, false), Dur: at(-1, "otherData replay dur", r.DurUS, false)})
 		}

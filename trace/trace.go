@@ -125,6 +125,11 @@ type Figures struct {
 	// (dagrun run --trace-detail replays: on cuda, CUPTI's graph-level
 	// records, on the device's clock).
 	WholeReplays bool
+	// Runs says which runs were eager and which replays of a graph the
+	// runner captured automatically ("runs 1-3 eager, 4-1000 replayed
+	// (captured automatically after 3 identical eager runs)"); empty when
+	// the runs were all of one kind as asked.
+	Runs string
 	// Replays are the whole replays traced, in run order, and ReplayTiming
 	// says how they were timed and on which clock.
 	Replays      []WholeReplay

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/dagrun/dagrun/cpu"
@@ -76,7 +78,9 @@ func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != p
 // which of them copy to each other directly (the cuda backend).
 type topologist interface {
 	DeviceInfo(dev int) (name string, sms int, err error)
-	Topology() (cuda.Topology, error)
+	// TopologyOf opens only the devices given: a plan's, not every
+	// visible one (each context costs 100 ms or more to create).
+	TopologyOf(devices ...int) (cuda.Topology, error)
 }
 
 // machineOf is what backend b knows of its devices for graph g: the
@@ -100,7 +104,10 @@ func machineOf(b device.Backend, g *dag.Graph) (machine, error) {
 	if len(devices) < 2 {
 		return m, nil
 	}
-	t, err := tb.Topology()
+	for _, op := range g.Ops {
+		devices[op.Device] = true
+	}
+	t, err := tb.TopologyOf(slices.Sorted(maps.Keys(devices))...)
 	if err != nil {
 		return m, err
 	}

@@ -69,9 +69,9 @@ func replayTraced(ctx context.Context, sess *executor.Session, rs *runState, ops
 	var clock *replayClock // nil: replays launched alone are timed by the wall
 	if g.TimesReplays() {
 		clock = newReplayClock(rs.repeat)
-		err = replayBatches(ctx, g, rs, start, clock)
+		err = replayBatches(ctx, g, rs, start, clock, 0)
 	} else {
-		err = replayAlone(ctx, g, rs, start)
+		err = replayAlone(ctx, g, rs, start, 0)
 	}
 	if err != nil {
 		return nil, err
@@ -79,16 +79,19 @@ func replayTraced(ctx context.Context, sess *executor.Session, rs *runState, ops
 	return newGraphReport(g.Stats(), time.Since(start), rs.repeat, ops, clock), nil
 }
 
-// replayBatches launches every replay in batches, as replay does (timed
-// by clock), and after each batch's Sync keeps the spans of the traced replays in it. The
+// replayBatches launches the replays of runs done+1 to rs.repeat in
+// batches, as replay does (timed by clock), and after each batch's Sync keeps the spans of the traced replays in it. The
 // replays' spans are measured from the backend's clock at the batch's
 // first launch, which the host's clock just before that launch stands for:
 // each traced replay starts there plus its first op's start. A traced
 // replay whose spans did not come (records CUPTI dropped: the timing note
 // counts them) is left out of the trace.
-func replayBatches(ctx context.Context, g *executor.Graph, rs *runState, start time.Time, clock *replayClock) error {
+func replayBatches(ctx context.Context, g *executor.Graph, rs *runState, start time.Time, clock *replayClock, done int) error {
+	// The graph's launch k is run k+offset: its launches before these
+	// were runs too (--graph auto's first replay).
+	offset, from := done-g.Stats().Launches, done
 	batch := 1 // until a replay has been timed
-	for done := 0; done < rs.repeat; {
+	for done < rs.repeat {
 		n := min(batch, rs.repeat-done)
 		batchStart := time.Since(start)
 		for range n {
@@ -105,6 +108,7 @@ func replayBatches(ctx context.Context, g *executor.Graph, rs *runState, start t
 		// spans, not the run, as Session.Spans does for eager runs.
 		reps, _ := g.ReplaySpans()
 		for _, rep := range reps {
+			rep.Launch += offset
 			if rs.traced(rep.Launch) {
 				rs.keepReplay(batchStart+rep.Start, rep)
 			}
@@ -112,17 +116,17 @@ func replayBatches(ctx context.Context, g *executor.Graph, rs *runState, start t
 		done += n
 		rs.bar.update(done)
 		batch = syncEvery
-		if each := time.Since(start) / time.Duration(done); each > 0 {
+		if each := time.Since(start) / time.Duration(done-from); each > 0 {
 			batch = int(min(max(syncWindow/each, 1), syncEvery))
 		}
 	}
 	return nil
 }
 
-// replayAlone launches each traced replay alone and waits for it, so that
-// its spans (or, without them, its wall time) are its own; the others are
-// launched in batches.
-func replayAlone(ctx context.Context, g *executor.Graph, rs *runState, start time.Time) error {
+// replayAlone launches each traced replay of runs done+1 to rs.repeat
+// alone and waits for it, so that its spans (or, without them, its wall
+// time) are its own; the others are launched in batches.
+func replayAlone(ctx context.Context, g *executor.Graph, rs *runState, start time.Time, done int) error {
 	pending := 0
 	sync := func() error {
 		if pending == 0 {
@@ -133,7 +137,7 @@ func replayAlone(ctx context.Context, g *executor.Graph, rs *runState, start tim
 		g.Spans() // untraced replays' spans are dropped
 		return err
 	}
-	for run := 1; run <= rs.repeat; run++ {
+	for run := done + 1; run <= rs.repeat; run++ {
 		if !rs.traced(run) {
 			if err := g.Launch(ctx); err != nil {
 				return err

@@ -53,10 +53,15 @@ Flags:
 	                 declared (the old placement) or best (see dagrun plan
 	                 --compare)
 	--repeat N       run N times; overrides run.repeat
-	--graph          capture the run once as a graph (a CUDA graph on cuda)
-	                 and replay it N times, launched back to back; print the
-	                 capture, instantiation and replay times; overrides
-	                 run.graph (--graph=false runs eagerly)
+	--graph G        when to capture the run as a graph (a CUDA graph on
+	                 cuda) and replay it, launched back to back, printing
+	                 the capture, instantiation and replay times: auto (the
+	                 default with --repeat: after 3 identical eager runs,
+	                 the rest replayed, where the plan can be captured; -v
+	                 says why not; eager with --perf-model or ranks),
+	                 always (plain --graph: captured once, every run a
+	                 replay) or never (--graph=false); overrides run.graph
+	                 (true is always, false never, absent auto)
 	--trace FILE     time every op of the runs (or, with --graph, of the
 	                 replays) and write a Chrome trace (Perfetto,
 	                 chrome://tracing) to FILE, each traced run placed at
@@ -112,16 +117,21 @@ Flags:
 
 // runReport is what dagrun run prints, as JSON with --format json.
 type runReport struct {
-	SchemaVersion int            `json:"schema_version"`
-	Spec          string         `json:"spec"`
-	Backend       string         `json:"backend"`
-	Repeat        int            `json:"repeat"`
-	Ops           int            `json:"ops"`
-	Streams       int            `json:"streams"`
-	CrossEdges    int            `json:"cross_edges"`
-	Waits         int            `json:"waits"`
-	WallNS        int64          `json:"wall_ns"` // the runs (the replays, with --graph), not the capture
-	Graph         *graphReport   `json:"graph,omitempty"`
+	SchemaVersion int          `json:"schema_version"`
+	Spec          string       `json:"spec"`
+	Backend       string       `json:"backend"`
+	Repeat        int          `json:"repeat"`
+	Ops           int          `json:"ops"`
+	Streams       int          `json:"streams"`
+	CrossEdges    int          `json:"cross_edges"`
+	Waits         int          `json:"waits"`
+	WallNS        int64        `json:"wall_ns"` // the runs (the replays, with --graph), not the capture
+	Graph         *graphReport `json:"graph,omitempty"`
+	// Runs says which runs were eager and which replays of a graph
+	// captured automatically (--graph auto), and CapturedAfter after how
+	// many identical eager runs; absent when every run was of one kind.
+	Runs          string         `json:"runs,omitempty"`
+	CapturedAfter int            `json:"captured_after,omitempty"`
 	TracedRuns    []int          `json:"traced_runs,omitempty"`
 	Outputs       []outputReport `json:"outputs"`
 	Saves         []saveReport   `json:"saves,omitempty"` // by save host steps
@@ -247,7 +257,8 @@ type runFlags struct {
 	streams   streamsFlag
 	strategy  strategyFlag
 	repeat    int
-	graph     bool
+	graph     bool      // every run a replay: graphMode is always
+	graphMode graphFlag // graphflag.go
 	traceFile string
 	traceRuns string
 	detail    *oneOf // --trace-detail
@@ -274,7 +285,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.Var(&f.streams, "streams", "")
 	fs.Var(&f.strategy, "strategy", "")
 	fs.IntVar(&f.repeat, "repeat", 0, "")
-	fs.BoolVar(&f.graph, "graph", false, "")
+	fs.Var(&f.graphMode, "graph", "")
 	fs.StringVar(&f.traceFile, "trace", "", "")
 	fs.StringVar(&f.traceRuns, "trace-runs", "", "")
 	fs.Var(f.detail, "trace-detail", "")
@@ -294,7 +305,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	f.files.addFlags(fs)
 	f.faults.addFlags(fs)
 	f.ranking.addFlags(fs)
-	specs, err := parseFlags(fs, args)
+	specs, err := parseFlags(fs, joinGraphMode(args))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -355,10 +366,11 @@ func (c *cli) run(args []string) error {
 	if f.repeat == 0 {
 		f.repeat = s.Run.Repeat
 	}
-	if !f.set["graph"] {
-		f.graph = s.Run.Graph
-	}
-	if f.detail.value == "replays" && !f.graph {
+	f.graphMode.mode = graphModeOf(f.graphMode.mode, f.set["graph"], s.Run.Graph, s.Run.GraphSet) // graphflag.go
+	f.graph = f.graphMode.mode == graphAlways
+	// Replays traced whole need replays asked for: --graph, --graph auto
+	// given explicitly, or run.graph: true.
+	if f.detail.value == "replays" && !f.graph && !(f.set["graph"] && f.graphMode.mode == graphAuto) {
 		return usagef("--trace-detail replays traces graph replays whole; add --graph (or run.graph: true)")
 	}
 	m, err := f.rankMode(s, os.Getenv)
@@ -396,13 +408,20 @@ func (c *cli) run(args []string) error {
 	if mode, ok := executor.ParseTemporaryMode(f.temps.value); ok {
 		opts = append(opts, executor.WithTemporaries(mode))
 	}
+	// --graph auto: the runs after a few identical ones replay a graph. A
+	// perf model's eager runs teach it the host's submission costs, so
+	// they stay eager.
+	auto := f.graphMode.mode == graphAuto && pm == nil && f.repeat > executor.DefaultAutoCapture
+	if auto {
+		opts = append(opts, executor.WithAutoCapture(executor.DefaultAutoCapture))
+	}
 	sess, err := executor.Open(ctx, b, p, opts...)
 	if err != nil {
 		return c.runFailure(ctx, s, err, nil, interruptedAt{})
 	}
 	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
-	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: f.graph && f.traceFile != "",
-		wholeReplays: f.detail.value == "replays"}
+	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: (f.graph || auto) && f.traceFile != "",
+		wholeReplays: f.detail.value == "replays", auto: auto}
 	if pm != nil {
 		rs.afterRun = func(run int, spans []executor.Span) error { return pm.Observe(p.Graph, spans, run, f.repeat) }
 	}
@@ -421,6 +440,9 @@ func (c *cli) run(args []string) error {
 		return c.runFailure(ctx, s, err, rs.saved, at)
 	}
 	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, su.used
+	if auto {
+		c.noteAutoCapture(sess.RunLog(), f.verbose, &report) // autorun.go
+	}
 	if f.traceFile != "" {
 		report.TracedRuns = rs.tracedRuns()
 	}
@@ -525,6 +547,10 @@ type runState struct {
 	// traceReplays traces the replays traced chooses, into runs or whole
 	// (replaytrace.go).
 	traceReplays bool
+	// auto: the session captures after a few identical eager runs
+	// (--graph auto); the runs after the capture are replayed
+	// (autorun.go).
+	auto bool
 	// wholeReplays keeps the traced replays whole, not op by op
 	// (--trace-detail replays); whole holds those so kept, or timed whole
 	// because the backend could not time their ops, and wholeTiming says
@@ -585,6 +611,14 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 	} else {
 		start := time.Now()
 		for i := range rs.repeat {
+			if g := sess.AutoGraph(); g != nil && rs.auto { // autorun.go
+				gr, err := c.replayRest(ctx, g, rs, i, r.Ops, start)
+				if err != nil {
+					return r, err
+				}
+				r.Graph = gr
+				break
+			}
 			runStart := time.Since(start)
 			stop := watchOps(sess, bar, i+1, len(p.Graph.Ops))
 			err := sess.Run(ctx)
@@ -640,27 +674,37 @@ func replay(ctx context.Context, sess *executor.Session, repeat, ops int, bar *p
 	}()
 	start := time.Now()
 	clock := newReplayClock(repeat)
+	if err := replayLoop(ctx, g, 0, repeat, bar, clock); err != nil {
+		return nil, err
+	}
+	return newGraphReport(g.Stats(), time.Since(start), repeat, ops, clock), nil
+}
+
+// replayLoop launches g's replays of runs done+1 to repeat in batches,
+// timed by clock, moving bar.
+func replayLoop(ctx context.Context, g *executor.Graph, done, repeat int, bar *progress, clock *replayClock) error {
+	start, from := time.Now(), done
 	batch := 1 // until a replay has been timed
-	for done := 0; done < repeat; {
+	for done < repeat {
 		n := min(batch, repeat-done)
 		batchStart := time.Now()
 		for range n {
 			if err := g.Launch(ctx); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if err := g.Sync(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		clock.add(time.Since(batchStart), n, done)
 		done += n
 		bar.update(done)
 		batch = syncEvery
-		if each := time.Since(start) / time.Duration(done); each > 0 {
+		if each := time.Since(start) / time.Duration(done-from); each > 0 {
 			batch = int(min(max(syncWindow/each, 1), syncEvery))
 		}
 	}
-	return newGraphReport(g.Stats(), time.Since(start), repeat, ops, clock), nil
+	return nil
 }
 
 func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
@@ -679,6 +723,9 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 	}
 	fmt.Fprintf(bw, "ran %s on %s: %d ops, %d streams, %d waits, %s in %s\n",
 		r.Spec, r.Backend, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
+	if r.Runs != "" {
+		fmt.Fprintf(bw, "graph: %s\n", r.Runs)
+	}
 	if g := r.Graph; g != nil {
 		replays := fmt.Sprintf("%d replays", g.Replays)
 		if g.Replays == 1 {

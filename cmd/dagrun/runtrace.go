@@ -70,5 +70,8 @@ func runTrace(sess *executor.Session, p *planner.Plan, rs *runState) (*trace.Tra
 	note := timingNote(sess, t)
 	t.Figures.WholeReplays = len(rs.whole) > 0
 	t.Figures.Replays, t.Figures.ReplayTiming = rs.whole, rs.wholeTiming
+	if l := sess.RunLog(); rs.auto && l.CapturedAfter > 0 {
+		t.Figures.Runs = l.String()
+	}
 	return t, note
 }
