@@ -858,49 +858,57 @@ func BenchmarkTwoDevicePipelineReplay(b *testing.B) {
 	}
 	graph, err := g.Build()
 	require.NoError(b, err)
-	plan, err := planner.New(graph, planner.Options{Topology: topo})
-	require.NoError(b, err)
-	b.Logf("dagrun's plan: %d streams, %d waits", plan.Stats.Streams, plan.Stats.Waits)
-	se := openSession(b, be, graph)
-	require.NoError(b, runPlan(b.Context(), se, plan, true))
-	require.NoError(b, se.capt.BeginCapture(0))
-	require.NoError(b, submit(se, plan))
-	gi, err := se.capt.EndCapture(0)
-	require.NoError(b, err)
-	require.NoError(b, se.capt.Instantiate(gi))
 	report := func(b *testing.B, start time.Time) {
 		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "us/replay")
 	}
-	b.Run("graph/session", func(b *testing.B) {
-		for range 3 {
-			require.NoError(b, se.capt.LaunchGraph(gi, 0))
-		}
-		require.NoError(b, se.host.Sync(b.Context()))
-		start := time.Now()
-		for range b.N {
-			if err := se.capt.LaunchGraph(gi, 0); err != nil {
-				b.Fatal(err)
+	// The planner's plan (independent kernels on several streams), and one
+	// compute stream per device, the shape of the raw graph.
+	for _, v := range []struct {
+		name    string
+		streams int
+	}{{"graph", 0}, {"onestream", 1}} {
+		plan, err := planner.New(graph, planner.Options{Topology: topo, Streams: v.streams})
+		require.NoError(b, err)
+		se := openSession(b, be, graph)
+		require.NoError(b, runPlan(b.Context(), se, plan, true))
+		require.NoError(b, se.BeginCapture(0))
+		require.NoError(b, submit(se, plan))
+		gi, err := se.EndCapture(0)
+		require.NoError(b, err)
+		require.NoError(b, se.Instantiate(gi))
+		b.Run(v.name+"/session", func(b *testing.B) {
+			b.Logf("dagrun's plan: %d streams, %d waits", plan.Stats.Streams, plan.Stats.Waits)
+			for range 3 {
+				require.NoError(b, se.LaunchGraph(gi, 0))
 			}
+			require.NoError(b, se.Sync(b.Context()))
+			start := time.Now()
+			for range b.N {
+				if err := se.LaunchGraph(gi, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			require.NoError(b, se.Sync(b.Context()))
+			report(b, start)
+		})
+		raw := make([]rawStage, stages)
+		for i, o := range ops {
+			src, dst := o.cp.Access[0].View, o.cp.Access[1].View
+			raw[i] = rawStage{k0: se.sub.ops[o.k0.ID].launch, k1: se.sub.ops[o.k1.ID].launch, dst: se.hold.ptr(dst), src: se.hold.ptr(src), n: src.Size}
 		}
-		require.NoError(b, se.host.Sync(b.Context()))
-		report(b, start)
-	})
-	raw := make([]rawStage, stages)
-	for i, o := range ops {
-		src, dst := o.cp.Access[0].View, o.cp.Access[1].View
-		raw[i] = rawStage{k0: se.sub.ops[o.k0.ID].launch, k1: se.sub.ops[o.k1.ID].launch, dst: se.hold.ptr(dst), src: se.hold.ptr(src), n: src.Size}
+		d0, err := se.hold.device(0)
+		require.NoError(b, err)
+		d1, err := se.hold.device(1)
+		require.NoError(b, err)
+		rp, err := be.drv.newRawPipeline(d0.ctx, d1.ctx, raw)
+		require.NoError(b, err)
+		b.Run(v.name+"/raw", func(b *testing.B) {
+			require.NoError(b, rp.replays(3))
+			start := time.Now()
+			require.NoError(b, rp.replays(b.N))
+			report(b, start)
+		})
+		rp.close()
+		require.NoError(b, se.Close())
 	}
-	d0, err := se.hold.device(0)
-	require.NoError(b, err)
-	d1, err := se.hold.device(1)
-	require.NoError(b, err)
-	rp, err := be.drv.newRawPipeline(d0.ctx, d1.ctx, raw)
-	require.NoError(b, err)
-	defer rp.close()
-	b.Run("graph/raw", func(b *testing.B) {
-		require.NoError(b, rp.replays(3))
-		start := time.Now()
-		require.NoError(b, rp.replays(b.N))
-		report(b, start)
-	})
 }

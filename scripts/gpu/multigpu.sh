@@ -143,7 +143,7 @@ bench() { # name pattern benchtime
 }
 bench peer 'SessionPeerCopy|^BenchmarkPeerCopy$' "${PEER_BENCHTIME:-100x}"
 bench allreduce 'SessionAllReduce' "${AR_BENCHTIME:-20x}"
-bench pipeline 'TwoDevicePipelineReplay' "${PIPE_BENCHTIME:-2000x}"
+bench pipeline 'TwoDevicePipelineReplay' "${PIPE_BENCHTIME:-500x}"
 
 # Table: the median of each benchmark's metric (GB/s, busGB/s or us/call)
 # and its ratio to the raw floor of the same run: "rate" for GB/s (goal: at
