@@ -170,7 +170,7 @@ func (fs *faultState) afterFailedRun(ctx context.Context, err error) {
 	}
 	for i := range se.hold.bufs {
 		bs := &se.hold.bufs[i]
-		if bs.b.Temporary && bs.b.Placement == dag.Device && bs.dptr != 0 {
+		if bs.b.Temporary && bs.b.Placement == dag.Device && bs.dptr != 0 && !bs.inArena {
 			if se.drv.memFree(bs.dev.ctx, bs.dptr) == nil {
 				bs.dptr = 0
 				se.hold.track(&se.hold.live.PoolAllocs, -1)

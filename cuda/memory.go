@@ -22,6 +22,9 @@ type buffer struct {
 	dev  *sessDevice    // device buffers: their device
 	dptr C.CUdeviceptr  // device buffers; 0 while a temporary is not allocated
 	host unsafe.Pointer // host buffers
+	// inArena says dptr is a place in an arena (arena.go): the temporary
+	// is neither allocated nor freed on its own.
+	inArena bool
 }
 
 // allocBuffers allocates every persistent buffer with its initial contents
@@ -124,6 +127,8 @@ func (hd *holdings) freeBuffers(keep func(error)) {
 	for i := range hd.bufs {
 		bs := &hd.bufs[i]
 		switch {
+		case bs.inArena:
+			bs.dptr = 0 // freed with its arena
 		case bs.dptr != 0:
 			keep(se.drv.memFree(bs.dev.ctx, bs.dptr))
 			if bs.b.Temporary {

@@ -69,9 +69,10 @@ func joined(se *Session) *Session {
 // holdings is what a session holds on its devices: the devices as it uses
 // them, its buffers, and the count of everything it holds (Live).
 type holdings struct {
-	se   *Session
-	devs map[int]*sessDevice
-	bufs []buffer // by Buffer.ID
+	se     *Session
+	devs   map[int]*sessDevice
+	bufs   []buffer   // by Buffer.ID
+	arenas []devArena // the device temporaries' arenas, if the plan placed them (arena.go)
 
 	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
 	live   Resources
@@ -343,6 +344,7 @@ func (se *Session) Close() error {
 		se.host.hostCancel()
 	}
 	se.hold.freeBuffers(keep)
+	se.hold.freeArenas(keep)
 	se.sub.freeRecords()
 	se.capt.dropVariants()
 	se.sub.destroyStreams(keep)

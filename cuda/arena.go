@@ -1,0 +1,117 @@
+package cuda
+
+/*
+#include "cuda.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Arenas: a session's device temporaries placed by the plan (planner's
+// Memory) in one allocation per device, made here and freed at Close.
+// Allocs and frees of those temporaries then enqueue nothing, so a
+// captured graph holds no memory nodes for them. Two temporaries share
+// bytes only where the plan orders every use of one before every use of
+// the other (planner.Verify checks it), which stream order and events
+// keep on the device as they do on the CPU backend.
+
+// devArena is one device's arena.
+type devArena struct {
+	dev  *sessDevice
+	base C.CUdeviceptr
+	size int64
+}
+
+// UseArenas allocates one arena of arenas[m] bytes on each device m and
+// places every device temporary i at offsets[i] in its device's arena (-1:
+// no place; the temporary stays in the pool). Host memories (m < 0) keep
+// their temporaries in buffers of their own, as sessions do without
+// arenas. Call it after Open, before the first run (executor's
+// arenaUser). On error nothing is changed.
+func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
+	if err := unopened(se); err != nil {
+		return err
+	}
+	se = joined(se)
+	hd := &se.hold
+	switch {
+	case se.closed:
+		return errors.New("cuda: UseArenas: the session is closed")
+	case hd.arenas != nil:
+		return errors.New("cuda: UseArenas: the session's temporaries are in arenas already")
+	case len(offsets) != len(hd.bufs):
+		return fmt.Errorf("cuda: UseArenas: %d offsets for %d buffers", len(offsets), len(hd.bufs))
+	}
+	for i := range hd.bufs {
+		if bs := &hd.bufs[i]; bs.b.Temporary && bs.b.Placement == dag.Device && bs.dptr != 0 {
+			return fmt.Errorf("cuda: UseArenas: temporary %s is allocated already: call it before the first run", bs.b.Name)
+		}
+	}
+	made := map[int]*devArena{}
+	release := func() {
+		for _, a := range made {
+			se.drv.memFree(a.dev.ctx, a.base)
+			hd.track(&hd.live.DeviceAllocs, -1)
+		}
+	}
+	for m, n := range arenas {
+		if m < 0 || n <= 0 {
+			continue
+		}
+		d, err := hd.device(m)
+		if err != nil {
+			release()
+			return fmt.Errorf("cuda: UseArenas: device %d: %w", m, err)
+		}
+		p, err := se.drv.memAlloc(d.ctx, n)
+		if err != nil {
+			release()
+			return fmt.Errorf("cuda: UseArenas: the arena of %s on device %d: %w", dag.FormatBytes(n), m, err)
+		}
+		hd.track(&hd.live.DeviceAllocs, 1)
+		made[m] = &devArena{dev: d, base: p, size: n}
+	}
+	placed := make([]C.CUdeviceptr, len(hd.bufs))
+	for i := range hd.bufs {
+		bs := &hd.bufs[i]
+		if !bs.b.Temporary || bs.b.Placement != dag.Device || offsets[i] < 0 {
+			continue
+		}
+		a, off := made[bs.b.Device], offsets[i]
+		if a == nil || off > a.size || bs.b.Size > a.size-off {
+			release()
+			return fmt.Errorf("cuda: UseArenas: temporary %s (%d bytes) at offset %d does not fit the arena of device %d", bs.b.Name, bs.b.Size, off, bs.b.Device)
+		}
+		placed[i] = a.base + C.CUdeviceptr(off)
+	}
+	for i, p := range placed {
+		if p != 0 {
+			hd.bufs[i].dptr, hd.bufs[i].inArena = p, true
+		}
+	}
+	for i := range se.sub.ops {
+		st := &se.sub.ops[i]
+		if st.op != nil && st.op.Kind.Info().Lifetime != dag.NoLifetime && hd.bufs[st.op.Buffer().ID].inArena {
+			st.act = actNone // the arena holds the temporary for the session's life
+		}
+	}
+	hd.arenas = make([]devArena, 0, len(made))
+	for _, a := range made {
+		hd.arenas = append(hd.arenas, *a)
+	}
+	return nil
+}
+
+// freeArenas frees the arenas (Close, after the streams are done).
+func (hd *holdings) freeArenas(keep func(error)) {
+	for _, a := range hd.arenas {
+		keep(hd.se.drv.memFree(a.dev.ctx, a.base))
+		hd.track(&hd.live.DeviceAllocs, -1)
+	}
+	hd.arenas = nil
+}
