@@ -135,6 +135,7 @@ type runReport struct {
 	TracedRuns    []int          `json:"traced_runs,omitempty"`
 	Outputs       []outputReport `json:"outputs"`
 	Saves         []saveReport   `json:"saves,omitempty"` // by save host steps
+	Memory        []memoryReport `json:"memory,omitempty"` // the temporaries, planned against measured (memoryrun.go)
 	Warnings      []problem      `json:"warnings,omitempty"`
 
 	Makespan  *profile.Makespan `json:"makespan,omitempty"`            // perfmodel.go
@@ -426,6 +427,9 @@ func (c *cli) run(args []string) error {
 		rs.afterRun = func(run int, spans []executor.Span) error { return pm.Observe(p.Graph, spans, run, f.repeat) }
 	}
 	report, err := c.runSession(ctx, sess, s, p, &rs)
+	if err == nil {
+		report.Memory = memoryReports(sess, p) // memoryrun.go; before Close
+	}
 	if cerr := sess.Close(); err == nil {
 		err = cerr
 	}
@@ -723,6 +727,7 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 	}
 	fmt.Fprintf(bw, "ran %s on %s: %d ops, %d streams, %d waits, %s in %s\n",
 		r.Spec, r.Backend, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
+	writeMemoryReports(bw, r.Memory) // memoryrun.go
 	if r.Runs != "" {
 		fmt.Fprintf(bw, "graph: %s\n", r.Runs)
 	}
