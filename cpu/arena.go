@@ -94,3 +94,45 @@ func memoryOf(buf *dag.Buffer) int {
 	}
 	return buf.Device
 }
+
+// countTemporary counts temporary buf as allocated (sign 1) or freed (-1)
+// in the session's accounting of temporary bytes live at once: each
+// rounded up to the arena alignment, as the planner counts them, at the
+// moment its Alloc or Free takes effect. Call it under the lock.
+func (b *Session) countTemporary(buf *dag.Buffer, sign int64) {
+	if b.live == nil {
+		b.live, b.high = map[int]int64{}, map[int]int64{}
+	}
+	m := memoryOf(buf)
+	b.live[m] += sign * roundUpArena(buf.Size)
+	b.high[m] = max(b.high[m], b.live[m])
+}
+
+// arenaAlign is planner.ArenaAlign (the planner is no import of a backend).
+const arenaAlign = 256
+
+func roundUpArena(n int64) int64 { return (n + arenaAlign - 1) &^ (arenaAlign - 1) }
+
+// MemoryHighWater reports, by memory (a device ordinal, -1/-2 for pinned
+// and pageable host memory), the most bytes of temporaries the session has
+// held at once since it opened: the arena's size where the temporaries
+// live in arenas, else the high-water mark of the temporaries allocated
+// and not yet freed, each rounded up to 256 bytes as the planner counts
+// them. Memories that held no temporary are absent.
+func (b *Session) MemoryHighWater() map[int]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[int]int64{}
+	if b.arenas != nil {
+		for m, a := range b.arenas.mem {
+			out[m] = int64(len(a))
+		}
+		return out
+	}
+	for m, n := range b.high {
+		if n > 0 {
+			out[m] = n
+		}
+	}
+	return out
+}

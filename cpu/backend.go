@@ -200,6 +200,9 @@ type Session struct {
 	g       *dag.Graph
 	mem     [][]byte // by buffer ID; nil for a temporary that is not allocated
 	arenas  *arenas  // arena.go: nil unless the temporaries live in arenas
+	// live and high are the bytes of temporaries allocated now and the
+	// most allocated at once, by memory (arena.go: MemoryHighWater).
+	live, high map[int]int64
 	kernels []kernelFunc
 	workers sync.WaitGroup
 
@@ -509,6 +512,9 @@ func (b *Session) abort(err error) {
 func (b *Session) restart() {
 	for i, buf := range b.g.Buffers {
 		if buf.Temporary && b.arenas == nil { // arena.go: arenas stay bound
+			if b.mem[i] != nil {
+				b.countTemporary(buf, -1)
+			}
 			b.mem[i] = nil
 		}
 	}

@@ -51,6 +51,7 @@ var kinds = map[dag.OpKind]kindImpl{
 				return fmt.Errorf("temporary %s was allocated by another op meanwhile", buf.Name)
 			}
 			s.mem[buf.ID] = made
+			s.countTemporary(buf, 1) // arena.go
 			return nil
 		},
 	},
@@ -69,6 +70,7 @@ var kinds = map[dag.OpKind]kindImpl{
 				return fmt.Errorf("temporary %s was freed by another op meanwhile", buf.Name)
 			}
 			s.mem[buf.ID] = nil
+			s.countTemporary(buf, -1) // arena.go
 			return nil
 		},
 	},

@@ -115,3 +115,20 @@ func (hd *holdings) freeArenas(keep func(error)) {
 	}
 	hd.arenas = nil
 }
+
+// MemoryHighWater reports the size of each device's arena, by device
+// ordinal, where the session's device temporaries live in arenas: the most
+// device memory its temporaries hold at once, since the arena holds them
+// for the session's life. Without arenas it is nil: the pool's
+// allocations are not counted.
+func (se *Session) MemoryHighWater() map[int]int64 {
+	se = joined(se)
+	if se.hold.arenas == nil {
+		return nil
+	}
+	out := map[int]int64{}
+	for _, a := range se.hold.arenas {
+		out[a.dev.ordinal] = a.size
+	}
+	return out
+}

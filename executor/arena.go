@@ -101,3 +101,25 @@ func (s *Session) useArenas(mode TemporaryMode) (bool, error) {
 
 // Arenas reports whether the session's temporaries live in arenas.
 func (s *Session) Arenas() bool { return s.arenas }
+
+// highWaterer is a device session that measures the temporaries' memory:
+// by memory (a device ordinal, planner.PinnedMemory or
+// planner.PageableMemory), the most bytes its temporaries held at once
+// since it opened; nil when it does not know.
+type highWaterer interface {
+	MemoryHighWater() map[int]int64
+}
+
+// MemoryHighWater reports what the backend measured of the temporaries'
+// memory, by memory: the most bytes they held at once since the session
+// opened (the arena's size where arenas hold them). ok is false when the
+// backend's sessions do not measure it (the CUDA backend measures only its
+// arenas); compare it with the plan's Memory.
+func (s *Session) MemoryHighWater() (m map[int]int64, ok bool) {
+	h, ok := s.d.(highWaterer)
+	if !ok || s.d == nil {
+		return nil, false
+	}
+	m = h.MemoryHighWater()
+	return m, m != nil
+}

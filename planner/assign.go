@@ -39,6 +39,9 @@ func New(g *dag.Graph, opts Options) (*Plan, error) {
 	}
 	p := planStrategy(g, opts)
 	p.Memory = MemoryOf(p)
+	if len(opts.MemoryBudget) > 0 {
+		return withBudget(g, opts, p) // budget.go
+	}
 	return p, nil
 }
 

@@ -10,6 +10,13 @@ type (
 		Events  []jsonEvent  `json:"events"`
 		Stats   jsonStats    `json:"stats"`
 		Memory  *jsonMemory  `json:"memory,omitempty"` // memory_text.go
+		Budget  *jsonBudget  `json:"memory_budget,omitempty"`
+	}
+	// jsonBudget is what meeting the memory budget cost (budget.go).
+	jsonBudget struct {
+		Orderings       int   `json:"orderings"`
+		Dependencies    int   `json:"dependencies"`
+		UnconstrainedNS int64 `json:"unconstrained_makespan_ns"`
 	}
 	jsonStream struct {
 		ID       int    `json:"id"`
@@ -61,6 +68,9 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		},
 	}
 	out.Memory = p.jsonMemory()
+	if b := p.Budget; b != nil {
+		out.Budget = &jsonBudget{Orderings: b.Orderings, Dependencies: b.Dependencies, UnconstrainedNS: int64(b.Unconstrained)}
+	}
 	for i, s := range p.Streams {
 		out.Streams[i] = jsonStream{ID: s.ID, Name: s.Name, Device: s.Device, Priority: int(s.Priority), Kind: s.Kind.String()}
 	}

@@ -15,6 +15,12 @@ type Options struct {
 	Mode              Mode      // what the estimate is for: an eager run (the zero value) or a graph replay
 	Topology          Topology  // which devices copy directly; nil: unknown (topology.go)
 	SMs               int       // multiprocessors per device, to tell which kernels fill it (fills.go); 0 means DefaultSMs
+	// MemoryBudget bounds, by memory (a device ordinal, PinnedMemory or
+	// PageableMemory), the bytes the plan may need there: its persistent
+	// buffers and its temporaries' arena (MemoryUse.Bytes). New orders
+	// temporaries to meet it, or fails with a *BudgetError (budget.go).
+	// Memories it does not name are unbounded.
+	MemoryBudget map[int]int64
 }
 
 // MaxStreams is the most compute streams per device and priority a plan
@@ -127,6 +133,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SMs < 1 || o.SMs > maxSMs {
 		return o, &dag.Error{Field: "sms", Msg: fmt.Sprintf("multiprocessor count %d is out of range", o.SMs),
 			Hint: fmt.Sprintf("give the device's count, 1 to %d, or 0 for %d", maxSMs, DefaultSMs)}
+	}
+	for m, n := range o.MemoryBudget {
+		if n <= 0 || m < PageableMemory {
+			return o, &dag.Error{Field: "memory budget", Msg: fmt.Sprintf("memory budget of %d bytes for memory %d", n, m),
+				Hint: "give each memory (a device ordinal, PinnedMemory or PageableMemory) a budget of at least 1 byte"}
+		}
 	}
 	if o.Cost == nil {
 		o.Cost = DefaultCost()

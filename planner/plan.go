@@ -91,6 +91,9 @@ type Plan struct {
 	// Memory is what the plan needs of each memory and where its
 	// temporaries go in their arenas (MemoryOf); New sets it.
 	Memory *Memory
+	// Budget is what meeting Options.MemoryBudget cost (budget.go); nil
+	// when the plan met it without help, or had none.
+	Budget *Budget
 }
 
 // Stats are the figures every plan reports.

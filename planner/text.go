@@ -47,6 +47,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	bw.WriteByte('\n')
 	p.writeFigures(bw)
 	p.writeMemory(bw)
+	p.writeBudget(bw) // budget.go
 	return bw.Flush()
 }
 

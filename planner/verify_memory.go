@@ -175,3 +175,7 @@ func memoryName(dev int) string {
 	}
 	return fmt.Sprintf("device %d", dev)
 }
+
+// MemoryName names memory dev for people: "device N", "pinned host memory"
+// or "pageable host memory".
+func MemoryName(dev int) string { return memoryName(dev) }

@@ -15,6 +15,9 @@
 //	  graph: false              # capture as a CUDA graph and replay it
 //	  backend: auto             # auto, cpu or cuda (gpu and nvidia mean cuda, host means cpu)
 //	  world: 1                  # ranks that each run the spec (see Ranks below)
+//	  memory:                   # optional budgets: the most the plan may need of a memory
+//	    device: 40 GiB          # every device's (persistent buffers and the temporaries' arena)
+//	    pinned: 8 GiB           # pinned host memory; pageable: likewise
 //	buffers:                    # name: size, or name: {properties}
 //	  d_x: 4 MiB                # device memory of device 0
 //	  h_in:  {size: 4 MiB, placement: pinned, init: {random: 42}}

@@ -12,7 +12,8 @@ import (
 // cannot drift apart.
 var (
 	topKeys      = []string{"run", "buffers", "kernels", "ops", "outputs"}
-	runKeys      = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend", "world"}
+	runKeys      = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend", "world", "memory"}
+	memoryKeys   = []string{"device", "pinned", "pageable"}
 	bufferKeys   = []string{"size", "dtype", "count", "placement", "device", "temporary", "init"}
 	initKeys     = []string{"zeros", "value", "random", "file"}
 	randomKeys   = []string{"seed", "per_rank"}

@@ -57,6 +57,16 @@ type RunSettings struct {
 	// of the graph on its own device (run.world, or WithRank's world); 1
 	// by default.
 	World int
+	// Memory is run.memory: the budgets the planner keeps each memory
+	// within (planner.Options.MemoryBudget), in bytes; 0 for none.
+	Memory MemoryBudget
+}
+
+// MemoryBudget is a spec's run.memory: the most bytes a plan may need of
+// each device's memory (every device's), of pinned and of pageable host
+// memory; 0 leaves a memory unbounded.
+type MemoryBudget struct {
+	Device, Pinned, Pageable int64
 }
 
 // SaveStep is a save host step: op writes View's bytes to Path (as the
@@ -457,6 +467,36 @@ func (l *loader) runSettings(n *node) {
 				run.World = v
 				l.worldNode = e.value
 			}
+		case "memory":
+			l.memoryBudget(e.value, &run.Memory)
+		}
+	}
+}
+
+// memoryBudget reads run.memory: {device: SIZE, pinned: SIZE, pageable:
+// SIZE}, each at least one byte.
+func (l *loader) memoryBudget(n *node, m *MemoryBudget) {
+	f, ok := l.mapping(n, about("run.memory"), memoryKeys)
+	if !ok {
+		return
+	}
+	for _, e := range f.list {
+		what := about("run.memory." + e.key)
+		v, ok := l.size(e.value, what)
+		if !ok {
+			continue
+		}
+		if v < 1 {
+			l.errorf(e.value, "give a budget of at least one byte, or leave it out", "%s is %d bytes", what, v)
+			continue
+		}
+		switch e.key {
+		case "device":
+			m.Device = v
+		case "pinned":
+			m.Pinned = v
+		case "pageable":
+			m.Pageable = v
 		}
 	}
 }

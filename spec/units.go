@@ -150,3 +150,8 @@ func parseViewText(s string) (viewText, error) {
 	}
 	return v, nil
 }
+
+// ParseSize reads a size as specs write them: a whole number of bytes,
+// optionally followed by a unit (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB):
+// "4096", "40 GiB", "1.5KiB".
+func ParseSize(s string) (int64, error) { return parseSize(s) }

@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -230,6 +231,19 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 			return err
 		}
 	}
+	hostCounters := false
+	for _, c := range t.Counters {
+		if c.Memory < 0 && !hostCounters && !seenDevice[0] {
+			hostCounters = true
+			if err := emit(chromeEvent{Name: "process_name", Ph: "M", Pid: 0}, name{"host memory"}); err != nil {
+				return err
+			}
+		}
+		n := c.Bytes
+		if err := emit(chromeEvent{Name: counterName(c.Memory), Ph: "C", Ts: micros(c.At), Pid: counterPid(c.Memory)}, counterArgs{&n}); err != nil {
+			return err
+		}
+	}
 	for i, fl := range t.Flows {
 		if fl.From < 0 || fl.From >= len(t.Slices) || fl.To < 0 || fl.To >= len(t.Slices) {
 			return fmt.Errorf("trace: flow of event e%d links slices %d and %d of %d", fl.Event, fl.From, fl.To, len(t.Slices))
@@ -377,6 +391,25 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			}
 			t.Slices = append(t.Slices, Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: start, Dur: dur,
 				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes, Path: a.Path})
+		case "C":
+			// Counter tracks: the memories' temporaries (counters.go);
+			// counters of other names are someone else's, and ignored.
+			m, ok := parseCounterName(ev.Name)
+			if !ok {
+				continue
+			}
+			var a counterArgs
+			if err := json.Unmarshal(ev.Args, &a); err != nil {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("args of counter %q: %v", ev.Name, err)}
+			}
+			if a.Temporaries == nil || *a.Temporaries < 0 {
+				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("counter %q needs temporaries, a byte count of at least 0", ev.Name)}
+			}
+			ts := at(i, "ts", ev.Ts, true)
+			if rerr != nil {
+				return nil, rerr
+			}
+			t.Counters = append(t.Counters, Counter{Memory: m, At: ts, Bytes: *a.Temporaries})
 		case "s", "f":
 			if ev.ID == nil {
 				return nil, &ReadError{Event: i, Msg: fmt.Sprintf("flow event %q has no id", ev.Name)}
@@ -451,6 +484,7 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			return nil, &ReadError{Event: f.event, Msg: fmt.Sprintf("flow id %d finishes but never starts", id)}
 		}
 	}
+	slices.SortStableFunc(t.Counters, func(a, b Counter) int { return cmp.Or(cmp.Compare(a.Memory, b.Memory), cmp.Compare(a.At, b.At)) })
 	return t, nil
 }
 

@@ -104,6 +104,10 @@ func TestWriteChromeIsValidTraceEventJSON(t *testing.T) {
 					require.NotNil(t, ev.ID)
 					assert.Equal(t, "e", ev.Bp, "flow ends bind to the enclosing slice")
 					finishes[*ev.ID] = ev
+				case "C":
+					assert.True(t, strings.HasPrefix(ev.Name, "memory "), "counter %q is a memory's", ev.Name)
+					assert.Contains(t, ev.Args, "temporaries", "counter %q args", ev.Name)
+					assert.Contains(t, processNames, *ev.Pid, "the process of every counter is named")
 				default:
 					t.Errorf("unexpected phase %q", ev.Ph)
 				}

@@ -15,10 +15,13 @@ import (
 // cost model: a lane per stream, a slice per op, a flow per event record and
 // wait, and the plan's figures.
 type Trace struct {
-	Lanes   []Lane  // in display order: by device, priority (highest first), stream kind, stream ID
-	Slices  []Slice // by lane, then start, then op
-	Flows   []Flow  // in the order of the plan's wait steps
-	Figures Figures
+	Lanes  []Lane  // in display order: by device, priority (highest first), stream kind, stream ID
+	Slices []Slice // by lane, then start, then op
+	Flows  []Flow  // in the order of the plan's wait steps
+	// Counters are the memories' counter tracks of temporaries (counters.go):
+	// by memory, then time.
+	Counters []Counter
+	Figures  Figures
 	// Rank places the trace of one rank of a world on the world's clock,
 	// for MergeRanks (ranks.go); nil for a trace of no world.
 	Rank *RankClock
@@ -414,6 +417,7 @@ func (b *builder) finish(estimated bool) *Trace {
 		newIndex[i] = int32(n)
 	}
 	t.Slices = sorted
+	t.Counters = memoryCounters(b.ops, t.Slices) // counters.go
 	recordedAfter := make([]int32, b.p.Events)
 	for _, sliceOf := range b.runs {
 		for op, i := range sliceOf {

@@ -9,12 +9,13 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
 
-const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [-o FILE] [--streams N] [--strategy S] [--compare]
+const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [-o FILE] [--streams N] [--strategy S] [--memory-budget SIZE] [--compare]
 
 Plan prints how dagrun would run a spec, without running it: each stream's
 instructions in order (launch, copy, fill, alloc, free, record and wait on
@@ -34,6 +35,13 @@ Flags:
 	--strategy S     how ops are ordered for placement: list (default:
 	                 list scheduling), declared (declaration order, the
 	                 old placement) or best (the shorter estimate)
+	--memory-budget SIZE
+	                 the most each device's memory may hold (persistent
+	                 buffers and the temporaries' arena), as specs write
+	                 sizes (40GiB; a bare number is bytes); overrides
+	                 run.memory.device. The planner orders temporaries to
+	                 keep within it and prints what that cost in estimated
+	                 makespan; a budget no order meets is an error
 	--allow-path DIR let the spec read and write files under DIR too
 	                 (repeatable)
 	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
@@ -80,10 +88,27 @@ func (s *strategyFlag) Set(v string) error {
 }
 
 // layout is what the command line says about placement: --streams N (0:
-// the spec's run.streams) and --strategy.
+// the spec's run.streams), --strategy and --memory-budget (0: the spec's
+// run.memory.device).
 type layout struct {
-	streams  int
-	strategy planner.Strategy
+	streams      int
+	strategy     planner.Strategy
+	memoryBudget int64
+}
+
+// sizeFlag is a size flag: a byte count, with a unit as specs write sizes
+// or without one (bytes); at least one byte.
+type sizeFlag int64
+
+func (s *sizeFlag) String() string { return strconv.FormatInt(int64(*s), 10) }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := spec.ParseSize(v)
+	if err != nil || n < 1 {
+		return errors.New("give a size of at least one byte: 40GiB, \"40 GiB\", or a bare number of bytes")
+	}
+	*s = sizeFlag(n)
+	return nil
 }
 
 // makePlan plans s with its run settings and the command line's layout
@@ -100,7 +125,42 @@ func planOptions(s *spec.Spec, l layout) planner.Options {
 	if l.streams != 0 {
 		opts.Streams = l.streams
 	}
+	opts.MemoryBudget = memoryBudget(s, l)
 	return opts
+}
+
+// memoryBudget is the planner's memory budget for s: --memory-budget (else
+// run.memory.device) for every device the graph uses, and run.memory's
+// pinned and pageable budgets; nil for none.
+func memoryBudget(s *spec.Spec, l layout) map[int]int64 {
+	m := s.Run.Memory
+	device := m.Device
+	if l.memoryBudget != 0 {
+		device = l.memoryBudget
+	}
+	budget := map[int]int64{}
+	if device > 0 && s.Graph != nil {
+		for _, b := range s.Graph.Buffers {
+			if b != nil && b.Placement == dag.Device {
+				budget[b.Device] = device
+			}
+		}
+		for _, op := range s.Graph.Ops {
+			if op != nil && op.Device >= 0 {
+				budget[op.Device] = device
+			}
+		}
+	}
+	if m.Pinned > 0 {
+		budget[planner.PinnedMemory] = m.Pinned
+	}
+	if m.Pageable > 0 {
+		budget[planner.PageableMemory] = m.Pageable
+	}
+	if len(budget) == 0 {
+		return nil
+	}
+	return budget
 }
 
 // buildPlan plans s with opts and verifies the plan: every plan the CLI
@@ -125,6 +185,8 @@ func (c *cli) plan(args []string) error {
 	fs.Var(&streams, "streams", "")
 	var strategy strategyFlag
 	fs.Var(&strategy, "strategy", "")
+	var budget sizeFlag
+	fs.Var(&budget, "memory-budget", "")
 	compare := fs.Bool("compare", false, "")
 	var pmf planPerfFlags // perfmodel.go
 	pmf.addFlags(fs)
@@ -149,7 +211,7 @@ func (c *cli) plan(args []string) error {
 	if *compare {
 		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, layout{streams: int(streams)}) })
 	}
-	p, pm, err := c.planPerf(s, layout{streams: int(streams), strategy: planner.Strategy(strategy)}, pmf)
+	p, pm, err := c.planPerf(s, layout{streams: int(streams), strategy: planner.Strategy(strategy), memoryBudget: int64(budget)}, pmf)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,9 @@ Flags:
 	--strategy S     how ops are ordered for placement: list (default),
 	                 declared (the old placement) or best (see dagrun plan
 	                 --compare)
+	--memory-budget SIZE
+	                 the most each device's memory may hold (see dagrun
+	                 plan); overrides run.memory.device
 	--repeat N       run N times; overrides run.repeat
 	--graph G        when to capture the run as a graph (a CUDA graph on
 	                 cuda) and replay it, launched back to back, printing
@@ -134,7 +137,9 @@ type runReport struct {
 	CapturedAfter int            `json:"captured_after,omitempty"`
 	TracedRuns    []int          `json:"traced_runs,omitempty"`
 	Outputs       []outputReport `json:"outputs"`
-	Saves         []saveReport   `json:"saves,omitempty"` // by save host steps
+	Saves         []saveReport   `json:"saves,omitempty"`  // by save host steps
+	Memory        []memoryReport `json:"memory,omitempty"` // the temporaries, planned against measured (memoryrun.go)
+	MemoryBudget  *budgetReport  `json:"memory_budget,omitempty"`
 	Warnings      []problem      `json:"warnings,omitempty"`
 
 	Makespan  *profile.Makespan `json:"makespan,omitempty"`            // perfmodel.go
@@ -248,30 +253,31 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 // runFlags are dagrun run's flags.
 // layout is the placement the flags ask for.
 func (f *runFlags) layout() layout {
-	return layout{streams: int(f.streams), strategy: planner.Strategy(f.strategy)}
+	return layout{streams: int(f.streams), strategy: planner.Strategy(f.strategy), memoryBudget: int64(f.memoryBudget)}
 }
 
 type runFlags struct {
-	backend   *oneOf
-	noPeer    bool // --no-peer: copies between devices through host memory
-	streams   streamsFlag
-	strategy  strategyFlag
-	repeat    int
-	graph     bool      // every run a replay: graphMode is always
-	graphMode graphFlag // graphflag.go
-	traceFile string
-	traceRuns string
-	detail    *oneOf // --trace-detail
-	temps     *oneOf // --temporaries
-	perfModel string // perfmodel.go
-	timing    *oneOf
-	format    *oneOf
-	out       string
-	verbose   bool // -v
-	files     specFiles
-	faults    faults
-	ranking   rankFlags // ranks.go
-	set       map[string]bool
+	backend      *oneOf
+	noPeer       bool // --no-peer: copies between devices through host memory
+	streams      streamsFlag
+	strategy     strategyFlag
+	memoryBudget sizeFlag // --memory-budget: every device's (plan.go)
+	repeat       int
+	graph        bool      // every run a replay: graphMode is always
+	graphMode    graphFlag // graphflag.go
+	traceFile    string
+	traceRuns    string
+	detail       *oneOf // --trace-detail
+	temps        *oneOf // --temporaries
+	perfModel    string // perfmodel.go
+	timing       *oneOf
+	format       *oneOf
+	out          string
+	verbose      bool // -v
+	files        specFiles
+	faults       faults
+	ranking      rankFlags // ranks.go
+	set          map[string]bool
 }
 
 func parseRunFlags(args []string) (*runFlags, []string, error) {
@@ -284,6 +290,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.BoolVar(&f.noPeer, "no-peer", false, "")
 	fs.Var(&f.streams, "streams", "")
 	fs.Var(&f.strategy, "strategy", "")
+	fs.Var(&f.memoryBudget, "memory-budget", "")
 	fs.IntVar(&f.repeat, "repeat", 0, "")
 	fs.Var(&f.graphMode, "graph", "")
 	fs.StringVar(&f.traceFile, "trace", "", "")
@@ -426,6 +433,10 @@ func (c *cli) run(args []string) error {
 		rs.afterRun = func(run int, spans []executor.Span) error { return pm.Observe(p.Graph, spans, run, f.repeat) }
 	}
 	report, err := c.runSession(ctx, sess, s, p, &rs)
+	if err == nil {
+		report.Memory = memoryReports(sess, p) // memoryrun.go; before Close
+		report.MemoryBudget = newBudgetReport(p)
+	}
 	if cerr := sess.Close(); err == nil {
 		err = cerr
 	}
@@ -723,6 +734,8 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 	}
 	fmt.Fprintf(bw, "ran %s on %s: %d ops, %d streams, %d waits, %s in %s\n",
 		r.Spec, r.Backend, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
+	writeMemoryReports(bw, r.Memory) // memoryrun.go
+	writeBudgetReport(bw, r.MemoryBudget)
 	if r.Runs != "" {
 		fmt.Fprintf(bw, "graph: %s\n", r.Runs)
 	}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// memoryReport is one memory's temporaries in dagrun run's summary: what
+// the plan said against what the backend measured.
+type memoryReport struct {
+	Device int    `json:"device"` // -1: pinned host memory, -2: pageable host memory
+	Memory string `json:"memory"`
+	// PlannedPeakBytes is the plan's temporaries peak (planner.MemoryUse's
+	// TemporaryPeak), PlannedArenaBytes its arena.
+	PlannedPeakBytes  int64 `json:"planned_peak_bytes"`
+	PlannedArenaBytes int64 `json:"planned_arena_bytes"`
+	// MeasuredPeakBytes is the most bytes of temporaries the backend held
+	// at once (the arena's size where arenas held them); absent where the
+	// backend does not measure it.
+	MeasuredPeakBytes *int64 `json:"measured_peak_bytes,omitempty"`
+	Arena             bool   `json:"arena"` // the temporaries lived in the arena
+}
+
+// memoryReports sets the plan's temporaries against what sess measured:
+// one report per memory that holds temporaries.
+func memoryReports(sess *executor.Session, p *planner.Plan) []memoryReport {
+	m := p.Memory
+	if m == nil {
+		return nil
+	}
+	measured, ok := sess.MemoryHighWater()
+	var out []memoryReport
+	for _, u := range m.Memories {
+		if u.Temporaries == 0 {
+			continue
+		}
+		r := memoryReport{Device: u.Device, Memory: planner.MemoryName(u.Device),
+			PlannedPeakBytes: u.TemporaryPeak, PlannedArenaBytes: u.ArenaBytes, Arena: sess.Arenas()}
+		if ok {
+			n := measured[u.Device]
+			r.MeasuredPeakBytes = &n
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// writeMemoryReports writes one line per memory of rs.
+func writeMemoryReports(w io.Writer, rs []memoryReport) {
+	for _, r := range rs {
+		got := "not measured by this backend"
+		if r.MeasuredPeakBytes != nil {
+			how := "at most live at once"
+			if r.Arena {
+				how = "arena"
+			}
+			got = fmt.Sprintf("%s (%s)", dag.FormatBytes(*r.MeasuredPeakBytes), how)
+		}
+		fmt.Fprintf(w, "memory %s: temporaries planned peak %s, arena %s; measured %s\n",
+			r.Memory, dag.FormatBytes(r.PlannedPeakBytes), dag.FormatBytes(r.PlannedArenaBytes), got)
+	}
+}
+
+// budgetReport is what meeting the memory budget cost the plan
+// (planner.Budget), in dagrun run's summary.
+type budgetReport struct {
+	Orderings       int   `json:"orderings"`    // pairs of temporaries ordered
+	Dependencies    int   `json:"dependencies"` // dependencies added between their uses
+	EstMakespanNS   int64 `json:"est_makespan_ns"`
+	UnconstrainedNS int64 `json:"unconstrained_est_makespan_ns"` // the plan's estimate without the budget
+}
+
+func newBudgetReport(p *planner.Plan) *budgetReport {
+	b := p.Budget
+	if b == nil {
+		return nil
+	}
+	return &budgetReport{Orderings: b.Orderings, Dependencies: b.Dependencies,
+		EstMakespanNS: int64(p.Stats.Makespan), UnconstrainedNS: int64(b.Unconstrained)}
+}
+
+// writeBudgetReport writes what the budget cost, if anything.
+func writeBudgetReport(w io.Writer, b *budgetReport) {
+	if b == nil {
+		return
+	}
+	ratio := "no estimate"
+	if b.UnconstrainedNS > 0 {
+		ratio = fmt.Sprintf("%.2fx", float64(b.EstMakespanNS)/float64(b.UnconstrainedNS))
+	}
+	fmt.Fprintf(w, "memory budget: %d pairs of temporaries ordered; estimated makespan %s against %s without it (%s)\n",
+		b.Orderings, short(b.EstMakespanNS), short(b.UnconstrainedNS), ratio)
+}

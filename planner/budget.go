@@ -1,0 +1,208 @@
+package planner
+
+import (
+	"bufio"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Memory budgets: Options.MemoryBudget bounds what each memory may need
+// (MemoryUse.Bytes: its persistent buffers and its arena). While a plan
+// needs more, New orders two temporaries of the memory's peak that the
+// plan leaves unordered, one whose uses all come before the other's in the
+// graph's order (op IDs, a topological order, so the new dependencies make
+// no cycle): every use of the first becomes a dependency of every use of
+// the second, and the graph is planned again. Each round orders one more
+// pair for good, so the rounds end; the plan that first fits wins. When no
+// pair is left to order, or after maxBudgetRounds, the budget is out of
+// reach: a BudgetError names the smallest need found and the temporaries
+// live at its peak.
+
+// maxBudgetRounds bounds the plans New makes to meet a budget.
+const maxBudgetRounds = 512
+
+// Budget is what meeting Options.MemoryBudget cost a plan: the orderings
+// of temporaries it added and the estimated makespan of the plan without
+// them.
+type Budget struct {
+	Orderings     int           // pairs of temporaries ordered to meet the budget
+	Dependencies  int           // the dependencies between their uses added for them
+	Unconstrained time.Duration // the estimated makespan of the plan without a budget
+}
+
+// BudgetError says that no plan New found keeps a memory within its
+// budget.
+type BudgetError struct {
+	Memory   int   // a device ordinal, PinnedMemory or PageableMemory
+	Budget   int64 // Options.MemoryBudget's bytes for it
+	Smallest int64 // the smallest need (persistent bytes and arena) of the plans tried
+	// Persistent and Peak are that plan's persistent bytes and
+	// temporaries' peak; Live names the temporaries live at the peak.
+	Persistent, Peak int64
+	Live             []string
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("planner: the memory budget of %s for %s is out of reach: the smallest need found is %s (persistent %s, temporaries peak %s: %s)",
+		dag.FormatBytes(e.Budget), memoryName(e.Memory), dag.FormatBytes(e.Smallest), dag.FormatBytes(e.Persistent), dag.FormatBytes(e.Peak), clip(e.Live, 8))
+}
+
+// overBudget returns the first memory of p (by Device) whose need exceeds
+// its budget, if any.
+func overBudget(p *Plan, budget map[int]int64) (MemoryUse, bool) {
+	for _, u := range p.Memory.Memories {
+		if b, ok := budget[u.Device]; ok && u.Bytes() > b {
+			return u, true
+		}
+	}
+	return MemoryUse{}, false
+}
+
+// usesOf lists each temporary's uses in g (by buffer ID): the ops other
+// than its Alloc and Free that access it, or those where nothing else does.
+func usesOf(g *dag.Graph) map[int][]int32 {
+	uses, lifetime := map[int][]int32{}, map[int][]int32{}
+	for _, op := range g.Ops {
+		for j, a := range op.Access {
+			b := a.Buf
+			if b == nil || !b.Temporary || slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
+				continue
+			}
+			if op.Kind.Info().Lifetime != dag.NoLifetime {
+				lifetime[b.ID] = append(lifetime[b.ID], int32(op.ID))
+			} else {
+				uses[b.ID] = append(uses[b.ID], int32(op.ID))
+			}
+		}
+	}
+	for id, ops := range lifetime {
+		if len(uses[id]) == 0 {
+			uses[id] = ops
+		}
+	}
+	return uses
+}
+
+// withBudget replans g until p, its plan without a budget, meets
+// opts.MemoryBudget.
+func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
+	u, over := overBudget(p, opts.MemoryBudget)
+	if !over {
+		return p, nil
+	}
+	uses := usesOf(g)
+	extra := map[int32][]int32{} // by op: the dependencies added
+	ordered := map[[2]int]bool{} // pairs of temporaries (first, second) ordered
+	unconstrained, bestUse := p.Stats.Makespan, u
+	pairs := 0
+	for range maxBudgetRounds {
+		a, b, ok := pairToOrder(p, u, uses, ordered)
+		if !ok {
+			break
+		}
+		ordered[[2]int{a, b}] = true
+		pairs++
+		for _, v := range uses[b] {
+			for _, w := range uses[a] {
+				if !slices.Contains(extra[v], w) && !slices.Contains(g.Ops[v].Deps, w) {
+					extra[v] = append(extra[v], w)
+				}
+			}
+		}
+		p = planStrategy(withDeps(g, extra), opts)
+		p.Graph = g
+		p.Memory = MemoryOf(p)
+		if u, over = overBudget(p, opts.MemoryBudget); !over {
+			deps := 0
+			for _, ws := range extra {
+				deps += len(ws)
+			}
+			p.Budget = &Budget{Orderings: pairs, Dependencies: deps, Unconstrained: unconstrained}
+			return p, nil
+		}
+		if u.Device == bestUse.Device && u.Bytes() < bestUse.Bytes() {
+			bestUse = u
+		}
+	}
+	if u.Device != bestUse.Device { // the memory that failed last is the one to name
+		bestUse = u
+	}
+	e := &BudgetError{Memory: bestUse.Device, Budget: opts.MemoryBudget[bestUse.Device], Smallest: bestUse.Bytes(),
+		Persistent: bestUse.Persistent, Peak: bestUse.TemporaryPeak}
+	for _, id := range bestUse.Peak {
+		e.Live = append(e.Live, p.bufferName(id))
+	}
+	return nil, e
+}
+
+// pairToOrder picks two temporaries of u's peak to order, a before b: every
+// use of a comes before every use of b in op IDs, and the pair is not
+// ordered yet. It takes the pair with the least room between a's last use
+// and b's first, which delays the least work; then the larger pair.
+func pairToOrder(p *Plan, u MemoryUse, uses map[int][]int32, ordered map[[2]int]bool) (a, b int, ok bool) {
+	bytes := func(id int) int64 { return p.Graph.Buffers[id].Size }
+	gap := int32(-1)
+	var weight int64
+	for _, x := range u.Peak {
+		if len(uses[x]) == 0 {
+			continue
+		}
+		last := slices.Max(uses[x])
+		for _, y := range u.Peak {
+			if x == y || len(uses[y]) == 0 || ordered[[2]int{x, y}] {
+				continue
+			}
+			first := slices.Min(uses[y])
+			if first <= last {
+				continue
+			}
+			w := bytes(x) + bytes(y)
+			if g := first - last; gap < 0 || g < gap || (g == gap && w > weight) {
+				a, b, ok, gap, weight = x, y, true, g, w
+			}
+		}
+	}
+	return a, b, ok
+}
+
+// withDeps is g with the dependencies extra added to its ops: a copy of
+// the ops that gain some, sharing everything else.
+func withDeps(g *dag.Graph, extra map[int32][]int32) *dag.Graph {
+	out := *g
+	out.Ops = slices.Clone(g.Ops)
+	for v, ws := range extra {
+		op := *g.Ops[v]
+		op.Deps = append(slices.Clone(op.Deps), ws...)
+		slices.Sort(op.Deps)
+		out.Ops[v] = &op
+	}
+	return &out
+}
+
+// writeBudget writes what the budget cost, for WriteText.
+func (p *Plan) writeBudget(w *bufio.Writer) {
+	b := p.Budget
+	if b == nil {
+		return
+	}
+	fmt.Fprintf(w, "memory budget       %d %s of temporaries ordered (%d dependencies added); estimated makespan %s against %s without the budget (%s)\n",
+		b.Orderings, plural(b.Orderings, "pair", "pairs"), b.Dependencies, formatDuration(p.Stats.Makespan), formatDuration(b.Unconstrained), ratio(p.Stats.Makespan, b.Unconstrained))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// ratio is a against b as a factor: "1.18x".
+func ratio(a, b time.Duration) string {
+	if b <= 0 {
+		return "no estimate"
+	}
+	return fmt.Sprintf("%.2fx", float64(a)/float64(b))
+}
