@@ -174,7 +174,7 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	}
 	b.sessions[s] = struct{}{}
 	b.mu.Unlock()
-	if err := s.open(ctx); err != nil {
+	if err := openDevices(ctx, s); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
 	return s, nil

@@ -220,9 +220,9 @@ func (hd *holdings) device(ordinal int) (*sessDevice, error) {
 	return sd, nil
 }
 
-// open loads the kernels g launches and allocates its persistent buffers
+// openDevices loads the kernels g launches and allocates its persistent buffers
 // with their initial contents. On error the caller closes the session.
-func (se *Session) open(ctx context.Context) error {
+func openDevices(ctx context.Context, se *Session) error {
 	g := se.g
 	se.host.hostCtx, se.host.hostCancel = context.WithCancel(context.WithoutCancel(ctx))
 	count, err := se.drv.deviceCount()
