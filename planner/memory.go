@@ -202,10 +202,10 @@ func collectLives(p *Plan) []*life {
 					}
 					byBuf[b.ID] = l
 				}
-				switch op.Kind {
-				case dag.Alloc:
+				switch op.Kind.Info().Lifetime {
+				case dag.Allocates:
 					byBuf[b.ID].t.Alloc = int32(op.ID)
-				case dag.Free:
+				case dag.Frees:
 					byBuf[b.ID].t.Free = int32(op.ID)
 				default:
 					used[b.ID] = true

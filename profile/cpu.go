@@ -38,7 +38,7 @@ func EstimateCPU(g *dag.Graph) CPUEstimate {
 	var secs float64
 	for _, op := range g.Ops {
 		switch {
-		case op.Kind == dag.Alloc || op.Kind == dag.Free:
+		case op.Kind.Info().Lifetime != dag.NoLifetime:
 		case op.Gemm != nil:
 			f := op.Gemm.Flops()
 			e.Flops += f

@@ -79,7 +79,8 @@ func memoryCounters(ops []*dag.Op, ss []Slice) []Counter {
 			continue
 		}
 		op := ops[s.Op]
-		if op.Kind != dag.Alloc && op.Kind != dag.Free {
+		life := op.Kind.Info().Lifetime
+		if life == dag.NoLifetime {
 			continue
 		}
 		buf := op.Buffer()
@@ -93,7 +94,7 @@ func memoryCounters(ops []*dag.Op, ss []Slice) []Counter {
 		case dag.Pageable:
 			m = planner.PageableMemory
 		}
-		if op.Kind == dag.Alloc {
+		if life == dag.Allocates {
 			changes = append(changes, change{m, s.Start, buf.Size})
 		} else {
 			changes = append(changes, change{m, s.End(), -buf.Size})
