@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -175,11 +176,16 @@ func Load(path string, opts ...Option) (*Spec, error) {
 		s := &Spec{File: path}
 		return s, ErrorList{&Error{Pos: Position{File: path, Line: 1, Col: 1}, Msg: fmt.Sprintf("the spec is %d bytes, more than %d", fi.Size(), int64(MaxSpecBytes)), Hint: "split it, or generate it in smaller parts"}}
 	}
-	src, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
-	if err != nil {
+	// Sized from the file (a regular one; a FIFO says 0) so that the read
+	// fills one buffer instead of growing and copying one several times.
+	var buf bytes.Buffer
+	if fi.Mode().IsRegular() {
+		buf.Grow(int(fi.Size()) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxSpecBytes+1)); err != nil {
 		return nil, err
 	}
-	return Parse(path, src, opts...)
+	return Parse(path, buf.Bytes(), opts...)
 }
 
 // Parse parses the spec src, read from filename; files the spec names are
