@@ -30,18 +30,31 @@ func (p *Plan) StreamSteps(s int) []Step {
 // order, then the plan's figures.
 func (p *Plan) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	perStream := make([][]Step, len(p.Streams))
+	// The steps by stream, in order: stream s's are the indices
+	// order[first[s]:first[s+1]] of p.Steps.
+	first := make([]int, len(p.Streams)+1)
 	for _, st := range p.Steps {
-		if int(st.Stream) < len(perStream) {
-			perStream[st.Stream] = append(perStream[st.Stream], st)
+		if int(st.Stream) >= 0 && int(st.Stream) < len(p.Streams) {
+			first[st.Stream+1]++
+		}
+	}
+	for s := range p.Streams {
+		first[s+1] += first[s]
+	}
+	order := make([]int32, first[len(p.Streams)])
+	next := slices.Clone(first)
+	for i, st := range p.Steps {
+		if int(st.Stream) >= 0 && int(st.Stream) < len(p.Streams) {
+			order[next[st.Stream]] = int32(i)
+			next[st.Stream]++
 		}
 	}
 	sources := p.eventSources()
 	for s, str := range p.Streams {
 		fmt.Fprintf(bw, "stream %s (device %d, priority %s, %s)\n", str.Name, str.Device, str.Priority, str.Kind)
-		for _, st := range perStream[s] {
+		for _, i := range order[first[s]:first[s+1]] {
 			bw.WriteString("  ")
-			p.writeStep(bw, st, sources)
+			p.writeStep(bw, p.Steps[i], sources)
 			bw.WriteByte('\n')
 		}
 	}
