@@ -235,19 +235,20 @@ type loader struct {
 	spec *Spec
 	b    *dag.Builder
 
-	bufs      map[string]*bufDecl
-	bufOrder  []string
-	kernels   map[string]*kernelDecl
-	kernOrder []string
-	ops       []*opDecl
-	opNames   map[string]int32 // op name the spec gives -> its declaration in ops (see opNamed for the others)
-	opsNode   *node
-	keyCache  []opKeysOf               // see opKeys
-	argNames  map[*dag.Kernel][]string // argFields by kernel
-	reads     map[string]bool          // cleaned full paths the spec reads
-	writes    map[string]*node         // cleaned full path -> the node naming it
-	worldOpt  int                      // WithRank's world; 0: run.world's
-	worldNode *node                    // run.world, when the spec sets it
+	bufs       map[string]*bufDecl
+	bufOrder   []string
+	kernels    map[string]*kernelDecl
+	kernOrder  []string
+	ops        []*opDecl
+	syncCopies []*opDecl        // the ops whose op is a synchronous copy (SyncCopy), in declaration order
+	opNames    map[string]int32 // op name the spec gives -> its declaration in ops (see opNamed for the others)
+	opsNode    *node
+	keyCache   []opKeysOf               // see opKeys
+	argNames   map[*dag.Kernel][]string // argFields by kernel
+	reads      map[string]bool          // cleaned full paths the spec reads
+	writes     map[string]*node         // cleaned full path -> the node naming it
+	worldOpt   int                      // WithRank's world; 0: run.world's
+	worldNode  *node                    // run.world, when the spec sets it
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
@@ -544,7 +545,7 @@ func (l *loader) backend(n *node, what subject) (string, bool) {
 }
 
 func (l *loader) pageableCopies() {
-	for _, o := range l.ops {
+	for _, o := range l.syncCopies {
 		if o.op == nil || !o.op.SyncCopy() {
 			continue
 		}
