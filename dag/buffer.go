@@ -1,6 +1,9 @@
 package dag
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Placement says where a buffer's memory lives.
 type Placement uint8
@@ -163,13 +166,26 @@ func (v View) Overlaps(w View) bool {
 }
 
 func (v View) String() string {
-	if v.Buf == nil {
-		return "<nil view>"
-	}
-	if v.Offset == 0 && v.Size == v.Buf.Size {
+	if v.Buf != nil && v.Offset == 0 && v.Size == v.Buf.Size {
 		return v.Buf.Name
 	}
-	return fmt.Sprintf("%s[%d:%d]", v.Buf.Name, v.Offset, v.End())
+	return string(v.Append(nil))
+}
+
+// Append appends v.String() to b.
+func (v View) Append(b []byte) []byte {
+	if v.Buf == nil {
+		return append(b, "<nil view>"...)
+	}
+	b = append(b, v.Buf.Name...)
+	if v.Offset == 0 && v.Size == v.Buf.Size {
+		return b
+	}
+	b = append(b, '[')
+	b = strconv.AppendInt(b, v.Offset, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, v.End(), 10)
+	return append(b, ']')
 }
 
 // Mode says how an operation uses a view.

@@ -13,6 +13,68 @@ type Builder struct {
 	kernels []*Kernel
 	ops     []*Op
 	decls   int // buffers and ops declared so far, for ErrorList's order
+
+	// Slabs the ops, launches and their small slices are carved from, a
+	// chunk at a time: a spec of a million ops makes a few thousand
+	// allocations for them instead of millions.
+	opSlab     []Op
+	launchSlab []LaunchSpec
+	accSlab    []Access
+	argSlab    []Arg
+}
+
+// slabLen is how many ops (launches, accesses, arguments) one chunk holds.
+const slabLen = 256
+
+func (g *Builder) newOp() *Op {
+	if len(g.opSlab) == 0 {
+		g.opSlab = make([]Op, slabLen)
+	}
+	o := &g.opSlab[0]
+	g.opSlab = g.opSlab[1:]
+	return o
+}
+
+func (g *Builder) newLaunch() *LaunchSpec {
+	if len(g.launchSlab) == 0 {
+		g.launchSlab = make([]LaunchSpec, slabLen)
+	}
+	l := &g.launchSlab[0]
+	g.launchSlab = g.launchSlab[1:]
+	return l
+}
+
+// accesses is an empty slice with room for n accesses (nil for none); appending beyond
+// n copies it, so it never reaches into the next op's.
+func (g *Builder) accesses(n int) []Access {
+	if n == 0 {
+		return nil
+	}
+	if n > slabLen/4 {
+		return make([]Access, 0, n)
+	}
+	if n > len(g.accSlab) {
+		g.accSlab = make([]Access, slabLen)
+	}
+	a := g.accSlab[:0:n]
+	g.accSlab = g.accSlab[n:]
+	return a
+}
+
+// args is accesses for a launch's arguments.
+func (g *Builder) args(n int) []Arg {
+	if n == 0 {
+		return nil
+	}
+	if n > slabLen/4 {
+		return make([]Arg, 0, n)
+	}
+	if n > len(g.argSlab) {
+		g.argSlab = make([]Arg, slabLen)
+	}
+	a := g.argSlab[:0:n]
+	g.argSlab = g.argSlab[n:]
+	return a
 }
 
 // New returns an empty Builder.
@@ -66,25 +128,33 @@ func (g *Builder) Kernel(k *Kernel) *Kernel {
 	return k
 }
 
+// op declares an op of kind whose accesses are acc itself (a caller's
+// slice stays the op's, as it always has).
 func (g *Builder) op(kind OpKind, acc ...Access) *Op {
 	g.decls++
-	o := &Op{ID: len(g.ops), Kind: kind, Access: acc, Device: -1, decl: g.decls}
+	o := g.newOp()
+	*o = Op{ID: len(g.ops), Kind: kind, Access: acc, Device: -1, decl: g.decls}
 	g.ops = append(g.ops, o)
 	return o
 }
 
+// opOf is op for the builder's own accesses, copied into its slab.
+func (g *Builder) opOf(kind OpKind, acc ...Access) *Op {
+	return g.op(kind, append(g.accesses(len(acc)), acc...)...)
+}
+
 // Alloc allocates temporary buffer b, stream-ordered.
-func (g *Builder) Alloc(b *Buffer) *Op { return g.op(Alloc, Access{b.All(), Write}) }
+func (g *Builder) Alloc(b *Buffer) *Op { return g.opOf(Alloc, Access{b.All(), Write}) }
 
 // Free frees temporary buffer b once every earlier use of it is done.
-func (g *Builder) Free(b *Buffer) *Op { return g.op(Free, Access{b.All(), Write}) }
+func (g *Builder) Free(b *Buffer) *Op { return g.opOf(Free, Access{b.All(), Write}) }
 
 // Copy copies src to dst; the two views have the same size.
-func (g *Builder) Copy(dst, src View) *Op { return g.op(Copy, In(src), Out(dst)) }
+func (g *Builder) Copy(dst, src View) *Op { return g.opOf(Copy, In(src), Out(dst)) }
 
 // Fill sets every element of dst, read as its buffer's DType, to v.
 func (g *Builder) Fill(dst View, v float64) *Op {
-	o := g.op(Fill, Out(dst))
+	o := g.opOf(Fill, Out(dst))
 	o.FillValue = v
 	return o
 }
@@ -99,7 +169,18 @@ func (g *Builder) Fill(dst View, v float64) *Op {
 // (every builtin but reduce_sum and matmul, and kernels of your own).
 func (g *Builder) Launch(k *Kernel, grid, block Dim3, args ...any) *Op {
 	o := g.op(Launch)
-	o.Launch = &LaunchSpec{Kernel: k, Grid: grid, Block: block}
+	o.Launch = g.newLaunch()
+	*o.Launch = LaunchSpec{Kernel: k, Grid: grid, Block: block, Args: g.args(len(args))}
+	nacc := 0
+	for _, a := range args {
+		switch a.(type) {
+		case Access, View, *Buffer:
+			nacc++
+		}
+	}
+	if nacc > 0 {
+		o.Access = g.accesses(nacc)
+	}
 	for i, a := range args {
 		var mode Mode = ReadWrite
 		if k != nil && i < len(k.Params) && k.Params[i].Mode != 0 {

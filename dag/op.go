@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -101,7 +102,16 @@ func (d Dim3) Count() int {
 	return int(n)
 }
 
-func (d Dim3) String() string { return fmt.Sprintf("%dx%dx%d", d.X, d.Y, d.Z) }
+func (d Dim3) String() string { return string(d.Append(make([]byte, 0, 16))) }
+
+// Append appends d.String() to b.
+func (d Dim3) Append(b []byte) []byte {
+	b = strconv.AppendInt(b, int64(d.X), 10)
+	b = append(b, 'x')
+	b = strconv.AppendInt(b, int64(d.Y), 10)
+	b = append(b, 'x')
+	return strconv.AppendInt(b, int64(d.Z), 10)
+}
 
 // Arg is one argument of a kernel launch: a buffer (the index of one of the
 // op's accesses) or a scalar. Which field counts is fixed by the parameter.

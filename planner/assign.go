@@ -254,7 +254,18 @@ func (a *assigner) poolFor(op *dag.Op) int32 {
 	if a.lastID >= 0 && key == a.last {
 		return a.lastID
 	}
-	id, ok := a.poolOf[key]
+	// A plan has a few pools: a scan of them is quicker than hashing.
+	id, ok := int32(-1), false
+	if len(a.pools) <= 16 {
+		for i := range a.pools {
+			if a.pools[i].key == key {
+				id, ok = int32(i), true
+				break
+			}
+		}
+	} else {
+		id, ok = a.poolOf[key]
+	}
 	if !ok {
 		// Compute work may spread over the stream budget. Copies of one
 		// direction share that direction's copy engine and link bandwidth,

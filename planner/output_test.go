@@ -61,6 +61,8 @@ func TestWriteTextOps(t *testing.T) {
 		b.Fill(tmp.All(), 1.5).Named("init")
 		b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), tmp, 2.0).Named("double")
 		b.Copy(host.All(), tmp.All()).Named("down")
+		b.Copy(tmp.Slice(1024, 512), host.Slice(0, 512)).Named("part")
+		b.Launch(dag.Scale, dag.Grid1(2), dag.Grid1(32), tmp, 0.25).Named("small").Launch.Shared = 1536
 		b.Host(func(ctx context.Context, mem [][]byte) error { return nil }, dag.In(host.All())).Named("check")
 	})
 	p := plan(t, g, planner.Options{})
@@ -71,6 +73,8 @@ func TestWriteTextOps(t *testing.T) {
 		"  fill init (tmp = 1.5)\n",
 		"  launch double [scale grid 64x1x1 block 256x1x1]\n",
 		"  copy down (3.0 MiB d2h, tmp -> host)\n",
+		"  copy part (512 B h2d, host[0:512] -> tmp[1024:1536])\n",
+		"  launch small [scale grid 2x1x1 block 32x1x1 shared 1.5 KiB]\n",
 		"  host check\n",
 		"  free tmp (3.0 MiB)\n",
 	} {

@@ -7,6 +7,7 @@ import (
 	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,18 +30,31 @@ func (p *Plan) StreamSteps(s int) []Step {
 // order, then the plan's figures.
 func (p *Plan) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	perStream := make([][]Step, len(p.Streams))
+	// The steps by stream, in order: stream s's are the indices
+	// order[first[s]:first[s+1]] of p.Steps.
+	first := make([]int, len(p.Streams)+1)
 	for _, st := range p.Steps {
-		if int(st.Stream) < len(perStream) {
-			perStream[st.Stream] = append(perStream[st.Stream], st)
+		if int(st.Stream) >= 0 && int(st.Stream) < len(p.Streams) {
+			first[st.Stream+1]++
+		}
+	}
+	for s := range p.Streams {
+		first[s+1] += first[s]
+	}
+	order := make([]int32, first[len(p.Streams)])
+	next := slices.Clone(first)
+	for i, st := range p.Steps {
+		if int(st.Stream) >= 0 && int(st.Stream) < len(p.Streams) {
+			order[next[st.Stream]] = int32(i)
+			next[st.Stream]++
 		}
 	}
 	sources := p.eventSources()
 	for s, str := range p.Streams {
 		fmt.Fprintf(bw, "stream %s (device %d, priority %s, %s)\n", str.Name, str.Device, str.Priority, str.Kind)
-		for _, st := range perStream[s] {
+		for _, i := range order[first[s]:first[s+1]] {
 			bw.WriteString("  ")
-			p.writeStep(bw, st, sources)
+			p.writeStep(bw, p.Steps[i], sources)
 			bw.WriteByte('\n')
 		}
 	}
@@ -54,13 +68,20 @@ func (p *Plan) WriteText(w io.Writer) error {
 func (p *Plan) writeStep(w *bufio.Writer, st Step, sources []eventSource) {
 	switch st.Kind {
 	case Record:
-		fmt.Fprintf(w, "record e%d", st.Event)
+		b := append(w.AvailableBuffer(), "record e"...)
+		w.Write(strconv.AppendInt(b, int64(st.Event), 10))
 	case Wait:
-		fmt.Fprintf(w, "wait e%d", st.Event)
+		b := append(w.AvailableBuffer(), "wait e"...)
+		b = strconv.AppendInt(b, int64(st.Event), 10)
 		if int(st.Event) < len(sources) && sources[st.Event].op >= 0 {
 			src := sources[st.Event]
-			fmt.Fprintf(w, " (from %s after op %s)", p.streamName(src.stream), p.opName(src.op))
+			b = append(b, " (from "...)
+			b = append(b, p.streamName(src.stream)...)
+			b = append(b, " after op "...)
+			b = append(b, p.opName(src.op)...)
+			b = append(b, ')')
 		}
+		w.Write(b)
 	case Run:
 		op := p.op(st.Op)
 		if op == nil {
@@ -69,7 +90,9 @@ func (p *Plan) writeStep(w *bufio.Writer, st Step, sources []eventSource) {
 		}
 		writeOp(w, op)
 		if path := p.CopyPath(op); path != "" {
-			fmt.Fprintf(w, " [%s]", path)
+			w.WriteString(" [")
+			w.WriteString(path)
+			w.WriteByte(']')
 		}
 	default:
 		fmt.Fprintf(w, "%s", st.Kind)
@@ -85,33 +108,59 @@ func writeOp(w *bufio.Writer, op *dag.Op) {
 	fmt.Fprintf(w, "%s %s", op.Kind, op.Name)
 }
 
+// The describers below run once per op of a plan's text, so they append
+// to the writer's free space rather than format with fmt.
+
 func describeLaunch(w *bufio.Writer, op *dag.Op) {
-	fmt.Fprintf(w, "launch %s", op.Name)
+	b := append(w.AvailableBuffer(), "launch "...)
+	b = append(b, op.Name...)
 	if l := op.Launch; l != nil {
-		w.WriteString(" [")
+		b = append(b, " ["...)
 		if l.Kernel != nil {
-			fmt.Fprintf(w, "%s ", l.Kernel.Name)
+			b = append(b, l.Kernel.Name...)
+			b = append(b, ' ')
 		}
-		fmt.Fprintf(w, "grid %s block %s", l.Grid, l.Block)
+		b = append(b, "grid "...)
+		b = l.Grid.Append(b)
+		b = append(b, " block "...)
+		b = l.Block.Append(b)
 		if l.Shared > 0 {
-			fmt.Fprintf(w, " shared %s", dag.FormatBytes(int64(l.Shared)))
+			b = append(b, " shared "...)
+			b = dag.AppendBytes(b, int64(l.Shared))
 		}
-		w.WriteString("]")
+		b = append(b, ']')
 	}
+	w.Write(b)
 }
 
 func describeCopy(w *bufio.Writer, op *dag.Op) {
-	fmt.Fprintf(w, "copy %s", op.Name)
+	b := append(w.AvailableBuffer(), "copy "...)
+	b = append(b, op.Name...)
 	if len(op.Access) == 2 && op.Access[0].Buf != nil && op.Access[1].Buf != nil {
-		fmt.Fprintf(w, " (%s %s, %s -> %s)", dag.FormatBytes(op.Bytes()), copyDirection(op), op.Access[0].View, op.Access[1].View)
+		b = append(b, " ("...)
+		b = dag.AppendBytes(b, op.Bytes())
+		b = append(b, ' ')
+		b = append(b, copyDirection(op).String()...)
+		b = append(b, ", "...)
+		b = op.Access[0].View.Append(b)
+		b = append(b, " -> "...)
+		b = op.Access[1].View.Append(b)
+		b = append(b, ')')
 	}
+	w.Write(b)
 }
 
 func describeFill(w *bufio.Writer, op *dag.Op) {
-	fmt.Fprintf(w, "fill %s", op.Name)
+	b := append(w.AvailableBuffer(), "fill "...)
+	b = append(b, op.Name...)
 	if len(op.Access) > 0 {
-		fmt.Fprintf(w, " (%s = %g)", op.Access[0].View, op.FillValue)
+		b = append(b, " ("...)
+		b = op.Access[0].View.Append(b)
+		b = append(b, " = "...)
+		b = strconv.AppendFloat(b, op.FillValue, 'g', -1, 64)
+		b = append(b, ')')
 	}
+	w.Write(b)
 }
 
 func describeMemset2D(w *bufio.Writer, op *dag.Op) {

@@ -446,16 +446,18 @@ func (v *verifier) checkOrder() error {
 
 	ns := v.streams
 	clock := make([]int32, ns*ns) // clock[s*ns+t]: stream s is after the first clock[s*ns+t] runs of stream t
-	events := make([][]int32, p.Events)
+	// events[e*ns+t]: event e's clock when recorded, all zeros (ordering
+	// nothing) until it is.
+	events := make([]int32, p.Events*ns)
 	pos := make([]int32, len(v.ops)) // the op's place among its stream's runs, from 1
 	for _, st := range p.Steps {
 		s := int(st.Stream)
 		mine := clock[s*ns : (s+1)*ns]
 		switch st.Kind {
 		case Record:
-			events[st.Event] = slices.Clone(mine)
+			copy(events[int(st.Event)*ns:], mine)
 		case Wait:
-			for t, c := range events[st.Event] {
+			for t, c := range events[int(st.Event)*ns : (int(st.Event)+1)*ns] {
 				mine[t] = max(mine[t], c)
 			}
 		case Run:

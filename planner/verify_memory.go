@@ -30,6 +30,9 @@ func (v *verifier) checkArenas() error {
 		}
 		arena[u.Device] = u.ArenaBytes
 	}
+	if len(m.Temporaries) == 0 && !slices.ContainsFunc(g.Buffers, func(b *dag.Buffer) bool { return b.Temporary }) {
+		return nil // nothing to place, nothing placed: the walk below would find nothing
+	}
 	placed := make([]*Temporary, len(g.Buffers))
 	for i := range m.Temporaries {
 		t := &m.Temporaries[i]

@@ -63,6 +63,11 @@ func madeUp(name string, n int, is func(i int) bool) (int, bool) {
 // the names made before.
 func (l *loader) nameOps() {
 	var buf []byte
+	// The names are cut from a few kilobytes of text at a time: one
+	// allocation for hundreds of names rather than one each. A
+	// strings.Builder never changes what it has written, so each name
+	// stays valid when the text grows or the next one starts.
+	var text strings.Builder
 	for i, d := range l.ops {
 		if d.op == nil || d.op.Name != "" {
 			continue
@@ -72,7 +77,13 @@ func (l *loader) nameOps() {
 			base = d.label
 		}
 		buf = strconv.AppendInt(append(buf[:0], base...), int64(i), 10)
-		name := string(buf)
+		if text.Cap()-text.Len() < len(buf) {
+			text = strings.Builder{}
+			text.Grow(max(4096, len(buf)))
+		}
+		text.Write(buf)
+		all := text.String()
+		name := all[len(all)-len(buf):]
 		if l.opNamed(name) != nil {
 			base = name
 			for n := 2; l.opNamed(name) != nil; n++ {

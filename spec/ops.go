@@ -145,6 +145,10 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 		op.Named(name)
 	}
 	d.op = op
+	// Noted while the op is in the cache, for pageableCopies.
+	if op.SyncCopy() {
+		l.syncCopies = append(l.syncCopies, d)
+	}
 }
 
 // common reads the keys every op may have and applies them to op (when it

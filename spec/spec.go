@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -185,11 +186,16 @@ func Load(path string, opts ...Option) (*Spec, error) {
 		s := &Spec{File: path}
 		return s, ErrorList{&Error{Pos: Position{File: path, Line: 1, Col: 1}, Msg: fmt.Sprintf("the spec is %d bytes, more than %d", fi.Size(), int64(MaxSpecBytes)), Hint: "split it, or generate it in smaller parts"}}
 	}
-	src, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
-	if err != nil {
+	// Sized from the file (a regular one; a FIFO says 0) so that the read
+	// fills one buffer instead of growing and copying one several times.
+	var buf bytes.Buffer
+	if fi.Mode().IsRegular() {
+		buf.Grow(int(fi.Size()) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxSpecBytes+1)); err != nil {
 		return nil, err
 	}
-	return Parse(path, src, opts...)
+	return Parse(path, buf.Bytes(), opts...)
 }
 
 // Parse parses the spec src, read from filename; files the spec names are
@@ -239,19 +245,20 @@ type loader struct {
 	spec *Spec
 	b    *dag.Builder
 
-	bufs      map[string]*bufDecl
-	bufOrder  []string
-	kernels   map[string]*kernelDecl
-	kernOrder []string
-	ops       []*opDecl
-	opNames   map[string]int32 // op name the spec gives -> its declaration in ops (see opNamed for the others)
-	opsNode   *node
-	keyCache  []opKeysOf               // see opKeys
-	argNames  map[*dag.Kernel][]string // argFields by kernel
-	reads     map[string]bool          // cleaned full paths the spec reads
-	writes    map[string]*node         // cleaned full path -> the node naming it
-	worldOpt  int                      // WithRank's world; 0: run.world's
-	worldNode *node                    // run.world, when the spec sets it
+	bufs       map[string]*bufDecl
+	bufOrder   []string
+	kernels    map[string]*kernelDecl
+	kernOrder  []string
+	ops        []*opDecl
+	syncCopies []*opDecl        // the ops whose op is a synchronous copy (SyncCopy), in declaration order
+	opNames    map[string]int32 // op name the spec gives -> its declaration in ops (see opNamed for the others)
+	opsNode    *node
+	keyCache   []opKeysOf               // see opKeys
+	argNames   map[*dag.Kernel][]string // argFields by kernel
+	reads      map[string]bool          // cleaned full paths the spec reads
+	writes     map[string]*node         // cleaned full path -> the node naming it
+	worldOpt   int                      // WithRank's world; 0: run.world's
+	worldNode  *node                    // run.world, when the spec sets it
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
@@ -578,7 +585,7 @@ func (l *loader) backend(n *node, what subject) (string, bool) {
 }
 
 func (l *loader) pageableCopies() {
-	for _, o := range l.ops {
+	for _, o := range l.syncCopies {
 		if o.op == nil || !o.op.SyncCopy() {
 			continue
 		}
