@@ -49,7 +49,9 @@ func TestSignalWhileReadingSpec(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			cmd, in := startDagrun(t, "run", "--backend", "cpu", "-")
-			time.Sleep(300 * time.Millisecond) // dagrun is blocked reading its spec
+			// dagrun is blocked reading its spec by then; a loaded 2-core
+			// machine has taken over 300 ms to get there.
+			time.Sleep(time.Second)
 			require.NoError(t, cmd.Process.Signal(sig))
 			time.Sleep(100 * time.Millisecond)
 			_, err := io.WriteString(in, longRun)
@@ -65,7 +67,7 @@ func TestSignalWhileReadingSpec(t *testing.T) {
 func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	cmd, in := startDagrun(t, "run", "--backend", "cpu", "-")
 	defer in.Close()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(time.Second)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
