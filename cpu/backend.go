@@ -197,14 +197,14 @@ type Session struct {
 	spans    []span
 	spare    []span // the other half of a double buffer, so Spans can call f without the lock
 
-	g       *dag.Graph
-	mem     [][]byte // by buffer ID; nil for a temporary that is not allocated
-	arenas  *arenas  // arena.go: nil unless the temporaries live in arenas
+	g      *dag.Graph
+	mem    [][]byte // by buffer ID; nil for a temporary that is not allocated
+	arenas *arenas  // arena.go: nil unless the temporaries live in arenas
 	// live and high are the bytes of temporaries allocated now and the
 	// most allocated at once, by memory (arena.go: MemoryHighWater).
 	live, high map[int]int64
-	kernels []kernelFunc
-	workers sync.WaitGroup
+	kernels    []kernelFunc
+	workers    sync.WaitGroup
 
 	// The world of the session's collectives (collective.go): set by
 	// Join, else a world of one rank on first use.

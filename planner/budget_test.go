@@ -10,7 +10,6 @@ import (
 	"github.com/dagrun/dagrun/planner"
 )
 
-
 // TestBudgetProperty plans the memory families with a budget of 1.5 times
 // the smallest need the planner can reach (what a budget of one byte
 // reports) on device 0: every plan stays within the budget and passes
