@@ -549,7 +549,7 @@ func TestLifecycle(t *testing.T) {
 	requireNoLeak(t, before)
 }
 
-// TestZeroBackend: the zero value is a usable backend (issue 12: it used
+// TestZeroBackend: the zero value is a usable backend (it used
 // to hang).
 func TestZeroBackend(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {

@@ -18,7 +18,7 @@ import (
 // one stream, b.N times, then a sync) against the floor: the same
 // cublasLtMatmul called b.N times from one C loop, with the same
 // descriptors, algorithm, workspace, operands and stream, in the same run.
-// The shapes are the MLP block's GEMMs at T = 2048 (issue 10) and small
+// The shapes are the MLP block's GEMMs at T = 2048 and small
 // ones where launch cost dominates. The ratio op/raw is the figure;
 // TFLOP/s is reported beside it.
 func BenchmarkGemm(b *testing.B) {

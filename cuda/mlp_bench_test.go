@@ -18,7 +18,7 @@ import (
 	"github.com/dagrun/dagrun/planner"
 )
 
-// The MLP workload of issue 10, as examples/mlp_stream.yaml declares it:
+// The MLP workload, as examples/mlp_stream.yaml declares it:
 // a transformer MLP block streamed through the device in mlpChunks chunks
 // of T x mlpH bf16 tokens. Per chunk: upload x (pinned), h = gelu(x W1)
 // with W1 mlpH x 4 mlpH, y = h W2 + x, download y; two device buffers each

@@ -87,7 +87,7 @@ func BenchmarkSessionOpenClose(b *testing.B) {
 }
 
 // BenchmarkSessionRun: one eager run of each example on a session of a
-// warm backend, for the table of issue 15 (open, run, close).
+// warm backend (open, run, close).
 func BenchmarkSessionRun(b *testing.B) {
 	be := gpuBackend(b)
 	ctx := context.Background()

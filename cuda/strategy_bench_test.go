@@ -57,7 +57,7 @@ func forkJoin(width int) *dag.Graph {
 // of placement in declaration order (the old strategy) of the same graphs
 // side by side on the GPU, run by run, eagerly and replayed: the measured
 // makespans (medians) and their ratio, and the list plan's estimate over
-// its measured makespan (issue 13: no regression beyond noise, and the
+// its measured makespan (no regression beyond noise, and the
 // estimate against the measurement).
 func BenchmarkStrategies(b *testing.B) {
 	be := gpuBackend(b)

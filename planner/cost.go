@@ -202,7 +202,7 @@ func (m measuredCost) Overheads() Overheads { return OverheadsOf(m.fallback) }
 
 // Saturating arithmetic on non-negative durations in nanoseconds: costs come
 // from specs, perf models and users, and a sum that wrapped would reorder a
-// plan (issue: hostile input).
+// plan.
 
 func satAddDur(a, b time.Duration) time.Duration {
 	return time.Duration(dag.AddSat(int64(a), int64(b)))

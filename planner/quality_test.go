@@ -15,7 +15,7 @@ import (
 	"github.com/dagrun/dagrun/planner"
 )
 
-// The plan-quality benchmark (issue: planner). Random graphs of five
+// The plan-quality benchmark. Random graphs of five
 // families, declared in orders that defeat placement in declaration order,
 // are planned at several stream budgets with costs given per op and no
 // overheads, so that the makespan is the device's alone. Each plan is

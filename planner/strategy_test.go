@@ -127,7 +127,7 @@ func TestListSchedulingAgainstDeclarationOrder(t *testing.T) {
 
 // Costs near the int64 limit saturate instead of wrapping: a chain of three
 // ops costing 1500000h each stays in order on one stream, under every
-// strategy and mode, and Verify accepts the plan (issue: hostile input).
+// strategy and mode, and Verify accepts the plan.
 func TestHugeCostsDoNotWrap(t *testing.T) {
 	huge := 1500000 * time.Hour
 	g := build(t, func(b *dag.Builder) {

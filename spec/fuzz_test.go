@@ -29,7 +29,7 @@ func FuzzParse(f *testing.F) {
 		"buffers:\n  t: {size: 1 KiB, temporary: true}\nops:\n  - alloc: t\n  - free: t\n  - free: t\n",
 		"kernels: {k: {cuda: x, params: [{name: x, type: buffer}]}}\nops: [{launch: k, args: [x]}]",
 		"ops:\n  - launch: matmul\n    args: {c: c, a: a, b: b, m: 2, n: 2, k: 2}\n",
-		// Hostile and careless input (issue 12).
+		// Hostile and careless input.
 		"\ufeffbuffers: {x: {dtype: f64, count: 0x10, init: {value: 1e-3}}}\nops: [{fill: {buffer: x, value: .nan}}, {fill: {buffer: x, value: -.inf}}]\n",
 		"buffers: {x: 9999999 TiB, y: {dtype: f64, count: 2305843009213693952}}\nops: [{fill: {buffer: x, value: 1e400}, cost: 1500000h}]\n",
 		"buffers: {x: 16}\nops: [{launch: scale, args: {x: {buffer: x, offset: 9223372036854775807, size: 2}, alpha: 1}}]\n",

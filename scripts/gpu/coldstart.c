@@ -1,4 +1,4 @@
-// The floor of a `dagrun run` on the GPU (issue 15): a process that
+// The floor of a `dagrun run` on the GPU: a process that
 // initialises the driver, creates the primary context, loads one module
 // and runs one kernel. Built and timed by coldstart.sh.
 #include <cuda.h>

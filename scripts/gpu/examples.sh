@@ -2,9 +2,9 @@
 # The new examples on CUDA: mlp_stream_small.yaml and pipeline_2gpu.yaml
 # (when 2 GPUs are visible) give the CPU backend's output sums within a
 # relative 1e-3 (cuBLAS and gonum sum in other orders; bf16 rounds), eager
-# and as a replayed graph; mlp_stream.yaml (issue 10's model block, T=2048)
+# and as a replayed graph; mlp_stream.yaml (the model block, T=2048)
 # runs eagerly and replayed with a trace, for its timings and overlap.
-# data_parallel.yaml needs ranks (issue 9) and is only planned.
+# data_parallel.yaml needs ranks and is only planned.
 # Usage: scripts/gpu/examples.sh OUTDIR (run from the directory that holds
 # .gpu/, as scripts/gpu-check.sh does).
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GEMM checks on the GPU machine (issue 10), over the binaries that
+# GEMM checks on the GPU machine, over the binaries that
 # scripts/gpu-build.sh left in .gpu/: the cuBLASLt binding against the
 # real headers, GEMMs against the cpu backend, and BenchmarkGemm (one gemm
 # op through the backend against a raw C loop of cublasLtMatmul with the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MLP benchmark of issue 10 on the GPU machine, over what
+# The MLP benchmark on the GPU machine, over what
 # scripts/gpu-build.sh left in .gpu/: BenchmarkMLP (cuda/mlp_bench_test.go:
 # the chunked MLP pipeline of examples/mlp_stream.yaml built with
 # dag.Builder at T = 512, 2048, 8192; dagrun eager and graph replay beside

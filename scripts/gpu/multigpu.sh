@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-GPU checks of cuda sessions on the 2-GPU machine (issue 9), over
+# Multi-GPU checks of cuda sessions on the 2-GPU machine, over
 # .gpu/cuda.test (built by scripts/gpu-build.sh): the session-level tests
 # with DAGRUN_REQUIRE_GPUS=2 (collectives of every kind and dtype eager and
 # replayed against the CPU collectives, a 2-device plan captured as one

@@ -6,7 +6,7 @@
 # --graph --repeat 200), medians of three rounds. Prints one row per example with the ratios
 # estimate / measured, and the same runs of the plan placed in declaration
 # order (--strategy declared, the old planner) beside: measured list /
-# declared, eager and replayed (issue 13: no regression beyond noise). Uses .gpu/dagrun and .gpu/examples from
+# declared, eager and replayed (no regression beyond noise). Uses .gpu/dagrun and .gpu/examples from
 # scripts/gpu-build.sh.
 set -u
 out=${1:?usage: scripts/gpu/planner-estimates.sh OUTDIR}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# profile.sh OUTDIR: issue 11's perf-model figures on the CUDA backend, with
+# profile.sh OUTDIR: the perf-model figures on the CUDA backend, with
 # .gpu/dagrun, .gpu/examples and .gpu/cuda.test from scripts/gpu-build.sh.
 #  1. Profile-guided planning: examples/profile_guided.yaml run with a fresh
 #     perf model (the default plan; its spans fill the model), then run
