@@ -31,22 +31,32 @@ type kernelsDoc struct {
 }
 
 func (c *cli) kernels(args []string) error {
-	fs := flag.NewFlagSet("kernels", flag.ContinueOnError)
-	format := &oneOf{value: "text", choices: []string{"text", "json"}}
-	fs.Var(format, "format", "")
-	out := fs.String("o", "", "")
-	rest, err := parseFlags(fs, args)
+	asJSON, out, err := c.noArgFlags("kernels", args)
 	if err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		return usagef("kernels takes no arguments")
-	}
-	c.jsonErrors = format.value == "json"
-	return c.writeOutput(*out, func(w io.Writer) error {
-		if format.value == "json" {
+	return c.writeOutput(out, func(w io.Writer) error {
+		if asJSON {
 			return writeJSON(w, kernelsDoc{SchemaVersion: schemaVersion, Kernels: spec.BuiltinKernels()})
 		}
 		return spec.WriteKernels(w, "")
 	})
+}
+
+// noArgFlags parses the flags of a command that takes no arguments, only
+// --format text|json and -o: whether JSON was asked for, and -o's path.
+func (c *cli) noArgFlags(name string, args []string) (asJSON bool, out string, err error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	format := &oneOf{value: "text", choices: []string{"text", "json"}}
+	fs.Var(format, "format", "")
+	o := fs.String("o", "", "")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return false, "", err
+	}
+	if len(rest) > 0 {
+		return false, "", usagef("%s takes no arguments", name)
+	}
+	c.jsonErrors = format.value == "json"
+	return c.jsonErrors, *o, nil
 }

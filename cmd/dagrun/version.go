@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -57,21 +56,13 @@ func buildVersion() versionInfo {
 }
 
 func (c *cli) version(args []string) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	format := &oneOf{value: "text", choices: []string{"text", "json"}}
-	fs.Var(format, "format", "")
-	out := fs.String("o", "", "")
-	rest, err := parseFlags(fs, args)
+	asJSON, out, err := c.noArgFlags("version", args)
 	if err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		return usagef("version takes no arguments")
-	}
-	c.jsonErrors = format.value == "json"
 	v := buildVersion()
-	return c.writeOutput(*out, func(w io.Writer) error {
-		if format.value == "json" {
+	return c.writeOutput(out, func(w io.Writer) error {
+		if asJSON {
 			return writeJSON(w, v)
 		}
 		rev := v.Revision
