@@ -251,6 +251,7 @@ type builder struct {
 	durations []time.Duration
 	runs      [][]int32 // each ended run's sliceOf
 	names     []string  // backing array of the slices' Reads and Writes
+	paths     []*string // by op ID: the op's Slice.Path, made at its first slice
 }
 
 // startRun starts the slices of run number run.
@@ -334,7 +335,7 @@ func (b *builder) add(opID, stream int, start, d time.Duration) {
 		s.Grid, s.Block = op.Launch.Grid, op.Launch.Block
 	}
 	s.Reads, s.Writes = b.views(op)
-	s.Path = copyPath(b.p, op)
+	s.Path = b.path(opID, op)
 	if b.sliceOf[opID] < 0 {
 		b.sliceOf[opID] = int32(len(b.t.Slices))
 		b.durations[opID] = d
@@ -469,6 +470,18 @@ func criticalPath(ops []*dag.Op, dur []time.Duration) time.Duration {
 		longest = max(longest, finish[i])
 	}
 	return longest
+}
+
+// path is op's Slice.Path, made once for every run's slices of it.
+func (b *builder) path(opID int, op *dag.Op) string {
+	if b.paths == nil {
+		b.paths = make([]*string, len(b.ops))
+	}
+	if b.paths[opID] == nil {
+		p := copyPath(b.p, op)
+		b.paths[opID] = &p
+	}
+	return *b.paths[opID]
 }
 
 // copyPath is Slice.Path for op under plan p.
