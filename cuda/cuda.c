@@ -186,11 +186,6 @@ CUresult dr_dtod_async(dr_api* a, CUcontext c, CUdeviceptr d, CUdeviceptr src, s
 	WITH_CTX(a->cuMemcpyDtoDAsync(d, src, n, s));
 }
 
-CUresult dr_peer_async(dr_api* a, CUcontext c, CUdeviceptr d, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
-                       CUstream s) {
-	WITH_CTX(a->cuMemcpyPeerAsync(d, dc, src, sc, n, s));
-}
-
 // dr_copy_async copies between any two device addresses (unified
 // addressing): between devices it is the copy stream capture accepts,
 // which cuMemcpyPeerAsync is not (testdata/peer_capture_probe.c).

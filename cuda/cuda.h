@@ -199,7 +199,6 @@ CUresult dr_free_async(dr_api* a, CUcontext c, CUdeviceptr p, CUstream s);
 CUresult dr_htod_async(dr_api* a, CUcontext c, CUdeviceptr d, const void* h, size_t n, CUstream s);
 CUresult dr_dtoh_async(dr_api* a, CUcontext c, void* h, CUdeviceptr d, size_t n, CUstream s);
 CUresult dr_dtod_async(dr_api* a, CUcontext c, CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s);
-CUresult dr_peer_async(dr_api* a, CUcontext c, CUdeviceptr d, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s);
 CUresult dr_copy_async(dr_api* a, CUcontext c, CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s);
 CUresult dr_staged_copy(dr_api* a, CUcontext c, CUstream s, CUcontext hc, CUstream hs, int down, CUdeviceptr dst, CUdeviceptr src,
                         size_t n, void* stage, size_t chunk, int slots, CUevent start, CUevent* full, CUevent* empty, CUevent done);
