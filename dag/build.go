@@ -11,6 +11,23 @@ type Graph struct {
 	Buffers []*Buffer
 	Kernels []*Kernel // the kernels the ops launch, builtins included
 	Ops     []*Op
+	// Nested are the ops of the bodies of loops and branches, of every
+	// depth, in Walk's order; set on the graph Build returns, not on the
+	// bodies themselves. See Op.Index.
+	Nested []*Op
+}
+
+// OpAt returns the op whose Index is i, nil if none is.
+func (g *Graph) OpAt(i int) *Op {
+	switch {
+	case i < 0:
+		return nil
+	case i < len(g.Ops):
+		return g.Ops[i]
+	case i-len(g.Ops) < len(g.Nested):
+		return g.Nested[i-len(g.Ops)]
+	}
+	return nil
 }
 
 // Build checks the declarations and returns the graph with its dependencies.
@@ -18,16 +35,23 @@ type Graph struct {
 // error, if any, is an ErrorList in declaration order (see also Errors).
 func (g *Builder) Build() (*Graph, error) {
 	c := checker{b: g}
-	c.buffers()
+	if g.nestedIn == nil {
+		c.buffers() // a body's are those of the graph around it
+	}
 	g.nameOps()
 	c.ops()
 	// Dependencies are inferred even when some ops are wrong, so that cycles
 	// show up in the same round: ops with unusable accesses take part only
 	// through their after edges, which can only hide cycles, never invent them.
-	ops, lifeErrs := withLifetimes(g.ops, len(g.bufs))
-	c.errs = append(c.errs, lifeErrs...)
-	if ops == nil {
-		ops = g.ops
+	ops := g.ops
+	if g.nestedIn == nil {
+		// A body's temporaries live around the control op that runs it.
+		var lifeErrs ErrorList
+		ops, lifeErrs = withLifetimes(g.ops, len(g.bufs))
+		c.errs = append(c.errs, lifeErrs...)
+		if ops == nil {
+			ops = g.ops
+		}
 	}
 	for i, o := range ops {
 		o.ID = i
@@ -49,7 +73,23 @@ func (g *Builder) Build() (*Graph, error) {
 		c.errs.Sort()
 		return nil, c.errs
 	}
-	return &Graph{Buffers: g.bufs, Kernels: g.usedKernels(ops), Ops: ops}, nil
+	out := &Graph{Buffers: g.bufs, Kernels: g.usedKernels(ops), Ops: ops}
+	if g.nestedIn == nil {
+		for _, o := range ops {
+			o.Index = o.ID
+		}
+		out.Walk(func(o *Op) {
+			if o.Index < 0 {
+				o.Index = len(ops) + len(out.Nested)
+				out.Nested = append(out.Nested, o)
+			}
+		})
+	} else {
+		for _, o := range ops {
+			o.Index = -1
+		}
+	}
+	return out, nil
 }
 
 // nameOps names the ops declared without a name after their kind (or
@@ -60,7 +100,7 @@ func (g *Builder) nameOps() {
 		if o.Name != "" {
 			continue
 		}
-		buf = buf[:0]
+		buf = append(buf[:0], g.prefix...)
 		if k := o.Kernel(); k != nil {
 			buf = append(buf, k.Name...)
 		} else {
@@ -77,6 +117,14 @@ func (g *Builder) usedKernels(ops []*Op) []*Kernel {
 		if k := o.Kernel(); k != nil && !seen[k] {
 			seen[k] = true
 			ks = append(ks, k)
+		}
+		for _, b := range o.Bodies() {
+			for _, k := range b.Kernels {
+				if !seen[k] {
+					seen[k] = true
+					ks = append(ks, k)
+				}
+			}
 		}
 	}
 	return ks

@@ -14,6 +14,12 @@ type Builder struct {
 	ops     []*Op
 	decls   int // buffers and ops declared so far, for ErrorList's order
 
+	// A body's builder (see While) shares the buffers and kernels of the
+	// builder it is nested in while it builds, and names its unnamed ops
+	// with prefix.
+	nestedIn *Builder
+	prefix   string
+
 	// Slabs the ops, launches and their small slices are carved from, a
 	// chunk at a time: a spec of a million ops makes a few thousand
 	// allocations for them instead of millions.

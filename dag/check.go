@@ -125,6 +125,17 @@ func (c *checker) ops() {
 		o.badAccess, o.badAfter = false, false
 		c.op(o)
 	}
+	// Names are unique across bodies too: errors and traces name ops.
+	for _, o := range c.b.ops {
+		for _, b := range o.Bodies() {
+			b.Walk(func(in *Op) {
+				if _, dup := names[in.Name]; dup {
+					c.add(&Error{Op: in.Name, Msg: "name is used by two operations", Hint: "give each operation its own name", decl: o.decl})
+				}
+				names[in.Name] = struct{}{}
+			})
+		}
+	}
 }
 
 // fail reports a problem of op o.

@@ -57,6 +57,10 @@ type KindInfo struct {
 	// recv): their parameters differ by rank by design, so they are paired
 	// per peer when they run rather than compared across ranks.
 	PointToPoint bool
+	// Nestable marks the kinds a loop's body or a branch may hold: those a
+	// CUDA conditional node's body can (kernels, memsets, copies in device
+	// memory, and conditional nodes), on one device.
+	Nestable bool
 
 	check  kindCheck                // Build's checks particular to the kind
 	bytes  func(o *Op) int64        // Op.Bytes; nil: the sum of the accesses
@@ -85,15 +89,15 @@ func init() {
 			check: checkLifetimeOp, bytes: accessSize(0)},
 		Free: {Name: "free", Class: ComputeClass, Accesses: 1, Capturable: true, Lifetime: Frees,
 			check: checkLifetimeOp, bytes: accessSize(0)},
-		Copy: {Name: "copy", Class: CopyClass, Accesses: 2, Capturable: true,
+		Copy: {Name: "copy", Class: CopyClass, Accesses: 2, Capturable: true, Nestable: true,
 			check: checkCopy, bytes: accessSize(1)},
-		Fill: {Name: "fill", Class: ComputeClass, Accesses: 1, Capturable: true,
+		Fill: {Name: "fill", Class: ComputeClass, Accesses: 1, Capturable: true, Nestable: true,
 			check: checkFill, bytes: accessSize(0)},
-		Launch: {Name: "launch", Class: ComputeClass, Accesses: -1, Capturable: true,
+		Launch: {Name: "launch", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true,
 			check: (*checker).launch, kernel: launchKernel},
 		Host: {Name: "host", Class: ComputeClass, Accesses: -1, Capturable: true,
 			check: checkHost},
-		Gemm: {Name: "gemm", Class: ComputeClass, Accesses: -1, Capturable: true,
+		Gemm: {Name: "gemm", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true,
 			check: func(c *checker, o *Op) { checkGemm(o, c.failer(o)) }},
 
 		AllReduce: {Name: "all_reduce", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true,
@@ -112,8 +116,13 @@ func init() {
 		Task: {Name: "task", Class: ComputeClass, Accesses: -1, Capturable: true,
 			check: checkTask},
 
-		Memset2D: {Name: "memset2d", Class: ComputeClass, Accesses: 1, Capturable: true,
+		Memset2D: {Name: "memset2d", Class: ComputeClass, Accesses: 1, Capturable: true, Nestable: true,
 			check: checkMemset2D, bytes: memset2DBytes},
+
+		While: {Name: "while", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true,
+			check: checkControl, bytes: accessSize(0)},
+		If: {Name: "if", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true,
+			check: checkControl, bytes: accessSize(0)},
 	}
 }
 

@@ -35,6 +35,11 @@ const (
 
 	Memset2D // set a strided 2-D region of Access[0] to FillValue (see Memset2DSpec)
 
+	// Control flow (see control.go): Access[0] reads the flag, the rest
+	// are the accesses of the body.
+	While // run Control.Body while the flag is non-zero
+	If    // run Control.Body if the flag is non-zero, else Control.Else
+
 	numOpKinds // keep last
 )
 
@@ -138,6 +143,10 @@ type HostFunc func(ctx context.Context, mem [][]byte) error
 // Op is one operation of a graph.
 type Op struct {
 	ID       int // index in Graph.Ops, a topological order
+	// Index numbers the op in the whole graph, the bodies of its loops
+	// and branches included, for what runs and traces ops by number: ID
+	// for the graph's own ops, len(Graph.Ops)+i for Graph.Nested[i].
+	Index int
 	Name     string
 	Kind     OpKind
 	Access   []Access
@@ -153,6 +162,7 @@ type Op struct {
 	Collective *CollectiveSpec
 	Task       *TaskSpec     // Task
 	Memset2D   *Memset2DSpec // Memset2D
+	Control    *ControlSpec  // While, If
 
 	// Deps are the IDs of the operations this one must follow: inferred from
 	// data, explicit After and the declared order of Ordered kinds, without

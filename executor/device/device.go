@@ -151,6 +151,24 @@ type TimingSourcer interface {
 	TimingSource() (source TimingSource, why string, dropped uint64)
 }
 
+// Controller is implemented by sessions that run loops and branches
+// (dag.While, dag.If). Before the first Run of a control op, the executor
+// gives the session the op's bodies as planned: body i is the steps of
+// op.Bodies()[i], on streams and events of this session that serve that
+// body alone (made with NewStream and NewEvent like any other). A body
+// begins and ends on its first step's stream, its entry stream: the
+// backend makes the entry stream follow the work before the op on the
+// op's stream, and the op's stream follow the body's last step on the
+// entry stream; the steps fork to the body's other streams and join them
+// back themselves. A While runs its body as long as the flag is non-zero
+// when read (before each iteration), failing with an error naming the op
+// once Control.Max iterations did not clear it; an If runs body 0 when it
+// is non-zero, body 1 (if any) when it is zero. Inside a capture the
+// session records the op so that replays do the same on the device.
+type Controller interface {
+	SetBodies(op *dag.Op, bodies [][]Step) error
+}
+
 // Capturer is implemented by sessions that can record a plan's submission
 // once and replay it (CUDA graphs; the cpu backend's frozen schedules).
 // Between BeginCapture and EndCapture, Run, Record and Wait calls are

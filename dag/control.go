@@ -1,0 +1,199 @@
+package dag
+
+import "fmt"
+
+// ControlSpec is the control-flow part of a While or If operation: a body
+// of operations that runs while (or once if) a flag in device memory is
+// non-zero. The body is a graph of its own, planned on its own streams; to
+// the graph around it the control op is one operation that reads the flag
+// and accesses whatever its body accesses, so ops after it depend on what
+// the body writes and the body follows whatever came before.
+type ControlSpec struct {
+	// Cond is the flag: one i32 element in device memory. A While runs its
+	// body while the flag is non-zero, reading it before every iteration;
+	// an If runs Body when it is non-zero and Else otherwise.
+	Cond View
+	// Max is the most iterations a While may run; 0 leaves it unbounded.
+	// Reaching it with the flag still set fails the run, naming the loop.
+	Max int64
+
+	Body *Graph // the loop's body, or the branch taken when Cond is non-zero
+	Else *Graph // If: the branch taken when Cond is zero; nil for none
+
+	body, els *Builder // what the caller declared, built by Build
+}
+
+// MaxIterations bounds any While: a loop that meant to stop at a million
+// iterations says so, and the counter on the device stays far from wrapping.
+const MaxIterations = 1 << 40
+
+// While declares a loop: the ops that body declares run, in order of
+// their dependencies, while cond (one i32 element in device memory) is
+// non-zero, cond being read before every iteration; the body usually
+// updates it. For example:
+//
+//	loop := b.While(flag.All(), func(body *dag.Builder) {
+//		body.Launch(scale, grid, block, x, 0.5)
+//		body.Launch(setFlag, dag.Grid1(1), dag.Threads(1), flag, x, 1e-3)
+//	})
+//	loop.Control.Max = 1000
+//
+// A body holds only what a CUDA graph's conditional node can hold:
+// kernels, fills, 2-D memsets, copies within device memory, matrix
+// products and further loops and branches, all on cond's device; Build
+// reports anything else at the op.
+func (g *Builder) While(cond View, body func(b *Builder)) *Op {
+	o := g.opOf(While, In(cond))
+	o.Control = &ControlSpec{Cond: cond, body: g.nested(body)}
+	return o
+}
+
+// If declares a branch: the ops then declares run when cond (one i32
+// element in device memory) is non-zero, those of otherwise (which may be
+// nil) when it is zero.
+func (g *Builder) If(cond View, then, otherwise func(b *Builder)) *Op {
+	o := g.opOf(If, In(cond))
+	o.Control = &ControlSpec{Cond: cond, body: g.nested(then)}
+	if otherwise != nil {
+		o.Control.els = g.nested(otherwise)
+	}
+	return o
+}
+
+// nested is the builder of a body, its ops declared by fill.
+func (g *Builder) nested(fill func(b *Builder)) *Builder {
+	b := &Builder{nestedIn: g}
+	if fill != nil {
+		fill(b)
+	}
+	return b
+}
+
+// Bodies lists the graphs a control op runs: its body, then its else
+// branch if it has one; nil for other kinds or before Build.
+func (o *Op) Bodies() []*Graph {
+	c := o.Control
+	if c == nil || c.Body == nil {
+		return nil
+	}
+	if c.Else != nil {
+		return []*Graph{c.Body, c.Else}
+	}
+	return []*Graph{c.Body}
+}
+
+// checkControl builds the bodies of a While or If with the buffers and
+// kernels of the graph around them, and gives the op the accesses of its
+// flag and of everything its bodies access.
+func checkControl(c *checker, o *Op) {
+	ctl := o.Control
+	if ctl == nil || ctl.body == nil {
+		c.fail(o, "", "declare it with Builder.While or Builder.If", "%s has no body", o.Kind)
+		return
+	}
+	cond := o.Access[0]
+	if cond.View != ctl.Cond {
+		// Build ran before: start again from the flag alone.
+		cond = In(ctl.Cond)
+	}
+	o.Access = append(o.Access[:0:0], cond)
+	b := cond.Buf
+	switch {
+	case b.DType != I32:
+		c.fail(o, o.Kind.String(), fmt.Sprintf("declare %s as i32", b.Name), "the flag %s is %s, not i32", b.Name, b.DType)
+	case cond.Size != 4 || cond.Offset%4 != 0:
+		c.fail(o, o.Kind.String(), fmt.Sprintf("name one element, such as %s[0:4]", b.Name), "the flag is %d bytes at offset %d of %s, not one i32 element", cond.Size, cond.Offset, b.Name)
+	case b.Placement != Device:
+		c.fail(o, o.Kind.String(), "keep the flag in device memory, where the kernels that set it run", "the flag %s is in %s memory", b.Name, b.Placement)
+	}
+	if o.Kind == If && ctl.Max != 0 {
+		c.fail(o, "max", "bound loops, not branches", "a branch has no iterations to bound")
+	}
+	if ctl.Max < 0 || ctl.Max > MaxIterations {
+		c.fail(o, "max", fmt.Sprintf("bound the loop between 1 and %d iterations, or leave max out", int64(MaxIterations)), "max %d is out of range", ctl.Max)
+	}
+	ctl.Body, ctl.Else = nil, nil
+	for i, nb := range []*Builder{ctl.body, ctl.els} {
+		if nb == nil {
+			continue
+		}
+		g := c.body(o, nb)
+		if g == nil {
+			continue
+		}
+		if i == 0 {
+			ctl.Body = g
+		} else {
+			ctl.Else = g
+		}
+		for _, op := range g.Ops {
+			o.Access = append(o.Access, op.Access...)
+		}
+	}
+}
+
+// body builds one body of control op o; nil when it has errors, which
+// are c's, placed at o.
+func (c *checker) body(o *Op, nb *Builder) *Graph {
+	if len(nb.bufs) > 0 {
+		c.fail(o, "", "declare buffers before the "+o.Kind.String(), "its body declares buffer %s", nb.bufs[0].Name)
+		return nil
+	}
+	// The body names its unnamed ops after the control op, so that they
+	// differ from those around it.
+	nb.prefix = o.Name + "/"
+	nb.bufs, nb.kernels = c.b.bufs, c.b.kernels
+	defer func() { nb.bufs = nil }()
+	g, err := nb.Build()
+	if err != nil {
+		for _, e := range err.(ErrorList) {
+			e.decl = o.decl
+			c.add(e)
+		}
+		return nil
+	}
+	dev := o.Device
+	if dev < 0 {
+		dev = o.Access[0].Buf.Device
+	}
+	ok := true
+	for _, op := range g.Ops {
+		info := op.Kind.Info()
+		why := ""
+		switch {
+		case !info.Nestable:
+			why = fmt.Sprintf("a %s body cannot hold a %s: a CUDA conditional node holds only kernels, fills, copies in device memory and further loops and branches", o.Kind, op.Kind)
+		case op.Device != dev:
+			why = fmt.Sprintf("it runs on device %d and the %s %s on device %d: a body runs on one device", op.Device, o.Kind, o.Name, dev)
+		case op.Kind == Copy && (op.Access[0].Buf.Placement != Device || op.Access[1].Buf.Placement != Device):
+			why = fmt.Sprintf("it copies %s memory: a body copies within device memory only", placeName(hostEnd(op)))
+		}
+		if why != "" {
+			c.add(&Error{Op: op.Name, Msg: why, Hint: "move it before or after the " + o.Kind.String() + " " + o.Name, decl: o.decl})
+			ok = false
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return g
+}
+
+// hostEnd is the host end of a copy that has one.
+func hostEnd(o *Op) *Buffer {
+	if b := o.Access[0].Buf; b.Placement != Device {
+		return b
+	}
+	return o.Access[1].Buf
+}
+
+// Walk calls f on every op of g and of the bodies of its control ops,
+// depth first, each body's ops after the op that runs them.
+func (g *Graph) Walk(f func(*Op)) {
+	for _, o := range g.Ops {
+		f(o)
+		for _, b := range o.Bodies() {
+			b.Walk(f)
+		}
+	}
+}
