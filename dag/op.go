@@ -142,11 +142,11 @@ type HostFunc func(ctx context.Context, mem [][]byte) error
 
 // Op is one operation of a graph.
 type Op struct {
-	ID       int // index in Graph.Ops, a topological order
+	ID int // index in Graph.Ops, a topological order
 	// Index numbers the op in the whole graph, the bodies of its loops
 	// and branches included, for what runs and traces ops by number: ID
 	// for the graph's own ops, len(Graph.Ops)+i for Graph.Nested[i].
-	Index int
+	Index    int
 	Name     string
 	Kind     OpKind
 	Access   []Access
