@@ -94,6 +94,17 @@ type Plan struct {
 	// Budget is what meeting Options.MemoryBudget cost (budget.go); nil
 	// when the plan met it without help, or had none.
 	Budget *Budget
+
+	// Bodies are the plans of the bodies of the graph's loops and
+	// branches, by the control op's ID: Bodies[id][i] plans
+	// Graph.Ops[id].Bodies()[i]. A body's plan has streams of its own,
+	// Streams[0] being its entry stream: its steps begin by forking the
+	// other streams from the entry stream and end by joining them back
+	// into it (Record and Wait steps whose Op is -1), so that the body
+	// starts after the control op's dependencies, as one op would, and
+	// the control op ends after the body. Its events are its own too.
+	// Nil when the graph has no control ops.
+	Bodies map[int][]*Plan
 }
 
 // Stats are the figures every plan reports.
