@@ -88,6 +88,11 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuMemPoolSetAccess), {"cuMemPoolSetAccess"}, 0},
 	{SLOT(cuFuncLoad), {"cuFuncLoad"}, 0},
 	{SLOT(cuFuncGetAttribute), {"cuFuncGetAttribute"}, 0},
+	{SLOT(cuStreamGetCaptureInfo), {"cuStreamGetCaptureInfo_v2"}, 0},
+	{SLOT(cuStreamUpdateCaptureDependencies), {"cuStreamUpdateCaptureDependencies"}, 0},
+	{SLOT(cuStreamBeginCaptureToGraph), {"cuStreamBeginCaptureToGraph"}, 0},
+	{SLOT(cuGraphConditionalHandleCreate), {"cuGraphConditionalHandleCreate"}, 0},
+	{SLOT(cuGraphAddNode), {"cuGraphAddNode"}, 0},
 };
 
 int dr_load(dr_api* a, const char* path, const char** missing) {
@@ -638,4 +643,79 @@ CUresult dr_raw_session_open(dr_api* a, CUcontext c, CUstream* streams, int nstr
 		dr_raw_session_close(a, c, streams, nstreams, events, nevents, bufs, kinds, nbufs);
 	}
 	return r;
+}
+
+// CUgraphNodeParams with its conditional arm (CUDA_CONDITIONAL_NODE_PARAMS):
+// a 16-byte head, a 232-byte union and 8 reserved bytes.
+typedef struct {
+	int type; // CU_GRAPH_NODE_TYPE_CONDITIONAL = 13
+	int reserved0[3];
+	union {
+		long long reserved1[29];
+		struct {
+			uint64_t handle;
+			int type;          // CU_GRAPH_COND_TYPE_IF = 0, _WHILE = 1
+			unsigned int size; // bodies: 1, or 2 for IF with an else
+			CUgraph* phGraph_out;
+			CUcontext ctx;
+		} cond;
+	} u;
+	long long reserved2;
+} dr_node_params;
+
+_Static_assert(sizeof(dr_node_params) == 256, "CUgraphNodeParams is 256 bytes");
+
+int dr_cond_supported(dr_api* a) {
+	return a->cuStreamGetCaptureInfo != NULL && a->cuStreamUpdateCaptureDependencies != NULL &&
+	       a->cuStreamBeginCaptureToGraph != NULL && a->cuGraphConditionalHandleCreate != NULL &&
+	       a->cuGraphAddNode != NULL;
+}
+
+// capture_graph is the graph s is capturing into, and the nodes its next
+// work will follow.
+static CUresult capture_graph(dr_api* a, CUstream s, CUgraph* g, const CUgraphNode** deps, size_t* n) {
+	int status = 0;
+	uint64_t id = 0;
+	CUresult r = a->cuStreamGetCaptureInfo(s, &status, &id, g, deps, n);
+	if (r != DR_SUCCESS) return r;
+	return status == 1 ? DR_SUCCESS : 901; // CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: not capturing
+}
+
+CUresult dr_cond_handle(dr_api* a, CUcontext c, CUstream s, uint64_t* h) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	CUgraph g = NULL;
+	const CUgraphNode* deps = NULL;
+	size_t n = 0;
+	r = capture_graph(a, s, &g, &deps, &n);
+	if (r != DR_SUCCESS) return r;
+	return a->cuGraphConditionalHandleCreate(h, g, c, 0, 0);
+}
+
+CUresult dr_cond_node(dr_api* a, CUcontext c, CUstream s, uint64_t h, int type, int size, CUgraph* bodies) {
+	CUresult r = dr_ctx(a, c);
+	if (r != DR_SUCCESS) return r;
+	CUgraph g = NULL;
+	const CUgraphNode* deps = NULL;
+	size_t n = 0;
+	r = capture_graph(a, s, &g, &deps, &n);
+	if (r != DR_SUCCESS) return r;
+	dr_node_params p;
+	memset(&p, 0, sizeof(p));
+	p.type = 13;
+	p.u.cond.handle = h;
+	p.u.cond.type = type;
+	p.u.cond.size = (unsigned int)size;
+	p.u.cond.ctx = c;
+	CUgraphNode node = NULL;
+	r = a->cuGraphAddNode(&node, g, deps, n, &p);
+	if (r != DR_SUCCESS) return r;
+	for (int i = 0; i < size; i++) {
+		bodies[i] = p.u.cond.phGraph_out[i];
+	}
+	return a->cuStreamUpdateCaptureDependencies(s, &node, 1, 1); // CU_STREAM_SET_CAPTURE_DEPENDENCIES
+}
+
+CUresult dr_capture_to_graph(dr_api* a, CUcontext c, CUstream s, CUgraph g) {
+	WITH_CTX(a->cuStreamBeginCaptureToGraph(s, g, NULL, NULL, 0, DR_STREAM_CAPTURE_MODE_RELAXED));
 }

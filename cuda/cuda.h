@@ -160,6 +160,14 @@ typedef struct dr_api {
 	// is CUDA 12.4's; cuFuncGetAttribute loads a function too).
 	CUresult (*cuFuncLoad)(CUfunction);
 	CUresult (*cuFuncGetAttribute)(int*, int, CUfunction);
+	// Conditional nodes (optional: CUDA 12.4; IF with an else body, 12.8).
+	// Each slot takes the symbol of the signature declared here, the oldest
+	// that has it: the driver keeps exporting those for older programs.
+	CUresult (*cuStreamGetCaptureInfo)(CUstream, int*, uint64_t*, CUgraph*, const CUgraphNode**, size_t*); // _v2
+	CUresult (*cuStreamUpdateCaptureDependencies)(CUstream, CUgraphNode*, size_t, unsigned int);
+	CUresult (*cuStreamBeginCaptureToGraph)(CUstream, CUgraph, const CUgraphNode*, const void*, size_t, int);
+	CUresult (*cuGraphConditionalHandleCreate)(uint64_t*, CUgraph, CUcontext, unsigned int, unsigned int);
+	CUresult (*cuGraphAddNode)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, void*);
 } dr_api;
 
 // dr_load opens libcuda and fills a; it returns 0, or 1 with *missing set to
@@ -255,6 +263,15 @@ CUresult dr_raw_launches(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams
 // applies g to e in place; *why is the driver's CUgraphExecUpdateResult
 // when it refuses (0 otherwise).
 CUresult dr_capture_begin(dr_api* a, CUcontext c, CUstream s);
+// Conditional nodes (control.go). dr_cond_handle makes a handle in the
+// graph s is capturing into; dr_cond_node adds a conditional node of type
+// (0 IF, 1 WHILE) with size bodies after what s captured so far, makes s's
+// next work follow it and returns its body graphs; dr_capture_to_graph
+// starts capturing s into body graph g.
+int dr_cond_supported(dr_api* a);
+CUresult dr_cond_handle(dr_api* a, CUcontext c, CUstream s, uint64_t* h);
+CUresult dr_cond_node(dr_api* a, CUcontext c, CUstream s, uint64_t h, int type, int size, CUgraph* bodies);
+CUresult dr_capture_to_graph(dr_api* a, CUcontext c, CUstream s, CUgraph g);
 CUresult dr_capture_end(dr_api* a, CUcontext c, CUstream s, CUgraph* g);
 CUresult dr_graph_instantiate(dr_api* a, CUcontext c, CUgraphExec* e, CUgraph g, CUstream s);
 CUresult dr_graph_launch(dr_api* a, CUcontext c, CUgraphExec e, CUstream s);

@@ -147,7 +147,7 @@ func (cpt *capturer) BeginCapture(origin int) error {
 	cpt.capture, se.tim.timing = c, false
 	err = se.drv.check("cuEventRecord", C.dr_record(api, ctx, e, o.h))
 	for i := range se.sub.streams {
-		if s := &se.sub.streams[i]; i != origin && err == nil {
+		if s := &se.sub.streams[i]; i != origin && !se.ctl.bodyStreams[i] && err == nil {
 			// A stream may wait for an event of another device; the
 			// call is made in the stream's own context.
 			err = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, s.dev.ctx, s.h, e))
@@ -173,7 +173,7 @@ func (cpt *capturer) EndCapture(origin int) (int, error) {
 	api, ctx := se.drv.api, o.dev.ctx
 	joinErr := se.colls.flushP2P(nil, actNone)
 	for i := range se.sub.streams {
-		if i == origin || joinErr != nil {
+		if i == origin || se.ctl.bodyStreams[i] || joinErr != nil {
 			continue
 		}
 		s := &se.sub.streams[i]
@@ -475,7 +475,7 @@ func (cpt *capturer) variant(op *dag.Op) (*opState, error) {
 	if st := cpt.variants[op]; st != nil {
 		return st, nil
 	}
-	orig := se.sub.ops[op.ID].op
+	orig := se.sub.ops[opSlot(op)].op
 	bad := func(why string) error {
 		return fmt.Errorf("cuda: op %q is neither op %d of the open graph (%q) nor a variant of it: %s", op.Name, op.ID, orig.Name, why)
 	}

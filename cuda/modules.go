@@ -39,31 +39,67 @@ var builtinsKey = moduleKey{source: dag.Builtin}
 // backend's cache where they are not there yet.
 func (hd *holdings) loadKernels(ctx context.Context) error {
 	se := hd.se
-	for _, op := range se.g.Ops {
-		needFill64 := op.Kind == dag.Fill && op.Access[0].Buf.Placement == dag.Device && fillNeedsKernel(op)
-		if op.Kernel() == nil && !needFill64 {
-			continue
+	var err error
+	se.g.Walk(func(op *dag.Op) {
+		if err == nil {
+			err = hd.loadKernelsOf(ctx, op)
 		}
-		if err := ctx.Err(); err != nil {
+	})
+	return err
+}
+
+// loadKernelsOf loads the kernels op needs on its device.
+func (hd *holdings) loadKernelsOf(ctx context.Context, op *dag.Op) error {
+	se := hd.se
+	if op.Control != nil {
+		return hd.loadCondKernels(ctx, op)
+	}
+	needFill64 := op.Kind == dag.Fill && op.Access[0].Buf.Placement == dag.Device && fillNeedsKernel(op)
+	if op.Kernel() == nil && !needFill64 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d, err := hd.device(op.Device)
+	if err != nil {
+		return err
+	}
+	if needFill64 {
+		if d.fill64, err = se.b.fill64(d.gpu); err != nil {
 			return err
 		}
-		d, err := hd.device(op.Device)
-		if err != nil {
-			return err
-		}
-		if needFill64 {
-			if d.fill64, err = se.b.fill64(d.gpu); err != nil {
-				return err
-			}
-			continue
-		}
-		k := op.Launch.Kernel
+		return nil
+	}
+	k := op.Launch.Kernel
+	if _, ok := d.funcs[k]; ok {
+		return nil
+	}
+	f, err := se.b.kernel(d.gpu, k)
+	if err != nil {
+		return fmt.Errorf("kernel %q on device %d: %w", k.Name, d.ordinal, err)
+	}
+	d.funcs[k] = f
+	return nil
+}
+
+// loadCondKernels loads the kernels that set the conditions of control op
+// op's node (control.go).
+func (hd *holdings) loadCondKernels(ctx context.Context, op *dag.Op) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d, err := hd.device(op.Device)
+	if err != nil {
+		return err
+	}
+	for _, k := range []*dag.Kernel{condEnter, condNext} {
 		if _, ok := d.funcs[k]; ok {
 			continue
 		}
-		f, err := se.b.kernel(d.gpu, k)
+		f, err := hd.se.b.kernel(d.gpu, k)
 		if err != nil {
-			return fmt.Errorf("kernel %q on device %d: %w", k.Name, d.ordinal, err)
+			return fmt.Errorf("the kernels of loops and branches on device %d: %w", d.ordinal, err)
 		}
 		d.funcs[k] = f
 	}

@@ -41,6 +41,7 @@ const (
 	actCollective  // collective.go
 	actCopyViaHost // peer_session.go
 	actMemset2D    // memset2d.go
+	actControl     // loops and branches (control.go)
 )
 
 type opState struct {
@@ -123,6 +124,9 @@ var preparers = map[dag.OpKind]func(sm *submitter, st *opState, op *dag.Op) erro
 
 	dag.Task:     (*submitter).prepareTask,
 	dag.Memset2D: (*submitter).prepareMemset2D,
+
+	dag.While: (*submitter).prepareControl,
+	dag.If:    (*submitter).prepareControl,
 }
 
 // prepareLifetime prepares an alloc or free of a temporary: stream-ordered

@@ -46,6 +46,7 @@ type Session struct {
 	stage  stager      // copies between devices through host memory (peer_session.go)
 	gemms  gemmHooks   // cuBLASLt GEMMs (cublas_backend.go)
 	faults faultState  // injected faults (faults.go)
+	ctl    controller  // loops and branches (control.go)
 }
 
 // newSession returns a session of b for g with its parts joined to it.
@@ -61,7 +62,7 @@ func newSession(b *Backend, g *dag.Graph) *Session {
 func joined(se *Session) *Session {
 	if se.sub.se == nil {
 		se.hold.se, se.sub.se, se.host.se, se.capt.se, se.tim.se = se, se, se, se, se
-		se.colls.se, se.stage.se, se.gemms.se, se.faults.se = se, se, se, se
+		se.colls.se, se.stage.se, se.gemms.se, se.faults.se, se.ctl.se = se, se, se, se, se
 	}
 	return se
 }
@@ -235,11 +236,15 @@ func openDevices(ctx context.Context, se *Session) error {
 				Hint: fmt.Sprintf("use a device from 0 to %d", count-1)}
 		}
 	}
-	for _, op := range g.Ops {
-		if op.Device >= count {
-			return &dag.Error{Op: op.Name, Field: "device", Msg: fmt.Sprintf("device %d does not exist: this machine has %d", op.Device, count),
+	var badDevice error
+	g.Walk(func(op *dag.Op) {
+		if op.Device >= count && badDevice == nil {
+			badDevice = &dag.Error{Op: op.Name, Field: "device", Msg: fmt.Sprintf("device %d does not exist: this machine has %d", op.Device, count),
 				Hint: fmt.Sprintf("use a device from 0 to %d", count-1)}
 		}
+	})
+	if badDevice != nil {
+		return badDevice
 	}
 	if err := se.hold.loadKernels(ctx); err != nil {
 		return err
@@ -247,16 +252,27 @@ func openDevices(ctx context.Context, se *Session) error {
 	if err := se.hold.allocBuffers(ctx); err != nil {
 		return err
 	}
-	se.sub.ops = make([]opState, len(g.Ops))
+	// The ops of bodies come after the graph's own, by Index.
+	se.sub.ops = make([]opState, len(g.Ops)+len(g.Nested))
 	for i, op := range g.Ops {
 		if op.ID != i {
 			return &dag.Error{Op: op.Name, Msg: fmt.Sprintf("has ID %d at index %d", op.ID, i), Hint: "pass a graph made by dag.Builder.Build"}
 		}
-		if err := se.sub.prepare(&se.sub.ops[i], op); err != nil {
-			return &dag.OpError{Op: op.Name, Err: err}
+	}
+	for i, op := range g.Nested {
+		if op.Index != len(g.Ops)+i {
+			return &dag.Error{Op: op.Name, Msg: fmt.Sprintf("has index %d at %d", op.Index, len(g.Ops)+i), Hint: "pass a graph made by dag.Builder.Build"}
 		}
 	}
-	return nil
+	var prepErr error
+	g.Walk(func(op *dag.Op) {
+		if prepErr == nil {
+			if err := se.sub.prepare(&se.sub.ops[opSlot(op)], op); err != nil {
+				prepErr = &dag.OpError{Op: op.Name, Err: err}
+			}
+		}
+	})
+	return prepErr
 }
 
 // syncAll waits for every stream of the session: only its own work, never
@@ -338,6 +354,7 @@ func (se *Session) Close() error {
 	se.capt.closeGraphs(keep)
 	keep(se.colls.closeComm())
 	keep(se.sub.syncAll())
+	se.ctl.close(keep)
 	se.faults.closeFaults() // faults.go
 	keep(se.gemms.closeGemm())
 	if se.host.hostCancel != nil {
@@ -462,9 +479,10 @@ func (se *Session) DestroyGraph(gi int) error {
 	return joined(se).capt.DestroyGraph(gi)
 }
 
-// GraphNodes is the number of nodes of captured graph gi.
-func (se *Session) GraphNodes(gi int) (int, error) {
-	return joined(se).capt.GraphNodes(gi)
+// SetBodies gives control op op its bodies' steps (device.Controller):
+// they run as CUDA conditional nodes.
+func (se *Session) SetBodies(op *dag.Op, bodies [][]device.Step) error {
+	return joined(se).ctl.SetBodies(op, bodies)
 }
 
 // SetTiming turns op timing on or off; call it before the first run.

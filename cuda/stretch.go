@@ -82,10 +82,10 @@ func (sm *submitter) plain(st device.Step) bool {
 		return e.h != nil && (st.Kind == device.WaitStep || e.dev == s.dev)
 	case device.RunStep:
 		op := st.Op
-		if op == nil || op.ID < 0 || op.ID >= len(sm.ops) || sm.ops[op.ID].op != op {
+		if op == nil || op.ID < 0 || opSlot(op) >= len(sm.ops) || sm.ops[opSlot(op)].op != op {
 			return false
 		}
-		switch sm.ops[op.ID].act {
+		switch sm.ops[opSlot(op)].act {
 		case actLaunch, actFill64, actFillDevice, actCopyDtoD, actCopyHtoD, actCopyDtoH:
 			return true
 		}
@@ -111,9 +111,9 @@ func (sm *submitter) submitPlain(steps []device.Step) (int, error) {
 			d.kind, d.e = C.DR_STEP_WAIT, sm.events[st.Event].h
 		case device.RunStep:
 			op := st.Op
-			o := &sm.ops[op.ID]
+			o := &sm.ops[opSlot(op)]
 			if traced {
-				d.op = C.int64_t(op.ID)
+				d.op = C.int64_t(opSlot(op))
 			}
 			switch o.act {
 			case actLaunch, actFill64:
@@ -170,8 +170,8 @@ func (sm *submitter) submitC(steps []device.Step, cs []C.dr_step, traced bool) (
 		sm.streams[st.Stream].last = st.Op.Name
 		if traced {
 			c := se.tim.cupti
-			c.ops = append(c.ops, cuptiOp{op: st.Op.ID, stream: st.Stream, expect: sm.ops[st.Op.ID].act.hasRecords()})
-			c.setStream(st.Op.ID, st.Stream)
+			c.ops = append(c.ops, cuptiOp{op: opSlot(st.Op), stream: st.Stream, expect: sm.ops[opSlot(st.Op)].act.hasRecords()})
+			c.setStream(opSlot(st.Op), st.Stream)
 		}
 	}
 	if rc != 0 {

@@ -137,10 +137,10 @@ func (sm *submitter) Run(si int, op *dag.Op) error {
 	if err != nil {
 		return err
 	}
-	if op == nil || op.ID < 0 || op.ID >= len(sm.ops) {
+	if op == nil || op.ID < 0 || opSlot(op) >= len(sm.ops) {
 		return fmt.Errorf("cuda: op %v is not an op of the open graph", op)
 	}
-	st := &sm.ops[op.ID]
+	st := &sm.ops[opSlot(op)]
 	if st.op != op {
 		v, err := se.capt.variant(op)
 		if err != nil {
@@ -182,7 +182,7 @@ func (sm *submitter) Run(si int, op *dag.Op) error {
 		if err != nil {
 			return &dag.OpError{Op: op.Name, Err: err}
 		}
-		se.tim.timed = append(se.tim.timed, timedOp{op: op.ID, stream: si, dev: s.dev, start: start, end: end})
+		se.tim.timed = append(se.tim.timed, timedOp{op: opSlot(op), stream: si, dev: s.dev, start: start, end: end})
 	}
 	return nil
 }
@@ -234,6 +234,8 @@ func (sm *submitter) run(s *stream, st *opState) error {
 		return se.stage.runViaHost(s, st)
 	case actMemset2D:
 		return sm.runMemset2D(s, st)
+	case actControl:
+		return se.ctl.run(s, op)
 	case actLaunch, actFill64:
 		if err := sm.bindSlots(st); err != nil {
 			return err

@@ -29,7 +29,11 @@ func (hst *hostSide) Sync(ctx context.Context) (err error) {
 			return se.colls.afterSync(ctx, err)
 		}
 	}
-	return se.colls.afterSync(ctx, hst.syncStreams(ctx))
+	err = hst.syncStreams(ctx)
+	if err == nil && se.ctl.controls != nil {
+		err = se.ctl.overflowed() // control.go
+	}
+	return se.colls.afterSync(ctx, err)
 }
 
 // syncStreams is Sync's wait; afterSync (collective.go) aborts the

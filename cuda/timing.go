@@ -100,7 +100,7 @@ func (tm *timer) eventSpans(f func(op, stream int, start, end time.Duration)) er
 		if err != nil && first == nil {
 			var ee *eventError
 			if errors.As(err, &ee) && ee.index/2 < len(at) {
-				err = fmt.Errorf("timing op %q: %w", se.g.Ops[tm.timed[at[ee.index/2]].op].Name, err)
+				err = fmt.Errorf("timing op %q: %w", se.g.OpAt(tm.timed[at[ee.index/2]].op).Name, err)
 			}
 			first = err
 		}
@@ -355,7 +355,7 @@ func (c *cuptiTiming) runTraced(se *Session, s *stream, si int, st *opState, op 
 	if err := c.takeOrigin(); err != nil {
 		return err
 	}
-	err := c.tr.tracedCall(op.ID, func() error { return se.sub.run(s, st) })
+	err := c.tr.tracedCall(opSlot(op), func() error { return se.sub.run(s, st) })
 	expect := st.act.hasRecords()
 	if se.capt.capture != nil {
 		if st.act == actCopyViaHost {
@@ -365,8 +365,8 @@ func (c *cuptiTiming) runTraced(se *Session, s *stream, si int, st *opState, op 
 		}
 		expect = false // a captured op runs in the graph's replays
 	}
-	c.ops = append(c.ops, cuptiOp{op: op.ID, stream: si, expect: expect})
-	c.setStream(op.ID, si)
+	c.ops = append(c.ops, cuptiOp{op: opSlot(op), stream: si, expect: expect})
+	c.setStream(opSlot(op), si)
 	return err
 }
 

@@ -1,0 +1,430 @@
+package cuda
+
+/*
+#include <stdlib.h>
+#include "cuda.h"
+*/
+import "C"
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+)
+
+// Loops and branches (dag.While, dag.If) run as CUDA conditional nodes.
+// A control op is lowered into whatever graph its stream is capturing
+// into: a small kernel of dagrun's reads the flag and sets the node's
+// condition; the conditional node follows it; each body is captured into
+// the node's body graph from its entry stream, through the body's own
+// fork and join steps, and a While's body ends with the kernel that reads
+// the flag again (and counts iterations against Control.Max). Inside a
+// session's capture that graph is the capture's; in an eager run it is a
+// graph of the op's own, captured on a private stream at the op's first
+// run and launched at each run, so that eager runs and replays run the
+// same device code.
+
+// condSource is dagrun's kernels that set a conditional node's condition.
+// cudaGraphSetConditional is a builtin of the device runtime that the
+// driver's JIT resolves: the declaration is all NVRTC needs.
+const condSource = `typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+
+struct dr_loop {
+	unsigned long long count;    // iterations of the current run of the loop
+	unsigned long long overflow; // 1 once a run reached its max with the flag set
+};
+
+// dr_cond_enter sets the condition from the flag, before the node.
+extern "C" __global__ void dr_cond_enter(cudaGraphConditionalHandle h, const int* flag, dr_loop* loop) {
+	if (loop != 0) {
+		loop->count = 0;
+	}
+	cudaGraphSetConditional(h, *flag != 0 ? 1u : 0u);
+}
+
+// dr_cond_next ends an iteration of a while: it sets the condition from
+// the flag again, unless max iterations are done.
+extern "C" __global__ void dr_cond_next(cudaGraphConditionalHandle h, const int* flag, dr_loop* loop, unsigned long long max) {
+	unsigned int go = *flag != 0 ? 1u : 0u;
+	unsigned long long n = ++loop->count;
+	if (go && max != 0 && n >= max) {
+		loop->overflow = 1;
+		go = 0;
+	}
+	cudaGraphSetConditional(h, go);
+}
+`
+
+var (
+	condEnter = &dag.Kernel{Name: "dr_cond_enter", Source: dag.CUDAC, Code: condSource}
+	condNext  = &dag.Kernel{Name: "dr_cond_next", Source: dag.CUDAC, Code: condSource}
+)
+
+// loopStateBytes is the size of a loop's dr_loop.
+const loopStateBytes = 16
+
+// controller is the session's part that runs control ops.
+type controller struct {
+	se       *Session
+	controls map[int]*control // by the op's slot (opSlot)
+	// bodyStreams are the streams that serve bodies alone: a session's
+	// capture neither forks nor joins them, since each body captures
+	// into its own graph.
+	bodyStreams map[int]bool
+	building    int // eager graphs being captured now (nested bodies)
+}
+
+// control is what the session keeps for one control op.
+type control struct {
+	op     *dag.Op
+	dev    *sessDevice
+	bodies [][]device.Step
+	state  C.CUdeviceptr // a While's dr_loop; 0 for an If
+	enter  *C.dr_launch
+	next   *C.dr_launch // While
+
+	// The eager graph: captured on private at the first eager run, again
+	// when an address it holds changed (temporaries from the pool).
+	private C.CUstream
+	tmpl    C.CUgraph
+	exec    C.CUgraphExec
+	addrs   []C.CUdeviceptr // the op's accesses' addresses it was captured with
+}
+
+// opSlot is where the session keeps op's state: its Index, which numbers
+// the ops of bodies after the graph's own; its ID for a graph whose ops
+// were not numbered by dag.Builder.Build (Index 0).
+func opSlot(op *dag.Op) int { return max(op.ID, op.Index) }
+
+// prepareControl prepares a While or If: the flag's kernels are loaded
+// with the session's kernels; the bodies come with SetBodies.
+func (sm *submitter) prepareControl(st *opState, op *dag.Op) error {
+	se := sm.se
+	if C.dr_cond_supported(se.drv.api) == 0 {
+		return fmt.Errorf("cuda: driver %s (CUDA %d) has no conditional graph nodes, which loops and branches need (CUDA 12.4 or newer); update the NVIDIA driver, or run on the cpu backend", se.drv.path, se.drv.version)
+	}
+	if op.Kind == dag.If && op.Control.Else != nil && se.drv.version < 12080 {
+		return fmt.Errorf("cuda: driver %s (CUDA %d) has no IF nodes with an else branch (CUDA 12.8 or newer); update the NVIDIA driver, or split the branch into two ifs", se.drv.path, se.drv.version)
+	}
+	st.act = actControl
+	return nil
+}
+
+// SetBodies does the work of Session.SetBodies.
+func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
+	se := ct.se
+	if err := unopened(se); err != nil { // faults.go
+		return err
+	}
+	if op == nil || opSlot(op) >= len(se.sub.ops) || se.sub.ops[opSlot(op)].op != op || se.sub.ops[opSlot(op)].act != actControl {
+		return fmt.Errorf("cuda: SetBodies: %v is not a loop or branch of the open graph", op)
+	}
+	if len(bodies) != len(op.Bodies()) {
+		return &dag.OpError{Op: op.Name, Err: fmt.Errorf("cuda: %d bodies given for the %d it has", len(bodies), len(op.Bodies()))}
+	}
+	d, err := se.hold.device(op.Device)
+	if err != nil {
+		return &dag.OpError{Op: op.Name, Err: err}
+	}
+	c := &control{op: op, dev: d, bodies: bodies}
+	for i, steps := range bodies {
+		if len(steps) == 0 {
+			return &dag.OpError{Op: op.Name, Err: fmt.Errorf("cuda: body %d has no steps", i)}
+		}
+		for _, st := range steps {
+			s, err := se.sub.stream(st.Stream)
+			if err != nil {
+				return &dag.OpError{Op: op.Name, Err: err}
+			}
+			if s.dev != d {
+				return &dag.OpError{Op: op.Name, Err: fmt.Errorf("cuda: body stream %d is on device %d, not the op's device %d", st.Stream, s.dev.ordinal, d.ordinal)}
+			}
+		}
+	}
+	if ct.controls == nil {
+		ct.controls, ct.bodyStreams = map[int]*control{}, map[int]bool{}
+	}
+	if old := ct.controls[opSlot(op)]; old != nil {
+		ct.release(old, func(error) {})
+	}
+	keep := func(e error) {
+		if err == nil {
+			err = e
+		}
+	}
+	if err = ct.launches(c); err == nil && op.Kind == dag.While {
+		if c.state, err = se.drv.memAlloc(d.ctx, loopStateBytes); err == nil {
+			se.hold.track(&se.hold.live.DeviceAllocs, 1)
+			err = se.drv.zero(d.ctx, c.state, loopStateBytes)
+		}
+	}
+	if err != nil {
+		ct.release(c, keep)
+		return &dag.OpError{Op: op.Name, Err: err}
+	}
+	ct.setArgs(c)
+	ct.controls[opSlot(op)] = c
+	for _, steps := range bodies {
+		for _, st := range steps {
+			ct.bodyStreams[st.Stream] = true
+		}
+	}
+	return nil
+}
+
+// launches makes c's kernel launches.
+func (ct *controller) launches(c *control) error {
+	se := ct.se
+	mk := func(k *dag.Kernel, n int) (*C.dr_launch, error) {
+		f, ok := c.dev.funcs[k]
+		if !ok {
+			return nil, fmt.Errorf("cuda: kernel %s is not loaded on device %d", k.Name, c.dev.ordinal)
+		}
+		l := C.dr_launch_new(C.int(n))
+		if l == nil {
+			return nil, errors.New("out of host memory")
+		}
+		se.hold.track(&se.hold.live.HostAllocs, 1)
+		l.f = f
+		l.gx, l.gy, l.gz, l.bx, l.by, l.bz = 1, 1, 1, 1, 1, 1
+		return l, nil
+	}
+	var err error
+	if c.enter, err = mk(condEnter, 3); err != nil {
+		return err
+	}
+	if c.op.Kind == dag.While {
+		c.next, err = mk(condNext, 4)
+	}
+	return err
+}
+
+// setArgs writes the flag's and the state's addresses and the bound into
+// c's launches; the handle is written at each lowering.
+func (ct *controller) setArgs(c *control) {
+	flag := ct.se.hold.ptr(c.op.Control.Cond)
+	for _, l := range []*C.dr_launch{c.enter, c.next} {
+		if l == nil {
+			continue
+		}
+		slots := unsafe.Slice(l.slots, l.nslots)
+		slots[1], slots[2] = C.uint64_t(flag), C.uint64_t(c.state)
+		if l.nslots > 3 {
+			slots[3] = C.uint64_t(c.op.Control.Max)
+		}
+	}
+}
+
+// run runs control op op on stream s: lowered into the graph s is
+// capturing into, or as its eager graph.
+func (ct *controller) run(s *stream, op *dag.Op) error {
+	se := ct.se
+	c := ct.controls[opSlot(op)]
+	if c == nil {
+		return errors.New("cuda: the loop's bodies were never given (SetBodies)")
+	}
+	if se.capt.capture != nil || ct.building > 0 {
+		return ct.lower(s.h, c)
+	}
+	if err := ct.eagerGraph(c); err != nil {
+		return err
+	}
+	return se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, c.dev.ctx, c.exec, s.h))
+}
+
+// eagerGraph makes c's eager graph, or makes it again when an address it
+// holds has changed.
+func (ct *controller) eagerGraph(c *control) error {
+	se := ct.se
+	addrs := make([]C.CUdeviceptr, 0, len(c.op.Access))
+	for _, a := range c.op.Access {
+		addrs = append(addrs, se.hold.ptr(a.View))
+	}
+	if c.exec != nil && slices.Equal(addrs, c.addrs) {
+		return nil
+	}
+	ct.dropEager(c, func(error) {})
+	api, ctx := se.drv.api, c.dev.ctx
+	if c.private == nil {
+		h, err := se.drv.streamCreate(ctx, 0)
+		if err != nil {
+			return err
+		}
+		c.private = h
+		se.hold.track(&se.hold.live.Streams, 1)
+	}
+	if err := se.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, c.private)); err != nil {
+		return err
+	}
+	ct.building++
+	lowerErr := ct.lower(c.private, c)
+	ct.building--
+	var tmpl C.CUgraph
+	endErr := se.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, c.private, &tmpl))
+	if err := errors.Join(lowerErr, endErr); err != nil {
+		if tmpl != nil {
+			C.dr_graph_destroy(api, ctx, tmpl)
+		}
+		return err
+	}
+	c.tmpl = tmpl
+	se.hold.track(&se.hold.live.Graphs, 1)
+	if err := se.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(api, ctx, &c.exec, tmpl, c.private)); err != nil {
+		c.exec = nil
+		ct.dropEager(c, func(error) {})
+		return err
+	}
+	c.addrs = addrs
+	return nil
+}
+
+// lower adds c's op to the graph cs is capturing into.
+func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
+	se := ct.se
+	api, ctx := se.drv.api, c.dev.ctx
+	var h C.uint64_t
+	if err := se.drv.check("cuGraphConditionalHandleCreate", C.dr_cond_handle(api, ctx, cs, &h)); err != nil {
+		return err
+	}
+	for _, l := range []*C.dr_launch{c.enter, c.next} {
+		if l != nil {
+			unsafe.Slice(l.slots, l.nslots)[0] = h
+		}
+	}
+	ct.setArgs(c) // a temporary flag's address is the one of now
+	if err := se.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.enter, cs)); err != nil {
+		return err
+	}
+	typ, size := C.int(0), C.int(len(c.bodies))
+	if c.op.Kind == dag.While {
+		typ = 1
+	}
+	var bodies [2]C.CUgraph
+	if err := se.drv.check("cuGraphAddNode", C.dr_cond_node(api, ctx, cs, h, typ, size, &bodies[0])); err != nil {
+		return err
+	}
+	// Timing events and CUPTI's per-op records have no place inside a
+	// body: the control op is timed as a whole.
+	timing, cupti := se.tim.timing, se.tim.cupti
+	se.tim.timing, se.tim.cupti = false, nil
+	ct.building++
+	defer func() { se.tim.timing, se.tim.cupti = timing, cupti; ct.building-- }()
+	for i, steps := range c.bodies {
+		entry := &se.sub.streams[steps[0].Stream]
+		if err := se.drv.check("cuStreamBeginCaptureToGraph", C.dr_capture_to_graph(api, ctx, entry.h, bodies[i])); err != nil {
+			return err
+		}
+		bodyErr := ct.submit(steps)
+		if bodyErr == nil && c.next != nil {
+			bodyErr = se.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.next, entry.h))
+		}
+		var g C.CUgraph
+		endErr := se.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, entry.h, &g))
+		if err := errors.Join(bodyErr, endErr); err != nil {
+			return fmt.Errorf("body %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// submit enqueues a body's steps.
+func (ct *controller) submit(steps []device.Step) error {
+	sm := &ct.se.sub
+	for _, st := range steps {
+		var err error
+		switch st.Kind {
+		case device.RunStep:
+			err = sm.Run(st.Stream, st.Op)
+		case device.RecordStep:
+			err = sm.Record(st.Stream, st.Event)
+		case device.WaitStep:
+			err = sm.Wait(st.Stream, st.Event)
+		default:
+			err = fmt.Errorf("cuda: body step of kind %d", st.Kind)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// overflowed reports the loops whose last run reached their max with the
+// flag still set, and clears their mark; called once the streams are
+// synchronised.
+func (ct *controller) overflowed() error {
+	se := ct.se
+	var errs []error
+	var st [loopStateBytes]byte
+	for _, c := range ct.controls {
+		if c.state == 0 || c.op.Control.Max == 0 {
+			continue
+		}
+		if err := se.drv.dtoh(c.dev.ctx, st[:], c.state); err != nil {
+			errs = append(errs, &dag.OpError{Op: c.op.Name, Err: err})
+			continue
+		}
+		if binary.LittleEndian.Uint64(st[8:]) == 0 {
+			continue
+		}
+		errs = append(errs, &dag.OpError{Op: c.op.Name, Err: fmt.Errorf("the loop ran its %d iterations (max) and its flag is still set", c.op.Control.Max)})
+		if err := se.drv.zero(c.dev.ctx, c.state, loopStateBytes); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dropEager releases c's eager graph.
+func (ct *controller) dropEager(c *control, keep func(error)) {
+	se := ct.se
+	api, ctx := se.drv.api, c.dev.ctx
+	if c.exec != nil {
+		keep(se.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, c.exec)))
+		c.exec = nil
+	}
+	if c.tmpl != nil {
+		keep(se.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, c.tmpl)))
+		c.tmpl = nil
+		se.hold.track(&se.hold.live.Graphs, -1)
+	}
+	c.addrs = nil
+}
+
+// release frees everything c holds.
+func (ct *controller) release(c *control, keep func(error)) {
+	se := ct.se
+	ct.dropEager(c, keep)
+	if c.private != nil {
+		keep(se.drv.streamDestroy(c.dev.ctx, c.private))
+		c.private = nil
+		se.hold.track(&se.hold.live.Streams, -1)
+	}
+	if c.state != 0 {
+		keep(se.drv.memFree(c.dev.ctx, c.state))
+		c.state = 0
+		se.hold.track(&se.hold.live.DeviceAllocs, -1)
+	}
+	for _, l := range []**C.dr_launch{&c.enter, &c.next} {
+		if *l != nil {
+			C.free(unsafe.Pointer(*l))
+			*l = nil
+			se.hold.track(&se.hold.live.HostAllocs, -1)
+		}
+	}
+}
+
+// close releases every control's resources (Close, after the streams are
+// idle).
+func (ct *controller) close(keep func(error)) {
+	for _, c := range ct.controls {
+		ct.release(c, keep)
+	}
+	ct.controls, ct.bodyStreams = nil, nil
+}
