@@ -37,7 +37,7 @@ func cudaZeroCases(ctx context.Context, g *dag.Graph, op *dag.Op, buf *dag.Buffe
 			return ignore((&cuda.Session{}).Spans(func(int, int, time.Duration, time.Duration) {}))
 		},
 		"cuda.Session.SetTiming":  func() error { (&cuda.Session{}).SetTiming(true); return nil },
-		"cuda.Session.SetBodies": func() error { return mustErr((&cuda.Session{}).SetBodies(nil, nil)) },
+		"cuda.Session.SetBodies":  func() error { return mustErr((&cuda.Session{}).SetBodies(nil, nil)) },
 		"cuda.Session.GraphStats": func() error { (&cuda.Session{}).GraphStats(); return nil },
 		"cuda.Session.Close":      func() error { return ignore((&cuda.Session{}).Close()) },
 	}
