@@ -99,11 +99,29 @@ func (hd *holdings) loadCondKernels(ctx context.Context, op *dag.Op) error {
 		}
 		f, err := hd.se.b.kernel(d.gpu, k)
 		if err != nil {
+			f, err = hd.se.b.condKernelPTX(d.gpu, k, err)
+		}
+		if err != nil {
 			return fmt.Errorf("the kernels of loops and branches on device %d: %w", d.ordinal, err)
 		}
 		d.funcs[k] = f
 	}
 	return nil
+}
+
+// condKernelPTX loads k from PTX that the driver finishes, when compiling
+// it to a cubin failed with first.
+func (b *Backend) condKernelPTX(d *gpu, k *dag.Kernel, first error) (C.CUfunction, error) {
+	key := moduleKey{source: dag.PTX, sum: sha256.Sum256([]byte("ptx\x00" + k.Code))}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m, err := b.module(d, key, func() ([]byte, error) {
+		return b.comp.compilePTX(k.Code, k.Name+".cu", d.info.major, d.info.minor)
+	})
+	if err != nil {
+		return nil, errors.Join(first, err)
+	}
+	return b.drv.function(d.ctx, m, k.EntryName())
 }
 
 // fill64 returns device d's kernel for fills of 8-byte patterns.

@@ -158,6 +158,21 @@ func (c *compiler) compile(src, name string, major, minor int) (image, error) {
 	return img, nil
 }
 
+// compilePTX returns src compiled to PTX for compute capability
+// major.minor, for the driver to finish: what the kernels that set
+// conditional nodes fall back to where NVRTC will not make a cubin of them.
+func (c *compiler) compilePTX(src, name string, major, minor int) ([]byte, error) {
+	opts := []string{fmt.Sprintf("--gpu-architecture=compute_%d%d", major, minor), "--std=c++17"}
+	if c.nv == nil {
+		nv, err := openNVRTC(c.candidates)
+		if err != nil {
+			return nil, err
+		}
+		c.nv = nv
+	}
+	return c.nv.compile(src, name, opts, false)
+}
+
 func (c *compiler) close() {
 	if c.nv != nil {
 		c.nv.close()
