@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Loops and branches on CUDA: the conditional-node probe (raw WHILE node,
+# unrolled body and host-driven loop per iteration), the loop tests of the
+# cuda package, BenchmarkWhileGPU beside the probe's floors, and every
+# example with a while or an if on cuda against cpu, eager and replayed.
+# Usage: scripts/gpu/loops.sh OUTDIR (run from the directory that holds
+# .gpu/, as scripts/gpu-check.sh does).
+set -uo pipefail
+out=${1:?usage: loops.sh OUTDIR}
+mkdir -p "$out"
+examples=.gpu/examples
+[ -d "$examples" ] || examples=examples
+fail=0
+
+(cd cuda && ../.gpu/cuda.test -test.v -test.timeout 120s \
+	-test.run 'TestConditionalProbe|TestWhileGPU|TestWhileMaxGPU|TestIfElseAndNestingGPU|TestLoop') >"$out/tests.log" 2>&1 || fail=1
+echo "tests: $(grep -c '^--- PASS' "$out/tests.log") passed, $(grep -c '^--- FAIL' "$out/tests.log") failed, $(grep -c '^--- SKIP' "$out/tests.log") skipped"
+grep -E 'FAIL|Error|WRONG' "$out/tests.log" | head -n 20
+(cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench 'BenchmarkWhileGPU' -test.benchtime 5x -test.timeout 120s) >"$out/bench.log" 2>&1 || fail=1
+
+# One row per body size: dagrun's replayed while against the probe's.
+for k in 1 10 100; do
+	raw=$(grep -o "K=$k while_us=[0-9.]* unrolled_us=[0-9.]* host_us=[0-9.]*" "$out/tests.log" | head -n 1)
+	ours=$(grep "BenchmarkWhileGPU/k=$k-" "$out/bench.log" | grep -o '[0-9.]* us/iter' | head -n 1)
+	python3 - "$k" "$raw" "$ours" <<'PY'
+import re, sys
+k, raw, ours = sys.argv[1], sys.argv[2], sys.argv[3]
+f = dict(re.findall(r'(\w+)_us=([0-9.]+)', raw))
+d = re.match(r'([0-9.]+)', ours)
+if not f or not d:
+    print("K=%s: no figures (probe %r, bench %r)" % (k, raw, ours)); sys.exit()
+w, u, h, o = (float(f["while"]), float(f["unrolled"]), float(f["host"]), float(d.group(1)))
+print("K=%s per iteration, us: dagrun while %.2f; raw WHILE node %.2f (ratio %.3f); unrolled %.2f; host loop %.2f" % (k, o, w, o / w, u, h))
+PY
+done
+
+# same_outputs A B: the outputs of two --json reports are equal (floats
+# within 1e-5, since kernels may round differently from the cpu backend).
+same_outputs() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+def load(p):
+    text, dec, found = open(p).read(), json.JSONDecoder(), {}
+    for i, c in enumerate(text):
+        if c == "{" and (i == 0 or text[i - 1] == "\n"):
+            try:
+                doc, _ = dec.raw_decode(text[i:])
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and "outputs" in doc:
+                found = doc
+    return {o["buffer"]: o for o in found.get("outputs", [])}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+ok = bool(a) and set(a) == set(b)
+for n in a:
+    if not ok:
+        break
+    x, y = a[n], b.get(n)
+    if x["fnv"] != y["fnv"] and not (x["dtype"] in ("f32", "f64") and abs(float(x["sum"]) - float(y["sum"])) <= 1e-5 * max(1.0, abs(float(y["sum"])))):
+        ok = False
+sys.exit(0 if ok else 1)
+PY
+}
+
+for spec in "$examples"/*.yaml; do
+	grep -qE '^\s*- *(while|if):|^\s*-? *\{ *(while|if):' "$spec" || continue
+	ex=$(basename "$spec" .yaml)
+	.gpu/dagrun run "$spec" --backend cpu --json >"$out/$ex-cpu.json" 2>"$out/$ex-cpu.err" || { echo "$ex: cpu FAIL"; fail=1; continue; }
+	for mode in eager graph; do
+		flags=()
+		[ $mode = graph ] && flags=(--graph --repeat 20)
+		if .gpu/dagrun run "$spec" --backend cuda "${flags[@]}" --json >"$out/$ex-$mode.json" 2>"$out/$ex-$mode.err" &&
+			same_outputs "$out/$ex-$mode.json" "$out/$ex-cpu.json"; then
+			echo "$ex $mode: ok, equal to cpu"
+		else
+			echo "$ex $mode: FAIL ($(head -c 300 "$out/$ex-$mode.err"))"
+			fail=1
+		fi
+	done
+done
+exit $fail
