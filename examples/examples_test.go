@@ -2,6 +2,7 @@ package examples_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -97,6 +98,7 @@ var checks = map[string]expected{
 	},
 	"mlp_stream.yaml":       mlpCheck(2048, 4096, 16384, 2047),
 	"mlp_stream_small.yaml": mlpCheck(16, 64, 256, 1),
+	"mlp_budget.yaml":       mlpCheck(16, 64, 256, 1),
 	"pipeline_2gpu.yaml":    pipelineCheck,
 	"data_parallel.yaml":    dataParallelCheck,
 }
@@ -416,4 +418,69 @@ func TestMemoryBudgetExample(t *testing.T) {
 	assert.Greater(t, need(free), budget, "without the budget the branches' temporaries are live at once")
 	assert.LessOrEqual(t, need(fit), budget)
 	assert.LessOrEqual(t, float64(fit.Stats.Makespan), 1.10*float64(free.Stats.Makespan), "what the budget costs")
+}
+
+// TestMLPBudgetExample: mlp_budget.yaml's run.memory (88 KiB for device 0)
+// is less than its temporaries would need without reuse (96 KiB) and than
+// its plan without the budget needs; the planned arena fits it. A budget
+// below the smallest reachable need (76 KiB: the weights and one chunk's
+// temporaries) fails with an error naming that need. On the CPU backend
+// the budgeted run computes what the run without the budget does.
+func TestMLPBudgetExample(t *testing.T) {
+	s, err := spec.Load("mlp_budget.yaml")
+	require.NoError(t, err)
+	device0 := func(p *planner.Plan) planner.MemoryUse {
+		for _, m := range p.Memory.Memories {
+			if m.Device == 0 {
+				return m
+			}
+		}
+		t.Fatal("no memory for device 0")
+		return planner.MemoryUse{}
+	}
+	budget := s.Run.Memory.Device
+	require.Equal(t, int64(88<<10), budget, "the figures in the example's header")
+	opts := planner.Options{Streams: s.Run.Streams}
+	free, err := planner.New(s.Graph, opts)
+	require.NoError(t, err)
+	opts.MemoryBudget = map[int]int64{0: budget}
+	fit, err := planner.New(s.Graph, opts)
+	require.NoError(t, err)
+	require.NoError(t, planner.Verify(fit))
+
+	u := device0(fit)
+	assert.Equal(t, int64(96<<10), u.TemporaryBytes, "the temporaries without reuse")
+	assert.Greater(t, u.TemporaryBytes, budget, "the temporaries alone exceed the budget")
+	assert.Greater(t, device0(free).Bytes(), budget, "without the budget the plan needs more")
+	assert.LessOrEqual(t, u.Bytes(), budget)
+	assert.Equal(t, int64(24<<10), u.TemporaryPeak, "the planned peak in the header")
+	assert.LessOrEqual(t, u.ArenaBytes, u.TemporaryPeak*115/100)
+
+	// Below the smallest reachable need: the error names it.
+	opts.MemoryBudget = map[int]int64{0: 72 << 10}
+	_, err = planner.New(s.Graph, opts)
+	be, ok := errors.AsType[*planner.BudgetError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, int64(76<<10), be.Smallest)
+	assert.Equal(t, int64(12<<10), be.Peak)
+	assert.Contains(t, err.Error(), "the smallest need found is 76.0 KiB")
+
+	// The same outputs with and without the budget.
+	outputs := func(p *planner.Plan) []byte {
+		mem, err := executor.Execute(context.Background(), cpu.New(), p)
+		require.NoError(t, err)
+		for b, bytes := range mem {
+			if b.Name == "h_y" {
+				return bytes
+			}
+		}
+		t.Fatal("no h_y")
+		return nil
+	}
+	want := outputs(free)
+	assert.Equal(t, want, outputs(fit))
+	mlpCheck(16, 64, 256, 1)(t, bufferValues(t, s, nil), func(_ int, name string) []float64 {
+		require.Equal(t, "h_y", name)
+		return elems(want, dag.BF16)
+	})
 }

@@ -75,11 +75,18 @@ type Temporary struct {
 //
 // The packing is greedy, as TFLite's arena planner and XLA's heap
 // simulator do it: temporaries are placed one at a time, each at the
-// lowest-waste gap (best fit) among the temporaries already placed that the
-// plan does not order against it, in three orders (largest first, longest
-// lived first, first used first); the smallest arena wins. It takes
-// O(T²·S) time for T temporaries of a memory and S streams, plus a maximum
-// flow for the peak.
+// lowest-waste gap (best fit) or the lowest gap (first fit) among the
+// temporaries already placed that the plan does not order against it, in
+// four orders (largest first, most bytes live beside it first, longest
+// lived first, first used first); then, while the arena is above the peak,
+// a local search moves the temporaries that end above the peak earlier in
+// the order of the best packing so far. The smallest arena wins. The
+// temporaries that may be live together are found in one replay of the
+// plan's steps, which retires a temporary once every stream that will use
+// temporaries again has waited for its last use; the peak is a maximum flow
+// over that order. The work is about linear in the temporaries and the
+// pairs of them that the plan leaves unordered, and the local search is
+// bounded (maxPackWork).
 func MemoryOf(p *Plan) *Memory {
 	if p == nil || p.Graph == nil {
 		return nil
@@ -95,7 +102,8 @@ func MemoryOf(p *Plan) *Memory {
 		}
 		return u
 	}
-	lives := collectLives(p)
+	set := collect(p)
+	lives := set.lives
 	for _, b := range g.Buffers {
 		if b == nil {
 			continue
@@ -105,24 +113,28 @@ func MemoryOf(p *Plan) *Memory {
 			u.Persistent = dag.AddSat(u.Persistent, b.Size)
 		}
 	}
-	byMemory := map[int][]*life{}
-	for _, l := range lives {
-		byMemory[l.t.Device] = append(byMemory[l.t.Device], l)
+	byMemory := map[int][]int32{}
+	var devs []int
+	for i, l := range lives {
+		if _, ok := byMemory[l.t.Device]; !ok {
+			devs = append(devs, l.t.Device)
+		}
+		byMemory[l.t.Device] = append(byMemory[l.t.Device], int32(i))
 	}
-	for dev, ls := range byMemory {
+	for _, dev := range devs {
+		o := set.order(byMemory[dev])
+		ls := o.lives
 		u := use(dev)
 		u.Temporaries = len(ls)
 		for _, l := range ls {
 			u.TemporaryBytes = dag.AddSat(u.TemporaryBytes, l.t.Bytes)
 		}
-		u.TemporaryPeak, u.Peak = peakOf(ls)
-		u.ArenaBytes = packArena(ls, u.TemporaryPeak)
-		for _, id := range u.Peak {
-			for _, l := range ls {
-				if l.t.Buffer == id {
-					u.PeakOps = append(u.PeakOps, l.firstUse)
-				}
-			}
+		var peak []int32
+		u.TemporaryPeak, peak = peakOf(o)
+		u.ArenaBytes = packArena(ls, o.conflicts, u.TemporaryPeak)
+		for _, i := range peak {
+			u.Peak = append(u.Peak, ls[i].t.Buffer)
+			u.PeakOps = append(u.PeakOps, ls[i].firstUse)
 		}
 	}
 	for _, l := range lives {
@@ -163,30 +175,56 @@ type life struct {
 	// use is ordered after (a vector clock meet over the uses, each clock
 	// taken just before the use runs).
 	last, first []int32
-	firstUse    int32 // the use submitted first
-	start, end  int   // the steps of the first and last use, for orderings
+	on          []int32 // the streams s with last[s] > 0
+	firstUse    int32   // the use submitted first
+	start, end  int     // the steps of the first and last use, for orderings
+	left        int32   // while collecting: the steps using it not replayed yet
 }
 
 // before reports whether the plan orders every use of l before every use of
 // m.
 func (l *life) before(m *life) bool {
-	for s, n := range l.last {
-		if n > m.first[s] {
+	for _, s := range l.on {
+		if l.last[s] > m.first[s] {
 			return false
 		}
 	}
 	return true
 }
 
-// collectLives replays p's steps with a vector clock per stream and finds
-// each temporary's uses: the ops that access it other than its Alloc and
-// Free, or those two where nothing else does (in an arena they are the only
-// ops that name it, and do nothing).
-func collectLives(p *Plan) []*life {
+// lifeEvent is a temporary's first use (start) or its retirement, in the
+// order collect met them. Once retired, a temporary is ordered before every
+// temporary that starts after it; the retirements between two starts form
+// one batch.
+type lifeEvent struct {
+	life   int32
+	retire bool
+}
+
+// lifeSet is the temporaries of a plan and the events of its replay.
+type lifeSet struct {
+	lives []*life
+	log   []lifeEvent
+}
+
+// collectLives returns the temporaries of p and their uses (collect).
+func collectLives(p *Plan) []*life { return collect(p).lives }
+
+// collect replays p's steps with a vector clock per stream and finds each
+// temporary's uses: the ops that access it other than its Alloc and Free,
+// or those two where nothing else does (in an arena they are the only ops
+// that name it, and do nothing). On the way it retires the temporaries
+// whose uses are all over and that every stream still to use a temporary
+// has waited for: the meet of those streams' clocks (the frontier) is past
+// their last uses, so the plan orders them before every later use.
+func collect(p *Plan) *lifeSet {
 	g := p.Graph
 	ns := len(p.Streams)
-	var lives []*life
-	byBuf := make([]*life, len(g.Buffers))
+	set := &lifeSet{}
+	byBuf := make([]int32, len(g.Buffers))
+	for i := range byBuf {
+		byBuf[i] = -1
+	}
 	used := make([]bool, len(g.Buffers))
 	for _, op := range g.Ops {
 		if op == nil {
@@ -194,35 +232,76 @@ func collectLives(p *Plan) []*life {
 		}
 		for _, a := range op.Access {
 			if b := a.Buf; b != nil && b.Temporary && b.ID >= 0 && b.ID < len(g.Buffers) {
-				if byBuf[b.ID] == nil {
+				if byBuf[b.ID] < 0 {
 					t := &Temporary{Buffer: b.ID, Device: memoryOf(b), Bytes: roundUp(b.Size), Alloc: -1, Free: -1}
-					l := &life{t: t, last: make([]int32, ns), first: make([]int32, ns), firstUse: -1, start: -1}
-					for s := range l.first {
-						l.first[s] = math.MaxInt32
-					}
-					byBuf[b.ID] = l
+					byBuf[b.ID] = int32(len(set.lives))
+					set.lives = append(set.lives, &life{t: t, firstUse: -1, start: -1})
 				}
 				switch op.Kind.Info().Lifetime {
 				case dag.Allocates:
-					byBuf[b.ID].t.Alloc = int32(op.ID)
+					set.lives[byBuf[b.ID]].t.Alloc = int32(op.ID)
 				case dag.Frees:
-					byBuf[b.ID].t.Free = int32(op.ID)
+					set.lives[byBuf[b.ID]].t.Free = int32(op.ID)
 				default:
 					used[b.ID] = true
 				}
 			}
 		}
 	}
-	for _, l := range byBuf {
-		if l != nil {
-			lives = append(lives, l)
+	lives := set.lives
+	if len(lives) == 0 {
+		return set
+	}
+	// Vectors of all lives in two arrays.
+	vecs := make([]int32, 2*ns*len(lives))
+	for i, l := range lives {
+		l.last = vecs[2*i*ns : (2*i+1)*ns : (2*i+1)*ns]
+		l.first = vecs[(2*i+1)*ns : (2*i+2)*ns : (2*i+2)*ns]
+		for s := range l.first {
+			l.first[s] = math.MaxInt32
 		}
 	}
-	isUse := func(op *dag.Op, l *life) bool {
-		return used[l.t.Buffer] != (op.Kind.Info().Lifetime != dag.NoLifetime)
+	// opUses lists, by op, the temporaries its run uses (once each).
+	opStart := make([]int32, len(g.Ops)+1)
+	var opUses []int32
+	for i, op := range g.Ops {
+		opStart[i] = int32(len(opUses))
+		if op == nil {
+			continue
+		}
+		for j, a := range op.Access {
+			b := a.Buf
+			if b == nil || !b.Temporary || b.ID < 0 || b.ID >= len(g.Buffers) ||
+				used[b.ID] != (op.Kind.Info().Lifetime == dag.NoLifetime) ||
+				slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
+				continue
+			}
+			opUses = append(opUses, byBuf[b.ID])
+		}
+	}
+	opStart[len(g.Ops)] = int32(len(opUses))
+	usesOf := func(op int32) []int32 { return opUses[opStart[op]:opStart[op+1]] }
+	// What is left to replay: each life's using steps, each stream's steps
+	// that use a temporary.
+	remaining := make([]int32, ns)
+	valid := func(st Step) bool {
+		return st.Kind == Run && st.Stream >= 0 && int(st.Stream) < ns && st.Op >= 0 && int(st.Op) < len(g.Ops)
+	}
+	for _, st := range p.Steps {
+		if valid(st) {
+			if us := usesOf(st.Op); len(us) > 0 {
+				remaining[st.Stream]++
+				for _, x := range us {
+					lives[x].left++
+				}
+			}
+		}
 	}
 	clock := make([]int32, ns*ns)
 	events := make([][]int32, p.Events)
+	frontier := make([]int32, ns)
+	var pending []int32 // lives whose uses are over, not retired yet
+	checkAt := minRetireCheck
 	for i, st := range p.Steps {
 		s := int(st.Stream)
 		if s < 0 || s >= ns {
@@ -241,58 +320,177 @@ func collectLives(p *Plan) []*life {
 				}
 			}
 		case Run:
-			if st.Op < 0 || int(st.Op) >= len(g.Ops) {
+			if !valid(st) {
 				continue
 			}
-			op := g.Ops[st.Op]
-			for j, a := range op.Access {
-				if a.Buf == nil || !a.Buf.Temporary || slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == a.Buf }) {
-					continue
-				}
-				l := byBuf[a.Buf.ID]
-				if !isUse(op, l) {
-					continue
-				}
+			us := usesOf(st.Op)
+			if len(us) == 0 {
+				mine[s]++
+				continue
+			}
+			if len(pending) >= checkAt && slices.ContainsFunc(us, func(x int32) bool { return lives[x].start < 0 }) {
+				pending = set.retire(pending, clock, remaining, frontier)
+				checkAt = max(minRetireCheck, 2*len(pending))
+			}
+			for _, x := range us {
+				l := lives[x]
 				for t, c := range mine {
 					l.first[t] = min(l.first[t], c)
+				}
+				if l.last[s] == 0 {
+					l.on = append(l.on, int32(s))
 				}
 				l.last[s] = mine[s] + 1
 				if l.start < 0 {
 					l.start, l.firstUse = i, st.Op
+					set.log = append(set.log, lifeEvent{life: x})
 				}
 				l.end = i
+				if l.left--; l.left == 0 {
+					pending = append(pending, x)
+				}
 			}
+			remaining[s]--
 			mine[s]++
 		}
 	}
-	return lives
+	return set
 }
 
-// packArena gives each temporary of ls (all of one memory) an offset and
-// returns the arena's size. It tries the greedy packing in a few orders,
-// and then, while the arena is above peak (no arena can be smaller) and the
-// work stays bounded, in shuffled orders: the smallest arena wins.
-func packArena(ls []*life, peak int64) int64 {
-	n := len(ls)
-	// conflicts[i]: the temporaries that may be live with i.
-	conflicts := make([][]int32, n)
-	pairs := 0
-	for i := range ls {
-		for j := i + 1; j < n; j++ {
-			if !ls[i].before(ls[j]) && !ls[j].before(ls[i]) {
-				conflicts[i] = append(conflicts[i], int32(j))
-				conflicts[j] = append(conflicts[j], int32(i))
-				pairs++
-			}
+// minRetireCheck is the fewest finished temporaries worth a look at the
+// frontier; collect looks again once twice as many wait as it kept.
+const minRetireCheck = 8
+
+// retire logs the lives of pending that the frontier (the meet of the
+// clocks of the streams with temporaries still to use) has passed, and
+// returns the others.
+func (set *lifeSet) retire(pending, clock, remaining, frontier []int32) []int32 {
+	ns := len(remaining)
+	have := false
+	for t := range ns {
+		if remaining[t] == 0 {
+			continue
+		}
+		row := clock[t*ns : (t+1)*ns]
+		if !have {
+			copy(frontier, row)
+			have = true
+			continue
+		}
+		for k, c := range row {
+			frontier[k] = min(frontier[k], c)
 		}
 	}
+	if !have {
+		return pending
+	}
+	kept := pending[:0]
+	for _, x := range pending {
+		l := set.lives[x]
+		passed := true
+		for _, s := range l.on {
+			if l.last[s] > frontier[s] {
+				passed = false
+				break
+			}
+		}
+		if passed {
+			set.log = append(set.log, lifeEvent{life: x, retire: true})
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	return kept
+}
+
+// lifeOrder is the temporaries of one memory and how the plan orders
+// them: the pairs it leaves unordered (conflicts), and a DAG whose paths
+// join exactly the ordered pairs: direct arcs between ordered pairs that
+// both lived at once in the replay, and for the rest, chains through
+// barriers (one per batch of retirements).
+type lifeOrder struct {
+	lives     []*life
+	conflicts [][]int32
+	direct    [][2]int32 // a before b, both unretired when b started
+	retiredAt []int32    // the barrier each life retired into, -1 for none
+	startsAt  []int32    // the last barrier before each life started, -1 for none
+	barriers  int
+}
+
+// order gathers the lifeOrder of the lives members (of one memory) of
+// set.
+func (set *lifeSet) order(members []int32) *lifeOrder {
+	n := len(members)
+	o := &lifeOrder{lives: make([]*life, n), conflicts: make([][]int32, n), retiredAt: make([]int32, n), startsAt: make([]int32, n)}
+	local := make(map[int32]int32, n)
+	for i, x := range members {
+		o.lives[i] = set.lives[x]
+		local[x] = int32(i)
+		o.retiredAt[i], o.startsAt[i] = -1, -1
+	}
+	var active []int32
+	dead := 0
+	retired := make([]bool, n)
+	inBatch := false
+	for _, ev := range set.log {
+		m, ok := local[ev.life]
+		if !ok {
+			continue
+		}
+		if ev.retire {
+			if !inBatch {
+				o.barriers++
+				inBatch = true
+			}
+			o.retiredAt[m] = int32(o.barriers - 1)
+			retired[m] = true
+			dead++
+			continue
+		}
+		inBatch = false
+		o.startsAt[m] = int32(o.barriers - 1)
+		if dead > len(active)/2 {
+			active = slices.DeleteFunc(active, func(a int32) bool { return retired[a] })
+			dead = 0
+		}
+		lm := o.lives[m]
+		for _, a := range active {
+			if retired[a] {
+				continue
+			}
+			if o.lives[a].before(lm) {
+				o.direct = append(o.direct, [2]int32{a, m})
+			} else {
+				o.conflicts[a] = append(o.conflicts[a], m)
+				o.conflicts[m] = append(o.conflicts[m], a)
+			}
+		}
+		active = append(active, m)
+	}
+	return o
+}
+
+// packArena gives each temporary of ls (all of one memory, conflicts[i]
+// those that may be live with ls[i]) an offset and returns the arena's
+// size. It tries the greedy packing in a few orders, and then, while the
+// arena is above peak (no arena can be smaller) and the work stays
+// bounded, improves the best packing by a local search: the smallest arena
+// wins.
+func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
+	n := len(ls)
+	if n == 0 {
+		return 0
+	}
+	pairs := 0
 	load := make([]int64, n) // the bytes that may be live with each
 	for i, cs := range conflicts {
+		pairs += len(cs)
 		load[i] = ls[i].t.Bytes
 		for _, j := range cs {
 			load[i] = dag.AddSat(load[i], ls[j].t.Bytes)
 		}
 	}
+	pairs /= 2
 	bySize := func(a, b int) int {
 		return cmp.Or(cmp.Compare(ls[b].t.Bytes, ls[a].t.Bytes), cmp.Compare(ls[a].start, ls[b].start), cmp.Compare(a, b))
 	}
@@ -304,41 +502,50 @@ func packArena(ls []*life, peak int64) int64 {
 		},
 		func(a, b int) int { return cmp.Or(cmp.Compare(ls[a].start, ls[b].start), bySize(a, b)) },
 	}
+	work := n + 2*pairs + 1 // the cost of one greedy packing
 	var best []int64
 	bestSize := int64(-1)
-	try := func(order []int) {
-		for _, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} {
-			offsets, size := greedyFit(ls, conflicts, order, how)
-			if bestSize < 0 || size < bestSize {
-				best, bestSize = offsets, size
-			}
+	try := func(order []int, how fit) ([]int64, int64) {
+		offsets, size := greedyFit(ls, conflicts, order, how)
+		if bestSize < 0 || size < bestSize {
+			best, bestSize = offsets, size
 		}
+		return offsets, size
 	}
+	// The best packing of each order, to start a local search from.
+	type start struct {
+		offsets []int64
+		size    int64
+	}
+	var starts []start
 	order := make([]int, n)
 	for _, by := range orders {
 		for i := range order {
 			order[i] = i
 		}
 		slices.SortFunc(order, by)
-		try(order)
-	}
-	// Shuffles of the largest-first order: swaps of neighbours keep big
-	// temporaries early but let the packing escape a bad tie.
-	r := rand.New(rand.NewPCG(uint64(n), uint64(pairs)))
-	for range min(maxShuffles, maxPackWork/(n+2*pairs+1)) {
+		st := start{size: -1}
+		for _, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} {
+			if o, size := try(order, how); st.size < 0 || size < st.size {
+				st = start{o, size}
+			}
+			if bestSize <= peak || work > maxPackWork/16 {
+				break // big memories: one packing per order
+			}
+		}
 		if bestSize <= peak {
 			break
 		}
-		for i := range order {
-			order[i] = i
+		starts = append(starts, st)
+	}
+	// A local search from each, smallest first, sharing the work.
+	slices.SortStableFunc(starts, func(a, b start) int { return cmp.Compare(a.size, b.size) })
+	tries := min(maxImprove, maxPackWork/work)
+	for k, st := range starts {
+		if bestSize <= peak {
+			break
 		}
-		slices.SortFunc(order, bySize)
-		for k := range n - 1 {
-			if r.IntN(3) == 0 {
-				order[k], order[k+1] = order[k+1], order[k]
-			}
-		}
-		try(order)
+		improve(ls, conflicts, st.offsets, st.size, peak, tries/len(starts), uint64(k), try)
 	}
 	for i, l := range ls {
 		l.t.Offset = best[i]
@@ -346,10 +553,79 @@ func packArena(ls []*life, peak int64) int64 {
 	return max(bestSize, 0)
 }
 
-// The packer's bounds on the shuffled orders it tries.
+// improve searches for a packing smaller than offsets (of size size), by
+// at most tries greedy packings through try, which keeps the smallest. Each
+// step takes the current packing's order by offset (in which first fit
+// packs no higher), moves one temporary that ends above peak to an earlier
+// place, now and then swaps two others, and packs again, by first fit and
+// best fit in turn; it keeps the result when it is no larger (on a tie,
+// when fewer bytes lie above peak, or now and then anyway, to drift along
+// a plateau). It stops at peak, or after maxStall packings without a
+// smaller arena.
+func improve(ls []*life, conflicts [][]int32, offsets []int64, size, peak int64, tries int, seed uint64, try func([]int, fit) ([]int64, int64)) {
+	n := len(ls)
+	if size <= peak || tries <= 0 || n < 2 {
+		return
+	}
+	r := rand.New(rand.NewPCG(uint64(n)<<8|seed, uint64(size)))
+	above := func(o []int64) int64 {
+		var x int64
+		for i, l := range ls {
+			x = dag.AddSat(x, max(0, dag.AddSat(o[i], l.t.Bytes)-peak))
+		}
+		return x
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	cur, curSize, curAbove := offsets, size, above(offsets)
+	best, stall := size, 0
+	var tops []int
+	for k := range tries {
+		if best <= peak || stall >= maxStall {
+			return
+		}
+		slices.SortFunc(order, func(a, b int) int { return cmp.Or(cmp.Compare(cur[a], cur[b]), cmp.Compare(a, b)) })
+		tops = tops[:0]
+		for at, i := range order {
+			if dag.AddSat(cur[i], ls[i].t.Bytes) > peak {
+				tops = append(tops, at)
+			}
+		}
+		from := tops[r.IntN(len(tops))]
+		to := 0
+		if r.IntN(2) == 0 {
+			to = r.IntN(from + 1)
+		}
+		x := order[from]
+		copy(order[to+1:from+1], order[to:from])
+		order[to] = x
+		if r.IntN(2) == 0 {
+			a, b := r.IntN(n), r.IntN(n)
+			order[a], order[b] = order[b], order[a]
+		}
+		o, s := try(order, []fit{{best: true}, {}, {best: true, high: true, height: peak}}[k%3])
+		if s < best {
+			best, stall = s, 0
+		} else {
+			stall++
+		}
+		if s < curSize {
+			cur, curSize, curAbove = o, s, above(o)
+		} else if s == curSize {
+			if a := above(o); a <= curAbove || r.IntN(4) == 0 {
+				cur, curAbove = o, a
+			}
+		}
+	}
+}
+
+// The packer's bounds on its local search.
 const (
-	maxShuffles = 64
-	maxPackWork = 1 << 22 // temporaries plus conflicts, summed over the shuffles
+	maxImprove  = 2000    // packings tried
+	maxStall    = 2000    // packings tried since the arena last shrank
+	maxPackWork = 1 << 22 // temporaries plus twice the conflicts, summed over the packings tried
 )
 
 // fit is how greedyFit chooses among the gaps that hold a temporary.
@@ -410,36 +686,114 @@ func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, 
 	return offsets, size
 }
 
-// peakOf returns the heaviest set of temporaries of ls no two of which are
-// ordered, and its weight: by Dilworth's theorem, weighted, the weight of
-// all minus a maximum flow from each temporary to the ones it is ordered
-// before (Fulkerson's reduction to bipartite matching).
-func peakOf(ls []*life) (int64, []int) {
+// peakOf returns the heaviest set of temporaries of o no two of which are
+// ordered (as indices of o.lives, in order), and its weight: by Dilworth's
+// theorem, weighted, the weight of all minus a maximum flow in which each
+// temporary sends its bytes to the ones it is ordered before (Fulkerson's
+// reduction), along the paths of o's DAG: each temporary is a node out (fed
+// by the source) and a node in (drained to the sink), and flow into in may
+// pass on through out.
+func peakOf(o *lifeOrder) (int64, []int32) {
+	ls := o.lives
 	n := len(ls)
 	if n == 0 {
 		return 0, nil
 	}
-	f := newFlow(2*n + 2)
-	src, sink := 2*n, 2*n+1
+	out := func(i int32) int { return int(i) }
+	in := func(i int32) int { return n + int(i) }
+	barrier := func(k int32) int { return 2*n + int(k) }
+	src, sink := 2*n+o.barriers, 2*n+o.barriers+1
+	f := newFlow(2*n + o.barriers + 2)
+	// The arcs a greedy first flow goes along, by life and by barrier.
+	srcArc, sinkArc, retireArc, startArc := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	chainArc := make([]int32, max(o.barriers-1, 0))
+	arc := func() int32 { return int32(len(f.to)) }
 	for i, l := range ls {
-		f.edge(src, i, l.t.Bytes)
-		f.edge(n+i, sink, l.t.Bytes)
-		for j, m := range ls {
-			if i != j && l.before(m) {
-				f.edge(i, n+j, math.MaxInt64)
+		srcArc[i] = arc()
+		f.edge(src, out(int32(i)), l.t.Bytes)
+		sinkArc[i] = arc()
+		f.edge(in(int32(i)), sink, l.t.Bytes)
+		f.edge(in(int32(i)), out(int32(i)), math.MaxInt64)
+		retireArc[i], startArc[i] = -1, -1
+		if k := o.retiredAt[i]; k >= 0 {
+			retireArc[i] = arc()
+			f.edge(out(int32(i)), barrier(k), math.MaxInt64)
+		}
+		if k := o.startsAt[i]; k >= 0 {
+			startArc[i] = arc()
+			f.edge(barrier(k), in(int32(i)), math.MaxInt64)
+		}
+	}
+	for k := int32(1); k < int32(o.barriers); k++ {
+		chainArc[k-1] = arc()
+		f.edge(barrier(k-1), barrier(k), math.MaxInt64)
+	}
+	for _, d := range o.direct {
+		f.edge(out(d[0]), in(d[1]), math.MaxInt64)
+	}
+	// A first flow, greedily in the replay's order: each temporary takes
+	// what it can from those retired before it started, oldest first,
+	// through the barriers; the maximum flow goes on from there.
+	send := func(a int32, d int64) {
+		f.cap[a] -= d
+		f.cap[a^1] = dag.AddSat(f.cap[a^1], d)
+	}
+	type offer struct {
+		life int32
+		left int64
+	}
+	var pool []offer
+	chain := make([]int64, o.barriers+1) // differences of the flow along the barriers' chain
+	byStart := make([]int32, 0, n)
+	for i := range ls {
+		byStart = append(byStart, int32(i))
+	}
+	slices.SortFunc(byStart, func(a, b int32) int { return cmp.Compare(ls[a].start, ls[b].start) })
+	byRetire := slices.Clone(byStart)
+	byRetire = slices.DeleteFunc(byRetire, func(i int32) bool { return o.retiredAt[i] < 0 })
+	slices.SortStableFunc(byRetire, func(a, b int32) int { return cmp.Compare(o.retiredAt[a], o.retiredAt[b]) })
+	next := 0
+	for _, m := range byStart {
+		j := o.startsAt[m]
+		if j < 0 {
+			continue
+		}
+		for ; next < len(byRetire) && o.retiredAt[byRetire[next]] <= j; next++ {
+			pool = append(pool, offer{byRetire[next], ls[byRetire[next]].t.Bytes})
+		}
+		want := ls[m].t.Bytes
+		for want > 0 && len(pool) > 0 {
+			x := &pool[0]
+			d := min(want, x.left)
+			send(srcArc[x.life], d)
+			send(retireArc[x.life], d)
+			chain[o.retiredAt[x.life]] += d
+			chain[j] -= d
+			send(startArc[m], d)
+			send(sinkArc[m], d)
+			want -= d
+			if x.left -= d; x.left == 0 {
+				pool = pool[1:]
 			}
+		}
+	}
+	var along int64
+	for k, a := range chainArc {
+		along += chain[k]
+		if along > 0 {
+			send(a, along)
 		}
 	}
 	f.max(src, sink)
 	reach := f.reachable(src)
-	var peak []int
+	var peak []int32
 	var weight int64
 	for i, l := range ls {
-		if reach[i] && !reach[n+i] {
-			peak = append(peak, l.t.Buffer)
+		if reach[out(int32(i))] && !reach[in(int32(i))] {
+			peak = append(peak, int32(i))
 			weight = dag.AddSat(weight, l.t.Bytes)
 		}
 	}
-	slices.Sort(peak)
+	slices.SortFunc(peak, func(a, b int32) int { return cmp.Compare(ls[a].t.Buffer, ls[b].t.Buffer) })
 	return weight, peak
 }

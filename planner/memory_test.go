@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/dag"
@@ -104,10 +105,9 @@ func packFamilies(t testing.TB, seeds int) map[string]*packing {
 
 // TestPackingQuality holds the packer to its targets over generated
 // families: arena within 5% of the plan's peak of live temporaries
-// (geometric mean); and reports the worst case and the arena against the
-// sum of all temporaries. The worst case is held under 25%: the peak is a
-// lower bound that the best packing may not reach (the greedy packer's
-// worst, on chains and pipelines, is about 22% above it).
+// (geometric mean over all plans) and never more than 15% above it on any
+// plan; it reports the arena against the sum of all temporaries too. The
+// peak is a lower bound that the best packing may not reach.
 func TestPackingQuality(t *testing.T) {
 	seeds := 20
 	if testing.Short() {
@@ -120,13 +120,32 @@ func TestPackingQuality(t *testing.T) {
 		pk := res[fam]
 		t.Logf("%-9s arena/peak geo-mean %.4f worst %.4f, arena/sum geo-mean %.4f over %d plans",
 			fam, math.Exp(pk.logPeak/float64(pk.plans)), pk.worst, math.Exp(pk.logSum/float64(pk.plans)), pk.plans)
-		require.LessOrEqual(t, pk.worst, 1.25, fam)
+		assert.LessOrEqual(t, pk.worst, maxArenaOverPeak, "%s: worst arena/peak", fam)
 		logPeak += pk.logPeak
 		plans += pk.plans
 	}
 	geo := math.Exp(logPeak / float64(plans))
 	t.Logf("all       arena/peak geo-mean %.4f", geo)
-	require.LessOrEqual(t, geo, 1.05)
+	assert.LessOrEqual(t, geo, meanArenaOverPeak, "geo-mean arena/peak")
+}
+
+// The packer's targets: arena bytes over the plan's peak of live
+// temporaries, at worst and as a geometric mean.
+const (
+	maxArenaOverPeak  = 1.15
+	meanArenaOverPeak = 1.05
+)
+
+// TestPackingQualityCanFail: the targets are ones some arenas miss, so
+// TestPackingQuality's checks bite: packing every temporary at its own
+// bytes (no reuse) is far above them.
+func TestPackingQualityCanFail(t *testing.T) {
+	g := dagtest.Family("chain", 24, 1)
+	p, err := planner.New(g, planner.Options{Streams: 1})
+	require.NoError(t, err)
+	u := p.Memory.Memories[0]
+	require.Greater(t, float64(u.TemporaryBytes)/float64(u.TemporaryPeak), maxArenaOverPeak)
+	require.Greater(t, float64(u.TemporaryBytes)/float64(u.TemporaryPeak), meanArenaOverPeak)
 }
 
 // TestPackingChainReusesBytes: in a chain each temporary is dead once the

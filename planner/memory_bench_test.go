@@ -1,0 +1,38 @@
+package planner
+
+import (
+	"testing"
+
+	"github.com/dagrun/dagrun/internal/dagtest"
+)
+
+// BenchmarkPlanTemporaries plans a generated graph of 100,000 ops with
+// 20,000 temporaries (dagtest's pipeline family, default options) as dagrun
+// plan does, planner.New then Verify, with memory planning on (the
+// temporaries' lives, their peak, the packing of the arena, and Verify's
+// check of it) and off (the same plan without Plan.Memory, which Verify then
+// skips). The ratio of the two is what memory planning costs.
+func BenchmarkPlanTemporaries(b *testing.B) {
+	g := dagtest.Family("pipeline", 20000, 1)
+	opts, err := Options{}.withDefaults()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name   string
+		memory bool
+	}{{"memory=off", false}, {"memory=on", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				p := planStrategy(g, opts)
+				if bc.memory {
+					p.Memory = MemoryOf(p)
+				}
+				if err := Verify(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(g.Ops)), "ops")
+		})
+	}
+}
