@@ -174,10 +174,10 @@ func TestPlanBranchesAndNesting(t *testing.T) {
 // plan, or the plan's bodies themselves, and expects Verify to say so.
 func TestVerifyCatchesBrokenBodies(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
+		name   string
 		mutate func(p, body *planner.Plan)
-		kind  planner.VerifyKind
-		msg   string
+		kind   planner.VerifyKind
+		msg    string
 	}{
 		{"fork wait removed", func(_, body *planner.Plan) {
 			i := slices.IndexFunc(body.Steps, func(st planner.Step) bool { return st.Kind == planner.Wait && st.Stream != 0 && st.Op == -1 })
