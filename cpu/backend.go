@@ -216,6 +216,12 @@ type Session struct {
 	graphs     []*graph // by number; nil once destroyed
 	forkEvents []int32  // by stream: the event a capture on it forks with
 	joinEvents []int32  // by stream: the event it joins a capture with
+
+	// Loops and branches (control.go).
+	controls    map[int]*control // by the op's index
+	ctlEvents   []event          // the controls' entry and exit events, numbered -1, -2, ...
+	bodyStreams []bool           // by stream: it serves a body
+	failBody    *bodyFault       // FailInBody's, if any
 }
 
 var (
@@ -405,6 +411,7 @@ func (b *Session) Close() error {
 	b.g, b.mem, b.kernels, b.ready = nil, nil, nil, nil
 	b.streams, b.events, b.spans, b.spare = nil, nil, nil, nil
 	b.capturing, b.graphs, b.forkEvents, b.joinEvents = nil, nil, nil, nil
+	b.controls, b.ctlEvents, b.bodyStreams, b.failBody = nil, nil, nil, nil
 	b.blocked, b.pending, b.drained = 0, 0, nil
 	b.open = false
 	b.mu.Unlock()

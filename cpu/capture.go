@@ -61,7 +61,7 @@ func (b *Session) BeginCapture(origin int) error {
 	g := &graph{origin: origin}
 	g.steps = append(g.steps, captured{stream: int32(origin), in: instr{kind: record, event: fork}})
 	for i := range b.streams {
-		if i != origin {
+		if i != origin && !b.servesBody(i) { // control.go: a body's streams fork from its loop
 			g.steps = append(g.steps, captured{stream: int32(i), in: instr{kind: wait, event: fork}})
 		}
 	}
@@ -82,7 +82,7 @@ func (b *Session) EndCapture(origin int) (int, error) {
 		return -1, fmt.Errorf("cpu: EndCapture: stream %d is not capturing", origin)
 	}
 	for i := range b.streams {
-		if i != origin {
+		if i != origin && !b.servesBody(i) {
 			join := b.joinEvents[i]
 			g.steps = append(g.steps,
 				captured{stream: int32(i), in: instr{kind: record, event: join}},
@@ -150,11 +150,11 @@ func (b *Session) LaunchGraph(gi, stream int) error {
 		in.replay = b.launches // the launch's number + 1
 		switch in.kind {
 		case record:
-			ev := &b.events[in.event]
+			ev := b.event(in.event)
 			ev.recorded++
 			in.gen = ev.recorded
 		case wait:
-			in.gen = b.events[in.event].recorded
+			in.gen = b.event(in.event).recorded
 		}
 		b.enqueue(b.streams[st.stream], in)
 	}

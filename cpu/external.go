@@ -225,5 +225,5 @@ func (b *Session) waitOver(in instr) bool {
 		_, ok := in.ext.over(in.gen)
 		return ok
 	}
-	return b.events[in.event].reached >= in.gen
+	return b.event(in.event).reached >= in.gen
 }

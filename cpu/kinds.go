@@ -167,7 +167,9 @@ var kinds = map[dag.OpKind]kindImpl{
 	dag.Recv: collectiveImpl(func(ctx context.Context, c device.Collectives, s *dag.CollectiveSpec, _ dag.DType, mem [][]byte) error {
 		return c.Recv(ctx, mem[0], s.Peer)
 	}),
-	dag.Task: taskImpl,
+	dag.Task:  taskImpl,
+	dag.While: controlImpl, // control.go
+	dag.If:    controlImpl,
 }
 
 // collectiveImpl is the entry of a collective kind that call runs through

@@ -10,15 +10,17 @@ import (
 )
 
 // prepare checks that every op of g can run here and finds the Go function
-// of every launch, by op ID. Graphs from dag.Build pass every check but the
+// of every launch, by op number (index): the graph's ops and then those of
+// its loops' and branches' bodies (dag.Graph.OpAt). Graphs from dag.Build pass every check but the
 // kernel's source; the others keep a hand-made graph from making a worker
 // index out of range.
 func prepare(g *dag.Graph) ([]kernelFunc, error) {
-	kernels := make([]kernelFunc, len(g.Ops))
+	kernels := make([]kernelFunc, len(g.Ops)+len(g.Nested))
 	var errs []error
 	refused := map[*dag.Kernel]bool{}
-	for i, op := range g.Ops {
-		if op == nil || op.ID != i {
+	for i := range kernels {
+		op := g.OpAt(i)
+		if op == nil || i < len(g.Ops) && op.ID != i || i >= len(g.Ops) && op.Index != i {
 			errs = append(errs, fmt.Errorf("cpu: op %d of the graph is missing or has another ID; build graphs with dag.Builder", i))
 			continue
 		}
@@ -126,4 +128,14 @@ func (b *Session) commit(op *dag.Op, made []byte) error {
 		return c(b, op, made)
 	}
 	return nil
+}
+
+// index is op's number among the opened graph's ops and those of its
+// bodies (dag.Op.Index): what kernels, spans and bodies are kept by. A
+// graph's own op goes by its ID, which a hand-made graph sets alone.
+func (b *Session) index(op *dag.Op) int {
+	if op.Index >= len(b.g.Ops) {
+		return op.Index
+	}
+	return op.ID
 }

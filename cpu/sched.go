@@ -49,6 +49,10 @@ type stream struct {
 	state    streamState
 	q        []instr
 	head     int
+	// advancing is set while advance moves the stream: work a loop or
+	// branch appends to it then (control.go) is taken by that advance,
+	// not by a second one nested in it.
+	advancing bool
 }
 
 // event is a latch that counts generations, so that the same event can be
@@ -90,7 +94,7 @@ func (b *Session) enqueue(s *stream, in instr) {
 	}
 	s.q = append(s.q, in)
 	b.pending++
-	if s.state == idle {
+	if s.state == idle && !s.advancing {
 		b.resume(s)
 	}
 }
@@ -117,23 +121,40 @@ func (b *Session) makeReady(s *stream) {
 // skips its ops once the run is aborted. It reports whether an op is next;
 // otherwise it leaves s blocked or idle.
 func (b *Session) advance(s *stream) bool {
+	s.advancing = true
+	next := b.advanceLoop(s)
+	s.advancing = false
+	return next
+}
+
+func (b *Session) advanceLoop(s *stream) bool {
 	for s.head < len(s.q) {
 		in := s.q[s.head]
 		switch in.kind {
 		case run, pause:
+			if b.aborted {
+				break
+			}
+			if in.kind == run && isControl(in.op) {
+				b.expand(s, 0) // control.go: the head is now what the op does
+				continue
+			}
+			return true
+		case again:
 			if !b.aborted {
-				return true
+				b.expand(s, in.gen) // control.go: the loop's next check
+				continue
 			}
 		case fail:
 			b.failAt(in)
 		case wait:
-			if !b.aborted && b.events[in.event].reached < in.gen {
+			if !b.aborted && b.event(in.event).reached < in.gen {
 				s.state = blocked
 				b.blocked++
 				return false
 			}
 		case record:
-			ev := &b.events[in.event]
+			ev := b.event(in.event)
 			ev.reached = max(ev.reached, in.gen)
 		case waitExternal, recordExternal:
 			if !b.external(s, in) {
@@ -238,7 +259,7 @@ func (b *Session) step(w *worker, s *stream) {
 	}
 	err := b.resolve(w, op)
 	noop := b.inArena(op) // arena.go
-	kernel, ctx, timing := b.kernels[op.ID], b.runCtx, b.timing
+	kernel, ctx, timing := b.kernels[b.index(op)], b.runCtx, b.timing
 	if op.Kind.IsCollective() {
 		ctx = withCollectives(ctx, b.collectives())
 	}
@@ -272,7 +293,7 @@ func (b *Session) step(w *worker, s *stream) {
 		b.abort(&dag.OpError{Op: op.Name, Err: err})
 	}
 	if timing && !start.IsZero() {
-		b.spans = append(b.spans, span{op: int32(op.ID), stream: s.id, replay: replay - 1, start: start.Sub(b.origin), end: end.Sub(b.origin)})
+		b.spans = append(b.spans, span{op: int32(b.index(op)), stream: s.id, replay: replay - 1, start: start.Sub(b.origin), end: end.Sub(b.origin)})
 	}
 	s.head++
 	b.finish()
@@ -283,7 +304,7 @@ func (b *Session) delay(op *dag.Op) time.Duration {
 	if b.cfg.delayLimit <= 0 {
 		return 0
 	}
-	x := mix(b.cfg.delaySeed ^ mix(b.epoch<<32^uint64(op.ID)))
+	x := mix(b.cfg.delaySeed ^ mix(b.epoch<<32^uint64(b.index(op))))
 	return time.Duration(x % uint64(b.cfg.delayLimit))
 }
 

@@ -91,7 +91,8 @@ func (s *Session) joinStreams() error {
 		if err := s.d.NewEvent(); err != nil {
 			return fmt.Errorf("executor: create a join event: %w", err)
 		}
-		s.joins = append(s.joins, s.p.Events+len(s.joins))
+		s.joins = append(s.joins, s.events)
+		s.events++
 	}
 	for i := 1; i < len(s.p.Streams); i++ {
 		ev := s.joins[i-1]

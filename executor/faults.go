@@ -39,8 +39,10 @@ func WithChaos(seed uint64) Option {
 // CUDA as a host callback, never in a kernel, whose fault would ruin the
 // context), and nothing after it in the plan is submitted, so no op can
 // use a temporary whose alloc was the failed op. The run then waits for
-// what was submitted and returns the failure. Open refuses a name the plan
-// has no op of. The device session must implement device.Failer.
+// what was submitted and returns the failure. An op of a loop's or
+// branch's body fails where the backend runs it, each time an eager run
+// reaches it (the device session must implement device.BodyFailer). Open
+// refuses a name the plan has no op of. The device session must implement device.Failer.
 func WithFailOp(name string) Option {
 	return func(c *config) { c.faults.failOp = name }
 }
@@ -80,7 +82,9 @@ func newInjector(d device.Session, g *dag.Graph, cfg faultConfig) (*injector, er
 			}
 		}
 		if in.failOp < 0 {
-			return nil, fmt.Errorf("executor: WithFailOp: the plan has no op %q", cfg.failOp)
+			if err := failInBody(d, g, cfg.failOp); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return in, nil
@@ -92,12 +96,40 @@ func checkFaultOp(g *dag.Graph, cfg faultConfig) error {
 	if cfg.failOp == "" {
 		return nil
 	}
-	for _, op := range g.Ops {
-		if op.Name == cfg.failOp {
-			return nil
-		}
+	if bodyOp(g, cfg.failOp) != nil {
+		return nil
 	}
 	return fmt.Errorf("executor: WithFailOp: the plan has no op %q", cfg.failOp)
+}
+
+// bodyOp is the op called name, of g or of the body of one of its loops
+// and branches; nil for none.
+func bodyOp(g *dag.Graph, name string) *dag.Op {
+	var found *dag.Op
+	g.Walk(func(op *dag.Op) {
+		if found == nil && op.Name == name {
+			found = op
+		}
+	})
+	return found
+}
+
+// failInBody has the backend fail the op called name, of a body: the
+// executor never submits it, so the backend injects its failure where
+// the body runs it.
+func failInBody(d device.Session, g *dag.Graph, name string) error {
+	op := bodyOp(g, name)
+	if op == nil {
+		return fmt.Errorf("executor: WithFailOp: the plan has no op %q", name)
+	}
+	bf, ok := d.(device.BodyFailer)
+	if !ok {
+		return fmt.Errorf("executor: WithFailOp: op %q is in the body of a loop or branch, and device session %T cannot fail such ops (device.BodyFailer)", name, d)
+	}
+	if err := bf.FailInBody(op, ErrInjected); err != nil {
+		return fmt.Errorf("executor: WithFailOp: %w", err)
+	}
+	return nil
 }
 
 // startRun draws the pauses of a new run.

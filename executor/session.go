@@ -50,6 +50,9 @@ type Session struct {
 	spans  []Span
 	graphs []*Graph // captured and not closed
 	joins  []int    // events that join the streams for External.Done (external.go)
+	// streams and events count those made in the device session: the
+	// plan's, then its bodies' (control.go), then the joins.
+	streams, events int
 
 	subTimer *submitTimer // nil unless submission timing was asked for (profile.go)
 	closed   atomic.Bool
@@ -113,6 +116,9 @@ func (s *Session) create(ctx context.Context, cfg config) (err error) {
 	if err := s.setupProfile(cfg); err != nil {
 		return fmt.Errorf("executor: timing: %w", err)
 	}
+	if err := checkController(s.d, s.p); err != nil { // control.go
+		return err
+	}
 	for _, st := range s.p.Streams {
 		if err := s.d.NewStream(st.Device, st.Priority); err != nil {
 			return fmt.Errorf("executor: create stream %s: %w", streamName(st), err)
@@ -122,6 +128,10 @@ func (s *Session) create(ctx context.Context, cfg config) (err error) {
 		if err := s.d.NewEvent(); err != nil {
 			return fmt.Errorf("executor: create event %d: %w", e, err)
 		}
+	}
+	s.streams, s.events = len(s.p.Streams), s.p.Events
+	if err := s.setBodies(s.p); err != nil { // control.go
+		return err
 	}
 	if s.arenas, err = s.useArenas(cfg.temporaries); err != nil { // arena.go
 		return err

@@ -5,7 +5,13 @@ import "time"
 // Span is when one op of a run ran: on which stream, from Start to End,
 // measured from a common origin (the backend's clock at the run's start).
 type Span struct {
-	Op, Stream int
+	// Op is the op's Index (dag.Op.Index): its ID for the graph's own
+	// ops, above them for the ops of loop and branch bodies, which
+	// Graph.OpAt finds. A body op of a loop has a span per iteration.
+	Op int
+	// Stream is the device session's stream: the plan's streams first,
+	// then those of its bodies.
+	Stream     int
 	Start, End time.Duration
 }
 

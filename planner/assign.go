@@ -15,8 +15,10 @@ import (
 // to a stream of its device, priority and kind, inserts the event records
 // and waits that the dependencies across streams need (leaving out waits
 // that earlier ones already imply), and lays out one global submission
-// order. The same graph and options always give the same plan. Errors name
-// the op or option at fault.
+// order. The bodies of loops and branches are planned first, each as a
+// plan of its own (Plan.Bodies), and each control op is placed as one op
+// that takes one pass of its body. The same graph and options always give
+// the same plan. Errors name the op or option at fault.
 //
 // It runs in O((V+E)·S + V log V) time for V ops, E dependencies and at
 // most S streams in a pool (times the number of pools, which is small, and
@@ -37,7 +39,12 @@ func New(g *dag.Graph, opts Options) (*Plan, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	bodies, opts, err := planBodies(g, opts) // control.go
+	if err != nil {
+		return nil, err
+	}
 	p := planStrategy(g, opts)
+	p.Bodies = bodies
 	p.Memory = MemoryOf(p)
 	if len(opts.MemoryBudget) > 0 {
 		return withBudget(g, opts, p) // budget.go
@@ -99,6 +106,9 @@ func checkOp(errs []error, i int, op *dag.Op) []error {
 		case want == 1 && (len(op.Access) == 0 || op.Access[0].Buf == nil):
 			bad("", "name the buffer it works on", "%s has no buffer", op.Kind)
 		}
+	}
+	if op.Kind == dag.While || op.Kind == dag.If {
+		errs = checkControl(errs, op) // control.go
 	}
 	for _, d := range op.Deps {
 		if d < 0 || int(d) >= i {

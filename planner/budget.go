@@ -94,6 +94,7 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 		return p, nil
 	}
 	uses := usesOf(g)
+	bodies := p.Bodies
 	extra := map[int32][]int32{} // by op: the dependencies added
 	ordered := map[[2]int]bool{} // pairs of temporaries (first, second) ordered
 	unconstrained, bestUse := p.Stats.Makespan, u
@@ -113,7 +114,7 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 			}
 		}
 		p = planStrategy(withDeps(g, extra), opts)
-		p.Graph = g
+		p.Graph, p.Bodies = g, bodies
 		p.Memory = MemoryOf(p)
 		if u, over = overBudget(p, opts.MemoryBudget); !over {
 			deps := 0

@@ -28,8 +28,11 @@ type (
 	jsonStep struct {
 		Kind   string `json:"kind"`
 		Stream int32  `json:"stream"`
-		Op     string `json:"op"`              // run: the op; record: the op it follows; wait: the op it precedes
+		Op     string `json:"op"`              // run: the op; record: the op it follows; wait: the op it precedes; "" for a body's fork and join
 		Event  *int32 `json:"event,omitempty"` // record, wait
+		// Bodies are the plans of a loop's or branch's bodies (run steps
+		// of While and If ops): its body, or its then and else branches.
+		Bodies []*jsonPlan `json:"bodies,omitempty"`
 	}
 	jsonEvent struct {
 		ID      int    `json:"id"`
@@ -51,8 +54,12 @@ type (
 // MarshalJSON writes the plan as JSON: streams, steps in submission order
 // (ops by name), events with the stream and op they are recorded after, and
 // the figures (durations in nanoseconds).
-func (p *Plan) MarshalJSON() ([]byte, error) {
-	out := jsonPlan{
+func (p *Plan) MarshalJSON() ([]byte, error) { return json.Marshal(p.toJSON()) }
+
+// toJSON is the plan in its JSON form, its bodies' plans nested under
+// the run steps of their control ops.
+func (p *Plan) toJSON() *jsonPlan {
+	out := &jsonPlan{
 		Streams: make([]jsonStream, len(p.Streams)),
 		Steps:   make([]jsonStep, len(p.Steps)),
 		Events:  make([]jsonEvent, p.Events),
@@ -75,14 +82,24 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		out.Streams[i] = jsonStream{ID: s.ID, Name: s.Name, Device: s.Device, Priority: int(s.Priority), Kind: s.Kind.String()}
 	}
 	for i, st := range p.Steps {
-		js := jsonStep{Kind: st.Kind.String(), Stream: st.Stream, Op: p.opName(st.Op)}
+		js := jsonStep{Kind: st.Kind.String(), Stream: st.Stream}
+		if st.Op >= 0 {
+			js.Op = p.opName(st.Op)
+		}
 		if st.Kind != Run {
 			js.Event = &p.Steps[i].Event
+		} else {
+			for _, b := range p.Bodies[int(st.Op)] {
+				js.Bodies = append(js.Bodies, b.toJSON())
+			}
 		}
 		out.Steps[i] = js
 	}
 	for i, src := range p.eventSources() {
 		out.Events[i] = jsonEvent{ID: i, Stream: src.stream, AfterOp: p.opName(src.op)}
+		if src.op < 0 {
+			out.Events[i].AfterOp = ""
+		}
 	}
-	return json.Marshal(out)
+	return out
 }

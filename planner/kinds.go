@@ -42,6 +42,12 @@ var kindTable = [...]kindFacts{
 
 	// A task's work is unknown: priced like a kernel over its views.
 	dag.Task: {cost: fillCost, pool: computePool},
+
+	// A loop or branch costs one pass of its body: the makespan of the
+	// body's plan (control.go). It runs where its flag is, and its body's
+	// streams are its own: to the streams around it, it is one op.
+	dag.While: {cost: passCost, pool: computePool, describe: describeControl},
+	dag.If:    {cost: passCost, pool: computePool, describe: describeControl},
 }
 
 // factsOf returns kind k's entry; the zero kindFacts for a kind the table

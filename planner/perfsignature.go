@@ -96,6 +96,16 @@ var signatureRules = map[dag.OpKind]func(op *dag.Op, hash func(*dag.Kernel) stri
 		m, b := op.Memset2D, op.Access[0].Buf
 		return fmt.Sprintf("memset2d %s %s %dx%d pitch %d", b.Placement, b.DType, m.Rows, m.Width, m.Pitch), nil
 	},
+	dag.While: controlSignature,
+	dag.If:    controlSignature,
+}
+
+// controlSignature: a loop's or branch's time is its iterations or its
+// branch taken, which nothing but its name tells apart, and the bytes its
+// body touches. The planner costs a control op from its body's plan
+// (control.go); what the model keeps of one is its span as measured.
+func controlSignature(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
+	return fmt.Sprintf("%s %q %s", op.Kind, op.Name, accessSizes(op)), nil
 }
 
 // collectiveSignature: the kind, the bytes each rank moves and the dtype

@@ -102,8 +102,11 @@ type Plan struct {
 	// other streams from the entry stream and end by joining them back
 	// into it (Record and Wait steps whose Op is -1), so that the body
 	// starts after the control op's dependencies, as one op would, and
-	// the control op ends after the body. Its events are its own too.
-	// Nil when the graph has no control ops.
+	// the control op ends after the body. Its events are its own too:
+	// the fork's and the joins' come after those of its ops. Its streams
+	// are named after the control op ("refine/dev0.normal.compute0",
+	// "pick/else/..."), and its own loops and branches have their plans
+	// in its Bodies. Nil when the graph has no control ops.
 	Bodies map[int][]*Plan
 }
 

@@ -24,8 +24,9 @@ type Schedule struct {
 // the event's record is reached; and the submitter issues the steps one
 // after another in submission order, paying m's overheads (OverheadsOf):
 // a run's fixed start, then for an eager run every op, record and wait,
-// for a replay every op. An op
-// starts no sooner than it is issued. Ops that fill their device (fills.go)
+// for a replay every op. A loop or branch takes one pass of its body: the
+// makespan of its body's plan (Plan.Bodies) simulated the same way, for a
+// branch the longer one. An op starts no sooner than it is issued. Ops that fill their device (fills.go)
 // run one at a time per device, in submission order; other contention
 // between streams is not modelled. All sums saturate. Steps that name streams, ops or events
 // the plan lacks are skipped.
@@ -43,9 +44,16 @@ func Simulate(p *Plan, m CostModel, mode Mode) Schedule {
 	ops := len(graphOps)
 	dur := make([]int64, ops)
 	for i, op := range graphOps {
-		if op != nil {
-			dur[i] = nonNegative(m.Duration(op))
+		if op == nil {
+			continue
 		}
+		// A loop or branch lasts one pass of its body, as its body's
+		// plan runs it (control.go).
+		if d, ok := controlDuration(op, p.Bodies[i], m, mode); ok {
+			dur[i] = nonNegative(d)
+			continue
+		}
+		dur[i] = nonNegative(m.Duration(op))
 	}
 	start := make([]int64, ops)
 	makespan, submitted := simulate(p, dur, nil, OverheadsOf(m), mode, start)

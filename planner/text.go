@@ -27,9 +27,20 @@ func (p *Plan) StreamSteps(s int) []Step {
 }
 
 // WriteText writes the plan for people: each stream's instructions in
-// order, then the plan's figures.
+// order, each loop's or branch's bodies indented under it, then the
+// plan's figures.
 func (p *Plan) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
+	p.writeStreams(bw, "")
+	bw.WriteByte('\n')
+	p.writeFigures(bw)
+	p.writeMemory(bw)
+	p.writeBudget(bw) // budget.go
+	return bw.Flush()
+}
+
+// writeStreams writes each stream's instructions, every line after indent.
+func (p *Plan) writeStreams(bw *bufio.Writer, indent string) {
 	// The steps by stream, in order: stream s's are the indices
 	// order[first[s]:first[s+1]] of p.Steps.
 	first := make([]int, len(p.Streams)+1)
@@ -51,18 +62,38 @@ func (p *Plan) WriteText(w io.Writer) error {
 	}
 	sources := p.eventSources()
 	for s, str := range p.Streams {
-		fmt.Fprintf(bw, "stream %s (device %d, priority %s, %s)\n", str.Name, str.Device, str.Priority, str.Kind)
+		fmt.Fprintf(bw, "%sstream %s (device %d, priority %s, %s)\n", indent, str.Name, str.Device, str.Priority, str.Kind)
 		for _, i := range order[first[s]:first[s+1]] {
+			bw.WriteString(indent)
 			bw.WriteString("  ")
-			p.writeStep(bw, p.Steps[i], sources)
+			st := p.Steps[i]
+			p.writeStep(bw, st, sources)
 			bw.WriteByte('\n')
+			if st.Kind == Run {
+				p.writeBodies(bw, st.Op, indent+"    ")
+			}
 		}
 	}
-	bw.WriteByte('\n')
-	p.writeFigures(bw)
-	p.writeMemory(bw)
-	p.writeBudget(bw) // budget.go
-	return bw.Flush()
+}
+
+// writeBodies writes the plans of the bodies of control op id, if it is
+// one, under a line that says when each runs.
+func (p *Plan) writeBodies(bw *bufio.Writer, id int32, indent string) {
+	op := p.op(id)
+	if op == nil || p.Bodies[int(id)] == nil {
+		return
+	}
+	for i, body := range p.Bodies[int(id)] {
+		what := "body, while the flag is non-zero"
+		switch {
+		case op.Kind == dag.If && i == 0:
+			what = "then, when the flag is non-zero"
+		case op.Kind == dag.If:
+			what = "else, when the flag is zero"
+		}
+		fmt.Fprintf(bw, "%s%s (%s, %d streams, one pass %s):\n", indent, op.Name, what, len(body.Streams), formatDuration(body.Stats.Makespan))
+		body.writeStreams(bw, indent+"  ")
+	}
 }
 
 func (p *Plan) writeStep(w *bufio.Writer, st Step, sources []eventSource) {
@@ -80,6 +111,11 @@ func (p *Plan) writeStep(w *bufio.Writer, st Step, sources []eventSource) {
 			b = append(b, " after op "...)
 			b = append(b, p.opName(src.op)...)
 			b = append(b, ')')
+		} else if int(st.Event) < len(sources) && sources[st.Event].stream >= 0 {
+			// A body's fork: recorded before its entry stream runs anything.
+			b = append(b, " (from "...)
+			b = append(b, p.streamName(sources[st.Event].stream)...)
+			b = append(b, " at its start)"...)
 		}
 		w.Write(b)
 	case Run:

@@ -34,6 +34,10 @@ const (
 	// does not order every use of one before every use of the other, or a
 	// temporary's place in its arena is out of bounds (verify_memory.go).
 	ArenaOverlap
+	// OutsideBody: an op of a loop's or branch's body may run before the
+	// body's entry or after its end: its stream is not forked from the
+	// body's entry stream before it, or not joined back into it after.
+	OutsideBody
 
 	numVerifyKinds // keep last
 )
@@ -43,7 +47,7 @@ var verifyKindNames = [numVerifyKinds]string{
 	WrongDevice: "device", EventRecordedTwice: "event recorded twice", EventNeverRecorded: "event never recorded",
 	WaitBeforeRecord: "wait before record", UnorderedConflict: "unordered conflict",
 	UnorderedDependency: "unordered dependency", UseBeforeAlloc: "use before alloc", UseAfterFree: "use after free",
-	BadLifetime: "lifetime", ArenaOverlap: "arena overlap",
+	BadLifetime: "lifetime", ArenaOverlap: "arena overlap", OutsideBody: "outside body",
 }
 
 func (k VerifyKind) String() string {
@@ -76,27 +80,44 @@ func (e *VerifyError) Error() string { return "plan: " + e.Kind.String() + ": " 
 //   - where p.Memory packs temporaries into arenas, every two temporaries
 //     that share bytes: every use of one before every use of the other.
 //
+// The plans of the bodies of loops and branches (Plan.Bodies) are checked
+// the same way, at every depth, and so that each body op happens after the
+// body's entry (the start of its entry stream, Streams[0]) and before the
+// end of the entry stream: the whole body runs inside its control op,
+// which the graph around it orders as one op.
+//
 // Happens-before is computed with a vector clock per stream over the steps
 // in submission order. The check takes time linear in the steps, the
 // dependencies and the conflicts between each op and the last writer and
 // readers since of the bytes it uses, times the number of streams for each
 // record and wait. The error, a *VerifyError, names the ops at fault.
-func Verify(p *Plan) error {
+func Verify(p *Plan) error { return verify(p, false) }
+
+// verify is Verify of a plan, or of a body's plan (body): a body's
+// temporaries live around its control op, which the graph around it
+// checks, and its ops must stay between its fork and its join.
+func verify(p *Plan, body bool) error {
 	v, err := newVerifier(p)
 	if err != nil {
 		return err
 	}
+	v.body = body
 	if err := v.checkSteps(); err != nil {
 		return err
 	}
-	if err := v.collectLifetimes(); err != nil {
-		return err
+	if !body {
+		if err := v.collectLifetimes(); err != nil {
+			return err
+		}
 	}
 	v.collectConflicts()
 	if err := v.checkOrder(); err != nil {
 		return err
 	}
-	return v.checkArenas()
+	if err := v.checkArenas(); err != nil {
+		return err
+	}
+	return v.checkBodies() // verify_body.go
 }
 
 // Why an op must follow another.
@@ -115,6 +136,7 @@ type need struct {
 
 type verifier struct {
 	p         *Plan
+	body      bool // p plans a body (verify_body.go)
 	ops       []*dag.Op
 	streams   int
 	stream    []int32 // the stream each op runs on, from its Run step
@@ -450,9 +472,11 @@ func (v *verifier) checkOrder() error {
 	// nothing) until it is.
 	events := make([]int32, p.Events*ns)
 	pos := make([]int32, len(v.ops)) // the op's place among its stream's runs, from 1
+	fork := newForks(v)              // verify_body.go
 	for _, st := range p.Steps {
 		s := int(st.Stream)
 		mine := clock[s*ns : (s+1)*ns]
+		fork.step(st)
 		switch st.Kind {
 		case Record:
 			copy(events[int(st.Event)*ns:], mine)
@@ -462,6 +486,9 @@ func (v *verifier) checkOrder() error {
 			}
 		case Run:
 			id := st.Op
+			if err := fork.check(id); err != nil {
+				return err
+			}
 			// after says whether op u happens before this run. The checks
 			// go from the clearest reason to the most general: lifetimes,
 			// conflicts, then Deps.
@@ -487,7 +514,7 @@ func (v *verifier) checkOrder() error {
 			pos[id] = mine[s]
 		}
 	}
-	return nil
+	return fork.joined(clock)
 }
 
 // unordered describes need n, which the plan does not meet; late says that

@@ -15,7 +15,8 @@
 //   - admission: Memory, HostBacked
 //   - worlds: Joiner, UniqueIDer, CollectiveTimeouter
 //   - external events: ExternalEvents
-//   - fault injection: Delayer, Failer
+//   - fault injection: Delayer, Failer, BodyFailer
+//   - loops and branches: Controller
 //
 // A Backend is a device runtime, opened once and shared: it keeps what is
 // costly to make (a CUDA primary context, loaded modules, NVRTC, memory
@@ -210,6 +211,15 @@ type Delayer interface {
 // On CUDA it runs in a host callback, never inside a kernel.
 type Failer interface {
 	Fail(stream int, op *dag.Op, err error) error
+}
+
+// BodyFailer is implemented by sessions that can make an op of a loop's
+// or branch's body fail (fault injection: the executor's fail-op option,
+// for the ops it does not submit itself): from the call on, whenever an
+// eager run reaches op in its body, the run fails with err attributed to
+// op instead of running it; replays of captured graphs run it as usual.
+type BodyFailer interface {
+	FailInBody(op *dag.Op, err error) error
 }
 
 // Memory is what a backend can tell of its memory, for admission control
