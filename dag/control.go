@@ -117,7 +117,11 @@ func checkControl(c *checker, o *Op) {
 		if nb == nil {
 			continue
 		}
-		g := c.body(o, nb)
+		prefix := o.Name + "/"
+		if i == 1 {
+			prefix += "else/"
+		}
+		g := c.body(o, nb, prefix)
 		if g == nil {
 			continue
 		}
@@ -134,14 +138,14 @@ func checkControl(c *checker, o *Op) {
 
 // body builds one body of control op o; nil when it has errors, which
 // are c's, placed at o.
-func (c *checker) body(o *Op, nb *Builder) *Graph {
+func (c *checker) body(o *Op, nb *Builder, prefix string) *Graph {
 	if len(nb.bufs) > 0 {
 		c.fail(o, "", "declare buffers before the "+o.Kind.String(), "its body declares buffer %s", nb.bufs[0].Name)
 		return nil
 	}
-	// The body names its unnamed ops after the control op, so that they
-	// differ from those around it.
-	nb.prefix = o.Name + "/"
+	// The body names its unnamed ops after the control op (and the else
+	// branch's after "else"), so that they differ from those around it.
+	nb.prefix = prefix
 	nb.bufs, nb.kernels = c.b.bufs, c.b.kernels
 	defer func() { nb.bufs = nil }()
 	g, err := nb.Build()

@@ -152,3 +152,15 @@ func TestIndexNumbersEveryOp(t *testing.T) {
 	assert.Nil(t, g.OpAt(6))
 	assert.Nil(t, g.OpAt(-1))
 }
+
+func TestBranchesNameTheirOpsApart(t *testing.T) {
+	b := dag.New()
+	x := b.Buffer("x", 64)
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+	br := b.If(flag.All(), func(then *dag.Builder) { then.Fill(x.All(), 1) },
+		func(els *dag.Builder) { els.Fill(x.All(), 2) }).Named("pick")
+	_, err := b.Build()
+	require.NoError(t, err)
+	assert.Equal(t, "pick/fill0", br.Control.Body.Ops[0].Name)
+	assert.Equal(t, "pick/else/fill0", br.Control.Else.Ops[0].Name)
+}
