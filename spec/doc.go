@@ -132,6 +132,8 @@
 //	    adds b to every row of y: y[r, c] += b[c], a row as long as b (buffers: f32, f16, bf16)
 //	softmax(y: out buffer, x: in buffer, cols: i32)
 //	    sets each row of y (cols elements) to the softmax of that row of x, in f32 (buffers: f32, f16, bf16)
+//	set_flag(flag: out i32 buffer, x: in buffer, threshold: f64)
+//	    sets flag[0] = x[0] > threshold ? 1 : 0, compared in f64; NaN clears it (buffers: f32, f64)
 //
 // Kernels that take f16 or bf16 buffers compute in f32 and round each
 // result once.
