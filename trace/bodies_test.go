@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,4 +102,34 @@ func TestLoopIterationsOverRuns(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, tr.WriteSummary(&buf))
 	assert.Regexp(t, `refine\s+2\s+1-3\n`, buf.String())
+}
+
+// withBodyPlan gives p's loop a plan of its body on two streams of its
+// own, set_flag waiting for scale through the body's event 0.
+func withBodyPlan(p *planner.Plan) *planner.Plan {
+	body := p.Graph.Ops[1].Control.Body
+	p.Bodies = map[int][]*planner.Plan{1: {{
+		Graph: body,
+		Streams: []planner.Stream{{ID: 0, Kind: planner.Compute, Name: "refine.body0"},
+			{ID: 1, Kind: planner.Compute, Name: "refine.body1"}},
+		Steps: []planner.Step{{Kind: planner.Run, Stream: 0, Op: 0, Event: -1}, {Kind: planner.Record, Stream: 0, Op: 0, Event: 0},
+			{Kind: planner.Wait, Stream: 1, Op: 1, Event: 0}, {Kind: planner.Run, Stream: 1, Op: 1, Event: -1}},
+		Events:   1,
+		OpStream: []int32{0, 1},
+	}}}
+	return p
+}
+
+func TestPlanDOTShowsBodies(t *testing.T) {
+	p := withBodyPlan(loopPlan(t))
+	var buf bytes.Buffer
+	require.NoError(t, trace.PlanDOT(&buf, p))
+	out := buf.String()
+	assert.Contains(t, out, "subgraph cluster_b1_0_box {")
+	assert.Contains(t, out, "refine body · while flag (max 10)")
+	assert.Contains(t, out, "subgraph cluster_b1_0_s1 {")
+	assert.Contains(t, out, `refine/scale0\nlaunch scale`)
+	assert.Regexp(t, `op3 -> op4 \[\s*label=b1_0_e0`, out, "the body's wait, its event tagged")
+	// The body's box is inside the loop's stream's cluster.
+	assert.Less(t, strings.Index(out, "subgraph cluster_s0 {"), strings.Index(out, "subgraph cluster_b1_0_box {"))
 }
