@@ -34,6 +34,10 @@ func builtin(op *dag.Op) (kernelFunc, error) {
 			return nil, fmt.Errorf("argument %s names access %d of %d", p.Name, args[i].Access, len(op.Access))
 		}
 	}
+	if def == dag.SetFlag {
+		// Its variants differ in x's width, not in rounding: no half twin.
+		return setFlag(op.Launch.Kernel.ElemDType()), nil
+	}
 	if dt := op.Launch.Kernel.ElemDType(); dt != dag.F32 {
 		return halfKernel(def, dt)
 	}
@@ -62,6 +66,7 @@ var builtinFuncs = map[*dag.Kernel]kernelFunc{
 	dag.Relu:      layerF32(dag.Relu),
 	dag.BiasAdd:   layerF32(dag.BiasAdd),
 	dag.Softmax:   layerF32(dag.Softmax),
+	dag.SetFlag:   setFlag(dag.F32),
 }
 
 // layerF32 is the f32 version of layer kernel def.
@@ -170,6 +175,28 @@ func matmul(stop *atomic.Bool, args []dag.Arg, mem [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// setFlag is set_flag over x of dtype dt (f32 or f64): flag[0] = 1 when
+// x[0], widened to f64, exceeds threshold, else 0 (NaN too), as the CUDA
+// twin compares.
+func setFlag(dt dag.DType) kernelFunc {
+	return func(_ *atomic.Bool, args []dag.Arg, mem [][]byte) error {
+		flag, x, threshold := mem[args[0].Access], mem[args[1].Access], args[2].Float
+		if len(flag) < 4 || len(x) < int(dt.Size()) {
+			return fmt.Errorf("set_flag needs one element in flag and in x, got %d and %d bytes", len(flag), len(x))
+		}
+		v := float64(f32(x, 0))
+		if dt == dag.F64 {
+			v = math.Float64frombits(binary.LittleEndian.Uint64(x))
+		}
+		var set uint32
+		if v > threshold {
+			set = 1
+		}
+		binary.LittleEndian.PutUint32(flag, set)
+		return nil
+	}
 }
 
 // floats is a builtin's buffer of f32, f16 or bf16 elements, read and

@@ -42,11 +42,19 @@ var (
 	// Matmul sets c (m x n) = a (m x k) times b (k x n), row-major, accumulated in f32.
 	Matmul = noAlias(builtin("matmul", "sets c (m x n) = a (m x k) times b (k x n), row-major, accumulated in f32", checkMatmul, bufParam("c", Write), bufParam("a", Read), bufParam("b", Read),
 		Param{Name: "m", Kind: I32Param}, Param{Name: "n", Kind: I32Param}, Param{Name: "k", Kind: I32Param}))
+	// SetFlag sets flag[0] = x[0] > threshold ? 1 : 0: the flag a While or
+	// If reads, set from data. flag is i32; x is f32 or f64 (its entry is
+	// set_flag_f64 then); the comparison is in f64, exact for both, and a
+	// NaN compares false, clearing the flag. One thread does the work; the
+	// views hold whole elements, so each holds at least one.
+	SetFlag = typedBuiltin("set_flag", "sets flag[0] = x[0] > threshold ? 1 : 0, compared in f64; NaN clears it",
+		nil, []DType{F64}, map[int]DType{0: I32},
+		bufParam("flag", Write), bufParam("x", Read), Param{Name: "threshold", Kind: F64Param})
 )
 
 // Builtins lists the builtin kernel library.
 func Builtins() []*Kernel {
-	return []*Kernel{Empty, Spin, Iota, Scale, Axpy, Add, ReduceSum, Matmul, Gelu, Relu, BiasAdd, Softmax}
+	return []*Kernel{Empty, Spin, Iota, Scale, Axpy, Add, ReduceSum, Matmul, Gelu, Relu, BiasAdd, Softmax, SetFlag}
 }
 
 // LookupBuiltin returns the builtin kernel called name, or nil.
@@ -68,11 +76,20 @@ func noAlias(k *Kernel) *Kernel { k.noAlias = true; return k }
 // halfBuiltin declares a builtin that also works on f16 and bf16 buffers,
 // with a variant kernel for each.
 func halfBuiltin(name, doc string, check func(*Op) error, params ...Param) *Kernel {
+	return typedBuiltin(name, doc, check, []DType{F16, BF16}, nil, params...)
+}
+
+// typedBuiltin declares a builtin with a variant for each of dtypes
+// beside f32, its entry the name with "_" and the dtype. fixed holds the
+// buffer parameters whose elements are of one dtype whatever the
+// variant (by parameter index), which take no part in choosing it.
+func typedBuiltin(name, doc string, check func(*Op) error, dtypes []DType, fixed map[int]DType, params ...Param) *Kernel {
 	k := builtin(name, doc, check, params...)
+	k.fixed = fixed
 	k.variants = map[DType]*Kernel{}
-	for _, dt := range []DType{F16, BF16} {
+	for _, dt := range dtypes {
 		k.variants[dt] = &Kernel{Name: name, Doc: doc, Params: params, Source: Builtin, Entry: name + "_" + dt.String(),
-			check: check, dtype: dt, base: k}
+			check: check, dtype: dt, base: k, fixed: fixed}
 	}
 	return k
 }
@@ -87,7 +104,39 @@ func (k *Kernel) ElemDType() DType {
 }
 
 // HalfTypes reports whether builtin k has f16 and bf16 variants.
-func (k *Kernel) HalfTypes() bool { return k.Base().variants != nil }
+func (k *Kernel) HalfTypes() bool { return k.Base().variants[F16] != nil }
+
+// ElemDTypes lists the element types builtin k works on: f32, then those
+// of its variants in dag's order; nil for a kernel without buffers.
+func (k *Kernel) ElemDTypes() []DType {
+	b := k.Base()
+	var out []DType
+	for i, p := range b.Params {
+		if _, fixed := b.fixed[i]; p.Kind == BufferParam && !fixed {
+			out = []DType{F32}
+			break
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	for _, dt := range DTypes() {
+		if b.variants[dt] != nil {
+			out = append(out, dt)
+		}
+	}
+	return out
+}
+
+// ParamDType is the element type of k's i-th parameter, a buffer: the
+// one it is fixed to (set_flag's flag is i32), else k's ElemDType. A
+// backend passes the buffer's element count in these elements.
+func (k *Kernel) ParamDType(i int) DType {
+	if dt, ok := k.fixed[i]; ok {
+		return dt
+	}
+	return k.ElemDType()
+}
 
 // Base is the kernel a dtype variant was made from (k itself otherwise).
 func (k *Kernel) Base() *Kernel {
@@ -181,41 +230,68 @@ func checkSoftmax(op *Op) error {
 }
 
 // builtinVariant picks the variant of builtin launch o for the dtype of its
-// buffers: a half-precision one when they are f16 or bf16 (all alike),
-// else the f32 kernel, which reads any other buffer's bytes as f32.
+// buffers: the variant of their dtype when the kernel has one (all alike:
+// f16, bf16, or f64 for set_flag), else the f32 kernel, which reads any
+// other buffer's bytes as f32. Parameters of a fixed dtype must have it.
 func builtinVariant(o *Op, fail func(field, hint, format string, a ...any)) bool {
 	l := o.Launch
 	base := l.Kernel.Base()
-	half := DType(0)
+	var elem DType
+	chosen := false
 	for i, p := range base.Params {
 		if p.Kind != BufferParam {
 			continue
 		}
-		dt := o.Access[l.Args[i].Access].Buf.DType
-		if dt != F16 && dt != BF16 {
+		b := o.Access[l.Args[i].Access].Buf
+		dt := b.DType
+		if want, ok := base.fixed[i]; ok {
+			if dt != want {
+				fail("args."+p.Name, fmt.Sprintf("declare %s as %s", b.Name, want), "%s is %s, but %s takes %s elements", p.Name, dt, base.Name, want)
+				return false
+			}
 			continue
 		}
-		if base.variants == nil {
-			fail("args."+p.Name, "use f32 buffers", "%s works on f32 elements, not %s", base.Name, dt)
+		if base.variants[dt] != nil {
+			if !chosen {
+				elem, chosen = dt, true
+			}
+			continue
+		}
+		if dt == F16 || dt == BF16 {
+			names := dtypeList(base.ElemDTypes())
+			fail("args."+p.Name, "use "+names+" buffers", "%s works on %s elements, not %s", base.Name, names, dt)
 			return false
 		}
-		if half == 0 {
-			half = dt
-		}
 	}
-	if half == 0 {
+	if !chosen {
 		l.Kernel = base
 		return true
 	}
 	for i, p := range base.Params {
-		if p.Kind != BufferParam {
+		if _, fixed := base.fixed[i]; p.Kind != BufferParam || fixed {
 			continue
 		}
-		if dt := o.Access[l.Args[i].Access].Buf.DType; dt != half {
-			fail("args."+p.Name, fmt.Sprintf("give every buffer of %s one dtype", base.Name), "%s is %s but another argument is %s", p.Name, dt, half)
+		if dt := o.Access[l.Args[i].Access].Buf.DType; dt != elem {
+			fail("args."+p.Name, fmt.Sprintf("give every buffer of %s one dtype", base.Name), "%s is %s but another argument is %s", p.Name, dt, elem)
 			return false
 		}
 	}
-	l.Kernel = base.Variant(half)
+	l.Kernel = base.Variant(elem)
 	return true
+}
+
+// dtypeList names dtypes for messages: "f32", "f32 or f64", "f32, f16 or bf16".
+func dtypeList(dts []DType) string {
+	s := ""
+	for i, dt := range dts {
+		switch {
+		case i == 0:
+		case i == len(dts)-1:
+			s += " or "
+		default:
+			s += ", "
+		}
+		s += dt.String()
+	}
+	return s
 }

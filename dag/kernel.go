@@ -79,6 +79,9 @@ type Kernel struct {
 	variants map[DType]*Kernel
 	dtype    DType
 	base     *Kernel
+	// fixed: the buffer parameters (by index) whose dtype does not follow
+	// the variant's (set_flag's i32 flag).
+	fixed map[int]DType
 }
 
 // EntryName is the symbol the kernel is looked up by in its module.

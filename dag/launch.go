@@ -84,7 +84,6 @@ func (c *checker) launch(o *Op) {
 		}
 		k = l.Kernel
 	}
-	es := k.ElemDType().Size()
 	ok := true
 	for i, p := range k.Params {
 		a := l.Args[i]
@@ -114,8 +113,8 @@ func (c *checker) launch(o *Op) {
 			c.fail(o, "args."+p.Name, fmt.Sprintf("pass it as %s", p.Mode), "%s is passed as %s, but %s %s it", acc.View, acc.Mode, k.Name, modeVerb(p.Mode))
 			ok = false
 		}
-		if k.Source == Builtin && (acc.Offset%es != 0 || acc.Size%es != 0) {
-			c.fail(o, "args."+p.Name, fmt.Sprintf("%s works on %s elements here", k.Name, k.ElemDType()), "view %s is not a whole number of %s elements", acc.View, k.ElemDType())
+		if es := k.ParamDType(i).Size(); k.Source == Builtin && (acc.Offset%es != 0 || acc.Size%es != 0) {
+			c.fail(o, "args."+p.Name, fmt.Sprintf("%s works on %s elements here", k.Name, k.ParamDType(i)), "view %s is not a whole number of %s elements", acc.View, k.ParamDType(i))
 			ok = false
 		}
 	}

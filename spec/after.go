@@ -12,20 +12,28 @@ import (
 // opNamed is the declaration of the op called name, or nil: one the spec
 // names, else one whose made-up name it is.
 func (l *loader) opNamed(name string) *opDecl {
+	if i := l.opAt(name); i >= 0 {
+		return l.ops[i]
+	}
+	return nil
+}
+
+// opAt is the position in l.ops of the op called name, or -1.
+func (l *loader) opAt(name string) int {
 	if i, ok := l.opNames[name]; ok {
 		if int(i) < len(l.ops) { // opSites adds names beyond
-			return l.ops[i]
+			return int(i)
 		}
-		return nil
+		return -1
 	}
 	i, ok := madeUp(name, len(l.ops), func(i int) bool {
 		d := l.ops[i]
 		return !d.named && d.op != nil && d.op.Name == name
 	})
 	if !ok {
-		return nil
+		return -1
 	}
-	return l.ops[i]
+	return i
 }
 
 // madeUp finds the op whose made-up name is name among n ops, is telling
@@ -60,7 +68,10 @@ func madeUp(name string, n int, is func(i int) bool) (int, bool) {
 
 // nameOps gives every op without a name one made from its kind (or kernel
 // or host step) and its index, unique among the names the spec gives and
-// the names made before.
+// the names made before. An op of a body has its control op's name and a
+// slash before it (refine/scale3), which no name a spec gives can have:
+// the index is its place among all the ops, bodies' too, so that names
+// are found again as madeUp finds them.
 func (l *loader) nameOps() {
 	var buf []byte
 	// The names are cut from a few kilobytes of text at a time: one
@@ -76,7 +87,11 @@ func (l *loader) nameOps() {
 		if d.label != "" {
 			base = d.label
 		}
-		buf = strconv.AppendInt(append(buf[:0], base...), int64(i), 10)
+		buf = buf[:0]
+		if b, ok := l.bodies[d]; ok && b.parent.op != nil {
+			buf = append(append(buf, b.parent.op.Name...), '/')
+		}
+		buf = strconv.AppendInt(append(buf, base...), int64(i), 10)
 		if text.Cap()-text.Len() < len(buf) {
 			text = strings.Builder{}
 			text.Grow(max(4096, len(buf)))
@@ -110,8 +125,8 @@ func (l *loader) addAfter() {
 			if !ok {
 				continue
 			}
-			p := l.opNamed(name)
-			if p == nil {
+			j := l.opAt(name)
+			if j < 0 {
 				if l.wrongUnnamed(name) {
 					continue // a made-up name of a wrong op: its error is reported
 				}
@@ -125,10 +140,15 @@ func (l *loader) addAfter() {
 				l.errorf(n, l.suggest(name, names), "after names unknown op %q", name)
 				continue
 			}
+			p := l.ops[j]
+			if l.bodyOf(p) != l.bodyOf(d) {
+				l.errorf(n, l.afterHint(d), "%s: after names %s, which is not in the same list of ops", l.label(d), l.label(p))
+				continue
+			}
 			if edges == nil {
 				edges = make([][]int32, len(l.ops))
 			}
-			edges[i] = append(edges[i], p.index)
+			edges[i] = append(edges[i], int32(j))
 			if d.op != nil && p.op != nil {
 				d.op.After(p.op)
 			}
@@ -137,6 +157,17 @@ func (l *loader) addAfter() {
 	if failed && edges != nil {
 		l.afterCycles(edges)
 	}
+}
+
+// afterHint says what an after list of op d may name instead of an op of
+// another list: ops of its own list, or, for an op of a body, nothing
+// outside it, which the loop or branch itself can be after.
+func (l *loader) afterHint(d *opDecl) string {
+	b, ok := l.bodies[d]
+	if !ok {
+		return "name the while or if that holds it: ops after it wait for its whole body"
+	}
+	return "name ops of the same body; put the after on " + l.label(b.parent) + " for ops outside it"
 }
 
 // wrongUnnamed reports whether name is the name an unnamed op that is
@@ -153,7 +184,7 @@ func (l *loader) wrongUnnamed(name string) bool {
 // op (the graph's check finds the others), one per strongly connected
 // set of ops, at the after of its first op.
 func (l *loader) afterCycles(edges [][]int32) {
-	var given map[int32]string // the names the spec gives, by declaration
+	var given map[*opDecl]string // the names the spec gives, by declaration
 	for _, scc := range stronglyConnected(edges) {
 		if len(scc) == 1 && !slices.Contains(edges[scc[0]], scc[0]) {
 			continue
@@ -166,9 +197,11 @@ func (l *loader) afterCycles(edges [][]int32) {
 			continue
 		}
 		if given == nil {
-			given = make(map[int32]string, len(l.opNames))
+			given = make(map[*opDecl]string, len(l.opNames))
 			for name, i := range l.opNames {
-				given[i] = name
+				if int(i) < len(l.ops) {
+					given[l.ops[i]] = name
+				}
 			}
 		}
 		name := func(d *opDecl) string {
@@ -176,9 +209,9 @@ func (l *loader) afterCycles(edges [][]int32) {
 			case d.op != nil:
 				return d.op.Name
 			case d.named:
-				return given[d.index]
+				return given[d]
 			}
-			return opIndex(int(d.index))
+			return l.unnamedLabel(d)
 		}
 		slices.Sort(scc)
 		path := cyclePath(edges, scc)
@@ -187,7 +220,7 @@ func (l *loader) afterCycles(edges [][]int32) {
 			labels[i] = name(l.ops[d])
 		}
 		first := l.ops[path[0]]
-		what := opIndex(int(first.index))
+		what := l.unnamedLabel(first)
 		if first.named {
 			what = "op " + strconv.Quote(name(first))
 		}

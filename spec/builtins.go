@@ -23,6 +23,9 @@ type ParamDoc struct {
 	Name string `json:"name"`
 	Type string `json:"type"`                // "buffer", or a scalar type: i32, i64, f32, f64
 	Mode string `json:"direction,omitempty"` // buffers: in, out or inout
+	// DType is the element type of a buffer whose dtype is fixed (the
+	// flag of set_flag, i32); empty when it is one of the kernel's DTypes.
+	DType string `json:"dtype,omitempty"`
 }
 
 // BuiltinKernels describes every builtin kernel, in dag.Builtins' order.
@@ -30,16 +33,19 @@ func BuiltinKernels() []KernelDoc {
 	var docs []KernelDoc
 	for _, k := range dag.Builtins() {
 		d := KernelDoc{Name: k.Name, Doc: k.Doc, Params: []ParamDoc{}, DTypes: []string{}}
-		for _, p := range k.Params {
+		elem := k.ElemDTypes()
+		for _, dt := range elem {
+			d.DTypes = append(d.DTypes, dt.String())
+		}
+		for i, p := range k.Params {
 			pd := ParamDoc{Name: p.Name, Type: p.Kind.String()}
 			if p.Kind == dag.BufferParam {
 				pd.Mode = p.Mode.String()
-				d.DTypes = []string{"f32"}
+				if dt := k.ParamDType(i); dt != k.ElemDType() || len(elem) == 0 {
+					pd.DType = dt.String()
+				}
 			}
 			d.Params = append(d.Params, pd)
-		}
-		if k.HalfTypes() {
-			d.DTypes = append(d.DTypes, "f16", "bf16")
 		}
 		docs = append(docs, d)
 	}
@@ -51,9 +57,13 @@ func BuiltinKernels() []KernelDoc {
 func (d KernelDoc) Signature() string {
 	args := make([]string, len(d.Params))
 	for i, p := range d.Params {
-		args[i] = p.Name + ": " + p.Type
+		typ := p.Type
+		if p.DType != "" {
+			typ = p.DType + " " + typ
+		}
+		args[i] = p.Name + ": " + typ
 		if p.Mode != "" {
-			args[i] = p.Name + ": " + p.Mode + " " + p.Type
+			args[i] = p.Name + ": " + p.Mode + " " + typ
 		}
 	}
 	return d.Name + "(" + strings.Join(args, ", ") + ")"

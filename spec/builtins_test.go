@@ -70,7 +70,11 @@ func schemaKernels(t *testing.T) string {
 		props := map[string]any{}
 		for _, p := range d.Params {
 			if p.Mode != "" {
-				props[p.Name] = map[string]any{"$ref": "#/$defs/view", "description": p.Mode + " buffer"}
+				desc := p.Mode + " buffer"
+				if p.DType != "" {
+					desc = p.Mode + " " + p.DType + " buffer"
+				}
+				props[p.Name] = map[string]any{"$ref": "#/$defs/view", "description": desc}
 			} else {
 				props[p.Name] = map[string]any{"type": "number", "description": p.Type}
 			}

@@ -93,6 +93,8 @@
 //	broadcast:      {view: VIEW, root: RANK}
 //	send:           {view: VIEW, to: RANK}
 //	recv:           {view: VIEW, from: RANK}
+//	while:  FLAG                            with body: [OPS] and max: N (see Loops and branches)
+//	if:     FLAG                            with then: [OPS] and else: [OPS]
 //
 // A VIEW is "name" (the whole buffer), "name[start:end]" (a byte range;
 // start or end may be left out; units allowed, as in "x[1MiB:2MiB]") or,
@@ -132,6 +134,8 @@
 //	    adds b to every row of y: y[r, c] += b[c], a row as long as b (buffers: f32, f16, bf16)
 //	softmax(y: out buffer, x: in buffer, cols: i32)
 //	    sets each row of y (cols elements) to the softmax of that row of x, in f32 (buffers: f32, f16, bf16)
+//	set_flag(flag: out i32 buffer, x: in buffer, threshold: f64)
+//	    sets flag[0] = x[0] > threshold ? 1 : 0, compared in f64; NaN clears it (buffers: f32, f64)
 //
 // Kernels that take f16 or bf16 buffers compute in f32 and round each
 // result once.
@@ -160,6 +164,45 @@
 // reach; problems (a view too small, a pitch below the row length, mixed
 // dtypes, an output overlapping an input) are reported at the key they are
 // about.
+//
+// # Loops and branches
+//
+// A while op runs its body, a list of ops, while its flag (a VIEW of one
+// i32 element in device memory) is non-zero, reading it before every
+// iteration; an if op runs then when the flag is non-zero and else (which
+// may be left out) when it is zero. The decision is made on the device,
+// without the host: on the cuda backend the bodies are conditional nodes
+// of the captured CUDA graph. The set_flag builtin sets a flag from data:
+//
+//	buffers:
+//	  x:    {dtype: f32, count: 1024, init: {value: 1}}
+//	  err:  {dtype: f32, count: 1}
+//	  flag: {dtype: i32, count: 1, init: {value: 1}}
+//	ops:
+//	  - while: flag
+//	    max: 1000               # optional, 1 to 2^40: reaching it with the flag set fails the run, naming the loop
+//	    name: refine
+//	    body:
+//	      - {launch: scale, args: {x: x, alpha: 0.5}}
+//	      - {launch: reduce_sum, args: {out: err, in: x}}
+//	      - {launch: set_flag, args: {flag: flag, x: err, threshold: 0.001}, block: 1}
+//	  - if: flag
+//	    then: [{fill: {buffer: x, value: 0}}]
+//	    else: [{launch: scale, args: {x: x, alpha: 2}}]
+//
+// To the ops around it a while or if is one op that reads its flag and
+// accesses whatever its bodies access: ops after it depend on what the
+// bodies write, and the bodies follow what came before. Within a body,
+// dependencies come from the data as everywhere, and after may name only
+// ops of the same body (the loop itself is what outside ops name). A body
+// holds what a conditional node can: kernels, fills, 2-D memsets, copies
+// within device memory, gemms and further loops and branches, all on the
+// flag's device; host steps, collectives, allocs and frees, copies to or
+// from host memory and ops of another device are errors at the op, saying
+// why. Bodies are not empty, nest at most MaxNesting deep, and their ops
+// count towards MaxOps. Ops of a body that the spec does not name are
+// named after their loop or branch (refine/scale2) and placed in messages
+// by their place in it (ops[0].body[1]).
 //
 // # Ranks
 //
@@ -238,8 +281,9 @@
 //
 // So that no input makes loading take more than time and memory linear in
 // its size, a spec holds at most MaxSpecBytes bytes, MaxBuffers buffers,
-// MaxKernels kernels, MaxOps ops and MaxArgs parameters per kernel, is
-// nested at most MaxDepth levels, and names things with at most
+// MaxKernels kernels, MaxOps ops (those of bodies too) and MaxArgs
+// parameters per kernel, is nested at most MaxDepth levels (loops and
+// branches at most MaxNesting), and names things with at most
 // MaxNameLen characters; each is an error at the position that crosses
 // it. Aliases may bring at most about a million nodes into the reading
 // (nested aliases, "billion laughs", are refused, not expanded), the

@@ -44,6 +44,13 @@ func FuzzParse(f *testing.F) {
 		// 2-D memsets: one that fits, and sizes at the edges.
 		"buffers: {x: {size: 1 KiB, dtype: u8}}\nops: [{memset2d: {buffer: \"x[16:]\", rows: 4, width: 10, pitch: 64 B, value: 9}}]\n",
 		"buffers: {x: {size: 64, dtype: i32}}\nops: [{memset2d: {buffer: x, rows: 9223372036854775807, width: 4294967296, pitch: 1 EiB, value: -1e40}}]\n",
+		// Loops and branches: nested, aliased, wrong in their bodies and flags.
+		loopSpec,
+		"buffers: {x: 64, flag: {size: 4, dtype: i32}}\nops: [{while: flag, max: 3, body: [{if: flag, then: [{fill: {buffer: x, value: 1}}], else: [{launch: set_flag, args: {flag: flag, x: x, threshold: 0}}]}]}]\n",
+		"buffers: {x: 64, flag: {size: 4, dtype: i32}}\nops: [{while: flag, body: &b [{fill: {buffer: x, value: 1}, name: a}]}, {if: flag, then: *b, else: *b}]\n",
+		"buffers: {x: 64, h: {size: 64, placement: pinned}, flag: {size: 4, dtype: i32}}\nops: [{while: x, max: 1099511627777, body: []}, {if: flag, then: [{host: checksum, reads: h}, {alloc: x}], after: [a]}, {while: flag, body: [{copy: {from: h, to: x}, after: b, name: a}]}]\n",
+		"buffers: {x: 64, flag: {size: 4, dtype: i32}}\nops: [{while: flag, body: {fill: x}}, {while: [flag], body: [[]]}, {if: flag, then: [{while: flag, then: []}]}]\n",
+		nestedLoops(MaxNesting + 2),
 	} {
 		f.Add([]byte(src))
 	}

@@ -41,7 +41,7 @@ func (l *loader) graphErrors(err error) {
 	case e.Kernel != "":
 		msg = fmt.Sprintf("kernel %q: %s", e.Kernel, e.Msg)
 	}
-	l.errs = append(l.errs, &Error{Pos: l.posAt(l.locate(e)), Msg: msg, Hint: e.Hint})
+	l.errs = append(l.errs, &Error{Pos: l.posAt(l.locate(e)), Msg: msg, Hint: l.relabel(e.Hint)})
 }
 
 // mayFollow reports whether a graph error may follow from the ops that
@@ -84,7 +84,7 @@ func (l *loader) relabel(msg string) string {
 		word := strings.TrimRight(msg[i:j], ".:")
 		if d := l.opNamed(word); d != nil && !d.named {
 			b.WriteString(msg[last:i])
-			b.WriteString(opIndex(int(d.index)))
+			b.WriteString(l.unnamedLabel(d))
 			last = i + len(word)
 		}
 		i = j

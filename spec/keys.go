@@ -37,7 +37,7 @@ var (
 		"recv":           {"view", "from"},
 	}
 	opKindKeys = []string{"copy", "fill", "memset2d", "launch", "alloc", "free", "host", "gemm",
-		"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv"}
+		"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "while", "if"}
 	opCommon   = []string{"name", "after", "priority", "cost", "device"}
 	launchKeys = []string{"grid", "block", "shared", "args"}
 	hostKeys   = map[string][]string{"checksum": {"reads"}, "save": {"buffer", "path"}, "add": {"buffer", "value"}}
@@ -76,6 +76,8 @@ var kindKeys = map[dag.OpKind]kindEntry{
 	dag.Broadcast: {key: "broadcast", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Broadcast(a.views["view"], a.rank) })},
 	dag.Send:      {key: "send", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Send(a.views["view"], a.rank) })},
 	dag.Recv:      {key: "recv", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Recv(a.views["view"], a.rank) })},
+	dag.While:     {key: "while", fields: whileKeys}, // read: see control.go's init
+	dag.If:        {key: "if", fields: ifKeys},
 	dag.Task:      {why: "stream tasks carry Go functions: declare them with dag.Builder.Task"},
 }
 
@@ -147,6 +149,8 @@ func opKeys(kind, step string) []string {
 func anyOpKeys() []string {
 	keys := append(append([]string{}, opKindKeys...), opCommon...)
 	keys = append(keys, launchKeys...)
+	keys = append(keys, whileKeys...)
+	keys = append(keys, ifKeys...)
 	for _, s := range hostSteps {
 		for _, k := range hostKeys[s] {
 			if !slices.Contains(keys, k) {

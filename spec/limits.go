@@ -21,6 +21,9 @@ const (
 	MaxErrors = 1000
 	// MaxCost is the largest cost an op may be given.
 	MaxCost = 24 * 60 * 60 * 1e9 // 24 h in nanoseconds
+	// MaxNesting is how deep loops and branches may nest: bodies within
+	// bodies. Their ops count towards MaxOps.
+	MaxNesting = 16
 	// MaxWorld is the most ranks run.world (and WithRank) may name.
 	MaxWorld = 1 << 16
 )

@@ -33,12 +33,17 @@ func (l *loader) opList(n *node) {
 	// than nodes: each op's part of the tree can go once it is read,
 	// unless an alias may reach the list.
 	release := n.Kind == yaml.SequenceNode && n.Anchor == ""
+	used := 0 // decls taken: ops of bodies join l.ops too, from decls of their own
 	for i, it := range items {
-		if i == MaxOps {
+		if i == MaxOps || len(l.ops) >= MaxOps {
 			l.errorf(it, "split the work into several specs", "the spec has more than %d ops", MaxOps)
 			break
 		}
-		l.opDecl(i, it, &decls[len(l.ops)])
+		before := len(l.ops)
+		l.opDecl(i, it, &decls[used])
+		if len(l.ops) > before && l.ops[before] == &decls[used] {
+			used++
+		}
 		if release {
 			items[i] = nil
 		}
@@ -49,14 +54,17 @@ func (l *loader) opList(n *node) {
 // for in the slab; one with more takes its own.
 const fieldsPerOp = 32
 
-// opDecl reads the op at index i of the ops list into d, which joins
-// l.ops when n is a mapping.
+// opDecl reads the op at index i of the ops list (of l.ops, for an op of
+// a body) into d, which joins l.ops when n is a mapping.
 func (l *loader) opDecl(i int, n *node, d *opDecl) {
 	// The mappings of one op are read and done with here: the next op
 	// reuses their entries, which keeps the slab small and in the cache.
 	slab := l.slab
 	defer func() { l.slab = slab }()
 	what := opSubject(i)
+	if b, ok := l.bodies[d]; ok {
+		what = about(b.path)
+	}
 	f, _ := l.entries(n, what)
 	if f.node == nil {
 		return

@@ -259,6 +259,9 @@ type loader struct {
 	writes     map[string]*node         // cleaned full path -> the node naming it
 	worldOpt   int                      // WithRank's world; 0: run.world's
 	worldNode  *node                    // run.world, when the spec sets it
+	bodies     map[*opDecl]bodyOp       // the ops of loops' and branches' bodies
+	nBodies    int32                    // bodies numbered so far
+	nesting    int                      // bodies being read, one within the other
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
@@ -365,7 +368,13 @@ func (l *loader) opSites(g *dag.Graph) {
 		if d.op != nil {
 			s.sites[i].name = d.op.Name
 		}
-		if !d.named {
+		switch _, inBody := l.bodies[d]; {
+		case d.named:
+		case inBody && d.op != nil:
+			// Made-up names in bodies are found by name: ops[i] would
+			// not say where they are.
+			s.names[d.op.Name] = int32(i)
+		default:
 			s.sites[i].index = d.index
 		}
 	}
@@ -427,7 +436,7 @@ func (l *loader) label(d *opDecl) string {
 	if d.named && d.op != nil {
 		return "op " + strconv.Quote(d.op.Name)
 	}
-	return opIndex(int(d.index))
+	return l.unnamedLabel(d)
 }
 
 // kernelsOnCPU refuses launches of CUDA C, PTX and cubin kernels in a spec

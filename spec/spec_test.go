@@ -221,7 +221,7 @@ func TestErrors(t *testing.T) {
 		{"aliases", "buffers:\n  x: &b {size: 16}\n  y: *b\n  z: *nope\nops:\n  - <<: {fill: {buffer: x, value: 1}}\n", []string{
 			`4:6: alias *nope names no anchor (define the anchor with &nope before using it)`,
 			`6:5: merge keys (<<) are not supported (write the keys out, or use an alias for the whole value)`,
-			`6:5: ops[0] has no kind (give it one of copy, fill, memset2d, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send or recv)`,
+			`6:5: ops[0] has no kind (give it one of copy, fill, memset2d, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send, recv, while or if)`,
 		}},
 		{"names", "buffers:\n  \"a b\": 16\n  x: 16\nops:\n  - fill: {buffer: x, value: 1}\n    name: \"1st\"\n  - fill: {buffer: x, value: 1}\n    name: f\n  - fill: {buffer: x, value: 1}\n    name: f\n", []string{
 			`2:3: buffer name "a b" is not valid (` + nameHint + `)`,
@@ -230,7 +230,7 @@ func TestErrors(t *testing.T) {
 		}},
 		{"op fields", "buffers: {x: 16}\nops:\n  - fill: {buffer: x, value: 1}\n    priorty: high\n  - {filll: {buffer: x}}\n  - {fill: {buffer: x, value: 1}, alloc: x}\n", []string{
 			`4:5: unknown field "priorty" in ops[0] (did you mean "priority"?)`,
-			`5:5: ops[1] has no kind (give it one of copy, fill, memset2d, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send or recv)`,
+			`5:5: ops[1] has no kind (give it one of copy, fill, memset2d, launch, alloc, free, host, gemm, all_reduce, all_gather, reduce_scatter, broadcast, send, recv, while or if)`,
 			`5:6: unknown field "filll" in ops[1] (did you mean "fill"?)`,
 			`6:35: ops[2] is both fill and alloc (split it into one op per kind)`,
 		}},

@@ -64,6 +64,14 @@ type (
 		ReplayTiming string              `json:"replay_timing,omitempty"`
 		// Which runs were eager and which replays (Figures.Runs).
 		Runs string `json:"runs,omitempty"`
+		// The iterations of each loop, by run (Trace.Loops).
+		Loops []chromeLoop `json:"loops,omitempty"`
+	}
+	chromeLoop struct {
+		Run        int    `json:"run,omitempty"`
+		OpID       int    `json:"op_id"`
+		Op         string `json:"op"`
+		Iterations int    `json:"iterations"`
 	}
 	chromeWholeReplay struct {
 		Run     int     `json:"run"`
@@ -90,6 +98,7 @@ type (
 		Writes []string `json:"writes,omitempty"`
 		Path   string   `json:"path,omitempty"`     // copies: Slice.Path
 		GBps   float64  `json:"gb_per_s,omitempty"` // copies: achieved bandwidth
+		Iter   *int     `json:"iter,omitempty"`     // ops in a loop's body: Slice.Iter
 	}
 	flowArgs struct {
 		Event int `json:"event"`
@@ -162,7 +171,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		Generator: generator, SchemaVersion: SchemaVersion, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
 		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
-		Replays: chromeReplays(f.Replays), ReplayTiming: f.ReplayTiming, Runs: f.Runs,
+		Replays: chromeReplays(f.Replays), ReplayTiming: f.ReplayTiming, Runs: f.Runs, Loops: chromeLoops(t.Loops),
 	})
 	if err != nil {
 		return err
@@ -224,6 +233,12 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		dur := micros(s.Dur)
 		ev := chromeEvent{Name: s.Name, Cat: s.Kind.String(), Ph: "X", Ts: micros(s.Start), Dur: &dur, Pid: l.pid(), Tid: l.Stream + 1}
 		args := sliceArgs{Op: s.Name, OpID: s.Op, Run: s.Run, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes, Path: s.Path}
+		if s.Loop {
+			// Each iteration is a slice of its own: the name tells them apart.
+			ev.Name = fmt.Sprintf("%s #%d", s.Name, s.Iter)
+			iter := s.Iter
+			args.Iter = &iter
+		}
 		if s.Path != "" {
 			args.GBps = math.Round(s.GBps()*1000) / 1000
 		}
@@ -326,6 +341,12 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			CriticalPath: at(-1, "otherData.critical_path_us", f.CriticalPathUS, false), Estimated: f.Estimated,
 			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
 			ReplayTiming: f.ReplayTiming, Runs: f.Runs}
+		for _, lr := range f.Loops {
+			if lr.Iterations < 0 {
+				return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("loop %q ran %d iterations", lr.Op, lr.Iterations)}
+			}
+			t.Loops = append(t.Loops, LoopRun{Run: lr.Run, Op: lr.OpID, Name: lr.Op, Iterations: lr.Iterations})
+		}
 		for _, r := range f.Replays {
 			t.Figures.Replays = append(t.Figures.Replays, WholeReplay{Run: r.Run, Start: at(-1, "otherData replay start", r.StartUS, false), Dur: at(-1, "otherData replay dur", r.DurUS, false)})
 		}
@@ -389,8 +410,12 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			if rerr != nil {
 				return nil, rerr
 			}
-			t.Slices = append(t.Slices, Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: start, Dur: dur,
-				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes, Path: a.Path})
+			s := Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: start, Dur: dur,
+				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes, Path: a.Path}
+			if a.Iter != nil {
+				s.Iter, s.Loop = *a.Iter, true
+			}
+			t.Slices = append(t.Slices, s)
 		case "C":
 			// Counter tracks: the memories' temporaries (counters.go);
 			// counters of other names are someone else's, and ignored.

@@ -63,6 +63,12 @@ var kindStyles = map[dag.OpKind]kindStyle{
 	dag.Recv:          {label: "send/recv", fill: "#c78c1e", text: darkText, bytesInLabel: true},
 
 	dag.Task: {label: "stream task", fill: "#8cd17d", text: darkText, overlap: kernelWork},
+
+	// A loop or branch is the box around its body's ops; its own span, if a
+	// backend gives one, covers them, so it counts as neither side of the
+	// overlap (its body's ops do).
+	dag.While: {label: "loop/branch", fill: "#d4c8e8", text: darkText, detail: controlDetail},
+	dag.If:    {label: "loop/branch", fill: "#d4c8e8", text: darkText, detail: controlDetail},
 }
 
 // copyStyles are the colours of copies on the copy lanes of one direction.

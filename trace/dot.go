@@ -31,13 +31,30 @@ func PlanDOT(w io.Writer, p *planner.Plan) error {
 		{Key: "shape", Value: "box"}, {Key: "style", Value: "rounded,filled"}, {Key: "fontname", Value: "sans-serif"}, {Key: "fontsize", Value: "10"},
 	}, edgeAttrs: []encoding.Attribute{{Key: "fontname", Value: "sans-serif"}, {Key: "fontsize", Value: "9"}}}
 
+	addPlanDOT(top, top, p, lanes, laneOf, "")
+	out, err := dot.Marshal(top, "", "", "  ")
+	if err != nil {
+		return fmt.Errorf("trace: writing the plan as DOT: %w", err)
+	}
+	out = append(out, '\n')
+	_, err = w.Write(out)
+	return err
+}
+
+// addPlanDOT adds plan p's streams to parent as clusters (their IDs
+// starting with tag), its ops to them and its waits to top. The bodies of
+// its loops and branches (p.Bodies) are clusters inside the control op's
+// stream cluster, holding their own streams' clusters: a box around the
+// ops the loop repeats. Nodes are named by dag.Op.Index, unique across
+// the bodies; a body's events are its own, so their labels carry its tag.
+func addPlanDOT(top, parent *dotGraph, p *planner.Plan, lanes []Lane, laneOf []int, tag string) {
 	clusters := make([]*dotGraph, len(lanes))
 	for i, l := range lanes {
 		fill := laneFill(l)
-		clusters[i] = &dotGraph{DirectedGraph: simple.NewDirectedGraph(), id: fmt.Sprintf("cluster_s%d", l.Stream), attrs: []encoding.Attribute{
+		clusters[i] = &dotGraph{DirectedGraph: simple.NewDirectedGraph(), id: fmt.Sprintf("cluster_%ss%d", tag, l.Stream), attrs: []encoding.Attribute{
 			{Key: "label", Value: l.Title() + " · " + l.Kind.String()}, {Key: "style", Value: "filled"}, {Key: "fillcolor", Value: fill}, {Key: "color", Value: "#b8bfcc"},
 		}}
-		top.sub = append(top.sub, clusters[i])
+		parent.sub = append(parent.sub, clusters[i])
 	}
 	last := make([]graph.Node, len(p.Streams))
 	recordedAfter := make([]int32, p.Events)
@@ -45,6 +62,7 @@ func PlanDOT(w io.Writer, p *planner.Plan) error {
 		recordedAfter[i] = -1
 	}
 	waitEdges := map[[2]int64]*dotEdge{}
+	index := func(op int32) int64 { return int64(p.Graph.Ops[op].Index) }
 	for _, st := range p.Steps {
 		s := int(st.Stream)
 		if s < 0 || s >= len(p.Streams) || st.Op < 0 || int(st.Op) >= len(p.Graph.Ops) {
@@ -53,7 +71,7 @@ func PlanDOT(w io.Writer, p *planner.Plan) error {
 		switch st.Kind {
 		case planner.Run:
 			op := p.Graph.Ops[st.Op]
-			n := opNode{id: int64(st.Op), attrs: []encoding.Attribute{
+			n := opNode{id: index(st.Op), attrs: []encoding.Attribute{
 				{Key: "label", Value: op.Name + "\n" + opDetail(op)}, {Key: "fillcolor", Value: kindFill(op.Kind, p.Streams[s].Kind)},
 				{Key: "fontcolor", Value: kindText(op.Kind, p.Streams[s].Kind)},
 			}}
@@ -63,6 +81,7 @@ func PlanDOT(w io.Writer, p *planner.Plan) error {
 				c.SetEdge(&dotEdge{from: prev, to: n, attrs: []encoding.Attribute{{Key: "color", Value: "#8a93a3"}, {Key: "arrowsize", Value: "0.6"}}})
 			}
 			last[s] = n
+			addBodiesDOT(top, c, p, op)
 		case planner.Record:
 			if e := int(st.Event); e >= 0 && e < len(recordedAfter) {
 				recordedAfter[e] = st.Op
@@ -72,12 +91,12 @@ func PlanDOT(w io.Writer, p *planner.Plan) error {
 			if e < 0 || e >= len(recordedAfter) || recordedAfter[e] < 0 {
 				continue
 			}
-			key := [2]int64{int64(recordedAfter[e]), int64(st.Op)}
+			key := [2]int64{index(recordedAfter[e]), index(st.Op)}
 			if de, ok := waitEdges[key]; ok {
-				de.label += fmt.Sprintf(",e%d", e)
+				de.label += fmt.Sprintf(",%se%d", tag, e)
 				continue
 			}
-			de := &dotEdge{from: plainNode(key[0]), to: plainNode(key[1]), label: fmt.Sprintf("e%d", e)}
+			de := &dotEdge{from: plainNode(key[0]), to: plainNode(key[1]), label: fmt.Sprintf("%se%d", tag, e)}
 			waitEdges[key] = de
 			if top.Node(key[0]) == nil {
 				top.AddNode(plainNode(key[0]))
@@ -88,13 +107,28 @@ func PlanDOT(w io.Writer, p *planner.Plan) error {
 			top.SetEdge(de)
 		}
 	}
-	out, err := dot.Marshal(top, "", "", "  ")
-	if err != nil {
-		return fmt.Errorf("trace: writing the plan as DOT: %w", err)
+}
+
+// addBodiesDOT adds the plans of control op op's bodies to c, the
+// cluster of the stream it runs on, one cluster per body.
+func addBodiesDOT(top, c *dotGraph, p *planner.Plan, op *dag.Op) {
+	bodies := op.Bodies()
+	for i, bp := range p.Bodies[op.ID] {
+		if bp == nil || bp.Graph == nil || i >= len(bodies) {
+			continue
+		}
+		what := "body"
+		if op.Kind == dag.If {
+			what = [...]string{"then", "else"}[min(i, 1)]
+		}
+		tag := fmt.Sprintf("b%d_%d_", op.Index, i)
+		box := &dotGraph{DirectedGraph: simple.NewDirectedGraph(), id: "cluster_" + tag + "box", attrs: []encoding.Attribute{
+			{Key: "label", Value: op.Name + " " + what + " · " + opDetail(op)}, {Key: "style", Value: "rounded,dashed"}, {Key: "color", Value: kindFill(op.Kind, planner.Compute)},
+		}}
+		c.sub = append(c.sub, box)
+		lanes, laneOf := lanesOf(bp.Streams)
+		addPlanDOT(top, box, bp, lanes, laneOf, tag)
 	}
-	out = append(out, '\n')
-	_, err = w.Write(out)
-	return err
 }
 
 // planCaption is the figures line under a plan picture.

@@ -19,10 +19,11 @@ func PerfSamples(g *dag.Graph, spans []executor.Span) ([]planner.OpSample, error
 	}
 	out := make([]planner.OpSample, 0, len(spans))
 	for i, sp := range spans {
-		if sp.Op < 0 || sp.Op >= len(g.Ops) {
-			return nil, fmt.Errorf("perf samples: span %d names op %d, and the graph has %d ops", i, sp.Op, len(g.Ops))
+		// Spans name ops by Index: those of loops' bodies too, one per iteration.
+		op := g.OpAt(sp.Op)
+		if op == nil {
+			return nil, fmt.Errorf("perf samples: span %d names op %d, and the graph has %d ops", i, sp.Op, len(g.Ops)+len(g.Nested))
 		}
-		op := g.Ops[sp.Op]
 		if sp.End < sp.Start {
 			return nil, fmt.Errorf("perf samples: op %s ends (%v) before it starts (%v)", op.Name, sp.End, sp.Start)
 		}

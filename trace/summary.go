@@ -35,6 +35,17 @@ type Summary struct {
 	// for one run. Ratio is then the median run's makespan over
 	// CriticalPath.
 	Runs []RunSummary
+	// Loops are the loops' iterations (Trace.Loops), one per loop: over
+	// several runs, the fewest and most of a run.
+	Loops []LoopSummary
+}
+
+// LoopSummary is how many iterations a loop ran: Min and Max over the
+// runs that ran its body (equal for one run).
+type LoopSummary struct {
+	Name     string
+	Runs     int
+	Min, Max int
 }
 
 // RunSummary is one run's place in a trace of several.
@@ -105,6 +116,7 @@ func (t *Trace) Summarize() Summary {
 	s.Waits = t.waits()
 	s.Copies = t.copies()
 	s.Runs = t.runs()
+	s.Loops = t.loops()
 	if len(s.Runs) > 1 {
 		s.Ratio = share(medianMakespan(s.Runs), s.CriticalPath)
 	}
@@ -257,6 +269,18 @@ func (t *Trace) WriteSummaryWith(w io.Writer, o SummaryOptions) error {
 		fmt.Fprintf(bw, "critical path         %s (median run makespan / critical path = %.2f)\n", fmtDur(s.CriticalPath), s.Ratio)
 	} else {
 		fmt.Fprintf(bw, "critical path         %s (makespan / critical path = %.2f)\n", fmtDur(s.CriticalPath), s.Ratio)
+	}
+	if len(s.Loops) > 0 {
+		bw.WriteByte('\n')
+		rows := [][]string{{"loop", "runs", "iterations"}}
+		for _, l := range s.Loops {
+			its := fmt.Sprint(l.Min)
+			if l.Max != l.Min {
+				its = fmt.Sprintf("%d-%d", l.Min, l.Max)
+			}
+			rows = append(rows, []string{l.Name, fmt.Sprint(l.Runs), its})
+		}
+		writeTable(bw, rows, []bool{false, true, true})
 	}
 	f := t.Figures
 	if !o.NoEstimate && (f.EstMakespan > 0 || f.EstCriticalPath > 0) {

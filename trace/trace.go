@@ -21,7 +21,11 @@ type Trace struct {
 	// Counters are the memories' counter tracks of temporaries (counters.go):
 	// by memory, then time.
 	Counters []Counter
-	Figures  Figures
+	// Loops are the iterations each loop ran, by run, then the loop's
+	// place in the graph (bodies.go); none in a trace without loops or
+	// without slices of their bodies.
+	Loops   []LoopRun
+	Figures Figures
 	// Rank places the trace of one rank of a world on the world's clock,
 	// for MergeRanks (ranks.go); nil for a trace of no world.
 	Rank *RankClock
@@ -60,8 +64,13 @@ func (l Lane) Copy() bool { return l.Kind != planner.Compute }
 
 // Slice is one op's time on its stream.
 type Slice struct {
-	Op     int // the op's ID in the plan's graph
-	Run    int // the run's number in a trace of several runs (FromRuns); 0 otherwise
+	Op  int // the op's Index in the plan's graph (its ID for a top-level op; see dag.Op.Index)
+	Run int // the run's number in a trace of several runs (FromRuns); 0 otherwise
+	// Iter is which iteration of its loop the slice of an op in a loop's
+	// body is: its k-th slice in the run is iteration k, from 0. Loop says
+	// the op is in a loop's body (at any depth); Iter is 0 otherwise.
+	Iter   int
+	Loop   bool
 	Name   string
 	Kind   dag.OpKind
 	Lane   int           // index into Trace.Lanes
@@ -159,9 +168,11 @@ func (t *Trace) Makespan() time.Duration {
 
 // FromRun builds the trace of a run of p from the op times the executor
 // measured (executor.Session.Spans with executor.WithTiming). Times are
-// shifted so that the earliest span starts at zero. Spans naming an op the
-// plan's graph lacks are left out; a span whose stream the plan lacks is
-// drawn on the op's planned stream. Building is linear in the size of the
+// shifted so that the earliest span starts at zero. A span names its op by
+// dag.Op.Index, so the ops of loops' and branches' bodies have spans too,
+// one per iteration. Spans naming an op the plan's graph lacks are left
+// out; a span whose stream the plan lacks is drawn on the op's planned
+// stream, for an op of a body that of the top-level op that holds it. Building is linear in the size of the
 // plan and the number of spans, plus sorting the slices.
 func FromRun(p *planner.Plan, spans []executor.Span) *Trace {
 	return FromRuns(p, []RunSpans{{Spans: spans}})
@@ -243,8 +254,13 @@ func FromPlan(p *planner.Plan, cost planner.CostModel) *Trace {
 // builder collects slices for one plan.
 type builder struct {
 	p         *planner.Plan
-	ops       []*dag.Op
-	laneOf    []int // by stream ID
+	ops       []*dag.Op // by Index: the top-level ops, then those of bodies
+	top       int       // the top-level ops: ops[:top]
+	holder    []int32   // by Index: the top-level op that runs the op (itself at top level)
+	inLoop    []bool    // by Index: the op is in a loop's body
+	iters     []int32   // by Index: the op's slices so far in the run
+	runStart  int       // the run's first slice in t.Slices
+	laneOf    []int     // by stream ID
 	t         *Trace
 	run       int     // the run the slices added now belong to
 	sliceOf   []int32 // by op ID: the op's first slice of the run (in t.Slices before sorting), -1 for none
@@ -262,6 +278,8 @@ func (b *builder) startRun(run int) {
 		b.sliceOf[i] = -1
 	}
 	clear(b.durations)
+	clear(b.iters)
+	b.runStart = len(b.t.Slices)
 }
 
 // endRun ends the run's slices: its critical path counts, and its flows
@@ -270,7 +288,9 @@ func (b *builder) endRun() {
 	if b.sliceOf == nil {
 		return
 	}
-	b.t.Figures.CriticalPath = max(b.t.Figures.CriticalPath, criticalPath(b.ops, b.durations))
+	b.controlDurations()
+	b.loopRuns()
+	b.t.Figures.CriticalPath = max(b.t.Figures.CriticalPath, criticalPath(b.ops[:b.top], b.durations[:b.top]))
 	b.runs = append(b.runs, b.sliceOf)
 	b.sliceOf = nil
 }
@@ -280,13 +300,10 @@ func newBuilder(p *planner.Plan, slices int) *builder {
 	if p == nil {
 		return nil
 	}
-	var ops []*dag.Op
-	if p.Graph != nil {
-		ops = p.Graph.Ops
-	}
-	b := &builder{p: p, ops: ops, t: &Trace{Slices: make([]Slice, 0, slices)}}
+	b := &builder{p: p, t: &Trace{Slices: make([]Slice, 0, slices)}}
+	b.index(p.Graph)
 	b.t.Lanes, b.laneOf = lanesOf(p.Streams)
-	b.durations = make([]time.Duration, len(ops))
+	b.durations = make([]time.Duration, len(b.ops))
 	b.t.Figures = Figures{
 		Ops: p.Stats.Ops, Streams: p.Stats.Streams, CrossEdges: p.Stats.CrossEdges, Waits: p.Stats.Waits,
 		EstMakespan: p.Stats.Makespan, EstCriticalPath: p.Stats.CriticalPath,
@@ -323,14 +340,16 @@ func (b *builder) add(opID, stream int, start, d time.Duration) {
 	op := b.ops[opID]
 	if stream < 0 || stream >= len(b.laneOf) {
 		stream = -1
-		if opID < len(b.p.OpStream) {
-			stream = int(b.p.OpStream[opID])
+		if h := int(b.holder[opID]); h < len(b.p.OpStream) {
+			stream = int(b.p.OpStream[h])
 		}
 		if stream < 0 || stream >= len(b.laneOf) {
 			return
 		}
 	}
-	s := Slice{Op: opID, Run: b.run, Name: op.Name, Kind: op.Kind, Lane: b.laneOf[stream], Start: start, Dur: d, Bytes: op.Bytes()}
+	s := Slice{Op: opID, Run: b.run, Name: op.Name, Kind: op.Kind, Lane: b.laneOf[stream], Start: start, Dur: d, Bytes: op.Bytes(),
+		Iter: int(b.iters[opID]), Loop: b.inLoop[opID]}
+	b.iters[opID]++
 	if op.Kernel() != nil {
 		s.Grid, s.Block = op.Launch.Grid, op.Launch.Block
 	}
