@@ -305,7 +305,6 @@ func TestExamples(t *testing.T) {
 			for _, delays := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/streams=%d/delays=%v", f, streams, delays), func(t *testing.T) {
 					p, err := planner.New(s.Graph, planner.Options{Streams: streams, SharedCopyStreams: s.Run.SharedCopyStreams})
-					skipWithoutLoops(t, s.Graph, err)
 					require.NoError(t, err)
 					require.NoError(t, planner.Verify(p))
 					var opts []cpu.Option
@@ -313,7 +312,6 @@ func TestExamples(t *testing.T) {
 						opts = append(opts, cpu.Delays(int64(streams), 50*time.Microsecond))
 					}
 					mem, err := executor.Execute(context.Background(), cpu.New(opts...), p)
-					skipWithoutLoops(t, s.Graph, err)
 					require.NoError(t, err)
 					check(t, bufferValues(t, s, nil), bufferValues(t, s, mem))
 				})

@@ -2,25 +2,8 @@ package examples_test
 
 import (
 	"math"
-	"strings"
 	"testing"
-
-	"github.com/dagrun/dagrun/dag"
 )
-
-// skipWithoutLoops skips a test of an example with loops or branches when
-// the planner or the cpu backend says it cannot run them yet: err is what
-// planning or running g returned. Any other error fails the test as
-// before.
-func skipWithoutLoops(t *testing.T, g *dag.Graph, err error) {
-	t.Helper()
-	if err == nil || len(g.Nested) == 0 {
-		return
-	}
-	if msg := err.Error(); strings.Contains(msg, "unknown kind") || strings.Contains(msg, "loops and branches") {
-		t.Skipf("needs the cpu backend's loops: %v", err)
-	}
-}
 
 // jacobiRef is examples/jacobi.yaml computed here, op for op in f32 as the
 // builtins round (reduce_sum in f64): x after the loop, and how many

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 )
+
 // Counter keeps a loop's flag set for a given number of iterations with
 // fills and copies alone, which every backend runs in a body: a shift
 // register of n ones and a zero moves down one element per iteration,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,10 +59,8 @@ func TestRandomControlOnCPU(t *testing.T) {
 	for seed := range int64(12) {
 		c := dagtest.RandomControl(seed, 10, 2)
 		p, err := planner.New(c.Graph, planner.Options{Streams: 3})
-		skipWithoutLoops(t, err)
 		require.NoError(t, err)
 		out, err := executor.Execute(context.Background(), cpu.New(), p)
-		skipWithoutLoops(t, err)
 		require.NoError(t, err)
 		for b, data := range out {
 			want := c.Want[b.Name]
@@ -78,14 +75,5 @@ func TestRandomControlOnCPU(t *testing.T) {
 				require.Equal(t, want[i], got, "seed %d: %s[%d]", seed, b.Name, i)
 			}
 		}
-	}
-}
-
-// skipWithoutLoops skips while the planner or the cpu backend cannot run
-// loops and branches yet; remove it once they can.
-func skipWithoutLoops(t *testing.T, err error) {
-	t.Helper()
-	if err != nil && strings.Contains(err.Error(), "unknown kind") {
-		t.Skipf("needs the cpu backend's loops: %v", err)
 	}
 }
