@@ -117,9 +117,7 @@ extern "C" __global__ void matmul(float* c, i64 nc, const float* a, i64 na, cons
 // set_flag sets the flag a conditional node reads: flag[0] = x[0] >
 // threshold, compared in f64 (exact for an f32 x, as the CPU compares), a
 // NaN comparing false. One thread writes it whatever the launch shape.
-// Build refuses views that hold no whole element, so x holds one; the
-// flag's count is not read, since a host computing it from the variant's
-// element size (8 bytes for set_flag_f64) would find none in its 4 bytes.
+// Build refuses views that hold no whole element, so x holds one.
 extern "C" __global__ void set_flag(int* flag, i64 nflag, const float* x, i64 nx, double threshold) {
 	if (dagrun_tid() == 0 && nx > 0) {
 		flag[0] = ((double)x[0] > threshold) ? 1 : 0;

@@ -88,6 +88,11 @@ type control struct {
 	state  C.CUdeviceptr // a While's dr_loop; 0 for an If
 	enter  *C.dr_launch
 	next   *C.dr_launch // While
+	// joins[i] are the streams of body i besides its entry stream, each
+	// with an event that joins it back into the entry stream before the
+	// body's capture ends: the plan's own joins may be transitive, and
+	// a capture must end with every stream joined.
+	joins [][]devJoin
 
 	// The eager graph: captured on private at the first eager run, again
 	// when an address it holds changed (temporaries from the pool).
@@ -95,6 +100,12 @@ type control struct {
 	tmpl    C.CUgraph
 	exec    C.CUgraphExec
 	addrs   []C.CUdeviceptr // the op's accesses' addresses it was captured with
+}
+
+// devJoin is a stream and the event that joins it into another.
+type devJoin struct {
+	stream int
+	ev     C.CUevent
 }
 
 // opSlot is where the session keeps op's state: its Index, which numbers
@@ -168,11 +179,37 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 		ct.release(c, keep)
 		return &dag.OpError{Op: op.Name, Err: err}
 	}
+	if err = ct.makeJoins(c); err != nil {
+		ct.release(c, func(error) {})
+		return &dag.OpError{Op: op.Name, Err: err}
+	}
 	ct.setArgs(c)
 	ct.controls[opSlot(op)] = c
 	for _, steps := range bodies {
 		for _, st := range steps {
 			ct.bodyStreams[st.Stream] = true
+		}
+	}
+	return nil
+}
+
+// makeJoins makes c's joins.
+func (ct *controller) makeJoins(c *control) error {
+	se := ct.se
+	c.joins = make([][]devJoin, len(c.bodies))
+	for i, steps := range c.bodies {
+		seen := map[int]bool{steps[0].Stream: true}
+		for _, st := range steps {
+			if seen[st.Stream] {
+				continue
+			}
+			seen[st.Stream] = true
+			ev, err := se.drv.eventCreate(c.dev.ctx, false)
+			if err != nil {
+				return err
+			}
+			se.hold.track(&se.hold.live.Events, 1)
+			c.joins[i] = append(c.joins[i], devJoin{stream: st.Stream, ev: ev})
 		}
 	}
 	return nil
@@ -321,6 +358,14 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 			return err
 		}
 		bodyErr := ct.submit(steps)
+		for _, j := range c.joins[i] {
+			if bodyErr == nil {
+				bodyErr = se.drv.check("cuEventRecord", C.dr_record(api, ctx, j.ev, se.sub.streams[j.stream].h))
+			}
+			if bodyErr == nil {
+				bodyErr = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, entry.h, j.ev))
+			}
+		}
 		if bodyErr == nil && c.next != nil {
 			bodyErr = se.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.next, entry.h))
 		}
@@ -411,6 +456,13 @@ func (ct *controller) release(c *control, keep func(error)) {
 		c.state = 0
 		se.hold.track(&se.hold.live.DeviceAllocs, -1)
 	}
+	for _, js := range c.joins {
+		for _, j := range js {
+			keep(se.drv.eventDestroy(c.dev.ctx, j.ev))
+			se.hold.track(&se.hold.live.Events, -1)
+		}
+	}
+	c.joins = nil
 	for _, l := range []**C.dr_launch{&c.enter, &c.next} {
 		if *l != nil {
 			C.free(unsafe.Pointer(*l))

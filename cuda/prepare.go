@@ -290,7 +290,7 @@ func (sm *submitter) prepareLaunch(st *opState, op *dag.Op) error {
 			sm.setPtr(st, &slots[i], v)
 			if builtin {
 				i++
-				slots[i] = C.uint64_t(v.Size / k.ElemDType().Size())
+				slots[i] = C.uint64_t(v.Size / k.ParamDType(pi).Size())
 			}
 		case dag.I32Param:
 			slots[i] = C.uint64_t(uint32(int32(a.Int)))
