@@ -144,9 +144,9 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 		return &dag.OpError{Op: op.Name, Err: err}
 	}
 	c := &control{op: op, dev: d, bodies: bodies}
-	for i, steps := range bodies {
-		if len(steps) == 0 {
-			return &dag.OpError{Op: op.Name, Err: fmt.Errorf("cuda: body %d has no steps", i)}
+	for _, steps := range bodies {
+		if len(steps) == 0 && op.Kind == dag.While {
+			return &dag.OpError{Op: op.Name, Err: errors.New("cuda: the loop's body has no steps")}
 		}
 		for _, st := range steps {
 			s, err := se.sub.stream(st.Stream)
@@ -198,6 +198,9 @@ func (ct *controller) makeJoins(c *control) error {
 	se := ct.se
 	c.joins = make([][]devJoin, len(c.bodies))
 	for i, steps := range c.bodies {
+		if len(steps) == 0 {
+			continue
+		}
 		seen := map[int]bool{steps[0].Stream: true}
 		for _, st := range steps {
 			if seen[st.Stream] {
@@ -353,6 +356,9 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 	ct.building++
 	defer func() { se.tim.timing, se.tim.cupti = timing, cupti; ct.building-- }()
 	for i, steps := range c.bodies {
+		if len(steps) == 0 {
+			continue // a branch that does nothing: its body graph stays empty
+		}
 		entry := &se.sub.streams[steps[0].Stream]
 		if err := se.drv.check("cuStreamBeginCaptureToGraph", C.dr_capture_to_graph(api, ctx, entry.h, bodies[i])); err != nil {
 			return err

@@ -140,6 +140,7 @@ func TestWhileGPU(t *testing.T) {
 	g := dag.New()
 	x := g.Buffer("x", 4)
 	flag := g.Buffer("flag", 4, dag.Of(dag.I32))
+	g.Kernel(halveKernel)
 	var halve *dag.Op
 	loop := g.While(flag.All(), func(body *dag.Builder) {
 		halve = body.Launch(halveKernel, dag.Grid1(1), dag.Threads(1), x, flag, 0.75).Named("halve")
@@ -187,6 +188,7 @@ func TestWhileMaxGPU(t *testing.T) {
 	g := dag.New()
 	x := g.Buffer("x", 4)
 	flag := g.Buffer("flag", 4, dag.Of(dag.I32))
+	g.Kernel(halveKernel)
 	var halve *dag.Op
 	loop := g.While(flag.All(), func(body *dag.Builder) {
 		halve = body.Launch(halveKernel, dag.Grid1(1), dag.Threads(1), x, flag, -1.0).Named("halve")
@@ -227,6 +229,7 @@ func TestIfElseAndNestingGPU(t *testing.T) {
 	flag := g.Buffer("flag", 4, dag.Of(dag.I32))
 	pick := g.Buffer("pick", 4, dag.Of(dag.I32))
 	y := g.Buffer("y", 8)
+	g.Kernel(decKernel)
 	var dec, branch, thenFill, elseFill *dag.Op
 	loop := g.While(flag.All(), func(body *dag.Builder) {
 		dec = body.Launch(decKernel, dag.Grid1(1), dag.Threads(1), n, flag).Named("dec")
@@ -286,6 +289,8 @@ func BenchmarkWhileGPU(b *testing.B) {
 			n := g.Buffer("n", 4, dag.Of(dag.I32))
 			flag := g.Buffer("flag", 4, dag.Of(dag.I32))
 			x := g.Buffer("x", 4)
+			g.Kernel(emptyKernel)
+			g.Kernel(decKernel)
 			var body []*dag.Op
 			loop := g.While(flag.All(), func(bb *dag.Builder) {
 				for i := range k {

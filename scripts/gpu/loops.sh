@@ -65,12 +65,13 @@ PY
 for spec in "$examples"/*.yaml; do
 	grep -qE '^\s*- *(while|if):|^\s*-? *\{ *(while|if):' "$spec" || continue
 	ex=$(basename "$spec" .yaml)
-	.gpu/dagrun run "$spec" --backend cpu --json >"$out/$ex-cpu.json" 2>"$out/$ex-cpu.err" || { echo "$ex: cpu FAIL"; fail=1; continue; }
 	for mode in eager graph; do
-		flags=()
-		[ $mode = graph ] && flags=(--graph --repeat 20)
-		if .gpu/dagrun run "$spec" --backend cuda "${flags[@]}" --json >"$out/$ex-$mode.json" 2>"$out/$ex-$mode.err" &&
-			same_outputs "$out/$ex-$mode.json" "$out/$ex-cpu.json"; then
+		# A replayed run repeats: the cpu backend runs as many times.
+		flags=() repeat=()
+		[ $mode = graph ] && flags=(--graph) repeat=(--repeat 20)
+		.gpu/dagrun run "$spec" --backend cpu "${repeat[@]}" --json >"$out/$ex-cpu-$mode.json" 2>"$out/$ex-cpu.err" || { echo "$ex: cpu FAIL"; fail=1; continue; }
+		if .gpu/dagrun run "$spec" --backend cuda "${flags[@]}" "${repeat[@]}" --json >"$out/$ex-$mode.json" 2>"$out/$ex-$mode.err" &&
+			same_outputs "$out/$ex-$mode.json" "$out/$ex-cpu-$mode.json"; then
 			echo "$ex $mode: ok, equal to cpu"
 		else
 			echo "$ex $mode: FAIL ($(head -c 300 "$out/$ex-$mode.err"))"
