@@ -156,6 +156,10 @@ func checkControl(errs []error, op *dag.Op) []error {
 		return append(errs, &dag.Error{Op: op.Name, Msg: fmt.Sprintf("%s has no body", op.Kind),
 			Hint: "declare it with dag.Builder.While or If, and build the graph"})
 	}
+	if op.Kind == dag.While && len(op.Control.Body.Ops) == 0 {
+		return append(errs, &dag.Error{Op: op.Name, Msg: "the loop's body is empty: nothing could clear its flag",
+			Hint: "give the loop a body that updates its flag"})
+	}
 	for _, body := range op.Bodies() {
 		for _, o := range body.Ops {
 			if o != nil && o.Device != op.Device {

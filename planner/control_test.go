@@ -290,3 +290,17 @@ func TestControlOpsNeedBodies(t *testing.T) {
 	assert.Contains(t, err.Error(), "refine")
 	assert.Contains(t, err.Error(), "while has no body")
 }
+
+func TestEmptyLoopBodyRefused(t *testing.T) {
+	b := dag.New()
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+	x := b.Buffer("x", 64)
+	b.While(flag.All(), func(*dag.Builder) {}).Named("spin")
+	b.If(flag.All(), func(then *dag.Builder) { then.Fill(x.All(), 1) }, func(*dag.Builder) {}).Named("pick")
+	g, err := b.Build()
+	require.NoError(t, err)
+	_, err = planner.New(g, planner.Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `op "spin": the loop's body is empty`)
+	assert.NotContains(t, err.Error(), "pick", "a branch may do nothing")
+}
