@@ -242,7 +242,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 			iter := s.Iter
 			args.Iter = &iter
 		}
-		if s.Holder != 0 || s.Parent != 0 {
+		if s.Loop || s.Holder != 0 || s.Parent != 0 {
 			holder, parent := s.Holder, s.Parent
 			args.Holder, args.Parent = &holder, &parent
 		}
