@@ -52,7 +52,10 @@ type picture struct {
 // per stream (grouped by device, copy streams tinted), a time axis, a box
 // per op labelled with its name where it fits and with a <title> hover text,
 // and the waits as arrows. Lanes have class "lane", op boxes class "op" and
-// data-op (the op's name), wait arrows class "wait".
+// data-op (the op's name), wait arrows class "wait". An op of a loop's
+// body is labelled with its iteration ("jx #3"), and a thin bracket
+// (class "loop", data-iterations) spans each loop's iterations on its
+// lane, ticked where each one starts.
 func (t *Trace) WriteSVG(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
@@ -72,7 +75,12 @@ func (t *Trace) WriteHTML(w io.Writer) error {
 // PlanSVG writes p as an SVG picture: its streams as lanes, each op a box
 // placed at the start time the planner's default cost model gives it (see
 // FromPlan), and every wait an arrow from the op the event is recorded
-// after to the op after the wait.
+// after to the op after the wait. The body of each loop or branch
+// (Plan.Bodies) is a dashed box (class "body", data-op the control op's
+// name, data-body "body", "then" or "else") under the control op's lane:
+// its streams as lanes of their own, its ops placed as one pass of the
+// body simulated on its own, from the control op's start; bodies within
+// bodies nest.
 func PlanSVG(w io.Writer, p *planner.Plan) error {
 	if p == nil {
 		return errors.New("trace: PlanSVG needs a plan")
