@@ -21,18 +21,20 @@ func (b *builder) index(g *dag.Graph) {
 	b.top = len(g.Ops)
 	b.ops = make([]*dag.Op, n)
 	b.holder = make([]int32, n)
+	b.parent = make([]int32, n)
 	b.inLoop = make([]bool, n)
 	b.iters = make([]int32, n)
 	for i := range n {
 		b.ops[i] = g.OpAt(i)
 	}
 	for _, o := range g.Ops {
-		b.holder[o.Index] = int32(o.ID)
+		b.holder[o.Index], b.parent[o.Index] = int32(o.ID), int32(o.ID)
 		b.markBodies(o, int32(o.ID), false)
 	}
 }
 
-// markBodies notes holder and the loop nesting of the ops of o's bodies.
+// markBodies notes holder, o as their parent and the loop nesting of the
+// ops of o's bodies.
 func (b *builder) markBodies(o *dag.Op, holder int32, inLoop bool) {
 	inLoop = inLoop || o.Kind == dag.While
 	for _, body := range o.Bodies() {
@@ -40,7 +42,7 @@ func (b *builder) markBodies(o *dag.Op, holder int32, inLoop bool) {
 			if in.Index < 0 || in.Index >= len(b.ops) {
 				continue
 			}
-			b.holder[in.Index] = holder
+			b.holder[in.Index], b.parent[in.Index] = holder, int32(o.Index)
 			b.inLoop[in.Index] = inLoop
 			b.markBodies(in, holder, inLoop)
 		}

@@ -99,6 +99,9 @@ type (
 		Path   string   `json:"path,omitempty"`     // copies: Slice.Path
 		GBps   float64  `json:"gb_per_s,omitempty"` // copies: achieved bandwidth
 		Iter   *int     `json:"iter,omitempty"`     // ops in a loop's body: Slice.Iter
+		// Ops of bodies: Slice.Holder and Slice.Parent.
+		Holder *int `json:"holder_id,omitempty"`
+		Parent *int `json:"parent_id,omitempty"`
 	}
 	flowArgs struct {
 		Event int `json:"event"`
@@ -238,6 +241,10 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 			ev.Name = fmt.Sprintf("%s #%d", s.Name, s.Iter)
 			iter := s.Iter
 			args.Iter = &iter
+		}
+		if s.Loop || s.Holder != 0 || s.Parent != 0 {
+			holder, parent := s.Holder, s.Parent
+			args.Holder, args.Parent = &holder, &parent
 		}
 		if s.Path != "" {
 			args.GBps = math.Round(s.GBps()*1000) / 1000
@@ -412,6 +419,12 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			}
 			s := Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: start, Dur: dur,
 				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes, Path: a.Path}
+			if a.Holder != nil {
+				s.Holder = *a.Holder
+			}
+			if a.Parent != nil {
+				s.Parent = *a.Parent
+			}
 			if a.Iter != nil {
 				s.Iter, s.Loop = *a.Iter, true
 			}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
 )
@@ -31,6 +32,21 @@ type Comparison struct {
 	// Late are the ops that started later than planned by more than the
 	// ops they depend on explain, latest first (at most maxLate).
 	Late []LateOp `json:"late"`
+	// Loops are the top-level loops that ran: one pass of each body as
+	// planned against the measured time per iteration.
+	Loops []LoopPass `json:"loops,omitempty"`
+}
+
+// LoopPass is a top-level loop of a run against its plan: the planner
+// prices a loop as one pass of its body (its iterations are unknown when
+// planning), so the pass is set against the loop's measured time divided
+// by the iterations it ran.
+type LoopPass struct {
+	Loop       string        `json:"loop"`
+	Iterations int           `json:"iterations"`
+	Pass       time.Duration `json:"estimated_pass_ns"` // the simulation's one pass
+	Measured   time.Duration `json:"measured_ns"`       // from the body's first span to its last
+	PerPass    time.Duration `json:"measured_per_iteration_ns"`
 }
 
 // OverlapPair is two ops the plan overlapped, and how much they did.
@@ -65,6 +81,16 @@ const (
 
 // ComparePlan compares one run's spans with plan p's simulation under cost
 // for mode. Ops without a span (work the tracer did not see) are left out.
+//
+// A loop or branch is compared as one op of the graph it is in, its
+// measured time running from its bodies' first span to their last (unless
+// the backend timed the op itself): ops after it that waited for it are
+// then not counted late. The ops inside bodies are not paired or checked
+// for lateness one by one: the plan places them in one pass of their body,
+// while a loop runs that pass as many times as its flag says, so their
+// planned times say nothing about any iteration but the first. Each
+// top-level loop is instead compared as a whole in Loops: one pass as
+// planned against its measured time per iteration.
 func ComparePlan(p *planner.Plan, cost planner.CostModel, mode planner.Mode, spans []executor.Span) Comparison {
 	sim := planner.Simulate(p, cost, mode)
 	c := Comparison{Mode: mode, ModeName: mode.String(), EstimatedMakespan: sim.Makespan, Pairs: []OverlapPair{}, Late: []LateOp{}}
@@ -77,6 +103,7 @@ func ComparePlan(p *planner.Plan, cost planner.CostModel, mode planner.Mode, spa
 			c.MeasuredMakespan = max(c.MeasuredMakespan, sp.End)
 		}
 	}
+	c.Loops = compareBodies(p, sim, spans, have, got, &c.MeasuredMakespan)
 	name := func(op int) string { return p.Graph.Ops[op].Name }
 
 	// Overlap pairs: a sweep over the planned intervals, by start.
@@ -177,6 +204,67 @@ func ComparePlan(p *planner.Plan, cost planner.CostModel, mode planner.Mode, spa
 	return c
 }
 
+// compareBodies gives each top-level loop or branch that has no span of
+// its own the extent of its bodies' spans in have and got, and returns
+// the loops' passes against their iterations; makespan grows to the
+// bodies' last span.
+func compareBodies(p *planner.Plan, sim planner.Schedule, spans []executor.Span, have []bool, got []executor.Span, makespan *time.Duration) []LoopPass {
+	n := len(p.Graph.Ops)
+	total := n + len(p.Graph.Nested)
+	if total == n {
+		return nil
+	}
+	holder := make([]int32, total) // by Index: the top-level op running a body op
+	direct := make([]bool, total)  // by Index: the op is directly in a top-level loop's body
+	for _, o := range p.Graph.Ops {
+		for _, body := range o.Bodies() {
+			for _, in := range body.Ops {
+				if in.Index >= n && in.Index < total {
+					direct[in.Index] = o.Kind == dag.While
+				}
+			}
+			body.Walk(func(in *dag.Op) {
+				if in.Index >= n && in.Index < total {
+					holder[in.Index] = int32(o.ID)
+				}
+			})
+		}
+	}
+	timed := slices.Clone(have) // ops the backend timed themselves
+	count := make([]int, total)
+	iterations := make([]int, n)
+	for _, sp := range spans {
+		if sp.Op < n || sp.Op >= total {
+			continue
+		}
+		h := holder[sp.Op]
+		*makespan = max(*makespan, sp.End)
+		count[sp.Op]++
+		if direct[sp.Op] {
+			iterations[h] = max(iterations[h], count[sp.Op])
+		}
+		if timed[h] {
+			continue
+		}
+		if !have[h] {
+			have[h], got[h] = true, executor.Span{Op: int(h), Start: sp.Start, End: sp.End}
+			continue
+		}
+		got[h].Start, got[h].End = min(got[h].Start, sp.Start), max(got[h].End, sp.End)
+	}
+	var loops []LoopPass
+	for id, k := range iterations {
+		if k == 0 || id >= len(sim.Duration) {
+			continue
+		}
+		// The loop's own span where the backend timed it, else its body's.
+		l := LoopPass{Loop: p.Graph.Ops[id].Name, Iterations: k, Pass: sim.Duration[id], Measured: got[id].End - got[id].Start}
+		l.PerPass = l.Measured / time.Duration(k)
+		loops = append(loops, l)
+	}
+	return loops
+}
+
 // Write prints the comparison as text: the makespans, the pairs whose
 // planned overlap was lost or shrank, and the late ops with their causes.
 func (c Comparison) Write(w io.Writer) error {
@@ -206,6 +294,10 @@ func (c Comparison) Write(w io.Writer) error {
 			why = "its stream, busy with " + l.Detail
 		}
 		fmt.Fprintf(bw, "    %s: planned at %s, started at %s (+%s), held by %s\n", l.Op, fmtDur(l.Planned), fmtDur(l.Actual), fmtDur(l.Delay), why)
+	}
+	for _, l := range c.Loops {
+		fmt.Fprintf(bw, "  loop %s: one pass estimated %s, measured %s per iteration (%d iterations, %s in all)\n",
+			l.Loop, fmtDur(l.Pass), fmtDur(l.PerPass), l.Iterations, fmtDur(l.Measured))
 	}
 	return bw.Flush()
 }

@@ -62,3 +62,36 @@ func TestComparePlan(t *testing.T) {
 	assert.Contains(t, out.String(), "did NOT overlap")
 	assert.Contains(t, out.String(), "b: planned at 0 ns, started at 150 µs (+150 µs), held by the host")
 }
+
+// TestComparePlanLoops: a loop is compared as a whole, one pass as
+// planned against its time per iteration, and the op after it, late
+// because the loop ran three passes, is not counted late.
+func TestComparePlanLoops(t *testing.T) {
+	p := withBodyPlan(loopPlan(t))
+	sim := planner.Simulate(p, nil, planner.Eager)
+	tests := []struct {
+		name  string
+		spans []executor.Span
+		want  []trace.LoopPass
+	}{
+		{"three iterations", loopSpans(), []trace.LoopPass{{Loop: "refine", Iterations: 3, Pass: sim.Duration[1], Measured: 39 * us, PerPass: 13 * us}}},
+		{"one iteration", loopSpans()[:3], []trace.LoopPass{{Loop: "refine", Iterations: 1, Pass: sim.Duration[1], Measured: 13 * us, PerPass: 13 * us}}},
+		{"no body spans", []executor.Span{{Op: 0, End: 10 * us}, {Op: 2, Start: 50 * us, End: 60 * us}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := trace.ComparePlan(p, nil, planner.Eager, tt.spans)
+			assert.Equal(t, tt.want, c.Loops)
+			if tt.want == nil {
+				return
+			}
+			for _, l := range c.Late {
+				assert.NotEqual(t, "after", l.Op, "held by the loop, not late of its own")
+			}
+			var buf bytes.Buffer
+			require.NoError(t, c.Write(&buf))
+			assert.Contains(t, buf.String(), "  loop refine: one pass estimated ")
+			assert.Contains(t, buf.String(), "measured 13.0 µs per iteration")
+		})
+	}
+}

@@ -36,13 +36,26 @@ type picture struct {
 	title   string
 	caption string
 	opWord  string // "ran" or "estimated" in hover texts
+
+	// A plan picture's loops and branches (svgbodies.go): a box per
+	// body, where layout puts each, and each lane's nesting depth; nil
+	// without bodies.
+	boxes             []bodyBox
+	boxTop, boxBottom []float64
+	laneDepth         []int
+	// A timeline's loops: a bracket per loop over its iterations, nil
+	// without loops (svgbodies.go).
+	brackets []loopBracket
 }
 
 // WriteSVG writes the timeline of t as a self-contained SVG image: a lane
 // per stream (grouped by device, copy streams tinted), a time axis, a box
 // per op labelled with its name where it fits and with a <title> hover text,
 // and the waits as arrows. Lanes have class "lane", op boxes class "op" and
-// data-op (the op's name), wait arrows class "wait".
+// data-op (the op's name), wait arrows class "wait". An op of a loop's
+// body is labelled with its iteration ("jx #3"), and a thin bracket
+// (class "loop", data-iterations) spans each loop's iterations on its
+// lane, ticked where each one starts.
 func (t *Trace) WriteSVG(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
@@ -62,7 +75,12 @@ func (t *Trace) WriteHTML(w io.Writer) error {
 // PlanSVG writes p as an SVG picture: its streams as lanes, each op a box
 // placed at the start time the planner's default cost model gives it (see
 // FromPlan), and every wait an arrow from the op the event is recorded
-// after to the op after the wait.
+// after to the op after the wait. The body of each loop or branch
+// (Plan.Bodies) is a dashed box (class "body", data-op the control op's
+// name, data-body "body", "then" or "else") under the control op's lane:
+// its streams as lanes of their own, its ops placed as one pass of the
+// body simulated on its own, from the control op's start; bodies within
+// bodies nest.
 func PlanSVG(w io.Writer, p *planner.Plan) error {
 	if p == nil {
 		return errors.New("trace: PlanSVG needs a plan")
@@ -85,14 +103,17 @@ func PlanHTML(w io.Writer, p *planner.Plan) error {
 }
 
 func planPicture(p *planner.Plan) *picture {
-	return &picture{t: FromPlan(p, nil), title: "dagrun plan (times estimated by the cost model)", caption: planCaption(p), opWord: "estimated"}
+	t := FromPlan(p, nil)
+	boxes, depth := planBodies(t, p) // svgbodies.go
+	return &picture{t: t, title: "dagrun plan (times estimated by the cost model)", caption: planCaption(p), opWord: "estimated",
+		boxes: boxes, laneDepth: depth}
 }
 
 func (t *Trace) picture() *picture {
 	if t.Figures.Estimated {
-		return &picture{t: t, title: "dagrun plan (times estimated by the cost model)", caption: t.caption(), opWord: "estimated"}
+		return &picture{t: t, title: "dagrun plan (times estimated by the cost model)", caption: t.caption(), opWord: "estimated", brackets: t.loopBrackets()}
 	}
-	return &picture{t: t, title: "dagrun run timeline (measured)", caption: t.caption(), opWord: "ran"}
+	return &picture{t: t, title: "dagrun run timeline (measured)", caption: t.caption(), opWord: "ran", brackets: t.loopBrackets()}
 }
 
 // caption is the figures line under a timeline's title.
@@ -115,6 +136,11 @@ type layout struct {
 
 func (pic *picture) layout() layout {
 	var l layout
+	l.span = max(pic.t.Makespan(), 1)
+	if pic.boxes != nil {
+		pic.layoutBodies(&l) // svgbodies.go
+		return l
+	}
 	y := float64(axisTop + axisHeight)
 	for i, lane := range pic.t.Lanes {
 		if i == 0 || pic.t.Lanes[i-1].Process() != lane.Process() {
@@ -128,7 +154,6 @@ func (pic *picture) layout() layout {
 		y += laneHeight
 	}
 	l.bottom = y
-	l.span = max(pic.t.Makespan(), 1)
 	return l
 }
 
@@ -153,6 +178,13 @@ func (pic *picture) draw(w *bufio.Writer) {
 	for i, lane := range t.Lanes {
 		y := l.laneY[i]
 		fmt.Fprintf(w, `<rect class="lane" data-stream="%s" x="0" y="%.1f" width="%d" height="%d" fill="%s"/>`+"\n", esc(lane.Name), y, picWidth, laneHeight-2, laneFill(lane))
+		if i < len(pic.laneDepth) && pic.laneDepth[i] > 0 {
+			// A body's lane, indented under its box's header.
+			x := 8 + pic.laneDepth[i]*bodyIndent
+			fmt.Fprintf(w, `<text x="%d" y="%.1f" font-size="12" font-weight="bold" fill="#1d1d1d">%s</text>`+"\n", x, y+15, esc(clip(lane.Name, (labelWidth-4-x)/7)))
+			fmt.Fprintf(w, `<text x="%d" y="%.1f" font-size="10" fill="#555555">priority %s · %s</text>`+"\n", x, y+28, esc(lane.Priority.String()), lane.Kind)
+			continue
+		}
 		fmt.Fprintf(w, `<text x="8" y="%.1f" font-size="12" font-weight="bold" fill="#1d1d1d">%s</text>`+"\n", y+15, esc(clip(lane.Name, (labelWidth-12)/7)))
 		fmt.Fprintf(w, `<text x="8" y="%.1f" font-size="10" fill="#555555">priority %s · %s</text>`+"\n", y+28, esc(lane.Priority.String()), lane.Kind)
 	}
@@ -172,6 +204,10 @@ func (pic *picture) draw(w *bufio.Writer) {
 		fmt.Fprintf(w, `<text x="%.1f" y="%d" font-size="10" fill="#333333" text-anchor="middle">%s %s</text>`+"\n",
 			x, axisTop+axisHeight-11, tickLabel(tick, unit, decimals), unitName)
 	}
+
+	// Loops' and branches' bodies, and loops' iterations.
+	pic.drawBodies(w, &l)
+	pic.drawBrackets(w, &l)
 
 	// Waits, from the end of the recording op to the start of the op after
 	// the wait, beneath the boxes so that they never hide a label.
@@ -201,7 +237,7 @@ func (pic *picture) draw(w *bufio.Writer) {
 		y := l.laneY[s.Lane] + (laneHeight-2-boxHeight)/2
 		fmt.Fprintf(w, `<g class="op" data-op="%s" data-kind="%s"><title>%s</title>`, esc(s.Name), s.Kind, esc(pic.hover(s)))
 		fmt.Fprintf(w, `<rect x="%.1f" y="%.1f" width="%.1f" height="%d" rx="2" fill="%s" stroke="#ffffff" stroke-width="0.5"/>`, x0, y, width, boxHeight, kindFill(s.Kind, lane.Kind))
-		if label := fitLabel(s.Name, width); label != "" {
+		if label := fitLabel(sliceLabel(s), width); label != "" {
 			fmt.Fprintf(w, `<text x="%.1f" y="%.1f" font-size="10" fill="%s" pointer-events="none">%s</text>`, x0+3, y+boxHeight/2+3.5, kindText(s.Kind, lane.Kind), esc(label))
 		}
 		w.WriteString("</g>\n")
@@ -233,6 +269,9 @@ func (pic *picture) legend(w *bufio.Writer, y float64) {
 func (pic *picture) hover(s Slice) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s) on %s\n%s: start %s, duration %s", s.Name, s.Kind, pic.t.Lanes[s.Lane].Name, pic.opWord, fmtDur(s.Start), fmtDur(s.Dur))
+	if s.Loop {
+		fmt.Fprintf(&b, "\niteration #%d of its loop (from #0)", s.Iter)
+	}
 	if s.Bytes > 0 {
 		fmt.Fprintf(&b, "\nbytes %s", dag.FormatBytes(s.Bytes))
 	}

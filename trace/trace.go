@@ -69,8 +69,14 @@ type Slice struct {
 	// Iter is which iteration of its loop the slice of an op in a loop's
 	// body is: its k-th slice in the run is iteration k, from 0. Loop says
 	// the op is in a loop's body (at any depth); Iter is 0 otherwise.
-	Iter   int
-	Loop   bool
+	Iter int
+	Loop bool
+	// Holder and Parent place the op of a body: Holder is the Index of
+	// the top-level loop or branch that runs it, Parent that of the loop
+	// or branch whose body holds it directly (Holder too, unless bodies
+	// nest). Both are 0 for a top-level op.
+	Holder int
+	Parent int
 	Name   string
 	Kind   dag.OpKind
 	Lane   int           // index into Trace.Lanes
@@ -257,6 +263,7 @@ type builder struct {
 	ops       []*dag.Op // by Index: the top-level ops, then those of bodies
 	top       int       // the top-level ops: ops[:top]
 	holder    []int32   // by Index: the top-level op that runs the op (itself at top level)
+	parent    []int32   // by Index: the control op whose body holds the op directly (itself at top level)
 	inLoop    []bool    // by Index: the op is in a loop's body
 	iters     []int32   // by Index: the op's slices so far in the run
 	runStart  int       // the run's first slice in t.Slices
@@ -349,6 +356,9 @@ func (b *builder) add(opID, stream int, start, d time.Duration) {
 	}
 	s := Slice{Op: opID, Run: b.run, Name: op.Name, Kind: op.Kind, Lane: b.laneOf[stream], Start: start, Dur: d, Bytes: op.Bytes(),
 		Iter: int(b.iters[opID]), Loop: b.inLoop[opID]}
+	if opID >= b.top {
+		s.Holder, s.Parent = int(b.holder[opID]), int(b.parent[opID])
+	}
 	b.iters[opID]++
 	if op.Kernel() != nil {
 		s.Grid, s.Block = op.Launch.Grid, op.Launch.Block
