@@ -5,6 +5,8 @@ GO ?= go
 # 1.26's fuzz coordinator can fail a target with "context deadline
 # exceeded" when the time runs out (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 20000x
+# Loops and branches plan more slowly per input (about 180 a second).
+FUZZTIME_CONTROL ?= 4000x
 
 .PHONY: build test check vet short unit race fuzz-short fuzz nocgo bench browser-deps gpu-build
 
@@ -19,7 +21,8 @@ test: vet short
 
 # Everything CI checks, after make test: every test at full length, the
 # race detector on the concurrent packages, a short fuzz of the spec
-# parser, the planner, the rendezvous frames and the trace reader, and
+# parser, the planner (with and without loops and branches), the
+# rendezvous frames and the trace reader, and
 # the build without cgo.
 check: vet unit race fuzz-short nocgo
 
@@ -40,6 +43,7 @@ race:
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./spec
 	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner
+	$(GO) test -run '^$$' -fuzz '^FuzzPlanControl$$' -fuzztime $(FUZZTIME_CONTROL) -fuzzminimizetime 100x ./planner
 	$(GO) test -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/comm
 	$(GO) test -run '^$$' -fuzz '^FuzzReadChrome$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./trace
 
@@ -50,7 +54,7 @@ nocgo:
 
 # Longer fuzzing for a developer's machine.
 fuzz:
-	$(MAKE) fuzz-short FUZZTIME=1000000x
+	$(MAKE) fuzz-short FUZZTIME=1000000x FUZZTIME_CONTROL=100000x
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./planner ./cpu ./executor ./trace
