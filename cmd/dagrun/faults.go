@@ -45,12 +45,14 @@ func (f *faults) check(s *spec.Spec) error {
 	if f.failOp == "" {
 		return nil
 	}
-	names := make([]string, 0, len(s.Graph.Ops))
-	for _, op := range s.Graph.Ops {
-		if op.Name == f.failOp {
-			return nil
-		}
+	names := make([]string, 0, len(s.Graph.Ops)+len(s.Graph.Nested))
+	found := false
+	s.Graph.Walk(func(op *dag.Op) { // the ops of loops' and branches' bodies too
+		found = found || op.Name == f.failOp
 		names = append(names, op.Name)
+	})
+	if found {
+		return nil
 	}
 	return usagef("--fail-op %q: %s has no such op (%s)", f.failOp, s.File, suggestName(f.failOp, names))
 }
