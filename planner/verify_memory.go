@@ -2,7 +2,9 @@ package planner
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
@@ -86,7 +88,8 @@ func (v *verifier) checkArenas() error {
 	ns := v.streams
 	clock := make([]int32, ns*ns)
 	events := make([][]int32, v.p.Events)
-	for _, st := range v.p.Steps {
+	first := make([]int32, len(g.Buffers)) // the step of each temporary's first use
+	for i, st := range v.p.Steps {
 		s := int(st.Stream)
 		mine := clock[s*ns : (s+1)*ns]
 		switch st.Kind {
@@ -108,14 +111,31 @@ func (v *verifier) checkArenas() error {
 				if snapshot == nil {
 					snapshot = slices.Clone(mine)
 				}
+				if len(uses[b.ID]) == 0 {
+					first[b.ID] = int32(i)
+				}
 				uses[b.ID] = append(uses[b.ID], use{stream: int32(s), pos: mine[s] + 1, clock: snapshot})
 			}
 			mine[s]++
 		}
 	}
+	// last keeps, of each temporary's uses, the last on each stream: a
+	// use that comes before a last use on its stream is done once that
+	// one is.
+	last := make([][]use, len(g.Buffers))
+	for x, us := range uses {
+		for _, u := range us {
+			k := slices.IndexFunc(last[x], func(w use) bool { return w.stream == u.stream })
+			if k < 0 {
+				last[x] = append(last[x], u)
+			} else if u.pos > last[x][k].pos {
+				last[x][k] = u
+			}
+		}
+	}
 	// ordered reports whether every use of x happens before every use of y.
 	ordered := func(x, y int) bool {
-		for _, u := range uses[x] {
+		for _, u := range last[x] {
 			for _, w := range uses[y] {
 				if w.clock[u.stream] < u.pos {
 					return false
@@ -125,32 +145,57 @@ func (v *verifier) checkArenas() error {
 		return true
 	}
 
-	// Sweep each arena by offset: each temporary against those that start
-	// inside it.
+	// Sweep each arena by offset, keeping the temporaries over the bytes
+	// swept to (those with uses and bytes) in the order of their first
+	// uses. Among temporaries with uses, "every use of x happens before
+	// every use of y" is transitive, and x's first use then comes before
+	// y's; so the temporaries over a byte are pairwise ordered exactly when
+	// each is ordered before the next in first-use order. Each temporary is
+	// checked against its neighbours in that order when the sweep reaches
+	// its offset; one that ends leaves its neighbours ordered through it.
 	byOffset := slices.Clone(m.Temporaries)
+	byOffset = slices.DeleteFunc(byOffset, func(t Temporary) bool { return t.Bytes == 0 || len(uses[t.Buffer]) == 0 })
+	rank := make([]int32, len(g.Buffers)) // by buffer, the place in first-use order
+	byFirst := slices.Clone(byOffset)
+	slices.SortFunc(byFirst, func(a, b Temporary) int {
+		return cmp.Or(cmp.Compare(first[a.Buffer], first[b.Buffer]), cmp.Compare(a.Buffer, b.Buffer))
+	})
+	for i, t := range byFirst {
+		rank[t.Buffer] = int32(i)
+	}
 	slices.SortFunc(byOffset, func(a, b Temporary) int {
 		return cmp.Or(cmp.Compare(a.Device, b.Device), cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Buffer, b.Buffer))
 	})
-	for i, t := range byOffset {
-		for _, o := range byOffset[i+1:] {
-			if o.Device != t.Device || o.Offset >= t.Offset+t.Bytes {
-				break
-			}
-			if ordered(t.Buffer, o.Buffer) || ordered(o.Buffer, t.Buffer) {
-				continue
-			}
-			a, b := g.Buffers[t.Buffer], g.Buffers[o.Buffer]
-			var ops []string
-			for _, x := range []int{t.Buffer, o.Buffer} {
-				if len(uses[x]) > 0 {
-					u := uses[x][0]
-					ops = append(ops, v.opNameAt(u.stream, u.pos))
-				}
-			}
-			lo, hi := max(t.Offset, o.Offset), min(t.Offset+t.Bytes, o.Offset+o.Bytes)
-			return &VerifyError{Kind: ArenaOverlap, Ops: ops,
-				Msg: fmt.Sprintf("temporaries %s and %s share bytes [%d, %d) of the arena of %s, and the plan does not order the uses of one before the other", a.Name, b.Name, lo, hi, memoryName(t.Device))}
+	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
+	var ends endHeap
+	for _, t := range byOffset {
+		for len(ends) > 0 && (ends[0].device != t.Device || ends[0].end <= t.Offset) {
+			over.remove(int(rank[ends.pop().buffer]))
 		}
+		r := int(rank[t.Buffer])
+		over.add(r)
+		ends.push(arenaEnd{end: t.Offset + t.Bytes, device: t.Device, buffer: t.Buffer})
+		var a, b *Temporary // a pair that must be ordered, a first
+		if q := over.prev(r); q >= 0 && !ordered(byFirst[q].Buffer, t.Buffer) {
+			a, b = &byFirst[q], &t
+		} else if q := over.next(r); q >= 0 && !ordered(t.Buffer, byFirst[q].Buffer) {
+			a, b = &t, &byFirst[q]
+		}
+		if a == nil {
+			continue
+		}
+		if cmp.Or(cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Buffer, b.Buffer)) > 0 {
+			a, b = b, a
+		}
+		var ops []string
+		for _, x := range []int{a.Buffer, b.Buffer} {
+			u := uses[x][0]
+			ops = append(ops, v.opNameAt(u.stream, u.pos))
+		}
+		lo, hi := max(a.Offset, b.Offset), min(a.Offset+a.Bytes, b.Offset+b.Bytes)
+		return &VerifyError{Kind: ArenaOverlap, Ops: ops,
+			Msg: fmt.Sprintf("temporaries %s and %s share bytes [%d, %d) of the arena of %s, and the plan does not order the uses of one before the other",
+				g.Buffers[a.Buffer].Name, g.Buffers[b.Buffer].Name, lo, hi, memoryName(a.Device))}
 	}
 	return nil
 }
@@ -182,3 +227,101 @@ func memoryName(dev int) string {
 // MemoryName names memory dev for people: "device N", "pinned host memory"
 // or "pageable host memory".
 func MemoryName(dev int) string { return memoryName(dev) }
+
+// arenaEnd is where a temporary's bytes end, for the sweep of checkArenas.
+type arenaEnd struct {
+	end    int64
+	device int
+	buffer int
+}
+
+// endHeap is a min-heap of arenaEnds, by device and then end.
+type endHeap []arenaEnd
+
+func (h endHeap) Len() int { return len(h) }
+func (h endHeap) Less(i, j int) bool {
+	return cmp.Or(cmp.Compare(h[i].device, h[j].device), cmp.Compare(h[i].end, h[j].end)) < 0
+}
+func (h endHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)   { *h = append(*h, x.(arenaEnd)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+func (h *endHeap) push(e arenaEnd) { heap.Push(h, e) }
+func (h *endHeap) pop() arenaEnd   { return heap.Pop(h).(arenaEnd) }
+
+// rankSet is a set of the integers [0, n), with the next and previous
+// member of any member: a tree of 64-bit words, each bit of a word above
+// set when that word of the level below has a bit set.
+type rankSet struct {
+	levels [][]uint64 // levels[0] holds the members
+}
+
+func newRankSet(n int) *rankSet {
+	s := &rankSet{}
+	for {
+		words := (n + 63) / 64
+		s.levels = append(s.levels, make([]uint64, max(words, 1)))
+		if words <= 1 {
+			return s
+		}
+		n = words
+	}
+}
+
+func (s *rankSet) add(x int) {
+	for _, l := range s.levels {
+		l[x>>6] |= 1 << (x & 63)
+		x >>= 6
+	}
+}
+
+func (s *rankSet) remove(x int) {
+	for _, l := range s.levels {
+		if l[x>>6] &^= 1 << (x & 63); l[x>>6] != 0 {
+			return
+		}
+		x >>= 6
+	}
+}
+
+// next returns the smallest member above x, -1 for none.
+func (s *rankSet) next(x int) int {
+	k := 0
+	for ; k < len(s.levels); k++ {
+		if m := s.levels[k][x>>6] & (^uint64(0) << (x&63 + 1)); m != 0 {
+			x = x&^63 | bits.TrailingZeros64(m)
+			break
+		}
+		x >>= 6
+	}
+	if k == len(s.levels) {
+		return -1
+	}
+	for ; k > 0; k-- {
+		x = x<<6 | bits.TrailingZeros64(s.levels[k-1][x])
+	}
+	return x
+}
+
+// prev returns the largest member below x, -1 for none.
+func (s *rankSet) prev(x int) int {
+	k := 0
+	for ; k < len(s.levels); k++ {
+		if m := s.levels[k][x>>6] & (1<<(x&63) - 1); m != 0 {
+			x = x&^63 | (63 - bits.LeadingZeros64(m))
+			break
+		}
+		x >>= 6
+	}
+	if k == len(s.levels) {
+		return -1
+	}
+	for ; k > 0; k-- {
+		x = x<<6 | (63 - bits.LeadingZeros64(s.levels[k-1][x]))
+	}
+	return x
+}
