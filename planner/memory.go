@@ -694,6 +694,12 @@ func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, 
 // by the source) and a node in (drained to the sink), and flow into in may
 // pass on through out.
 func peakOf(o *lifeOrder) (int64, []int32) {
+	return peakBy(o, (*flow).sourceSide)
+}
+
+// peakBy is peakOf with the minimum cut nearest the source found by
+// sourceSide.
+func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []int32) {
 	ls := o.lives
 	n := len(ls)
 	if n == 0 {
@@ -703,7 +709,16 @@ func peakOf(o *lifeOrder) (int64, []int32) {
 	in := func(i int32) int { return n + int(i) }
 	barrier := func(k int32) int { return 2*n + int(k) }
 	src, sink := 2*n+o.barriers, 2*n+o.barriers+1
-	f := newFlow(2*n + o.barriers + 2)
+	edges := 3*n + max(o.barriers-1, 0) + len(o.direct)
+	for i := range ls {
+		if o.retiredAt[i] >= 0 {
+			edges++
+		}
+		if o.startsAt[i] >= 0 {
+			edges++
+		}
+	}
+	f := newFlow(2*n+o.barriers+2, edges)
 	// The arcs a greedy first flow goes along, by life and by barrier.
 	srcArc, sinkArc, retireArc, startArc := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	chainArc := make([]int32, max(o.barriers-1, 0))
@@ -784,8 +799,7 @@ func peakOf(o *lifeOrder) (int64, []int32) {
 			send(a, along)
 		}
 	}
-	f.max(src, sink)
-	reach := f.reachable(src)
+	reach := sourceSide(f, src, sink)
 	var peak []int32
 	var weight int64
 	for i, l := range ls {
