@@ -111,11 +111,15 @@ func verify(p *Plan, body bool) error {
 		}
 	}
 	v.collectConflicts()
+	arenas := v.collectArenas() // verify_memory.go
 	if err := v.checkOrder(); err != nil {
 		return err
 	}
-	if err := v.checkArenas(); err != nil {
-		return err
+	if arenas != nil {
+		return arenas
+	}
+	if v.overlapping != nil {
+		return v.overlap(*v.overlapping)
 	}
 	return v.checkBodies() // verify_body.go
 }
@@ -125,13 +129,15 @@ const (
 	needLifetime uint8 = iota
 	needConflict
 	needDep
+	needArena // two temporaries share bytes (verify_memory.go)
 )
 
 // need says that op after must happen after op before.
 type need struct {
 	before, after int32
 	why           uint8
-	buf           int32 // the buffer of a conflict or lifetime
+	buf           int32 // the buffer of a conflict or lifetime, the first temporary of an arena's need
+	other         int32 // the second temporary of an arena's need
 }
 
 type verifier struct {
@@ -140,12 +146,18 @@ type verifier struct {
 	ops       []*dag.Op
 	streams   int
 	stream    []int32 // the stream each op runs on, from its Run step
-	lifetimes []need  // the needs of temporaries' lifetimes, in any order
+	lifetimes []need  // the needs of temporaries' lifetimes and arenas, in any order
 	// The conflicts: op i must follow conflictOps[k] for k in
 	// conflictsOf[i]:conflictsOf[i+1], over buffer conflictBufs[k].
 	conflictsOf  []int32
 	conflictOps  []int32
 	conflictBufs []int32
+	// The arenas' places by buffer, the first use of each temporary, and
+	// the first need of overlapping temporaries that checkOrder found the
+	// plan does not meet (verify_memory.go).
+	places      []*Temporary
+	firstUse    []int32
+	overlapping *need
 }
 
 func malformed(format string, args ...any) *VerifyError {
@@ -497,6 +509,12 @@ func (v *verifier) checkOrder() error {
 			}
 			for _, n := range lifetimes[first[id]:first[id+1]] {
 				if !after(n.before) {
+					if n.why == needArena { // reported once every other need is met
+						if v.overlapping == nil {
+							v.overlapping = &n
+						}
+						continue
+					}
 					return v.unordered(n, pos[n.before] == 0)
 				}
 			}

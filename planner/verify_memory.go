@@ -2,7 +2,6 @@ package planner
 
 import (
 	"cmp"
-	"container/heap"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -10,16 +9,32 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// checkArenas checks p.Memory's arenas, where the plan has them: every
+// collectArenas checks p.Memory's arenas, where the plan has them: every
 // temporary the graph uses has one place, aligned and inside its memory's
-// arena, and any two temporaries whose bytes overlap are ordered, every use
-// of one happening before every use of the other. A temporary's uses are
-// the ops that access it other than its Alloc and Free (which do nothing in
-// an arena), or those two when nothing else names it.
+// arena; and it needs any two temporaries whose bytes overlap to be
+// ordered, every use of one happening before every use of the other,
+// which checkOrder checks with the other needs. A temporary's uses are the
+// ops that access it other than its Alloc and Free (which do nothing in an
+// arena), or those two when nothing else names it.
 //
-// It is written apart from the packer (MemoryOf): it keeps each use's own
-// vector clock and compares uses, where the packer compares meets.
-func (v *verifier) checkArenas() error {
+// Among temporaries with uses, "every use of x happens before every use of
+// y" is transitive, and x's first use (in submission order) then comes
+// before y's; so the temporaries over a byte are pairwise ordered exactly
+// when each is ordered before the next in first-use order. A sweep of
+// each arena by offset keeps the temporaries over the bytes swept to in
+// that order, and needs each temporary ordered after the one before it and
+// before the one after it when the sweep reaches its offset; one that ends
+// leaves its neighbours ordered through it. A pair is ordered when the
+// last use of the first on each stream happens before the first use of
+// the second on each stream.
+//
+// It is written apart from the packer (MemoryOf): it compares uses, in the
+// replay that checks the plan's other needs, where the packer compares
+// meets of vector clocks.
+//
+// An error in the places is returned, to be reported once the order is
+// checked; the needs of overlapping bytes go to v.lifetimes.
+func (v *verifier) collectArenas() error {
 	m := v.p.Memory
 	if m == nil {
 		return nil
@@ -62,155 +77,138 @@ func (v *verifier) checkArenas() error {
 		}
 		placed[t.Buffer] = t
 	}
-
-	// Each use of each temporary, with the clock of its stream just before
-	// it runs.
-	type use struct {
-		stream, pos int32
-		clock       []int32
-	}
-	uses := make([][]use, len(g.Buffers))
 	named := make([]bool, len(g.Buffers)) // named by an op other than Alloc and Free
 	for _, op := range g.Ops {
 		for _, a := range op.Access {
-			if a.Buf.Temporary && op.Kind.Info().Lifetime == dag.NoLifetime {
-				named[a.Buf.ID] = true
+			if a.Buf.Temporary {
+				if placed[a.Buf.ID] == nil {
+					return &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", a.Buf.Name, op.Name)}
+				}
+				if op.Kind.Info().Lifetime == dag.NoLifetime {
+					named[a.Buf.ID] = true
+				}
 			}
 		}
 	}
-	for _, op := range g.Ops {
-		for _, a := range op.Access {
-			if a.Buf.Temporary && placed[a.Buf.ID] == nil {
-				return &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", a.Buf.Name, op.Name)}
-			}
+
+	// Each temporary's first and last use on each stream, and its first
+	// use of all, by the place of their runs in the steps.
+	at := make([]int32, len(v.ops))
+	for i, st := range v.p.Steps {
+		if st.Kind == Run {
+			at[st.Op] = int32(i)
 		}
 	}
 	ns := v.streams
-	clock := make([]int32, ns*ns)
-	events := make([][]int32, v.p.Events)
-	first := make([]int32, len(g.Buffers)) // the step of each temporary's first use
-	for i, st := range v.p.Steps {
-		s := int(st.Stream)
-		mine := clock[s*ns : (s+1)*ns]
-		switch st.Kind {
-		case Record:
-			events[st.Event] = slices.Clone(mine)
-		case Wait:
-			for t, c := range events[st.Event] {
-				mine[t] = max(mine[t], c)
-			}
-		case Run:
-			op := v.ops[st.Op]
-			var snapshot []int32
-			for j, a := range op.Access {
-				b := a.Buf
-				if !b.Temporary || named[b.ID] == (op.Kind.Info().Lifetime != dag.NoLifetime) ||
-					slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
-					continue
-				}
-				if snapshot == nil {
-					snapshot = slices.Clone(mine)
-				}
-				if len(uses[b.ID]) == 0 {
-					first[b.ID] = int32(i)
-				}
-				uses[b.ID] = append(uses[b.ID], use{stream: int32(s), pos: mine[s] + 1, clock: snapshot})
-			}
-			mine[s]++
-		}
+	firstOn, lastOn := make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
+	for i := range firstOn {
+		firstOn[i], lastOn[i] = -1, -1
 	}
-	// last keeps, of each temporary's uses, the last on each stream: a
-	// use that comes before a last use on its stream is done once that
-	// one is.
-	last := make([][]use, len(g.Buffers))
-	for x, us := range uses {
-		for _, u := range us {
-			k := slices.IndexFunc(last[x], func(w use) bool { return w.stream == u.stream })
-			if k < 0 {
-				last[x] = append(last[x], u)
-			} else if u.pos > last[x][k].pos {
-				last[x][k] = u
+	first := make([]int32, len(g.Buffers)) // the first use, -1 for none
+	for i := range first {
+		first[i] = -1
+	}
+	for id, op := range v.ops {
+		s := int(v.stream[id])
+		for j, a := range op.Access {
+			b := a.Buf
+			if !b.Temporary || named[b.ID] == (op.Kind.Info().Lifetime != dag.NoLifetime) ||
+				slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
+				continue
+			}
+			k := b.ID*ns + s
+			if f := firstOn[k]; f < 0 || at[id] < at[f] {
+				firstOn[k] = int32(id)
+			}
+			if l := lastOn[k]; l < 0 || at[id] > at[l] {
+				lastOn[k] = int32(id)
+			}
+			if f := first[b.ID]; f < 0 || at[id] < at[f] {
+				first[b.ID] = int32(id)
 			}
 		}
 	}
-	// ordered reports whether every use of x happens before every use of y.
-	ordered := func(x, y int) bool {
-		for _, u := range last[x] {
-			for _, w := range uses[y] {
-				if w.clock[u.stream] < u.pos {
-					return false
+	// needs adds the needs that order x before y. Those of uses on one
+	// stream are met or not by the order of the steps: only those not met
+	// are added, to be found so in the replay.
+	needs := func(x, y int) {
+		for s, u := range lastOn[x*ns : (x+1)*ns] {
+			if u < 0 {
+				continue
+			}
+			for t, w := range firstOn[y*ns : (y+1)*ns] {
+				if w >= 0 && (s != t || at[u] >= at[w]) {
+					v.lifetimes = append(v.lifetimes, need{before: u, after: w, why: needArena, buf: int32(x), other: int32(y)})
 				}
 			}
 		}
-		return true
 	}
 
-	// Sweep each arena by offset, keeping the temporaries over the bytes
-	// swept to (those with uses and bytes) in the order of their first
-	// uses. Among temporaries with uses, "every use of x happens before
-	// every use of y" is transitive, and x's first use then comes before
-	// y's; so the temporaries over a byte are pairwise ordered exactly when
-	// each is ordered before the next in first-use order. Each temporary is
-	// checked against its neighbours in that order when the sweep reaches
-	// its offset; one that ends leaves its neighbours ordered through it.
-	byOffset := slices.Clone(m.Temporaries)
-	byOffset = slices.DeleteFunc(byOffset, func(t Temporary) bool { return t.Bytes == 0 || len(uses[t.Buffer]) == 0 })
-	rank := make([]int32, len(g.Buffers)) // by buffer, the place in first-use order
-	byFirst := slices.Clone(byOffset)
-	slices.SortFunc(byFirst, func(a, b Temporary) int {
-		return cmp.Or(cmp.Compare(first[a.Buffer], first[b.Buffer]), cmp.Compare(a.Buffer, b.Buffer))
+	// The sweep, over the temporaries with uses and bytes.
+	var sweep []*Temporary
+	for i := range m.Temporaries {
+		if t := &m.Temporaries[i]; t.Bytes > 0 && first[t.Buffer] >= 0 {
+			sweep = append(sweep, t)
+		}
+	}
+	byFirst := slices.Clone(sweep)
+	slices.SortFunc(byFirst, func(a, b *Temporary) int {
+		return cmp.Or(cmp.Compare(at[first[a.Buffer]], at[first[b.Buffer]]), cmp.Compare(a.Buffer, b.Buffer))
 	})
+	rank := make([]int32, len(g.Buffers)) // by buffer, the place in first-use order
 	for i, t := range byFirst {
 		rank[t.Buffer] = int32(i)
 	}
-	slices.SortFunc(byOffset, func(a, b Temporary) int {
-		return cmp.Or(cmp.Compare(a.Device, b.Device), cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Buffer, b.Buffer))
+	byEnd := slices.Clone(sweep)
+	slices.SortFunc(sweep, func(a, b *Temporary) int {
+		if a.Device != b.Device {
+			return cmp.Compare(a.Device, b.Device)
+		}
+		return cmp.Compare(a.Offset, b.Offset)
 	})
+	slices.SortFunc(byEnd, func(a, b *Temporary) int {
+		if a.Device != b.Device {
+			return cmp.Compare(a.Device, b.Device)
+		}
+		return cmp.Compare(a.Offset+a.Bytes, b.Offset+b.Bytes)
+	})
+	v.lifetimes = slices.Grow(v.lifetimes, 2*len(sweep))
 	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
-	var ends endHeap
-	for _, t := range byOffset {
-		for len(ends) > 0 && (ends[0].device != t.Device || ends[0].end <= t.Offset) {
-			over.remove(int(rank[ends.pop().buffer]))
+	ended := 0                       // byEnd[:ended] are swept past
+	for _, t := range sweep {
+		for ; ended < len(byEnd); ended++ {
+			e := byEnd[ended]
+			if e.Device > t.Device || e.Device == t.Device && e.Offset+e.Bytes > t.Offset {
+				break
+			}
+			over.remove(int(rank[e.Buffer]))
 		}
 		r := int(rank[t.Buffer])
 		over.add(r)
-		ends.push(arenaEnd{end: t.Offset + t.Bytes, device: t.Device, buffer: t.Buffer})
-		var a, b *Temporary // a pair that must be ordered, a first
-		if q := over.prev(r); q >= 0 && !ordered(byFirst[q].Buffer, t.Buffer) {
-			a, b = &byFirst[q], &t
-		} else if q := over.next(r); q >= 0 && !ordered(t.Buffer, byFirst[q].Buffer) {
-			a, b = &t, &byFirst[q]
+		if q := over.prev(r); q >= 0 {
+			needs(byFirst[q].Buffer, t.Buffer)
 		}
-		if a == nil {
-			continue
+		if q := over.next(r); q >= 0 {
+			needs(t.Buffer, byFirst[q].Buffer)
 		}
-		if cmp.Or(cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Buffer, b.Buffer)) > 0 {
-			a, b = b, a
-		}
-		var ops []string
-		for _, x := range []int{a.Buffer, b.Buffer} {
-			u := uses[x][0]
-			ops = append(ops, v.opNameAt(u.stream, u.pos))
-		}
-		lo, hi := max(a.Offset, b.Offset), min(a.Offset+a.Bytes, b.Offset+b.Bytes)
-		return &VerifyError{Kind: ArenaOverlap, Ops: ops,
-			Msg: fmt.Sprintf("temporaries %s and %s share bytes [%d, %d) of the arena of %s, and the plan does not order the uses of one before the other",
-				g.Buffers[a.Buffer].Name, g.Buffers[b.Buffer].Name, lo, hi, memoryName(a.Device))}
 	}
+	v.places, v.firstUse = placed, first
 	return nil
 }
 
-// opNameAt names the pos-th op (from 1) run on stream s.
-func (v *verifier) opNameAt(s, pos int32) string {
-	n := int32(0)
-	for _, st := range v.p.Steps {
-		if st.Kind == Run && st.Stream == s {
-			if n++; n == pos {
-				return v.opName(st.Op)
-			}
-		}
+// overlap describes the need n of temporaries that share bytes, which the
+// plan does not meet.
+func (v *verifier) overlap(n need) error {
+	g := v.p.Graph
+	a, b := v.places[n.buf], v.places[n.other]
+	if cmp.Or(cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Buffer, b.Buffer)) > 0 {
+		a, b = b, a
 	}
-	return fmt.Sprintf("#%d on stream %d", pos, s)
+	lo, hi := max(a.Offset, b.Offset), min(a.Offset+a.Bytes, b.Offset+b.Bytes)
+	ops := []string{v.opName(v.firstUse[a.Buffer]), v.opName(v.firstUse[b.Buffer])}
+	return &VerifyError{Kind: ArenaOverlap, Ops: ops,
+		Msg: fmt.Sprintf("temporaries %s and %s share bytes [%d, %d) of the arena of %s, and the plan does not order the uses of one before the other",
+			g.Buffers[a.Buffer].Name, g.Buffers[b.Buffer].Name, lo, hi, memoryName(a.Device))}
 }
 
 // memoryName names a memory for people.
@@ -227,31 +225,6 @@ func memoryName(dev int) string {
 // MemoryName names memory dev for people: "device N", "pinned host memory"
 // or "pageable host memory".
 func MemoryName(dev int) string { return memoryName(dev) }
-
-// arenaEnd is where a temporary's bytes end, for the sweep of checkArenas.
-type arenaEnd struct {
-	end    int64
-	device int
-	buffer int
-}
-
-// endHeap is a min-heap of arenaEnds, by device and then end.
-type endHeap []arenaEnd
-
-func (h endHeap) Len() int { return len(h) }
-func (h endHeap) Less(i, j int) bool {
-	return cmp.Or(cmp.Compare(h[i].device, h[j].device), cmp.Compare(h[i].end, h[j].end)) < 0
-}
-func (h endHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)   { *h = append(*h, x.(arenaEnd)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-func (h *endHeap) push(e arenaEnd) { heap.Push(h, e) }
-func (h *endHeap) pop() arenaEnd   { return heap.Pop(h).(arenaEnd) }
 
 // rankSet is a set of the integers [0, n), with the next and previous
 // member of any member: a tree of 64-bit words, each bit of a word above

@@ -64,7 +64,7 @@ func TestVerifyArenaSweep(t *testing.T) {
 	refused, accepted := 0, 0
 	for seed := range uint64(graphs) {
 		g := dagtest.Random(dagtest.Config{Ops: 30 + int(seed%90), Buffers: 4 + int(seed%12), Seed: int64(seed), Temporaries: true,
-			Ranges: seed%2 == 0, Devices: 1 + int(seed%2), After: seed%3 == 0})
+			Ranges: seed%2 == 0, Devices: 1 + int(seed%2), After: seed%3 == 0, HostBuffers: seed%3 == 0})
 		p, err := New(g, Options{Streams: 1 + int(seed%6)})
 		require.NoError(t, err)
 		lives := collectLives(p)
@@ -73,6 +73,9 @@ func TestVerifyArenaSweep(t *testing.T) {
 		for range 20 {
 			m := &Memory{Memories: slices.Clone(good.Memories), Temporaries: slices.Clone(good.Temporaries)}
 			slots := 1 + r.IntN(4)
+			if r.IntN(3) == 0 {
+				slots = 1 + r.IntN(64) // sparse: gaps between temporaries
+			}
 			for k := range m.Temporaries {
 				if r.IntN(2) == 0 {
 					m.Temporaries[k].Offset = int64(r.IntN(slots)) * ArenaAlign
