@@ -481,53 +481,77 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 	if n == 0 {
 		return 0
 	}
+	// The keys of the orders, at hand.
+	bytes, start, span := make([]int64, n), make([]int, n), make([]int, n)
+	for i, l := range ls {
+		bytes[i], start[i], span[i] = l.t.Bytes, l.start, l.end-l.start
+	}
 	pairs := 0
 	load := make([]int64, n) // the bytes that may be live with each
 	for i, cs := range conflicts {
 		pairs += len(cs)
-		load[i] = ls[i].t.Bytes
+		load[i] = bytes[i]
 		for _, j := range cs {
-			load[i] = dag.AddSat(load[i], ls[j].t.Bytes)
+			load[i] = dag.AddSat(load[i], bytes[j])
 		}
 	}
 	pairs /= 2
 	bySize := func(a, b int) int {
-		return cmp.Or(cmp.Compare(ls[b].t.Bytes, ls[a].t.Bytes), cmp.Compare(ls[a].start, ls[b].start), cmp.Compare(a, b))
+		if bytes[a] != bytes[b] {
+			return cmp.Compare(bytes[b], bytes[a])
+		}
+		if start[a] != start[b] {
+			return cmp.Compare(start[a], start[b])
+		}
+		return cmp.Compare(a, b)
 	}
 	orders := []func(a, b int) int{
 		bySize,
-		func(a, b int) int { return cmp.Or(cmp.Compare(load[b], load[a]), bySize(a, b)) },
 		func(a, b int) int {
-			return cmp.Or(cmp.Compare(ls[b].end-ls[b].start, ls[a].end-ls[a].start), bySize(a, b))
+			if load[a] != load[b] {
+				return cmp.Compare(load[b], load[a])
+			}
+			return bySize(a, b)
 		},
-		func(a, b int) int { return cmp.Or(cmp.Compare(ls[a].start, ls[b].start), bySize(a, b)) },
+		func(a, b int) int {
+			if span[a] != span[b] {
+				return cmp.Compare(span[b], span[a])
+			}
+			return bySize(a, b)
+		},
+		func(a, b int) int {
+			if start[a] != start[b] {
+				return cmp.Compare(start[a], start[b])
+			}
+			return bySize(a, b)
+		},
 	}
 	work := n + 2*pairs + 1 // the cost of one greedy packing
 	var best []int64
 	bestSize := int64(-1)
 	try := func(order []int, how fit) ([]int64, int64) {
-		offsets, size := greedyFit(ls, conflicts, order, how)
+		offsets, size := greedyFit(bytes, conflicts, order, how)
 		if bestSize < 0 || size < bestSize {
 			best, bestSize = offsets, size
 		}
 		return offsets, size
 	}
 	// The best packing of each order, to start a local search from.
-	type start struct {
+	type packing struct {
 		offsets []int64
 		size    int64
 	}
-	var starts []start
+	var starts []packing
 	order := make([]int, n)
 	for _, by := range orders {
 		for i := range order {
 			order[i] = i
 		}
 		slices.SortFunc(order, by)
-		st := start{size: -1}
+		st := packing{size: -1}
 		for _, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} {
 			if o, size := try(order, how); st.size < 0 || size < st.size {
-				st = start{o, size}
+				st = packing{o, size}
 			}
 			if bestSize <= peak || work > maxPackWork/16 {
 				break // big memories: one packing per order
@@ -539,7 +563,7 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 		starts = append(starts, st)
 	}
 	// A local search from each, smallest first, sharing the work.
-	slices.SortStableFunc(starts, func(a, b start) int { return cmp.Compare(a.size, b.size) })
+	slices.SortStableFunc(starts, func(a, b packing) int { return cmp.Compare(a.size, b.size) })
 	tries := min(maxImprove, maxPackWork/work)
 	for k, st := range starts {
 		if bestSize <= peak {
@@ -638,11 +662,12 @@ type fit struct {
 	height int64
 }
 
-// greedyFit places the temporaries in order, each in a gap that holds it
-// between the conflicting temporaries placed before it, or above them all.
-func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, int64) {
-	offsets := make([]int64, len(ls))
-	placed := make([]bool, len(ls))
+// greedyFit places the temporaries (of sizes bytes) in order, each in a
+// gap that holds it between the conflicting temporaries placed before it,
+// or above them all.
+func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int64, int64) {
+	offsets := make([]int64, len(bytes))
+	placed := make([]bool, len(bytes))
 	type span struct{ lo, hi int64 }
 	var busy []span
 	var size int64
@@ -650,11 +675,19 @@ func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, 
 		busy = busy[:0]
 		for _, j := range conflicts[i] {
 			if placed[j] {
-				busy = append(busy, span{offsets[j], dag.AddSat(offsets[j], ls[j].t.Bytes)})
+				busy = append(busy, span{offsets[j], dag.AddSat(offsets[j], bytes[j])})
 			}
 		}
-		slices.SortFunc(busy, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
-		need := ls[i].t.Bytes
+		if len(busy) <= 32 { // few: by insertion, inline (spans that start together may come in any order)
+			for k := 1; k < len(busy); k++ {
+				for j := k; j > 0 && busy[j].lo < busy[j-1].lo; j-- {
+					busy[j], busy[j-1] = busy[j-1], busy[j]
+				}
+			}
+		} else {
+			slices.SortFunc(busy, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+		}
+		need := bytes[i]
 		at, gap := int64(-1), int64(math.MaxInt64)
 		var top int64
 		consider := func(lo, hi int64) bool {
