@@ -225,58 +225,83 @@ func collect(p *Plan) *lifeSet {
 	for i := range byBuf {
 		byBuf[i] = -1
 	}
-	used := make([]bool, len(g.Buffers))
-	for _, op := range g.Ops {
+	// The lives and their temporaries, in slabs.
+	temps := 0
+	for _, b := range g.Buffers {
+		if b != nil && b.Temporary {
+			temps++
+		}
+	}
+	tSlab, lSlab := make([]Temporary, 0, temps), make([]life, 0, temps)
+	// Each op's accesses of temporaries (once each), whether the op is an
+	// Alloc or Free or not (plain), in one pass over the ops; used says
+	// which lives a plain op names.
+	type access struct {
+		life  int32
+		plain bool
+	}
+	var accesses []access
+	accessStart := make([]int32, len(g.Ops)+1)
+	var used []bool
+	for i, op := range g.Ops {
+		accessStart[i] = int32(len(accesses))
 		if op == nil {
 			continue
 		}
-		for _, a := range op.Access {
+		lifetime := op.Kind.Info().Lifetime
+		for j, a := range op.Access {
 			if b := a.Buf; b != nil && b.Temporary && b.ID >= 0 && b.ID < len(g.Buffers) {
 				if byBuf[b.ID] < 0 {
-					t := &Temporary{Buffer: b.ID, Device: memoryOf(b), Bytes: roundUp(b.Size), Alloc: -1, Free: -1}
+					if len(lSlab) == cap(lSlab) {
+						tSlab, lSlab = make([]Temporary, 0, 64), make([]life, 0, 64)
+					}
+					tSlab = append(tSlab, Temporary{Buffer: b.ID, Device: memoryOf(b), Bytes: roundUp(b.Size), Alloc: -1, Free: -1})
+					lSlab = append(lSlab, life{t: &tSlab[len(tSlab)-1], firstUse: -1, start: -1})
 					byBuf[b.ID] = int32(len(set.lives))
-					set.lives = append(set.lives, &life{t: t, firstUse: -1, start: -1})
+					set.lives = append(set.lives, &lSlab[len(lSlab)-1])
+					used = append(used, false)
 				}
-				switch op.Kind.Info().Lifetime {
+				x := byBuf[b.ID]
+				switch lifetime {
 				case dag.Allocates:
-					set.lives[byBuf[b.ID]].t.Alloc = int32(op.ID)
+					set.lives[x].t.Alloc = int32(op.ID)
 				case dag.Frees:
-					set.lives[byBuf[b.ID]].t.Free = int32(op.ID)
+					set.lives[x].t.Free = int32(op.ID)
 				default:
-					used[b.ID] = true
+					used[x] = true
+				}
+				if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
+					accesses = append(accesses, access{x, lifetime == dag.NoLifetime})
 				}
 			}
 		}
 	}
+	accessStart[len(g.Ops)] = int32(len(accesses))
 	lives := set.lives
 	if len(lives) == 0 {
 		return set
 	}
-	// Vectors of all lives in two arrays.
+	// Vectors of all lives in two arrays, their streams in a third.
 	vecs := make([]int32, 2*ns*len(lives))
+	ons := make([]int32, ns*len(lives))
 	for i, l := range lives {
 		l.last = vecs[2*i*ns : (2*i+1)*ns : (2*i+1)*ns]
 		l.first = vecs[(2*i+1)*ns : (2*i+2)*ns : (2*i+2)*ns]
+		l.on = ons[i*ns : i*ns : (i+1)*ns]
 		for s := range l.first {
 			l.first[s] = math.MaxInt32
 		}
 	}
-	// opUses lists, by op, the temporaries its run uses (once each).
+	// opUses lists, by op, the temporaries its run uses (once each): those
+	// it names, if plain, and those only Allocs and Frees name, if not.
 	opStart := make([]int32, len(g.Ops)+1)
-	var opUses []int32
-	for i, op := range g.Ops {
+	opUses := make([]int32, 0, len(accesses))
+	for i := range g.Ops {
 		opStart[i] = int32(len(opUses))
-		if op == nil {
-			continue
-		}
-		for j, a := range op.Access {
-			b := a.Buf
-			if b == nil || !b.Temporary || b.ID < 0 || b.ID >= len(g.Buffers) ||
-				used[b.ID] != (op.Kind.Info().Lifetime == dag.NoLifetime) ||
-				slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
-				continue
+		for _, a := range accesses[accessStart[i]:accessStart[i+1]] {
+			if used[a.life] == a.plain {
+				opUses = append(opUses, a.life)
 			}
-			opUses = append(opUses, byBuf[b.ID])
 		}
 	}
 	opStart[len(g.Ops)] = int32(len(opUses))
@@ -422,19 +447,24 @@ type lifeOrder struct {
 func (set *lifeSet) order(members []int32) *lifeOrder {
 	n := len(members)
 	o := &lifeOrder{lives: make([]*life, n), conflicts: make([][]int32, n), retiredAt: make([]int32, n), startsAt: make([]int32, n)}
-	local := make(map[int32]int32, n)
+	local := make([]int32, len(set.lives)) // by life of set, its place in o, -1 for none
+	for i := range local {
+		local[i] = -1
+	}
 	for i, x := range members {
 		o.lives[i] = set.lives[x]
 		local[x] = int32(i)
 		o.retiredAt[i], o.startsAt[i] = -1, -1
 	}
 	var active []int32
+	var pairs [][2]int32 // the conflicts, each once
+	degree := make([]int32, n)
 	dead := 0
 	retired := make([]bool, n)
 	inBatch := false
 	for _, ev := range set.log {
-		m, ok := local[ev.life]
-		if !ok {
+		m := local[ev.life]
+		if m < 0 {
 			continue
 		}
 		if ev.retire {
@@ -461,11 +491,23 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 			if o.lives[a].before(lm) {
 				o.direct = append(o.direct, [2]int32{a, m})
 			} else {
-				o.conflicts[a] = append(o.conflicts[a], m)
-				o.conflicts[m] = append(o.conflicts[m], a)
+				pairs = append(pairs, [2]int32{a, m})
+				degree[a]++
+				degree[m]++
 			}
 		}
 		active = append(active, m)
+	}
+	// The conflicts of each, in the order found, in one array.
+	all := make([]int32, 2*len(pairs))
+	at := 0
+	for i, d := range degree {
+		o.conflicts[i] = all[at : at : at+int(d)]
+		at += int(d)
+	}
+	for _, p := range pairs {
+		o.conflicts[p[0]] = append(o.conflicts[p[0]], p[1])
+		o.conflicts[p[1]] = append(o.conflicts[p[1]], p[0])
 	}
 	return o
 }
