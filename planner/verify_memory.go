@@ -77,16 +77,27 @@ func (v *verifier) collectArenas() error {
 		}
 		placed[t.Buffer] = t
 	}
-	named := make([]bool, len(g.Buffers)) // named by an op other than Alloc and Free
-	for _, op := range g.Ops {
-		for _, a := range op.Access {
-			if a.Buf.Temporary {
-				if placed[a.Buf.ID] == nil {
-					return &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", a.Buf.Name, op.Name)}
-				}
-				if op.Kind.Info().Lifetime == dag.NoLifetime {
-					named[a.Buf.ID] = true
-				}
+	// The accesses of temporaries (once an op), in one pass over the ops;
+	// named says which temporaries ops other than Alloc and Free name.
+	type access struct {
+		op, buf int32
+		plain   bool // the op is no Alloc or Free
+	}
+	var accesses []access
+	named := make([]bool, len(g.Buffers))
+	for id, op := range v.ops {
+		plain := op.Kind.Info().Lifetime == dag.NoLifetime
+		for j, a := range op.Access {
+			b := a.Buf
+			if !b.Temporary {
+				continue
+			}
+			if placed[b.ID] == nil {
+				return &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
+			}
+			named[b.ID] = named[b.ID] || plain
+			if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
+				accesses = append(accesses, access{int32(id), int32(b.ID), plain})
 			}
 		}
 	}
@@ -108,24 +119,20 @@ func (v *verifier) collectArenas() error {
 	for i := range first {
 		first[i] = -1
 	}
-	for id, op := range v.ops {
-		s := int(v.stream[id])
-		for j, a := range op.Access {
-			b := a.Buf
-			if !b.Temporary || named[b.ID] == (op.Kind.Info().Lifetime != dag.NoLifetime) ||
-				slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
-				continue
-			}
-			k := b.ID*ns + s
-			if f := firstOn[k]; f < 0 || at[id] < at[f] {
-				firstOn[k] = int32(id)
-			}
-			if l := lastOn[k]; l < 0 || at[id] > at[l] {
-				lastOn[k] = int32(id)
-			}
-			if f := first[b.ID]; f < 0 || at[id] < at[f] {
-				first[b.ID] = int32(id)
-			}
+	for _, a := range accesses {
+		if named[a.buf] != a.plain {
+			continue
+		}
+		id := a.op
+		k := int(a.buf)*ns + int(v.stream[id])
+		if f := firstOn[k]; f < 0 || at[id] < at[f] {
+			firstOn[k] = id
+		}
+		if l := lastOn[k]; l < 0 || at[id] > at[l] {
+			lastOn[k] = id
+		}
+		if f := first[a.buf]; f < 0 || at[id] < at[f] {
+			first[a.buf] = id
 		}
 	}
 	// needs adds the needs that order x before y. Those of uses on one
