@@ -148,7 +148,8 @@ type verifier struct {
 	ops       []*dag.Op
 	streams   int
 	stream    []int32 // the stream each op runs on, from its Run step
-	lifetimes []need  // the needs of temporaries' lifetimes and arenas, in any order
+	lifetimes []need  // the needs of temporaries' lifetimes, in any order
+	arena     []need  // the needs of temporaries that share bytes (verify_memory.go), in any order
 	// The conflicts: op i must follow conflictOps[k] for k in
 	// conflictsOf[i]:conflictsOf[i+1], over buffer conflictBufs[k].
 	conflictsOf  []int32
@@ -465,17 +466,24 @@ func cut(s []segment, off int64) []segment {
 // stream and checks every need when its later op runs.
 func (v *verifier) checkOrder() error {
 	p := v.p
-	// The lifetime needs of each op, bucketed by the later op.
+	// The lifetime and arena needs of each op, bucketed by the later op.
 	first := make([]int32, len(v.ops)+1)
 	for _, n := range v.lifetimes {
+		first[n.after+1]++
+	}
+	for _, n := range v.arena {
 		first[n.after+1]++
 	}
 	for i := range v.ops {
 		first[i+1] += first[i]
 	}
-	lifetimes := make([]need, len(v.lifetimes))
+	lifetimes := make([]need, len(v.lifetimes)+len(v.arena))
 	next := slices.Clone(first[:len(v.ops)])
 	for _, n := range v.lifetimes {
+		lifetimes[next[n.after]] = n
+		next[n.after]++
+	}
+	for _, n := range v.arena {
 		lifetimes[next[n.after]] = n
 		next[n.after]++
 	}

@@ -33,7 +33,7 @@ import (
 // meets of vector clocks.
 //
 // An error in the places is returned, to be reported once the order is
-// checked; the needs of overlapping bytes go to v.lifetimes.
+// checked; the needs of overlapping bytes go to v.arena.
 func (v *verifier) collectArenas() error {
 	m := v.p.Memory
 	if m == nil {
@@ -77,15 +77,17 @@ func (v *verifier) collectArenas() error {
 		}
 		placed[t.Buffer] = t
 	}
-	// The accesses of temporaries (once an op), in one pass over the ops;
-	// named says which temporaries ops other than Alloc and Free name.
+	// The accesses of temporaries by op (once an op), in one pass over the
+	// ops; named says which temporaries ops other than Alloc and Free name.
 	type access struct {
-		op, buf int32
-		plain   bool // the op is no Alloc or Free
+		buf   int32
+		plain bool // the op is no Alloc or Free
 	}
 	var accesses []access
+	accessStart := make([]int32, len(v.ops)+1)
 	named := make([]bool, len(g.Buffers))
 	for id, op := range v.ops {
+		accessStart[id] = int32(len(accesses))
 		plain := op.Kind.Info().Lifetime == dag.NoLifetime
 		for j, a := range op.Access {
 			b := a.Buf
@@ -97,19 +99,16 @@ func (v *verifier) collectArenas() error {
 			}
 			named[b.ID] = named[b.ID] || plain
 			if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
-				accesses = append(accesses, access{int32(id), int32(b.ID), plain})
+				accesses = append(accesses, access{int32(b.ID), plain})
 			}
 		}
 	}
+	accessStart[len(v.ops)] = int32(len(accesses))
 
-	// Each temporary's first and last use on each stream, and its first
-	// use of all, by the place of their runs in the steps.
-	at := make([]int32, len(v.ops))
-	for i, st := range v.p.Steps {
-		if st.Kind == Run {
-			at[st.Op] = int32(i)
-		}
-	}
+	// In one walk of the steps: each temporary's first and last use on
+	// each stream, its first use of all, the temporaries with uses and
+	// bytes in the order of their first uses (byFirst, which ranks them),
+	// and the place of each op's run among the steps (at).
 	ns := v.streams
 	firstOn, lastOn := make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
 	for i := range firstOn {
@@ -119,84 +118,92 @@ func (v *verifier) collectArenas() error {
 	for i := range first {
 		first[i] = -1
 	}
-	for _, a := range accesses {
-		if named[a.buf] != a.plain {
+	at := make([]int32, len(v.ops))
+	var byFirst []int32
+	rank := make([]int32, len(g.Buffers))
+	for i, st := range v.p.Steps {
+		if st.Kind != Run {
 			continue
 		}
-		id := a.op
-		k := int(a.buf)*ns + int(v.stream[id])
-		if f := firstOn[k]; f < 0 || at[id] < at[f] {
-			firstOn[k] = id
-		}
-		if l := lastOn[k]; l < 0 || at[id] > at[l] {
+		id := st.Op
+		at[id] = int32(i)
+		for _, a := range accesses[accessStart[id]:accessStart[id+1]] {
+			if named[a.buf] != a.plain {
+				continue
+			}
+			k := int(a.buf)*ns + int(st.Stream)
+			if firstOn[k] < 0 {
+				firstOn[k] = id
+			}
 			lastOn[k] = id
-		}
-		if f := first[a.buf]; f < 0 || at[id] < at[f] {
-			first[a.buf] = id
+			if first[a.buf] < 0 {
+				first[a.buf] = id
+				if placed[a.buf].Bytes > 0 {
+					rank[a.buf] = int32(len(byFirst))
+					byFirst = append(byFirst, a.buf)
+				}
+			}
 		}
 	}
 	// needs adds the needs that order x before y. Those of uses on one
 	// stream are met or not by the order of the steps: only those not met
 	// are added, to be found so in the replay.
-	needs := func(x, y int) {
-		for s, u := range lastOn[x*ns : (x+1)*ns] {
+	needs := func(x, y int32) {
+		for s, u := range lastOn[int(x)*ns : int(x+1)*ns] {
 			if u < 0 {
 				continue
 			}
-			for t, w := range firstOn[y*ns : (y+1)*ns] {
+			for t, w := range firstOn[int(y)*ns : int(y+1)*ns] {
 				if w >= 0 && (s != t || at[u] >= at[w]) {
-					v.lifetimes = append(v.lifetimes, need{before: u, after: w, why: needArena, buf: int32(x), other: int32(y)})
+					v.arena = append(v.arena, need{before: u, after: w, why: needArena, buf: x, other: y})
 				}
 			}
 		}
 	}
 
-	// The sweep, over the temporaries with uses and bytes.
-	var sweep []*Temporary
-	for i := range m.Temporaries {
-		if t := &m.Temporaries[i]; t.Bytes > 0 && first[t.Buffer] >= 0 {
-			sweep = append(sweep, t)
-		}
+	// The sweep, by offset, taking the temporaries that end from a list by
+	// end.
+	type span struct {
+		device int
+		lo, hi int64
+		buf    int32
 	}
-	byFirst := slices.Clone(sweep)
-	slices.SortFunc(byFirst, func(a, b *Temporary) int {
-		return cmp.Or(cmp.Compare(at[first[a.Buffer]], at[first[b.Buffer]]), cmp.Compare(a.Buffer, b.Buffer))
-	})
-	rank := make([]int32, len(g.Buffers)) // by buffer, the place in first-use order
-	for i, t := range byFirst {
-		rank[t.Buffer] = int32(i)
+	sweep := make([]span, len(byFirst))
+	for i, b := range byFirst {
+		t := placed[b]
+		sweep[i] = span{t.Device, t.Offset, t.Offset + t.Bytes, b}
 	}
 	byEnd := slices.Clone(sweep)
-	slices.SortFunc(sweep, func(a, b *Temporary) int {
-		if a.Device != b.Device {
-			return cmp.Compare(a.Device, b.Device)
+	slices.SortFunc(sweep, func(a, b span) int {
+		if a.device != b.device {
+			return cmp.Compare(a.device, b.device)
 		}
-		return cmp.Compare(a.Offset, b.Offset)
+		return cmp.Compare(a.lo, b.lo)
 	})
-	slices.SortFunc(byEnd, func(a, b *Temporary) int {
-		if a.Device != b.Device {
-			return cmp.Compare(a.Device, b.Device)
+	slices.SortFunc(byEnd, func(a, b span) int {
+		if a.device != b.device {
+			return cmp.Compare(a.device, b.device)
 		}
-		return cmp.Compare(a.Offset+a.Bytes, b.Offset+b.Bytes)
+		return cmp.Compare(a.hi, b.hi)
 	})
-	v.lifetimes = slices.Grow(v.lifetimes, 2*len(sweep))
+	v.arena = make([]need, 0, 4*len(sweep))
 	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
 	ended := 0                       // byEnd[:ended] are swept past
 	for _, t := range sweep {
 		for ; ended < len(byEnd); ended++ {
 			e := byEnd[ended]
-			if e.Device > t.Device || e.Device == t.Device && e.Offset+e.Bytes > t.Offset {
+			if e.device > t.device || e.device == t.device && e.hi > t.lo {
 				break
 			}
-			over.remove(int(rank[e.Buffer]))
+			over.remove(int(rank[e.buf]))
 		}
-		r := int(rank[t.Buffer])
+		r := int(rank[t.buf])
 		over.add(r)
 		if q := over.prev(r); q >= 0 {
-			needs(byFirst[q].Buffer, t.Buffer)
+			needs(byFirst[q], t.buf)
 		}
 		if q := over.next(r); q >= 0 {
-			needs(t.Buffer, byFirst[q].Buffer)
+			needs(t.buf, byFirst[q])
 		}
 	}
 	v.places, v.firstUse = placed, first
