@@ -1,106 +1,241 @@
 package planner
 
 import (
-	"math"
-
 	"github.com/dagrun/dagrun/dag"
 )
 
-// flow is a network for maximum flow by Dinic's algorithm, with int64
-// capacities (math.MaxInt64 for unbounded).
+// flow is a network for maximum flow, with int64 capacities
+// (math.MaxInt64 for unbounded).
 type flow struct {
-	head          []int32 // the first arc out of each node, -1 for none
-	next, to      []int32 // each arc's next arc out of its node, and its head; arc a^1 is a's reverse
-	cap           []int64 // residual capacities
-	level, cursor []int32
-	queue         []int32
+	head     []int32 // the first arc out of each node, -1 for none
+	next, to []int32 // each arc's next arc out of its node, and its head; arc a^1 is a's reverse
+	cap      []int64 // residual capacities
 }
 
-func newFlow(nodes int) *flow {
-	f := &flow{head: make([]int32, nodes), level: make([]int32, nodes), cursor: make([]int32, nodes)}
+// newFlow returns a network of nodes nodes with room for edges edges.
+func newFlow(nodes, edges int) *flow {
+	f := &flow{head: make([]int32, nodes), next: make([]int32, 0, 2*edges), to: make([]int32, 0, 2*edges), cap: make([]int64, 0, 2*edges)}
 	for i := range f.head {
 		f.head[i] = -1
 	}
 	return f
 }
 
-// edge adds an arc u->v of capacity c.
+// edge adds an arc u->v of capacity c, and its reverse.
 func (f *flow) edge(u, v int, c int64) {
-	for _, a := range [2]struct {
-		from, to int
-		c        int64
-	}{{u, v, c}, {v, u, 0}} {
-		f.to = append(f.to, int32(a.to))
-		f.cap = append(f.cap, a.c)
-		f.next = append(f.next, f.head[a.from])
-		f.head[a.from] = int32(len(f.to) - 1)
-	}
+	a := int32(len(f.to))
+	f.to = append(f.to, int32(v), int32(u))
+	f.cap = append(f.cap, c, 0)
+	f.next = append(f.next, f.head[u], f.head[v])
+	f.head[u], f.head[v] = a, a+1
 }
 
-// bfs levels the residual network from s and reports whether t is reached.
-func (f *flow) bfs(s, t int) bool {
-	for i := range f.level {
-		f.level[i] = -1
+// sourceSide returns the nodes that the residual network of a maximum flow
+// from s to t reaches from s: the source side of the minimum cut nearest
+// s, the same for every maximum flow. f may carry a flow already; it is
+// left reversed, and spent.
+//
+// Reversed (each arc's residual capacity swapped with its reverse's, which
+// turns f's flow into one from t to s), the nodes that reach s in the
+// residual network are those that reach the sink s after the first phase
+// of push-relabel from t: a maximum preflow, whose residual network
+// differs from a maximum flow's only among nodes that cannot reach the
+// sink.
+func (f *flow) sourceSide(s, t int) []bool {
+	for a := 0; a < len(f.cap); a += 2 {
+		f.cap[a], f.cap[a+1] = f.cap[a+1], f.cap[a]
 	}
-	f.level[s] = 0
-	f.queue = append(f.queue[:0], int32(s))
-	for k := 0; k < len(f.queue); k++ {
-		u := f.queue[k]
-		for a := f.head[u]; a >= 0; a = f.next[a] {
-			if v := f.to[a]; f.cap[a] > 0 && f.level[v] < 0 {
-				f.level[v] = f.level[u] + 1
-				f.queue = append(f.queue, v)
-			}
-		}
-	}
-	return f.level[t] >= 0
-}
-
-// push sends up to limit along level-increasing arcs from u to t.
-func (f *flow) push(u, t int32, limit int64) int64 {
-	if u == t {
-		return limit
-	}
-	for ; f.cursor[u] >= 0; f.cursor[u] = f.next[f.cursor[u]] {
-		a := f.cursor[u]
-		v := f.to[a]
-		if f.cap[a] <= 0 || f.level[v] != f.level[u]+1 {
-			continue
-		}
-		if d := f.push(v, t, min(limit, f.cap[a])); d > 0 {
-			f.cap[a] -= d
-			if f.cap[a^1] < math.MaxInt64-d {
-				f.cap[a^1] += d
-			}
-			return d
-		}
-	}
-	return 0
-}
-
-// max returns the value of a maximum flow from s to t, saturated.
-func (f *flow) max(s, t int) int64 {
-	var total int64
-	for f.bfs(s, t) {
-		copy(f.cursor, f.head)
-		for {
-			d := f.push(int32(s), int32(t), math.MaxInt64)
-			if d == 0 {
-				break
-			}
-			total = dag.AddSat(total, d)
-		}
-	}
-	return total
-}
-
-// reachable marks the nodes the residual network reaches from s: after
-// max, the source side of a minimum cut.
-func (f *flow) reachable(s int) []bool {
-	f.bfs(s, s)
-	out := make([]bool, len(f.level))
-	for i, l := range f.level {
-		out[i] = l >= 0
+	pr := newPushRelabel(f, t, s)
+	pr.run()
+	pr.relabelAll()
+	out := make([]bool, len(f.head))
+	for v, h := range pr.label {
+		out[v] = h < pr.n
 	}
 	return out
+}
+
+// pushRelabel is the first phase of Goldberg and Tarjan's push-relabel
+// algorithm, highest label first, with the gap and global relabelling
+// heuristics: it ends with a maximum preflow, all excess stuck at nodes
+// that cannot reach the sink.
+type pushRelabel struct {
+	f              *flow
+	s, t           int32
+	n              int32   // the nodes, and the label of those that cannot reach t
+	label          []int32 // a lower bound on each node's distance to t in the residual network
+	excess         []int64
+	cur            []int32   // each node's current arc
+	active         [][]int32 // the nodes with excess, by label
+	top            int32     // no active node is labelled above it
+	first          []int32   // the nodes of each label, a list linked by after and before, for gaps
+	after, before  []int32
+	highest        int32 // no node below n is labelled above it
+	work, interval int   // the work of relabelling since the last global relabel, and the most between two
+	queue          []int32
+}
+
+func newPushRelabel(f *flow, s, t int) *pushRelabel {
+	n := int32(len(f.head))
+	pr := &pushRelabel{f: f, s: int32(s), t: int32(t), n: n, label: make([]int32, n), excess: make([]int64, n),
+		cur: make([]int32, n), active: make([][]int32, n), first: make([]int32, n), after: make([]int32, n), before: make([]int32, n),
+		interval: 6*int(n) + len(f.to)}
+	return pr
+}
+
+// run pushes from s whatever its arcs hold, and then discharges the active
+// nodes, highest label first, until none can reach t.
+func (pr *pushRelabel) run() {
+	f := pr.f
+	for a := f.head[pr.s]; a >= 0; a = f.next[a] {
+		if c := f.cap[a]; c > 0 {
+			pr.excess[pr.s] = c
+			pr.push(pr.s, a, c)
+		}
+	}
+	pr.excess[pr.s] = 0
+	pr.relabelAll()
+	for {
+		for pr.top >= 0 && len(pr.active[pr.top]) == 0 {
+			pr.top--
+		}
+		if pr.top < 0 {
+			return
+		}
+		k := len(pr.active[pr.top]) - 1
+		u := pr.active[pr.top][k]
+		pr.active[pr.top] = pr.active[pr.top][:k]
+		if pr.label[u] == pr.top && pr.excess[u] > 0 {
+			pr.discharge(u)
+		}
+		if pr.work > pr.interval {
+			pr.relabelAll()
+		}
+	}
+}
+
+// push sends d along arc a out of u, and activates the arc's head.
+func (pr *pushRelabel) push(u, a int32, d int64) {
+	f := pr.f
+	v := f.to[a]
+	f.cap[a] -= d
+	f.cap[a^1] = dag.AddSat(f.cap[a^1], d)
+	pr.excess[u] -= d
+	if pr.excess[v] == 0 && v != pr.s && v != pr.t && pr.label[v] < pr.n {
+		pr.active[pr.label[v]] = append(pr.active[pr.label[v]], v)
+		pr.top = max(pr.top, pr.label[v])
+	}
+	pr.excess[v] = dag.AddSat(pr.excess[v], d)
+}
+
+// discharge pushes u's excess along admissible arcs (to a node labelled
+// one less), relabelling u when it has none, until the excess is gone or u
+// cannot reach t.
+func (pr *pushRelabel) discharge(u int32) {
+	f := pr.f
+	for pr.excess[u] > 0 {
+		a := pr.cur[u]
+		if a < 0 {
+			if !pr.relabel(u) {
+				return
+			}
+			continue
+		}
+		if c := f.cap[a]; c > 0 && pr.label[f.to[a]] == pr.label[u]-1 {
+			pr.push(u, a, min(pr.excess[u], c))
+			if f.cap[a] > 0 {
+				continue // u is empty
+			}
+		}
+		pr.cur[u] = f.next[a]
+	}
+}
+
+// relabel lifts u above its lowest residual neighbour, or to n when it
+// has none or its label's class empties (a gap: none above it can reach t
+// then), and reports whether u can still reach t.
+func (pr *pushRelabel) relabel(u int32) bool {
+	f := pr.f
+	h := pr.label[u]
+	pr.unlist(u)
+	to := pr.n
+	for a := f.head[u]; a >= 0; a = f.next[a] {
+		pr.work++
+		if f.cap[a] > 0 {
+			to = min(to, pr.label[f.to[a]]+1)
+		}
+	}
+	pr.work += 12
+	if pr.first[h] < 0 { // a gap
+		for k := h + 1; k <= pr.highest; k++ {
+			for v := pr.first[k]; v >= 0; v = pr.after[v] {
+				pr.label[v] = pr.n
+			}
+			pr.first[k] = -1
+		}
+		pr.highest = h - 1
+		to = pr.n
+	}
+	pr.label[u] = to
+	if to >= pr.n {
+		return false
+	}
+	pr.list(u)
+	pr.cur[u] = f.head[u]
+	return true
+}
+
+// list adds u to the nodes of its label, unlist takes it out.
+func (pr *pushRelabel) list(u int32) {
+	h := pr.label[u]
+	pr.before[u], pr.after[u] = -1, pr.first[h]
+	if pr.first[h] >= 0 {
+		pr.before[pr.first[h]] = u
+	}
+	pr.first[h] = u
+	pr.highest = max(pr.highest, h)
+}
+
+func (pr *pushRelabel) unlist(u int32) {
+	if b := pr.before[u]; b >= 0 {
+		pr.after[b] = pr.after[u]
+	} else {
+		pr.first[pr.label[u]] = pr.after[u]
+	}
+	if a := pr.after[u]; a >= 0 {
+		pr.before[a] = pr.before[u]
+	}
+}
+
+// relabelAll labels every node with its distance to t in the residual
+// network (n where it cannot reach t), by a search back from t, and
+// gathers the active nodes anew.
+func (pr *pushRelabel) relabelAll() {
+	f := pr.f
+	for v := range pr.label {
+		pr.label[v] = pr.n
+		pr.first[v] = -1
+		pr.active[v] = pr.active[v][:0]
+	}
+	pr.label[pr.t] = 0
+	pr.queue = append(pr.queue[:0], pr.t)
+	for k := 0; k < len(pr.queue); k++ {
+		v := pr.queue[k]
+		for a := f.head[v]; a >= 0; a = f.next[a] {
+			if u := f.to[a]; pr.label[u] == pr.n && u != pr.s && f.cap[a^1] > 0 {
+				pr.label[u] = pr.label[v] + 1
+				pr.queue = append(pr.queue, u)
+			}
+		}
+	}
+	pr.top, pr.highest = -1, 0
+	for _, v := range pr.queue[1:] {
+		pr.list(v)
+		pr.cur[v] = f.head[v]
+		if pr.excess[v] > 0 {
+			pr.active[pr.label[v]] = append(pr.active[pr.label[v]], v)
+			pr.top = max(pr.top, pr.label[v])
+		}
+	}
+	pr.work = 0
 }

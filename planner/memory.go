@@ -225,58 +225,83 @@ func collect(p *Plan) *lifeSet {
 	for i := range byBuf {
 		byBuf[i] = -1
 	}
-	used := make([]bool, len(g.Buffers))
-	for _, op := range g.Ops {
+	// The lives and their temporaries, in slabs.
+	temps := 0
+	for _, b := range g.Buffers {
+		if b != nil && b.Temporary {
+			temps++
+		}
+	}
+	tSlab, lSlab := make([]Temporary, 0, temps), make([]life, 0, temps)
+	// Each op's accesses of temporaries (once each), whether the op is an
+	// Alloc or Free or not (plain), in one pass over the ops; used says
+	// which lives a plain op names.
+	type access struct {
+		life  int32
+		plain bool
+	}
+	var accesses []access
+	accessStart := make([]int32, len(g.Ops)+1)
+	var used []bool
+	for i, op := range g.Ops {
+		accessStart[i] = int32(len(accesses))
 		if op == nil {
 			continue
 		}
-		for _, a := range op.Access {
+		lifetime := op.Kind.Info().Lifetime
+		for j, a := range op.Access {
 			if b := a.Buf; b != nil && b.Temporary && b.ID >= 0 && b.ID < len(g.Buffers) {
 				if byBuf[b.ID] < 0 {
-					t := &Temporary{Buffer: b.ID, Device: memoryOf(b), Bytes: roundUp(b.Size), Alloc: -1, Free: -1}
+					if len(lSlab) == cap(lSlab) {
+						tSlab, lSlab = make([]Temporary, 0, 64), make([]life, 0, 64)
+					}
+					tSlab = append(tSlab, Temporary{Buffer: b.ID, Device: memoryOf(b), Bytes: roundUp(b.Size), Alloc: -1, Free: -1})
+					lSlab = append(lSlab, life{t: &tSlab[len(tSlab)-1], firstUse: -1, start: -1})
 					byBuf[b.ID] = int32(len(set.lives))
-					set.lives = append(set.lives, &life{t: t, firstUse: -1, start: -1})
+					set.lives = append(set.lives, &lSlab[len(lSlab)-1])
+					used = append(used, false)
 				}
-				switch op.Kind.Info().Lifetime {
+				x := byBuf[b.ID]
+				switch lifetime {
 				case dag.Allocates:
-					set.lives[byBuf[b.ID]].t.Alloc = int32(op.ID)
+					set.lives[x].t.Alloc = int32(op.ID)
 				case dag.Frees:
-					set.lives[byBuf[b.ID]].t.Free = int32(op.ID)
+					set.lives[x].t.Free = int32(op.ID)
 				default:
-					used[b.ID] = true
+					used[x] = true
+				}
+				if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
+					accesses = append(accesses, access{x, lifetime == dag.NoLifetime})
 				}
 			}
 		}
 	}
+	accessStart[len(g.Ops)] = int32(len(accesses))
 	lives := set.lives
 	if len(lives) == 0 {
 		return set
 	}
-	// Vectors of all lives in two arrays.
+	// Vectors of all lives in two arrays, their streams in a third.
 	vecs := make([]int32, 2*ns*len(lives))
+	ons := make([]int32, ns*len(lives))
 	for i, l := range lives {
 		l.last = vecs[2*i*ns : (2*i+1)*ns : (2*i+1)*ns]
 		l.first = vecs[(2*i+1)*ns : (2*i+2)*ns : (2*i+2)*ns]
+		l.on = ons[i*ns : i*ns : (i+1)*ns]
 		for s := range l.first {
 			l.first[s] = math.MaxInt32
 		}
 	}
-	// opUses lists, by op, the temporaries its run uses (once each).
+	// opUses lists, by op, the temporaries its run uses (once each): those
+	// it names, if plain, and those only Allocs and Frees name, if not.
 	opStart := make([]int32, len(g.Ops)+1)
-	var opUses []int32
-	for i, op := range g.Ops {
+	opUses := make([]int32, 0, len(accesses))
+	for i := range g.Ops {
 		opStart[i] = int32(len(opUses))
-		if op == nil {
-			continue
-		}
-		for j, a := range op.Access {
-			b := a.Buf
-			if b == nil || !b.Temporary || b.ID < 0 || b.ID >= len(g.Buffers) ||
-				used[b.ID] != (op.Kind.Info().Lifetime == dag.NoLifetime) ||
-				slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
-				continue
+		for _, a := range accesses[accessStart[i]:accessStart[i+1]] {
+			if used[a.life] == a.plain {
+				opUses = append(opUses, a.life)
 			}
-			opUses = append(opUses, byBuf[b.ID])
 		}
 	}
 	opStart[len(g.Ops)] = int32(len(opUses))
@@ -422,19 +447,24 @@ type lifeOrder struct {
 func (set *lifeSet) order(members []int32) *lifeOrder {
 	n := len(members)
 	o := &lifeOrder{lives: make([]*life, n), conflicts: make([][]int32, n), retiredAt: make([]int32, n), startsAt: make([]int32, n)}
-	local := make(map[int32]int32, n)
+	local := make([]int32, len(set.lives)) // by life of set, its place in o, -1 for none
+	for i := range local {
+		local[i] = -1
+	}
 	for i, x := range members {
 		o.lives[i] = set.lives[x]
 		local[x] = int32(i)
 		o.retiredAt[i], o.startsAt[i] = -1, -1
 	}
 	var active []int32
+	var pairs [][2]int32 // the conflicts, each once
+	degree := make([]int32, n)
 	dead := 0
 	retired := make([]bool, n)
 	inBatch := false
 	for _, ev := range set.log {
-		m, ok := local[ev.life]
-		if !ok {
+		m := local[ev.life]
+		if m < 0 {
 			continue
 		}
 		if ev.retire {
@@ -461,11 +491,23 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 			if o.lives[a].before(lm) {
 				o.direct = append(o.direct, [2]int32{a, m})
 			} else {
-				o.conflicts[a] = append(o.conflicts[a], m)
-				o.conflicts[m] = append(o.conflicts[m], a)
+				pairs = append(pairs, [2]int32{a, m})
+				degree[a]++
+				degree[m]++
 			}
 		}
 		active = append(active, m)
+	}
+	// The conflicts of each, in the order found, in one array.
+	all := make([]int32, 2*len(pairs))
+	at := 0
+	for i, d := range degree {
+		o.conflicts[i] = all[at : at : at+int(d)]
+		at += int(d)
+	}
+	for _, p := range pairs {
+		o.conflicts[p[0]] = append(o.conflicts[p[0]], p[1])
+		o.conflicts[p[1]] = append(o.conflicts[p[1]], p[0])
 	}
 	return o
 }
@@ -481,53 +523,77 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 	if n == 0 {
 		return 0
 	}
+	// The keys of the orders, at hand.
+	bytes, start, span := make([]int64, n), make([]int, n), make([]int, n)
+	for i, l := range ls {
+		bytes[i], start[i], span[i] = l.t.Bytes, l.start, l.end-l.start
+	}
 	pairs := 0
 	load := make([]int64, n) // the bytes that may be live with each
 	for i, cs := range conflicts {
 		pairs += len(cs)
-		load[i] = ls[i].t.Bytes
+		load[i] = bytes[i]
 		for _, j := range cs {
-			load[i] = dag.AddSat(load[i], ls[j].t.Bytes)
+			load[i] = dag.AddSat(load[i], bytes[j])
 		}
 	}
 	pairs /= 2
 	bySize := func(a, b int) int {
-		return cmp.Or(cmp.Compare(ls[b].t.Bytes, ls[a].t.Bytes), cmp.Compare(ls[a].start, ls[b].start), cmp.Compare(a, b))
+		if bytes[a] != bytes[b] {
+			return cmp.Compare(bytes[b], bytes[a])
+		}
+		if start[a] != start[b] {
+			return cmp.Compare(start[a], start[b])
+		}
+		return cmp.Compare(a, b)
 	}
 	orders := []func(a, b int) int{
 		bySize,
-		func(a, b int) int { return cmp.Or(cmp.Compare(load[b], load[a]), bySize(a, b)) },
 		func(a, b int) int {
-			return cmp.Or(cmp.Compare(ls[b].end-ls[b].start, ls[a].end-ls[a].start), bySize(a, b))
+			if load[a] != load[b] {
+				return cmp.Compare(load[b], load[a])
+			}
+			return bySize(a, b)
 		},
-		func(a, b int) int { return cmp.Or(cmp.Compare(ls[a].start, ls[b].start), bySize(a, b)) },
+		func(a, b int) int {
+			if span[a] != span[b] {
+				return cmp.Compare(span[b], span[a])
+			}
+			return bySize(a, b)
+		},
+		func(a, b int) int {
+			if start[a] != start[b] {
+				return cmp.Compare(start[a], start[b])
+			}
+			return bySize(a, b)
+		},
 	}
 	work := n + 2*pairs + 1 // the cost of one greedy packing
 	var best []int64
 	bestSize := int64(-1)
 	try := func(order []int, how fit) ([]int64, int64) {
-		offsets, size := greedyFit(ls, conflicts, order, how)
+		offsets, size := greedyFit(bytes, conflicts, order, how)
 		if bestSize < 0 || size < bestSize {
 			best, bestSize = offsets, size
 		}
 		return offsets, size
 	}
 	// The best packing of each order, to start a local search from.
-	type start struct {
+	type packing struct {
 		offsets []int64
 		size    int64
 	}
-	var starts []start
+	var starts []packing
 	order := make([]int, n)
 	for _, by := range orders {
 		for i := range order {
 			order[i] = i
 		}
 		slices.SortFunc(order, by)
-		st := start{size: -1}
+		st := packing{size: -1}
 		for _, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} {
 			if o, size := try(order, how); st.size < 0 || size < st.size {
-				st = start{o, size}
+				st = packing{o, size}
 			}
 			if bestSize <= peak || work > maxPackWork/16 {
 				break // big memories: one packing per order
@@ -539,7 +605,7 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 		starts = append(starts, st)
 	}
 	// A local search from each, smallest first, sharing the work.
-	slices.SortStableFunc(starts, func(a, b start) int { return cmp.Compare(a.size, b.size) })
+	slices.SortStableFunc(starts, func(a, b packing) int { return cmp.Compare(a.size, b.size) })
 	tries := min(maxImprove, maxPackWork/work)
 	for k, st := range starts {
 		if bestSize <= peak {
@@ -638,11 +704,12 @@ type fit struct {
 	height int64
 }
 
-// greedyFit places the temporaries in order, each in a gap that holds it
-// between the conflicting temporaries placed before it, or above them all.
-func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, int64) {
-	offsets := make([]int64, len(ls))
-	placed := make([]bool, len(ls))
+// greedyFit places the temporaries (of sizes bytes) in order, each in a
+// gap that holds it between the conflicting temporaries placed before it,
+// or above them all.
+func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int64, int64) {
+	offsets := make([]int64, len(bytes))
+	placed := make([]bool, len(bytes))
 	type span struct{ lo, hi int64 }
 	var busy []span
 	var size int64
@@ -650,11 +717,19 @@ func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, 
 		busy = busy[:0]
 		for _, j := range conflicts[i] {
 			if placed[j] {
-				busy = append(busy, span{offsets[j], dag.AddSat(offsets[j], ls[j].t.Bytes)})
+				busy = append(busy, span{offsets[j], dag.AddSat(offsets[j], bytes[j])})
 			}
 		}
-		slices.SortFunc(busy, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
-		need := ls[i].t.Bytes
+		if len(busy) <= 32 { // few: by insertion, inline (spans that start together may come in any order)
+			for k := 1; k < len(busy); k++ {
+				for j := k; j > 0 && busy[j].lo < busy[j-1].lo; j-- {
+					busy[j], busy[j-1] = busy[j-1], busy[j]
+				}
+			}
+		} else {
+			slices.SortFunc(busy, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+		}
+		need := bytes[i]
 		at, gap := int64(-1), int64(math.MaxInt64)
 		var top int64
 		consider := func(lo, hi int64) bool {
@@ -694,6 +769,12 @@ func greedyFit(ls []*life, conflicts [][]int32, order []int, how fit) ([]int64, 
 // by the source) and a node in (drained to the sink), and flow into in may
 // pass on through out.
 func peakOf(o *lifeOrder) (int64, []int32) {
+	return peakBy(o, (*flow).sourceSide)
+}
+
+// peakBy is peakOf with the minimum cut nearest the source found by
+// sourceSide.
+func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []int32) {
 	ls := o.lives
 	n := len(ls)
 	if n == 0 {
@@ -703,7 +784,16 @@ func peakOf(o *lifeOrder) (int64, []int32) {
 	in := func(i int32) int { return n + int(i) }
 	barrier := func(k int32) int { return 2*n + int(k) }
 	src, sink := 2*n+o.barriers, 2*n+o.barriers+1
-	f := newFlow(2*n + o.barriers + 2)
+	edges := 3*n + max(o.barriers-1, 0) + len(o.direct)
+	for i := range ls {
+		if o.retiredAt[i] >= 0 {
+			edges++
+		}
+		if o.startsAt[i] >= 0 {
+			edges++
+		}
+	}
+	f := newFlow(2*n+o.barriers+2, edges)
 	// The arcs a greedy first flow goes along, by life and by barrier.
 	srcArc, sinkArc, retireArc, startArc := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	chainArc := make([]int32, max(o.barriers-1, 0))
@@ -784,8 +874,7 @@ func peakOf(o *lifeOrder) (int64, []int32) {
 			send(a, along)
 		}
 	}
-	f.max(src, sink)
-	reach := f.reachable(src)
+	reach := sourceSide(f, src, sink)
 	var peak []int32
 	var weight int64
 	for i, l := range ls {

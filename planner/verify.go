@@ -90,7 +90,9 @@ func (e *VerifyError) Error() string { return "plan: " + e.Kind.String() + ": " 
 // in submission order. The check takes time linear in the steps, the
 // dependencies and the conflicts between each op and the last writer and
 // readers since of the bytes it uses, times the number of streams for each
-// record and wait. The error, a *VerifyError, names the ops at fault.
+// record and wait; the arenas add a sort of the temporaries and a few
+// needs for each (between neighbours over the same bytes, times the
+// streams squared). The error, a *VerifyError, names the ops at fault.
 func Verify(p *Plan) error { return verify(p, false) }
 
 // verify is Verify of a plan, or of a body's plan (body): a body's
@@ -111,11 +113,15 @@ func verify(p *Plan, body bool) error {
 		}
 	}
 	v.collectConflicts()
+	arenas := v.collectArenas() // verify_memory.go
 	if err := v.checkOrder(); err != nil {
 		return err
 	}
-	if err := v.checkArenas(); err != nil {
-		return err
+	if arenas != nil {
+		return arenas
+	}
+	if v.overlapping != nil {
+		return v.overlap(*v.overlapping)
 	}
 	return v.checkBodies() // verify_body.go
 }
@@ -125,13 +131,15 @@ const (
 	needLifetime uint8 = iota
 	needConflict
 	needDep
+	needArena // two temporaries share bytes (verify_memory.go)
 )
 
 // need says that op after must happen after op before.
 type need struct {
 	before, after int32
 	why           uint8
-	buf           int32 // the buffer of a conflict or lifetime
+	buf           int32 // the buffer of a conflict or lifetime, the first temporary of an arena's need
+	other         int32 // the second temporary of an arena's need
 }
 
 type verifier struct {
@@ -141,11 +149,18 @@ type verifier struct {
 	streams   int
 	stream    []int32 // the stream each op runs on, from its Run step
 	lifetimes []need  // the needs of temporaries' lifetimes, in any order
+	arena     []need  // the needs of temporaries that share bytes (verify_memory.go), in any order
 	// The conflicts: op i must follow conflictOps[k] for k in
 	// conflictsOf[i]:conflictsOf[i+1], over buffer conflictBufs[k].
 	conflictsOf  []int32
 	conflictOps  []int32
 	conflictBufs []int32
+	// The arenas' places by buffer, the first use of each temporary, and
+	// the first need of overlapping temporaries that checkOrder found the
+	// plan does not meet (verify_memory.go).
+	places      []*Temporary
+	firstUse    []int32
+	overlapping *need
 }
 
 func malformed(format string, args ...any) *VerifyError {
@@ -451,17 +466,24 @@ func cut(s []segment, off int64) []segment {
 // stream and checks every need when its later op runs.
 func (v *verifier) checkOrder() error {
 	p := v.p
-	// The lifetime needs of each op, bucketed by the later op.
+	// The lifetime and arena needs of each op, bucketed by the later op.
 	first := make([]int32, len(v.ops)+1)
 	for _, n := range v.lifetimes {
+		first[n.after+1]++
+	}
+	for _, n := range v.arena {
 		first[n.after+1]++
 	}
 	for i := range v.ops {
 		first[i+1] += first[i]
 	}
-	lifetimes := make([]need, len(v.lifetimes))
+	lifetimes := make([]need, len(v.lifetimes)+len(v.arena))
 	next := slices.Clone(first[:len(v.ops)])
 	for _, n := range v.lifetimes {
+		lifetimes[next[n.after]] = n
+		next[n.after]++
+	}
+	for _, n := range v.arena {
 		lifetimes[next[n.after]] = n
 		next[n.after]++
 	}
@@ -497,6 +519,12 @@ func (v *verifier) checkOrder() error {
 			}
 			for _, n := range lifetimes[first[id]:first[id+1]] {
 				if !after(n.before) {
+					if n.why == needArena { // reported once every other need is met
+						if v.overlapping == nil {
+							v.overlapping = &n
+						}
+						continue
+					}
 					return v.unordered(n, pos[n.before] == 0)
 				}
 			}

@@ -3,21 +3,38 @@ package planner
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
 )
 
-// checkArenas checks p.Memory's arenas, where the plan has them: every
+// collectArenas checks p.Memory's arenas, where the plan has them: every
 // temporary the graph uses has one place, aligned and inside its memory's
-// arena, and any two temporaries whose bytes overlap are ordered, every use
-// of one happening before every use of the other. A temporary's uses are
-// the ops that access it other than its Alloc and Free (which do nothing in
-// an arena), or those two when nothing else names it.
+// arena; and it needs any two temporaries whose bytes overlap to be
+// ordered, every use of one happening before every use of the other,
+// which checkOrder checks with the other needs. A temporary's uses are the
+// ops that access it other than its Alloc and Free (which do nothing in an
+// arena), or those two when nothing else names it.
 //
-// It is written apart from the packer (MemoryOf): it keeps each use's own
-// vector clock and compares uses, where the packer compares meets.
-func (v *verifier) checkArenas() error {
+// Among temporaries with uses, "every use of x happens before every use of
+// y" is transitive, and x's first use (in submission order) then comes
+// before y's; so the temporaries over a byte are pairwise ordered exactly
+// when each is ordered before the next in first-use order. A sweep of
+// each arena by offset keeps the temporaries over the bytes swept to in
+// that order, and needs each temporary ordered after the one before it and
+// before the one after it when the sweep reaches its offset; one that ends
+// leaves its neighbours ordered through it. A pair is ordered when the
+// last use of the first on each stream happens before the first use of
+// the second on each stream.
+//
+// It is written apart from the packer (MemoryOf): it compares uses, in the
+// replay that checks the plan's other needs, where the packer compares
+// meets of vector clocks.
+//
+// An error in the places is returned, to be reported once the order is
+// checked; the needs of overlapping bytes go to v.arena.
+func (v *verifier) collectArenas() error {
 	m := v.p.Memory
 	if m == nil {
 		return nil
@@ -60,112 +77,152 @@ func (v *verifier) checkArenas() error {
 		}
 		placed[t.Buffer] = t
 	}
-
-	// Each use of each temporary, with the clock of its stream just before
-	// it runs.
-	type use struct {
-		stream, pos int32
-		clock       []int32
+	// The accesses of temporaries by op (once an op), in one pass over the
+	// ops; named says which temporaries ops other than Alloc and Free name.
+	type access struct {
+		buf   int32
+		plain bool // the op is no Alloc or Free
 	}
-	uses := make([][]use, len(g.Buffers))
-	named := make([]bool, len(g.Buffers)) // named by an op other than Alloc and Free
-	for _, op := range g.Ops {
-		for _, a := range op.Access {
-			if a.Buf.Temporary && op.Kind.Info().Lifetime == dag.NoLifetime {
-				named[a.Buf.ID] = true
-			}
-		}
-	}
-	for _, op := range g.Ops {
-		for _, a := range op.Access {
-			if a.Buf.Temporary && placed[a.Buf.ID] == nil {
-				return &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", a.Buf.Name, op.Name)}
-			}
-		}
-	}
-	ns := v.streams
-	clock := make([]int32, ns*ns)
-	events := make([][]int32, v.p.Events)
-	for _, st := range v.p.Steps {
-		s := int(st.Stream)
-		mine := clock[s*ns : (s+1)*ns]
-		switch st.Kind {
-		case Record:
-			events[st.Event] = slices.Clone(mine)
-		case Wait:
-			for t, c := range events[st.Event] {
-				mine[t] = max(mine[t], c)
-			}
-		case Run:
-			op := v.ops[st.Op]
-			var snapshot []int32
-			for j, a := range op.Access {
-				b := a.Buf
-				if !b.Temporary || named[b.ID] == (op.Kind.Info().Lifetime != dag.NoLifetime) ||
-					slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
-					continue
-				}
-				if snapshot == nil {
-					snapshot = slices.Clone(mine)
-				}
-				uses[b.ID] = append(uses[b.ID], use{stream: int32(s), pos: mine[s] + 1, clock: snapshot})
-			}
-			mine[s]++
-		}
-	}
-	// ordered reports whether every use of x happens before every use of y.
-	ordered := func(x, y int) bool {
-		for _, u := range uses[x] {
-			for _, w := range uses[y] {
-				if w.clock[u.stream] < u.pos {
-					return false
-				}
-			}
-		}
-		return true
-	}
-
-	// Sweep each arena by offset: each temporary against those that start
-	// inside it.
-	byOffset := slices.Clone(m.Temporaries)
-	slices.SortFunc(byOffset, func(a, b Temporary) int {
-		return cmp.Or(cmp.Compare(a.Device, b.Device), cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Buffer, b.Buffer))
-	})
-	for i, t := range byOffset {
-		for _, o := range byOffset[i+1:] {
-			if o.Device != t.Device || o.Offset >= t.Offset+t.Bytes {
-				break
-			}
-			if ordered(t.Buffer, o.Buffer) || ordered(o.Buffer, t.Buffer) {
+	var accesses []access
+	accessStart := make([]int32, len(v.ops)+1)
+	named := make([]bool, len(g.Buffers))
+	for id, op := range v.ops {
+		accessStart[id] = int32(len(accesses))
+		plain := op.Kind.Info().Lifetime == dag.NoLifetime
+		for j, a := range op.Access {
+			b := a.Buf
+			if !b.Temporary {
 				continue
 			}
-			a, b := g.Buffers[t.Buffer], g.Buffers[o.Buffer]
-			var ops []string
-			for _, x := range []int{t.Buffer, o.Buffer} {
-				if len(uses[x]) > 0 {
-					u := uses[x][0]
-					ops = append(ops, v.opNameAt(u.stream, u.pos))
-				}
+			if placed[b.ID] == nil {
+				return &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
 			}
-			lo, hi := max(t.Offset, o.Offset), min(t.Offset+t.Bytes, o.Offset+o.Bytes)
-			return &VerifyError{Kind: ArenaOverlap, Ops: ops,
-				Msg: fmt.Sprintf("temporaries %s and %s share bytes [%d, %d) of the arena of %s, and the plan does not order the uses of one before the other", a.Name, b.Name, lo, hi, memoryName(t.Device))}
+			named[b.ID] = named[b.ID] || plain
+			if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
+				accesses = append(accesses, access{int32(b.ID), plain})
+			}
 		}
 	}
+	accessStart[len(v.ops)] = int32(len(accesses))
+
+	// In one walk of the steps: each temporary's first and last use on
+	// each stream, its first use of all, the temporaries with uses and
+	// bytes in the order of their first uses (byFirst, which ranks them),
+	// and the place of each op's run among the steps (at).
+	ns := v.streams
+	firstOn, lastOn := make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
+	for i := range firstOn {
+		firstOn[i], lastOn[i] = -1, -1
+	}
+	first := make([]int32, len(g.Buffers)) // the first use, -1 for none
+	for i := range first {
+		first[i] = -1
+	}
+	at := make([]int32, len(v.ops))
+	var byFirst []int32
+	rank := make([]int32, len(g.Buffers))
+	for i, st := range v.p.Steps {
+		if st.Kind != Run {
+			continue
+		}
+		id := st.Op
+		at[id] = int32(i)
+		for _, a := range accesses[accessStart[id]:accessStart[id+1]] {
+			if named[a.buf] != a.plain {
+				continue
+			}
+			k := int(a.buf)*ns + int(st.Stream)
+			if firstOn[k] < 0 {
+				firstOn[k] = id
+			}
+			lastOn[k] = id
+			if first[a.buf] < 0 {
+				first[a.buf] = id
+				if placed[a.buf].Bytes > 0 {
+					rank[a.buf] = int32(len(byFirst))
+					byFirst = append(byFirst, a.buf)
+				}
+			}
+		}
+	}
+	// needs adds the needs that order x before y. Those of uses on one
+	// stream are met or not by the order of the steps: only those not met
+	// are added, to be found so in the replay.
+	needs := func(x, y int32) {
+		for s, u := range lastOn[int(x)*ns : int(x+1)*ns] {
+			if u < 0 {
+				continue
+			}
+			for t, w := range firstOn[int(y)*ns : int(y+1)*ns] {
+				if w >= 0 && (s != t || at[u] >= at[w]) {
+					v.arena = append(v.arena, need{before: u, after: w, why: needArena, buf: x, other: y})
+				}
+			}
+		}
+	}
+
+	// The sweep, by offset, taking the temporaries that end from a list by
+	// end.
+	type span struct {
+		device int
+		lo, hi int64
+		buf    int32
+	}
+	sweep := make([]span, len(byFirst))
+	for i, b := range byFirst {
+		t := placed[b]
+		sweep[i] = span{t.Device, t.Offset, t.Offset + t.Bytes, b}
+	}
+	byEnd := slices.Clone(sweep)
+	slices.SortFunc(sweep, func(a, b span) int {
+		if a.device != b.device {
+			return cmp.Compare(a.device, b.device)
+		}
+		return cmp.Compare(a.lo, b.lo)
+	})
+	slices.SortFunc(byEnd, func(a, b span) int {
+		if a.device != b.device {
+			return cmp.Compare(a.device, b.device)
+		}
+		return cmp.Compare(a.hi, b.hi)
+	})
+	v.arena = make([]need, 0, 4*len(sweep))
+	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
+	ended := 0                       // byEnd[:ended] are swept past
+	for _, t := range sweep {
+		for ; ended < len(byEnd); ended++ {
+			e := byEnd[ended]
+			if e.device > t.device || e.device == t.device && e.hi > t.lo {
+				break
+			}
+			over.remove(int(rank[e.buf]))
+		}
+		r := int(rank[t.buf])
+		over.add(r)
+		if q := over.prev(r); q >= 0 {
+			needs(byFirst[q], t.buf)
+		}
+		if q := over.next(r); q >= 0 {
+			needs(t.buf, byFirst[q])
+		}
+	}
+	v.places, v.firstUse = placed, first
 	return nil
 }
 
-// opNameAt names the pos-th op (from 1) run on stream s.
-func (v *verifier) opNameAt(s, pos int32) string {
-	n := int32(0)
-	for _, st := range v.p.Steps {
-		if st.Kind == Run && st.Stream == s {
-			if n++; n == pos {
-				return v.opName(st.Op)
-			}
-		}
+// overlap describes the need n of temporaries that share bytes, which the
+// plan does not meet.
+func (v *verifier) overlap(n need) error {
+	g := v.p.Graph
+	a, b := v.places[n.buf], v.places[n.other]
+	if cmp.Or(cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Buffer, b.Buffer)) > 0 {
+		a, b = b, a
 	}
-	return fmt.Sprintf("#%d on stream %d", pos, s)
+	lo, hi := max(a.Offset, b.Offset), min(a.Offset+a.Bytes, b.Offset+b.Bytes)
+	ops := []string{v.opName(v.firstUse[a.Buffer]), v.opName(v.firstUse[b.Buffer])}
+	return &VerifyError{Kind: ArenaOverlap, Ops: ops,
+		Msg: fmt.Sprintf("temporaries %s and %s share bytes [%d, %d) of the arena of %s, and the plan does not order the uses of one before the other",
+			g.Buffers[a.Buffer].Name, g.Buffers[b.Buffer].Name, lo, hi, memoryName(a.Device))}
 }
 
 // memoryName names a memory for people.
@@ -182,3 +239,76 @@ func memoryName(dev int) string {
 // MemoryName names memory dev for people: "device N", "pinned host memory"
 // or "pageable host memory".
 func MemoryName(dev int) string { return memoryName(dev) }
+
+// rankSet is a set of the integers [0, n), with the next and previous
+// member of any member: a tree of 64-bit words, each bit of a word above
+// set when that word of the level below has a bit set.
+type rankSet struct {
+	levels [][]uint64 // levels[0] holds the members
+}
+
+func newRankSet(n int) *rankSet {
+	s := &rankSet{}
+	for {
+		words := (n + 63) / 64
+		s.levels = append(s.levels, make([]uint64, max(words, 1)))
+		if words <= 1 {
+			return s
+		}
+		n = words
+	}
+}
+
+func (s *rankSet) add(x int) {
+	for _, l := range s.levels {
+		l[x>>6] |= 1 << (x & 63)
+		x >>= 6
+	}
+}
+
+func (s *rankSet) remove(x int) {
+	for _, l := range s.levels {
+		if l[x>>6] &^= 1 << (x & 63); l[x>>6] != 0 {
+			return
+		}
+		x >>= 6
+	}
+}
+
+// next returns the smallest member above x, -1 for none.
+func (s *rankSet) next(x int) int {
+	k := 0
+	for ; k < len(s.levels); k++ {
+		if m := s.levels[k][x>>6] & (^uint64(0) << (x&63 + 1)); m != 0 {
+			x = x&^63 | bits.TrailingZeros64(m)
+			break
+		}
+		x >>= 6
+	}
+	if k == len(s.levels) {
+		return -1
+	}
+	for ; k > 0; k-- {
+		x = x<<6 | bits.TrailingZeros64(s.levels[k-1][x])
+	}
+	return x
+}
+
+// prev returns the largest member below x, -1 for none.
+func (s *rankSet) prev(x int) int {
+	k := 0
+	for ; k < len(s.levels); k++ {
+		if m := s.levels[k][x>>6] & (1<<(x&63) - 1); m != 0 {
+			x = x&^63 | (63 - bits.LeadingZeros64(m))
+			break
+		}
+		x >>= 6
+	}
+	if k == len(s.levels) {
+		return -1
+	}
+	for ; k > 0; k-- {
+		x = x<<6 | (63 - bits.LeadingZeros64(s.levels[k-1][x]))
+	}
+	return x
+}
