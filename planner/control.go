@@ -65,6 +65,9 @@ func newBody(g *dag.Graph, opts Options) (*Plan, error) {
 		return nil, errors.Join(errs...)
 	}
 	opts.MemoryBudget = nil
+	// On CUDA a body is always a graph (a conditional node's, eager runs
+	// included), so it is placed and priced as a replay is.
+	opts.Mode = Replay
 	bodies, opts, err := planBodies(g, opts)
 	if err != nil {
 		return nil, err
@@ -277,15 +280,17 @@ func forkJoin(p *Plan) int {
 // controlDuration is a control op's duration in a simulation of a plan
 // under m: its Cost when set, else the longest makespan of its bodies'
 // plans; ok is false when the plan has no bodies for it.
-func controlDuration(op *dag.Op, bodies []*Plan, m CostModel, mode Mode) (d time.Duration, ok bool) {
+func controlDuration(op *dag.Op, bodies []*Plan, m CostModel) (d time.Duration, ok bool) {
 	if bodies == nil {
 		return 0, false
 	}
 	if op.Cost > 0 {
 		return op.Cost, true
 	}
+	// A body is priced as a replay whatever the run: on CUDA it is a
+	// conditional node's graph, in eager runs too.
 	for _, b := range bodies {
-		d = max(d, Simulate(b, m, mode).Makespan)
+		d = max(d, Simulate(b, m, Replay).Makespan)
 	}
 	return d, true
 }

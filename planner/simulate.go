@@ -25,8 +25,9 @@ type Schedule struct {
 // after another in submission order, paying m's overheads (OverheadsOf):
 // a run's fixed start, then for an eager run every op, record and wait,
 // for a replay every op. A loop or branch takes one pass of its body: the
-// makespan of its body's plan (Plan.Bodies) simulated the same way, for a
-// branch the longer one. An op starts no sooner than it is issued. Ops that fill their device (fills.go)
+// makespan of its body's plan (Plan.Bodies) simulated as a replay (on
+// CUDA a body is a graph's, in eager runs too), for a branch the longer
+// one. An op starts no sooner than it is issued. Ops that fill their device (fills.go)
 // run one at a time per device, in submission order; other contention
 // between streams is not modelled. All sums saturate. Steps that name streams, ops or events
 // the plan lacks are skipped.
@@ -49,7 +50,7 @@ func Simulate(p *Plan, m CostModel, mode Mode) Schedule {
 		}
 		// A loop or branch lasts one pass of its body, as its body's
 		// plan runs it (control.go).
-		if d, ok := controlDuration(op, p.Bodies[i], m, mode); ok {
+		if d, ok := controlDuration(op, p.Bodies[i], m); ok {
 			dur[i] = nonNegative(d)
 			continue
 		}

@@ -54,7 +54,7 @@ func planBodies(t *Trace, p *planner.Plan) ([]bodyBox, []int) {
 	if len(p.Bodies) == 0 || p.Graph == nil {
 		return nil, nil
 	}
-	e := &bodyExpander{t: t, mode: p.Stats.Mode}
+	e := &bodyExpander{t: t}
 	// The control ops on each lane, by start.
 	controls := make([][]int, len(t.Lanes))
 	for i, s := range t.Slices {
@@ -83,7 +83,6 @@ func planBodies(t *Trace, p *planner.Plan) ([]bodyBox, []int) {
 // bodyExpander collects the lanes, slices and boxes of bodies.
 type bodyExpander struct {
 	t     *Trace
-	mode  planner.Mode
 	lanes []Lane
 	depth []int
 	boxes []bodyBox
@@ -97,7 +96,7 @@ func (e *bodyExpander) bodies(p *planner.Plan, op *dag.Op, start time.Duration, 
 		if bp == nil || bp.Graph == nil || i >= len(graphs) || bp.Graph != graphs[i] {
 			continue
 		}
-		sched := planner.Simulate(bp, nil, e.mode)
+		sched := planner.Simulate(bp, nil, planner.Replay) // as the planner prices a body
 		box := bodyBox{first: len(e.lanes), depth: depth, start: start, end: start + sched.Makespan,
 			op: op.Name, kind: op.Kind, which: "body"}
 		if op.Kind == dag.If {
