@@ -205,6 +205,10 @@ type lifeEvent struct {
 type lifeSet struct {
 	lives []*life
 	log   []lifeEvent
+	// vecs holds the lives' vectors, last then first, of ns streams each:
+	// life x's are vecs[2*x*ns:(2*x+2)*ns].
+	vecs []int32
+	ns   int
 }
 
 // collectLives returns the temporaries of p and their uses (collect).
@@ -283,6 +287,7 @@ func collect(p *Plan) *lifeSet {
 	}
 	// Vectors of all lives in two arrays, their streams in a third.
 	vecs := make([]int32, 2*ns*len(lives))
+	set.vecs, set.ns = vecs, ns
 	ons := make([]int32, ns*len(lives))
 	for i, l := range lives {
 		l.last = vecs[2*i*ns : (2*i+1)*ns : (2*i+1)*ns]
@@ -323,7 +328,9 @@ func collect(p *Plan) *lifeSet {
 		}
 	}
 	clock := make([]int32, ns*ns)
-	events := make([][]int32, p.Events)
+	// events[e*ns+t]: event e's clock when recorded, zeros (ordering
+	// nothing) until it is.
+	events := make([]int32, max(p.Events, 0)*ns)
 	frontier := make([]int32, ns)
 	var pending []int32 // lives whose uses are over, not retired yet
 	checkAt := minRetireCheck
@@ -335,12 +342,12 @@ func collect(p *Plan) *lifeSet {
 		mine := clock[s*ns : (s+1)*ns]
 		switch st.Kind {
 		case Record:
-			if st.Event >= 0 && int(st.Event) < len(events) {
-				events[st.Event] = slices.Clone(mine)
+			if st.Event >= 0 && int(st.Event) < p.Events {
+				copy(events[int(st.Event)*ns:], mine)
 			}
 		case Wait:
-			if st.Event >= 0 && int(st.Event) < len(events) {
-				for t, c := range events[st.Event] {
+			if st.Event >= 0 && int(st.Event) < p.Events {
+				for t, c := range events[int(st.Event)*ns : (int(st.Event)+1)*ns] {
 					mine[t] = max(mine[t], c)
 				}
 			}
@@ -436,17 +443,22 @@ func (set *lifeSet) retire(pending, clock, remaining, frontier []int32) []int32 
 type lifeOrder struct {
 	lives     []*life
 	conflicts [][]int32
-	direct    [][2]int32 // a before b, both unretired when b started
-	retiredAt []int32    // the barrier each life retired into, -1 for none
-	startsAt  []int32    // the last barrier before each life started, -1 for none
-	barriers  int
+	byStart   []int32 // the lives with uses, in the order they started in the replay
+	// The direct arcs, by the later life: byStart[k]'s are from each a of
+	// direct[directEnd[k-1]:directEnd[k]] (a before it, both unretired when
+	// it started).
+	direct, directEnd []int32
+	retiredAt         []int32 // the barrier each life retired into, -1 for none
+	startsAt          []int32 // the last barrier before each life started, -1 for none
+	barriers          int
 }
 
 // order gathers the lifeOrder of the lives members (of one memory) of
 // set.
 func (set *lifeSet) order(members []int32) *lifeOrder {
 	n := len(members)
-	o := &lifeOrder{lives: make([]*life, n), conflicts: make([][]int32, n), retiredAt: make([]int32, n), startsAt: make([]int32, n)}
+	o := &lifeOrder{lives: make([]*life, n), conflicts: make([][]int32, n), retiredAt: make([]int32, n), startsAt: make([]int32, n),
+		byStart: make([]int32, 0, n), directEnd: make([]int32, 0, n)}
 	local := make([]int32, len(set.lives)) // by life of set, its place in o, -1 for none
 	for i := range local {
 		local[i] = -1
@@ -456,8 +468,27 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		local[x] = int32(i)
 		o.retiredAt[i], o.startsAt[i] = -1, -1
 	}
+	// The members' vectors, last then first, by place in o: a is before m
+	// when a's last run on every stream (0 for none) is within m's first.
+	ns := set.ns
+	vecs := make([]int32, 2*ns*n)
+	for i, x := range members {
+		copy(vecs[2*i*ns:(2*i+2)*ns], set.vecs[2*int(x)*ns:(2*int(x)+2)*ns])
+	}
+	before := func(a, m int32) bool {
+		last, first := vecs[2*int(a)*ns:(2*int(a)+1)*ns], vecs[(2*int(m)+1)*ns:(2*int(m)+2)*ns]
+		first = first[:len(last)]
+		ok := true
+		for s, c := range last {
+			ok = ok && c <= first[s]
+		}
+		return ok
+	}
 	var active []int32
-	var pairs [][2]int32 // the conflicts, each once
+	// The conflicts of byStart[k] with lives started before it:
+	// earlier[earlierEnd[k-1]:earlierEnd[k]], in the order found.
+	var earlier []int32
+	earlierEnd := make([]int32, 0, n)
 	degree := make([]int32, n)
 	dead := 0
 	retired := make([]bool, n)
@@ -483,31 +514,40 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 			active = slices.DeleteFunc(active, func(a int32) bool { return retired[a] })
 			dead = 0
 		}
-		lm := o.lives[m]
+		from := len(earlier)
 		for _, a := range active {
 			if retired[a] {
 				continue
 			}
-			if o.lives[a].before(lm) {
-				o.direct = append(o.direct, [2]int32{a, m})
+			if before(a, m) {
+				o.direct = append(o.direct, a)
 			} else {
-				pairs = append(pairs, [2]int32{a, m})
+				earlier = append(earlier, a)
 				degree[a]++
-				degree[m]++
 			}
 		}
+		degree[m] += int32(len(earlier) - from)
+		o.byStart = append(o.byStart, m)
+		o.directEnd = append(o.directEnd, int32(len(o.direct)))
+		earlierEnd = append(earlierEnd, int32(len(earlier)))
 		active = append(active, m)
 	}
-	// The conflicts of each, in the order found, in one array.
-	all := make([]int32, 2*len(pairs))
+	// The conflicts of each, in one array: those started before it, then
+	// those started after it, in the order they started.
+	all := make([]int32, 2*len(earlier))
 	at := 0
 	for i, d := range degree {
 		o.conflicts[i] = all[at : at : at+int(d)]
 		at += int(d)
 	}
-	for _, p := range pairs {
-		o.conflicts[p[0]] = append(o.conflicts[p[0]], p[1])
-		o.conflicts[p[1]] = append(o.conflicts[p[1]], p[0])
+	prev := int32(0)
+	for k, m := range o.byStart {
+		es := earlier[prev:earlierEnd[k]]
+		prev = earlierEnd[k]
+		o.conflicts[m] = append(o.conflicts[m], es...)
+		for _, a := range es {
+			o.conflicts[a] = append(o.conflicts[a], m)
+		}
 	}
 	return o
 }
@@ -818,8 +858,12 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 		chainArc[k-1] = arc()
 		f.edge(barrier(k-1), barrier(k), math.MaxInt64)
 	}
-	for _, d := range o.direct {
-		f.edge(out(d[0]), in(d[1]), math.MaxInt64)
+	prev := int32(0)
+	for k, m := range o.byStart {
+		for _, a := range o.direct[prev:o.directEnd[k]] {
+			f.edge(out(a), in(m), math.MaxInt64)
+		}
+		prev = o.directEnd[k]
 	}
 	// A first flow, greedily in the replay's order: each temporary takes
 	// what it can from those retired before it started, oldest first,
@@ -834,11 +878,7 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 	}
 	var pool []offer
 	chain := make([]int64, o.barriers+1) // differences of the flow along the barriers' chain
-	byStart := make([]int32, 0, n)
-	for i := range ls {
-		byStart = append(byStart, int32(i))
-	}
-	slices.SortFunc(byStart, func(a, b int32) int { return cmp.Compare(ls[a].start, ls[b].start) })
+	byStart := o.byStart
 	byRetire := slices.Clone(byStart)
 	byRetire = slices.DeleteFunc(byRetire, func(i int32) bool { return o.retiredAt[i] < 0 })
 	slices.SortStableFunc(byRetire, func(a, b int32) int { return cmp.Compare(o.retiredAt[a], o.retiredAt[b]) })
