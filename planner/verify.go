@@ -147,9 +147,11 @@ type verifier struct {
 	body      bool // p plans a body (verify_body.go)
 	ops       []*dag.Op
 	streams   int
-	stream    []int32 // the stream each op runs on, from its Run step
-	lifetimes []need  // the needs of temporaries' lifetimes, in any order
-	arena     []need  // the needs of temporaries that share bytes (verify_memory.go), in any order
+	stream    []int32     // the stream each op runs on, from its Run step
+	lifetimes []need      // the needs of temporaries' lifetimes, in any order
+	temps     []*tempLife // the temporaries' ops, where collectLifetimes ran
+	oneBuffer bool        // every Alloc and Free names one buffer, where collectLifetimes ran
+	arena     []need      // the needs of temporaries that share bytes (verify_memory.go), in any order
 	// The conflicts: op i must follow conflictOps[k] for k in
 	// conflictsOf[i]:conflictsOf[i+1], over buffer conflictBufs[k].
 	conflictsOf  []int32
@@ -298,19 +300,27 @@ func (v *verifier) stepOps(steps ...Step) []string {
 	return names
 }
 
+// tempLife is a temporary's Allocs, Frees and other users (once an op),
+// in op ID order, as collectLifetimes finds them.
+type tempLife struct {
+	buf         int32
+	alloc, free []int32
+	users       []int32
+}
+
 // collectLifetimes needs every use of a temporary buffer to follow its one
-// Alloc and precede its one Free.
+// Alloc and precede its one Free. It keeps the temporaries' ops for the
+// arenas' check (v.temps), and whether every Alloc and Free names one
+// buffer (v.oneBuffer), which the arenas' check then relies on.
 func (v *verifier) collectLifetimes() error {
-	type life struct {
-		alloc, free []int32
-		users       []int32
-	}
-	lives := make(map[*dag.Buffer]*life)
-	get := func(b *dag.Buffer) *life {
+	lives := make(map[*dag.Buffer]*tempLife)
+	v.oneBuffer = true
+	get := func(b *dag.Buffer) *tempLife {
 		l := lives[b]
 		if l == nil {
-			l = &life{}
+			l = &tempLife{buf: int32(b.ID)}
 			lives[b] = l
+			v.temps = append(v.temps, l)
 		}
 		return l
 	}
@@ -322,6 +332,7 @@ func (v *verifier) collectLifetimes() error {
 			if !b.Temporary {
 				return &VerifyError{Kind: BadLifetime, Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q: %s of persistent buffer %s", op.Name, op.Kind, b.Name)}
 			}
+			v.oneBuffer = v.oneBuffer && len(op.Access) == 1
 			if lt == dag.Allocates {
 				get(b).alloc = append(get(b).alloc, id)
 			} else {

@@ -77,73 +77,17 @@ func (v *verifier) collectArenas() error {
 		}
 		placed[t.Buffer] = t
 	}
-	// The accesses of temporaries by op (once an op), in one pass over the
-	// ops; named says which temporaries ops other than Alloc and Free name.
-	type access struct {
-		buf   int32
-		plain bool // the op is no Alloc or Free
-	}
-	var accesses []access
-	accessStart := make([]int32, len(v.ops)+1)
-	named := make([]bool, len(g.Buffers))
-	for id, op := range v.ops {
-		accessStart[id] = int32(len(accesses))
-		plain := op.Kind.Info().Lifetime == dag.NoLifetime
-		for j, a := range op.Access {
-			b := a.Buf
-			if !b.Temporary {
-				continue
-			}
-			if placed[b.ID] == nil {
-				return &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
-			}
-			named[b.ID] = named[b.ID] || plain
-			if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
-				accesses = append(accesses, access{int32(b.ID), plain})
-			}
-		}
-	}
-	accessStart[len(v.ops)] = int32(len(accesses))
-
-	// In one walk of the steps: each temporary's first and last use on
-	// each stream, its first use of all, the temporaries with uses and
-	// bytes in the order of their first uses (byFirst, which ranks them),
-	// and the place of each op's run among the steps (at).
 	ns := v.streams
-	firstOn, lastOn := make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
-	for i := range firstOn {
-		firstOn[i], lastOn[i] = -1, -1
+	firstOn, lastOn, first, at, byFirst, ok := v.lifetimeUses(placed)
+	if !ok {
+		var err error
+		if firstOn, lastOn, first, at, byFirst, err = v.walkUses(placed); err != nil {
+			return err
+		}
 	}
-	first := make([]int32, len(g.Buffers)) // the first use, -1 for none
-	for i := range first {
-		first[i] = -1
-	}
-	at := make([]int32, len(v.ops))
-	var byFirst []int32
 	rank := make([]int32, len(g.Buffers))
-	for i, st := range v.p.Steps {
-		if st.Kind != Run {
-			continue
-		}
-		id := st.Op
-		at[id] = int32(i)
-		for _, a := range accesses[accessStart[id]:accessStart[id+1]] {
-			if named[a.buf] != a.plain {
-				continue
-			}
-			k := int(a.buf)*ns + int(st.Stream)
-			if firstOn[k] < 0 {
-				firstOn[k] = id
-			}
-			lastOn[k] = id
-			if first[a.buf] < 0 {
-				first[a.buf] = id
-				if placed[a.buf].Bytes > 0 {
-					rank[a.buf] = int32(len(byFirst))
-					byFirst = append(byFirst, a.buf)
-				}
-			}
-		}
+	for i, b := range byFirst {
+		rank[b] = int32(i)
 	}
 	// needs adds the needs that order x before y. Those of uses on one
 	// stream are met or not by the order of the steps: only those not met
@@ -208,6 +152,165 @@ func (v *verifier) collectArenas() error {
 	}
 	v.places, v.firstUse = placed, first
 	return nil
+}
+
+// The uses of the temporaries that the arenas' check needs: each
+// temporary's first and last use on each stream (firstOn and lastOn, by
+// buffer ID times the streams, -1 for none), its first use of all (first,
+// by buffer ID, -1 for none), the place of each op's run among the steps
+// (at), and the temporaries with uses and bytes in the order of their
+// first uses (byFirst; those first used by one op in the order it names
+// them).
+
+// walkUses finds the uses of the temporaries in a walk of the ops and one
+// of the steps.
+func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, byFirst []int32, err error) {
+	g := v.p.Graph
+	ns := v.streams
+	// The accesses of temporaries by op (once an op), in one pass over the
+	// ops; named says which temporaries ops other than Alloc and Free name.
+	type access struct {
+		buf   int32
+		plain bool // the op is no Alloc or Free
+	}
+	var accesses []access
+	accessStart := make([]int32, len(v.ops)+1)
+	named := make([]bool, len(g.Buffers))
+	for id, op := range v.ops {
+		accessStart[id] = int32(len(accesses))
+		plain := op.Kind.Info().Lifetime == dag.NoLifetime
+		for j, a := range op.Access {
+			b := a.Buf
+			if !b.Temporary {
+				continue
+			}
+			if placed[b.ID] == nil {
+				return nil, nil, nil, nil, nil, &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
+			}
+			named[b.ID] = named[b.ID] || plain
+			if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
+				accesses = append(accesses, access{int32(b.ID), plain})
+			}
+		}
+	}
+	accessStart[len(v.ops)] = int32(len(accesses))
+
+	// In one walk of the steps: each temporary's first and last use on
+	// each stream, its first use of all, the temporaries with uses and
+	// bytes in the order of their first uses (byFirst, which ranks them),
+	// and the place of each op's run among the steps (at).
+	firstOn, lastOn = make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
+	for i := range firstOn {
+		firstOn[i], lastOn[i] = -1, -1
+	}
+	first = make([]int32, len(g.Buffers)) // the first use, -1 for none
+	for i := range first {
+		first[i] = -1
+	}
+	at = make([]int32, len(v.ops))
+	for i, st := range v.p.Steps {
+		if st.Kind != Run {
+			continue
+		}
+		id := st.Op
+		at[id] = int32(i)
+		for _, a := range accesses[accessStart[id]:accessStart[id+1]] {
+			if named[a.buf] != a.plain {
+				continue
+			}
+			k := int(a.buf)*ns + int(st.Stream)
+			if firstOn[k] < 0 {
+				firstOn[k] = id
+			}
+			lastOn[k] = id
+			if first[a.buf] < 0 {
+				first[a.buf] = id
+				if placed[a.buf].Bytes > 0 {
+					byFirst = append(byFirst, a.buf)
+				}
+			}
+		}
+	}
+	return firstOn, lastOn, first, at, byFirst, nil
+}
+
+// lifetimeUses finds the uses of the temporaries from the ops that
+// collectLifetimes found, without a walk of the ops, where it ran, every
+// Alloc and Free names one buffer and every temporary has a place (which
+// walkUses reports otherwise).
+func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at, byFirst []int32, ok bool) {
+	if v.temps == nil || !v.oneBuffer {
+		return nil, nil, nil, nil, nil, false
+	}
+	for _, l := range v.temps {
+		if placed[l.buf] == nil {
+			return nil, nil, nil, nil, nil, false
+		}
+	}
+	g := v.p.Graph
+	ns := v.streams
+	at = make([]int32, len(v.ops))
+	for i, st := range v.p.Steps {
+		if st.Kind == Run {
+			at[st.Op] = int32(i)
+		}
+	}
+	firstOn, lastOn = make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
+	for i := range firstOn {
+		firstOn[i], lastOn[i] = -1, -1
+	}
+	first = make([]int32, len(g.Buffers))
+	for i := range first {
+		first[i] = -1
+	}
+	// The temporaries with bytes by their first uses' places: the place
+	// above, the buffer below.
+	var keys []uint64
+	for _, l := range v.temps {
+		uses := l.users
+		if len(uses) == 0 {
+			uses = []int32{l.alloc[0], l.free[0]}
+		}
+		b := int(l.buf)
+		on := firstOn[b*ns : (b+1)*ns]
+		off := lastOn[b*ns : (b+1)*ns]
+		for _, u := range uses {
+			s := v.stream[u]
+			if w := on[s]; w < 0 || at[u] < at[w] {
+				on[s] = u
+			}
+			if w := off[s]; w < 0 || at[u] > at[w] {
+				off[s] = u
+			}
+			if w := first[b]; w < 0 || at[u] < at[w] {
+				first[b] = u
+			}
+		}
+		if placed[b].Bytes > 0 {
+			keys = append(keys, uint64(at[first[b]])<<32|uint64(b))
+		}
+	}
+	slices.Sort(keys)
+	byFirst = make([]int32, len(keys))
+	for i, k := range keys {
+		byFirst[i] = int32(uint32(k))
+	}
+	// Those first used by one op go in the order the op names them.
+	for i := 0; i < len(byFirst); {
+		j := i + 1
+		for j < len(byFirst) && first[byFirst[j]] == first[byFirst[i]] {
+			j++
+		}
+		if j-i > 1 {
+			acc := v.ops[first[byFirst[i]]].Access
+			named := func(b int32) int {
+				return slices.IndexFunc(acc, func(a dag.Access) bool { return a.Buf.ID == int(b) })
+			}
+			slices.SortFunc(byFirst[i:j], func(x, y int32) int { return cmp.Compare(named(x), named(y)) })
+		}
+		i = j
+	}
+	return firstOn, lastOn, first, at, byFirst, true
 }
 
 // overlap describes the need n of temporaries that share bytes, which the
