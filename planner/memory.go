@@ -444,9 +444,10 @@ type lifeOrder struct {
 	lives     []*life
 	conflicts [][]int32
 	byStart   []int32 // the lives with uses, in the order they started in the replay
-	// The direct arcs, by the later life: byStart[k]'s are from each a of
-	// direct[directEnd[k-1]:directEnd[k]] (a before it, both unretired when
-	// it started).
+	// The direct arcs, by the later life: byStart[k]'s are from each
+	// byStart[r] for r of direct[directEnd[k-1]:directEnd[k]] (before it,
+	// both unretired when it started). Those implied by two others are
+	// left out.
 	direct, directEnd []int32
 	retiredAt         []int32 // the barrier each life retired into, -1 for none
 	startsAt          []int32 // the last barrier before each life started, -1 for none
@@ -468,12 +469,24 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		local[x] = int32(i)
 		o.retiredAt[i], o.startsAt[i] = -1, -1
 	}
-	// The members' vectors, last then first, by place in o: a is before m
-	// when a's last run on every stream (0 for none) is within m's first.
+	// The work goes by rank, the place in the order the lives started:
+	// the lives alive at once are near each other there.
+	for _, ev := range set.log {
+		if m := local[ev.life]; m >= 0 && !ev.retire {
+			o.byStart = append(o.byStart, m)
+		}
+	}
+	rank := make([]int32, n)
+	for r, m := range o.byStart {
+		rank[m] = int32(r)
+	}
+	// The vectors by rank, last then first: a is before m when a's last
+	// run on every stream (0 for none) is within m's first.
 	ns := set.ns
-	vecs := make([]int32, 2*ns*n)
-	for i, x := range members {
-		copy(vecs[2*i*ns:(2*i+2)*ns], set.vecs[2*int(x)*ns:(2*int(x)+2)*ns])
+	vecs := make([]int32, 2*ns*len(o.byStart))
+	for r, m := range o.byStart {
+		x := members[m]
+		copy(vecs[2*r*ns:(2*r+2)*ns], set.vecs[2*int(x)*ns:(2*int(x)+2)*ns])
 	}
 	before := func(a, m int32) bool {
 		last, first := vecs[2*int(a)*ns:(2*int(a)+1)*ns], vecs[(2*int(m)+1)*ns:(2*int(m)+2)*ns]
@@ -484,14 +497,16 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		}
 		return ok
 	}
-	var active []int32
-	// The conflicts of byStart[k] with lives started before it:
-	// earlier[earlierEnd[k-1]:earlierEnd[k]], in the order found.
+	var active []int32 // by rank
+	// The conflicts of the life of rank r with lives started before it
+	// (by rank): earlier[earlierEnd[r-1]:earlierEnd[r]], in the order
+	// found.
 	var earlier []int32
 	earlierEnd := make([]int32, 0, n)
-	degree := make([]int32, n)
+	degree := make([]int32, len(o.byStart))
 	dead := 0
-	retired := make([]bool, n)
+	retired := make([]bool, len(o.byStart))
+	mark := make([]int32, len(o.byStart)) // r+1 for the lives with a direct arc to one with a direct arc to r
 	inBatch := false
 	for _, ev := range set.log {
 		m := local[ev.life]
@@ -504,50 +519,64 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 				inBatch = true
 			}
 			o.retiredAt[m] = int32(o.barriers - 1)
-			retired[m] = true
+			retired[rank[m]] = true
 			dead++
 			continue
 		}
 		inBatch = false
 		o.startsAt[m] = int32(o.barriers - 1)
+		r := rank[m]
 		if dead > len(active)/2 {
 			active = slices.DeleteFunc(active, func(a int32) bool { return retired[a] })
 			dead = 0
 		}
-		from := len(earlier)
-		for _, a := range active {
-			if retired[a] {
+		// The active lives, latest started first: those before r get a
+		// direct arc to it, but for those with a direct arc to one that
+		// has (implied), found without a look at their uses; the others
+		// conflict with r.
+		from, dfrom := len(earlier), len(o.direct)
+		for i := len(active) - 1; i >= 0; i-- {
+			a := active[i]
+			if retired[a] || mark[a] == r+1 {
 				continue
 			}
-			if before(a, m) {
-				o.direct = append(o.direct, a)
-			} else {
+			if !before(a, r) {
 				earlier = append(earlier, a)
 				degree[a]++
+				continue
+			}
+			o.direct = append(o.direct, a)
+			lo := int32(0)
+			if a > 0 {
+				lo = o.directEnd[a-1]
+			}
+			for _, x := range o.direct[lo:o.directEnd[a]] {
+				mark[x] = r + 1
 			}
 		}
-		degree[m] += int32(len(earlier) - from)
-		o.byStart = append(o.byStart, m)
+		slices.Reverse(earlier[from:])
+		slices.Reverse(o.direct[dfrom:])
+		degree[r] += int32(len(earlier) - from)
 		o.directEnd = append(o.directEnd, int32(len(o.direct)))
 		earlierEnd = append(earlierEnd, int32(len(earlier)))
-		active = append(active, m)
+		active = append(active, r)
 	}
 	// The conflicts of each, in one array: those started before it, then
 	// those started after it, in the order they started.
 	all := make([]int32, 2*len(earlier))
 	at := 0
-	for i, d := range degree {
-		o.conflicts[i] = all[at : at : at+int(d)]
+	for r, d := range degree {
+		m := o.byStart[r]
+		o.conflicts[m] = all[at : at : at+int(d)]
 		at += int(d)
 	}
 	prev := int32(0)
-	for k, m := range o.byStart {
-		es := earlier[prev:earlierEnd[k]]
-		prev = earlierEnd[k]
-		o.conflicts[m] = append(o.conflicts[m], es...)
-		for _, a := range es {
-			o.conflicts[a] = append(o.conflicts[a], m)
+	for r, m := range o.byStart {
+		for _, a := range earlier[prev:earlierEnd[r]] {
+			o.conflicts[m] = append(o.conflicts[m], o.byStart[a])
+			o.conflicts[o.byStart[a]] = append(o.conflicts[o.byStart[a]], m)
 		}
+		prev = earlierEnd[r]
 	}
 	return o
 }
@@ -569,15 +598,20 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 		bytes[i], start[i], span[i] = l.t.Bytes, l.start, l.end-l.start
 	}
 	pairs := 0
-	load := make([]int64, n) // the bytes that may be live with each
-	for i, cs := range conflicts {
+	for _, cs := range conflicts {
 		pairs += len(cs)
-		load[i] = bytes[i]
-		for _, j := range cs {
-			load[i] = dag.AddSat(load[i], bytes[j])
-		}
 	}
 	pairs /= 2
+	var load []int64 // the bytes that may be live with each, once an order needs them
+	loads := func() {
+		load = make([]int64, n)
+		for i, cs := range conflicts {
+			load[i] = bytes[i]
+			for _, j := range cs {
+				load[i] = dag.AddSat(load[i], bytes[j])
+			}
+		}
+	}
 	bySize := func(a, b int) int {
 		if bytes[a] != bytes[b] {
 			return cmp.Compare(bytes[b], bytes[a])
@@ -625,11 +659,19 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 	}
 	var starts []packing
 	order := make([]int, n)
-	for _, by := range orders {
-		for i := range order {
-			order[i] = i
+	for k, by := range orders {
+		switch k {
+		case 0:
+			sortBySize(order, bytes, start)
+		case 1:
+			loads()
+			fallthrough
+		default:
+			for i := range order {
+				order[i] = i
+			}
+			slices.SortFunc(order, by)
 		}
-		slices.SortFunc(order, by)
 		st := packing{size: -1}
 		for _, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} {
 			if o, size := try(order, how); st.size < 0 || size < st.size {
@@ -657,6 +699,33 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 		l.t.Offset = best[i]
 	}
 	return max(bestSize, 0)
+}
+
+// sortBySize sets order to the temporaries by size, largest first, then by
+// start, then by index (the packer's first order), sorting the keys
+// together.
+func sortBySize(order []int, bytes []int64, start []int) {
+	type key struct {
+		bytes int64
+		start int
+		i     int
+	}
+	keys := make([]key, len(order))
+	for i := range keys {
+		keys[i] = key{bytes[i], start[i], i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.bytes != b.bytes {
+			return cmp.Compare(b.bytes, a.bytes)
+		}
+		if a.start != b.start {
+			return cmp.Compare(a.start, b.start)
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	for i, k := range keys {
+		order[i] = k.i
+	}
 }
 
 // improve searches for a packing smaller than offsets (of size size), by
@@ -748,16 +817,18 @@ type fit struct {
 // gap that holds it between the conflicting temporaries placed before it,
 // or above them all.
 func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int64, int64) {
-	offsets := make([]int64, len(bytes))
-	placed := make([]bool, len(bytes))
 	type span struct{ lo, hi int64 }
+	spans := make([]span, len(bytes)) // of each placed, lo -1 for the others
+	for i := range spans {
+		spans[i].lo = -1
+	}
 	var busy []span
 	var size int64
 	for _, i := range order {
 		busy = busy[:0]
 		for _, j := range conflicts[i] {
-			if placed[j] {
-				busy = append(busy, span{offsets[j], dag.AddSat(offsets[j], bytes[j])})
+			if sp := spans[j]; sp.lo >= 0 {
+				busy = append(busy, sp)
 			}
 		}
 		if len(busy) <= 32 { // few: by insertion, inline (spans that start together may come in any order)
@@ -795,8 +866,12 @@ func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int6
 		if at < 0 {
 			at = top
 		}
-		offsets[i], placed[i] = at, true
-		size = max(size, dag.AddSat(at, need))
+		spans[i] = span{at, dag.AddSat(at, need)}
+		size = max(size, spans[i].hi)
+	}
+	offsets := make([]int64, len(bytes))
+	for i, sp := range spans {
+		offsets[i] = max(sp.lo, 0)
 	}
 	return offsets, size
 }
@@ -861,7 +936,7 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 	prev := int32(0)
 	for k, m := range o.byStart {
 		for _, a := range o.direct[prev:o.directEnd[k]] {
-			f.edge(out(a), in(m), math.MaxInt64)
+			f.edge(out(o.byStart[a]), in(m), math.MaxInt64)
 		}
 		prev = o.directEnd[k]
 	}
@@ -879,9 +954,24 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 	var pool []offer
 	chain := make([]int64, o.barriers+1) // differences of the flow along the barriers' chain
 	byStart := o.byStart
-	byRetire := slices.Clone(byStart)
-	byRetire = slices.DeleteFunc(byRetire, func(i int32) bool { return o.retiredAt[i] < 0 })
-	slices.SortStableFunc(byRetire, func(a, b int32) int { return cmp.Compare(o.retiredAt[a], o.retiredAt[b]) })
+	// The retired lives by barrier, each barrier's in the order they
+	// started.
+	retiredEnd := make([]int32, o.barriers+1)
+	for _, i := range byStart {
+		if k := o.retiredAt[i]; k >= 0 {
+			retiredEnd[k+1]++
+		}
+	}
+	for k := range o.barriers {
+		retiredEnd[k+1] += retiredEnd[k]
+	}
+	byRetire := make([]int32, retiredEnd[o.barriers])
+	for _, i := range byStart {
+		if k := o.retiredAt[i]; k >= 0 {
+			byRetire[retiredEnd[k]] = i
+			retiredEnd[k]++
+		}
+	}
 	next := 0
 	for _, m := range byStart {
 		j := o.startsAt[m]
