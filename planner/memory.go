@@ -331,9 +331,7 @@ func collect(p *Plan) *lifeSet {
 	// events[e*ns+t]: event e's clock when recorded, zeros (ordering
 	// nothing) until it is.
 	events := make([]int32, max(p.Events, 0)*ns)
-	frontier := make([]int32, ns)
-	var pending []int32 // lives whose uses are over, not retired yet
-	checkAt := minRetireCheck
+	r := &retirer{frontier: make([]int32, ns), seen: make([]int32, ns)}
 	for i, st := range p.Steps {
 		s := int(st.Stream)
 		if s < 0 || s >= ns {
@@ -360,9 +358,8 @@ func collect(p *Plan) *lifeSet {
 				mine[s]++
 				continue
 			}
-			if len(pending) >= checkAt && slices.ContainsFunc(us, func(x int32) bool { return lives[x].start < 0 }) {
-				pending = set.retire(pending, clock, remaining, frontier)
-				checkAt = max(minRetireCheck, 2*len(pending))
+			if len(r.pending) > 0 && slices.ContainsFunc(us, func(x int32) bool { return lives[x].start < 0 }) {
+				r.retire(set, clock, remaining)
 			}
 			for _, x := range us {
 				l := lives[x]
@@ -379,7 +376,7 @@ func collect(p *Plan) *lifeSet {
 				}
 				l.end = i
 				if l.left--; l.left == 0 {
-					pending = append(pending, x)
+					r.pending = append(r.pending, x)
 				}
 			}
 			remaining[s]--
@@ -389,16 +386,23 @@ func collect(p *Plan) *lifeSet {
 	return set
 }
 
-// minRetireCheck is the fewest finished temporaries worth a look at the
-// frontier; collect looks again once twice as many wait as it kept.
-const minRetireCheck = 8
+// retirer retires the temporaries whose uses are over once the frontier
+// passes them: it looks before each temporary's first use.
+type retirer struct {
+	pending []int32 // lives whose uses are over, not retired yet
+	// pending[:checked] did not pass seen, the frontier of the last look;
+	// the frontier only grows, so they need a look only once it does.
+	checked        int
+	frontier, seen []int32
+}
 
 // retire logs the lives of pending that the frontier (the meet of the
 // clocks of the streams with temporaries still to use) has passed, and
-// returns the others.
-func (set *lifeSet) retire(pending, clock, remaining, frontier []int32) []int32 {
+// keeps the others.
+func (r *retirer) retire(set *lifeSet, clock, remaining []int32) {
 	ns := len(remaining)
 	have := false
+	frontier := r.frontier
 	for t := range ns {
 		if remaining[t] == 0 {
 			continue
@@ -414,10 +418,15 @@ func (set *lifeSet) retire(pending, clock, remaining, frontier []int32) []int32 
 		}
 	}
 	if !have {
-		return pending
+		return
 	}
-	kept := pending[:0]
-	for _, x := range pending {
+	from := 0
+	if slices.Equal(frontier, r.seen) {
+		from = r.checked
+	}
+	copy(r.seen, frontier)
+	kept := r.pending[:from]
+	for _, x := range r.pending[from:] {
 		l := set.lives[x]
 		passed := true
 		for _, s := range l.on {
@@ -432,7 +441,7 @@ func (set *lifeSet) retire(pending, clock, remaining, frontier []int32) []int32 
 			kept = append(kept, x)
 		}
 	}
-	return kept
+	r.pending, r.checked = kept, len(kept)
 }
 
 // lifeOrder is the temporaries of one memory and how the plan orders
