@@ -137,8 +137,11 @@ func MemoryOf(p *Plan) *Memory {
 			u.PeakOps = append(u.PeakOps, ls[i].firstUse)
 		}
 	}
-	for _, l := range lives {
-		mem.Temporaries = append(mem.Temporaries, *l.t)
+	if len(lives) > 0 {
+		mem.Temporaries = make([]Temporary, len(lives))
+		for i, l := range lives {
+			mem.Temporaries[i] = *l.t
+		}
 	}
 	for _, u := range uses {
 		mem.Memories = append(mem.Memories, *u)
@@ -244,9 +247,11 @@ func collect(p *Plan) *lifeSet {
 		life  int32
 		plain bool
 	}
-	var accesses []access
+	accesses := make([]access, 0, len(g.Ops)+temps) // about one an op in graphs of temporaries
 	accessStart := make([]int32, len(g.Ops)+1)
-	var used []bool
+	used := make([]bool, 0, temps)
+	set.lives = make([]*life, 0, temps)
+	set.log = make([]lifeEvent, 0, 2*temps) // a start and a retirement each
 	for i, op := range g.Ops {
 		accessStart[i] = int32(len(accesses))
 		if op == nil {

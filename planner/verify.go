@@ -528,15 +528,16 @@ func (v *verifier) checkOrder() error {
 			after := func(u int32) bool {
 				return pos[u] != 0 && (int(v.stream[u]) == s || mine[v.stream[u]] >= pos[u])
 			}
-			for _, n := range lifetimes[first[id]:first[id+1]] {
+			for k := first[id]; k < first[id+1]; k++ {
+				n := &lifetimes[k]
 				if !after(n.before) {
 					if n.why == needArena { // reported once every other need is met
 						if v.overlapping == nil {
-							v.overlapping = &n
+							v.overlapping = n
 						}
 						continue
 					}
-					return v.unordered(n, pos[n.before] == 0)
+					return v.unordered(*n, pos[n.before] == 0)
 				}
 			}
 			for k := v.conflictsOf[id]; k < v.conflictsOf[id+1]; k++ {
