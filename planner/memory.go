@@ -716,29 +716,50 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 }
 
 // sortBySize sets order to the temporaries by size, largest first, then by
-// start, then by index (the packer's first order), sorting the keys
-// together.
+// start, then by index (the packer's first order): by a radix sort on
+// start and then on size, stable both.
 func sortBySize(order []int, bytes []int64, start []int) {
-	type key struct {
-		bytes int64
-		start int
-		i     int
+	n := len(order)
+	for i := range order {
+		order[i] = i
 	}
-	keys := make([]key, len(order))
-	for i := range keys {
-		keys[i] = key{bytes[i], start[i], i}
+	keys := make([]uint64, n)
+	for i, s := range start {
+		keys[i] = uint64(s) + 1 // from -1, for none
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if a.bytes != b.bytes {
-			return cmp.Compare(b.bytes, a.bytes)
+	tmp := make([]int, n)
+	radixSort(order, tmp, keys)
+	top := slices.Max(bytes)
+	for i, b := range bytes {
+		keys[i] = uint64(top - b)
+	}
+	radixSort(order, tmp, keys)
+}
+
+// radixSort sorts order (indices into keys) by key, stably, through tmp.
+func radixSort(order, tmp []int, keys []uint64) {
+	const bits = 11
+	var count [1 << bits]int
+	var most uint64
+	for _, k := range keys {
+		most |= k
+	}
+	for shift := 0; shift < 64 && most>>shift != 0; shift += bits {
+		clear(count[:])
+		for _, i := range order {
+			count[keys[i]>>shift&(1<<bits-1)]++
 		}
-		if a.start != b.start {
-			return cmp.Compare(a.start, b.start)
+		at := 0
+		for d, c := range count {
+			count[d] = at
+			at += c
 		}
-		return cmp.Compare(a.i, b.i)
-	})
-	for i, k := range keys {
-		order[i] = k.i
+		for _, i := range order {
+			d := keys[i] >> shift & (1<<bits - 1)
+			tmp[count[d]] = i
+			count[d]++
+		}
+		copy(order, tmp)
 	}
 }
 
