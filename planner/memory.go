@@ -363,7 +363,7 @@ func collect(p *Plan) *lifeSet {
 				mine[s]++
 				continue
 			}
-			if len(r.pending) > 0 && slices.ContainsFunc(us, func(x int32) bool { return lives[x].start < 0 }) {
+			if len(r.pending) > r.checked && slices.ContainsFunc(us, func(x int32) bool { return lives[x].start < 0 }) {
 				r.retire(set, clock, remaining)
 			}
 			for _, x := range us {
@@ -392,7 +392,8 @@ func collect(p *Plan) *lifeSet {
 }
 
 // retirer retires the temporaries whose uses are over once the frontier
-// passes them: it looks before each temporary's first use.
+// passes them: it looks before each temporary's first use that follows the
+// end of another's uses.
 type retirer struct {
 	pending []int32 // lives whose uses are over, not retired yet
 	// pending[:checked] did not pass seen, the frontier of the last look;
