@@ -117,19 +117,31 @@ func (v *verifier) collectArenas() error {
 		t := placed[b]
 		sweep[i] = span{t.Device, t.Offset, t.Offset + t.Bytes, b}
 	}
-	byEnd := slices.Clone(sweep)
-	slices.SortFunc(sweep, func(a, b span) int {
-		if a.device != b.device {
-			return cmp.Compare(a.device, b.device)
+	// Both by device, then by offset, then by rank: radix sorts, stable.
+	byOffset := func(off func(sp span) int64) []span {
+		n := len(sweep)
+		order, tmp, keys := make([]int, n), make([]int, n), make([]uint64, n)
+		for i := range order {
+			order[i] = i
 		}
-		return cmp.Compare(a.lo, b.lo)
-	})
-	slices.SortFunc(byEnd, func(a, b span) int {
-		if a.device != b.device {
-			return cmp.Compare(a.device, b.device)
+		low := 0
+		for i, sp := range sweep {
+			keys[i] = uint64(off(sp))
+			low = min(low, sp.device)
 		}
-		return cmp.Compare(a.hi, b.hi)
-	})
+		radixSort(order, tmp, keys)
+		for i, sp := range sweep {
+			keys[i] = uint64(sp.device - low)
+		}
+		radixSort(order, tmp, keys)
+		out := make([]span, n)
+		for i, k := range order {
+			out[i] = sweep[k]
+		}
+		return out
+	}
+	byEnd := byOffset(func(sp span) int64 { return sp.hi })
+	sweep = byOffset(func(sp span) int64 { return sp.lo })
 	v.arena = make([]need, 0, 4*len(sweep))
 	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
 	ended := 0                       // byEnd[:ended] are swept past
