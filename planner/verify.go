@@ -120,6 +120,7 @@ func verify(p *Plan, body bool) error {
 	if arenas != nil {
 		return arenas
 	}
+	v.checkArenas() // verify_memory.go
 	if v.overlapping != nil {
 		return v.overlap(*v.overlapping)
 	}
@@ -151,18 +152,26 @@ type verifier struct {
 	lifetimes []need      // the needs of temporaries' lifetimes, in any order
 	temps     []*tempLife // the temporaries' ops, where collectLifetimes ran
 	oneBuffer bool        // every Alloc and Free names one buffer, where collectLifetimes ran
-	arena     []need      // the needs of temporaries that share bytes (verify_memory.go), in any order
 	// The conflicts: op i must follow conflictOps[k] for k in
 	// conflictsOf[i]:conflictsOf[i+1], over buffer conflictBufs[k].
 	conflictsOf  []int32
 	conflictOps  []int32
 	conflictBufs []int32
-	// The arenas' places by buffer, the first use of each temporary, and
-	// the first need of overlapping temporaries that checkOrder found the
-	// plan does not meet (verify_memory.go).
-	places      []*Temporary
-	firstUse    []int32
-	overlapping *need
+	// The arenas' places by buffer, the first use of each temporary, the
+	// pairs of temporaries that must be ordered, with what checkArenas
+	// needs to check them once the replay is done (the first and last use
+	// of each temporary on each stream, each op's place among the steps and
+	// among its stream's runs, and the clocks of some uses, by clockSlot),
+	// and the first need of overlapping temporaries that the plan does not
+	// meet (verify_memory.go).
+	places          []*Temporary
+	firstUse        []int32
+	arenaPairs      [][2]int32
+	firstOn, lastOn []int32
+	at, pos         []int32
+	clockSlot       []int32
+	clocks          []int32
+	overlapping     *need
 }
 
 func malformed(format string, args ...any) *VerifyError {
@@ -477,24 +486,17 @@ func cut(s []segment, off int64) []segment {
 // stream and checks every need when its later op runs.
 func (v *verifier) checkOrder() error {
 	p := v.p
-	// The lifetime and arena needs of each op, bucketed by the later op.
+	// The lifetime needs of each op, bucketed by the later op.
 	first := make([]int32, len(v.ops)+1)
 	for _, n := range v.lifetimes {
-		first[n.after+1]++
-	}
-	for _, n := range v.arena {
 		first[n.after+1]++
 	}
 	for i := range v.ops {
 		first[i+1] += first[i]
 	}
-	lifetimes := make([]need, len(v.lifetimes)+len(v.arena))
+	lifetimes := make([]need, len(v.lifetimes))
 	next := slices.Clone(first[:len(v.ops)])
 	for _, n := range v.lifetimes {
-		lifetimes[next[n.after]] = n
-		next[n.after]++
-	}
-	for _, n := range v.arena {
 		lifetimes[next[n.after]] = n
 		next[n.after]++
 	}
@@ -505,7 +507,8 @@ func (v *verifier) checkOrder() error {
 	// nothing) until it is.
 	events := make([]int32, p.Events*ns)
 	pos := make([]int32, len(v.ops)) // the op's place among its stream's runs, from 1
-	fork := newForks(v)              // verify_body.go
+	v.pos = pos
+	fork := newForks(v) // verify_body.go
 	for _, st := range p.Steps {
 		s := int(st.Stream)
 		mine := clock[s*ns : (s+1)*ns]
@@ -522,22 +525,20 @@ func (v *verifier) checkOrder() error {
 			if err := fork.check(id); err != nil {
 				return err
 			}
+			if v.clockSlot != nil { // a use checkArenas compares (verify_memory.go)
+				if k := v.clockSlot[id]; k >= 0 {
+					copy(v.clocks[int(k)*ns:], mine)
+				}
+			}
 			// after says whether op u happens before this run. The checks
 			// go from the clearest reason to the most general: lifetimes,
 			// conflicts, then Deps.
 			after := func(u int32) bool {
 				return pos[u] != 0 && (int(v.stream[u]) == s || mine[v.stream[u]] >= pos[u])
 			}
-			for k := first[id]; k < first[id+1]; k++ {
-				n := &lifetimes[k]
+			for _, n := range lifetimes[first[id]:first[id+1]] {
 				if !after(n.before) {
-					if n.why == needArena { // reported once every other need is met
-						if v.overlapping == nil {
-							v.overlapping = n
-						}
-						continue
-					}
-					return v.unordered(*n, pos[n.before] == 0)
+					return v.unordered(n, pos[n.before] == 0)
 				}
 			}
 			for k := v.conflictsOf[id]; k < v.conflictsOf[id+1]; k++ {

@@ -33,7 +33,8 @@ import (
 // meets of vector clocks.
 //
 // An error in the places is returned, to be reported once the order is
-// checked; the needs of overlapping bytes go to v.arena.
+// checked; the pairs that must be ordered go to v.arenaPairs, for
+// checkArenas once the replay is done.
 func (v *verifier) collectArenas() error {
 	m := v.p.Memory
 	if m == nil {
@@ -89,22 +90,6 @@ func (v *verifier) collectArenas() error {
 	for i, b := range byFirst {
 		rank[b] = int32(i)
 	}
-	// needs adds the needs that order x before y. Those of uses on one
-	// stream are met or not by the order of the steps: only those not met
-	// are added, to be found so in the replay.
-	needs := func(x, y int32) {
-		for s, u := range lastOn[int(x)*ns : int(x+1)*ns] {
-			if u < 0 {
-				continue
-			}
-			for t, w := range firstOn[int(y)*ns : int(y+1)*ns] {
-				if w >= 0 && (s != t || at[u] >= at[w]) {
-					v.arena = append(v.arena, need{before: u, after: w, why: needArena, buf: x, other: y})
-				}
-			}
-		}
-	}
-
 	// The sweep, by offset, taking the temporaries that end from a list by
 	// end.
 	type span struct {
@@ -142,7 +127,7 @@ func (v *verifier) collectArenas() error {
 	}
 	byEnd := byOffset(func(sp span) int64 { return sp.hi })
 	sweep = byOffset(func(sp span) int64 { return sp.lo })
-	v.arena = make([]need, 0, 4*len(sweep))
+	v.arenaPairs = make([][2]int32, 0, 2*len(sweep))
 	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
 	ended := 0                       // byEnd[:ended] are swept past
 	for _, t := range sweep {
@@ -156,14 +141,71 @@ func (v *verifier) collectArenas() error {
 		r := int(rank[t.buf])
 		over.add(r)
 		if q := over.prev(r); q >= 0 {
-			needs(byFirst[q], t.buf)
+			v.arenaPairs = append(v.arenaPairs, [2]int32{byFirst[q], t.buf})
 		}
 		if q := over.next(r); q >= 0 {
-			needs(t.buf, byFirst[q])
+			v.arenaPairs = append(v.arenaPairs, [2]int32{t.buf, byFirst[q]})
 		}
 	}
+	// The replay keeps the clock of each first use on a stream of a
+	// temporary that must follow another.
+	v.clockSlot = make([]int32, len(v.ops))
+	for i := range v.clockSlot {
+		v.clockSlot[i] = -1
+	}
+	slots := int32(0)
+	for _, pair := range v.arenaPairs {
+		for _, w := range firstOn[int(pair[1])*ns : int(pair[1]+1)*ns] {
+			if w >= 0 && v.clockSlot[w] < 0 {
+				v.clockSlot[w] = slots
+				slots++
+			}
+		}
+	}
+	v.clocks = make([]int32, int(slots)*ns)
 	v.places, v.firstUse = placed, first
+	v.firstOn, v.lastOn, v.at = firstOn, lastOn, at
 	return nil
+}
+
+// checkArenas checks, after the replay, the needs of the temporaries that
+// share bytes (v.arenaPairs): x before y needs the last use of x on each
+// stream to happen before the first use of y on each stream, which the
+// order of the steps decides on one stream and the clock the replay kept
+// of the later use across streams. The first need not met (in the
+// replay's order, the order the sweep found them on a tie) goes to
+// v.overlapping.
+func (v *verifier) checkArenas() {
+	ns := v.streams
+	at := v.at
+	var worst need
+	found, worstAt := false, int32(0)
+	for _, pair := range v.arenaPairs {
+		x, y := pair[0], pair[1]
+		for _, u := range v.lastOn[int(x)*ns : int(x+1)*ns] {
+			if u < 0 {
+				continue
+			}
+			su := v.stream[u]
+			for _, w := range v.firstOn[int(y)*ns : int(y+1)*ns] {
+				if w < 0 {
+					continue
+				}
+				var met bool
+				if v.stream[w] == su {
+					met = at[u] < at[w]
+				} else {
+					met = v.clocks[int(v.clockSlot[w])*ns+int(su)] >= v.pos[u]
+				}
+				if !met && (!found || at[w] < worstAt) {
+					worst, worstAt, found = need{before: u, after: w, why: needArena, buf: x, other: y}, at[w], true
+				}
+			}
+		}
+	}
+	if found {
+		v.overlapping = &worst
+	}
 }
 
 // The uses of the temporaries that the arenas' check needs: each
