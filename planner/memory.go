@@ -550,6 +550,10 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		// has (implied), found without a look at their uses; the others
 		// conflict with r.
 		from, dfrom := len(earlier), len(o.direct)
+		// Room for all the active lives, doubling (append grows big slices
+		// by a quarter, copying them over and over).
+		earlier = grow(earlier, len(active))
+		o.direct = grow(o.direct, len(active))
 		for i := len(active) - 1; i >= 0; i-- {
 			a := active[i]
 			if retired[a] || mark[a] == r+1 {
@@ -594,6 +598,15 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		prev = earlierEnd[r]
 	}
 	return o
+}
+
+// grow returns s with room for n more, doubling its capacity when it
+// needs more.
+func grow(s []int32, n int) []int32 {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(n, len(s)))
 }
 
 // packArena gives each temporary of ls (all of one memory, conflicts[i]

@@ -103,9 +103,9 @@ func (v *verifier) collectArenas() error {
 		sweep[i] = span{t.Device, t.Offset, t.Offset + t.Bytes, b}
 	}
 	// Both by device, then by offset, then by rank: radix sorts, stable.
+	n := len(sweep)
+	order, tmp, keys := make([]int, n), make([]int, n), make([]uint64, n)
 	byOffset := func(off func(sp span) int64) []span {
-		n := len(sweep)
-		order, tmp, keys := make([]int, n), make([]int, n), make([]uint64, n)
 		for i := range order {
 			order[i] = i
 		}
