@@ -148,14 +148,14 @@ func (v *verifier) collectArenas() error {
 		}
 	}
 	// The replay keeps the clock of each first use on a stream of a
-	// temporary that must follow another.
+	// temporary with bytes.
 	v.clockSlot = make([]int32, len(v.ops))
 	for i := range v.clockSlot {
 		v.clockSlot[i] = -1
 	}
 	slots := int32(0)
-	for _, pair := range v.arenaPairs {
-		for _, w := range firstOn[int(pair[1])*ns : int(pair[1]+1)*ns] {
+	for _, y := range byFirst {
+		for _, w := range firstOn[int(y)*ns : int(y+1)*ns] {
 			if w >= 0 && v.clockSlot[w] < 0 {
 				v.clockSlot[w] = slots
 				slots++
