@@ -47,10 +47,24 @@ func (f *flow) sourceSide(s, t int) []bool {
 	}
 	pr := newPushRelabel(f, t, s)
 	pr.run()
-	pr.relabelAll()
+	return pr.reaching()
+}
+
+// reaching returns the nodes that reach t in the residual network, s
+// aside: those relabelAll would label below n.
+func (pr *pushRelabel) reaching() []bool {
+	f := pr.f
 	out := make([]bool, len(f.head))
-	for v, h := range pr.label {
-		out[v] = h < pr.n
+	out[pr.t] = true
+	pr.queue = append(pr.queue[:0], pr.t)
+	for k := 0; k < len(pr.queue); k++ {
+		v := pr.queue[k]
+		for a := f.head[v]; a >= 0; a = f.next[a] {
+			if u := f.to[a]; !out[u] && u != pr.s && f.cap[a^1] > 0 {
+				out[u] = true
+				pr.queue = append(pr.queue, u)
+			}
+		}
 	}
 	return out
 }
