@@ -167,6 +167,7 @@ type verifier struct {
 	places          []*Temporary
 	firstUse        []int32
 	arenaPairs      [][2]int32
+	byFirst         []int32
 	firstOn, lastOn []int32
 	at, pos         []int32
 	clockSlot       []int32

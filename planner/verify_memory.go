@@ -141,10 +141,10 @@ func (v *verifier) collectArenas() error {
 		r := int(rank[t.buf])
 		over.add(r)
 		if q := over.prev(r); q >= 0 {
-			v.arenaPairs = append(v.arenaPairs, [2]int32{byFirst[q], t.buf})
+			v.arenaPairs = append(v.arenaPairs, [2]int32{int32(q), int32(r)})
 		}
 		if q := over.next(r); q >= 0 {
-			v.arenaPairs = append(v.arenaPairs, [2]int32{t.buf, byFirst[q]})
+			v.arenaPairs = append(v.arenaPairs, [2]int32{int32(r), int32(q)})
 		}
 	}
 	// The replay keeps the clock of each first use on a stream of a
@@ -164,47 +164,67 @@ func (v *verifier) collectArenas() error {
 	}
 	v.clocks = make([]int32, int(slots)*ns)
 	v.places, v.firstUse = placed, first
-	v.firstOn, v.lastOn, v.at = firstOn, lastOn, at
+	v.firstOn, v.lastOn, v.at, v.byFirst = firstOn, lastOn, at, byFirst
 	return nil
 }
 
 // checkArenas checks, after the replay, the needs of the temporaries that
-// share bytes (v.arenaPairs): x before y needs the last use of x on each
-// stream to happen before the first use of y on each stream, which the
-// order of the steps decides on one stream and the clock the replay kept
-// of the later use across streams. The first need not met (in the
+// share bytes (v.arenaPairs, by rank): x before y needs the last use of x
+// on each stream to happen before the first use of y on each stream, which
+// the order of the steps decides on one stream and the clock the replay
+// kept of the later use across streams. The first need not met (in the
 // replay's order, the order the sweep found them on a tie) goes to
 // v.overlapping.
 func (v *verifier) checkArenas() {
 	ns := v.streams
 	at := v.at
-	var worst need
+	// By rank and stream, at hand: the place among the steps of the last
+	// use and its place among its stream's runs, and the place of the
+	// first use and the slot of its clock (-1 for no use).
+	n := len(v.byFirst)
+	lastAt, lastPos, firstAt, firstSlot := make([]int32, n*ns), make([]int32, n*ns), make([]int32, n*ns), make([]int32, n*ns)
+	for r, b := range v.byFirst {
+		for s := range ns {
+			k := r*ns + s
+			lastAt[k], firstAt[k] = -1, -1
+			if u := v.lastOn[int(b)*ns+s]; u >= 0 {
+				lastAt[k], lastPos[k] = at[u], v.pos[u]
+			}
+			if w := v.firstOn[int(b)*ns+s]; w >= 0 {
+				firstAt[k], firstSlot[k] = at[w], v.clockSlot[w]
+			}
+		}
+	}
+	var worst [4]int32 // x, y, s, t
 	found, worstAt := false, int32(0)
 	for _, pair := range v.arenaPairs {
-		x, y := pair[0], pair[1]
-		for _, u := range v.lastOn[int(x)*ns : int(x+1)*ns] {
-			if u < 0 {
+		x, y := int(pair[0]), int(pair[1])
+		for s := range ns {
+			au := lastAt[x*ns+s]
+			if au < 0 {
 				continue
 			}
-			su := v.stream[u]
-			for _, w := range v.firstOn[int(y)*ns : int(y+1)*ns] {
-				if w < 0 {
+			pu := lastPos[x*ns+s]
+			for t := range ns {
+				aw := firstAt[y*ns+t]
+				if aw < 0 {
 					continue
 				}
 				var met bool
-				if v.stream[w] == su {
-					met = at[u] < at[w]
+				if s == t {
+					met = au < aw
 				} else {
-					met = v.clocks[int(v.clockSlot[w])*ns+int(su)] >= v.pos[u]
+					met = v.clocks[int(firstSlot[y*ns+t])*ns+s] >= pu
 				}
-				if !met && (!found || at[w] < worstAt) {
-					worst, worstAt, found = need{before: u, after: w, why: needArena, buf: x, other: y}, at[w], true
+				if !met && (!found || aw < worstAt) {
+					worst, worstAt, found = [4]int32{int32(x), int32(y), int32(s), int32(t)}, aw, true
 				}
 			}
 		}
 	}
 	if found {
-		v.overlapping = &worst
+		x, y := v.byFirst[worst[0]], v.byFirst[worst[1]]
+		v.overlapping = &need{before: v.lastOn[int(x)*ns+int(worst[2])], after: v.firstOn[int(y)*ns+int(worst[3])], why: needArena, buf: x, other: y}
 	}
 }
 
