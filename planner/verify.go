@@ -91,8 +91,8 @@ func (e *VerifyError) Error() string { return "plan: " + e.Kind.String() + ": " 
 // dependencies and the conflicts between each op and the last writer and
 // readers since of the bytes it uses, times the number of streams for each
 // record and wait; the arenas add a sort of the temporaries and a few
-// needs for each (between neighbours over the same bytes, times the
-// streams squared). The error, a *VerifyError, names the ops at fault.
+// checks for each after the replay (between neighbours over the same
+// bytes, times the streams squared). The error, a *VerifyError, names the ops at fault.
 func Verify(p *Plan) error { return verify(p, false) }
 
 // verify is Verify of a plan, or of a body's plan (body): a body's

@@ -13,9 +13,10 @@ import (
 // temporary the graph uses has one place, aligned and inside its memory's
 // arena; and it needs any two temporaries whose bytes overlap to be
 // ordered, every use of one happening before every use of the other,
-// which checkOrder checks with the other needs. A temporary's uses are the
-// ops that access it other than its Alloc and Free (which do nothing in an
-// arena), or those two when nothing else names it.
+// which checkArenas checks once checkOrder has replayed the steps. A
+// temporary's uses are the ops that access it other than its Alloc and
+// Free (which do nothing in an arena), or those two when nothing else
+// names it.
 //
 // Among temporaries with uses, "every use of x happens before every use of
 // y" is transitive, and x's first use (in submission order) then comes
@@ -28,9 +29,9 @@ import (
 // last use of the first on each stream happens before the first use of
 // the second on each stream.
 //
-// It is written apart from the packer (MemoryOf): it compares uses, in the
-// replay that checks the plan's other needs, where the packer compares
-// meets of vector clocks.
+// It is written apart from the packer (MemoryOf): it compares uses,
+// against the clocks that the replay which checks the plan's other needs
+// keeps of them, where the packer compares meets of vector clocks.
 //
 // An error in the places is returned, to be reported once the order is
 // checked; the pairs that must be ordered go to v.arenaPairs, for
