@@ -506,11 +506,11 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 	before := func(a, m int32) bool {
 		last, first := vecs[2*int(a)*ns:(2*int(a)+1)*ns], vecs[(2*int(m)+1)*ns:(2*int(m)+2)*ns]
 		first = first[:len(last)]
-		ok := true
+		var under int32 // negative when a run is not within m's first (both in [0, MaxInt32]), without branches
 		for s, c := range last {
-			ok = ok && c <= first[s]
+			under |= first[s] - c
 		}
-		return ok
+		return under >= 0
 	}
 	var active []int32 // by rank
 	// The conflicts of the life of rank r with lives started before it
@@ -520,8 +520,9 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 	earlierEnd := make([]int32, 0, n)
 	degree := make([]int32, len(o.byStart))
 	dead := 0
-	retired := make([]bool, len(o.byStart))
-	mark := make([]int32, len(o.byStart)) // r+1 for the lives with a direct arc to one with a direct arc to r
+	// mark is -1 for the retired lives, r+1 for those with a direct arc
+	// to one with a direct arc to r.
+	mark := make([]int32, len(o.byStart))
 	inBatch := false
 	for _, ev := range set.log {
 		m := local[ev.life]
@@ -534,7 +535,7 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 				inBatch = true
 			}
 			o.retiredAt[m] = int32(o.barriers - 1)
-			retired[rank[m]] = true
+			mark[rank[m]] = -1
 			dead++
 			continue
 		}
@@ -542,7 +543,7 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		o.startsAt[m] = int32(o.barriers - 1)
 		r := rank[m]
 		if dead > len(active)/2 {
-			active = slices.DeleteFunc(active, func(a int32) bool { return retired[a] })
+			active = slices.DeleteFunc(active, func(a int32) bool { return mark[a] < 0 })
 			dead = 0
 		}
 		// The active lives, latest started first: those before r get a
@@ -556,7 +557,7 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		o.direct = grow(o.direct, len(active))
 		for i := len(active) - 1; i >= 0; i-- {
 			a := active[i]
-			if retired[a] || mark[a] == r+1 {
+			if k := mark[a]; k < 0 || k == r+1 {
 				continue
 			}
 			if !before(a, r) {
@@ -570,7 +571,9 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 				lo = o.directEnd[a-1]
 			}
 			for _, x := range o.direct[lo:o.directEnd[a]] {
-				mark[x] = r + 1
+				if mark[x] >= 0 {
+					mark[x] = r + 1
+				}
 			}
 		}
 		slices.Reverse(earlier[from:])
