@@ -877,12 +877,16 @@ func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int6
 	var busy []span
 	var size int64
 	for _, i := range order {
-		busy = busy[:0]
-		for _, j := range conflicts[i] {
-			if sp := spans[j]; sp.lo >= 0 {
-				busy = append(busy, sp)
-			}
+		// The placed ones, without a branch on each.
+		cs := conflicts[i]
+		busy = slices.Grow(busy[:0], len(cs))[:len(cs)]
+		k := 0
+		for _, j := range cs {
+			sp := spans[j]
+			busy[k] = sp
+			k += int(uint64(sp.lo)>>63 ^ 1)
 		}
+		busy = busy[:k]
 		if len(busy) <= 32 { // few: by insertion, inline (spans that start together may come in any order)
 			for k := 1; k < len(busy); k++ {
 				for j := k; j > 0 && busy[j].lo < busy[j-1].lo; j-- {
