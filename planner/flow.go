@@ -47,10 +47,24 @@ func (f *flow) sourceSide(s, t int) []bool {
 	}
 	pr := newPushRelabel(f, t, s)
 	pr.run()
-	pr.relabelAll()
+	return pr.reaching()
+}
+
+// reaching returns the nodes that reach t in the residual network, s
+// aside: those relabelAll would label below n.
+func (pr *pushRelabel) reaching() []bool {
+	f := pr.f
 	out := make([]bool, len(f.head))
-	for v, h := range pr.label {
-		out[v] = h < pr.n
+	out[pr.t] = true
+	pr.queue = append(pr.queue[:0], pr.t)
+	for k := 0; k < len(pr.queue); k++ {
+		v := pr.queue[k]
+		for a := f.head[v]; a >= 0; a = f.next[a] {
+			if u := f.to[a]; !out[u] && u != pr.s && f.cap[a^1] > 0 {
+				out[u] = true
+				pr.queue = append(pr.queue, u)
+			}
+		}
 	}
 	return out
 }
@@ -65,10 +79,10 @@ type pushRelabel struct {
 	n              int32   // the nodes, and the label of those that cannot reach t
 	label          []int32 // a lower bound on each node's distance to t in the residual network
 	excess         []int64
-	cur            []int32   // each node's current arc
-	active         [][]int32 // the nodes with excess, by label
-	top            int32     // no active node is labelled above it
-	first          []int32   // the nodes of each label, a list linked by after and before, for gaps
+	cur            []int32 // each node's current arc
+	active, next   []int32 // the nodes with excess, by label: stacks, linked by next
+	top            int32   // no active node is labelled above it
+	first          []int32 // the nodes of each label, a list linked by after and before, for gaps
 	after, before  []int32
 	highest        int32 // no node below n is labelled above it
 	work, interval int   // the work of relabelling since the last global relabel, and the most between two
@@ -78,8 +92,11 @@ type pushRelabel struct {
 func newPushRelabel(f *flow, s, t int) *pushRelabel {
 	n := int32(len(f.head))
 	pr := &pushRelabel{f: f, s: int32(s), t: int32(t), n: n, label: make([]int32, n), excess: make([]int64, n),
-		cur: make([]int32, n), active: make([][]int32, n), first: make([]int32, n), after: make([]int32, n), before: make([]int32, n),
+		cur: make([]int32, n), active: make([]int32, n), next: make([]int32, n), first: make([]int32, n), after: make([]int32, n), before: make([]int32, n),
 		interval: 6*int(n) + len(f.to)}
+	for v := range pr.active {
+		pr.active[v] = -1
+	}
 	return pr
 }
 
@@ -96,15 +113,14 @@ func (pr *pushRelabel) run() {
 	pr.excess[pr.s] = 0
 	pr.relabelAll()
 	for {
-		for pr.top >= 0 && len(pr.active[pr.top]) == 0 {
+		for pr.top >= 0 && pr.active[pr.top] < 0 {
 			pr.top--
 		}
 		if pr.top < 0 {
 			return
 		}
-		k := len(pr.active[pr.top]) - 1
-		u := pr.active[pr.top][k]
-		pr.active[pr.top] = pr.active[pr.top][:k]
+		u := pr.active[pr.top]
+		pr.active[pr.top] = pr.next[u]
 		if pr.label[u] == pr.top && pr.excess[u] > 0 {
 			pr.discharge(u)
 		}
@@ -122,8 +138,7 @@ func (pr *pushRelabel) push(u, a int32, d int64) {
 	f.cap[a^1] = dag.AddSat(f.cap[a^1], d)
 	pr.excess[u] -= d
 	if pr.excess[v] == 0 && v != pr.s && v != pr.t && pr.label[v] < pr.n {
-		pr.active[pr.label[v]] = append(pr.active[pr.label[v]], v)
-		pr.top = max(pr.top, pr.label[v])
+		pr.activate(v)
 	}
 	pr.excess[v] = dag.AddSat(pr.excess[v], d)
 }
@@ -185,6 +200,13 @@ func (pr *pushRelabel) relabel(u int32) bool {
 	return true
 }
 
+// activate puts v on the stack of the active nodes of its label.
+func (pr *pushRelabel) activate(v int32) {
+	h := pr.label[v]
+	pr.next[v], pr.active[h] = pr.active[h], v
+	pr.top = max(pr.top, h)
+}
+
 // list adds u to the nodes of its label, unlist takes it out.
 func (pr *pushRelabel) list(u int32) {
 	h := pr.label[u]
@@ -215,7 +237,7 @@ func (pr *pushRelabel) relabelAll() {
 	for v := range pr.label {
 		pr.label[v] = pr.n
 		pr.first[v] = -1
-		pr.active[v] = pr.active[v][:0]
+		pr.active[v] = -1
 	}
 	pr.label[pr.t] = 0
 	pr.queue = append(pr.queue[:0], pr.t)
@@ -233,8 +255,7 @@ func (pr *pushRelabel) relabelAll() {
 		pr.list(v)
 		pr.cur[v] = f.head[v]
 		if pr.excess[v] > 0 {
-			pr.active[pr.label[v]] = append(pr.active[pr.label[v]], v)
-			pr.top = max(pr.top, pr.label[v])
+			pr.activate(v)
 		}
 	}
 	pr.work = 0

@@ -137,8 +137,11 @@ func MemoryOf(p *Plan) *Memory {
 			u.PeakOps = append(u.PeakOps, ls[i].firstUse)
 		}
 	}
-	for _, l := range lives {
-		mem.Temporaries = append(mem.Temporaries, *l.t)
+	if len(lives) > 0 {
+		mem.Temporaries = make([]Temporary, len(lives))
+		for i, l := range lives {
+			mem.Temporaries[i] = *l.t
+		}
 	}
 	for _, u := range uses {
 		mem.Memories = append(mem.Memories, *u)
@@ -205,6 +208,10 @@ type lifeEvent struct {
 type lifeSet struct {
 	lives []*life
 	log   []lifeEvent
+	// vecs holds the lives' vectors, last then first, of ns streams each:
+	// life x's are vecs[2*x*ns:(2*x+2)*ns].
+	vecs []int32
+	ns   int
 }
 
 // collectLives returns the temporaries of p and their uses (collect).
@@ -240,9 +247,11 @@ func collect(p *Plan) *lifeSet {
 		life  int32
 		plain bool
 	}
-	var accesses []access
+	accesses := make([]access, 0, len(g.Ops)+temps) // about one an op in graphs of temporaries
 	accessStart := make([]int32, len(g.Ops)+1)
-	var used []bool
+	used := make([]bool, 0, temps)
+	set.lives = make([]*life, 0, temps)
+	set.log = make([]lifeEvent, 0, 2*temps) // a start and a retirement each
 	for i, op := range g.Ops {
 		accessStart[i] = int32(len(accesses))
 		if op == nil {
@@ -283,6 +292,7 @@ func collect(p *Plan) *lifeSet {
 	}
 	// Vectors of all lives in two arrays, their streams in a third.
 	vecs := make([]int32, 2*ns*len(lives))
+	set.vecs, set.ns = vecs, ns
 	ons := make([]int32, ns*len(lives))
 	for i, l := range lives {
 		l.last = vecs[2*i*ns : (2*i+1)*ns : (2*i+1)*ns]
@@ -323,10 +333,10 @@ func collect(p *Plan) *lifeSet {
 		}
 	}
 	clock := make([]int32, ns*ns)
-	events := make([][]int32, p.Events)
-	frontier := make([]int32, ns)
-	var pending []int32 // lives whose uses are over, not retired yet
-	checkAt := minRetireCheck
+	// events[e*ns+t]: event e's clock when recorded, zeros (ordering
+	// nothing) until it is.
+	events := make([]int32, max(p.Events, 0)*ns)
+	r := &retirer{frontier: make([]int32, ns), seen: make([]int32, ns)}
 	for i, st := range p.Steps {
 		s := int(st.Stream)
 		if s < 0 || s >= ns {
@@ -335,12 +345,12 @@ func collect(p *Plan) *lifeSet {
 		mine := clock[s*ns : (s+1)*ns]
 		switch st.Kind {
 		case Record:
-			if st.Event >= 0 && int(st.Event) < len(events) {
-				events[st.Event] = slices.Clone(mine)
+			if st.Event >= 0 && int(st.Event) < p.Events {
+				copy(events[int(st.Event)*ns:], mine)
 			}
 		case Wait:
-			if st.Event >= 0 && int(st.Event) < len(events) {
-				for t, c := range events[st.Event] {
+			if st.Event >= 0 && int(st.Event) < p.Events {
+				for t, c := range events[int(st.Event)*ns : (int(st.Event)+1)*ns] {
 					mine[t] = max(mine[t], c)
 				}
 			}
@@ -353,9 +363,8 @@ func collect(p *Plan) *lifeSet {
 				mine[s]++
 				continue
 			}
-			if len(pending) >= checkAt && slices.ContainsFunc(us, func(x int32) bool { return lives[x].start < 0 }) {
-				pending = set.retire(pending, clock, remaining, frontier)
-				checkAt = max(minRetireCheck, 2*len(pending))
+			if len(r.pending) > r.checked && slices.ContainsFunc(us, func(x int32) bool { return lives[x].start < 0 }) {
+				r.retire(set, clock, remaining)
 			}
 			for _, x := range us {
 				l := lives[x]
@@ -372,7 +381,7 @@ func collect(p *Plan) *lifeSet {
 				}
 				l.end = i
 				if l.left--; l.left == 0 {
-					pending = append(pending, x)
+					r.pending = append(r.pending, x)
 				}
 			}
 			remaining[s]--
@@ -382,16 +391,24 @@ func collect(p *Plan) *lifeSet {
 	return set
 }
 
-// minRetireCheck is the fewest finished temporaries worth a look at the
-// frontier; collect looks again once twice as many wait as it kept.
-const minRetireCheck = 8
+// retirer retires the temporaries whose uses are over once the frontier
+// passes them: it looks before each temporary's first use that follows the
+// end of another's uses.
+type retirer struct {
+	pending []int32 // lives whose uses are over, not retired yet
+	// pending[:checked] did not pass seen, the frontier of the last look;
+	// the frontier only grows, so they need a look only once it does.
+	checked        int
+	frontier, seen []int32
+}
 
 // retire logs the lives of pending that the frontier (the meet of the
 // clocks of the streams with temporaries still to use) has passed, and
-// returns the others.
-func (set *lifeSet) retire(pending, clock, remaining, frontier []int32) []int32 {
+// keeps the others.
+func (r *retirer) retire(set *lifeSet, clock, remaining []int32) {
 	ns := len(remaining)
 	have := false
+	frontier := r.frontier
 	for t := range ns {
 		if remaining[t] == 0 {
 			continue
@@ -407,10 +424,15 @@ func (set *lifeSet) retire(pending, clock, remaining, frontier []int32) []int32 
 		}
 	}
 	if !have {
-		return pending
+		return
 	}
-	kept := pending[:0]
-	for _, x := range pending {
+	from := 0
+	if slices.Equal(frontier, r.seen) {
+		from = r.checked
+	}
+	copy(r.seen, frontier)
+	kept := r.pending[:from]
+	for _, x := range r.pending[from:] {
 		l := set.lives[x]
 		passed := true
 		for _, s := range l.on {
@@ -425,7 +447,7 @@ func (set *lifeSet) retire(pending, clock, remaining, frontier []int32) []int32 
 			kept = append(kept, x)
 		}
 	}
-	return kept
+	r.pending, r.checked = kept, len(kept)
 }
 
 // lifeOrder is the temporaries of one memory and how the plan orders
@@ -436,17 +458,23 @@ func (set *lifeSet) retire(pending, clock, remaining, frontier []int32) []int32 
 type lifeOrder struct {
 	lives     []*life
 	conflicts [][]int32
-	direct    [][2]int32 // a before b, both unretired when b started
-	retiredAt []int32    // the barrier each life retired into, -1 for none
-	startsAt  []int32    // the last barrier before each life started, -1 for none
-	barriers  int
+	byStart   []int32 // the lives with uses, in the order they started in the replay
+	// The direct arcs, by the later life: byStart[k]'s are from each
+	// byStart[r] for r of direct[directEnd[k-1]:directEnd[k]] (before it,
+	// both unretired when it started). Those implied by two others are
+	// left out.
+	direct, directEnd []int32
+	retiredAt         []int32 // the barrier each life retired into, -1 for none
+	startsAt          []int32 // the last barrier before each life started, -1 for none
+	barriers          int
 }
 
 // order gathers the lifeOrder of the lives members (of one memory) of
 // set.
 func (set *lifeSet) order(members []int32) *lifeOrder {
 	n := len(members)
-	o := &lifeOrder{lives: make([]*life, n), conflicts: make([][]int32, n), retiredAt: make([]int32, n), startsAt: make([]int32, n)}
+	o := &lifeOrder{lives: make([]*life, n), conflicts: make([][]int32, n), retiredAt: make([]int32, n), startsAt: make([]int32, n),
+		byStart: make([]int32, 0, n), directEnd: make([]int32, 0, n)}
 	local := make([]int32, len(set.lives)) // by life of set, its place in o, -1 for none
 	for i := range local {
 		local[i] = -1
@@ -456,11 +484,45 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		local[x] = int32(i)
 		o.retiredAt[i], o.startsAt[i] = -1, -1
 	}
-	var active []int32
-	var pairs [][2]int32 // the conflicts, each once
-	degree := make([]int32, n)
+	// The work goes by rank, the place in the order the lives started:
+	// the lives alive at once are near each other there.
+	for _, ev := range set.log {
+		if m := local[ev.life]; m >= 0 && !ev.retire {
+			o.byStart = append(o.byStart, m)
+		}
+	}
+	rank := make([]int32, n)
+	for r, m := range o.byStart {
+		rank[m] = int32(r)
+	}
+	// The vectors by rank, last then first: a is before m when a's last
+	// run on every stream (0 for none) is within m's first.
+	ns := set.ns
+	vecs := make([]int32, 2*ns*len(o.byStart))
+	for r, m := range o.byStart {
+		x := members[m]
+		copy(vecs[2*r*ns:(2*r+2)*ns], set.vecs[2*int(x)*ns:(2*int(x)+2)*ns])
+	}
+	before := func(a, m int32) bool {
+		last, first := vecs[2*int(a)*ns:(2*int(a)+1)*ns], vecs[(2*int(m)+1)*ns:(2*int(m)+2)*ns]
+		first = first[:len(last)]
+		var under int32 // negative when a run is not within m's first (both in [0, MaxInt32]), without branches
+		for s, c := range last {
+			under |= first[s] - c
+		}
+		return under >= 0
+	}
+	var active []int32 // by rank
+	// The conflicts of the life of rank r with lives started before it
+	// (by rank): earlier[earlierEnd[r-1]:earlierEnd[r]], in the order
+	// found.
+	var earlier []int32
+	earlierEnd := make([]int32, 0, n)
+	degree := make([]int32, len(o.byStart))
 	dead := 0
-	retired := make([]bool, n)
+	// mark is -1 for the retired lives, r+1 for those with a direct arc
+	// to one with a direct arc to r.
+	mark := make([]int32, len(o.byStart))
 	inBatch := false
 	for _, ev := range set.log {
 		m := local[ev.life]
@@ -473,43 +535,81 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 				inBatch = true
 			}
 			o.retiredAt[m] = int32(o.barriers - 1)
-			retired[m] = true
+			mark[rank[m]] = -1
 			dead++
 			continue
 		}
 		inBatch = false
 		o.startsAt[m] = int32(o.barriers - 1)
+		r := rank[m]
 		if dead > len(active)/2 {
-			active = slices.DeleteFunc(active, func(a int32) bool { return retired[a] })
+			active = slices.DeleteFunc(active, func(a int32) bool { return mark[a] < 0 })
 			dead = 0
 		}
-		lm := o.lives[m]
-		for _, a := range active {
-			if retired[a] {
+		// The active lives, latest started first: those before r get a
+		// direct arc to it, but for those with a direct arc to one that
+		// has (implied), found without a look at their uses; the others
+		// conflict with r.
+		from, dfrom := len(earlier), len(o.direct)
+		// Room for all the active lives, doubling (append grows big slices
+		// by a quarter, copying them over and over).
+		earlier = grow(earlier, len(active))
+		o.direct = grow(o.direct, len(active))
+		for i := len(active) - 1; i >= 0; i-- {
+			a := active[i]
+			if k := mark[a]; k < 0 || k == r+1 {
 				continue
 			}
-			if o.lives[a].before(lm) {
-				o.direct = append(o.direct, [2]int32{a, m})
-			} else {
-				pairs = append(pairs, [2]int32{a, m})
+			if !before(a, r) {
+				earlier = append(earlier, a)
 				degree[a]++
-				degree[m]++
+				continue
+			}
+			o.direct = append(o.direct, a)
+			lo := int32(0)
+			if a > 0 {
+				lo = o.directEnd[a-1]
+			}
+			for _, x := range o.direct[lo:o.directEnd[a]] {
+				if mark[x] >= 0 {
+					mark[x] = r + 1
+				}
 			}
 		}
-		active = append(active, m)
+		slices.Reverse(earlier[from:])
+		slices.Reverse(o.direct[dfrom:])
+		degree[r] += int32(len(earlier) - from)
+		o.directEnd = append(o.directEnd, int32(len(o.direct)))
+		earlierEnd = append(earlierEnd, int32(len(earlier)))
+		active = append(active, r)
 	}
-	// The conflicts of each, in the order found, in one array.
-	all := make([]int32, 2*len(pairs))
+	// The conflicts of each, in one array: those started before it, then
+	// those started after it, in the order they started.
+	all := make([]int32, 2*len(earlier))
 	at := 0
-	for i, d := range degree {
-		o.conflicts[i] = all[at : at : at+int(d)]
+	for r, d := range degree {
+		m := o.byStart[r]
+		o.conflicts[m] = all[at : at : at+int(d)]
 		at += int(d)
 	}
-	for _, p := range pairs {
-		o.conflicts[p[0]] = append(o.conflicts[p[0]], p[1])
-		o.conflicts[p[1]] = append(o.conflicts[p[1]], p[0])
+	prev := int32(0)
+	for r, m := range o.byStart {
+		for _, a := range earlier[prev:earlierEnd[r]] {
+			o.conflicts[m] = append(o.conflicts[m], o.byStart[a])
+			o.conflicts[o.byStart[a]] = append(o.conflicts[o.byStart[a]], m)
+		}
+		prev = earlierEnd[r]
 	}
 	return o
+}
+
+// grow returns s with room for n more, doubling its capacity when it
+// needs more.
+func grow(s []int32, n int) []int32 {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(n, len(s)))
 }
 
 // packArena gives each temporary of ls (all of one memory, conflicts[i]
@@ -529,15 +629,20 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 		bytes[i], start[i], span[i] = l.t.Bytes, l.start, l.end-l.start
 	}
 	pairs := 0
-	load := make([]int64, n) // the bytes that may be live with each
-	for i, cs := range conflicts {
+	for _, cs := range conflicts {
 		pairs += len(cs)
-		load[i] = bytes[i]
-		for _, j := range cs {
-			load[i] = dag.AddSat(load[i], bytes[j])
-		}
 	}
 	pairs /= 2
+	var load []int64 // the bytes that may be live with each, once an order needs them
+	loads := func() {
+		load = make([]int64, n)
+		for i, cs := range conflicts {
+			load[i] = bytes[i]
+			for _, j := range cs {
+				load[i] = dag.AddSat(load[i], bytes[j])
+			}
+		}
+	}
 	bySize := func(a, b int) int {
 		if bytes[a] != bytes[b] {
 			return cmp.Compare(bytes[b], bytes[a])
@@ -585,11 +690,19 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 	}
 	var starts []packing
 	order := make([]int, n)
-	for _, by := range orders {
-		for i := range order {
-			order[i] = i
+	for k, by := range orders {
+		switch k {
+		case 0:
+			sortBySize(order, bytes, start)
+		case 1:
+			loads()
+			fallthrough
+		default:
+			for i := range order {
+				order[i] = i
+			}
+			slices.SortFunc(order, by)
 		}
-		slices.SortFunc(order, by)
 		st := packing{size: -1}
 		for _, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} {
 			if o, size := try(order, how); st.size < 0 || size < st.size {
@@ -617,6 +730,54 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 		l.t.Offset = best[i]
 	}
 	return max(bestSize, 0)
+}
+
+// sortBySize sets order to the temporaries by size, largest first, then by
+// start, then by index (the packer's first order): by a radix sort on
+// start and then on size, stable both.
+func sortBySize(order []int, bytes []int64, start []int) {
+	n := len(order)
+	for i := range order {
+		order[i] = i
+	}
+	keys := make([]uint64, n)
+	for i, s := range start {
+		keys[i] = uint64(s) + 1 // from -1, for none
+	}
+	tmp := make([]int, n)
+	radixSort(order, tmp, keys)
+	top := slices.Max(bytes)
+	for i, b := range bytes {
+		keys[i] = uint64(top - b)
+	}
+	radixSort(order, tmp, keys)
+}
+
+// radixSort sorts order (indices into keys) by key, stably, through tmp.
+func radixSort(order, tmp []int, keys []uint64) {
+	const bits = 11
+	var count [1 << bits]int
+	var most uint64
+	for _, k := range keys {
+		most |= k
+	}
+	for shift := 0; shift < 64 && most>>shift != 0; shift += bits {
+		clear(count[:])
+		for _, i := range order {
+			count[keys[i]>>shift&(1<<bits-1)]++
+		}
+		at := 0
+		for d, c := range count {
+			count[d] = at
+			at += c
+		}
+		for _, i := range order {
+			d := keys[i] >> shift & (1<<bits - 1)
+			tmp[count[d]] = i
+			count[d]++
+		}
+		copy(order, tmp)
+	}
 }
 
 // improve searches for a packing smaller than offsets (of size size), by
@@ -708,18 +869,24 @@ type fit struct {
 // gap that holds it between the conflicting temporaries placed before it,
 // or above them all.
 func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int64, int64) {
-	offsets := make([]int64, len(bytes))
-	placed := make([]bool, len(bytes))
 	type span struct{ lo, hi int64 }
+	spans := make([]span, len(bytes)) // of each placed, lo -1 for the others
+	for i := range spans {
+		spans[i].lo = -1
+	}
 	var busy []span
 	var size int64
 	for _, i := range order {
-		busy = busy[:0]
-		for _, j := range conflicts[i] {
-			if placed[j] {
-				busy = append(busy, span{offsets[j], dag.AddSat(offsets[j], bytes[j])})
-			}
+		// The placed ones, without a branch on each.
+		cs := conflicts[i]
+		busy = slices.Grow(busy[:0], len(cs))[:len(cs)]
+		k := 0
+		for _, j := range cs {
+			sp := spans[j]
+			busy[k] = sp
+			k += int(uint64(sp.lo)>>63 ^ 1)
 		}
+		busy = busy[:k]
 		if len(busy) <= 32 { // few: by insertion, inline (spans that start together may come in any order)
 			for k := 1; k < len(busy); k++ {
 				for j := k; j > 0 && busy[j].lo < busy[j-1].lo; j-- {
@@ -755,8 +922,12 @@ func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int6
 		if at < 0 {
 			at = top
 		}
-		offsets[i], placed[i] = at, true
-		size = max(size, dag.AddSat(at, need))
+		spans[i] = span{at, dag.AddSat(at, need)}
+		size = max(size, spans[i].hi)
+	}
+	offsets := make([]int64, len(bytes))
+	for i, sp := range spans {
+		offsets[i] = max(sp.lo, 0)
 	}
 	return offsets, size
 }
@@ -818,8 +989,12 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 		chainArc[k-1] = arc()
 		f.edge(barrier(k-1), barrier(k), math.MaxInt64)
 	}
-	for _, d := range o.direct {
-		f.edge(out(d[0]), in(d[1]), math.MaxInt64)
+	prev := int32(0)
+	for k, m := range o.byStart {
+		for _, a := range o.direct[prev:o.directEnd[k]] {
+			f.edge(out(o.byStart[a]), in(m), math.MaxInt64)
+		}
+		prev = o.directEnd[k]
 	}
 	// A first flow, greedily in the replay's order: each temporary takes
 	// what it can from those retired before it started, oldest first,
@@ -834,14 +1009,25 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 	}
 	var pool []offer
 	chain := make([]int64, o.barriers+1) // differences of the flow along the barriers' chain
-	byStart := make([]int32, 0, n)
-	for i := range ls {
-		byStart = append(byStart, int32(i))
+	byStart := o.byStart
+	// The retired lives by barrier, each barrier's in the order they
+	// started.
+	retiredEnd := make([]int32, o.barriers+1)
+	for _, i := range byStart {
+		if k := o.retiredAt[i]; k >= 0 {
+			retiredEnd[k+1]++
+		}
 	}
-	slices.SortFunc(byStart, func(a, b int32) int { return cmp.Compare(ls[a].start, ls[b].start) })
-	byRetire := slices.Clone(byStart)
-	byRetire = slices.DeleteFunc(byRetire, func(i int32) bool { return o.retiredAt[i] < 0 })
-	slices.SortStableFunc(byRetire, func(a, b int32) int { return cmp.Compare(o.retiredAt[a], o.retiredAt[b]) })
+	for k := range o.barriers {
+		retiredEnd[k+1] += retiredEnd[k]
+	}
+	byRetire := make([]int32, retiredEnd[o.barriers])
+	for _, i := range byStart {
+		if k := o.retiredAt[i]; k >= 0 {
+			byRetire[retiredEnd[k]] = i
+			retiredEnd[k]++
+		}
+	}
 	next := 0
 	for _, m := range byStart {
 		j := o.startsAt[m]

@@ -91,8 +91,8 @@ func (e *VerifyError) Error() string { return "plan: " + e.Kind.String() + ": " 
 // dependencies and the conflicts between each op and the last writer and
 // readers since of the bytes it uses, times the number of streams for each
 // record and wait; the arenas add a sort of the temporaries and a few
-// needs for each (between neighbours over the same bytes, times the
-// streams squared). The error, a *VerifyError, names the ops at fault.
+// checks for each after the replay (between neighbours over the same
+// bytes, times the streams squared). The error, a *VerifyError, names the ops at fault.
 func Verify(p *Plan) error { return verify(p, false) }
 
 // verify is Verify of a plan, or of a body's plan (body): a body's
@@ -120,6 +120,7 @@ func verify(p *Plan, body bool) error {
 	if arenas != nil {
 		return arenas
 	}
+	v.checkArenas() // verify_memory.go
 	if v.overlapping != nil {
 		return v.overlap(*v.overlapping)
 	}
@@ -147,20 +148,31 @@ type verifier struct {
 	body      bool // p plans a body (verify_body.go)
 	ops       []*dag.Op
 	streams   int
-	stream    []int32 // the stream each op runs on, from its Run step
-	lifetimes []need  // the needs of temporaries' lifetimes, in any order
-	arena     []need  // the needs of temporaries that share bytes (verify_memory.go), in any order
+	stream    []int32     // the stream each op runs on, from its Run step
+	lifetimes []need      // the needs of temporaries' lifetimes, in any order
+	temps     []*tempLife // the temporaries' ops, where collectLifetimes ran
+	oneBuffer bool        // every Alloc and Free names one buffer, where collectLifetimes ran
 	// The conflicts: op i must follow conflictOps[k] for k in
 	// conflictsOf[i]:conflictsOf[i+1], over buffer conflictBufs[k].
 	conflictsOf  []int32
 	conflictOps  []int32
 	conflictBufs []int32
-	// The arenas' places by buffer, the first use of each temporary, and
-	// the first need of overlapping temporaries that checkOrder found the
-	// plan does not meet (verify_memory.go).
-	places      []*Temporary
-	firstUse    []int32
-	overlapping *need
+	// The arenas' places by buffer, the first use of each temporary, the
+	// pairs of temporaries that must be ordered, with what checkArenas
+	// needs to check them once the replay is done (the first and last use
+	// of each temporary on each stream, each op's place among the steps and
+	// among its stream's runs, and the clocks of some uses, by clockSlot),
+	// and the first need of overlapping temporaries that the plan does not
+	// meet (verify_memory.go).
+	places          []*Temporary
+	firstUse        []int32
+	arenaPairs      [][2]int32
+	byFirst         []int32
+	firstOn, lastOn []int32
+	at, pos         []int32
+	clockSlot       []int32
+	clocks          []int32
+	overlapping     *need
 }
 
 func malformed(format string, args ...any) *VerifyError {
@@ -298,19 +310,27 @@ func (v *verifier) stepOps(steps ...Step) []string {
 	return names
 }
 
+// tempLife is a temporary's Allocs, Frees and other users (once an op),
+// in op ID order, as collectLifetimes finds them.
+type tempLife struct {
+	buf         int32
+	alloc, free []int32
+	users       []int32
+}
+
 // collectLifetimes needs every use of a temporary buffer to follow its one
-// Alloc and precede its one Free.
+// Alloc and precede its one Free. It keeps the temporaries' ops for the
+// arenas' check (v.temps), and whether every Alloc and Free names one
+// buffer (v.oneBuffer), which the arenas' check then relies on.
 func (v *verifier) collectLifetimes() error {
-	type life struct {
-		alloc, free []int32
-		users       []int32
-	}
-	lives := make(map[*dag.Buffer]*life)
-	get := func(b *dag.Buffer) *life {
+	lives := make(map[*dag.Buffer]*tempLife)
+	v.oneBuffer = true
+	get := func(b *dag.Buffer) *tempLife {
 		l := lives[b]
 		if l == nil {
-			l = &life{}
+			l = &tempLife{buf: int32(b.ID)}
 			lives[b] = l
+			v.temps = append(v.temps, l)
 		}
 		return l
 	}
@@ -322,6 +342,7 @@ func (v *verifier) collectLifetimes() error {
 			if !b.Temporary {
 				return &VerifyError{Kind: BadLifetime, Ops: []string{op.Name}, Msg: fmt.Sprintf("op %q: %s of persistent buffer %s", op.Name, op.Kind, b.Name)}
 			}
+			v.oneBuffer = v.oneBuffer && len(op.Access) == 1
 			if lt == dag.Allocates {
 				get(b).alloc = append(get(b).alloc, id)
 			} else {
@@ -466,24 +487,17 @@ func cut(s []segment, off int64) []segment {
 // stream and checks every need when its later op runs.
 func (v *verifier) checkOrder() error {
 	p := v.p
-	// The lifetime and arena needs of each op, bucketed by the later op.
+	// The lifetime needs of each op, bucketed by the later op.
 	first := make([]int32, len(v.ops)+1)
 	for _, n := range v.lifetimes {
-		first[n.after+1]++
-	}
-	for _, n := range v.arena {
 		first[n.after+1]++
 	}
 	for i := range v.ops {
 		first[i+1] += first[i]
 	}
-	lifetimes := make([]need, len(v.lifetimes)+len(v.arena))
+	lifetimes := make([]need, len(v.lifetimes))
 	next := slices.Clone(first[:len(v.ops)])
 	for _, n := range v.lifetimes {
-		lifetimes[next[n.after]] = n
-		next[n.after]++
-	}
-	for _, n := range v.arena {
 		lifetimes[next[n.after]] = n
 		next[n.after]++
 	}
@@ -494,7 +508,8 @@ func (v *verifier) checkOrder() error {
 	// nothing) until it is.
 	events := make([]int32, p.Events*ns)
 	pos := make([]int32, len(v.ops)) // the op's place among its stream's runs, from 1
-	fork := newForks(v)              // verify_body.go
+	v.pos = pos
+	fork := newForks(v) // verify_body.go
 	for _, st := range p.Steps {
 		s := int(st.Stream)
 		mine := clock[s*ns : (s+1)*ns]
@@ -511,6 +526,11 @@ func (v *verifier) checkOrder() error {
 			if err := fork.check(id); err != nil {
 				return err
 			}
+			if v.clockSlot != nil { // a use checkArenas compares (verify_memory.go)
+				if k := v.clockSlot[id]; k >= 0 {
+					copy(v.clocks[int(k)*ns:], mine)
+				}
+			}
 			// after says whether op u happens before this run. The checks
 			// go from the clearest reason to the most general: lifetimes,
 			// conflicts, then Deps.
@@ -519,12 +539,6 @@ func (v *verifier) checkOrder() error {
 			}
 			for _, n := range lifetimes[first[id]:first[id+1]] {
 				if !after(n.before) {
-					if n.why == needArena { // reported once every other need is met
-						if v.overlapping == nil {
-							v.overlapping = &n
-						}
-						continue
-					}
 					return v.unordered(n, pos[n.before] == 0)
 				}
 			}

@@ -13,9 +13,10 @@ import (
 // temporary the graph uses has one place, aligned and inside its memory's
 // arena; and it needs any two temporaries whose bytes overlap to be
 // ordered, every use of one happening before every use of the other,
-// which checkOrder checks with the other needs. A temporary's uses are the
-// ops that access it other than its Alloc and Free (which do nothing in an
-// arena), or those two when nothing else names it.
+// which checkArenas checks once checkOrder has replayed the steps. A
+// temporary's uses are the ops that access it other than its Alloc and
+// Free (which do nothing in an arena), or those two when nothing else
+// names it.
 //
 // Among temporaries with uses, "every use of x happens before every use of
 // y" is transitive, and x's first use (in submission order) then comes
@@ -28,12 +29,13 @@ import (
 // last use of the first on each stream happens before the first use of
 // the second on each stream.
 //
-// It is written apart from the packer (MemoryOf): it compares uses, in the
-// replay that checks the plan's other needs, where the packer compares
-// meets of vector clocks.
+// It is written apart from the packer (MemoryOf): it compares uses,
+// against the clocks that the replay which checks the plan's other needs
+// keeps of them, where the packer compares meets of vector clocks.
 //
 // An error in the places is returned, to be reported once the order is
-// checked; the needs of overlapping bytes go to v.arena.
+// checked; the pairs that must be ordered go to v.arenaPairs, for
+// checkArenas once the replay is done.
 func (v *verifier) collectArenas() error {
 	m := v.p.Memory
 	if m == nil {
@@ -77,6 +79,169 @@ func (v *verifier) collectArenas() error {
 		}
 		placed[t.Buffer] = t
 	}
+	ns := v.streams
+	firstOn, lastOn, first, at, byFirst, ok := v.lifetimeUses(placed)
+	if !ok {
+		var err error
+		if firstOn, lastOn, first, at, byFirst, err = v.walkUses(placed); err != nil {
+			return err
+		}
+	}
+	rank := make([]int32, len(g.Buffers))
+	for i, b := range byFirst {
+		rank[b] = int32(i)
+	}
+	// The sweep, by offset, taking the temporaries that end from a list by
+	// end.
+	type span struct {
+		device int
+		lo, hi int64
+		buf    int32
+	}
+	sweep := make([]span, len(byFirst))
+	for i, b := range byFirst {
+		t := placed[b]
+		sweep[i] = span{t.Device, t.Offset, t.Offset + t.Bytes, b}
+	}
+	// Both by device, then by offset, then by rank: radix sorts, stable.
+	n := len(sweep)
+	order, tmp, keys := make([]int, n), make([]int, n), make([]uint64, n)
+	byOffset := func(off func(sp span) int64) []span {
+		for i := range order {
+			order[i] = i
+		}
+		low := 0
+		for i, sp := range sweep {
+			keys[i] = uint64(off(sp))
+			low = min(low, sp.device)
+		}
+		radixSort(order, tmp, keys)
+		for i, sp := range sweep {
+			keys[i] = uint64(sp.device - low)
+		}
+		radixSort(order, tmp, keys)
+		out := make([]span, n)
+		for i, k := range order {
+			out[i] = sweep[k]
+		}
+		return out
+	}
+	byEnd := byOffset(func(sp span) int64 { return sp.hi })
+	sweep = byOffset(func(sp span) int64 { return sp.lo })
+	v.arenaPairs = make([][2]int32, 0, 2*len(sweep))
+	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
+	ended := 0                       // byEnd[:ended] are swept past
+	for _, t := range sweep {
+		for ; ended < len(byEnd); ended++ {
+			e := byEnd[ended]
+			if e.device > t.device || e.device == t.device && e.hi > t.lo {
+				break
+			}
+			over.remove(int(rank[e.buf]))
+		}
+		r := int(rank[t.buf])
+		over.add(r)
+		if q := over.prev(r); q >= 0 {
+			v.arenaPairs = append(v.arenaPairs, [2]int32{int32(q), int32(r)})
+		}
+		if q := over.next(r); q >= 0 {
+			v.arenaPairs = append(v.arenaPairs, [2]int32{int32(r), int32(q)})
+		}
+	}
+	// The replay keeps the clock of each first use on a stream of a
+	// temporary with bytes.
+	v.clockSlot = make([]int32, len(v.ops))
+	for i := range v.clockSlot {
+		v.clockSlot[i] = -1
+	}
+	slots := int32(0)
+	for _, y := range byFirst {
+		for _, w := range firstOn[int(y)*ns : int(y+1)*ns] {
+			if w >= 0 && v.clockSlot[w] < 0 {
+				v.clockSlot[w] = slots
+				slots++
+			}
+		}
+	}
+	v.clocks = make([]int32, int(slots)*ns)
+	v.places, v.firstUse = placed, first
+	v.firstOn, v.lastOn, v.at, v.byFirst = firstOn, lastOn, at, byFirst
+	return nil
+}
+
+// checkArenas checks, after the replay, the needs of the temporaries that
+// share bytes (v.arenaPairs, by rank): x before y needs the last use of x
+// on each stream to happen before the first use of y on each stream, which
+// the order of the steps decides on one stream and the clock the replay
+// kept of the later use across streams. The first need not met (in the
+// replay's order, the order the sweep found them on a tie) goes to
+// v.overlapping.
+func (v *verifier) checkArenas() {
+	ns := v.streams
+	at := v.at
+	// By rank and stream, at hand: the place among the steps of the last
+	// use and its place among its stream's runs, and the place of the
+	// first use and the slot of its clock (-1 for no use).
+	n := len(v.byFirst)
+	lastAt, lastPos, firstAt, firstSlot := make([]int32, n*ns), make([]int32, n*ns), make([]int32, n*ns), make([]int32, n*ns)
+	for r, b := range v.byFirst {
+		for s := range ns {
+			k := r*ns + s
+			lastAt[k], firstAt[k] = -1, -1
+			if u := v.lastOn[int(b)*ns+s]; u >= 0 {
+				lastAt[k], lastPos[k] = at[u], v.pos[u]
+			}
+			if w := v.firstOn[int(b)*ns+s]; w >= 0 {
+				firstAt[k], firstSlot[k] = at[w], v.clockSlot[w]
+			}
+		}
+	}
+	var worst [4]int32 // x, y, s, t
+	found, worstAt := false, int32(0)
+	for _, pair := range v.arenaPairs {
+		x, y := int(pair[0]), int(pair[1])
+		for s := range ns {
+			au := lastAt[x*ns+s]
+			if au < 0 {
+				continue
+			}
+			pu := lastPos[x*ns+s]
+			for t := range ns {
+				aw := firstAt[y*ns+t]
+				if aw < 0 {
+					continue
+				}
+				var met bool
+				if s == t {
+					met = au < aw
+				} else {
+					met = v.clocks[int(firstSlot[y*ns+t])*ns+s] >= pu
+				}
+				if !met && (!found || aw < worstAt) {
+					worst, worstAt, found = [4]int32{int32(x), int32(y), int32(s), int32(t)}, aw, true
+				}
+			}
+		}
+	}
+	if found {
+		x, y := v.byFirst[worst[0]], v.byFirst[worst[1]]
+		v.overlapping = &need{before: v.lastOn[int(x)*ns+int(worst[2])], after: v.firstOn[int(y)*ns+int(worst[3])], why: needArena, buf: x, other: y}
+	}
+}
+
+// The uses of the temporaries that the arenas' check needs: each
+// temporary's first and last use on each stream (firstOn and lastOn, by
+// buffer ID times the streams, -1 for none), its first use of all (first,
+// by buffer ID, -1 for none), the place of each op's run among the steps
+// (at), and the temporaries with uses and bytes in the order of their
+// first uses (byFirst; those first used by one op in the order it names
+// them).
+
+// walkUses finds the uses of the temporaries in a walk of the ops and one
+// of the steps.
+func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, byFirst []int32, err error) {
+	g := v.p.Graph
+	ns := v.streams
 	// The accesses of temporaries by op (once an op), in one pass over the
 	// ops; named says which temporaries ops other than Alloc and Free name.
 	type access struct {
@@ -95,7 +260,7 @@ func (v *verifier) collectArenas() error {
 				continue
 			}
 			if placed[b.ID] == nil {
-				return &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
+				return nil, nil, nil, nil, nil, &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
 			}
 			named[b.ID] = named[b.ID] || plain
 			if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
@@ -109,18 +274,15 @@ func (v *verifier) collectArenas() error {
 	// each stream, its first use of all, the temporaries with uses and
 	// bytes in the order of their first uses (byFirst, which ranks them),
 	// and the place of each op's run among the steps (at).
-	ns := v.streams
-	firstOn, lastOn := make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
+	firstOn, lastOn = make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
 	for i := range firstOn {
 		firstOn[i], lastOn[i] = -1, -1
 	}
-	first := make([]int32, len(g.Buffers)) // the first use, -1 for none
+	first = make([]int32, len(g.Buffers)) // the first use, -1 for none
 	for i := range first {
 		first[i] = -1
 	}
-	at := make([]int32, len(v.ops))
-	var byFirst []int32
-	rank := make([]int32, len(g.Buffers))
+	at = make([]int32, len(v.ops))
 	for i, st := range v.p.Steps {
 		if st.Kind != Run {
 			continue
@@ -139,75 +301,91 @@ func (v *verifier) collectArenas() error {
 			if first[a.buf] < 0 {
 				first[a.buf] = id
 				if placed[a.buf].Bytes > 0 {
-					rank[a.buf] = int32(len(byFirst))
 					byFirst = append(byFirst, a.buf)
 				}
 			}
 		}
 	}
-	// needs adds the needs that order x before y. Those of uses on one
-	// stream are met or not by the order of the steps: only those not met
-	// are added, to be found so in the replay.
-	needs := func(x, y int32) {
-		for s, u := range lastOn[int(x)*ns : int(x+1)*ns] {
-			if u < 0 {
-				continue
-			}
-			for t, w := range firstOn[int(y)*ns : int(y+1)*ns] {
-				if w >= 0 && (s != t || at[u] >= at[w]) {
-					v.arena = append(v.arena, need{before: u, after: w, why: needArena, buf: x, other: y})
-				}
-			}
-		}
-	}
+	return firstOn, lastOn, first, at, byFirst, nil
+}
 
-	// The sweep, by offset, taking the temporaries that end from a list by
-	// end.
-	type span struct {
-		device int
-		lo, hi int64
-		buf    int32
+// lifetimeUses finds the uses of the temporaries from the ops that
+// collectLifetimes found, without a walk of the ops, where it ran, every
+// Alloc and Free names one buffer and every temporary has a place (which
+// walkUses reports otherwise).
+func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at, byFirst []int32, ok bool) {
+	if v.temps == nil || !v.oneBuffer {
+		return nil, nil, nil, nil, nil, false
 	}
-	sweep := make([]span, len(byFirst))
-	for i, b := range byFirst {
-		t := placed[b]
-		sweep[i] = span{t.Device, t.Offset, t.Offset + t.Bytes, b}
+	for _, l := range v.temps {
+		if placed[l.buf] == nil {
+			return nil, nil, nil, nil, nil, false
+		}
 	}
-	byEnd := slices.Clone(sweep)
-	slices.SortFunc(sweep, func(a, b span) int {
-		if a.device != b.device {
-			return cmp.Compare(a.device, b.device)
+	g := v.p.Graph
+	ns := v.streams
+	at = make([]int32, len(v.ops))
+	for i, st := range v.p.Steps {
+		if st.Kind == Run {
+			at[st.Op] = int32(i)
 		}
-		return cmp.Compare(a.lo, b.lo)
-	})
-	slices.SortFunc(byEnd, func(a, b span) int {
-		if a.device != b.device {
-			return cmp.Compare(a.device, b.device)
+	}
+	firstOn, lastOn = make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
+	for i := range firstOn {
+		firstOn[i], lastOn[i] = -1, -1
+	}
+	first = make([]int32, len(g.Buffers))
+	for i := range first {
+		first[i] = -1
+	}
+	// The temporaries with bytes by their first uses' places: the place
+	// above, the buffer below.
+	var keys []uint64
+	for _, l := range v.temps {
+		uses := l.users
+		if len(uses) == 0 {
+			uses = []int32{l.alloc[0], l.free[0]}
 		}
-		return cmp.Compare(a.hi, b.hi)
-	})
-	v.arena = make([]need, 0, 4*len(sweep))
-	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
-	ended := 0                       // byEnd[:ended] are swept past
-	for _, t := range sweep {
-		for ; ended < len(byEnd); ended++ {
-			e := byEnd[ended]
-			if e.device > t.device || e.device == t.device && e.hi > t.lo {
-				break
+		b := int(l.buf)
+		on := firstOn[b*ns : (b+1)*ns]
+		off := lastOn[b*ns : (b+1)*ns]
+		for _, u := range uses {
+			s := v.stream[u]
+			if w := on[s]; w < 0 || at[u] < at[w] {
+				on[s] = u
 			}
-			over.remove(int(rank[e.buf]))
+			if w := off[s]; w < 0 || at[u] > at[w] {
+				off[s] = u
+			}
+			if w := first[b]; w < 0 || at[u] < at[w] {
+				first[b] = u
+			}
 		}
-		r := int(rank[t.buf])
-		over.add(r)
-		if q := over.prev(r); q >= 0 {
-			needs(byFirst[q], t.buf)
-		}
-		if q := over.next(r); q >= 0 {
-			needs(t.buf, byFirst[q])
+		if placed[b].Bytes > 0 {
+			keys = append(keys, uint64(at[first[b]])<<32|uint64(b))
 		}
 	}
-	v.places, v.firstUse = placed, first
-	return nil
+	slices.Sort(keys)
+	byFirst = make([]int32, len(keys))
+	for i, k := range keys {
+		byFirst[i] = int32(uint32(k))
+	}
+	// Those first used by one op go in the order the op names them.
+	for i := 0; i < len(byFirst); {
+		j := i + 1
+		for j < len(byFirst) && first[byFirst[j]] == first[byFirst[i]] {
+			j++
+		}
+		if j-i > 1 {
+			acc := v.ops[first[byFirst[i]]].Access
+			named := func(b int32) int {
+				return slices.IndexFunc(acc, func(a dag.Access) bool { return a.Buf.ID == int(b) })
+			}
+			slices.SortFunc(byFirst[i:j], func(x, y int32) int { return cmp.Compare(named(x), named(y)) })
+		}
+		i = j
+	}
+	return firstOn, lastOn, first, at, byFirst, true
 }
 
 // overlap describes the need n of temporaries that share bytes, which the
