@@ -35,7 +35,7 @@ type control struct {
 	entry, exit int32
 }
 
-func isControl(op *dag.Op) bool { return op != nil && (op.Kind == dag.While || op.Kind == dag.If) }
+func isControl(op *dag.Op) bool { return op != nil && op.Kind.Info().Body != dag.NoBody }
 
 // event is event number i: one made by NewEvent, or below 0 one of the
 // session's own for loops and branches, which the caller's numbering of
@@ -142,7 +142,7 @@ func (b *Session) expand(s *stream, done uint64) {
 		fail(err)
 		return
 	}
-	loop := op.Kind == dag.While
+	loop := op.Kind.Info().Body == dag.Loop
 	var body []device.Step
 	switch {
 	case loop && flag == 0:

@@ -120,7 +120,7 @@ func (sm *submitter) prepareControl(st *opState, op *dag.Op) error {
 	if C.dr_cond_supported(se.drv.api) == 0 {
 		return fmt.Errorf("cuda: driver %s (CUDA %d) has no conditional graph nodes, which loops and branches need (CUDA 12.4 or newer); update the NVIDIA driver, or run on the cpu backend", se.drv.path, se.drv.version)
 	}
-	if op.Kind == dag.If && op.Control.Else != nil && se.drv.version < 12080 {
+	if op.Kind.Info().Body == dag.Branch && op.Control.Else != nil && se.drv.version < 12080 {
 		return fmt.Errorf("cuda: driver %s (CUDA %d) has no IF nodes with an else branch (CUDA 12.8 or newer); update the NVIDIA driver, or split the branch into two ifs", se.drv.path, se.drv.version)
 	}
 	st.act = actControl
@@ -145,7 +145,7 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 	}
 	c := &control{op: op, dev: d, bodies: bodies}
 	for _, steps := range bodies {
-		if len(steps) == 0 && op.Kind == dag.While {
+		if len(steps) == 0 && op.Kind.Info().Body == dag.Loop {
 			return &dag.OpError{Op: op.Name, Err: errors.New("cuda: the loop's body has no steps")}
 		}
 		for _, st := range steps {
@@ -169,7 +169,7 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 			err = e
 		}
 	}
-	if err = ct.launches(c); err == nil && op.Kind == dag.While {
+	if err = ct.launches(c); err == nil && op.Kind.Info().Body == dag.Loop {
 		if c.state, err = se.drv.memAlloc(d.ctx, loopStateBytes); err == nil {
 			se.hold.track(&se.hold.live.DeviceAllocs, 1)
 			err = se.drv.zero(d.ctx, c.state, loopStateBytes)
@@ -239,7 +239,7 @@ func (ct *controller) launches(c *control) error {
 	if c.enter, err = mk(condEnter, 3); err != nil {
 		return err
 	}
-	if c.op.Kind == dag.While {
+	if c.op.Kind.Info().Body == dag.Loop {
 		c.next, err = mk(condNext, 4)
 	}
 	return err
@@ -342,7 +342,7 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 		return err
 	}
 	typ, size := C.int(0), C.int(len(c.bodies))
-	if c.op.Kind == dag.While {
+	if c.op.Kind.Info().Body == dag.Loop {
 		typ = 1
 	}
 	var bodies [2]C.CUgraph

@@ -106,7 +106,7 @@ func checkControl(c *checker, o *Op) {
 	case b.Placement != Device:
 		c.fail(o, o.Kind.String(), "keep the flag in device memory, where the kernels that set it run", "the flag %s is in %s memory", b.Name, b.Placement)
 	}
-	if o.Kind == If && ctl.Max != 0 {
+	if o.Kind.Info().Body == Branch && ctl.Max != 0 {
 		c.fail(o, "max", "bound loops, not branches", "a branch has no iterations to bound")
 	}
 	if ctl.Max < 0 || ctl.Max > MaxIterations {

@@ -33,6 +33,15 @@ const (
 	Frees                      // the kind frees its temporary (Free)
 )
 
+// BodyKind is what a control-flow kind does with its bodies.
+type BodyKind uint8
+
+const (
+	NoBody BodyKind = iota // the kind holds no body
+	Loop                   // it runs its body while its flag is set (While)
+	Branch                 // it runs the body its flag picks (If)
+)
+
 // KindInfo are the facts of an op kind that hold whatever runs it. Its
 // unexported fields are this package's behaviour for the kind; every
 // other layer keeps its own table keyed by OpKind.
@@ -57,6 +66,9 @@ type KindInfo struct {
 	// recv): their parameters differ by rank by design, so they are paired
 	// per peer when they run rather than compared across ranks.
 	PointToPoint bool
+	// Body is what a control-flow kind does with the bodies it holds
+	// (ControlSpec): repeat one while its flag is set, or pick one by it.
+	Body BodyKind
 	// Nestable marks the kinds a loop's body or a branch may hold: those a
 	// CUDA conditional node's body can (kernels, memsets, copies in device
 	// memory, and conditional nodes), on one device.
@@ -119,9 +131,9 @@ func init() {
 		Memset2D: {Name: "memset2d", Class: ComputeClass, Accesses: 1, Capturable: true, Nestable: true,
 			check: checkMemset2D, bytes: memset2DBytes},
 
-		While: {Name: "while", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true,
+		While: {Name: "while", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true, Body: Loop,
 			check: checkControl, bytes: accessSize(0)},
-		If: {Name: "if", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true,
+		If: {Name: "if", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true, Body: Branch,
 			check: checkControl, bytes: accessSize(0)},
 	}
 }

@@ -25,3 +25,17 @@ func TestKindTable(t *testing.T) {
 	assert.False(t, OpKind(len(OpKinds())).Valid())
 	assert.Equal(t, "OpKind(200)", OpKind(200).String())
 }
+
+// TestBodyKinds: the control kinds, and only they, hold bodies.
+func TestBodyKinds(t *testing.T) {
+	for _, k := range OpKinds() {
+		switch k {
+		case While:
+			assert.Equal(t, Loop, k.Info().Body)
+		case If:
+			assert.Equal(t, Branch, k.Info().Body)
+		default:
+			assert.Equal(t, NoBody, k.Info().Body, "%s", k)
+		}
+	}
+}

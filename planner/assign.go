@@ -107,7 +107,7 @@ func checkOp(errs []error, i int, op *dag.Op) []error {
 			bad("", "name the buffer it works on", "%s has no buffer", op.Kind)
 		}
 	}
-	if op.Kind == dag.While || op.Kind == dag.If {
+	if op.Kind.Info().Body != dag.NoBody {
 		errs = checkControl(errs, op) // control.go
 	}
 	for _, d := range op.Deps {

@@ -84,7 +84,7 @@ func newBody(g *dag.Graph, opts Options) (*Plan, error) {
 // bodyName says which of op's bodies body i is, for errors.
 func bodyName(op *dag.Op, i int) string {
 	switch {
-	case op.Kind == dag.While:
+	case op.Kind.Info().Body == dag.Loop:
 		return "its body"
 	case i == 0:
 		return "its then branch"
@@ -159,7 +159,7 @@ func checkControl(errs []error, op *dag.Op) []error {
 		return append(errs, &dag.Error{Op: op.Name, Msg: fmt.Sprintf("%s has no body", op.Kind),
 			Hint: "declare it with dag.Builder.While or If, and build the graph"})
 	}
-	if op.Kind == dag.While && len(op.Control.Body.Ops) == 0 {
+	if op.Kind.Info().Body == dag.Loop && len(op.Control.Body.Ops) == 0 {
 		return append(errs, &dag.Error{Op: op.Name, Msg: "the loop's body is empty: nothing could clear its flag",
 			Hint: "give the loop a body that updates its flag"})
 	}

@@ -86,9 +86,9 @@ func (p *Plan) writeBodies(bw *bufio.Writer, id int32, indent string) {
 	for i, body := range p.Bodies[int(id)] {
 		what := "body, while the flag is non-zero"
 		switch {
-		case op.Kind == dag.If && i == 0:
+		case op.Kind.Info().Body == dag.Branch && i == 0:
 			what = "then, when the flag is non-zero"
-		case op.Kind == dag.If:
+		case op.Kind.Info().Body == dag.Branch:
 			what = "else, when the flag is zero"
 		}
 		fmt.Fprintf(bw, "%s%s (%s, %d streams, one pass %s):\n", indent, op.Name, what, len(body.Streams), formatDuration(body.Stats.Makespan))

@@ -89,7 +89,7 @@ func (v *verifier) checkBodies() error {
 	}
 	for id, op := range v.ops {
 		bodies := op.Bodies()
-		if op.Control == nil && op.Kind != dag.While && op.Kind != dag.If {
+		if op.Control == nil && op.Kind.Info().Body == dag.NoBody {
 			continue
 		}
 		plans := v.p.Bodies[id]

@@ -36,7 +36,7 @@ func (b *builder) index(g *dag.Graph) {
 // markBodies notes holder, o as their parent and the loop nesting of the
 // ops of o's bodies.
 func (b *builder) markBodies(o *dag.Op, holder int32, inLoop bool) {
-	inLoop = inLoop || o.Kind == dag.While
+	inLoop = inLoop || o.Kind.Info().Body == dag.Loop
 	for _, body := range o.Bodies() {
 		for _, in := range body.Ops {
 			if in.Index < 0 || in.Index >= len(b.ops) {
@@ -62,7 +62,7 @@ type LoopRun struct {
 // loopRuns adds the run's LoopRun of every loop whose body has slices.
 func (b *builder) loopRuns() {
 	for _, o := range b.ops {
-		if o == nil || o.Kind != dag.While || o.Control == nil || o.Control.Body == nil {
+		if o == nil || o.Kind.Info().Body != dag.Loop || o.Control == nil || o.Control.Body == nil {
 			continue
 		}
 		n := int32(0)

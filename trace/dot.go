@@ -118,7 +118,7 @@ func addBodiesDOT(top, c *dotGraph, p *planner.Plan, op *dag.Op) {
 			continue
 		}
 		what := "body"
-		if op.Kind == dag.If {
+		if op.Kind.Info().Body == dag.Branch {
 			what = [...]string{"then", "else"}[min(i, 1)]
 		}
 		tag := fmt.Sprintf("b%d_%d_", op.Index, i)

@@ -220,7 +220,7 @@ func compareBodies(p *planner.Plan, sim planner.Schedule, spans []executor.Span,
 		for _, body := range o.Bodies() {
 			for _, in := range body.Ops {
 				if in.Index >= n && in.Index < total {
-					direct[in.Index] = o.Kind == dag.While
+					direct[in.Index] = o.Kind.Info().Body == dag.Loop
 				}
 			}
 			body.Walk(func(in *dag.Op) {

@@ -99,7 +99,7 @@ func (e *bodyExpander) bodies(p *planner.Plan, op *dag.Op, start time.Duration, 
 		sched := planner.Simulate(bp, nil, planner.Replay) // as the planner prices a body
 		box := bodyBox{first: len(e.lanes), depth: depth, start: start, end: start + sched.Makespan,
 			op: op.Name, kind: op.Kind, which: "body"}
-		if op.Kind == dag.If {
+		if op.Kind.Info().Body == dag.Branch {
 			box.which = [...]string{"then", "else"}[min(i, 1)]
 		}
 		box.label, box.hover = bodyLabel(op, box.which, sched.Makespan, len(bp.Streams))
@@ -190,10 +190,10 @@ func bodyLabel(op *dag.Op, which string, pass time.Duration, streams int) (label
 		detail = op.Kind.String()
 	}
 	name := op.Name
-	if op.Kind == dag.If {
+	if op.Kind.Info().Body == dag.Branch {
 		name += " " + which
 	}
-	if op.Kind == dag.While {
+	if op.Kind.Info().Body == dag.Loop {
 		label = fmt.Sprintf("%s · %s · one pass %s", name, detail, fmtDur(pass))
 		hover = fmt.Sprintf("%s: the body of %s on %d streams\none pass estimated %s; the loop runs it while the flag is non-zero, iterations unknown when planning", op.Name, detail, streams, fmtDur(pass))
 		return label, hover
