@@ -179,46 +179,41 @@ func (v *verifier) collectArenas() error {
 func (v *verifier) checkArenas() {
 	ns := v.streams
 	at := v.at
-	// By rank and stream, at hand: the place among the steps of the last
-	// use and its place among its stream's runs, and the place of the
-	// first use and the slot of its clock (-1 for no use).
+	// By rank, the streams with a use, at hand: for the last use on each,
+	// its place among the steps and among its stream's runs; for the first
+	// use on each, its place among the steps and the slot of its clock.
+	// Rank r's are lasts[lastEnd[r]:lastEnd[r+1]] and firsts[firstEnd[r]:
+	// firstEnd[r+1]], by stream.
+	type use struct{ s, at, pos int32 }
 	n := len(v.byFirst)
-	lastAt, lastPos, firstAt, firstSlot := make([]int32, n*ns), make([]int32, n*ns), make([]int32, n*ns), make([]int32, n*ns)
+	lastEnd, firstEnd := make([]int32, n+1), make([]int32, n+1)
+	lasts, firsts := make([]use, 0, n), make([]use, 0, n)
 	for r, b := range v.byFirst {
 		for s := range ns {
-			k := r*ns + s
-			lastAt[k], firstAt[k] = -1, -1
 			if u := v.lastOn[int(b)*ns+s]; u >= 0 {
-				lastAt[k], lastPos[k] = at[u], v.pos[u]
+				lasts = append(lasts, use{int32(s), at[u], v.pos[u]})
 			}
 			if w := v.firstOn[int(b)*ns+s]; w >= 0 {
-				firstAt[k], firstSlot[k] = at[w], v.clockSlot[w]
+				firsts = append(firsts, use{int32(s), at[w], v.clockSlot[w]})
 			}
 		}
+		lastEnd[r+1], firstEnd[r+1] = int32(len(lasts)), int32(len(firsts))
 	}
 	var worst [4]int32 // x, y, s, t
 	found, worstAt := false, int32(0)
 	for _, pair := range v.arenaPairs {
-		x, y := int(pair[0]), int(pair[1])
-		for s := range ns {
-			au := lastAt[x*ns+s]
-			if au < 0 {
-				continue
-			}
-			pu := lastPos[x*ns+s]
-			for t := range ns {
-				aw := firstAt[y*ns+t]
-				if aw < 0 {
-					continue
-				}
+		x, y := pair[0], pair[1]
+		ys := firsts[firstEnd[y]:firstEnd[y+1]]
+		for _, l := range lasts[lastEnd[x]:lastEnd[x+1]] {
+			for _, f := range ys {
 				var met bool
-				if s == t {
-					met = au < aw
+				if l.s == f.s {
+					met = l.at < f.at
 				} else {
-					met = v.clocks[int(firstSlot[y*ns+t])*ns+s] >= pu
+					met = v.clocks[int(f.pos)*ns+int(l.s)] >= l.pos
 				}
-				if !met && (!found || aw < worstAt) {
-					worst, worstAt, found = [4]int32{int32(x), int32(y), int32(s), int32(t)}, aw, true
+				if !met && (!found || f.at < worstAt) {
+					worst, worstAt, found = [4]int32{x, y, l.s, f.s}, f.at, true
 				}
 			}
 		}
