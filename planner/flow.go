@@ -93,7 +93,7 @@ func newPushRelabel(f *flow, s, t int) *pushRelabel {
 	n := int32(len(f.head))
 	pr := &pushRelabel{f: f, s: int32(s), t: int32(t), n: n, label: make([]int32, n), excess: make([]int64, n),
 		cur: make([]int32, n), active: make([]int32, n), next: make([]int32, n), first: make([]int32, n), after: make([]int32, n), before: make([]int32, n),
-		interval: 6*int(n) + len(f.to)}
+		interval: 6*int(n) + len(f.to), queue: make([]int32, 0, n)}
 	for v := range pr.active {
 		pr.active[v] = -1
 	}

@@ -187,7 +187,14 @@ func (v *verifier) checkArenas() {
 	type use struct{ s, at, pos int32 }
 	n := len(v.byFirst)
 	lastEnd, firstEnd := make([]int32, n+1), make([]int32, n+1)
-	lasts, firsts := make([]use, 0, n), make([]use, 0, n)
+	nl, nf := 0, 0
+	for _, b := range v.byFirst {
+		for s := range ns {
+			nl += int(uint32(v.lastOn[int(b)*ns+s])>>31 ^ 1)
+			nf += int(uint32(v.firstOn[int(b)*ns+s])>>31 ^ 1)
+		}
+	}
+	lasts, firsts := make([]use, 0, nl), make([]use, 0, nf)
 	for r, b := range v.byFirst {
 		for s := range ns {
 			if u := v.lastOn[int(b)*ns+s]; u >= 0 {
