@@ -1007,7 +1007,6 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 		life int32
 		left int64
 	}
-	var pool []offer
 	chain := make([]int64, o.barriers+1) // differences of the flow along the barriers' chain
 	byStart := o.byStart
 	// The retired lives by barrier, each barrier's in the order they
@@ -1028,6 +1027,7 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 			retiredEnd[k]++
 		}
 	}
+	pool := make([]offer, 0, len(byRetire)) // each retired life is offered once
 	next := 0
 	for _, m := range byStart {
 		j := o.startsAt[m]
