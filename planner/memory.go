@@ -102,17 +102,20 @@ func MemoryOf(p *Plan) *Memory {
 		}
 		return u
 	}
-	set := collect(p)
-	lives := set.lives
+	temps := 0
 	for _, b := range g.Buffers {
 		if b == nil {
 			continue
 		}
-		if !b.Temporary {
+		if b.Temporary {
+			temps++
+		} else {
 			u := use(memoryOf(b))
 			u.Persistent = dag.AddSat(u.Persistent, b.Size)
 		}
 	}
+	set := collectOf(p, temps)
+	lives := set.lives
 	byMemory := map[int][]int32{}
 	var devs []int
 	for i, l := range lives {
@@ -225,6 +228,17 @@ func collectLives(p *Plan) []*life { return collect(p).lives }
 // has waited for: the meet of those streams' clocks (the frontier) is past
 // their last uses, so the plan orders them before every later use.
 func collect(p *Plan) *lifeSet {
+	temps := 0
+	for _, b := range p.Graph.Buffers {
+		if b != nil && b.Temporary {
+			temps++
+		}
+	}
+	return collectOf(p, temps)
+}
+
+// collectOf is collect of a plan whose graph has temps temporaries.
+func collectOf(p *Plan, temps int) *lifeSet {
 	g := p.Graph
 	ns := len(p.Streams)
 	set := &lifeSet{}
@@ -233,12 +247,6 @@ func collect(p *Plan) *lifeSet {
 		byBuf[i] = -1
 	}
 	// The lives and their temporaries, in slabs.
-	temps := 0
-	for _, b := range g.Buffers {
-		if b != nil && b.Temporary {
-			temps++
-		}
-	}
 	tSlab, lSlab := make([]Temporary, 0, temps), make([]life, 0, temps)
 	// Each op's accesses of temporaries (once each), whether the op is an
 	// Alloc or Free or not (plain), in one pass over the ops; used says
@@ -252,12 +260,17 @@ func collect(p *Plan) *lifeSet {
 	used := make([]bool, 0, temps)
 	set.lives = make([]*life, 0, temps)
 	set.log = make([]lifeEvent, 0, 2*temps) // a start and a retirement each
+	// Each kind's lifetime (kinds are uint8s), at hand.
+	var lifetimes [256]dag.Lifetime
+	for k := range lifetimes {
+		lifetimes[k] = dag.OpKind(k).Info().Lifetime
+	}
 	for i, op := range g.Ops {
 		accessStart[i] = int32(len(accesses))
 		if op == nil {
 			continue
 		}
-		lifetime := op.Kind.Info().Lifetime
+		lifetime := lifetimes[op.Kind]
 		for j, a := range op.Access {
 			if b := a.Buf; b != nil && b.Temporary && b.ID >= 0 && b.ID < len(g.Buffers) {
 				if byBuf[b.ID] < 0 {
