@@ -341,8 +341,9 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 		first[i] = -1
 	}
 	// The temporaries with bytes by their first uses' places: the place
-	// above, the buffer below.
+	// times the buffers, plus the buffer.
 	var keys []uint64
+	nb := uint64(len(g.Buffers))
 	for _, l := range v.temps {
 		uses := l.users
 		if len(uses) == 0 {
@@ -364,13 +365,18 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 			}
 		}
 		if placed[b].Bytes > 0 {
-			keys = append(keys, uint64(at[first[b]])<<32|uint64(b))
+			keys = append(keys, uint64(at[first[b]])*nb+uint64(b))
 		}
 	}
-	slices.Sort(keys)
+	// By a radix sort (the keys differ), in as few digits as they need.
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	radixSort(order, make([]int, len(keys)), keys)
 	byFirst = make([]int32, len(keys))
-	for i, k := range keys {
-		byFirst[i] = int32(uint32(k))
+	for i, k := range order {
+		byFirst[i] = int32(keys[k] % nb)
 	}
 	// Those first used by one op go in the order the op names them.
 	for i := 0; i < len(byFirst); {
