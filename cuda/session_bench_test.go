@@ -18,7 +18,7 @@ import (
 // kernels found in the backend's cache, the plan's streams and events made)
 // and Session.Close of each example and of the 800-op workload C plan, on a
 // warm backend, beside a raw C loop that makes and releases the same
-// streams, events and buffers in the same run. Issue 15's targets: at most
+// streams, events and buffers in the same run. The targets: at most
 // 1 ms open and 0.5 ms close for the examples, 2 ms and 1 ms for workload C.
 func BenchmarkSessionOpenClose(b *testing.B) {
 	type plan struct {

@@ -1,0 +1,464 @@
+package planner
+
+// The temporaries' lifetimes in the plan's happens-before order, and
+// which pairs of them the plan leaves unordered (MemoryOf's first steps).
+
+import (
+	"math"
+	"slices"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// life is a temporary and where its uses are in the plan's happens-before
+// order.
+type life struct {
+	t *Temporary
+	// last[s] is the place among stream s's runs (from 1) of the last use
+	// on s, 0 for none; first[s] is the fewest runs of stream s that every
+	// use is ordered after (a vector clock meet over the uses, each clock
+	// taken just before the use runs).
+	last, first []int32
+	on          []int32 // the streams s with last[s] > 0
+	firstUse    int32   // the use submitted first
+	start, end  int     // the steps of the first and last use, for orderings
+	left        int32   // while collecting: the steps using it not replayed yet
+}
+
+// before reports whether the plan orders every use of l before every use of
+// m.
+func (l *life) before(m *life) bool {
+	for _, s := range l.on {
+		if l.last[s] > m.first[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// lifeEvent is a temporary's first use (start) or its retirement, in the
+// order collect met them. Once retired, a temporary is ordered before every
+// temporary that starts after it; the retirements between two starts form
+// one batch.
+type lifeEvent struct {
+	life   int32
+	retire bool
+}
+
+// lifeSet is the temporaries of a plan and the events of its replay.
+type lifeSet struct {
+	lives []*life
+	log   []lifeEvent
+	// vecs holds the lives' vectors, last then first, of ns streams each:
+	// life x's are vecs[2*x*ns:(2*x+2)*ns].
+	vecs []int32
+	ns   int
+}
+
+// collectLives returns the temporaries of p and their uses (collect).
+func collectLives(p *Plan) []*life { return collect(p).lives }
+
+// collect replays p's steps with a vector clock per stream and finds each
+// temporary's uses: the ops that access it other than its Alloc and Free,
+// or those two where nothing else does (in an arena they are the only ops
+// that name it, and do nothing). On the way it retires the temporaries
+// whose uses are all over and that every stream still to use a temporary
+// has waited for: the meet of those streams' clocks (the frontier) is past
+// their last uses, so the plan orders them before every later use.
+func collect(p *Plan) *lifeSet {
+	temps := 0
+	for _, b := range p.Graph.Buffers {
+		if b != nil && b.Temporary {
+			temps++
+		}
+	}
+	return collectOf(p, temps)
+}
+
+// collectOf is collect of a plan whose graph has temps temporaries.
+func collectOf(p *Plan, temps int) *lifeSet {
+	g := p.Graph
+	ns := len(p.Streams)
+	set := &lifeSet{}
+	byBuf := make([]int32, len(g.Buffers))
+	for i := range byBuf {
+		byBuf[i] = -1
+	}
+	// The lives and their temporaries, in slabs.
+	tSlab, lSlab := make([]Temporary, 0, temps), make([]life, 0, temps)
+	// Each op's accesses of temporaries (once each), whether the op is an
+	// Alloc or Free or not (plain), in one pass over the ops; used says
+	// which lives a plain op names.
+	type access struct {
+		life  int32
+		plain bool
+	}
+	accesses := make([]access, 0, len(g.Ops)+temps) // about one an op in graphs of temporaries
+	accessStart := make([]int32, len(g.Ops)+1)
+	used := make([]bool, 0, temps)
+	set.lives = make([]*life, 0, temps)
+	set.log = make([]lifeEvent, 0, 2*temps) // a start and a retirement each
+	// Each kind's lifetime (kinds are uint8s), at hand.
+	var lifetimes [256]dag.Lifetime
+	for k := range lifetimes {
+		lifetimes[k] = dag.OpKind(k).Info().Lifetime
+	}
+	for i, op := range g.Ops {
+		accessStart[i] = int32(len(accesses))
+		if op == nil {
+			continue
+		}
+		lifetime := lifetimes[op.Kind]
+		for j, a := range op.Access {
+			if b := a.Buf; b != nil && b.Temporary && b.ID >= 0 && b.ID < len(g.Buffers) {
+				if byBuf[b.ID] < 0 {
+					if len(lSlab) == cap(lSlab) {
+						tSlab, lSlab = make([]Temporary, 0, 64), make([]life, 0, 64)
+					}
+					tSlab = append(tSlab, Temporary{Buffer: b.ID, Device: memoryOf(b), Bytes: roundUp(b.Size), Alloc: -1, Free: -1})
+					lSlab = append(lSlab, life{t: &tSlab[len(tSlab)-1], firstUse: -1, start: -1})
+					byBuf[b.ID] = int32(len(set.lives))
+					set.lives = append(set.lives, &lSlab[len(lSlab)-1])
+					used = append(used, false)
+				}
+				x := byBuf[b.ID]
+				switch lifetime {
+				case dag.Allocates:
+					set.lives[x].t.Alloc = int32(op.ID)
+				case dag.Frees:
+					set.lives[x].t.Free = int32(op.ID)
+				default:
+					used[x] = true
+				}
+				if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
+					accesses = append(accesses, access{x, lifetime == dag.NoLifetime})
+				}
+			}
+		}
+	}
+	accessStart[len(g.Ops)] = int32(len(accesses))
+	lives := set.lives
+	if len(lives) == 0 {
+		return set
+	}
+	// Vectors of all lives in two arrays, their streams in a third.
+	vecs := make([]int32, 2*ns*len(lives))
+	set.vecs, set.ns = vecs, ns
+	ons := make([]int32, ns*len(lives))
+	for i, l := range lives {
+		l.last = vecs[2*i*ns : (2*i+1)*ns : (2*i+1)*ns]
+		l.first = vecs[(2*i+1)*ns : (2*i+2)*ns : (2*i+2)*ns]
+		l.on = ons[i*ns : i*ns : (i+1)*ns]
+		for s := range l.first {
+			l.first[s] = math.MaxInt32
+		}
+	}
+	// opUses lists, by op, the temporaries its run uses (once each): those
+	// it names, if plain, and those only Allocs and Frees name, if not.
+	opStart := make([]int32, len(g.Ops)+1)
+	opUses := make([]int32, 0, len(accesses))
+	for i := range g.Ops {
+		opStart[i] = int32(len(opUses))
+		for _, a := range accesses[accessStart[i]:accessStart[i+1]] {
+			if used[a.life] == a.plain {
+				opUses = append(opUses, a.life)
+			}
+		}
+	}
+	opStart[len(g.Ops)] = int32(len(opUses))
+	usesOf := func(op int32) []int32 { return opUses[opStart[op]:opStart[op+1]] }
+	// What is left to replay: each life's using steps, each stream's steps
+	// that use a temporary.
+	remaining := make([]int32, ns)
+	valid := func(st Step) bool {
+		return st.Kind == Run && st.Stream >= 0 && int(st.Stream) < ns && st.Op >= 0 && int(st.Op) < len(g.Ops)
+	}
+	for _, st := range p.Steps {
+		if valid(st) {
+			if us := usesOf(st.Op); len(us) > 0 {
+				remaining[st.Stream]++
+				for _, x := range us {
+					lives[x].left++
+				}
+			}
+		}
+	}
+	clock := make([]int32, ns*ns)
+	// events[e*ns+t]: event e's clock when recorded, zeros (ordering
+	// nothing) until it is.
+	events := make([]int32, max(p.Events, 0)*ns)
+	r := &retirer{frontier: make([]int32, ns), seen: make([]int32, ns)}
+	for i, st := range p.Steps {
+		s := int(st.Stream)
+		if s < 0 || s >= ns {
+			continue
+		}
+		mine := clock[s*ns : (s+1)*ns]
+		switch st.Kind {
+		case Record:
+			if st.Event >= 0 && int(st.Event) < p.Events {
+				copy(events[int(st.Event)*ns:], mine)
+			}
+		case Wait:
+			if st.Event >= 0 && int(st.Event) < p.Events {
+				for t, c := range events[int(st.Event)*ns : (int(st.Event)+1)*ns] {
+					mine[t] = max(mine[t], c)
+				}
+			}
+		case Run:
+			if !valid(st) {
+				continue
+			}
+			us := usesOf(st.Op)
+			if len(us) == 0 {
+				mine[s]++
+				continue
+			}
+			if len(r.pending) > r.checked && slices.ContainsFunc(us, func(x int32) bool { return lives[x].start < 0 }) {
+				r.retire(set, clock, remaining)
+			}
+			for _, x := range us {
+				l := lives[x]
+				for t, c := range mine {
+					l.first[t] = min(l.first[t], c)
+				}
+				if l.last[s] == 0 {
+					l.on = append(l.on, int32(s))
+				}
+				l.last[s] = mine[s] + 1
+				if l.start < 0 {
+					l.start, l.firstUse = i, st.Op
+					set.log = append(set.log, lifeEvent{life: x})
+				}
+				l.end = i
+				if l.left--; l.left == 0 {
+					r.pending = append(r.pending, x)
+				}
+			}
+			remaining[s]--
+			mine[s]++
+		}
+	}
+	return set
+}
+
+// retirer retires the temporaries whose uses are over once the frontier
+// passes them: it looks before each temporary's first use that follows the
+// end of another's uses.
+type retirer struct {
+	pending []int32 // lives whose uses are over, not retired yet
+	// pending[:checked] did not pass seen, the frontier of the last look;
+	// the frontier only grows, so they need a look only once it does.
+	checked        int
+	frontier, seen []int32
+}
+
+// retire logs the lives of pending that the frontier (the meet of the
+// clocks of the streams with temporaries still to use) has passed, and
+// keeps the others.
+func (r *retirer) retire(set *lifeSet, clock, remaining []int32) {
+	ns := len(remaining)
+	have := false
+	frontier := r.frontier
+	for t := range ns {
+		if remaining[t] == 0 {
+			continue
+		}
+		row := clock[t*ns : (t+1)*ns]
+		if !have {
+			copy(frontier, row)
+			have = true
+			continue
+		}
+		for k, c := range row {
+			frontier[k] = min(frontier[k], c)
+		}
+	}
+	if !have {
+		return
+	}
+	from := 0
+	if slices.Equal(frontier, r.seen) {
+		from = r.checked
+	}
+	copy(r.seen, frontier)
+	kept := r.pending[:from]
+	for _, x := range r.pending[from:] {
+		l := set.lives[x]
+		passed := true
+		for _, s := range l.on {
+			if l.last[s] > frontier[s] {
+				passed = false
+				break
+			}
+		}
+		if passed {
+			set.log = append(set.log, lifeEvent{life: x, retire: true})
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	r.pending, r.checked = kept, len(kept)
+}
+
+// lifeOrder is the temporaries of one memory and how the plan orders
+// them: the pairs it leaves unordered (conflicts), and a DAG whose paths
+// join exactly the ordered pairs: direct arcs between ordered pairs that
+// both lived at once in the replay, and for the rest, chains through
+// barriers (one per batch of retirements).
+type lifeOrder struct {
+	lives     []*life
+	conflicts [][]int32
+	byStart   []int32 // the lives with uses, in the order they started in the replay
+	// The direct arcs, by the later life: byStart[k]'s are from each
+	// byStart[r] for r of direct[directEnd[k-1]:directEnd[k]] (before it,
+	// both unretired when it started). Those implied by two others are
+	// left out.
+	direct, directEnd []int32
+	retiredAt         []int32 // the barrier each life retired into, -1 for none
+	startsAt          []int32 // the last barrier before each life started, -1 for none
+	barriers          int
+}
+
+// order gathers the lifeOrder of the lives members (of one memory) of
+// set.
+func (set *lifeSet) order(members []int32) *lifeOrder {
+	n := len(members)
+	o := &lifeOrder{lives: make([]*life, n), conflicts: make([][]int32, n), retiredAt: make([]int32, n), startsAt: make([]int32, n),
+		byStart: make([]int32, 0, n), directEnd: make([]int32, 0, n)}
+	local := make([]int32, len(set.lives)) // by life of set, its place in o, -1 for none
+	for i := range local {
+		local[i] = -1
+	}
+	for i, x := range members {
+		o.lives[i] = set.lives[x]
+		local[x] = int32(i)
+		o.retiredAt[i], o.startsAt[i] = -1, -1
+	}
+	// The work goes by rank, the place in the order the lives started:
+	// the lives alive at once are near each other there.
+	for _, ev := range set.log {
+		if m := local[ev.life]; m >= 0 && !ev.retire {
+			o.byStart = append(o.byStart, m)
+		}
+	}
+	rank := make([]int32, n)
+	for r, m := range o.byStart {
+		rank[m] = int32(r)
+	}
+	// The vectors by rank, last then first: a is before m when a's last
+	// run on every stream (0 for none) is within m's first.
+	ns := set.ns
+	vecs := make([]int32, 2*ns*len(o.byStart))
+	for r, m := range o.byStart {
+		x := members[m]
+		copy(vecs[2*r*ns:(2*r+2)*ns], set.vecs[2*int(x)*ns:(2*int(x)+2)*ns])
+	}
+	before := func(a, m int32) bool {
+		last, first := vecs[2*int(a)*ns:(2*int(a)+1)*ns], vecs[(2*int(m)+1)*ns:(2*int(m)+2)*ns]
+		first = first[:len(last)]
+		var under int32 // negative when a run is not within m's first (both in [0, MaxInt32]), without branches
+		for s, c := range last {
+			under |= first[s] - c
+		}
+		return under >= 0
+	}
+	var active []int32 // by rank
+	// The conflicts of the life of rank r with lives started before it
+	// (by rank): earlier[earlierEnd[r-1]:earlierEnd[r]], in the order
+	// found.
+	var earlier []int32
+	earlierEnd := make([]int32, 0, n)
+	degree := make([]int32, len(o.byStart))
+	dead := 0
+	// mark is -1 for the retired lives, r+1 for those with a direct arc
+	// to one with a direct arc to r.
+	mark := make([]int32, len(o.byStart))
+	inBatch := false
+	for _, ev := range set.log {
+		m := local[ev.life]
+		if m < 0 {
+			continue
+		}
+		if ev.retire {
+			if !inBatch {
+				o.barriers++
+				inBatch = true
+			}
+			o.retiredAt[m] = int32(o.barriers - 1)
+			mark[rank[m]] = -1
+			dead++
+			continue
+		}
+		inBatch = false
+		o.startsAt[m] = int32(o.barriers - 1)
+		r := rank[m]
+		if dead > len(active)/2 {
+			active = slices.DeleteFunc(active, func(a int32) bool { return mark[a] < 0 })
+			dead = 0
+		}
+		// The active lives, latest started first: those before r get a
+		// direct arc to it, but for those with a direct arc to one that
+		// has (implied), found without a look at their uses; the others
+		// conflict with r.
+		from, dfrom := len(earlier), len(o.direct)
+		// Room for all the active lives, doubling (append grows big slices
+		// by a quarter, copying them over and over).
+		earlier = grow(earlier, len(active))
+		o.direct = grow(o.direct, len(active))
+		for i := len(active) - 1; i >= 0; i-- {
+			a := active[i]
+			if k := mark[a]; k < 0 || k == r+1 {
+				continue
+			}
+			if !before(a, r) {
+				earlier = append(earlier, a)
+				degree[a]++
+				continue
+			}
+			o.direct = append(o.direct, a)
+			lo := int32(0)
+			if a > 0 {
+				lo = o.directEnd[a-1]
+			}
+			for _, x := range o.direct[lo:o.directEnd[a]] {
+				if mark[x] >= 0 {
+					mark[x] = r + 1
+				}
+			}
+		}
+		slices.Reverse(earlier[from:])
+		slices.Reverse(o.direct[dfrom:])
+		degree[r] += int32(len(earlier) - from)
+		o.directEnd = append(o.directEnd, int32(len(o.direct)))
+		earlierEnd = append(earlierEnd, int32(len(earlier)))
+		active = append(active, r)
+	}
+	// The conflicts of each, in one array: those started before it, then
+	// those started after it, in the order they started.
+	all := make([]int32, 2*len(earlier))
+	at := 0
+	for r, d := range degree {
+		m := o.byStart[r]
+		o.conflicts[m] = all[at : at : at+int(d)]
+		at += int(d)
+	}
+	prev := int32(0)
+	for r, m := range o.byStart {
+		for _, a := range earlier[prev:earlierEnd[r]] {
+			o.conflicts[m] = append(o.conflicts[m], o.byStart[a])
+			o.conflicts[o.byStart[a]] = append(o.conflicts[o.byStart[a]], m)
+		}
+		prev = earlierEnd[r]
+	}
+	return o
+}
+
+// grow returns s with room for n more, doubling its capacity when it
+// needs more.
+func grow(s []int32, n int) []int32 {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(n, len(s)))
+}
