@@ -133,25 +133,34 @@ func (ls loopSession) read(b *dag.Buffer) []byte {
 	return data
 }
 
-// TestWhileGPU: a while halves x until it is at most t, eagerly and
-// replayed; the result is what the loop computes on the host.
-func TestWhileGPU(t *testing.T) {
+// halvingLoop opens a session of one while named name, max iterations at
+// most, whose body halves x[0] and clears the flag once x[0] is at most
+// t; the body runs on a stream of its own.
+func halvingLoop(t *testing.T, name string, threshold float64, most int64) (ls loopSession, loop *dag.Op, x, flag *dag.Buffer) {
 	b := gpuBackend(t)
 	g := dag.New()
-	x := g.Buffer("x", 4)
-	flag := g.Buffer("flag", 4, dag.Of(dag.I32))
+	x = g.Buffer("x", 4)
+	flag = g.Buffer("flag", 4, dag.Of(dag.I32))
 	g.Kernel(halveKernel)
 	var halve *dag.Op
-	loop := g.While(flag.All(), func(body *dag.Builder) {
-		halve = body.Launch(halveKernel, dag.Grid1(1), dag.Threads(1), x, flag, 0.75).Named("halve")
-	}).Named("loop")
+	loop = g.While(flag.All(), func(body *dag.Builder) {
+		halve = body.Launch(halveKernel, dag.Grid1(1), dag.Threads(1), x, flag, threshold).Named("halve")
+	}).Named(name)
+	loop.Control.Max = most
 	graph, err := g.Build()
 	require.NoError(t, err)
-	ls := loopSession{openSession(t, b, graph), t}
-	defer ls.Close()
+	ls = loopSession{openSession(t, b, graph), t}
+	t.Cleanup(func() { ls.Close() })
 	ls.streams(1)
 	bs := ls.streams(1)
 	require.NoError(t, ls.SetBodies(loop, [][]device.Step{{{Kind: device.RunStep, Stream: bs, Op: halve}}}))
+	return ls, loop, x, flag
+}
+
+// TestWhileGPU: a while halves x until it is at most t, eagerly and
+// replayed; the result is what the loop computes on the host.
+func TestWhileGPU(t *testing.T) {
+	ls, loop, x, flag := halvingLoop(t, "loop", 0.75, 0)
 	for _, start := range []float32{1000, 0.5} {
 		reset := func() {
 			require.NoError(t, ls.Write(x, f32bytes(start)))
@@ -184,23 +193,7 @@ func TestWhileGPU(t *testing.T) {
 // TestWhileMaxGPU: a loop whose flag stays set stops at max and fails the
 // run naming the loop, eagerly and replayed; the next run is clean.
 func TestWhileMaxGPU(t *testing.T) {
-	b := gpuBackend(t)
-	g := dag.New()
-	x := g.Buffer("x", 4)
-	flag := g.Buffer("flag", 4, dag.Of(dag.I32))
-	g.Kernel(halveKernel)
-	var halve *dag.Op
-	loop := g.While(flag.All(), func(body *dag.Builder) {
-		halve = body.Launch(halveKernel, dag.Grid1(1), dag.Threads(1), x, flag, -1.0).Named("halve")
-	}).Named("forever")
-	loop.Control.Max = 5
-	graph, err := g.Build()
-	require.NoError(t, err)
-	ls := loopSession{openSession(t, b, graph), t}
-	defer ls.Close()
-	ls.streams(1)
-	bs := ls.streams(1)
-	require.NoError(t, ls.SetBodies(loop, [][]device.Step{{{Kind: device.RunStep, Stream: bs, Op: halve}}}))
+	ls, loop, x, flag := halvingLoop(t, "forever", -1, 5)
 	reset := func() {
 		require.NoError(t, ls.Write(x, f32bytes(64)))
 		require.NoError(t, ls.Write(flag, i32bytes(1)))
