@@ -42,41 +42,7 @@ done
 
 # compare_outputs A B prints "ok: ..." or "DIFF: ..." for the outputs of two
 # dagrun run --json reports (A on cuda, B on cpu).
-compare_outputs() {
-	python3 - "$1" "$2" <<'PY'
-import json, sys
-def load(p):
-    # stdout holds the JSON report, perhaps among lines that host steps
-    # print (checksums); take the last object with outputs.
-    text, dec, found = open(p).read(), json.JSONDecoder(), {}
-    for i, c in enumerate(text):
-        if c == "{" and (i == 0 or text[i - 1] == "\n"):
-            try:
-                doc, _ = dec.raw_decode(text[i:])
-            except ValueError:
-                continue
-            if isinstance(doc, dict) and "outputs" in doc:
-                found = doc
-    return found
-a, b = load(sys.argv[1]), load(sys.argv[2])
-oa = {o["buffer"]: o for o in a.get("outputs", [])}
-ob = {o["buffer"]: o for o in b.get("outputs", [])}
-exact = close = 0
-bad = []
-for name in sorted(set(oa) | set(ob)):
-    x, y = oa.get(name), ob.get(name)
-    if x is None or y is None:
-        bad.append(name + " missing"); continue
-    if x["fnv"] == y["fnv"]:
-        exact += 1; continue
-    sx, sy = float(x["sum"]), float(y["sum"])
-    if x["dtype"] in ("f32", "f64") and abs(sx - sy) <= 1e-5 * max(1.0, abs(sx), abs(sy)):
-        close += 1; continue
-    bad.append("%s sum %s vs %s" % (name, x["sum"], y["sum"]))
-print(("ok" if not bad else "DIFF") + ": %d outputs equal bit for bit, %d within 1e-5 (cuda backend %s, wall %.2f ms vs cpu %.2f ms)%s" % (
-    exact, close, a.get("backend"), a.get("wall_ns", 0) / 1e6, b.get("wall_ns", 0) / 1e6, ("; " + "; ".join(bad)) if bad else ""))
-PY
-}
+compare_outputs() { python3 scripts/gpu/outputs.py "$1" "$2"; }
 
 # Examples: cuda against cpu, output by output (checksums from --json).
 if [ -x .gpu/dagrun ]; then

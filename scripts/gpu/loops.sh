@@ -34,34 +34,6 @@ print("K=%s per iteration, us: dagrun while %.2f; raw WHILE node %.2f (ratio %.3
 PY
 done
 
-# same_outputs A B: the outputs of two --json reports are equal (floats
-# within 1e-5, since kernels may round differently from the cpu backend).
-same_outputs() {
-	python3 - "$1" "$2" <<'PY'
-import json, sys
-def load(p):
-    text, dec, found = open(p).read(), json.JSONDecoder(), {}
-    for i, c in enumerate(text):
-        if c == "{" and (i == 0 or text[i - 1] == "\n"):
-            try:
-                doc, _ = dec.raw_decode(text[i:])
-            except ValueError:
-                continue
-            if isinstance(doc, dict) and "outputs" in doc:
-                found = doc
-    return {o["buffer"]: o for o in found.get("outputs", [])}
-a, b = load(sys.argv[1]), load(sys.argv[2])
-ok = bool(a) and set(a) == set(b)
-for n in a:
-    if not ok:
-        break
-    x, y = a[n], b.get(n)
-    if x["fnv"] != y["fnv"] and not (x["dtype"] in ("f32", "f64") and abs(float(x["sum"]) - float(y["sum"])) <= 1e-5 * max(1.0, abs(float(y["sum"])))):
-        ok = False
-sys.exit(0 if ok else 1)
-PY
-}
-
 for spec in "$examples"/*.yaml; do
 	grep -qE '^\s*- *(while|if):|^\s*-? *\{ *(while|if):' "$spec" || continue
 	ex=$(basename "$spec" .yaml)
@@ -71,7 +43,7 @@ for spec in "$examples"/*.yaml; do
 		[ $mode = graph ] && flags=(--graph) repeat=(--repeat 20)
 		.gpu/dagrun run "$spec" --backend cpu "${repeat[@]}" --json >"$out/$ex-cpu-$mode.json" 2>"$out/$ex-cpu.err" || { echo "$ex: cpu FAIL"; fail=1; continue; }
 		if .gpu/dagrun run "$spec" --backend cuda "${flags[@]}" "${repeat[@]}" --json >"$out/$ex-$mode.json" 2>"$out/$ex-$mode.err" &&
-			same_outputs "$out/$ex-$mode.json" "$out/$ex-cpu-$mode.json"; then
+			python3 scripts/gpu/outputs.py "$out/$ex-$mode.json" "$out/$ex-cpu-$mode.json" >/dev/null; then
 			echo "$ex $mode: ok, equal to cpu"
 		else
 			echo "$ex $mode: FAIL ($(head -c 300 "$out/$ex-$mode.err"))"
