@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -206,4 +207,44 @@ func BenchmarkGraphBuild(b *testing.B) {
 	b.ReportMetric(us(te), "raw-explicit-us/node")
 	b.ReportMetric(us(td), "capture-us/node")
 	b.ReportMetric(float64(median(ti).Microseconds())/1e3, "instantiate-ms")
+}
+
+// BenchmarkReplayBranches replays 8 independent chains of short kernels
+// planned for replay on 1, 2, 4 and 8 streams, beside the planner's
+// estimate of each plan: how much a graph's branches cost next to the
+// concurrency they buy, which the planner's replay model must weigh when it
+// spreads small kernels over streams.
+func BenchmarkReplayBranches(b *testing.B) {
+	be := gpuBackend(b)
+	ctx := context.Background()
+	for _, us := range []float64{1, 5, 20} {
+		for _, length := range []int{1, 4} {
+			g := chains(8, length, dag.Spin, us, false)
+			for _, streams := range []int{1, 2, 4, 8} {
+				p, err := planner.New(g, planner.Options{Streams: streams, Mode: planner.Replay})
+				require.NoError(b, err)
+				b.Run(fmt.Sprintf("us=%g/length=%d/streams=%d", us, length, streams), func(b *testing.B) {
+					s, err := executor.Open(ctx, be, p)
+					require.NoError(b, err)
+					defer s.Close()
+					graph, err := s.Capture(ctx)
+					require.NoError(b, err)
+					defer graph.Close()
+					for range 3 {
+						require.NoError(b, graph.Run(ctx))
+					}
+					start := time.Now()
+					for range b.N {
+						if err := graph.Launch(ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+					require.NoError(b, graph.Sync(ctx))
+					b.ReportMetric(float64(time.Since(start).Nanoseconds())/1e3/float64(b.N), "us/replay")
+					b.ReportMetric(float64(p.Stats.Makespan.Nanoseconds())/1e3, "est_us")
+					b.ReportMetric(float64(p.Stats.Waits), "waits")
+				})
+			}
+		}
+	}
 }

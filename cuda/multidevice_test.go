@@ -829,6 +829,27 @@ func BenchmarkSessionAllReduce(b *testing.B) {
 			}))
 			report(b, start)
 		})
+		raws := make([]*rawCollGraph, 2)
+		requireAll(b, onRanks(2, func(r int) error {
+			se := ss[r]
+			s := &se.sub.streams[stream(r)]
+			v := se.hold.bufs[graphs[r].Buffers[0].ID].dptr
+			call := ncclCall{Kind: dag.AllReduce, Send: v, Recv: v, Count: size / 4, DType: dag.F32, Comm: se.colls.coll.comm, Stream: s.h}
+			var err error
+			if raws[r], err = se.colls.coll.nccl.rawAllReduceGraph(se.drv, s.dev.ctx, call, chain); err != nil {
+				return err
+			}
+			return raws[r].replay(1) // warm
+		}))
+		b.Run(name+"/replay/raw", func(b *testing.B) {
+			b.ReportAllocs()
+			start := time.Now()
+			requireAll(b, onRanks(2, func(r int) error { return raws[r].replay(b.N) }))
+			report(b, start)
+		})
+		for _, r := range raws {
+			r.close()
+		}
 		closeRanks(b, be, ss)
 	}
 }
@@ -861,13 +882,14 @@ func BenchmarkTwoDevicePipelineReplay(b *testing.B) {
 	report := func(b *testing.B, start time.Time) {
 		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "us/replay")
 	}
-	// The planner's plan (independent kernels on several streams), and one
-	// compute stream per device, the shape of the raw graph.
+	// The planner's plan for a replay, as `dagrun run --graph` makes it
+	// (it weighs a replay's branches against their overlap), and plans
+	// held to one and two compute streams per device.
 	for _, v := range []struct {
 		name    string
 		streams int
-	}{{"graph", 0}, {"onestream", 1}} {
-		plan, err := planner.New(graph, planner.Options{Topology: topo, Streams: v.streams})
+	}{{"graph", 0}, {"onestream", 1}, {"twostreams", 2}} {
+		plan, err := planner.New(graph, planner.Options{Topology: topo, Streams: v.streams, Mode: planner.Replay})
 		require.NoError(b, err)
 		se := openSession(b, be, graph)
 		require.NoError(b, runPlan(b.Context(), se, plan, true))

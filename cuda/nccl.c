@@ -68,6 +68,13 @@ static ncclResult_t dr_nccl_issue(dr_nccl* n, const dr_nccl_call* c) {
 
 ncclResult_t dr_nccl_group(dr_nccl* n, const dr_nccl_call* calls, int ncalls, int* failed) {
 	*failed = -1;
+	if (ncalls == 1) {
+		ncclResult_t r = dr_nccl_issue(n, &calls[0]);
+		if (r != DR_NCCL_SUCCESS) {
+			*failed = 0;
+		}
+		return r;
+	}
 	ncclResult_t r = n->ncclGroupStart();
 	if (r != DR_NCCL_SUCCESS) {
 		return r;

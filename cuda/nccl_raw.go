@@ -62,7 +62,10 @@ static CUresult p_raw_staged_copies(dr_api* a, CUcontext c, CUstream s, CUcontex
 */
 import "C"
 
-import "unsafe"
+import (
+	"errors"
+	"unsafe"
+)
 
 // Names of the driver's handle types for the package's tests, which cannot
 // name C types themselves.
@@ -84,6 +87,51 @@ func (n *ncclLib) rawAllReduce(calls []ncclCall, iters int) error {
 	defer C.free(unsafe.Pointer(cc))
 	return n.check("ncclAllReduce", C.dr_nccl_raw_all_reduce(n.lib, cc, C.int(len(calls)), C.int(iters)))
 }
+
+// rawCollGraph is a graph captured by hand for a floor: graphs of NCCL's
+// kernels need not run as fast as its eager calls.
+type rawCollGraph struct {
+	d *driver
+	c C.CUcontext
+	s C.CUstream
+	e C.CUgraphExec
+}
+
+// rawAllReduceGraph captures call chain times on its stream of context c by
+// hand (begin, ncclAllReduce, end, instantiate), as the floor of replayed
+// collectives.
+func (n *ncclLib) rawAllReduceGraph(d *driver, c C.CUcontext, call ncclCall, chain int) (*rawCollGraph, error) {
+	s := C.CUstream(call.Stream)
+	if err := d.check("cuStreamBeginCapture_v2", C.dr_capture_begin(d.api, c, s)); err != nil {
+		return nil, err
+	}
+	capErr := n.rawAllReduce([]ncclCall{call}, chain)
+	var g C.CUgraph
+	if err := d.check("cuStreamEndCapture", C.dr_capture_end(d.api, c, s, &g)); err != nil || capErr != nil {
+		if g != nil {
+			C.dr_graph_destroy(d.api, c, g)
+		}
+		return nil, errors.Join(capErr, err)
+	}
+	defer C.dr_graph_destroy(d.api, c, g)
+	r := &rawCollGraph{d: d, c: c, s: s}
+	if err := d.check("cuGraphInstantiate", C.dr_graph_instantiate(d.api, c, &r.e, g, s)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// replay launches the graph n times and synchronises its stream.
+func (r *rawCollGraph) replay(n int) error {
+	for range n {
+		if err := r.d.check("cuGraphLaunch", C.dr_graph_launch(r.d.api, r.c, r.e, r.s)); err != nil {
+			return err
+		}
+	}
+	return r.d.streamSync(r.c, r.s)
+}
+
+func (r *rawCollGraph) close() { C.dr_graph_exec_destroy(r.d.api, r.c, r.e) }
 
 // peerCopy copies bytes from src to dst on stream s of context c, as the
 // backend's peer copies do (cuMemcpyAsync on unified addresses).

@@ -35,6 +35,11 @@ type Overheads struct {
 	Wait            time.Duration // eager: host time to submit one stream wait
 	CrossDeviceWait time.Duration // eager: added to Wait when the event is recorded on another device
 	ReplayOp        time.Duration // replay: time the graph launch takes per op before the op can start
+	// ReplayBranch is how much later each further stream of a device
+	// starts its first op in a graph replay than the one before: a graph's
+	// concurrent branches are set going one after another, so spreading
+	// short ops over many streams can lose more than it overlaps.
+	ReplayBranch time.Duration
 	// Start and ReplayStart are a run's fixed costs before its first step:
 	// the host's setup of an eager run, the launch of a replayed graph. They
 	// are learned by perf models (a run's measured makespan less the
@@ -47,8 +52,11 @@ type Overheads struct {
 // 3.2 us per op submitted eagerly (workloads A and E through dagrun: 3.17 and
 // 3.26 us), 0.42 us per event record and wait pair through dagrun (workload
 // D), split evenly, and 0.175 us per op node of a graph replay (workload E
-// replayed). Waits on another device's event have not been measured yet and
-// are charged as a wait on the same device.
+// replayed), and 1.5 us per further stream a replay starts on a device (8
+// chains of 1-20 us kernels replayed on 1, 2, 4 and 8 streams of an H200:
+// 1.4-1.5 us,
+// BenchmarkReplayBranches). Waits on another device's event have not been
+// measured yet and are charged as a wait on the same device.
 func DefaultOverheads() Overheads {
 	return Overheads{
 		Submit:          3200 * time.Nanosecond,
@@ -56,6 +64,7 @@ func DefaultOverheads() Overheads {
 		Wait:            210 * time.Nanosecond,
 		CrossDeviceWait: 0,
 		ReplayOp:        175 * time.Nanosecond,
+		ReplayBranch:    1500 * time.Nanosecond,
 	}
 }
 

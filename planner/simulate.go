@@ -24,7 +24,8 @@ type Schedule struct {
 // the event's record is reached; and the submitter issues the steps one
 // after another in submission order, paying m's overheads (OverheadsOf):
 // a run's fixed start, then for an eager run every op, record and wait,
-// for a replay every op. A loop or branch takes one pass of its body: the
+// for a replay every op, and each further stream of a device starts its
+// first op a ReplayBranch after the one before. A loop or branch takes one pass of its body: the
 // makespan of its body's plan (Plan.Bodies) simulated as a replay (on
 // CUDA a body is a graph's, in eager runs too), for a branch the longer
 // one. An op starts no sooner than it is issued. Ops that fill their device (fills.go)
@@ -95,6 +96,15 @@ func simulate(p *Plan, dur []int64, fill []bool, ov Overheads, mode Mode, start 
 	}
 	var smFree []int64 // per device: when its filling ops are done
 	streamTime := make([]int64, len(p.Streams))
+	// A replay sets each device's streams going one after another: a
+	// stream's first op starts no sooner than ReplayBranch after the
+	// previous stream's of its device.
+	var branch int64
+	var begun []bool
+	var branches []int64 // per device: streams begun so far
+	if mode == Replay && ov.ReplayBranch > 0 {
+		branch, begun = int64(ov.ReplayBranch), make([]bool, len(p.Streams))
+	}
 	eventTime := make([]int64, p.Events)
 	eventDev := make([]int32, p.Events)
 	for _, st := range p.Steps {
@@ -114,6 +124,15 @@ func simulate(p *Plan, dur []int64, fill []bool, ov Overheads, mode Mode, start 
 				}
 			}
 			host = dag.AddSat(host, c)
+			if begun != nil && !begun[s] {
+				begun[s] = true
+				d := p.Streams[s].Device
+				if d >= len(branches) {
+					branches = append(branches, make([]int64, d+1-len(branches))...)
+				}
+				streamTime[s] = max(streamTime[s], satMul(branch, branches[d]))
+				branches[d]++
+			}
 			t := max(streamTime[s], host)
 			var filling bool
 			if fill != nil {

@@ -218,3 +218,57 @@ func TestStrategyAndModeNames(t *testing.T) {
 	_, err = planner.New(g, planner.Options{Mode: 7})
 	assert.ErrorContains(t, err, "unknown run mode 7")
 }
+
+// spinChains is width independent chains of length spin kernels of us
+// microseconds each.
+func spinChains(t *testing.T, width, length int, us float64) *dag.Graph {
+	t.Helper()
+	b := dag.New()
+	prev := make([]*dag.Op, width)
+	for range length {
+		for c := range prev {
+			o := b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), us)
+			if prev[c] != nil {
+				o.After(prev[c])
+			}
+			prev[c] = o
+		}
+	}
+	g, err := b.Build()
+	require.NoError(t, err)
+	return g
+}
+
+// A replay starts a device's streams one after another (ReplayBranch), so
+// a replay's plan spreads short kernels over fewer streams than an eager
+// one, and long ones over all of them.
+func TestReplayPlansWeighBranches(t *testing.T) {
+	for _, tc := range []struct {
+		us            float64
+		length        int
+		replayStreams int // at most
+	}{
+		{us: 1, length: 1, replayStreams: 4},
+		{us: 20, length: 4, replayStreams: 8},
+	} {
+		g := spinChains(t, 8, tc.length, tc.us)
+		eager, err := planner.New(g, planner.Options{Streams: 8})
+		require.NoError(t, err)
+		replay, err := planner.New(g, planner.Options{Streams: 8, Mode: planner.Replay})
+		require.NoError(t, err)
+		require.NoError(t, planner.Verify(replay))
+		assert.Equal(t, 8, eager.Stats.Streams, "us=%g length=%d: eager", tc.us, tc.length)
+		assert.LessOrEqual(t, replay.Stats.Streams, tc.replayStreams, "us=%g length=%d: replay", tc.us, tc.length)
+		if tc.us >= 20 {
+			assert.Equal(t, 8, replay.Stats.Streams, "long kernels keep every stream")
+		}
+	}
+	// The stagger itself: two streams of one device, the second starts
+	// its first op a ReplayBranch after the replay's start.
+	g := spinChains(t, 2, 1, 10)
+	p, err := planner.New(g, planner.Options{Streams: 2})
+	require.NoError(t, err)
+	require.Equal(t, 2, p.Stats.Streams)
+	s := planner.Simulate(p, nil, planner.Replay)
+	assert.Equal(t, planner.DefaultOverheads().ReplayBranch, max(s.Start[0], s.Start[1]))
+}
