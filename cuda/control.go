@@ -78,6 +78,9 @@ type controller struct {
 	// into its own graph.
 	bodyStreams map[int]bool
 	building    int // eager graphs being captured now (nested bodies)
+	// loops tells CUPTI's spans which loop each body op runs in, so that
+	// a body op has a span per iteration (iterations.go).
+	loops *loopIndex
 }
 
 // control is what the session keeps for one control op.
@@ -160,6 +163,7 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 	}
 	if ct.controls == nil {
 		ct.controls, ct.bodyStreams = map[int]*control{}, map[int]bool{}
+		ct.loops = newLoopIndex(se.g)
 	}
 	if old := ct.controls[opSlot(op)]; old != nil {
 		ct.release(old, func(error) {})
@@ -349,12 +353,13 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 	if err := se.drv.check("cuGraphAddNode", C.dr_cond_node(api, ctx, cs, h, typ, size, &bodies[0])); err != nil {
 		return err
 	}
-	// Timing events and CUPTI's per-op records have no place inside a
-	// body: the control op is timed as a whole.
-	timing, cupti := se.tim.timing, se.tim.cupti
-	se.tim.timing, se.tim.cupti = false, nil
+	// Timing events have no place inside a body; CUPTI names the body's
+	// nodes by their ops (runTraced pushes each), and its records of the
+	// loop's own kernels bound the iterations (iterations.go).
+	timing := se.tim.timing
+	se.tim.timing = false
 	ct.building++
-	defer func() { se.tim.timing, se.tim.cupti = timing, cupti; ct.building-- }()
+	defer func() { se.tim.timing = timing; ct.building-- }()
 	for i, steps := range c.bodies {
 		if len(steps) == 0 {
 			continue // a branch that does nothing: its body graph stays empty

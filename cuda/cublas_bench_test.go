@@ -34,6 +34,14 @@ func BenchmarkGemm(b *testing.B) {
 		{"256x256x256-bf16", dag.BF16, dag.GemmShape{M: 256, N: 256, K: 256}},
 		{"64x64x64-f32", dag.F32, dag.GemmShape{M: 64, N: 64, K: 64}},
 		{"1024x1024x1024-f32", dag.F32, dag.GemmShape{M: 1024, N: 1024, K: 1024}},
+		// 16 to 4096 in each dimension: cubes, and one small dimension
+		// beside two large ones.
+		{"16x16x16-bf16", dag.BF16, dag.GemmShape{M: 16, N: 16, K: 16}},
+		{"128x128x128-bf16", dag.BF16, dag.GemmShape{M: 128, N: 128, K: 128}},
+		{"4096x4096x4096-bf16", dag.BF16, dag.GemmShape{M: 4096, N: 4096, K: 4096}},
+		{"16x4096x4096-bf16", dag.BF16, dag.GemmShape{M: 16, N: 4096, K: 4096}},
+		{"4096x16x4096-bf16", dag.BF16, dag.GemmShape{M: 4096, N: 16, K: 4096}},
+		{"4096x4096x16-bf16", dag.BF16, dag.GemmShape{M: 4096, N: 4096, K: 16}},
 	}
 	for _, c := range cases {
 		g := gemmGraph(b, gemmCase{dt: c.dt, shape: c.shape})

@@ -72,7 +72,7 @@ func (tm *timer) Spans(f func(op, stream int, start, end time.Duration)) error {
 		if c.whole {
 			return errors.Join(tm.eventSpans(f), c.dropReplays())
 		}
-		return tm.cupti.takeSpans(func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
+		return tm.cupti.takeSpans(tm.se.ctl.loops, func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
 	}
 	return tm.eventSpans(f)
 }
@@ -202,6 +202,12 @@ type cuptiTiming struct {
 	eager []extent
 	table []extent
 	byKey []replayExtent
+	// loops is the session's loop index, as takeSpans was given it;
+	// bounds and inBodies are spans' scratch: the records of loops, and
+	// the records of body ops.
+	loops    *loopIndex
+	bounds   []activityRecord
+	inBodies []iterExtent
 }
 
 // cuptiOp is an op traced since the last Spans; expect says its work has
@@ -357,7 +363,11 @@ func (c *cuptiTiming) runTraced(se *Session, s *stream, si int, st *opState, op 
 	}
 	err := c.tr.tracedCall(opSlot(op), func() error { return se.sub.run(s, st) })
 	expect := st.act.hasRecords()
-	if se.capt.capture != nil {
+	if se.ctl.building > 0 {
+		// A body op: its records come once per iteration or taken
+		// branch, so none are awaited.
+		expect = false
+	} else if se.capt.capture != nil {
 		if st.act == actCopyViaHost {
 			se.capt.capture.records += se.stage.viaHostCopies(st)
 		} else if expect {
@@ -412,7 +422,7 @@ func (tm *timer) ReplaySpans(f func(replay, op, stream int, start, end time.Dura
 		c.reset()
 		return errors.Join(err, ferr)
 	}
-	return tm.cupti.takeSpans(f)
+	return tm.cupti.takeSpans(tm.se.ctl.loops, f)
 }
 
 // dropReplays reads and drops the graph-launch records of replays since the
@@ -533,8 +543,10 @@ func (c *cuptiTiming) wholeSpans(recs []activityRecord, f func(replay, op, strea
 }
 
 // takeSpans flushes CUPTI and calls f once per op and replay with device
-// work since the last call (see spans).
-func (c *cuptiTiming) takeSpans(f func(replay, op, stream int, start, end time.Duration)) error {
+// work since the last call, and once per iteration for the ops of loops'
+// bodies (see spans); loops indexes the session's graph (nil: no bodies).
+func (c *cuptiTiming) takeSpans(loops *loopIndex, f func(replay, op, stream int, start, end time.Duration)) error {
+	c.loops = loops
 	recs, err := c.collect()
 	c.spans(recs, max(8*len(recs), 1<<16), f)
 	c.reset()
@@ -567,6 +579,7 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 	c.unnamed, c.unmarked = 0, 0
 	lo, hi := int64(-1), int64(-1) // the replays seen
 	kept := recs[:0]
+	c.bounds, c.inBodies = c.bounds[:0], c.inBodies[:0]
 	for _, r := range recs {
 		_, ok := c.streamOf(r.Op)
 		if !ok || r.Kind == activityMemoryPool || r.Start == 0 || r.End < r.Start || r.Start < origin {
@@ -574,6 +587,15 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 				c.unnamed++
 			}
 			continue
+		}
+		if li := c.loops; li != nil && int(r.Op) < len(li.of) {
+			if li.bounds[r.Op] && r.Kind == activityKernel {
+				c.bounds = append(c.bounds, r)
+			}
+			if l := li.of[r.Op]; l != notInBody {
+				c.inBodies = append(c.inBodies, iterExtent{replay: r.Replay, op: int(r.Op), loop: l, extent: extent{r.Start, r.End}})
+				continue
+			}
 		}
 		if r.Replay < 0 {
 			if r.GraphNodeID != 0 {
@@ -597,6 +619,7 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 			f(-1, o.op, o.stream, time.Duration(e.start-origin), time.Duration(e.end-origin))
 		}
 	}
+	c.iterationSpans(origin, f)
 	if len(kept) == 0 {
 		return
 	}

@@ -13,7 +13,7 @@ examples=.gpu/examples
 fail=0
 
 (cd cuda && ../.gpu/cuda.test -test.v -test.timeout 120s \
-	-test.run 'TestConditionalProbe|TestWhileGPU|TestWhileMaxGPU|TestIfElseAndNestingGPU|TestRandomLoopsGPU') >"$out/tests.log" 2>&1 || fail=1
+	-test.run 'TestConditionalProbe|TestWhileGPU|TestWhileMaxGPU|TestIfElseAndNestingGPU|TestRandomLoopsGPU|TestLoopIterationSpansGPU') >"$out/tests.log" 2>&1 || fail=1
 echo "tests: $(grep -c '^--- PASS' "$out/tests.log") passed, $(grep -c '^--- FAIL' "$out/tests.log") failed, $(grep -c '^--- SKIP' "$out/tests.log") skipped"
 grep -E 'FAIL|Error|WRONG' "$out/tests.log" | head -n 20
 (cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench 'BenchmarkWhileGPU' -test.benchtime 5x -test.timeout 120s) >"$out/bench.log" 2>&1 || fail=1
@@ -51,4 +51,18 @@ for spec in "$examples"/*.yaml; do
 		fi
 	done
 done
+
+# Traces: on cuda (CUPTI), the summary counts a loop's iterations as the
+# cpu backend's does, eager and replayed.
+if [ -f "$examples/jacobi.yaml" ]; then
+	for mode in "" "--graph --repeat 3"; do
+		# shellcheck disable=SC2086
+		.gpu/dagrun run "$examples/jacobi.yaml" --backend cuda $mode --trace "$out/jacobi-trace.json" >"$out/jacobi-trace.txt" 2>&1
+		if grep -qE '^refine +[0-9]+ +50$' "$out/jacobi-trace.txt"; then
+			echo "jacobi trace ${mode:-eager}: ok, 50 iterations in the summary"
+		else
+			echo "jacobi trace ${mode:-eager}: FAIL"; grep -A3 -E '^loop|rror' "$out/jacobi-trace.txt" | head -n 8; fail=1
+		fi
+	done
+fi
 exit $fail

@@ -1,0 +1,106 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/dagtest"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// TestLoopIterationSpansGPU: under CUPTI, every body op with device work
+// has one span per time it ran (per iteration of each loop around it),
+// in eager runs and in each of several replays launched back to back: an
+// outer loop of 2 iterations around a kernel, a fill, an inner loop of 3
+// and the counters' copies.
+func TestLoopIterationSpansGPU(t *testing.T) {
+	be := gpuBackend(t)
+	b := dag.New()
+	x := b.Buffer("x", 64, dag.Value(1))
+	outer := dagtest.NewCounter(b, "outer", 2)
+	inner := dagtest.NewCounter(b, "inner", 3)
+	outer.Arm(b)
+	b.While(outer.Flag.All(), func(ob *dag.Builder) {
+		ob.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 8.0).Named("in_outer")
+		inner.Arm(ob)
+		ob.While(inner.Flag.All(), func(ib *dag.Builder) {
+			ib.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 0.5).Named("in_inner")
+			inner.Step(ib)
+		}).Named("inner_loop").Control.Max = 10
+		outer.Step(ob)
+	}).Named("outer_loop").Control.Max = 10
+	g, err := b.Build()
+	require.NoError(t, err)
+	// How many times each body op runs in one run of the graph.
+	runs := map[int]int{}
+	var count func(ops []*dag.Op, times int)
+	count = func(ops []*dag.Op, times int) {
+		for _, op := range ops {
+			if op.Index >= len(g.Ops) {
+				runs[op.Index] = times
+			}
+			switch op.Name {
+			case "outer_loop":
+				count(op.Control.Body.Ops, times*2)
+			case "inner_loop":
+				count(op.Control.Body.Ops, times*3)
+			}
+		}
+	}
+	count(g.Ops, 1)
+	require.Len(t, runs, len(g.Nested))
+	check := func(what string, spans []executor.Span) {
+		t.Helper()
+		got := map[int]int{}
+		for _, sp := range spans {
+			if sp.Op >= len(g.Ops) {
+				got[sp.Op]++
+			}
+			assert.LessOrEqual(t, sp.Start, sp.End, "%s: op %s", what, g.OpAt(sp.Op).Name)
+		}
+		for i, n := range runs {
+			assert.Equal(t, n, got[i], "%s: spans of %s", what, g.OpAt(i).Name)
+		}
+	}
+
+	p, err := planner.New(g, planner.Options{Streams: 2})
+	require.NoError(t, err)
+	ctx := context.Background()
+	s, err := executor.Open(ctx, be, p, executor.WithTiming())
+	require.NoError(t, err)
+	defer s.Close()
+	if src, why, _ := s.TimingSource(); src != TimingCUPTI {
+		requireGPU(t, "timing by %s, not CUPTI: %s", src, why)
+	}
+	for run := range 2 {
+		require.NoError(t, s.Run(ctx))
+		check("eager run "+string(rune('1'+run)), s.Spans())
+	}
+	out, err := s.Read(x)
+	require.NoError(t, err)
+	assert.Equal(t, f32bytes(1), out[:4], "x times 8, then halved 3 times, in each iteration")
+
+	graph, err := s.Capture(ctx)
+	require.NoError(t, err)
+	defer graph.Close()
+	require.NoError(t, graph.Run(ctx))
+	_, err = graph.ReplaySpans()
+	require.NoError(t, err)
+	for range 3 {
+		require.NoError(t, graph.Launch(ctx))
+	}
+	require.NoError(t, graph.Sync(ctx))
+	reps, err := graph.ReplaySpans()
+	require.NoError(t, err)
+	require.Len(t, reps, 3)
+	for _, r := range reps {
+		check("replay "+string(rune('0'+r.Launch)), r.Spans)
+	}
+}

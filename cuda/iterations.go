@@ -1,0 +1,138 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Iterations under CUPTI. A loop's body runs inside a conditional node, so
+// its ops' records carry no iteration number; but a While's own kernels
+// do mark them: dr_cond_enter runs before the node and dr_cond_next at the
+// end of every iteration, after every op of the body (the body's streams
+// are joined into its entry stream before it). So the records of the loop
+// op itself, in start order, are the iterations' bounds: a body record
+// that starts after k of them belongs to iteration k.
+
+// loopIndex says, by op slot (opSlot), which loop each body op runs in
+// and which ops bound iterations.
+type loopIndex struct {
+	// of is the slot of the innermost While whose body holds the op, or
+	// notInBody, or inNoLoop for a body op of branches only (one span per
+	// run).
+	of []int32
+	// bounds marks the Whiles: their records bound their bodies'
+	// iterations. A While inside a loop is both a body op and a bound.
+	bounds []bool
+}
+
+const (
+	notInBody = -1
+	inNoLoop  = -2
+)
+
+// newLoopIndex indexes g's bodies; nil when g has none.
+func newLoopIndex(g *dag.Graph) *loopIndex {
+	if g == nil || len(g.Nested) == 0 {
+		return nil
+	}
+	n := len(g.Ops) + len(g.Nested)
+	li := &loopIndex{of: make([]int32, n), bounds: make([]bool, n)}
+	for i := range li.of {
+		li.of[i] = notInBody
+	}
+	var walk func(ops []*dag.Op, loop int32)
+	walk = func(ops []*dag.Op, loop int32) {
+		for _, op := range ops {
+			s := opSlot(op)
+			if s < 0 || s >= n {
+				continue
+			}
+			li.of[s] = loop
+			inner := loop
+			if inner == notInBody {
+				inner = inNoLoop
+			}
+			if op.Kind.Info().Body == dag.Loop {
+				li.bounds[s] = true
+				inner = int32(s)
+			}
+			for _, b := range op.Bodies() {
+				walk(b.Ops, inner)
+			}
+		}
+	}
+	walk(g.Ops, notInBody)
+	return li
+}
+
+// iterExtent is one record of a body op: its replay (-1: eager), op, the
+// loop it runs in (a slot, or inNoLoop), and its iteration once found.
+type iterExtent struct {
+	replay int64
+	op     int
+	loop   int32
+	iter   int
+	extent
+}
+
+// iterationSpans calls f once per body op, run (replay or eager) and
+// iteration with records among c.inBodies, from the iteration's first
+// record's start to its last one's end; the bounds of each loop's
+// iterations are its records among c.bounds.
+func (c *cuptiTiming) iterationSpans(origin uint64, f func(replay, op, stream int, start, end time.Duration)) {
+	if len(c.inBodies) == 0 {
+		return
+	}
+	// A loop's bounds: its own records, by run and start.
+	type bound struct {
+		replay int64
+		loop   int
+		start  uint64
+	}
+	bounds := make([]bound, 0, len(c.bounds))
+	for _, r := range c.bounds {
+		bounds = append(bounds, bound{r.Replay, int(r.Op), r.Start})
+	}
+	cmpBound := func(a, b bound) int {
+		if d := cmp.Compare(a.replay, b.replay); d != 0 {
+			return d
+		}
+		if d := cmp.Compare(a.loop, b.loop); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.start, b.start)
+	}
+	slices.SortFunc(bounds, cmpBound)
+	for i := range c.inBodies {
+		e := &c.inBodies[i]
+		if e.loop < 0 {
+			continue // no loop: one span per run
+		}
+		// Bounds of this loop in this run that start no later than e.
+		lo, _ := slices.BinarySearchFunc(bounds, bound{e.replay, int(e.loop), 0}, cmpBound)
+		hi, _ := slices.BinarySearchFunc(bounds, bound{e.replay, int(e.loop), e.start + 1}, cmpBound)
+		e.iter = hi - lo
+	}
+	slices.SortFunc(c.inBodies, func(a, b iterExtent) int {
+		if d := cmp.Compare(a.replay, b.replay); d != 0 {
+			return d
+		}
+		if d := cmp.Compare(a.op, b.op); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.iter, b.iter)
+	})
+	for i := 0; i < len(c.inBodies); {
+		k := c.inBodies[i]
+		e := k.extent
+		for i++; i < len(c.inBodies) && c.inBodies[i].replay == k.replay && c.inBodies[i].op == k.op && c.inBodies[i].iter == k.iter; i++ {
+			e.add(c.inBodies[i].start, c.inBodies[i].end)
+		}
+		f(int(k.replay), k.op, int(c.streams[k.op]), time.Duration(e.start-origin), time.Duration(e.end-origin))
+	}
+}

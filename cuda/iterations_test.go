@@ -1,0 +1,125 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/dagtest"
+)
+
+// The loop index names, for every body op, its innermost While, and marks
+// the Whiles, nested ones included; branch ops outside loops are apart.
+func TestLoopIndex(t *testing.T) {
+	b := dag.New()
+	x := b.Buffer("x", 64, dag.Value(1))
+	outer := dagtest.NewCounter(b, "outer", 2)
+	inner := dagtest.NewCounter(b, "inner", 3)
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0).Named("top")
+	outer.Arm(b)
+	b.While(outer.Flag.All(), func(ob *dag.Builder) {
+		ob.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0).Named("in_outer")
+		inner.Arm(ob)
+		ob.While(inner.Flag.All(), func(ib *dag.Builder) {
+			ib.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0).Named("in_inner")
+			inner.Step(ib)
+		}).Named("inner_loop")
+		outer.Step(ob)
+	}).Named("outer_loop")
+	b.If(outer.Flag.All(), func(then *dag.Builder) {
+		then.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0).Named("in_branch")
+	}, nil).Named("branch")
+	g, err := b.Build()
+	require.NoError(t, err)
+	li := newLoopIndex(g)
+	require.NotNil(t, li)
+	slot := map[string]int{}
+	g.Walk(func(op *dag.Op) { slot[op.Name] = opSlot(op) })
+	of := func(name string) int32 { return li.of[slot[name]] }
+	assert.Equal(t, int32(notInBody), of("top"))
+	assert.Equal(t, int32(notInBody), of("outer_loop"))
+	assert.Equal(t, int32(notInBody), of("branch"))
+	assert.Equal(t, int32(slot["outer_loop"]), of("in_outer"))
+	assert.Equal(t, int32(slot["outer_loop"]), of("inner_loop"))
+	assert.Equal(t, int32(slot["inner_loop"]), of("in_inner"))
+	assert.Equal(t, int32(inNoLoop), of("in_branch"))
+	for name, want := range map[string]bool{"outer_loop": true, "inner_loop": true, "branch": false, "top": false, "in_inner": false} {
+		assert.Equal(t, want, li.bounds[slot[name]], name)
+	}
+	plain := dag.New()
+	plain.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1))
+	pg, err := plain.Build()
+	require.NoError(t, err)
+	assert.Nil(t, newLoopIndex(pg), "no bodies, no index")
+}
+
+// A body op's records are split into iterations by the records of its
+// loop's own kernels (the enter kernel, then one per iteration), in
+// replays and eager runs alike; a branch's body op outside loops has one
+// span per run; the loop op keeps one span.
+func TestCUPTIIterationSpans(t *testing.T) {
+	const (
+		top, loop, a, bb, branchOp = 0, 1, 2, 3, 4
+	)
+	li := &loopIndex{of: []int32{notInBody, notInBody, loop, loop, inNoLoop}, bounds: []bool{false, true, false, false, false}}
+	k := func(replay, op int64, start, end uint64) activityRecord {
+		return activityRecord{Kind: activityKernel, Replay: replay, Op: op, Start: start, End: end, GraphNodeID: uint64(op + 1)}
+	}
+	var recs []activityRecord
+	for _, run := range []struct {
+		replay int64
+		at     uint64
+	}{{5, 100}, {6, 200}, {-1, 300}} {
+		t0 := run.at
+		recs = append(recs,
+			k(run.replay, top, t0, t0+1),
+			k(run.replay, loop, t0+2, t0+3), // enter
+			k(run.replay, a, t0+4, t0+6), k(run.replay, bb, t0+4, t0+7),
+			k(run.replay, loop, t0+8, t0+9), // end of iteration 1
+			k(run.replay, a, t0+10, t0+11), k(run.replay, a, t0+11, t0+13), k(run.replay, bb, t0+10, t0+12),
+			k(run.replay, loop, t0+14, t0+15), // end of iteration 2
+			k(run.replay, branchOp, t0+20, t0+21),
+		)
+	}
+	for i := range recs {
+		if recs[i].Replay < 0 {
+			recs[i].GraphNodeID = 0
+		}
+	}
+	type span struct {
+		replay, op int
+		start, end time.Duration
+	}
+	var want []span
+	for _, run := range []struct {
+		replay int
+		at     time.Duration
+	}{{5, 0}, {6, 100}, {-1, 200}} {
+		t0 := run.at
+		want = append(want,
+			span{run.replay, top, t0, t0 + 1},
+			span{run.replay, loop, t0 + 2, t0 + 15},
+			span{run.replay, a, t0 + 4, t0 + 6}, span{run.replay, a, t0 + 10, t0 + 13},
+			span{run.replay, bb, t0 + 4, t0 + 7}, span{run.replay, bb, t0 + 10, t0 + 12},
+			span{run.replay, branchOp, t0 + 20, t0 + 21},
+		)
+	}
+	for _, maxCells := range []int{1 << 10, 0} {
+		c := &cuptiTiming{origin: 100, loops: li, ops: []cuptiOp{{op: top}, {op: loop}}}
+		for op := range 5 {
+			c.setStream(op, 0)
+		}
+		var got []span
+		c.spans(slices.Clone(recs), maxCells, func(replay, op, stream int, start, end time.Duration) {
+			got = append(got, span{replay, op, start, end})
+		})
+		assert.ElementsMatch(t, want, got, "maxCells %d", maxCells)
+		assert.Zero(t, c.unnamed)
+	}
+}
