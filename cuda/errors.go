@@ -38,7 +38,6 @@ const (
 	codeInvalidValue = 1
 	codeOutOfMemory  = 2
 	codeNotFound     = 500
-	codeNotReady     = 600
 )
 
 // NVRTCError is a failed NVRTC call; Log holds the compiler's output.
