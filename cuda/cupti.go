@@ -576,17 +576,49 @@ func resolveRecordsCached(in []activityRecord, links []link, external *correlati
 					}
 					r.GraphNodeID = orig
 				}
-				if op, ok := nodeOps[r.GraphNodeID]; ok {
+				op, ok := nodeOps[r.GraphNodeID]
+				if !ok {
+					r.GraphNodeID, op, ok = bodyNode(replayed, clones, nodeOps)
+				}
+				if ok {
 					r.Op = op
 					if resolved != nil {
 						resolved[replayed] = resolvedNode{node: r.GraphNodeID, op: op}
 					}
+				} else {
+					r.GraphNodeID = replayed
 				}
 			}
 		}
 		recs = append(recs, r)
 	}
 	return recs
+}
+
+// graphPair marks the pairs of graph ids among the clones (a cloned graph
+// to its original: DR_CUPTI_GRAPH_PAIR in cupti.h).
+const graphPair = 1 << 63
+
+// bodyNode names a node of a conditional node's body as instantiated: the
+// driver clones body graphs whole, with a graph clone callback but none
+// per node, keeping each node's place in its graph. CUPTI's node ids are
+// the graph's id in the high 32 bits and the node's place in the low ones
+// (as the driver of 2026 makes them: TestCUPTIBodyRecordsGPU checks it),
+// so the original node is the same place in the original graph.
+func bodyNode(id uint64, clones map[uint64]uint64, nodeOps map[uint64]int64) (uint64, int64, bool) {
+	g := id >> 32
+	for range 8 { // graphs cloned from clones, bounded against a cycle
+		orig, ok := clones[graphPair|g]
+		if !ok {
+			break
+		}
+		g = orig &^ graphPair
+		node := g<<32 | id&0xffffffff
+		if op, ok := nodeOps[node]; ok {
+			return node, op, true
+		}
+	}
+	return id, 0, false
 }
 
 // dropped is the number of records CUPTI dropped for want of buffer space,

@@ -123,3 +123,20 @@ func TestCUPTIIterationSpans(t *testing.T) {
 		assert.Zero(t, c.unnamed)
 	}
 }
+
+// A record of a conditional body's node, as instantiated, is named by the
+// node at the same place in the body graph it was cloned from (a graph
+// clone, no node clone), through clones of clones too.
+func TestBodyNodeResolved(t *testing.T) {
+	clones := map[uint64]uint64{graphPair | 3: graphPair | 2, graphPair | 5: graphPair | 3, 1<<32 | 0: 0<<32 | 0}
+	nodeOps := map[uint64]int64{2<<32 | 3: 7, 2<<32 | 2: 8}
+	recs := []activityRecord{
+		{Kind: activityKernel, GraphNodeID: 3<<32 | 3, Start: 1, End: 2},
+		{Kind: activityKernel, GraphNodeID: 5<<32 | 2, Start: 1, End: 2},
+		{Kind: activityKernel, GraphNodeID: 3<<32 | 9, Start: 1, End: 2}, // no such node
+	}
+	got := resolveRecords(recs, newCorrelations(), clones, nodeOps)
+	require.Len(t, got, 3)
+	assert.Equal(t, []int64{7, 8, -1}, []int64{got[0].Op, got[1].Op, got[2].Op})
+	assert.Equal(t, uint64(3<<32|9), got[2].GraphNodeID, "an unnamed record keeps its node")
+}
