@@ -134,6 +134,14 @@ func TestCUPTIBodyRecordsGPU(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d records, %d of them the body op's (slot %d); loop slot %d; nodes named %d, clones %d", what, len(recs), named, opSlot(halve), opSlot(loop), len(ls.tim.cupti.tr.nodeOps), len(ls.tim.cupti.tr.clones))
+		if named != 3 {
+			for id, op := range ls.tim.cupti.tr.nodeOps {
+				t.Logf("%s: node %d (graph %d, place %d) named op %d", what, id, id>>32, id&0xffffffff, op)
+			}
+			for c, o := range ls.tim.cupti.tr.clones {
+				t.Logf("%s: clone %#x of %#x", what, c, o)
+			}
+		}
 		assert.Equal(t, 3, named, "%s: the body op's records", what)
 		ls.tim.cupti.reset()
 	}

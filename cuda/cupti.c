@@ -28,7 +28,6 @@ static const struct {
 	{CUSLOT(cuptiFinalize), "cuptiFinalize", 0},
 	{CUSLOT(cuptiActivityEnableDriverApi), "cuptiActivityEnableDriverApi", 1},
 	{CUSLOT(cuptiGetGraphNodeId), "cuptiGetGraphNodeId", 1},
-	{CUSLOT(cuptiGetGraphId), "cuptiGetGraphId", 0},
 	{CUSLOT(cuptiSubscribe), "cuptiSubscribe", 1},
 	{CUSLOT(cuptiUnsubscribe), "cuptiUnsubscribe", 1},
 	{CUSLOT(cuptiEnableCallback), "cuptiEnableCallback", 1},
@@ -76,7 +75,6 @@ static struct {
 	dr_cupti_result (*getNextRecord)(uint8_t*, size_t, void**);
 	dr_cupti_result (*getNumDropped)(CUcontext, uint32_t, size_t*);
 	dr_cupti_result (*getGraphNodeId)(CUgraphNode, uint64_t*);
-	dr_cupti_result (*getGraphId)(CUgraph, uint32_t*);
 	size_t bufsize;
 	dr_cupti_rec* recs;
 	size_t n, cap;
@@ -417,34 +415,6 @@ static void node_created(const void* cbdata) {
 	pthread_mutex_unlock(&sink.mu);
 }
 
-// graph_cloned records which graph a cloned graph came from, among the
-// clones' pairs, marked by DR_CUPTI_GRAPH_PAIR on both ids.
-static void graph_cloned(const void* cbdata) {
-	void* desc;
-	memcpy(&desc, (const char*)cbdata + DR_CUPTI_RESOURCEDATA_DESCRIPTOR, sizeof desc);
-	if (desc == NULL) {
-		return;
-	}
-	CUgraph graph, orig;
-	memcpy(&graph, (const char*)desc + DR_CUPTI_GRAPHDATA_GRAPH, sizeof graph);
-	memcpy(&orig, (const char*)desc + DR_CUPTI_GRAPHDATA_ORIGINAL_GRAPH, sizeof orig);
-	pthread_mutex_lock(&sink.mu);
-	int active = sink.owner != NULL;
-	dr_cupti_result (*graphId)(CUgraph, uint32_t*) = sink.getGraphId;
-	pthread_mutex_unlock(&sink.mu);
-	uint32_t ids[2];
-	if (!active || graphId == NULL || graph == NULL || orig == NULL || graphId(graph, &ids[0]) != DR_CUPTI_SUCCESS ||
-	    graphId(orig, &ids[1]) != DR_CUPTI_SUCCESS) {
-		return;
-	}
-	pthread_mutex_lock(&sink.mu);
-	if (!append_pair(&sink.clones, &sink.nclones, &sink.capclones, DR_CUPTI_GRAPH_PAIR | ids[0], DR_CUPTI_GRAPH_PAIR | ids[1])) {
-		sink.lost++;
-		sink.stats.lost++;
-	}
-	pthread_mutex_unlock(&sink.mu);
-}
-
 // node_cloned records which node an instantiated graph's node was cloned
 // from: CUPTI calls it on the instantiating thread. It also dispatches the
 // driver API callbacks to launch_entered: CUPTI allows one subscriber.
@@ -456,10 +426,6 @@ static void node_cloned(void* userdata, int domain, uint32_t cbid, const void* c
 	}
 	if (domain == DR_CUPTI_CB_DOMAIN_RESOURCE && cbid == DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && cbdata != NULL) {
 		node_created(cbdata);
-		return;
-	}
-	if (domain == DR_CUPTI_CB_DOMAIN_RESOURCE && cbid == DR_CUPTI_CBID_RESOURCE_GRAPH_CLONED && cbdata != NULL) {
-		graph_cloned(cbdata);
 		return;
 	}
 	if (domain != DR_CUPTI_CB_DOMAIN_RESOURCE || cbid != DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || cbdata == NULL) {
@@ -513,7 +479,6 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 	sink.getNextRecord = c->cuptiActivityGetNextRecord;
 	sink.getNumDropped = c->cuptiActivityGetNumDroppedRecords;
 	sink.getGraphNodeId = c->cuptiGetGraphNodeId;
-	sink.getGraphId = c->cuptiGetGraphId;
 	sink.bufsize = bufsize;
 	sink.n = 0;
 	sink.dropped = sink.lost = 0;
@@ -578,10 +543,6 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 			r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
 			if (r == DR_CUPTI_SUCCESS) {
 				r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
-			}
-			if (r == DR_CUPTI_SUCCESS && c->cuptiGetGraphId != NULL) {
-				// Optional: without it, body ops of conditional nodes go unnamed.
-				c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_RESOURCE, DR_CUPTI_CBID_RESOURCE_GRAPH_CLONED);
 			}
 			for (int i = 0; r == DR_CUPTI_SUCCESS && i < ncbids; i++) {
 				r = c->cuptiEnableCallback(1, sink.subscriber, DR_CUPTI_CB_DOMAIN_DRIVER_API, sink.cbids[i]);

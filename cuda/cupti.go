@@ -215,6 +215,9 @@ type activityTracer struct {
 	// clones maps an instantiated graph node's id to the id of the node it
 	// was cloned from, for every instantiation since the tracer started.
 	clones map[uint64]uint64
+	// places is, by graph id, how many node places its clones above
+	// showed: where a conditional body's nodes start in it (bodyNode).
+	places map[uint64]uint64
 	// nodeOps maps a captured graph node's id to the op pushed while it was
 	// made (a stream capture of the op's submission): how a replay's records
 	// name ops.
@@ -270,7 +273,7 @@ func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer,
 	if lib == nil {
 		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
 	}
-	t := &activityTracer{lib: lib, external: newCorrelations(), clones: map[uint64]uint64{}, nodeOps: map[uint64]int64{},
+	t := &activityTracer{lib: lib, external: newCorrelations(), clones: map[uint64]uint64{}, places: map[uint64]uint64{}, nodeOps: map[uint64]int64{},
 		resolved: map[uint64]resolvedNode{}, graphLevel: graphLevel}
 	p, msg := loadFirst(candidates, func(path string, why **C.char) C.int {
 		return withCString(path, func(cp *C.char) C.int { return C.dr_cupti_load(lib, cp, why) })
@@ -450,7 +453,9 @@ func (t *activityTracer) take(force bool) error {
 	if nclones > 0 {
 		pairs := unsafe.Slice(clones, 2*int(nclones))
 		for i := 0; i < len(pairs); i += 2 {
-			t.clones[uint64(pairs[i])] = uint64(pairs[i+1])
+			c := uint64(pairs[i])
+			t.clones[c] = uint64(pairs[i+1])
+			t.places[c>>32] = max(t.places[c>>32], c&0xffffffff+1)
 		}
 	}
 	t.droppedRecs += uint64(dropped)
@@ -484,7 +489,7 @@ func (t *activityTracer) take(force bool) error {
 // resolvePending names the records taken since the last call and empties
 // the pending lists. The records returned are valid until the next take.
 func (t *activityTracer) resolvePending() []activityRecord {
-	recs := resolveRecordsCached(t.recs, t.linkBuf, t.external, t.clones, t.nodeOps, t.resolved)
+	recs := resolveRecordsCached(t.recs, t.linkBuf, t.external, t.clones, t.places, t.nodeOps, t.resolved)
 	t.recs, t.linkBuf = t.recs[:0], t.linkBuf[:0]
 	return recs
 }
@@ -503,7 +508,11 @@ func (t *activityTracer) resolvePending() []activityRecord {
 // launches by the same correlation ids (resolveRecordsCached's links), so
 // the two agree where both arrive.
 func resolveRecords(in []activityRecord, external *correlations, clones map[uint64]uint64, nodeOps map[uint64]int64) []activityRecord {
-	return resolveRecordsCached(in, nil, external, clones, nodeOps, nil)
+	places := map[uint64]uint64{}
+	for c := range clones {
+		places[c>>32] = max(places[c>>32], c&0xffffffff+1)
+	}
+	return resolveRecordsCached(in, nil, external, clones, places, nodeOps, nil)
 }
 
 // link is a launch the driver callback named: its correlation id and the
@@ -518,7 +527,7 @@ type link struct {
 // in resolved (nil: no cache). The records of one launch come mostly
 // together, so the last correlation looked up is kept: a replay of 800
 // kernels costs one lookup of its marker, not 800.
-func resolveRecordsCached(in []activityRecord, links []link, external *correlations, clones map[uint64]uint64, nodeOps map[uint64]int64,
+func resolveRecordsCached(in []activityRecord, links []link, external *correlations, clones, places map[uint64]uint64, nodeOps map[uint64]int64,
 	resolved map[uint64]resolvedNode) []activityRecord {
 	lo, hi, n := ^uint32(0), uint32(0), 0
 	bound := func(id uint32) {
@@ -578,7 +587,7 @@ func resolveRecordsCached(in []activityRecord, links []link, external *correlati
 				}
 				op, ok := nodeOps[r.GraphNodeID]
 				if !ok {
-					r.GraphNodeID, op, ok = bodyNode(replayed, clones, nodeOps)
+					r.GraphNodeID, op, ok = bodyNode(replayed, clones, places, nodeOps)
 				}
 				if ok {
 					r.Op = op
@@ -595,30 +604,42 @@ func resolveRecordsCached(in []activityRecord, links []link, external *correlati
 	return recs
 }
 
-// graphPair marks the pairs of graph ids among the clones (a cloned graph
-// to its original: DR_CUPTI_GRAPH_PAIR in cupti.h).
-const graphPair = 1 << 63
-
-// bodyNode names a node of a conditional node's body as instantiated: the
-// driver clones body graphs whole, with a graph clone callback but none
-// per node, keeping each node's place in its graph. CUPTI's node ids are
-// the graph's id in the high 32 bits and the node's place in the low ones
-// (as the driver of 2026 makes them: TestCUPTIBodyRecordsGPU checks it),
-// so the original node is the same place in the original graph.
-func bodyNode(id uint64, clones map[uint64]uint64, nodeOps map[uint64]int64) (uint64, int64, bool) {
-	g := id >> 32
-	for range 8 { // graphs cloned from clones, bounded against a cycle
-		orig, ok := clones[graphPair|g]
-		if !ok {
-			break
-		}
-		g = orig &^ graphPair
-		node := g<<32 | id&0xffffffff
-		if op, ok := nodeOps[node]; ok {
-			return node, op, true
-		}
+// bodyNode names a node of a conditional node's body as replayed. The
+// driver instantiates a graph as a clone of it and a clone of each body
+// graph, one graph id after another, with a node clone callback for each
+// of their nodes; but the body's nodes run as further places of the
+// top clone (CUPTI's node ids hold the graph's id in the high 32 bits and
+// the node's place in the low ones), with no callback. So a place beyond
+// the top clone's own nodes (places: how many each clone has) is the same
+// place in the body clones that follow it, in id order; the body clone's
+// node is then named as any clone is. TestCUPTIBodyRecordsGPU and
+// TestLoopIterationSpansGPU check this against the driver.
+func bodyNode(id uint64, clones, places map[uint64]uint64, nodeOps map[uint64]int64) (uint64, int64, bool) {
+	g, p := id>>32, id&0xffffffff
+	n, ok := places[g]
+	if !ok || p < n {
+		return id, 0, false
 	}
-	return id, 0, false
+	p -= n
+	for h := g + 1; ; h++ {
+		m, ok := places[h]
+		if !ok {
+			return id, 0, false
+		}
+		if p < m {
+			node := h<<32 | p
+			for range 8 { // a clone of a clone, to the first
+				orig, ok := clones[node]
+				if !ok {
+					break
+				}
+				node = orig
+			}
+			op, ok := nodeOps[node]
+			return node, op, ok
+		}
+		p -= m
+	}
 }
 
 // dropped is the number of records CUPTI dropped for want of buffer space,

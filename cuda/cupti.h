@@ -64,9 +64,6 @@ enum {
 	// A node created, by stream capture too, on the creating thread: with
 	// the op pushed there, it names the captured node's op.
 	DR_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED = 13,
-	// A graph cloned: instantiation clones a conditional node's body
-	// graphs this way, without a node clone callback for their nodes.
-	DR_CUPTI_CBID_RESOURCE_GRAPH_CLONED = 11,
 	// Driver API callbacks (CUPTI_CB_DOMAIN_DRIVER_API) at entry
 	// (CUPTI_API_ENTER): CUpti_CallbackData.callbackSite and correlationId,
 	// the id of the launch that its kernel, copy and fill records carry.
@@ -77,8 +74,6 @@ enum {
 	// CUpti_ResourceData.resourceDescriptor, and in the CUpti_GraphData it
 	// points to, node and originalNode.
 	DR_CUPTI_RESOURCEDATA_DESCRIPTOR = 16,
-	DR_CUPTI_GRAPHDATA_GRAPH = 0,
-	DR_CUPTI_GRAPHDATA_ORIGINAL_GRAPH = 8,
 	DR_CUPTI_GRAPHDATA_NODE = 16,
 	DR_CUPTI_GRAPHDATA_ORIGINAL_NODE = 24,
 
@@ -175,16 +170,11 @@ typedef struct dr_cupti {
 	dr_cupti_result (*cuptiFinalize)(void);
 	dr_cupti_result (*cuptiActivityEnableDriverApi)(uint32_t cbid, uint8_t enable);
 	dr_cupti_result (*cuptiGetGraphNodeId)(CUgraphNode node, uint64_t* id);
-	dr_cupti_result (*cuptiGetGraphId)(CUgraph graph, uint32_t* id); // optional
 	dr_cupti_result (*cuptiSubscribe)(void** subscriber, void (*callback)(void*, int, uint32_t, const void*), void* userdata);
 	dr_cupti_result (*cuptiUnsubscribe)(void* subscriber);
 	dr_cupti_result (*cuptiEnableCallback)(uint32_t enable, void* subscriber, int domain, uint32_t cbid);
 	dr_cupti_result (*cuptiActivitySetAttribute)(int attr, size_t* valueSize, void* value); // optional
 } dr_cupti;
-
-// DR_CUPTI_GRAPH_PAIR marks a pair of graph ids (a cloned graph, its
-// original) among the node clones' pairs (cupti.go: graphPair).
-#define DR_CUPTI_GRAPH_PAIR (1ull << 63)
 
 // dr_cupti_rec is one activity record reduced to what dagrun reads. For an
 // external correlation record, external holds the pushed id and correlation

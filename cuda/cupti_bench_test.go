@@ -578,7 +578,7 @@ func BenchmarkCUPTIReplayRecords(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		copy(recs, in)
-		got := resolveRecordsCached(recs, nil, newCorrelations(), clones, nodeOps, resolved)
+		got := resolveRecordsCached(recs, nil, newCorrelations(), clones, map[uint64]uint64{}, nodeOps, resolved)
 		n = 0
 		c.spans(got, max(8*len(got), 1<<16), func(replay, op, stream int, start, end time.Duration) { n++ })
 	}

@@ -124,19 +124,25 @@ func TestCUPTIIterationSpans(t *testing.T) {
 	}
 }
 
-// A record of a conditional body's node, as instantiated, is named by the
-// node at the same place in the body graph it was cloned from (a graph
-// clone, no node clone), through clones of clones too.
+// A record of a conditional body's node runs as a further place of the
+// top graph's clone; it is named by the node at that place in the body
+// clones that follow it, in graph id order, as the driver lays them out.
 func TestBodyNodeResolved(t *testing.T) {
-	clones := map[uint64]uint64{graphPair | 3: graphPair | 2, graphPair | 5: graphPair | 3, 1<<32 | 0: 0<<32 | 0}
-	nodeOps := map[uint64]int64{2<<32 | 3: 7, 2<<32 | 2: 8}
+	clones := map[uint64]uint64{
+		9<<32 | 0: 7<<32 | 0, 9<<32 | 1: 7<<32 | 1, // the top graph's clone
+		10<<32 | 0: 8<<32 | 0, 10<<32 | 1: 8<<32 | 1, // the first body's
+		11<<32 | 0: 6<<32 | 0, // the second body's
+	}
+	nodeOps := map[uint64]int64{7<<32 | 0: 0, 8<<32 | 0: 1, 8<<32 | 1: 0, 6<<32 | 0: 5}
 	recs := []activityRecord{
-		{Kind: activityKernel, GraphNodeID: 3<<32 | 3, Start: 1, End: 2},
-		{Kind: activityKernel, GraphNodeID: 5<<32 | 2, Start: 1, End: 2},
-		{Kind: activityKernel, GraphNodeID: 3<<32 | 9, Start: 1, End: 2}, // no such node
+		{Kind: activityKernel, GraphNodeID: 9<<32 | 0, Start: 1, End: 2},
+		{Kind: activityKernel, GraphNodeID: 9<<32 | 2, Start: 1, End: 2},
+		{Kind: activityKernel, GraphNodeID: 9<<32 | 3, Start: 1, End: 2},
+		{Kind: activityKernel, GraphNodeID: 9<<32 | 4, Start: 1, End: 2},
+		{Kind: activityKernel, GraphNodeID: 9<<32 | 5, Start: 1, End: 2}, // past every body
 	}
 	got := resolveRecords(recs, newCorrelations(), clones, nodeOps)
-	require.Len(t, got, 3)
-	assert.Equal(t, []int64{7, 8, -1}, []int64{got[0].Op, got[1].Op, got[2].Op})
-	assert.Equal(t, uint64(3<<32|9), got[2].GraphNodeID, "an unnamed record keeps its node")
+	require.Len(t, got, 5)
+	assert.Equal(t, []int64{0, 1, 0, 5, -1}, []int64{got[0].Op, got[1].Op, got[2].Op, got[3].Op, got[4].Op})
+	assert.Equal(t, uint64(9<<32|5), got[4].GraphNodeID, "an unnamed record keeps its node")
 }

@@ -33,7 +33,6 @@
 typedef int CUresult;
 typedef struct CUctx_st* CUcontext;
 typedef struct CUstream_st* CUstream;
-typedef struct CUgraph_st* CUgraph;
 typedef struct CUgraphNode_st* CUgraphNode;
 typedef struct CUgraphExec_st* CUgraphExec;
 typedef struct dr_api dr_api;
