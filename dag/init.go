@@ -105,10 +105,25 @@ func ElemBytes(dt DType, v float64) []byte {
 // splitmix is SplitMix64: tiny, fast and identical everywhere.
 type splitmix struct{ state uint64 }
 
+// splitmixGamma is SplitMix64's increment: after k draws the state is
+// seed + k*splitmixGamma.
+const splitmixGamma = 0x9e3779b97f4a7c15
+
 func (s *splitmix) next() uint64 {
-	s.state += 0x9e3779b97f4a7c15
-	z := s.state
+	s.state += splitmixGamma
+	return splitmixMix(s.state)
+}
+
+// splitmixMix is SplitMix64's finaliser.
+func splitmixMix(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
+}
+
+// splitmixAt is the i-th draw (from 0) of SplitMix64 seeded with seed,
+// without the i before it: the counter form that lets a device make
+// element i of a random buffer on its own (cuda's dagrun_init_random).
+func splitmixAt(seed, i uint64) uint64 {
+	return splitmixMix(seed + (i+1)*splitmixGamma)
 }
