@@ -1,8 +1,11 @@
 package dag
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,4 +71,56 @@ func FuzzSplitmixCounterForm(f *testing.F) {
 			t.Fatalf("seed %#x draw %d: counter form %#x, sequential %#x", seed, n, got, want)
 		}
 	})
+}
+
+// TestWriteRandomParts: a large buffer made in parts side by side holds
+// the bytes of one sequential pass, for every dtype, with and without a
+// tail past the last whole element (left as it was), for several numbers
+// of parts.
+func TestWriteRandomParts(t *testing.T) {
+	sizes := []int{randomChunkMin * 2, 3<<20 + 5}
+	if !testing.Short() {
+		sizes = append(sizes, 16<<20+3)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 7, 16} {
+		runtime.GOMAXPROCS(procs)
+		for _, dt := range DTypes() {
+			for _, size := range sizes {
+				want := bytes.Repeat([]byte{0xa5}, size) // the tail keeps what was there
+				got := slices.Clone(want)
+				writeRandomFrom(want, dt, 42)
+				writeRandom(got, dt, 42)
+				if i := firstDiff(got, want); i >= 0 {
+					t.Fatalf("%d procs, %s, %d bytes: byte %d (element %d) is %#x, the sequential pass made %#x",
+						procs, dt, size, i, i/int(dt.Size()), got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// BenchmarkWriteRandom16MiB: the 16 MiB random input of
+// examples/double_buffer.yaml (u8, pinned: made on the host), and an f32
+// buffer of the same size.
+func BenchmarkWriteRandom16MiB(b *testing.B) {
+	for _, dt := range []DType{U8, F32} {
+		b.Run(dt.String(), func(b *testing.B) {
+			buf := New().Buffer("x", 16<<20, Of(dt), Random(42))
+			out := make([]byte, buf.Size)
+			b.SetBytes(buf.Size)
+			for b.Loop() {
+				buf.WriteInitial(out)
+			}
+		})
+	}
 }
