@@ -84,6 +84,7 @@ type gpu struct {
 	modules         map[moduleKey]C.CUmodule // by content; guarded by Backend.mu
 	funcs           map[funcKey]C.CUfunction // guarded by Backend.mu
 	fill64          C.CUfunction             // set with the builtins module; guarded by Backend.mu
+	initRandom      C.CUfunction             // likewise
 }
 
 // defaultConfig is the configuration before New's options: the

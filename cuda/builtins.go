@@ -18,7 +18,8 @@ import "strings"
 //     f32 result by at most one unit in the last place (relative 2^-23).
 //
 // dagrun_fill64 is internal: a fill of 8-byte elements whose two halves
-// differ, which cuMemsetD32 cannot express.
+// differ, which cuMemsetD32 cannot express. dagrun_init_random is internal
+// too: a buffer's random initial contents, made on the device (initdev.go).
 const builtinBase = `
 typedef long long i64;
 
@@ -154,6 +155,61 @@ extern "C" __global__ void dagrun_fill64(unsigned long long* x, i64 n, unsigned 
 		x[i] = v;
 	}
 }
+
+// The i-th draw (from 0) of SplitMix64 seeded with seed: its counter form,
+// dag.splitmixAt, so that each element is made on its own.
+__device__ __forceinline__ unsigned long long dr_splitmix_at(unsigned long long seed, unsigned long long i) {
+	unsigned long long z = seed + (i + 1ull) * 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+// The bits of k * 2^-frac (0 <= k < 2^frac <= 2^(mbits+1)) in the IEEE
+// format of mbits mantissa bits and exponent bias bias. The value is exact
+// and, when not zero, normal, so integer operations build it: no float
+// rounding or flush-to-zero mode can enter. Mirrored by exactBits in
+// initdev_test.go, which checks it against Go's conversions.
+__device__ __forceinline__ unsigned long long dr_exact_bits(unsigned long long k, int frac, int mbits, int bias) {
+	if (k == 0ull) {
+		return 0ull;
+	}
+	int p = 63 - __clzll((long long)k); // k's top bit: the implicit one
+	return ((unsigned long long)(p - frac + bias) << mbits) | ((k << (mbits - p)) & ((1ull << mbits) - 1ull));
+}
+
+// dagrun_init_random is internal: a buffer's random initial contents, n
+// elements of dtype dt (dag.DType's numbering), element i made from draw i
+// exactly as dag's writeRandom makes it: floats are k / 2^frac for the top
+// frac bits k of the draw.
+extern "C" __global__ void dagrun_init_random(void* x, i64 n, unsigned long long seed, int dt) {
+	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		unsigned long long r = dr_splitmix_at(seed, (unsigned long long)i);
+		switch (dt) {
+		case 0: // u8: the low byte
+			((unsigned char*)x)[i] = (unsigned char)r;
+			break;
+		case 1: // i32: r & 0xff
+			((unsigned int*)x)[i] = (unsigned int)(r & 0xffull);
+			break;
+		case 2: // i64: r & 0xff
+			((unsigned long long*)x)[i] = r & 0xffull;
+			break;
+		case 3: // f32: float32(r>>40) / 2^24
+			((unsigned int*)x)[i] = (unsigned int)dr_exact_bits(r >> 40, 24, 23, 127);
+			break;
+		case 4: // f64: float64(r>>11) / 2^53
+			((unsigned long long*)x)[i] = dr_exact_bits(r >> 11, 53, 52, 1023);
+			break;
+		case 5: // f16: (r>>53) / 2^11
+			((u16*)x)[i] = (u16)dr_exact_bits(r >> 53, 11, 10, 15);
+			break;
+		case 6: // bf16: (r>>56) / 2^8
+			((u16*)x)[i] = (u16)dr_exact_bits(r >> 56, 8, 7, 127);
+			break;
+		}
+	}
+}
 `
 
 // builtinSource is the library: the f32 kernels above, and the kernels
@@ -263,3 +319,7 @@ extern "C" __global__ void softmaxSUF(T* y, i64 ny, const T* x, i64 nx, int cols
 
 // fill64Kernel is the entry of builtinSource that fills 8-byte elements.
 const fill64Kernel = "dagrun_fill64"
+
+// initRandomKernel is the entry of builtinSource that makes random initial
+// contents.
+const initRandomKernel = "dagrun_init_random"

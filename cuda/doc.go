@@ -72,7 +72,8 @@
 //
 // The files follow the work: backend.go (the Backend, devices), modules.go
 // (the module cache), session.go (a session's parts and its API), memory.go
-// (buffers), prepare.go (what each op kind does, as a table keyed by
+// (buffers), initdev.go (device buffers' random and value initial contents,
+// made on the device), prepare.go (what each op kind does, as a table keyed by
 // dag.OpKind, and its C records), submit.go (streams, events, Run),
 // stretch.go (Submit), sync.go (waiting and abandoning), timing.go (op
 // timing), graph.go (capture and replay), driver.go, cuda.c and cuda.h (the

@@ -30,8 +30,11 @@ type buffer struct {
 // allocBuffers allocates every persistent buffer with its initial contents
 // and every temporary host buffer (host memory is not stream-ordered: a
 // temporary one lives as long as the session is open).
-func (hd *holdings) allocBuffers(ctx context.Context) error {
+func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 	se := hd.se
+	// Device contents are made on the legacy streams: wait for them once,
+	// on error too, so that no kernel writes a buffer Close frees.
+	defer func() { err = errors.Join(err, hd.waitInits()) }()
 	hd.bufs = make([]buffer, len(se.g.Buffers))
 	for i, buf := range se.g.Buffers {
 		if err := ctx.Err(); err != nil {
@@ -90,8 +93,13 @@ func (hd *holdings) allocBuffer(bs *buffer) error {
 		}
 		bs.dptr = p
 		hd.track(&hd.live.DeviceAllocs, 1)
-		if buf.Init.Kind == dag.InitNone || buf.Init.Kind == dag.InitZeros {
-			return se.drv.zero(bs.dev.ctx, p, buf.Size)
+		switch buf.Init.Kind {
+		case dag.InitNone, dag.InitZeros:
+			return hd.zeroOnDevice(bs)
+		case dag.InitRandom, dag.InitValue:
+			if done, err := hd.initOnDevice(bs); done || err != nil {
+				return err
+			}
 		}
 		return se.drv.htod(bs.dev.ctx, p, buf.InitialBytes())
 	case dag.Pinned:

@@ -214,6 +214,9 @@ func (b *Backend) module(d *gpu, key moduleKey, load func() ([]byte, error)) (C.
 		if d.fill64, err = b.drv.function(d.ctx, m, fill64Kernel); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
+		if d.initRandom, err = b.drv.function(d.ctx, m, initRandomKernel); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	return m, nil
 }

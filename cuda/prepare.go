@@ -71,8 +71,7 @@ func fillNeedsKernel(op *dag.Op) bool {
 	if dt.Size() != 8 {
 		return false
 	}
-	v := fillPattern(dt, op.FillValue)
-	return v>>32 != v&0xffffffff
+	return fill64Needed(fillPattern(dt, op.FillValue))
 }
 
 func fillPattern(dt dag.DType, v float64) uint64 {

@@ -77,6 +77,12 @@ type holdings struct {
 
 	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
 	live   Resources
+
+	// initPending lists the devices whose legacy streams make initial
+	// contents until allocBuffers waits for them (initdev.go);
+	// deviceInits counts the buffers whose contents a device made.
+	initPending []*sessDevice
+	deviceInits int
 }
 
 // submitter enqueues a session's work on its streams: it holds the
@@ -177,6 +183,7 @@ type sessDevice struct {
 	*gpu
 	funcs        map[*dag.Kernel]C.CUfunction
 	fill64       C.CUfunction
+	noBuiltins   bool        // the builtin module failed to load for initial contents (initdev.go)
 	timingEvents []C.CUevent // recorded ones come back here after Spans
 	origin       C.CUevent   // the current run's time origin; nil before its first op
 }

@@ -3,6 +3,8 @@ package dag
 import (
 	"encoding/binary"
 	"math"
+	"runtime"
+	"sync"
 )
 
 // InitialBytes returns b's contents before a run, made from b.Init. Every
@@ -28,10 +30,40 @@ func (b *Buffer) WriteInitial(out []byte) {
 	}
 }
 
+// randomChunkMin is the least a goroutine of writeRandom makes: about
+// 0.1 ms of u8 draws, so that starting it costs little beside its work.
+const randomChunkMin = 256 << 10
+
 // writeRandom fills out with dt elements drawn from SplitMix64 seeded with
-// seed; one loop per dtype keeps the switch out of the element loop.
+// seed. Large buffers are made in parts side by side: a part that starts
+// at element k starts from the generator's state after k draws (its
+// counter form), so the bytes are those of one sequential pass.
 func writeRandom(out []byte, dt DType, seed uint64) {
-	r := splitmix{state: seed}
+	e := int(dt.Size())
+	elems := len(out) / e
+	workers := min(runtime.GOMAXPROCS(0), len(out)/randomChunkMin)
+	if workers <= 1 {
+		writeRandomFrom(out, dt, seed)
+		return
+	}
+	per := (elems + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < elems; lo += per {
+		hi := min(lo+per, elems)
+		end := hi * e
+		if hi == elems {
+			end = len(out) // the tail past the last whole element, which stays as it is
+		}
+		part, state := out[lo*e:end], seed+uint64(lo)*splitmixGamma
+		wg.Go(func() { writeRandomFrom(part, dt, state) })
+	}
+	wg.Wait()
+}
+
+// writeRandomFrom fills out with dt elements drawn from SplitMix64 in
+// state state; one loop per dtype keeps the switch out of the element loop.
+func writeRandomFrom(out []byte, dt DType, state uint64) {
+	r := splitmix{state: state}
 	le := binary.LittleEndian
 	switch dt {
 	case U8:
@@ -105,10 +137,25 @@ func ElemBytes(dt DType, v float64) []byte {
 // splitmix is SplitMix64: tiny, fast and identical everywhere.
 type splitmix struct{ state uint64 }
 
+// splitmixGamma is SplitMix64's increment: after k draws the state is
+// seed + k*splitmixGamma.
+const splitmixGamma = 0x9e3779b97f4a7c15
+
 func (s *splitmix) next() uint64 {
-	s.state += 0x9e3779b97f4a7c15
-	z := s.state
+	s.state += splitmixGamma
+	return splitmixMix(s.state)
+}
+
+// splitmixMix is SplitMix64's finaliser.
+func splitmixMix(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
+}
+
+// splitmixAt is the i-th draw (from 0) of SplitMix64 seeded with seed,
+// without the i before it: the counter form that lets a device make
+// element i of a random buffer on its own (cuda's dagrun_init_random).
+func splitmixAt(seed, i uint64) uint64 {
+	return splitmixMix(seed + (i+1)*splitmixGamma)
 }
