@@ -29,8 +29,9 @@ import (
 // The driver library stays loaded for the life of the process: unloading it
 // while its threads run is unsafe.
 type Backend struct {
-	drv *driver
-	lt  []string // where to look for cuBLASLt
+	drv        *driver
+	lt         []string // where to look for cuBLASLt
+	initOnHost bool     // config.initOnHost
 
 	mu       sync.Mutex // guards what follows
 	comp     compiler
@@ -110,11 +111,12 @@ func New(opts ...Option) (*Backend, error) {
 		return nil, err
 	}
 	return &Backend{
-		drv:   drv,
-		comp:  compiler{candidates: nvrtcCandidates(cfg.nvrtc), cacheDir: cfg.cacheDir},
-		devs:  map[int]*gpu{},
-		lt:    cfg.cublasLt,
-		multi: multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl},
+		drv:        drv,
+		comp:       compiler{candidates: nvrtcCandidates(cfg.nvrtc), cacheDir: cfg.cacheDir},
+		devs:       map[int]*gpu{},
+		lt:         cfg.cublasLt,
+		multi:      multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl},
+		initOnHost: cfg.initOnHost,
 	}, nil
 }
 

@@ -40,20 +40,15 @@ import (
 // than loading the module (compiling it, the first time on a machine).
 const deviceInitLoadMin = 1 << 20
 
-// initOnHost makes every device buffer's initial contents on the host and
-// uploads them, as before the device made them: benchmarks set it to
-// compare the two.
-var initOnHost bool
-
 // initOnDevice enqueues the making of device buffer bs's initial contents
 // (InitRandom or InitValue) on its context's legacy stream. It reports
 // false, having enqueued nothing, where that needs the builtin module and
 // the device has none: the caller then uploads the bytes.
 func (hd *holdings) initOnDevice(bs *buffer) (bool, error) {
-	if initOnHost {
+	se := hd.se
+	if se.b.initOnHost {
 		return false, nil
 	}
-	se := hd.se
 	buf := bs.b
 	dt := buf.DType
 	esize := dt.Size()

@@ -230,10 +230,10 @@ func TestDeviceInitSeenByOpsGPU(t *testing.T) {
 // BenchmarkSessionOpenRandom16MiB times OpenSession and Close of a graph
 // of one 16 MiB random device buffer (and one with a 16 MiB value
 // buffer), its contents made on the device against made on the host and
-// uploaded (initOnHost), beside the raw C floor that allocates and zeroes
+// uploaded (initContentsOnHost), beside the raw C floor that allocates and zeroes
 // the same buffer. Reports medians in ms.
 func BenchmarkSessionOpenRandom16MiB(b *testing.B) {
-	be := gpuBackend(b)
+	be, beHost := gpuBackend(b), gpuBackend(b, initContentsOnHost())
 	for _, tc := range []struct {
 		name string
 		dt   dag.DType
@@ -256,8 +256,10 @@ func BenchmarkSessionOpenRandom16MiB(b *testing.B) {
 				where = "host"
 			}
 			b.Run(tc.name+"/"+where, func(b *testing.B) {
-				initOnHost = onHost
-				defer func() { initOnHost = false }()
+				be := be
+				if onHost {
+					be = beHost
+				}
 				raw, err := newRawSession(be, 0, 0, g)
 				require.NoError(b, err)
 				defer raw.free()

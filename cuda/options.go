@@ -12,7 +12,14 @@ type config struct {
 	cacheDir string
 	noPeer   bool   // NoPeer (peer_session.go)
 	libnccl  string // LibNCCL (peer_session.go)
+	// initOnHost makes every device buffer's initial contents on the host
+	// and uploads them, as before the device made them (initdev.go): for
+	// benchmarks that compare the two.
+	initOnHost bool
 }
+
+// initContentsOnHost is the option that sets config.initOnHost.
+func initContentsOnHost() Option { return func(c *config) { c.initOnHost = true } }
 
 // LibCUDA loads the driver from path before the usual places.
 func LibCUDA(path string) Option { return func(c *config) { c.libcuda = path } }
