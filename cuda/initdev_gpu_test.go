@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,7 +119,8 @@ func valueBufs(big int64) []initBuf {
 			if e > 1 {
 				sizes = append(sizes, 5*e+1, 5*e+e-1, e-1)
 			}
-			for _, size := range sizes {
+			slices.Sort(sizes)
+			for _, size := range slices.Compact(sizes) { // 5e+1 is 5e+e-1 for 2-byte elements
 				out = append(out, initBuf{fmt.Sprintf("v_%s_%d_%d", dt, vi, size), dt, size, dag.Value(v), fmt.Sprintf("value %v (element %x)", v, dag.ElemBytes(dt, v))})
 			}
 		}

@@ -80,6 +80,48 @@ type iterExtent struct {
 	extent
 }
 
+// replayStart is when a replay's first record named by its launch began.
+type replayStart struct {
+	replay int64
+	start  uint64
+}
+
+// findReplayStarts notes when each replay among recs began (its records
+// that name their launch), by start.
+func (c *cuptiTiming) findReplayStarts(recs []activityRecord, origin uint64) {
+	c.replayStarts = c.replayStarts[:0]
+	for _, r := range recs {
+		if r.Replay < 0 || r.Start == 0 || r.Start < origin {
+			continue
+		}
+		if n := len(c.replayStarts); n > 0 && c.replayStarts[n-1].replay == r.Replay {
+			c.replayStarts[n-1].start = min(c.replayStarts[n-1].start, r.Start)
+			continue
+		}
+		c.replayStarts = append(c.replayStarts, replayStart{r.Replay, r.Start})
+	}
+	slices.SortFunc(c.replayStarts, func(a, b replayStart) int {
+		if d := cmp.Compare(a.replay, b.replay); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.start, b.start)
+	})
+	c.replayStarts = slices.CompactFunc(c.replayStarts, func(a, b replayStart) bool { return a.replay == b.replay })
+	slices.SortFunc(c.replayStarts, func(a, b replayStart) int { return cmp.Compare(a.start, b.start) })
+}
+
+// replayAt is the replay a body record that began at start belongs to:
+// the records of a conditional node's body carry no correlation, so no
+// launch names them; replays of one session run one after another, so it
+// is the last replay to have begun by then. -1 (eager) before any replay.
+func (c *cuptiTiming) replayAt(start uint64) int64 {
+	i, _ := slices.BinarySearchFunc(c.replayStarts, start+1, func(r replayStart, t uint64) int { return cmp.Compare(r.start, t) })
+	if i == 0 {
+		return -1
+	}
+	return c.replayStarts[i-1].replay
+}
+
 // iterationSpans calls f once per body op, run (replay or eager) and
 // iteration with records among c.inBodies, from the iteration's first
 // record's start to its last one's end; the bounds of each loop's

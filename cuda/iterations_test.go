@@ -61,8 +61,9 @@ func TestLoopIndex(t *testing.T) {
 
 // A body op's records are split into iterations by the records of its
 // loop's own kernels (the enter kernel, then one per iteration), in
-// replays and eager runs alike; a branch's body op outside loops has one
-// span per run; the loop op keeps one span.
+// replays and eager runs alike, and go to the replay that was running
+// when they began; a branch's body op outside loops has one span per run;
+// the loop op keeps one span.
 func TestCUPTIIterationSpans(t *testing.T) {
 	const (
 		top, loop, a, bb, branchOp = 0, 1, 2, 3, 4
@@ -71,26 +72,24 @@ func TestCUPTIIterationSpans(t *testing.T) {
 	k := func(replay, op int64, start, end uint64) activityRecord {
 		return activityRecord{Kind: activityKernel, Replay: replay, Op: op, Start: start, End: end, GraphNodeID: uint64(op + 1)}
 	}
+	// As CUPTI gives them: the records of body ops and of the loop's
+	// kernels inside its body carry no launch (replay -1) even in replays;
+	// the enter kernel, a node of the graph itself, does.
 	var recs []activityRecord
 	for _, run := range []struct {
 		replay int64
 		at     uint64
-	}{{5, 100}, {6, 200}, {-1, 300}} {
+	}{{-1, 100}, {5, 200}, {6, 300}} {
 		t0 := run.at
 		recs = append(recs,
 			k(run.replay, top, t0, t0+1),
 			k(run.replay, loop, t0+2, t0+3), // enter
-			k(run.replay, a, t0+4, t0+6), k(run.replay, bb, t0+4, t0+7),
-			k(run.replay, loop, t0+8, t0+9), // end of iteration 1
-			k(run.replay, a, t0+10, t0+11), k(run.replay, a, t0+11, t0+13), k(run.replay, bb, t0+10, t0+12),
-			k(run.replay, loop, t0+14, t0+15), // end of iteration 2
-			k(run.replay, branchOp, t0+20, t0+21),
+			k(-1, a, t0+4, t0+6), k(-1, bb, t0+4, t0+7),
+			k(-1, loop, t0+8, t0+9), // end of iteration 1
+			k(-1, a, t0+10, t0+11), k(-1, a, t0+11, t0+13), k(-1, bb, t0+10, t0+12),
+			k(-1, loop, t0+14, t0+15), // end of iteration 2
+			k(-1, branchOp, t0+20, t0+21),
 		)
-	}
-	for i := range recs {
-		if recs[i].Replay < 0 {
-			recs[i].GraphNodeID = 0
-		}
 	}
 	type span struct {
 		replay, op int
@@ -100,7 +99,7 @@ func TestCUPTIIterationSpans(t *testing.T) {
 	for _, run := range []struct {
 		replay int
 		at     time.Duration
-	}{{5, 0}, {6, 100}, {-1, 200}} {
+	}{{-1, 0}, {5, 100}, {6, 200}} {
 		t0 := run.at
 		want = append(want,
 			span{run.replay, top, t0, t0 + 1},

@@ -205,9 +205,10 @@ type cuptiTiming struct {
 	// loops is the session's loop index, as takeSpans was given it;
 	// bounds and inBodies are spans' scratch: the records of loops, and
 	// the records of body ops.
-	loops    *loopIndex
-	bounds   []activityRecord
-	inBodies []iterExtent
+	loops        *loopIndex
+	bounds       []activityRecord
+	inBodies     []iterExtent
+	replayStarts []replayStart
 }
 
 // cuptiOp is an op traced since the last Spans; expect says its work has
@@ -580,6 +581,9 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 	lo, hi := int64(-1), int64(-1) // the replays seen
 	kept := recs[:0]
 	c.bounds, c.inBodies = c.bounds[:0], c.inBodies[:0]
+	if c.loops != nil {
+		c.findReplayStarts(recs, origin)
+	}
 	for _, r := range recs {
 		_, ok := c.streamOf(r.Op)
 		if !ok || r.Kind == activityMemoryPool || r.Start == 0 || r.End < r.Start || r.Start < origin {
@@ -589,6 +593,9 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 			continue
 		}
 		if li := c.loops; li != nil && int(r.Op) < len(li.of) {
+			if r.Replay < 0 && (li.bounds[r.Op] || li.of[r.Op] != notInBody) {
+				r.Replay = c.replayAt(r.Start) // a body's records name no launch
+			}
 			if li.bounds[r.Op] && r.Kind == activityKernel {
 				c.bounds = append(c.bounds, r)
 			}
