@@ -75,9 +75,9 @@
 // (buffers), prepare.go (what each op kind does, as a table keyed by
 // dag.OpKind, and its C records), submit.go (streams, events, Run),
 // stretch.go (Submit), sync.go (waiting and abandoning), timing.go (op
-// timing), graph.go (capture and replay), driver.go, cuda.c and cuda.h (the
-// driver binding), nvrtc.go (NVRTC and its disk cache), raw.go (raw driver
-// loops the benchmarks compare with).
+// timing), graph.go (capture and replay), driver.go, load.c, cuda.c and
+// cuda.h (the driver binding), nvrtc.go (NVRTC and its disk cache), raw.go
+// (raw driver loops the benchmarks compare with).
 //
 // # Graphs
 //
