@@ -23,7 +23,9 @@ func Family(name string, n int, seed int64) *dag.Graph { return FamilyScaled(nam
 // FamilyScaled is Family with temporaries of 1 to 16 units of unit bytes (a
 // multiple of 4), and kernels of one block of 32 threads per KiB of unit,
 // so that large temporaries take no longer to add. With the same name, n
-// and seed it makes the same shape for any unit: Family's at unit 1024.
+// and seed it makes the same ops and buffers for any unit, Family's at
+// 1024; only the dependencies through the 16 KiB output may differ, as
+// larger temporaries are added into more of it.
 func FamilyScaled(name string, n int, seed int64, unit int64) *dag.Graph {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x66616d696c79))
 	b := dag.New()
