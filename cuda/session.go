@@ -179,6 +179,7 @@ type sessDevice struct {
 	fill64       C.CUfunction
 	timingEvents []C.CUevent // recorded ones come back here after Spans
 	origin       C.CUevent   // the current run's time origin; nil before its first op
+	mark         poolMark    // the measure of the temporaries in the device's pool (poolwatch.go)
 }
 
 type stream struct {
