@@ -120,7 +120,9 @@ type highWaterer interface {
 // count). A memory the backend did not measure is absent from m; ok is
 // false when it measured none. Compare it with the plan's Memory: in the
 // pool a temporary counts from its Alloc to its Free, not only while its
-// ops use it, so the measure may exceed the planned peak.
+// ops use it, so the measure may exceed the planned peak; it may fall
+// short of it where the runs keep apart temporaries the plan lets overlap
+// (on CUDA the pool counts in the order the steps are submitted in).
 func (s *Session) MemoryHighWater() (m map[int]int64, ok bool) {
 	h, ok := s.d.(highWaterer)
 	if !ok || s.d == nil {
