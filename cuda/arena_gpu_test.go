@@ -78,7 +78,7 @@ func TestArenaGPU(t *testing.T) {
 			check(mode.String()+" eager", s, 1)
 			var eager map[int]int64
 			if mode == executor.TemporariesPool {
-				eager = checkPoolHighWater(t, fmt.Sprintf("graph %d", i), p, s, &band) // pool_highwater_gpu_test.go
+				eager = checkPoolHighWater(t, fmt.Sprintf("graph %d", i), p, s, &band, nil) // pool_highwater_gpu_test.go
 			}
 			if len(g.LiveAtEnd()) == 0 {
 				gr, err := s.Capture(ctx)
