@@ -116,15 +116,20 @@ func (hd *holdings) freeArenas(keep func(error)) {
 	hd.arenas = nil
 }
 
-// MemoryHighWater reports the size of each device's arena, by device
-// ordinal, where the session's device temporaries live in arenas: the most
-// device memory its temporaries hold at once, since the arena holds them
-// for the session's life. Without arenas it is nil: the pool's
-// allocations are not counted.
+// MemoryHighWater reports, by device ordinal, the most device memory the
+// session's temporaries held at once. Where they live in arenas, it is
+// each arena's size: the arena holds them for the session's life. Where
+// they come from the pool, it is the most bytes of the session's
+// temporaries the device's pool held at once in any eager run since Open,
+// as the pool counts them (its high-water mark, from each allocation to
+// its free; poolwatch.go says what that leaves out). Devices no eager run
+// allocated on are absent, and without any it is nil: replays' temporaries
+// are graph memory, not the pool's, and a driver without
+// cuMemPoolGetAttribute measures nothing.
 func (se *Session) MemoryHighWater() map[int]int64 {
 	se = joined(se)
 	if se.hold.arenas == nil {
-		return nil
+		return se.hold.poolHighWater() // poolwatch.go
 	}
 	out := map[int]int64{}
 	for _, a := range se.hold.arenas {

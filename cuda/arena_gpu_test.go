@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,9 +22,12 @@ import (
 // pipelines) on many streams: with the arena, with the pool, and captured
 // with the arena and replayed twice, each equal to the CPU backend's run.
 // A captured arena graph holds no memory nodes; closing frees the arenas.
+// In the pool, the eager run's measure is checked (checkPoolHighWater) and
+// the replays leave it as it is.
 func TestArenaGPU(t *testing.T) {
 	b := gpuBackend(t)
 	ctx := context.Background()
+	var band bandCount
 	for i := range 24 {
 		var g *dag.Graph
 		if i%2 == 0 {
@@ -72,6 +76,10 @@ func TestArenaGPU(t *testing.T) {
 			}
 			require.NoError(t, s.Run(ctx))
 			check(mode.String()+" eager", s, 1)
+			var eager map[int]int64
+			if mode == executor.TemporariesPool {
+				eager = checkPoolHighWater(t, fmt.Sprintf("graph %d", i), p, s, &band, nil) // pool_highwater_gpu_test.go
+			}
 			if len(g.LiveAtEnd()) == 0 {
 				gr, err := s.Capture(ctx)
 				require.NoError(t, err)
@@ -79,9 +87,14 @@ func TestArenaGPU(t *testing.T) {
 					require.NoError(t, gr.Run(ctx))
 				}
 				check(mode.String()+" replayed", s, 3)
+				if mode == executor.TemporariesPool {
+					after, _ := s.MemoryHighWater()
+					assert.Equal(t, eager, after, "graph %d: replays draw on graph memory, not the pool", i)
+				}
 			}
 			require.NoError(t, s.Close())
 		}
 		assertReleased(t, b, "after the sessions closed")
 	}
+	t.Logf("the pool's measure within 2 MiB of the planned peak: checked on %d memories, %d left out by the plans' steps", band.checked, band.outside)
 }

@@ -36,6 +36,19 @@ enum {
 	DR_ATTR_CC_MINOR = 76,
 	DR_ATTR_MEMORY_POOLS_SUPPORTED = 115,
 	DR_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+	// CUmemPool_attribute (cuuint64_t values): the memory the pool holds
+	// (RESERVED) and the bytes it has handed out and not had back (USED),
+	// each with a high-water mark that setting 0 resets.
+	DR_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+	DR_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
+	DR_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
+	DR_MEMPOOL_ATTR_USED_MEM_HIGH = 8,
+	// CUgraphMem_attribute: the same of the graph allocator, which graphs'
+	// memory nodes draw on instead of the pool.
+	DR_GRAPH_MEM_ATTR_USED_MEM_CURRENT = 0,
+	DR_GRAPH_MEM_ATTR_USED_MEM_HIGH = 1,
+	DR_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT = 2,
+	DR_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3,
 	DR_STREAM_CAPTURE_MODE_GLOBAL = 0,
 	DR_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 	DR_STREAM_CAPTURE_MODE_RELAXED = 2,
@@ -160,6 +173,11 @@ typedef struct dr_api {
 	// is CUDA 12.4's; cuFuncGetAttribute loads a function too).
 	CUresult (*cuFuncLoad)(CUfunction);
 	CUresult (*cuFuncGetAttribute)(int*, int, CUfunction);
+	// Memory use of the pool and the graph allocator (optional: without
+	// them the pool's temporaries are not measured; see poolwatch.go).
+	CUresult (*cuMemPoolGetAttribute)(CUmemoryPool, int, void*);
+	CUresult (*cuDeviceGetGraphMemAttribute)(CUdevice, int, void*);
+	CUresult (*cuDeviceSetGraphMemAttribute)(CUdevice, int, void*);
 	// Conditional nodes (optional: CUDA 12.4; IF with an else body, 12.8).
 	// Each slot takes the symbol of the signature declared here, the oldest
 	// that has it: the driver keeps exporting those for older programs.

@@ -46,6 +46,10 @@
 // the device's default memory pool in stream order (cuMemAllocAsync and
 // cuMemFreeAsync); persistent ones from cuMemAlloc; pinned host buffers
 // from cuMemHostAlloc; pageable ones from the C heap, never Go memory.
+// Where the plan packs the temporaries into arenas, one allocation per
+// device holds them for the session's life (arena.go); otherwise the
+// pool's high-water mark measures what the eager runs held of them at
+// once (Session.MemoryHighWater; poolwatch.go).
 // Copies and fills that involve only host memory, and host steps, run in
 // stream order through cuLaunchHostFunc. Builtin kernels (dag.Builtins) are
 // compiled from CUDA C with NVRTC for the device's architecture and cached
@@ -73,12 +77,15 @@
 // The files follow the work: backend.go (the Backend, devices), modules.go
 // (the module cache), session.go (a session's parts and its API), memory.go
 // (buffers), initdev.go (device buffers' random and value initial contents,
-// made on the device), prepare.go (what each op kind does, as a table keyed by
-// dag.OpKind, and its C records), submit.go (streams, events, Run),
+// made on the device), arena.go and poolwatch.go (the temporaries' arenas,
+// and the pool's measure of them), prepare.go (what each op kind does, as a
+// table keyed by dag.OpKind, and its C records), submit.go (streams,
+// events, Run), iterations.go (a loop body's spans per iteration under
+// CUPTI),
 // stretch.go (Submit), sync.go (waiting and abandoning), timing.go (op
-// timing), graph.go (capture and replay), driver.go, cuda.c and cuda.h (the
-// driver binding), nvrtc.go (NVRTC and its disk cache), raw.go (raw driver
-// loops the benchmarks compare with).
+// timing), graph.go (capture and replay), driver.go, load.c, cuda.c and
+// cuda.h (the driver binding), nvrtc.go (NVRTC and its disk cache), raw.go
+// (raw driver loops the benchmarks compare with).
 //
 // # Graphs
 //

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -117,7 +118,8 @@ func (g *twoGPUs) comms(tb testing.TB) []*ncclComm {
 
 // TestNCCLHeader compiles testdata/nccl_check.c against the real nccl.h
 // (and cuda.h where present) and compares every value and size the binding
-// declares by hand.
+// declares by hand: NCCL's, and where cuda.h is found the peer helpers'
+// and the pool measure's.
 func TestNCCLHeader(t *testing.T) {
 	required := requireTwo() || os.Getenv("DAGRUN_REQUIRE_GPU") == "1"
 	inc := os.Getenv("DAGRUN_NCCL_INCLUDE")
@@ -135,9 +137,8 @@ func TestNCCLHeader(t *testing.T) {
 	want := ncclDeclared()
 	if cudaInc := "/usr/local/cuda/include"; fileExists(filepath.Join(cudaInc, "cuda.h")) {
 		args = append(args, "-I"+cudaInc, "-DHAVE_CUDA_H")
-		for k, v := range peerDeclared() {
-			want[k] = v
-		}
+		maps.Copy(want, peerDeclared())
+		maps.Copy(want, poolDeclared()) // poolwatch.go
 	}
 	bin := filepath.Join(t.TempDir(), "nccl_check")
 	out, err := exec.Command(gcc, append(args, "testdata/nccl_check.c", "-o", bin)...).CombinedOutput()

@@ -186,6 +186,7 @@ type sessDevice struct {
 	noBuiltins   bool        // the builtin module failed to load for initial contents (initdev.go)
 	timingEvents []C.CUevent // recorded ones come back here after Spans
 	origin       C.CUevent   // the current run's time origin; nil before its first op
+	mark         poolMark    // the measure of the temporaries in the device's pool (poolwatch.go)
 }
 
 type stream struct {

@@ -246,6 +246,9 @@ func (sm *submitter) run(s *stream, st *opState) error {
 		if bs.dptr != 0 {
 			return fmt.Errorf("temporary buffer %s is already allocated", bs.b.Name)
 		}
+		if se.capt.capture == nil && se.ctl.building == 0 {
+			se.hold.watchPool(s.dev) // poolwatch.go; a capture's allocations are its graph's
+		}
 		if err := se.drv.check("cuMemAllocAsync", C.dr_alloc_async(api, c, &bs.dptr, C.size_t(bs.b.Size), h)); err != nil {
 			bs.dptr = 0
 			return fmt.Errorf("temporary buffer %s (%d bytes on device %d): %w", bs.b.Name, bs.b.Size, bs.dev.ordinal, err) // faults.go: name the buffer

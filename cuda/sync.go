@@ -29,6 +29,7 @@ func (hst *hostSide) Sync(ctx context.Context) (err error) {
 		}
 	}
 	err = hst.syncStreams(ctx)
+	se.hold.endPoolRuns() // poolwatch.go
 	if err == nil && se.ctl.controls != nil {
 		err = se.ctl.overflowed() // control.go
 	}

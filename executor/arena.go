@@ -105,16 +105,24 @@ func (s *Session) Arenas() bool { return s.arenas }
 // highWaterer is a device session that measures the temporaries' memory:
 // by memory (a device ordinal, planner.PinnedMemory or
 // planner.PageableMemory), the most bytes its temporaries held at once
-// since it opened; nil when it does not know.
+// since it opened: an arena's size where arenas hold them, else the most
+// allocated and not yet freed at once. A memory it did not measure is
+// absent; nil when it measured none.
 type highWaterer interface {
 	MemoryHighWater() map[int]int64
 }
 
 // MemoryHighWater reports what the backend measured of the temporaries'
 // memory, by memory: the most bytes they held at once since the session
-// opened (the arena's size where arenas hold them). ok is false when the
-// backend's sessions do not measure it (the CUDA backend measures only its
-// arenas); compare it with the plan's Memory.
+// opened. In arenas that is each arena's size; in the pool, the most bytes
+// allocated and not yet freed at once (on CUDA the pool's high-water mark
+// over the eager runs: replays draw on graph memory, which it does not
+// count). A memory the backend did not measure is absent from m; ok is
+// false when it measured none. Compare it with the plan's Memory: in the
+// pool a temporary counts from its Alloc to its Free, not only while its
+// ops use it, so the measure may exceed the planned peak; it may fall
+// short of it where the runs keep apart temporaries the plan lets overlap
+// (on CUDA the pool counts in the order the steps are submitted in).
 func (s *Session) MemoryHighWater() (m map[int]int64, ok bool) {
 	h, ok := s.d.(highWaterer)
 	if !ok || s.d == nil {

@@ -19,10 +19,15 @@ type memoryReport struct {
 	PlannedPeakBytes  int64 `json:"planned_peak_bytes"`
 	PlannedArenaBytes int64 `json:"planned_arena_bytes"`
 	// MeasuredPeakBytes is the most bytes of temporaries the backend held
-	// at once (the arena's size where arenas held them); absent where the
-	// backend does not measure it.
+	// at once: the arena's size where arenas held them, else the most
+	// allocated and not yet freed at once (on CUDA the pool's high-water
+	// mark over the eager runs); absent where the backend did not measure
+	// this memory.
 	MeasuredPeakBytes *int64 `json:"measured_peak_bytes,omitempty"`
 	Arena             bool   `json:"arena"` // the temporaries lived in the arena
+	// measures says the backend measures some memory, if not this one
+	// (CUDA: not host memories, nor the pool in replays).
+	measures bool
 }
 
 // memoryReports sets the plan's temporaries against what sess measured:
@@ -39,9 +44,8 @@ func memoryReports(sess *executor.Session, p *planner.Plan) []memoryReport {
 			continue
 		}
 		r := memoryReport{Device: u.Device, Memory: planner.MemoryName(u.Device),
-			PlannedPeakBytes: u.TemporaryPeak, PlannedArenaBytes: u.ArenaBytes, Arena: sess.Arenas()}
-		if ok {
-			n := measured[u.Device]
+			PlannedPeakBytes: u.TemporaryPeak, PlannedArenaBytes: u.ArenaBytes, Arena: sess.Arenas(), measures: ok}
+		if n, in := measured[u.Device]; in {
 			r.MeasuredPeakBytes = &n
 		}
 		out = append(out, r)
@@ -53,6 +57,9 @@ func memoryReports(sess *executor.Session, p *planner.Plan) []memoryReport {
 func writeMemoryReports(w io.Writer, rs []memoryReport) {
 	for _, r := range rs {
 		got := "not measured by this backend"
+		if r.measures {
+			got = "not measured"
+		}
 		if r.MeasuredPeakBytes != nil {
 			how := "at most live at once"
 			if r.Arena {

@@ -1,6 +1,7 @@
-// Prints every value and size that dagrun's NCCL binding (cuda/nccl.h) and
-// peer helpers (cuda/peer.go) declare by hand, taken from the real headers:
-// TestNCCLHeader compares them. Built on the GPU machine only:
+// Prints every value and size that dagrun's NCCL binding (cuda/nccl.h), its
+// peer helpers (cuda/peer.go) and pool measure (cuda/poolwatch.go) declare
+// by hand, taken from the real headers: TestNCCLHeader compares them.
+// Built on the GPU machine only:
 //   gcc -I/usr/local/cuda/include nccl_check.c -o nccl_check
 #include <stdio.h>
 #include <nccl.h>
@@ -45,6 +46,18 @@ int main(void) {
 	V(CU_MEM_LOCATION_TYPE_DEVICE);
 	V(CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 	V(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+	// The pool's and the graph allocator's attributes (cuda/poolwatch.go).
+	S(cuuint64_t);
+	V(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED);
+	V(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD);
+	V(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+	V(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH);
+	V(CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+	V(CU_MEMPOOL_ATTR_USED_MEM_HIGH);
+	V(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT);
+	V(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH);
+	V(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT);
+	V(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH);
 #endif
 	return 0;
 }

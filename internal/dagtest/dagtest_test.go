@@ -266,6 +266,25 @@ func TestFixtures(t *testing.T) {
 	}
 }
 
+// TestFamilyScaled: a family at another unit has Family's ops and
+// buffers, its temporaries unit/1 KiB times as large.
+func TestFamilyScaled(t *testing.T) {
+	for _, fam := range Families() {
+		g, big := Family(fam, 12, 3), FamilyScaled(fam, 12, 3, 64<<10)
+		require.Len(t, big.Ops, len(g.Ops), fam)
+		require.Len(t, big.Buffers, len(g.Buffers), fam)
+		for i, b := range g.Buffers {
+			if b.Temporary {
+				assert.Equal(t, 64*b.Size, big.Buffers[i].Size, "%s: %s", fam, b.Name)
+			}
+		}
+		for i, o := range g.Ops {
+			assert.Equal(t, o.Name, big.Ops[i].Name, fam)
+		}
+		run(t, big)
+	}
+}
+
 func BenchmarkShape(b *testing.B) {
 	for _, n := range []int{10_000, 1_000_000} {
 		b.Run(fmt.Sprintf("ops=%d", n), func(b *testing.B) {

@@ -18,17 +18,25 @@ func Families() []string { return []string{"chain", "forkjoin", "layered", "pipe
 // read by the ops that depend on it; the last ones are added into a
 // persistent output. Allocs and frees are left to dag.Build. It panics on a
 // name it does not know.
-func Family(name string, n int, seed int64) *dag.Graph {
+func Family(name string, n int, seed int64) *dag.Graph { return FamilyScaled(name, n, seed, 1024) }
+
+// FamilyScaled is Family with temporaries of 1 to 16 units of unit bytes (a
+// multiple of 4), and kernels of one block of 32 threads per KiB of unit,
+// so that large temporaries take no longer to add. With the same name, n
+// and seed it makes the same ops and buffers for any unit, Family's at
+// 1024; only the dependencies through the 16 KiB output may differ, as
+// larger temporaries are added into more of it.
+func FamilyScaled(name string, n int, seed int64, unit int64) *dag.Graph {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x66616d696c79))
 	b := dag.New()
 	n = max(n, 2)
 	count := 0
 	temp := func() *dag.Buffer {
-		t := b.Buffer(fmt.Sprintf("t%d", count), 1024*int64(1+r.IntN(16)), dag.Temporary())
+		t := b.Buffer(fmt.Sprintf("t%d", count), unit*int64(1+r.IntN(16)), dag.Temporary())
 		count++
 		return t
 	}
-	one := dag.Grid1(1)
+	one := dag.Grid1(int(max(unit/1024, 1)))
 	// derive fills t and adds its inputs into it, over the bytes all share.
 	derive := func(t *dag.Buffer, in ...*dag.Buffer) {
 		b.Fill(t.All(), 1)
@@ -113,7 +121,7 @@ func Family(name string, n int, seed int64) *dag.Graph {
 	}
 	g, err := b.Build()
 	if err != nil {
-		panic(fmt.Sprintf("dagtest: Family(%q, %d, %d) made a graph dag.Build rejects: %v", name, n, seed, err))
+		panic(fmt.Sprintf("dagtest: FamilyScaled(%q, %d, %d, %d) made a graph dag.Build rejects: %v", name, n, seed, unit, err))
 	}
 	return g
 }
