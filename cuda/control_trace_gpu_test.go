@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
-	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
 )
@@ -112,63 +110,4 @@ func TestLoopIterationSpansGPU(t *testing.T) {
 	for _, r := range reps {
 		check("replay "+string(rune('0'+r.Launch)), r.Spans)
 	}
-}
-
-// TestCUPTIBodyRecordsGPU logs the CUPTI records of a loop of 3
-// iterations, eager and replayed, and requires the body op's to be named
-// by it: what TestLoopIterationSpansGPU's spans are made from.
-func TestCUPTIBodyRecordsGPU(t *testing.T) {
-	ls, loop, x, flag := halvingLoop(t, "loop", 1, 0)
-	ls.tim.SetTiming(true)
-	require.NoError(t, ls.tim.SetTimingSource(device.TimingSource(TimingCUPTI)))
-	if ls.tim.cupti == nil {
-		requireGPU(t, "no CUPTI: %s", ls.tim.timingWhy)
-	}
-	halve := loop.Control.Body.Ops[0]
-	ctx := context.Background()
-	reset := func() {
-		require.NoError(t, ls.Write(x, f32bytes(8)))
-		require.NoError(t, ls.Write(flag, i32bytes(1)))
-	}
-	dump := func(what string) {
-		recs, err := ls.tim.cupti.collect()
-		require.NoError(t, err)
-		named := 0
-		for _, r := range recs {
-			t.Logf("%s: kind %d op %d replay %d node %d corr %d start %d", what, r.Kind, r.Op, r.Replay, r.GraphNodeID, r.Correlation, r.Start)
-			if r.Op == int64(opSlot(halve)) {
-				named++
-			}
-		}
-		t.Logf("%s: %d records, %d of them the body op's (slot %d); loop slot %d; nodes named %d, clones %d", what, len(recs), named, opSlot(halve), opSlot(loop), len(ls.tim.cupti.tr.nodeOps), len(ls.tim.cupti.tr.clones))
-		if named != 3 {
-			for id, op := range ls.tim.cupti.tr.nodeOps {
-				t.Logf("%s: node %d (graph %d, place %d) named op %d", what, id, id>>32, id&0xffffffff, op)
-			}
-			for c, o := range ls.tim.cupti.tr.clones {
-				t.Logf("%s: clone %#x of %#x", what, c, o)
-			}
-		}
-		assert.Equal(t, 3, named, "%s: the body op's records", what)
-		ls.tim.cupti.reset()
-	}
-	reset()
-	require.NoError(t, ls.Run(0, loop))
-	require.NoError(t, ls.Sync(ctx))
-	dump("eager, first run")
-	reset()
-	require.NoError(t, ls.Run(0, loop))
-	require.NoError(t, ls.Sync(ctx))
-	dump("eager, second run")
-	require.NoError(t, ls.BeginCapture(0))
-	require.NoError(t, ls.Run(0, loop))
-	gi, err := ls.EndCapture(0)
-	require.NoError(t, err)
-	require.NoError(t, ls.Instantiate(gi))
-	reset()
-	require.NoError(t, ls.LaunchGraph(gi, 0))
-	require.NoError(t, ls.Sync(ctx))
-	time.Sleep(10 * time.Millisecond)
-	dump("replay")
-	require.NoError(t, ls.DestroyGraph(gi))
 }

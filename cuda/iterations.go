@@ -10,7 +10,14 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// Iterations under CUPTI. A loop's body runs inside a conditional node, so
+// Iterations under CUPTI. The ops of a conditional node's body are named
+// by the nodes CUPTI gives their records (bodyNode, cupti.go). CUPTI
+// 2025.3 on driver 580 gives some body records stale node ids once other
+// graphs with the same kernels ran in the process (seen in the GPU tests:
+// the loop's own kernel named by a node of an earlier graph); those
+// records name no op of the run and are left out, so an op's iterations
+// may then merge or go missing from the trace. Outputs never depend on it.
+// A loop's body runs inside a conditional node, so
 // its ops' records carry no iteration number; but a While's own kernels
 // do mark them: dr_cond_enter runs before the node and dr_cond_next at the
 // end of every iteration, after every op of the body (the body's streams
