@@ -17,8 +17,9 @@ import (
 // the loop's own kernel named by a node of an earlier graph); those
 // records name no op of the run and are left out, so an op's iterations
 // may then merge or go missing from the trace. Outputs never depend on it.
-// A loop's body runs inside a conditional node, so
-// its ops' records carry no iteration number; but a While's own kernels
+//
+// A loop's body runs inside a conditional node, so its ops' records carry
+// no iteration number; but a While's own kernels
 // do mark them: dr_cond_enter runs before the node and dr_cond_next at the
 // end of every iteration, after every op of the body (the body's streams
 // are joined into its entry stream before it). So the records of the loop
