@@ -587,15 +587,16 @@ func resolveRecordsCached(in []activityRecord, links []link, external *correlati
 				}
 				op, ok := nodeOps[r.GraphNodeID]
 				if !ok {
-					r.GraphNodeID, op, ok = bodyNode(replayed, clones, places, nodeOps)
+					var body uint64
+					if body, op, ok = bodyNode(replayed, clones, places, nodeOps); ok {
+						r.GraphNodeID = body
+					}
 				}
 				if ok {
 					r.Op = op
 					if resolved != nil {
 						resolved[replayed] = resolvedNode{node: r.GraphNodeID, op: op}
 					}
-				} else {
-					r.GraphNodeID = replayed
 				}
 			}
 		}

@@ -144,4 +144,5 @@ func TestBodyNodeResolved(t *testing.T) {
 	require.Len(t, got, 5)
 	assert.Equal(t, []int64{0, 1, 0, 5, -1}, []int64{got[0].Op, got[1].Op, got[2].Op, got[3].Op, got[4].Op})
 	assert.Equal(t, uint64(9<<32|5), got[4].GraphNodeID, "an unnamed record keeps its node")
+	assert.Equal(t, uint64(8<<32|0), got[1].GraphNodeID, "a named one names the body's node")
 }
