@@ -53,6 +53,15 @@ type MemoryUse struct {
 	// giving each its own bytes would need.
 	TemporaryBytes int64
 	Temporaries    int // how many temporaries live there
+	// SubmittedPeak is the most bytes of temporaries (rounded as above)
+	// allocated and not yet freed at once in the order of the plan's steps:
+	// what a stream-ordered pool holds in an eager run, which counts an
+	// allocation from its submission to its free's (`--temporaries pool`;
+	// the arena holds ArenaBytes whatever the order). It is one order's
+	// figure, so it may lie above TemporaryPeak (allocations submitted
+	// before earlier temporaries' frees) or below it (TemporaryPeak bounds
+	// every timing).
+	SubmittedPeak int64
 }
 
 // Bytes is the memory's need in all: persistent buffers and the arena.
@@ -145,11 +154,42 @@ func MemoryOf(p *Plan) *Memory {
 			mem.Temporaries[i] = *l.t
 		}
 	}
+	if len(lives) > 0 {
+		submittedPeaks(p, use)
+	}
 	for _, u := range uses {
 		mem.Memories = append(mem.Memories, *u)
 	}
 	slices.SortFunc(mem.Memories, func(a, b MemoryUse) int { return cmp.Compare(a.Device, b.Device) })
 	return mem
+}
+
+// submittedPeaks sets each memory's SubmittedPeak: its temporaries
+// allocated and not yet freed, counted step by step in submission order.
+func submittedPeaks(p *Plan, use func(int) *MemoryUse) {
+	live := map[int]int64{}
+	for _, st := range p.Steps {
+		if st.Kind != Run || st.Op < 0 || int(st.Op) >= len(p.Graph.Ops) {
+			continue
+		}
+		op := p.Graph.Ops[st.Op]
+		lt := op.Kind.Info().Lifetime
+		if lt == dag.NoLifetime {
+			continue
+		}
+		b := op.Buffer()
+		if b == nil || !b.Temporary {
+			continue
+		}
+		m := memoryOf(b)
+		if lt == dag.Allocates {
+			live[m] = dag.AddSat(live[m], roundUp(b.Size))
+			u := use(m)
+			u.SubmittedPeak = max(u.SubmittedPeak, live[m])
+		} else {
+			live[m] -= roundUp(b.Size)
+		}
+	}
 }
 
 // memoryOf is the memory buffer b lives in.

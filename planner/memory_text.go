@@ -35,6 +35,9 @@ func (p *Plan) writeMemory(w *bufio.Writer) {
 			ops = append(ops, p.opName(u.PeakOps[i]))
 		}
 		fmt.Fprintf(w, "    live at the peak: %s (first used by %s)\n", clip(names, 8), clip(ops, 8))
+		if u.SubmittedPeak != u.TemporaryPeak {
+			fmt.Fprintf(w, "    allocated at once in step order (what a pool holds in an eager run): %s\n", dag.FormatBytes(u.SubmittedPeak))
+		}
 	}
 }
 
@@ -66,7 +69,8 @@ type (
 		PersistentBytes    int64    `json:"persistent_bytes"`
 		TemporaryPeakBytes int64    `json:"temporary_peak_bytes"`
 		ArenaBytes         int64    `json:"arena_bytes"`
-		TemporaryBytes     int64    `json:"temporary_bytes"` // the temporaries' sum
+		TemporaryBytes     int64    `json:"temporary_bytes"`      // the temporaries' sum
+		SubmittedPeakBytes int64    `json:"submitted_peak_bytes"` // allocated at once in step order: a pool's hold
 		Temporaries        int      `json:"temporaries"`
 		Peak               []string `json:"peak,omitempty"`     // the temporaries live together at the peak
 		PeakOps            []string `json:"peak_ops,omitempty"` // the first use of each
@@ -89,7 +93,8 @@ func (p *Plan) jsonMemory() *jsonMemory {
 	out := &jsonMemory{Memories: []jsonMemoryUse{}, Temporaries: []jsonTemporary{}}
 	for _, u := range m.Memories {
 		ju := jsonMemoryUse{Device: u.Device, Memory: memoryName(u.Device), PersistentBytes: u.Persistent,
-			TemporaryPeakBytes: u.TemporaryPeak, ArenaBytes: u.ArenaBytes, TemporaryBytes: u.TemporaryBytes, Temporaries: u.Temporaries}
+			TemporaryPeakBytes: u.TemporaryPeak, ArenaBytes: u.ArenaBytes, TemporaryBytes: u.TemporaryBytes, Temporaries: u.Temporaries,
+			SubmittedPeakBytes: u.SubmittedPeak}
 		for i, id := range u.Peak {
 			ju.Peak = append(ju.Peak, p.bufferName(id))
 			ju.PeakOps = append(ju.PeakOps, p.opName(u.PeakOps[i]))

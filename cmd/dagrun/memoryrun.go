@@ -18,6 +18,10 @@ type memoryReport struct {
 	// TemporaryPeak), PlannedArenaBytes its arena.
 	PlannedPeakBytes  int64 `json:"planned_peak_bytes"`
 	PlannedArenaBytes int64 `json:"planned_arena_bytes"`
+	// PlannedSubmittedBytes is what the plan's steps allocate at once in
+	// submission order (MemoryUse.SubmittedPeak): what a pool holds in an
+	// eager run, so the figure a pool's measure is set against.
+	PlannedSubmittedBytes int64 `json:"planned_submitted_peak_bytes"`
 	// MeasuredPeakBytes is the most bytes of temporaries the backend held
 	// at once: the arena's size where arenas held them, else the most
 	// allocated and not yet freed at once (on CUDA the pool's high-water
@@ -44,7 +48,8 @@ func memoryReports(sess *executor.Session, p *planner.Plan) []memoryReport {
 			continue
 		}
 		r := memoryReport{Device: u.Device, Memory: planner.MemoryName(u.Device),
-			PlannedPeakBytes: u.TemporaryPeak, PlannedArenaBytes: u.ArenaBytes, Arena: sess.Arenas(), measures: ok}
+			PlannedPeakBytes: u.TemporaryPeak, PlannedArenaBytes: u.ArenaBytes, PlannedSubmittedBytes: u.SubmittedPeak,
+			Arena: sess.Arenas(), measures: ok}
 		if n, in := measured[u.Device]; in {
 			r.MeasuredPeakBytes = &n
 		}
@@ -67,8 +72,14 @@ func writeMemoryReports(w io.Writer, rs []memoryReport) {
 			}
 			got = fmt.Sprintf("%s (%s)", dag.FormatBytes(*r.MeasuredPeakBytes), how)
 		}
-		fmt.Fprintf(w, "memory %s: temporaries planned peak %s, arena %s; measured %s\n",
-			r.Memory, dag.FormatBytes(r.PlannedPeakBytes), dag.FormatBytes(r.PlannedArenaBytes), got)
+		pool := ""
+		if !r.Arena && r.PlannedSubmittedBytes != r.PlannedPeakBytes {
+			// A pool holds what the steps allocate at once as they are
+			// submitted, which the plan's order sets.
+			pool = fmt.Sprintf(", %s allocated at once in step order", dag.FormatBytes(r.PlannedSubmittedBytes))
+		}
+		fmt.Fprintf(w, "memory %s: temporaries planned peak %s, arena %s%s; measured %s\n",
+			r.Memory, dag.FormatBytes(r.PlannedPeakBytes), dag.FormatBytes(r.PlannedArenaBytes), pool, got)
 	}
 }
 
