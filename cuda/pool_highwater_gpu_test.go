@@ -283,9 +283,10 @@ func TestPoolHighWaterGPU(t *testing.T) {
 		g := dagtest.FamilyScaled(fam, n, int64(i), unit)
 		for _, budgeted := range []bool{false, true} {
 			what := fmt.Sprintf("%s of %d temporaries of %s units (seed %d), %d streams", fam, n, dag.FormatBytes(unit), i, streams)
-			opts := planner.Options{Streams: streams}
+			// Planned for a pool, as dagrun run --temporaries pool plans.
+			opts := planner.Options{Streams: streams, PoolTemporaries: true}
 			if budgeted {
-				_, err := planner.New(g, planner.Options{Streams: streams, MemoryBudget: map[int]int64{0: 1}})
+				_, err := planner.New(g, planner.Options{Streams: streams, PoolTemporaries: true, MemoryBudget: map[int]int64{0: 1}})
 				var be *planner.BudgetError
 				require.ErrorAs(t, err, &be, what)
 				opts.MemoryBudget = map[int]int64{0: be.Smallest * 3 / 2}

@@ -58,17 +58,48 @@ func New(g *dag.Graph, opts Options) (*Plan, error) {
 func plan(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool) *Plan {
 	a := newAssigner(g, opts)
 	order := by.placer(a, ordered)
+	// For temporaries from a pool (Options.PoolTemporaries), an op that
+	// allocates one is held back until the first op that needs it is
+	// placed, and placed just before it: free of dependencies, it would
+	// otherwise go first, and the pool (which counts an allocation from
+	// its submission) would hold every temporary at once.
+	var held []bool
+	var release func(d int32)
+	release = func(d int32) { // places held d, after the held ones it needs
+		if held == nil || !held[d] {
+			return
+		}
+		held[d] = false
+		for _, dd := range g.Ops[d].Deps {
+			release(dd)
+		}
+		a.place(d, g.Ops[d], a.poolFor(g.Ops[d]))
+	}
 	for {
 		i, pool, ok := order.next()
 		if !ok {
 			break
 		}
 		op := g.Ops[i]
+		if opts.PoolTemporaries && op.Kind.Info().Lifetime == dag.Allocates {
+			if held == nil {
+				held = make([]bool, len(g.Ops))
+			}
+			held[i] = true
+			order.placed(i)
+			continue
+		}
+		for _, d := range op.Deps {
+			release(d)
+		}
 		if pool < 0 {
 			pool = a.poolFor(op)
 		}
 		a.place(i, op, pool)
 		order.placed(i)
+	}
+	for i := range held { // allocations nothing uses
+		release(int32(i))
 	}
 	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream, Topology: opts.Topology, SMs: opts.SMs}
 	a.layOut(p)

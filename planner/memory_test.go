@@ -171,8 +171,18 @@ func TestPackingChainReusesBytes(t *testing.T) {
 	require.Equal(t, []planner.MemoryUse{{
 		Device: 0, Persistent: 1024, TemporaryPeak: 2048, ArenaBytes: 2048, TemporaryBytes: 10240, Temporaries: 10,
 		Peak: p.Memory.Memories[0].Peak, PeakOps: p.Memory.Memories[0].PeakOps,
+		// Every alloc goes first: all ten in submission order.
+		SubmittedPeak: 10240,
 	}}, p.Memory.Memories)
 	require.Len(t, p.Memory.Memories[0].Peak, 2)
+
+	// For a pool, each alloc goes just before its fill and each free as
+	// soon as it can: two at a time in submission order too.
+	p, err = planner.New(g, planner.Options{Streams: 1, PoolTemporaries: true})
+	require.NoError(t, err)
+	require.NoError(t, planner.Verify(p))
+	require.Equal(t, int64(2048), p.Memory.Memories[0].TemporaryPeak)
+	require.Equal(t, int64(2048), p.Memory.Memories[0].SubmittedPeak)
 
 	// On more streams the fills run ahead on streams of their own, and
 	// their temporaries are live together: the arena grows with the peak.
@@ -261,4 +271,43 @@ func ExampleMemoryOf() {
 	// x at 0
 	// y at 4096
 	// z at 0
+}
+
+// TestPoolTemporariesOrder: planned for a pool, the steps of every family
+// hold in submission order no more than the plan's peak on average, and
+// far less than when allocs go first; the plans verify and keep the same
+// peak bound.
+func TestPoolTemporariesOrder(t *testing.T) {
+	seeds := 12
+	if testing.Short() {
+		seeds = 3
+	}
+	for _, fam := range dagtest.Families() {
+		var logPool, logDefault float64
+		n := 0
+		for seed := range int64(seeds) {
+			g := dagtest.Family(fam, 12+int(seed)*3, seed)
+			for _, streams := range []int{1, 2, 4} {
+				def, err := planner.New(g, planner.Options{Streams: streams})
+				require.NoError(t, err)
+				pool, err := planner.New(g, planner.Options{Streams: streams, PoolTemporaries: true})
+				require.NoError(t, err)
+				require.NoError(t, planner.Verify(pool), "%s seed %d streams %d", fam, seed, streams)
+				for i, u := range pool.Memory.Memories {
+					if u.Temporaries == 0 {
+						continue
+					}
+					d := def.Memory.Memories[i]
+					require.LessOrEqual(t, u.SubmittedPeak, u.TemporaryBytes)
+					logPool += math.Log(float64(u.SubmittedPeak) / float64(u.TemporaryPeak))
+					logDefault += math.Log(float64(d.SubmittedPeak) / float64(d.TemporaryPeak))
+					n++
+				}
+			}
+		}
+		pool, def := math.Exp(logPool/float64(n)), math.Exp(logDefault/float64(n))
+		t.Logf("%-9s submitted/peak geo-mean: planned for a pool %.3f, by default %.3f (%d plans)", fam, pool, def, n)
+		assert.LessOrEqual(t, pool, 1.05, "%s: planned for a pool", fam)
+		assert.Less(t, pool, def, "%s: better than the default order", fam)
+	}
 }

@@ -21,6 +21,14 @@ type Options struct {
 	// temporaries to meet it, or fails with a *BudgetError (budget.go).
 	// Memories it does not name are unbounded.
 	MemoryBudget map[int]int64
+	// PoolTemporaries says temporaries come from a stream-ordered pool at
+	// run time (cuda's --temporaries pool), which counts an allocation
+	// from its submission to its free's: each alloc is then placed just
+	// before its first use and each free goes as soon as it can, so that
+	// what the steps hold in submission order (MemoryUse.SubmittedPeak)
+	// stays near the planned peak. With arenas the order costs nothing
+	// and the default placement stands.
+	PoolTemporaries bool
 }
 
 // MaxStreams is the most compute streams per device and priority a plan

@@ -248,8 +248,15 @@ func (l *listOrder) placed(i int32) {
 	}
 }
 
+// frees says whether op x frees a temporary that comes from a pool.
+func (l *listOrder) frees(x int32) bool {
+	return l.a.opts.PoolTemporaries && l.a.ops[x].Kind.Info().Lifetime == dag.Frees
+}
+
 // before says whether op x goes before op y when both can start at the
-// same time: the longer path to the end first, then the higher priority,
+// same time: with temporaries from a pool, an op that frees one first (it
+// costs next to nothing and lowers what the pool holds), then the longer
+// path to the end, then the higher priority,
 // then the op declared first. Two ops that fill their device skip the
 // first rule: the device runs them one after the other whichever goes
 // first, so a longer path gains nothing by starting early, while taking
@@ -257,6 +264,9 @@ func (l *listOrder) placed(i int32) {
 // the H100: examples/mlp_stream.yaml ran 3-5% slower with its chunks
 // interleaved by path length).
 func (l *listOrder) before(x, y int32) bool {
+	if fx, fy := l.frees(x), l.frees(y); fx != fy {
+		return fx
+	}
 	if bx, by := l.a.bottom[x], l.a.bottom[y]; bx != by && !(l.fills[x] && l.fills[y]) {
 		return bx > by
 	}

@@ -94,6 +94,9 @@ type layout struct {
 	streams      int
 	strategy     planner.Strategy
 	memoryBudget int64
+	// poolTemporaries: dagrun run --temporaries pool, planned so that the
+	// pool holds about the planned peak (planner.Options.PoolTemporaries).
+	poolTemporaries bool
 }
 
 // sizeFlag is a size flag: a byte count, with a unit as specs write sizes
@@ -126,6 +129,7 @@ func planOptions(s *spec.Spec, l layout) planner.Options {
 		opts.Streams = l.streams
 	}
 	opts.MemoryBudget = memoryBudget(s, l)
+	opts.PoolTemporaries = l.poolTemporaries
 	return opts
 }
 

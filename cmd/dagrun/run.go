@@ -115,7 +115,8 @@ Flags:
 
 // layout is the placement the flags ask for.
 func (f *runFlags) layout() layout {
-	return layout{streams: int(f.streams), strategy: planner.Strategy(f.strategy), memoryBudget: int64(f.memoryBudget)}
+	return layout{streams: int(f.streams), strategy: planner.Strategy(f.strategy), memoryBudget: int64(f.memoryBudget),
+		poolTemporaries: f.temps.value == "pool"}
 }
 
 // runFlags are dagrun run's flags.
