@@ -37,6 +37,8 @@ func FuzzPlan(f *testing.F) {
 	f.Add(int64(0x70), uint16(60), uint8(1), uint8(0), uint8(2))
 	f.Add(int64(0x72), uint16(200), uint8(4), uint8(fuzzRanges|fuzzTemporaries), uint8(4))
 	f.Add(int64(0x7c), uint16(300), uint8(9), uint8(fuzzPriorities|fuzzAfter|1<<6), uint8(8))
+	// Temporaries planned for a pool (seed bit 7).
+	f.Add(int64(0x80), uint16(150), uint8(10), uint8(fuzzTemporaries|fuzzAfter|fuzzRanges), uint8(3))
 	f.Fuzz(func(t *testing.T, seed int64, ops uint16, buffers, flags, streams uint8) {
 		cfg := dagtest.Config{
 			Ops:         int(ops % 400),
@@ -50,7 +52,8 @@ func FuzzPlan(f *testing.F) {
 			Devices:     1 + int(flags&fuzzDevices>>6),
 		}
 		opts := planner.Options{Streams: int(streams % 33), SharedCopyStreams: flags&fuzzSharedCopy != 0,
-			Strategy: planner.Strategies()[uint64(seed)>>1%3], Mode: planner.Mode(uint64(seed) >> 3 & 1)}
+			Strategy: planner.Strategies()[uint64(seed)>>1%3], Mode: planner.Mode(uint64(seed) >> 3 & 1),
+			PoolTemporaries: uint64(seed)>>7&1 == 1}
 		if uint64(seed)>>4&7 == 7 {
 			opts.Cost = hugeCost{}
 		}

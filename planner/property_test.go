@@ -35,6 +35,7 @@ func randomCase(seed uint64) (dagtest.Config, planner.Options) {
 	}
 	opts.Strategy = planner.Strategies()[r.IntN(3)]
 	opts.Mode = planner.Mode(r.IntN(2))
+	opts.PoolTemporaries = r.IntN(3) == 0
 	if r.IntN(10) == 0 {
 		opts.Cost = hugeCost{} // sums that would wrap without saturation
 	}
