@@ -21,11 +21,23 @@
 // the estimate: a pipeline of large GEMMs stays on one compute stream
 // instead of two streams that would only share the device.
 //
+// A plan for a replay (Options.Mode Replay) also tries halving the stream
+// budget down to one stream and keeps the plan with the fewest streams
+// within 1% of the shortest estimate: a replayed graph starts a device's
+// concurrent branches one after another (Overheads.ReplayBranch, 1.5 us
+// apart as measured), so short kernels spread over many streams lose more
+// than they overlap.
+//
 // Dependencies across streams become an event recorded after the producer
 // and a wait before the consumer; a wait that earlier waits already imply
 // (tracked with vector clocks over streams) is left out. Temporary buffers
 // are allocated and freed by ordinary ops, so a free waits for every user on
-// every stream.
+// every stream. MemoryOf gives each memory's peak of temporaries and their
+// packed arena; for temporaries from a stream-ordered pool, which counts an
+// allocation from its submission, Options.PoolTemporaries places each alloc
+// just before its first use and frees as early as they can go, so that
+// what the steps hold in submission order (MemoryUse.SubmittedPeak) stays
+// near the peak.
 //
 // The result, a Plan, is one global submission order of steps (run, record,
 // wait) in which every record precedes its waits; each stream's steps, in
