@@ -186,3 +186,41 @@ func (c *cuptiTiming) iterationSpans(origin uint64, f func(replay, op, stream in
 		f(int(k.replay), k.op, int(c.streams[k.op]), time.Duration(e.start-origin), time.Duration(e.end-origin))
 	}
 }
+
+// bodyNode names a node of a conditional node's body as replayed. The
+// driver instantiates a graph as a clone of it and a clone of each body
+// graph, one graph id after another, with a node clone callback for each
+// of their nodes; but the body's nodes run as further places of the
+// top clone (CUPTI's node ids hold the graph's id in the high 32 bits and
+// the node's place in the low ones), with no callback. So a place beyond
+// the top clone's own nodes (places: how many each clone has) is the same
+// place in the body clones that follow it, in id order; the body clone's
+// node is then named as any clone is. TestCUPTIBodyRecordsGPU and
+// TestLoopIterationSpansGPU check this against the driver.
+func bodyNode(id uint64, clones, places map[uint64]uint64, nodeOps map[uint64]int64) (uint64, int64, bool) {
+	g, p := id>>32, id&0xffffffff
+	n, ok := places[g]
+	if !ok || p < n {
+		return id, 0, false
+	}
+	p -= n
+	for h := g + 1; ; h++ {
+		m, ok := places[h]
+		if !ok {
+			return id, 0, false
+		}
+		if p < m {
+			node := h<<32 | p
+			for range 8 { // a clone of a clone, to the first
+				orig, ok := clones[node]
+				if !ok {
+					break
+				}
+				node = orig
+			}
+			op, ok := nodeOps[node]
+			return node, op, ok
+		}
+		p -= m
+	}
+}
