@@ -63,17 +63,20 @@ func plan(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool
 	// placed, and placed just before it: free of dependencies, it would
 	// otherwise go first, and the pool (which counts an allocation from
 	// its submission) would hold every temporary at once.
+	// It starts no sooner than that op could without it (floor), so that
+	// in the submission order, which follows the starts, it also comes
+	// after the frees that op waits for.
 	var held []bool
-	var release func(d int32)
-	release = func(d int32) { // places held d, after the held ones it needs
+	var release func(d int32, floor int64)
+	release = func(d int32, floor int64) { // places held d, after the held ones it needs
 		if held == nil || !held[d] {
 			return
 		}
 		held[d] = false
 		for _, dd := range g.Ops[d].Deps {
-			release(dd)
+			release(dd, floor)
 		}
-		a.place(d, g.Ops[d], a.poolFor(g.Ops[d]))
+		a.place(d, g.Ops[d], a.poolFor(g.Ops[d]), floor)
 	}
 	for {
 		i, pool, ok := order.next()
@@ -89,17 +92,25 @@ func plan(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool
 			order.placed(i)
 			continue
 		}
-		for _, d := range op.Deps {
-			release(d)
+		if held != nil {
+			var floor int64
+			for _, d := range op.Deps {
+				if !held[d] {
+					floor = max(floor, a.finishOf(d))
+				}
+			}
+			for _, d := range op.Deps {
+				release(d, floor)
+			}
 		}
 		if pool < 0 {
 			pool = a.poolFor(op)
 		}
-		a.place(i, op, pool)
+		a.place(i, op, pool, 0)
 		order.placed(i)
 	}
 	for i := range held { // allocations nothing uses
-		release(int32(i))
+		release(int32(i), 0)
 	}
 	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream, Topology: opts.Topology, SMs: opts.SMs}
 	a.layOut(p)
@@ -247,9 +258,10 @@ func newAssigner(g *dag.Graph, opts Options) *assigner {
 	return a
 }
 
-// place assigns op i to a stream of pool p and decides its waits.
-func (a *assigner) place(i int32, op *dag.Op, p int32) {
-	var est int64
+// place assigns op i to a stream of pool p, to start no sooner than floor
+// nor its dependencies, and decides its waits.
+func (a *assigner) place(i int32, op *dag.Op, p int32, floor int64) {
+	est := floor
 	for _, dep := range op.Deps {
 		est = max(est, a.finishOf(dep))
 	}

@@ -50,11 +50,21 @@ func (e *BudgetError) Error() string {
 		dag.FormatBytes(e.Budget), memoryName(e.Memory), dag.FormatBytes(e.Smallest), dag.FormatBytes(e.Persistent), dag.FormatBytes(e.Peak), clip(e.Live, 8))
 }
 
+// budgetNeed is what memory u needs: its persistent buffers and the arena, or
+// for temporaries from a pool (Options.PoolTemporaries) what the pool
+// holds at most, the temporaries allocated at once in submission order.
+func budgetNeed(u MemoryUse, pool bool) int64 {
+	if pool {
+		return dag.AddSat(u.Persistent, u.SubmittedPeak)
+	}
+	return u.Bytes()
+}
+
 // overBudget returns the first memory of p (by Device) whose need exceeds
 // its budget, if any.
-func overBudget(p *Plan, budget map[int]int64) (MemoryUse, bool) {
+func overBudget(p *Plan, budget map[int]int64, pool bool) (MemoryUse, bool) {
 	for _, u := range p.Memory.Memories {
-		if b, ok := budget[u.Device]; ok && u.Bytes() > b {
+		if b, ok := budget[u.Device]; ok && budgetNeed(u, pool) > b {
 			return u, true
 		}
 	}
@@ -89,7 +99,8 @@ func usesOf(g *dag.Graph) map[int][]int32 {
 // withBudget replans g until p, its plan without a budget, meets
 // opts.MemoryBudget.
 func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
-	u, over := overBudget(p, opts.MemoryBudget)
+	pool := opts.PoolTemporaries
+	u, over := overBudget(p, opts.MemoryBudget, pool)
 	if !over {
 		return p, nil
 	}
@@ -100,6 +111,9 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 	unconstrained, bestUse := p.Stats.Makespan, u
 	pairs := 0
 	for range maxBudgetRounds {
+		if pool { // the pool's peak: the temporaries allocated at its step
+			u.Peak = submittedLive(p, u.Device)
+		}
 		a, b, ok := pairToOrder(p, u, uses, ordered)
 		if !ok {
 			break
@@ -116,7 +130,7 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 		p = planStrategy(withDeps(g, extra), opts)
 		p.Graph, p.Bodies = g, bodies
 		p.Memory = MemoryOf(p)
-		if u, over = overBudget(p, opts.MemoryBudget); !over {
+		if u, over = overBudget(p, opts.MemoryBudget, pool); !over {
 			deps := 0
 			for _, ws := range extra {
 				deps += len(ws)
@@ -124,16 +138,20 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 			p.Budget = &Budget{Orderings: pairs, Dependencies: deps, Unconstrained: unconstrained}
 			return p, nil
 		}
-		if u.Device == bestUse.Device && u.Bytes() < bestUse.Bytes() {
+		if u.Device == bestUse.Device && budgetNeed(u, pool) < budgetNeed(bestUse, pool) {
 			bestUse = u
 		}
 	}
 	if u.Device != bestUse.Device { // the memory that failed last is the one to name
 		bestUse = u
 	}
-	e := &BudgetError{Memory: bestUse.Device, Budget: opts.MemoryBudget[bestUse.Device], Smallest: bestUse.Bytes(),
+	e := &BudgetError{Memory: bestUse.Device, Budget: opts.MemoryBudget[bestUse.Device], Smallest: budgetNeed(bestUse, pool),
 		Persistent: bestUse.Persistent, Peak: bestUse.TemporaryPeak}
-	for _, id := range bestUse.Peak {
+	live := bestUse.Peak
+	if pool {
+		e.Peak, live = bestUse.SubmittedPeak, submittedLive(p, bestUse.Device)
+	}
+	for _, id := range live {
 		e.Live = append(e.Live, p.bufferName(id))
 	}
 	return nil, e
@@ -167,6 +185,63 @@ func pairToOrder(p *Plan, u MemoryUse, uses map[int][]int32, ordered map[[2]int]
 		}
 	}
 	return a, b, ok
+}
+
+// submittedLive lists the temporaries of memory mem allocated and not yet
+// freed at the step where p's steps first hold MemoryUse.SubmittedPeak
+// (buffer IDs, ascending): one pass finds the step, a second replays the
+// steps up to it.
+func submittedLive(p *Plan, mem int) []int {
+	each := func(f func(id int, size int64, allocates bool) bool) {
+		for _, st := range p.Steps {
+			if st.Kind != Run || st.Op < 0 || int(st.Op) >= len(p.Graph.Ops) {
+				continue
+			}
+			op := p.Graph.Ops[st.Op]
+			lt := op.Kind.Info().Lifetime
+			b := op.Buffer()
+			if lt == dag.NoLifetime || b == nil || !b.Temporary || memoryOf(b) != mem {
+				continue
+			}
+			if !f(b.ID, roundUp(b.Size), lt == dag.Allocates) {
+				return
+			}
+		}
+	}
+	var held, most int64
+	peakAt, n := -1, 0
+	each(func(_ int, size int64, allocates bool) bool {
+		if allocates {
+			held = dag.AddSat(held, size)
+		} else {
+			held -= size
+		}
+		if held > most {
+			most, peakAt = held, n
+		}
+		n++
+		return true
+	})
+	live := map[int]bool{}
+	n = 0
+	each(func(id int, _ int64, allocates bool) bool {
+		if n > peakAt {
+			return false
+		}
+		if allocates {
+			live[id] = true
+		} else {
+			delete(live, id)
+		}
+		n++
+		return true
+	})
+	out := make([]int, 0, len(live))
+	for id := range live {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // withDeps is g with the dependencies extra added to its ops: a copy of

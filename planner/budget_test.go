@@ -106,3 +106,32 @@ func TestBudgetOutOfReach(t *testing.T) {
 	require.Nil(t, p.Budget)
 	require.Equal(t, free.Steps, p.Steps)
 }
+
+// TestPoolBudget: for temporaries from a pool, a budget bounds what the
+// pool holds, the temporaries allocated at once in submission order; a
+// budget of 1.5x the smallest need found is met on every family, and the
+// plans verify.
+func TestPoolBudget(t *testing.T) {
+	met := 0
+	for _, fam := range dagtest.Families() {
+		for seed := range int64(3) {
+			g := dagtest.Family(fam, 14+int(seed)*4, seed)
+			for _, streams := range []int{2, 5} {
+				_, err := planner.New(g, planner.Options{Streams: streams, PoolTemporaries: true, MemoryBudget: map[int]int64{0: 1}})
+				var be *planner.BudgetError
+				require.True(t, errors.As(err, &be), "%s seed %d: a 1-byte budget fails: %v", fam, seed, err)
+				budget := be.Smallest * 3 / 2
+				p, err := planner.New(g, planner.Options{Streams: streams, PoolTemporaries: true, MemoryBudget: map[int]int64{0: budget}})
+				require.NoError(t, err, "%s seed %d streams %d, budget %d", fam, seed, streams, budget)
+				require.NoError(t, planner.Verify(p))
+				for _, u := range p.Memory.Memories {
+					if u.Device == 0 {
+						require.LessOrEqual(t, u.Persistent+u.SubmittedPeak, budget, "%s seed %d streams %d: the pool's hold", fam, seed, streams)
+						met++
+					}
+				}
+			}
+		}
+	}
+	require.Equal(t, 4*3*2, met)
+}
