@@ -92,9 +92,9 @@ typedef struct {
 } dr_nccl_call;
 
 // dr_nccl_group issues calls between ncclGroupStart and ncclGroupEnd; a
-// single call goes alone, as a group of one ran a 256 MiB all-reduce 4%
-// slower than the bare call. *failed is the index of the call that
-// failed, or -1 (the group end).
+// single call goes alone, as the raw loops it is measured against call it
+// (a group of one measured the same). *failed is the index of the call
+// that failed, or -1 (the group end).
 ncclResult_t dr_nccl_group(dr_nccl* n, const dr_nccl_call* calls, int ncalls, int* failed);
 // dr_nccl_init_rank makes c current and creates this thread's rank of a
 // communicator (ncclCommInitRank takes the current device).
