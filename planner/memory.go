@@ -166,8 +166,14 @@ func MemoryOf(p *Plan) *Memory {
 
 // submittedPeaks sets each memory's SubmittedPeak: its temporaries
 // allocated and not yet freed, counted step by step in submission order.
+// A plan has a few memories: a short list beats a map here.
 func submittedPeaks(p *Plan, use func(int) *MemoryUse) {
-	live := map[int]int64{}
+	type held struct {
+		mem   int
+		bytes int64
+		u     *MemoryUse
+	}
+	var live []held
 	for _, st := range p.Steps {
 		if st.Kind != Run || st.Op < 0 || int(st.Op) >= len(p.Graph.Ops) {
 			continue
@@ -182,12 +188,17 @@ func submittedPeaks(p *Plan, use func(int) *MemoryUse) {
 			continue
 		}
 		m := memoryOf(b)
+		i := slices.IndexFunc(live, func(h held) bool { return h.mem == m })
+		if i < 0 {
+			i = len(live)
+			live = append(live, held{mem: m, u: use(m)})
+		}
+		h := &live[i]
 		if lt == dag.Allocates {
-			live[m] = dag.AddSat(live[m], roundUp(b.Size))
-			u := use(m)
-			u.SubmittedPeak = max(u.SubmittedPeak, live[m])
+			h.bytes = dag.AddSat(h.bytes, roundUp(b.Size))
+			h.u.SubmittedPeak = max(h.u.SubmittedPeak, h.bytes)
 		} else {
-			live[m] -= roundUp(b.Size)
+			h.bytes -= roundUp(b.Size)
 		}
 	}
 }
