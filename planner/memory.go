@@ -154,8 +154,8 @@ func MemoryOf(p *Plan) *Memory {
 			mem.Temporaries[i] = *l.t
 		}
 	}
-	if len(lives) > 0 {
-		submittedPeaks(p, use)
+	if len(mem.Temporaries) > 0 {
+		submittedPeaks(p, mem.Temporaries, use)
 	}
 	for _, u := range uses {
 		mem.Memories = append(mem.Memories, *u)
@@ -166,39 +166,42 @@ func MemoryOf(p *Plan) *Memory {
 
 // submittedPeaks sets each memory's SubmittedPeak: its temporaries
 // allocated and not yet freed, counted step by step in submission order.
-// A plan has a few memories: a short list beats a map here.
-func submittedPeaks(p *Plan, use func(int) *MemoryUse) {
+// The ops that allocate and free each temporary are marked first, so the
+// pass over the steps reads one number per step.
+func submittedPeaks(p *Plan, temps []Temporary, use func(int) *MemoryUse) {
+	const none = -1
+	mark := make([]int32, len(p.Graph.Ops)) // by op: its temporary + 1, negated for a free
+	for i, t := range temps {
+		if t.Alloc >= 0 && int(t.Alloc) < len(mark) {
+			mark[t.Alloc] = int32(i + 1)
+		}
+		if t.Free >= 0 && int(t.Free) < len(mark) {
+			mark[t.Free] = -int32(i + 1)
+		}
+	}
 	type held struct {
 		mem   int
 		bytes int64
 		u     *MemoryUse
 	}
-	var live []held
+	var live []held // a plan has a few memories: a short list beats a map
 	for _, st := range p.Steps {
-		if st.Kind != Run || st.Op < 0 || int(st.Op) >= len(p.Graph.Ops) {
+		if st.Kind != Run || st.Op < 0 || int(st.Op) >= len(mark) || mark[st.Op] == 0 {
 			continue
 		}
-		op := p.Graph.Ops[st.Op]
-		lt := op.Kind.Info().Lifetime
-		if lt == dag.NoLifetime {
-			continue
-		}
-		b := op.Buffer()
-		if b == nil || !b.Temporary {
-			continue
-		}
-		m := memoryOf(b)
-		i := slices.IndexFunc(live, func(h held) bool { return h.mem == m })
-		if i < 0 {
+		k := mark[st.Op]
+		t := &temps[max(k, -k)-1]
+		i := slices.IndexFunc(live, func(h held) bool { return h.mem == t.Device })
+		if i == none {
 			i = len(live)
-			live = append(live, held{mem: m, u: use(m)})
+			live = append(live, held{mem: t.Device, u: use(t.Device)})
 		}
 		h := &live[i]
-		if lt == dag.Allocates {
-			h.bytes = dag.AddSat(h.bytes, roundUp(b.Size))
+		if k > 0 {
+			h.bytes = dag.AddSat(h.bytes, t.Bytes)
 			h.u.SubmittedPeak = max(h.u.SubmittedPeak, h.bytes)
 		} else {
-			h.bytes -= roundUp(b.Size)
+			h.bytes -= t.Bytes
 		}
 	}
 }
