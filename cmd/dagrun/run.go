@@ -71,8 +71,10 @@ Flags:
 	                 timed by events) each runs alone and is traced whole
 	--temporaries T  where temporaries live: arena (one per device, packed
 	                 by the planner; allocs and frees do nothing), pool
-	                 (allocated at run time), or auto (default: the arena
-	                 where the backend can hold one)
+	                 (allocated at run time; each alloc planned just before
+	                 its first use, so the pool holds about the planned
+	                 peak), or auto (default: the arena where the backend
+	                 can hold one)
 	--trace-detail D what --trace keeps of each traced replay with --graph:
 	                 ops (default: every op's span) or replays (each
 	                 replay whole, first work to last; on cuda timed on
