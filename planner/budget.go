@@ -192,29 +192,19 @@ func pairToOrder(p *Plan, u MemoryUse, uses map[int][]int32, ordered map[[2]int]
 // (buffer IDs, ascending): one pass finds the step, a second replays the
 // steps up to it.
 func submittedLive(p *Plan, mem int) []int {
-	each := func(f func(id int, size int64, allocates bool) bool) {
-		for _, st := range p.Steps {
-			if st.Kind != Run || st.Op < 0 || int(st.Op) >= len(p.Graph.Ops) {
-				continue
-			}
-			op := p.Graph.Ops[st.Op]
-			lt := op.Kind.Info().Lifetime
-			b := op.Buffer()
-			if lt == dag.NoLifetime || b == nil || !b.Temporary || memoryOf(b) != mem {
-				continue
-			}
-			if !f(b.ID, roundUp(b.Size), lt == dag.Allocates) {
-				return
-			}
-		}
+	if p.Memory == nil {
+		return nil
 	}
 	var held, most int64
 	peakAt, n := -1, 0
-	each(func(_ int, size int64, allocates bool) bool {
+	lifetimeSteps(p, p.Memory.Temporaries, func(t *Temporary, allocates bool) bool {
+		if t.Device != mem {
+			return true
+		}
 		if allocates {
-			held = dag.AddSat(held, size)
+			held = dag.AddSat(held, t.Bytes)
 		} else {
-			held -= size
+			held -= t.Bytes
 		}
 		if held > most {
 			most, peakAt = held, n
@@ -224,14 +214,17 @@ func submittedLive(p *Plan, mem int) []int {
 	})
 	live := map[int]bool{}
 	n = 0
-	each(func(id int, _ int64, allocates bool) bool {
+	lifetimeSteps(p, p.Memory.Temporaries, func(t *Temporary, allocates bool) bool {
+		if t.Device != mem {
+			return true
+		}
 		if n > peakAt {
 			return false
 		}
 		if allocates {
-			live[id] = true
+			live[t.Buffer] = true
 		} else {
-			delete(live, id)
+			delete(live, t.Buffer)
 		}
 		n++
 		return true

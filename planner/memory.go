@@ -166,10 +166,35 @@ func MemoryOf(p *Plan) *Memory {
 
 // submittedPeaks sets each memory's SubmittedPeak: its temporaries
 // allocated and not yet freed, counted step by step in submission order.
+func submittedPeaks(p *Plan, temps []Temporary, use func(int) *MemoryUse) {
+	type held struct {
+		mem   int
+		bytes int64
+		u     *MemoryUse
+	}
+	var live []held // a plan has a few memories: a short list beats a map
+	lifetimeSteps(p, temps, func(t *Temporary, allocates bool) bool {
+		i := slices.IndexFunc(live, func(h held) bool { return h.mem == t.Device })
+		if i < 0 {
+			i = len(live)
+			live = append(live, held{mem: t.Device, u: use(t.Device)})
+		}
+		h := &live[i]
+		if allocates {
+			h.bytes = dag.AddSat(h.bytes, t.Bytes)
+			h.u.SubmittedPeak = max(h.u.SubmittedPeak, h.bytes)
+		} else {
+			h.bytes -= t.Bytes
+		}
+		return true
+	})
+}
+
+// lifetimeSteps calls f, in submission order, for each step of p that
+// allocates (allocates true) or frees one of temps, until f returns false.
 // The ops that allocate and free each temporary are marked first, so the
 // pass over the steps reads one number per step.
-func submittedPeaks(p *Plan, temps []Temporary, use func(int) *MemoryUse) {
-	const none = -1
+func lifetimeSteps(p *Plan, temps []Temporary, f func(t *Temporary, allocates bool) bool) {
 	mark := make([]int32, len(p.Graph.Ops)) // by op: its temporary + 1, negated for a free
 	for i, t := range temps {
 		if t.Alloc >= 0 && int(t.Alloc) < len(mark) {
@@ -179,29 +204,13 @@ func submittedPeaks(p *Plan, temps []Temporary, use func(int) *MemoryUse) {
 			mark[t.Free] = -int32(i + 1)
 		}
 	}
-	type held struct {
-		mem   int
-		bytes int64
-		u     *MemoryUse
-	}
-	var live []held // a plan has a few memories: a short list beats a map
 	for _, st := range p.Steps {
 		if st.Kind != Run || st.Op < 0 || int(st.Op) >= len(mark) || mark[st.Op] == 0 {
 			continue
 		}
 		k := mark[st.Op]
-		t := &temps[max(k, -k)-1]
-		i := slices.IndexFunc(live, func(h held) bool { return h.mem == t.Device })
-		if i == none {
-			i = len(live)
-			live = append(live, held{mem: t.Device, u: use(t.Device)})
-		}
-		h := &live[i]
-		if k > 0 {
-			h.bytes = dag.AddSat(h.bytes, t.Bytes)
-			h.u.SubmittedPeak = max(h.u.SubmittedPeak, h.bytes)
-		} else {
-			h.bytes -= t.Bytes
+		if !f(&temps[max(k, -k)-1], k > 0) {
+			return
 		}
 	}
 }
