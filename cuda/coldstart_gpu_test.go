@@ -97,7 +97,7 @@ func mustPlan(t testing.TB, g *dag.Graph) *planner.Plan {
 // firstReplays opens examples/fan_out.yaml on a fresh backend, captures
 // it (no eager run before: its kernels never ran) and times its first
 // replays one by one, launch to synchronised, then steady more.
-func firstReplays(tb testing.TB, steady int, opts ...executor.Option) (first []time.Duration, median time.Duration) {
+func firstReplays(tb testing.TB, steady int, before func(*executor.Session, *executor.Graph) error, opts ...executor.Option) (first []time.Duration, median time.Duration) {
 	tb.Helper()
 	b := gpuBackend(tb)
 	s, err := spec.Load("../examples/fan_out.yaml")
@@ -110,6 +110,9 @@ func firstReplays(tb testing.TB, steady int, opts ...executor.Option) (first []t
 	defer func() { require.NoError(tb, sess.Close()) }()
 	g, err := sess.Capture(ctx)
 	require.NoError(tb, err)
+	if before != nil {
+		require.NoError(tb, before(sess, g))
+	}
 	var times []time.Duration
 	for range 3 + steady {
 		start := time.Now()
@@ -140,7 +143,7 @@ func TestFirstReplaysGPU(t *testing.T) {
 		{"cupti-graph", []executor.Option{executor.WithTiming(), executor.WithTimingSource("cupti-graph")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			first, steady := firstReplays(t, 50, tc.opts...)
+			first, steady := firstReplays(t, 50, nil, tc.opts...)
 			t.Logf("first replays %v, %v, %v; steady %v", first[0], first[1], first[2], steady)
 			for i, d := range first {
 				if tc.bound {
@@ -152,19 +155,89 @@ func TestFirstReplaysGPU(t *testing.T) {
 }
 
 // BenchmarkFirstReplaysGPU reports the first 3 replays of a fresh graph
-// and the steady one, in µs, each iteration a fresh backend.
+// and the steady one, in µs, each iteration a fresh backend:
+//   - fresh: examples/fan_out.yaml replayed right after its capture, as
+//     dagrun run --graph does;
+//   - after-eager: the same after one eager run, as automatic capture
+//     replays (after identical eager runs);
+//   - chains: 8 chains of 4 kernels spinning 5 µs captured by dagrun,
+//     against the same work captured by hand in raw C (the floor), each
+//     replayed after 10 ms of an idle device, in turn first.
+//
+// The first replays of a raw graph are as slow: what they pay is the
+// device's, after idling, not the graph's.
 func BenchmarkFirstReplaysGPU(b *testing.B) {
-	var sum [4]time.Duration
-	for b.Loop() {
-		first, steady := firstReplays(b, 20)
-		for i, d := range first {
-			sum[i] += d
+	ctx := context.Background()
+	report := func(b *testing.B, prefix string, sum [4]time.Duration) {
+		for i, name := range []string{"first1", "first2", "first3", "steady"} {
+			b.ReportMetric(float64(sum[i].Microseconds())/float64(b.N), prefix+name+"-us")
 		}
-		sum[3] += steady
 	}
-	for i, name := range []string{"first1", "first2", "first3", "steady"} {
-		b.ReportMetric(float64(sum[i].Microseconds())/float64(b.N), name+"-us")
+	for _, bc := range []struct {
+		name   string
+		before func(*executor.Session, *executor.Graph) error
+	}{
+		{"fresh", nil},
+		{"after-eager", func(s *executor.Session, _ *executor.Graph) error { return s.Run(ctx) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var sum [4]time.Duration
+			for b.Loop() {
+				first, steady := firstReplays(b, 20, bc.before)
+				for i, d := range first {
+					sum[i] += d
+				}
+				sum[3] += steady
+			}
+			report(b, "", sum)
+		})
 	}
+	b.Run("chains", func(b *testing.B) {
+		const nchains, length, us, steady = 8, 4, 5, 20
+		var sd, sr [4]time.Duration
+		measure := func(sum *[4]time.Duration, replay func() error) {
+			time.Sleep(10 * time.Millisecond)
+			var ts []time.Duration
+			for range 3 + steady {
+				start := time.Now()
+				require.NoError(b, replay())
+				ts = append(ts, time.Since(start))
+			}
+			for i := range 3 {
+				sum[i] += ts[i]
+			}
+			sum[3] += median(ts[3:])
+		}
+		i := 0
+		for b.Loop() {
+			be := gpuBackend(b)
+			p, err := planner.New(chains(nchains, length, dag.Spin, us, false), planner.Options{Streams: nchains})
+			require.NoError(b, err)
+			s, err := executor.Open(ctx, be, p)
+			require.NoError(b, err)
+			g, err := s.Capture(ctx)
+			require.NoError(b, err)
+			raw, err := newRawLoop(be, nchains, p.Streams[0].Priority, dag.Spin, us)
+			require.NoError(b, err)
+			rg, err := newRawGraph(raw, length)
+			require.NoError(b, err)
+			ours := func() { measure(&sd, func() error { return g.Run(ctx) }) }
+			floor := func() { measure(&sr, func() error { return rg.launches(1) }) }
+			if i%2 == 0 {
+				ours()
+				floor()
+			} else {
+				floor()
+				ours()
+			}
+			i++
+			rg.close()
+			raw.close()
+			require.NoError(b, s.Close())
+		}
+		report(b, "", sd)
+		report(b, "raw-", sr)
+	})
 }
 
 // TestAutoCaptureGPU: a session opened WithAutoCapture replays after 3

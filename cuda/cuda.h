@@ -276,9 +276,9 @@ CUresult dr_raw_launches(dr_api* a, CUcontext c, dr_launch* l, CUstream* streams
 // the driver calls of one capture may come from several OS threads, as cgo
 // calls of one goroutine do). dr_graph_instantiate instantiates g with the
 // streams' priorities kept per kernel node, falling back to no flags on
-// drivers that refuse that flag, and uploads it on s. dr_graph_exec_update
-// applies g to e in place; *why is the driver's CUgraphExecUpdateResult
-// when it refuses (0 otherwise).
+// drivers that refuse that flag, and uploads it on s, waiting for the
+// upload. dr_graph_exec_update applies g to e in place; *why is the
+// driver's CUgraphExecUpdateResult when it refuses (0 otherwise).
 CUresult dr_capture_begin(dr_api* a, CUcontext c, CUstream s);
 // Conditional nodes (control.go). dr_cond_handle makes a handle in the
 // graph s is capturing into; dr_cond_node adds a conditional node of type

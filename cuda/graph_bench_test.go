@@ -248,3 +248,48 @@ func BenchmarkReplayBranches(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAutoCaptureE: workload E run through Session.Run, as dagrun run
+// --repeat runs it without --graph: eager for the first runs, then
+// captured automatically and replayed. Sample by sample in one process,
+// against Graph.Run of the same plan captured by hand (a launch and a wait
+// each, as Session.Run is) and, for scale, against a session that stays
+// eager. The figure is auto/replay once both are warm.
+func BenchmarkAutoCaptureE(b *testing.B) {
+	const nchains, length = 8, 100
+	be := gpuBackend(b)
+	g := chains(nchains, length, dag.Empty, 0, false)
+	p, err := planner.New(g, planner.Options{Streams: nchains})
+	require.NoError(b, err)
+	ctx := context.Background()
+	open := func(opts ...executor.Option) *executor.Session {
+		s, err := executor.Open(ctx, be, p, opts...)
+		require.NoError(b, err)
+		b.Cleanup(func() { require.NoError(b, s.Close()) })
+		return s
+	}
+	auto, eager, byHand := open(executor.WithAutoCapture(executor.DefaultAutoCapture)), open(), open()
+	graph, err := byHand.Capture(ctx)
+	require.NoError(b, err)
+	for range executor.DefaultAutoCapture + 5 { // the eager runs, the capture, warm-up
+		require.NoError(b, auto.Run(ctx))
+		require.NoError(b, eager.Run(ctx))
+		require.NoError(b, graph.Run(ctx))
+	}
+	require.Contains(b, auto.RunLog().String(), "replayed")
+	var ta, te, tr []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		ta = append(ta, timeIt(b, func() error { return auto.Run(ctx) }))
+		tr = append(tr, timeIt(b, func() error { return graph.Run(ctx) }))
+		te = append(te, timeIt(b, func() error { return eager.Run(ctx) }))
+	}
+	b.StopTimer()
+	n := float64(nchains * length)
+	perOp := func(d []time.Duration) float64 { return float64(median(d).Nanoseconds()) / n / 1e3 }
+	b.ReportMetric(perOp(ta), "auto-us/op")
+	b.ReportMetric(perOp(tr), "replay-us/op")
+	b.ReportMetric(perOp(te), "eager-us/op")
+	b.ReportMetric(float64(median(ta))/float64(median(tr)), "auto/replay")
+}

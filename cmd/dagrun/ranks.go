@@ -267,10 +267,11 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 		rep.Addr = m.place.Addr
 	}
 	for i, r := range rs {
-		outs, err := readOutputs(r.s, func(buf *dag.Buffer) ([]byte, error) { return read(i, buf) }, nil)
+		outs, sums, err := readOutputs(r.s, func(buf *dag.Buffer) ([]byte, error) { return read(i, buf) }, nil)
 		if err != nil {
 			return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), closer())
 		}
+		sums.fill(outs)
 		rr := rankReport{Rank: r.rank, Outputs: outs, Saves: hostSaves(r.s)}
 		rep.Ranks = append(rep.Ranks, rr)
 	}

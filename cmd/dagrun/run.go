@@ -316,6 +316,13 @@ func (c *cli) run(args []string) error {
 		}
 		return c.runFailure(ctx, s, err, rs.saved, at)
 	}
+	// The outputs' checksums were computed beside the session's Close and
+	// are waited for beside the backend's.
+	berr := su.b.Close()
+	rs.sums.fill(report.Outputs)
+	if berr != nil {
+		return berr
+	}
 	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, su.used
 	if auto {
 		c.noteAutoCapture(sess.RunLog(), f.verbose, &report) // autorun.go
@@ -436,6 +443,7 @@ type runState struct {
 	whole        []trace.WholeReplay
 	wholeTiming  string
 	saved        map[string]bool // the save paths written
+	sums         *pendingSums    // the outputs' checksums, computed while the session closes
 }
 
 // tracedRuns are the numbers of the runs traced, op by op or whole.
@@ -519,7 +527,7 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 	bar.clear()
 	rs.saved = map[string]bool{}
 	var err error
-	r.Outputs, err = readOutputs(s, sess.Read, rs.saved)
+	r.Outputs, rs.sums, err = readOutputs(s, sess.Read, rs.saved)
 	if err != nil {
 		return r, err
 	}
