@@ -160,6 +160,8 @@ CUresult dr_hostfunc_launch(dr_api* a, CUcontext c, uintptr_t handle, CUstream s
 
 CUresult dr_stream_sync(dr_api* a, CUcontext c, CUstream s) { WITH_CTX(a->cuStreamSynchronize(s)); }
 
+CUresult dr_stream_query(dr_api* a, CUcontext c, CUstream s) { WITH_CTX(a->cuStreamQuery(s)); }
+
 
 // NVRTC.
 

@@ -232,6 +232,7 @@ CUresult dr_memset_async(dr_api* a, CUcontext c, CUdeviceptr d, int elemsize, ui
 CUresult dr_hostwork_launch(dr_api* a, CUcontext c, dr_hostwork* w, CUstream s);
 CUresult dr_hostfunc_launch(dr_api* a, CUcontext c, uintptr_t handle, CUstream s);
 CUresult dr_stream_sync(dr_api* a, CUcontext c, CUstream s);
+CUresult dr_stream_query(dr_api* a, CUcontext c, CUstream s);
 // dr_elapsed_many sets ms[i] to the milliseconds from origin to evs[i], for
 // n events of one context, in one crossing from Go. An event whose time
 // can't be read gets NaN; the first such error is returned and its index

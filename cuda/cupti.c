@@ -525,7 +525,7 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 			}
 		}
 	}
-	if (r == DR_CUPTI_SUCCESS) {
+	if (r == DR_CUPTI_SUCCESS && c->external) {
 		*failed = "cuptiActivityEnableDriverApi";
 		for (; sink.ncbids < ncbids; sink.ncbids++) {
 			r = c->cuptiActivityEnableDriverApi(sink.cbids[sink.ncbids], 1);
@@ -733,6 +733,7 @@ dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id) {
 	// The thread-local op first: CUPTI's push may itself submit nothing, but
 	// a callback must never see the external id without the op.
 	op_stack[op_depth++] = (int64_t)id;
+	if (!c->external) return DR_CUPTI_SUCCESS;
 	dr_cupti_result r = c->cuptiActivityPushExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
 	if (r != DR_CUPTI_SUCCESS) {
 		op_depth--;
@@ -742,7 +743,8 @@ dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id) {
 
 dr_cupti_result dr_cupti_pop(dr_cupti* c) {
 	uint64_t last = 0;
-	dr_cupti_result r = c->cuptiActivityPopExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+	dr_cupti_result r = op_depth > 0 ? DR_CUPTI_SUCCESS : 18; // CUPTI_ERROR_QUEUE_EMPTY
+	if (c->external) r = c->cuptiActivityPopExternalCorrelationId(DR_CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 	if (op_depth > 0) {
 		op_depth--;
 	}

@@ -131,7 +131,7 @@ func (k activityKind) String() string {
 	return fmt.Sprintf("activity-kind-%d", uint32(k))
 }
 
-// The kinds a node-level tracer enables: the first four must enable, the
+// The kinds a node-level tracer enables: the first three must enable, the
 // others are taken where CUPTI gives them. Never CUPTI_ACTIVITY_KIND_KERNEL,
 // which serialises kernels. Graph-level records (GRAPH_TRACE) are asked for
 // only by a whole-graph tracer (newGraphLevelTracer), and never beside
@@ -139,9 +139,18 @@ func (k activityKind) String() string {
 // instead of the records of its nodes (what TestCUPTIGraphReplay saw on the
 // H100: two records, both graph launches, for two replays of six kernels).
 var (
-	requiredKinds = []activityKind{activityKernel, activityMemcpy, activityMemset, activityExternal}
+	requiredKinds = []activityKind{activityKernel, activityMemcpy, activityMemset}
 	optionalKinds = []activityKind{activityPeerMemcpy, activityMemoryPool}
 )
+
+// A node-level tracer names each launch by the driver callback alone (the
+// op on a thread-local stack, read at the call's entry). Naming it also by
+// CUPTI's external correlation records takes API records of the submitting
+// calls and a push and pop into CUPTI around each op: measured on the H100
+// by BenchmarkCUPTISessionTracing/E-raw, that is what lifted CUPTI's cost
+// above 1 us per launch. externalKinds are what such a tracer adds
+// (newExternalTracer, kept as that benchmark's comparison).
+var externalKinds = []activityKind{activityExternal}
 
 // The kinds a whole-graph tracer enables: graph launches, which must
 // enable, and external correlation records, a second way (beside the
@@ -256,7 +265,13 @@ const activityBufferSize = 4 << 20
 // ErrNoCUPTI or ErrCUPTIBusy: the caller falls back to event timing and
 // says why.
 func newActivityTracer(candidates []string) (*activityTracer, error) {
-	return startActivityTracer(candidates, false)
+	return startActivityTracer(candidates, false, false)
+}
+
+// newExternalTracer is newActivityTracer naming launches by CUPTI's
+// external correlation records too.
+func newExternalTracer(candidates []string) (*activityTracer, error) {
+	return startActivityTracer(candidates, false, true)
 }
 
 // newGraphLevelTracer is newActivityTracer for whole graph replays only:
@@ -265,10 +280,10 @@ func newActivityTracer(candidates []string) (*activityTracer, error) {
 // cheap timing of large graphs. A CUPTI that gives no graph-launch records
 // is an error matching ErrNoCUPTI.
 func newGraphLevelTracer(candidates []string) (*activityTracer, error) {
-	return startActivityTracer(candidates, true)
+	return startActivityTracer(candidates, true, true)
 }
 
-func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer, error) {
+func startActivityTracer(candidates []string, graphLevel, external bool) (*activityTracer, error) {
 	lib := (*C.dr_cupti)(C.calloc(1, C.sizeof_dr_cupti))
 	if lib == nil {
 		return nil, fmt.Errorf("%w: out of memory", ErrNoCUPTI)
@@ -297,8 +312,14 @@ func startActivityTracer(candidates []string, graphLevel bool) (*activityTracer,
 		return nil, err
 	}
 	required, optional, calls := requiredKinds, optionalKinds, submitCalls
+	if external {
+		required = append(slices.Clone(required), externalKinds...)
+	}
 	if graphLevel {
 		required, optional, calls = graphLevelKinds, graphNamingKinds, graphLaunchCalls
+	}
+	if external {
+		lib.external = 1
 	}
 	all := append(append([]activityKind(nil), required...), optional...)
 	ckinds := (*C.int)(C.calloc(C.size_t(len(all)), C.sizeof_int))

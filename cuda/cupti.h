@@ -174,6 +174,11 @@ typedef struct dr_cupti {
 	dr_cupti_result (*cuptiUnsubscribe)(void* subscriber);
 	dr_cupti_result (*cuptiEnableCallback)(uint32_t enable, void* subscriber, int domain, uint32_t cbid);
 	dr_cupti_result (*cuptiActivitySetAttribute)(int attr, size_t* valueSize, void* value); // optional
+	// external: ops are also named by CUPTI's external correlation records,
+	// which need API records of the submitting calls and a push and pop of
+	// the op into CUPTI around each; 0: by the driver callback alone, with
+	// the op kept on a thread-local stack (set before dr_cupti_start).
+	int external;
 } dr_cupti;
 
 // dr_cupti_rec is one activity record reduced to what dagrun reads. For an
@@ -198,10 +203,11 @@ void dr_cupti_unload(dr_cupti* c);
 
 // dr_cupti_start registers the buffer callbacks and enables kinds[0..n),
 // setting enabled[i]: the first nrequired must enable, the others may fail
-// (a kind this device or CUPTI does not give). Then it enables API records
-// of the driver calls cbids[0..ncbids) (at most DR_CUPTI_MAX_CBIDS): CUPTI
-// writes an external correlation record only beside an API record. Last it
-// subscribes to graph node clones, so that records of a replay, which name
+// (a kind this device or CUPTI does not give). Then, with c->external, it
+// enables API records of the driver calls cbids[0..ncbids) (at most
+// DR_CUPTI_MAX_CBIDS): CUPTI writes an external correlation record only
+// beside an API record. Last it subscribes to the driver callbacks of
+// cbids and to graph node clones, so that records of a replay, which name
 // the instantiated graph's nodes, can be traced to the captured ones. CUPTI hands buffers to
 // process-wide callbacks with no user data, so one tracer at a time owns the
 // sink; a second gets -1. On an error, *failed names the call (and *kind the
@@ -272,12 +278,12 @@ void dr_cupti_get_stats(dr_cupti_stats* out);
 CUresult dr_cupti_graph_launch(dr_cupti* c, dr_api* a, CUcontext ctx, CUgraphExec e, CUstream s, uint64_t marker,
                                int* cupti_failed);
 // dr_cupti_push names op id as the submitter of what the calling thread
-// submits until dr_cupti_pop, two ways: CUPTI's external correlation stack
-// (records of kind EXTERNAL_CORRELATION), and a thread-local op that the
-// driver API callback pairs with each submitting call's correlation id at
-// its entry. The second needs no API activity records: the kernel, copy and
-// fill records carry the same correlation id as the call that submitted
-// them (for a graph replay, the cuGraphLaunch's).
+// submits until dr_cupti_pop: a thread-local op that the driver API
+// callback pairs with each submitting call's correlation id at its entry,
+// and with c->external CUPTI's external correlation stack too (records of
+// kind EXTERNAL_CORRELATION). The first needs no API activity records: the
+// kernel, copy and fill records carry the same correlation id as the call
+// that submitted them (for a graph replay, the cuGraphLaunch's).
 dr_cupti_result dr_cupti_push(dr_cupti* c, uint64_t id);
 dr_cupti_result dr_cupti_pop(dr_cupti* c);
 // dr_cupti_graph_node_id is the id CUPTI gives node in activity records

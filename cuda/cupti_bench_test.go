@@ -245,7 +245,7 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 		// around them, untimed: the host's speed drifts between processes
 		// and within one, so each one's cost is a difference within one
 		// iteration.
-		var rawCost, dagCost, ctxCost []time.Duration
+		var rawCost, dagCost, ctxCost, extCost []time.Duration
 		var records, spans int
 		var dropped uint64
 		for i := range 3 + b.N {
@@ -287,9 +287,26 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 			_, _, d := cupti.TimingSource()
 			dropped += d + tr.cuptiDropped()
 			require.NoError(b, cupti.Close())
+			// The same raw loop traced by a tracer that also names launches
+			// by CUPTI's external correlation records, as sessions did.
+			ext, err := newExternalTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
+			require.NoError(b, err)
+			tracedExt := func() error {
+				if err := raw.tracedLaunchesC(ext, length, 0); err != nil {
+					return err
+				}
+				_, err := takeKernels(ext, nchains*length)
+				return err
+			}
+			for range 2 {
+				require.NoError(b, tracedExt())
+			}
+			tExt := timeIt(b, tracedExt)
+			require.NoError(b, ext.close())
 			if i >= 3 {
 				rawCost, dagCost = append(rawCost, tRaw-uRaw), append(dagCost, tDag-uOff)
 				ctxCost = append(ctxCost, tCtx-uCtx)
+				extCost = append(extCost, tExt-uRaw)
 			}
 		}
 		require.Equal(b, nchains*length, records, "every raw launch has its record")
@@ -308,6 +325,7 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 			return fmt.Sprintf("%.2f / %.2f / %.2f", q(0.25), q(0.5), q(0.75))
 		}
 		b.ReportMetric(us(median(ctxCost)), "raw-ctx-cupti-tracing-us/op")
+		b.ReportMetric(us(median(extCost)), "raw-external-cupti-tracing-us/op")
 		b.Logf("CUPTI's cost per op over %d iterations, quartiles in us: raw loop %s, dagrun %s; the raw loop making the context current before each launch %s",
 			len(rawCost), quartiles(rawCost), quartiles(dagCost), quartiles(ctxCost))
 	})

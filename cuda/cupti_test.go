@@ -453,9 +453,26 @@ func TestCUPTIFake(t *testing.T) {
 		assert.ErrorIs(t, err, ErrCUPTIBusy)
 		assert.ErrorContains(t, err, "fake: another subscriber")
 	})
-	t.Run("records", func(t *testing.T) {
+	// The default tracer names launches by the driver callback alone: an
+	// op's push and pop stay in dagrun, so the fake, which answers pushes
+	// with records, sees none.
+	t.Run("pushes stay in dagrun", func(t *testing.T) {
 		t.Setenv("FAKE_CUPTI", "")
 		tr, err := newActivityTracer([]string{lib})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tr.close()) }()
+		for _, op := range []int{3, 5} {
+			require.NoError(t, tr.tracedCall(op, func() error { return nil }))
+		}
+		assert.Error(t, tr.popOp(), "nothing pushed")
+		recs, err := tr.flush()
+		require.NoError(t, err)
+		assert.Empty(t, recs)
+		assert.False(t, tr.enabled(activityExternal))
+	})
+	t.Run("records", func(t *testing.T) {
+		t.Setenv("FAKE_CUPTI", "")
+		tr, err := newExternalTracer([]string{lib})
 		require.NoError(t, err)
 		assert.Equal(t, lib, tr.path)
 		for _, op := range []int{3, 5, 8} {
@@ -481,12 +498,12 @@ func TestCUPTIFake(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, recs)
 
-		_, err = newActivityTracer([]string{lib})
+		_, err = newExternalTracer([]string{lib})
 		assert.ErrorIs(t, err, ErrCUPTIBusy, "one tracer per process")
 		require.NoError(t, tr.close())
 		require.NoError(t, tr.close(), "closing twice is harmless")
 
-		again, err := newActivityTracer([]string{lib})
+		again, err := newExternalTracer([]string{lib})
 		require.NoError(t, err, "the sink is free once the tracer closes")
 		require.NoError(t, again.close())
 	})
@@ -499,7 +516,7 @@ func TestCUPTIFake(t *testing.T) {
 			forced int
 		}{{"", 0}, {"partial", 1}} {
 			t.Setenv("FAKE_CUPTI", tc.mode)
-			tr, err := newActivityTracer([]string{lib})
+			tr, err := newExternalTracer([]string{lib})
 			require.NoError(t, err)
 			c := &cuptiTiming{tr: tr}
 			for _, op := range []int{3, 5, 8} {
@@ -533,7 +550,7 @@ func TestCUPTIFake(t *testing.T) {
 		// Records of replayed nodes, named by the op pushed while each node
 		// was made, and by nothing else.
 		t.Setenv("FAKE_CUPTI", "nodes")
-		tr, err := newActivityTracer([]string{lib})
+		tr, err := newExternalTracer([]string{lib})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, tr.close()) }()
 		for _, op := range []int{6, 2} {
@@ -550,7 +567,7 @@ func TestCUPTIFake(t *testing.T) {
 		// What CUPTI counted while no tracer gave buffers is drained at
 		// the start, apart from the tracer's own drops.
 		t.Setenv("FAKE_CUPTI", "predropped")
-		tr, err := newActivityTracer([]string{lib})
+		tr, err := newExternalTracer([]string{lib})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, tr.close()) }()
 		require.NoError(t, tr.tracedCall(1, func() error { return nil }))
@@ -566,7 +583,7 @@ func TestCUPTIFake(t *testing.T) {
 		// alone or CUPTI's external correlation records.
 		for _, mode := range []string{"", "callbacks"} {
 			t.Setenv("FAKE_CUPTI", mode)
-			tr, err := newActivityTracer([]string{lib})
+			tr, err := newExternalTracer([]string{lib})
 			require.NoError(t, err)
 			for _, id := range []int{replayMarker, 4, replayMarker + 1} {
 				require.NoError(t, tr.tracedCall(id, func() error { return nil }))
@@ -589,7 +606,7 @@ func TestCUPTIFake(t *testing.T) {
 		// spans apart, named by the captured nodes' ops, measured from the
 		// first record (no origin was taken).
 		t.Setenv("FAKE_CUPTI", "replays")
-		tr, err := newActivityTracer([]string{lib})
+		tr, err := newExternalTracer([]string{lib})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, tr.close()) }()
 		for _, op := range []int{3, 5} {
@@ -675,7 +692,7 @@ func TestCUPTIFake(t *testing.T) {
 		// No external correlation records: launches are named by the driver
 		// callback's correlation id alone.
 		t.Setenv("FAKE_CUPTI", "callbacks")
-		tr, err := newActivityTracer([]string{lib})
+		tr, err := newExternalTracer([]string{lib})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, tr.close()) }()
 		for _, op := range []int{4, 9} {

@@ -70,7 +70,8 @@ func (hst *hostSide) syncStreams(ctx context.Context) error {
 	return first
 }
 
-// syncStreamsCancellable waits for every stream with blocking driver calls
+// syncStreamsCancellable waits for every stream: for up to syncPolling by
+// querying them without pause, then with blocking driver calls
 // on a goroutine of their own, so that the run's end wakes the caller at
 // once (polling with sleeps overshot by up to a sleep: 3% of a 256 MiB
 // all-reduce's time) while ctx can still end the wait and, in a world,
@@ -88,13 +89,43 @@ func (hst *hostSide) syncStreamsCancellable(ctx context.Context) ([]error, error
 	for i := range se.sub.streams {
 		ss[i] = stream{se.sub.streams[i].dev.ctx, se.sub.streams[i].h}
 	}
+	// Short waits end here, polled from this goroutine: waking it from a
+	// waiter's blocking call costs about 15 us a Sync (the H100: a
+	// replay of 8 chains of 20 us took 52 us against a raw graph's 36).
+	// A stream found done or failed is not waited for again (h nil).
+	errs := make([]error, len(ss))
+	polled := pollUntil(time.Now().Add(syncPolling), func() bool {
+		busy := false
+		for i, s := range ss {
+			if s.h == nil {
+				continue
+			}
+			switch r := C.dr_stream_query(api, s.c, s.h); r {
+			case C.DR_ERROR_NOT_READY:
+				busy = true
+				continue
+			case C.DR_SUCCESS:
+			default:
+				errs[i] = se.drv.check("cuStreamQuery", r)
+			}
+			ss[i].h = nil
+		}
+		return !busy || ctx.Err() != nil
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if polled {
+		return errs, nil
+	}
 	done := make(chan []error, 1)
 	hst.waiters.Add(1)
 	go func() {
 		defer hst.waiters.Done()
-		errs := make([]error, len(ss))
 		for i, s := range ss {
-			errs[i] = se.drv.check("cuStreamSynchronize", C.dr_stream_sync(api, s.c, s.h))
+			if s.h != nil {
+				errs[i] = se.drv.check("cuStreamSynchronize", C.dr_stream_sync(api, s.c, s.h))
+			}
 		}
 		done <- errs
 	}()
@@ -114,6 +145,23 @@ func (hst *hostSide) syncStreamsCancellable(ctx context.Context) ([]error, error
 			if err := se.colls.collWatch(); err != nil {
 				return nil, err
 			}
+		}
+	}
+}
+
+// syncPolling is how long a cancellable Sync polls the streams before it
+// waits in blocking calls: what a short run takes, not a long one's CPU.
+const syncPolling = time.Millisecond
+
+// pollUntil calls done until it reports true or the deadline passes, and
+// reports whether it did.
+func pollUntil(deadline time.Time, done func() bool) bool {
+	for {
+		if done() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
 		}
 	}
 }
