@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,9 @@ func BenchmarkGemm(b *testing.B) {
 			return se.host.Sync(ctx)
 		}
 		ops := func(n int) error {
+			// One OS thread for the loop, as Session.Run submits a run.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			for range n {
 				if err := se.sub.Run(0, op); err != nil {
 					return err

@@ -293,3 +293,51 @@ func BenchmarkAutoCaptureE(b *testing.B) {
 	b.ReportMetric(perOp(te), "eager-us/op")
 	b.ReportMetric(float64(median(ta))/float64(median(tr)), "auto/replay")
 }
+
+// BenchmarkReplayWait: one kernel spinning 20 us to 5 ms, replayed and
+// waited for (Graph.Run) against the same kernel in a raw graph launched
+// and waited for with cuStreamSynchronize, and run eagerly (Session.Run)
+// against a raw launch and cuCtxSynchronize, samples alternated: what a
+// Sync adds to a run of each length. Short waits are polled, long ones
+// block on a goroutine of their own (syncPolling).
+func BenchmarkReplayWait(b *testing.B) {
+	be := gpuBackend(b)
+	ctx := context.Background()
+	for _, us := range []float64{20, 500, 2000, 5000} {
+		b.Run(fmt.Sprintf("%gus", us), func(b *testing.B) {
+			p, err := planner.New(chains(1, 1, dag.Spin, us, false), planner.Options{Streams: 1})
+			require.NoError(b, err)
+			s, err := executor.Open(ctx, be, p)
+			require.NoError(b, err)
+			defer s.Close()
+			graph, err := s.Capture(ctx)
+			require.NoError(b, err)
+			raw, err := newRawLoop(be, 1, p.Streams[0].Priority, dag.Spin, us)
+			require.NoError(b, err)
+			defer raw.close()
+			rg, err := newRawGraph(raw, 1)
+			require.NoError(b, err)
+			defer rg.close()
+			for range 3 {
+				require.NoError(b, rg.launches(1))
+				require.NoError(b, graph.Run(ctx))
+			}
+			var tr, td, tre, te []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				tr = append(tr, timeIt(b, func() error { return rg.launches(1) }))
+				td = append(td, timeIt(b, func() error { return graph.Run(ctx) }))
+				tre = append(tre, timeIt(b, func() error { return raw.launchesC(1) }))
+				te = append(te, timeIt(b, func() error { return s.Run(ctx) }))
+			}
+			b.StopTimer()
+			us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+			b.ReportMetric(us(median(tr)), "raw-graph-us")
+			b.ReportMetric(us(median(td)), "replay-us")
+			b.ReportMetric(us(median(td)-median(tr)), "replay-added-us")
+			b.ReportMetric(us(median(tre)), "raw-eager-us")
+			b.ReportMetric(us(median(te)), "eager-us")
+			b.ReportMetric(us(median(te)-median(tre)), "eager-added-us")
+		})
+	}
+}
