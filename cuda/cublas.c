@@ -154,6 +154,11 @@ static cublasStatus_t dr_gemm_call(dr_lt* l, dr_gemm* g, CUdeviceptr x, CUdevice
 	                         g->lc, (void*)d, g->lc, &g->algo, (void*)g->workspace, g->workspaceSize, s);
 }
 
+int dr_gemm_enqueue(struct dr_lt* l, struct dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr c, CUdeviceptr d,
+                    CUstream s) {
+	return dr_gemm_call(l, g, x, y, c, d, s);
+}
+
 cublasStatus_t dr_gemm_run(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc,
                            CUdeviceptr d, CUstream s, CUresult* cu) {
 	*cu = dr_ctx(a, c);

@@ -342,14 +342,13 @@ func colMajorShape(s *dag.GemmSpec, t gemmType, align [4]uint32) C.dr_gemm_shape
 	}
 }
 
-// run enqueues r on stream s with the operands' device addresses now.
+// statusErr is the error of a cuBLASLt call that returned st, for
+// callers without cuBLASLt's types (a GEMM step of a stretch).
+func (g *gemmer) statusErr(call string, st int) error { return g.lt.err(call, C.cublasStatus_t(st)) }
+
+// run enqueues r on stream s with the operands' device addresses now,
+// which gemmHooks.operands checked.
 func (g *gemmer) run(r *gemmRec, s C.CUstream, a, b, c, d C.CUdeviceptr) error {
-	for i, p := range []C.CUdeviceptr{a, b, c, d} {
-		if uint64(p)%uint64(r.align[i]) != 0 {
-			return fmt.Errorf("operand %c at %#x is not aligned to the %d bytes its cuBLASLt algorithm was picked for",
-				"abcd"[i], uint64(p), r.align[i])
-		}
-	}
 	var cu C.CUresult
 	st := C.dr_gemm_run(g.lt.lib, g.drv.api, r.dev.ctx, r.c, b, a, c, d, s, &cu)
 	if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {

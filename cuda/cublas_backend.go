@@ -37,24 +37,39 @@ func (gh *gemmHooks) prepareGemm(st *opState, op *dag.Op) error {
 
 // runGemm enqueues op's GEMM on s.
 func (gh *gemmHooks) runGemm(s *stream, op *dag.Op) error {
+	r, ptr, err := gh.operands(s, op)
+	if err != nil {
+		return err
+	}
+	return gh.gemm.run(r, s.h, ptr[dag.GemmA], ptr[dag.GemmB], ptr[dag.GemmC], ptr[dag.GemmD])
+}
+
+// operands are op's prepared GEMM and the device addresses of its A, B, C
+// and D now, checked against s's device and the alignments its algorithm
+// was picked for.
+func (gh *gemmHooks) operands(s *stream, op *dag.Op) (*gemmRec, [4]C.CUdeviceptr, error) {
 	se := gh.se
+	var ptr [4]C.CUdeviceptr
 	if gh.gemm == nil || gh.gemm.recs[op.Gemm] == nil {
-		return errors.New("gemm was not prepared at Open")
+		return nil, ptr, errors.New("gemm was not prepared at Open")
 	}
 	r := gh.gemm.recs[op.Gemm]
 	if r.dev != s.dev.gpu {
-		return fmt.Errorf("gemm of device %d runs on a stream of device %d", r.dev.ordinal, s.dev.ordinal)
+		return nil, ptr, fmt.Errorf("gemm of device %d runs on a stream of device %d", r.dev.ordinal, s.dev.ordinal)
 	}
-	var ptr [4]C.CUdeviceptr
 	for i := range ptr {
 		a := op.Access[min(i, op.Gemm.OutAccess())]
 		bs := &se.hold.bufs[a.Buf.ID]
 		if bs.dptr == 0 {
-			return fmt.Errorf("temporary buffer %s is not allocated", bs.b.Name)
+			return nil, ptr, fmt.Errorf("temporary buffer %s is not allocated", bs.b.Name)
 		}
 		ptr[i] = se.hold.ptr(a.View)
+		if uint64(ptr[i])%uint64(r.align[i]) != 0 {
+			return nil, ptr, fmt.Errorf("operand %c at %#x is not aligned to the %d bytes its cuBLASLt algorithm was picked for",
+				"abcd"[i], uint64(ptr[i]), r.align[i])
+		}
 	}
-	return gh.gemm.run(r, s.h, ptr[dag.GemmA], ptr[dag.GemmB], ptr[dag.GemmC], ptr[dag.GemmD])
+	return r, ptr, nil
 }
 
 // closeGemm releases the session's GEMM resources; its streams must be idle.

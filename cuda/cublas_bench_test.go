@@ -14,17 +14,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
-// BenchmarkGemm times one gemm op run through the backend (Backend.Run on
-// one stream, then a sync) against the floor: the same cublasLtMatmul
+// BenchmarkGemm times one gemm op run through the backend (submitted n
+// times as a session's eager run submits steps, then a sync) against the floor: the same cublasLtMatmul
 // called from one C loop, with the same descriptors, algorithm,
 // workspace, operands and stream. Each iteration is one sample of each,
 // n GEMMs then a sync, alternated so that the device's and the host's
 // drift from run to run falls on both alike; the figures are medians per
-// GEMM. A CPU profile of the small shapes puts all but 1-2% of an op's
-// host time inside the cgo call, as for the raw loop: what differs
-// between single runs of the two is drift, which alternation evens out.
+// GEMM. Small GEMMs are bound by the host's cublasLtMatmul call (about
+// 6 us): they reach the raw loop because a run's GEMMs go to the driver
+// from the C loop of a stretch, as its launches do, from one OS thread
+// (one cgo call per GEMM from a goroutine free to move between threads
+// cost 0.5-1.3 us more).
 // The shapes are the MLP block's GEMMs at T = 2048 and 16 to 4096 in each
 // dimension, where small ones are launch-bound. The ratio op/raw is the
 // figure; TFLOP/s is reported beside it.
@@ -71,14 +74,21 @@ func BenchmarkGemm(b *testing.B) {
 			}
 			return se.host.Sync(ctx)
 		}
+		// The op n times as a session's run submits it: steps in stretches
+		// of 256 from one OS thread.
+		steps := make([]device.Step, 256)
+		for i := range steps {
+			steps[i] = device.Step{Kind: device.RunStep, Stream: 0, Op: op}
+		}
 		ops := func(n int) error {
-			// One OS thread for the loop, as Session.Run submits a run.
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			for range n {
-				if err := se.sub.Run(0, op); err != nil {
+			for n > 0 {
+				k := min(n, len(steps))
+				if _, err := se.sub.Submit(steps[:k]); err != nil {
 					return err
 				}
+				n -= k
 			}
 			return se.host.Sync(ctx)
 		}

@@ -27,6 +27,7 @@ enum {
 	DR_SUCCESS = 0,
 	DR_ERROR_NOT_READY = 600,
 	DR_ERROR_NOT_FOUND = 500,
+	DR_ERROR_LIBRARY = 999, // CUDA_ERROR_UNKNOWN: dr_submit's report of a library call's failure
 	DR_STREAM_NON_BLOCKING = 1,
 	DR_EVENT_DEFAULT = 0,
 	DR_EVENT_DISABLE_TIMING = 2,
@@ -324,7 +325,8 @@ CUresult dr_raw_session_close(dr_api* a, CUcontext c, CUstream* streams, int nst
 
 // A plain submission step, enqueued from C with others in one crossing
 // (dr_submit): a kernel launch, a fill, a copy between device memory and
-// device or page-locked memory, an event record or a stream wait.
+// device or page-locked memory, an event record, a stream wait or a
+// cuBLASLt GEMM.
 enum {
 	DR_STEP_LAUNCH = 0,
 	DR_STEP_MEMSET = 1,
@@ -333,6 +335,7 @@ enum {
 	DR_STEP_DTOD = 4,
 	DR_STEP_RECORD = 5,
 	DR_STEP_WAIT = 6,
+	DR_STEP_GEMM = 7,
 };
 
 typedef struct {
@@ -348,16 +351,27 @@ typedef struct {
 	size_t n;         // bytes of a copy, elements of a fill
 	uint64_t fill;    // DR_STEP_MEMSET
 	int64_t op;       // the op pushed to CUPTI around the call (see dr_submit); -1 for none
+	struct dr_lt* lt;      // DR_STEP_GEMM: cuBLASLt,
+	struct dr_gemm* gemm;  // the GEMM, and its operands x and y (c is src, d is d)
+	CUdeviceptr x, y;
 } dr_step;
 
 struct dr_cupti;
+struct dr_lt;
+struct dr_gemm;
+
+// dr_gemm_enqueue is one cuBLASLt call of g on s (cublas.c), its status
+// returned; the context must be current.
+int dr_gemm_enqueue(struct dr_lt* l, struct dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr c, CUdeviceptr d, CUstream s);
 
 // dr_submit enqueues steps[0..n) in order, each as its own dr_ call would,
 // making each step's context current when it is not. With t not NULL, a
 // step's op (when not -1) is pushed to CUPTI around its call
 // (dr_cupti_push). *done is how many steps were enqueued: n, or the index
-// of the step whose failed result is returned. *cupti_failed is set when a
-// push or pop failed (the call is made all the same).
-CUresult dr_submit(dr_api* a, const dr_step* steps, int n, struct dr_cupti* t, int* done, int* cupti_failed);
+// of the step whose failed result is returned; a GEMM step's failure is
+// DR_ERROR_LIBRARY with cuBLASLt's status in *lib_status. *cupti_failed
+// is set when a push or pop failed (the call is made all the same).
+CUresult dr_submit(dr_api* a, const dr_step* steps, int n, struct dr_cupti* t, int* done, int* cupti_failed,
+                   int* lib_status);
 
 #endif

@@ -664,8 +664,11 @@ CUresult dr_cupti_graph_launch(dr_cupti* c, dr_api* a, CUcontext ctx, CUgraphExe
 }
 
 // step_call makes the driver call of one plain step; its context is current.
-static CUresult step_call(dr_api* a, const dr_step* st) {
+static CUresult step_call(dr_api* a, const dr_step* st, int* lib_status) {
 	switch (st->kind) {
+	case DR_STEP_GEMM:
+		*lib_status = dr_gemm_enqueue(st->lt, st->gemm, st->x, st->y, st->src, st->d, st->s);
+		return *lib_status == 0 ? DR_SUCCESS : DR_ERROR_LIBRARY;
 	case DR_STEP_LAUNCH: {
 		const dr_launch* l = st->l;
 		return a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, st->s,
@@ -687,9 +690,11 @@ static CUresult step_call(dr_api* a, const dr_step* st) {
 	return 1; // CUDA_ERROR_INVALID_VALUE
 }
 
-CUresult dr_submit(dr_api* a, const dr_step* steps, int n, struct dr_cupti* t, int* done, int* cupti_failed) {
+CUresult dr_submit(dr_api* a, const dr_step* steps, int n, struct dr_cupti* t, int* done, int* cupti_failed,
+                   int* lib_status) {
 	*done = 0;
 	*cupti_failed = 0;
+	*lib_status = 0;
 	CUcontext cur = NULL;
 	for (int i = 0; i < n; i++) {
 		const dr_step* st = &steps[i];
@@ -709,7 +714,7 @@ CUresult dr_submit(dr_api* a, const dr_step* steps, int n, struct dr_cupti* t, i
 				*cupti_failed = 1;
 			}
 		}
-		CUresult r = step_call(a, st);
+		CUresult r = step_call(a, st, lib_status);
 		if (pushed && dr_cupti_pop(t) != DR_CUPTI_SUCCESS) {
 			*cupti_failed = 1;
 		}

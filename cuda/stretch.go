@@ -86,7 +86,7 @@ func (sm *submitter) plain(st device.Step) bool {
 			return false
 		}
 		switch sm.ops[opSlot(op)].act {
-		case actLaunch, actFill64, actFillDevice, actCopyDtoD, actCopyHtoD, actCopyDtoH:
+		case actLaunch, actFill64, actFillDevice, actCopyDtoD, actCopyHtoD, actCopyDtoH, actGemm:
 			return true
 		}
 	}
@@ -123,6 +123,14 @@ func (sm *submitter) submitPlain(steps []device.Step) (int, error) {
 					return sm.submitC(steps[:len(cs)], cs, traced)
 				}
 				d.kind, d.l = C.DR_STEP_LAUNCH, o.launch
+			case actGemm:
+				// Operands that fail their checks: Run says why.
+				r, ptr, err := se.gemms.operands(s, op)
+				if err != nil {
+					return sm.submitC(steps[:len(cs)], cs, traced)
+				}
+				d.kind, d.lt, d.gemm = C.DR_STEP_GEMM, (*C.struct_dr_lt)(unsafe.Pointer(se.gemms.gemm.lt.lib)), (*C.struct_dr_gemm)(unsafe.Pointer(r.c))
+				d.x, d.y, d.src, d.d = ptr[dag.GemmB], ptr[dag.GemmA], ptr[dag.GemmC], ptr[dag.GemmD]
 			case actFillDevice:
 				d.kind, d.d = C.DR_STEP_MEMSET, se.hold.ptr(op.Access[0].View)
 				d.esize, d.fill, d.n = C.int(o.esize), C.uint64_t(o.fill), C.size_t(o.count)
@@ -159,8 +167,8 @@ func (sm *submitter) submitC(steps []device.Step, cs []C.dr_step, traced bool) (
 		}
 		lib = (*C.struct_dr_cupti)(unsafe.Pointer(se.tim.cupti.tr.lib))
 	}
-	var done, failed C.int
-	rc := C.dr_submit(se.drv.api, &cs[0], C.int(len(cs)), lib, &done, &failed)
+	var done, failed, libStatus C.int
+	rc := C.dr_submit(se.drv.api, &cs[0], C.int(len(cs)), lib, &done, &failed, &libStatus)
 	n := int(done)
 	for i := range min(n+1, len(steps)) { // the failed step too, as Run keeps it
 		st := steps[i]
@@ -177,6 +185,9 @@ func (sm *submitter) submitC(steps []device.Step, cs []C.dr_step, traced bool) (
 	if rc != 0 {
 		st := steps[n]
 		err := se.drv.check(stepCall(cs[n].kind), rc)
+		if cs[n].kind == C.DR_STEP_GEMM && libStatus != 0 {
+			err = se.gemms.gemm.statusErr("cublasLtMatmul", int(libStatus))
+		}
 		if st.Kind == device.RunStep {
 			err = &dag.OpError{Op: st.Op.Name, Err: err}
 		}
@@ -210,6 +221,8 @@ func stepCall(kind C.int) string {
 		return "cuEventRecord"
 	case C.DR_STEP_WAIT:
 		return "cuStreamWaitEvent"
+	case C.DR_STEP_GEMM:
+		return "cublasLtMatmul"
 	}
 	return "a driver call"
 }
