@@ -97,7 +97,7 @@ func (r *rawLoop) tracedLaunchesC(t *activityTracer, rounds int, first uint64) e
 	var failed C.int
 	rc := C.dr_cupti_raw_launches(r.b.drv.api, r.d.ctx, r.launch, r.streams, C.int(r.n), C.int(rounds), t.lib, C.uint64_t(first), &failed)
 	if failed != 0 {
-		return errors.New("cupti: pushing or popping an external correlation id failed")
+		return errors.New("cupti: pushing or popping an op failed")
 	}
 	return r.b.drv.check("cuLaunchKernel", rc)
 }
@@ -112,7 +112,7 @@ func (r *rawLoop) launchesEachCtx(t *activityTracer, rounds int, first uint64) e
 	}
 	rc := C.dr_raw_launches_each_ctx(r.b.drv.api, r.d.ctx, r.launch, r.streams, C.int(r.n), C.int(rounds), lib, C.uint64_t(first), &failed)
 	if failed != 0 {
-		return errors.New("cupti: pushing or popping an external correlation id failed")
+		return errors.New("cupti: pushing or popping an op failed")
 	}
 	return r.b.drv.check("cuLaunchKernel", rc)
 }
