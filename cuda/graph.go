@@ -458,6 +458,17 @@ func (g *rawGraph) launches(n int) error {
 	return g.r.b.drv.check("cuGraphLaunch", C.dr_raw_graph_launches(g.r.b.drv.api, g.r.d.ctx, g.exec, *g.r.streams, C.int(n)))
 }
 
+// rawLaunches launches the session's last instantiated graph n times on
+// its origin stream and waits, from one C loop: the floor of a replay of
+// the same graph, without the executor (benchmarks).
+func (cpt *capturer) rawLaunches(n int) error {
+	if len(cpt.graphs) == 0 || cpt.graphs[len(cpt.graphs)-1].exec == nil {
+		return errors.New("cuda: no instantiated graph")
+	}
+	g := cpt.graphs[len(cpt.graphs)-1]
+	return cpt.se.drv.check("cuGraphLaunch", C.dr_raw_graph_launches(cpt.se.drv.api, g.dev.ctx, g.exec, g.origin, C.int(n)))
+}
+
 func (g *rawGraph) close() {
 	api, ctx := g.r.b.drv.api, g.r.d.ctx
 	C.dr_graph_exec_destroy(api, ctx, g.exec)

@@ -29,13 +29,13 @@ done
 
 # One table: dagrun's medians and ratios to its own bound, PyTorch's beside.
 {
-	printf '%-6s %10s %10s %10s %8s %8s %10s %8s %8s | %10s %10s %10s %10s\n' T eager_ms replay_ms bound_ms eager/b replay/b pipe_ms eager/p replay/p torch_1s torch_ev torch_gr torch_cmp
+	printf '%-6s %10s %10s %10s %10s %8s %8s %10s %8s %8s | %10s %10s %10s %10s\n' T eager_ms replay_ms rawrep_ms bound_ms eager/b replay/b pipe_ms eager/p replay/p torch_1s torch_ev torch_gr torch_cmp
 	for t in 512 2048 8192; do
 		line=$(grep "^BenchmarkMLP/T=$t" "$out/mlp-bench.log" | head -n 1)
 		metric() { echo "$line" | awk -v k="$1" '{for (i = 2; i <= NF; i++) if ($i == k) print $(i-1)}'; }
 		torch() { awk -v k="$1" '$2 == k {print $3}' "$out/mlp-torch-$t.log"; }
-		printf '%-6s %10s %10s %10s %8s %8s %10s %8s %8s | %10s %10s %10s %10s\n' "$t" \
-			"$(metric eager-ms)" "$(metric replay-ms)" "$(metric bound-ms)" "$(metric eager/bound)" "$(metric replay/bound)" \
+		printf '%-6s %10s %10s %10s %10s %8s %8s %10s %8s %8s | %10s %10s %10s %10s\n' "$t" \
+			"$(metric eager-ms)" "$(metric replay-ms)" "$(metric raw-replay-ms)" "$(metric bound-ms)" "$(metric eager/bound)" "$(metric replay/bound)" \
 			"$(metric pipeline-bound-ms)" "$(metric eager/pipeline)" "$(metric replay/pipeline)" \
 			"$(torch serial_ms)" "$(torch manual_ms)" "$(torch graph_ms)" "$(torch compute_only_ms)"
 	done
