@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/dagrun/dagrun/dag"
@@ -37,9 +38,6 @@ func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 	defer func() { err = errors.Join(err, hd.waitInits()) }()
 	hd.bufs = make([]buffer, len(se.g.Buffers))
 	for i, buf := range se.g.Buffers {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		bs := &hd.bufs[i]
 		bs.b = buf
 		if buf.ID != i {
@@ -54,14 +52,66 @@ func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 			return err
 		}
 		bs.dev = d
-		if buf.Placement == dag.Device && buf.Temporary {
+	}
+	failed := func(bs *buffer, err error) error {
+		buf := bs.b
+		return &dag.OpError{Op: "open", Err: fmt.Errorf("buffer %q (%d bytes, %s): %w", buf.Name, buf.Size, placeName(buf), err)}
+	}
+	if bs, err := hd.pinAll(); err != nil {
+		return failed(bs, err)
+	}
+	for i := range hd.bufs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bs := &hd.bufs[i]
+		if bs.b.Placement == dag.Device && bs.b.Temporary {
 			continue
 		}
 		if err := hd.allocBuffer(bs); err != nil {
-			return &dag.OpError{Op: "open", Err: fmt.Errorf("buffer %q (%d bytes, %s): %w", buf.Name, buf.Size, placeName(buf), err)}
+			return failed(bs, err)
 		}
 	}
 	return nil
+}
+
+// pinAll allocates the pinned buffers side by side, ahead of allocBuffer:
+// pinning is the kernel's work page by page, 7-11 ms for 16 MiB on the
+// H100's host. It returns the first buffer that failed, with its error;
+// those allocated are held (freeBuffers frees them).
+func (hd *holdings) pinAll() (*buffer, error) {
+	var pinned []*buffer
+	for i := range hd.bufs {
+		if bs := &hd.bufs[i]; bs.b.Placement == dag.Pinned {
+			pinned = append(pinned, bs)
+		}
+	}
+	if len(pinned) < 2 {
+		return nil, nil // allocBuffer pins it
+	}
+	errs := make([]error, len(pinned))
+	var wg sync.WaitGroup
+	for i, bs := range pinned {
+		wg.Go(func() {
+			p, err := hd.se.drv.hostAlloc(bs.dev.ctx, bs.b.Size)
+			if err == nil {
+				bs.host = p
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	var first *buffer
+	var firstErr error
+	for i, bs := range pinned {
+		if bs.host != nil {
+			hd.track(&hd.live.PinnedAllocs, 1)
+		}
+		if errs[i] != nil && first == nil {
+			first, firstErr = bs, errs[i]
+		}
+	}
+	return first, firstErr
 }
 
 // anyDevice is the device host memory is pinned through: the lowest one
@@ -103,12 +153,14 @@ func (hd *holdings) allocBuffer(bs *buffer) error {
 		}
 		return se.drv.htod(bs.dev.ctx, p, buf.InitialBytes())
 	case dag.Pinned:
-		p, err := se.drv.hostAlloc(bs.dev.ctx, buf.Size)
-		if err != nil {
-			return err
+		if bs.host == nil { // else pinAll pinned it
+			p, err := se.drv.hostAlloc(bs.dev.ctx, buf.Size)
+			if err != nil {
+				return err
+			}
+			bs.host = p
+			hd.track(&hd.live.PinnedAllocs, 1)
 		}
-		bs.host = p
-		hd.track(&hd.live.PinnedAllocs, 1)
 	default:
 		p := C.malloc(C.size_t(buf.Size))
 		if p == nil {

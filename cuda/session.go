@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -315,8 +316,28 @@ func (se *Session) Read(buf *dag.Buffer) ([]byte, error) {
 		}
 		return out, nil
 	}
-	copy(out, unsafe.Slice((*byte)(bs.host), buf.Size))
+	copyParallel(out, unsafe.Slice((*byte)(bs.host), buf.Size))
 	return out, nil
+}
+
+// copyParallel copies src into dst, which is fresh memory, in parts side
+// by side when it is large: most of a 16 MiB copy into a new slice is the
+// kernel faulting its pages in one at a time (15-20 ms of a dagrun run's
+// cold start on the H100's host), which parts spread over the cores.
+func copyParallel(dst, src []byte) {
+	const part = 2 << 20
+	n := min(len(src)/part, runtime.GOMAXPROCS(0), 8)
+	if n < 2 {
+		copy(dst, src)
+		return
+	}
+	var wg sync.WaitGroup
+	size := (len(src) + n - 1) / n
+	for lo := 0; lo < len(src); lo += size {
+		hi := min(lo+size, len(src))
+		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+	}
+	wg.Wait()
 }
 
 // Write replaces the contents of persistent buffer buf with data, which
