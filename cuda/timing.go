@@ -382,7 +382,7 @@ func (c *cuptiTiming) runTraced(se *Session, s *stream, si int, st *opState, op 
 }
 
 // launchTraced enqueues one replay of g on s (the session's stream si), the
-// session's launch number seq, with seq's replay marker pushed to CUPTI
+// session's launch number seq, with seq's replay marker pushed (dr_cupti_push)
 // around the launch in the same C call: the launch's correlation id then
 // names the replay, and so do its graph-launch record and all its kernel,
 // copy and fill records. The first launch since the last Spans takes the
