@@ -112,8 +112,8 @@ func TestPeakMatchesDinic(t *testing.T) {
 		require.NoError(t, err)
 		set := collect(p)
 		byMemory := map[int][]int32{}
-		for i, l := range set.lives {
-			byMemory[l.t.Device] = append(byMemory[l.t.Device], int32(i))
+		for i, tmp := range set.temps {
+			byMemory[tmp.Device] = append(byMemory[tmp.Device], int32(i))
 		}
 		for dev, members := range byMemory {
 			o := set.order(members)

@@ -123,36 +123,32 @@ func MemoryOf(p *Plan) *Memory {
 		}
 	}
 	set := collectOf(p, temps)
-	lives := set.lives
 	byMemory := map[int][]int32{}
 	var devs []int
-	for i, l := range lives {
-		if _, ok := byMemory[l.t.Device]; !ok {
-			devs = append(devs, l.t.Device)
+	for i, t := range set.temps {
+		if _, ok := byMemory[t.Device]; !ok {
+			devs = append(devs, t.Device)
 		}
-		byMemory[l.t.Device] = append(byMemory[l.t.Device], int32(i))
+		byMemory[t.Device] = append(byMemory[t.Device], int32(i))
 	}
 	for _, dev := range devs {
 		o := set.order(byMemory[dev])
-		ls := o.lives
 		u := use(dev)
-		u.Temporaries = len(ls)
-		for _, l := range ls {
-			u.TemporaryBytes = dag.AddSat(u.TemporaryBytes, l.t.Bytes)
+		u.Temporaries = len(o.members)
+		for _, b := range o.bytes {
+			u.TemporaryBytes = dag.AddSat(u.TemporaryBytes, b)
 		}
 		var peak []int32
 		u.TemporaryPeak, peak = peakOf(o)
-		u.ArenaBytes = packArena(ls, o.conflicts, u.TemporaryPeak)
+		u.ArenaBytes = packArena(o, u.TemporaryPeak)
 		for _, i := range peak {
-			u.Peak = append(u.Peak, ls[i].t.Buffer)
-			u.PeakOps = append(u.PeakOps, ls[i].firstUse)
+			x := o.members[i]
+			u.Peak = append(u.Peak, set.temps[x].Buffer)
+			u.PeakOps = append(u.PeakOps, set.firstUse[x])
 		}
 	}
-	if len(lives) > 0 {
-		mem.Temporaries = make([]Temporary, len(lives))
-		for i, l := range lives {
-			mem.Temporaries[i] = *l.t
-		}
+	if len(set.temps) > 0 {
+		mem.Temporaries = slices.Clip(set.temps)
 	}
 	if len(mem.Temporaries) > 0 {
 		submittedPeaks(p, mem.Temporaries, use)
@@ -248,8 +244,7 @@ func peakOf(o *lifeOrder) (int64, []int32) {
 // peakBy is peakOf with the minimum cut nearest the source found by
 // sourceSide.
 func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []int32) {
-	ls := o.lives
-	n := len(ls)
+	n := len(o.members)
 	if n == 0 {
 		return 0, nil
 	}
@@ -258,7 +253,7 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 	barrier := func(k int32) int { return 2*n + int(k) }
 	src, sink := 2*n+o.barriers, 2*n+o.barriers+1
 	edges := 3*n + max(o.barriers-1, 0) + len(o.direct)
-	for i := range ls {
+	for i := range n {
 		if o.retiredAt[i] >= 0 {
 			edges++
 		}
@@ -271,11 +266,11 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 	srcArc, sinkArc, retireArc, startArc := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	chainArc := make([]int32, max(o.barriers-1, 0))
 	arc := func() int32 { return int32(len(f.to)) }
-	for i, l := range ls {
+	for i, b := range o.bytes {
 		srcArc[i] = arc()
-		f.edge(src, out(int32(i)), l.t.Bytes)
+		f.edge(src, out(int32(i)), b)
 		sinkArc[i] = arc()
-		f.edge(in(int32(i)), sink, l.t.Bytes)
+		f.edge(in(int32(i)), sink, b)
 		f.edge(in(int32(i)), out(int32(i)), math.MaxInt64)
 		retireArc[i], startArc[i] = -1, -1
 		if k := o.retiredAt[i]; k >= 0 {
@@ -337,9 +332,9 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 			continue
 		}
 		for ; next < len(byRetire) && o.retiredAt[byRetire[next]] <= j; next++ {
-			pool = append(pool, offer{byRetire[next], ls[byRetire[next]].t.Bytes})
+			pool = append(pool, offer{byRetire[next], o.bytes[byRetire[next]]})
 		}
-		want := ls[m].t.Bytes
+		want := o.bytes[m]
 		for want > 0 && len(pool) > 0 {
 			x := &pool[0]
 			d := min(want, x.left)
@@ -365,12 +360,13 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 	reach := sourceSide(f, src, sink)
 	var peak []int32
 	var weight int64
-	for i, l := range ls {
+	for i, b := range o.bytes {
 		if reach[out(int32(i))] && !reach[in(int32(i))] {
 			peak = append(peak, int32(i))
-			weight = dag.AddSat(weight, l.t.Bytes)
+			weight = dag.AddSat(weight, b)
 		}
 	}
-	slices.SortFunc(peak, func(a, b int32) int { return cmp.Compare(ls[a].t.Buffer, ls[b].t.Buffer) })
+	buffer := func(i int32) int { return o.set.temps[o.members[i]].Buffer }
+	slices.SortFunc(peak, func(a, b int32) int { return cmp.Compare(buffer(a), buffer(b)) })
 	return weight, peak
 }

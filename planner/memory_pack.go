@@ -12,33 +12,29 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// packArena gives each temporary of ls (all of one memory, conflicts[i]
-// those that may be live with ls[i]) an offset and returns the arena's
-// size. It tries the greedy packing in a few orders, and then, while the
+// packArena gives each temporary of o (all of one memory) an offset and
+// returns the arena's size. It tries the greedy packing in a few orders, and then, while the
 // arena is above peak (no arena can be smaller) and the work stays
 // bounded, improves the best packing by a local search: the smallest arena
 // wins.
-func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
-	n := len(ls)
+func packArena(o *lifeOrder, peak int64) int64 {
+	n := len(o.members)
 	if n == 0 {
 		return 0
 	}
 	// The keys of the orders, at hand.
-	bytes, start, span := make([]int64, n), make([]int, n), make([]int, n)
-	for i, l := range ls {
-		bytes[i], start[i], span[i] = l.t.Bytes, l.start, l.end-l.start
+	bytes, conflicts := o.bytes, o.conflicts
+	start, span := make([]int, n), make([]int, n)
+	for i, x := range o.members {
+		start[i], span[i] = int(o.set.start[x]), int(o.set.end[x]-o.set.start[x])
 	}
-	pairs := 0
-	for _, cs := range conflicts {
-		pairs += len(cs)
-	}
-	pairs /= 2
+	pairs := len(conflicts.to) / 2
 	var load []int64 // the bytes that may be live with each, once an order needs them
 	loads := func() {
 		load = make([]int64, n)
-		for i, cs := range conflicts {
+		for i := range n {
 			load[i] = bytes[i]
-			for _, j := range cs {
+			for _, j := range conflicts.of(i) {
 				load[i] = dag.AddSat(load[i], bytes[j])
 			}
 		}
@@ -124,10 +120,10 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 		if bestSize <= peak {
 			break
 		}
-		improve(ls, conflicts, st.offsets, st.size, peak, tries/len(starts), uint64(k), try)
+		improve(bytes, conflicts, st.offsets, st.size, peak, tries/len(starts), uint64(k), try)
 	}
-	for i, l := range ls {
-		l.t.Offset = best[i]
+	for i, x := range o.members {
+		o.set.temps[x].Offset = best[i]
 	}
 	return max(bestSize, 0)
 }
@@ -189,16 +185,16 @@ func radixSort(order, tmp []int, keys []uint64) {
 // when fewer bytes lie above peak, or now and then anyway, to drift along
 // a plateau). It stops at peak, or after maxStall packings without a
 // smaller arena.
-func improve(ls []*life, conflicts [][]int32, offsets []int64, size, peak int64, tries int, seed uint64, try func([]int, fit) ([]int64, int64)) {
-	n := len(ls)
+func improve(bytes []int64, conflicts adjacency, offsets []int64, size, peak int64, tries int, seed uint64, try func([]int, fit) ([]int64, int64)) {
+	n := len(bytes)
 	if size <= peak || tries <= 0 || n < 2 {
 		return
 	}
 	r := rand.New(rand.NewPCG(uint64(n)<<8|seed, uint64(size)))
 	above := func(o []int64) int64 {
 		var x int64
-		for i, l := range ls {
-			x = dag.AddSat(x, max(0, dag.AddSat(o[i], l.t.Bytes)-peak))
+		for i, b := range bytes {
+			x = dag.AddSat(x, max(0, dag.AddSat(o[i], b)-peak))
 		}
 		return x
 	}
@@ -216,7 +212,7 @@ func improve(ls []*life, conflicts [][]int32, offsets []int64, size, peak int64,
 		slices.SortFunc(order, func(a, b int) int { return cmp.Or(cmp.Compare(cur[a], cur[b]), cmp.Compare(a, b)) })
 		tops = tops[:0]
 		for at, i := range order {
-			if dag.AddSat(cur[i], ls[i].t.Bytes) > peak {
+			if dag.AddSat(cur[i], bytes[i]) > peak {
 				tops = append(tops, at)
 			}
 		}
@@ -268,7 +264,7 @@ type fit struct {
 // greedyFit places the temporaries (of sizes bytes) in order, each in a
 // gap that holds it between the conflicting temporaries placed before it,
 // or above them all.
-func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int64, int64) {
+func greedyFit(bytes []int64, conflicts adjacency, order []int, how fit) ([]int64, int64) {
 	type span struct{ lo, hi int64 }
 	spans := make([]span, len(bytes)) // of each placed, lo -1 for the others
 	for i := range spans {
@@ -278,7 +274,7 @@ func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int6
 	var size int64
 	for _, i := range order {
 		// The placed ones, without a branch on each.
-		cs := conflicts[i]
+		cs := conflicts.of(i)
 		busy = slices.Grow(busy[:0], len(cs))[:len(cs)]
 		k := 0
 		for _, j := range cs {
