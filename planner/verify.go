@@ -160,8 +160,9 @@ type verifier struct {
 	// The arenas' places by buffer, the first use of each temporary, the
 	// pairs of temporaries that must be ordered, with what checkArenas
 	// needs to check them once the replay is done (the first and last use
-	// of each temporary on each stream, each op's place among the steps and
-	// among its stream's runs, and the clocks of some uses, by clockSlot),
+	// of each temporary on each stream, each op's place among the steps
+	// (at, which checkSteps keeps where the plan has arenas) and among its
+	// stream's runs, and the clocks of some uses, by clockSlot),
 	// and the first need of overlapping temporaries that the plan does not
 	// meet (verify_memory.go).
 	places          []*Temporary
@@ -243,6 +244,9 @@ func (v *verifier) checkSteps() error {
 		v.stream[i] = -1
 	}
 	recordedAt := make([]int, p.Events) // step index + 1 of the event's record
+	if p.Memory != nil {
+		v.at = make([]int32, len(v.ops)) // for the arenas' check (verify_memory.go)
+	}
 	for i, st := range p.Steps {
 		if st.Stream < 0 || int(st.Stream) >= v.streams {
 			return malformed("step %d (%s) names stream %d of %d", i, st.Kind, st.Stream, v.streams)
@@ -257,6 +261,9 @@ func (v *verifier) checkSteps() error {
 					Msg: fmt.Sprintf("op %q runs twice, on %s and on %s", v.opName(st.Op), v.streamName(prev), v.streamName(st.Stream))}
 			}
 			v.stream[st.Op] = st.Stream
+			if v.at != nil {
+				v.at[st.Op] = int32(i)
+			}
 		case Record, Wait:
 			if st.Event < 0 || int(st.Event) >= p.Events {
 				return malformed("step %d (%s on %s) names event %d of %d", i, st.Kind, v.streamName(st.Stream), st.Event, p.Events)

@@ -80,10 +80,10 @@ func (v *verifier) collectArenas() error {
 		placed[t.Buffer] = t
 	}
 	ns := v.streams
-	firstOn, lastOn, first, at, byFirst, ok := v.lifetimeUses(placed)
+	firstOn, lastOn, first, byFirst, ok := v.lifetimeUses(placed)
 	if !ok {
 		var err error
-		if firstOn, lastOn, first, at, byFirst, err = v.walkUses(placed); err != nil {
+		if firstOn, lastOn, first, byFirst, err = v.walkUses(placed); err != nil {
 			return err
 		}
 	}
@@ -103,7 +103,10 @@ func (v *verifier) collectArenas() error {
 		t := placed[b]
 		sweep[i] = span{t.Device, t.Offset, t.Offset + t.Bytes, b}
 	}
-	// Both by device, then by offset, then by rank: radix sorts, stable.
+	// Both by device, then by offset, then by rank: radix sorts, stable,
+	// of offsets in units of ArenaAlign, whose digits are fewer. Offsets
+	// are multiples of it, so an end rounded up to one compares with every
+	// offset as the end does.
 	n := len(sweep)
 	order, tmp, keys := make([]int, n), make([]int, n), make([]uint64, n)
 	byOffset := func(off func(sp span) int64) []span {
@@ -126,8 +129,8 @@ func (v *verifier) collectArenas() error {
 		}
 		return out
 	}
-	byEnd := byOffset(func(sp span) int64 { return sp.hi })
-	sweep = byOffset(func(sp span) int64 { return sp.lo })
+	byEnd := byOffset(func(sp span) int64 { return (sp.hi-1)/ArenaAlign + 1 })
+	sweep = byOffset(func(sp span) int64 { return sp.lo / ArenaAlign })
 	v.arenaPairs = make([][2]int32, 0, 2*len(sweep))
 	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
 	ended := 0                       // byEnd[:ended] are swept past
@@ -165,7 +168,7 @@ func (v *verifier) collectArenas() error {
 	}
 	v.clocks = make([]int32, int(slots)*ns)
 	v.places, v.firstUse = placed, first
-	v.firstOn, v.lastOn, v.at, v.byFirst = firstOn, lastOn, at, byFirst
+	v.firstOn, v.lastOn, v.byFirst = firstOn, lastOn, byFirst
 	return nil
 }
 
@@ -234,14 +237,14 @@ func (v *verifier) checkArenas() {
 // The uses of the temporaries that the arenas' check needs: each
 // temporary's first and last use on each stream (firstOn and lastOn, by
 // buffer ID times the streams, -1 for none), its first use of all (first,
-// by buffer ID, -1 for none), the place of each op's run among the steps
-// (at), and the temporaries with uses and bytes in the order of their
-// first uses (byFirst; those first used by one op in the order it names
-// them).
+// by buffer ID, -1 for none), and the temporaries with uses and bytes in
+// the order of their first uses (byFirst; those first used by one op in
+// the order it names them). Uses are ordered by the place of their runs
+// among the steps (v.at).
 
 // walkUses finds the uses of the temporaries in a walk of the ops and one
 // of the steps.
-func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, byFirst []int32, err error) {
+func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, byFirst []int32, err error) {
 	g := v.p.Graph
 	ns := v.streams
 	// The accesses of temporaries by op (once an op), in one pass over the
@@ -262,7 +265,7 @@ func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, by
 				continue
 			}
 			if placed[b.ID] == nil {
-				return nil, nil, nil, nil, nil, &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
+				return nil, nil, nil, nil, &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
 			}
 			named[b.ID] = named[b.ID] || plain
 			if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
@@ -273,9 +276,8 @@ func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, by
 	accessStart[len(v.ops)] = int32(len(accesses))
 
 	// In one walk of the steps: each temporary's first and last use on
-	// each stream, its first use of all, the temporaries with uses and
-	// bytes in the order of their first uses (byFirst, which ranks them),
-	// and the place of each op's run among the steps (at).
+	// each stream, its first use of all, and the temporaries with uses and
+	// bytes in the order of their first uses (byFirst, which ranks them).
 	firstOn, lastOn = make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
 	for i := range firstOn {
 		firstOn[i], lastOn[i] = -1, -1
@@ -284,13 +286,11 @@ func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, by
 	for i := range first {
 		first[i] = -1
 	}
-	at = make([]int32, len(v.ops))
-	for i, st := range v.p.Steps {
+	for _, st := range v.p.Steps {
 		if st.Kind != Run {
 			continue
 		}
 		id := st.Op
-		at[id] = int32(i)
 		for _, a := range accesses[accessStart[id]:accessStart[id+1]] {
 			if named[a.buf] != a.plain {
 				continue
@@ -308,30 +308,25 @@ func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, by
 			}
 		}
 	}
-	return firstOn, lastOn, first, at, byFirst, nil
+	return firstOn, lastOn, first, byFirst, nil
 }
 
 // lifetimeUses finds the uses of the temporaries from the ops that
 // collectLifetimes found, without a walk of the ops, where it ran, every
 // Alloc and Free names one buffer and every temporary has a place (which
 // walkUses reports otherwise).
-func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at, byFirst []int32, ok bool) {
+func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, byFirst []int32, ok bool) {
 	if v.temps == nil || !v.oneBuffer {
-		return nil, nil, nil, nil, nil, false
+		return nil, nil, nil, nil, false
 	}
 	for _, l := range v.temps {
 		if placed[l.buf] == nil {
-			return nil, nil, nil, nil, nil, false
+			return nil, nil, nil, nil, false
 		}
 	}
 	g := v.p.Graph
 	ns := v.streams
-	at = make([]int32, len(v.ops))
-	for i, st := range v.p.Steps {
-		if st.Kind == Run {
-			at[st.Op] = int32(i)
-		}
-	}
+	at := v.at
 	firstOn, lastOn = make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
 	for i := range firstOn {
 		firstOn[i], lastOn[i] = -1, -1
@@ -340,10 +335,9 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 	for i := range first {
 		first[i] = -1
 	}
-	// The temporaries with bytes by their first uses' places: the place
-	// times the buffers, plus the buffer.
-	var keys []uint64
-	nb := uint64(len(g.Buffers))
+	// The temporaries with bytes by their first uses' places (bufs, by
+	// keys).
+	keys, bufs := make([]uint64, 0, len(v.temps)), make([]int32, 0, len(v.temps))
 	for _, l := range v.temps {
 		uses := l.users
 		if len(uses) == 0 {
@@ -365,10 +359,10 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 			}
 		}
 		if placed[b].Bytes > 0 {
-			keys = append(keys, uint64(at[first[b]])*nb+uint64(b))
+			keys, bufs = append(keys, uint64(at[first[b]])), append(bufs, int32(b))
 		}
 	}
-	// By a radix sort (the keys differ), in as few digits as they need.
+	// By a radix sort, in as few digits as the places need.
 	order := make([]int, len(keys))
 	for i := range order {
 		order[i] = i
@@ -376,9 +370,10 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 	radixSort(order, make([]int, len(keys)), keys)
 	byFirst = make([]int32, len(keys))
 	for i, k := range order {
-		byFirst[i] = int32(keys[k] % nb)
+		byFirst[i] = bufs[k]
 	}
-	// Those first used by one op go in the order the op names them.
+	// Those first used by one op, together now in some order, go in the
+	// order the op names them.
 	for i := 0; i < len(byFirst); {
 		j := i + 1
 		for j < len(byFirst) && first[byFirst[j]] == first[byFirst[i]] {
@@ -393,7 +388,7 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 		}
 		i = j
 	}
-	return firstOn, lastOn, first, at, byFirst, true
+	return firstOn, lastOn, first, byFirst, true
 }
 
 // overlap describes the need n of temporaries that share bytes, which the
