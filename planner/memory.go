@@ -123,16 +123,31 @@ func MemoryOf(p *Plan) *Memory {
 		}
 	}
 	set := collectOf(p, temps)
-	byMemory := map[int][]int32{}
+	// The lives by memory, the memories in the order they first come: a
+	// plan has a few memories, so a short list beats a map.
 	var devs []int
+	var counts []int
+	memory := make([]int32, len(set.temps)) // each life's, in devs
+	k := -1
 	for i, t := range set.temps {
-		if _, ok := byMemory[t.Device]; !ok {
-			devs = append(devs, t.Device)
+		if k < 0 || devs[k] != t.Device {
+			if k = slices.Index(devs, t.Device); k < 0 {
+				k = len(devs)
+				devs, counts = append(devs, t.Device), append(counts, 0)
+			}
 		}
-		byMemory[t.Device] = append(byMemory[t.Device], int32(i))
+		memory[i] = int32(k)
+		counts[k]++
 	}
-	for _, dev := range devs {
-		o := set.order(byMemory[dev])
+	byMemory := make([][]int32, len(devs))
+	for k, c := range counts {
+		byMemory[k] = make([]int32, 0, c)
+	}
+	for i, k := range memory {
+		byMemory[k] = append(byMemory[k], int32(i))
+	}
+	for k, dev := range devs {
+		o := set.order(byMemory[k])
 		u := use(dev)
 		u.Temporaries = len(o.members)
 		for _, b := range o.bytes {
