@@ -123,32 +123,22 @@ func MemoryOf(p *Plan) *Memory {
 		}
 	}
 	set := collectOf(p, temps)
-	// The lives by memory, the memories in the order they first come: a
-	// plan has a few memories, so a short list beats a map.
-	var devs []int
-	var counts []int
-	memory := make([]int32, len(set.temps)) // each life's, in devs
-	k := -1
-	for i, t := range set.temps {
-		if k < 0 || devs[k] != t.Device {
-			if k = slices.Index(devs, t.Device); k < 0 {
-				k = len(devs)
-				devs, counts = append(devs, t.Device), append(counts, 0)
-			}
-		}
-		memory[i] = int32(k)
+	// The lives by memory.
+	counts := make([]int, len(set.devs))
+	for _, k := range set.memory {
 		counts[k]++
 	}
-	byMemory := make([][]int32, len(devs))
+	byMemory := make([][]int32, len(set.devs))
 	for k, c := range counts {
 		byMemory[k] = make([]int32, 0, c)
 	}
-	for i, k := range memory {
-		byMemory[k] = append(byMemory[k], int32(i))
+	for x, k := range set.memory {
+		byMemory[k] = append(byMemory[k], int32(x))
 	}
-	for k, dev := range devs {
+	for k, dev := range set.devs {
 		o := set.order(byMemory[k])
 		u := use(dev)
+		u.SubmittedPeak = set.submitted[k]
 		u.Temporaries = len(o.members)
 		for _, b := range o.bytes {
 			u.TemporaryBytes = dag.AddSat(u.TemporaryBytes, b)
@@ -165,9 +155,6 @@ func MemoryOf(p *Plan) *Memory {
 	if len(set.temps) > 0 {
 		mem.Temporaries = slices.Clip(set.temps)
 	}
-	if len(mem.Temporaries) > 0 {
-		submittedPeaks(p, mem.Temporaries, use)
-	}
 	for _, u := range uses {
 		mem.Memories = append(mem.Memories, *u)
 	}
@@ -175,46 +162,12 @@ func MemoryOf(p *Plan) *Memory {
 	return mem
 }
 
-// submittedPeaks sets each memory's SubmittedPeak: its temporaries
-// allocated and not yet freed, counted step by step in submission order.
-func submittedPeaks(p *Plan, temps []Temporary, use func(int) *MemoryUse) {
-	type held struct {
-		mem   int
-		bytes int64
-		u     *MemoryUse
-	}
-	var live []held // a plan has a few memories: a short list beats a map
-	lifetimeSteps(p, temps, func(t *Temporary, allocates bool) bool {
-		i := slices.IndexFunc(live, func(h held) bool { return h.mem == t.Device })
-		if i < 0 {
-			i = len(live)
-			live = append(live, held{mem: t.Device, u: use(t.Device)})
-		}
-		h := &live[i]
-		if allocates {
-			h.bytes = dag.AddSat(h.bytes, t.Bytes)
-			h.u.SubmittedPeak = max(h.u.SubmittedPeak, h.bytes)
-		} else {
-			h.bytes -= t.Bytes
-		}
-		return true
-	})
-}
-
 // lifetimeSteps calls f, in submission order, for each step of p that
 // allocates (allocates true) or frees one of temps, until f returns false.
 // The ops that allocate and free each temporary are marked first, so the
 // pass over the steps reads one number per step.
 func lifetimeSteps(p *Plan, temps []Temporary, f func(t *Temporary, allocates bool) bool) {
-	mark := make([]int32, len(p.Graph.Ops)) // by op: its temporary + 1, negated for a free
-	for i, t := range temps {
-		if t.Alloc >= 0 && int(t.Alloc) < len(mark) {
-			mark[t.Alloc] = int32(i + 1)
-		}
-		if t.Free >= 0 && int(t.Free) < len(mark) {
-			mark[t.Free] = -int32(i + 1)
-		}
-	}
+	mark := lifetimeMarks(len(p.Graph.Ops), temps)
 	for _, st := range p.Steps {
 		if st.Kind != Run || st.Op < 0 || int(st.Op) >= len(mark) || mark[st.Op] == 0 {
 			continue
@@ -224,6 +177,21 @@ func lifetimeSteps(p *Plan, temps []Temporary, f func(t *Temporary, allocates bo
 			return
 		}
 	}
+}
+
+// lifetimeMarks marks, by op of ops, the op that allocates each of temps
+// with its index + 1, and the op that frees it with the negation.
+func lifetimeMarks(ops int, temps []Temporary) []int32 {
+	mark := make([]int32, ops)
+	for i, t := range temps {
+		if t.Alloc >= 0 && int(t.Alloc) < len(mark) {
+			mark[t.Alloc] = int32(i + 1)
+		}
+		if t.Free >= 0 && int(t.Free) < len(mark) {
+			mark[t.Free] = -int32(i + 1)
+		}
+	}
+	return mark
 }
 
 // memoryOf is the memory buffer b lives in.

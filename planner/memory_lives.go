@@ -30,6 +30,11 @@ type lifeSet struct {
 	firstUse   []int32 // the use submitted first, -1 for none
 	start, end []int32 // the steps of the first and last use, for orderings; start -1 for none
 	log        []lifeEvent
+	// The memories of the lives, in the order they first come (devs), each
+	// life's (memory, in devs), and each memory's SubmittedPeak.
+	devs      []int
+	memory    []int32
+	submitted []int64
 }
 
 // last and first are life x's vectors.
@@ -70,7 +75,9 @@ type lifeEvent struct {
 // that name it, and do nothing). On the way it retires the temporaries
 // whose uses are all over and that every stream still to use a temporary
 // has waited for: the meet of those streams' clocks (the frontier) is past
-// their last uses, so the plan orders them before every later use.
+// their last uses, so the plan orders them before every later use; and it
+// counts each memory's temporaries allocated and not yet freed, for
+// MemoryUse.SubmittedPeak.
 func collect(p *Plan) *lifeSet {
 	temps := 0
 	for _, b := range p.Graph.Buffers {
@@ -138,6 +145,21 @@ func collectOf(p *Plan, temps int) *lifeSet {
 	if n == 0 {
 		return set
 	}
+	// The memories: a plan has a few, so a short list beats a map.
+	set.memory = make([]int32, n)
+	k := -1
+	for x, t := range set.temps {
+		if k < 0 || set.devs[k] != t.Device {
+			if k = slices.Index(set.devs, t.Device); k < 0 {
+				k = len(set.devs)
+				set.devs = append(set.devs, t.Device)
+			}
+		}
+		set.memory[x] = int32(k)
+	}
+	held, submitted := make([]int64, len(set.devs)), make([]int64, len(set.devs))
+	set.submitted = submitted
+	lifetime := lifetimeMarks(len(g.Ops), set.temps)
 	// usesOf lists the temporaries an op's run uses (once each): those it
 	// names, if plain, and those only Allocs and Frees name, if not. The
 	// accesses are filtered in place, op by op.
@@ -194,6 +216,18 @@ func collectOf(p *Plan, temps int) *lifeSet {
 	events := make([]int32, max(p.Events, 0)*ns)
 	r := &retirer{frontier: make([]int32, ns), seen: make([]int32, ns)}
 	for i, st := range p.Steps {
+		if st.Kind == Run && st.Op >= 0 && int(st.Op) < len(lifetime) {
+			if y := lifetime[st.Op]; y != 0 { // as lifetimeSteps has it
+				x := max(y, -y) - 1
+				k, b := set.memory[x], set.temps[x].Bytes
+				if y > 0 {
+					held[k] = dag.AddSat(held[k], b)
+					submitted[k] = max(submitted[k], held[k])
+				} else {
+					held[k] -= b
+				}
+			}
+		}
 		s := int(st.Stream)
 		if s < 0 || s >= ns {
 			continue
