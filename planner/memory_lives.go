@@ -272,7 +272,7 @@ func collectOf(p *Plan, temps int) *lifeSet {
 				}
 				set.end[x] = int32(i)
 				if left[x]--; left[x] == 0 {
-					r.pending = append(r.pending, x)
+					r.pending = append(r.pending, pending{life: x, stream: -1})
 				}
 			}
 			remaining[s]--
@@ -286,11 +286,19 @@ func collectOf(p *Plan, temps int) *lifeSet {
 // passes them: it looks before each temporary's first use that follows the
 // end of another's uses.
 type retirer struct {
-	pending []int32 // lives whose uses are over, not retired yet
+	pending []pending // lives whose uses are over, not retired yet
 	// pending[:checked] did not pass seen, the frontier of the last look;
 	// the frontier only grows, so they need a look only once it does.
 	checked        int
 	frontier, seen []int32
+}
+
+// pending is a life whose uses are over, and the stream on which the
+// frontier last fell short of its last use (-1 before a look), with that
+// use's place: until the frontier passes it there, the life waits, and a
+// look at that one stream says so.
+type pending struct {
+	life, stream, last int32
 }
 
 // retire logs the lives of pending that the frontier (the meet of the
@@ -323,19 +331,24 @@ func (r *retirer) retire(set *lifeSet, clock, remaining []int32) {
 	}
 	copy(r.seen, frontier)
 	kept := r.pending[:from]
-	for _, x := range r.pending[from:] {
+	for _, q := range r.pending[from:] {
+		if q.stream >= 0 && q.last > frontier[q.stream] {
+			kept = append(kept, q)
+			continue
+		}
+		x := q.life
 		last := set.last(x)
 		passed := true
 		for _, s := range set.on[int(x)*ns : int(x)*ns+int(set.onLen[x])] {
 			if last[s] > frontier[s] {
-				passed = false
+				q.stream, q.last, passed = s, last[s], false
 				break
 			}
 		}
 		if passed {
 			set.log = append(set.log, lifeEvent{life: x, retire: true})
 		} else {
-			kept = append(kept, x)
+			kept = append(kept, q)
 		}
 	}
 	r.pending, r.checked = kept, len(kept)
