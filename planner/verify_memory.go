@@ -87,62 +87,54 @@ func (v *verifier) collectArenas() error {
 			return err
 		}
 	}
-	rank := make([]int32, len(g.Buffers))
-	for i, b := range byFirst {
-		rank[b] = int32(i)
-	}
 	// The sweep, by offset, taking the temporaries that end from a list by
-	// end.
+	// end; both lists hold ranks, the places in byFirst.
 	type span struct {
 		device int
 		lo, hi int64
-		buf    int32
 	}
-	sweep := make([]span, len(byFirst))
-	for i, b := range byFirst {
+	spans := make([]span, len(byFirst))
+	for r, b := range byFirst {
 		t := placed[b]
-		sweep[i] = span{t.Device, t.Offset, t.Offset + t.Bytes, b}
+		spans[r] = span{t.Device, t.Offset, t.Offset + t.Bytes}
 	}
 	// Both by device, then by offset, then by rank: radix sorts, stable,
 	// of offsets in units of ArenaAlign, whose digits are fewer. Offsets
 	// are multiples of it, so an end rounded up to one compares with every
 	// offset as the end does.
-	n := len(sweep)
-	order, tmp, keys := make([]int, n), make([]int, n), make([]uint64, n)
-	byOffset := func(off func(sp span) int64) []span {
-		for i := range order {
-			order[i] = i
+	n := len(spans)
+	tmp, keys := make([]int, n), make([]uint64, n)
+	byOffset := func(off func(sp span) int64) []int {
+		order := make([]int, n)
+		for r := range order {
+			order[r] = r
 		}
 		low := 0
-		for i, sp := range sweep {
-			keys[i] = uint64(off(sp))
+		for r, sp := range spans {
+			keys[r] = uint64(off(sp))
 			low = min(low, sp.device)
 		}
 		radixSort(order, tmp, keys)
-		for i, sp := range sweep {
-			keys[i] = uint64(sp.device - low)
+		for r, sp := range spans {
+			keys[r] = uint64(sp.device - low)
 		}
 		radixSort(order, tmp, keys)
-		out := make([]span, n)
-		for i, k := range order {
-			out[i] = sweep[k]
-		}
-		return out
+		return order
 	}
 	byEnd := byOffset(func(sp span) int64 { return (sp.hi-1)/ArenaAlign + 1 })
-	sweep = byOffset(func(sp span) int64 { return sp.lo / ArenaAlign })
-	v.arenaPairs = make([][2]int32, 0, 2*len(sweep))
-	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
-	ended := 0                       // byEnd[:ended] are swept past
-	for _, t := range sweep {
+	byLo := byOffset(func(sp span) int64 { return sp.lo / ArenaAlign })
+	v.arenaPairs = make([][2]int32, 0, 2*n)
+	over := newRankSet(n) // the temporaries over the offset swept to
+	ended := 0            // byEnd[:ended] are swept past
+	for _, r := range byLo {
+		t := spans[r]
 		for ; ended < len(byEnd); ended++ {
-			e := byEnd[ended]
+			e := spans[byEnd[ended]]
 			if e.device > t.device || e.device == t.device && e.hi > t.lo {
 				break
 			}
-			over.remove(int(rank[e.buf]))
+			over.remove(byEnd[ended])
 		}
-		r := int(rank[t.buf])
 		over.add(r)
 		if q := over.prev(r); q >= 0 {
 			v.arenaPairs = append(v.arenaPairs, [2]int32{int32(q), int32(r)})
