@@ -144,8 +144,7 @@ func MemoryOf(p *Plan) *Memory {
 			u.TemporaryBytes = dag.AddSat(u.TemporaryBytes, b)
 		}
 		var peak []int32
-		u.TemporaryPeak, peak = peakOf(o)
-		u.ArenaBytes = packArena(o, u.TemporaryPeak)
+		u.TemporaryPeak, peak, u.ArenaBytes = peakAndPack(o)
 		for _, i := range peak {
 			x := o.members[i]
 			u.Peak = append(u.Peak, set.temps[x].Buffer)
@@ -161,6 +160,31 @@ func MemoryOf(p *Plan) *Memory {
 	slices.SortFunc(mem.Memories, func(a, b MemoryUse) int { return cmp.Compare(a.Device, b.Device) })
 	return mem
 }
+
+// peakAndPack returns o's peak (peakOf) and packs its arena (packArena).
+// The packer's first try needs no peak: for a memory of many temporaries
+// it runs beside the peak's flow, on another core where there is one.
+func peakAndPack(o *lifeOrder) (int64, []int32, int64) {
+	var weight int64
+	var peak []int32
+	if len(o.members) < minConcurrentPack {
+		weight, peak = peakOf(o)
+		return weight, peak, packArena(o, weight, firstPacking(o))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		weight, peak = peakOf(o)
+	}()
+	first := firstPacking(o)
+	<-done
+	return weight, peak, packArena(o, weight, first)
+}
+
+// minConcurrentPack is the fewest temporaries of a memory whose first
+// packing runs beside the peak: below it, a goroutine costs more than it
+// saves.
+const minConcurrentPack = 512
 
 // lifetimeSteps calls f, in submission order, for each step of p that
 // allocates (allocates true) or frees one of temps, until f returns false.

@@ -13,21 +13,19 @@ import (
 )
 
 // packArena gives each temporary of o (all of one memory) an offset and
-// returns the arena's size. It tries the greedy packing in a few orders, and then, while the
+// returns the arena's size. It tries the greedy packing in a few orders,
+// the first of them first (first, from firstPacking), and then, while the
 // arena is above peak (no arena can be smaller) and the work stays
 // bounded, improves the best packing by a local search: the smallest arena
 // wins.
-func packArena(o *lifeOrder, peak int64) int64 {
+func packArena(o *lifeOrder, peak int64, first *packing) int64 {
 	n := len(o.members)
 	if n == 0 {
 		return 0
 	}
 	// The keys of the orders, at hand.
 	bytes, conflicts := o.bytes, o.conflicts
-	start, span := make([]int, n), make([]int, n)
-	for i, x := range o.members {
-		start[i], span[i] = int(o.set.start[x]), int(o.set.end[x]-o.set.start[x])
-	}
+	start, span := first.start, first.span
 	pairs := len(conflicts.to) / 2
 	var load []int64 // the bytes that may be live with each, once an order needs them
 	loads := func() {
@@ -72,24 +70,22 @@ func packArena(o *lifeOrder, peak int64) int64 {
 	work := n + 2*pairs + 1 // the cost of one greedy packing
 	var best []int64
 	bestSize := int64(-1)
-	try := func(order []int, how fit) ([]int64, int64) {
-		offsets, size := greedyFit(bytes, conflicts, order, how)
+	take := func(offsets []int64, size int64) {
 		if bestSize < 0 || size < bestSize {
 			best, bestSize = offsets, size
 		}
+	}
+	try := func(order []int, how fit) ([]int64, int64) {
+		offsets, size := greedyFit(bytes, conflicts, order, how)
+		take(offsets, size)
 		return offsets, size
 	}
 	// The best packing of each order, to start a local search from.
-	type packing struct {
-		offsets []int64
-		size    int64
-	}
 	var starts []packing
-	order := make([]int, n)
+	order := first.order
 	for k, by := range orders {
 		switch k {
-		case 0:
-			sortBySize(order, bytes, start)
+		case 0: // sorted by firstPacking
 		case 1:
 			loads()
 			fallthrough
@@ -100,9 +96,15 @@ func packArena(o *lifeOrder, peak int64) int64 {
 			slices.SortFunc(order, by)
 		}
 		st := packing{size: -1}
-		for _, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} {
-			if o, size := try(order, how); st.size < 0 || size < st.size {
-				st = packing{o, size}
+		for f, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} { // the first as firstPacking fits
+			offsets, size := first.offsets, first.size
+			if k == 0 && f == 0 {
+				take(offsets, size)
+			} else {
+				offsets, size = try(order, how)
+			}
+			if st.size < 0 || size < st.size {
+				st = packing{offsets: offsets, size: size}
 			}
 			if bestSize <= peak || work > maxPackWork/16 {
 				break // big memories: one packing per order
@@ -126,6 +128,28 @@ func packArena(o *lifeOrder, peak int64) int64 {
 		o.set.temps[x].Offset = best[i]
 	}
 	return max(bestSize, 0)
+}
+
+// packing is a packing of the temporaries of a lifeOrder: their offsets
+// and the arena's size. The packer's first try, which needs no peak, keeps
+// the order it packed in, and the keys of the other orders.
+type packing struct {
+	offsets     []int64
+	size        int64
+	order       []int
+	start, span []int
+}
+
+// firstPacking is packArena's first try at o: by size, best fit.
+func firstPacking(o *lifeOrder) *packing {
+	n := len(o.members)
+	p := &packing{order: make([]int, n), start: make([]int, n), span: make([]int, n)}
+	for i, x := range o.members {
+		p.start[i], p.span[i] = int(o.set.start[x]), int(o.set.end[x]-o.set.start[x])
+	}
+	sortBySize(p.order, o.bytes, p.start)
+	p.offsets, p.size = greedyFit(o.bytes, o.conflicts, p.order, fit{best: true})
+	return p
 }
 
 // sortBySize sets order to the temporaries by size, largest first, then by
