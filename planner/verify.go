@@ -112,8 +112,22 @@ func verify(p *Plan, body bool) error {
 			return err
 		}
 	}
-	v.collectConflicts()
-	arenas := v.collectArenas() // verify_memory.go
+	// The arenas' uses and pairs (verify_memory.go) need none of the
+	// conflicts: for many temporaries they are collected meanwhile, on
+	// another core where there is one.
+	var arenas error
+	if m := p.Memory; m != nil && len(m.Temporaries) >= minConcurrentPack {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			arenas = v.collectArenas()
+		}()
+		v.collectConflicts()
+		<-done
+	} else {
+		v.collectConflicts()
+		arenas = v.collectArenas()
+	}
 	if err := v.checkOrder(); err != nil {
 		return err
 	}
