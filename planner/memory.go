@@ -250,7 +250,7 @@ func peakOf(o *lifeOrder) (int64, []int32) {
 
 // peakBy is peakOf with the minimum cut nearest the source found by
 // sourceSide.
-func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []int32) {
+func peakBy(o *lifeOrder, sourceSide func(f *flow) []bool) (int64, []int32) {
 	n := len(o.members)
 	if n == 0 {
 		return 0, nil
@@ -258,8 +258,7 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 	out := func(i int32) int { return int(i) }
 	in := func(i int32) int { return n + int(i) }
 	barrier := func(k int32) int { return 2*n + int(k) }
-	src, sink := 2*n+o.barriers, 2*n+o.barriers+1
-	edges := 3*n + max(o.barriers-1, 0) + len(o.direct)
+	edges := n + max(o.barriers-1, 0) + len(o.direct)
 	for i := range n {
 		if o.retiredAt[i] >= 0 {
 			edges++
@@ -268,16 +267,13 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 			edges++
 		}
 	}
-	f := newFlow(2*n+o.barriers+2, edges)
+	f := newFlow(2*n+o.barriers, edges)
 	// The arcs a greedy first flow goes along, by life and by barrier.
-	srcArc, sinkArc, retireArc, startArc := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	retireArc, startArc := make([]int32, n), make([]int32, n)
 	chainArc := make([]int32, max(o.barriers-1, 0))
 	arc := func() int32 { return int32(len(f.to)) }
 	for i, b := range o.bytes {
-		srcArc[i] = arc()
-		f.edge(src, out(int32(i)), b)
-		sinkArc[i] = arc()
-		f.edge(in(int32(i)), sink, b)
+		f.source[out(int32(i))], f.sink[in(int32(i))] = b, b
 		f.edge(in(int32(i)), out(int32(i)), math.MaxInt64)
 		retireArc[i], startArc[i] = -1, -1
 		if k := o.retiredAt[i]; k >= 0 {
@@ -345,12 +341,12 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 		for want > 0 && len(pool) > 0 {
 			x := &pool[0]
 			d := min(want, x.left)
-			send(srcArc[x.life], d)
+			f.source[out(x.life)] -= d
 			send(retireArc[x.life], d)
 			chain[o.retiredAt[x.life]] += d
 			chain[j] -= d
 			send(startArc[m], d)
-			send(sinkArc[m], d)
+			f.sink[in(m)] -= d
 			want -= d
 			if x.left -= d; x.left == 0 {
 				pool = pool[1:]
@@ -364,7 +360,7 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 			send(a, along)
 		}
 	}
-	reach := sourceSide(f, src, sink)
+	reach := sourceSide(f)
 	var peak []int32
 	var weight int64
 	for i, b := range o.bytes {
