@@ -9,11 +9,27 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
+// checkArenas checks p.Memory's arenas, where the plan has them: it
+// returns an error in the places (collectArenas), and puts the first need
+// of two temporaries that share bytes that the plan does not meet in
+// v.overlapping (checkPairs, after replayArenas). It needs checkSteps and
+// collectLifetimes, and nothing of checkOrder: it replays the steps
+// itself, so that it can run while the conflicts are collected. The error
+// and the need are to be reported once the order is checked.
+func (v *verifier) checkArenas() error {
+	if err := v.collectArenas(); err != nil {
+		return err
+	}
+	v.replayArenas()
+	v.checkPairs()
+	return nil
+}
+
 // collectArenas checks p.Memory's arenas, where the plan has them: every
 // temporary the graph uses has one place, aligned and inside its memory's
 // arena; and it needs any two temporaries whose bytes overlap to be
 // ordered, every use of one happening before every use of the other,
-// which checkArenas checks once checkOrder has replayed the steps. A
+// which checkPairs checks once replayArenas has replayed the steps. A
 // temporary's uses are the ops that access it other than its Alloc and
 // Free (which do nothing in an arena), or those two when nothing else
 // names it.
@@ -30,12 +46,11 @@ import (
 // the second on each stream.
 //
 // It is written apart from the packer (MemoryOf): it compares uses,
-// against the clocks that the replay which checks the plan's other needs
-// keeps of them, where the packer compares meets of vector clocks.
+// against the clocks of a replay of the steps, where the packer compares
+// meets of vector clocks.
 //
-// An error in the places is returned, to be reported once the order is
-// checked; the pairs that must be ordered go to v.arenaPairs, for
-// checkArenas once the replay is done.
+// An error in the places is returned; the pairs that must be ordered go
+// to v.arenaPairs, for checkPairs once the replay is done.
 func (v *verifier) collectArenas() error {
 	m := v.p.Memory
 	if m == nil {
@@ -164,14 +179,50 @@ func (v *verifier) collectArenas() error {
 	return nil
 }
 
-// checkArenas checks, after the replay, the needs of the temporaries that
+// replayArenas replays the steps with a vector clock per stream, as
+// checkOrder does, for what checkPairs compares: each op's place among its
+// stream's runs (v.pos, from 1) and the clock of each use that clockSlot
+// names, taken just before it runs.
+func (v *verifier) replayArenas() {
+	if len(v.arenaPairs) == 0 {
+		return
+	}
+	p := v.p
+	ns := v.streams
+	clock := make([]int32, ns*ns) // clock[s*ns+t]: stream s is after the first clock[s*ns+t] runs of stream t
+	events := make([]int32, p.Events*ns)
+	v.pos = make([]int32, len(v.ops))
+	for _, st := range p.Steps {
+		s := int(st.Stream)
+		mine := clock[s*ns : (s+1)*ns]
+		switch st.Kind {
+		case Record:
+			copy(events[int(st.Event)*ns:], mine)
+		case Wait:
+			for t, c := range events[int(st.Event)*ns : (int(st.Event)+1)*ns] {
+				mine[t] = max(mine[t], c)
+			}
+		case Run:
+			if k := v.clockSlot[st.Op]; k >= 0 {
+				copy(v.clocks[int(k)*ns:], mine)
+			}
+			mine[s]++
+			v.pos[st.Op] = mine[s]
+		}
+	}
+}
+
+// checkPairs checks, after the replay, the needs of the temporaries that
 // share bytes (v.arenaPairs, by rank): x before y needs the last use of x
 // on each stream to happen before the first use of y on each stream, which
 // the order of the steps decides on one stream and the clock the replay
 // kept of the later use across streams. The first need not met (in the
 // replay's order, the order the sweep found them on a tie) goes to
 // v.overlapping.
-func (v *verifier) checkArenas() {
+func (v *verifier) checkPairs() {
+	if len(v.arenaPairs) == 0 {
+		return
+	}
 	ns := v.streams
 	at := v.at
 	// By rank, the streams with a use, at hand: for the last use on each,
