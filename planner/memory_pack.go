@@ -154,7 +154,8 @@ func firstPacking(o *lifeOrder) *packing {
 
 // sortBySize sets order to the temporaries by size, largest first, then by
 // start, then by index (the packer's first order): by a radix sort on
-// start and then on size, stable both.
+// start and then on size, stable both. Sizes are multiples of ArenaAlign:
+// in units of it, their digits are fewer.
 func sortBySize(order []int, bytes []int64, start []int) {
 	n := len(order)
 	for i := range order {
@@ -168,7 +169,7 @@ func sortBySize(order []int, bytes []int64, start []int) {
 	radixSort(order, tmp, keys)
 	top := slices.Max(bytes)
 	for i, b := range bytes {
-		keys[i] = uint64(top - b)
+		keys[i] = uint64(top-b) / ArenaAlign
 	}
 	radixSort(order, tmp, keys)
 }
