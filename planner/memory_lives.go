@@ -360,11 +360,17 @@ func (r *retirer) retire(set *lifeSet, clock, remaining []int32) {
 // both lived at once in the replay, and for the rest, chains through
 // barriers (one per batch of retirements).
 type lifeOrder struct {
-	set       *lifeSet
-	members   []int32 // the lives, of set
-	bytes     []int64 // their temporaries' bytes
-	conflicts adjacency
-	byStart   []int32 // the lives with uses, in the order they started in the replay
+	set     *lifeSet
+	members []int32 // the lives, of set
+	bytes   []int64 // their temporaries' bytes
+	// The conflicts, once gatherConflicts has gathered them from earlier,
+	// the conflicts of the life of rank r with lives started before it (by
+	// rank): earlier[earlierEnd[r-1]:earlierEnd[r]], in the order found,
+	// degree[r] of them in all. The packer needs them, the peak does not:
+	// on a big memory they are gathered beside the peak.
+	conflicts                   adjacency
+	earlier, earlierEnd, degree []int32
+	byStart                     []int32 // the lives with uses, in the order they started in the replay
 	// The direct arcs, by the later life: byStart[k]'s are from each
 	// byStart[r] for r of direct[directEnd[k-1]:directEnd[k]] (before it,
 	// both unretired when it started). Those implied by two others are
@@ -427,9 +433,6 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		return under >= 0
 	}
 	var active []int32 // by rank
-	// The conflicts of the life of rank r with lives started before it
-	// (by rank): earlier[earlierEnd[r-1]:earlierEnd[r]], in the order
-	// found.
 	var earlier []int32
 	earlierEnd := make([]int32, 0, n)
 	degree := make([]int32, len(o.byStart))
@@ -497,11 +500,17 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		earlierEnd = append(earlierEnd, int32(len(earlier)))
 		active = append(active, r)
 	}
-	// The conflicts of each, by life: those started before it, then those
-	// started after it, in the order they started.
+	o.earlier, o.earlierEnd, o.degree = earlier, earlierEnd, degree
+	return o
+}
+
+// gatherConflicts sets o.conflicts, each life's: those started before
+// it, then those started after it, in the order they started.
+func (o *lifeOrder) gatherConflicts() {
+	n := len(o.members)
 	start := make([]int32, n+1)
 	for r, m := range o.byStart {
-		start[m+1] = degree[r]
+		start[m+1] = o.degree[r]
 	}
 	for m := range n {
 		start[m+1] += start[m]
@@ -510,16 +519,16 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 	at := slices.Clone(start[:n]) // where the next conflict of each life goes
 	prev := int32(0)
 	for r, m := range o.byStart {
-		for _, a := range earlier[prev:earlierEnd[r]] {
+		for _, a := range o.earlier[prev:o.earlierEnd[r]] {
 			x := o.byStart[a]
 			o.conflicts.to[at[m]] = x
 			at[m]++
 			o.conflicts.to[at[x]] = int32(m)
 			at[x]++
 		}
-		prev = earlierEnd[r]
+		prev = o.earlierEnd[r]
 	}
-	return o
+	o.earlier, o.earlierEnd, o.degree = nil, nil, nil
 }
 
 // grow returns s with room for n more, doubling its capacity when it

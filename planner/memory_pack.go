@@ -140,8 +140,10 @@ type packing struct {
 	start, span []int
 }
 
-// firstPacking is packArena's first try at o: by size, best fit.
+// firstPacking is packArena's first try at o: by size, best fit. It
+// gathers o's conflicts first.
 func firstPacking(o *lifeOrder) *packing {
+	o.gatherConflicts()
 	n := len(o.members)
 	p := &packing{order: make([]int, n), start: make([]int, n), span: make([]int, n)}
 	for i, x := range o.members {
