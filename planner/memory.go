@@ -92,9 +92,10 @@ type Temporary struct {
 // temporaries that may be live together are found in one replay of the
 // plan's steps, which retires a temporary once every stream that will use
 // temporaries again has waited for its last use; the peak is a maximum flow
-// over that order. The work is about linear in the temporaries and the
-// pairs of them that the plan leaves unordered, and the local search is
-// bounded (maxPackWork).
+// over that order, found beside the first packing, which needs no peak.
+// The work is about linear in the temporaries and the pairs of them that
+// the plan leaves unordered, and the local search is bounded
+// (maxPackWork).
 func MemoryOf(p *Plan) *Memory {
 	if p == nil || p.Graph == nil {
 		return nil
@@ -238,12 +239,12 @@ func roundUp(n int64) int64 {
 }
 
 // peakOf returns the heaviest set of temporaries of o no two of which are
-// ordered (as indices of o.lives, in order), and its weight: by Dilworth's
-// theorem, weighted, the weight of all minus a maximum flow in which each
-// temporary sends its bytes to the ones it is ordered before (Fulkerson's
-// reduction), along the paths of o's DAG: each temporary is a node out (fed
-// by the source) and a node in (drained to the sink), and flow into in may
-// pass on through out.
+// ordered (as indices of o.members, by buffer ID), and its weight: by
+// Dilworth's theorem, weighted, the weight of all minus a maximum flow in
+// which each temporary sends its bytes to the ones it is ordered before
+// (Fulkerson's reduction), along the paths of o's DAG: each temporary is a
+// node out (fed by the source) and a node in (drained to the sink), and
+// flow into in may pass on through out.
 func peakOf(o *lifeOrder) (int64, []int32) {
 	return peakBy(o, (*flow).sourceSide)
 }
