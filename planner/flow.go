@@ -5,16 +5,27 @@ import (
 )
 
 // flow is a network for maximum flow, with int64 capacities
-// (math.MaxInt64 for unbounded).
+// (math.MaxInt64 for unbounded), from a source to a sink that are not
+// among its nodes: each node's arcs from the source and to the sink are
+// its capacities source and sink. In a peak's network those are a quarter
+// of the arcs, one for each of a temporary's two nodes; kept apart, they
+// leave the walks of the nodes' arcs shorter.
 type flow struct {
 	head     []int32 // the first arc out of each node, -1 for none
 	next, to []int32 // each arc's next arc out of its node, and its head; arc a^1 is a's reverse
 	cap      []int64 // residual capacities
+	// The residual capacities of the arcs from the source and to the sink,
+	// by node. Their reverses need none: no path that adds flow goes back
+	// to the source or on from the sink, and the source side is what the
+	// source reaches.
+	source, sink []int64
 }
 
-// newFlow returns a network of nodes nodes with room for edges edges.
+// newFlow returns a network of nodes nodes with room for edges edges
+// between them.
 func newFlow(nodes, edges int) *flow {
-	f := &flow{head: make([]int32, nodes), next: make([]int32, 0, 2*edges), to: make([]int32, 0, 2*edges), cap: make([]int64, 0, 2*edges)}
+	f := &flow{head: make([]int32, nodes), next: make([]int32, 0, 2*edges), to: make([]int32, 0, 2*edges), cap: make([]int64, 0, 2*edges),
+		source: make([]int64, nodes), sink: make([]int64, nodes)}
 	for i := range f.head {
 		f.head[i] = -1
 	}
@@ -31,36 +42,41 @@ func (f *flow) edge(u, v int, c int64) {
 }
 
 // sourceSide returns the nodes that the residual network of a maximum flow
-// from s to t reaches from s: the source side of the minimum cut nearest
-// s, the same for every maximum flow. f may carry a flow already; it is
-// left reversed, and spent.
+// from the source to the sink reaches from the source: the source side of
+// the minimum cut nearest the source, the same for every maximum flow. f
+// may carry a flow already; it is left reversed, and spent.
 //
 // Reversed (each arc's residual capacity swapped with its reverse's, which
-// turns f's flow into one from t to s), the nodes that reach s in the
-// residual network are those that reach the sink s after the first phase
-// of push-relabel from t: a maximum preflow, whose residual network
-// differs from a maximum flow's only among nodes that cannot reach the
-// sink.
-func (f *flow) sourceSide(s, t int) []bool {
+// turns f's flow into one from the sink to the source), the nodes that
+// reach the source in the residual network are those that reach it, now a
+// sink, after the first phase of push-relabel from the sink: a maximum
+// preflow, whose residual network differs from a maximum flow's only among
+// nodes that cannot reach the sink.
+func (f *flow) sourceSide() []bool {
 	for a := 0; a < len(f.cap); a += 2 {
 		f.cap[a], f.cap[a+1] = f.cap[a+1], f.cap[a]
 	}
-	pr := newPushRelabel(f, t, s)
+	pr := newPushRelabel(f)
 	pr.run()
 	return pr.reaching()
 }
 
-// reaching returns the nodes that reach t in the residual network, s
-// aside: those relabelAll would label below n.
+// reaching returns the nodes that reach t in the residual network: those
+// relabelAll would label below n.
 func (pr *pushRelabel) reaching() []bool {
 	f := pr.f
 	out := make([]bool, len(f.head))
-	out[pr.t] = true
-	pr.queue = append(pr.queue[:0], pr.t)
+	pr.queue = pr.queue[:0]
+	for v, c := range pr.toT {
+		if c > 0 {
+			out[v] = true
+			pr.queue = append(pr.queue, int32(v))
+		}
+	}
 	for k := 0; k < len(pr.queue); k++ {
 		v := pr.queue[k]
 		for a := f.head[v]; a >= 0; a = f.next[a] {
-			if u := f.to[a]; !out[u] && u != pr.s && f.cap[a^1] > 0 {
+			if u := f.to[a]; !out[u] && f.cap[a^1] > 0 {
 				out[u] = true
 				pr.queue = append(pr.queue, u)
 			}
@@ -71,12 +87,13 @@ func (pr *pushRelabel) reaching() []bool {
 
 // pushRelabel is the first phase of Goldberg and Tarjan's push-relabel
 // algorithm, highest label first, with the gap and global relabelling
-// heuristics: it ends with a maximum preflow, all excess stuck at nodes
-// that cannot reach the sink.
+// heuristics, on a reversed flow: from s, the flow's sink, to t, its
+// source, both off the nodes. It ends with a maximum preflow, all excess
+// stuck at nodes that cannot reach t.
 type pushRelabel struct {
 	f              *flow
-	s, t           int32
-	n              int32   // the nodes, and the label of those that cannot reach t
+	toT            []int64 // the residual capacities of the arcs to t, by node: the flow's source's
+	n              int32   // the label of the nodes that cannot reach t, above every distance to it
 	label          []int32 // a lower bound on each node's distance to t in the residual network
 	excess         []int64
 	cur            []int32 // each node's current arc
@@ -89,11 +106,12 @@ type pushRelabel struct {
 	queue          []int32
 }
 
-func newPushRelabel(f *flow, s, t int) *pushRelabel {
-	n := int32(len(f.head))
-	pr := &pushRelabel{f: f, s: int32(s), t: int32(t), n: n, label: make([]int32, n), excess: make([]int64, n),
-		cur: make([]int32, n), active: make([]int32, n), next: make([]int32, n), first: make([]int32, n), after: make([]int32, n), before: make([]int32, n),
-		interval: 6*int(n) + len(f.to), queue: make([]int32, 0, n)}
+func newPushRelabel(f *flow) *pushRelabel {
+	nodes := int32(len(f.head))
+	n := nodes + 1 // t is at 0; a path to it passes each node at most once
+	pr := &pushRelabel{f: f, toT: f.source, n: n, label: make([]int32, nodes), excess: make([]int64, nodes),
+		cur: make([]int32, nodes), active: make([]int32, n), next: make([]int32, nodes), first: make([]int32, n), after: make([]int32, nodes), before: make([]int32, nodes),
+		interval: 6*int(n) + len(f.to), queue: make([]int32, 0, nodes)}
 	for v := range pr.active {
 		pr.active[v] = -1
 	}
@@ -103,14 +121,7 @@ func newPushRelabel(f *flow, s, t int) *pushRelabel {
 // run pushes from s whatever its arcs hold, and then discharges the active
 // nodes, highest label first, until none can reach t.
 func (pr *pushRelabel) run() {
-	f := pr.f
-	for a := f.head[pr.s]; a >= 0; a = f.next[a] {
-		if c := f.cap[a]; c > 0 {
-			pr.excess[pr.s] = c
-			pr.push(pr.s, a, c)
-		}
-	}
-	pr.excess[pr.s] = 0
+	copy(pr.excess, pr.f.sink)
 	pr.relabelAll()
 	for {
 		for pr.top >= 0 && pr.active[pr.top] < 0 {
@@ -137,7 +148,7 @@ func (pr *pushRelabel) push(u, a int32, d int64) {
 	f.cap[a] -= d
 	f.cap[a^1] = dag.AddSat(f.cap[a^1], d)
 	pr.excess[u] -= d
-	if pr.excess[v] == 0 && v != pr.s && v != pr.t && pr.label[v] < pr.n {
+	if pr.excess[v] == 0 && pr.label[v] < pr.n {
 		pr.activate(v)
 	}
 	pr.excess[v] = dag.AddSat(pr.excess[v], d)
@@ -149,6 +160,12 @@ func (pr *pushRelabel) push(u, a int32, d int64) {
 func (pr *pushRelabel) discharge(u int32) {
 	f := pr.f
 	for pr.excess[u] > 0 {
+		if c := pr.toT[u]; c > 0 && pr.label[u] == 1 { // the arc to t, labelled 0
+			d := min(pr.excess[u], c)
+			pr.toT[u] -= d
+			pr.excess[u] -= d
+			continue
+		}
 		a := pr.cur[u]
 		if a < 0 {
 			if !pr.relabel(u) {
@@ -174,6 +191,9 @@ func (pr *pushRelabel) relabel(u int32) bool {
 	h := pr.label[u]
 	pr.unlist(u)
 	to := pr.n
+	if pr.toT[u] > 0 {
+		to = 1
+	}
 	for a := f.head[u]; a >= 0; a = f.next[a] {
 		pr.work++
 		if f.cap[a] > 0 {
@@ -236,22 +256,28 @@ func (pr *pushRelabel) relabelAll() {
 	f := pr.f
 	for v := range pr.label {
 		pr.label[v] = pr.n
-		pr.first[v] = -1
-		pr.active[v] = -1
 	}
-	pr.label[pr.t] = 0
-	pr.queue = append(pr.queue[:0], pr.t)
+	for h := range pr.first {
+		pr.first[h], pr.active[h] = -1, -1
+	}
+	pr.queue = pr.queue[:0]
+	for v, c := range pr.toT {
+		if c > 0 {
+			pr.label[v] = 1
+			pr.queue = append(pr.queue, int32(v))
+		}
+	}
 	for k := 0; k < len(pr.queue); k++ {
 		v := pr.queue[k]
 		for a := f.head[v]; a >= 0; a = f.next[a] {
-			if u := f.to[a]; pr.label[u] == pr.n && u != pr.s && f.cap[a^1] > 0 {
+			if u := f.to[a]; pr.label[u] == pr.n && f.cap[a^1] > 0 {
 				pr.label[u] = pr.label[v] + 1
 				pr.queue = append(pr.queue, u)
 			}
 		}
 	}
 	pr.top, pr.highest = -1, 0
-	for _, v := range pr.queue[1:] {
+	for _, v := range pr.queue {
 		pr.list(v)
 		pr.cur[v] = f.head[v]
 		if pr.excess[v] > 0 {

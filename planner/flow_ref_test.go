@@ -19,15 +19,31 @@ type dinicState struct {
 	level, cursor, queue []int32
 }
 
-// dinicSourceSide runs Dinic's algorithm to a maximum flow from s to t and
-// returns the nodes its residual network reaches from s.
-func (f *flow) dinicSourceSide(s, t int) []bool {
-	d := &dinicState{level: make([]int32, len(f.head)), cursor: make([]int32, len(f.head))}
-	d.max(f, s, t)
-	d.bfs(f, s, s)
-	out := make([]bool, len(d.level))
-	for i, l := range d.level {
-		out[i] = l >= 0
+// dinicSourceSide runs Dinic's algorithm to a maximum flow from f's source
+// to its sink, made nodes with arcs of their own, and returns the nodes
+// its residual network reaches from the source.
+func (f *flow) dinicSourceSide() []bool {
+	nodes := len(f.head)
+	s, t := nodes, nodes+1
+	g := newFlow(nodes+2, len(f.to)/2+2*nodes)
+	for a := 0; a < len(f.to); a += 2 {
+		g.edge(int(f.to[a+1]), int(f.to[a]), f.cap[a])
+		g.cap[len(g.cap)-1] = f.cap[a+1]
+	}
+	for v := range nodes {
+		if c := f.source[v]; c > 0 {
+			g.edge(s, v, c)
+		}
+		if c := f.sink[v]; c > 0 {
+			g.edge(v, t, c)
+		}
+	}
+	d := &dinicState{level: make([]int32, len(g.head)), cursor: make([]int32, len(g.head))}
+	d.max(g, s, t)
+	d.bfs(g, s, s)
+	out := make([]bool, nodes)
+	for i := range out {
+		out[i] = d.level[i] >= 0
 	}
 	return out
 }
@@ -112,8 +128,8 @@ func TestPeakMatchesDinic(t *testing.T) {
 		require.NoError(t, err)
 		set := collect(p)
 		byMemory := map[int][]int32{}
-		for i, l := range set.lives {
-			byMemory[l.t.Device] = append(byMemory[l.t.Device], int32(i))
+		for i, tmp := range set.temps {
+			byMemory[tmp.Device] = append(byMemory[tmp.Device], int32(i))
 		}
 		for dev, members := range byMemory {
 			o := set.order(members)
@@ -128,8 +144,9 @@ func TestPeakMatchesDinic(t *testing.T) {
 }
 
 // TestSourceSideRandomNetworks compares sourceSide with Dinic's algorithm
-// on small random networks, some arcs unbounded (but no path of them from
-// source to sink, as in the peak's network).
+// on small random networks, some arcs and some capacities from the source
+// and to the sink unbounded (but no path of them from source to sink, as
+// in the peak's network).
 func TestSourceSideRandomNetworks(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	compared := 0
@@ -141,21 +158,33 @@ func TestSourceSideRandomNetworks(t *testing.T) {
 		arcs := r.IntN(4 * n)
 		build := func() *flow {
 			r := rand.New(rand.NewPCG(uint64(k), 9))
+			capacity := func() int64 {
+				if r.IntN(5) == 0 {
+					return math.MaxInt64
+				}
+				return int64(r.IntN(20))
+			}
 			f := newFlow(n, arcs)
 			for range arcs {
-				u, v := r.IntN(n), r.IntN(n)
-				c := int64(r.IntN(20))
-				if r.IntN(5) == 0 {
-					c = math.MaxInt64
+				f.edge(r.IntN(n), r.IntN(n), capacity())
+			}
+			for v := range n {
+				switch r.IntN(4) {
+				case 0:
+					f.source[v] = capacity()
+				case 1:
+					f.sink[v] = capacity()
+				case 2:
+					f.source[v], f.sink[v] = capacity(), capacity()
 				}
-				f.edge(u, v, c)
 			}
 			return f
 		}
-		s, tt := 0, n-1
 		f := build()
 		unbounded := make([]bool, n)
-		unbounded[s] = true
+		for v, c := range f.source {
+			unbounded[v] = c == math.MaxInt64
+		}
 		for range n {
 			for a, c := range f.cap {
 				if c == math.MaxInt64 && unbounded[f.to[a^1]] {
@@ -163,10 +192,14 @@ func TestSourceSideRandomNetworks(t *testing.T) {
 				}
 			}
 		}
-		if unbounded[tt] {
+		skip := false
+		for v, c := range f.sink {
+			skip = skip || c == math.MaxInt64 && unbounded[v]
+		}
+		if skip {
 			continue
 		}
-		require.Equal(t, f.dinicSourceSide(s, tt), build().sourceSide(s, tt), "network %d", k)
+		require.Equal(t, f.dinicSourceSide(), build().sourceSide(), "network %d", k)
 		compared++
 	}
 	t.Logf("%d networks", compared)

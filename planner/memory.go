@@ -92,9 +92,10 @@ type Temporary struct {
 // temporaries that may be live together are found in one replay of the
 // plan's steps, which retires a temporary once every stream that will use
 // temporaries again has waited for its last use; the peak is a maximum flow
-// over that order. The work is about linear in the temporaries and the
-// pairs of them that the plan leaves unordered, and the local search is
-// bounded (maxPackWork).
+// over that order, found beside the first packing, which needs no peak.
+// The work is about linear in the temporaries and the pairs of them that
+// the plan leaves unordered, and the local search is bounded
+// (maxPackWork).
 func MemoryOf(p *Plan) *Memory {
 	if p == nil || p.Graph == nil {
 		return nil
@@ -123,39 +124,36 @@ func MemoryOf(p *Plan) *Memory {
 		}
 	}
 	set := collectOf(p, temps)
-	lives := set.lives
-	byMemory := map[int][]int32{}
-	var devs []int
-	for i, l := range lives {
-		if _, ok := byMemory[l.t.Device]; !ok {
-			devs = append(devs, l.t.Device)
-		}
-		byMemory[l.t.Device] = append(byMemory[l.t.Device], int32(i))
+	// The lives by memory.
+	counts := make([]int, len(set.devs))
+	for _, k := range set.memory {
+		counts[k]++
 	}
-	for _, dev := range devs {
-		o := set.order(byMemory[dev])
-		ls := o.lives
+	byMemory := make([][]int32, len(set.devs))
+	for k, c := range counts {
+		byMemory[k] = make([]int32, 0, c)
+	}
+	for x, k := range set.memory {
+		byMemory[k] = append(byMemory[k], int32(x))
+	}
+	for k, dev := range set.devs {
+		o := set.order(byMemory[k])
 		u := use(dev)
-		u.Temporaries = len(ls)
-		for _, l := range ls {
-			u.TemporaryBytes = dag.AddSat(u.TemporaryBytes, l.t.Bytes)
+		u.SubmittedPeak = set.submitted[k]
+		u.Temporaries = len(o.members)
+		for _, b := range o.bytes {
+			u.TemporaryBytes = dag.AddSat(u.TemporaryBytes, b)
 		}
 		var peak []int32
-		u.TemporaryPeak, peak = peakOf(o)
-		u.ArenaBytes = packArena(ls, o.conflicts, u.TemporaryPeak)
+		u.TemporaryPeak, peak, u.ArenaBytes = peakAndPack(o)
 		for _, i := range peak {
-			u.Peak = append(u.Peak, ls[i].t.Buffer)
-			u.PeakOps = append(u.PeakOps, ls[i].firstUse)
+			x := o.members[i]
+			u.Peak = append(u.Peak, set.temps[x].Buffer)
+			u.PeakOps = append(u.PeakOps, set.firstUse[x])
 		}
 	}
-	if len(lives) > 0 {
-		mem.Temporaries = make([]Temporary, len(lives))
-		for i, l := range lives {
-			mem.Temporaries[i] = *l.t
-		}
-	}
-	if len(mem.Temporaries) > 0 {
-		submittedPeaks(p, mem.Temporaries, use)
+	if len(set.temps) > 0 {
+		mem.Temporaries = slices.Clip(set.temps)
 	}
 	for _, u := range uses {
 		mem.Memories = append(mem.Memories, *u)
@@ -164,46 +162,37 @@ func MemoryOf(p *Plan) *Memory {
 	return mem
 }
 
-// submittedPeaks sets each memory's SubmittedPeak: its temporaries
-// allocated and not yet freed, counted step by step in submission order.
-func submittedPeaks(p *Plan, temps []Temporary, use func(int) *MemoryUse) {
-	type held struct {
-		mem   int
-		bytes int64
-		u     *MemoryUse
+// peakAndPack returns o's peak (peakOf) and packs its arena (packArena).
+// The packer's first try needs no peak: for a memory of many temporaries
+// it runs beside the peak's flow, on another core where there is one.
+func peakAndPack(o *lifeOrder) (int64, []int32, int64) {
+	var weight int64
+	var peak []int32
+	if len(o.members) < minConcurrentPack {
+		weight, peak = peakOf(o)
+		return weight, peak, packArena(o, weight, firstPacking(o))
 	}
-	var live []held // a plan has a few memories: a short list beats a map
-	lifetimeSteps(p, temps, func(t *Temporary, allocates bool) bool {
-		i := slices.IndexFunc(live, func(h held) bool { return h.mem == t.Device })
-		if i < 0 {
-			i = len(live)
-			live = append(live, held{mem: t.Device, u: use(t.Device)})
-		}
-		h := &live[i]
-		if allocates {
-			h.bytes = dag.AddSat(h.bytes, t.Bytes)
-			h.u.SubmittedPeak = max(h.u.SubmittedPeak, h.bytes)
-		} else {
-			h.bytes -= t.Bytes
-		}
-		return true
-	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		weight, peak = peakOf(o)
+	}()
+	first := firstPacking(o)
+	<-done
+	return weight, peak, packArena(o, weight, first)
 }
+
+// minConcurrentPack is the fewest temporaries of a memory whose first
+// packing runs beside the peak: below it, a goroutine costs more than it
+// saves.
+const minConcurrentPack = 512
 
 // lifetimeSteps calls f, in submission order, for each step of p that
 // allocates (allocates true) or frees one of temps, until f returns false.
 // The ops that allocate and free each temporary are marked first, so the
 // pass over the steps reads one number per step.
 func lifetimeSteps(p *Plan, temps []Temporary, f func(t *Temporary, allocates bool) bool) {
-	mark := make([]int32, len(p.Graph.Ops)) // by op: its temporary + 1, negated for a free
-	for i, t := range temps {
-		if t.Alloc >= 0 && int(t.Alloc) < len(mark) {
-			mark[t.Alloc] = int32(i + 1)
-		}
-		if t.Free >= 0 && int(t.Free) < len(mark) {
-			mark[t.Free] = -int32(i + 1)
-		}
-	}
+	mark := lifetimeMarks(len(p.Graph.Ops), temps)
 	for _, st := range p.Steps {
 		if st.Kind != Run || st.Op < 0 || int(st.Op) >= len(mark) || mark[st.Op] == 0 {
 			continue
@@ -213,6 +202,21 @@ func lifetimeSteps(p *Plan, temps []Temporary, f func(t *Temporary, allocates bo
 			return
 		}
 	}
+}
+
+// lifetimeMarks marks, by op of ops, the op that allocates each of temps
+// with its index + 1, and the op that frees it with the negation.
+func lifetimeMarks(ops int, temps []Temporary) []int32 {
+	mark := make([]int32, ops)
+	for i, t := range temps {
+		if t.Alloc >= 0 && int(t.Alloc) < len(mark) {
+			mark[t.Alloc] = int32(i + 1)
+		}
+		if t.Free >= 0 && int(t.Free) < len(mark) {
+			mark[t.Free] = -int32(i + 1)
+		}
+	}
+	return mark
 }
 
 // memoryOf is the memory buffer b lives in.
@@ -235,30 +239,28 @@ func roundUp(n int64) int64 {
 }
 
 // peakOf returns the heaviest set of temporaries of o no two of which are
-// ordered (as indices of o.lives, in order), and its weight: by Dilworth's
-// theorem, weighted, the weight of all minus a maximum flow in which each
-// temporary sends its bytes to the ones it is ordered before (Fulkerson's
-// reduction), along the paths of o's DAG: each temporary is a node out (fed
-// by the source) and a node in (drained to the sink), and flow into in may
-// pass on through out.
+// ordered (as indices of o.members, by buffer ID), and its weight: by
+// Dilworth's theorem, weighted, the weight of all minus a maximum flow in
+// which each temporary sends its bytes to the ones it is ordered before
+// (Fulkerson's reduction), along the paths of o's DAG: each temporary is a
+// node out (fed by the source) and a node in (drained to the sink), and
+// flow into in may pass on through out.
 func peakOf(o *lifeOrder) (int64, []int32) {
 	return peakBy(o, (*flow).sourceSide)
 }
 
 // peakBy is peakOf with the minimum cut nearest the source found by
 // sourceSide.
-func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []int32) {
-	ls := o.lives
-	n := len(ls)
+func peakBy(o *lifeOrder, sourceSide func(f *flow) []bool) (int64, []int32) {
+	n := len(o.members)
 	if n == 0 {
 		return 0, nil
 	}
 	out := func(i int32) int { return int(i) }
 	in := func(i int32) int { return n + int(i) }
 	barrier := func(k int32) int { return 2*n + int(k) }
-	src, sink := 2*n+o.barriers, 2*n+o.barriers+1
-	edges := 3*n + max(o.barriers-1, 0) + len(o.direct)
-	for i := range ls {
+	edges := n + max(o.barriers-1, 0) + len(o.direct)
+	for i := range n {
 		if o.retiredAt[i] >= 0 {
 			edges++
 		}
@@ -266,16 +268,13 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 			edges++
 		}
 	}
-	f := newFlow(2*n+o.barriers+2, edges)
+	f := newFlow(2*n+o.barriers, edges)
 	// The arcs a greedy first flow goes along, by life and by barrier.
-	srcArc, sinkArc, retireArc, startArc := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	retireArc, startArc := make([]int32, n), make([]int32, n)
 	chainArc := make([]int32, max(o.barriers-1, 0))
 	arc := func() int32 { return int32(len(f.to)) }
-	for i, l := range ls {
-		srcArc[i] = arc()
-		f.edge(src, out(int32(i)), l.t.Bytes)
-		sinkArc[i] = arc()
-		f.edge(in(int32(i)), sink, l.t.Bytes)
+	for i, b := range o.bytes {
+		f.source[out(int32(i))], f.sink[in(int32(i))] = b, b
 		f.edge(in(int32(i)), out(int32(i)), math.MaxInt64)
 		retireArc[i], startArc[i] = -1, -1
 		if k := o.retiredAt[i]; k >= 0 {
@@ -337,18 +336,18 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 			continue
 		}
 		for ; next < len(byRetire) && o.retiredAt[byRetire[next]] <= j; next++ {
-			pool = append(pool, offer{byRetire[next], ls[byRetire[next]].t.Bytes})
+			pool = append(pool, offer{byRetire[next], o.bytes[byRetire[next]]})
 		}
-		want := ls[m].t.Bytes
+		want := o.bytes[m]
 		for want > 0 && len(pool) > 0 {
 			x := &pool[0]
 			d := min(want, x.left)
-			send(srcArc[x.life], d)
+			f.source[out(x.life)] -= d
 			send(retireArc[x.life], d)
 			chain[o.retiredAt[x.life]] += d
 			chain[j] -= d
 			send(startArc[m], d)
-			send(sinkArc[m], d)
+			f.sink[in(m)] -= d
 			want -= d
 			if x.left -= d; x.left == 0 {
 				pool = pool[1:]
@@ -362,15 +361,16 @@ func peakBy(o *lifeOrder, sourceSide func(f *flow, s, t int) []bool) (int64, []i
 			send(a, along)
 		}
 	}
-	reach := sourceSide(f, src, sink)
+	reach := sourceSide(f)
 	var peak []int32
 	var weight int64
-	for i, l := range ls {
+	for i, b := range o.bytes {
 		if reach[out(int32(i))] && !reach[in(int32(i))] {
 			peak = append(peak, int32(i))
-			weight = dag.AddSat(weight, l.t.Bytes)
+			weight = dag.AddSat(weight, b)
 		}
 	}
-	slices.SortFunc(peak, func(a, b int32) int { return cmp.Compare(ls[a].t.Buffer, ls[b].t.Buffer) })
+	buffer := func(i int32) int { return o.set.temps[o.members[i]].Buffer }
+	slices.SortFunc(peak, func(a, b int32) int { return cmp.Compare(buffer(a), buffer(b)) })
 	return weight, peak
 }

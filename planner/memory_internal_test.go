@@ -31,11 +31,12 @@ func TestVerifyCatchesArenaMutations(t *testing.T) {
 		p, err := New(g, Options{Streams: 1 + int(seed%8)})
 		require.NoError(t, err)
 		require.NoError(t, Verify(p))
-		lives := collectLives(p)
+		set := collect(p)
+		lives := set.temps
 		good := p.Memory
 		for i, a := range lives {
 			for j, b := range lives {
-				if i == j || a.t.Device != b.t.Device {
+				if i == j || a.Device != b.Device {
 					continue
 				}
 				m := &Memory{Memories: good.Memories, Temporaries: append([]Temporary(nil), good.Temporaries...)}
@@ -43,14 +44,14 @@ func TestVerifyCatchesArenaMutations(t *testing.T) {
 				// Move b onto a's first byte, and grow the arena to hold it.
 				m.Temporaries[j].Offset = m.Temporaries[i].Offset
 				for k := range m.Memories {
-					if m.Memories[k].Device == a.t.Device {
+					if m.Memories[k].Device == a.Device {
 						m.Memories[k].ArenaBytes = max(m.Memories[k].ArenaBytes, m.Temporaries[j].Offset+m.Temporaries[j].Bytes)
 					}
 				}
 				p.Memory = m
 				err := Verify(p)
-				overlap := a.t.Bytes > 0 && b.t.Bytes > 0
-				if overlap && !a.before(b) && !b.before(a) {
+				overlap := a.Bytes > 0 && b.Bytes > 0
+				if overlap && !set.before(int32(i), int32(j)) && !set.before(int32(j), int32(i)) {
 					var ve *VerifyError
 					require.True(t, errors.As(err, &ve), "seed %d: %d onto %d: %v", seed, j, i, err)
 					require.Equal(t, ArenaOverlap, ve.Kind)
@@ -60,9 +61,9 @@ func TestVerifyCatchesArenaMutations(t *testing.T) {
 					// ordered with; Verify's verdict then depends on them.
 					ok := true
 					for k, c := range lives {
-						if k != j && c.t.Device == b.t.Device && k != i && c.t.Bytes > 0 &&
-							m.Temporaries[k].Offset < m.Temporaries[j].Offset+b.t.Bytes && m.Temporaries[j].Offset < m.Temporaries[k].Offset+c.t.Bytes &&
-							!b.before(c) && !c.before(b) {
+						if k != j && c.Device == b.Device && k != i && c.Bytes > 0 &&
+							m.Temporaries[k].Offset < m.Temporaries[j].Offset+b.Bytes && m.Temporaries[j].Offset < m.Temporaries[k].Offset+c.Bytes &&
+							!set.before(int32(j), int32(k)) && !set.before(int32(k), int32(j)) {
 							ok = false
 						}
 					}

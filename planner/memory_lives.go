@@ -10,26 +10,50 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// life is a temporary and where its uses are in the plan's happens-before
-// order.
-type life struct {
-	t *Temporary
-	// last[s] is the place among stream s's runs (from 1) of the last use
-	// on s, 0 for none; first[s] is the fewest runs of stream s that every
-	// use is ordered after (a vector clock meet over the uses, each clock
-	// taken just before the use runs).
-	last, first []int32
-	on          []int32 // the streams s with last[s] > 0
-	firstUse    int32   // the use submitted first
-	start, end  int     // the steps of the first and last use, for orderings
-	left        int32   // while collecting: the steps using it not replayed yet
+// lifeSet is the temporaries of a plan, where their uses are in the
+// plan's happens-before order, and the events of its replay. The lives
+// are numbered in the order the ops first name them; their fields are
+// arrays by life, which hold no pointers and keep each field of the lives
+// together.
+type lifeSet struct {
+	temps []Temporary // each life's temporary
+	// vecs holds the lives' vectors, last then first, ns each: life x's
+	// are vecs[2*x*ns:(2*x+2)*ns]. last[s] is the place among stream s's
+	// runs (from 1) of the last use on s, 0 for none; first[s] is the
+	// fewest runs of stream s that every use is ordered after (a vector
+	// clock meet over the uses, each clock taken just before the use
+	// runs).
+	vecs []int32
+	ns   int
+	// on[x*ns:x*ns+onLen[x]] are the streams s with last[s] > 0.
+	on, onLen  []int32
+	firstUse   []int32 // the use submitted first, -1 for none
+	start, end []int32 // the steps of the first and last use, for orderings; start -1 for none
+	log        []lifeEvent
+	// The memories of the lives, in the order they first come (devs), each
+	// life's (memory, in devs), and each memory's SubmittedPeak.
+	devs      []int
+	memory    []int32
+	submitted []int64
 }
 
-// before reports whether the plan orders every use of l before every use of
-// m.
-func (l *life) before(m *life) bool {
-	for _, s := range l.on {
-		if l.last[s] > m.first[s] {
+// last and first are life x's vectors.
+func (set *lifeSet) last(x int32) []int32 {
+	ns := set.ns
+	return set.vecs[2*int(x)*ns : (2*int(x)+1)*ns : (2*int(x)+1)*ns]
+}
+
+func (set *lifeSet) first(x int32) []int32 {
+	ns := set.ns
+	return set.vecs[(2*int(x)+1)*ns : (2*int(x)+2)*ns : (2*int(x)+2)*ns]
+}
+
+// before reports whether the plan orders every use of life x before every
+// use of life y.
+func (set *lifeSet) before(x, y int32) bool {
+	last, first := set.last(x), set.first(y)
+	for _, s := range set.on[int(x)*set.ns : int(x)*set.ns+int(set.onLen[x])] {
+		if last[s] > first[s] {
 			return false
 		}
 	}
@@ -45,26 +69,15 @@ type lifeEvent struct {
 	retire bool
 }
 
-// lifeSet is the temporaries of a plan and the events of its replay.
-type lifeSet struct {
-	lives []*life
-	log   []lifeEvent
-	// vecs holds the lives' vectors, last then first, of ns streams each:
-	// life x's are vecs[2*x*ns:(2*x+2)*ns].
-	vecs []int32
-	ns   int
-}
-
-// collectLives returns the temporaries of p and their uses (collect).
-func collectLives(p *Plan) []*life { return collect(p).lives }
-
 // collect replays p's steps with a vector clock per stream and finds each
 // temporary's uses: the ops that access it other than its Alloc and Free,
 // or those two where nothing else does (in an arena they are the only ops
 // that name it, and do nothing). On the way it retires the temporaries
 // whose uses are all over and that every stream still to use a temporary
 // has waited for: the meet of those streams' clocks (the frontier) is past
-// their last uses, so the plan orders them before every later use.
+// their last uses, so the plan orders them before every later use; and it
+// counts each memory's temporaries allocated and not yet freed, for
+// MemoryUse.SubmittedPeak.
 func collect(p *Plan) *lifeSet {
 	temps := 0
 	for _, b := range p.Graph.Buffers {
@@ -79,25 +92,19 @@ func collect(p *Plan) *lifeSet {
 func collectOf(p *Plan, temps int) *lifeSet {
 	g := p.Graph
 	ns := len(p.Streams)
-	set := &lifeSet{}
+	set := &lifeSet{ns: ns}
 	byBuf := make([]int32, len(g.Buffers))
 	for i := range byBuf {
 		byBuf[i] = -1
 	}
-	// The lives and their temporaries, in slabs.
-	tSlab, lSlab := make([]Temporary, 0, temps), make([]life, 0, temps)
-	// Each op's accesses of temporaries (once each), whether the op is an
-	// Alloc or Free or not (plain), in one pass over the ops; used says
+	set.temps = make([]Temporary, 0, temps)
+	// Each op's accesses of temporaries (once each), and whether the op is
+	// an Alloc or Free or not (plain), in one pass over the ops; used says
 	// which lives a plain op names.
-	type access struct {
-		life  int32
-		plain bool
-	}
-	accesses := make([]access, 0, len(g.Ops)+temps) // about one an op in graphs of temporaries
+	accesses := make([]int32, 0, len(g.Ops)+temps) // about one an op in graphs of temporaries
 	accessStart := make([]int32, len(g.Ops)+1)
+	plainOp := make([]bool, len(g.Ops))
 	used := make([]bool, 0, temps)
-	set.lives = make([]*life, 0, temps)
-	set.log = make([]lifeEvent, 0, 2*temps) // a start and a retirement each
 	// Each kind's lifetime (kinds are uint8s), at hand.
 	var lifetimes [256]dag.Lifetime
 	for k := range lifetimes {
@@ -109,66 +116,86 @@ func collectOf(p *Plan, temps int) *lifeSet {
 			continue
 		}
 		lifetime := lifetimes[op.Kind]
+		plainOp[i] = lifetime == dag.NoLifetime
 		for j, a := range op.Access {
 			if b := a.Buf; b != nil && b.Temporary && b.ID >= 0 && b.ID < len(g.Buffers) {
-				if byBuf[b.ID] < 0 {
-					if len(lSlab) == cap(lSlab) {
-						tSlab, lSlab = make([]Temporary, 0, 64), make([]life, 0, 64)
-					}
-					tSlab = append(tSlab, Temporary{Buffer: b.ID, Device: memoryOf(b), Bytes: roundUp(b.Size), Alloc: -1, Free: -1})
-					lSlab = append(lSlab, life{t: &tSlab[len(tSlab)-1], firstUse: -1, start: -1})
-					byBuf[b.ID] = int32(len(set.lives))
-					set.lives = append(set.lives, &lSlab[len(lSlab)-1])
+				x := byBuf[b.ID]
+				if x < 0 {
+					x = int32(len(set.temps))
+					byBuf[b.ID] = x
+					set.temps = append(set.temps, Temporary{Buffer: b.ID, Device: memoryOf(b), Bytes: roundUp(b.Size), Alloc: -1, Free: -1})
 					used = append(used, false)
 				}
-				x := byBuf[b.ID]
 				switch lifetime {
 				case dag.Allocates:
-					set.lives[x].t.Alloc = int32(op.ID)
+					set.temps[x].Alloc = int32(op.ID)
 				case dag.Frees:
-					set.lives[x].t.Free = int32(op.ID)
+					set.temps[x].Free = int32(op.ID)
 				default:
 					used[x] = true
 				}
 				if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
-					accesses = append(accesses, access{x, lifetime == dag.NoLifetime})
+					accesses = append(accesses, x)
 				}
 			}
 		}
 	}
 	accessStart[len(g.Ops)] = int32(len(accesses))
-	lives := set.lives
-	if len(lives) == 0 {
+	n := len(set.temps)
+	if n == 0 {
 		return set
 	}
-	// Vectors of all lives in two arrays, their streams in a third.
-	vecs := make([]int32, 2*ns*len(lives))
-	set.vecs, set.ns = vecs, ns
-	ons := make([]int32, ns*len(lives))
-	for i, l := range lives {
-		l.last = vecs[2*i*ns : (2*i+1)*ns : (2*i+1)*ns]
-		l.first = vecs[(2*i+1)*ns : (2*i+2)*ns : (2*i+2)*ns]
-		l.on = ons[i*ns : i*ns : (i+1)*ns]
-		for s := range l.first {
-			l.first[s] = math.MaxInt32
+	// The memories: a plan has a few, so a short list beats a map.
+	set.memory = make([]int32, n)
+	k := -1
+	for x, t := range set.temps {
+		if k < 0 || set.devs[k] != t.Device {
+			if k = slices.Index(set.devs, t.Device); k < 0 {
+				k = len(set.devs)
+				set.devs = append(set.devs, t.Device)
+			}
 		}
+		set.memory[x] = int32(k)
 	}
-	// opUses lists, by op, the temporaries its run uses (once each): those
-	// it names, if plain, and those only Allocs and Frees name, if not.
-	opStart := make([]int32, len(g.Ops)+1)
-	opUses := make([]int32, 0, len(accesses))
+	held, submitted := make([]int64, len(set.devs)), make([]int64, len(set.devs))
+	set.submitted = submitted
+	lifetime := lifetimeMarks(len(g.Ops), set.temps)
+	// usesOf lists the temporaries an op's run uses (once each): those it
+	// names, if plain, and those only Allocs and Frees name, if not. The
+	// accesses are filtered in place, op by op.
+	opStart := accessStart
+	kept := int32(0)
 	for i := range g.Ops {
-		opStart[i] = int32(len(opUses))
-		for _, a := range accesses[accessStart[i]:accessStart[i+1]] {
-			if used[a.life] == a.plain {
-				opUses = append(opUses, a.life)
+		from, to := accessStart[i], accessStart[i+1]
+		opStart[i] = kept
+		for _, x := range accesses[from:to] {
+			if used[x] == plainOp[i] {
+				accesses[kept] = x
+				kept++
 			}
 		}
 	}
-	opStart[len(g.Ops)] = int32(len(opUses))
+	opStart[len(g.Ops)] = kept
+	opUses := accesses[:kept]
 	usesOf := func(op int32) []int32 { return opUses[opStart[op]:opStart[op+1]] }
+	// The lives' fields.
+	vecs := make([]int32, 2*ns*n)
+	set.vecs = vecs
+	for x := range n {
+		first := vecs[(2*x+1)*ns : (2*x+2)*ns]
+		for s := range first {
+			first[s] = math.MaxInt32
+		}
+	}
+	set.on, set.onLen = make([]int32, ns*n), make([]int32, n)
+	set.firstUse, set.start, set.end = make([]int32, n), make([]int32, n), make([]int32, n)
+	for x := range n {
+		set.firstUse[x], set.start[x] = -1, -1
+	}
+	set.log = make([]lifeEvent, 0, 2*n) // a start and a retirement each
 	// What is left to replay: each life's using steps, each stream's steps
 	// that use a temporary.
+	left := make([]int32, n)
 	remaining := make([]int32, ns)
 	valid := func(st Step) bool {
 		return st.Kind == Run && st.Stream >= 0 && int(st.Stream) < ns && st.Op >= 0 && int(st.Op) < len(g.Ops)
@@ -178,7 +205,7 @@ func collectOf(p *Plan, temps int) *lifeSet {
 			if us := usesOf(st.Op); len(us) > 0 {
 				remaining[st.Stream]++
 				for _, x := range us {
-					lives[x].left++
+					left[x]++
 				}
 			}
 		}
@@ -189,6 +216,18 @@ func collectOf(p *Plan, temps int) *lifeSet {
 	events := make([]int32, max(p.Events, 0)*ns)
 	r := &retirer{frontier: make([]int32, ns), seen: make([]int32, ns)}
 	for i, st := range p.Steps {
+		if st.Kind == Run && st.Op >= 0 && int(st.Op) < len(lifetime) {
+			if y := lifetime[st.Op]; y != 0 { // as lifetimeSteps has it
+				x := max(y, -y) - 1
+				k, b := set.memory[x], set.temps[x].Bytes
+				if y > 0 {
+					held[k] = dag.AddSat(held[k], b)
+					submitted[k] = max(submitted[k], held[k])
+				} else {
+					held[k] -= b
+				}
+			}
+		}
 		s := int(st.Stream)
 		if s < 0 || s >= ns {
 			continue
@@ -214,25 +253,26 @@ func collectOf(p *Plan, temps int) *lifeSet {
 				mine[s]++
 				continue
 			}
-			if len(r.pending) > r.checked && slices.ContainsFunc(us, func(x int32) bool { return lives[x].start < 0 }) {
+			if len(r.pending) > r.checked && slices.ContainsFunc(us, func(x int32) bool { return set.start[x] < 0 }) {
 				r.retire(set, clock, remaining)
 			}
 			for _, x := range us {
-				l := lives[x]
+				last, first := set.last(x), set.first(x)
 				for t, c := range mine {
-					l.first[t] = min(l.first[t], c)
+					first[t] = min(first[t], c)
 				}
-				if l.last[s] == 0 {
-					l.on = append(l.on, int32(s))
+				if last[s] == 0 {
+					set.on[int(x)*ns+int(set.onLen[x])] = int32(s)
+					set.onLen[x]++
 				}
-				l.last[s] = mine[s] + 1
-				if l.start < 0 {
-					l.start, l.firstUse = i, st.Op
+				last[s] = mine[s] + 1
+				if set.start[x] < 0 {
+					set.start[x], set.firstUse[x] = int32(i), st.Op
 					set.log = append(set.log, lifeEvent{life: x})
 				}
-				l.end = i
-				if l.left--; l.left == 0 {
-					r.pending = append(r.pending, x)
+				set.end[x] = int32(i)
+				if left[x]--; left[x] == 0 {
+					r.pending = append(r.pending, pending{life: x, stream: -1})
 				}
 			}
 			remaining[s]--
@@ -246,11 +286,19 @@ func collectOf(p *Plan, temps int) *lifeSet {
 // passes them: it looks before each temporary's first use that follows the
 // end of another's uses.
 type retirer struct {
-	pending []int32 // lives whose uses are over, not retired yet
+	pending []pending // lives whose uses are over, not retired yet
 	// pending[:checked] did not pass seen, the frontier of the last look;
 	// the frontier only grows, so they need a look only once it does.
 	checked        int
 	frontier, seen []int32
+}
+
+// pending is a life whose uses are over, and the stream on which the
+// frontier last fell short of its last use (-1 before a look), with that
+// use's place: until the frontier passes it there, the life waits, and a
+// look at that one stream says so.
+type pending struct {
+	life, stream, last int32
 }
 
 // retire logs the lives of pending that the frontier (the meet of the
@@ -283,19 +331,24 @@ func (r *retirer) retire(set *lifeSet, clock, remaining []int32) {
 	}
 	copy(r.seen, frontier)
 	kept := r.pending[:from]
-	for _, x := range r.pending[from:] {
-		l := set.lives[x]
+	for _, q := range r.pending[from:] {
+		if q.stream >= 0 && q.last > frontier[q.stream] {
+			kept = append(kept, q)
+			continue
+		}
+		x := q.life
+		last := set.last(x)
 		passed := true
-		for _, s := range l.on {
-			if l.last[s] > frontier[s] {
-				passed = false
+		for _, s := range set.on[int(x)*ns : int(x)*ns+int(set.onLen[x])] {
+			if last[s] > frontier[s] {
+				q.stream, q.last, passed = s, last[s], false
 				break
 			}
 		}
 		if passed {
 			set.log = append(set.log, lifeEvent{life: x, retire: true})
 		} else {
-			kept = append(kept, x)
+			kept = append(kept, q)
 		}
 	}
 	r.pending, r.checked = kept, len(kept)
@@ -307,9 +360,17 @@ func (r *retirer) retire(set *lifeSet, clock, remaining []int32) {
 // both lived at once in the replay, and for the rest, chains through
 // barriers (one per batch of retirements).
 type lifeOrder struct {
-	lives     []*life
-	conflicts [][]int32
-	byStart   []int32 // the lives with uses, in the order they started in the replay
+	set     *lifeSet
+	members []int32 // the lives, of set
+	bytes   []int64 // their temporaries' bytes
+	// The conflicts, once gatherConflicts has gathered them from earlier,
+	// the conflicts of the life of rank r with lives started before it (by
+	// rank): earlier[earlierEnd[r-1]:earlierEnd[r]], in the order found,
+	// degree[r] of them in all. The packer needs them, the peak does not:
+	// on a big memory they are gathered beside the peak.
+	conflicts                   adjacency
+	earlier, earlierEnd, degree []int32
+	byStart                     []int32 // the lives with uses, in the order they started in the replay
 	// The direct arcs, by the later life: byStart[k]'s are from each
 	// byStart[r] for r of direct[directEnd[k-1]:directEnd[k]] (before it,
 	// both unretired when it started). Those implied by two others are
@@ -320,18 +381,26 @@ type lifeOrder struct {
 	barriers          int
 }
 
+// adjacency lists, for each of n nodes, its neighbours: node i's are
+// to[start[i]:start[i+1]].
+type adjacency struct {
+	start, to []int32
+}
+
+func (a *adjacency) of(i int) []int32 { return a.to[a.start[i]:a.start[i+1]] }
+
 // order gathers the lifeOrder of the lives members (of one memory) of
 // set.
 func (set *lifeSet) order(members []int32) *lifeOrder {
 	n := len(members)
-	o := &lifeOrder{lives: make([]*life, n), conflicts: make([][]int32, n), retiredAt: make([]int32, n), startsAt: make([]int32, n),
+	o := &lifeOrder{set: set, members: members, bytes: make([]int64, n), retiredAt: make([]int32, n), startsAt: make([]int32, n),
 		byStart: make([]int32, 0, n), directEnd: make([]int32, 0, n)}
-	local := make([]int32, len(set.lives)) // by life of set, its place in o, -1 for none
+	local := make([]int32, len(set.temps)) // by life of set, its place in o, -1 for none
 	for i := range local {
 		local[i] = -1
 	}
 	for i, x := range members {
-		o.lives[i] = set.lives[x]
+		o.bytes[i] = set.temps[x].Bytes
 		local[x] = int32(i)
 		o.retiredAt[i], o.startsAt[i] = -1, -1
 	}
@@ -364,9 +433,6 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		return under >= 0
 	}
 	var active []int32 // by rank
-	// The conflicts of the life of rank r with lives started before it
-	// (by rank): earlier[earlierEnd[r-1]:earlierEnd[r]], in the order
-	// found.
 	var earlier []int32
 	earlierEnd := make([]int32, 0, n)
 	degree := make([]int32, len(o.byStart))
@@ -434,24 +500,35 @@ func (set *lifeSet) order(members []int32) *lifeOrder {
 		earlierEnd = append(earlierEnd, int32(len(earlier)))
 		active = append(active, r)
 	}
-	// The conflicts of each, in one array: those started before it, then
-	// those started after it, in the order they started.
-	all := make([]int32, 2*len(earlier))
-	at := 0
-	for r, d := range degree {
-		m := o.byStart[r]
-		o.conflicts[m] = all[at : at : at+int(d)]
-		at += int(d)
+	o.earlier, o.earlierEnd, o.degree = earlier, earlierEnd, degree
+	return o
+}
+
+// gatherConflicts sets o.conflicts, each life's: those started before
+// it, then those started after it, in the order they started.
+func (o *lifeOrder) gatherConflicts() {
+	n := len(o.members)
+	start := make([]int32, n+1)
+	for r, m := range o.byStart {
+		start[m+1] = o.degree[r]
 	}
+	for m := range n {
+		start[m+1] += start[m]
+	}
+	o.conflicts = adjacency{start: start, to: make([]int32, start[n])}
+	at := slices.Clone(start[:n]) // where the next conflict of each life goes
 	prev := int32(0)
 	for r, m := range o.byStart {
-		for _, a := range earlier[prev:earlierEnd[r]] {
-			o.conflicts[m] = append(o.conflicts[m], o.byStart[a])
-			o.conflicts[o.byStart[a]] = append(o.conflicts[o.byStart[a]], m)
+		for _, a := range o.earlier[prev:o.earlierEnd[r]] {
+			x := o.byStart[a]
+			o.conflicts.to[at[m]] = x
+			at[m]++
+			o.conflicts.to[at[x]] = int32(m)
+			at[x]++
 		}
-		prev = earlierEnd[r]
+		prev = o.earlierEnd[r]
 	}
-	return o
+	o.earlier, o.earlierEnd, o.degree = nil, nil, nil
 }
 
 // grow returns s with room for n more, doubling its capacity when it

@@ -12,33 +12,27 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// packArena gives each temporary of ls (all of one memory, conflicts[i]
-// those that may be live with ls[i]) an offset and returns the arena's
-// size. It tries the greedy packing in a few orders, and then, while the
+// packArena gives each temporary of o (all of one memory) an offset and
+// returns the arena's size. It tries the greedy packing in a few orders,
+// the first of them first (first, from firstPacking), and then, while the
 // arena is above peak (no arena can be smaller) and the work stays
 // bounded, improves the best packing by a local search: the smallest arena
 // wins.
-func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
-	n := len(ls)
+func packArena(o *lifeOrder, peak int64, first *packing) int64 {
+	n := len(o.members)
 	if n == 0 {
 		return 0
 	}
 	// The keys of the orders, at hand.
-	bytes, start, span := make([]int64, n), make([]int, n), make([]int, n)
-	for i, l := range ls {
-		bytes[i], start[i], span[i] = l.t.Bytes, l.start, l.end-l.start
-	}
-	pairs := 0
-	for _, cs := range conflicts {
-		pairs += len(cs)
-	}
-	pairs /= 2
+	bytes, conflicts := o.bytes, o.conflicts
+	start, span := first.start, first.span
+	pairs := len(conflicts.to) / 2
 	var load []int64 // the bytes that may be live with each, once an order needs them
 	loads := func() {
 		load = make([]int64, n)
-		for i, cs := range conflicts {
+		for i := range n {
 			load[i] = bytes[i]
-			for _, j := range cs {
+			for _, j := range conflicts.of(i) {
 				load[i] = dag.AddSat(load[i], bytes[j])
 			}
 		}
@@ -76,24 +70,22 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 	work := n + 2*pairs + 1 // the cost of one greedy packing
 	var best []int64
 	bestSize := int64(-1)
-	try := func(order []int, how fit) ([]int64, int64) {
-		offsets, size := greedyFit(bytes, conflicts, order, how)
+	take := func(offsets []int64, size int64) {
 		if bestSize < 0 || size < bestSize {
 			best, bestSize = offsets, size
 		}
+	}
+	try := func(order []int, how fit) ([]int64, int64) {
+		offsets, size := greedyFit(bytes, conflicts, order, how)
+		take(offsets, size)
 		return offsets, size
 	}
 	// The best packing of each order, to start a local search from.
-	type packing struct {
-		offsets []int64
-		size    int64
-	}
 	var starts []packing
-	order := make([]int, n)
+	order := first.order
 	for k, by := range orders {
 		switch k {
-		case 0:
-			sortBySize(order, bytes, start)
+		case 0: // sorted by firstPacking
 		case 1:
 			loads()
 			fallthrough
@@ -104,9 +96,15 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 			slices.SortFunc(order, by)
 		}
 		st := packing{size: -1}
-		for _, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} {
-			if o, size := try(order, how); st.size < 0 || size < st.size {
-				st = packing{o, size}
+		for f, how := range []fit{{best: true}, {}, {best: true, high: true, height: peak}} { // the first as firstPacking fits
+			offsets, size := first.offsets, first.size
+			if k == 0 && f == 0 {
+				take(offsets, size)
+			} else {
+				offsets, size = try(order, how)
+			}
+			if st.size < 0 || size < st.size {
+				st = packing{offsets: offsets, size: size}
 			}
 			if bestSize <= peak || work > maxPackWork/16 {
 				break // big memories: one packing per order
@@ -124,17 +122,42 @@ func packArena(ls []*life, conflicts [][]int32, peak int64) int64 {
 		if bestSize <= peak {
 			break
 		}
-		improve(ls, conflicts, st.offsets, st.size, peak, tries/len(starts), uint64(k), try)
+		improve(bytes, conflicts, st.offsets, st.size, peak, tries/len(starts), uint64(k), try)
 	}
-	for i, l := range ls {
-		l.t.Offset = best[i]
+	for i, x := range o.members {
+		o.set.temps[x].Offset = best[i]
 	}
 	return max(bestSize, 0)
 }
 
+// packing is a packing of the temporaries of a lifeOrder: their offsets
+// and the arena's size. The packer's first try, which needs no peak, keeps
+// the order it packed in, and the keys of the other orders.
+type packing struct {
+	offsets     []int64
+	size        int64
+	order       []int
+	start, span []int
+}
+
+// firstPacking is packArena's first try at o: by size, best fit. It
+// gathers o's conflicts first.
+func firstPacking(o *lifeOrder) *packing {
+	o.gatherConflicts()
+	n := len(o.members)
+	p := &packing{order: make([]int, n), start: make([]int, n), span: make([]int, n)}
+	for i, x := range o.members {
+		p.start[i], p.span[i] = int(o.set.start[x]), int(o.set.end[x]-o.set.start[x])
+	}
+	sortBySize(p.order, o.bytes, p.start)
+	p.offsets, p.size = greedyFit(o.bytes, o.conflicts, p.order, fit{best: true})
+	return p
+}
+
 // sortBySize sets order to the temporaries by size, largest first, then by
 // start, then by index (the packer's first order): by a radix sort on
-// start and then on size, stable both.
+// start and then on size, stable both. Sizes are multiples of ArenaAlign:
+// in units of it, their digits are fewer.
 func sortBySize(order []int, bytes []int64, start []int) {
 	n := len(order)
 	for i := range order {
@@ -148,7 +171,7 @@ func sortBySize(order []int, bytes []int64, start []int) {
 	radixSort(order, tmp, keys)
 	top := slices.Max(bytes)
 	for i, b := range bytes {
-		keys[i] = uint64(top - b)
+		keys[i] = uint64(top-b) / ArenaAlign
 	}
 	radixSort(order, tmp, keys)
 }
@@ -189,16 +212,16 @@ func radixSort(order, tmp []int, keys []uint64) {
 // when fewer bytes lie above peak, or now and then anyway, to drift along
 // a plateau). It stops at peak, or after maxStall packings without a
 // smaller arena.
-func improve(ls []*life, conflicts [][]int32, offsets []int64, size, peak int64, tries int, seed uint64, try func([]int, fit) ([]int64, int64)) {
-	n := len(ls)
+func improve(bytes []int64, conflicts adjacency, offsets []int64, size, peak int64, tries int, seed uint64, try func([]int, fit) ([]int64, int64)) {
+	n := len(bytes)
 	if size <= peak || tries <= 0 || n < 2 {
 		return
 	}
 	r := rand.New(rand.NewPCG(uint64(n)<<8|seed, uint64(size)))
 	above := func(o []int64) int64 {
 		var x int64
-		for i, l := range ls {
-			x = dag.AddSat(x, max(0, dag.AddSat(o[i], l.t.Bytes)-peak))
+		for i, b := range bytes {
+			x = dag.AddSat(x, max(0, dag.AddSat(o[i], b)-peak))
 		}
 		return x
 	}
@@ -216,7 +239,7 @@ func improve(ls []*life, conflicts [][]int32, offsets []int64, size, peak int64,
 		slices.SortFunc(order, func(a, b int) int { return cmp.Or(cmp.Compare(cur[a], cur[b]), cmp.Compare(a, b)) })
 		tops = tops[:0]
 		for at, i := range order {
-			if dag.AddSat(cur[i], ls[i].t.Bytes) > peak {
+			if dag.AddSat(cur[i], bytes[i]) > peak {
 				tops = append(tops, at)
 			}
 		}
@@ -268,7 +291,7 @@ type fit struct {
 // greedyFit places the temporaries (of sizes bytes) in order, each in a
 // gap that holds it between the conflicting temporaries placed before it,
 // or above them all.
-func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int64, int64) {
+func greedyFit(bytes []int64, conflicts adjacency, order []int, how fit) ([]int64, int64) {
 	type span struct{ lo, hi int64 }
 	spans := make([]span, len(bytes)) // of each placed, lo -1 for the others
 	for i := range spans {
@@ -278,7 +301,7 @@ func greedyFit(bytes []int64, conflicts [][]int32, order []int, how fit) ([]int6
 	var size int64
 	for _, i := range order {
 		// The placed ones, without a branch on each.
-		cs := conflicts[i]
+		cs := conflicts.of(i)
 		busy = slices.Grow(busy[:0], len(cs))[:len(cs)]
 		k := 0
 		for _, j := range cs {

@@ -90,9 +90,10 @@ func (e *VerifyError) Error() string { return "plan: " + e.Kind.String() + ": " 
 // in submission order. The check takes time linear in the steps, the
 // dependencies and the conflicts between each op and the last writer and
 // readers since of the bytes it uses, times the number of streams for each
-// record and wait; the arenas add a sort of the temporaries and a few
-// checks for each after the replay (between neighbours over the same
-// bytes, times the streams squared). The error, a *VerifyError, names the ops at fault.
+// record and wait; the arenas add a sort of the temporaries, a replay of
+// their own, and a few checks for each after it (between neighbours over
+// the same bytes, times the streams squared). The error, a *VerifyError,
+// names the ops at fault.
 func Verify(p *Plan) error { return verify(p, false) }
 
 // verify is Verify of a plan, or of a body's plan (body): a body's
@@ -112,15 +113,28 @@ func verify(p *Plan, body bool) error {
 			return err
 		}
 	}
-	v.collectConflicts()
-	arenas := v.collectArenas() // verify_memory.go
+	// The arenas' check (verify_memory.go) needs none of the conflicts and
+	// replays the steps itself: for many temporaries it runs meanwhile, on
+	// another core where there is one.
+	var arenas error
+	if m := p.Memory; m != nil && len(m.Temporaries) >= minConcurrentPack {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			arenas = v.checkArenas()
+		}()
+		v.collectConflicts()
+		<-done
+	} else {
+		v.collectConflicts()
+		arenas = v.checkArenas()
+	}
 	if err := v.checkOrder(); err != nil {
 		return err
 	}
 	if arenas != nil {
 		return arenas
 	}
-	v.checkArenas() // verify_memory.go
 	if v.overlapping != nil {
 		return v.overlap(*v.overlapping)
 	}
@@ -158,9 +172,10 @@ type verifier struct {
 	conflictOps  []int32
 	conflictBufs []int32
 	// The arenas' places by buffer, the first use of each temporary, the
-	// pairs of temporaries that must be ordered, with what checkArenas
-	// needs to check them once the replay is done (the first and last use
-	// of each temporary on each stream, each op's place among the steps and
+	// pairs of temporaries that must be ordered, with what checkPairs
+	// needs to check them once replayArenas is done (the first and last
+	// use of each temporary on each stream, each op's place among the
+	// steps (at, which checkSteps keeps where the plan has arenas) and
 	// among its stream's runs, and the clocks of some uses, by clockSlot),
 	// and the first need of overlapping temporaries that the plan does not
 	// meet (verify_memory.go).
@@ -243,6 +258,9 @@ func (v *verifier) checkSteps() error {
 		v.stream[i] = -1
 	}
 	recordedAt := make([]int, p.Events) // step index + 1 of the event's record
+	if p.Memory != nil {
+		v.at = make([]int32, len(v.ops)) // for the arenas' check (verify_memory.go)
+	}
 	for i, st := range p.Steps {
 		if st.Stream < 0 || int(st.Stream) >= v.streams {
 			return malformed("step %d (%s) names stream %d of %d", i, st.Kind, st.Stream, v.streams)
@@ -257,6 +275,9 @@ func (v *verifier) checkSteps() error {
 					Msg: fmt.Sprintf("op %q runs twice, on %s and on %s", v.opName(st.Op), v.streamName(prev), v.streamName(st.Stream))}
 			}
 			v.stream[st.Op] = st.Stream
+			if v.at != nil {
+				v.at[st.Op] = int32(i)
+			}
 		case Record, Wait:
 			if st.Event < 0 || int(st.Event) >= p.Events {
 				return malformed("step %d (%s on %s) names event %d of %d", i, st.Kind, v.streamName(st.Stream), st.Event, p.Events)
@@ -508,8 +529,7 @@ func (v *verifier) checkOrder() error {
 	// nothing) until it is.
 	events := make([]int32, p.Events*ns)
 	pos := make([]int32, len(v.ops)) // the op's place among its stream's runs, from 1
-	v.pos = pos
-	fork := newForks(v) // verify_body.go
+	fork := newForks(v)              // verify_body.go
 	for _, st := range p.Steps {
 		s := int(st.Stream)
 		mine := clock[s*ns : (s+1)*ns]
@@ -525,11 +545,6 @@ func (v *verifier) checkOrder() error {
 			id := st.Op
 			if err := fork.check(id); err != nil {
 				return err
-			}
-			if v.clockSlot != nil { // a use checkArenas compares (verify_memory.go)
-				if k := v.clockSlot[id]; k >= 0 {
-					copy(v.clocks[int(k)*ns:], mine)
-				}
 			}
 			// after says whether op u happens before this run. The checks
 			// go from the clearest reason to the most general: lifetimes,

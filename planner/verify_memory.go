@@ -9,11 +9,27 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
+// checkArenas checks p.Memory's arenas, where the plan has them: it
+// returns an error in the places (collectArenas), and puts the first need
+// of two temporaries that share bytes that the plan does not meet in
+// v.overlapping (checkPairs, after replayArenas). It needs checkSteps and
+// collectLifetimes, and nothing of checkOrder: it replays the steps
+// itself, so that it can run while the conflicts are collected. The error
+// and the need are to be reported once the order is checked.
+func (v *verifier) checkArenas() error {
+	if err := v.collectArenas(); err != nil {
+		return err
+	}
+	v.replayArenas()
+	v.checkPairs()
+	return nil
+}
+
 // collectArenas checks p.Memory's arenas, where the plan has them: every
 // temporary the graph uses has one place, aligned and inside its memory's
 // arena; and it needs any two temporaries whose bytes overlap to be
 // ordered, every use of one happening before every use of the other,
-// which checkArenas checks once checkOrder has replayed the steps. A
+// which checkPairs checks once replayArenas has replayed the steps. A
 // temporary's uses are the ops that access it other than its Alloc and
 // Free (which do nothing in an arena), or those two when nothing else
 // names it.
@@ -30,12 +46,11 @@ import (
 // the second on each stream.
 //
 // It is written apart from the packer (MemoryOf): it compares uses,
-// against the clocks that the replay which checks the plan's other needs
-// keeps of them, where the packer compares meets of vector clocks.
+// against the clocks of a replay of the steps, where the packer compares
+// meets of vector clocks.
 //
-// An error in the places is returned, to be reported once the order is
-// checked; the pairs that must be ordered go to v.arenaPairs, for
-// checkArenas once the replay is done.
+// An error in the places is returned; the pairs that must be ordered go
+// to v.arenaPairs, for checkPairs once the replay is done.
 func (v *verifier) collectArenas() error {
 	m := v.p.Memory
 	if m == nil {
@@ -80,66 +95,61 @@ func (v *verifier) collectArenas() error {
 		placed[t.Buffer] = t
 	}
 	ns := v.streams
-	firstOn, lastOn, first, at, byFirst, ok := v.lifetimeUses(placed)
+	firstOn, lastOn, first, byFirst, ok := v.lifetimeUses(placed)
 	if !ok {
 		var err error
-		if firstOn, lastOn, first, at, byFirst, err = v.walkUses(placed); err != nil {
+		if firstOn, lastOn, first, byFirst, err = v.walkUses(placed); err != nil {
 			return err
 		}
 	}
-	rank := make([]int32, len(g.Buffers))
-	for i, b := range byFirst {
-		rank[b] = int32(i)
-	}
 	// The sweep, by offset, taking the temporaries that end from a list by
-	// end.
+	// end; both lists hold ranks, the places in byFirst.
 	type span struct {
 		device int
 		lo, hi int64
-		buf    int32
 	}
-	sweep := make([]span, len(byFirst))
-	for i, b := range byFirst {
+	spans := make([]span, len(byFirst))
+	for r, b := range byFirst {
 		t := placed[b]
-		sweep[i] = span{t.Device, t.Offset, t.Offset + t.Bytes, b}
+		spans[r] = span{t.Device, t.Offset, t.Offset + t.Bytes}
 	}
-	// Both by device, then by offset, then by rank: radix sorts, stable.
-	n := len(sweep)
-	order, tmp, keys := make([]int, n), make([]int, n), make([]uint64, n)
-	byOffset := func(off func(sp span) int64) []span {
-		for i := range order {
-			order[i] = i
+	// Both by device, then by offset, then by rank: radix sorts, stable,
+	// of offsets in units of ArenaAlign, whose digits are fewer. Offsets
+	// are multiples of it, so an end rounded up to one compares with every
+	// offset as the end does.
+	n := len(spans)
+	tmp, keys := make([]int, n), make([]uint64, n)
+	byOffset := func(off func(sp span) int64) []int {
+		order := make([]int, n)
+		for r := range order {
+			order[r] = r
 		}
 		low := 0
-		for i, sp := range sweep {
-			keys[i] = uint64(off(sp))
+		for r, sp := range spans {
+			keys[r] = uint64(off(sp))
 			low = min(low, sp.device)
 		}
 		radixSort(order, tmp, keys)
-		for i, sp := range sweep {
-			keys[i] = uint64(sp.device - low)
+		for r, sp := range spans {
+			keys[r] = uint64(sp.device - low)
 		}
 		radixSort(order, tmp, keys)
-		out := make([]span, n)
-		for i, k := range order {
-			out[i] = sweep[k]
-		}
-		return out
+		return order
 	}
-	byEnd := byOffset(func(sp span) int64 { return sp.hi })
-	sweep = byOffset(func(sp span) int64 { return sp.lo })
-	v.arenaPairs = make([][2]int32, 0, 2*len(sweep))
-	over := newRankSet(len(byFirst)) // the temporaries over the offset swept to, by rank
-	ended := 0                       // byEnd[:ended] are swept past
-	for _, t := range sweep {
+	byEnd := byOffset(func(sp span) int64 { return (sp.hi-1)/ArenaAlign + 1 })
+	byLo := byOffset(func(sp span) int64 { return sp.lo / ArenaAlign })
+	v.arenaPairs = make([][2]int32, 0, 2*n)
+	over := newRankSet(n) // the temporaries over the offset swept to
+	ended := 0            // byEnd[:ended] are swept past
+	for _, r := range byLo {
+		t := spans[r]
 		for ; ended < len(byEnd); ended++ {
-			e := byEnd[ended]
+			e := spans[byEnd[ended]]
 			if e.device > t.device || e.device == t.device && e.hi > t.lo {
 				break
 			}
-			over.remove(int(rank[e.buf]))
+			over.remove(byEnd[ended])
 		}
-		r := int(rank[t.buf])
 		over.add(r)
 		if q := over.prev(r); q >= 0 {
 			v.arenaPairs = append(v.arenaPairs, [2]int32{int32(q), int32(r)})
@@ -165,18 +175,54 @@ func (v *verifier) collectArenas() error {
 	}
 	v.clocks = make([]int32, int(slots)*ns)
 	v.places, v.firstUse = placed, first
-	v.firstOn, v.lastOn, v.at, v.byFirst = firstOn, lastOn, at, byFirst
+	v.firstOn, v.lastOn, v.byFirst = firstOn, lastOn, byFirst
 	return nil
 }
 
-// checkArenas checks, after the replay, the needs of the temporaries that
+// replayArenas replays the steps with a vector clock per stream, as
+// checkOrder does, for what checkPairs compares: each op's place among its
+// stream's runs (v.pos, from 1) and the clock of each use that clockSlot
+// names, taken just before it runs.
+func (v *verifier) replayArenas() {
+	if len(v.arenaPairs) == 0 {
+		return
+	}
+	p := v.p
+	ns := v.streams
+	clock := make([]int32, ns*ns) // clock[s*ns+t]: stream s is after the first clock[s*ns+t] runs of stream t
+	events := make([]int32, p.Events*ns)
+	v.pos = make([]int32, len(v.ops))
+	for _, st := range p.Steps {
+		s := int(st.Stream)
+		mine := clock[s*ns : (s+1)*ns]
+		switch st.Kind {
+		case Record:
+			copy(events[int(st.Event)*ns:], mine)
+		case Wait:
+			for t, c := range events[int(st.Event)*ns : (int(st.Event)+1)*ns] {
+				mine[t] = max(mine[t], c)
+			}
+		case Run:
+			if k := v.clockSlot[st.Op]; k >= 0 {
+				copy(v.clocks[int(k)*ns:], mine)
+			}
+			mine[s]++
+			v.pos[st.Op] = mine[s]
+		}
+	}
+}
+
+// checkPairs checks, after the replay, the needs of the temporaries that
 // share bytes (v.arenaPairs, by rank): x before y needs the last use of x
 // on each stream to happen before the first use of y on each stream, which
 // the order of the steps decides on one stream and the clock the replay
 // kept of the later use across streams. The first need not met (in the
 // replay's order, the order the sweep found them on a tie) goes to
 // v.overlapping.
-func (v *verifier) checkArenas() {
+func (v *verifier) checkPairs() {
+	if len(v.arenaPairs) == 0 {
+		return
+	}
 	ns := v.streams
 	at := v.at
 	// By rank, the streams with a use, at hand: for the last use on each,
@@ -234,14 +280,14 @@ func (v *verifier) checkArenas() {
 // The uses of the temporaries that the arenas' check needs: each
 // temporary's first and last use on each stream (firstOn and lastOn, by
 // buffer ID times the streams, -1 for none), its first use of all (first,
-// by buffer ID, -1 for none), the place of each op's run among the steps
-// (at), and the temporaries with uses and bytes in the order of their
-// first uses (byFirst; those first used by one op in the order it names
-// them).
+// by buffer ID, -1 for none), and the temporaries with uses and bytes in
+// the order of their first uses (byFirst; those first used by one op in
+// the order it names them). Uses are ordered by the place of their runs
+// among the steps (v.at).
 
 // walkUses finds the uses of the temporaries in a walk of the ops and one
 // of the steps.
-func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, byFirst []int32, err error) {
+func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, byFirst []int32, err error) {
 	g := v.p.Graph
 	ns := v.streams
 	// The accesses of temporaries by op (once an op), in one pass over the
@@ -262,7 +308,7 @@ func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, by
 				continue
 			}
 			if placed[b.ID] == nil {
-				return nil, nil, nil, nil, nil, &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
+				return nil, nil, nil, nil, &VerifyError{Kind: ArenaOverlap, Ops: []string{op.Name}, Msg: fmt.Sprintf("temporary %s, which op %q uses, has no place in the arenas", b.Name, op.Name)}
 			}
 			named[b.ID] = named[b.ID] || plain
 			if !slices.ContainsFunc(op.Access[:j], func(x dag.Access) bool { return x.Buf == b }) {
@@ -273,9 +319,8 @@ func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, by
 	accessStart[len(v.ops)] = int32(len(accesses))
 
 	// In one walk of the steps: each temporary's first and last use on
-	// each stream, its first use of all, the temporaries with uses and
-	// bytes in the order of their first uses (byFirst, which ranks them),
-	// and the place of each op's run among the steps (at).
+	// each stream, its first use of all, and the temporaries with uses and
+	// bytes in the order of their first uses (byFirst, which ranks them).
 	firstOn, lastOn = make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
 	for i := range firstOn {
 		firstOn[i], lastOn[i] = -1, -1
@@ -284,13 +329,11 @@ func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, by
 	for i := range first {
 		first[i] = -1
 	}
-	at = make([]int32, len(v.ops))
-	for i, st := range v.p.Steps {
+	for _, st := range v.p.Steps {
 		if st.Kind != Run {
 			continue
 		}
 		id := st.Op
-		at[id] = int32(i)
 		for _, a := range accesses[accessStart[id]:accessStart[id+1]] {
 			if named[a.buf] != a.plain {
 				continue
@@ -308,30 +351,25 @@ func (v *verifier) walkUses(placed []*Temporary) (firstOn, lastOn, first, at, by
 			}
 		}
 	}
-	return firstOn, lastOn, first, at, byFirst, nil
+	return firstOn, lastOn, first, byFirst, nil
 }
 
 // lifetimeUses finds the uses of the temporaries from the ops that
 // collectLifetimes found, without a walk of the ops, where it ran, every
 // Alloc and Free names one buffer and every temporary has a place (which
 // walkUses reports otherwise).
-func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at, byFirst []int32, ok bool) {
+func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, byFirst []int32, ok bool) {
 	if v.temps == nil || !v.oneBuffer {
-		return nil, nil, nil, nil, nil, false
+		return nil, nil, nil, nil, false
 	}
 	for _, l := range v.temps {
 		if placed[l.buf] == nil {
-			return nil, nil, nil, nil, nil, false
+			return nil, nil, nil, nil, false
 		}
 	}
 	g := v.p.Graph
 	ns := v.streams
-	at = make([]int32, len(v.ops))
-	for i, st := range v.p.Steps {
-		if st.Kind == Run {
-			at[st.Op] = int32(i)
-		}
-	}
+	at := v.at
 	firstOn, lastOn = make([]int32, len(g.Buffers)*ns), make([]int32, len(g.Buffers)*ns)
 	for i := range firstOn {
 		firstOn[i], lastOn[i] = -1, -1
@@ -340,10 +378,9 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 	for i := range first {
 		first[i] = -1
 	}
-	// The temporaries with bytes by their first uses' places: the place
-	// times the buffers, plus the buffer.
-	var keys []uint64
-	nb := uint64(len(g.Buffers))
+	// The temporaries with bytes by their first uses' places (bufs, by
+	// keys).
+	keys, bufs := make([]uint64, 0, len(v.temps)), make([]int32, 0, len(v.temps))
 	for _, l := range v.temps {
 		uses := l.users
 		if len(uses) == 0 {
@@ -365,10 +402,10 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 			}
 		}
 		if placed[b].Bytes > 0 {
-			keys = append(keys, uint64(at[first[b]])*nb+uint64(b))
+			keys, bufs = append(keys, uint64(at[first[b]])), append(bufs, int32(b))
 		}
 	}
-	// By a radix sort (the keys differ), in as few digits as they need.
+	// By a radix sort, in as few digits as the places need.
 	order := make([]int, len(keys))
 	for i := range order {
 		order[i] = i
@@ -376,9 +413,10 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 	radixSort(order, make([]int, len(keys)), keys)
 	byFirst = make([]int32, len(keys))
 	for i, k := range order {
-		byFirst[i] = int32(keys[k] % nb)
+		byFirst[i] = bufs[k]
 	}
-	// Those first used by one op go in the order the op names them.
+	// Those first used by one op, together now in some order, go in the
+	// order the op names them.
 	for i := 0; i < len(byFirst); {
 		j := i + 1
 		for j < len(byFirst) && first[byFirst[j]] == first[byFirst[i]] {
@@ -393,7 +431,7 @@ func (v *verifier) lifetimeUses(placed []*Temporary) (firstOn, lastOn, first, at
 		}
 		i = j
 	}
-	return firstOn, lastOn, first, at, byFirst, true
+	return firstOn, lastOn, first, byFirst, true
 }
 
 // overlap describes the need n of temporaries that share bytes, which the

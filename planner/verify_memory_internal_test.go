@@ -67,7 +67,7 @@ func TestVerifyArenaSweep(t *testing.T) {
 			Ranges: seed%2 == 0, Devices: 1 + int(seed%2), After: seed%3 == 0, HostBuffers: seed%3 == 0})
 		p, err := New(g, Options{Streams: 1 + int(seed%6)})
 		require.NoError(t, err)
-		lives := collectLives(p)
+		set := collect(p)
 		good := p.Memory
 		r := rand.New(rand.NewPCG(seed, 7))
 		for range 20 {
@@ -93,11 +93,11 @@ func TestVerifyArenaSweep(t *testing.T) {
 				at[tmp.Buffer] = tmp
 			}
 			bad := false
-			for i, a := range lives {
-				for _, b := range lives[i+1:] {
-					x, y := at[a.t.Buffer], at[b.t.Buffer]
+			for i, a := range set.temps {
+				for j := i + 1; j < len(set.temps); j++ {
+					x, y := at[a.Buffer], at[set.temps[j].Buffer]
 					if x.Device == y.Device && x.Bytes > 0 && y.Bytes > 0 &&
-						x.Offset < y.Offset+y.Bytes && y.Offset < x.Offset+x.Bytes && !a.before(b) && !b.before(a) {
+						x.Offset < y.Offset+y.Bytes && y.Offset < x.Offset+x.Bytes && !set.before(int32(i), int32(j)) && !set.before(int32(j), int32(i)) {
 						bad = true
 					}
 				}
