@@ -36,9 +36,11 @@ short:
 unit:
 	$(GO) test -p 1 ./...
 
-# The race detector's binaries are large: one package at a time.
+# The race detector's binaries are large: one package at a time. Of the
+# planner, the test whose packing runs on goroutines.
 race:
 	$(GO) test -race -p 1 ./internal/comm/... ./cpu/... ./executor/...
+	$(GO) test -race -run 'TestMemoryConcurrent' ./planner
 
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./spec

@@ -80,3 +80,22 @@ func TestVerifyCatchesArenaMutations(t *testing.T) {
 	require.Positive(t, allowed)
 	t.Logf("caught %d unordered overlaps, allowed %d ordered ones", caught, allowed)
 }
+
+// TestMemoryConcurrent: a memory of more than minConcurrentPack
+// temporaries is packed, and its arena checked, on goroutines beside the
+// peak and the verifier's other checks (run under -race in CI). Its
+// result is the same every time, and the verifier accepts it.
+func TestMemoryConcurrent(t *testing.T) {
+	g := dagtest.Family("pipeline", 1500, 1)
+	opts, err := Options{}.withDefaults()
+	require.NoError(t, err)
+	p := planStrategy(g, opts)
+	p.Memory = MemoryOf(p)
+	most := 0
+	for _, m := range p.Memory.Memories {
+		most = max(most, m.Temporaries)
+	}
+	require.Greater(t, most, minConcurrentPack, "enough temporaries in one memory for the concurrent path")
+	require.NoError(t, Verify(p))
+	require.Equal(t, p.Memory, MemoryOf(p), "the same packing again")
+}
