@@ -91,6 +91,26 @@ if [ -x .gpu/dagrun ]; then
 	done
 fi
 
+# Automatic capture from the CLI: each example run 20 times without
+# --graph (3 eager runs, then captured and replayed), against 20 eager runs
+# on cpu.
+if [ -x .gpu/dagrun ]; then
+	for spec in .gpu/examples/*.yaml; do
+		ex=$(basename "$spec" .yaml)
+		case " $LARGE_EXAMPLES " in *" $ex "*) continue ;; esac
+		if .gpu/dagrun run "$spec" --backend cuda --repeat 20 --json >"$out/auto-$ex-cuda.json" 2>"$out/auto-$ex-cuda.err" &&
+			.gpu/dagrun run "$spec" --backend cpu --repeat 20 --json >"$out/auto-$ex-cpu.json" 2>"$out/auto-$ex-cpu.err"; then
+			verdict=$(compare_outputs "$out/auto-$ex-cuda.json" "$out/auto-$ex-cpu.json")
+			runs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("runs", "?"))' "$out/auto-$ex-cuda.json" 2>&1)
+			case "$verdict" in ok*) ;; *) status=1 ;; esac
+			row "auto x20 $ex" "${verdict%% (*}; $runs"
+		else
+			row "auto x20 $ex" "FAIL (see auto-$ex-*.err)"
+			status=1
+		fi
+	done
+fi
+
 # The graph replay example: a plan captured once, a new batch per replay
 # (Write + Rebind + SetArg updates in place); its per-batch checksums on cuda
 # must equal those on cpu.
