@@ -1,3 +1,5 @@
+//go:build cgo
+
 package cuda
 
 // correlations names launches by their CUPTI correlation id with the id
@@ -113,4 +115,115 @@ func (c *correlations) pending() int {
 		}
 	}
 	return n
+}
+
+// resolveRecords names each timed record by the op of its correlation id,
+// from the external correlation records among in (whose Op holds the pushed
+// id) or kept in external from earlier flushes, drops the correlation
+// records themselves, names a replayed node's record by the op its captured
+// node was made under (nodeOps, ahead of the op pushed around the launch),
+// and names graph nodes by the captured node that the
+// replayed one was cloned from (clones: clone to original). A pushed id at
+// or above replayMarker names the replay (Replay), not an op. It works in
+// place: the records returned share in's memory.
+//
+// The driver callback's pairs, made at each launch's entry, name the same
+// launches by the same correlation ids (resolveRecordsCached's links), so
+// the two agree where both arrive.
+func resolveRecords(in []activityRecord, external *correlations, clones map[uint64]uint64, nodeOps map[uint64]int64) []activityRecord {
+	places := map[uint64]uint64{}
+	for c := range clones {
+		places[c>>32] = max(places[c>>32], c&0xffffffff+1)
+	}
+	return resolveRecordsCached(in, nil, external, clones, places, nodeOps, nil)
+}
+
+// link is a launch the driver callback named: its correlation id and the
+// id pushed around it.
+type link struct {
+	corr uint32
+	id   int64
+}
+
+// resolveRecordsCached is resolveRecords with the launches the driver
+// callback named in links, and the replayed nodes that named an op cached
+// in resolved (nil: no cache). The records of one launch come mostly
+// together, so the last correlation looked up is kept: a replay of 800
+// kernels costs one lookup of its marker, not 800.
+func resolveRecordsCached(in []activityRecord, links []link, external *correlations, clones, places map[uint64]uint64, nodeOps map[uint64]int64,
+	resolved map[uint64]resolvedNode) []activityRecord {
+	lo, hi, n := ^uint32(0), uint32(0), 0
+	bound := func(id uint32) {
+		lo, hi, n = min(lo, id), max(hi, id), n+1
+	}
+	for _, l := range links {
+		bound(l.corr)
+	}
+	for _, r := range in {
+		if r.Kind == activityExternal {
+			bound(r.Correlation)
+		}
+	}
+	external.open(lo, hi, n)
+	defer external.close()
+	for _, l := range links {
+		external.set(l.corr, l.id)
+	}
+	for _, r := range in {
+		if r.Kind == activityExternal {
+			external.set(r.Correlation, r.Op)
+		}
+	}
+	var lastCorr uint32
+	var lastID int64
+	lastOK, haveLast := false, false
+	recs := in[:0]
+	for _, r := range in {
+		if r.Kind == activityExternal {
+			continue
+		}
+		r.Op, r.Replay = -1, -1
+		if !haveLast || r.Correlation != lastCorr {
+			lastCorr, haveLast = r.Correlation, true
+			lastID, lastOK = external.claim(r.Correlation)
+		}
+		if lastOK {
+			if lastID >= replayMarker {
+				r.Replay = lastID - replayMarker
+			} else {
+				r.Op = lastID
+			}
+		}
+		if r.GraphNodeID != 0 {
+			if c, ok := resolved[r.GraphNodeID]; ok {
+				r.GraphNodeID, r.Op = c.node, c.op
+			} else {
+				replayed := r.GraphNodeID
+				// A clone of a clone (a graph cloned, then instantiated) is
+				// followed to the first; the bound only guards against a cycle.
+				for range 8 {
+					orig, ok := clones[r.GraphNodeID]
+					if !ok {
+						break
+					}
+					r.GraphNodeID = orig
+				}
+				op, ok := nodeOps[r.GraphNodeID]
+				if !ok {
+					var body uint64
+					if body, op, ok = bodyNode(replayed, clones, places, nodeOps); ok {
+						r.GraphNodeID = body
+					}
+				}
+				if ok {
+					r.Op = op
+					if resolved != nil {
+						resolved[replayed] = resolvedNode{node: r.GraphNodeID, op: op}
+					}
+				}
+			}
+		}
+		recs = append(recs, r)
+	}
+	return recs
 }

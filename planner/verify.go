@@ -523,24 +523,14 @@ func (v *verifier) checkOrder() error {
 		next[n.after]++
 	}
 
-	ns := v.streams
-	clock := make([]int32, ns*ns) // clock[s*ns+t]: stream s is after the first clock[s*ns+t] runs of stream t
-	// events[e*ns+t]: event e's clock when recorded, all zeros (ordering
-	// nothing) until it is.
-	events := make([]int32, p.Events*ns)
+	clocks := newStreamClocks(v.streams, p.Events)
 	pos := make([]int32, len(v.ops)) // the op's place among its stream's runs, from 1
 	fork := newForks(v)              // verify_body.go
 	for _, st := range p.Steps {
 		s := int(st.Stream)
-		mine := clock[s*ns : (s+1)*ns]
 		fork.step(st)
+		mine := clocks.step(st)
 		switch st.Kind {
-		case Record:
-			copy(events[int(st.Event)*ns:], mine)
-		case Wait:
-			for t, c := range events[int(st.Event)*ns : (int(st.Event)+1)*ns] {
-				mine[t] = max(mine[t], c)
-			}
 		case Run:
 			id := st.Op
 			if err := fork.check(id); err != nil {
@@ -571,7 +561,36 @@ func (v *verifier) checkOrder() error {
 			pos[id] = mine[s]
 		}
 	}
-	return fork.joined(clock)
+	return fork.joined(clocks.clock)
+}
+
+// streamClocks replays a plan's records and waits as a vector clock per
+// stream: clock[s*ns+t] says that stream s is after the first that many
+// runs of stream t, and events[e*ns+t] is event e's clock when recorded
+// (all zeros, ordering nothing, until it is).
+type streamClocks struct {
+	ns            int
+	clock, events []int32
+}
+
+func newStreamClocks(streams, events int) streamClocks {
+	return streamClocks{ns: streams, clock: make([]int32, streams*streams), events: make([]int32, events*streams)}
+}
+
+// step applies st if it records or waits, and returns the clock of st's
+// stream: a run reads it, then counts itself (mine[stream]++).
+func (c streamClocks) step(st Step) []int32 {
+	ns, s, e := c.ns, int(st.Stream), int(st.Event)
+	mine := c.clock[s*ns : (s+1)*ns]
+	switch st.Kind {
+	case Record:
+		copy(c.events[e*ns:], mine)
+	case Wait:
+		for t, at := range c.events[e*ns : (e+1)*ns] {
+			mine[t] = max(mine[t], at)
+		}
+	}
+	return mine
 }
 
 // unordered describes need n, which the plan does not meet; late says that

@@ -189,26 +189,18 @@ func (v *verifier) replayArenas() {
 	}
 	p := v.p
 	ns := v.streams
-	clock := make([]int32, ns*ns) // clock[s*ns+t]: stream s is after the first clock[s*ns+t] runs of stream t
-	events := make([]int32, p.Events*ns)
+	clocks := newStreamClocks(ns, p.Events) // verify.go
 	v.pos = make([]int32, len(v.ops))
 	for _, st := range p.Steps {
-		s := int(st.Stream)
-		mine := clock[s*ns : (s+1)*ns]
-		switch st.Kind {
-		case Record:
-			copy(events[int(st.Event)*ns:], mine)
-		case Wait:
-			for t, c := range events[int(st.Event)*ns : (int(st.Event)+1)*ns] {
-				mine[t] = max(mine[t], c)
-			}
-		case Run:
-			if k := v.clockSlot[st.Op]; k >= 0 {
-				copy(v.clocks[int(k)*ns:], mine)
-			}
-			mine[s]++
-			v.pos[st.Op] = mine[s]
+		mine := clocks.step(st)
+		if st.Kind != Run {
+			continue
 		}
+		if k := v.clockSlot[st.Op]; k >= 0 {
+			copy(v.clocks[int(k)*ns:], mine)
+		}
+		mine[st.Stream]++
+		v.pos[st.Op] = mine[st.Stream]
 	}
 }
 

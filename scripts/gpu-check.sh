@@ -72,44 +72,36 @@ else
 	row examples "skipped: .gpu/dagrun was not built"
 fi
 
-# Graph replays from the CLI: each example captured once on cuda and
-# replayed 200 times, against 200 eager runs on cpu.
-if [ -x .gpu/dagrun ]; then
+# repeated_runs KIND N DETAIL [FLAGS...]: each example run N times on cuda
+# with FLAGS, against N eager runs on cpu, a row "KIND xN example" each;
+# DETAIL is a Python expression over the cuda run's JSON report (r) that
+# the row adds.
+repeated_runs() {
+	local kind=$1 n=$2 detail=$3 spec ex verdict extra
+	shift 3
+	[ -x .gpu/dagrun ] || return 0
 	for spec in .gpu/examples/*.yaml; do
 		ex=$(basename "$spec" .yaml)
 		case " $LARGE_EXAMPLES " in *" $ex "*) continue ;; esac
-		if .gpu/dagrun run "$spec" --backend cuda --graph --repeat 200 --json >"$out/graph-$ex-cuda.json" 2>"$out/graph-$ex-cuda.err" &&
-			.gpu/dagrun run "$spec" --backend cpu --repeat 200 --json >"$out/graph-$ex-cpu.json" 2>"$out/graph-$ex-cpu.err"; then
-			verdict=$(compare_outputs "$out/graph-$ex-cuda.json" "$out/graph-$ex-cpu.json")
-			per=$(python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["graph"]; print("capture %.3f ms, instantiate %.3f ms, %.1f us per replay, %.3f us per op" % (g["capture_ns"]/1e6, g["instantiate_ns"]/1e6, g["per_replay_ns"]/1e3, g["per_op_ns"]/1e3))' "$out/graph-$ex-cuda.json" 2>&1)
+		if .gpu/dagrun run "$spec" --backend cuda --repeat "$n" "$@" --json >"$out/$kind-$ex-cuda.json" 2>"$out/$kind-$ex-cuda.err" &&
+			.gpu/dagrun run "$spec" --backend cpu --repeat "$n" --json >"$out/$kind-$ex-cpu.json" 2>"$out/$kind-$ex-cpu.err"; then
+			verdict=$(compare_outputs "$out/$kind-$ex-cuda.json" "$out/$kind-$ex-cpu.json")
+			extra=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($detail)" "$out/$kind-$ex-cuda.json" 2>&1)
 			case "$verdict" in ok*) ;; *) status=1 ;; esac
-			row "graph x200 $ex" "${verdict%% (*}; $per"
+			row "$kind x$n $ex" "${verdict%% (*}; $extra"
 		else
-			row "graph x200 $ex" "FAIL (see graph-$ex-*.err)"
+			row "$kind x$n $ex" "FAIL (see $kind-$ex-*.err)"
 			status=1
 		fi
 	done
-fi
+}
 
+# Graph replays from the CLI: each example captured once on cuda and
+# replayed 200 times.
+repeated_runs graph 200 '"capture %.3f ms, instantiate %.3f ms, %.1f us per replay, %.3f us per op" % (r["graph"]["capture_ns"]/1e6, r["graph"]["instantiate_ns"]/1e6, r["graph"]["per_replay_ns"]/1e3, r["graph"]["per_op_ns"]/1e3)' --graph
 # Automatic capture from the CLI: each example run 20 times without
-# --graph (3 eager runs, then captured and replayed), against 20 eager runs
-# on cpu.
-if [ -x .gpu/dagrun ]; then
-	for spec in .gpu/examples/*.yaml; do
-		ex=$(basename "$spec" .yaml)
-		case " $LARGE_EXAMPLES " in *" $ex "*) continue ;; esac
-		if .gpu/dagrun run "$spec" --backend cuda --repeat 20 --json >"$out/auto-$ex-cuda.json" 2>"$out/auto-$ex-cuda.err" &&
-			.gpu/dagrun run "$spec" --backend cpu --repeat 20 --json >"$out/auto-$ex-cpu.json" 2>"$out/auto-$ex-cpu.err"; then
-			verdict=$(compare_outputs "$out/auto-$ex-cuda.json" "$out/auto-$ex-cpu.json")
-			runs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("runs", "?"))' "$out/auto-$ex-cuda.json" 2>&1)
-			case "$verdict" in ok*) ;; *) status=1 ;; esac
-			row "auto x20 $ex" "${verdict%% (*}; $runs"
-		else
-			row "auto x20 $ex" "FAIL (see auto-$ex-*.err)"
-			status=1
-		fi
-	done
-fi
+# --graph (3 eager runs, then captured and replayed).
+repeated_runs auto 20 'r.get("runs", "?")'
 
 # The graph replay example: a plan captured once, a new batch per replay
 # (Write + Rebind + SetArg updates in place); its per-batch checksums on cuda
