@@ -58,10 +58,11 @@
 // that needs it; each GEMM's algorithm is picked at Open, once per
 // signature, whatever stream it lands on (see cublas.go). Session.Submit
 // (device.Submitter) takes a run's steps in stretches: plain steps (kernel
-// launches, fills, copies, records, waits) go to the driver from one C loop
-// per stretch, with CUPTI's push and pop around each op when it traces, so
-// dagrun's cost per op is the driver's; the rest go through Run, Record
-// and Wait.
+// launches, fills, copies, records, waits, cuBLASLt GEMMs) go to the
+// driver from one C loop per stretch, with the op marked on a thread-local
+// stack around each when CUPTI traces (the driver callback names its
+// records by it), so dagrun's cost per op is the driver's; the rest go
+// through Run, Record and Wait.
 //
 // A Session is composed of parts, one per job, each holding its own state
 // and C records; the Session keeps the device.Session API and hands each
