@@ -50,10 +50,13 @@ func (gh *gemmHooks) runGemm(s *stream, op *dag.Op) error {
 func (gh *gemmHooks) operands(s *stream, op *dag.Op) (*gemmRec, [4]C.CUdeviceptr, error) {
 	se := gh.se
 	var ptr [4]C.CUdeviceptr
-	if gh.gemm == nil || gh.gemm.recs[op.Gemm] == nil {
+	var r *gemmRec
+	if gh.gemm != nil {
+		r = gh.gemm.recs[op.Gemm]
+	}
+	if r == nil {
 		return nil, ptr, errors.New("gemm was not prepared at Open")
 	}
-	r := gh.gemm.recs[op.Gemm]
 	if r.dev != s.dev.gpu {
 		return nil, ptr, fmt.Errorf("gemm of device %d runs on a stream of device %d", r.dev.ordinal, s.dev.ordinal)
 	}
