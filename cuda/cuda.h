@@ -33,6 +33,7 @@ enum {
 	DR_EVENT_DISABLE_TIMING = 2,
 	DR_MEMHOSTALLOC_PORTABLE = 1,
 	DR_MEMHOSTALLOC_DEVICEMAP = 2,
+	DR_ATTR_HOST_POINTER_FOR_REGISTERED_MEM = 91,
 	DR_ATTR_CC_MAJOR = 75,
 	DR_ATTR_CC_MINOR = 76,
 	DR_ATTR_MEMORY_POOLS_SUPPORTED = 115,
@@ -187,6 +188,9 @@ typedef struct dr_api {
 	CUresult (*cuStreamBeginCaptureToGraph)(CUstream, CUgraph, const CUgraphNode*, const void*, size_t, int);
 	CUresult (*cuGraphConditionalHandleCreate)(uint64_t*, CUgraph, CUcontext, unsigned int, unsigned int);
 	CUresult (*cuGraphAddNode)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, void*);
+	// Pinning memory of dagrun's own (optional: hostpin.go).
+	CUresult (*cuMemHostRegister)(void*, size_t, unsigned int);
+	CUresult (*cuMemHostUnregister)(void*);
 } dr_api;
 
 // dr_load opens libcuda and fills a; it returns 0, or 1 with *missing set to

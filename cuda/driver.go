@@ -85,6 +85,7 @@ type driver struct {
 	api     *C.dr_api
 	path    string // the library that opened
 	version int    // cuDriverGetVersion, for example 13000
+	pins    hostPins
 }
 
 // libcudaCandidates lists where libcuda is looked for, in order: the path in
@@ -207,6 +208,12 @@ func (d *driver) device(ordinal int) (deviceInfo, error) {
 	return info, nil
 }
 
+func (d *driver) deviceAttr(dev C.CUdevice, attr C.int) (int, error) {
+	var v C.int
+	err := d.check("cuDeviceGetAttribute", C.w_device_attr(d.api, &v, attr, dev))
+	return int(v), err
+}
+
 func (d *driver) retainPrimary(dev C.CUdevice) (C.CUcontext, error) {
 	var c C.CUcontext
 	err := d.check("cuDevicePrimaryCtxRetain", C.w_primary_retain(d.api, &c, dev))
@@ -297,15 +304,15 @@ func (d *driver) memFree(c C.CUcontext, p C.CUdeviceptr) error {
 	return d.check("cuMemFree_v2", C.w_mem_free(d.api, c, p))
 }
 
-// hostAlloc allocates pinned host memory, portable to every context and
-// mapped into the device address space.
-func (d *driver) hostAlloc(c C.CUcontext, n int64) (unsafe.Pointer, error) {
+// memHostAlloc is cuMemHostAlloc, portable and device-mapped; hostAlloc
+// (hostpin.go) is what sessions call.
+func (d *driver) memHostAlloc(c C.CUcontext, n int64) (unsafe.Pointer, error) {
 	var p unsafe.Pointer
 	err := d.check("cuMemHostAlloc", C.w_host_alloc(d.api, c, &p, C.size_t(n)))
 	return p, err
 }
 
-func (d *driver) hostFree(c C.CUcontext, p unsafe.Pointer) error {
+func (d *driver) memFreeHost(c C.CUcontext, p unsafe.Pointer) error {
 	return d.check("cuMemFreeHost", C.w_host_free(d.api, c, p))
 }
 

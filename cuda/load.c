@@ -98,6 +98,8 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuStreamBeginCaptureToGraph), {"cuStreamBeginCaptureToGraph"}, 0},
 	{SLOT(cuGraphConditionalHandleCreate), {"cuGraphConditionalHandleCreate"}, 0},
 	{SLOT(cuGraphAddNode), {"cuGraphAddNode"}, 0},
+	{SLOT(cuMemHostRegister), {"cuMemHostRegister_v2", "cuMemHostRegister"}, 0},
+	{SLOT(cuMemHostUnregister), {"cuMemHostUnregister"}, 0},
 };
 
 int dr_load(dr_api* a, const char* path, const char** missing) {
