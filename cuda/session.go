@@ -194,6 +194,10 @@ type stream struct {
 	h    C.CUstream
 	dev  *sessDevice
 	last string // the name of the last op run on it, for asynchronous errors
+	// busy: work may have been enqueued on it since a Sync last found it
+	// done. Sync asks only busy streams: a query of an idle stream costs
+	// 1.5-2 us on the H100, 14 us a replay of a graph captured from 8.
+	busy bool
 }
 
 type event struct {

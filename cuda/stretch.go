@@ -103,6 +103,7 @@ func (sm *submitter) submitPlain(steps []device.Step) (int, error) {
 	cs := sm.stretch[:0]
 	for _, st := range steps {
 		s := &sm.streams[st.Stream]
+		s.busy = true
 		d := C.dr_step{ctx: s.dev.ctx, s: s.h, op: -1}
 		switch st.Kind {
 		case device.RecordStep:

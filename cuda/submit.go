@@ -55,7 +55,9 @@ func (sm *submitter) stream(i int) (*stream, error) {
 	if i < 0 || i >= len(sm.streams) {
 		return nil, fmt.Errorf("cuda: stream %d does not exist (%d made)", i, len(sm.streams))
 	}
-	return &sm.streams[i], nil
+	s := &sm.streams[i]
+	s.busy = true // whoever asks for a stream may enqueue work on it
+	return s, nil
 }
 
 func (sm *submitter) event(i int) (*event, error) {

@@ -50,13 +50,16 @@ func (hst *hostSide) syncStreams(ctx context.Context) error {
 	} else {
 		errs = make([]error, len(se.sub.streams))
 		for i := range se.sub.streams {
-			s := &se.sub.streams[i]
-			errs[i] = se.drv.check("cuStreamSynchronize", C.dr_stream_sync(se.drv.api, s.dev.ctx, s.h))
+			if s := &se.sub.streams[i]; s.busy {
+				errs[i] = se.drv.check("cuStreamSynchronize", C.dr_stream_sync(se.drv.api, s.dev.ctx, s.h))
+			}
 		}
 	}
 	var first error
 	for i, err := range errs {
-		if err != nil && first == nil {
+		if err == nil {
+			se.sub.streams[i].busy = false
+		} else if first == nil {
 			first = &dag.OpError{Op: se.sub.streams[i].last, Err: &AsyncError{Stream: i, Err: err}}
 		}
 	}
@@ -70,7 +73,7 @@ func (hst *hostSide) syncStreams(ctx context.Context) error {
 	return first
 }
 
-// syncStreamsCancellable waits for every stream: for up to syncPolling by
+// syncStreamsCancellable waits for every busy stream: for up to syncPolling by
 // querying them without pause, then with blocking driver calls
 // on a goroutine of their own, so that the run's end wakes the caller at
 // once (polling with sleeps overshot by up to a sleep: 3% of a 256 MiB
@@ -86,8 +89,10 @@ func (hst *hostSide) syncStreamsCancellable(ctx context.Context) ([]error, error
 		h C.CUstream
 	}
 	api, ss := se.drv.api, make([]stream, len(se.sub.streams))
-	for i := range se.sub.streams {
-		ss[i] = stream{se.sub.streams[i].dev.ctx, se.sub.streams[i].h}
+	for i, s := range se.sub.streams {
+		if s.busy {
+			ss[i] = stream{s.dev.ctx, s.h}
+		}
 	}
 	// Short waits end here, polled from this goroutine: waking it from a
 	// waiter's blocking call costs about 15 us a Sync (the H100: a
