@@ -303,16 +303,23 @@ func BenchmarkAutoCaptureE(b *testing.B) {
 func BenchmarkReplayWait(b *testing.B) {
 	be := gpuBackend(b)
 	ctx := context.Background()
-	for _, us := range []float64{20, 500, 2000, 5000} {
-		b.Run(fmt.Sprintf("%gus", us), func(b *testing.B) {
-			p, err := planner.New(chains(1, 1, dag.Spin, us, false), planner.Options{Streams: 1})
+	for _, bc := range []struct {
+		streams int
+		us      float64
+	}{{1, 20}, {1, 500}, {1, 2000}, {1, 5000}, {8, 20}} {
+		name := fmt.Sprintf("%gus", bc.us)
+		if bc.streams > 1 {
+			name = fmt.Sprintf("%dx%gus", bc.streams, bc.us)
+		}
+		b.Run(name, func(b *testing.B) {
+			p, err := planner.New(chains(bc.streams, 1, dag.Spin, bc.us, false), planner.Options{Streams: bc.streams})
 			require.NoError(b, err)
 			s, err := executor.Open(ctx, be, p)
 			require.NoError(b, err)
 			defer s.Close()
 			graph, err := s.Capture(ctx)
 			require.NoError(b, err)
-			raw, err := newRawLoop(be, 1, p.Streams[0].Priority, dag.Spin, us)
+			raw, err := newRawLoop(be, bc.streams, p.Streams[0].Priority, dag.Spin, bc.us)
 			require.NoError(b, err)
 			defer raw.close()
 			rg, err := newRawGraph(raw, 1)
