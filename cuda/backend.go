@@ -39,7 +39,8 @@ type Backend struct {
 	live     Resources // Contexts and Modules
 	sessions map[*Session]struct{}
 	closed   bool
-	multi    multiGPU // peer access and NCCL (peer_session.go)
+	multi    multiGPU                 // peer access and NCCL (peer_session.go)
+	prepared map[*dag.Graph]*hostPrep // host buffers made ahead of Open (hostprep.go)
 }
 
 var _ device.Backend = (*Backend)(nil)
@@ -52,7 +53,7 @@ type Resources struct {
 	Modules      int // loaded modules (backend)
 	DeviceAllocs int // persistent device buffers (cuMemAlloc)
 	PoolAllocs   int // temporary device buffers allocated from the pool and not yet freed
-	PinnedAllocs int // pinned host buffers (cuMemHostAlloc)
+	PinnedAllocs int // pinned host buffers (registered huge pages or cuMemHostAlloc)
 	HostAllocs   int // C heap blocks: pageable buffers and per-op launch records
 	Callbacks    int // host-step handles
 	Graphs       int // captured graphs and their executables
@@ -268,6 +269,10 @@ func (b *Backend) Close() error {
 		b.live.Contexts--
 	}
 	b.devs = nil
+	for _, hp := range b.prepared {
+		hp.free() // made ahead for an Open that never came
+	}
+	b.prepared = nil
 	b.comp.close()
 	if len(errs) > 0 {
 		return fmt.Errorf("cuda: closing: %w", errors.Join(errs...))

@@ -44,8 +44,12 @@
 // Streams are created non-blocking, with dag priorities mapped onto the
 // device's range (see StreamPriority). Temporary device buffers come from
 // the device's default memory pool in stream order (cuMemAllocAsync and
-// cuMemFreeAsync); persistent ones from cuMemAlloc; pinned host buffers
-// from cuMemHostAlloc; pageable ones from the C heap, never Go memory.
+// cuMemFreeAsync); persistent ones from cuMemAlloc; pinned host buffers of
+// 2 MiB and more from transparent huge pages registered with the driver
+// (cuMemHostRegister; hostpin.go), smaller ones from cuMemHostAlloc;
+// pageable ones from the C heap, never Go memory. Big host buffers are
+// made and filled on goroutines while the driver creates the context
+// (Backend.PrepareHost, which executor.Open calls; hostprep.go).
 // Where the plan packs the temporaries into arenas, one allocation per
 // device holds them for the session's life (arena.go); otherwise the
 // pool's high-water mark measures what the eager runs held of them at

@@ -23,6 +23,8 @@ type buffer struct {
 	dev  *sessDevice    // device buffers: their device
 	dptr C.CUdeviceptr  // device buffers; 0 while a temporary is not allocated
 	host unsafe.Pointer // host buffers
+	// filled: host holds the initial contents already (made ahead).
+	filled bool
 	// inArena says dptr is a place in an arena (arena.go): the temporary
 	// is neither allocated nor freed on its own.
 	inArena bool
@@ -57,7 +59,14 @@ func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 		buf := bs.b
 		return &dag.OpError{Op: "open", Err: fmt.Errorf("buffer %q (%d bytes, %s): %w", buf.Name, buf.Size, placeName(buf), err)}
 	}
-	if bs, err := hd.pinAll(); err != nil {
+	// Host buffers made ahead (PrepareHost, hostprep.go) are taken below;
+	// whatever is left is freed, on error too.
+	prep := se.b.takePrepared(se.g)
+	if prep != nil {
+		prep.wg.Wait()
+		defer prep.free()
+	}
+	if bs, err := hd.pinAll(prep); err != nil {
 		return failed(bs, err)
 	}
 	for i := range hd.bufs {
@@ -68,7 +77,7 @@ func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 		if bs.b.Placement == dag.Device && bs.b.Temporary {
 			continue
 		}
-		if err := hd.allocBuffer(bs); err != nil {
+		if err := hd.allocBuffer(bs, prep); err != nil {
 			return failed(bs, err)
 		}
 	}
@@ -76,29 +85,26 @@ func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 }
 
 // pinAll allocates the pinned buffers side by side, ahead of allocBuffer:
-// pinning is the kernel's work page by page, 7-11 ms for 16 MiB on the
-// H100's host. It returns the first buffer that failed, with its error;
-// those allocated are held (freeBuffers frees them).
-func (hd *holdings) pinAll() (*buffer, error) {
+// pinning is the kernel's work page by page, 7-11 ms for 16 MiB from
+// cuMemHostAlloc on the H100's host. It returns the first buffer that
+// failed, with its error; those allocated are held (freeBuffers frees
+// them).
+func (hd *holdings) pinAll(prep *hostPrep) (*buffer, error) {
 	var pinned []*buffer
+	var ahead []unsafe.Pointer // made ahead, by pinned's index; nil where not
 	for i := range hd.bufs {
 		if bs := &hd.bufs[i]; bs.b.Placement == dag.Pinned {
 			pinned = append(pinned, bs)
+			ahead = append(ahead, prep.take(bs.b))
 		}
 	}
-	if len(pinned) < 2 {
+	if len(pinned) < 2 && (len(pinned) == 0 || ahead[0] == nil) {
 		return nil, nil // allocBuffer pins it
 	}
 	errs := make([]error, len(pinned))
 	var wg sync.WaitGroup
 	for i, bs := range pinned {
-		wg.Go(func() {
-			p, err := hd.se.drv.hostAlloc(bs.dev.ctx, bs.b.Size)
-			if err == nil {
-				bs.host = p
-			}
-			errs[i] = err
-		})
+		wg.Go(func() { errs[i] = hd.pin(bs, ahead[i]) })
 	}
 	wg.Wait()
 	var first *buffer
@@ -112,6 +118,25 @@ func (hd *holdings) pinAll() (*buffer, error) {
 		}
 	}
 	return first, firstErr
+}
+
+// pin makes pinned buffer bs's memory: ahead, the memory PrepareHost
+// made and filled, registered; else (or where registering fails) a fresh
+// allocation, filled by allocBuffer.
+func (hd *holdings) pin(bs *buffer, ahead unsafe.Pointer) error {
+	drv := hd.se.drv
+	if ahead != nil {
+		if drv.hostRegister(bs.dev.ctx, ahead, bs.b.Size) == nil {
+			bs.host, bs.filled = ahead, true
+			return nil
+		}
+		hostRelease(ahead, bs.b.Size)
+	}
+	p, err := drv.hostAlloc(bs.dev.ctx, bs.b.Size)
+	if err == nil {
+		bs.host = p
+	}
+	return err
 }
 
 // anyDevice is the device host memory is pinned through: the lowest one
@@ -132,7 +157,7 @@ func (hd *holdings) anyDevice() int {
 	return max(best, 0)
 }
 
-func (hd *holdings) allocBuffer(bs *buffer) error {
+func (hd *holdings) allocBuffer(bs *buffer, prep *hostPrep) error {
 	se := hd.se
 	buf := bs.b
 	switch buf.Placement {
@@ -154,23 +179,23 @@ func (hd *holdings) allocBuffer(bs *buffer) error {
 		return se.drv.htod(bs.dev.ctx, p, buf.InitialBytes())
 	case dag.Pinned:
 		if bs.host == nil { // else pinAll pinned it
-			p, err := se.drv.hostAlloc(bs.dev.ctx, buf.Size)
-			if err != nil {
+			if err := hd.pin(bs, prep.take(buf)); err != nil {
 				return err
 			}
-			bs.host = p
 			hd.track(&hd.live.PinnedAllocs, 1)
 		}
 	default:
-		p := C.malloc(C.size_t(buf.Size))
-		if p == nil {
+		if p := prep.take(buf); p != nil {
+			bs.host, bs.filled = p, true
+		} else if bs.host = C.malloc(C.size_t(buf.Size)); bs.host == nil {
 			return errors.New("out of host memory")
 		}
-		bs.host = p
 		hd.track(&hd.live.HostAllocs, 1)
 	}
-	// Made in place: no staging copy of what may be many megabytes.
-	buf.WriteInitial(unsafe.Slice((*byte)(bs.host), buf.Size))
+	if !bs.filled {
+		// Made in place: no staging copy of what may be many megabytes.
+		buf.WriteInitial(unsafe.Slice((*byte)(bs.host), buf.Size))
+	}
 	return nil
 }
 

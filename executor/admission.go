@@ -154,13 +154,18 @@ func MemoryNeeds(p *planner.Plan, devicesInHost bool) []MemoryNeed {
 // so does a memory whose figures it cannot read (the allocations in the
 // run are then the check).
 func CheckMemory(b device.Backend, p *planner.Plan) error {
+	return checkMemory(b, p, func(int) bool { return true })
+}
+
+// checkMemory is CheckMemory of the memories that pick says.
+func checkMemory(b device.Backend, p *planner.Plan, pick func(memory int) bool) error {
 	m, ok := b.(device.Memory)
 	if !ok || p == nil {
 		return nil
 	}
 	hb, _ := b.(device.HostBacked)
 	for _, n := range MemoryNeeds(p, hb != nil && hb.DevicesInHostMemory()) {
-		if n.Bytes() == 0 {
+		if n.Bytes() == 0 || !pick(n.Device) {
 			continue
 		}
 		free, total, err := m.FreeMemory(n.Device)

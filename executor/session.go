@@ -85,11 +85,23 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	if err := checkPlan(p); err != nil {
 		return nil, err
 	}
-	if err := errors.Join(checkFaultOp(p.Graph, cfg.faults), CheckMemory(b, p)); err != nil { // faults.go, admission.go
+	isHost := func(memory int) bool { return memory == device.HostMemory }
+	if err := errors.Join(checkFaultOp(p.Graph, cfg.faults), checkMemory(b, p, isHost)); err != nil { // faults.go, admission.go
+		return nil, err
+	}
+	// Host buffers are made while the devices' memory is asked for (a
+	// CUDA context's creation: 90 ms on the H100).
+	release := func() {}
+	if hp, ok := b.(device.HostPreparer); ok {
+		release = hp.PrepareHost(p.Graph)
+	}
+	if err := checkMemory(b, p, func(memory int) bool { return !isHost(memory) }); err != nil {
+		release()
 		return nil, err
 	}
 	d, err := b.Open(ctx, p.Graph)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("executor: open a session on the backend: %w", err)
 	}
 	if d == nil {

@@ -12,7 +12,7 @@
 //   - submission: Submitter (many steps in one call)
 //   - profiling: Timer, ReplayTimer, TimingSourcer
 //   - capture: Capturer; between runs: Writer
-//   - admission: Memory, HostBacked
+//   - admission: Memory, HostBacked; opening: HostPreparer
 //   - worlds: Joiner, UniqueIDer, CollectiveTimeouter
 //   - external events: ExternalEvents
 //   - fault injection: Delayer, Failer, BodyFailer
@@ -237,6 +237,16 @@ const HostMemory = -1
 // memory (the cpu backend): admission counts their needs against
 // HostMemory.
 type HostBacked interface{ DevicesInHostMemory() bool }
+
+// HostPreparer is implemented by backends that can make a graph's host
+// buffers (memory and initial contents) before its devices are ready:
+// Open calls PrepareHost once host memory is admitted and before the
+// devices' memory is asked for, which is when the CUDA backend creates a
+// context, so that the host's work runs beside the driver's. The next
+// Open of g takes what was made; release drops it if no Open will.
+type HostPreparer interface {
+	PrepareHost(g *dag.Graph) (release func())
+}
 
 // World is a session's place among the ranks of a program whose
 // collectives (dag.AllReduce ...) span several sessions: in one process
