@@ -150,6 +150,13 @@ __device__ __forceinline__ u16 dr_st_bf16(float f) {
 __device__ __forceinline__ float dr_ld_f32(float v) { return v; }
 __device__ __forceinline__ float dr_st_f32(float v) { return v; }
 
+// gelu of one element in f32, tanh form, in the CPU twin's order.
+__device__ __forceinline__ float dagrun_gelu(float v) {
+	float cube = __fmul_rn(__fmul_rn(v, v), v);
+	float inner = __fmul_rn(0.7978845608028654f, __fadd_rn(v, __fmul_rn(0.044715f, cube)));
+	return __fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, tanhf(inner)));
+}
+
 extern "C" __global__ void dagrun_fill64(unsigned long long* x, i64 n, unsigned long long v) {
 	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
 		x[i] = v;
@@ -265,13 +272,29 @@ extern "C" __global__ void addSUF(T* c, i64 nc, const T* a, i64 na, const T* b, 
 // where the CPU's are correctly rounded). softmax gives each row to one
 // thread, in column order, so its sums never depend on the launch shape.
 const layerTemplate = `
+// gelu goes 16 bytes a load and a store where both buffers are 16-byte
+// aligned (8 bf16 elements a thread: twice as fast as one at a time on the
+// H100, at the memory's speed); the same arithmetic for every element.
 extern "C" __global__ void geluSUF(T* y, i64 ny, const T* x, i64 nx) {
 	i64 n = ny < nx ? ny : nx;
-	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
-		float v = LD(x[i]);
-		float cube = __fmul_rn(__fmul_rn(v, v), v);
-		float inner = __fmul_rn(0.7978845608028654f, __fadd_rn(v, __fmul_rn(0.044715f, cube)));
-		y[i] = ST(__fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, tanhf(inner))));
+	i64 done = 0;
+	if ((((unsigned long long)x | (unsigned long long)y) & 15) == 0) {
+		const int V = 16 / sizeof(*x);
+		i64 nv = n / V;
+		for (i64 k = dagrun_tid(); k < nv; k += dagrun_nthreads()) {
+			uint4 in = ((const uint4*)x)[k], out;
+			const T* xs = (const T*)&in;
+			T* ys = (T*)&out;
+#pragma unroll
+			for (int j = 0; j < V; j++) {
+				ys[j] = ST(dagrun_gelu(LD(xs[j])));
+			}
+			((uint4*)y)[k] = out;
+		}
+		done = nv * V;
+	}
+	for (i64 i = done + dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		y[i] = ST(dagrun_gelu(LD(x[i])));
 	}
 }
 

@@ -70,6 +70,12 @@ func TestHalfBuiltins(t *testing.T) {
 			g.Launch(dag.Add, grid, block, x, x, g.Buffer("shift", n*dt.Size(), dev, dag.Of(dt), dag.Value(-4)))
 			g.Launch(dag.Gelu, grid, block, g.Buffer("y", n*dt.Size(), dev, dag.Of(dt)), x)
 		}, false},
+		{"gelu of views not 16-byte aligned", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
+			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(6))
+			g.Launch(dag.Scale, grid, block, x, float32(-6))
+			y := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt))
+			g.Launch(dag.Gelu, grid, block, y.Slice(dt.Size(), (n-1)*dt.Size()), x.Slice(0, (n-1)*dt.Size()))
+		}, false},
 		{"relu", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
 			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(2))
 			g.Launch(dag.Axpy, grid, block, x, g.Buffer("ones", n*dt.Size(), dev, dag.Of(dt), dag.Value(1)), float32(-0.5))
