@@ -37,6 +37,55 @@ __device__ __forceinline__ i64 dagrun_nthreads() {
 	return (i64)gridDim.x * gridDim.y * gridDim.z * dagrun_block_threads();
 }
 
+// Elementwise maps: y[i] = f(x[i]) or f(a[i], b[i]) for i < n, 16 bytes a
+// load and a store where every buffer is 16-byte aligned (8 half elements
+// a thread: twice as fast as one at a time on the H100, at the memory's
+// speed), one element at a time elsewhere; the same f for every element,
+// so the results never depend on the path.
+__device__ __forceinline__ bool dagrun_aligned16(const void* p, const void* q, const void* r) {
+	return (((unsigned long long)p | (unsigned long long)q | (unsigned long long)r) & 15) == 0;
+}
+template <typename E, typename F>
+__device__ __forceinline__ void dagrun_map1(E* y, const E* x, i64 n, F f) {
+	i64 done = 0;
+	if (dagrun_aligned16(y, x, x)) {
+		const int V = 16 / sizeof(E);
+		i64 nv = n / V;
+		for (i64 k = dagrun_tid(); k < nv; k += dagrun_nthreads()) {
+			uint4 in = ((const uint4*)x)[k], out;
+#pragma unroll
+			for (int j = 0; j < V; j++) {
+				((E*)&out)[j] = f(((const E*)&in)[j]);
+			}
+			((uint4*)y)[k] = out;
+		}
+		done = nv * V;
+	}
+	for (i64 i = done + dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		y[i] = f(x[i]);
+	}
+}
+template <typename E, typename F>
+__device__ __forceinline__ void dagrun_map2(E* y, const E* a, const E* b, i64 n, F f) {
+	i64 done = 0;
+	if (dagrun_aligned16(y, a, b)) {
+		const int V = 16 / sizeof(E);
+		i64 nv = n / V;
+		for (i64 k = dagrun_tid(); k < nv; k += dagrun_nthreads()) {
+			uint4 va = ((const uint4*)a)[k], vb = ((const uint4*)b)[k], out;
+#pragma unroll
+			for (int j = 0; j < V; j++) {
+				((E*)&out)[j] = f(((const E*)&va)[j], ((const E*)&vb)[j]);
+			}
+			((uint4*)y)[k] = out;
+		}
+		done = nv * V;
+	}
+	for (i64 i = done + dagrun_tid(); i < n; i += dagrun_nthreads()) {
+		y[i] = f(a[i], b[i]);
+	}
+}
+
 extern "C" __global__ void empty() {}
 
 extern "C" __global__ void spin(double us) {
@@ -55,24 +104,16 @@ extern "C" __global__ void iota(float* x, i64 n, float start) {
 }
 
 extern "C" __global__ void scale(float* x, i64 n, float alpha) {
-	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
-		x[i] = __fmul_rn(x[i], alpha);
-	}
+	dagrun_map1(x, x, n, [=](float v) { return __fmul_rn(v, alpha); });
 }
 
 extern "C" __global__ void axpy(float* y, i64 ny, const float* x, i64 nx, float alpha) {
-	i64 n = ny < nx ? ny : nx;
-	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
-		y[i] = __fadd_rn(y[i], __fmul_rn(alpha, x[i]));
-	}
+	dagrun_map2(y, y, x, ny < nx ? ny : nx, [=](float v, float u) { return __fadd_rn(v, __fmul_rn(alpha, u)); });
 }
 
 extern "C" __global__ void add(float* c, i64 nc, const float* a, i64 na, const float* b, i64 nb) {
 	i64 n = nc < na ? nc : na;
-	n = n < nb ? n : nb;
-	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
-		c[i] = __fadd_rn(a[i], b[i]);
-	}
+	dagrun_map2(c, a, b, n < nb ? n : nb, [](float u, float v) { return __fadd_rn(u, v); });
 }
 
 extern "C" __global__ void reduce_sum(float* out, i64 nout, const float* in, i64 n) {
@@ -227,13 +268,13 @@ var builtinSource = builtinBase + expand(halfTemplate, "f16", "_f16") + expand(h
 
 // expand instantiates a kernel template for elements of dtype dt (f32,
 // f16 or bf16): T is the element type, LD and ST its load and store as
-// f32, and SUF the entry names' suffix.
+// f32, T_ELEM the element type, and SUF the entry names' suffix.
 func expand(tmpl, dt, suffix string) string {
 	elem := "u16"
 	if dt == "f32" {
 		elem = "float"
 	}
-	return strings.NewReplacer("SUF", suffix, "T*", elem+"*", "LD(", "dr_ld_"+dt+"(", "ST(", "dr_st_"+dt+"(").Replace(tmpl)
+	return strings.NewReplacer("SUF", suffix, "T*", elem+"*", "T_ELEM", elem, "LD(", "dr_ld_"+dt+"(", "ST(", "dr_st_"+dt+"(").Replace(tmpl)
 }
 
 // halfTemplate holds the elementwise kernels of f16 and bf16 buffers whose
@@ -246,24 +287,16 @@ extern "C" __global__ void iotaSUF(T* x, i64 n, float start) {
 }
 
 extern "C" __global__ void scaleSUF(T* x, i64 n, float alpha) {
-	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
-		x[i] = ST(__fmul_rn(LD(x[i]), alpha));
-	}
+	dagrun_map1(x, x, n, [=](T_ELEM v) { return ST(__fmul_rn(LD(v), alpha)); });
 }
 
 extern "C" __global__ void axpySUF(T* y, i64 ny, const T* x, i64 nx, float alpha) {
-	i64 n = ny < nx ? ny : nx;
-	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
-		y[i] = ST(__fadd_rn(LD(y[i]), __fmul_rn(alpha, LD(x[i]))));
-	}
+	dagrun_map2(y, y, x, ny < nx ? ny : nx, [=](T_ELEM v, T_ELEM u) { return ST(__fadd_rn(LD(v), __fmul_rn(alpha, LD(u)))); });
 }
 
 extern "C" __global__ void addSUF(T* c, i64 nc, const T* a, i64 na, const T* b, i64 nb) {
 	i64 n = nc < na ? nc : na;
-	n = n < nb ? n : nb;
-	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
-		c[i] = ST(__fadd_rn(LD(a[i]), LD(b[i])));
-	}
+	dagrun_map2(c, a, b, n < nb ? n : nb, [](T_ELEM u, T_ELEM v) { return ST(__fadd_rn(LD(u), LD(v))); });
 }
 `
 
@@ -272,38 +305,15 @@ extern "C" __global__ void addSUF(T* c, i64 nc, const T* a, i64 na, const T* b, 
 // where the CPU's are correctly rounded). softmax gives each row to one
 // thread, in column order, so its sums never depend on the launch shape.
 const layerTemplate = `
-// gelu goes 16 bytes a load and a store where both buffers are 16-byte
-// aligned (8 bf16 elements a thread: twice as fast as one at a time on the
-// H100, at the memory's speed); the same arithmetic for every element.
 extern "C" __global__ void geluSUF(T* y, i64 ny, const T* x, i64 nx) {
-	i64 n = ny < nx ? ny : nx;
-	i64 done = 0;
-	if ((((unsigned long long)x | (unsigned long long)y) & 15) == 0) {
-		const int V = 16 / sizeof(*x);
-		i64 nv = n / V;
-		for (i64 k = dagrun_tid(); k < nv; k += dagrun_nthreads()) {
-			uint4 in = ((const uint4*)x)[k], out;
-			const T* xs = (const T*)&in;
-			T* ys = (T*)&out;
-#pragma unroll
-			for (int j = 0; j < V; j++) {
-				ys[j] = ST(dagrun_gelu(LD(xs[j])));
-			}
-			((uint4*)y)[k] = out;
-		}
-		done = nv * V;
-	}
-	for (i64 i = done + dagrun_tid(); i < n; i += dagrun_nthreads()) {
-		y[i] = ST(dagrun_gelu(LD(x[i])));
-	}
+	dagrun_map1(y, x, ny < nx ? ny : nx, [](T_ELEM v) { return ST(dagrun_gelu(LD(v))); });
 }
 
 extern "C" __global__ void reluSUF(T* y, i64 ny, const T* x, i64 nx) {
-	i64 n = ny < nx ? ny : nx;
-	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
-		float v = LD(x[i]);
-		y[i] = ST((v > 0.0f || v != v) ? v : 0.0f);
-	}
+	dagrun_map1(y, x, ny < nx ? ny : nx, [](T_ELEM e) {
+		float v = LD(e);
+		return ST((v > 0.0f || v != v) ? v : 0.0f);
+	});
 }
 
 extern "C" __global__ void bias_addSUF(T* y, i64 ny, const T* b, i64 nb) {

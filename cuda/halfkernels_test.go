@@ -43,7 +43,7 @@ func TestBuiltinSourceHasEveryVariant(t *testing.T) {
 			assert.Len(t, params, want, "parameters of %s", v.EntryName())
 		}
 	}
-	for _, tok := range []string{"SUF", "LD(", "ST(", "T*"} {
+	for _, tok := range []string{"SUF", "LD(", "ST(", "T*", "T_ELEM"} {
 		assert.NotContains(t, builtinSource, tok, "template token left in the source")
 	}
 }
@@ -76,6 +76,13 @@ func TestHalfBuiltins(t *testing.T) {
 			y := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt))
 			g.Launch(dag.Gelu, grid, block, y.Slice(dt.Size(), (n-1)*dt.Size()), x.Slice(0, (n-1)*dt.Size()))
 		}, false},
+		{"axpy and add of views not 16-byte aligned", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
+			m := (n - 1) * dt.Size()
+			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(10))
+			y := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Random(11))
+			g.Launch(dag.Axpy, grid, block, y.Slice(dt.Size(), m), x.Slice(0, m), float32(-1.5))
+			g.Launch(dag.Add, grid, block, g.Buffer("c", n*dt.Size(), dev, dag.Of(dt)), x, y)
+		}, true},
 		{"relu", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
 			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(2))
 			g.Launch(dag.Axpy, grid, block, x, g.Buffer("ones", n*dt.Size(), dev, dag.Of(dt), dag.Value(1)), float32(-0.5))
