@@ -22,6 +22,13 @@ static void* w_host_reserve(size_t n) {
 	return b;
 }
 
+// w_host_fault makes the pages of a fresh mapping (zero: the kernel's
+// zeroing is the work), writing a zero to each 4 KiB.
+static void w_host_fault(void* p, size_t n) {
+	volatile char* b = p;
+	for (size_t off = 0; off < n; off += 4096) b[off] = 0;
+}
+
 static void w_host_release(void* p, size_t n) { munmap(p, (n + DR_HUGE_PAGE - 1) & ~(DR_HUGE_PAGE - 1)); }
 
 // w_host_register pins what w_host_reserve mapped, portable and
@@ -114,6 +121,9 @@ func (d *driver) hostAlloc(c C.CUcontext, n int64) (unsafe.Pointer, error) {
 func hostReserve(n int64) unsafe.Pointer { return C.w_host_reserve(C.size_t(n)) }
 
 func hostRelease(p unsafe.Pointer, n int64) { C.w_host_release(p, C.size_t(n)) }
+
+// hostFault makes the pages of n bytes from hostReserve, which read zero.
+func hostFault(p unsafe.Pointer, n int64) { C.w_host_fault(p, C.size_t(n)) }
 
 // hostRegister pins memory from hostReserve; hostFree then unpins and
 // unmaps it.

@@ -55,8 +55,10 @@ func (b *Backend) PrepareHost(g *dag.Graph) (release func()) {
 				if p == nil {
 					return // Open pins it the usual way
 				}
-				if k := buf.Init.Kind; k != dag.InitNone && k != dag.InitZeros { // a fresh mapping reads zero
+				if k := buf.Init.Kind; k != dag.InitNone && k != dag.InitZeros {
 					buf.WriteInitial(unsafe.Slice((*byte)(p), buf.Size))
+				} else {
+					hostFault(p, buf.Size) // zero already: its pages made now, not when Open pins them
 				}
 				hp.put(buf, p)
 			})
