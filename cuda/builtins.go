@@ -316,11 +316,29 @@ extern "C" __global__ void reluSUF(T* y, i64 ny, const T* x, i64 nx) {
 	});
 }
 
+// bias_add goes 16 bytes of y at a time where y is 16-byte aligned, the
+// bias element by element (one modulo a vector, not one an element).
 extern "C" __global__ void bias_addSUF(T* y, i64 ny, const T* b, i64 nb) {
 	if (nb <= 0) {
 		return;
 	}
-	for (i64 i = dagrun_tid(); i < ny; i += dagrun_nthreads()) {
+	i64 done = 0;
+	if (dagrun_aligned16(y, y, y)) {
+		const int V = 16 / sizeof(*y);
+		i64 nv = ny / V;
+		for (i64 k = dagrun_tid(); k < nv; k += dagrun_nthreads()) {
+			uint4 v = ((const uint4*)y)[k];
+			i64 c = (k * V) % nb;
+#pragma unroll
+			for (int j = 0; j < V; j++) {
+				((T_ELEM*)&v)[j] = ST(__fadd_rn(LD(((T_ELEM*)&v)[j]), LD(b[c])));
+				c = c + 1 == nb ? 0 : c + 1;
+			}
+			((uint4*)y)[k] = v;
+		}
+		done = nv * V;
+	}
+	for (i64 i = done + dagrun_tid(); i < ny; i += dagrun_nthreads()) {
 		y[i] = ST(__fadd_rn(LD(y[i]), LD(b[i % nb])));
 	}
 }

@@ -92,6 +92,11 @@ func TestHalfBuiltins(t *testing.T) {
 			y := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Random(3))
 			g.Launch(dag.BiasAdd, grid, block, y, g.Buffer("b", cols*dt.Size(), dev, dag.Of(dt), dag.Random(4)))
 		}, true},
+		{"bias_add of a view not 16-byte aligned, a bias of one element", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
+			y := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Random(12))
+			g.Launch(dag.BiasAdd, grid, block, y.Slice(dt.Size(), (n-cols)*dt.Size()), g.Buffer("b", cols*dt.Size(), dev, dag.Of(dt), dag.Random(13)))
+			g.Launch(dag.BiasAdd, grid, block, y, g.Buffer("one", dt.Size(), dev, dag.Of(dt), dag.Value(0.25)))
+		}, true},
 		{"softmax", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
 			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(5))
 			g.Launch(dag.Scale, grid, block, x, float32(10))
