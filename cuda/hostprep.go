@@ -30,10 +30,9 @@ const hostPrepMin = 1 << 20
 
 // hostPrep is one graph's host buffers made ahead.
 type hostPrep struct {
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	mem  map[*dag.Buffer]unsafe.Pointer // written once wg is done
-	huge bool                           // pinned buffers were mapped (else none was made)
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	mem map[*dag.Buffer]unsafe.Pointer // written once wg is done
 }
 
 // PrepareHost starts making g's big host buffers (device.HostPreparer).
@@ -43,13 +42,14 @@ func (b *Backend) PrepareHost(g *dag.Graph) (release func()) {
 	if b == nil || b.drv == nil || g == nil {
 		return nothing
 	}
-	hp := &hostPrep{mem: map[*dag.Buffer]unsafe.Pointer{}, huge: b.drv.hugeUsable()}
+	hp := &hostPrep{mem: map[*dag.Buffer]unsafe.Pointer{}}
+	huge := b.drv.hugeUsable()
 	for _, buf := range g.Buffers {
 		if buf.Size < hostPrepMin || buf.Temporary {
 			continue
 		}
 		switch {
-		case buf.Placement == dag.Pinned && hp.huge && buf.Size >= hugePinMin:
+		case buf.Placement == dag.Pinned && huge && buf.Size >= hugePinMin:
 			hp.wg.Go(func() {
 				p := hostReserve(buf.Size)
 				if p == nil {

@@ -40,6 +40,14 @@ func TestPrepareHostGPU(t *testing.T) {
 
 	s, err := executor.Open(ctx, be, p)
 	require.NoError(t, err)
+	// Open took what PrepareHost made: the big host buffers came filled
+	// (pinned ones only where huge pages can be had), the small one not.
+	bufs := s.Device().(*Session).hold.bufs
+	assert.True(t, bufs[page.ID].filled, "page made ahead")
+	assert.False(t, bufs[small.ID].filled, "small made at Open")
+	for _, b := range []*dag.Buffer{in, zero, out} {
+		assert.Equal(t, be.drv.hugeUsable(), bufs[b.ID].filled, "%s made ahead", b.Name)
+	}
 	if be.drv.hugeUsable() {
 		be.drv.pins.mu.Lock()
 		assert.Len(t, be.drv.pins.mapped, 3, "in, zero and out pinned from huge pages")
