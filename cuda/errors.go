@@ -3,12 +3,21 @@ package cuda
 import (
 	"errors"
 	"fmt"
+
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // ErrNoDriver is reported (through errors.Is) when there is no usable NVIDIA
 // driver: libcuda.so.1 cannot be loaded, lacks an entry point dagrun needs,
 // or finds no device.
-var ErrNoDriver = errors.New("no usable NVIDIA driver")
+// It matches device.ErrNoDevice too, so "auto" passes over this backend.
+var ErrNoDriver error = noDriverError{}
+
+type noDriverError struct{}
+
+func (noDriverError) Error() string { return "no usable NVIDIA driver" }
+
+func (noDriverError) Is(target error) bool { return target == device.ErrNoDevice }
 
 // ErrNoNVRTC is reported (through errors.Is) when CUDA C must be compiled
 // but no NVRTC library can be loaded.

@@ -20,7 +20,7 @@ func (noCgoError) Error() string {
 	return "this dagrun was built without cgo (CGO_ENABLED=0, or no C compiler), so it has no CUDA backend; rebuild with a C compiler and CGO_ENABLED=1 to use the GPU"
 }
 
-func (noCgoError) Is(target error) bool { return target == ErrNoDriver }
+func (noCgoError) Is(target error) bool { return target == ErrNoDriver || target == device.ErrNoDevice }
 
 // Backend is the CUDA backend's place in a build without cgo: New never
 // makes one, and its methods report errNoCgo.

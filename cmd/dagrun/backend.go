@@ -1,19 +1,22 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
-	"github.com/dagrun/dagrun/cpu"
+	_ "github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/cuda"
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
 )
 
-var backendNames = []string{"auto", "cpu", "cuda"}
+// backendNames are the choices of --backend: auto and every registered
+// backend but the test doubles.
+var backendNames = []string{device.Auto, "cpu", "cuda"}
 
 // backendAliases are the other names users try: gpu means cuda.
 var backendAliases = map[string]string{"gpu": "cuda"}
@@ -25,30 +28,17 @@ func backendFlag() *oneOf { return &oneOf{choices: backendNames, aliases: backen
 // and then fallback says why.
 // noPeer makes a cuda backend copy between devices through host memory.
 func openBackend(name string, noPeer bool) (b device.Backend, used, fallback string, err error) {
-	var opts []cuda.Option
-	if noPeer {
-		opts = append(opts, cuda.NoPeer())
-	}
 	if to, ok := backendAliases[name]; ok {
 		name = to
 	}
-	switch name {
-	case "cpu":
-		return cpu.New(), "cpu", "", nil
-	case "cuda":
-		b, err := cuda.New(opts...)
-		if err != nil {
-			return nil, "", "", fmt.Errorf("the CUDA backend is not available: %w (use --backend cpu or auto)", err)
+	o, err := device.Open(name, device.Config{NoPeer: noPeer})
+	if err != nil {
+		if name != device.Auto && !errors.Is(err, device.ErrUnknownBackend) {
+			err = fmt.Errorf("%w (use --backend cpu or auto)", err)
 		}
-		return b, "cuda", "", nil
-	case "auto":
-		b, err := cuda.New(opts...)
-		if err == nil {
-			return b, "cuda", "", nil
-		}
-		return cpu.New(), "cpu", err.Error(), nil
+		return nil, "", "", err
 	}
-	return nil, "", "", fmt.Errorf("unknown backend %q", name)
+	return o.Backend, o.Name, strings.TrimPrefix(o.Fallback, "cuda: "), nil
 }
 
 // fallbackNote is what run says when auto fell back to the CPU backend
