@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"os"
@@ -148,15 +149,11 @@ func rateString(r float64) string {
 	return fmt.Sprintf("%.3g", r)
 }
 
-// opCounter is a device session that counts the ops it has run (the cpu
-// backend's), which a long run's progress is drawn from.
-type opCounter interface{ OpsDone() int64 }
-
 // watchOps draws on bar, a few times a second, the ops done of run number
 // run (of ops ops) while it is in flight, where the device session counts
 // them; stop ends the watch.
 func watchOps(sess *executor.Session, bar *progress, run, ops int) (stop func()) {
-	oc, ok := sess.Device().(opCounter)
+	oc, ok := sess.Device().(device.OpCounter)
 	if !ok || bar.w == nil {
 		return func() {}
 	}
