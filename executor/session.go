@@ -183,7 +183,7 @@ func checkPlan(p *planner.Plan) error {
 // and the session can run again or close.
 func (s *Session) Run(ctx context.Context) (err error) {
 	if s.unusable() { // zero.go
-		return errors.New("executor: Run: session is closed")
+		return fmt.Errorf("executor: Run: session is %w", device.ErrClosed)
 	}
 	ctx, end, err := s.flight.begin(ctx, &s.closed, "Run") // close.go: Close from another goroutine
 	if err != nil {
@@ -233,7 +233,7 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 		switch st.Kind {
 		case planner.Run:
 			if s.closed.Load() { // Close from another goroutine: stop submitting
-				return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was closed", verb, i, len(steps))
+				return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was %w", verb, i, len(steps), device.ErrClosed)
 			}
 			var failed bool
 			if verb == "run" { // faults.go: eager runs only
@@ -269,7 +269,7 @@ func (s *Session) submitStretches(ctx context.Context, sub device.Submitter, ops
 	}
 	for i := 0; i < len(steps); i += ctxCheckEvery {
 		if s.closed.Load() { // Close from another goroutine: stop submitting
-			return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was closed", verb, i, len(steps))
+			return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was %w", verb, i, len(steps), device.ErrClosed)
 		}
 		if i > 0 && ctx.Err() != nil {
 			return fmt.Errorf("executor: %s stopped after %d of %d steps: %w", verb, i, len(steps), ctx.Err())
@@ -387,7 +387,7 @@ func (s *Session) Write(b *dag.Buffer, data []byte) error {
 func (s *Session) checkBuffer(verb string, b *dag.Buffer) error {
 	switch {
 	case s.unusable(): // zero.go
-		return fmt.Errorf("executor: %s: session is closed", verb)
+		return fmt.Errorf("executor: %s: session is %w", verb, device.ErrClosed)
 	case b == nil:
 		return fmt.Errorf("executor: %s: no buffer", verb)
 	case b.ID < 0 || b.ID >= len(s.p.Graph.Buffers) || s.p.Graph.Buffers[b.ID] != b:
