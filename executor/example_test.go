@@ -219,3 +219,25 @@ func ExampleSession_Write() {
 	// 3
 	// 7
 }
+
+// Run is the shortest way from a graph to its results: it opens the best
+// backend registered (the GPU's when a driver is found, else the CPU's;
+// WithBackend chooses), plans, runs once and closes everything. A program
+// imports the backends it may use for their registration, as this one
+// imports package cpu.
+func ExampleRun() {
+	b := dag.New()
+	x := b.Buffer("x", 4*4)
+	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(4), x, 1.0) // x = 1, 2, 3, 4
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 2.0)
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := executor.Run(context.Background(), g)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.Float32s(x))
+	// Output: [2 4 6 8]
+}

@@ -27,6 +27,7 @@ type config struct {
 
 	temporaries TemporaryMode // arena.go
 	auto        int           // autocapture.go: identical eager runs before capture; 0: never
+	run         runConfig     // run.go: Run's own, which Open ignores
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
@@ -442,8 +443,13 @@ func (s *Session) Close() error {
 // Execute opens p on b, runs it once, and returns the contents of every
 // persistent buffer of its graph; it closes the session whatever happens,
 // and leaves b open.
-func Execute(ctx context.Context, b device.Backend, p *planner.Plan) (out Results, err error) {
-	s, err := Open(ctx, b, p)
+func Execute(ctx context.Context, b device.Backend, p *planner.Plan) (Results, error) {
+	return execute(ctx, b, p)
+}
+
+// execute is Execute with the session's options.
+func execute(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option) (out Results, err error) {
+	s, err := Open(ctx, b, p, opts...)
 	if err != nil {
 		return nil, err
 	}
