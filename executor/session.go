@@ -28,6 +28,7 @@ type config struct {
 	temporaries TemporaryMode // arena.go
 	auto        int           // autocapture.go: identical eager runs before capture; 0: never
 	run         runConfig     // run.go: Run's own, which Open ignores
+	runner      runnerConfig  // runner.go: a Runner's own, which Open ignores
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
