@@ -70,9 +70,12 @@ func WithGraph(m GraphMode) Option {
 
 // WithTraceRuns makes a Runner keep the op times of the runs (counted from
 // 1 over all its Run calls) that traced chooses, eager runs and replays
-// alike (Report.Traced, Report.Whole). It implies WithTiming.
+// alike (Report.Traced, Report.Whole). Give WithTiming too: without it, or
+// on a backend that cannot time a replay's ops, each traced replay is
+// launched alone and timed whole on the host's clock, and eager runs keep
+// no spans.
 func WithTraceRuns(traced func(run int) bool) Option {
-	return func(c *config) { c.runner.traced, c.timing = traced, true }
+	return func(c *config) { c.runner.traced = traced }
 }
 
 // WithWholeReplays makes a Runner keep each traced replay whole, from its
@@ -288,16 +291,18 @@ func (r *Runner) runEager(ctx context.Context, n int, rep *Report) error {
 		if err != nil {
 			return err
 		}
-		if err := r.done(rep, runStart, time.Since(rep.Start)-runStart, []*Session{s}); err != nil {
+		// The run that captured automatically replayed the capture.
+		eager := s.AutoGraph() == nil
+		if err := r.done(rep, runStart, time.Since(rep.Start)-runStart, []*Session{s}, eager); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// done counts an eager run of ss that started at start and took wall,
-// keeping its spans and telling the observer.
-func (r *Runner) done(rep *Report, start, wall time.Duration, ss []*Session) error {
+// done counts a run of ss that started at start and took wall, keeping
+// its spans and, if it was eager, telling the observer.
+func (r *Runner) done(rep *Report, start, wall time.Duration, ss []*Session, eager bool) error {
 	r.runs++
 	rep.Runs++
 	for i, s := range ss {
@@ -305,7 +310,7 @@ func (r *Runner) done(rep *Report, start, wall time.Duration, ss []*Session) err
 		if r.cfg.traced != nil && r.cfg.traced(r.runs) {
 			rep.Traced[i] = append(rep.Traced[i], RunSpans{Run: r.runs, Start: start, Spans: spans})
 		}
-		if r.cfg.observe != nil {
+		if r.cfg.observe != nil && eager {
 			o := Observation{Rank: i, Run: r.runs, Session: s, Spans: spans, Wall: wall}
 			if err := r.cfg.observe(o); err != nil {
 				return fmt.Errorf("executor: observing run %d: %w", r.runs, err)

@@ -13,15 +13,15 @@ import (
 func (r *Runner) runRanks(ctx context.Context, n int, rep *Report) error {
 	defer func() { rep.Wall = time.Since(rep.Start) }()
 	for range n {
-		run := r.runRank
-		if r.replay != nil {
+		run, eager := r.runRank, r.replay == nil
+		if !eager {
 			run = r.replay
 		}
 		runStart := time.Since(rep.Start)
 		if err := run(ctx); err != nil {
 			return err
 		}
-		if err := r.done(rep, runStart, time.Since(rep.Start)-runStart, r.sessions); err != nil {
+		if err := r.done(rep, runStart, time.Since(rep.Start)-runStart, r.sessions, eager); err != nil {
 			return err
 		}
 		if r.cfg.graph == GraphAlways && r.replay == nil {
