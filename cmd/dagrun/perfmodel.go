@@ -87,7 +87,7 @@ func (pm *perfModel) coverage() string {
 // ops' durations: tracing op by op slows the host's submission (CUPTI's
 // cost per op, 1.5-2 us on the H100, was a third of workload E's
 // makespan), and the runs a model plans for are not traced.
-func (c *cli) hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *planner.Plan, pm *perfModel, repeat int, opts []executor.Option, bar *progress) error {
+func hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *planner.Plan, pm *perfModel, repeat int, opts []executor.Option, bar *progress) error {
 	return timeUntraced(ctx, repeat, []*spec.Spec{s}, bar, func(opts ...executor.Option) (*executor.Runner, error) {
 		return executor.NewRunner(ctx, b, p, opts...)
 	}, opts, func(o executor.Observation) { pm.ObserveHost(o.Session, o.Wall, o.Run, repeat) })

@@ -127,7 +127,7 @@ func TestHostRuns(t *testing.T) {
 	var printed bytes.Buffer
 	s.Stdout = &printed
 	const repeat = 4
-	require.NoError(t, c.hostRuns(context.Background(), b, s, p, pm, repeat, nil, c.newProgress(repeat, true)))
+	require.NoError(t, hostRuns(context.Background(), b, s, p, pm, repeat, nil, c.newProgress(repeat, true)))
 	require.Len(t, pm.Eager(), repeat-profile.Warmups(repeat), "the first half of the untraced runs warms up")
 	assert.Empty(t, printed.String(), "host steps print nothing in the untraced runs")
 	assert.Same(t, &printed, s.Stdout, "and print again after them")

@@ -184,7 +184,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 			return nil
 		}))
 	}
-	rn, err := c.openRanks(ctx, b, rs, m.place, opts)
+	rn, err := openRanks(ctx, c.stderr, b, rs, m.place, opts)
 	if err != nil {
 		return c.rankFailure(ctx, rs, err, interruptedAt{})
 	}
@@ -225,7 +225,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 		return err
 	}
 	if f.perfModel != "" {
-		if err := c.hostRunsWorld(ctx, b, rs, m.place, f.repeat, untraced, c.newProgress(f.repeat, true)); err != nil {
+		if err := hostRunsWorld(ctx, c.stderr, b, rs, m.place, f.repeat, untraced, c.newProgress(f.repeat, true)); err != nil {
 			return c.rankFailure(ctx, rs, err, interruptedAt{done: f.repeat, repeat: f.repeat})
 		}
 		for i, r := range rs {
@@ -267,21 +267,21 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 // process's rank of it, meeting the others at a second rendezvous) run
 // repeat more times untraced, each rank's submission timed, each run's wall
 // time its ranks' measured makespan (the ranks run together).
-func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option, bar *progress) error {
+func hostRunsWorld(ctx context.Context, stderr io.Writer, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option, bar *progress) error {
 	specs := make([]*spec.Spec, len(rs))
 	for i, r := range rs {
 		specs[i] = r.s
 	}
 	return timeUntraced(ctx, repeat, specs, bar, func(opts ...executor.Option) (*executor.Runner, error) {
-		return c.openRanks(ctx, b, rs, place, opts)
+		return openRanks(ctx, stderr, b, rs, place, opts)
 	}, opts, func(o executor.Observation) { rs[o.Rank].pm.ObserveHost(o.Session, o.Wall, o.Run, repeat) })
 }
 
 // openRanks opens the runner of the ranks rs: every rank of a world in this
 // process, or with place this process's rank of a world of processes.
-func (c *cli) openRanks(ctx context.Context, b device.Backend, rs []*rankRun, place *executor.Place, opts []executor.Option) (*executor.Runner, error) {
+func openRanks(ctx context.Context, stderr io.Writer, b device.Backend, rs []*rankRun, place *executor.Place, opts []executor.Option) (*executor.Runner, error) {
 	if place != nil {
-		return executor.JoinRunner(ctx, b, rs[0].p, *place, append(slices.Clone(opts), c.rankWaiting(place.Rank))...)
+		return executor.JoinRunner(ctx, b, rs[0].p, *place, append(slices.Clone(opts), rankWaiting(stderr, place.Rank))...)
 	}
 	plans := make([]*planner.Plan, len(rs))
 	for i, r := range rs {
@@ -528,7 +528,7 @@ func (l *rankLines) Write(p []byte) (int, error) {
 // rankWaiting makes a rank say on stderr whom its rendezvous waits for,
 // every few seconds, as torchrun does: a rank that waits in silence looks
 // hung.
-func (c *cli) rankWaiting(rank int) executor.Option {
+func rankWaiting(stderr io.Writer, rank int) executor.Option {
 	return executor.WithRankWaiting(func(missing []int, waited time.Duration) {
 		who := make([]string, len(missing))
 		for i, r := range missing {
@@ -538,7 +538,7 @@ func (c *cli) rankWaiting(rank int) executor.Option {
 		if len(missing) > 1 {
 			s = "s"
 		}
-		fmt.Fprintf(c.stderr, "dagrun run: rank %d: waiting for rank%s %s (%s so far; --rank-timeout bounds it)\n",
+		fmt.Fprintf(stderr, "dagrun run: rank %d: waiting for rank%s %s (%s so far; --rank-timeout bounds it)\n",
 			rank, s, strings.Join(who, ", "), human.Duration(waited.Round(time.Second)))
 	})
 }

@@ -284,12 +284,12 @@ func (c *cli) run(args []string) error {
 		err = cerr
 	}
 	if err == nil && pm != nil && !f.graph {
-		err = c.hostRuns(ctx, su.b, s, p, pm, f.repeat, su.faults, c.newProgress(f.repeat, c.quietProgress(asJSON, p)))
+		err = hostRuns(ctx, su.b, s, p, pm, f.repeat, su.faults, c.newProgress(f.repeat, c.quietProgress(asJSON, p)))
 	}
 	if err != nil {
 		at := interruptedAt{done: rep.Runs, repeat: f.repeat}
 		if ctx.Err() != nil && f.traceFile != "" {
-			at.trace = c.keepTrace(f.traceFile, rn.Session(0), p, rep)
+			at.trace = keepTrace(f.traceFile, rn.Session(0), p, rep)
 		}
 		return c.runFailure(ctx, s, err, saved, at)
 	}
@@ -302,7 +302,7 @@ func (c *cli) run(args []string) error {
 	}
 	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, su.used
 	if auto {
-		c.noteAutoCapture(rep.Log, f.verbose, &report)
+		noteAutoCapture(c.stderr, rep.Log, f.verbose, &report)
 	}
 	if f.traceFile != "" {
 		report.TracedRuns = rep.TracedRuns()

@@ -51,7 +51,7 @@ func writeRunTrace(summary io.Writer, f *runFlags, sess *executor.Session, p *pl
 // keepTrace writes the trace of the traced runs that completed before an
 // interrupt to file, whole or not at all, and says so in words for the
 // interrupt's message; there is no summary.
-func (c *cli) keepTrace(file string, sess *executor.Session, p *planner.Plan, rs *executor.Report) string {
+func keepTrace(file string, sess *executor.Session, p *planner.Plan, rs *executor.Report) string {
 	n := len(rs.TracedRuns())
 	if n == 0 {
 		return "no traced run had completed, so no trace was written"
