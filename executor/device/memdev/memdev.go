@@ -246,8 +246,8 @@ func (s *Session) do(st step) {
 func (s *Session) Sync(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("memdev: Sync: the session is closed")
+	if s.closed || s.stop.Load() {
+		return errors.New("memdev: Sync: the session was closed")
 	}
 	err := s.err
 	s.err = nil
@@ -328,7 +328,7 @@ func (s *Session) Join(_ context.Context, w device.World) error {
 }
 
 func (s *Session) usable() error {
-	if s.closed {
+	if s.closed || s.stop.Load() {
 		return errors.New("memdev: the session is closed")
 	}
 	return nil
