@@ -188,8 +188,12 @@ func launchCases() []kindCase {
 			x := b.Buffer("b", 4*k*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(10))
 			b.Launch(dag.Matmul, grid, block, c, a, x, m, n, k)
 		}},
-		{"relu", 0, func(b *dag.Builder) { b.Launch(dag.Relu, grid, block, vec(b, "y", 11, dag.F32), vec(b, "x", 12, dag.F32)) }},
-		{"gelu", 4, func(b *dag.Builder) { b.Launch(dag.Gelu, grid, block, vec(b, "y", 13, dag.F32), vec(b, "x", 14, dag.F32)) }},
+		{"relu", 0, func(b *dag.Builder) {
+			b.Launch(dag.Relu, grid, block, vec(b, "y", 11, dag.F32), vec(b, "x", 12, dag.F32))
+		}},
+		{"gelu", 4, func(b *dag.Builder) {
+			b.Launch(dag.Gelu, grid, block, vec(b, "y", 13, dag.F32), vec(b, "x", 14, dag.F32))
+		}},
 		{"bias_add", 0, func(b *dag.Builder) {
 			y := b.Buffer("y", 4*6*5, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(15))
 			b.Launch(dag.BiasAdd, grid, block, y, b.Buffer("b", 4*5, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(16)))
