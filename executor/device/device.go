@@ -18,7 +18,7 @@
 //   - worlds: Joiner, UniqueIDer, CollectiveTimeouter
 //   - external events: ExternalEvents
 //   - fault injection: Delayer, Failer, BodyFailer
-//   - loops and branches: Controller
+//   - loops and branches: Controller; what bodies may hold: BodyChecker
 //
 // Package devicetest checks a backend against this contract.
 //
