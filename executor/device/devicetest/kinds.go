@@ -316,7 +316,10 @@ func (s *suite) world(t *testing.T, kc kindCase) {
 		require.NoError(t, err)
 		graphs, plans = append(graphs, g), append(plans, p)
 	}
-	run := func(open Opener) ([]executor.Results, error) {
+	// run runs the world twice: eagerly twice, or eagerly and then as one
+	// replay of a capture (on CUDA the first collectives connect the ranks,
+	// which a capture cannot hold).
+	run := func(t *testing.T, open Opener, replay bool) ([]executor.Results, error) {
 		ctx := s.ctx(t)
 		b := s.backend(t, open)
 		probe, err := b.Open(ctx, graphs[0])
@@ -324,9 +327,13 @@ func (s *suite) world(t *testing.T, kc kindCase) {
 			return nil, err
 		}
 		_, joins := probe.(device.Joiner)
+		_, captures := probe.(device.Capturer)
 		require.NoError(t, probe.Close())
 		if !joins {
 			t.Skipf("%T does not implement device.Joiner", probe)
+		}
+		if replay && !captures {
+			t.Skipf("%T does not implement device.Capturer", probe)
 		}
 		w, err := executor.OpenWorld(ctx, b, plans)
 		if err != nil {
@@ -334,6 +341,17 @@ func (s *suite) world(t *testing.T, kc kindCase) {
 		}
 		defer func() { require.NoError(t, w.Close()) }()
 		if err := w.Run(ctx); err != nil {
+			return nil, err
+		}
+		if replay {
+			wg, err := w.Capture(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := wg.Run(ctx); err != nil {
+				return nil, err
+			}
+		} else if err := w.Run(ctx); err != nil {
 			return nil, err
 		}
 		out := make([]executor.Results, kc.ranks)
@@ -344,14 +362,22 @@ func (s *suite) world(t *testing.T, kc kindCase) {
 		}
 		return out, nil
 	}
-	want, err := run(s.ref)
+	want, err := run(t, s.ref, false)
 	require.NoError(t, err, "on the reference backend")
-	got, err := run(s.open)
-	skipUnsupported(t, err)
-	require.NoError(t, err)
-	for r := range graphs {
-		t.Logf("rank %d", r)
-		compare(t, graphs[r], got[r], want[r], kc.ulp)
+	for _, replay := range []bool{false, true} {
+		name := "eager"
+		if replay {
+			name = "replayed"
+		}
+		t.Run(name, func(t *testing.T) {
+			got, err := run(t, s.open, replay)
+			skipUnsupported(t, err)
+			require.NoError(t, err)
+			for r := range graphs {
+				t.Logf("rank %d", r)
+				compare(t, graphs[r], got[r], want[r], kc.ulp)
+			}
+		})
 	}
 }
 
