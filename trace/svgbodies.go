@@ -317,6 +317,7 @@ func (t *Trace) loopBrackets() []loopBracket {
 		start, end time.Duration
 		iters      map[int]time.Duration // by Iter: its first slice's start
 		order      int
+		untraced   int // iterations past the slices kept (Trace.Tails)
 	}
 	groups := map[key]*group{}
 	note := func(k key, s Slice, direct bool) {
@@ -345,6 +346,12 @@ func (t *Trace) loopBrackets() []loopBracket {
 	}
 	if len(groups) == 0 {
 		return nil
+	}
+	for _, lt := range t.Tails {
+		if g := groups[key{lt.Run, lt.Lane, lt.Holder}]; g != nil && lt.Parent == lt.Holder {
+			g.end = max(g.end, lt.End)
+			g.untraced = max(g.untraced, lt.Slices)
+		}
 	}
 	keys := make([]key, 0, len(groups))
 	for k := range groups {
@@ -375,7 +382,7 @@ func (t *Trace) loopBrackets() []loopBracket {
 		g, starts := groups[k], outer[k]
 		h, inner := holderOf[k.loop]
 		if !inner {
-			out = append(out, loopBracket{lane: k.lane, start: g.start, end: g.end, ticks: tail(starts), name: names[k.loop], iterations: len(starts)})
+			out = append(out, loopBracket{lane: k.lane, start: g.start, end: g.end, ticks: tail(starts), name: names[k.loop], iterations: len(starts) + g.untraced})
 			continue
 		}
 		// Part an inner loop's iterations by the outer loop's.
