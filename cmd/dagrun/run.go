@@ -73,8 +73,9 @@ Flags:
 	                 by the planner; allocs and frees do nothing), pool
 	                 (allocated at run time; each alloc planned just before
 	                 its first use, so the pool holds about the planned
-	                 peak), or auto (default: the arena where the backend
-	                 can hold one)
+	                 peak; a pool that held more is a warning, and over
+	                 the memory budget an error), or auto (default: the
+	                 arena where the backend can hold one)
 	--trace-detail D what --trace keeps of each traced replay with --graph:
 	                 ops (default: every op's span) or replays (each
 	                 replay whole, first work to last; on cuda timed on
@@ -300,7 +301,7 @@ func (c *cli) run(args []string) error {
 	}
 	report, err := c.runSession(ctx, sess, s, p, &rs)
 	if err == nil {
-		report.Memory = memoryReports(sess, p) // memoryrun.go; before Close
+		report.Memory = memoryReports(sess, p, memoryBudget(s, f.layout())) // memoryrun.go; before Close
 		report.MemoryBudget = newBudgetReport(p)
 	}
 	if cerr := sess.Close(); err == nil {
@@ -345,6 +346,16 @@ func (c *cli) run(args []string) error {
 		report.Warnings = specWarnings(s)
 	}
 
+	var memErr error
+	for _, r := range report.Memory {
+		if r.Warning != "" {
+			fmt.Fprintf(c.stderr, "dagrun run: warning: memory %s: %s\n", r.Memory, r.Warning)
+		}
+		if err := r.overBudget(); err != nil && memErr == nil {
+			memErr = err
+		}
+	}
+
 	var traceSummary bytes.Buffer
 	if f.traceFile != "" {
 		var err error
@@ -368,16 +379,22 @@ func (c *cli) run(args []string) error {
 		if _, err := traceSummary.WriteTo(c.stderr); err != nil {
 			return err
 		}
-		return c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, report) })
+		if err := c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, report) }); err != nil {
+			return err
+		}
+		return memErr
 	}
-	return c.writeOutput(f.out, func(w io.Writer) error {
+	if err := c.writeOutput(f.out, func(w io.Writer) error {
 		if err := c.printReport(w, report, f.repeat); err != nil {
 			return err
 		}
 		printPerfModel(w, report, pm)
 		_, err := traceSummary.WriteTo(w)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	return memErr // after the report, which shows what was measured
 }
 
 // interruptedAt is how far the runs of a session had come when a signal
