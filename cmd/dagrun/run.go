@@ -86,18 +86,19 @@ Flags:
 	--timing T       how ops are timed on cuda: auto (default: CUPTI
 	                 activity records where CUPTI loads and is free, else
 	                 events, saying why on stderr), cupti or events
-	--perf-model F   plan with the measured costs in the perf-model file F
+	--perf-model FILE
+	                 plan with the measured costs in the perf-model FILE
 	                 (one per device; a file of another device, version or
 	                 a corrupt one is a warning, and default costs), time
 	                 the runs, print estimated against measured makespan,
 	                 and fold the runs' durations and submission costs
-	                 into F (written whole; the first half of several
+	                 into FILE (written whole; the first half of several
 	                 runs or replays warms up and teaches nothing). Eager:
 	                 the runs are traced for the ops' durations, then run
 	                 as many times again untraced for the host's costs and
 	                 the measured makespan (mean wall time per run; a
 	                 second or more of runs averages the host's drift).
-	                 Ranks: put {rank} in F, each keeps the model of its
+	                 Ranks: put {rank} in FILE, each keeps the model of its
 	                 device (eager runs only; ranks in processes of their
 	                 own meet again for the untraced runs)
 	--format F       text (default) or json: the outputs and summary, or
