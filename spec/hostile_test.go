@@ -123,3 +123,15 @@ func TestSuggestBounded(t *testing.T) {
 	r := reader{suggestBudget: 10}
 	assert.Equal(t, "use one of size", r.suggest("szie", []string{"size"}), "no budget left, no comparison")
 }
+
+// A spec's file name, and the paths it names, are quoted in errors where
+// they hold control characters: they cannot recolour the terminal.
+func TestControlCharactersQuoted(t *testing.T) {
+	_, err := Parse("bad\x1b[31m.yaml", []byte("ops: 3\n"))
+	require.Error(t, err)
+	assert.Equal(t, `"bad\x1b[31m.yaml":1:6: ops must be a list, not the integer 3`, err.Error())
+	_, err = Parse("ok.yaml", []byte("buffers:\n  h: {size: 16, init: {file: \"in\\e[31m.bin\"}}\nops: []\n"), WithBaseDir(t.TempDir()))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `init file "in\x1b[31m.bin": `)
+	assert.NotContains(t, err.Error(), "\x1b")
+}

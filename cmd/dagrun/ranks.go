@@ -377,7 +377,7 @@ func printWorldReport(w io.Writer, r worldReport) error {
 		runs += " (the first eager, then replays of a graph captured after it)"
 	}
 	fmt.Fprintf(bw, "ran %s on %s as %s: %d ops, %d streams, %d waits per rank, %s in %s\n",
-		r.Spec, r.Backend, how, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
+		human.Quote(r.Spec), r.Backend, how, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
 	return bw.Flush()
 }
 
@@ -543,7 +543,7 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 		t, err := trace.ReadChrome(f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("%s: %w", in, err)
+			return fmt.Errorf("%s: %w", human.Quote(in), err)
 		}
 		if t.Rank == nil {
 			return usagef("%s is not the trace of a rank: several traces are merged only when each is one rank's (dagrun run --trace of a world)", in)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
@@ -413,7 +414,7 @@ func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, saved map
 	}
 	for _, out := range s.Outputs {
 		if out.Save != "" && !saved[out.Save] {
-			fl.notWritten = append(fl.notWritten, fmt.Sprintf("%s to %s", out.Buffer.Name, s.SavePath(out.Save)))
+			fl.notWritten = append(fl.notWritten, fmt.Sprintf("%s to %s", out.Buffer.Name, human.Quote(s.SavePath(out.Save))))
 		}
 	}
 	return fl

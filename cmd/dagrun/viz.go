@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -101,7 +102,7 @@ func (c *cli) viz(args []string) error {
 		}
 		t, err := trace.ReadChrome(r)
 		if err != nil {
-			return fmt.Errorf("%s: %w", in, err)
+			return fmt.Errorf("%s: %w", human.Quote(in), err)
 		}
 		draw = t.WriteSVG
 		if ext == "html" {

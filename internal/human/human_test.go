@@ -44,3 +44,16 @@ func ExampleDuration() {
 	// 1.79 s
 	// 452 µs
 }
+
+func TestQuote(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"out.bin", "out.bin"},
+		{"my dir/spec é.yaml", "my dir/spec é.yaml"},
+		{"out\x1b[32mgreen.bin", `"out\x1b[32mgreen.bin"`},
+		{"a\nb", `"a\nb"`},
+		{"bad\xffutf8", `"bad\xffutf8"`},
+		{"NVIDIA H100\r", `"NVIDIA H100\r"`},
+	} {
+		assert.Equal(t, tc.want, human.Quote(tc.in), "%q", tc.in)
+	}
+}
