@@ -507,7 +507,7 @@ func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Sp
 				break
 			}
 			runStart := time.Since(start)
-			stop := watchOps(sess, bar, i+1, len(p.Graph.Ops))
+			stop := watchOps(sess, bar, i+1, p.Graph)
 			err := sess.Run(ctx)
 			stop()
 			if err != nil {
