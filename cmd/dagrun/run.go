@@ -28,11 +28,11 @@ waits and wall time. Outputs with a save path are written to files, each
 whole or not at all; after a failed run the summary names the outputs
 not written. A failing op is reported with its place in the spec. On a
 terminal, long runs show a progress bar on stderr (runs done, and
-within a long run on the cpu backend its ops done). On the cpu backend, a
-run estimated at over a minute (from its GEMMs' FLOPs and the bytes its
-other ops move, at rates measured on a 2-core machine) is warned about
-before it starts. Ctrl-C (SIGINT) or
-SIGTERM stops the run, frees everything and exits with status 130; with
+within a long run on the cpu backend its ops done); where stderr is not
+a terminal, a run that lasts prints a progress line every 30 s. On the
+cpu backend, a run estimated at over a minute (from its GEMMs' FLOPs and
+the bytes its other ops move, at rates measured on a 2-core machine) is
+warned about before it starts. Ctrl-C (SIGINT) or SIGTERM stops the run, frees everything and exits with status 130; with
 --trace, the trace of the runs that completed is written. A spec named -
 is read from standard input.
 
