@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -134,4 +135,26 @@ func TestControlCharactersQuoted(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `init file "in\x1b[31m.bin": `)
 	assert.NotContains(t, err.Error(), "\x1b")
+}
+
+// The package documentation gives the limits as values, and the values
+// are the constants'.
+func TestDocGivesLimits(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	text := strings.Join(strings.Fields(strings.ReplaceAll(string(doc), "//", "")), " ")
+	for _, want := range []string{
+		fmt.Sprintf("at most %d MiB (MaxSpecBytes)", MaxSpecBytes>>20),
+		fmt.Sprintf("%d buffers (MaxBuffers)", MaxBuffers),
+		fmt.Sprintf("%d kernels (MaxKernels)", MaxKernels),
+		fmt.Sprintf("%d ops (MaxOps;", MaxOps),
+		fmt.Sprintf("%d parameters per kernel (MaxArgs)", MaxArgs),
+		fmt.Sprintf("at most %d levels (MaxDepth;", MaxDepth),
+		fmt.Sprintf("at most %d, MaxNesting", MaxNesting),
+		fmt.Sprintf("nest at most %d deep (MaxNesting)", MaxNesting),
+		fmt.Sprintf("at most %d characters (MaxNameLen)", MaxNameLen),
+		fmt.Sprintf("at most %d problems are listed (MaxErrors)", MaxErrors),
+	} {
+		assert.Contains(t, text, want)
+	}
 }
