@@ -416,7 +416,7 @@ func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error, at inte
 		return fe
 	}
 	for i := range fl.errors {
-		if fl.errors[i].Op != "" {
+		if fl.errors[i].Op != "" && !strings.HasPrefix(fl.errors[i].Message, prefix) {
 			fl.errors[i].Message = prefix + fl.errors[i].Message
 		}
 	}
