@@ -144,6 +144,8 @@ func TestErrors(t *testing.T) {
 		want      []string
 	}{
 		{"syntax", "ops: [\n", []string{`1:6: YAML: sequence end token ']' not found`}},
+		{"a tab", "buffers:\n\tx: {size: 16}\nops: []\n",
+			[]string{`2:1: YAML: found a tab ('\t') that cannot start any token (YAML indents with spaces, never tabs: replace the tab with spaces)`}},
 		{"empty", "", []string{`1:1: the spec is empty (declare buffers and ops)`}},
 		{"two documents", "ops: [{alloc: x}]\n---\nops: []\n",
 			[]string{`3:1: a spec is one YAML document; this is a second one (put the whole spec in one document)`}},
