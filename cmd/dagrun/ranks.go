@@ -376,8 +376,9 @@ func printWorldReport(w io.Writer, r worldReport) error {
 	if r.Graph {
 		runs += " (the first eager, then replays of a graph captured after it)"
 	}
-	fmt.Fprintf(bw, "ran %s on %s as %s: %d ops, %d streams, %d waits per rank, %s in %s\n",
-		human.Quote(r.Spec), r.Backend, how, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
+	fmt.Fprintf(bw, "ran %s on %s as %s: %s, %s, %s per rank, %s in %s\n",
+		human.Quote(r.Spec), r.Backend, how, human.Count(r.Ops, "op", "ops"), human.Count(r.Streams, "stream", "streams"),
+		human.Count(r.Waits, "wait", "waits"), runs, short(r.WallNS))
 	return bw.Flush()
 }
 

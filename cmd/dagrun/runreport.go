@@ -164,8 +164,9 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 	if repeat > 1 {
 		runs = fmt.Sprintf("%d runs (%s each)", repeat, short(r.WallNS/int64(repeat)))
 	}
-	fmt.Fprintf(bw, "ran %s on %s: %d ops, %d streams, %d waits, %s in %s\n",
-		human.Quote(r.Spec), r.Backend, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
+	fmt.Fprintf(bw, "ran %s on %s: %s, %s, %s, %s in %s\n",
+		human.Quote(r.Spec), r.Backend, human.Count(r.Ops, "op", "ops"), human.Count(r.Streams, "stream", "streams"),
+		human.Count(r.Waits, "wait", "waits"), runs, short(r.WallNS))
 	writeMemoryReports(bw, r.Memory) // memoryrun.go
 	writeBudgetReport(bw, r.MemoryBudget)
 	if r.Runs != "" {

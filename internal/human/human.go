@@ -65,3 +65,11 @@ func Quote(s string) string {
 	}
 	return s
 }
+
+// Count writes n and the noun for n of it: "1 wait", "3 waits", "0 waits".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

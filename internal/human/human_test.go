@@ -57,3 +57,9 @@ func TestQuote(t *testing.T) {
 		assert.Equal(t, tc.want, human.Quote(tc.in), "%q", tc.in)
 	}
 }
+
+func TestCount(t *testing.T) {
+	assert.Equal(t, "1 wait", human.Count(1, "wait", "waits"))
+	assert.Equal(t, "0 waits", human.Count(0, "wait", "waits"))
+	assert.Equal(t, "12 cross-stream edges", human.Count(12, "cross-stream edge", "cross-stream edges"))
+}
