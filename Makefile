@@ -49,8 +49,8 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/comm
 	$(GO) test -run '^$$' -fuzz '^FuzzReadChrome$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./trace
 
-# The build without a C compiler (CGO_ENABLED=0): builds, vets, and runs
-# the examples on the CPU backend.
+# The build without a C compiler (CGO_ENABLED=0): builds, vets, runs every
+# package's tests in -short mode, and runs the examples on the CPU backend.
 nocgo:
 	GO=$(GO) bash scripts/nocgo-check.sh
 

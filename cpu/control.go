@@ -149,7 +149,7 @@ func (b *Session) expand(s *stream, done uint64) {
 		consume()
 		return
 	case loop && op.Control.Max > 0 && done >= uint64(op.Control.Max):
-		fail(fmt.Errorf("the loop ran its %d iterations (max) and its flag is still set", op.Control.Max))
+		fail(op.Control.MaxReached())
 		return
 	case loop, flag != 0:
 		body = c.bodies[0]

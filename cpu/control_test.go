@@ -76,6 +76,14 @@ func TestWhileHitsMax(t *testing.T) {
 	assert.Contains(t, err.Error(), `op "halve": the loop ran its 3 iterations (max) and its flag is still set`)
 }
 
+// A loop whose max is one iteration says so in the singular.
+func TestWhileHitsMaxOfOne(t *testing.T) {
+	g := build(t, halving(10, 1))
+	_, err := executor.Execute(context.Background(), cpu.New(), plan(t, g, 4))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `op "halve": the loop ran its one iteration (its max) and its flag is still set`)
+}
+
 func TestIfElse(t *testing.T) {
 	for _, set := range []bool{true, false} {
 		g := build(t, func(b *dag.Builder) {

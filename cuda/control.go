@@ -429,7 +429,7 @@ func (ct *controller) overflowed() error {
 		if binary.LittleEndian.Uint64(st[8:]) == 0 {
 			continue
 		}
-		errs = append(errs, &dag.OpError{Op: c.op.Name, Err: fmt.Errorf("the loop ran its %d iterations (max) and its flag is still set", c.op.Control.Max)})
+		errs = append(errs, &dag.OpError{Op: c.op.Name, Err: c.op.Control.MaxReached()})
 		if err := se.drv.zero(c.dev.ctx, c.state, loopStateBytes); err != nil {
 			errs = append(errs, err)
 		}

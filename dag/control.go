@@ -1,6 +1,9 @@
 package dag
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // ControlSpec is the control-flow part of a While or If operation: a body
 // of operations that runs while (or once if) a flag in device memory is
@@ -21,6 +24,15 @@ type ControlSpec struct {
 	Else *Graph // If: the branch taken when Cond is zero; nil for none
 
 	body, els *Builder // what the caller declared, built by Build
+}
+
+// MaxReached is the error of a While that ran its Max iterations with its
+// flag still set, in the words every backend reports it in.
+func (c *ControlSpec) MaxReached() error {
+	if c.Max == 1 {
+		return errors.New("the loop ran its one iteration (its max) and its flag is still set")
+	}
+	return fmt.Errorf("the loop ran its %d iterations (max) and its flag is still set", c.Max)
 }
 
 // MaxIterations bounds any While: a loop that meant to stop at a million

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,7 +95,14 @@ type RankError struct {
 	Err  error
 }
 
-func (e *RankError) Error() string { return fmt.Sprintf("rank %d: %v", e.Rank, e.Err) }
+// Error names the rank, once: the errors of internal/comm name it already.
+func (e *RankError) Error() string {
+	msg, prefix := e.Err.Error(), fmt.Sprintf("rank %d: ", e.Rank)
+	if strings.HasPrefix(msg, prefix) {
+		return msg
+	}
+	return prefix + msg
+}
 func (e *RankError) Unwrap() error { return e.Err }
 
 // failures collects the ranks' errors in the order they fail. The first
@@ -453,7 +461,7 @@ func JoinWorld(ctx context.Context, b device.Backend, p *planner.Plan, place Pla
 		Options:  comm.Options{Timeout: cfg.world.timeout, Waiting: cfg.world.waiting},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("executor: %w", err)
+		return nil, err // a *comm.Error, which names the rank and the rendezvous
 	}
 	met := time.Now()
 	dw := device.World{Rank: place.Rank, Size: place.World}

@@ -403,3 +403,10 @@ func TestJoinWorldRefuses(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// A rank's error names the rank once, also when internal/comm named it.
+func TestRankErrorNamesTheRankOnce(t *testing.T) {
+	inner := &comm.Error{Rank: 0, Op: "all_reduce", Peer: 1, Msg: "no data from rank 1 within 1s", Err: comm.ErrTimeout}
+	assert.Equal(t, "rank 0: all_reduce: no data from rank 1 within 1s", (&executor.RankError{Rank: 0, Err: inner}).Error())
+	assert.Equal(t, "rank 2: the op failed", (&executor.RankError{Rank: 2, Err: errors.New("the op failed")}).Error())
+}

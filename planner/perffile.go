@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dagrun/dagrun/internal/human"
 )
 
 // Perf-model files: what Save writes and LoadPerfModel accepts. Version 2
@@ -60,7 +62,7 @@ func (e *PerfModelError) Error() string {
 	case PerfModelNewVersion:
 		what, fix = "was written by a newer dagrun", "use that dagrun, or another file"
 	}
-	s := fmt.Sprintf("perf model %s %s", e.Path, what)
+	s := fmt.Sprintf("perf model %s %s", human.Quote(e.Path), what)
 	if e.Detail != "" {
 		s += " (" + e.Detail + ")"
 	}
@@ -156,10 +158,10 @@ func parsePerfModel(data []byte, path string, dev DeviceKey, fallback CostModel)
 			return fail(PerfModelCorrupt, fmt.Sprintf("ops[%d]: signature %q appears twice", i, e.Signature), nil)
 		}
 		if err := e.check(); err != nil {
-			return fail(PerfModelCorrupt, fmt.Sprintf("ops[%d] (%s)", i, e.Signature), err)
+			return fail(PerfModelCorrupt, fmt.Sprintf("ops[%d] (%s)", i, human.Quote(e.Signature)), err)
 		}
 		if e.Bytes < 0 {
-			return fail(PerfModelCorrupt, fmt.Sprintf("ops[%d] (%s): bytes %d", i, e.Signature, e.Bytes), nil)
+			return fail(PerfModelCorrupt, fmt.Sprintf("ops[%d] (%s): bytes %d", i, human.Quote(e.Signature), e.Bytes), nil)
 		}
 		entry := e.opEntry
 		m.ops[e.Signature] = &entry
@@ -172,7 +174,7 @@ func parsePerfModel(data []byte, path string, dev DeviceKey, fallback CostModel)
 			return fail(PerfModelCorrupt, fmt.Sprintf("overheads[%d]: %q appears twice", i, o.Name), nil)
 		}
 		if err := o.check(); err != nil {
-			return fail(PerfModelCorrupt, fmt.Sprintf("overheads[%d] (%s)", i, o.Name), err)
+			return fail(PerfModelCorrupt, fmt.Sprintf("overheads[%d] (%s)", i, human.Quote(string(o.Name))), err)
 		}
 		s := o.PerfStats
 		m.overheads[o.Name] = &s

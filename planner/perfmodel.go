@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/human"
 )
 
 // DeviceKey names the device a perf model was measured on: durations of one
@@ -26,9 +27,9 @@ type DeviceKey struct {
 }
 
 func (k DeviceKey) String() string {
-	s := fmt.Sprintf("%s, %d SMs, driver %d", k.Name, k.SMs, k.Driver)
+	s := fmt.Sprintf("%s, %d SMs, driver %d", human.Quote(k.Name), k.SMs, k.Driver)
 	if k.MIG != "" {
-		s += ", MIG " + k.MIG
+		s += ", MIG " + human.Quote(k.MIG)
 	}
 	return s
 }

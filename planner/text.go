@@ -91,7 +91,7 @@ func (p *Plan) writeBodies(bw *bufio.Writer, id int32, indent string) {
 		case op.Kind.Info().Body == dag.Branch:
 			what = "else, when the flag is zero"
 		}
-		fmt.Fprintf(bw, "%s%s (%s, %d streams, one pass %s):\n", indent, op.Name, what, len(body.Streams), formatDuration(body.Stats.Makespan))
+		fmt.Fprintf(bw, "%s%s (%s, %s, one pass %s):\n", indent, op.Name, what, human.Count(len(body.Streams), "stream", "streams"), formatDuration(body.Stats.Makespan))
 		body.writeStreams(bw, indent+"  ")
 	}
 }

@@ -37,25 +37,46 @@ func EstimateCPU(g *dag.Graph) CPUEstimate {
 	var e CPUEstimate
 	var secs float64
 	for _, op := range g.Ops {
-		switch {
-		case op.Kind.Info().Lifetime != dag.NoLifetime:
-		case op.Gemm != nil:
-			f := op.Gemm.Flops()
-			e.Flops += f
-			secs += f / cpuGemmFlops
-		case op.Kind == dag.Copy:
-			b := float64(op.Bytes())
-			e.Bytes += b
-			secs += b / cpuCopyBandwidth
-		default:
-			b := float64(op.Bytes())
-			e.Bytes += b
-			secs += b / cpuBandwidth
-		}
+		t, flops, bytes := cpuOp(op)
+		secs += t
+		e.Flops += flops
+		e.Bytes += bytes
 	}
-	e.Time = time.Duration(min(secs, float64(1<<62)/1e9) * 1e9)
+	e.Time = seconds(secs)
 	return e
 }
+
+// CPUOpTimes is EstimateCPU's time of each of g's ops, by op ID: a long
+// run's progress is weighed by them, so that its estimate of the time left
+// does not take a thousand small ops for most of the work when one GEMM is.
+func CPUOpTimes(g *dag.Graph) []time.Duration {
+	times := make([]time.Duration, len(g.Ops))
+	for i, op := range g.Ops {
+		t, _, _ := cpuOp(op)
+		times[i] = seconds(t)
+	}
+	return times
+}
+
+// cpuOp is the model's time of op in seconds, and the FLOPs or the bytes
+// the time is of.
+func cpuOp(op *dag.Op) (secs, flops, bytes float64) {
+	switch {
+	case op.Kind.Info().Lifetime != dag.NoLifetime:
+		return 0, 0, 0
+	case op.Gemm != nil:
+		f := op.Gemm.Flops()
+		return f / cpuGemmFlops, f, 0
+	case op.Kind == dag.Copy:
+		b := float64(op.Bytes())
+		return b / cpuCopyBandwidth, 0, b
+	default:
+		b := float64(op.Bytes())
+		return b / cpuBandwidth, 0, b
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(min(s, float64(1<<62)/1e9) * 1e9) }
 
 // Add is the estimate of both e and o, run one after the other.
 func (e CPUEstimate) Add(o CPUEstimate) CPUEstimate {

@@ -49,9 +49,10 @@
 //	  - h_out
 //	  - {buffer: d_x, save: x.bin}
 //
-// Buffers: size is a byte count, optionally with a unit (B, KiB, MiB, GiB,
-// TiB, or the decimal KB, MB, GB, TB), or dtype (u8, i32, i64, f32, f64,
-// f16, bf16; default f32) and count; placement is device (default), pinned
+// Buffers: size is a byte count, optionally with a unit in any case (B,
+// KiB, MiB, GiB, TiB or Ki, Mi, Gi, Ti; the decimal KB, MB, GB, TB or K,
+// M, G, T: 40G is 40e9 bytes, as kubectl reads it), or dtype (u8, i32,
+// i64, f32, f64, f16, bf16; default f32) and count; placement is device (default), pinned
 // or pageable host memory; device is the GPU (default 0); a temporary
 // buffer lives only inside the run, and its contents are undefined until
 // an op writes them (device pool memory is not cleared, and an arena
@@ -203,7 +204,7 @@
 // memory, gemms and further loops and branches; it refuses host steps,
 // tasks and copies to or from host memory in a body when the run starts,
 // naming the op (the cpu backend runs them). Bodies are not empty, nest
-// at most MaxNesting deep, and their ops count towards MaxOps. Ops of a body that the spec does not name are
+// at most 16 deep (MaxNesting), and their ops count towards the spec's 4194304 (MaxOps). Ops of a body that the spec does not name are
 // named after their loop or branch (refine/scale2) and placed in messages
 // by their place in it (ops[0].body[1]).
 //
@@ -304,14 +305,14 @@
 // # Limits
 //
 // So that no input makes loading take more than time and memory linear in
-// its size, a spec holds at most MaxSpecBytes bytes, MaxBuffers buffers,
-// MaxKernels kernels, MaxOps ops (those of bodies too) and MaxArgs
-// parameters per kernel, is nested at most MaxDepth levels (loops and
-// branches at most MaxNesting), and names things with at most
-// MaxNameLen characters; each is an error at the position that crosses
-// it. Aliases may bring at most about a million nodes into the reading
+// its size, a spec holds at most 128 MiB (MaxSpecBytes), 1048576 buffers
+// (MaxBuffers), 65536 kernels (MaxKernels), 4194304 ops (MaxOps; those of
+// bodies too) and 1024 parameters per kernel (MaxArgs), is nested at most
+// 64 levels (MaxDepth; loops and branches at most 16, MaxNesting), and
+// names things with at most 256 characters (MaxNameLen); each is an error
+// at the position that crosses it. Aliases may bring at most about a million nodes into the reading
 // (nested aliases, "billion laughs", are refused, not expanded), the
 // did-you-mean suggestions compare only names of similar length up to 64
-// bytes within a fixed budget of work, and at most MaxErrors problems are
-// listed.
+// bytes within a fixed budget of work, and at most 1000 problems are listed
+// (MaxErrors).
 package spec

@@ -182,6 +182,12 @@ func (l *loader) syntaxError(src []byte, err error) {
 	if strings.Contains(e.Msg, "not allowed in this context") || strings.Contains(e.Msg, "did not find expected") {
 		e.Hint = indentHint(src, e.Pos.Line)
 	}
+	if strings.Contains(e.Msg, "\t") {
+		// A tab printed as it is looks like spaces: name it.
+		e.Msg = strings.ReplaceAll(e.Msg, "character '\t'", "a tab ('\\t')")
+		e.Msg = strings.ReplaceAll(e.Msg, "\t", `\t`)
+		e.Hint = "YAML indents with spaces, never tabs: replace the tab with spaces"
+	}
 	l.errs = append(l.errs, e)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/human"
 )
 
 // Position is a place in a spec file. Line and Col count from 1.
@@ -17,7 +18,9 @@ type Position struct {
 }
 
 // String formats p as file:line:col, the form editors and compilers use.
-func (p Position) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
+func (p Position) String() string {
+	return fmt.Sprintf("%s:%d:%d", human.Quote(p.File), p.Line, p.Col)
+}
 
 func comparePositions(a, b Position) int {
 	return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))

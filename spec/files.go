@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/dagrun/dagrun/internal/human"
 )
 
 // files is where a spec's paths resolve and which trees it may touch: its
@@ -74,12 +76,12 @@ func (l *loader) readFile(n *node, what subject, p string, limit int64) ([]byte,
 	}
 	dir, rel, err := l.spec.files.locate(l.spec.files.base, p)
 	if err != nil {
-		l.errorf(n, pathHint, "%s %s %v", what, p, err)
+		l.errorf(n, pathHint, "%s %s %v", what, human.Quote(p), err)
 		return nil, false
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		l.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, p, unwrapPath(err))
+		l.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
 		return nil, false
 	}
 	defer root.Close()
@@ -87,31 +89,31 @@ func (l *loader) readFile(n *node, what subject, p string, limit int64) ([]byte,
 	// The open is non-blocking too, and the file is checked again once
 	// open, so that one swapped in between cannot hang the read either.
 	if fi, err := root.Stat(rel); err == nil && !fi.Mode().IsRegular() {
-		l.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, p, fileKind(fi.Mode()))
+		l.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, human.Quote(p), fileKind(fi.Mode()))
 		return nil, false
 	}
 	file, err := root.OpenFile(rel, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
-		l.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, p, unwrapPath(err))
+		l.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
 		return nil, false
 	}
 	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil {
-		l.errorf(n, "", "%s %s: %v", what, p, unwrapPath(err))
+		l.errorf(n, "", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
 		return nil, false
 	}
 	if !fi.Mode().IsRegular() {
-		l.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, p, fileKind(fi.Mode()))
+		l.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, human.Quote(p), fileKind(fi.Mode()))
 		return nil, false
 	}
 	if fi.Size() > limit {
-		l.errorf(n, "", "%s %s holds %d bytes, more than %d", what, p, fi.Size(), limit)
+		l.errorf(n, "", "%s %s holds %d bytes, more than %d", what, human.Quote(p), fi.Size(), limit)
 		return nil, false
 	}
 	data := make([]byte, fi.Size())
 	if _, err := readFull(file, data); err != nil {
-		l.errorf(n, "", "%s %s: %v", what, p, unwrapPath(err))
+		l.errorf(n, "", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
 		return nil, false
 	}
 	l.noteRead(filepath.Join(dir, rel))
@@ -174,7 +176,7 @@ func (l *loader) checkWrite(n *node, what subject, p string) bool {
 	dir, rel, err := l.spec.files.locate(l.saveDir(), p)
 	if err != nil {
 		hint := "save paths are relative to the save directory (the spec's, or --save-dir) and stay inside it; pass --allow-path DIR to allow another tree"
-		l.errorf(n, hint, "%s %s %v", what, p, err)
+		l.errorf(n, hint, "%s %s %v", what, human.Quote(p), err)
 		return false
 	}
 	full := filepath.Join(dir, rel)
@@ -219,35 +221,35 @@ func (l *loader) specPath() string {
 func (s *Spec) WriteFile(path string, data []byte) error {
 	dir, rel, err := s.files.locate(absDir(s.saveDir()), path)
 	if err != nil {
-		return fmt.Errorf("save %s: %v (%s)", path, err, "pass --allow-path DIR to allow another tree")
+		return fmt.Errorf("save %s: %v (%s)", human.Quote(path), err, "pass --allow-path DIR to allow another tree")
 	}
 	if save := absDir(s.saveDir()); dir == save {
 		// The save directory is the person's choice: make it if need be.
 		if err := os.MkdirAll(save, 0o755); err != nil {
-			return fmt.Errorf("save %s: %w", path, err)
+			return fmt.Errorf("save %s: %w", human.Quote(path), err)
 		}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
+		return fmt.Errorf("save %s: %w", human.Quote(path), err)
 	}
 	defer root.Close()
 	if d := filepath.Dir(rel); d != "." {
 		if err := root.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("save %s: %w", path, err)
+			return fmt.Errorf("save %s: %w", human.Quote(path), err)
 		}
 	}
 	if fi, err := root.Lstat(rel); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("save %s: %s is a symbolic link; save to a file of its own", path, filepath.Join(dir, rel))
+		return fmt.Errorf("save %s: %s is a symbolic link; save to a file of its own", human.Quote(path), human.Quote(filepath.Join(dir, rel)))
 	} else if err == nil && fi.IsDir() {
-		return fmt.Errorf("save %s: %s is a directory", path, s.SavePath(path))
+		return fmt.Errorf("save %s: %s is a directory", human.Quote(path), human.Quote(s.SavePath(path)))
 	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".tmp-"+hex.EncodeToString(rnd[:]))
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
+		return fmt.Errorf("save %s: %w", human.Quote(path), err)
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -261,7 +263,7 @@ func (s *Spec) WriteFile(path string, data []byte) error {
 	}
 	if err != nil {
 		root.Remove(tmp)
-		return fmt.Errorf("save %s: %w", path, err)
+		return fmt.Errorf("save %s: %w", human.Quote(path), err)
 	}
 	return nil
 }

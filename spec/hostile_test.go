@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -122,4 +123,38 @@ func TestSuggestBounded(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("did you mean %q?", name), suggest(name[:59]+"c", []string{name, "a"}))
 	r := reader{suggestBudget: 10}
 	assert.Equal(t, "use one of size", r.suggest("szie", []string{"size"}), "no budget left, no comparison")
+}
+
+// A spec's file name, and the paths it names, are quoted in errors where
+// they hold control characters: they cannot recolour the terminal.
+func TestControlCharactersQuoted(t *testing.T) {
+	_, err := Parse("bad\x1b[31m.yaml", []byte("ops: 3\n"))
+	require.Error(t, err)
+	assert.Equal(t, `"bad\x1b[31m.yaml":1:6: ops must be a list, not the integer 3`, err.Error())
+	_, err = Parse("ok.yaml", []byte("buffers:\n  h: {size: 16, init: {file: \"in\\e[31m.bin\"}}\nops: []\n"), WithBaseDir(t.TempDir()))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `init file "in\x1b[31m.bin": `)
+	assert.NotContains(t, err.Error(), "\x1b")
+}
+
+// The package documentation gives the limits as values, and the values
+// are the constants'.
+func TestDocGivesLimits(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	text := strings.Join(strings.Fields(strings.ReplaceAll(string(doc), "//", "")), " ")
+	for _, want := range []string{
+		fmt.Sprintf("at most %d MiB (MaxSpecBytes)", MaxSpecBytes>>20),
+		fmt.Sprintf("%d buffers (MaxBuffers)", MaxBuffers),
+		fmt.Sprintf("%d kernels (MaxKernels)", MaxKernels),
+		fmt.Sprintf("%d ops (MaxOps;", MaxOps),
+		fmt.Sprintf("%d parameters per kernel (MaxArgs)", MaxArgs),
+		fmt.Sprintf("at most %d levels (MaxDepth;", MaxDepth),
+		fmt.Sprintf("at most %d, MaxNesting", MaxNesting),
+		fmt.Sprintf("nest at most %d deep (MaxNesting)", MaxNesting),
+		fmt.Sprintf("at most %d characters (MaxNameLen)", MaxNameLen),
+		fmt.Sprintf("at most %d problems are listed (MaxErrors)", MaxErrors),
+	} {
+		assert.Contains(t, text, want)
+	}
 }

@@ -2,7 +2,8 @@ package spec
 
 // Limits on what a spec may hold, so that no input, however written, makes
 // loading take more than time and memory linear in its size. Each is
-// reported as an error at the position that crosses it (see doc.go).
+// reported as an error at the position that crosses it (see the package
+// documentation, which gives each value).
 const (
 	// MaxSpecBytes is the largest spec file: about 2 million ops.
 	MaxSpecBytes = 128 << 20

@@ -8,18 +8,19 @@ import (
 	"time"
 )
 
-// sizeUnits are the units a size may carry: binary (KiB) and decimal (KB)
-// multiples of a byte.
-var sizeUnits = []struct {
-	name string
-	mul  int64
-}{
-	{"B", 1},
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+// sizeUnits are the units a size may carry, by their name in lower case
+// (a unit is read in any case): binary (KiB, or Ki as kubectl writes it)
+// and decimal (KB, or K) multiples of a byte. 40G and 40gb are 40e9 bytes,
+// as kubectl reads 40G; 40GiB and 40Gi are 40<<30.
+var sizeUnits = map[string]int64{
+	"b":  1,
+	"ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+	"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
 }
 
-const sizeHint = "write a byte count such as 4096 or a number with a unit: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB"
+const sizeHint = "write a byte count such as 4096 or a number with a unit, in any case: B, KiB, MiB, GiB, TiB (or Ki, Mi, Gi, Ti), KB, MB, GB, TB (or K, M, G, T)"
 
 // parseSize reads a size: a whole number of bytes, optionally followed by a
 // unit ("4 MiB", "1.5KiB" when that is a whole number of bytes).
@@ -41,14 +42,8 @@ func parseSize(s string) (int64, error) {
 	}
 	mul := int64(1)
 	if unit != "" {
-		found := false
-		for _, u := range sizeUnits {
-			if u.name == unit {
-				mul, found = u.mul, true
-				break
-			}
-		}
-		if !found {
+		var found bool
+		if mul, found = sizeUnits[strings.ToLower(unit)]; !found {
 			return 0, fmt.Errorf("size %q has unknown unit %q", s, unit)
 		}
 	}
@@ -154,6 +149,7 @@ func parseViewText(s string, bound func(string) (int64, error)) (viewText, error
 }
 
 // ParseSize reads a size as specs write them: a whole number of bytes,
-// optionally followed by a unit (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB):
-// "4096", "40 GiB", "1.5KiB".
+// optionally followed by a unit in any case (B, KiB, MiB, GiB, TiB or Ki,
+// Mi, Gi, Ti; KB, MB, GB, TB or K, M, G, T): "4096", "40 GiB", "1.5KiB",
+// "40G" (40e9, as kubectl reads it).
 func ParseSize(s string) (int64, error) { return parseSize(s) }

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/graph/simple"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -134,8 +135,9 @@ func addBodiesDOT(top, c *dotGraph, p *planner.Plan, op *dag.Op) {
 // planCaption is the figures line under a plan picture.
 func planCaption(p *planner.Plan) string {
 	s := p.Stats
-	return fmt.Sprintf("%d ops on %d streams, %d cross-stream edges, %d waits; estimated makespan %s, critical path %s",
-		s.Ops, s.Streams, s.CrossEdges, s.Waits, fmtDur(s.Makespan), fmtDur(s.CriticalPath))
+	return fmt.Sprintf("%s on %s, %s, %s; estimated makespan %s, critical path %s",
+		human.Count(s.Ops, "op", "ops"), human.Count(s.Streams, "stream", "streams"), human.Count(s.CrossEdges, "cross-stream edge", "cross-stream edges"),
+		human.Count(s.Waits, "wait", "waits"), fmtDur(s.Makespan), fmtDur(s.CriticalPath))
 }
 
 // opDetail is the second line of an op's label: what it does, briefly.

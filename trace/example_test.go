@@ -63,7 +63,7 @@ func ExampleFromRun() {
 	// copy/compute overlap  0 ns (0.0% of makespan; 0.0% of copy time 10.0 µs hidden behind kernels, kernel time 7.00 µs)
 	// critical path         17.0 µs (makespan / critical path = 1.18)
 	// plan estimate         makespan 12.3 µs, critical path 9.08 µs (cost model)
-	// plan                  2 ops, 2 streams, 1 cross-stream edges, 1 waits
+	// plan                  2 ops, 2 streams, 1 cross-stream edge, 1 wait
 	//
 	// longest waits (1 of 1; idle: the stream's gap before the op, lag: from the end of the op waited for to the op's start)
 	// stream                op      waited for                    idle      lag

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -271,8 +272,8 @@ func (c Comparison) Write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "planned against achieved (%s): makespan estimated %s, measured %s\n",
 		c.Mode, fmtDur(c.EstimatedMakespan), fmtDur(c.MeasuredMakespan))
-	fmt.Fprintf(bw, "  overlap: %d pairs of ops planned to overlap, %d did not overlap at all (%d shown)\n",
-		c.Planned, c.Lost, len(c.Pairs))
+	fmt.Fprintf(bw, "  overlap: %s of ops planned to overlap, %d did not overlap at all (%d shown)\n",
+		human.Count(c.Planned, "pair", "pairs"), c.Lost, len(c.Pairs))
 	for _, pr := range c.Pairs {
 		state := "overlapped"
 		if pr.Achieved == 0 {

@@ -248,7 +248,7 @@ func (t *Trace) WriteSummaryWith(w io.Writer, o SummaryOptions) error {
 	if t.Figures.Estimated {
 		what = "estimated"
 	}
-	fmt.Fprintf(bw, "makespan %s (%s), %d ops on %d streams\n", fmtDur(s.Makespan), what, len(t.Slices), len(t.Lanes))
+	fmt.Fprintf(bw, "makespan %s (%s), %s on %s\n", fmtDur(s.Makespan), what, human.Count(len(t.Slices), "op", "ops"), human.Count(len(t.Lanes), "stream", "streams"))
 	if n := len(s.Runs); n > 1 {
 		fmt.Fprintf(bw, "runs %d traced (%d to %d); makespan per run: min %s, median %s, max %s\n", n, s.Runs[0].Run, s.Runs[n-1].Run,
 			fmtDur(slices.MinFunc(s.Runs, byMakespan).Makespan), fmtDur(medianMakespan(s.Runs)), fmtDur(slices.MaxFunc(s.Runs, byMakespan).Makespan))
@@ -293,7 +293,8 @@ func (t *Trace) WriteSummaryWith(w io.Writer, o SummaryOptions) error {
 	if !o.NoEstimate && (f.EstMakespan > 0 || f.EstCriticalPath > 0) {
 		fmt.Fprintf(bw, "plan estimate         makespan %s, critical path %s (cost model)\n", fmtDur(f.EstMakespan), fmtDur(f.EstCriticalPath))
 	}
-	fmt.Fprintf(bw, "plan                  %d ops, %d streams, %d cross-stream edges, %d waits\n", f.Ops, f.Streams, f.CrossEdges, f.Waits)
+	fmt.Fprintf(bw, "plan                  %s, %s, %s, %s\n", human.Count(f.Ops, "op", "ops"), human.Count(f.Streams, "stream", "streams"),
+		human.Count(f.CrossEdges, "cross-stream edge", "cross-stream edges"), human.Count(f.Waits, "wait", "waits"))
 
 	if len(s.Waits) > 0 && !o.Brief {
 		n := min(len(s.Waits), longestWaits)

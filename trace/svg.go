@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -119,8 +120,9 @@ func (t *Trace) picture() *picture {
 // caption is the figures line under a timeline's title.
 func (t *Trace) caption() string {
 	s := t.Summarize()
-	return fmt.Sprintf("makespan %s, critical path %s (ratio %.2f); %d ops on %d streams, %d waits; copy/compute overlap %s (%s of makespan)",
-		fmtDur(s.Makespan), fmtDur(s.CriticalPath), s.Ratio, len(t.Slices), len(t.Lanes), len(t.Flows), fmtDur(s.Overlap), pct(s.OverlapShare))
+	return fmt.Sprintf("makespan %s, critical path %s (ratio %.2f); %s on %s, %s; copy/compute overlap %s (%s of makespan)",
+		fmtDur(s.Makespan), fmtDur(s.CriticalPath), s.Ratio, human.Count(len(t.Slices), "op", "ops"), human.Count(len(t.Lanes), "stream", "streams"),
+		human.Count(len(t.Flows), "wait", "waits"), fmtDur(s.Overlap), pct(s.OverlapShare))
 }
 
 // layout is where the lanes of a picture go.

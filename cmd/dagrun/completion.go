@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,21 +19,49 @@ and file names in the shell named. Load it from the shell's start-up file:
 	fish:  dagrun completion fish > ~/.config/fish/completions/dagrun.fish
 `
 
-// usageFlag finds the flags a command's usage documents, one a line.
-var usageFlag = regexp.MustCompile(`(?m)^\t(--?[a-z][a-z0-9-]*)`)
+// usageFlag finds the flags a command's usage documents, one a line, with
+// the placeholder of their value if they take one; usageShort the other
+// spellings it names, such as --json.
+var (
+	usageFlag  = regexp.MustCompile(`(?m)^\t(--?[a-z][a-z0-9-]*)(?: ([A-Z][A-Z0-9]*))?`)
+	usageShort = regexp.MustCompile(`\((--[a-z][a-z0-9-]*) is short for `)
+)
+
+// flagSet is what completion knows of one command's flags.
+type flagSet struct {
+	all    []string // every flag
+	files  []string // the flags whose value is a file (placeholder FILE)
+	dirs   []string // ... a directory (DIR)
+	values []string // ... something else: no file names after them
+}
 
 // commandFlags lists the flags of each command, from its usage: the one
 // place that documents them.
-func commandFlags() map[string][]string {
-	flags := map[string][]string{}
+func commandFlags() map[string]flagSet {
+	flags := map[string]flagSet{}
 	for _, c := range commandList() {
-		list := []string{"--help"}
-		for _, m := range usageFlag.FindAllStringSubmatch(c.usage, -1) {
-			if !slices.Contains(list, m[1]) {
-				list = append(list, m[1])
+		fs := flagSet{all: []string{"--help"}}
+		add := func(list *[]string, f string) {
+			if !slices.Contains(*list, f) {
+				*list = append(*list, f)
 			}
 		}
-		flags[c.name] = list
+		for _, m := range usageFlag.FindAllStringSubmatch(c.usage, -1) {
+			add(&fs.all, m[1])
+			switch m[2] {
+			case "":
+			case "FILE":
+				add(&fs.files, m[1])
+			case "DIR":
+				add(&fs.dirs, m[1])
+			default:
+				add(&fs.values, m[1])
+			}
+		}
+		for _, m := range usageShort.FindAllStringSubmatch(c.usage, -1) {
+			add(&fs.all, m[1])
+		}
+		flags[c.name] = fs
 	}
 	return flags
 }
@@ -66,19 +95,33 @@ func commandNames() []string {
 	return append(names, "help")
 }
 
+// writeBashCompletion writes the bash script. Its replies are read a line
+// at a time (mapfile), never split into words or expanded as globs, so that
+// file names with spaces or glob characters come back whole.
 func writeBashCompletion(w io.Writer) error {
 	var b strings.Builder
+	reply := func(opts string) string {
+		return "mapfile -t COMPREPLY < <(compgen " + opts + " -- \"$cur\")"
+	}
 	b.WriteString("# bash completion for dagrun: source <(dagrun completion bash)\n_dagrun() {\n")
-	b.WriteString("\tlocal cur=${COMP_WORDS[COMP_CWORD]} flags=\n")
-	fmt.Fprintf(&b, "\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n\t\tCOMPREPLY=($(compgen -W %q -- \"$cur\"))\n\t\treturn\n\tfi\n", strings.Join(commandNames(), " "))
+	b.WriteString("\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} flags= dirs= values=\n\tCOMPREPLY=()\n")
+	commands := fmt.Sprintf("-W %q", strings.Join(commandNames(), " "))
+	fmt.Fprintf(&b, "\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n\t\t%s\n\t\treturn\n\tfi\n", reply(commands))
 	b.WriteString("\tcase ${COMP_WORDS[1]} in\n")
 	flags := commandFlags()
 	for _, c := range commandList() {
-		fmt.Fprintf(&b, "\t%s) flags=%q ;;\n", c.name, strings.Join(flags[c.name], " "))
+		fs := flags[c.name]
+		fmt.Fprintf(&b, "\t%s) flags=%q dirs=%q values=%q ;;\n", c.name,
+			strings.Join(fs.all, " "), strings.Join(fs.dirs, " "), strings.Join(fs.values, " "))
 	}
-	fmt.Fprintf(&b, "\thelp) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", strings.Join(commandNames(), " "))
+	fmt.Fprintf(&b, "\thelp) %s; return ;;\n", reply(commands))
 	b.WriteString("\tesac\n")
-	b.WriteString("\tif [[ $cur == -* ]]; then\n\t\tCOMPREPLY=($(compgen -W \"$flags\" -- \"$cur\"))\n\telse\n\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n\tfi\n}\n")
+	backends := append(slices.Clone(backendNames), slices.Sorted(maps.Keys(backendAliases))...)
+	fmt.Fprintf(&b, "\tif [ \"$prev\" = --backend ]; then\n\t\t%s\n", reply(fmt.Sprintf("-W %q", strings.Join(backends, " "))))
+	fmt.Fprintf(&b, "\telif [[ \" $dirs \" == *\" $prev \"* ]]; then\n\t\t%s\n", reply("-d"))
+	b.WriteString("\telif [[ \" $values \" == *\" $prev \"* ]]; then\n\t\treturn\n")
+	fmt.Fprintf(&b, "\telif [[ $cur == -* ]]; then\n\t\t%s\n", reply(`-W "$flags"`))
+	fmt.Fprintf(&b, "\telse\n\t\t%s\n\tfi\n}\n", reply("-f"))
 	b.WriteString("complete -o filenames -F _dagrun dagrun\n")
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -91,7 +134,7 @@ func writeZshCompletion(w io.Writer) error {
 	b.WriteString("\tlocal -a flags\n\tcase $words[2] in\n")
 	flags := commandFlags()
 	for _, c := range commandList() {
-		fmt.Fprintf(&b, "\t%s) flags=(%s) ;;\n", c.name, strings.Join(flags[c.name], " "))
+		fmt.Fprintf(&b, "\t%s) flags=(%s) ;;\n", c.name, strings.Join(flags[c.name].all, " "))
 	}
 	fmt.Fprintf(&b, "\thelp) compadd -- %s; return ;;\n", strings.Join(commandNames(), " "))
 	b.WriteString("\tesac\n\tif [[ $PREFIX == -* ]]; then\n\t\tcompadd -- $flags\n\telse\n\t\t_files\n\tfi\n}\n")
@@ -110,7 +153,7 @@ func writeFishCompletion(w io.Writer) error {
 	b.WriteString("complete -c dagrun -n __fish_use_subcommand -f -a help -d 'show a command\\'s usage'\n")
 	flags := commandFlags()
 	for _, c := range commandList() {
-		for _, f := range flags[c.name] {
+		for _, f := range flags[c.name].all {
 			opt := "-l " + strings.TrimPrefix(f, "--")
 			if !strings.HasPrefix(f, "--") {
 				opt = "-s " + strings.TrimPrefix(f, "-")

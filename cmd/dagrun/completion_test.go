@@ -22,23 +22,43 @@ func TestBashCompletion(t *testing.T) {
 	require.NoError(t, writeBashCompletion(&script))
 	path := filepath.Join(t.TempDir(), "dagrun.bash")
 	require.NoError(t, os.WriteFile(path, script.Bytes(), 0o644))
+	// File names that word splitting or glob expansion would break.
+	dir := t.TempDir()
+	for _, f := range []string{"my spec.yaml", "[ab].yaml", "a.yaml"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
+	}
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "out dir"), 0o755))
 	for _, tc := range []struct {
-		line string
-		want []string
+		words []string // the last is the word completed
+		want  []string
 	}{
-		{"dagrun ru", []string{"run"}},
-		{"dagrun k", []string{"kernels"}},
-		{"dagrun run --rep", []string{"--repeat"}},
-		{"dagrun run --trace-r", []string{"--trace-runs"}},
-		{"dagrun viz -", []string{"--help", "-o", "--format", "--streams", "--allow-path", "--save-dir"}},
-		{"dagrun help pl", []string{"plan"}},
+		{[]string{"dagrun", "ru"}, []string{"run"}},
+		{[]string{"dagrun", "k"}, []string{"kernels"}},
+		{[]string{"dagrun", "run", "--rep"}, []string{"--repeat"}},
+		{[]string{"dagrun", "run", "--trace-r"}, []string{"--trace-runs"}},
+		{[]string{"dagrun", "run", "--js"}, []string{"--json"}},
+		{[]string{"dagrun", "viz", "-"}, []string{"--help", "-o", "--format", "--streams", "--allow-path", "--save-dir"}},
+		{[]string{"dagrun", "help", "pl"}, []string{"plan"}},
+		{[]string{"dagrun", "run", "my"}, []string{"my spec.yaml"}},
+		{[]string{"dagrun", "run", "["}, []string{"[ab].yaml"}},
+		{[]string{"dagrun", "run", "-v", "[a"}, []string{"[ab].yaml"}},
+		{[]string{"dagrun", "run", "--trace", "my"}, []string{"my spec.yaml"}},
+		{[]string{"dagrun", "run", "--save-dir", ""}, []string{"out dir"}},
+		{[]string{"dagrun", "run", "--backend", ""}, []string{"auto", "cpu", "cuda", "gpu"}},
+		{[]string{"dagrun", "plan", "--backend", "c"}, []string{"cpu", "cuda"}},
+		{[]string{"dagrun", "run", "--repeat", ""}, nil},
 	} {
-		t.Run(tc.line, func(t *testing.T) {
-			words := strings.Fields(tc.line)
-			cmd := exec.Command(bash, "--norc", "-c", `source "$0"; COMP_WORDS=($1); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _dagrun; printf '%s\n' "${COMPREPLY[@]}"`, path, strings.Join(words, " "))
+		t.Run(strings.Join(tc.words, " "), func(t *testing.T) {
+			cmd := exec.Command(bash, "--norc", "-c", `source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _dagrun; for w in "${COMPREPLY[@]}"; do printf '%s\n' "$w"; done`, path)
+			cmd.Args = append(cmd.Args, tc.words...)
+			cmd.Dir = dir
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
-			assert.Equal(t, tc.want, strings.Fields(string(out)))
+			var got []string
+			for line := range strings.Lines(string(out)) {
+				got = append(got, strings.TrimSuffix(line, "\n"))
+			}
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }

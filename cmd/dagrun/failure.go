@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
 )
@@ -37,9 +38,9 @@ func (p problem) text(prefix string) string {
 	var b strings.Builder
 	switch {
 	case p.Line > 0:
-		fmt.Fprintf(&b, "%s:%d:%d: ", p.File, p.Line, p.Column)
+		fmt.Fprintf(&b, "%s:%d:%d: ", human.Quote(p.File), p.Line, p.Column)
 	case p.File != "":
-		fmt.Fprintf(&b, "%s: ", p.File)
+		fmt.Fprintf(&b, "%s: ", human.Quote(p.File))
 	default:
 		b.WriteString(prefix)
 	}

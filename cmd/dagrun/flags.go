@@ -35,15 +35,50 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, helpRequest{}
 			}
-			return nil, usagef("%s", helpSpelling(strings.TrimSpace(err.Error()))+flagSuggestion(fs, err))
+			return nil, flagError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
+			if err := checkOutputName(fs); err != nil {
+				return nil, err
+			}
 			return positional, nil
 		}
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+// flagError says what the flag package's err says in the words of the
+// help: an unknown flag, and the one meant, or a flag without its value.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := strings.TrimSpace(err.Error())
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		hint := flagSuggestion(fs, err)
+		if hint == "" {
+			hint = fmt.Sprintf(" (dagrun %s --help lists its flags)", fs.Name())
+		}
+		return usagef("unknown flag %s%s", dashes(strings.TrimLeft(name, "-")), hint)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		return usagef("%s needs a value", dashes(strings.TrimLeft(name, "-")))
+	}
+	return usagef("%s", helpSpelling(msg))
+}
+
+// checkOutputName refuses -o json and the like where the command has
+// --format: such a file name is a format asked for in the wrong flag
+// (-o ./json still names a file json).
+func checkOutputName(fs *flag.FlagSet) error {
+	o, format := fs.Lookup("o"), fs.Lookup("format")
+	if o == nil || format == nil {
+		return nil
+	}
+	switch v := o.Value.String(); v {
+	case "json", "text", "dot", "svg", "html":
+		return usagef("-o %s would write a file named %q: -o names the output file, --format chooses the format (--format %s; -o ./%s for a file of that name)", v, v, v, v)
+	}
+	return nil
 }
 
 // flagSuggestion is " (did you mean --repeat?)" for a flag the command

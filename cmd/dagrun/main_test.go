@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,7 +26,8 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs the command end to end over testdata/script/*.txtar.
 // Each script's work directory holds a copy of the repository's examples
-// in examples/. The condition [cuda] holds where the CUDA backend opens.
+// in examples/. The condition [cuda] holds where the CUDA backend opens,
+// [cgo] where this binary was built with cgo.
 // cmpout FILE1 FILE2 compares two outputs of dagrun run but for their
 // summary lines, which hold timings; status N PROG ARGS... runs PROG and
 // checks that it exits with status N.
@@ -45,16 +47,34 @@ func TestScripts(t *testing.T) {
 			"status": status,
 		},
 		Condition: func(cond string) (bool, error) {
-			if cond != "cuda" {
-				return false, nil
+			switch cond {
+			case "cgo":
+				return builtWithCgo(), nil
+			case "cuda":
+				b, err := cuda.New()
+				if err != nil {
+					return false, nil
+				}
+				return true, b.Close()
 			}
-			b, err := cuda.New()
-			if err != nil {
-				return false, nil
-			}
-			return true, b.Close()
+			return false, nil
 		},
 	})
+}
+
+// builtWithCgo reports whether this test binary was built with cgo (and
+// so with the CUDA backend, which may still find no driver).
+func builtWithCgo() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "CGO_ENABLED" {
+			return s.Value == "1"
+		}
+	}
+	return false
 }
 
 func copyExamples(dst string) error {

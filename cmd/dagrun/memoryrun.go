@@ -6,6 +6,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -139,6 +140,6 @@ func writeBudgetReport(w io.Writer, b *budgetReport) {
 	if b.UnconstrainedNS > 0 {
 		ratio = fmt.Sprintf("%.2fx", float64(b.EstMakespanNS)/float64(b.UnconstrainedNS))
 	}
-	fmt.Fprintf(w, "memory budget: %d pairs of temporaries ordered; estimated makespan %s against %s without it (%s)\n",
-		b.Orderings, short(b.EstMakespanNS), short(b.UnconstrainedNS), ratio)
+	fmt.Fprintf(w, "memory budget: %s of temporaries ordered; estimated makespan %s against %s without it (%s)\n",
+		human.Count(b.Orderings, "pair", "pairs"), short(b.EstMakespanNS), short(b.UnconstrainedNS), ratio)
 }

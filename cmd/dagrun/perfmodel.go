@@ -12,6 +12,7 @@ import (
 
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
@@ -36,7 +37,7 @@ type perfModel struct {
 func (c *cli) loadPerfModel(cmd, path string, b device.Backend, dev int) (*perfModel, error) {
 	key, err := profile.Key(b, dev)
 	if err != nil {
-		return nil, fmt.Errorf("--perf-model %s: %w", path, err)
+		return nil, fmt.Errorf("--perf-model %s: %w", human.Quote(path), err)
 	}
 	l, err := profile.Load(path, key)
 	if err != nil {
@@ -46,7 +47,9 @@ func (c *cli) loadPerfModel(cmd, path string, b device.Backend, dev int) (*perfM
 		fmt.Fprintf(c.stderr, "dagrun %s: warning: %v\n", cmd, l.Unusable)
 	}
 	return &perfModel{Learner: l,
-		warn: func(msg string) { fmt.Fprintf(c.stderr, "dagrun %s: warning: perf model %s: %s\n", cmd, path, msg) }}, nil
+		warn: func(msg string) {
+			fmt.Fprintf(c.stderr, "dagrun %s: warning: perf model %s: %s\n", cmd, human.Quote(path), msg)
+		}}, nil
 }
 
 // planWithModel plans s as makePlan does, costing ops with pm's model
@@ -77,7 +80,7 @@ func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m m
 
 // coverage is the line plan and run print about the model's use.
 func (pm *perfModel) coverage() string {
-	return fmt.Sprintf("perf model %s: %d of %d ops costed from measurements", pm.Path, pm.Covered, pm.Ops)
+	return fmt.Sprintf("perf model %s: %d of %d ops costed from measurements", human.Quote(pm.Path), pm.Covered, pm.Ops)
 }
 
 // hostRuns runs p repeat more times, untraced, for the perf model of an
@@ -187,9 +190,9 @@ func writePerfModel(w io.Writer, prefix string, pm *perfModel, m *profile.Makesp
 	}
 	if pr != nil {
 		if pr.Updated {
-			fmt.Fprintf(w, "%sperf model %s updated from %d op samples\n", prefix, pr.Path, pr.Samples)
+			fmt.Fprintf(w, "%sperf model %s updated from %d op samples\n", prefix, human.Quote(pr.Path), pr.Samples)
 		} else {
-			fmt.Fprintf(w, "%sperf model %s not updated\n", prefix, pr.Path)
+			fmt.Fprintf(w, "%sperf model %s not updated\n", prefix, human.Quote(pr.Path))
 		}
 	}
 }

@@ -52,8 +52,9 @@ Flags:
 	--compare        print each placement strategy's estimated makespan
 	                 (for an eager run and a graph replay) and wait count
 	                 instead of the plan
-	--perf-model F   cost ops with the measurements in the perf-model file
-	                 F (dagrun run --perf-model writes it) of the device
+	--perf-model FILE
+	                 cost ops with the measurements in the perf-model
+	                 FILE (dagrun run --perf-model writes it) of the device
 	                 --backend names, and say how many ops were costed
 	                 from measurements; a file of another device, version,
 	                 or a corrupt one is a warning, and default costs

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // fakeClock moves on by step at each reading.
@@ -167,13 +169,13 @@ func TestProgressOps(t *testing.T) {
 	if stderr.Len() != 0 {
 		t.Fatalf("one run drew %q", stderr.String())
 	}
-	p.ops(1, 5, 10)
+	p.ops(1, 5, 10, 0.5)
 	if got := stderr.String(); !strings.HasPrefix(got, "\r[============            ] 5/10 ops, ") || !strings.HasSuffix(got, " left") {
 		t.Fatalf("bar = %q, want half full at 5/10 ops with the time left", got)
 	}
 	stderr.Reset()
 	p = c.newProgress(4, false)
-	p.ops(2, 1, 4)
+	p.ops(2, 1, 4, 0.25)
 	if got := stderr.String(); !strings.Contains(got, "] run 2/4: 1/4 ops, ") {
 		t.Fatalf("bar = %q, want run 2/4: 1/4 ops", got)
 	}
@@ -202,4 +204,63 @@ func TestRunProgressWithinRun(t *testing.T) {
 	if !strings.Contains(stderr.String(), "/3 ops") {
 		t.Errorf("stderr = %q, want the ops done drawn", stderr.String())
 	}
+}
+
+// manualClock reads the time it was set to.
+type manualClock struct{ t time.Time }
+
+func (c *manualClock) now() time.Time { return c.t }
+
+func (c *manualClock) at(d time.Duration) { c.t = time.Unix(0, 0).Add(d) }
+
+// The time left shrinks while one long op runs: a thousand small ops and
+// then a GEMM that is most of the work.
+func TestProgressEstimateShrinks(t *testing.T) {
+	var stderr bytes.Buffer
+	clock := &manualClock{t: time.Unix(0, 0)}
+	c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(true), now: clock.now}
+	p := c.newProgress(1, false)
+	times := make([]time.Duration, 1001)
+	for i := range 1000 {
+		times[i] = time.Millisecond
+	}
+	times[1000] = 100 * time.Second
+	share := workShares(times)
+	lastLeft := func() string {
+		out := stderr.String()
+		return strings.TrimRight(out[strings.LastIndex(out, "ops, ")+len("ops, "):], " ")
+	}
+	clock.at(time.Second) // the small ops took the second the model says
+	p.ops(1, 1000, 1001, share[1000])
+	assert.Equal(t, "1.67 min left", lastLeft())
+	clock.at(50 * time.Second) // the GEMM runs
+	p.ops(1, 1000, 1001, share[1000])
+	assert.Equal(t, "51.0 s left", lastLeft())
+	clock.at(110 * time.Second) // and runs longer than the estimate
+	p.ops(1, 1000, 1001, share[1000])
+	assert.Equal(t, "taking longer than estimated", lastLeft())
+}
+
+// Where stderr is not a terminal, a long run says where it is in a line
+// every progressLines, and a short one says nothing.
+func TestProgressLines(t *testing.T) {
+	var stderr bytes.Buffer
+	clock := &manualClock{t: time.Unix(0, 0)}
+	c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(false), now: clock.now}
+	p := c.newProgress(10, false)
+	clock.at(10 * time.Second)
+	p.update(1)
+	clock.at(20 * time.Second)
+	p.update(2)
+	assert.Empty(t, stderr.String())
+	clock.at(30 * time.Second)
+	p.update(3)
+	p.ops(4, 5, 10, 0.5)
+	assert.Equal(t, "dagrun run: progress: 3/10 runs, 0.1/s, 1.17 min left (30.0 s so far)\n", stderr.String())
+	stderr.Reset()
+	clock.at(60 * time.Second)
+	p.ops(5, 5, 10, 0.5)
+	assert.Equal(t, "dagrun run: progress: run 5/10: 5/10 ops, 1.22 min left (1.00 min so far)\n", stderr.String())
+	p.clear()
+	assert.NotContains(t, stderr.String(), "\r")
 }

@@ -313,8 +313,9 @@ func printWorldReport(w io.Writer, r worldReport) error {
 	if r.Graph {
 		runs += " (the first eager, then replays of a graph captured after it)"
 	}
-	fmt.Fprintf(bw, "ran %s on %s as %s: %d ops, %d streams, %d waits per rank, %s in %s\n",
-		r.Spec, r.Backend, how, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
+	fmt.Fprintf(bw, "ran %s on %s as %s: %s, %s, %s per rank, %s in %s\n",
+		human.Quote(r.Spec), r.Backend, how, human.Count(r.Ops, "op", "ops"), human.Count(r.Streams, "stream", "streams"),
+		human.Count(r.Waits, "wait", "waits"), runs, short(r.WallNS))
 	return bw.Flush()
 }
 
@@ -353,7 +354,7 @@ func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error, at inte
 		return fe
 	}
 	for i := range fl.errors {
-		if fl.errors[i].Op != "" {
+		if fl.errors[i].Op != "" && !strings.HasPrefix(fl.errors[i].Message, prefix) {
 			fl.errors[i].Message = prefix + fl.errors[i].Message
 		}
 	}
@@ -480,7 +481,7 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 		t, err := trace.ReadChrome(f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("%s: %w", in, err)
+			return fmt.Errorf("%s: %w", human.Quote(in), err)
 		}
 		if t.Rank == nil {
 			return usagef("%s is not the trace of a rank: several traces are merged only when each is one rank's (dagrun run --trace of a world)", in)

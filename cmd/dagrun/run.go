@@ -12,7 +12,9 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -25,11 +27,11 @@ waits and wall time. Outputs with a save path are written to files, each
 whole or not at all; after a failed run the summary names the outputs
 not written. A failing op is reported with its place in the spec. On a
 terminal, long runs show a progress bar on stderr (runs done, and
-within a long run on the cpu backend its ops done). On the cpu backend, a
-run estimated at over a minute (from its GEMMs' FLOPs and the bytes its
-other ops move, at rates measured on a 2-core machine) is warned about
-before it starts. Ctrl-C (SIGINT) or
-SIGTERM stops the run, frees everything and exits with status 130; with
+within a long run on the cpu backend its ops done); where stderr is not
+a terminal, a run that lasts prints a progress line every 30 s. On the
+cpu backend, a run estimated at over a minute (from its GEMMs' FLOPs and
+the bytes its other ops move, at rates measured on a 2-core machine) is
+warned about before it starts. Ctrl-C (SIGINT) or SIGTERM stops the run, frees everything and exits with status 130; with
 --trace, the trace of the runs that completed is written. A spec named -
 is read from standard input.
 
@@ -85,18 +87,19 @@ Flags:
 	--timing T       how ops are timed on cuda: auto (default: CUPTI
 	                 activity records where CUPTI loads and is free, else
 	                 events, saying why on stderr), cupti or events
-	--perf-model F   plan with the measured costs in the perf-model file F
+	--perf-model FILE
+	                 plan with the measured costs in the perf-model FILE
 	                 (one per device; a file of another device, version or
 	                 a corrupt one is a warning, and default costs), time
 	                 the runs, print estimated against measured makespan,
 	                 and fold the runs' durations and submission costs
-	                 into F (written whole; the first half of several
+	                 into FILE (written whole; the first half of several
 	                 runs or replays warms up and teaches nothing). Eager:
 	                 the runs are traced for the ops' durations, then run
 	                 as many times again untraced for the host's costs and
 	                 the measured makespan (mean wall time per run; a
 	                 second or more of runs averages the host's drift).
-	                 Ranks: put {rank} in F, each keeps the model of its
+	                 Ranks: put {rank} in FILE, each keeps the model of its
 	                 device (eager runs only; ranks in processes of their
 	                 own meet again for the untraced runs)
 	--format F       text (default) or json: the outputs and summary, or
@@ -411,7 +414,8 @@ func (c *cli) runnerOptions(f *runFlags, su *runSetup, pm *perfModel, auto bool,
 	}
 	opts = append(opts, executor.WithProgress(bar.update))
 	if bar.w != nil {
-		opts = append(opts, executor.WithOpsProgress(bar.ops))
+		share := workShares(profile.CPUOpTimes(su.ranks[0].p.Graph))
+		opts = append(opts, executor.WithOpsProgress(func(run, done, ops int) { bar.ops(run, done, ops, share[min(done, len(share)-1)]) }))
 	}
 	return opts
 }
@@ -448,7 +452,7 @@ func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, saved map
 	}
 	for _, out := range s.Outputs {
 		if out.Save != "" && !saved[out.Save] {
-			fl.notWritten = append(fl.notWritten, fmt.Sprintf("%s to %s", out.Buffer.Name, s.SavePath(out.Save)))
+			fl.notWritten = append(fl.notWritten, fmt.Sprintf("%s to %s", out.Buffer.Name, human.Quote(s.SavePath(out.Save))))
 		}
 	}
 	return fl

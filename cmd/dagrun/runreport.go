@@ -103,7 +103,7 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 		fmt.Fprintf(bw, "output %s: bytes=%d sum=%s fnv=%s\n", o.Buffer, o.Bytes,
 			strconv.FormatFloat(float64(o.Sum), 'g', -1, 64), o.FNV)
 		if o.Saved != "" {
-			fmt.Fprintf(bw, "saved %s to %s\n", o.Buffer, o.Saved)
+			fmt.Fprintf(bw, "saved %s to %s\n", o.Buffer, human.Quote(o.Saved))
 		}
 	}
 	writeSaves(bw, "", r.Saves)
@@ -111,8 +111,9 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 	if repeat > 1 {
 		runs = fmt.Sprintf("%d runs (%s each)", repeat, short(r.WallNS/int64(repeat)))
 	}
-	fmt.Fprintf(bw, "ran %s on %s: %d ops, %d streams, %d waits, %s in %s\n",
-		r.Spec, r.Backend, r.Ops, r.Streams, r.Waits, runs, short(r.WallNS))
+	fmt.Fprintf(bw, "ran %s on %s: %s, %s, %s, %s in %s\n",
+		human.Quote(r.Spec), r.Backend, human.Count(r.Ops, "op", "ops"), human.Count(r.Streams, "stream", "streams"),
+		human.Count(r.Waits, "wait", "waits"), runs, short(r.WallNS))
 	writeMemoryReports(bw, r.Memory) // memoryrun.go
 	writeBudgetReport(bw, r.MemoryBudget)
 	if r.Runs != "" {

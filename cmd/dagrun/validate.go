@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/dagrun/dagrun/spec"
+	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"slices"
 	"strings"
@@ -94,7 +95,7 @@ func (c *cli) validate(args []string) error {
 		if !asJSON {
 			c.printWarnings(s)
 			nb, no, nout, nw := len(s.Graph.Buffers), len(s.Graph.Ops), len(s.Outputs), len(s.Warnings)
-			fmt.Fprintf(&text, "%s: ok (%d %s, %d %s, %d %s, %d %s)\n", f,
+			fmt.Fprintf(&text, "%s: ok (%d %s, %d %s, %d %s, %d %s)\n", human.Quote(f),
 				nb, plural(nb, "buffer", "buffers"), no, plural(no, "op", "ops"),
 				nout, plural(nout, "output", "outputs"), nw, plural(nw, "warning", "warnings"))
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -106,7 +107,7 @@ func (c *cli) viz(args []string) error {
 		}
 		t, err := trace.ReadChrome(r)
 		if err != nil {
-			return fmt.Errorf("%s: %w", in, err)
+			return fmt.Errorf("%s: %w", human.Quote(in), err)
 		}
 		draw = t.WriteSVG
 		if ext == "html" {

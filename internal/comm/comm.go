@@ -109,7 +109,7 @@ func (c *Comm) send(op string, to int, ch channel, data []byte) error {
 		if cause := c.box.failed(); cause != nil {
 			return cause
 		}
-		return c.fail(c.errf(op, to, ErrAborted, "sending to rank %d: %v", to, err))
+		return c.fail(c.errf(op, to, ErrAborted, "sending to rank %d: %v", to, reason(err)))
 	}
 	return nil
 }

@@ -353,6 +353,10 @@ func TestDiscover(t *testing.T) {
 		{"rank outside", map[string]string{"RANK": "2", "WORLD_SIZE": "2"}, false, Place{}, "rank 2 is not in a world of 2"},
 		{"bad port", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "DAGRUN_PORT": "70000"}, false, Place{}, "DAGRUN_PORT"},
 		{"bad local", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "-1"}, false, Place{}, "LOCAL_RANK"},
+		{"ipv6 as URLs write it", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "[::1]", "DAGRUN_PORT": "4000"}, true,
+			Place{Rank: 1, World: 2, Launcher: "torchrun", Addr: "[::1]:4000"}, ""},
+		{"ipv6", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "fe80::1", "DAGRUN_PORT": "4000"}, true,
+			Place{Rank: 1, World: 2, Launcher: "torchrun", Addr: "[fe80::1]:4000"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,4 +395,16 @@ func TestStalledRankOneTimeout(t *testing.T) {
 	require.ErrorIs(t, err, ErrTimeout)
 	comms[0].Close()
 	assert.Less(t, time.Since(start), timeout+timeout/2, "rank 0 waited for the stalled rank again in Close")
+}
+
+// A rank that finds no rank 0 says why in words, without the net package's
+// framing ("dial tcp 127.0.0.1:1234: connect:").
+func TestNoRankZeroInWords(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = Rendezvous(t.Context(), Config{Place: Place{Rank: 1, World: 2, Addr: addr}, Options: Options{Timeout: 300 * time.Millisecond}})
+	require.Error(t, err)
+	assert.Equal(t, "rank 1: rendezvous: rank 0 did not answer at "+addr+" within 300ms: connection refused (is it running? MASTER_ADDR and DAGRUN_PORT must name it)", err.Error())
 }

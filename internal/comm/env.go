@@ -83,6 +83,9 @@ func Explicit(rank, world int, getenv func(string) string) (Place, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
+	if len(host) > 2 && host[0] == '[' && host[len(host)-1] == ']' {
+		host = host[1 : len(host)-1] // an IPv6 address as URLs write it: [::1]
+	}
 	port := DefaultPort
 	if ps := getenv("DAGRUN_PORT"); ps != "" {
 		n, err := strconv.Atoi(ps)

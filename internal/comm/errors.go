@@ -3,6 +3,8 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 )
 
@@ -38,3 +40,16 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// reason is a network error without the Go net package's framing ("dial
+// tcp 127.0.0.1:29500: connect: "): what went wrong, such as "connection
+// refused".
+func reason(err error) error {
+	if oe, ok := errors.AsType[*net.OpError](err); ok {
+		err = oe.Err
+	}
+	if se, ok := errors.AsType[*os.SyscallError](err); ok {
+		err = se.Err
+	}
+	return err
+}

@@ -363,7 +363,7 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 					cfg.Addr, turnedAway, plural(turnedAway), timeout)
 			}
 			return nil, rendezvousErr(cfg.Rank, 0, ErrRendezvous, "rank 0 did not answer at %s within %s: %v (is it running? MASTER_ADDR and DAGRUN_PORT must name it)",
-				cfg.Addr, timeout, last)
+				cfg.Addr, timeout, reason(last))
 		}
 		dctx, cancel := context.WithTimeout(ctx, left)
 		c, err := d.DialContext(dctx, "tcp", cfg.Addr)
@@ -382,7 +382,7 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 			if errors.Is(err, errBusy) {
 				turnedAway++
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
-				return nil, rendezvousErr(cfg.Rank, 0, ErrRendezvous, "rank 0 at %s did not greet this rank: %v (is a dagrun of this version listening there?)", cfg.Addr, err)
+				return nil, rendezvousErr(cfg.Rank, 0, ErrRendezvous, "rank 0 at %s did not greet this rank: %v (is a dagrun of this version listening there?)", cfg.Addr, reason(err))
 			}
 		}
 		last = err
@@ -426,7 +426,7 @@ func join(ctx context.Context, cfg Config, conn net.Conn, rd *bufio.Reader, root
 			conn.Close()
 			return nil, errBusy
 		}
-		return fail("sending to rank 0 at %s: %v", cfg.Addr, err)
+		return fail("sending to rank 0 at %s: %v", cfg.Addr, reason(err))
 	}
 	conn.SetWriteDeadline(time.Time{})
 	// Rank 0 answers when every rank is in, or at its own timeout, which
@@ -441,9 +441,9 @@ func join(ctx context.Context, cfg Config, conn net.Conn, rd *bufio.Reader, root
 			return fail("%v", ctx.Err())
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, errAuth) {
-			return fail("rank 0 at %s did not let this rank in: %v (is %s the same on every rank?)", cfg.Addr, err, SecretEnv)
+			return fail("rank 0 at %s did not let this rank in: %v (is %s the same on every rank?)", cfg.Addr, reason(err), SecretEnv)
 		}
-		return fail("rank 0 at %s did not let this rank in: %v", cfg.Addr, err)
+		return fail("rank 0 at %s did not let this rank in: %v", cfg.Addr, reason(err))
 	}
 	conn.SetReadDeadline(time.Time{})
 	if w.Err != "" {

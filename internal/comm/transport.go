@@ -129,7 +129,7 @@ func (t *tcpTransport) read(peer int) {
 				}
 				return
 			}
-			msg := fmt.Sprintf("its connection broke (%v): the process exited or the network failed", err)
+			msg := fmt.Sprintf("its connection broke (%v): the process exited or the network failed", reason(err))
 			if errors.Is(err, errAuth) {
 				msg = fmt.Sprintf("a frame on its connection failed authentication (%s differs, or the connection was tampered with)", SecretEnv)
 			}
@@ -144,7 +144,7 @@ func (t *tcpTransport) read(peer int) {
 		case kindColl, kindP2P:
 			if t.rank == 0 && t.conns[to] != nil {
 				if err := t.conns[to].write(h, payload, t.timeout); err != nil {
-					msg := fmt.Sprintf("rank 0 could not pass a message to rank %d on: %v", to, err)
+					msg := fmt.Sprintf("rank 0 could not pass a message to rank %d on: %v", to, reason(err))
 					t.box.fail(abortError(0, to, msg))
 					t.relayAbort(to, msg)
 				}

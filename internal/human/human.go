@@ -1,12 +1,15 @@
-// Package human writes figures for people to read: durations with three
-// significant digits and a unit, the one format of every text dagrun
-// prints (17.9 ms, 1.79 s, 452 µs, 80 ns, 7.33 min).
+// Package human writes figures and names for people to read: durations
+// with three significant digits and a unit, the one format of every text
+// dagrun prints (17.9 ms, 1.79 s, 452 µs, 80 ns, 7.33 min), and strings
+// from files quoted where they would not print as they are.
 package human
 
 import (
 	"math"
 	"strconv"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // units are the units a duration is written in, largest first.
@@ -48,4 +51,25 @@ func digits3(v float64) (string, float64) {
 		decimals--
 	}
 	return strconv.FormatFloat(r, 'f', decimals, 64), r
+}
+
+// Quote writes s as it is where every character of it prints, and quoted
+// as a Go string (as names are) otherwise: a file name or a device name
+// read from a file could hold control characters that move a terminal's
+// cursor or recolour what follows.
+func Quote(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) || r == utf8.RuneError {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// Count writes n and the noun for n of it: "1 wait", "3 waits", "0 waits".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

@@ -44,3 +44,22 @@ func ExampleDuration() {
 	// 1.79 s
 	// 452 µs
 }
+
+func TestQuote(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"out.bin", "out.bin"},
+		{"my dir/spec é.yaml", "my dir/spec é.yaml"},
+		{"out\x1b[32mgreen.bin", `"out\x1b[32mgreen.bin"`},
+		{"a\nb", `"a\nb"`},
+		{"bad\xffutf8", `"bad\xffutf8"`},
+		{"NVIDIA H100\r", `"NVIDIA H100\r"`},
+	} {
+		assert.Equal(t, tc.want, human.Quote(tc.in), "%q", tc.in)
+	}
+}
+
+func TestCount(t *testing.T) {
+	assert.Equal(t, "1 wait", human.Count(1, "wait", "waits"))
+	assert.Equal(t, "0 waits", human.Count(0, "wait", "waits"))
+	assert.Equal(t, "12 cross-stream edges", human.Count(12, "cross-stream edge", "cross-stream edges"))
+}
