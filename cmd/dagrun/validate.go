@@ -3,8 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/spec"
 	"io"
 	"slices"
 	"strings"
