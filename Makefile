@@ -8,7 +8,10 @@ FUZZTIME ?= 20000x
 # Loops and branches plan more slowly per input (about 180 a second).
 FUZZTIME_CONTROL ?= 4000x
 
-.PHONY: build test check vet short unit race fuzz-short fuzz nocgo bench browser-deps gpu-build
+# Fuzz targets that take longer per input: a few thousand inputs each.
+FUZZTIME_SLOW ?= 2000x
+
+.PHONY: build test check vet short unit race fuzz-short fuzz nocgo mutation bench browser-deps gpu-build
 
 build:
 	$(GO) build ./...
@@ -20,11 +23,10 @@ build:
 test: vet short
 
 # Everything CI checks, after make test: every test at full length, the
-# race detector on the concurrent packages, a short fuzz of the spec
-# parser, the planner (with and without loops and branches), the
-# rendezvous frames and the trace reader, and
-# the build without cgo.
-check: vet unit race fuzz-short nocgo
+# race detector on every package that starts goroutines, a short fuzz of
+# every fuzz target, the build without cgo, and the mutation check (bugs
+# planted in the safety-critical code, each of which the tests must catch).
+check: vet unit race fuzz-short nocgo mutation
 
 vet:
 	@echo "go vet ./..."
@@ -36,18 +38,37 @@ short:
 unit:
 	$(GO) test -p 1 ./...
 
-# The race detector's binaries are large: one package at a time. Of the
-# planner, the test whose packing runs on goroutines.
+# The race detector's binaries are large: one package at a time. Every
+# package whose code or tests start goroutines: the concurrent ones at full
+# length; the command (whose scripts run it as a race-built binary), the
+# graph's parallel initialisation, the spec's file readers, the trace's
+# readers and the CUDA backend (its GPU tests skip without a driver) in
+# -short; of the planner, the test whose packing runs on goroutines.
 race:
 	$(GO) test -race -p 1 ./internal/comm/... ./cpu/... ./executor/...
+	$(GO) test -race -short -p 1 ./cmd/dagrun ./dag ./spec ./trace ./cuda
 	$(GO) test -race -run 'TestMemoryConcurrent' ./planner
 
+# Every fuzz target (grep -rn 'func Fuzz' lists them), a short budget each.
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./spec
 	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner
 	$(GO) test -run '^$$' -fuzz '^FuzzPlanControl$$' -fuzztime $(FUZZTIME_CONTROL) -fuzzminimizetime 100x ./planner
+	$(GO) test -run '^$$' -fuzz '^FuzzPackArena$$' -fuzztime $(FUZZTIME_SLOW) -fuzzminimizetime 100x ./planner
+	$(GO) test -run '^$$' -fuzz '^FuzzPerfModel$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner
+	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./dag
+	$(GO) test -run '^$$' -fuzz '^FuzzGemmChecks$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./dag
+	$(GO) test -run '^$$' -fuzz '^FuzzSplitmixCounterForm$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./dag
 	$(GO) test -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./internal/comm
 	$(GO) test -run '^$$' -fuzz '^FuzzReadChrome$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./trace
+	bash scripts/fuzz-targets.sh
+
+# Bugs planted one at a time in the safety-critical code (the table in
+# internal/mutcheck/mutants.txt), each run against its packages' short
+# tests through go test -overlay: every one must be caught, and every
+# snippet must still match the code.
+mutation:
+	GO=$(GO) $(GO) run ./internal/mutcheck -j 2
 
 # The build without a C compiler (CGO_ENABLED=0): builds, vets, runs every
 # package's tests in -short mode, and runs the examples on the CPU backend.
@@ -56,7 +77,7 @@ nocgo:
 
 # Longer fuzzing for a developer's machine.
 fuzz:
-	$(MAKE) fuzz-short FUZZTIME=1000000x FUZZTIME_CONTROL=100000x
+	$(MAKE) fuzz-short FUZZTIME=1000000x FUZZTIME_CONTROL=100000x FUZZTIME_SLOW=100000x
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./planner ./cpu ./executor ./trace

@@ -70,7 +70,7 @@ func BenchmarkCUPTITracing(b *testing.B) {
 
 	tr, err := newActivityTracer(cuptiCandidates(os.Getenv("DAGRUN_CUPTI")))
 	if err != nil {
-		b.Skipf("no CUPTI: %v", err)
+		requireGPU(b, "no CUPTI: %v", err)
 	}
 	defer tr.close()
 	var records int
@@ -205,7 +205,7 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 		events := open(executor.WithTiming(), executor.WithTimingSource(TimingEvents))
 		cupti := open(executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
 		if src, why, _ := cupti.TimingSource(); src != TimingCUPTI {
-			b.Skipf("CUPTI timing not used: %s", why)
+			requireGPU(b, "CUPTI timing not used: %s", why)
 		}
 		run := func(s *executor.Session) func() error { return func() error { return s.Run(ctx) } }
 		t := measure(b, []loop{{name: "off", f: run(off)}, {name: "events", f: run(events)}, {name: "cupti", f: run(cupti)}})
@@ -255,7 +255,7 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 			require.NoError(b, err)
 			if src, why, _ := cupti.TimingSource(); src != TimingCUPTI {
 				cupti.Close()
-				b.Skipf("CUPTI timing not used: %s", why)
+				requireGPU(b, "CUPTI timing not used: %s", why)
 			}
 			tr := cupti.Device().(*Session).tim.cupti.tr
 			tracedRaw := func() error {
@@ -433,7 +433,7 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 			u := timeIt(b, untraced)
 			t, err := start(candidates)
 			if err != nil {
-				b.Skipf("no CUPTI: %v", err)
+				requireGPU(b, "no CUPTI: %v", err)
 			}
 			tr = t
 			if graphLevel {
@@ -521,7 +521,7 @@ func BenchmarkCUPTISessionTracing(b *testing.B) {
 			src, w, _ := s.TimingSource()
 			if src != source {
 				s.Close()
-				b.Skipf("%s timing not used: %s", source, w)
+				requireGPU(b, "%s timing not used: %s", source, w)
 			}
 			why = w
 			g, err := s.Capture(ctx)

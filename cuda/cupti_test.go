@@ -168,8 +168,10 @@ func TestResolveReplayMarkers(t *testing.T) {
 	}
 }
 
-// requireGPU skips with why, or fails when DAGRUN_REQUIRE_GPU=1.
-func requireGPU(t *testing.T, why string, args ...any) {
+// requireGPU skips a GPU test or benchmark with why, or fails it when
+// DAGRUN_REQUIRE_GPU=1, so that the GPU machine's scripts cannot pass on a
+// skip.
+func requireGPU(t testing.TB, why string, args ...any) {
 	t.Helper()
 	if os.Getenv("DAGRUN_REQUIRE_GPU") == "1" {
 		t.Fatalf("DAGRUN_REQUIRE_GPU=1, but: "+why, args...)

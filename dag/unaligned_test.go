@@ -95,3 +95,28 @@ func TestInferenceMatchesBruteForceBytes(t *testing.T) {
 	}
 	require.Positive(t, deps)
 }
+
+// TestViewBoundsToTheByte: a view may end at its buffer's last byte, and
+// not one byte past it, whatever its offset.
+func TestViewBoundsToTheByte(t *testing.T) {
+	noop := func(context.Context, [][]byte) error { return nil }
+	for _, tc := range []struct {
+		off, size int64
+		ok        bool
+	}{
+		{0, 13, true}, {12, 1, true}, {5, 8, true},
+		{0, 14, false}, {12, 2, false}, {13, 1, false}, {5, 9, false},
+	} {
+		b := New()
+		x := b.Buffer("x", 13, PinnedHost(), Zeros())
+		b.Host(noop, Access{x.Slice(tc.off, tc.size), ReadWrite}).Named("h")
+		_, err := b.Build()
+		if tc.ok {
+			assert.NoError(t, err, "[%d, %d)", tc.off, tc.off+tc.size)
+			continue
+		}
+		if assert.Error(t, err, "[%d, %d)", tc.off, tc.off+tc.size) {
+			assert.Contains(t, err.Error(), "out of range")
+		}
+	}
+}

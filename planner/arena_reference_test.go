@@ -229,3 +229,45 @@ func TestVerifyRefusesOneOpOnSharedBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyArenaPlacesToTheSlot: a temporary must get all of its bytes
+// and fit its arena to the last slot; one byte or one slot short is
+// refused.
+func TestVerifyArenaPlacesToTheSlot(t *testing.T) {
+	b := dag.New()
+	out := b.Buffer("out", 1000, dag.Of(dag.F32))
+	tmp := b.Buffer("t", 1000, dag.Of(dag.F32), dag.Temporary())
+	b.Fill(tmp.All(), 1)
+	b.Copy(out.All(), tmp.All())
+	g, err := b.Build()
+	require.NoError(t, err)
+	p, err := planner.New(g, planner.Options{Streams: 1})
+	require.NoError(t, err)
+	require.NoError(t, planner.Verify(p))
+	good := p.Memory
+	require.Len(t, good.Temporaries, 1)
+	require.Len(t, good.Memories, 1)
+	arena := good.Memories[0].ArenaBytes
+	require.Equal(t, good.Temporaries[0].Bytes, arena, "one temporary fills its arena")
+	for _, tc := range []struct {
+		name   string
+		change func(m *planner.Memory)
+		msg    string
+	}{
+		{"a byte short", func(m *planner.Memory) { m.Temporaries[0].Bytes = tmp.Size - 1 }, "bytes of its arena for its"},
+		{"a slot past the end", func(m *planner.Memory) { m.Temporaries[0].Offset = planner.ArenaAlign }, "does not fit its arena"},
+		{"an arena a slot short", func(m *planner.Memory) { m.Memories[0].ArenaBytes = arena - planner.ArenaAlign }, "does not fit its arena"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &planner.Memory{Memories: slices.Clone(good.Memories), Temporaries: slices.Clone(good.Temporaries)}
+			tc.change(m)
+			p.Memory = m
+			defer func() { p.Memory = good }()
+			err := planner.Verify(p)
+			var ve *planner.VerifyError
+			require.True(t, errors.As(err, &ve), "%v", err)
+			assert.Equal(t, planner.ArenaOverlap, ve.Kind)
+			assert.Contains(t, ve.Error(), tc.msg)
+		})
+	}
+}

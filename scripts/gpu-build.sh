@@ -15,6 +15,10 @@ for dir in $(grep -rl --include='*_test.go' DAGRUN_REQUIRE_GPU . | xargs -n1 dir
 	echo "$name ${dir#./}" >>.gpu/tests.txt
 	echo "built .gpu/$name.test"
 done
+# The examples' reference checks, for the large one (DAGRUN_LARGE_EXAMPLES=1)
+# that CI's cores cannot run.
+go test -c -ldflags='-s -w' -o .gpu/examples_large.test ./examples
+echo "built .gpu/examples_large.test"
 if go build -ldflags='-s -w' -o .gpu/dagrun ./cmd/dagrun; then
 	echo "built .gpu/dagrun"
 else

@@ -19,10 +19,14 @@ row() { table+=("$(printf '%-34s %s' "$1" "$2")"); }
 { nvidia-smi -L; nvidia-smi --query-gpu=driver_version,clocks.sm --format=csv; } >"$out/device.txt" 2>&1
 row device "$(head -n 1 "$out/device.txt")"
 
-# Tests, one binary per package, run in the package's folder.
+# Tests, one binary per package, run in the package's folder. Of the
+# command's, the scripts (their [cuda] lines: the binary runs itself as
+# dagrun) and the check that [cuda] fails rather than skips here.
 while read -r name dir; do
 	log="$out/test-$name.log"
-	if (cd "$dir" && "$OLDPWD/.gpu/$name.test" -test.v -test.timeout 300s ${TESTRUN:+-test.run "$TESTRUN"}) >"$log" 2>&1; then
+	run=${TESTRUN:-}
+	[ "$dir" = cmd/dagrun ] && run=${TESTRUN:-'^(TestScripts|TestCudaConditionRequired)$'}
+	if (cd "$dir" && "$OLDPWD/.gpu/$name.test" -test.v -test.timeout 300s ${run:+-test.run "$run"}) >"$log" 2>&1; then
 		res="ok"
 	else
 		res="FAIL"
@@ -41,16 +45,39 @@ for tag in PRIORITY OVERLAP; do
 done
 
 # compare_outputs A B prints "ok: ..." or "DIFF: ..." for the outputs of two
-# dagrun run --json reports (A on cuda, B on cpu).
-compare_outputs() { python3 scripts/gpu/outputs.py "$1" "$2"; }
+# dagrun run --json reports (A on cuda, B on cpu): byte for byte, or
+# element by element where both runs saved them (saving_spec).
+compare_outputs() { python3 scripts/gpu/outputs.py compare "$1" "$2"; }
+# saving_spec SPEC prints the path of SPEC's copy that saves every output
+# (run it with --save-dir), so that outputs compare element by element.
+saving_spec() { python3 scripts/gpu/outputs.py saving "$1"; }
 
-# Examples: cuda against cpu, output by output (checksums from --json).
+# The large example's reference check: examples/mlp_stream.yaml on the cpu
+# backend against values worked out in Go (too large for CI's cores).
+if [ -x .gpu/examples_large.test ]; then
+	log="$out/test-examples-large.log"
+	if (cd examples && DAGRUN_LARGE_EXAMPLES=1 ../.gpu/examples_large.test -test.v -test.run '^TestExamples$/^mlp_stream\.yaml$' -test.timeout 600s) >"$log" 2>&1 &&
+		[ "$(grep -c -- '--- PASS: TestExamples/mlp_stream.yaml/streams=.*/delays=' "$log")" = 6 ] && ! grep -q -- '--- SKIP' "$log"; then
+		row "examples large (reference)" "ok: 6 runs of mlp_stream.yaml (3 stream budgets, with and without delays) match the reference"
+	else
+		row "examples large (reference)" "FAIL (test-examples-large.log)"
+		status=1
+	fi
+fi
+
+# Examples: cuda against cpu, output by output (saved bytes, element by
+# element).
 if [ -x .gpu/dagrun ]; then
 	for spec in .gpu/examples/*.yaml; do
 		ex=$(basename "$spec" .yaml)
 		# The model block, the ranks and the 2-device example have
 		# scripts/gpu/examples.sh (and the rank scripts) of their own.
 		case " $LARGE_EXAMPLES " in *" $ex "*) continue ;; esac
+		if ! spec=$(saving_spec "$spec"); then
+			row "example $ex" "FAIL (its outputs cannot be saved)"
+			status=1
+			continue
+		fi
 		ok=1
 		for be in cuda cpu; do
 			mkdir -p "$out/ex-$ex-$be"
@@ -83,8 +110,10 @@ repeated_runs() {
 	for spec in .gpu/examples/*.yaml; do
 		ex=$(basename "$spec" .yaml)
 		case " $LARGE_EXAMPLES " in *" $ex "*) continue ;; esac
-		if .gpu/dagrun run "$spec" --backend cuda --repeat "$n" "$@" --json >"$out/$kind-$ex-cuda.json" 2>"$out/$kind-$ex-cuda.err" &&
-			.gpu/dagrun run "$spec" --backend cpu --repeat "$n" --json >"$out/$kind-$ex-cpu.json" 2>"$out/$kind-$ex-cpu.err"; then
+		spec=$(saving_spec "$spec") || { row "$kind x$n $ex" "FAIL (its outputs cannot be saved)"; status=1; continue; }
+		mkdir -p "$out/$kind-$ex-cuda" "$out/$kind-$ex-cpu"
+		if .gpu/dagrun run "$spec" --backend cuda --repeat "$n" "$@" --json --save-dir "$out/$kind-$ex-cuda" >"$out/$kind-$ex-cuda.json" 2>"$out/$kind-$ex-cuda.err" &&
+			.gpu/dagrun run "$spec" --backend cpu --repeat "$n" --json --save-dir "$out/$kind-$ex-cpu" >"$out/$kind-$ex-cpu.json" 2>"$out/$kind-$ex-cpu.err"; then
 			verdict=$(compare_outputs "$out/$kind-$ex-cuda.json" "$out/$kind-$ex-cpu.json")
 			extra=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($detail)" "$out/$kind-$ex-cuda.json" 2>&1)
 			case "$verdict" in ok*) ;; *) status=1 ;; esac

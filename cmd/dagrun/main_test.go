@@ -26,8 +26,10 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs the command end to end over testdata/script/*.txtar.
 // Each script's work directory holds a copy of the repository's examples
-// in examples/. The condition [cuda] holds where the CUDA backend opens,
-// [cgo] where this binary was built with cgo.
+// in examples/. The condition [cuda] holds where the CUDA backend opens;
+// under DAGRUN_REQUIRE_GPU=1 (the GPU machine's scripts set it) a backend
+// that does not open fails the script instead of taking the [!cuda] lines.
+// [cgo] holds where this binary was built with cgo.
 // cmpout FILE1 FILE2 compares two outputs of dagrun run but for their
 // summary lines, which hold timings; status N PROG ARGS... runs PROG and
 // checks that it exits with status N.
@@ -51,11 +53,7 @@ func TestScripts(t *testing.T) {
 			case "cgo":
 				return builtWithCgo(), nil
 			case "cuda":
-				b, err := cuda.New()
-				if err != nil {
-					return false, nil
-				}
-				return true, b.Close()
+				return cudaCondition()
 			}
 			return false, nil
 		},
@@ -75,6 +73,19 @@ func builtWithCgo() bool {
 		}
 	}
 	return false
+}
+
+// cudaCondition is the [cuda] condition: whether the CUDA backend opens,
+// or an error where DAGRUN_REQUIRE_GPU=1 demands that it does.
+func cudaCondition() (bool, error) {
+	b, err := cuda.New()
+	if err != nil {
+		if os.Getenv("DAGRUN_REQUIRE_GPU") == "1" {
+			return false, fmt.Errorf("DAGRUN_REQUIRE_GPU=1, but the cuda backend does not open: %w", err)
+		}
+		return false, nil
+	}
+	return true, b.Close()
 }
 
 func copyExamples(dst string) error {

@@ -32,4 +32,9 @@ if [ -f "$out/whole-replays.txt" ]; then
 	grep -oE '"(timing|replay_timing)":"[^"]*"|"replays":\[[^]]*\]' "$out/whole.json"
 fi
 grep -E '^Benchmark' "$out/cupti-bench.log"
+# A benchmark that skipped prints no line: that is a failure here.
+if ! grep -q '^BenchmarkCUPTITracing' "$out/cupti-bench.log" || grep -q -- '--- SKIP' "$out/cupti-bench.log"; then
+	echo "FAIL: BenchmarkCUPTITracing skipped or printed no result"
+	status=1
+fi
 exit $status

@@ -37,16 +37,18 @@ done
 for spec in "$examples"/*.yaml; do
 	grep -qE '^\s*- *(while|if):|^\s*-? *\{ *(while|if):' "$spec" || continue
 	ex=$(basename "$spec" .yaml)
+	# Outputs saved, to compare element by element.
+	spec=$(python3 scripts/gpu/outputs.py saving "$spec") || { echo "$ex: FAIL (its outputs cannot be saved)"; fail=1; continue; }
 	for mode in eager graph; do
 		# A replayed run repeats: the cpu backend runs as many times.
 		flags=() repeat=()
 		[ $mode = graph ] && flags=(--graph) repeat=(--repeat 20)
-		.gpu/dagrun run "$spec" --backend cpu "${repeat[@]}" --json >"$out/$ex-cpu-$mode.json" 2>"$out/$ex-cpu.err" || { echo "$ex: cpu FAIL"; fail=1; continue; }
-		if .gpu/dagrun run "$spec" --backend cuda "${flags[@]}" "${repeat[@]}" --json >"$out/$ex-$mode.json" 2>"$out/$ex-$mode.err" &&
-			python3 scripts/gpu/outputs.py "$out/$ex-$mode.json" "$out/$ex-cpu-$mode.json" >/dev/null; then
+		.gpu/dagrun run "$spec" --backend cpu "${repeat[@]}" --json --save-dir "$out/$ex-cpu-$mode" >"$out/$ex-cpu-$mode.json" 2>"$out/$ex-cpu.err" || { echo "$ex: cpu FAIL"; fail=1; continue; }
+		if .gpu/dagrun run "$spec" --backend cuda "${flags[@]}" "${repeat[@]}" --json --save-dir "$out/$ex-$mode" >"$out/$ex-$mode.json" 2>"$out/$ex-$mode.err" &&
+			python3 scripts/gpu/outputs.py compare "$out/$ex-$mode.json" "$out/$ex-cpu-$mode.json" >"$out/$ex-$mode.verdict"; then
 			echo "$ex $mode: ok, equal to cpu"
 		else
-			echo "$ex $mode: FAIL ($(head -c 300 "$out/$ex-$mode.err"))"
+			echo "$ex $mode: FAIL ($(cat "$out/$ex-$mode.verdict" 2>/dev/null; head -c 300 "$out/$ex-$mode.err"))"
 			fail=1
 		fi
 	done

@@ -37,7 +37,7 @@ grep -h 'topology:\|rank 0 after' "$out/multigpu-tests.log" | head -n 4
 
 # The command line on two devices: every two-device spec, eager and
 # replayed (--graph --repeat 3), with peer access and through host memory
-# (--no-peer), must print the CPU backend's checksums; a traced run and a
+# (--no-peer), must leave the CPU backend's outputs; a traced run and a
 # traced replay must have a span, with bytes, for every copy between the
 # devices, and viz must draw both devices.
 dagrun=$root/.gpu/dagrun
@@ -67,40 +67,40 @@ ops:
   - {copy: {from: "d0[0:20971520]", to: back}, name: peer_back}
 outputs: [a0, b0, c0, d0, back]
 SPEC
-sums() { python3 -c 'import json,sys; print(" ".join("%s=%s:%r" % (o["buffer"], o["fnv"], o["sum"]) for o in json.load(sys.stdin)["outputs"]))'; }
-# same GOT WANT: the same outputs, bit for bit, or (GEMMs: cuBLAS and gonum
-# sum in other orders) sums within a relative 1e-4.
+# same WHAT GOT WANT: the reports (dagrun run --json of a spec whose
+# outputs are saved) hold the same outputs, byte for byte, or (GEMMs:
+# cuBLAS and gonum sum in other orders) element by element within a
+# relative 1e-4.
 same() {
-	python3 - "$1" "$2" <<'PY'
-import sys
-def parse(s):
-    return dict((k, v.split(":", 1)) for k, v in (w.split("=", 1) for w in s.split()))
-got, want = parse(sys.argv[1]), parse(sys.argv[2])
-ok = bool(want) and got.keys() == want.keys()
-for k in want:
-    if k in got and got[k][0] != want[k][0]:
-        g, w = float(got[k][1]), float(want[k][1])
-        ok &= abs(g - w) <= 1e-4 * max(abs(w), 1e-30)
-sys.exit(0 if ok else 1)
-PY
+	local verdict
+	if verdict=$(python3 "$root/scripts/gpu/outputs.py" compare --rtol 1e-4 "$2" "$3"); then
+		echo "ok   $1: the CPU backend's outputs ($verdict)"
+	else
+		echo "FAIL $1: $verdict"
+		status=1
+	fi
 }
-for spec in "$root/examples/pipeline_2gpu.yaml" "$cli/peer_copies.yaml"; do
+for spec in "$root/.gpu/examples/pipeline_2gpu.yaml" "$cli/peer_copies.yaml"; do
 	name=$(basename "$spec" .yaml)
-	want=$(cd "$(dirname "$spec")" && "$dagrun" run "$spec" --backend cpu --json 2>"$cli/$name-cpu.err" | sums)
+	spec=$(python3 "$root/scripts/gpu/outputs.py" saving "$spec") || { echo "FAIL $name: its outputs cannot be saved"; status=1; continue; }
+	if ! (cd "$(dirname "$spec")" && "$dagrun" run "$spec" --backend cpu --json --save-dir "$cli/$name-cpu" >"$cli/$name-cpu.json" 2>"$cli/$name-cpu.err"); then
+		echo "FAIL $name on cpu"; cat "$cli/$name-cpu.err"; status=1; continue
+	fi
 	for peer in "" --no-peer; do
 		for mode in "" "--graph --repeat 3" "--repeat 2"; do
 			what="$name ${peer:-peer} ${mode:-eager}"
+			rm -rf "$cli/$name-cuda"
 			# shellcheck disable=SC2086
-			got=$(cd "$(dirname "$spec")" && "$dagrun" run "$spec" --backend cuda $peer $mode --json 2>"$cli/last.err" | sums)
-			if same "$got" "$want"; then
-				echo "ok   $what: the CPU backend's outputs"
+			if (cd "$(dirname "$spec")" && "$dagrun" run "$spec" --backend cuda $peer $mode --json --save-dir "$cli/$name-cuda" >"$cli/$name-cuda.json" 2>"$cli/last.err"); then
+				same "$what" "$cli/$name-cuda.json" "$cli/$name-cpu.json"
 			else
-				echo "FAIL $what: got [$got], want [$want]"
+				echo "FAIL $what: the run failed"
 				cat "$cli/last.err"
 				status=1
 			fi
 		done
 	done
+	rm -rf "$cli/$name-cuda" "$cli/$name-cpu" # GiBs of outputs
 done
 for mode in "" "--graph"; do
 	what="trace ${mode:-eager}"

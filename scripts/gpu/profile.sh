@@ -204,6 +204,11 @@ elif [ -x .gpu/cuda.test ]; then
 			-test.benchtime "${BENCHTIME:-30x}" -test.timeout 600s) >>"$out/tracing-bench.log" 2>&1 || status=1
 	done
 	grep -E '^(Benchmark|--- FAIL|FAIL)|medians over' "$out/tracing-bench.log"
+	# A benchmark that skipped prints no line: that is a failure here.
+	if ! grep -q '^BenchmarkCUPTISessionTracing' "$out/tracing-bench.log" || grep -q -- '--- SKIP' "$out/tracing-bench.log"; then
+		echo "tracing cost: FAIL: BenchmarkCUPTISessionTracing skipped or printed no result"
+		status=1
+	fi
 else
 	echo "tracing cost: skipped: .gpu/cuda.test was not built"
 fi
