@@ -100,3 +100,17 @@ func containsMod(s string) bool {
 	}
 	return false
 }
+
+// The range check loads the spec at the least and the greatest values,
+// and reports what only those values get wrong, saying which they are.
+func TestParamsExtremes(t *testing.T) {
+	src := "params: {T: {default: 4, min: 1, max: 8}}\nbuffers: {x: \"T * 4\"}\nops: [{fill: {buffer: \"x[0:20]\", value: 0}}]\n"
+	_, err := Parse("p.yaml", []byte(src))
+	require.NoError(t, err)
+	_, err = Parse("p.yaml", []byte(src), CheckParamRange())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "(with T = 1)")
+	// A spec without parameters is checked once.
+	_, err = Parse("p.yaml", []byte("buffers: {x: 4}\nops: [{fill: {buffer: x, value: 0}}]\n"), CheckParamRange())
+	require.NoError(t, err)
+}

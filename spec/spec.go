@@ -229,7 +229,7 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	} else if root := l.document(src); root != nil {
 		l.load(root)
 	}
-	if o.checkRange && len(l.errs) == 0 {
+	if o.checkRange && len(l.errs) == 0 && len(l.spec.Params) > 0 {
 		l.errs = append(l.errs, extremeErrors(filename, src, opts, l.spec.Params)...)
 	}
 	ErrorList(l.warns).Sort()
@@ -254,7 +254,9 @@ func extremeErrors(filename string, src []byte, opts []Option, params []Param) [
 	var errs []*Error
 	seen := map[string]bool{}
 	for _, greatest := range []bool{false, true} {
-		at := slices.Clip(opts)
+		// The loads at the extremes check their own expressions but not
+		// the range again.
+		at := append(slices.Clip(opts), func(o *options) { o.checkRange = false })
 		var values []string
 		for _, p := range params {
 			v := p.first()
