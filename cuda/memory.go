@@ -34,12 +34,11 @@ type buffer struct {
 // and every temporary host buffer (host memory is not stream-ordered: a
 // temporary one lives as long as the session is open).
 func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
-	se := hd.se
 	// Device contents are made on the legacy streams: wait for them once,
 	// on error too, so that no kernel writes a buffer Close frees.
 	defer func() { err = errors.Join(err, hd.waitInits()) }()
-	hd.bufs = make([]buffer, len(se.g.Buffers))
-	for i, buf := range se.g.Buffers {
+	hd.bufs = make([]buffer, len(hd.g.Buffers))
+	for i, buf := range hd.g.Buffers {
 		bs := &hd.bufs[i]
 		bs.b = buf
 		if buf.ID != i {
@@ -61,7 +60,7 @@ func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 	}
 	// Host buffers made ahead (PrepareHost, hostprep.go) are taken below;
 	// whatever is left is freed, on error too.
-	prep := se.b.takePrepared(se.g)
+	prep := hd.b.takePrepared(hd.g)
 	if prep != nil {
 		prep.wg.Wait()
 		defer prep.free()
@@ -124,7 +123,7 @@ func (hd *holdings) pinAll(prep *hostPrep) (*buffer, error) {
 // made and filled, registered; else (or where registering fails) a fresh
 // allocation, filled by allocBuffer.
 func (hd *holdings) pin(bs *buffer, ahead unsafe.Pointer) error {
-	drv := hd.se.drv
+	drv := hd.drv
 	if ahead != nil {
 		if drv.hostRegister(bs.dev.ctx, ahead, bs.b.Size) == nil {
 			bs.host, bs.filled = ahead, true
@@ -142,14 +141,13 @@ func (hd *holdings) pin(bs *buffer, ahead unsafe.Pointer) error {
 // anyDevice is the device host memory is pinned through: the lowest one
 // the graph uses, else 0. Pinned memory is portable: every context sees it.
 func (hd *holdings) anyDevice() int {
-	se := hd.se
 	best := -1
-	for _, op := range se.g.Ops {
+	for _, op := range hd.g.Ops {
 		if best < 0 || op.Device < best {
 			best = op.Device
 		}
 	}
-	for _, buf := range se.g.Buffers {
+	for _, buf := range hd.g.Buffers {
 		if buf.Placement == dag.Device && (best < 0 || buf.Device < best) {
 			best = buf.Device
 		}
@@ -158,11 +156,10 @@ func (hd *holdings) anyDevice() int {
 }
 
 func (hd *holdings) allocBuffer(bs *buffer, prep *hostPrep) error {
-	se := hd.se
 	buf := bs.b
 	switch buf.Placement {
 	case dag.Device:
-		p, err := se.drv.memAlloc(bs.dev.ctx, buf.Size)
+		p, err := hd.drv.memAlloc(bs.dev.ctx, buf.Size)
 		if err != nil {
 			return err
 		}
@@ -176,7 +173,7 @@ func (hd *holdings) allocBuffer(bs *buffer, prep *hostPrep) error {
 				return err
 			}
 		}
-		return se.drv.htod(bs.dev.ctx, p, buf.InitialBytes())
+		return hd.drv.htod(bs.dev.ctx, p, buf.InitialBytes())
 	case dag.Pinned:
 		if bs.host == nil { // else pinAll pinned it
 			if err := hd.pin(bs, prep.take(buf)); err != nil {
@@ -208,21 +205,20 @@ func placeName(b *dag.Buffer) string {
 
 // freeBuffers frees the session's buffers (Close).
 func (hd *holdings) freeBuffers(keep func(error)) {
-	se := hd.se
 	for i := range hd.bufs {
 		bs := &hd.bufs[i]
 		switch {
 		case bs.inArena:
 			bs.dptr = 0 // freed with its arena
 		case bs.dptr != 0:
-			keep(se.drv.memFree(bs.dev.ctx, bs.dptr))
+			keep(hd.drv.memFree(bs.dev.ctx, bs.dptr))
 			if bs.b.Temporary {
 				hd.track(&hd.live.PoolAllocs, -1)
 			} else {
 				hd.track(&hd.live.DeviceAllocs, -1)
 			}
 		case bs.host != nil && bs.b.Placement == dag.Pinned:
-			keep(se.drv.hostFree(bs.dev.ctx, bs.host))
+			keep(hd.drv.hostFree(bs.dev.ctx, bs.host))
 			hd.track(&hd.live.PinnedAllocs, -1)
 		case bs.host != nil:
 			C.free(bs.host)

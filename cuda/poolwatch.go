@@ -94,20 +94,20 @@ type allocFigures struct {
 }
 
 // allocFigures reads device ordinal's figures, as far as the driver tells.
-func (se *Session) allocFigures(ordinal int) (allocFigures, error) {
+func (hd *holdings) allocFigures(ordinal int) (allocFigures, error) {
 	var f allocFigures
-	d, err := se.hold.device(ordinal)
+	d, err := hd.device(ordinal)
 	if err != nil {
 		return f, err
 	}
 	var v C.ulonglong
 	get := func(dst *uint64, call string, r C.CUresult) {
-		if e := se.drv.check(call, r); e != nil && err == nil {
+		if e := hd.drv.check(call, r); e != nil && err == nil {
 			err = e
 		}
 		*dst, v = uint64(v), 0
 	}
-	api, ctx := se.drv.api, d.ctx
+	api, ctx := hd.drv.api, d.ctx
 	get(&f.poolUsed, "cuMemPoolGetAttribute", C.w_pool_attr(api, ctx, d.pool, C.DR_MEMPOOL_ATTR_USED_MEM_CURRENT, &v))
 	get(&f.poolReserved, "cuMemPoolGetAttribute", C.w_pool_attr(api, ctx, d.pool, C.DR_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v))
 	get(&f.graphUsed, "cuDeviceGetGraphMemAttribute", C.w_graph_mem_attr(api, ctx, d.info.dev, C.DR_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v))
@@ -117,12 +117,12 @@ func (se *Session) allocFigures(ordinal int) (allocFigures, error) {
 
 // resetGraphHigh resets the high-water marks of device ordinal's graph
 // allocator.
-func (se *Session) resetGraphHigh(ordinal int) error {
-	d, err := se.hold.device(ordinal)
+func (hd *holdings) resetGraphHigh(ordinal int) error {
+	d, err := hd.device(ordinal)
 	if err != nil {
 		return err
 	}
-	return se.drv.check("cuDeviceSetGraphMemAttribute", C.w_graph_mem_reset(se.drv.api, d.ctx, d.info.dev))
+	return hd.drv.check("cuDeviceSetGraphMemAttribute", C.w_graph_mem_reset(hd.drv.api, d.ctx, d.info.dev))
 }
 
 // watchPool starts measuring device d's pool for the run in progress, if
@@ -133,7 +133,7 @@ func (hd *holdings) watchPool(d *sessDevice) {
 	if m.watching || m.failed {
 		return
 	}
-	used, err := hd.se.drv.poolMark(d.ctx, d.pool)
+	used, err := hd.drv.poolMark(d.ctx, d.pool)
 	if err != nil {
 		m.failed = true
 		return
@@ -152,7 +152,7 @@ func (hd *holdings) endPoolRuns() {
 			continue
 		}
 		m.watching = false
-		high, err := hd.se.drv.poolAttr(d.ctx, d.pool, C.DR_MEMPOOL_ATTR_USED_MEM_HIGH)
+		high, err := hd.drv.poolAttr(d.ctx, d.pool, C.DR_MEMPOOL_ATTR_USED_MEM_HIGH)
 		if err != nil {
 			m.failed = true
 			continue

@@ -32,10 +32,9 @@ import (
 // doc). Its work is done by its parts, one per job (see the package doc);
 // its methods hand each call to the part whose job it is.
 type Session struct {
-	b      *Backend
-	drv    *driver
-	g      *dag.Graph
-	closed bool
+	b   *Backend
+	drv *driver
+	g   *dag.Graph
 
 	// Its parts, one per job, each holding its own state and C records.
 	hold   holdings    // devices, buffers and the live count (memory.go)
@@ -57,21 +56,39 @@ func newSession(b *Backend, g *dag.Graph) *Session {
 	return se
 }
 
-// joined returns se with its parts joined to it. A zero Session (not made
-// by Backend.Open) is joined at its first call, so that the call fails as
-// an unopened session's does.
+// joined returns se with each of its parts given the parts it uses (and
+// the backend, driver and graph where it needs them). No part holds the
+// Session. A zero Session (not made by Backend.Open) is joined at its
+// first call, with no driver, so that the call fails as an unopened
+// session's does.
 func joined(se *Session) *Session {
-	if se.sub.se == nil {
-		se.hold.se, se.sub.se, se.host.se, se.capt.se, se.tim.se = se, se, se, se, se
-		se.colls.se, se.stage.se, se.gemms.se, se.faults.se, se.ctl.se = se, se, se, se, se
+	if se.sub.hold != nil {
+		return se
 	}
+	b, drv, g := se.b, se.drv, se.g
+	hd, sm, hst, cpt, tm := &se.hold, &se.sub, &se.host, &se.capt, &se.tim
+	cm, stg, gh, fs, ct := &se.colls, &se.stage, &se.gemms, &se.faults, &se.ctl
+	hd.b, hd.drv, hd.g = b, drv, g
+	sm.drv, sm.hold, sm.host, sm.capt, sm.tim = drv, hd, hst, cpt, tm
+	sm.colls, sm.stage, sm.gemms, sm.ctl = cm, stg, gh, ct
+	hst.drv, hst.hold, hst.sub, hst.colls, hst.ctl, hst.faults = drv, hd, sm, cm, ct, fs
+	cpt.drv, cpt.hold, cpt.host, cpt.sub, cpt.tim, cpt.colls, cpt.ctl = drv, hd, hst, sm, tm, cm, ct
+	tm.drv, tm.g, tm.hold, tm.ctl = drv, g, hd, ct
+	cm.b, cm.drv, cm.g, cm.hold, cm.sub, cm.capt, cm.tim = b, drv, g, hd, sm, cpt, tm
+	stg.b, stg.drv, stg.hold = b, drv, hd
+	gh.b, gh.drv, gh.hold = b, drv, hd
+	fs.b, fs.drv, fs.hold, fs.host, fs.sub, fs.capt = b, drv, hd, hst, sm, cpt
+	ct.drv, ct.g, ct.hold, ct.sub, ct.capt, ct.tim = drv, g, hd, sm, cpt, tm
 	return se
 }
 
 // holdings is what a session holds on its devices: the devices as it uses
 // them, its buffers, and the count of everything it holds (Live).
 type holdings struct {
-	se     *Session
+	b      *Backend
+	drv    *driver
+	g      *dag.Graph
+	closed bool // Close has released what it held
 	devs   map[int]*sessDevice
 	bufs   []buffer   // by Buffer.ID
 	arenas []devArena // the device temporaries' arenas, if the plan placed them (arena.go)
@@ -89,7 +106,16 @@ type holdings struct {
 // submitter enqueues a session's work on its streams: it holds the
 // streams, the events, and the C records of every op (prepare.go).
 type submitter struct {
-	se      *Session
+	drv   *driver
+	hold  *holdings
+	host  *hostSide
+	capt  *capturer
+	tim   *timer
+	colls *collectives
+	stage *stager
+	gemms *gemmHooks
+	ctl   *controller
+
 	ops     []opState // by Op.ID
 	streams []stream
 	events  []event
@@ -99,7 +125,13 @@ type submitter struct {
 // hostSide is what host steps share with the session: they run on driver
 // threads, read hostCtx and report here.
 type hostSide struct {
-	se         *Session
+	drv    *driver
+	hold   *holdings
+	sub    *submitter
+	colls  *collectives
+	ctl    *controller
+	faults *faultState
+
 	hostCtx    context.Context
 	hostCancel context.CancelFunc
 	abandoned  atomic.Bool
@@ -111,7 +143,14 @@ type hostSide struct {
 // capturer captures a session's work into CUDA graphs, and instantiates,
 // launches, updates and destroys them (graph.go).
 type capturer struct {
-	se       *Session
+	drv   *driver
+	hold  *holdings
+	host  *hostSide
+	sub   *submitter
+	tim   *timer
+	colls *collectives
+	ctl   *controller
+
 	graphs   []*graph // by number; nil once destroyed
 	capture  *capture // the capture in progress, if any
 	gstats   GraphStats
@@ -121,7 +160,11 @@ type capturer struct {
 // timer times a session's ops: by events around each op, or by CUPTI
 // records (timing.go).
 type timer struct {
-	se        *Session
+	drv  *driver
+	g    *dag.Graph
+	hold *holdings
+	ctl  *controller
+
 	timing    bool
 	cupti     *cuptiTiming // timing by CUPTI records; nil for events
 	timingWhy string       // why the timing source is what it is
@@ -141,7 +184,14 @@ type timer struct {
 
 // collectives is a session's part in an NCCL communicator (collective.go).
 type collectives struct {
-	se   *Session
+	b    *Backend
+	drv  *driver
+	g    *dag.Graph
+	hold *holdings
+	sub  *submitter
+	capt *capturer
+	tim  *timer
+
 	coll *collState // the NCCL communicator after Join; nil before
 
 	// heldOn is the stream whose sends and recvs are held back (coll.pend),
@@ -153,14 +203,20 @@ type collectives struct {
 // stager copies between devices through pinned host memory where peer
 // access is off (peer_session.go).
 type stager struct {
-	se      *Session
+	b    *Backend
+	drv  *driver
+	hold *holdings
+
 	stages  map[int]*stage   // NoPeer's staging buffers, by op ID
 	staging []*stagingStream // ... and the helper streams of their pipelines
 }
 
 // gemmHooks runs a session's GEMMs through its own gemmer (cublas_backend.go).
 type gemmHooks struct {
-	se   *Session
+	b    *Backend
+	drv  *driver
+	hold *holdings
+
 	gemm *gemmer // cuBLASLt handles, algorithms and workspaces, made at the first gemm
 }
 
@@ -221,11 +277,10 @@ func (hd *holdings) track(n *int, d int) {
 
 // device returns device ordinal as the session uses it.
 func (hd *holdings) device(ordinal int) (*sessDevice, error) {
-	se := hd.se
 	if d := hd.devs[ordinal]; d != nil {
 		return d, nil
 	}
-	d, err := se.b.device(ordinal)
+	d, err := hd.b.device(ordinal)
 	if err != nil {
 		return nil, err
 	}
@@ -292,12 +347,11 @@ func openDevices(ctx context.Context, se *Session) error {
 // another session's (a cuCtxSynchronize would wait for theirs too, and
 // break their captures).
 func (sm *submitter) syncAll() error {
-	se := sm.se
-	defer se.host.waiters.Wait() // a cancelled Sync's waiter (sync.go) returns with the work
+	defer sm.host.waiters.Wait() // a cancelled Sync's waiter (sync.go) returns with the work
 	var errs []error
 	for i := range sm.streams {
 		s := &sm.streams[i]
-		if err := se.drv.streamSync(s.dev.ctx, s.h); err != nil {
+		if err := sm.drv.streamSync(s.dev.ctx, s.h); err != nil {
 			errs = append(errs, fmt.Errorf("stream %d: %w", i, err))
 		}
 	}
@@ -306,7 +360,7 @@ func (sm *submitter) syncAll() error {
 
 // Read returns the contents of a persistent buffer; call it after Sync.
 func (se *Session) Read(buf *dag.Buffer) ([]byte, error) {
-	if se.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
+	if se.hold.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
 		return nil, fmt.Errorf("cuda: buffer %v is not a buffer of the open graph", buf)
 	}
 	if buf.Temporary {
@@ -348,7 +402,7 @@ func copyParallel(dst, src []byte) {
 // must be buf's size: a new input between runs or graph replays. Call it
 // when the work that uses buf is done (after Sync).
 func (se *Session) Write(buf *dag.Buffer, data []byte) error {
-	if se.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
+	if se.hold.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
 		return fmt.Errorf("cuda: buffer %v is not a buffer of the open graph", buf)
 	}
 	if buf.Temporary {
@@ -373,10 +427,10 @@ func (se *Session) Write(buf *dag.Buffer, data []byte) error {
 // It reports the first failure but releases everything it can. Closing
 // twice does nothing.
 func (se *Session) Close() error {
-	if se.closed || unopened(se) != nil { // faults.go: a zero Session holds nothing
+	if se.hold.closed || unopened(se.drv) != nil { // faults.go: a zero Session holds nothing
 		return nil
 	}
-	se.closed = true
+	se.hold.closed = true
 	defer se.b.forget(se)
 	var errs []error
 	keep := func(err error) {
