@@ -19,31 +19,6 @@ import (
 // Kernel preparation: what Run does for each op, decided at Open, with
 // the C records (launch parameters, host work) it needs.
 
-// action is what Run does for an op, decided at Open.
-type action uint8
-
-const (
-	actNone action = iota
-	actAllocDevice
-	actFreeDevice
-	actLaunch
-	actFillDevice
-	actFill64
-	actHostWork // copies and fills of host memory only, run by a C callback
-	actHostFunc
-	actCopyDtoD
-	actCopyPeer
-	actCopyHtoD
-	actCopyHtoDPageable
-	actCopyDtoH
-	actGemm
-	actTask        // a stream task's function enqueues the work (task.go)
-	actCollective  // collective.go
-	actCopyViaHost // peer_session.go
-	actMemset2D    // memset2d.go
-	actControl     // loops and branches (control.go)
-)
-
 type opState struct {
 	op     *dag.Op
 	act    action

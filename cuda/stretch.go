@@ -84,10 +84,7 @@ func (sm *submitter) plain(st device.Step) bool {
 		if op == nil || op.ID < 0 || opSlot(op) >= len(sm.ops) || sm.ops[opSlot(op)].op != op {
 			return false
 		}
-		switch sm.ops[opSlot(op)].act {
-		case actLaunch, actFill64, actFillDevice, actCopyDtoD, actCopyHtoD, actCopyDtoH, actGemm:
-			return true
-		}
+		return sm.ops[opSlot(op)].act.info().step != nil
 	}
 	return false
 }
@@ -114,36 +111,8 @@ func (sm *submitter) submitPlain(steps []device.Step) (int, error) {
 			if traced {
 				d.op = C.int64_t(opSlot(op))
 			}
-			switch o.act {
-			case actLaunch, actFill64:
-				// The addresses of temporary buffers are those of now: a
-				// stretch holds no alloc or free.
-				if sm.bindSlots(o) != nil {
-					return sm.submitC(steps[:len(cs)], cs, traced)
-				}
-				d.kind, d.l = C.DR_STEP_LAUNCH, o.launch
-			case actGemm:
-				// Operands that fail their checks: Run says why.
-				r, ptr, err := sm.gemms.operands(s, op)
-				if err != nil {
-					return sm.submitC(steps[:len(cs)], cs, traced)
-				}
-				d.kind, d.lt, d.gemm = C.DR_STEP_GEMM, (*C.struct_dr_lt)(unsafe.Pointer(sm.gemms.gemm.lt.lib)), (*C.struct_dr_gemm)(unsafe.Pointer(r.c))
-				d.x, d.y, d.src, d.d = ptr[dag.GemmB], ptr[dag.GemmA], ptr[dag.GemmC], ptr[dag.GemmD]
-			case actFillDevice:
-				d.kind, d.d = C.DR_STEP_MEMSET, sm.hold.ptr(op.Access[0].View)
-				d.esize, d.fill, d.n = C.int(o.esize), C.uint64_t(o.fill), C.size_t(o.count)
-			default:
-				src, dst := op.Access[0].View, op.Access[1].View
-				d.n = C.size_t(src.Size)
-				switch o.act {
-				case actCopyDtoD:
-					d.kind, d.d, d.src = C.DR_STEP_DTOD, sm.hold.ptr(dst), sm.hold.ptr(src)
-				case actCopyHtoD:
-					d.kind, d.d, d.host = C.DR_STEP_HTOD, sm.hold.ptr(dst), sm.hold.hostPtr(src)
-				case actCopyDtoH:
-					d.kind, d.d, d.host = C.DR_STEP_DTOH, sm.hold.ptr(src), sm.hold.hostPtr(dst)
-				}
+			if !o.act.info().step(sm, s, o, &d) {
+				return sm.submitC(steps[:len(cs)], cs, traced)
 			}
 		}
 		cs = append(cs, d)
@@ -176,7 +145,7 @@ func (sm *submitter) submitC(steps []device.Step, cs []C.dr_step, traced bool) (
 		sm.streams[st.Stream].last = st.Op.Name
 		if traced {
 			c := sm.tim.cupti
-			c.ops = append(c.ops, cuptiOp{op: opSlot(st.Op), stream: st.Stream, expect: sm.ops[opSlot(st.Op)].act.hasRecords()})
+			c.ops = append(c.ops, cuptiOp{op: opSlot(st.Op), stream: st.Stream, expect: sm.ops[opSlot(st.Op)].act.info().records})
 			c.setStream(opSlot(st.Op), st.Stream)
 		}
 	}
@@ -223,4 +192,51 @@ func stepCall(kind C.int) string {
 		return "cublasLtMatmul"
 	}
 	return "a driver call"
+}
+
+// The steps of actions (actions.go) that go in a stretch.
+
+func stepLaunch(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	// The addresses of temporary buffers are those of now: a stretch
+	// holds no alloc or free.
+	if sm.bindSlots(st) != nil {
+		return false
+	}
+	d.kind, d.l = C.DR_STEP_LAUNCH, st.launch
+	return true
+}
+
+func stepGemm(sm *submitter, s *stream, st *opState, d *C.dr_step) bool {
+	// Operands that fail their checks: Run says why.
+	r, ptr, err := sm.gemms.operands(s, st.op)
+	if err != nil {
+		return false
+	}
+	d.kind, d.lt, d.gemm = C.DR_STEP_GEMM, (*C.struct_dr_lt)(unsafe.Pointer(sm.gemms.gemm.lt.lib)), (*C.struct_dr_gemm)(unsafe.Pointer(r.c))
+	d.x, d.y, d.src, d.d = ptr[dag.GemmB], ptr[dag.GemmA], ptr[dag.GemmC], ptr[dag.GemmD]
+	return true
+}
+
+func stepFillDevice(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	d.kind, d.d = C.DR_STEP_MEMSET, sm.hold.ptr(st.op.Access[0].View)
+	d.esize, d.fill, d.n = C.int(st.esize), C.uint64_t(st.fill), C.size_t(st.count)
+	return true
+}
+
+func stepCopyDtoD(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	src, dst, n := copyViews(st)
+	d.kind, d.n, d.d, d.src = C.DR_STEP_DTOD, n, sm.hold.ptr(dst), sm.hold.ptr(src)
+	return true
+}
+
+func stepCopyHtoD(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	src, dst, n := copyViews(st)
+	d.kind, d.n, d.d, d.host = C.DR_STEP_HTOD, n, sm.hold.ptr(dst), sm.hold.hostPtr(src)
+	return true
+}
+
+func stepCopyDtoH(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	src, dst, n := copyViews(st)
+	d.kind, d.n, d.d, d.host = C.DR_STEP_DTOH, n, sm.hold.ptr(src), sm.hold.hostPtr(dst)
+	return true
 }

@@ -215,18 +215,6 @@ type cuptiOp struct {
 	expect     bool
 }
 
-// hasRecords reports whether work of kind a always gets CUPTI activity
-// records (kernel, memcpy or memset ones). Tasks may enqueue anything,
-// allocations have records only when a pool grows, host steps none.
-func (a action) hasRecords() bool {
-	switch a {
-	case actLaunch, actFill64, actFillDevice, actMemset2D, actGemm,
-		actCopyDtoD, actCopyPeer, actCopyHtoD, actCopyHtoDPageable, actCopyDtoH, actCopyViaHost:
-		return true
-	}
-	return false
-}
-
 // extent is a span on CUPTI's clock; a zero start means none.
 type extent struct{ start, end uint64 }
 
@@ -359,7 +347,7 @@ func (c *cuptiTiming) runTraced(sm *submitter, s *stream, si int, st *opState, o
 		return err
 	}
 	err := c.tr.tracedCall(opSlot(op), func() error { return sm.run(s, st) })
-	expect := st.act.hasRecords()
+	expect := st.act.info().records
 	if sm.ctl.building > 0 {
 		// A body op: its records come once per iteration or taken
 		// branch, so none are awaited.
