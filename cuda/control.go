@@ -214,7 +214,7 @@ func (ct *controller) makeJoins(c *control) error {
 				continue
 			}
 			seen[st.Stream] = true
-			ev, err := ct.drv.eventCreate(c.dev.ctx, false)
+			ev, err := ct.drv.events.create(c.dev.ctx, false)
 			if err != nil {
 				return err
 			}
@@ -296,7 +296,7 @@ func (ct *controller) eagerGraph(c *control) error {
 	ct.dropEager(c, func(error) {})
 	api, ctx := ct.drv.api, c.dev.ctx
 	if c.private == nil {
-		h, err := ct.drv.streamCreate(ctx, 0)
+		h, err := ct.drv.streams.create(ctx, 0)
 		if err != nil {
 			return err
 		}
@@ -454,7 +454,7 @@ func (ct *controller) dropEager(c *control, keep func(error)) {
 func (ct *controller) release(c *control, keep func(error)) {
 	ct.dropEager(c, keep)
 	if c.private != nil {
-		keep(ct.drv.streamDestroy(c.dev.ctx, c.private))
+		keep(ct.drv.streams.destroy(c.dev.ctx, c.private))
 		c.private = nil
 		ct.hold.track(&ct.hold.live.Streams, -1)
 	}
@@ -465,7 +465,7 @@ func (ct *controller) release(c *control, keep func(error)) {
 	}
 	for _, js := range c.joins {
 		for _, j := range js {
-			keep(ct.drv.eventDestroy(c.dev.ctx, j.ev))
+			keep(ct.drv.events.destroy(c.dev.ctx, j.ev))
 			ct.hold.track(&ct.hold.live.Events, -1)
 		}
 	}

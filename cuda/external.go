@@ -29,7 +29,7 @@ func (sm *submitter) WaitExternal(si int, ev uintptr) error {
 	if err != nil {
 		return err
 	}
-	return sm.drv.waitExternal(s.dev.ctx, s.h, ev)
+	return sm.drv.streams.waitExternal(s.dev.ctx, s.h, ev)
 }
 
 // RecordExternal does the work of Session.RecordExternal.
@@ -38,16 +38,16 @@ func (sm *submitter) RecordExternal(si int, ev uintptr) error {
 	if err != nil {
 		return err
 	}
-	return sm.drv.recordExternal(s.dev.ctx, s.h, ev)
+	return sm.drv.streams.recordExternal(s.dev.ctx, s.h, ev)
 }
 
 // waitExternal makes stream s wait for the latest record of the CUevent ev.
-func (d *driver) waitExternal(c C.CUcontext, s C.CUstream, ev uintptr) error {
+func (d streamCalls) waitExternal(c C.CUcontext, s C.CUstream, ev uintptr) error {
 	return d.check("cuStreamWaitEvent", C.w_wait_external(d.api, c, s, C.uintptr_t(ev)))
 }
 
 // recordExternal records the CUevent ev on stream s.
-func (d *driver) recordExternal(c C.CUcontext, s C.CUstream, ev uintptr) error {
+func (d streamCalls) recordExternal(c C.CUcontext, s C.CUstream, ev uintptr) error {
 	return d.check("cuEventRecord", C.w_record_external(d.api, c, s, C.uintptr_t(ev)))
 }
 

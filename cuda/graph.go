@@ -115,7 +115,7 @@ func (cpt *capturer) BeginCapture(origin int) error {
 			return err
 		}
 	}
-	e, err := cpt.drv.eventCreate(o.dev.ctx, false)
+	e, err := cpt.drv.events.create(o.dev.ctx, false)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (cpt *capturer) BeginCapture(origin int) error {
 	}
 	for i := range cpt.sub.streams {
 		if d := cpt.sub.streams[i].dev; d != o.dev && !slices.ContainsFunc(c.joins, func(j devEvent) bool { return j.dev == d }) {
-			je, err := cpt.drv.eventCreate(d.ctx, false)
+			je, err := cpt.drv.events.create(d.ctx, false)
 			if err != nil {
 				cpt.dropCaptureEvent(c)
 				return err
@@ -222,12 +222,12 @@ func (cpt *capturer) restoreTemps(c *capture) {
 
 func (cpt *capturer) dropCaptureEvent(c *capture) {
 	if c.event != nil {
-		cpt.drv.eventDestroy(cpt.sub.streams[c.origin].dev.ctx, c.event)
+		cpt.drv.events.destroy(cpt.sub.streams[c.origin].dev.ctx, c.event)
 		c.event = nil
 		cpt.hold.track(&cpt.hold.live.Events, -1)
 	}
 	for _, j := range c.joins {
-		cpt.drv.eventDestroy(j.dev.ctx, j.ev)
+		cpt.drv.events.destroy(j.dev.ctx, j.ev)
 		cpt.hold.track(&cpt.hold.live.Events, -1)
 	}
 	c.joins = nil

@@ -152,7 +152,7 @@ func (hd *holdings) pendInit(d *sessDevice) {
 func (hd *holdings) waitInits() error {
 	var errs []error
 	for _, d := range hd.initPending {
-		if err := hd.drv.streamSync(d.ctx, nil); err != nil {
+		if err := hd.drv.streams.sync(d.ctx, nil); err != nil {
 			errs = append(errs, fmt.Errorf("making initial contents on device %d: %w", d.ordinal, err))
 		}
 	}

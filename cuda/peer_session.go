@@ -136,7 +136,7 @@ func (b *Backend) addPeers(d *gpu) error {
 		if g.pool == nil {
 			continue
 		}
-		if err := b.drv.poolPeerAccess(g.ctx, g.pool, i, devs, m); err != nil {
+		if err := b.drv.pools.peerAccess(g.ctx, g.pool, i, devs, m); err != nil {
 			return fmt.Errorf("opening device %d's memory pool to its peers: %w", o, err)
 		}
 	}
@@ -247,7 +247,7 @@ func (stg *stager) preparePeerCopy(st *opState, op *dag.Op) error {
 	}
 	sg.ends = [2]*sessDevice{stg.hold.bufs[src.Buf.ID].dev, stg.hold.bufs[dst.Buf.ID].dev}
 	event := func(d *sessDevice) (C.CUevent, error) {
-		e, err := stg.drv.eventCreate(d.ctx, false)
+		e, err := stg.drv.events.create(d.ctx, false)
 		if err != nil {
 			return nil, err
 		}
@@ -285,7 +285,7 @@ func (stg *stager) stagingStream(d *sessDevice) (*stagingStream, error) {
 			return u, nil
 		}
 	}
-	h, err := stg.drv.streamCreate(d.ctx, StreamPriority(dag.Normal, d.least, d.greatest))
+	h, err := stg.drv.streams.create(d.ctx, StreamPriority(dag.Normal, d.least, d.greatest))
 	if err != nil {
 		return nil, fmt.Errorf("staging stream on device %d: %w", d.ordinal, err)
 	}
@@ -345,14 +345,14 @@ func (stg *stager) freeStages(keep func(error)) {
 		keep(stg.drv.hostFree(sg.ctx, sg.p))
 		stg.hold.track(&stg.hold.live.PinnedAllocs, -1)
 		for _, e := range sg.owned {
-			keep(stg.drv.eventDestroy(e.dev.ctx, e.ev))
+			keep(stg.drv.events.destroy(e.dev.ctx, e.ev))
 			stg.hold.track(&stg.hold.live.Events, -1)
 		}
 		delete(stg.stages, id)
 	}
 	for _, u := range stg.staging {
-		keep(stg.drv.streamSync(u.dev.ctx, u.h))
-		keep(stg.drv.streamDestroy(u.dev.ctx, u.h))
+		keep(stg.drv.streams.sync(u.dev.ctx, u.h))
+		keep(stg.drv.streams.destroy(u.dev.ctx, u.h))
 		stg.hold.track(&stg.hold.live.Streams, -1)
 	}
 	stg.staging = nil

@@ -60,7 +60,7 @@ import "C"
 // serves instead of the pool: replays (and the eager graphs of loops and
 // branches) are not measured.
 
-// poolMark is what a session measured of one device's pool.
+// mark is what a session measured of one device's pool.
 type poolMark struct {
 	watching bool   // a run has allocated from the pool since the last Sync
 	base     uint64 // the pool's bytes in use before that run's first allocation
@@ -69,16 +69,16 @@ type poolMark struct {
 	failed   bool   // the driver cannot tell (no cuMemPoolGetAttribute), or a read failed
 }
 
-// poolAttr reads attribute attr (a DR_MEMPOOL_ATTR_) of pool.
-func (d *driver) poolAttr(c C.CUcontext, pool C.CUmemoryPool, attr C.int) (uint64, error) {
+// attr reads attribute attr (a DR_MEMPOOL_ATTR_) of pool.
+func (d poolCalls) attr(c C.CUcontext, pool C.CUmemoryPool, attr C.int) (uint64, error) {
 	var v C.ulonglong
 	err := d.check("cuMemPoolGetAttribute", C.w_pool_attr(d.api, c, pool, attr, &v))
 	return uint64(v), err
 }
 
-// poolMark returns the bytes in use in pool and resets its high-water
+// mark returns the bytes in use in pool and resets its high-water
 // mark.
-func (d *driver) poolMark(c C.CUcontext, pool C.CUmemoryPool) (uint64, error) {
+func (d poolCalls) mark(c C.CUcontext, pool C.CUmemoryPool) (uint64, error) {
 	var v C.ulonglong
 	err := d.check("cuMemPoolGetAttribute/cuMemPoolSetAttribute", C.w_pool_mark(d.api, c, pool, &v))
 	return uint64(v), err
@@ -133,7 +133,7 @@ func (hd *holdings) watchPool(d *sessDevice) {
 	if m.watching || m.failed {
 		return
 	}
-	used, err := hd.drv.poolMark(d.ctx, d.pool)
+	used, err := hd.drv.pools.mark(d.ctx, d.pool)
 	if err != nil {
 		m.failed = true
 		return
@@ -152,7 +152,7 @@ func (hd *holdings) endPoolRuns() {
 			continue
 		}
 		m.watching = false
-		high, err := hd.drv.poolAttr(d.ctx, d.pool, C.DR_MEMPOOL_ATTR_USED_MEM_HIGH)
+		high, err := hd.drv.pools.attr(d.ctx, d.pool, C.DR_MEMPOOL_ATTR_USED_MEM_HIGH)
 		if err != nil {
 			m.failed = true
 			continue

@@ -351,7 +351,7 @@ func (sm *submitter) syncAll() error {
 	var errs []error
 	for i := range sm.streams {
 		s := &sm.streams[i]
-		if err := sm.drv.streamSync(s.dev.ctx, s.h); err != nil {
+		if err := sm.drv.streams.sync(s.dev.ctx, s.h); err != nil {
 			errs = append(errs, fmt.Errorf("stream %d: %w", i, err))
 		}
 	}

@@ -28,7 +28,7 @@ func (sm *submitter) NewStream(ordinal int, p dag.Priority) error {
 	if err != nil {
 		return fmt.Errorf("stream %d on device %d: %w", len(sm.streams), ordinal, err)
 	}
-	h, err := sm.drv.streamCreate(d.ctx, StreamPriority(p, d.least, d.greatest))
+	h, err := sm.drv.streams.create(d.ctx, StreamPriority(p, d.least, d.greatest))
 	if err != nil {
 		return fmt.Errorf("stream %d on device %d: %w", len(sm.streams), ordinal, err)
 	}
@@ -82,13 +82,13 @@ func (sm *submitter) Record(si, ei int) error {
 	}
 	if e.dev != s.dev {
 		if e.h != nil {
-			if err := sm.drv.eventDestroy(e.dev.ctx, e.h); err != nil {
+			if err := sm.drv.events.destroy(e.dev.ctx, e.h); err != nil {
 				return err
 			}
 			e.h = nil
 			sm.hold.track(&sm.hold.live.Events, -1)
 		}
-		if e.h, err = sm.drv.eventCreate(s.dev.ctx, false); err != nil {
+		if e.h, err = sm.drv.events.create(s.dev.ctx, false); err != nil {
 			return fmt.Errorf("event %d: %w", ei, err)
 		}
 		e.dev = s.dev
@@ -228,12 +228,12 @@ func (sm *submitter) freeRecords() {
 // destroyStreams destroys the session's streams and events (Close).
 func (sm *submitter) destroyStreams(keep func(error)) {
 	for _, s := range sm.streams {
-		keep(sm.drv.streamDestroy(s.dev.ctx, s.h))
+		keep(sm.drv.streams.destroy(s.dev.ctx, s.h))
 		sm.hold.track(&sm.hold.live.Streams, -1)
 	}
 	for _, e := range sm.events {
 		if e.h != nil {
-			keep(sm.drv.eventDestroy(e.dev.ctx, e.h))
+			keep(sm.drv.events.destroy(e.dev.ctx, e.h))
 			sm.hold.track(&sm.hold.live.Events, -1)
 		}
 	}

@@ -57,7 +57,7 @@ func (tm *timer) timingEvent(d *sessDevice) (C.CUevent, error) {
 		d.timingEvents = d.timingEvents[:n-1]
 		return e, nil
 	}
-	e, err := tm.drv.eventCreate(d.ctx, true)
+	e, err := tm.drv.events.create(d.ctx, true)
 	if err == nil {
 		tm.hold.track(&tm.hold.live.Events, 1)
 	}
@@ -93,7 +93,7 @@ func (tm *timer) eventSpans(f func(op, stream int, start, end time.Duration)) er
 		}
 		dms := slices.Grow(tm.spanDevMs[:0], len(evs))[:len(evs)]
 		tm.spanEvs, tm.spanAt, tm.spanDevMs = evs, at, dms
-		err := tm.drv.elapsedMany(d.ctx, d.origin, evs, dms)
+		err := tm.drv.events.elapsedMany(d.ctx, d.origin, evs, dms)
 		if err != nil && first == nil {
 			var ee *eventError
 			if errors.As(err, &ee) && ee.index/2 < len(at) {
@@ -654,7 +654,7 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 func (tm *timer) destroyTimingEvents(keep func(error)) {
 	for _, d := range tm.hold.devs {
 		for _, e := range d.timingEvents {
-			keep(tm.drv.eventDestroy(d.ctx, e))
+			keep(tm.drv.events.destroy(d.ctx, e))
 			tm.hold.track(&tm.hold.live.Events, -1)
 		}
 		d.timingEvents = nil

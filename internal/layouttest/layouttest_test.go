@@ -30,6 +30,7 @@ func TestCheck(t *testing.T) {
 		{"methods", Limits{Methods: 2, Lines: 100}, true},
 		{"lines", Limits{Methods: 3, Lines: 16}, true},
 		{"holders", Limits{Methods: 3, Lines: 100, Whole: "Whole"}, true},
+		{"owners", Limits{Methods: 3, Lines: 100, Whole: "Whole", Owners: []string{"part"}}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
