@@ -1,7 +1,7 @@
 // Package layouttest checks a package's shape from its source, for the
 // package's own tests: how many methods each type has, which types hold
 // the package's whole (its Session, say) instead of the parts they use,
-// and how long each Go and C file is.
+// how long each Go and C file is, and whether the package doc cites files.
 package layouttest
 
 import (
@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +29,9 @@ type Shape struct {
 	Holders []string
 	// Lines counts the lines of every .go, .c and .h file, tests included.
 	Lines map[string]int
+	// DocFiles lists the file names that the package doc cites: a package
+	// doc says what the package is, and the detail goes on the types.
+	DocFiles []string
 }
 
 // Limits are the most a package may have; Check fails a test past them.
@@ -63,9 +67,12 @@ func Measure(dir, whole string) (Shape, error) {
 		if ext != ".go" || strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			return sh, err
+		}
+		if f.Doc != nil {
+			sh.DocFiles = append(sh.DocFiles, fileNameRE.FindAllString(f.Doc.Text(), -1)...)
 		}
 		for _, d := range f.Decls {
 			switch d := d.(type) {
@@ -87,6 +94,8 @@ func Measure(dir, whole string) (Shape, error) {
 	sort.Strings(sh.Holders)
 	return sh, nil
 }
+
+var fileNameRE = regexp.MustCompile(`\b[\w-]+\.(go|c|h|s)\b`)
 
 // receiverType is the name of the type a method's receiver is.
 func receiverType(x ast.Expr) string {
@@ -149,8 +158,8 @@ func holds(x ast.Expr, whole string) bool {
 }
 
 // Check fails t for each type of the package in dir with more methods
-// than lim allows, each part that holds lim.Whole, and each file longer
-// than lim allows. It logs the largest counts, which a package's
+// than lim allows, each part that holds lim.Whole, each file longer than
+// lim allows, and each file name the package doc cites. It logs the largest counts, which a package's
 // maintainers quote.
 func Check(t testing.TB, dir string, lim Limits) {
 	t.Helper()
@@ -170,6 +179,9 @@ func Check(t testing.TB, dir string, lim Limits) {
 		}
 		parts++
 		t.Errorf("%s: %s holds the %s: give the part the parts it uses instead", dir, h, lim.Whole)
+	}
+	for _, name := range sh.DocFiles {
+		t.Errorf("%s: the package doc cites %s: say it on the types there instead", dir, name)
 	}
 	for _, name := range sortedKeys(sh.Lines) {
 		if n := sh.Lines[name]; n > lim.Lines {

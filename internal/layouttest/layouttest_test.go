@@ -14,28 +14,35 @@ func TestMeasure(t *testing.T) {
 	assert.Equal(t, []string{"part.all", "part.w"}, sh.Holders)
 	assert.Equal(t, 2, sh.Lines["extra.c"])
 	assert.Equal(t, 17, sh.Lines["shaped.go"])
+	assert.Empty(t, sh.DocFiles)
 
 	sh, err = Measure("testdata/shaped", "")
 	require.NoError(t, err)
 	assert.Empty(t, sh.Holders)
+
+	sh, err = Measure("testdata/cited", "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cited.go", "cited.c"}, sh.DocFiles)
 }
 
 func TestCheck(t *testing.T) {
 	tests := []struct {
 		name string
+		dir  string
 		lim  Limits
 		fail bool
 	}{
-		{"within", Limits{Methods: 3, Lines: 17}, false},
-		{"methods", Limits{Methods: 2, Lines: 100}, true},
-		{"lines", Limits{Methods: 3, Lines: 16}, true},
-		{"holders", Limits{Methods: 3, Lines: 100, Whole: "Whole"}, true},
-		{"owners", Limits{Methods: 3, Lines: 100, Whole: "Whole", Owners: []string{"part"}}, false},
+		{"within", "shaped", Limits{Methods: 3, Lines: 17}, false},
+		{"doc cites a file", "cited", Limits{Methods: 3, Lines: 17}, true},
+		{"methods", "shaped", Limits{Methods: 2, Lines: 100}, true},
+		{"lines", "shaped", Limits{Methods: 3, Lines: 16}, true},
+		{"holders", "shaped", Limits{Methods: 3, Lines: 100, Whole: "Whole"}, true},
+		{"owners", "shaped", Limits{Methods: 3, Lines: 100, Whole: "Whole", Owners: []string{"part"}}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{TB: t}
-			Check(rec, "testdata/shaped", tc.lim)
+			Check(rec, "testdata/"+tc.dir, tc.lim)
 			assert.Equal(t, tc.fail, rec.failed)
 		})
 	}
