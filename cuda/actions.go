@@ -78,14 +78,14 @@ func init() {
 		actGemm: {name: "gemm", run: func(sm *submitter, s *stream, st *opState) error {
 			return sm.gemms.runGemm(s, st.op)
 		}, step: stepGemm, records: true},
-		actTask: {name: "task", run: (*submitter).runTask},
+		actTask: {name: "task", run: runTask},
 		actCollective: {name: "collective", run: func(sm *submitter, s *stream, st *opState) error {
 			return sm.colls.runCollective(s, st)
 		}},
 		actCopyViaHost: {name: "copy via host", run: func(sm *submitter, s *stream, st *opState) error {
 			return sm.stage.runViaHost(s, st)
 		}, records: true},
-		actMemset2D: {name: "memset2d", run: (*submitter).runMemset2D, records: true},
+		actMemset2D: {name: "memset2d", run: runMemset2D, records: true},
 		actControl: {name: "control", run: func(sm *submitter, s *stream, st *opState) error {
 			return sm.ctl.run(s, st.op)
 		}},

@@ -124,7 +124,7 @@ func opSlot(op *dag.Op) int { return max(op.ID, op.Index) }
 
 // prepareControl prepares a While or If: the flag's kernels are loaded
 // with the session's kernels; the bodies come with SetBodies.
-func (sm *submitter) prepareControl(st *opState, op *dag.Op) error {
+func prepareControl(sm *submitter, st *opState, op *dag.Op) error {
 	if C.dr_cond_supported(sm.drv.api) == 0 {
 		return fmt.Errorf("cuda: driver %s (CUDA %d) has no conditional graph nodes, which loops and branches need (CUDA 12.4 or newer); update the NVIDIA driver, or run on the cpu backend", sm.drv.path, sm.drv.version)
 	}

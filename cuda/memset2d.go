@@ -31,7 +31,7 @@ import (
 // 2-D memsets (dag.Memset2D): cuMemsetD2D8/16/32Async on device memory;
 // on host memory a host callback sets the rows, as a host step would.
 
-func (sm *submitter) prepareMemset2D(st *opState, op *dag.Op) error {
+func prepareMemset2D(sm *submitter, st *opState, op *dag.Op) error {
 	a := op.Access[0]
 	if op.Memset2D == nil {
 		return fmt.Errorf("memset2d has no region")
@@ -60,7 +60,7 @@ func (sm *submitter) prepareMemset2D(st *opState, op *dag.Op) error {
 // memset2DCalls names the driver call for each element size, for errors.
 var memset2DCalls = [...]string{1: "cuMemsetD2D8Async", 2: "cuMemsetD2D16Async", 4: "cuMemsetD2D32Async"}
 
-func (sm *submitter) runMemset2D(s *stream, st *opState) error {
+func runMemset2D(sm *submitter, s *stream, st *opState) error {
 	m, v := st.op.Memset2D, st.op.Access[0].View
 	return sm.drv.check(memset2DCalls[st.esize], C.dr_memset2d_async(sm.drv.api, s.dev.ctx, sm.hold.ptr(v), C.size_t(m.Pitch),
 		C.int(st.esize), C.uint32_t(st.fill), C.size_t(m.Width), C.size_t(m.Rows), s.h))

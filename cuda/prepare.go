@@ -81,12 +81,12 @@ func prepareCollective(sm *submitter, st *opState, op *dag.Op) error {
 // preparers holds, for every op kind of dag.OpKinds() (TestKindTable
 // checks), how the backend prepares an op of that kind.
 var preparers = map[dag.OpKind]func(sm *submitter, st *opState, op *dag.Op) error{
-	dag.Alloc:  (*submitter).prepareLifetime,
-	dag.Free:   (*submitter).prepareLifetime,
-	dag.Copy:   (*submitter).prepareCopy,
-	dag.Fill:   (*submitter).prepareFill,
-	dag.Launch: (*submitter).prepareLaunch,
-	dag.Host:   (*submitter).prepareHost,
+	dag.Alloc:  prepareLifetime,
+	dag.Free:   prepareLifetime,
+	dag.Copy:   prepareCopy,
+	dag.Fill:   prepareFill,
+	dag.Launch: prepareLaunch,
+	dag.Host:   prepareHost,
 	dag.Gemm:   prepareGemm,
 
 	dag.AllReduce:     prepareCollective,
@@ -96,17 +96,17 @@ var preparers = map[dag.OpKind]func(sm *submitter, st *opState, op *dag.Op) erro
 	dag.Send:          prepareCollective,
 	dag.Recv:          prepareCollective,
 
-	dag.Task:     (*submitter).prepareTask,
-	dag.Memset2D: (*submitter).prepareMemset2D,
+	dag.Task:     prepareTask,
+	dag.Memset2D: prepareMemset2D,
 
-	dag.While: (*submitter).prepareControl,
-	dag.If:    (*submitter).prepareControl,
+	dag.While: prepareControl,
+	dag.If:    prepareControl,
 }
 
 // prepareLifetime prepares an alloc or free of a temporary: stream-ordered
 // pool memory on a device; a host temporary lives as long as the session
 // and is zeroed at each alloc.
-func (sm *submitter) prepareLifetime(st *opState, op *dag.Op) error {
+func prepareLifetime(sm *submitter, st *opState, op *dag.Op) error {
 	bs := &sm.hold.bufs[op.Buffer().ID]
 	allocs := op.Kind.Info().Lifetime == dag.Allocates
 	switch {
@@ -124,7 +124,7 @@ func (sm *submitter) prepareLifetime(st *opState, op *dag.Op) error {
 	return nil
 }
 
-func (sm *submitter) prepareFill(st *opState, op *dag.Op) error {
+func prepareFill(sm *submitter, st *opState, op *dag.Op) error {
 	a := op.Access[0]
 	dt := a.Buf.DType
 	n := a.Size / dt.Size()
@@ -153,7 +153,7 @@ func (sm *submitter) prepareFill(st *opState, op *dag.Op) error {
 
 // prepareHost makes the handle through which the driver's callback finds
 // the host step and its views.
-func (sm *submitter) prepareHost(st *opState, op *dag.Op) error {
+func prepareHost(sm *submitter, st *opState, op *dag.Op) error {
 	mem := make([][]byte, len(op.Access))
 	for i, a := range op.Access {
 		mem[i] = unsafe.Slice((*byte)(unsafe.Add(sm.hold.bufs[a.Buf.ID].host, a.Offset)), a.Size)
@@ -164,7 +164,7 @@ func (sm *submitter) prepareHost(st *opState, op *dag.Op) error {
 	return nil
 }
 
-func (sm *submitter) prepareCopy(st *opState, op *dag.Op) error {
+func prepareCopy(sm *submitter, st *opState, op *dag.Op) error {
 	src, dst := op.Access[0], op.Access[1]
 	sp, dp := src.Buf.Placement, dst.Buf.Placement
 	switch {
@@ -226,7 +226,7 @@ func (sm *submitter) setPtr(st *opState, slot *C.uint64_t, v dag.View) {
 // prepareLaunch builds op's kernel parameters in C memory. Builtin kernels
 // get each buffer as (pointer, int64 f32 element count); other kernels get
 // a bare pointer. Scalars follow their declared types.
-func (sm *submitter) prepareLaunch(st *opState, op *dag.Op) error {
+func prepareLaunch(sm *submitter, st *opState, op *dag.Op) error {
 	l := op.Launch
 	k := l.Kernel
 	builtin := k.Source == dag.Builtin

@@ -28,7 +28,7 @@ import (
 
 // prepareTask: nothing to build; the addresses are taken at each Run, as a
 // temporary's change from run to run.
-func (sm *submitter) prepareTask(st *opState, op *dag.Op) error {
+func prepareTask(sm *submitter, st *opState, op *dag.Op) error {
 	if op.Task == nil || op.Task.Func == nil {
 		return fmt.Errorf("stream task has no function")
 	}
@@ -37,7 +37,7 @@ func (sm *submitter) prepareTask(st *opState, op *dag.Op) error {
 }
 
 // runTask calls the task's function with s and the addresses of its views.
-func (sm *submitter) runTask(s *stream, st *opState) error {
+func runTask(sm *submitter, s *stream, st *opState) error {
 	op := st.op
 	addrs := make([]uintptr, len(op.Access))
 	for i, a := range op.Access {
