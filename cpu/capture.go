@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // capturer is a session's graph capture: the capture in progress and
@@ -280,7 +281,7 @@ func (b *Session) Write(buf *dag.Buffer, data []byte) error {
 	case int64(len(data)) != buf.Size:
 		return fmt.Errorf("cpu: Write: %d bytes for buffer %q of %d bytes: write the whole buffer", len(data), buf.Name, buf.Size)
 	case b.sched.pending > 0:
-		return fmt.Errorf("cpu: Write: buffer %q: work is still running; call Sync first", buf.Name)
+		return fmt.Errorf("cpu: Write: buffer %q: %w; call Sync first", buf.Name, device.ErrBusy)
 	}
 	copy(b.memory.mem[buf.ID], data)
 	return nil

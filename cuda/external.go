@@ -53,7 +53,7 @@ func (d streamCalls) recordExternal(c C.CUcontext, s C.CUstream, ev uintptr) err
 
 func (sm *submitter) externalStream(verb string, si int, ev uintptr) (*stream, error) {
 	if sm.hold.closed {
-		return nil, fmt.Errorf("cuda: %s: the session is closed", verb)
+		return nil, fmt.Errorf("cuda: %s: the session is %w", verb, device.ErrClosed)
 	}
 	if ev == 0 {
 		return nil, fmt.Errorf("cuda: %s: no event (a nil CUevent)", verb)
