@@ -55,6 +55,24 @@ import (
 // collective op of the graph has run eagerly and a Sync has succeeded
 // since (the executor's warm-up run does that).
 
+// collectives is a session's part in an NCCL communicator.
+type collectives struct {
+	b    *Backend
+	drv  *driver
+	g    *dag.Graph
+	hold *holdings
+	sub  *submitter
+	capt *capturer
+	tim  *timer
+
+	coll *collState // the NCCL communicator after Join; nil before
+
+	// heldOn is the stream whose sends and recvs are held back (coll.pend),
+	// nil when none are: Record, Wait, Run, Sync, EndCapture and
+	// LaunchGraph then skip flushP2P.
+	heldOn *stream
+}
+
 var (
 	_ device.Joiner     = (*Session)(nil)
 	_ device.UniqueIDer = (*Backend)(nil)

@@ -17,6 +17,15 @@ import (
 // own gemmer, so its algorithms and workspaces are its own and never
 // shared between sessions running side by side.
 
+// gemmHooks runs a session's GEMMs through its own gemmer.
+type gemmHooks struct {
+	b    *Backend
+	drv  *driver
+	hold *holdings
+
+	gemm *gemmer // cuBLASLt handles, algorithms and workspaces, made at the first gemm
+}
+
 // prepareGemm makes op's cuBLASLt GEMM ready, loading cuBLASLt for the
 // session's first one.
 func (gh *gemmHooks) prepareGemm(st *opState, op *dag.Op) error {

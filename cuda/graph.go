@@ -27,6 +27,26 @@ import (
 // number is never reused while the session is open. Graphs belong to
 // their session: several sessions on one backend each hold their own.
 
+// capturer captures a session's work into CUDA graphs, and instantiates,
+// launches, updates and destroys them. Temporaries become memory nodes,
+// host steps host nodes. Updates go through cuGraphExecUpdate and fall
+// back to a fresh instantiation when the driver refuses them (GraphStats
+// counts both).
+type capturer struct {
+	drv   *driver
+	hold  *holdings
+	host  *hostSide
+	sub   *submitter
+	tim   *timer
+	colls *collectives
+	ctl   *controller
+
+	graphs   []*graph // by number; nil once destroyed
+	capture  *capture // the capture in progress, if any
+	gstats   GraphStats
+	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
+}
+
 // graph is a captured graph and, once instantiated, its executable.
 type graph struct {
 	tmpl   C.CUgraph

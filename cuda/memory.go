@@ -19,6 +19,33 @@ import (
 
 // Memory: a session's buffers, allocated at Open and released at Close.
 
+// holdings is what a session holds on its devices: the devices as it uses
+// them, its buffers, and the count of everything it holds (Live).
+// Persistent device buffers come from cuMemAlloc, temporaries from the
+// device's pool in stream order (cuMemAllocAsync) or from arenas; pinned
+// host buffers of 2 MiB and more from huge pages registered with the
+// driver, smaller ones from cuMemHostAlloc; pageable ones from the C heap,
+// never Go memory. Copies and fills that touch only host memory run in
+// stream order through cuLaunchHostFunc.
+type holdings struct {
+	b      *Backend
+	drv    *driver
+	g      *dag.Graph
+	closed bool // Close has released what it held
+	devs   map[int]*sessDevice
+	bufs   []buffer   // by Buffer.ID
+	arenas []devArena // the device temporaries' arenas, if the plan placed them (arena.go)
+
+	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
+	live   Resources
+
+	// initPending lists the devices whose legacy streams make initial
+	// contents until allocBuffers waits for them (initdev.go);
+	// deviceInits counts the buffers whose contents a device made.
+	initPending []*sessDevice
+	deviceInits int
+}
+
 type buffer struct {
 	b    *dag.Buffer
 	dev  *sessDevice    // device buffers: their device

@@ -18,6 +18,17 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 )
 
+// stager copies between devices through pinned host memory where peer
+// access is off.
+type stager struct {
+	b    *Backend
+	drv  *driver
+	hold *holdings
+
+	stages  map[int]*stage   // NoPeer's staging buffers, by op ID
+	staging []*stagingStream // ... and the helper streams of their pipelines
+}
+
 var (
 	_ device.Describer  = (*Backend)(nil)
 	_ device.Topologist = (*Backend)(nil)

@@ -16,6 +16,25 @@ import (
 
 // Submission: enqueueing a plan's steps on a session's streams.
 
+// submitter enqueues a session's work on its streams: it holds the
+// streams, the events, and the C records of every op (prepare.go).
+type submitter struct {
+	drv   *driver
+	hold  *holdings
+	host  *hostSide
+	capt  *capturer
+	tim   *timer
+	colls *collectives
+	stage *stager
+	gemms *gemmHooks
+	ctl   *controller
+
+	ops     []opState // by Op.ID
+	streams []stream
+	events  []event
+	stretch []C.dr_step // Submit's plain steps, reused (stretch.go)
+}
+
 // NewStream does the work of Session.NewStream.
 func (sm *submitter) NewStream(ordinal int, p dag.Priority) error {
 	if err := unopened(sm.drv); err != nil { // faults.go

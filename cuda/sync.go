@@ -9,12 +9,32 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
 )
 
 // Synchronisation: waiting for a session's streams, and abandoning a run.
+
+// hostSide is what host steps share with the session: they run on driver
+// threads, read hostCtx and report here.
+type hostSide struct {
+	drv    *driver
+	hold   *holdings
+	sub    *submitter
+	colls  *collectives
+	ctl    *controller
+	faults *faultState
+
+	hostCtx    context.Context
+	hostCancel context.CancelFunc
+	abandoned  atomic.Bool
+	waiters    sync.WaitGroup // cancellable Syncs' waiters (sync.go)
+	hostMu     sync.Mutex
+	hostErr    error
+}
 
 // Sync does the work of Session.Sync.
 func (hst *hostSide) Sync(ctx context.Context) (err error) {

@@ -21,6 +21,31 @@ import (
 
 // Timing: events around each op of an eager run, read back by Spans.
 
+// timer times a session's ops: by events around each op, or by CUPTI
+// records.
+type timer struct {
+	drv  *driver
+	g    *dag.Graph
+	hold *holdings
+	ctl  *controller
+
+	timing    bool
+	cupti     *cuptiTiming // timing by CUPTI records; nil for events
+	timingWhy string       // why the timing source is what it is
+	// cuptiWas is the closed tracer's source and drop count, which
+	// TimingSource still reports after Close.
+	cuptiWas struct {
+		source  device.TimingSource
+		dropped uint64
+	}
+
+	timed     []timedOp
+	spanEvs   []C.CUevent // Spans' scratch: the events of one device's timed ops
+	spanAt    []int       // ... the index in timed of each pair of them
+	spanDevMs []float32   // ... and their times
+	spanMs    []float32   // the start and end of every timed op
+}
+
 type timedOp struct {
 	op, stream int
 	dev        *sessDevice
