@@ -22,7 +22,9 @@ type Builder struct {
 
 	// Slabs the ops, launches and their small slices are carved from, a
 	// chunk at a time: a spec of a million ops makes a few thousand
-	// allocations for them instead of millions.
+	// allocations for them instead of millions. A body's builder carves
+	// from the slabs of the builder it is nested in (see slabs), so a
+	// body of one op costs one op, not a chunk.
 	opSlab     []Op
 	launchSlab []LaunchSpec
 	accSlab    []Access
@@ -32,7 +34,17 @@ type Builder struct {
 // slabLen is how many ops (launches, accesses, arguments) one chunk holds.
 const slabLen = 256
 
+// slabs is the builder whose slabs g carves from: the outermost one it
+// is nested in while it builds.
+func (g *Builder) slabs() *Builder {
+	for g.nestedIn != nil {
+		g = g.nestedIn
+	}
+	return g
+}
+
 func (g *Builder) newOp() *Op {
+	g = g.slabs()
 	if len(g.opSlab) == 0 {
 		g.opSlab = make([]Op, slabLen)
 	}
@@ -42,6 +54,7 @@ func (g *Builder) newOp() *Op {
 }
 
 func (g *Builder) newLaunch() *LaunchSpec {
+	g = g.slabs()
 	if len(g.launchSlab) == 0 {
 		g.launchSlab = make([]LaunchSpec, slabLen)
 	}
@@ -59,6 +72,7 @@ func (g *Builder) accesses(n int) []Access {
 	if n > slabLen/4 {
 		return make([]Access, 0, n)
 	}
+	g = g.slabs()
 	if n > len(g.accSlab) {
 		g.accSlab = make([]Access, slabLen)
 	}
@@ -75,6 +89,7 @@ func (g *Builder) args(n int) []Arg {
 	if n > slabLen/4 {
 		return make([]Arg, 0, n)
 	}
+	g = g.slabs()
 	if n > len(g.argSlab) {
 		g.argSlab = make([]Arg, slabLen)
 	}

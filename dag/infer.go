@@ -31,6 +31,20 @@ const maxInferenceWork = 2 * MaxEdges
 func inferDeps(ops []*Op, nbufs int) *Error {
 	idx := segIndex{rng: 0x9e3779b97f4a7c15}
 	rd := readIndex{rng: 0x2545f4914f6cdd1d}
+	// A body's ops touch few of the graph's buffers: index those alone,
+	// so that a graph of many small bodies and many buffers stays linear.
+	var slots map[int]int
+	if nbufs > 64 && nbufs > 4*len(ops) {
+		slots = map[int]int{}
+		for _, o := range ops {
+			for _, a := range o.Access {
+				if _, ok := slots[a.Buf.ID]; !ok && !o.badAccess {
+					slots[a.Buf.ID] = len(slots)
+				}
+			}
+		}
+		nbufs = len(slots)
+	}
 	roots := make([]int32, nbufs)  // writer segments per buffer
 	rroots := make([]int32, nbufs) // reads per buffer
 	for i := range roots {
@@ -55,6 +69,9 @@ func inferDeps(ops []*Op, nbufs int) *Error {
 		}
 		for _, a := range o.Access {
 			id := a.Buf.ID
+			if slots != nil {
+				id = slots[id]
+			}
 			if roots[id] < 0 {
 				roots[id] = idx.node(0, a.Buf.Size, -1)
 			}
@@ -81,7 +98,8 @@ func inferDeps(ops []*Op, nbufs int) *Error {
 }
 
 // depArena hands out Deps slices from large blocks, so that a million ops
-// cost a few allocations instead of a million.
+// cost a few allocations instead of a million. Blocks start small and
+// double, so a body of two ops does not take a large one.
 type depArena struct{ block []int32 }
 
 func (a *depArena) keep(d []int32) []int32 {
@@ -89,7 +107,7 @@ func (a *depArena) keep(d []int32) []int32 {
 		return nil
 	}
 	if cap(a.block)-len(a.block) < len(d) {
-		a.block = make([]int32, 0, max(1<<16, len(d)))
+		a.block = make([]int32, 0, max(min(2*cap(a.block), 1<<16), 16, len(d)))
 	}
 	n := len(a.block)
 	a.block = append(a.block, d...)
@@ -133,7 +151,7 @@ func xorshift(r *uint64) uint32 {
 // copies (and faults in) the nodes four times over.
 func grow[T any](s []T) []T {
 	if len(s) == cap(s) {
-		s = slices.Grow(s, max(len(s), 64))
+		s = slices.Grow(s, max(len(s), 8))
 	}
 	return s
 }

@@ -96,6 +96,17 @@ func usesOf(g *dag.Graph) map[int][]int32 {
 	return uses
 }
 
+// lifetimeOps lists the ops of g that allocate (or free) temporary buf.
+func lifetimeOps(g *dag.Graph, buf int, l dag.Lifetime) []int32 {
+	var out []int32
+	for _, op := range g.Ops {
+		if op.Kind.Info().Lifetime == l && len(op.Access) > 0 && op.Access[0].Buf != nil && op.Access[0].Buf.ID == buf {
+			out = append(out, int32(op.ID))
+		}
+	}
+	return out
+}
+
 // withBudget replans g until p, its plan without a budget, meets
 // opts.MemoryBudget.
 func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
@@ -124,6 +135,18 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 			for _, w := range uses[a] {
 				if !slices.Contains(extra[v], w) && !slices.Contains(g.Ops[v].Deps, w) {
 					extra[v] = append(extra[v], w)
+				}
+			}
+		}
+		if pool {
+			// A pool gives a's bytes to b only once a's free is done: b's
+			// alloc waits for it, else it may run first, on another
+			// stream, and the pool holds both.
+			for _, v := range lifetimeOps(g, b, dag.Allocates) {
+				for _, w := range lifetimeOps(g, a, dag.Frees) {
+					if !slices.Contains(extra[v], w) && !slices.Contains(g.Ops[v].Deps, w) {
+						extra[v] = append(extra[v], w)
+					}
 				}
 			}
 		}

@@ -100,10 +100,12 @@ func (l *loader) specParams(n *node, set map[string]int64, checkRange bool) {
 		p.Value = p.Default
 		if v, has := set[name]; has {
 			if err := p.Admits(v); err != nil {
+				// Declared all the same, at its default, so that the
+				// expressions using it say nothing more.
 				l.errorf(e.keyN, "give --set a value in the range the spec declares", "--set %s: %v", name, err)
-				continue
+			} else {
+				p.Value = v
 			}
-			p.Value = v
 		}
 		ps.decls[name] = p
 		ps.values[name] = p.Value

@@ -126,6 +126,12 @@ func (b *builder) controlDurations() {
 			e.start, e.end = min(e.start, s.Start), max(e.end, s.End())
 		}
 	}
+	for _, lt := range b.t.Tails[b.runTails:] {
+		h := b.holder[lt.Op]
+		if e := ext[h]; e != nil { // a tail comes after the op's first slices
+			e.start, e.end = min(e.start, lt.Start), max(e.end, lt.End)
+		}
+	}
 	for h, e := range ext {
 		b.durations[h] = e.end - e.start
 	}

@@ -66,6 +66,9 @@ type (
 		Runs string `json:"runs,omitempty"`
 		// The iterations of each loop, by run (Trace.Loops).
 		Loops []chromeLoop `json:"loops,omitempty"`
+		// The slices of loops' bodies beyond the first MaxLoopSlices of
+		// each op in a run, summed up (Trace.Tails).
+		LoopTails []chromeTail `json:"loop_tails,omitempty"`
 	}
 	chromeLoop struct {
 		Run        int    `json:"run,omitempty"`
@@ -175,6 +178,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
 		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
 		Replays: chromeReplays(f.Replays), ReplayTiming: f.ReplayTiming, Runs: f.Runs, Loops: chromeLoops(t.Loops),
+		LoopTails: chromeTails(t.Tails),
 	})
 	if err != nil {
 		return err
@@ -303,11 +307,14 @@ func (e *ReadError) Error() string {
 // ReadChrome reads a trace that WriteChrome wrote (for example a run.json of
 // `dagrun run --trace`). Lanes come from the thread_name metadata, slices
 // from the X events, flows from matching s/f pairs bound to the slices that
-// enclose them.
+// enclose them. It reads at most MaxReadBytes.
 func ReadChrome(r io.Reader) (*Trace, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxReadBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > MaxReadBytes {
+		return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("the trace is larger than %d MiB, the most ReadChrome reads (a trace of dagrun keeps %d slices of each op of a loop per run; trace fewer runs or fewer ops)", MaxReadBytes>>20, MaxLoopSlices)}
 	}
 	var file chromeFile
 	var probe struct {
@@ -353,6 +360,9 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 				return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("loop %q ran %d iterations", lr.Op, lr.Iterations)}
 			}
 			t.Loops = append(t.Loops, LoopRun{Run: lr.Run, Op: lr.OpID, Name: lr.Op, Iterations: lr.Iterations})
+		}
+		if err := t.readTails(f.LoopTails, at); err != nil {
+			return nil, err
 		}
 		for _, r := range f.Replays {
 			t.Figures.Replays = append(t.Figures.Replays, WholeReplay{Run: r.Run, Start: at(-1, "otherData replay start", r.StartUS, false), Dur: at(-1, "otherData replay dur", r.DurUS, false)})
@@ -523,6 +533,11 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 		}
 	}
 	slices.SortStableFunc(t.Counters, func(a, b Counter) int { return cmp.Or(cmp.Compare(a.Memory, b.Memory), cmp.Compare(a.At, b.At)) })
+	for _, lt := range t.Tails {
+		if lt.Lane >= len(t.Lanes) {
+			return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("the loop tail of op %q is on lane %d of %d", lt.Name, lt.Lane, len(t.Lanes))}
+		}
+	}
 	return t, nil
 }
 

@@ -102,8 +102,15 @@ func (t *Trace) Summarize() Summary {
 			kernels = append(kernels, iv)
 		}
 	}
+	tailOps, tailBusy := make([]int, len(byLane)), make([]time.Duration, len(byLane))
+	for _, lt := range t.Tails { // a lane runs one op at a time: tails add up
+		if lt.Lane >= 0 && lt.Lane < len(byLane) {
+			tailOps[lt.Lane] += lt.Slices
+			tailBusy[lt.Lane] += lt.Busy
+		}
+	}
 	for lane, ivs := range byLane {
-		ss := StreamSummary{Lane: lane, Ops: len(ivs), Busy: length(union(ivs))}
+		ss := StreamSummary{Lane: lane, Ops: len(ivs) + tailOps[lane], Busy: length(union(ivs)) + tailBusy[lane]}
 		ss.Share = share(ss.Busy, s.Makespan)
 		s.Streams = append(s.Streams, ss)
 	}

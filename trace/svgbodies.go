@@ -316,14 +316,16 @@ func (t *Trace) loopBrackets() []loopBracket {
 	type group struct {
 		start, end time.Duration
 		iters      map[int]time.Duration // by Iter: its first slice's start
-		order      int
+		untraced   int                   // iterations past the slices kept (Trace.Tails)
 	}
 	groups := map[key]*group{}
-	note := func(k key, s Slice, direct bool) {
+	var keys []key // in the order of their first slices
+	note := func(k key, s *Slice, direct bool) {
 		g := groups[k]
 		if g == nil {
-			g = &group{start: s.Start, end: s.End(), iters: map[int]time.Duration{}, order: len(groups)}
+			g = &group{start: s.Start, end: s.End(), iters: map[int]time.Duration{}}
 			groups[k] = g
+			keys = append(keys, k)
 		}
 		g.start, g.end = min(g.start, s.Start), max(g.end, s.End())
 		if direct {
@@ -332,7 +334,8 @@ func (t *Trace) loopBrackets() []loopBracket {
 			}
 		}
 	}
-	for _, s := range t.Slices {
+	for i := range t.Slices {
+		s := &t.Slices[i]
 		if !s.Loop {
 			continue
 		}
@@ -346,11 +349,12 @@ func (t *Trace) loopBrackets() []loopBracket {
 	if len(groups) == 0 {
 		return nil
 	}
-	keys := make([]key, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
+	for _, lt := range t.Tails {
+		if g := groups[key{lt.Run, lt.Lane, lt.Holder}]; g != nil && lt.Parent == lt.Holder {
+			g.end = max(g.end, lt.End)
+			g.untraced = max(g.untraced, lt.Slices)
+		}
 	}
-	slices.SortFunc(keys, func(a, b key) int { return groups[a].order - groups[b].order })
 	// The iteration starts of each top-level loop, by run and lane, to
 	// part the brackets of the loops within it.
 	outer := map[key][]time.Duration{}
@@ -364,18 +368,23 @@ func (t *Trace) loopBrackets() []loopBracket {
 		slices.Sort(starts)
 		outer[k] = starts
 	}
-	// Which top-level loop holds each inner one, by its slices.
+	// Which top-level loop holds each inner one, and the slices of each
+	// inner one's body by run and lane, in one pass: a pass per inner loop
+	// would be quadratic in a trace of many.
 	holderOf := map[int]int{}
-	for _, s := range t.Slices {
+	innerSlices := map[key][]int32{}
+	for i, s := range t.Slices {
 		if s.Loop && s.Parent != s.Holder {
 			holderOf[s.Parent] = s.Holder
+			k := key{s.Run, s.Lane, s.Parent}
+			innerSlices[k] = append(innerSlices[k], int32(i))
 		}
 	}
 	for _, k := range keys {
 		g, starts := groups[k], outer[k]
 		h, inner := holderOf[k.loop]
 		if !inner {
-			out = append(out, loopBracket{lane: k.lane, start: g.start, end: g.end, ticks: tail(starts), name: names[k.loop], iterations: len(starts)})
+			out = append(out, loopBracket{lane: k.lane, start: g.start, end: g.end, ticks: tail(starts), name: names[k.loop], iterations: len(starts) + g.untraced})
 			continue
 		}
 		// Part an inner loop's iterations by the outer loop's.
@@ -386,10 +395,8 @@ func (t *Trace) loopBrackets() []loopBracket {
 		}
 		var pieces []*piece
 		byPart := map[int]*piece{}
-		for _, s := range t.Slices {
-			if !s.Loop || s.Run != k.run || s.Lane != k.lane || s.Parent != k.loop {
-				continue
-			}
+		for _, i := range innerSlices[k] {
+			s := &t.Slices[i]
 			p, _ := slices.BinarySearch(parts, s.Start+1)
 			pc := byPart[p]
 			if pc == nil {

@@ -24,7 +24,10 @@ type Trace struct {
 	// Loops are the iterations each loop ran, by run, then the loop's
 	// place in the graph (bodies.go); none in a trace without loops or
 	// without slices of their bodies.
-	Loops   []LoopRun
+	Loops []LoopRun
+	// Tails sum up the slices of each op of a loop's body beyond its first
+	// MaxLoopSlices in a run (looptails.go): by run, then first such slice.
+	Tails   []LoopTail
 	Figures Figures
 	// Rank places the trace of one rank of a world on the world's clock,
 	// for MergeRanks (ranks.go); nil for a trace of no world.
@@ -165,6 +168,9 @@ func (t *Trace) Makespan() time.Duration {
 	for _, s := range t.Slices {
 		end = max(end, s.End())
 	}
+	for _, lt := range t.Tails {
+		end = max(end, lt.End)
+	}
 	return end
 }
 
@@ -264,9 +270,11 @@ type builder struct {
 	run       int     // the run the slices added now belong to
 	sliceOf   []int32 // by op ID: the op's first slice of the run (in t.Slices before sorting), -1 for none
 	durations []time.Duration
-	runs      [][]int32 // each ended run's sliceOf
-	names     []string  // backing array of the slices' Reads and Writes
-	paths     []*string // by op ID: the op's Slice.Path, made at its first slice
+	runs      [][]int32   // each ended run's sliceOf
+	names     []string    // backing array of the slices' Reads and Writes
+	paths     []*string   // by op ID: the op's Slice.Path, made at its first slice
+	tailOf    map[int]int // by op Index: its LoopTail of the run in t.Tails
+	runTails  int         // the run's first LoopTail in t.Tails
 }
 
 // startRun starts the slices of run number run.
@@ -279,6 +287,7 @@ func (b *builder) startRun(run int) {
 	clear(b.durations)
 	clear(b.iters)
 	b.runStart = len(b.t.Slices)
+	b.tailOf, b.runTails = nil, len(b.t.Tails)
 }
 
 // endRun ends the run's slices: its critical path counts, and its flows
@@ -345,6 +354,11 @@ func (b *builder) add(opID, stream int, start, d time.Duration) {
 		if stream < 0 || stream >= len(b.laneOf) {
 			return
 		}
+	}
+	if b.inLoop[opID] && b.iters[opID] >= MaxLoopSlices {
+		b.iters[opID]++ // the loop's iterations count it (loopRuns)
+		b.tail(opID, b.laneOf[stream], start, d)
+		return
 	}
 	s := Slice{Op: opID, Run: b.run, Name: op.Name, Kind: op.Kind, Lane: b.laneOf[stream], Start: start, Dur: d, Bytes: op.Bytes(),
 		Iter: int(b.iters[opID]), Loop: b.inLoop[opID]}

@@ -29,14 +29,42 @@ type memoryReport struct {
 	// this memory.
 	MeasuredPeakBytes *int64 `json:"measured_peak_bytes,omitempty"`
 	Arena             bool   `json:"arena"` // the temporaries lived in the arena
+	// Warning says the pool held more than the plan counts (overPlan).
+	Warning string `json:"warning,omitempty"`
 	// measures says the backend measures some memory, if not this one
 	// (CUDA: not host memories, nor the pool in replays).
 	measures bool
+	// persistent is the memory's persistent bytes, budget its memory
+	// budget (0: none).
+	persistent, budget int64
+}
+
+// overPlan is the warning for a pool that held more temporaries at once
+// than the plan allocates at once in step order: an alloc ran before a
+// free on another stream that nothing orders before it, which the plan's
+// count takes as done. Empty when the pool held no more.
+func (r memoryReport) overPlan() string {
+	if r.Arena || r.MeasuredPeakBytes == nil || *r.MeasuredPeakBytes <= r.PlannedSubmittedBytes {
+		return ""
+	}
+	return fmt.Sprintf("the pool held %s of temporaries at once, more than the %s the plan counts: an alloc ran before a free on another stream that the plan does not order before it (--temporaries arena holds the planned %s)",
+		dag.FormatBytes(*r.MeasuredPeakBytes), dag.FormatBytes(r.PlannedSubmittedBytes), dag.FormatBytes(r.PlannedPeakBytes))
+}
+
+// overBudget is the error of a memory whose persistent buffers and
+// measured temporaries exceeded its budget; nil when they did not.
+func (r memoryReport) overBudget() error {
+	if r.budget <= 0 || r.MeasuredPeakBytes == nil || dag.AddSat(r.persistent, *r.MeasuredPeakBytes) <= r.budget {
+		return nil
+	}
+	return fmt.Errorf("memory %s: the run held %s of temporaries beside %s of persistent buffers, over the memory budget of %s (use --temporaries arena, which holds the planned %s, or raise the budget)",
+		r.Memory, dag.FormatBytes(*r.MeasuredPeakBytes), dag.FormatBytes(r.persistent), dag.FormatBytes(r.budget), dag.FormatBytes(r.PlannedPeakBytes))
 }
 
 // memoryReports sets the plan's temporaries against what sess measured:
-// one report per memory that holds temporaries.
-func memoryReports(sess *executor.Session, p *planner.Plan) []memoryReport {
+// one report per memory that holds temporaries, with its budget (by
+// memory, as planner.Options.MemoryBudget).
+func memoryReports(sess *executor.Session, p *planner.Plan, budget map[int]int64) []memoryReport {
 	m := p.Memory
 	if m == nil {
 		return nil
@@ -49,10 +77,11 @@ func memoryReports(sess *executor.Session, p *planner.Plan) []memoryReport {
 		}
 		r := memoryReport{Device: u.Device, Memory: planner.MemoryName(u.Device),
 			PlannedPeakBytes: u.TemporaryPeak, PlannedArenaBytes: u.ArenaBytes, PlannedSubmittedBytes: u.SubmittedPeak,
-			Arena: sess.Arenas(), measures: ok}
+			Arena: sess.Arenas(), measures: ok, persistent: u.Persistent, budget: budget[u.Device]}
 		if n, in := measured[u.Device]; in {
 			r.MeasuredPeakBytes = &n
 		}
+		r.Warning = r.overPlan()
 		out = append(out, r)
 	}
 	return out

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestWriteMemoryReports: a memory the backend measured shows its figure
@@ -24,5 +26,40 @@ func TestWriteMemoryReports(t *testing.T) {
 		"memory device 1: temporaries planned peak 1.0 KiB, arena 1.0 KiB; measured not measured by this backend\n"
 	if got := buf.String(); got != want {
 		t.Errorf("got:\n%swant:\n%s", got, want)
+	}
+}
+
+// TestMemoryOverPlanAndBudget: a pool that held more than the plan counts
+// is a warning naming both figures; persistent buffers and the measured
+// temporaries over the memory's budget are an error naming the budget;
+// an arena, or a pool within the plan and budget, is neither.
+func TestMemoryOverPlanAndBudget(t *testing.T) {
+	mib := func(n int64) *int64 { n <<= 20; return &n }
+	for _, tc := range []struct {
+		name          string
+		r             memoryReport
+		warning, fail string
+	}{
+		{"pool within the plan", memoryReport{Memory: "device 0", PlannedPeakBytes: 1 << 20, PlannedSubmittedBytes: 1 << 20, MeasuredPeakBytes: mib(1), persistent: 16, budget: 2 << 20}, "", ""},
+		{"pool over the plan, within the budget", memoryReport{Memory: "device 0", PlannedPeakBytes: 1 << 20, PlannedSubmittedBytes: 1 << 20, MeasuredPeakBytes: mib(2), budget: 8 << 20},
+			"the pool held 2.0 MiB of temporaries at once, more than the 1.0 MiB the plan counts", ""},
+		{"pool over the plan and the budget", memoryReport{Memory: "device 0", PlannedPeakBytes: 1 << 20, PlannedSubmittedBytes: 1 << 20, MeasuredPeakBytes: mib(2), persistent: 16, budget: 2 << 20},
+			"more than the 1.0 MiB the plan counts", "memory device 0: the run held 2.0 MiB of temporaries beside 16 B of persistent buffers, over the memory budget of 2.0 MiB"},
+		{"no budget", memoryReport{Memory: "device 0", PlannedPeakBytes: 1 << 20, PlannedSubmittedBytes: 1 << 20, MeasuredPeakBytes: mib(3)}, "more than", ""},
+		{"arena", memoryReport{Memory: "device 0", PlannedPeakBytes: 1 << 20, PlannedSubmittedBytes: 1 << 20, MeasuredPeakBytes: mib(1), Arena: true, budget: 2 << 20}, "", ""},
+		{"not measured", memoryReport{Memory: "device 0", PlannedPeakBytes: 1 << 20, PlannedSubmittedBytes: 1 << 20, budget: 1}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.warning == "" {
+				assert.Empty(t, tc.r.overPlan())
+			} else {
+				assert.Contains(t, tc.r.overPlan(), tc.warning)
+			}
+			if err := tc.r.overBudget(); tc.fail == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, tc.fail)
+			}
+		})
 	}
 }

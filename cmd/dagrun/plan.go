@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
@@ -233,6 +236,9 @@ func (c *cli) plan(args []string) error {
 			if data, err = withPerfModel(data, pm); err != nil {
 				return err
 			}
+			if data, err = withTimesSource(data, p, pm); err != nil {
+				return err
+			}
 			var b bytes.Buffer
 			if err := json.Indent(&b, data, "", "  "); err != nil {
 				return err
@@ -250,6 +256,41 @@ func (c *cli) plan(args []string) error {
 			_, err := fmt.Fprintln(w, pm.coverage())
 			return err
 		}
-		return nil
+		return writeTimesSource(w, p)
 	})
+}
+
+// withTimesSource adds to a plan's JSON whose its times are ("times":
+// "default cost model (H100-class GPU)" or "perf model") and the CPU
+// backend's estimate of a run.
+func withTimesSource(obj []byte, p *planner.Plan, pm *perfModel) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &fields); err != nil {
+		return nil, err
+	}
+	src := "default cost model (H100-class GPU)"
+	if pm != nil {
+		src = "perf model"
+	}
+	fields["times"], _ = json.Marshal(src)
+	fields["cpu_backend_estimate_ns"], _ = json.Marshal(int64(profile.EstimateCPU(p.Graph).Time))
+	return json.Marshal(fields)
+}
+
+// writeTimesSource says whose the plan's times are, planned without a perf
+// model: the default cost model's, an H100-class GPU's, not a measure of
+// this machine. Where the CPU backend would take longer than longOnCPU,
+// it says about how long, so a plan read on a machine without a GPU does
+// not promise a GPU's milliseconds.
+func writeTimesSource(w io.Writer, p *planner.Plan) error {
+	if _, err := fmt.Fprintln(w, "times               the default cost model's, for an H100-class GPU, not measured here (--perf-model FILE plans with measured times)"); err != nil {
+		return err
+	}
+	e := profile.EstimateCPU(p.Graph)
+	if e.Time <= longOnCPU {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "on the cpu backend  about %s a run, estimated from %s of GEMMs and %s moved (%s)\n",
+		human.Duration(e.Time.Round(time.Second)), flops(e.Flops), bytesText(e.Bytes), e.Rates())
+	return err
 }

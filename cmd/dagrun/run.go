@@ -71,8 +71,9 @@ Flags:
 	                 by the planner; allocs and frees do nothing), pool
 	                 (allocated at run time; each alloc planned just before
 	                 its first use, so the pool holds about the planned
-	                 peak), or auto (default: the arena where the backend
-	                 can hold one)
+	                 peak; a pool that held more is a warning, and over
+	                 the memory budget an error), or auto (default: the
+	                 arena where the backend can hold one)
 	--trace-detail D what --trace keeps of each traced replay with --graph:
 	                 ops (default: every op's span) or replays (each
 	                 replay whole, first work to last; on cuda timed on
@@ -278,7 +279,7 @@ func (c *cli) run(args []string) error {
 		report = newRunReport(p, rep)
 		report.Outputs, sums, err = readOutputs(s, rn.Session(0).Read, saved)
 		report.Saves = hostSaves(s)
-		report.Memory = memoryReports(rn.Session(0), p) // memoryrun.go; before Close
+		report.Memory = memoryReports(rn.Session(0), p, memoryBudget(s, f.layout())) // memoryrun.go; before Close
 		report.MemoryBudget = newBudgetReport(p)
 	}
 	if cerr := rn.Close(); err == nil {
@@ -323,6 +324,16 @@ func (c *cli) run(args []string) error {
 		report.Warnings = specWarnings(s)
 	}
 
+	var memErr error
+	for _, r := range report.Memory {
+		if r.Warning != "" {
+			fmt.Fprintf(c.stderr, "dagrun run: warning: memory %s: %s\n", r.Memory, r.Warning)
+		}
+		if err := r.overBudget(); err != nil && memErr == nil {
+			memErr = err
+		}
+	}
+
 	var traceSummary bytes.Buffer
 	if f.traceFile != "" {
 		var err error
@@ -346,16 +357,22 @@ func (c *cli) run(args []string) error {
 		if _, err := traceSummary.WriteTo(c.stderr); err != nil {
 			return err
 		}
-		return c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, report) })
+		if err := c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, report) }); err != nil {
+			return err
+		}
+		return memErr
 	}
-	return c.writeOutput(f.out, func(w io.Writer) error {
+	if err := c.writeOutput(f.out, func(w io.Writer) error {
 		if err := c.printReport(w, report, f.repeat); err != nil {
 			return err
 		}
 		printPerfModel(w, report, pm)
 		_, err := traceSummary.WriteTo(w)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	return memErr // after the report, which shows what was measured
 }
 
 // runnerOptions are the options of the runner of a run of one program:

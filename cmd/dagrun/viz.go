@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -97,6 +98,10 @@ func (c *cli) viz(args []string) error {
 				return err
 			}
 			defer f.Close()
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > trace.MaxReadBytes {
+				return fmt.Errorf("%s: the trace is %s, more than the %s viz reads (dagrun keeps %d slices of each op of a loop per run: trace fewer runs or fewer ops)",
+					in, dag.FormatBytes(fi.Size()), dag.FormatBytes(trace.MaxReadBytes), trace.MaxLoopSlices)
+			}
 			r = f
 		}
 		t, err := trace.ReadChrome(r)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/trace"
 )
 
 // bigTrace is a trace of n slices on one stream: slow enough to draw that
@@ -57,4 +59,18 @@ func TestVizInterrupt(t *testing.T) {
 	for _, e := range left {
 		assert.Equal(t, "t.json", e.Name(), "viz left %s behind", e.Name())
 	}
+}
+
+// TestVizRefusesHugeTrace: a trace file larger than viz reads is refused
+// at once, saying its size and the limit, before any of it is read.
+func TestVizRefusesHugeTrace(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "big.json")
+	require.NoError(t, os.WriteFile(in, bigTrace(1), 0o644))
+	require.NoError(t, os.Truncate(in, trace.MaxReadBytes+1)) // sparse: costs no disk
+	var errOut bytes.Buffer
+	code := run([]string{"viz", in, "-o", filepath.Join(dir, "t.svg")}, strings.NewReader(""), &bytes.Buffer{}, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "big.json: the trace is 256.0 MiB, more than the 256.0 MiB viz reads")
+	assert.NoFileExists(t, filepath.Join(dir, "t.svg"))
 }
