@@ -27,16 +27,16 @@ type arenas struct {
 // then on the temporaries' Alloc and Free ops do nothing. Call it before
 // anything runs. The executor calls it for its arena mode.
 func (b *Session) UseArenas(sizes map[int]int64, offsets []int64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
-	if b.arenas != nil {
+	if b.memory.arenas != nil {
 		return errors.New("cpu: UseArenas: the session's temporaries are in arenas already")
 	}
-	if len(offsets) != len(b.g.Buffers) {
-		return fmt.Errorf("cpu: UseArenas: %d offsets for %d buffers", len(offsets), len(b.g.Buffers))
+	if len(offsets) != len(b.memory.g.Buffers) {
+		return fmt.Errorf("cpu: UseArenas: %d offsets for %d buffers", len(offsets), len(b.memory.g.Buffers))
 	}
 	a := &arenas{mem: map[int][]byte{}}
 	for m, n := range sizes {
@@ -46,12 +46,12 @@ func (b *Session) UseArenas(sizes map[int]int64, offsets []int64) error {
 		a.mem[m] = make([]byte, n)
 		a.bytes += n
 	}
-	mem := make([][]byte, len(b.g.Buffers))
-	for i, buf := range b.g.Buffers {
+	mem := make([][]byte, len(b.memory.g.Buffers))
+	for i, buf := range b.memory.g.Buffers {
 		if !buf.Temporary {
 			continue
 		}
-		if b.mem[i] != nil {
+		if b.memory.mem[i] != nil {
 			return fmt.Errorf("cpu: UseArenas: temporary %s is allocated already", buf.Name)
 		}
 		arena, off := a.mem[memoryOf(buf)], offsets[i]
@@ -65,28 +65,28 @@ func (b *Session) UseArenas(sizes map[int]int64, offsets []int64) error {
 	}
 	for i, m := range mem {
 		if m != nil {
-			b.mem[i] = m
+			b.memory.mem[i] = m
 		}
 	}
-	b.arenas = a
+	b.memory.arenas = a
 	return nil
 }
 
 // inArena reports whether op is an Alloc or Free that an arena makes
 // nothing of. Call it under the lock.
-func (b *Session) inArena(op *dag.Op) bool {
-	return b.arenas != nil && (op.Kind.Info().Lifetime != dag.NoLifetime)
+func (mm *memory) inArena(op *dag.Op) bool {
+	return mm.arenas != nil && (op.Kind.Info().Lifetime != dag.NoLifetime)
 }
 
 // ArenaBytes is the size of the session's arenas in all (0 without them):
 // the most temporary memory the session holds.
 func (b *Session) ArenaBytes() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.arenas == nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if b.memory.arenas == nil {
 		return 0
 	}
-	return b.arenas.bytes
+	return b.memory.arenas.bytes
 }
 
 // memoryOf is the memory a buffer's arena is in, as the planner numbers
@@ -105,13 +105,13 @@ func memoryOf(buf *dag.Buffer) int {
 // in the session's accounting of temporary bytes live at once: each
 // rounded up to the arena alignment, as the planner counts them, at the
 // moment its Alloc or Free takes effect. Call it under the lock.
-func (b *Session) countTemporary(buf *dag.Buffer, sign int64) {
-	if b.live == nil {
-		b.live, b.high = map[int]int64{}, map[int]int64{}
+func (mm *memory) countTemporary(buf *dag.Buffer, sign int64) {
+	if mm.live == nil {
+		mm.live, mm.high = map[int]int64{}, map[int]int64{}
 	}
 	m := memoryOf(buf)
-	b.live[m] += sign * roundUpArena(buf.Size)
-	b.high[m] = max(b.high[m], b.live[m])
+	mm.live[m] += sign * roundUpArena(buf.Size)
+	mm.high[m] = max(mm.high[m], mm.live[m])
 }
 
 // arenaAlign is planner.ArenaAlign (the planner is no import of a backend).
@@ -126,16 +126,16 @@ func roundUpArena(n int64) int64 { return (n + arenaAlign - 1) &^ (arenaAlign - 
 // and not yet freed, each rounded up to 256 bytes as the planner counts
 // them. Memories that held no temporary are absent.
 func (b *Session) MemoryHighWater() map[int]int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
 	out := map[int]int64{}
-	if b.arenas != nil {
-		for m, a := range b.arenas.mem {
+	if b.memory.arenas != nil {
+		for m, a := range b.memory.arenas.mem {
 			out[m] = int64(len(a))
 		}
 		return out
 	}
-	for m, n := range b.high {
+	for m, n := range b.memory.high {
 		if n > 0 {
 			out[m] = n
 		}

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -111,13 +110,10 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	if cfg.workers < 1 {
 		cfg.workers = runtime.GOMAXPROCS(0)
 	}
-	s := &Session{backend: b, cfg: cfg, g: g, mem: mem, kernels: kernels, open: true}
-	s.wake.L = &s.mu
-	s.ready = priorityqueue.NewWith(byPriority)
-	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
-	s.workers.Add(cfg.workers)
+	s := newSession(b, cfg, g, mem, kernels)
+	s.sched.workers.Add(cfg.workers)
 	for range cfg.workers {
-		go s.work(&worker{})
+		go s.sched.work(&worker{})
 	}
 	if b.sessions == nil {
 		b.sessions = map[*Session]struct{}{}
@@ -161,67 +157,28 @@ func (b *Backend) forget(s *Session) {
 // device.Session: NewStream and NewEvent, then Run, Record and Wait calls
 // ended by Sync, as often as wanted, and Close.
 //
-// All methods take one mutex; workers hold it only to move between ops.
+// All methods take one mutex, the scheduler's; workers hold it only to
+// move between ops. Its work is done by its parts, one per job, each
+// given the parts it uses when the session opens; none holds the Session.
 type Session struct {
 	backend *Backend
-	cfg     config
 
-	mu      sync.Mutex
-	wake    sync.Cond            // a stream became ready, or the session is closing
-	ready   *priorityqueue.Queue // *stream values whose head op waits for a worker
-	idle    int                  // workers waiting on wake
-	seq     uint64               // orders ready streams of equal priority: first come, first served
-	streams []*stream
-	events  []event
-	blocked int // streams whose head is a wait on an event not yet reached
+	sched  scheduler   // streams, events, workers and the run's state, under the lock
+	memory memory      // the buffers, arenas and kernels
+	timer  timer       // the ops' spans
+	capt   capturer    // captured graphs
+	ctl    controller  // loops and branches
+	coll   collectives // the world of the session's collectives
+}
 
-	pending int           // instructions enqueued and not yet done
-	drained chan struct{} // closed when pending drops to 0 while a Sync waits; shared by every waiter
-	err     error         // the first error of the current run
-	aborted bool          // the current run failed or was cancelled: skip what is left
-	started bool          // work was enqueued since the last Sync
-	epoch   uint64        // runs started, for the delay draws
-	closing bool
-	open    bool
-
-	// stop tells running kernels (spin) to return at once. It mirrors
-	// aborted, but kernels read it without the mutex.
-	stop      atomic.Bool
-	opsDone   atomic.Int64    // ops run since the session opened (OpsDone)
-	runCtx    context.Context // passed to host steps; cancelled on abort
-	cancelRun context.CancelFunc
-
+// timer is what a session keeps of its ops' times, under the
+// scheduler's lock.
+type timer struct {
 	timing   bool
 	origin   time.Time
 	launches int64 // LaunchGraph calls since the session opened: the replays' numbers
 	spans    []span
 	spare    []span // the other half of a double buffer, so Spans can call f without the lock
-
-	g      *dag.Graph
-	mem    [][]byte // by buffer ID; nil for a temporary that is not allocated
-	arenas *arenas  // arena.go: nil unless the temporaries live in arenas
-	// live and high are the bytes of temporaries allocated now and the
-	// most allocated at once, by memory (arena.go: MemoryHighWater).
-	live, high map[int]int64
-	kernels    []kernelFunc
-	workers    sync.WaitGroup
-
-	// The world of the session's collectives (collective.go): set by
-	// Join, else a world of one rank on first use.
-	comm   device.Collectives
-	joined bool
-
-	// Graph capture (capture.go).
-	capturing  *graph   // the capture in progress, if any
-	graphs     []*graph // by number; nil once destroyed
-	forkEvents []int32  // by stream: the event a capture on it forks with
-	joinEvents []int32  // by stream: the event it joins a capture with
-
-	// Loops and branches (control.go).
-	controls    map[int]*control // by the op's index
-	ctlEvents   []event          // the controls' entry and exit events, numbered -1, -2, ...
-	bodyStreams []bool           // by stream: it serves a body
-	failBody    *bodyFault       // FailInBody's, if any
 }
 
 var (
@@ -234,10 +191,26 @@ var (
 	_ device.OpCounter   = (*Session)(nil)
 )
 
+// newSession returns a session of b for g, with its buffers mem and its
+// kernels, and each of its parts given the parts it uses.
+func newSession(b *Backend, cfg config, g *dag.Graph, mem [][]byte, kernels []kernelFunc) *Session {
+	s := &Session{backend: b}
+	s.memory = memory{g: g, mem: mem, kernels: kernels}
+	sc := &s.sched
+	sc.cfg, sc.ext, sc.open = cfg, &b.ext, true
+	sc.memory, sc.timer, sc.capt, sc.ctl, sc.coll = &s.memory, &s.timer, &s.capt, &s.ctl, &s.coll
+	sc.wake.L = &sc.mu
+	sc.ready = priorityqueue.NewWith(byPriority)
+	sc.runCtx, sc.cancelRun = context.WithCancel(context.Background())
+	s.capt.memory, s.capt.sched = &s.memory, sc
+	s.ctl.memory, s.ctl.sched = &s.memory, sc
+	return s
+}
+
 // OpsDone is how many ops the session has run since it opened, eagerly or
 // in replays: a program's progress display reads it, from any goroutine,
 // while a long run is in flight.
-func (b *Session) OpsDone() int64 { return b.opsDone.Load() }
+func (b *Session) OpsDone() int64 { return b.sched.opsDone.Load() }
 
 // span is the time one op ran, in which replay (-1 for an eager op).
 type span struct {
@@ -249,44 +222,44 @@ type span struct {
 // NewStream creates the next stream. The CPU stands in for every device,
 // so device only needs to be a valid number.
 func (b *Session) NewStream(device int, priority dag.Priority) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
 	if device < 0 {
 		return fmt.Errorf("cpu: stream on device %d: devices are numbered from 0", device)
 	}
-	b.streams = append(b.streams, &stream{id: int32(len(b.streams)), priority: int(priority)})
+	b.sched.streams = append(b.sched.streams, &stream{id: int32(len(b.sched.streams)), priority: int(priority)})
 	return nil
 }
 
 // NewEvent creates the next event.
 func (b *Session) NewEvent() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
-	b.events = append(b.events, event{})
+	b.sched.events = append(b.sched.events, event{})
 	return nil
 }
 
 // Record enqueues a record of event on stream: the event is reached once
 // everything enqueued on stream before it is done.
 func (b *Session) Record(stream, event int) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.checkStep(stream, event); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.checkStep(stream, event); err != nil {
 		return err
 	}
-	if b.capturing != nil {
-		b.addCaptured(stream, instr{kind: record, event: int32(event)})
+	if b.capt.capturing != nil {
+		b.capt.addCaptured(stream, instr{kind: record, event: int32(event)})
 		return nil
 	}
-	ev := &b.events[event]
+	ev := &b.sched.events[event]
 	ev.recorded++
-	b.enqueue(b.streams[stream], instr{kind: record, event: int32(event), gen: ev.recorded})
+	b.sched.enqueue(b.sched.streams[stream], instr{kind: record, event: int32(event), gen: ev.recorded})
 	return nil
 }
 
@@ -294,39 +267,39 @@ func (b *Session) Record(stream, event int) error {
 // last record of event enqueued so far; an event never recorded is no
 // wait at all (as in CUDA).
 func (b *Session) Wait(stream, event int) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.checkStep(stream, event); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.checkStep(stream, event); err != nil {
 		return err
 	}
-	if b.capturing != nil {
-		b.addCaptured(stream, instr{kind: wait, event: int32(event)})
+	if b.capt.capturing != nil {
+		b.capt.addCaptured(stream, instr{kind: wait, event: int32(event)})
 		return nil
 	}
-	b.enqueue(b.streams[stream], instr{kind: wait, event: int32(event), gen: b.events[event].recorded})
+	b.sched.enqueue(b.sched.streams[stream], instr{kind: wait, event: int32(event), gen: b.sched.events[event].recorded})
 	return nil
 }
 
 // Run enqueues op on stream. It may start at once.
 func (b *Session) Run(stream int, op *dag.Op) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.checkStep(stream, -1); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.checkStep(stream, -1); err != nil {
 		return err
 	}
-	if op == nil || op.ID < 0 || op.ID >= len(b.g.Ops) {
+	if op == nil || op.ID < 0 || op.ID >= len(b.memory.g.Ops) {
 		return errors.New("cpu: Run: the op is not one of the opened graph's")
 	}
-	if b.g.Ops[op.ID] != op {
-		if err := b.checkVariant(op); err != nil {
+	if b.memory.g.Ops[op.ID] != op {
+		if err := b.capt.checkVariant(op); err != nil {
 			return err
 		}
 	}
-	if b.capturing != nil {
-		b.addCaptured(stream, instr{kind: run, op: op})
+	if b.capt.capturing != nil {
+		b.capt.addCaptured(stream, instr{kind: run, op: op})
 		return nil
 	}
-	b.enqueue(b.streams[stream], instr{kind: run, op: op})
+	b.sched.enqueue(b.sched.streams[stream], instr{kind: run, op: op})
 	return nil
 }
 
@@ -337,85 +310,85 @@ func (b *Session) Run(stream int, op *dag.Op) error {
 // backend is idle when Sync returns and ready for the next run; the
 // temporaries of a failed run are dropped.
 func (b *Session) Sync(ctx context.Context) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
-	if b.pending > 0 {
+	if b.sched.pending > 0 {
 		// Waiters share one channel: a second Sync from another goroutine
 		// must not strand the first.
-		if b.drained == nil {
-			b.drained = make(chan struct{})
+		if b.sched.drained == nil {
+			b.sched.drained = make(chan struct{})
 		}
-		done := b.drained
-		b.mu.Unlock()
+		done := b.sched.drained
+		b.sched.mu.Unlock()
 		select {
 		case <-done:
 		case <-ctx.Done():
-			b.mu.Lock()
-			b.abort(ctx.Err())
-			b.mu.Unlock()
+			b.sched.mu.Lock()
+			b.sched.abort(ctx.Err())
+			b.sched.mu.Unlock()
 			<-done
 		}
-		b.mu.Lock()
-		if !b.open || b.g == nil {
+		b.sched.mu.Lock()
+		if !b.sched.open || b.memory.g == nil {
 			return errClosedInFlight // faults.go
 		}
 	}
-	err := b.err
-	if b.aborted {
-		b.restart()
+	err := b.sched.err
+	if b.sched.aborted {
+		b.sched.restart()
 	}
-	b.err, b.started = nil, false
+	b.sched.err, b.sched.started = nil, false
 	return err
 }
 
 // Read returns a copy of the contents of persistent buffer buf; call it
 // after Sync.
 func (b *Session) Read(buf *dag.Buffer) ([]byte, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return nil, err
 	}
 	switch {
-	case buf == nil || buf.ID < 0 || buf.ID >= len(b.g.Buffers) || b.g.Buffers[buf.ID] != buf:
+	case buf == nil || buf.ID < 0 || buf.ID >= len(b.memory.g.Buffers) || b.memory.g.Buffers[buf.ID] != buf:
 		return nil, fmt.Errorf("cpu: Read: buffer %v is not one of the opened graph's", buf)
 	case buf.Temporary:
 		return nil, fmt.Errorf("cpu: Read: buffer %q is temporary; it lives only inside a run", buf.Name)
-	case b.pending > 0:
+	case b.sched.pending > 0:
 		return nil, fmt.Errorf("cpu: Read: buffer %q: %w; call Sync first", buf.Name, device.ErrBusy)
 	}
-	return slices.Clone(b.mem[buf.ID]), nil
+	return slices.Clone(b.memory.mem[buf.ID]), nil
 }
 
 // Close stops the workers, skipping any work left, and releases the
 // session's memory, streams, events and graphs. Closing twice does
 // nothing.
 func (b *Session) Close() error {
-	b.mu.Lock()
-	if !b.open || b.closing {
-		b.mu.Unlock()
+	b.sched.mu.Lock()
+	if !b.sched.open || b.sched.closing {
+		b.sched.mu.Unlock()
 		return nil
 	}
-	b.closing = true
-	b.abort(errClosed)
-	b.wake.Broadcast()
-	b.mu.Unlock()
+	b.sched.closing = true
+	b.sched.abort(errClosed)
+	b.sched.wake.Broadcast()
+	b.sched.mu.Unlock()
 
-	b.workers.Wait()
+	b.sched.workers.Wait()
 
-	b.mu.Lock()
-	b.cancelRun()
-	b.wakeSync() // faults.go: a Sync in flight returns
-	b.g, b.mem, b.kernels, b.ready = nil, nil, nil, nil
-	b.streams, b.events, b.spans, b.spare = nil, nil, nil, nil
-	b.capturing, b.graphs, b.forkEvents, b.joinEvents = nil, nil, nil, nil
-	b.controls, b.ctlEvents, b.bodyStreams, b.failBody = nil, nil, nil, nil
-	b.blocked, b.pending, b.drained = 0, 0, nil
-	b.open = false
-	b.mu.Unlock()
+	b.sched.mu.Lock()
+	b.sched.cancelRun()
+	b.sched.wakeSync() // faults.go: a Sync in flight returns
+	b.memory.g, b.memory.mem, b.memory.kernels, b.sched.ready = nil, nil, nil, nil
+	b.sched.streams, b.sched.events, b.timer.spans, b.timer.spare = nil, nil, nil, nil
+	b.capt.capturing, b.capt.graphs, b.capt.forkEvents, b.capt.joinEvents = nil, nil, nil, nil
+	b.ctl.controls, b.ctl.ctlEvents, b.ctl.bodyStreams, b.ctl.failBody = nil, nil, nil, nil
+	b.sched.blocked, b.sched.pending, b.sched.drained = 0, 0, nil
+	b.sched.open = false
+	b.sched.mu.Unlock()
 	if b.backend != nil {
 		b.backend.forget(b)
 	}
@@ -425,9 +398,9 @@ func (b *Session) Close() error {
 // SetTiming turns the timing of ops on or off. With it off, workers read
 // no clock at all.
 func (b *Session) SetTiming(on bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.timing = on
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	b.timer.timing = on
 }
 
 // Spans calls f with each op's start and end, measured from the start of
@@ -440,54 +413,54 @@ func (b *Session) Spans(f func(op, stream int, start, end time.Duration)) error 
 // TimesReplays reports whether ReplaySpans times the ops of graph replays
 // launched back to back, each replay apart: whenever timing is on.
 func (b *Session) TimesReplays() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.timing
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	return b.timer.timing
 }
 
 // ReplaySpans is Spans with each span's replay: the session's launch
 // number of the graph replay the op ran in (LaunchGraph calls since the
 // session opened, from 0), or -1 for an op of an eager run.
 func (b *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Duration)) error {
-	b.mu.Lock()
-	if b.pending > 0 {
-		b.mu.Unlock()
+	b.sched.mu.Lock()
+	if b.sched.pending > 0 {
+		b.sched.mu.Unlock()
 		return fmt.Errorf("cpu: Spans: %w; call Sync first", device.ErrBusy)
 	}
-	spans := b.spans
-	b.spans, b.spare = b.spare[:0], nil
-	b.mu.Unlock()
+	spans := b.timer.spans
+	b.timer.spans, b.timer.spare = b.timer.spare[:0], nil
+	b.sched.mu.Unlock()
 
 	for _, s := range spans {
 		f(int(s.replay), int(s.op), int(s.stream), s.start, s.end)
 	}
 
-	b.mu.Lock()
-	if b.spare == nil {
-		b.spare = spans[:0]
+	b.sched.mu.Lock()
+	if b.timer.spare == nil {
+		b.timer.spare = spans[:0]
 	}
-	b.mu.Unlock()
+	b.sched.mu.Unlock()
 	return nil
 }
 
 // usable reports why the backend cannot take calls, if it cannot.
-func (b *Session) usable() error {
-	if !b.open || b.closing {
+func (sc *scheduler) usable() error {
+	if !sc.open || sc.closing {
 		return fmt.Errorf("cpu: the session is %w", device.ErrClosed)
 	}
 	return nil
 }
 
 // checkStep checks the stream and, unless it is -1, the event of a step.
-func (b *Session) checkStep(stream, event int) error {
-	if err := b.usable(); err != nil {
+func (sc *scheduler) checkStep(stream, event int) error {
+	if err := sc.usable(); err != nil {
 		return err
 	}
-	if stream < 0 || stream >= len(b.streams) {
-		return fmt.Errorf("cpu: stream %d does not exist; %d were created", stream, len(b.streams))
+	if stream < 0 || stream >= len(sc.streams) {
+		return fmt.Errorf("cpu: stream %d does not exist; %d were created", stream, len(sc.streams))
 	}
-	if event != -1 && (event < 0 || event >= len(b.events)) {
-		return fmt.Errorf("cpu: event %d does not exist; %d were created", event, len(b.events))
+	if event != -1 && (event < 0 || event >= len(sc.events)) {
+		return fmt.Errorf("cpu: event %d does not exist; %d were created", event, len(sc.events))
 	}
 	return nil
 }
@@ -495,21 +468,21 @@ func (b *Session) checkStep(stream, event int) error {
 // abort ends the current run with err, unless it has ended already: the
 // work left is skipped, blocked streams are released and running kernels
 // and host steps are told to stop.
-func (b *Session) abort(err error) {
-	if b.err == nil {
-		b.err = err
+func (sc *scheduler) abort(err error) {
+	if sc.err == nil {
+		sc.err = err
 	}
-	if b.aborted {
+	if sc.aborted {
 		return
 	}
-	b.aborted = true
-	b.stop.Store(true)
-	b.cancelRun()
-	for _, s := range b.streams {
+	sc.aborted = true
+	sc.stop.Store(true)
+	sc.cancelRun()
+	for _, s := range sc.streams {
 		if s.state == blocked {
-			b.blocked--
+			sc.blocked--
 			s.state = idle
-			b.resume(s)
+			sc.resume(s)
 		}
 	}
 }
@@ -517,16 +490,16 @@ func (b *Session) abort(err error) {
 // restart readies an idle backend for the next run after an aborted one:
 // temporaries are dropped (their Frees were skipped) and host steps get a
 // fresh context.
-func (b *Session) restart() {
-	for i, buf := range b.g.Buffers {
-		if buf.Temporary && b.arenas == nil { // arena.go: arenas stay bound
-			if b.mem[i] != nil {
-				b.countTemporary(buf, -1)
+func (sc *scheduler) restart() {
+	for i, buf := range sc.memory.g.Buffers {
+		if buf.Temporary && sc.memory.arenas == nil { // arena.go: arenas stay bound
+			if sc.memory.mem[i] != nil {
+				sc.memory.countTemporary(buf, -1)
 			}
-			b.mem[i] = nil
+			sc.memory.mem[i] = nil
 		}
 	}
-	b.aborted = false
-	b.stop.Store(false)
-	b.runCtx, b.cancelRun = context.WithCancel(context.Background())
+	sc.aborted = false
+	sc.stop.Store(false)
+	sc.runCtx, sc.cancelRun = context.WithCancel(context.Background())
 }

@@ -9,6 +9,18 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 )
 
+// capturer is a session's graph capture: the capture in progress and
+// the graphs captured.
+type capturer struct {
+	memory *memory
+	sched  *scheduler
+
+	capturing  *graph   // the capture in progress, if any
+	graphs     []*graph // by number; nil once destroyed
+	forkEvents []int32  // by stream: the event a capture on it forks with
+	joinEvents []int32  // by stream: the event it joins a capture with
+}
+
 // Graph capture on the CPU has the semantics of CUDA stream capture:
 // between BeginCapture and EndCapture, Run, Record and Wait calls are
 // recorded into a list instead of run; the list starts with a fork (every
@@ -34,88 +46,88 @@ type graph struct {
 // every stream, making them on first use. Each is only ever recorded on one
 // stream, so its generations are reached in order, however many graphs
 // share it.
-func (b *Session) captureEvents(origin int) (fork int32) {
-	for len(b.forkEvents) < len(b.streams) {
-		b.forkEvents = append(b.forkEvents, b.internalEvent())
-		b.joinEvents = append(b.joinEvents, b.internalEvent())
+func (cp *capturer) captureEvents(origin int) (fork int32) {
+	for len(cp.forkEvents) < len(cp.sched.streams) {
+		cp.forkEvents = append(cp.forkEvents, cp.sched.internalEvent())
+		cp.joinEvents = append(cp.joinEvents, cp.sched.internalEvent())
 	}
-	return b.forkEvents[origin]
+	return cp.forkEvents[origin]
 }
 
-func (b *Session) internalEvent() int32 {
-	b.events = append(b.events, event{})
-	return int32(len(b.events) - 1)
+func (sc *scheduler) internalEvent() int32 {
+	sc.events = append(sc.events, event{})
+	return int32(len(sc.events) - 1)
 }
 
 // BeginCapture starts recording the work submitted to every stream, forked
 // from stream origin.
 func (b *Session) BeginCapture(origin int) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.checkStep(origin, -1); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.checkStep(origin, -1); err != nil {
 		return err
 	}
-	if b.capturing != nil {
-		return fmt.Errorf("cpu: BeginCapture: stream %d is capturing already; call EndCapture first", b.capturing.origin)
+	if b.capt.capturing != nil {
+		return fmt.Errorf("cpu: BeginCapture: stream %d is capturing already; call EndCapture first", b.capt.capturing.origin)
 	}
-	fork := b.captureEvents(origin)
+	fork := b.capt.captureEvents(origin)
 	g := &graph{origin: origin}
 	g.steps = append(g.steps, captured{stream: int32(origin), in: instr{kind: record, event: fork}})
-	for i := range b.streams {
-		if i != origin && !b.servesBody(i) { // control.go: a body's streams fork from its loop
+	for i := range b.sched.streams {
+		if i != origin && !b.ctl.servesBody(i) { // control.go: a body's streams fork from its loop
 			g.steps = append(g.steps, captured{stream: int32(i), in: instr{kind: wait, event: fork}})
 		}
 	}
-	b.capturing = g
+	b.capt.capturing = g
 	return nil
 }
 
 // EndCapture joins every stream back into origin, ends the recording and
 // returns the graph's number.
 func (b *Session) EndCapture(origin int) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return -1, err
 	}
-	g := b.capturing
+	g := b.capt.capturing
 	if g == nil || g.origin != origin {
 		return -1, fmt.Errorf("cpu: EndCapture: stream %d is not capturing", origin)
 	}
-	for i := range b.streams {
-		if i != origin && !b.servesBody(i) {
-			join := b.joinEvents[i]
+	for i := range b.sched.streams {
+		if i != origin && !b.ctl.servesBody(i) {
+			join := b.capt.joinEvents[i]
 			g.steps = append(g.steps,
 				captured{stream: int32(i), in: instr{kind: record, event: join}},
 				captured{stream: int32(origin), in: instr{kind: wait, event: join}})
 		}
 	}
 	g.steps = slices.Clip(g.steps)
-	b.capturing = nil
-	b.graphs = append(b.graphs, g)
-	return len(b.graphs) - 1, nil
+	b.capt.capturing = nil
+	b.capt.graphs = append(b.capt.graphs, g)
+	return len(b.capt.graphs) - 1, nil
 }
 
 // addCaptured adds a step to the capture in progress; the caller holds the lock.
-func (b *Session) addCaptured(stream int, in instr) {
-	b.capturing.steps = append(b.capturing.steps, captured{stream: int32(stream), in: in})
+func (cp *capturer) addCaptured(stream int, in instr) {
+	cp.capturing.steps = append(cp.capturing.steps, captured{stream: int32(stream), in: in})
 }
 
-func (b *Session) graph(i int) (*graph, error) {
-	if i < 0 || i >= len(b.graphs) || b.graphs[i] == nil {
+func (cp *capturer) graph(i int) (*graph, error) {
+	if i < 0 || i >= len(cp.graphs) || cp.graphs[i] == nil {
 		return nil, fmt.Errorf("cpu: graph %d does not exist (destroyed, or never captured)", i)
 	}
-	return b.graphs[i], nil
+	return cp.graphs[i], nil
 }
 
 // Instantiate makes graph i launchable.
 func (b *Session) Instantiate(i int) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
-	g, err := b.graph(i)
+	g, err := b.capt.graph(i)
 	if err != nil {
 		return err
 	}
@@ -127,15 +139,15 @@ func (b *Session) Instantiate(i int) error {
 // was captured on, which must be stream. Its ops' spans carry the launch's
 // number (ReplaySpans).
 func (b *Session) LaunchGraph(gi, stream int) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
-	if b.capturing != nil {
+	if b.capt.capturing != nil {
 		return errors.New("cpu: LaunchGraph during a capture")
 	}
-	g, err := b.graph(gi)
+	g, err := b.capt.graph(gi)
 	if err != nil {
 		return err
 	}
@@ -145,19 +157,19 @@ func (b *Session) LaunchGraph(gi, stream int) error {
 	if stream != g.origin {
 		return fmt.Errorf("cpu: graph %d replays on stream %d, where it was captured, not on stream %d", gi, g.origin, stream)
 	}
-	b.launches++
+	b.timer.launches++
 	for _, st := range g.steps {
 		in := st.in
-		in.replay = b.launches // the launch's number + 1
+		in.replay = b.timer.launches // the launch's number + 1
 		switch in.kind {
 		case record:
-			ev := b.event(in.event)
+			ev := b.sched.event(in.event)
 			ev.recorded++
 			in.gen = ev.recorded
 		case wait:
-			in.gen = b.event(in.event).recorded
+			in.gen = b.sched.event(in.event).recorded
 		}
-		b.enqueue(b.streams[st.stream], in)
+		b.sched.enqueue(b.sched.streams[st.stream], in)
 	}
 	return nil
 }
@@ -167,16 +179,16 @@ func (b *Session) LaunchGraph(gi, stream int) error {
 // when the two have the same shape (the same steps on the same streams,
 // only the ops' arguments or buffers differ), as cuGraphExecUpdate would.
 func (b *Session) UpdateGraph(gi, fresh int) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return false, err
 	}
-	g, err := b.graph(gi)
+	g, err := b.capt.graph(gi)
 	if err != nil {
 		return false, err
 	}
-	f, err := b.graph(fresh)
+	f, err := b.capt.graph(fresh)
 	if err != nil {
 		return false, err
 	}
@@ -188,50 +200,50 @@ func (b *Session) UpdateGraph(gi, fresh int) (bool, error) {
 			(x.in.op == nil) == (y.in.op == nil) && (x.in.op == nil || x.in.op.ID == y.in.op.ID)
 	})
 	g.steps, g.origin = f.steps, f.origin
-	b.graphs[fresh] = nil
+	b.capt.graphs[fresh] = nil
 	return inPlace, nil
 }
 
 // DestroyGraph releases graph gi.
 func (b *Session) DestroyGraph(gi int) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
-	if _, err := b.graph(gi); err != nil {
+	if _, err := b.capt.graph(gi); err != nil {
 		return err
 	}
-	b.graphs[gi] = nil
+	b.capt.graphs[gi] = nil
 	return nil
 }
 
 // Graphs reports how many captured graphs the backend holds, and how many
 // events it made for forking and joining streams in captures.
 func (b *Session) Graphs() (graphs, events int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, g := range b.graphs {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	for _, g := range b.capt.graphs {
 		if g != nil {
 			graphs++
 		}
 	}
-	return graphs, len(b.forkEvents) + len(b.joinEvents)
+	return graphs, len(b.capt.forkEvents) + len(b.capt.joinEvents)
 }
 
 // checkVariant accepts op as a stand-in for the open graph's op of the same
 // ID: the same kind, kernel and number of accesses, to buffers of the
 // graph placed alike, as captures submit after executor.SetArg or
 // executor.Rebind. The caller holds the lock.
-func (b *Session) checkVariant(op *dag.Op) error {
-	orig := b.g.Ops[op.ID]
+func (cp *capturer) checkVariant(op *dag.Op) error {
+	orig := cp.memory.g.Ops[op.ID]
 	bad := func(why string) error {
 		return fmt.Errorf("cpu: op %q is neither op %d of the opened graph (%q) nor a variant of it: %s", op.Name, op.ID, orig.Name, why)
 	}
 	if op.Kind != orig.Kind || len(op.Access) != len(orig.Access) {
 		return bad("its kind or number of accesses differs")
 	}
-	if err := checkOp(b.g, op); err != nil {
+	if err := checkOp(cp.memory.g, op); err != nil {
 		return bad(err.Error())
 	}
 	for i, a := range op.Access {
@@ -256,21 +268,21 @@ func (b *Session) checkVariant(op *dag.Op) error {
 // Write replaces the contents of persistent buffer buf with data, which
 // must be buf's size; call it after Sync.
 func (b *Session) Write(buf *dag.Buffer, data []byte) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
 	switch {
-	case buf == nil || buf.ID < 0 || buf.ID >= len(b.g.Buffers) || b.g.Buffers[buf.ID] != buf:
+	case buf == nil || buf.ID < 0 || buf.ID >= len(b.memory.g.Buffers) || b.memory.g.Buffers[buf.ID] != buf:
 		return fmt.Errorf("cpu: Write: buffer %v is not one of the opened graph's", buf)
 	case buf.Temporary:
 		return fmt.Errorf("cpu: Write: buffer %q is temporary; it lives only inside a run (write a persistent buffer and copy it in)", buf.Name)
 	case int64(len(data)) != buf.Size:
 		return fmt.Errorf("cpu: Write: %d bytes for buffer %q of %d bytes: write the whole buffer", len(data), buf.Name, buf.Size)
-	case b.pending > 0:
+	case b.sched.pending > 0:
 		return fmt.Errorf("cpu: Write: buffer %q: %w; call Sync first", buf.Name, device.ErrBusy)
 	}
-	copy(b.mem[buf.ID], data)
+	copy(b.memory.mem[buf.ID], data)
 	return nil
 }

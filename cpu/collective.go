@@ -9,6 +9,13 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 )
 
+// collectives is the world of a session's collectives: set by Join, else
+// a world of one rank on first use.
+type collectives struct {
+	comm   device.Collectives
+	joined bool
+}
+
 var _ device.Joiner = (*Session)(nil)
 
 // Join makes the session rank w.Rank of w: its collectives then run
@@ -31,31 +38,31 @@ func (b *Session) Join(ctx context.Context, w device.World) error {
 	case w.Comm != nil && (w.Comm.Rank() != w.Rank || w.Comm.World() != w.Size):
 		return fmt.Errorf("cpu: Join: the communicator is rank %d of %d, the world says rank %d of %d", w.Comm.Rank(), w.Comm.World(), w.Rank, w.Size)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
 	switch {
-	case b.joined:
+	case b.coll.joined:
 		return errors.New("cpu: Join: the session has joined a world already")
-	case len(b.streams) > 0:
+	case len(b.sched.streams) > 0:
 		return errors.New("cpu: Join: join before making streams")
 	}
-	b.joined = true
+	b.coll.joined = true
 	if w.Comm != nil {
-		b.comm = w.Comm
+		b.coll.comm = w.Comm
 	}
 	return nil
 }
 
 // collectives is the session's end of its world: the one it joined, or a
 // world of one rank. The lock is held.
-func (b *Session) collectives() device.Collectives {
-	if b.comm == nil {
-		b.comm = &solo{}
+func (cl *collectives) collectives() device.Collectives {
+	if cl.comm == nil {
+		cl.comm = &solo{}
 	}
-	return b.comm
+	return cl.comm
 }
 
 // RunCollective runs collective op of this rank through c; mem[i] holds the

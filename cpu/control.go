@@ -12,6 +12,17 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 )
 
+// controller runs a session's loops and branches.
+type controller struct {
+	memory *memory
+	sched  *scheduler
+
+	controls    map[int]*control // by the op's index
+	ctlEvents   []event          // the controls' entry and exit events, numbered -1, -2, ...
+	bodyStreams []bool           // by stream: it serves a body
+	failBody    *bodyFault       // FailInBody's, if any
+}
+
 // Loops and branches (device.Controller). A control op never reaches a
 // worker: when it comes to the head of its stream, advance expands it.
 // It reads the flag and, for a pass of a body, puts in its place on its
@@ -40,47 +51,47 @@ func isControl(op *dag.Op) bool { return op != nil && op.Kind.Info().Body != dag
 // event is event number i: one made by NewEvent, or below 0 one of the
 // session's own for loops and branches, which the caller's numbering of
 // its events never sees.
-func (b *Session) event(i int32) *event {
+func (sc *scheduler) event(i int32) *event {
 	if i < 0 {
-		return &b.ctlEvents[-1-i]
+		return &sc.ctl.ctlEvents[-1-i]
 	}
-	return &b.events[i]
+	return &sc.events[i]
 }
 
 // SetBodies gives the session the bodies of control op op as planned:
 // each body's steps, on streams and events made for it alone.
 func (b *Session) SetBodies(op *dag.Op, bodies [][]device.Step) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
-	if !isControl(op) || b.g.OpAt(b.index(op)) != op {
+	if !isControl(op) || b.memory.g.OpAt(b.memory.index(op)) != op {
 		return fmt.Errorf("cpu: SetBodies: %v is no loop or branch of the opened graph", op)
 	}
 	if want := len(op.Bodies()); len(bodies) != want {
 		return fmt.Errorf("cpu: SetBodies: the %s %s has %d bodies, not %d", op.Kind, op.Name, want, len(bodies))
 	}
 	for i, steps := range bodies {
-		if err := b.checkBody(op.Bodies()[i], steps); err != nil {
+		if err := b.ctl.checkBody(op.Bodies()[i], steps); err != nil {
 			return fmt.Errorf("cpu: SetBodies: the %s %s: %w", op.Kind, op.Name, err)
 		}
 	}
 	for _, steps := range bodies {
 		for _, st := range steps {
-			for len(b.bodyStreams) <= st.Stream {
-				b.bodyStreams = append(b.bodyStreams, false)
+			for len(b.ctl.bodyStreams) <= st.Stream {
+				b.ctl.bodyStreams = append(b.ctl.bodyStreams, false)
 			}
-			b.bodyStreams[st.Stream] = true
+			b.ctl.bodyStreams[st.Stream] = true
 		}
 	}
-	if b.controls == nil {
-		b.controls = map[int]*control{}
+	if b.ctl.controls == nil {
+		b.ctl.controls = map[int]*control{}
 	}
-	c := b.controls[b.index(op)]
+	c := b.ctl.controls[b.memory.index(op)]
 	if c == nil {
-		c = &control{entry: b.controlEvent(), exit: b.controlEvent()}
-		b.controls[b.index(op)] = c
+		c = &control{entry: b.ctl.controlEvent(), exit: b.ctl.controlEvent()}
+		b.ctl.controls[b.memory.index(op)] = c
 	}
 	c.bodies = bodies
 	return nil
@@ -88,9 +99,9 @@ func (b *Session) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 
 // checkBody checks that steps name streams and events of the session
 // and run the ops of body g.
-func (b *Session) checkBody(g *dag.Graph, steps []device.Step) error {
+func (ct *controller) checkBody(g *dag.Graph, steps []device.Step) error {
 	for i, st := range steps {
-		if st.Stream < 0 || st.Stream >= len(b.streams) {
+		if st.Stream < 0 || st.Stream >= len(ct.sched.streams) {
 			return fmt.Errorf("step %d: stream %d does not exist", i, st.Stream)
 		}
 		switch st.Kind {
@@ -99,7 +110,7 @@ func (b *Session) checkBody(g *dag.Graph, steps []device.Step) error {
 				return fmt.Errorf("step %d runs an op that is not of its body", i)
 			}
 		case device.RecordStep, device.WaitStep:
-			if st.Event < 0 || st.Event >= len(b.events) {
+			if st.Event < 0 || st.Event >= len(ct.sched.events) {
 				return fmt.Errorf("step %d: event %d does not exist", i, st.Event)
 			}
 		default:
@@ -111,33 +122,33 @@ func (b *Session) checkBody(g *dag.Graph, steps []device.Step) error {
 
 // servesBody says whether stream i serves a body: a capture neither forks
 // nor joins it, as its loop or branch does that in every pass.
-func (b *Session) servesBody(i int) bool { return i < len(b.bodyStreams) && b.bodyStreams[i] }
+func (ct *controller) servesBody(i int) bool { return i < len(ct.bodyStreams) && ct.bodyStreams[i] }
 
-func (b *Session) controlEvent() int32 {
-	b.ctlEvents = append(b.ctlEvents, event{})
-	return int32(-len(b.ctlEvents))
+func (ct *controller) controlEvent() int32 {
+	ct.ctlEvents = append(ct.ctlEvents, event{})
+	return int32(-len(ct.ctlEvents))
 }
 
 // expand does the control op at the head of s, done iterations of it run
 // (0 when it is reached). It runs under the lock, from advance, which
 // goes on with what is at the head of s then.
-func (b *Session) expand(s *stream, done uint64) {
+func (ct *controller) expand(s *stream, done uint64) {
 	in := s.q[s.head]
 	op := in.op
 	consume := func() {
 		s.head++
-		b.finish()
+		ct.sched.finish()
 	}
 	fail := func(err error) {
-		b.abort(&dag.OpError{Op: op.Name, Err: err})
+		ct.sched.abort(&dag.OpError{Op: op.Name, Err: err})
 		consume()
 	}
-	c := b.controls[b.index(op)]
+	c := ct.controls[ct.memory.index(op)]
 	if c == nil {
 		fail(fmt.Errorf("cpu: the %s's bodies were never given (device.Controller.SetBodies)", op.Kind))
 		return
 	}
-	flag, err := b.readFlag(op)
+	flag, err := ct.readFlag(op)
 	if err != nil {
 		fail(err)
 		return
@@ -169,7 +180,7 @@ func (b *Session) expand(s *stream, done uint64) {
 	}
 
 	// In the op's place: fork the pass, wait for its end, check again.
-	entry, exit := b.event(c.entry), b.event(c.exit)
+	entry, exit := ct.sched.event(c.entry), ct.sched.event(c.exit)
 	entry.recorded++
 	head := []instr{
 		{kind: record, event: c.entry, gen: entry.recorded, replay: in.replay},
@@ -180,44 +191,44 @@ func (b *Session) expand(s *stream, done uint64) {
 	}
 	s.q[s.head] = head[0]
 	s.q = slices.Insert(s.q, s.head+1, head[1:]...)
-	b.pending += len(head) - 1
+	ct.sched.pending += len(head) - 1
 
 	// The pass, as if submitted now.
-	first := b.streams[body[0].Stream]
-	b.enqueue(first, instr{kind: wait, event: c.entry, gen: entry.recorded, replay: in.replay})
+	first := ct.sched.streams[body[0].Stream]
+	ct.sched.enqueue(first, instr{kind: wait, event: c.entry, gen: entry.recorded, replay: in.replay})
 	for _, st := range body {
-		b.enqueueStep(st, in.replay)
+		ct.enqueueStep(st, in.replay)
 	}
 	exit.recorded++
-	b.enqueue(first, instr{kind: record, event: c.exit, gen: exit.recorded, replay: in.replay})
+	ct.sched.enqueue(first, instr{kind: record, event: c.exit, gen: exit.recorded, replay: in.replay})
 }
 
 // enqueueStep enqueues a body's step as Run, Record or Wait would, in
 // replay (0: an eager run). An op that FailInBody names fails in eager
 // runs instead of running.
-func (b *Session) enqueueStep(st device.Step, replay int64) {
+func (ct *controller) enqueueStep(st device.Step, replay int64) {
 	in := instr{replay: replay}
 	switch st.Kind {
 	case device.RunStep:
 		in.kind, in.op = run, st.Op
-		if replay == 0 && b.failBody != nil && b.failBody.op == st.Op {
-			in.kind, in.fault = fail, b.failBody.err
+		if replay == 0 && ct.failBody != nil && ct.failBody.op == st.Op {
+			in.kind, in.fault = fail, ct.failBody.err
 		}
 	case device.RecordStep:
-		ev := &b.events[st.Event]
+		ev := &ct.sched.events[st.Event]
 		ev.recorded++
 		in.kind, in.event, in.gen = record, int32(st.Event), ev.recorded
 	case device.WaitStep:
-		in.kind, in.event, in.gen = wait, int32(st.Event), b.events[st.Event].recorded
+		in.kind, in.event, in.gen = wait, int32(st.Event), ct.sched.events[st.Event].recorded
 	}
-	b.enqueue(b.streams[st.Stream], in)
+	ct.sched.enqueue(ct.sched.streams[st.Stream], in)
 }
 
 // readFlag reads the i32 flag of control op op, little-endian as the
 // session keeps every buffer.
-func (b *Session) readFlag(op *dag.Op) (int32, error) {
+func (ct *controller) readFlag(op *dag.Op) (int32, error) {
 	a := op.Access[0]
-	m := b.mem[a.Buf.ID]
+	m := ct.memory.mem[a.Buf.ID]
 	if m == nil {
 		return 0, fmt.Errorf("its flag %s is a temporary that is not allocated", a.Buf.Name)
 	}
@@ -234,15 +245,15 @@ type bodyFault struct {
 // whenever an eager run reaches it (device.BodyFailer), as Fail does for
 // the ops the executor submits; replays run it as usual.
 func (b *Session) FailInBody(op *dag.Op, err error) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
+	if err := b.sched.usable(); err != nil {
 		return err
 	}
-	if op == nil || err == nil || op.Index < len(b.g.Ops) || b.g.OpAt(op.Index) != op {
+	if op == nil || err == nil || op.Index < len(b.memory.g.Ops) || b.memory.g.OpAt(op.Index) != op {
 		return errors.New("cpu: FailInBody: give an op of a body of the opened graph and its error")
 	}
-	b.failBody = &bodyFault{op: op, err: err}
+	b.ctl.failBody = &bodyFault{op: op, err: err}
 	return nil
 }
 

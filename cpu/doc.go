@@ -1,30 +1,16 @@
 // Package cpu is the CPU backend of dagrun: it runs plans where no GPU is
-// present and serves as the oracle the CUDA backend is tested against.
+// present and is the oracle the CUDA backend is tested against.
 //
-// A Backend (cpu.New, or the zero value) implements device.Backend: it
-// holds only its options and the sessions open on it. Each Session
-// (device.Session, device.Timer, device.Capturer and device.Writer) holds
-// one graph's memory, streams, events, captured graphs and its own worker
-// goroutines, so sessions on one backend run side by side, each from its
-// own goroutine; Backend.Close closes those left open.
-//
-// Within a session, streams are in-order queues of instructions; a pool of
-// worker goroutines (Workers, by default GOMAXPROCS) runs them, always
-// taking the runnable stream of highest priority first, so priorities
-// matter whenever streams compete for workers (sched.go). Events are
-// latches with a generation per record, so one plan can run many times.
-// Device and host memory alike are byte slices: persistent buffers are
-// made at Open with their initial contents, temporary ones by Alloc ops and
-// dropped by Free ops. What each op kind does is one entry of the kinds
-// table (kinds.go). Kernels are the builtin library of package dag written
-// as Go functions (kernels.go); a kernel written in CUDA is refused at
-// Open. GEMM ops run on gonum's BLAS (f16 and bf16 through f32). Captures (capture.go) record the submission and replay it, with
-// the semantics of CUDA stream capture.
-//
-// Collectives run through the session's world (collective.go): Join makes
-// the session a rank whose collectives go through a device.Collectives
-// (internal/comm, in one process or over TCP); a session that never joins
-// is the one rank of a world of 1.
+// A Backend (New, or the zero value) holds its options and the sessions
+// open on it. A Session holds one graph's memory, streams, events,
+// captured graphs and worker goroutines of its own, so sessions on one
+// backend run side by side. Streams are in-order queues that the workers
+// run, the ready stream of highest priority first; events are latches with
+// a generation per record; memory is byte slices. Kernels are dag's
+// builtin library written in Go (a kernel in CUDA C is refused at Open),
+// GEMMs run on gonum's BLAS, and captures record the submission and replay
+// it with the semantics of CUDA stream capture. Collectives go through the
+// world a session joins, or a world of one rank.
 //
 // Delays injects a seeded random pause before every op; tests use it to
 // show that results never depend on timing.

@@ -3,10 +3,10 @@ package cpu
 // QueueCap is the number of instructions the session's stream queues have
 // room for: what they hold on to between runs.
 func (b *Session) QueueCap() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.sched.mu.Lock()
+	defer b.sched.mu.Unlock()
 	n := 0
-	for _, s := range b.streams {
+	for _, s := range b.sched.streams {
 		n += cap(s.q)
 	}
 	return n

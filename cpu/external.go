@@ -144,29 +144,29 @@ func (e *Event) over(gen uint64) (<-chan struct{}, bool) {
 // WaitExternal makes the work enqueued on stream after it wait for the
 // latest record of the caller's event ev (a *Event's Handle) made so far.
 func (b *Session) WaitExternal(stream int, ev uintptr) error {
-	return b.enqueueExternal("WaitExternal", stream, ev, waitExternal)
+	return b.sched.enqueueExternal("WaitExternal", stream, ev, waitExternal)
 }
 
 // RecordExternal records the caller's event ev (a *Event's Handle) on
 // stream: it is reached once the work enqueued on stream before it is done
 // (or skipped, when the run fails, so the caller never waits forever).
 func (b *Session) RecordExternal(stream int, ev uintptr) error {
-	return b.enqueueExternal("RecordExternal", stream, ev, recordExternal)
+	return b.sched.enqueueExternal("RecordExternal", stream, ev, recordExternal)
 }
 
-func (b *Session) enqueueExternal(verb string, stream int, ev uintptr, kind instrKind) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.checkStep(stream, -1); err != nil {
+func (sc *scheduler) enqueueExternal(verb string, stream int, ev uintptr, kind instrKind) error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if err := sc.checkStep(stream, -1); err != nil {
 		return err
 	}
-	if b.capturing != nil {
+	if sc.capt.capturing != nil {
 		return fmt.Errorf("cpu: %s: a graph cannot hold the caller's events; order the replay with them instead", verb)
 	}
-	if b.backend == nil {
+	if sc.ext == nil {
 		return errors.New("cpu: " + verb + ": the session has no backend to find the event in")
 	}
-	e, err := b.backend.ext.lookup(ev)
+	e, err := sc.ext.lookup(ev)
 	if err != nil {
 		return err
 	}
@@ -176,27 +176,27 @@ func (b *Session) enqueueExternal(verb string, stream int, ev uintptr, kind inst
 	} else {
 		in.gen = e.begin()
 	}
-	b.enqueue(b.streams[stream], in)
+	sc.enqueue(sc.streams[stream], in)
 	return nil
 }
 
 // external does an external record or wait at the head of s, under the
 // lock, and reports whether s goes on; a wait not yet over blocks s until
 // the event moves (or the run ends).
-func (b *Session) external(s *stream, in instr) bool {
+func (sc *scheduler) external(s *stream, in instr) bool {
 	if in.kind == recordExternal {
 		in.ext.reach(in.gen)
 		return true
 	}
-	if b.aborted {
+	if sc.aborted {
 		return true
 	}
 	if _, ok := in.ext.over(in.gen); ok {
 		return true
 	}
 	s.state = blocked
-	b.blocked++
-	done := b.runCtx.Done()
+	sc.blocked++
+	done := sc.runCtx.Done()
 	go func() {
 		// The event may move more than once before it reaches gen.
 		for {
@@ -210,20 +210,20 @@ func (b *Session) external(s *stream, in instr) bool {
 				return // abort has released the blocked streams
 			}
 		}
-		b.mu.Lock()
-		if b.blocked > 0 {
-			b.release()
+		sc.mu.Lock()
+		if sc.blocked > 0 {
+			sc.release()
 		}
-		b.mu.Unlock()
+		sc.mu.Unlock()
 	}()
 	return false
 }
 
 // waitOver reports whether the wait at a blocked stream's head is over.
-func (b *Session) waitOver(in instr) bool {
+func (sc *scheduler) waitOver(in instr) bool {
 	if in.kind == waitExternal {
 		_, ok := in.ext.over(in.gen)
 		return ok
 	}
-	return b.event(in.event).reached >= in.gen
+	return sc.event(in.event).reached >= in.gen
 }

@@ -17,13 +17,13 @@ type kindImpl struct {
 	// resolve, when set, replaces gathering the bytes of op's accesses:
 	// the lifetime kinds check the temporary's state instead. It runs
 	// under the session's lock.
-	resolve func(s *Session, op *dag.Op) error
+	resolve func(s *memory, op *dag.Op) error
 	// exec does op on mem, the bytes of its accesses, without the lock. An
 	// alloc returns the memory it made, for commit.
 	exec func(ctx context.Context, stop *atomic.Bool, op *dag.Op, kernel kernelFunc, mem [][]byte) ([]byte, error)
 	// commit, when set, makes op's effect on the session's memory map
 	// visible to later ops; it runs under the lock.
-	commit func(s *Session, op *dag.Op, made []byte) error
+	commit func(s *memory, op *dag.Op, made []byte) error
 	// kernel, when set, makes the Go function that exec gets for op
 	// (launches find theirs among the builtins instead).
 	kernel func(op *dag.Op) (kernelFunc, error)
@@ -36,7 +36,7 @@ type kindImpl struct {
 var kinds = map[dag.OpKind]kindImpl{
 	dag.Alloc: {
 		check: checkTemporary,
-		resolve: func(s *Session, op *dag.Op) error {
+		resolve: func(s *memory, op *dag.Op) error {
 			if buf := op.Access[0].Buf; s.mem[buf.ID] != nil {
 				return fmt.Errorf("temporary %s is allocated already; it needs a free before it is allocated again", buf.Name)
 			}
@@ -45,7 +45,7 @@ var kinds = map[dag.OpKind]kindImpl{
 		exec: func(_ context.Context, _ *atomic.Bool, op *dag.Op, _ kernelFunc, _ [][]byte) ([]byte, error) {
 			return makeBuffer(op.Access[0].Buf)
 		},
-		commit: func(s *Session, op *dag.Op, made []byte) error {
+		commit: func(s *memory, op *dag.Op, made []byte) error {
 			buf := op.Buffer()
 			if s.mem[buf.ID] != nil {
 				return fmt.Errorf("temporary %s was allocated by another op meanwhile", buf.Name)
@@ -57,14 +57,14 @@ var kinds = map[dag.OpKind]kindImpl{
 	},
 	dag.Free: {
 		check: checkTemporary,
-		resolve: func(s *Session, op *dag.Op) error {
+		resolve: func(s *memory, op *dag.Op) error {
 			if buf := op.Access[0].Buf; s.mem[buf.ID] == nil {
 				return fmt.Errorf("temporary %s is not allocated (freed twice, or never allocated)", buf.Name)
 			}
 			return nil
 		},
 		exec: func(context.Context, *atomic.Bool, *dag.Op, kernelFunc, [][]byte) ([]byte, error) { return nil, nil },
-		commit: func(s *Session, op *dag.Op, _ []byte) error {
+		commit: func(s *memory, op *dag.Op, _ []byte) error {
 			buf := op.Buffer()
 			if s.mem[buf.ID] == nil {
 				return fmt.Errorf("temporary %s was freed by another op meanwhile", buf.Name)

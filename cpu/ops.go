@@ -9,6 +9,21 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
+// memory is a session's memory: its graph's buffers (in arenas, if the
+// plan placed its temporaries there) and the kernels its launches run.
+// Persistent buffers are made at Open with their initial contents,
+// temporary ones by Alloc ops and dropped by Free ops; what each op kind
+// does is its entry in kinds.
+type memory struct {
+	g      *dag.Graph
+	mem    [][]byte // by buffer ID; nil for a temporary that is not allocated
+	arenas *arenas  // nil unless the temporaries live in arenas
+	// live and high are the bytes of temporaries allocated now and the
+	// most allocated at once, by memory (MemoryHighWater).
+	live, high map[int]int64
+	kernels    []kernelFunc
+}
+
 // prepare checks that every op of g can run here and finds the Go function
 // of every launch, by op number (index): the graph's ops and then those of
 // its loops' and branches' bodies (dag.Graph.OpAt). Graphs from dag.Build pass every check but the
@@ -84,16 +99,16 @@ func checkOp(g *dag.Graph, op *dag.Op) error {
 
 // resolve gathers the bytes op works on into w.mem. It runs under the
 // lock, which orders it after every Alloc and Free that came before.
-func (b *Session) resolve(w *worker, op *dag.Op) error {
+func (mm *memory) resolve(w *worker, op *dag.Op) error {
 	w.mem = w.mem[:0]
-	if b.inArena(op) { // arena.go
+	if mm.inArena(op) { // arena.go
 		return nil
 	}
 	if r := kinds[op.Kind].resolve; r != nil {
-		return r(b, op)
+		return r(mm, op)
 	}
 	for _, a := range op.Access {
-		m := b.mem[a.Buf.ID]
+		m := mm.mem[a.Buf.ID]
 		if m == nil {
 			return fmt.Errorf("temporary %s is not allocated: used before its alloc or after its free", a.Buf.Name)
 		}
@@ -120,12 +135,12 @@ func host(ctx context.Context, f dag.HostFunc, mem [][]byte) (err error) {
 
 // commit makes an Alloc's or Free's effect visible to later ops. It runs
 // under the lock.
-func (b *Session) commit(op *dag.Op, made []byte) error {
-	if b.inArena(op) { // arena.go
+func (mm *memory) commit(op *dag.Op, made []byte) error {
+	if mm.inArena(op) { // arena.go
 		return nil
 	}
 	if c := kinds[op.Kind].commit; c != nil {
-		return c(b, op, made)
+		return c(mm, op, made)
 	}
 	return nil
 }
@@ -133,8 +148,8 @@ func (b *Session) commit(op *dag.Op, made []byte) error {
 // index is op's number among the opened graph's ops and those of its
 // bodies (dag.Op.Index): what kernels, spans and bodies are kept by. A
 // graph's own op goes by its ID, which a hand-made graph sets alone.
-func (b *Session) index(op *dag.Op) int {
-	if op.Index >= len(b.g.Ops) {
+func (mm *memory) index(op *dag.Op) int {
+	if op.Index >= len(mm.g.Ops) {
 		return op.Index
 	}
 	return op.ID

@@ -1,10 +1,56 @@
 package cpu
 
 import (
+	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/emirpasic/gods/queues/priorityqueue"
 )
+
+// scheduler runs a session's streams on its workers: it holds the streams,
+// the events, the lock and the state of the run in progress. A pool of
+// workers (Workers, by default GOMAXPROCS) always takes the ready stream of
+// highest priority, so priorities matter whenever streams compete for
+// workers.
+type scheduler struct {
+	cfg config
+	ext *eventRegistry // the backend's registry of the callers' events; nil without a backend
+
+	memory *memory
+	timer  *timer
+	capt   *capturer
+	ctl    *controller
+	coll   *collectives
+
+	mu      sync.Mutex
+	wake    sync.Cond            // a stream became ready, or the session is closing
+	ready   *priorityqueue.Queue // *stream values whose head op waits for a worker
+	idle    int                  // workers waiting on wake
+	seq     uint64               // orders ready streams of equal priority: first come, first served
+	streams []*stream
+	events  []event
+	blocked int // streams whose head is a wait on an event not yet reached
+
+	pending int           // instructions enqueued and not yet done
+	drained chan struct{} // closed when pending drops to 0 while a Sync waits; shared by every waiter
+	err     error         // the first error of the current run
+	aborted bool          // the current run failed or was cancelled: skip what is left
+	started bool          // work was enqueued since the last Sync
+	epoch   uint64        // runs started, for the delay draws
+	closing bool
+	open    bool
+
+	// stop tells running kernels (spin) to return at once. It mirrors
+	// aborted, but kernels read it without the mutex.
+	stop      atomic.Bool
+	opsDone   atomic.Int64    // ops run since the session opened (OpsDone)
+	runCtx    context.Context // passed to host steps; cancelled on abort
+	cancelRun context.CancelFunc
+	workers   sync.WaitGroup
+}
 
 // instrKind is what an instruction of a stream does.
 type instrKind uint8
@@ -86,88 +132,88 @@ func byPriority(a, b any) int {
 }
 
 // enqueue appends in to s and, if nobody is moving s, moves it.
-func (b *Session) enqueue(s *stream, in instr) {
-	if !b.started {
-		b.started = true
-		b.epoch++
-		if b.timing {
-			b.origin = time.Now()
+func (sc *scheduler) enqueue(s *stream, in instr) {
+	if !sc.started {
+		sc.started = true
+		sc.epoch++
+		if sc.timer.timing {
+			sc.timer.origin = time.Now()
 		}
 	}
 	s.q = append(s.q, in)
-	b.pending++
+	sc.pending++
 	if s.state == idle && !s.advancing {
-		b.resume(s)
+		sc.resume(s)
 	}
 }
 
 // resume moves a stream that nobody runs as far as it goes without a
 // worker and, when an op is next, hands it to the workers.
-func (b *Session) resume(s *stream) {
-	if b.advance(s) {
-		b.makeReady(s)
+func (sc *scheduler) resume(s *stream) {
+	if sc.advance(s) {
+		sc.makeReady(s)
 	}
 }
 
-func (b *Session) makeReady(s *stream) {
-	b.seq++
-	s.seq = b.seq
+func (sc *scheduler) makeReady(s *stream) {
+	sc.seq++
+	s.seq = sc.seq
 	s.state = ready
-	b.ready.Enqueue(s)
-	if b.idle > 0 {
-		b.wake.Signal()
+	sc.ready.Enqueue(s)
+	if sc.idle > 0 {
+		sc.wake.Signal()
 	}
 }
 
 // advance does the records and the satisfied waits at the head of s, and
 // skips its ops once the run is aborted. It reports whether an op is next;
 // otherwise it leaves s blocked or idle.
-func (b *Session) advance(s *stream) bool {
+func (sc *scheduler) advance(s *stream) bool {
 	s.advancing = true
-	next := b.advanceLoop(s)
+	next := sc.advanceLoop(s)
 	s.advancing = false
 	return next
 }
 
-func (b *Session) advanceLoop(s *stream) bool {
+func (sc *scheduler) advanceLoop(s *stream) bool {
 	for s.head < len(s.q) {
 		in := s.q[s.head]
 		switch in.kind {
 		case run, pause:
-			if b.aborted {
+			if sc.aborted {
 				break
 			}
 			if in.kind == run && isControl(in.op) {
-				b.expand(s, 0) // control.go: the head is now what the op does
+				sc.ctl.expand(s, 0) // control.go: the head is now what the op does
 				continue
 			}
 			return true
 		case again:
-			if !b.aborted {
-				b.expand(s, in.gen) // control.go: the loop's next check
+			if !sc.aborted {
+				sc.ctl.expand(s, in.gen) // control.go: the loop's next check
 				continue
 			}
 		case fail:
-			b.failAt(in)
+			sc.failAt(in)
 		case wait:
-			if !b.aborted && b.event(in.event).reached < in.gen {
+			if !sc.aborted && sc.event(in.event).reached < in.gen {
 				s.state = blocked
-				b.blocked++
+				sc.blocked++
 				return false
 			}
 		case record:
-			ev := b.event(in.event)
+			ev := sc.event(in.event)
 			ev.reached = max(ev.reached, in.gen)
 		case waitExternal, recordExternal:
-			if !b.external(s, in) {
+			if !sc.external(s, in) {
 				return false
 			}
 		}
 		s.head++
 		s.compact()
-		b.finish()
-		if in.kind == record && b.blocked > 0 {
-			b.release()
+		sc.finish()
+		if in.kind == record && sc.blocked > 0 {
+			sc.release()
 		}
 	}
 	s.q = s.q[:0]
@@ -197,25 +243,25 @@ func (s *stream) compact() {
 
 // release resumes the blocked streams whose wait is over. Streams are few
 // (tens), so a scan is cheaper than keeping lists of waiters.
-func (b *Session) release() {
-	for _, t := range b.streams {
+func (sc *scheduler) release() {
+	for _, t := range sc.streams {
 		if t.state != blocked {
 			continue
 		}
-		if in := t.q[t.head]; b.waitOver(in) {
-			b.blocked--
+		if in := t.q[t.head]; sc.waitOver(in) {
+			sc.blocked--
 			t.state = idle
-			b.resume(t)
+			sc.resume(t)
 		}
 	}
 }
 
 // finish counts one instruction done and wakes Sync when none are left.
-func (b *Session) finish() {
-	b.pending--
-	if b.pending == 0 && b.drained != nil {
-		close(b.drained)
-		b.drained = nil
+func (sc *scheduler) finish() {
+	sc.pending--
+	if sc.pending == 0 && sc.drained != nil {
+		close(sc.drained)
+		sc.drained = nil
 	}
 }
 
@@ -228,65 +274,65 @@ type worker struct {
 // work runs ready streams until the backend closes. A worker stays with a
 // stream while it has ops to run, unless a stream of higher priority is
 // ready: then it switches at the op boundary.
-func (b *Session) work(w *worker) {
-	defer b.workers.Done()
-	b.mu.Lock()
-	defer b.mu.Unlock()
+func (sc *scheduler) work(w *worker) {
+	defer sc.workers.Done()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
 	for {
-		for b.ready.Empty() && !b.closing {
-			b.idle++
-			b.wake.Wait()
-			b.idle--
+		for sc.ready.Empty() && !sc.closing {
+			sc.idle++
+			sc.wake.Wait()
+			sc.idle--
 		}
-		if b.closing {
+		if sc.closing {
 			return
 		}
-		for s := b.pop(); s != nil; s = b.next(s) {
-			b.step(w, s)
+		for s := sc.pop(); s != nil; s = sc.next(s) {
+			sc.step(w, s)
 		}
 	}
 }
 
 // pop takes the first ready stream; the ready queue is not empty.
-func (b *Session) pop() *stream {
-	v, _ := b.ready.Dequeue()
+func (sc *scheduler) pop() *stream {
+	v, _ := sc.ready.Dequeue()
 	s := v.(*stream)
 	s.state = running
 	return s
 }
 
 // next is the stream to run after an op of s.
-func (b *Session) next(s *stream) *stream {
-	if !b.advance(s) {
+func (sc *scheduler) next(s *stream) *stream {
+	if !sc.advance(s) {
 		return nil
 	}
-	if top, ok := b.ready.Peek(); ok && top.(*stream).priority > s.priority {
-		b.makeReady(s)
-		return b.pop()
+	if top, ok := sc.ready.Peek(); ok && top.(*stream).priority > s.priority {
+		sc.makeReady(s)
+		return sc.pop()
 	}
 	return s
 }
 
 // step runs the op at the head of s, without the lock while it works.
-func (b *Session) step(w *worker, s *stream) {
+func (sc *scheduler) step(w *worker, s *stream) {
 	if s.q[s.head].kind == pause {
-		b.stepPause(w, s)
+		sc.stepPause(w, s)
 		return
 	}
 	op, replay := s.q[s.head].op, s.q[s.head].replay
-	if b.aborted {
+	if sc.aborted {
 		s.head++
-		b.finish()
+		sc.finish()
 		return
 	}
-	err := b.resolve(w, op)
-	noop := b.inArena(op) // arena.go
-	kernel, ctx, timing := b.kernels[b.index(op)], b.runCtx, b.timing
+	err := sc.memory.resolve(w, op)
+	noop := sc.memory.inArena(op) // arena.go
+	kernel, ctx, timing := sc.memory.kernels[sc.memory.index(op)], sc.runCtx, sc.timer.timing
 	if op.Kind.IsCollective() {
-		ctx = withCollectives(ctx, b.collectives())
+		ctx = withCollectives(ctx, sc.coll.collectives())
 	}
-	pause := b.delay(op)
-	b.mu.Unlock()
+	pause := sc.delay(op)
+	sc.mu.Unlock()
 
 	var made []byte
 	var start, end time.Time
@@ -298,37 +344,37 @@ func (b *Session) step(w *worker, s *stream) {
 			start = time.Now()
 		}
 		if !noop {
-			made, err = exec(ctx, &b.stop, op, kernel, w.mem)
+			made, err = exec(ctx, &sc.stop, op, kernel, w.mem)
 		}
 		if timing {
 			end = time.Now()
 		}
 	}
 	clear(w.mem)
-	b.opsDone.Add(1)
+	sc.opsDone.Add(1)
 
-	b.mu.Lock()
+	sc.mu.Lock()
 	if err == nil {
-		err = b.commit(op, made)
+		err = sc.memory.commit(op, made)
 	}
-	if err != nil && !b.aborted {
-		b.abort(&dag.OpError{Op: op.Name, Err: err})
+	if err != nil && !sc.aborted {
+		sc.abort(&dag.OpError{Op: op.Name, Err: err})
 	}
 	if timing && !start.IsZero() {
-		b.spans = append(b.spans, span{op: int32(b.index(op)), stream: s.id, replay: replay - 1, start: start.Sub(b.origin), end: end.Sub(b.origin)})
+		sc.timer.spans = append(sc.timer.spans, span{op: int32(sc.memory.index(op)), stream: s.id, replay: replay - 1, start: start.Sub(sc.timer.origin), end: end.Sub(sc.timer.origin)})
 	}
 	s.head++
 	s.compact()
-	b.finish()
+	sc.finish()
 }
 
 // delay is the pause before op in this run, when Delays is on.
-func (b *Session) delay(op *dag.Op) time.Duration {
-	if b.cfg.delayLimit <= 0 {
+func (sc *scheduler) delay(op *dag.Op) time.Duration {
+	if sc.cfg.delayLimit <= 0 {
 		return 0
 	}
-	x := mix(b.cfg.delaySeed ^ mix(b.epoch<<32^uint64(b.index(op))))
-	return time.Duration(x % uint64(b.cfg.delayLimit))
+	x := mix(sc.cfg.delaySeed ^ mix(sc.epoch<<32^uint64(sc.memory.index(op))))
+	return time.Duration(x % uint64(sc.cfg.delayLimit))
 }
 
 // mix is the SplitMix64 finaliser: a cheap, well-spread hash.

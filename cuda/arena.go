@@ -40,13 +40,13 @@ type devArena struct {
 // arenas. Call it after Open, before the first run (executor's
 // device.ArenaUser). On error nothing is changed.
 func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
-	if err := unopened(se); err != nil {
+	if err := unopened(se.drv); err != nil {
 		return err
 	}
 	se = joined(se)
 	hd := &se.hold
 	switch {
-	case se.closed:
+	case se.hold.closed:
 		return errors.New("cuda: UseArenas: the session is closed")
 	case hd.arenas != nil:
 		return errors.New("cuda: UseArenas: the session's temporaries are in arenas already")
@@ -116,7 +116,7 @@ func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
 // freeArenas frees the arenas (Close, after the streams are done).
 func (hd *holdings) freeArenas(keep func(error)) {
 	for _, a := range hd.arenas {
-		keep(hd.se.drv.memFree(a.dev.ctx, a.base))
+		keep(hd.drv.memFree(a.dev.ctx, a.base))
 		hd.track(&hd.live.DeviceAllocs, -1)
 	}
 	hd.arenas = nil

@@ -219,7 +219,7 @@ func (b *Backend) device(ordinal int) (*gpu, error) {
 	if d.least, d.greatest, err = b.drv.priorityRange(c); err != nil {
 		return nil, err
 	}
-	if d.pool, err = b.drv.poolSetup(c, info.dev); err != nil {
+	if d.pool, err = b.drv.pools.setup(c, info.dev); err != nil {
 		return nil, err
 	}
 	if err := b.addPeers(d); err != nil {
@@ -266,7 +266,7 @@ func (b *Backend) Close() error {
 		}
 		d.modules, d.funcs, d.fill64 = nil, nil, nil
 		if d.pool != nil {
-			keep(b.drv.poolTrim(d.ctx, d.pool))
+			keep(b.drv.pools.trim(d.ctx, d.pool))
 		}
 		keep(b.drv.releasePrimary(d.info.dev))
 		b.live.Contexts--

@@ -55,6 +55,24 @@ import (
 // collective op of the graph has run eagerly and a Sync has succeeded
 // since (the executor's warm-up run does that).
 
+// collectives is a session's part in an NCCL communicator.
+type collectives struct {
+	b    *Backend
+	drv  *driver
+	g    *dag.Graph
+	hold *holdings
+	sub  *submitter
+	capt *capturer
+	tim  *timer
+
+	coll *collState // the NCCL communicator after Join; nil before
+
+	// heldOn is the stream whose sends and recvs are held back (coll.pend),
+	// nil when none are: Record, Wait, Run, Sync, EndCapture and
+	// LaunchGraph then skip flushP2P.
+	heldOn *stream
+}
+
 var (
 	_ device.Joiner     = (*Session)(nil)
 	_ device.UniqueIDer = (*Backend)(nil)
@@ -100,25 +118,24 @@ func (cm *collectives) SetCollectiveTimeout(d time.Duration) {
 
 // Join does the work of Session.Join.
 func (cm *collectives) Join(ctx context.Context, w device.World) error {
-	se := cm.se
 	switch {
-	case se.closed:
+	case cm.hold.closed:
 		return fmt.Errorf("cuda: Join: the session is %w", device.ErrClosed)
 	case cm.coll != nil:
 		return fmt.Errorf("cuda: Join: the session is rank %d of %d already; join once per session", cm.coll.rank, cm.coll.size)
-	case len(se.sub.streams) > 0:
+	case len(cm.sub.streams) > 0:
 		return errors.New("cuda: Join: call Join before making streams")
 	case w.Size < 1 || w.Rank < 0 || w.Rank >= w.Size:
 		return fmt.Errorf("cuda: Join: rank %d of a world of %d ranks", w.Rank, w.Size)
 	case len(w.UniqueID) != C.DR_NCCL_UNIQUE_ID_BYTES:
 		return fmt.Errorf("cuda: Join: the unique id holds %d bytes; NCCL's holds %d (make it with the backend's UniqueID on rank 0)", len(w.UniqueID), C.DR_NCCL_UNIQUE_ID_BYTES)
 	}
-	if err := se.g.CheckWorld(w.Size); err != nil {
+	if err := cm.g.CheckWorld(w.Size); err != nil {
 		return err
 	}
 	dev := -1
 	nP2P := 0
-	for _, op := range se.g.Ops {
+	for _, op := range cm.g.Ops {
 		if !op.Kind.IsCollective() {
 			continue
 		}
@@ -133,15 +150,15 @@ func (cm *collectives) Join(ctx context.Context, w device.World) error {
 	}
 	if dev < 0 {
 		dev = 0
-		if len(se.g.Ops) > 0 {
-			dev = se.g.Ops[0].Device
+		if len(cm.g.Ops) > 0 {
+			dev = cm.g.Ops[0].Device
 		}
 	}
-	lib, err := se.b.loadNCCL()
+	lib, err := cm.b.loadNCCL()
 	if err != nil {
 		return fmt.Errorf("cuda: Join: %w", err)
 	}
-	d, err := se.hold.device(dev)
+	d, err := cm.hold.device(dev)
 	if err != nil {
 		return fmt.Errorf("cuda: Join: %w", err)
 	}
@@ -154,7 +171,7 @@ func (cm *collectives) Join(ctx context.Context, w device.World) error {
 	ch := make(chan made, 1)
 	gone := make(chan struct{})
 	go func() {
-		c, err := lib.initRank(se.drv, d.ctx, w.Size, w.Rank, id)
+		c, err := lib.initRank(cm.drv, d.ctx, w.Size, w.Rank, id)
 		select {
 		case ch <- made{c, err}:
 		case <-gone:
@@ -186,7 +203,7 @@ func (cm *collectives) Join(ctx context.Context, w device.World) error {
 		m.comm.abort()
 		return errors.New("cuda: Join: out of host memory")
 	}
-	se.hold.track(&se.hold.live.HostAllocs, 1)
+	cm.hold.track(&cm.hold.live.HostAllocs, 1)
 	cm.coll = &collState{nccl: lib, dev: d, rank: w.Rank, size: w.Size, timeout: DefaultCollectiveTimeout,
 		comm: m.comm, clean: true, issued: map[int]bool{}, warm: map[int]bool{}, calls: calls, capCalls: capCalls}
 	return nil
@@ -221,9 +238,8 @@ func (cm *collectives) prepareCollective(st *opState, op *dag.Op) error {
 // record fills the NCCL call of op, on stream s, into rec; issue sets
 // its communicator.
 func (cm *collectives) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error {
-	se := cm.se
 	for _, a := range op.Access {
-		if se.hold.bufs[a.Buf.ID].dptr == 0 {
+		if cm.hold.bufs[a.Buf.ID].dptr == 0 {
 			return fmt.Errorf("temporary buffer %s is not allocated", a.Buf.Name)
 		}
 	}
@@ -235,10 +251,10 @@ func (cm *collectives) record(rec *C.dr_nccl_call, s *stream, op *dag.Op) error 
 	first := op.Access[0].View
 	k := ncclKinds[op.Kind]
 	*rec = C.dr_nccl_call{kind: k.call, dtype: ndt, op: C.int(op.Collective.Reduction), stream: s.h}
-	rec.send, rec.recv = se.hold.ptr(first), se.hold.ptr(first)
+	rec.send, rec.recv = cm.hold.ptr(first), cm.hold.ptr(first)
 	count := first.Size / dt.Size()
 	if k.shape != nil {
-		count = k.shape(se, rec, op, count)
+		count = k.shape(cm.hold, rec, op, count)
 	}
 	rec.count = C.size_t(count)
 	return nil
@@ -259,18 +275,17 @@ func (c *collState) usable() error {
 // runCollective issues op's NCCL call on s, or holds a send or recv back
 // to group it with its neighbours.
 func (cm *collectives) runCollective(s *stream, st *opState) error {
-	se := cm.se
 	c := cm.coll
 	op := st.op
 	if c == nil {
 		return errors.New("collectives need the ranks of a world: Join the session to one (the executor's world option) before running")
 	}
 	c.clean = false
-	if se.capt.capture == nil {
+	if cm.capt.capture == nil {
 		c.issued[op.ID] = true
 	}
 	p2p := op.Kind.Info().PointToPoint
-	if p2p && !se.tim.timing {
+	if p2p && !cm.tim.timing {
 		pc := pendingCall{op: op, view: op.Access[0].View, out: op.Access[0].Mode.Writes()}
 		if cm.heldOn != nil && (cm.heldOn != s || len(c.pend) == c.capCalls || conflicts(c.pend, pc)) {
 			if err := cm.issuePending(); err != nil {
@@ -331,7 +346,6 @@ func (cm *collectives) issuePending() error {
 // issue calls the first n records of c.calls as one group; opOf names the
 // op of each for errors. A failed call aborts the communicator.
 func (cm *collectives) issue(n int, opOf func(int) *dag.Op) error {
-	se := cm.se
 	c := cm.coll
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -343,7 +357,7 @@ func (cm *collectives) issue(n int, opOf func(int) *dag.Op) error {
 		recs[i].comm = c.comm.comm
 	}
 	var failed C.int
-	r := C.c_group(se.drv.api, c.dev.ctx, c.nccl.lib, c.calls, C.int(n), &failed)
+	r := C.c_group(cm.drv.api, c.dev.ctx, c.nccl.lib, c.calls, C.int(n), &failed)
 	if r == C.DR_NCCL_SUCCESS {
 		return nil
 	}
@@ -451,9 +465,8 @@ func (cm *collectives) afterSync(ctx context.Context, err error) error {
 // collCaptureReady reports why the session cannot capture its
 // collectives yet, if it cannot.
 func (cm *collectives) collCaptureReady() error {
-	se := cm.se
 	c := cm.coll
-	for _, op := range se.g.Ops {
+	for _, op := range cm.g.Ops {
 		if !op.Kind.IsCollective() {
 			continue
 		}
@@ -471,7 +484,6 @@ func (cm *collectives) collCaptureReady() error {
 // run finished cleanly, ncclCommAbort when work may be in flight or a peer
 // may be waiting.
 func (cm *collectives) closeComm() error {
-	se := cm.se
 	c := cm.coll
 	if c == nil {
 		return nil
@@ -490,7 +502,7 @@ func (cm *collectives) closeComm() error {
 	if c.calls != nil {
 		C.free(unsafe.Pointer(c.calls))
 		c.calls = nil
-		se.hold.track(&se.hold.live.HostAllocs, -1)
+		cm.hold.track(&cm.hold.live.HostAllocs, -1)
 	}
 	return err
 }

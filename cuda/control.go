@@ -71,7 +71,13 @@ const loopStateBytes = 16
 
 // controller is the session's part that runs control ops.
 type controller struct {
-	se       *Session
+	drv  *driver
+	g    *dag.Graph
+	hold *holdings
+	sub  *submitter
+	capt *capturer
+	tim  *timer
+
 	controls map[int]*control // by the op's slot (opSlot)
 	// bodyStreams are the streams that serve bodies alone: a session's
 	// capture neither forks nor joins them, since each body captures
@@ -118,13 +124,12 @@ func opSlot(op *dag.Op) int { return max(op.ID, op.Index) }
 
 // prepareControl prepares a While or If: the flag's kernels are loaded
 // with the session's kernels; the bodies come with SetBodies.
-func (sm *submitter) prepareControl(st *opState, op *dag.Op) error {
-	se := sm.se
-	if C.dr_cond_supported(se.drv.api) == 0 {
-		return fmt.Errorf("cuda: driver %s (CUDA %d) has no conditional graph nodes, which loops and branches need (CUDA 12.4 or newer); update the NVIDIA driver, or run on the cpu backend", se.drv.path, se.drv.version)
+func prepareControl(sm *submitter, st *opState, op *dag.Op) error {
+	if C.dr_cond_supported(sm.drv.api) == 0 {
+		return fmt.Errorf("cuda: driver %s (CUDA %d) has no conditional graph nodes, which loops and branches need (CUDA 12.4 or newer); update the NVIDIA driver, or run on the cpu backend", sm.drv.path, sm.drv.version)
 	}
-	if op.Kind.Info().Body == dag.Branch && op.Control.Else != nil && se.drv.version < 12080 {
-		return fmt.Errorf("cuda: driver %s (CUDA %d) has no IF nodes with an else branch (CUDA 12.8 or newer); update the NVIDIA driver, or split the branch into two ifs", se.drv.path, se.drv.version)
+	if op.Kind.Info().Body == dag.Branch && op.Control.Else != nil && sm.drv.version < 12080 {
+		return fmt.Errorf("cuda: driver %s (CUDA %d) has no IF nodes with an else branch (CUDA 12.8 or newer); update the NVIDIA driver, or split the branch into two ifs", sm.drv.path, sm.drv.version)
 	}
 	st.act = actControl
 	return nil
@@ -132,17 +137,16 @@ func (sm *submitter) prepareControl(st *opState, op *dag.Op) error {
 
 // SetBodies does the work of Session.SetBodies.
 func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
-	se := ct.se
-	if err := unopened(se); err != nil { // faults.go
+	if err := unopened(ct.drv); err != nil { // faults.go
 		return err
 	}
-	if op == nil || opSlot(op) >= len(se.sub.ops) || se.sub.ops[opSlot(op)].op != op || se.sub.ops[opSlot(op)].act != actControl {
+	if op == nil || opSlot(op) >= len(ct.sub.ops) || ct.sub.ops[opSlot(op)].op != op || ct.sub.ops[opSlot(op)].act != actControl {
 		return fmt.Errorf("cuda: SetBodies: %v is not a loop or branch of the open graph", op)
 	}
 	if len(bodies) != len(op.Bodies()) {
 		return &dag.OpError{Op: op.Name, Err: fmt.Errorf("cuda: %d bodies given for the %d it has", len(bodies), len(op.Bodies()))}
 	}
-	d, err := se.hold.device(op.Device)
+	d, err := ct.hold.device(op.Device)
 	if err != nil {
 		return &dag.OpError{Op: op.Name, Err: err}
 	}
@@ -152,7 +156,7 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 			return &dag.OpError{Op: op.Name, Err: errors.New("cuda: the loop's body has no steps")}
 		}
 		for _, st := range steps {
-			s, err := se.sub.stream(st.Stream)
+			s, err := ct.sub.stream(st.Stream)
 			if err != nil {
 				return &dag.OpError{Op: op.Name, Err: err}
 			}
@@ -163,7 +167,7 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 	}
 	if ct.controls == nil {
 		ct.controls, ct.bodyStreams = map[int]*control{}, map[int]bool{}
-		ct.loops = newLoopIndex(se.g)
+		ct.loops = newLoopIndex(ct.g)
 	}
 	if old := ct.controls[opSlot(op)]; old != nil {
 		ct.release(old, func(error) {})
@@ -174,9 +178,9 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 		}
 	}
 	if err = ct.launches(c); err == nil && op.Kind.Info().Body == dag.Loop {
-		if c.state, err = se.drv.memAlloc(d.ctx, loopStateBytes); err == nil {
-			se.hold.track(&se.hold.live.DeviceAllocs, 1)
-			err = se.drv.zero(d.ctx, c.state, loopStateBytes)
+		if c.state, err = ct.drv.memAlloc(d.ctx, loopStateBytes); err == nil {
+			ct.hold.track(&ct.hold.live.DeviceAllocs, 1)
+			err = ct.drv.zero(d.ctx, c.state, loopStateBytes)
 		}
 	}
 	if err != nil {
@@ -199,7 +203,6 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 
 // makeJoins makes c's joins.
 func (ct *controller) makeJoins(c *control) error {
-	se := ct.se
 	c.joins = make([][]devJoin, len(c.bodies))
 	for i, steps := range c.bodies {
 		if len(steps) == 0 {
@@ -211,11 +214,11 @@ func (ct *controller) makeJoins(c *control) error {
 				continue
 			}
 			seen[st.Stream] = true
-			ev, err := se.drv.eventCreate(c.dev.ctx, false)
+			ev, err := ct.drv.events.create(c.dev.ctx, false)
 			if err != nil {
 				return err
 			}
-			se.hold.track(&se.hold.live.Events, 1)
+			ct.hold.track(&ct.hold.live.Events, 1)
 			c.joins[i] = append(c.joins[i], devJoin{stream: st.Stream, ev: ev})
 		}
 	}
@@ -224,7 +227,6 @@ func (ct *controller) makeJoins(c *control) error {
 
 // launches makes c's kernel launches.
 func (ct *controller) launches(c *control) error {
-	se := ct.se
 	mk := func(k *dag.Kernel, n int) (*C.dr_launch, error) {
 		f, ok := c.dev.funcs[k]
 		if !ok {
@@ -234,7 +236,7 @@ func (ct *controller) launches(c *control) error {
 		if l == nil {
 			return nil, errors.New("out of host memory")
 		}
-		se.hold.track(&se.hold.live.HostAllocs, 1)
+		ct.hold.track(&ct.hold.live.HostAllocs, 1)
 		l.f = f
 		l.gx, l.gy, l.gz, l.bx, l.by, l.bz = 1, 1, 1, 1, 1, 1
 		return l, nil
@@ -252,7 +254,7 @@ func (ct *controller) launches(c *control) error {
 // setArgs writes the flag's and the state's addresses and the bound into
 // c's launches; the handle is written at each lowering.
 func (ct *controller) setArgs(c *control) {
-	flag := ct.se.hold.ptr(c.op.Control.Cond)
+	flag := ct.hold.ptr(c.op.Control.Cond)
 	for _, l := range []*C.dr_launch{c.enter, c.next} {
 		if l == nil {
 			continue
@@ -268,49 +270,47 @@ func (ct *controller) setArgs(c *control) {
 // run runs control op op on stream s: lowered into the graph s is
 // capturing into, or as its eager graph.
 func (ct *controller) run(s *stream, op *dag.Op) error {
-	se := ct.se
 	c := ct.controls[opSlot(op)]
 	if c == nil {
 		return errors.New("cuda: the loop's bodies were never given (SetBodies)")
 	}
-	if se.capt.capture != nil || ct.building > 0 {
+	if ct.capt.capture != nil || ct.building > 0 {
 		return ct.lower(s.h, c)
 	}
 	if err := ct.eagerGraph(c); err != nil {
 		return err
 	}
-	return se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, c.dev.ctx, c.exec, s.h))
+	return ct.drv.check("cuGraphLaunch", C.dr_graph_launch(ct.drv.api, c.dev.ctx, c.exec, s.h))
 }
 
 // eagerGraph makes c's eager graph, or makes it again when an address it
 // holds has changed.
 func (ct *controller) eagerGraph(c *control) error {
-	se := ct.se
 	addrs := make([]C.CUdeviceptr, 0, len(c.op.Access))
 	for _, a := range c.op.Access {
-		addrs = append(addrs, se.hold.ptr(a.View))
+		addrs = append(addrs, ct.hold.ptr(a.View))
 	}
 	if c.exec != nil && slices.Equal(addrs, c.addrs) {
 		return nil
 	}
 	ct.dropEager(c, func(error) {})
-	api, ctx := se.drv.api, c.dev.ctx
+	api, ctx := ct.drv.api, c.dev.ctx
 	if c.private == nil {
-		h, err := se.drv.streamCreate(ctx, 0)
+		h, err := ct.drv.streams.create(ctx, 0)
 		if err != nil {
 			return err
 		}
 		c.private = h
-		se.hold.track(&se.hold.live.Streams, 1)
+		ct.hold.track(&ct.hold.live.Streams, 1)
 	}
-	if err := se.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, c.private)); err != nil {
+	if err := ct.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, c.private)); err != nil {
 		return err
 	}
 	ct.building++
 	lowerErr := ct.lower(c.private, c)
 	ct.building--
 	var tmpl C.CUgraph
-	endErr := se.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, c.private, &tmpl))
+	endErr := ct.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, c.private, &tmpl))
 	if err := errors.Join(lowerErr, endErr); err != nil {
 		if tmpl != nil {
 			C.dr_graph_destroy(api, ctx, tmpl)
@@ -318,8 +318,8 @@ func (ct *controller) eagerGraph(c *control) error {
 		return err
 	}
 	c.tmpl = tmpl
-	se.hold.track(&se.hold.live.Graphs, 1)
-	if err := se.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(api, ctx, &c.exec, tmpl, c.private)); err != nil {
+	ct.hold.track(&ct.hold.live.Graphs, 1)
+	if err := ct.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(api, ctx, &c.exec, tmpl, c.private)); err != nil {
 		c.exec = nil
 		ct.dropEager(c, func(error) {})
 		return err
@@ -330,10 +330,9 @@ func (ct *controller) eagerGraph(c *control) error {
 
 // lower adds c's op to the graph cs is capturing into.
 func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
-	se := ct.se
-	api, ctx := se.drv.api, c.dev.ctx
+	api, ctx := ct.drv.api, c.dev.ctx
 	var h C.uint64_t
-	if err := se.drv.check("cuGraphConditionalHandleCreate", C.dr_cond_handle(api, ctx, cs, &h)); err != nil {
+	if err := ct.drv.check("cuGraphConditionalHandleCreate", C.dr_cond_handle(api, ctx, cs, &h)); err != nil {
 		return err
 	}
 	for _, l := range []*C.dr_launch{c.enter, c.next} {
@@ -342,7 +341,7 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 		}
 	}
 	ct.setArgs(c) // a temporary flag's address is the one of now
-	if err := se.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.enter, cs)); err != nil {
+	if err := ct.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.enter, cs)); err != nil {
 		return err
 	}
 	typ, size := C.int(0), C.int(len(c.bodies))
@@ -350,38 +349,38 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 		typ = 1
 	}
 	var bodies [2]C.CUgraph
-	if err := se.drv.check("cuGraphAddNode", C.dr_cond_node(api, ctx, cs, h, typ, size, &bodies[0])); err != nil {
+	if err := ct.drv.check("cuGraphAddNode", C.dr_cond_node(api, ctx, cs, h, typ, size, &bodies[0])); err != nil {
 		return err
 	}
 	// Timing events have no place inside a body; CUPTI names the body's
 	// nodes by their ops (runTraced pushes each), and its records of the
 	// loop's own kernels bound the iterations (iterations.go).
-	timing := se.tim.timing
-	se.tim.timing = false
+	timing := ct.tim.timing
+	ct.tim.timing = false
 	ct.building++
-	defer func() { se.tim.timing = timing; ct.building-- }()
+	defer func() { ct.tim.timing = timing; ct.building-- }()
 	for i, steps := range c.bodies {
 		if len(steps) == 0 {
 			continue // a branch that does nothing: its body graph stays empty
 		}
-		entry := &se.sub.streams[steps[0].Stream]
-		if err := se.drv.check("cuStreamBeginCaptureToGraph", C.dr_capture_to_graph(api, ctx, entry.h, bodies[i])); err != nil {
+		entry := &ct.sub.streams[steps[0].Stream]
+		if err := ct.drv.check("cuStreamBeginCaptureToGraph", C.dr_capture_to_graph(api, ctx, entry.h, bodies[i])); err != nil {
 			return err
 		}
 		bodyErr := ct.submit(steps)
 		for _, j := range c.joins[i] {
 			if bodyErr == nil {
-				bodyErr = se.drv.check("cuEventRecord", C.dr_record(api, ctx, j.ev, se.sub.streams[j.stream].h))
+				bodyErr = ct.drv.check("cuEventRecord", C.dr_record(api, ctx, j.ev, ct.sub.streams[j.stream].h))
 			}
 			if bodyErr == nil {
-				bodyErr = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, entry.h, j.ev))
+				bodyErr = ct.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, entry.h, j.ev))
 			}
 		}
 		if bodyErr == nil && c.next != nil {
-			bodyErr = se.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.next, entry.h))
+			bodyErr = ct.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.next, entry.h))
 		}
 		var g C.CUgraph
-		endErr := se.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, entry.h, &g))
+		endErr := ct.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, entry.h, &g))
 		if err := errors.Join(bodyErr, endErr); err != nil {
 			return fmt.Errorf("body %d: %w", i, err)
 		}
@@ -391,7 +390,7 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 
 // submit enqueues a body's steps.
 func (ct *controller) submit(steps []device.Step) error {
-	sm := &ct.se.sub
+	sm := ct.sub
 	for _, st := range steps {
 		var err error
 		switch st.Kind {
@@ -415,14 +414,13 @@ func (ct *controller) submit(steps []device.Step) error {
 // flag still set, and clears their mark; called once the streams are
 // synchronised.
 func (ct *controller) overflowed() error {
-	se := ct.se
 	var errs []error
 	var st [loopStateBytes]byte
 	for _, c := range ct.controls {
 		if c.state == 0 || c.op.Control.Max == 0 {
 			continue
 		}
-		if err := se.drv.dtoh(c.dev.ctx, st[:], c.state); err != nil {
+		if err := ct.drv.dtoh(c.dev.ctx, st[:], c.state); err != nil {
 			errs = append(errs, &dag.OpError{Op: c.op.Name, Err: err})
 			continue
 		}
@@ -430,7 +428,7 @@ func (ct *controller) overflowed() error {
 			continue
 		}
 		errs = append(errs, &dag.OpError{Op: c.op.Name, Err: c.op.Control.MaxReached()})
-		if err := se.drv.zero(c.dev.ctx, c.state, loopStateBytes); err != nil {
+		if err := ct.drv.zero(c.dev.ctx, c.state, loopStateBytes); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -439,38 +437,36 @@ func (ct *controller) overflowed() error {
 
 // dropEager releases c's eager graph.
 func (ct *controller) dropEager(c *control, keep func(error)) {
-	se := ct.se
-	api, ctx := se.drv.api, c.dev.ctx
+	api, ctx := ct.drv.api, c.dev.ctx
 	if c.exec != nil {
-		keep(se.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, c.exec)))
+		keep(ct.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, c.exec)))
 		c.exec = nil
 	}
 	if c.tmpl != nil {
-		keep(se.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, c.tmpl)))
+		keep(ct.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, c.tmpl)))
 		c.tmpl = nil
-		se.hold.track(&se.hold.live.Graphs, -1)
+		ct.hold.track(&ct.hold.live.Graphs, -1)
 	}
 	c.addrs = nil
 }
 
 // release frees everything c holds.
 func (ct *controller) release(c *control, keep func(error)) {
-	se := ct.se
 	ct.dropEager(c, keep)
 	if c.private != nil {
-		keep(se.drv.streamDestroy(c.dev.ctx, c.private))
+		keep(ct.drv.streams.destroy(c.dev.ctx, c.private))
 		c.private = nil
-		se.hold.track(&se.hold.live.Streams, -1)
+		ct.hold.track(&ct.hold.live.Streams, -1)
 	}
 	if c.state != 0 {
-		keep(se.drv.memFree(c.dev.ctx, c.state))
+		keep(ct.drv.memFree(c.dev.ctx, c.state))
 		c.state = 0
-		se.hold.track(&se.hold.live.DeviceAllocs, -1)
+		ct.hold.track(&ct.hold.live.DeviceAllocs, -1)
 	}
 	for _, js := range c.joins {
 		for _, j := range js {
-			keep(se.drv.eventDestroy(c.dev.ctx, j.ev))
-			se.hold.track(&se.hold.live.Events, -1)
+			keep(ct.drv.events.destroy(c.dev.ctx, j.ev))
+			ct.hold.track(&ct.hold.live.Events, -1)
 		}
 	}
 	c.joins = nil
@@ -478,7 +474,7 @@ func (ct *controller) release(c *control, keep func(error)) {
 		if *l != nil {
 			C.free(unsafe.Pointer(*l))
 			*l = nil
-			se.hold.track(&se.hold.live.HostAllocs, -1)
+			ct.hold.track(&ct.hold.live.HostAllocs, -1)
 		}
 	}
 }

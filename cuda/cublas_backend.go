@@ -17,16 +17,24 @@ import (
 // own gemmer, so its algorithms and workspaces are its own and never
 // shared between sessions running side by side.
 
+// gemmHooks runs a session's GEMMs through its own gemmer.
+type gemmHooks struct {
+	b    *Backend
+	drv  *driver
+	hold *holdings
+
+	gemm *gemmer // cuBLASLt handles, algorithms and workspaces, made at the first gemm
+}
+
 // prepareGemm makes op's cuBLASLt GEMM ready, loading cuBLASLt for the
 // session's first one.
 func (gh *gemmHooks) prepareGemm(st *opState, op *dag.Op) error {
-	se := gh.se
-	d, err := se.hold.device(op.Device)
+	d, err := gh.hold.device(op.Device)
 	if err != nil {
 		return err
 	}
 	if gh.gemm == nil {
-		gh.gemm = newGemmer(se.drv, se.b.lt)
+		gh.gemm = newGemmer(gh.drv, gh.b.lt)
 	}
 	if _, err := gh.gemm.prepare(d.gpu, op); err != nil {
 		return err
@@ -48,7 +56,6 @@ func (gh *gemmHooks) runGemm(s *stream, op *dag.Op) error {
 // and D now, checked against s's device and the alignments its algorithm
 // was picked for.
 func (gh *gemmHooks) operands(s *stream, op *dag.Op) (*gemmRec, [4]C.CUdeviceptr, error) {
-	se := gh.se
 	var ptr [4]C.CUdeviceptr
 	var r *gemmRec
 	if gh.gemm != nil {
@@ -62,11 +69,11 @@ func (gh *gemmHooks) operands(s *stream, op *dag.Op) (*gemmRec, [4]C.CUdeviceptr
 	}
 	for i := range ptr {
 		a := op.Access[min(i, op.Gemm.OutAccess())]
-		bs := &se.hold.bufs[a.Buf.ID]
+		bs := &gh.hold.bufs[a.Buf.ID]
 		if bs.dptr == 0 {
 			return nil, ptr, fmt.Errorf("temporary buffer %s is not allocated", bs.b.Name)
 		}
-		ptr[i] = se.hold.ptr(a.View)
+		ptr[i] = gh.hold.ptr(a.View)
 		if uint64(ptr[i])%uint64(r.align[i]) != 0 {
 			return nil, ptr, fmt.Errorf("operand %c at %#x is not aligned to the %d bytes its cuBLASLt algorithm was picked for",
 				"abcd"[i], uint64(ptr[i]), r.align[i])

@@ -203,8 +203,8 @@ func TestCUPTIFake(t *testing.T) {
 		for r := range 3 {
 			require.NoError(t, tr.tracedCall(replayMarker+r, func() error { return nil }))
 		}
-		se := &Session{}
-		se.tim = timer{se: se, cupti: &cuptiTiming{tr: tr}}
+		se := joined(&Session{})
+		se.tim.cupti = &cuptiTiming{tr: tr}
 		se.tim.cupti.setStream(3, 0)
 		se.tim.cupti.setStream(5, 1)
 		require.True(t, se.tim.TimesReplays())
@@ -239,8 +239,8 @@ func TestCUPTIFake(t *testing.T) {
 		}
 		assert.Equal(t, []activityKind{activityGraphLaunch, activityExternal}, kinds)
 		assert.False(t, tr.enabled(activityKernel))
-		se := &Session{}
-		se.tim = timer{se: se, timing: true, cupti: &cuptiTiming{tr: tr, whole: true}}
+		se := joined(&Session{})
+		se.tim.timing, se.tim.cupti = true, &cuptiTiming{tr: tr, whole: true}
 		src, why, _ := se.tim.TimingSource()
 		assert.Equal(t, device.TimingCUPTIGraph, src)
 		assert.False(t, se.tim.tracesOps(), "eager ops are timed by events")

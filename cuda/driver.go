@@ -80,12 +80,43 @@ import (
 	"unsafe"
 )
 
-// driver is a loaded libcuda: a table of entry points in C memory.
+// driver is a loaded libcuda: a table of entry points in C memory. It
+// makes the calls on devices, contexts, modules, memory and pinned host
+// memory itself, and the others through its parts by job, which share
+// its binding.
 type driver struct {
-	api     *C.dr_api
+	binding
 	path    string // the library that opened
 	version int    // cuDriverGetVersion, for example 13000
 	pins    hostPins
+
+	streams streamCalls // streams, and the caller's events on them
+	events  eventCalls  // events and their times
+	pools   poolCalls   // stream-ordered memory pools
+	raw     rawCalls    // raw driver loops the benchmarks compare with
+}
+
+// binding is the table of a loaded libcuda's entry points, which every
+// part of a driver calls through.
+type binding struct {
+	api *C.dr_api
+}
+
+// streamCalls, eventCalls, poolCalls and rawCalls are the parts of a
+// driver by job; each calls through the driver's binding.
+type (
+	streamCalls struct{ *binding }
+	eventCalls  struct{ *binding }
+	poolCalls   struct{ *binding }
+	rawCalls    struct{ *binding }
+)
+
+// newDriver returns the driver of the library at path, loaded into api.
+func newDriver(api *C.dr_api, path string) *driver {
+	d := &driver{binding: binding{api: api}, path: path}
+	b := &d.binding
+	d.streams, d.events, d.pools, d.raw = streamCalls{b}, eventCalls{b}, poolCalls{b}, rawCalls{b}
+	return d
 }
 
 // libcudaCandidates lists where libcuda is looked for, in order: the path in
@@ -114,7 +145,7 @@ func openDriver(candidates []string) (*driver, error) {
 		C.free(unsafe.Pointer(cp))
 		switch rc {
 		case 0:
-			d := &driver{api: api, path: p}
+			d := newDriver(api, p)
 			if err := d.init(); err != nil {
 				d.close()
 				return nil, fmt.Errorf("%w: %s: %w", ErrNoDriver, p, err)
@@ -160,7 +191,7 @@ func (d *driver) close() {
 }
 
 // check turns a CUresult into nil or an *Error naming call.
-func (d *driver) check(call string, r C.CUresult) error {
+func (d *binding) check(call string, r C.CUresult) error {
 	if r == 0 {
 		return nil
 	}
@@ -242,21 +273,21 @@ func (d *driver) ctxSync(c C.CUcontext) error {
 	return d.check("cuCtxSynchronize", C.w_ctx_sync(d.api, c))
 }
 
-func (d *driver) streamCreate(c C.CUcontext, prio int) (C.CUstream, error) {
+func (d streamCalls) create(c C.CUcontext, prio int) (C.CUstream, error) {
 	var s C.CUstream
 	err := d.check("cuStreamCreateWithPriority", C.w_stream_create(d.api, c, &s, C.int(prio)))
 	return s, err
 }
 
-func (d *driver) streamDestroy(c C.CUcontext, s C.CUstream) error {
+func (d streamCalls) destroy(c C.CUcontext, s C.CUstream) error {
 	return d.check("cuStreamDestroy_v2", C.w_stream_destroy(d.api, c, s))
 }
 
-func (d *driver) streamSync(c C.CUcontext, s C.CUstream) error {
+func (d streamCalls) sync(c C.CUcontext, s C.CUstream) error {
 	return d.check("cuStreamSynchronize", C.dr_stream_sync(d.api, c, s))
 }
 
-func (d *driver) eventCreate(c C.CUcontext, timing bool) (C.CUevent, error) {
+func (d eventCalls) create(c C.CUcontext, timing bool) (C.CUevent, error) {
 	var e C.CUevent
 	flags := C.uint(C.DR_EVENT_DISABLE_TIMING)
 	if timing {
@@ -266,14 +297,14 @@ func (d *driver) eventCreate(c C.CUcontext, timing bool) (C.CUevent, error) {
 	return e, err
 }
 
-func (d *driver) eventDestroy(c C.CUcontext, e C.CUevent) error {
+func (d eventCalls) destroy(c C.CUcontext, e C.CUevent) error {
 	return d.check("cuEventDestroy_v2", C.w_event_destroy(d.api, c, e))
 }
 
 // elapsedMany sets ms[i] to the time from origin to evs[i], all of context
 // c, in one call. An event that can't be read gets NaN; the error is the
 // first such one.
-func (d *driver) elapsedMany(c C.CUcontext, origin C.CUevent, evs []C.CUevent, ms []float32) error {
+func (d eventCalls) elapsedMany(c C.CUcontext, origin C.CUevent, evs []C.CUevent, ms []float32) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -367,15 +398,15 @@ func (d *driver) function(c C.CUcontext, m C.CUmodule, name string) (C.CUfunctio
 	return f, d.check("cuFuncLoad", C.w_func_load(d.api, c, f))
 }
 
-// poolSetup returns the device's default memory pool, set to keep freed
+// setup returns the device's default memory pool, set to keep freed
 // memory for reuse by later runs.
-func (d *driver) poolSetup(c C.CUcontext, dev C.CUdevice) (C.CUmemoryPool, error) {
+func (d poolCalls) setup(c C.CUcontext, dev C.CUdevice) (C.CUmemoryPool, error) {
 	var p C.CUmemoryPool
 	err := d.check("cuDeviceGetDefaultMemPool", C.w_pool_setup(d.api, c, dev, &p))
 	return p, err
 }
 
-// poolTrim returns the pool's unused memory to the device.
-func (d *driver) poolTrim(c C.CUcontext, p C.CUmemoryPool) error {
+// trim returns the pool's unused memory to the device.
+func (d poolCalls) trim(c C.CUcontext, p C.CUmemoryPool) error {
 	return d.check("cuMemPoolTrimTo", C.w_pool_trim(d.api, c, p))
 }

@@ -32,10 +32,10 @@ var (
 // errNotOpened is the error of a Session not made by Backend.Open.
 var errNotOpened = errors.New("cuda: the session was not opened; open sessions with Backend.Open")
 
-// unopened reports why se cannot take calls when it is the zero Session
-// (whose parts have no session: se is then nil).
-func unopened(se *Session) error {
-	if se == nil || se.b == nil || se.drv == nil {
+// unopened reports why a session cannot take calls when it is the zero
+// Session, whose parts were given no driver (drv is then nil).
+func unopened(drv *driver) error {
+	if drv == nil {
 		return errNotOpened
 	}
 	return nil
@@ -43,17 +43,22 @@ func unopened(se *Session) error {
 
 // faultState is what the injected faults of a session hold until Close.
 type faultState struct {
-	se      *Session
+	b    *Backend
+	drv  *driver
+	hold *holdings
+	host *hostSide
+	sub  *submitter
+	capt *capturer
+
 	handles []cgo.Handle // of the host calls Fail enqueued
 }
 
 // Delay does the work of Session.Delay.
 func (fs *faultState) Delay(si int, d time.Duration) error {
-	se := fs.se
 	if err := fs.usableForFaults("Delay"); err != nil {
 		return err
 	}
-	s, err := se.sub.stream(si)
+	s, err := fs.sub.stream(si)
 	if err != nil {
 		return err
 	}
@@ -62,7 +67,7 @@ func (fs *faultState) Delay(si int, d time.Duration) error {
 	}
 	f, ok := s.dev.funcs[dag.Spin]
 	if !ok {
-		if f, err = se.b.kernel(s.dev.gpu, dag.Spin); err != nil {
+		if f, err = fs.b.kernel(s.dev.gpu, dag.Spin); err != nil {
 			return fmt.Errorf("cuda: Delay: the spin kernel on device %d: %w", s.dev.ordinal, err)
 		}
 		s.dev.funcs[dag.Spin] = f
@@ -76,16 +81,15 @@ func (fs *faultState) Delay(si int, d time.Duration) error {
 	l.f = f
 	l.gx, l.gy, l.gz, l.bx, l.by, l.bz = 1, 1, 1, 1, 1, 1
 	unsafe.Slice(l.slots, 1)[0] = C.uint64_t(math.Float64bits(float64(d) / float64(time.Microsecond)))
-	return se.drv.check("cuLaunchKernel", C.dr_launch_kernel(se.drv.api, s.dev.ctx, l, s.h))
+	return fs.drv.check("cuLaunchKernel", C.dr_launch_kernel(fs.drv.api, s.dev.ctx, l, s.h))
 }
 
 // Fail does the work of Session.Fail.
 func (fs *faultState) Fail(si int, op *dag.Op, err error) error {
-	se := fs.se
 	if e := fs.usableForFaults("Fail"); e != nil {
 		return e
 	}
-	s, e := se.sub.stream(si)
+	s, e := fs.sub.stream(si)
 	if e != nil {
 		return e
 	}
@@ -94,13 +98,13 @@ func (fs *faultState) Fail(si int, op *dag.Op, err error) error {
 	}
 	failing := &dag.Op{ID: op.ID, Name: op.Name, Kind: dag.Host,
 		HostFunc: func(context.Context, [][]byte) error { return err }}
-	h := cgo.NewHandle(&hostCall{se: se, op: failing})
-	if e := se.drv.check("cuLaunchHostFunc", C.dr_hostfunc_launch(se.drv.api, s.dev.ctx, C.uintptr_t(h), s.h)); e != nil {
+	h := cgo.NewHandle(&hostCall{host: fs.host, op: failing})
+	if e := fs.drv.check("cuLaunchHostFunc", C.dr_hostfunc_launch(fs.drv.api, s.dev.ctx, C.uintptr_t(h), s.h)); e != nil {
 		h.Delete()
 		return e
 	}
 	fs.handles = append(fs.handles, h)
-	se.hold.track(&se.hold.live.Callbacks, 1)
+	fs.hold.track(&fs.hold.live.Callbacks, 1)
 	return nil
 }
 
@@ -109,18 +113,17 @@ func (fs *faultState) Fail(si int, op *dag.Op, err error) error {
 // failure enqueued before any op of the run is not skipped as abandoned
 // work.
 func (fs *faultState) usableForFaults(verb string) error {
-	se := fs.se
-	if err := unopened(se); err != nil {
+	if err := unopened(fs.drv); err != nil {
 		return err
 	}
-	if se.closed {
+	if fs.hold.closed {
 		return fmt.Errorf("cuda: %s: the session is %w", verb, device.ErrClosed)
 	}
-	if se.capt.capture != nil {
+	if fs.capt.capture != nil {
 		return fmt.Errorf("cuda: %s: faults cannot be captured in a graph", verb)
 	}
-	if se.host.abandoned.Load() {
-		if err := se.host.resume(); err != nil {
+	if fs.host.abandoned.Load() {
+		if err := fs.host.resume(); err != nil {
 			return fmt.Errorf("cuda: %s: %w", verb, err)
 		}
 	}
@@ -129,10 +132,9 @@ func (fs *faultState) usableForFaults(verb string) error {
 
 // closeFaults releases the host calls of Fail; the streams are idle.
 func (fs *faultState) closeFaults() {
-	se := fs.se
 	for _, h := range fs.handles {
 		h.Delete()
-		se.hold.track(&se.hold.live.Callbacks, -1)
+		fs.hold.track(&fs.hold.live.Callbacks, -1)
 	}
 	fs.handles = nil
 }
@@ -164,16 +166,15 @@ func (b *Backend) FreeMemory(ordinal int) (free, total int64, err error) {
 // The streams are idle then; after an abandoned run (ctx ended) they may
 // not be, and the temporaries wait for Close.
 func (fs *faultState) afterFailedRun(ctx context.Context, err error) {
-	se := fs.se
 	if err == nil || ctx.Err() != nil {
 		return
 	}
-	for i := range se.hold.bufs {
-		bs := &se.hold.bufs[i]
+	for i := range fs.hold.bufs {
+		bs := &fs.hold.bufs[i]
 		if bs.b.Temporary && bs.b.Placement == dag.Device && bs.dptr != 0 && !bs.inArena {
-			if se.drv.memFree(bs.dev.ctx, bs.dptr) == nil {
+			if fs.drv.memFree(bs.dev.ctx, bs.dptr) == nil {
 				bs.dptr = 0
-				se.hold.track(&se.hold.live.PoolAllocs, -1)
+				fs.hold.track(&fs.hold.live.PoolAllocs, -1)
 			}
 		}
 	}

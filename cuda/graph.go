@@ -27,6 +27,26 @@ import (
 // number is never reused while the session is open. Graphs belong to
 // their session: several sessions on one backend each hold their own.
 
+// capturer captures a session's work into CUDA graphs, and instantiates,
+// launches, updates and destroys them. Temporaries become memory nodes,
+// host steps host nodes. Updates go through cuGraphExecUpdate and fall
+// back to a fresh instantiation when the driver refuses them (GraphStats
+// counts both).
+type capturer struct {
+	drv   *driver
+	hold  *holdings
+	host  *hostSide
+	sub   *submitter
+	tim   *timer
+	colls *collectives
+	ctl   *controller
+
+	graphs   []*graph // by number; nil once destroyed
+	capture  *capture // the capture in progress, if any
+	gstats   GraphStats
+	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
+}
+
 // graph is a captured graph and, once instantiated, its executable.
 type graph struct {
 	tmpl   C.CUgraph
@@ -79,19 +99,17 @@ func (cpt *capturer) GraphStats() GraphStats { return cpt.gstats }
 
 // graphsSupported reports why the driver cannot capture, if it cannot.
 func (cpt *capturer) graphsSupported() error {
-	se := cpt.se
-	a := se.drv.api
+	a := cpt.drv.api
 	if a.cuStreamBeginCapture == nil || a.cuStreamEndCapture == nil || a.cuGraphInstantiateWithFlags == nil ||
 		a.cuGraphLaunch == nil || a.cuGraphExecDestroy == nil || a.cuGraphDestroy == nil {
-		return fmt.Errorf("cuda: driver %s (CUDA %d) lacks the stream capture and graph entry points; update the NVIDIA driver, or run eagerly", se.drv.path, se.drv.version)
+		return fmt.Errorf("cuda: driver %s (CUDA %d) lacks the stream capture and graph entry points; update the NVIDIA driver, or run eagerly", cpt.drv.path, cpt.drv.version)
 	}
 	return nil
 }
 
 // BeginCapture does the work of Session.BeginCapture.
 func (cpt *capturer) BeginCapture(origin int) error {
-	se := cpt.se
-	if err := unopened(se); err != nil { // faults.go
+	if err := unopened(cpt.drv); err != nil { // faults.go
 		return err
 	}
 	if err := cpt.graphsSupported(); err != nil {
@@ -100,57 +118,57 @@ func (cpt *capturer) BeginCapture(origin int) error {
 	if cpt.capture != nil {
 		return fmt.Errorf("cuda: BeginCapture: stream %d is capturing already; call EndCapture first", cpt.capture.origin)
 	}
-	o, err := se.sub.stream(origin)
+	o, err := cpt.sub.stream(origin)
 	if err != nil {
 		return err
 	}
-	if err := se.colls.collCaptureReady(); err != nil {
+	if err := cpt.colls.collCaptureReady(); err != nil {
 		return fmt.Errorf("cuda: BeginCapture: %w", err)
 	}
-	if se.colls.heldOn != nil {
-		if err := se.colls.flushP2P(nil, actNone); err != nil {
+	if cpt.colls.heldOn != nil {
+		if err := cpt.colls.flushP2P(nil, actNone); err != nil {
 			return err
 		}
 	}
-	if se.host.abandoned.Load() {
-		if err := se.host.resume(); err != nil {
+	if cpt.host.abandoned.Load() {
+		if err := cpt.host.resume(); err != nil {
 			return err
 		}
 	}
-	e, err := se.drv.eventCreate(o.dev.ctx, false)
+	e, err := cpt.drv.events.create(o.dev.ctx, false)
 	if err != nil {
 		return err
 	}
-	se.hold.track(&se.hold.live.Events, 1)
-	c := &capture{origin: origin, event: e, timing: se.tim.timing}
-	for i := range se.hold.bufs {
-		if bs := &se.hold.bufs[i]; bs.b.Temporary && bs.b.Placement == dag.Device {
+	cpt.hold.track(&cpt.hold.live.Events, 1)
+	c := &capture{origin: origin, event: e, timing: cpt.tim.timing}
+	for i := range cpt.hold.bufs {
+		if bs := &cpt.hold.bufs[i]; bs.b.Temporary && bs.b.Placement == dag.Device {
 			c.temps = append(c.temps, tempAddr{buf: i, dptr: bs.dptr})
 		}
 	}
-	for i := range se.sub.streams {
-		if d := se.sub.streams[i].dev; d != o.dev && !slices.ContainsFunc(c.joins, func(j devEvent) bool { return j.dev == d }) {
-			je, err := se.drv.eventCreate(d.ctx, false)
+	for i := range cpt.sub.streams {
+		if d := cpt.sub.streams[i].dev; d != o.dev && !slices.ContainsFunc(c.joins, func(j devEvent) bool { return j.dev == d }) {
+			je, err := cpt.drv.events.create(d.ctx, false)
 			if err != nil {
 				cpt.dropCaptureEvent(c)
 				return err
 			}
-			se.hold.track(&se.hold.live.Events, 1)
+			cpt.hold.track(&cpt.hold.live.Events, 1)
 			c.joins = append(c.joins, devEvent{dev: d, ev: je})
 		}
 	}
-	api, ctx := se.drv.api, o.dev.ctx
-	if err := se.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, o.h)); err != nil {
+	api, ctx := cpt.drv.api, o.dev.ctx
+	if err := cpt.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, o.h)); err != nil {
 		cpt.dropCaptureEvent(c)
 		return err
 	}
-	cpt.capture, se.tim.timing = c, false
-	err = se.drv.check("cuEventRecord", C.dr_record(api, ctx, e, o.h))
-	for i := range se.sub.streams {
-		if s := &se.sub.streams[i]; i != origin && !se.ctl.bodyStreams[i] && err == nil {
+	cpt.capture, cpt.tim.timing = c, false
+	err = cpt.drv.check("cuEventRecord", C.dr_record(api, ctx, e, o.h))
+	for i := range cpt.sub.streams {
+		if s := &cpt.sub.streams[i]; i != origin && !cpt.ctl.bodyStreams[i] && err == nil {
 			// A stream may wait for an event of another device; the
 			// call is made in the stream's own context.
-			err = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, s.dev.ctx, s.h, e))
+			err = cpt.drv.check("cuStreamWaitEvent", C.dr_wait(api, s.dev.ctx, s.h, e))
 		}
 	}
 	if err != nil {
@@ -164,33 +182,32 @@ func (cpt *capturer) BeginCapture(origin int) error {
 
 // EndCapture does the work of Session.EndCapture.
 func (cpt *capturer) EndCapture(origin int) (int, error) {
-	se := cpt.se
 	c := cpt.capture
 	if c == nil || c.origin != origin {
 		return -1, fmt.Errorf("cuda: EndCapture: stream %d is not capturing", origin)
 	}
-	o := &se.sub.streams[origin]
-	api, ctx := se.drv.api, o.dev.ctx
-	joinErr := se.colls.flushP2P(nil, actNone)
-	for i := range se.sub.streams {
-		if i == origin || se.ctl.bodyStreams[i] || joinErr != nil {
+	o := &cpt.sub.streams[origin]
+	api, ctx := cpt.drv.api, o.dev.ctx
+	joinErr := cpt.colls.flushP2P(nil, actNone)
+	for i := range cpt.sub.streams {
+		if i == origin || cpt.ctl.bodyStreams[i] || joinErr != nil {
 			continue
 		}
-		s := &se.sub.streams[i]
+		s := &cpt.sub.streams[i]
 		ev := c.event
 		for _, j := range c.joins {
 			if j.dev == s.dev {
 				ev = j.ev
 			}
 		}
-		joinErr = se.drv.check("cuEventRecord", C.dr_record(api, s.dev.ctx, ev, s.h))
+		joinErr = cpt.drv.check("cuEventRecord", C.dr_record(api, s.dev.ctx, ev, s.h))
 		if joinErr == nil {
-			joinErr = se.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, o.h, ev))
+			joinErr = cpt.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, o.h, ev))
 		}
 	}
 	var tmpl C.CUgraph
-	endErr := se.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, o.h, &tmpl))
-	cpt.capture, se.tim.timing = nil, c.timing
+	endErr := cpt.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, o.h, &tmpl))
+	cpt.capture, cpt.tim.timing = nil, c.timing
 	cpt.dropCaptureEvent(c)
 	cpt.restoreTemps(c)
 	if err := errors.Join(joinErr, endErr); err != nil {
@@ -200,7 +217,7 @@ func (cpt *capturer) EndCapture(origin int) (int, error) {
 		return -1, fmt.Errorf("cuda: ending the capture on stream %d: %w", origin, err)
 	}
 	cpt.graphs = append(cpt.graphs, &graph{tmpl: tmpl, dev: o.dev, origin: o.h, records: c.records})
-	se.hold.track(&se.hold.live.Graphs, 1)
+	cpt.hold.track(&cpt.hold.live.Graphs, 1)
 	cpt.gstats.Captures++
 	return len(cpt.graphs) - 1, nil
 }
@@ -209,31 +226,29 @@ func (cpt *capturer) EndCapture(origin int) (int, error) {
 // c, and the count of live pool allocations with them: what a capture
 // allocates belongs to its graph, freed with it.
 func (cpt *capturer) restoreTemps(c *capture) {
-	se := cpt.se
 	for _, t := range c.temps {
-		bs := &se.hold.bufs[t.buf]
+		bs := &cpt.hold.bufs[t.buf]
 		switch {
 		case bs.dptr == t.dptr:
 			continue
 		case t.dptr == 0:
-			se.hold.track(&se.hold.live.PoolAllocs, -1)
+			cpt.hold.track(&cpt.hold.live.PoolAllocs, -1)
 		case bs.dptr == 0:
-			se.hold.track(&se.hold.live.PoolAllocs, 1)
+			cpt.hold.track(&cpt.hold.live.PoolAllocs, 1)
 		}
 		bs.dptr = t.dptr
 	}
 }
 
 func (cpt *capturer) dropCaptureEvent(c *capture) {
-	se := cpt.se
 	if c.event != nil {
-		se.drv.eventDestroy(se.sub.streams[c.origin].dev.ctx, c.event)
+		cpt.drv.events.destroy(cpt.sub.streams[c.origin].dev.ctx, c.event)
 		c.event = nil
-		se.hold.track(&se.hold.live.Events, -1)
+		cpt.hold.track(&cpt.hold.live.Events, -1)
 	}
 	for _, j := range c.joins {
-		se.drv.eventDestroy(j.dev.ctx, j.ev)
-		se.hold.track(&se.hold.live.Events, -1)
+		cpt.drv.events.destroy(j.dev.ctx, j.ev)
+		cpt.hold.track(&cpt.hold.live.Events, -1)
 	}
 	c.joins = nil
 }
@@ -265,45 +280,43 @@ func (cpt *capturer) Instantiate(gi int) error {
 }
 
 func (cpt *capturer) instantiate(g *graph) error {
-	se := cpt.se
 	var exec C.CUgraphExec
-	if err := se.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(se.drv.api, g.dev.ctx, &exec, g.tmpl, g.origin)); err != nil {
+	if err := cpt.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(cpt.drv.api, g.dev.ctx, &exec, g.tmpl, g.origin)); err != nil {
 		return err
 	}
 	g.exec = exec
-	se.hold.track(&se.hold.live.Graphs, 1)
+	cpt.hold.track(&cpt.hold.live.Graphs, 1)
 	cpt.gstats.Instantiations++
 	return nil
 }
 
 // LaunchGraph does the work of Session.LaunchGraph.
 func (cpt *capturer) LaunchGraph(gi, si int) error {
-	se := cpt.se
 	if gi < 0 || gi >= len(cpt.graphs) || cpt.graphs[gi] == nil || cpt.graphs[gi].exec == nil {
 		return fmt.Errorf("cuda: graph %d is not instantiated", gi)
 	}
-	s, err := se.sub.stream(si)
+	s, err := cpt.sub.stream(si)
 	if err != nil {
 		return err
 	}
-	if se.host.abandoned.Load() {
-		if err := se.host.resume(); err != nil {
+	if cpt.host.abandoned.Load() {
+		if err := cpt.host.resume(); err != nil {
 			return err
 		}
 	}
 	g := cpt.graphs[gi]
-	if se.colls.heldOn != nil {
-		if err := se.colls.flushP2P(nil, actNone); err != nil {
+	if cpt.colls.heldOn != nil {
+		if err := cpt.colls.flushP2P(nil, actNone); err != nil {
 			return err
 		}
 	}
 	// Under CUPTI the launch carries its number (gstats.Launches so far),
 	// which ReplaySpans names the replay's spans by (timing.go).
-	if se.tim.cupti != nil {
-		if err := se.tim.cupti.launchTraced(se.drv, g, s, si, cpt.gstats.Launches); err != nil {
+	if cpt.tim.cupti != nil {
+		if err := cpt.tim.cupti.launchTraced(cpt.drv, g, s, si, cpt.gstats.Launches); err != nil {
 			return err
 		}
-	} else if err := se.drv.check("cuGraphLaunch", C.dr_graph_launch(se.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
+	} else if err := cpt.drv.check("cuGraphLaunch", C.dr_graph_launch(cpt.drv.api, s.dev.ctx, g.exec, s.h)); err != nil {
 		return err
 	}
 	s.last = "graph replay"
@@ -313,7 +326,6 @@ func (cpt *capturer) LaunchGraph(gi, si int) error {
 
 // UpdateGraph does the work of Session.UpdateGraph.
 func (cpt *capturer) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
-	se := cpt.se
 	g, err := cpt.graph(gi)
 	if err != nil {
 		return false, err
@@ -325,7 +337,7 @@ func (cpt *capturer) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
 	if gi == fresh || g.exec == nil || f.exec != nil {
 		return false, fmt.Errorf("cuda: UpdateGraph(%d, %d): the first must be instantiated, the second freshly captured", gi, fresh)
 	}
-	api, ctx := se.drv.api, g.dev.ctx
+	api, ctx := cpt.drv.api, g.dev.ctx
 	var why C.int
 	r := C.dr_graph_exec_update(api, ctx, g.exec, f.tmpl, &why)
 	if r == 0 {
@@ -333,12 +345,12 @@ func (cpt *capturer) UpdateGraph(gi, fresh int) (inPlace bool, err error) {
 		g.tmpl, f.tmpl = f.tmpl, nil
 		g.records = f.records
 		cpt.graphs[fresh] = nil
-		se.hold.track(&se.hold.live.Graphs, -1)
+		cpt.hold.track(&cpt.hold.live.Graphs, -1)
 		cpt.gstats.UpdatesInPlace++
 		return true, nil
 	}
 	cpt.gstats.UpdatesRefused++
-	cpt.gstats.LastUpdateError = fmt.Sprintf("%v (CUgraphExecUpdateResult %d)", se.drv.check("cuGraphExecUpdate", r), int(why))
+	cpt.gstats.LastUpdateError = fmt.Sprintf("%v (CUgraphExecUpdateResult %d)", cpt.drv.check("cuGraphExecUpdate", r), int(why))
 	if err := cpt.instantiate(f); err != nil {
 		cpt.graphs[fresh] = nil
 		cpt.releaseGraph(f)
@@ -362,34 +374,32 @@ func (cpt *capturer) DestroyGraph(gi int) error {
 }
 
 func (cpt *capturer) releaseGraph(g *graph) error {
-	se := cpt.se
-	api, ctx := se.drv.api, g.dev.ctx
+	api, ctx := cpt.drv.api, g.dev.ctx
 	var errs []error
 	if g.exec != nil {
-		errs = append(errs, se.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, g.exec)))
+		errs = append(errs, cpt.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, g.exec)))
 		g.exec = nil
-		se.hold.track(&se.hold.live.Graphs, -1)
+		cpt.hold.track(&cpt.hold.live.Graphs, -1)
 	}
 	if g.tmpl != nil {
-		errs = append(errs, se.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, g.tmpl)))
+		errs = append(errs, cpt.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, g.tmpl)))
 		g.tmpl = nil
-		se.hold.track(&se.hold.live.Graphs, -1)
+		cpt.hold.track(&cpt.hold.live.Graphs, -1)
 	}
 	return errors.Join(errs...)
 }
 
 // GraphNodes does the work of Session.GraphNodes.
 func (cpt *capturer) GraphNodes(gi int) (int, error) {
-	se := cpt.se
 	g, err := cpt.graph(gi)
 	if err != nil {
 		return 0, err
 	}
 	var n C.size_t
-	if se.drv.api.cuGraphGetNodes == nil {
+	if cpt.drv.api.cuGraphGetNodes == nil {
 		return 0, errors.New("cuda: the driver lacks cuGraphGetNodes")
 	}
-	err = se.drv.check("cuGraphGetNodes", C.dr_graph_node_count(se.drv.api, g.dev.ctx, g.tmpl, &n))
+	err = cpt.drv.check("cuGraphGetNodes", C.dr_graph_node_count(cpt.drv.api, g.dev.ctx, g.tmpl, &n))
 	return int(n), err
 }
 
@@ -466,7 +476,7 @@ func (cpt *capturer) rawLaunches(n int) error {
 		return errors.New("cuda: no instantiated graph")
 	}
 	g := cpt.graphs[len(cpt.graphs)-1]
-	return cpt.se.drv.check("cuGraphLaunch", C.dr_raw_graph_launches(cpt.se.drv.api, g.dev.ctx, g.exec, g.origin, C.int(n)))
+	return cpt.drv.check("cuGraphLaunch", C.dr_raw_graph_launches(cpt.drv.api, g.dev.ctx, g.exec, g.origin, C.int(n)))
 }
 
 func (g *rawGraph) close() {
@@ -482,11 +492,10 @@ func (g *rawGraph) close() {
 // C records, which captured host nodes point at, until Close; a variant
 // submitted again reuses them.
 func (cpt *capturer) variant(op *dag.Op) (*opState, error) {
-	se := cpt.se
 	if st := cpt.variants[op]; st != nil {
 		return st, nil
 	}
-	orig := se.sub.ops[opSlot(op)].op
+	orig := cpt.sub.ops[opSlot(op)].op
 	bad := func(why string) error {
 		return fmt.Errorf("cuda: op %q is neither op %d of the open graph (%q) nor a variant of it: %s", op.Name, op.ID, orig.Name, why)
 	}
@@ -496,7 +505,7 @@ func (cpt *capturer) variant(op *dag.Op) (*opState, error) {
 	for i, a := range op.Access {
 		o := orig.Access[i].Buf
 		switch {
-		case a.Buf == nil || a.Buf.ID < 0 || a.Buf.ID >= len(se.hold.bufs) || se.hold.bufs[a.Buf.ID].b != a.Buf:
+		case a.Buf == nil || a.Buf.ID < 0 || a.Buf.ID >= len(cpt.hold.bufs) || cpt.hold.bufs[a.Buf.ID].b != a.Buf:
 			return nil, bad(fmt.Sprintf("access %d is to a buffer the open graph does not hold", i))
 		case a.Buf.Placement != o.Placement || (o.Placement == dag.Device && a.Buf.Device != o.Device) || a.Buf.Temporary != o.Temporary:
 			return nil, bad(fmt.Sprintf("access %d is to %s, which is not placed like %s", i, a.Buf.Name, o.Name))
@@ -508,7 +517,7 @@ func (cpt *capturer) variant(op *dag.Op) (*opState, error) {
 		return nil, bad("it launches another kernel, or with another number of arguments")
 	}
 	st := &opState{}
-	if err := se.sub.prepare(st, op); err != nil {
+	if err := cpt.sub.prepare(st, op); err != nil {
 		cpt.dropVariant(st)
 		return nil, err
 	}
@@ -523,21 +532,20 @@ func (cpt *capturer) variant(op *dag.Op) (*opState, error) {
 
 // dropVariant frees the C records of a variant.
 func (cpt *capturer) dropVariant(st *opState) {
-	se := cpt.se
 	if st.launch != nil {
 		C.free(unsafe.Pointer(st.launch))
 		st.launch = nil
-		se.hold.track(&se.hold.live.HostAllocs, -1)
+		cpt.hold.track(&cpt.hold.live.HostAllocs, -1)
 	}
 	if st.work != nil {
 		C.free(unsafe.Pointer(st.work))
 		st.work = nil
-		se.hold.track(&se.hold.live.HostAllocs, -1)
+		cpt.hold.track(&cpt.hold.live.HostAllocs, -1)
 	}
 	if st.act == actHostFunc && st.handle != 0 {
 		st.handle.Delete()
 		st.handle = 0
-		se.hold.track(&se.hold.live.Callbacks, -1)
+		cpt.hold.track(&cpt.hold.live.Callbacks, -1)
 	}
 }
 

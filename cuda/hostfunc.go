@@ -12,9 +12,9 @@ import (
 
 // hostCall is a host step as the driver's callback finds it.
 type hostCall struct {
-	se  *Session
-	op  *dag.Op
-	mem [][]byte
+	host *hostSide
+	op   *dag.Op
+	mem  [][]byte
 }
 
 // dagrunHostCallback runs a host step on the driver thread that reached it
@@ -25,16 +25,16 @@ type hostCall struct {
 //export dagrunHostCallback
 func dagrunHostCallback(h C.uintptr_t) {
 	hc := cgo.Handle(h).Value().(*hostCall)
-	se := hc.se
-	if se.host.abandoned.Load() {
+	host := hc.host
+	if host.abandoned.Load() {
 		return
 	}
 	if err := hc.call(); err != nil {
-		se.host.hostMu.Lock()
-		if se.host.hostErr == nil {
-			se.host.hostErr = &dag.OpError{Op: hc.op.Name, Err: err}
+		host.hostMu.Lock()
+		if host.hostErr == nil {
+			host.hostErr = &dag.OpError{Op: hc.op.Name, Err: err}
 		}
-		se.host.hostMu.Unlock()
+		host.hostMu.Unlock()
 	}
 }
 
@@ -44,5 +44,5 @@ func (hc *hostCall) call() (err error) {
 			err = fmt.Errorf("host step panicked: %v", r)
 		}
 	}()
-	return hc.op.HostFunc(hc.se.host.hostCtx, hc.mem)
+	return hc.op.HostFunc(hc.host.hostCtx, hc.mem)
 }

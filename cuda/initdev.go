@@ -45,8 +45,7 @@ const deviceInitLoadMin = 1 << 20
 // false, having enqueued nothing, where that needs the builtin module and
 // the device has none: the caller then uploads the bytes.
 func (hd *holdings) initOnDevice(bs *buffer) (bool, error) {
-	se := hd.se
-	if se.b.initOnHost {
+	if hd.b.initOnHost {
 		return false, nil
 	}
 	buf := bs.b
@@ -63,7 +62,7 @@ func (hd *holdings) initOnDevice(bs *buffer) (bool, error) {
 			return false, nil
 		}
 		hd.pendInit(bs.dev)
-		err = se.drv.check("cuLaunchKernel", C.w_init_random(se.drv.api, bs.dev.ctx, f, initGrid(n), bs.dptr, C.longlong(n), C.ulonglong(buf.Init.Seed), C.int(dt)))
+		err = hd.drv.check("cuLaunchKernel", C.w_init_random(hd.drv.api, bs.dev.ctx, f, initGrid(n), bs.dptr, C.longlong(n), C.ulonglong(buf.Init.Seed), C.int(dt)))
 	case buf.Init.Kind != dag.InitValue:
 		return false, errors.New("initOnDevice: not a random or value buffer")
 	case esize == 8 && fill64Needed(fillPattern(dt, buf.Init.Value)):
@@ -72,10 +71,10 @@ func (hd *holdings) initOnDevice(bs *buffer) (bool, error) {
 			return false, nil
 		}
 		hd.pendInit(bs.dev)
-		err = se.drv.check("cuLaunchKernel", C.w_fill64(se.drv.api, bs.dev.ctx, f, initGrid(n), bs.dptr, C.longlong(n), C.ulonglong(fillPattern(dt, buf.Init.Value))))
+		err = hd.drv.check("cuLaunchKernel", C.w_fill64(hd.drv.api, bs.dev.ctx, f, initGrid(n), bs.dptr, C.longlong(n), C.ulonglong(fillPattern(dt, buf.Init.Value))))
 	default:
 		hd.pendInit(bs.dev)
-		err = se.drv.check(memsetCall(esize), C.dr_memset_async(se.drv.api, bs.dev.ctx, bs.dptr, C.int(esize), C.uint64_t(fillPattern(dt, buf.Init.Value)), C.size_t(n), nil))
+		err = hd.drv.check(memsetCall(esize), C.dr_memset_async(hd.drv.api, bs.dev.ctx, bs.dptr, C.int(esize), C.uint64_t(fillPattern(dt, buf.Init.Value)), C.size_t(n), nil))
 	}
 	if err != nil {
 		return true, err
@@ -83,7 +82,7 @@ func (hd *holdings) initOnDevice(bs *buffer) (bool, error) {
 	// Bytes past the last whole element stay zero, as WriteInitial leaves
 	// them (Build refuses such sizes; a hand-made graph may have them).
 	if tail := buf.Size - n*esize; tail > 0 {
-		err = se.drv.check("cuMemsetD8Async", C.dr_memset_async(se.drv.api, bs.dev.ctx, bs.dptr+C.CUdeviceptr(n*esize), 1, 0, C.size_t(tail), nil))
+		err = hd.drv.check("cuMemsetD8Async", C.dr_memset_async(hd.drv.api, bs.dev.ctx, bs.dptr+C.CUdeviceptr(n*esize), 1, 0, C.size_t(tail), nil))
 	}
 	hd.deviceInits++
 	return true, err
@@ -114,9 +113,8 @@ func initGrid(n int64) C.uint {
 // zeroOnDevice enqueues the zeroing of device buffer bs on its context's
 // legacy stream, waited for with the initial contents.
 func (hd *holdings) zeroOnDevice(bs *buffer) error {
-	se := hd.se
 	hd.pendInit(bs.dev)
-	return se.drv.check("cuMemsetD8Async", C.dr_memset_async(se.drv.api, bs.dev.ctx, bs.dptr, 1, 0, C.size_t(bs.b.Size), nil))
+	return hd.drv.check("cuMemsetD8Async", C.dr_memset_async(hd.drv.api, bs.dev.ctx, bs.dptr, 1, 0, C.size_t(bs.b.Size), nil))
 }
 
 // builtin returns the builtin function pick chooses on bs's device, or nil
@@ -124,7 +122,7 @@ func (hd *holdings) zeroOnDevice(bs *buffer) error {
 // for (deviceInitLoadMin), or it fails to load: a graph that launches no
 // builtin opens without NVRTC, as before.
 func (hd *holdings) builtin(bs *buffer, pick func(*gpu) C.CUfunction) C.CUfunction {
-	b, d := hd.se.b, bs.dev
+	b, d := hd.b, bs.dev
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := d.modules[builtinsKey]; !ok {
@@ -154,7 +152,7 @@ func (hd *holdings) pendInit(d *sessDevice) {
 func (hd *holdings) waitInits() error {
 	var errs []error
 	for _, d := range hd.initPending {
-		if err := hd.se.drv.streamSync(d.ctx, nil); err != nil {
+		if err := hd.drv.streams.sync(d.ctx, nil); err != nil {
 			errs = append(errs, fmt.Errorf("making initial contents on device %d: %w", d.ordinal, err))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -17,6 +18,33 @@ import (
 )
 
 // Memory: a session's buffers, allocated at Open and released at Close.
+
+// holdings is what a session holds on its devices: the devices as it uses
+// them, its buffers, and the count of everything it holds (Live).
+// Persistent device buffers come from cuMemAlloc, temporaries from the
+// device's pool in stream order (cuMemAllocAsync) or from arenas; pinned
+// host buffers of 2 MiB and more from huge pages registered with the
+// driver, smaller ones from cuMemHostAlloc; pageable ones from the C heap,
+// never Go memory. Copies and fills that touch only host memory run in
+// stream order through cuLaunchHostFunc.
+type holdings struct {
+	b      *Backend
+	drv    *driver
+	g      *dag.Graph
+	closed bool // Close has released what it held
+	devs   map[int]*sessDevice
+	bufs   []buffer   // by Buffer.ID
+	arenas []devArena // the device temporaries' arenas, if the plan placed them (arena.go)
+
+	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
+	live   Resources
+
+	// initPending lists the devices whose legacy streams make initial
+	// contents until allocBuffers waits for them (initdev.go);
+	// deviceInits counts the buffers whose contents a device made.
+	initPending []*sessDevice
+	deviceInits int
+}
 
 type buffer struct {
 	b    *dag.Buffer
@@ -34,12 +62,11 @@ type buffer struct {
 // and every temporary host buffer (host memory is not stream-ordered: a
 // temporary one lives as long as the session is open).
 func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
-	se := hd.se
 	// Device contents are made on the legacy streams: wait for them once,
 	// on error too, so that no kernel writes a buffer Close frees.
 	defer func() { err = errors.Join(err, hd.waitInits()) }()
-	hd.bufs = make([]buffer, len(se.g.Buffers))
-	for i, buf := range se.g.Buffers {
+	hd.bufs = make([]buffer, len(hd.g.Buffers))
+	for i, buf := range hd.g.Buffers {
 		bs := &hd.bufs[i]
 		bs.b = buf
 		if buf.ID != i {
@@ -61,7 +88,7 @@ func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 	}
 	// Host buffers made ahead (PrepareHost, hostprep.go) are taken below;
 	// whatever is left is freed, on error too.
-	prep := se.b.takePrepared(se.g)
+	prep := hd.b.takePrepared(hd.g)
 	if prep != nil {
 		prep.wg.Wait()
 		defer prep.free()
@@ -124,7 +151,7 @@ func (hd *holdings) pinAll(prep *hostPrep) (*buffer, error) {
 // made and filled, registered; else (or where registering fails) a fresh
 // allocation, filled by allocBuffer.
 func (hd *holdings) pin(bs *buffer, ahead unsafe.Pointer) error {
-	drv := hd.se.drv
+	drv := hd.drv
 	if ahead != nil {
 		if drv.hostRegister(bs.dev.ctx, ahead, bs.b.Size) == nil {
 			bs.host, bs.filled = ahead, true
@@ -142,14 +169,13 @@ func (hd *holdings) pin(bs *buffer, ahead unsafe.Pointer) error {
 // anyDevice is the device host memory is pinned through: the lowest one
 // the graph uses, else 0. Pinned memory is portable: every context sees it.
 func (hd *holdings) anyDevice() int {
-	se := hd.se
 	best := -1
-	for _, op := range se.g.Ops {
+	for _, op := range hd.g.Ops {
 		if best < 0 || op.Device < best {
 			best = op.Device
 		}
 	}
-	for _, buf := range se.g.Buffers {
+	for _, buf := range hd.g.Buffers {
 		if buf.Placement == dag.Device && (best < 0 || buf.Device < best) {
 			best = buf.Device
 		}
@@ -158,11 +184,10 @@ func (hd *holdings) anyDevice() int {
 }
 
 func (hd *holdings) allocBuffer(bs *buffer, prep *hostPrep) error {
-	se := hd.se
 	buf := bs.b
 	switch buf.Placement {
 	case dag.Device:
-		p, err := se.drv.memAlloc(bs.dev.ctx, buf.Size)
+		p, err := hd.drv.memAlloc(bs.dev.ctx, buf.Size)
 		if err != nil {
 			return err
 		}
@@ -176,7 +201,7 @@ func (hd *holdings) allocBuffer(bs *buffer, prep *hostPrep) error {
 				return err
 			}
 		}
-		return se.drv.htod(bs.dev.ctx, p, buf.InitialBytes())
+		return hd.drv.htod(bs.dev.ctx, p, buf.InitialBytes())
 	case dag.Pinned:
 		if bs.host == nil { // else pinAll pinned it
 			if err := hd.pin(bs, prep.take(buf)); err != nil {
@@ -208,25 +233,88 @@ func placeName(b *dag.Buffer) string {
 
 // freeBuffers frees the session's buffers (Close).
 func (hd *holdings) freeBuffers(keep func(error)) {
-	se := hd.se
 	for i := range hd.bufs {
 		bs := &hd.bufs[i]
 		switch {
 		case bs.inArena:
 			bs.dptr = 0 // freed with its arena
 		case bs.dptr != 0:
-			keep(se.drv.memFree(bs.dev.ctx, bs.dptr))
+			keep(hd.drv.memFree(bs.dev.ctx, bs.dptr))
 			if bs.b.Temporary {
 				hd.track(&hd.live.PoolAllocs, -1)
 			} else {
 				hd.track(&hd.live.DeviceAllocs, -1)
 			}
 		case bs.host != nil && bs.b.Placement == dag.Pinned:
-			keep(se.drv.hostFree(bs.dev.ctx, bs.host))
+			keep(hd.drv.hostFree(bs.dev.ctx, bs.host))
 			hd.track(&hd.live.PinnedAllocs, -1)
 		case bs.host != nil:
 			C.free(bs.host)
 			hd.track(&hd.live.HostAllocs, -1)
 		}
 	}
+}
+
+// Read returns the contents of a persistent buffer; call it after Sync.
+func (se *Session) Read(buf *dag.Buffer) ([]byte, error) {
+	if se.hold.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
+		return nil, fmt.Errorf("cuda: buffer %v is not a buffer of the open graph", buf)
+	}
+	if buf.Temporary {
+		return nil, fmt.Errorf("cuda: buffer %q is temporary: it has no contents after a run (make it persistent to read it)", buf.Name)
+	}
+	bs := &se.hold.bufs[buf.ID]
+	out := make([]byte, buf.Size)
+	if buf.Placement == dag.Device {
+		if err := se.drv.dtoh(bs.dev.ctx, out, bs.dptr); err != nil {
+			return nil, fmt.Errorf("reading buffer %q: %w", buf.Name, err)
+		}
+		return out, nil
+	}
+	copyParallel(out, unsafe.Slice((*byte)(bs.host), buf.Size))
+	return out, nil
+}
+
+// copyParallel copies src into dst, which is fresh memory, in parts side
+// by side when it is large: most of a 16 MiB copy into a new slice is the
+// kernel faulting its pages in one at a time (15-20 ms of a dagrun run's
+// cold start on the H100's host), which parts spread over the cores.
+func copyParallel(dst, src []byte) {
+	const part = 2 << 20
+	n := min(len(src)/part, runtime.GOMAXPROCS(0), 8)
+	if n < 2 {
+		copy(dst, src)
+		return
+	}
+	var wg sync.WaitGroup
+	size := (len(src) + n - 1) / n
+	for lo := 0; lo < len(src); lo += size {
+		hi := min(lo+size, len(src))
+		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+	}
+	wg.Wait()
+}
+
+// Write replaces the contents of persistent buffer buf with data, which
+// must be buf's size: a new input between runs or graph replays. Call it
+// when the work that uses buf is done (after Sync).
+func (se *Session) Write(buf *dag.Buffer, data []byte) error {
+	if se.hold.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
+		return fmt.Errorf("cuda: buffer %v is not a buffer of the open graph", buf)
+	}
+	if buf.Temporary {
+		return fmt.Errorf("cuda: buffer %q is temporary: it exists only inside a run (write a persistent buffer and copy it in)", buf.Name)
+	}
+	if int64(len(data)) != buf.Size {
+		return fmt.Errorf("cuda: writing %d bytes into buffer %q of %d bytes: write the whole buffer", len(data), buf.Name, buf.Size)
+	}
+	bs := &se.hold.bufs[buf.ID]
+	if buf.Placement == dag.Device {
+		if err := se.drv.htod(bs.dev.ctx, bs.dptr, data); err != nil {
+			return fmt.Errorf("writing buffer %q: %w", buf.Name, err)
+		}
+		return nil
+	}
+	copy(unsafe.Slice((*byte)(bs.host), buf.Size), data)
+	return nil
 }

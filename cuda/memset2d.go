@@ -31,8 +31,7 @@ import (
 // 2-D memsets (dag.Memset2D): cuMemsetD2D8/16/32Async on device memory;
 // on host memory a host callback sets the rows, as a host step would.
 
-func (sm *submitter) prepareMemset2D(st *opState, op *dag.Op) error {
-	se := sm.se
+func prepareMemset2D(sm *submitter, st *opState, op *dag.Op) error {
 	a := op.Access[0]
 	if op.Memset2D == nil {
 		return fmt.Errorf("memset2d has no region")
@@ -46,14 +45,14 @@ func (sm *submitter) prepareMemset2D(st *opState, op *dag.Op) error {
 		st.act = actMemset2D
 		return nil
 	}
-	mem := [][]byte{unsafe.Slice((*byte)(unsafe.Add(se.hold.bufs[a.Buf.ID].host, a.Offset)), a.Size)}
+	mem := [][]byte{unsafe.Slice((*byte)(unsafe.Add(sm.hold.bufs[a.Buf.ID].host, a.Offset)), a.Size)}
 	set := *op
 	set.HostFunc = func(_ context.Context, mem [][]byte) error {
 		op.Memset2DRows(func(start, end int64) { dag.FillElems(mem[0][start:end], dt, op.FillValue) })
 		return nil
 	}
-	st.handle = cgo.NewHandle(&hostCall{se: se, op: &set, mem: mem})
-	se.hold.track(&se.hold.live.Callbacks, 1)
+	st.handle = cgo.NewHandle(&hostCall{host: sm.host, op: &set, mem: mem})
+	sm.hold.track(&sm.hold.live.Callbacks, 1)
 	st.act = actHostFunc
 	return nil
 }
@@ -61,9 +60,8 @@ func (sm *submitter) prepareMemset2D(st *opState, op *dag.Op) error {
 // memset2DCalls names the driver call for each element size, for errors.
 var memset2DCalls = [...]string{1: "cuMemsetD2D8Async", 2: "cuMemsetD2D16Async", 4: "cuMemsetD2D32Async"}
 
-func (sm *submitter) runMemset2D(s *stream, st *opState) error {
-	se := sm.se
+func runMemset2D(sm *submitter, s *stream, st *opState) error {
 	m, v := st.op.Memset2D, st.op.Access[0].View
-	return se.drv.check(memset2DCalls[st.esize], C.dr_memset2d_async(se.drv.api, s.dev.ctx, se.hold.ptr(v), C.size_t(m.Pitch),
+	return sm.drv.check(memset2DCalls[st.esize], C.dr_memset2d_async(sm.drv.api, s.dev.ctx, sm.hold.ptr(v), C.size_t(m.Pitch),
 		C.int(st.esize), C.uint32_t(st.fill), C.size_t(m.Width), C.size_t(m.Rows), s.h))
 }

@@ -39,9 +39,8 @@ var builtinsKey = moduleKey{source: dag.Builtin}
 // launches, on each device that launches it, loading modules into the
 // backend's cache where they are not there yet.
 func (hd *holdings) loadKernels(ctx context.Context) error {
-	se := hd.se
 	var err error
-	se.g.Walk(func(op *dag.Op) {
+	hd.g.Walk(func(op *dag.Op) {
 		if err == nil {
 			err = hd.loadKernelsOf(ctx, op)
 		}
@@ -51,7 +50,6 @@ func (hd *holdings) loadKernels(ctx context.Context) error {
 
 // loadKernelsOf loads the kernels op needs on its device.
 func (hd *holdings) loadKernelsOf(ctx context.Context, op *dag.Op) error {
-	se := hd.se
 	if op.Control != nil {
 		return hd.loadCondKernels(ctx, op)
 	}
@@ -67,7 +65,7 @@ func (hd *holdings) loadKernelsOf(ctx context.Context, op *dag.Op) error {
 		return err
 	}
 	if needFill64 {
-		if d.fill64, err = se.b.fill64(d.gpu); err != nil {
+		if d.fill64, err = hd.b.fill64(d.gpu); err != nil {
 			return err
 		}
 		return nil
@@ -76,7 +74,7 @@ func (hd *holdings) loadKernelsOf(ctx context.Context, op *dag.Op) error {
 	if _, ok := d.funcs[k]; ok {
 		return nil
 	}
-	f, err := se.b.kernel(d.gpu, k)
+	f, err := hd.b.kernel(d.gpu, k)
 	if err != nil {
 		return fmt.Errorf("kernel %q on device %d: %w", k.Name, d.ordinal, err)
 	}
@@ -98,9 +96,9 @@ func (hd *holdings) loadCondKernels(ctx context.Context, op *dag.Op) error {
 		if _, ok := d.funcs[k]; ok {
 			continue
 		}
-		f, err := hd.se.b.kernel(d.gpu, k)
+		f, err := hd.b.kernel(d.gpu, k)
 		if err != nil {
-			f, err = hd.se.b.condKernelPTX(d.gpu, k, err)
+			f, err = hd.b.condKernelPTX(d.gpu, k, err)
 		}
 		if err != nil {
 			return fmt.Errorf("the kernels of loops and branches on device %d: %w", d.ordinal, err)

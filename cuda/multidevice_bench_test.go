@@ -81,7 +81,7 @@ func BenchmarkSessionPeerCopy(b *testing.B) {
 				b.ReportAllocs()
 				if !noPeer {
 					start := time.Now()
-					require.NoError(b, be.drv.rawPeerCopies(s.dev.ctx, db.dptr, db.dev.ctx, sb.dptr, sb.dev.ctx, n, s.h, b.N))
+					require.NoError(b, be.drv.raw.peerCopies(s.dev.ctx, db.dptr, db.dev.ctx, sb.dptr, sb.dev.ctx, n, s.h, b.N))
 					report(b, start)
 					return
 				}
@@ -89,14 +89,14 @@ func BenchmarkSessionPeerCopy(b *testing.B) {
 				// own, with the fastest of several chunk sizes and slot
 				// counts (tried first): the floor is the best raw loop,
 				// not the session's choice written in C.
-				up, err := be.drv.streamCreate(sb.dev.ctx, 0)
+				up, err := be.drv.streams.create(sb.dev.ctx, 0)
 				require.NoError(b, err)
-				defer be.drv.streamDestroy(sb.dev.ctx, up)
+				defer be.drv.streams.destroy(sb.dev.ctx, up)
 				stage, err := be.drv.hostAlloc(s.dev.ctx, 64<<20)
 				require.NoError(b, err)
 				defer be.drv.hostFree(s.dev.ctx, stage)
 				raw := func(chunk int64, slots, reps int) error {
-					return be.drv.rawStagedCopies(s.dev.ctx, s.h, sb.dev.ctx, up, db.dptr, sb.dptr, n, stage, chunk, slots, reps)
+					return be.drv.raw.stagedCopies(s.dev.ctx, s.h, sb.dev.ctx, up, db.dptr, sb.dptr, n, stage, chunk, slots, reps)
 				}
 				best, bestChunk, bestSlots := time.Duration(math.MaxInt64), int64(0), 0
 				for _, chunk := range []int64{2 << 20, 4 << 20, 8 << 20, 16 << 20} {
@@ -182,7 +182,7 @@ func BenchmarkSessionAllReduce(b *testing.B) {
 				if err := se.colls.coll.nccl.rawAllReduce(call, b.N*chain); err != nil {
 					return err
 				}
-				return se.drv.streamSync(s.dev.ctx, s.h)
+				return se.drv.streams.sync(s.dev.ctx, s.h)
 			}))
 			report(b, start)
 		})

@@ -275,20 +275,20 @@ type ncclCall struct {
 type ncclKind struct {
 	call  C.int
 	name  string
-	shape func(se *Session, rec *C.dr_nccl_call, op *dag.Op, count int64) int64
+	shape func(hd *holdings, rec *C.dr_nccl_call, op *dag.Op, count int64) int64
 }
 
 // ncclKinds holds every collective kind (TestNCCLKinds checks).
 var ncclKinds = map[dag.OpKind]ncclKind{
 	dag.AllReduce: {call: C.DR_NCCL_CALL_ALL_REDUCE, name: "ncclAllReduce"},
 	dag.AllGather: {call: C.DR_NCCL_CALL_ALL_GATHER, name: "ncclAllGather",
-		shape: func(se *Session, rec *C.dr_nccl_call, op *dag.Op, count int64) int64 {
-			rec.recv = se.hold.ptr(op.Access[1].View)
+		shape: func(hd *holdings, rec *C.dr_nccl_call, op *dag.Op, count int64) int64 {
+			rec.recv = hd.ptr(op.Access[1].View)
 			return count // of in
 		}},
 	dag.ReduceScatter: {call: C.DR_NCCL_CALL_REDUCE_SCATTER, name: "ncclReduceScatter",
-		shape: func(se *Session, rec *C.dr_nccl_call, op *dag.Op, _ int64) int64 {
-			rec.recv = se.hold.ptr(op.Access[1].View)
+		shape: func(hd *holdings, rec *C.dr_nccl_call, op *dag.Op, _ int64) int64 {
+			rec.recv = hd.ptr(op.Access[1].View)
 			return op.Access[1].Size / op.Access[1].Buf.DType.Size() // of out
 		}},
 	dag.Broadcast: {call: C.DR_NCCL_CALL_BROADCAST, name: "ncclBroadcast", shape: ncclArg(func(c *dag.CollectiveSpec) int { return c.Root })},
@@ -297,8 +297,8 @@ var ncclKinds = map[dag.OpKind]ncclKind{
 }
 
 // ncclArg sets the call's root or peer, which arg picks.
-func ncclArg(arg func(*dag.CollectiveSpec) int) func(*Session, *C.dr_nccl_call, *dag.Op, int64) int64 {
-	return func(_ *Session, rec *C.dr_nccl_call, op *dag.Op, count int64) int64 {
+func ncclArg(arg func(*dag.CollectiveSpec) int) func(*holdings, *C.dr_nccl_call, *dag.Op, int64) int64 {
+	return func(_ *holdings, rec *C.dr_nccl_call, op *dag.Op, count int64) int64 {
 		rec.arg = C.int(arg(op.Collective))
 		return count
 	}

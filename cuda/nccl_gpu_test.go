@@ -81,9 +81,9 @@ func openTwoGPUs(tb testing.TB) *twoGPUs {
 		ctx, err := drv.retainPrimary(info.dev)
 		require.NoError(tb, err)
 		tb.Cleanup(func() { drv.releasePrimary(info.dev) })
-		s, err := drv.streamCreate(ctx, 0)
+		s, err := drv.streams.create(ctx, 0)
 		require.NoError(tb, err)
-		tb.Cleanup(func() { drv.streamDestroy(ctx, s) })
+		tb.Cleanup(func() { drv.streams.destroy(ctx, s) })
 		g.devs, g.ctxs, g.streams = append(g.devs, info.dev), append(g.ctxs, ctx), append(g.streams, s)
 	}
 	return g
@@ -419,9 +419,9 @@ func TestPeerAccessGPU(t *testing.T) {
 	_, err = g.drv.enablePeerAccess(g.devs, g.ctxs)
 	require.NoError(t, err)
 	for d := range 2 {
-		pool, err := g.drv.poolSetup(g.ctxs[d], g.devs[d])
+		pool, err := g.drv.pools.setup(g.ctxs[d], g.devs[d])
 		require.NoError(t, err)
-		require.NoError(t, g.drv.poolPeerAccess(g.ctxs[d], pool, d, g.devs, m))
+		require.NoError(t, g.drv.pools.peerAccess(g.ctxs[d], pool, d, g.devs, m))
 	}
 	const n = 1 << 20
 	src := g.alloc(t, 1, n)
@@ -429,8 +429,8 @@ func TestPeerAccessGPU(t *testing.T) {
 	data := gpuRankData(dag.U8, 5, n)
 	require.NoError(t, g.drv.htod(g.ctxs[1], src, data))
 	g.sync(t)
-	require.NoError(t, g.drv.peerCopy(g.ctxs[0], dst, src, n, g.streams[0]))
-	require.NoError(t, g.drv.streamSync(g.ctxs[0], g.streams[0]))
+	require.NoError(t, g.drv.raw.peerCopy(g.ctxs[0], dst, src, n, g.streams[0]))
+	require.NoError(t, g.drv.streams.sync(g.ctxs[0], g.streams[0]))
 	got := make([]byte, n)
 	require.NoError(t, g.drv.dtoh(g.ctxs[0], got, dst))
 	assert.Equal(t, data, got)
@@ -494,7 +494,7 @@ func BenchmarkPeerCopy(b *testing.B) {
 	const n = 256 << 20
 	src := g.alloc(b, 1, n)
 	dst := g.alloc(b, 0, n)
-	require.NoError(b, g.drv.rawPeerCopies(g.ctxs[0], dst, g.ctxs[0], src, g.ctxs[1], n, g.streams[0], 2)) // warm-up
+	require.NoError(b, g.drv.raw.peerCopies(g.ctxs[0], dst, g.ctxs[0], src, g.ctxs[1], n, g.streams[0], 2)) // warm-up
 	report := func(b *testing.B, start time.Time) {
 		b.ReportMetric(float64(n)*float64(b.N)/time.Since(start).Seconds()/1e9, "GB/s")
 	}
@@ -502,17 +502,17 @@ func BenchmarkPeerCopy(b *testing.B) {
 		b.ReportAllocs()
 		start := time.Now()
 		for range b.N {
-			if err := g.drv.peerCopy(g.ctxs[0], dst, src, n, g.streams[0]); err != nil {
+			if err := g.drv.raw.peerCopy(g.ctxs[0], dst, src, n, g.streams[0]); err != nil {
 				b.Fatal(err)
 			}
 		}
-		require.NoError(b, g.drv.streamSync(g.ctxs[0], g.streams[0]))
+		require.NoError(b, g.drv.streams.sync(g.ctxs[0], g.streams[0]))
 		report(b, start)
 	})
 	b.Run("256MiB/raw", func(b *testing.B) {
 		b.ReportAllocs()
 		start := time.Now()
-		require.NoError(b, g.drv.rawPeerCopies(g.ctxs[0], dst, g.ctxs[0], src, g.ctxs[1], n, g.streams[0], b.N))
+		require.NoError(b, g.drv.raw.peerCopies(g.ctxs[0], dst, g.ctxs[0], src, g.ctxs[1], n, g.streams[0], b.N))
 		report(b, start)
 	})
 }
@@ -569,7 +569,7 @@ func TestNCCLInitRankGPU(t *testing.T) {
 					Reduction: dag.Sum, Comm: nc, Stream: g.streams[r]}}); err != nil {
 					return err
 				}
-				if err := g.drv.streamSync(g.ctxs[r], g.streams[r]); err != nil {
+				if err := g.drv.streams.sync(g.ctxs[r], g.streams[r]); err != nil {
 					return err
 				}
 				if err := nc.asyncError(); err != nil {

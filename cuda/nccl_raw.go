@@ -128,26 +128,26 @@ func (r *rawCollGraph) replay(n int) error {
 			return err
 		}
 	}
-	return r.d.streamSync(r.c, r.s)
+	return r.d.streams.sync(r.c, r.s)
 }
 
 func (r *rawCollGraph) close() { C.dr_graph_exec_destroy(r.d.api, r.c, r.e) }
 
 // peerCopy copies bytes from src to dst on stream s of context c, as the
 // backend's peer copies do (cuMemcpyAsync on unified addresses).
-func (d *driver) peerCopy(c C.CUcontext, dst C.CUdeviceptr, src C.CUdeviceptr, bytes int64, s C.CUstream) error {
+func (d rawCalls) peerCopy(c C.CUcontext, dst C.CUdeviceptr, src C.CUdeviceptr, bytes int64, s C.CUstream) error {
 	return d.check("cuMemcpyAsync", C.dr_copy_async(d.api, c, dst, src, C.size_t(bytes), s))
 }
 
-// rawStagedCopies copies bytes from src (on up's device, context uc) to
+// stagedCopies copies bytes from src (on up's device, context uc) to
 // dst (context c) n times through the pinned buffer stage, in chunks of
 // chunk bytes through slots slots, from one C loop, and synchronises s.
-func (d *driver) rawStagedCopies(c C.CUcontext, s C.CUstream, uc C.CUcontext, up C.CUstream, dst, src C.CUdeviceptr, bytes int64, stage unsafe.Pointer, chunk int64, slots, n int) error {
+func (d rawCalls) stagedCopies(c C.CUcontext, s C.CUstream, uc C.CUcontext, up C.CUstream, dst, src C.CUdeviceptr, bytes int64, stage unsafe.Pointer, chunk int64, slots, n int) error {
 	return d.check("cuMemcpyDtoHAsync_v2/cuMemcpyHtoDAsync_v2 (raw staged)", C.p_raw_staged_copies(d.api, c, s, uc, up, dst, src, C.size_t(bytes), stage, C.size_t(chunk), C.int(slots), C.int(n)))
 }
 
-// rawPeerCopies issues n peer copies from one C loop and synchronises s.
-func (d *driver) rawPeerCopies(c C.CUcontext, dst C.CUdeviceptr, dc C.CUcontext, src C.CUdeviceptr, sc C.CUcontext, bytes int64, s C.CUstream, n int) error {
+// peerCopies issues n peer copies from one C loop and synchronises s.
+func (d rawCalls) peerCopies(c C.CUcontext, dst C.CUdeviceptr, dc C.CUcontext, src C.CUdeviceptr, sc C.CUcontext, bytes int64, s C.CUstream, n int) error {
 	return d.check("cuMemcpyPeerAsync", C.p_raw_peer_copies(d.api, c, dst, dc, src, sc, C.size_t(bytes), s, C.int(n)))
 }
 

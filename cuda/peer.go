@@ -80,12 +80,12 @@ func (d *driver) enablePeerAccess(devs []C.CUdevice, ctxs []C.CUcontext) (peerMa
 	return m, nil
 }
 
-// poolPeerAccess gives every device devs[j] that reaches the memory of
+// peerAccess gives every device devs[j] that reaches the memory of
 // devs[owner] (m[j][owner], as enablePeerAccess returned it for devs)
 // read-write access to that device's memory pool, so that stream-ordered
 // temporaries are reachable from peers too (cuMemPoolSetAccess: pool memory
 // is private to its device until then). ctx is devs[owner]'s context.
-func (d *driver) poolPeerAccess(ctx C.CUcontext, pool C.CUmemoryPool, owner int, devs []C.CUdevice, m peerMatrix) error {
+func (d poolCalls) peerAccess(ctx C.CUcontext, pool C.CUmemoryPool, owner int, devs []C.CUdevice, m peerMatrix) error {
 	var descs []C.dr_mem_access_desc
 	for j := range m {
 		if j != owner && m[j][owner] {

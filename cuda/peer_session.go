@@ -18,6 +18,17 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 )
 
+// stager copies between devices through pinned host memory where peer
+// access is off.
+type stager struct {
+	b    *Backend
+	drv  *driver
+	hold *holdings
+
+	stages  map[int]*stage   // NoPeer's staging buffers, by op ID
+	staging []*stagingStream // ... and the helper streams of their pipelines
+}
+
 var (
 	_ device.Describer  = (*Backend)(nil)
 	_ device.Topologist = (*Backend)(nil)
@@ -142,7 +153,7 @@ func (b *Backend) addPeers(d *gpu) error {
 		if g.pool == nil {
 			continue
 		}
-		if err := b.drv.poolPeerAccess(g.ctx, g.pool, i, devs, m); err != nil {
+		if err := b.drv.pools.peerAccess(g.ctx, g.pool, i, devs, m); err != nil {
 			return fmt.Errorf("opening device %d's memory pool to its peers: %w", o, err)
 		}
 	}
@@ -223,8 +234,7 @@ type stagingStream struct {
 // and stream capture accepts (cuMemcpyPeerAsync it refuses), or, under
 // NoPeer, copies through pinned host memory (runViaHost).
 func (stg *stager) preparePeerCopy(st *opState, op *dag.Op) error {
-	se := stg.se
-	if !se.b.multi.noPeer {
+	if !stg.b.multi.noPeer {
 		st.act = actCopyPeer
 		return nil
 	}
@@ -239,26 +249,26 @@ func (stg *stager) preparePeerCopy(st *opState, op *dag.Op) error {
 	if stg.stages == nil {
 		stg.stages = map[int]*stage{}
 	}
-	on, err := se.hold.device(op.Device)
+	on, err := stg.hold.device(op.Device)
 	if err != nil {
 		return err
 	}
-	if sg.p, err = se.drv.hostAlloc(on.ctx, max(sg.size, 1)); err != nil {
+	if sg.p, err = stg.drv.hostAlloc(on.ctx, max(sg.size, 1)); err != nil {
 		return fmt.Errorf("staging buffer of %s for a copy through host memory: %w", dag.FormatBytes(sg.size), err)
 	}
 	sg.ctx = on.ctx
-	se.hold.track(&se.hold.live.PinnedAllocs, 1)
+	stg.hold.track(&stg.hold.live.PinnedAllocs, 1)
 	stg.stages[op.ID] = sg
 	if n <= sg.chunk {
 		return nil // one chunk: down and up on the op's stream
 	}
-	sg.ends = [2]*sessDevice{se.hold.bufs[src.Buf.ID].dev, se.hold.bufs[dst.Buf.ID].dev}
+	sg.ends = [2]*sessDevice{stg.hold.bufs[src.Buf.ID].dev, stg.hold.bufs[dst.Buf.ID].dev}
 	event := func(d *sessDevice) (C.CUevent, error) {
-		e, err := se.drv.eventCreate(d.ctx, false)
+		e, err := stg.drv.events.create(d.ctx, false)
 		if err != nil {
 			return nil, err
 		}
-		se.hold.track(&se.hold.live.Events, 1)
+		stg.hold.track(&stg.hold.live.Events, 1)
 		sg.owned = append(sg.owned, devEvent{dev: d, ev: e})
 		return e, nil
 	}
@@ -287,17 +297,16 @@ func (stg *stager) preparePeerCopy(st *opState, op *dag.Op) error {
 // stagingStream is the session's staging stream on device d, made at its
 // first use.
 func (stg *stager) stagingStream(d *sessDevice) (*stagingStream, error) {
-	se := stg.se
 	for _, u := range stg.staging {
 		if u.dev == d {
 			return u, nil
 		}
 	}
-	h, err := se.drv.streamCreate(d.ctx, StreamPriority(dag.Normal, d.least, d.greatest))
+	h, err := stg.drv.streams.create(d.ctx, StreamPriority(dag.Normal, d.least, d.greatest))
 	if err != nil {
 		return nil, fmt.Errorf("staging stream on device %d: %w", d.ordinal, err)
 	}
-	se.hold.track(&se.hold.live.Streams, 1)
+	stg.hold.track(&stg.hold.live.Streams, 1)
 	u := &stagingStream{dev: d, h: h}
 	stg.staging = append(stg.staging, u)
 	return u, nil
@@ -309,27 +318,26 @@ func (stg *stager) stagingStream(d *sessDevice) (*stagingStream, error) {
 // where the op's stream is on the source or the destination, and goes
 // chunk by chunk on the op's stream otherwise.
 func (stg *stager) runViaHost(s *stream, st *opState) error {
-	se := stg.se
 	op := st.op
 	src, dst := op.Access[0].View, op.Access[1].View
 	sg, ok := stg.stages[op.ID]
 	if !ok {
 		return errors.New("no staging buffer for the copy through host memory")
 	}
-	api, c, h := se.drv.api, s.dev.ctx, s.h
+	api, c, h := stg.drv.api, s.dev.ctx, s.h
 	n := src.Size
 	if i := slices.Index(sg.ends[:], s.dev); i >= 0 && sg.ends[0] != nil {
 		hs := sg.helpers[1-i]
 		down := C.int(1 - i) // the op's stream on the source copies down
-		return se.drv.check("cuMemcpyDtoHAsync_v2/cuMemcpyHtoDAsync_v2 (staged)", C.dr_staged_copy(api, c, h, hs.dev.ctx, hs.h, down,
-			se.hold.ptr(dst), se.hold.ptr(src), C.size_t(n), sg.p, C.size_t(sg.chunk), stageSlots, sg.start[i], &sg.full[0], &sg.empty[0], sg.done[1-i]))
+		return stg.drv.check("cuMemcpyDtoHAsync_v2/cuMemcpyHtoDAsync_v2 (staged)", C.dr_staged_copy(api, c, h, hs.dev.ctx, hs.h, down,
+			stg.hold.ptr(dst), stg.hold.ptr(src), C.size_t(n), sg.p, C.size_t(sg.chunk), stageSlots, sg.start[i], &sg.full[0], &sg.empty[0], sg.done[1-i]))
 	}
 	for off := int64(0); off < n; off += sg.chunk {
 		k := C.size_t(min(sg.chunk, n-off))
-		if err := se.drv.check("cuMemcpyDtoHAsync_v2", C.dr_dtoh_async(api, c, sg.p, se.hold.ptr(src)+C.CUdeviceptr(off), k, h)); err != nil {
+		if err := stg.drv.check("cuMemcpyDtoHAsync_v2", C.dr_dtoh_async(api, c, sg.p, stg.hold.ptr(src)+C.CUdeviceptr(off), k, h)); err != nil {
 			return err
 		}
-		if err := se.drv.check("cuMemcpyHtoDAsync_v2", C.dr_htod_async(api, c, se.hold.ptr(dst)+C.CUdeviceptr(off), sg.p, k, h)); err != nil {
+		if err := stg.drv.check("cuMemcpyHtoDAsync_v2", C.dr_htod_async(api, c, stg.hold.ptr(dst)+C.CUdeviceptr(off), sg.p, k, h)); err != nil {
 			return err
 		}
 	}
@@ -350,20 +358,19 @@ func (stg *stager) viaHostCopies(st *opState) int {
 // freeStages releases the staging buffers, events and streams; Close
 // calls it once the session's streams are done.
 func (stg *stager) freeStages(keep func(error)) {
-	se := stg.se
 	for id, sg := range stg.stages {
-		keep(se.drv.hostFree(sg.ctx, sg.p))
-		se.hold.track(&se.hold.live.PinnedAllocs, -1)
+		keep(stg.drv.hostFree(sg.ctx, sg.p))
+		stg.hold.track(&stg.hold.live.PinnedAllocs, -1)
 		for _, e := range sg.owned {
-			keep(se.drv.eventDestroy(e.dev.ctx, e.ev))
-			se.hold.track(&se.hold.live.Events, -1)
+			keep(stg.drv.events.destroy(e.dev.ctx, e.ev))
+			stg.hold.track(&stg.hold.live.Events, -1)
 		}
 		delete(stg.stages, id)
 	}
 	for _, u := range stg.staging {
-		keep(se.drv.streamSync(u.dev.ctx, u.h))
-		keep(se.drv.streamDestroy(u.dev.ctx, u.h))
-		se.hold.track(&se.hold.live.Streams, -1)
+		keep(stg.drv.streams.sync(u.dev.ctx, u.h))
+		keep(stg.drv.streams.destroy(u.dev.ctx, u.h))
+		stg.hold.track(&stg.hold.live.Streams, -1)
 	}
 	stg.staging = nil
 }

@@ -231,9 +231,9 @@ func runPoolCase(t *testing.T, b *Backend, what string, p *planner.Plan, band *b
 	cs, ok := s.Device().(*Session)
 	require.True(t, ok, "%s: the executor's device session is a %T", what, s.Device())
 	var before allocFigures
-	figures := cs.resetGraphHigh(0) == nil
+	figures := cs.hold.resetGraphHigh(0) == nil
 	if figures {
-		before, err = cs.allocFigures(0)
+		before, err = cs.hold.allocFigures(0)
 		figures = err == nil
 	}
 	gr, err := s.Capture(ctx)
@@ -244,7 +244,7 @@ func runPoolCase(t *testing.T, b *Backend, what string, p *planner.Plan, band *b
 	sameOutputs(t, what+", replayed", s, want[4])
 	after, _ := s.MemoryHighWater()
 	assert.Equal(t, second, after, "%s: replays draw on graph memory, not the pool: the measure stays the eager runs'", what)
-	f, err := cs.allocFigures(0)
+	f, err := cs.hold.allocFigures(0)
 	if !figures || err != nil {
 		t.Logf("%s: replays: the graph allocator's figures are not to be had (%v)", what, err)
 		return
@@ -356,7 +356,7 @@ func TestPoolHighWaterSizesGPU(t *testing.T) {
 	for _, n := range []int64{1, 255, 256, 257, 511, 512, 513, 4096, 64<<10 + 1, 1 << 20, 1<<20 + 1, 2 << 20, 2<<20 + 1, 5<<20 + 3} {
 		m := counts.of(t, n)
 		t.Logf("a temporary of %d bytes: the pool counts %d (%+d; %s)", n, m, m-n, dag.FormatBytes(m))
-		if f, err := hs.allocFigures(0); err == nil {
+		if f, err := hs.hold.allocFigures(0); err == nil {
 			t.Logf("  after its session: the pool holds %s in use (the holder's), %s reserved", dag.FormatBytes(int64(f.poolUsed)), dag.FormatBytes(int64(f.poolReserved)))
 		} else {
 			t.Logf("  the pool's figures are not to be had: %v", err)

@@ -60,7 +60,7 @@ import "C"
 // serves instead of the pool: replays (and the eager graphs of loops and
 // branches) are not measured.
 
-// poolMark is what a session measured of one device's pool.
+// mark is what a session measured of one device's pool.
 type poolMark struct {
 	watching bool   // a run has allocated from the pool since the last Sync
 	base     uint64 // the pool's bytes in use before that run's first allocation
@@ -69,16 +69,16 @@ type poolMark struct {
 	failed   bool   // the driver cannot tell (no cuMemPoolGetAttribute), or a read failed
 }
 
-// poolAttr reads attribute attr (a DR_MEMPOOL_ATTR_) of pool.
-func (d *driver) poolAttr(c C.CUcontext, pool C.CUmemoryPool, attr C.int) (uint64, error) {
+// attr reads attribute attr (a DR_MEMPOOL_ATTR_) of pool.
+func (d poolCalls) attr(c C.CUcontext, pool C.CUmemoryPool, attr C.int) (uint64, error) {
 	var v C.ulonglong
 	err := d.check("cuMemPoolGetAttribute", C.w_pool_attr(d.api, c, pool, attr, &v))
 	return uint64(v), err
 }
 
-// poolMark returns the bytes in use in pool and resets its high-water
+// mark returns the bytes in use in pool and resets its high-water
 // mark.
-func (d *driver) poolMark(c C.CUcontext, pool C.CUmemoryPool) (uint64, error) {
+func (d poolCalls) mark(c C.CUcontext, pool C.CUmemoryPool) (uint64, error) {
 	var v C.ulonglong
 	err := d.check("cuMemPoolGetAttribute/cuMemPoolSetAttribute", C.w_pool_mark(d.api, c, pool, &v))
 	return uint64(v), err
@@ -94,20 +94,20 @@ type allocFigures struct {
 }
 
 // allocFigures reads device ordinal's figures, as far as the driver tells.
-func (se *Session) allocFigures(ordinal int) (allocFigures, error) {
+func (hd *holdings) allocFigures(ordinal int) (allocFigures, error) {
 	var f allocFigures
-	d, err := se.hold.device(ordinal)
+	d, err := hd.device(ordinal)
 	if err != nil {
 		return f, err
 	}
 	var v C.ulonglong
 	get := func(dst *uint64, call string, r C.CUresult) {
-		if e := se.drv.check(call, r); e != nil && err == nil {
+		if e := hd.drv.check(call, r); e != nil && err == nil {
 			err = e
 		}
 		*dst, v = uint64(v), 0
 	}
-	api, ctx := se.drv.api, d.ctx
+	api, ctx := hd.drv.api, d.ctx
 	get(&f.poolUsed, "cuMemPoolGetAttribute", C.w_pool_attr(api, ctx, d.pool, C.DR_MEMPOOL_ATTR_USED_MEM_CURRENT, &v))
 	get(&f.poolReserved, "cuMemPoolGetAttribute", C.w_pool_attr(api, ctx, d.pool, C.DR_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v))
 	get(&f.graphUsed, "cuDeviceGetGraphMemAttribute", C.w_graph_mem_attr(api, ctx, d.info.dev, C.DR_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v))
@@ -117,12 +117,12 @@ func (se *Session) allocFigures(ordinal int) (allocFigures, error) {
 
 // resetGraphHigh resets the high-water marks of device ordinal's graph
 // allocator.
-func (se *Session) resetGraphHigh(ordinal int) error {
-	d, err := se.hold.device(ordinal)
+func (hd *holdings) resetGraphHigh(ordinal int) error {
+	d, err := hd.device(ordinal)
 	if err != nil {
 		return err
 	}
-	return se.drv.check("cuDeviceSetGraphMemAttribute", C.w_graph_mem_reset(se.drv.api, d.ctx, d.info.dev))
+	return hd.drv.check("cuDeviceSetGraphMemAttribute", C.w_graph_mem_reset(hd.drv.api, d.ctx, d.info.dev))
 }
 
 // watchPool starts measuring device d's pool for the run in progress, if
@@ -133,7 +133,7 @@ func (hd *holdings) watchPool(d *sessDevice) {
 	if m.watching || m.failed {
 		return
 	}
-	used, err := hd.se.drv.poolMark(d.ctx, d.pool)
+	used, err := hd.drv.pools.mark(d.ctx, d.pool)
 	if err != nil {
 		m.failed = true
 		return
@@ -152,7 +152,7 @@ func (hd *holdings) endPoolRuns() {
 			continue
 		}
 		m.watching = false
-		high, err := hd.se.drv.poolAttr(d.ctx, d.pool, C.DR_MEMPOOL_ATTR_USED_MEM_HIGH)
+		high, err := hd.drv.pools.attr(d.ctx, d.pool, C.DR_MEMPOOL_ATTR_USED_MEM_HIGH)
 		if err != nil {
 			m.failed = true
 			continue

@@ -19,31 +19,6 @@ import (
 // Kernel preparation: what Run does for each op, decided at Open, with
 // the C records (launch parameters, host work) it needs.
 
-// action is what Run does for an op, decided at Open.
-type action uint8
-
-const (
-	actNone action = iota
-	actAllocDevice
-	actFreeDevice
-	actLaunch
-	actFillDevice
-	actFill64
-	actHostWork // copies and fills of host memory only, run by a C callback
-	actHostFunc
-	actCopyDtoD
-	actCopyPeer
-	actCopyHtoD
-	actCopyHtoDPageable
-	actCopyDtoH
-	actGemm
-	actTask        // a stream task's function enqueues the work (task.go)
-	actCollective  // collective.go
-	actCopyViaHost // peer_session.go
-	actMemset2D    // memset2d.go
-	actControl     // loops and branches (control.go)
-)
-
 type opState struct {
 	op     *dag.Op
 	act    action
@@ -96,22 +71,22 @@ func (sm *submitter) prepare(st *opState, op *dag.Op) error {
 // prepareGemm and prepareCollective hand an op to the part that prepares
 // it.
 func prepareGemm(sm *submitter, st *opState, op *dag.Op) error {
-	return sm.se.gemms.prepareGemm(st, op)
+	return sm.gemms.prepareGemm(st, op)
 }
 
 func prepareCollective(sm *submitter, st *opState, op *dag.Op) error {
-	return sm.se.colls.prepareCollective(st, op)
+	return sm.colls.prepareCollective(st, op)
 }
 
 // preparers holds, for every op kind of dag.OpKinds() (TestKindTable
 // checks), how the backend prepares an op of that kind.
 var preparers = map[dag.OpKind]func(sm *submitter, st *opState, op *dag.Op) error{
-	dag.Alloc:  (*submitter).prepareLifetime,
-	dag.Free:   (*submitter).prepareLifetime,
-	dag.Copy:   (*submitter).prepareCopy,
-	dag.Fill:   (*submitter).prepareFill,
-	dag.Launch: (*submitter).prepareLaunch,
-	dag.Host:   (*submitter).prepareHost,
+	dag.Alloc:  prepareLifetime,
+	dag.Free:   prepareLifetime,
+	dag.Copy:   prepareCopy,
+	dag.Fill:   prepareFill,
+	dag.Launch: prepareLaunch,
+	dag.Host:   prepareHost,
 	dag.Gemm:   prepareGemm,
 
 	dag.AllReduce:     prepareCollective,
@@ -121,19 +96,18 @@ var preparers = map[dag.OpKind]func(sm *submitter, st *opState, op *dag.Op) erro
 	dag.Send:          prepareCollective,
 	dag.Recv:          prepareCollective,
 
-	dag.Task:     (*submitter).prepareTask,
-	dag.Memset2D: (*submitter).prepareMemset2D,
+	dag.Task:     prepareTask,
+	dag.Memset2D: prepareMemset2D,
 
-	dag.While: (*submitter).prepareControl,
-	dag.If:    (*submitter).prepareControl,
+	dag.While: prepareControl,
+	dag.If:    prepareControl,
 }
 
 // prepareLifetime prepares an alloc or free of a temporary: stream-ordered
 // pool memory on a device; a host temporary lives as long as the session
 // and is zeroed at each alloc.
-func (sm *submitter) prepareLifetime(st *opState, op *dag.Op) error {
-	se := sm.se
-	bs := &se.hold.bufs[op.Buffer().ID]
+func prepareLifetime(sm *submitter, st *opState, op *dag.Op) error {
+	bs := &sm.hold.bufs[op.Buffer().ID]
 	allocs := op.Kind.Info().Lifetime == dag.Allocates
 	switch {
 	case bs.b.Placement != dag.Device:
@@ -150,13 +124,12 @@ func (sm *submitter) prepareLifetime(st *opState, op *dag.Op) error {
 	return nil
 }
 
-func (sm *submitter) prepareFill(st *opState, op *dag.Op) error {
-	se := sm.se
+func prepareFill(sm *submitter, st *opState, op *dag.Op) error {
 	a := op.Access[0]
 	dt := a.Buf.DType
 	n := a.Size / dt.Size()
 	if a.Buf.Placement != dag.Device {
-		return sm.hostWork(st, 1, unsafe.Add(se.hold.bufs[a.Buf.ID].host, a.Offset), nil, n, dag.ElemBytes(dt, op.FillValue))
+		return sm.hostWork(st, 1, unsafe.Add(sm.hold.bufs[a.Buf.ID].host, a.Offset), nil, n, dag.ElemBytes(dt, op.FillValue))
 	}
 	st.fill, st.esize, st.count = fillPattern(dt, op.FillValue), int(dt.Size()), n
 	st.act = actFillDevice
@@ -164,7 +137,7 @@ func (sm *submitter) prepareFill(st *opState, op *dag.Op) error {
 		return nil
 	}
 	st.act = actFill64
-	d := se.hold.devs[op.Device]
+	d := sm.hold.devs[op.Device]
 	if err := sm.newLaunch(st, 3); err != nil {
 		return err
 	}
@@ -180,29 +153,27 @@ func (sm *submitter) prepareFill(st *opState, op *dag.Op) error {
 
 // prepareHost makes the handle through which the driver's callback finds
 // the host step and its views.
-func (sm *submitter) prepareHost(st *opState, op *dag.Op) error {
-	se := sm.se
+func prepareHost(sm *submitter, st *opState, op *dag.Op) error {
 	mem := make([][]byte, len(op.Access))
 	for i, a := range op.Access {
-		mem[i] = unsafe.Slice((*byte)(unsafe.Add(se.hold.bufs[a.Buf.ID].host, a.Offset)), a.Size)
+		mem[i] = unsafe.Slice((*byte)(unsafe.Add(sm.hold.bufs[a.Buf.ID].host, a.Offset)), a.Size)
 	}
-	st.handle = cgo.NewHandle(&hostCall{se: se, op: op, mem: mem})
-	se.hold.track(&se.hold.live.Callbacks, 1)
+	st.handle = cgo.NewHandle(&hostCall{host: sm.host, op: op, mem: mem})
+	sm.hold.track(&sm.hold.live.Callbacks, 1)
 	st.act = actHostFunc
 	return nil
 }
 
-func (sm *submitter) prepareCopy(st *opState, op *dag.Op) error {
-	se := sm.se
+func prepareCopy(sm *submitter, st *opState, op *dag.Op) error {
 	src, dst := op.Access[0], op.Access[1]
 	sp, dp := src.Buf.Placement, dst.Buf.Placement
 	switch {
 	case sp != dag.Device && dp != dag.Device:
-		return sm.hostWork(st, 0, unsafe.Add(se.hold.bufs[dst.Buf.ID].host, dst.Offset), unsafe.Add(se.hold.bufs[src.Buf.ID].host, src.Offset), src.Size, nil)
+		return sm.hostWork(st, 0, unsafe.Add(sm.hold.bufs[dst.Buf.ID].host, dst.Offset), unsafe.Add(sm.hold.bufs[src.Buf.ID].host, src.Offset), src.Size, nil)
 	case sp == dag.Device && dp == dag.Device:
 		st.act = actCopyDtoD
 		if src.Buf.Device != dst.Buf.Device {
-			return se.stage.preparePeerCopy(st, op)
+			return sm.stage.preparePeerCopy(st, op)
 		}
 	case dp == dag.Device && sp == dag.Pinned:
 		st.act = actCopyHtoD
@@ -217,12 +188,11 @@ func (sm *submitter) prepareCopy(st *opState, op *dag.Op) error {
 // hostWork prepares a C-only copy (kind 0) or fill (kind 1, n elements of
 // pattern) run in stream order on a driver thread.
 func (sm *submitter) hostWork(st *opState, kind int, dst, src unsafe.Pointer, n int64, pattern []byte) error {
-	se := sm.se
 	w := (*C.dr_hostwork)(C.calloc(1, C.sizeof_dr_hostwork))
 	if w == nil {
 		return errors.New("out of host memory")
 	}
-	se.hold.track(&se.hold.live.HostAllocs, 1)
+	sm.hold.track(&sm.hold.live.HostAllocs, 1)
 	w.kind, w.dst, w.src, w.n = C.int(kind), dst, src, C.size_t(n)
 	for i, c := range pattern {
 		w.pat[i] = C.uchar(c)
@@ -233,21 +203,19 @@ func (sm *submitter) hostWork(st *opState, kind int, dst, src unsafe.Pointer, n 
 }
 
 func (sm *submitter) newLaunch(st *opState, nslots int) error {
-	se := sm.se
 	l := C.dr_launch_new(C.int(nslots))
 	if l == nil {
 		return errors.New("out of host memory")
 	}
 	st.launch = l
-	se.hold.track(&se.hold.live.HostAllocs, 1)
+	sm.hold.track(&sm.hold.live.HostAllocs, 1)
 	return nil
 }
 
 // setPtr stores v's device address in slot, now if it is fixed, or at each
 // Run if v's buffer is temporary.
 func (sm *submitter) setPtr(st *opState, slot *C.uint64_t, v dag.View) {
-	se := sm.se
-	bs := &se.hold.bufs[v.Buf.ID]
+	bs := &sm.hold.bufs[v.Buf.ID]
 	if bs.b.Temporary {
 		st.slots = append(st.slots, ptrSlot{slot: (*uint64)(unsafe.Pointer(slot)), buf: v.Buf.ID, offset: v.Offset})
 		return
@@ -258,8 +226,7 @@ func (sm *submitter) setPtr(st *opState, slot *C.uint64_t, v dag.View) {
 // prepareLaunch builds op's kernel parameters in C memory. Builtin kernels
 // get each buffer as (pointer, int64 f32 element count); other kernels get
 // a bare pointer. Scalars follow their declared types.
-func (sm *submitter) prepareLaunch(st *opState, op *dag.Op) error {
-	se := sm.se
+func prepareLaunch(sm *submitter, st *opState, op *dag.Op) error {
 	l := op.Launch
 	k := l.Kernel
 	builtin := k.Source == dag.Builtin
@@ -275,7 +242,7 @@ func (sm *submitter) prepareLaunch(st *opState, op *dag.Op) error {
 	}
 	st.act = actLaunch
 	cl := st.launch
-	cl.f = se.hold.devs[op.Device].funcs[k]
+	cl.f = sm.hold.devs[op.Device].funcs[k]
 	cl.gx, cl.gy, cl.gz = C.uint(l.Grid.X), C.uint(l.Grid.Y), C.uint(l.Grid.Z)
 	cl.bx, cl.by, cl.bz = C.uint(l.Block.X), C.uint(l.Block.Y), C.uint(l.Block.Z)
 	cl.shared = C.uint(l.Shared)

@@ -61,14 +61,14 @@ func newRawLoop(b *Backend, n int, p dag.Priority, k *dag.Kernel, us float64) (*
 	}
 	ss := unsafe.Slice(r.streams, n)
 	for i := range ss {
-		s, err := b.drv.streamCreate(d.ctx, StreamPriority(p, d.least, d.greatest))
+		s, err := b.drv.streams.create(d.ctx, StreamPriority(p, d.least, d.greatest))
 		if err != nil {
 			r.close()
 			return nil, err
 		}
 		ss[i] = s
 	}
-	e, err := b.drv.eventCreate(d.ctx, false)
+	e, err := b.drv.events.create(d.ctx, false)
 	if err != nil {
 		r.close()
 		return nil, err
@@ -113,7 +113,7 @@ func (r *rawLoop) recordWaitC(n int) error {
 func (r *rawLoop) timedC(rounds, per int, read bool) error {
 	n := 1 + rounds*r.n*per
 	for len(r.timing) < n {
-		e, err := r.b.drv.eventCreate(r.d.ctx, true)
+		e, err := r.b.drv.events.create(r.d.ctx, true)
 		if err != nil {
 			return err
 		}
@@ -132,15 +132,15 @@ func (r *rawLoop) timedC(rounds, per int, read bool) error {
 
 func (r *rawLoop) close() {
 	for _, e := range r.timing {
-		r.b.drv.eventDestroy(r.d.ctx, e)
+		r.b.drv.events.destroy(r.d.ctx, e)
 	}
 	if r.event != nil {
-		r.b.drv.eventDestroy(r.d.ctx, r.event)
+		r.b.drv.events.destroy(r.d.ctx, r.event)
 	}
 	if r.streams != nil {
 		for _, s := range unsafe.Slice(r.streams, r.n) {
 			if s != nil {
-				r.b.drv.streamDestroy(r.d.ctx, s)
+				r.b.drv.streams.destroy(r.d.ctx, s)
 			}
 		}
 		C.free(unsafe.Pointer(r.streams))

@@ -88,17 +88,17 @@ func (d *driver) newRawPipeline(c0, c1 C.CUcontext, stages []rawStage) (p *rawPi
 			p.close()
 		}
 	}()
-	if p.s0, err = d.streamCreate(c0, 0); err != nil {
+	if p.s0, err = d.streams.create(c0, 0); err != nil {
 		return nil, err
 	}
-	if p.sc, err = d.streamCreate(c1, 0); err != nil {
+	if p.sc, err = d.streams.create(c1, 0); err != nil {
 		return nil, err
 	}
-	if p.s1, err = d.streamCreate(c1, 0); err != nil {
+	if p.s1, err = d.streams.create(c1, 0); err != nil {
 		return nil, err
 	}
 	event := func(c C.CUcontext) (C.CUevent, error) {
-		e, err := d.eventCreate(c, false)
+		e, err := d.events.create(c, false)
 		if err == nil {
 			p.events = append(p.events, rawEvent{c: c, e: e})
 		}
@@ -145,14 +145,14 @@ func (p *rawPipeline) close() {
 		C.dr_graph_exec_destroy(p.d.api, p.c0, p.exec)
 	}
 	for _, e := range p.events {
-		p.d.eventDestroy(e.c, e.e)
+		p.d.events.destroy(e.c, e.e)
 	}
 	if p.s0 != nil {
-		p.d.streamDestroy(p.c0, p.s0)
+		p.d.streams.destroy(p.c0, p.s0)
 	}
 	for _, s := range []C.CUstream{p.sc, p.s1} {
 		if s != nil {
-			p.d.streamDestroy(p.c1, s)
+			p.d.streams.destroy(p.c1, s)
 		}
 	}
 }

@@ -10,11 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
@@ -29,13 +25,16 @@ import (
 // Record/Wait/Run and Sync for each run, Read, Close. Sessions on one
 // backend run side by side, each from its own goroutine: every driver call
 // makes its context current on the thread it runs on (see the package
-// doc). Its work is done by its parts, one per job (see the package doc);
-// its methods hand each call to the part whose job it is.
+// doc).
+//
+// Its work is done by its parts, one per job, each holding its own state
+// and C records and given, when the session is built (joined), the parts
+// it uses; none holds the Session. Its methods hand each call to the part
+// whose job it is.
 type Session struct {
-	b      *Backend
-	drv    *driver
-	g      *dag.Graph
-	closed bool
+	b   *Backend
+	drv *driver
+	g   *dag.Graph
 
 	// Its parts, one per job, each holding its own state and C records.
 	hold   holdings    // devices, buffers and the live count (memory.go)
@@ -57,111 +56,30 @@ func newSession(b *Backend, g *dag.Graph) *Session {
 	return se
 }
 
-// joined returns se with its parts joined to it. A zero Session (not made
-// by Backend.Open) is joined at its first call, so that the call fails as
-// an unopened session's does.
+// joined returns se with each of its parts given the parts it uses (and
+// the backend, driver and graph where it needs them). No part holds the
+// Session. A zero Session (not made by Backend.Open) is joined at its
+// first call, with no driver, so that the call fails as an unopened
+// session's does.
 func joined(se *Session) *Session {
-	if se.sub.se == nil {
-		se.hold.se, se.sub.se, se.host.se, se.capt.se, se.tim.se = se, se, se, se, se
-		se.colls.se, se.stage.se, se.gemms.se, se.faults.se, se.ctl.se = se, se, se, se, se
+	if se.sub.hold != nil {
+		return se
 	}
+	b, drv, g := se.b, se.drv, se.g
+	hd, sm, hst, cpt, tm := &se.hold, &se.sub, &se.host, &se.capt, &se.tim
+	cm, stg, gh, fs, ct := &se.colls, &se.stage, &se.gemms, &se.faults, &se.ctl
+	hd.b, hd.drv, hd.g = b, drv, g
+	sm.drv, sm.hold, sm.host, sm.capt, sm.tim = drv, hd, hst, cpt, tm
+	sm.colls, sm.stage, sm.gemms, sm.ctl = cm, stg, gh, ct
+	hst.drv, hst.hold, hst.sub, hst.colls, hst.ctl, hst.faults = drv, hd, sm, cm, ct, fs
+	cpt.drv, cpt.hold, cpt.host, cpt.sub, cpt.tim, cpt.colls, cpt.ctl = drv, hd, hst, sm, tm, cm, ct
+	tm.drv, tm.g, tm.hold, tm.ctl = drv, g, hd, ct
+	cm.b, cm.drv, cm.g, cm.hold, cm.sub, cm.capt, cm.tim = b, drv, g, hd, sm, cpt, tm
+	stg.b, stg.drv, stg.hold = b, drv, hd
+	gh.b, gh.drv, gh.hold = b, drv, hd
+	fs.b, fs.drv, fs.hold, fs.host, fs.sub, fs.capt = b, drv, hd, hst, sm, cpt
+	ct.drv, ct.g, ct.hold, ct.sub, ct.capt, ct.tim = drv, g, hd, sm, cpt, tm
 	return se
-}
-
-// holdings is what a session holds on its devices: the devices as it uses
-// them, its buffers, and the count of everything it holds (Live).
-type holdings struct {
-	se     *Session
-	devs   map[int]*sessDevice
-	bufs   []buffer   // by Buffer.ID
-	arenas []devArena // the device temporaries' arenas, if the plan placed them (arena.go)
-
-	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
-	live   Resources
-
-	// initPending lists the devices whose legacy streams make initial
-	// contents until allocBuffers waits for them (initdev.go);
-	// deviceInits counts the buffers whose contents a device made.
-	initPending []*sessDevice
-	deviceInits int
-}
-
-// submitter enqueues a session's work on its streams: it holds the
-// streams, the events, and the C records of every op (prepare.go).
-type submitter struct {
-	se      *Session
-	ops     []opState // by Op.ID
-	streams []stream
-	events  []event
-	stretch []C.dr_step // Submit's plain steps, reused (stretch.go)
-}
-
-// hostSide is what host steps share with the session: they run on driver
-// threads, read hostCtx and report here.
-type hostSide struct {
-	se         *Session
-	hostCtx    context.Context
-	hostCancel context.CancelFunc
-	abandoned  atomic.Bool
-	waiters    sync.WaitGroup // cancellable Syncs' waiters (sync.go)
-	hostMu     sync.Mutex
-	hostErr    error
-}
-
-// capturer captures a session's work into CUDA graphs, and instantiates,
-// launches, updates and destroys them (graph.go).
-type capturer struct {
-	se       *Session
-	graphs   []*graph // by number; nil once destroyed
-	capture  *capture // the capture in progress, if any
-	gstats   GraphStats
-	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
-}
-
-// timer times a session's ops: by events around each op, or by CUPTI
-// records (timing.go).
-type timer struct {
-	se        *Session
-	timing    bool
-	cupti     *cuptiTiming // timing by CUPTI records; nil for events
-	timingWhy string       // why the timing source is what it is
-	// cuptiWas is the closed tracer's source and drop count, which
-	// TimingSource still reports after Close.
-	cuptiWas struct {
-		source  device.TimingSource
-		dropped uint64
-	}
-
-	timed     []timedOp
-	spanEvs   []C.CUevent // Spans' scratch: the events of one device's timed ops
-	spanAt    []int       // ... the index in timed of each pair of them
-	spanDevMs []float32   // ... and their times
-	spanMs    []float32   // the start and end of every timed op
-}
-
-// collectives is a session's part in an NCCL communicator (collective.go).
-type collectives struct {
-	se   *Session
-	coll *collState // the NCCL communicator after Join; nil before
-
-	// heldOn is the stream whose sends and recvs are held back (coll.pend),
-	// nil when none are: Record, Wait, Run, Sync, EndCapture and
-	// LaunchGraph then skip flushP2P.
-	heldOn *stream
-}
-
-// stager copies between devices through pinned host memory where peer
-// access is off (peer_session.go).
-type stager struct {
-	se      *Session
-	stages  map[int]*stage   // NoPeer's staging buffers, by op ID
-	staging []*stagingStream // ... and the helper streams of their pipelines
-}
-
-// gemmHooks runs a session's GEMMs through its own gemmer (cublas_backend.go).
-type gemmHooks struct {
-	se   *Session
-	gemm *gemmer // cuBLASLt handles, algorithms and workspaces, made at the first gemm
 }
 
 var (
@@ -221,11 +139,10 @@ func (hd *holdings) track(n *int, d int) {
 
 // device returns device ordinal as the session uses it.
 func (hd *holdings) device(ordinal int) (*sessDevice, error) {
-	se := hd.se
 	if d := hd.devs[ordinal]; d != nil {
 		return d, nil
 	}
-	d, err := se.b.device(ordinal)
+	d, err := hd.b.device(ordinal)
 	if err != nil {
 		return nil, err
 	}
@@ -292,80 +209,15 @@ func openDevices(ctx context.Context, se *Session) error {
 // another session's (a cuCtxSynchronize would wait for theirs too, and
 // break their captures).
 func (sm *submitter) syncAll() error {
-	se := sm.se
-	defer se.host.waiters.Wait() // a cancelled Sync's waiter (sync.go) returns with the work
+	defer sm.host.waiters.Wait() // a cancelled Sync's waiter (sync.go) returns with the work
 	var errs []error
 	for i := range sm.streams {
 		s := &sm.streams[i]
-		if err := se.drv.streamSync(s.dev.ctx, s.h); err != nil {
+		if err := sm.drv.streams.sync(s.dev.ctx, s.h); err != nil {
 			errs = append(errs, fmt.Errorf("stream %d: %w", i, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Read returns the contents of a persistent buffer; call it after Sync.
-func (se *Session) Read(buf *dag.Buffer) ([]byte, error) {
-	if se.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
-		return nil, fmt.Errorf("cuda: buffer %v is not a buffer of the open graph", buf)
-	}
-	if buf.Temporary {
-		return nil, fmt.Errorf("cuda: buffer %q is temporary: it has no contents after a run (make it persistent to read it)", buf.Name)
-	}
-	bs := &se.hold.bufs[buf.ID]
-	out := make([]byte, buf.Size)
-	if buf.Placement == dag.Device {
-		if err := se.drv.dtoh(bs.dev.ctx, out, bs.dptr); err != nil {
-			return nil, fmt.Errorf("reading buffer %q: %w", buf.Name, err)
-		}
-		return out, nil
-	}
-	copyParallel(out, unsafe.Slice((*byte)(bs.host), buf.Size))
-	return out, nil
-}
-
-// copyParallel copies src into dst, which is fresh memory, in parts side
-// by side when it is large: most of a 16 MiB copy into a new slice is the
-// kernel faulting its pages in one at a time (15-20 ms of a dagrun run's
-// cold start on the H100's host), which parts spread over the cores.
-func copyParallel(dst, src []byte) {
-	const part = 2 << 20
-	n := min(len(src)/part, runtime.GOMAXPROCS(0), 8)
-	if n < 2 {
-		copy(dst, src)
-		return
-	}
-	var wg sync.WaitGroup
-	size := (len(src) + n - 1) / n
-	for lo := 0; lo < len(src); lo += size {
-		hi := min(lo+size, len(src))
-		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
-	}
-	wg.Wait()
-}
-
-// Write replaces the contents of persistent buffer buf with data, which
-// must be buf's size: a new input between runs or graph replays. Call it
-// when the work that uses buf is done (after Sync).
-func (se *Session) Write(buf *dag.Buffer, data []byte) error {
-	if se.closed || buf == nil || buf.ID < 0 || buf.ID >= len(se.hold.bufs) || se.hold.bufs[buf.ID].b != buf {
-		return fmt.Errorf("cuda: buffer %v is not a buffer of the open graph", buf)
-	}
-	if buf.Temporary {
-		return fmt.Errorf("cuda: buffer %q is temporary: it exists only inside a run (write a persistent buffer and copy it in)", buf.Name)
-	}
-	if int64(len(data)) != buf.Size {
-		return fmt.Errorf("cuda: writing %d bytes into buffer %q of %d bytes: write the whole buffer", len(data), buf.Name, buf.Size)
-	}
-	bs := &se.hold.bufs[buf.ID]
-	if buf.Placement == dag.Device {
-		if err := se.drv.htod(bs.dev.ctx, bs.dptr, data); err != nil {
-			return fmt.Errorf("writing buffer %q: %w", buf.Name, err)
-		}
-		return nil
-	}
-	copy(unsafe.Slice((*byte)(bs.host), buf.Size), data)
-	return nil
 }
 
 // Close waits for the session's streams to finish, then releases its
@@ -373,10 +225,10 @@ func (se *Session) Write(buf *dag.Buffer, data []byte) error {
 // It reports the first failure but releases everything it can. Closing
 // twice does nothing.
 func (se *Session) Close() error {
-	if se.closed || unopened(se) != nil { // faults.go: a zero Session holds nothing
+	if se.hold.closed || unopened(se.drv) != nil { // faults.go: a zero Session holds nothing
 		return nil
 	}
-	se.closed = true
+	se.hold.closed = true
 	defer se.b.forget(se)
 	var errs []error
 	keep := func(err error) {

@@ -17,13 +17,12 @@ import (
 
 // Submit does the work of Session.Submit.
 func (sm *submitter) Submit(steps []device.Step) (int, error) {
-	se := sm.se
-	if se.host.abandoned.Load() {
-		if err := se.host.resume(); err != nil {
+	if sm.host.abandoned.Load() {
+		if err := sm.host.resume(); err != nil {
 			return 0, err
 		}
 	}
-	stretches := se.capt.capture == nil && se.colls.coll == nil && (!se.tim.timing || se.tim.tracesOps())
+	stretches := sm.capt.capture == nil && sm.colls.coll == nil && (!sm.tim.timing || sm.tim.tracesOps())
 	for i := 0; i < len(steps); {
 		if stretches {
 			j := i
@@ -85,10 +84,7 @@ func (sm *submitter) plain(st device.Step) bool {
 		if op == nil || op.ID < 0 || opSlot(op) >= len(sm.ops) || sm.ops[opSlot(op)].op != op {
 			return false
 		}
-		switch sm.ops[opSlot(op)].act {
-		case actLaunch, actFill64, actFillDevice, actCopyDtoD, actCopyHtoD, actCopyDtoH, actGemm:
-			return true
-		}
+		return sm.ops[opSlot(op)].act.info().step != nil
 	}
 	return false
 }
@@ -98,8 +94,7 @@ func (sm *submitter) plain(st device.Step) bool {
 // which op) or its conversion refused it (no error: the caller submits it
 // through Run, which reports why).
 func (sm *submitter) submitPlain(steps []device.Step) (int, error) {
-	se := sm.se
-	traced := se.tim.tracesOps()
+	traced := sm.tim.tracesOps()
 	cs := sm.stretch[:0]
 	for _, st := range steps {
 		s := &sm.streams[st.Stream]
@@ -116,36 +111,8 @@ func (sm *submitter) submitPlain(steps []device.Step) (int, error) {
 			if traced {
 				d.op = C.int64_t(opSlot(op))
 			}
-			switch o.act {
-			case actLaunch, actFill64:
-				// The addresses of temporary buffers are those of now: a
-				// stretch holds no alloc or free.
-				if sm.bindSlots(o) != nil {
-					return sm.submitC(steps[:len(cs)], cs, traced)
-				}
-				d.kind, d.l = C.DR_STEP_LAUNCH, o.launch
-			case actGemm:
-				// Operands that fail their checks: Run says why.
-				r, ptr, err := se.gemms.operands(s, op)
-				if err != nil {
-					return sm.submitC(steps[:len(cs)], cs, traced)
-				}
-				d.kind, d.lt, d.gemm = C.DR_STEP_GEMM, (*C.struct_dr_lt)(unsafe.Pointer(se.gemms.gemm.lt.lib)), (*C.struct_dr_gemm)(unsafe.Pointer(r.c))
-				d.x, d.y, d.src, d.d = ptr[dag.GemmB], ptr[dag.GemmA], ptr[dag.GemmC], ptr[dag.GemmD]
-			case actFillDevice:
-				d.kind, d.d = C.DR_STEP_MEMSET, se.hold.ptr(op.Access[0].View)
-				d.esize, d.fill, d.n = C.int(o.esize), C.uint64_t(o.fill), C.size_t(o.count)
-			default:
-				src, dst := op.Access[0].View, op.Access[1].View
-				d.n = C.size_t(src.Size)
-				switch o.act {
-				case actCopyDtoD:
-					d.kind, d.d, d.src = C.DR_STEP_DTOD, se.hold.ptr(dst), se.hold.ptr(src)
-				case actCopyHtoD:
-					d.kind, d.d, d.host = C.DR_STEP_HTOD, se.hold.ptr(dst), se.hold.hostPtr(src)
-				case actCopyDtoH:
-					d.kind, d.d, d.host = C.DR_STEP_DTOH, se.hold.ptr(src), se.hold.hostPtr(dst)
-				}
+			if !o.act.info().step(sm, s, o, &d) {
+				return sm.submitC(steps[:len(cs)], cs, traced)
 			}
 		}
 		cs = append(cs, d)
@@ -156,20 +123,19 @@ func (sm *submitter) submitPlain(steps []device.Step) (int, error) {
 // submitC makes the driver calls of cs, the conversions of steps, in one
 // crossing, and keeps what Run keeps of each op.
 func (sm *submitter) submitC(steps []device.Step, cs []C.dr_step, traced bool) (int, error) {
-	se := sm.se
 	sm.stretch = cs
 	if len(cs) == 0 {
 		return 0, nil
 	}
 	var lib *C.struct_dr_cupti
 	if traced {
-		if err := se.tim.cupti.takeOrigin(); err != nil {
+		if err := sm.tim.cupti.takeOrigin(); err != nil {
 			return 0, err
 		}
-		lib = (*C.struct_dr_cupti)(unsafe.Pointer(se.tim.cupti.tr.lib))
+		lib = (*C.struct_dr_cupti)(unsafe.Pointer(sm.tim.cupti.tr.lib))
 	}
 	var done, failed, libStatus C.int
-	rc := C.dr_submit(se.drv.api, &cs[0], C.int(len(cs)), lib, &done, &failed, &libStatus)
+	rc := C.dr_submit(sm.drv.api, &cs[0], C.int(len(cs)), lib, &done, &failed, &libStatus)
 	n := int(done)
 	for i := range min(n+1, len(steps)) { // the failed step too, as Run keeps it
 		st := steps[i]
@@ -178,16 +144,16 @@ func (sm *submitter) submitC(steps []device.Step, cs []C.dr_step, traced bool) (
 		}
 		sm.streams[st.Stream].last = st.Op.Name
 		if traced {
-			c := se.tim.cupti
-			c.ops = append(c.ops, cuptiOp{op: opSlot(st.Op), stream: st.Stream, expect: sm.ops[opSlot(st.Op)].act.hasRecords()})
+			c := sm.tim.cupti
+			c.ops = append(c.ops, cuptiOp{op: opSlot(st.Op), stream: st.Stream, expect: sm.ops[opSlot(st.Op)].act.info().records})
 			c.setStream(opSlot(st.Op), st.Stream)
 		}
 	}
 	if rc != 0 {
 		st := steps[n]
-		err := se.drv.check(stepCall(cs[n].kind), rc)
+		err := sm.drv.check(stepCall(cs[n].kind), rc)
 		if cs[n].kind == C.DR_STEP_GEMM && libStatus != 0 {
-			err = se.gemms.gemm.statusErr("cublasLtMatmul", int(libStatus))
+			err = sm.gemms.gemm.statusErr("cublasLtMatmul", int(libStatus))
 		}
 		if st.Kind == device.RunStep {
 			err = &dag.OpError{Op: st.Op.Name, Err: err}
@@ -226,4 +192,51 @@ func stepCall(kind C.int) string {
 		return "cublasLtMatmul"
 	}
 	return "a driver call"
+}
+
+// The steps of actions (actions.go) that go in a stretch.
+
+func stepLaunch(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	// The addresses of temporary buffers are those of now: a stretch
+	// holds no alloc or free.
+	if sm.bindSlots(st) != nil {
+		return false
+	}
+	d.kind, d.l = C.DR_STEP_LAUNCH, st.launch
+	return true
+}
+
+func stepGemm(sm *submitter, s *stream, st *opState, d *C.dr_step) bool {
+	// Operands that fail their checks: Run says why.
+	r, ptr, err := sm.gemms.operands(s, st.op)
+	if err != nil {
+		return false
+	}
+	d.kind, d.lt, d.gemm = C.DR_STEP_GEMM, (*C.struct_dr_lt)(unsafe.Pointer(sm.gemms.gemm.lt.lib)), (*C.struct_dr_gemm)(unsafe.Pointer(r.c))
+	d.x, d.y, d.src, d.d = ptr[dag.GemmB], ptr[dag.GemmA], ptr[dag.GemmC], ptr[dag.GemmD]
+	return true
+}
+
+func stepFillDevice(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	d.kind, d.d = C.DR_STEP_MEMSET, sm.hold.ptr(st.op.Access[0].View)
+	d.esize, d.fill, d.n = C.int(st.esize), C.uint64_t(st.fill), C.size_t(st.count)
+	return true
+}
+
+func stepCopyDtoD(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	src, dst, n := copyViews(st)
+	d.kind, d.n, d.d, d.src = C.DR_STEP_DTOD, n, sm.hold.ptr(dst), sm.hold.ptr(src)
+	return true
+}
+
+func stepCopyHtoD(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	src, dst, n := copyViews(st)
+	d.kind, d.n, d.d, d.host = C.DR_STEP_HTOD, n, sm.hold.ptr(dst), sm.hold.hostPtr(src)
+	return true
+}
+
+func stepCopyDtoH(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
+	src, dst, n := copyViews(st)
+	d.kind, d.n, d.d, d.host = C.DR_STEP_DTOH, n, sm.hold.ptr(src), sm.hold.hostPtr(dst)
+	return true
 }

@@ -9,6 +9,8 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -16,51 +18,67 @@ import (
 
 // Synchronisation: waiting for a session's streams, and abandoning a run.
 
+// hostSide is what host steps share with the session: they run on driver
+// threads, read hostCtx and report here.
+type hostSide struct {
+	drv    *driver
+	hold   *holdings
+	sub    *submitter
+	colls  *collectives
+	ctl    *controller
+	faults *faultState
+
+	hostCtx    context.Context
+	hostCancel context.CancelFunc
+	abandoned  atomic.Bool
+	waiters    sync.WaitGroup // cancellable Syncs' waiters (sync.go)
+	hostMu     sync.Mutex
+	hostErr    error
+}
+
 // Sync does the work of Session.Sync.
 func (hst *hostSide) Sync(ctx context.Context) (err error) {
-	se := hst.se
-	if err := unopened(se); err != nil { // faults.go
+	if err := unopened(hst.drv); err != nil { // faults.go
 		return err
 	}
-	defer func() { se.faults.afterFailedRun(ctx, err) }() // faults.go
-	if se.colls.heldOn != nil {
-		if err := se.colls.flushP2P(nil, actNone); err != nil {
-			return se.colls.afterSync(ctx, err)
+	defer func() { hst.faults.afterFailedRun(ctx, err) }() // faults.go
+	if hst.colls.heldOn != nil {
+		if err := hst.colls.flushP2P(nil, actNone); err != nil {
+			return hst.colls.afterSync(ctx, err)
 		}
 	}
 	err = hst.syncStreams(ctx)
-	se.hold.endPoolRuns() // poolwatch.go
-	if err == nil && se.ctl.controls != nil {
-		err = se.ctl.overflowed() // control.go
+	hst.hold.endPoolRuns() // poolwatch.go
+	if err == nil && hst.ctl.controls != nil {
+		err = hst.ctl.overflowed() // control.go
 	}
-	return se.colls.afterSync(ctx, err)
+	return hst.colls.afterSync(ctx, err)
 }
 
 // syncStreams is Sync's wait; afterSync (collective.go) aborts the
 // communicator when it fails.
 func (hst *hostSide) syncStreams(ctx context.Context) error {
-	se := hst.se
 	var errs []error
-	if ctx.Done() != nil || se.colls.coll != nil {
+	if ctx.Done() != nil || hst.colls.coll != nil {
 		var err error
 		if errs, err = hst.syncStreamsCancellable(ctx); err != nil {
 			hst.abandon()
 			return err
 		}
 	} else {
-		errs = make([]error, len(se.sub.streams))
-		for i := range se.sub.streams {
-			if s := &se.sub.streams[i]; s.busy {
-				errs[i] = se.drv.check("cuStreamSynchronize", C.dr_stream_sync(se.drv.api, s.dev.ctx, s.h))
+		errs = make([]error, len(hst.sub.streams))
+		for i := range hst.sub.streams {
+			if s := &hst.sub.streams[i]; s.busy {
+				errs[i] = hst.drv.check("cuStreamSynchronize", C.dr_stream_sync(hst.drv.api, s.dev.ctx, s.h))
 			}
 		}
 	}
 	var first error
 	for i, err := range errs {
 		if err == nil {
-			se.sub.streams[i].busy = false
+			hst.sub.streams[i].busy = false
 		} else if first == nil {
-			first = &dag.OpError{Op: se.sub.streams[i].last, Err: &AsyncError{Stream: i, Err: err}}
+			first = &dag.OpError{Op: hst.sub.streams[i].last, Err: &AsyncError{Stream: i, Err: err}}
 		}
 	}
 	hst.hostMu.Lock()
@@ -83,13 +101,12 @@ func (hst *hostSide) syncStreams(ctx context.Context) error {
 // kernels return); syncAll waits for it before streams are reused or
 // destroyed. It returns each stream's error, or ctx's or the watch's.
 func (hst *hostSide) syncStreamsCancellable(ctx context.Context) ([]error, error) {
-	se := hst.se
 	type stream struct {
 		c C.CUcontext
 		h C.CUstream
 	}
-	api, ss := se.drv.api, make([]stream, len(se.sub.streams))
-	for i, s := range se.sub.streams {
+	api, ss := hst.drv.api, make([]stream, len(hst.sub.streams))
+	for i, s := range hst.sub.streams {
 		if s.busy {
 			ss[i] = stream{s.dev.ctx, s.h}
 		}
@@ -112,7 +129,7 @@ func (hst *hostSide) syncStreamsCancellable(ctx context.Context) ([]error, error
 				return ctx.Err() != nil
 			case C.DR_SUCCESS:
 			default:
-				errs[i] = se.drv.check("cuStreamQuery", r)
+				errs[i] = hst.drv.check("cuStreamQuery", r)
 			}
 			ss[i].h = nil
 		}
@@ -130,13 +147,13 @@ func (hst *hostSide) syncStreamsCancellable(ctx context.Context) ([]error, error
 		defer hst.waiters.Done()
 		for i, s := range ss {
 			if s.h != nil {
-				errs[i] = se.drv.check("cuStreamSynchronize", C.dr_stream_sync(api, s.c, s.h))
+				errs[i] = hst.drv.check("cuStreamSynchronize", C.dr_stream_sync(api, s.c, s.h))
 			}
 		}
 		done <- errs
 	}()
 	var tick <-chan time.Time
-	if se.colls.coll != nil {
+	if hst.colls.coll != nil {
 		t := time.NewTicker(collWatchEvery)
 		defer t.Stop()
 		tick = t.C
@@ -148,7 +165,7 @@ func (hst *hostSide) syncStreamsCancellable(ctx context.Context) ([]error, error
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-tick:
-			if err := se.colls.collWatch(); err != nil {
+			if err := hst.colls.collWatch(); err != nil {
 				return nil, err
 			}
 		}
@@ -189,8 +206,7 @@ func (hst *hostSide) abandon() {
 // work (whose host steps return at once) and gives host steps a fresh
 // context.
 func (hst *hostSide) resume() error {
-	se := hst.se
-	if err := se.sub.syncAll(); err != nil {
+	if err := hst.sub.syncAll(); err != nil {
 		return fmt.Errorf("waiting for the abandoned run: %w", err)
 	}
 	hst.hostCtx, hst.hostCancel = context.WithCancel(context.WithoutCancel(hst.hostCtx))

@@ -11,6 +11,7 @@ static CUresult w_memset32_on(dr_api* a, CUcontext c, CUdeviceptr d, unsigned in
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -27,7 +28,7 @@ import (
 
 // prepareTask: nothing to build; the addresses are taken at each Run, as a
 // temporary's change from run to run.
-func (sm *submitter) prepareTask(st *opState, op *dag.Op) error {
+func prepareTask(sm *submitter, st *opState, op *dag.Op) error {
 	if op.Task == nil || op.Task.Func == nil {
 		return fmt.Errorf("stream task has no function")
 	}
@@ -36,12 +37,11 @@ func (sm *submitter) prepareTask(st *opState, op *dag.Op) error {
 }
 
 // runTask calls the task's function with s and the addresses of its views.
-func (sm *submitter) runTask(s *stream, st *opState) error {
-	se := sm.se
+func runTask(sm *submitter, s *stream, st *opState) error {
 	op := st.op
 	addrs := make([]uintptr, len(op.Access))
 	for i, a := range op.Access {
-		bs := &se.hold.bufs[a.Buf.ID]
+		bs := &sm.hold.bufs[a.Buf.ID]
 		if a.Buf.Placement != dag.Device {
 			// Pinned memory is mapped: its host address is valid on the device.
 			addrs[i] = uintptr(unsafe.Add(bs.host, a.Offset))
@@ -54,20 +54,20 @@ func (sm *submitter) runTask(s *stream, st *opState) error {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := se.drv.check("cuCtxSetCurrent", C.dr_ctx(se.drv.api, s.dev.ctx)); err != nil {
+	if err := sm.drv.check("cuCtxSetCurrent", C.dr_ctx(sm.drv.api, s.dev.ctx)); err != nil {
 		return err
 	}
-	return callTask(op.Task.Func, se, dag.TaskStream{Handle: uintptr(unsafe.Pointer(s.h)), Device: s.dev.ordinal, Addrs: addrs})
+	return callTask(op.Task.Func, sm.host.hostCtx, dag.TaskStream{Handle: uintptr(unsafe.Pointer(s.h)), Device: s.dev.ordinal, Addrs: addrs})
 }
 
 // callTask runs fn, turning a panic in it into an error.
-func callTask(fn dag.TaskFunc, se *Session, on dag.TaskStream) (err error) {
+func callTask(fn dag.TaskFunc, ctx context.Context, on dag.TaskStream) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("stream task panicked: %v", r)
 		}
 	}()
-	if err := fn(se.host.hostCtx, on); err != nil {
+	if err := fn(ctx, on); err != nil {
 		return fmt.Errorf("stream task: %w", err)
 	}
 	return nil

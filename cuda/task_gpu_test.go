@@ -159,15 +159,15 @@ func TestCallerStreamGPU(t *testing.T) {
 	require.NoError(t, err)
 	drv := se.drv
 
-	cs, err := drv.streamCreate(d.ctx, 0)
+	cs, err := drv.streams.create(d.ctx, 0)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, drv.streamDestroy(d.ctx, cs)) }()
-	after, err := drv.eventCreate(d.ctx, false)
+	defer func() { require.NoError(t, drv.streams.destroy(d.ctx, cs)) }()
+	after, err := drv.events.create(d.ctx, false)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, drv.eventDestroy(d.ctx, after)) }()
-	done, err := drv.eventCreate(d.ctx, false)
+	defer func() { require.NoError(t, drv.events.destroy(d.ctx, after)) }()
+	done, err := drv.events.create(d.ctx, false)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, drv.eventDestroy(d.ctx, done)) }()
+	defer func() { require.NoError(t, drv.events.destroy(d.ctx, done)) }()
 	caller := dag.TaskStream{Handle: uintptr(unsafe.Pointer(cs)), Device: 0}
 	xAddr := uintptr(se.hold.bufs[x.ID].dptr)
 	yAddr := uintptr(se.hold.bufs[y.ID].dptr)
@@ -179,7 +179,7 @@ func TestCallerStreamGPU(t *testing.T) {
 			require.NoError(t, b.MemsetD32(caller, xAddr, uint32(100+i), n/4))
 		}
 		require.NoError(t, b.MemsetD32(caller, xAddr, 9, n/4))
-		require.NoError(t, drv.recordExternal(d.ctx, cs, uintptr(unsafe.Pointer(after))))
+		require.NoError(t, drv.streams.recordExternal(d.ctx, cs, uintptr(unsafe.Pointer(after))))
 		ext := executor.External{After: uintptr(unsafe.Pointer(after)), Done: uintptr(unsafe.Pointer(done))}
 		if replay {
 			gr, err := s.Capture(ctx)
@@ -189,9 +189,9 @@ func TestCallerStreamGPU(t *testing.T) {
 			require.NoError(t, s.Enqueue(ctx, ext))
 		}
 		// dagrun first: the caller's stream waits for done, then clears y.
-		require.NoError(t, drv.waitExternal(d.ctx, cs, uintptr(unsafe.Pointer(done))))
+		require.NoError(t, drv.streams.waitExternal(d.ctx, cs, uintptr(unsafe.Pointer(done))))
 		require.NoError(t, b.MemsetD32(caller, yAddr, 0, n/4))
-		require.NoError(t, drv.streamSync(d.ctx, cs))
+		require.NoError(t, drv.streams.sync(d.ctx, cs))
 		require.NoError(t, s.Sync(ctx))
 		lw, err := s.Read(last)
 		require.NoError(t, err)

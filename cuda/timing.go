@@ -21,6 +21,31 @@ import (
 
 // Timing: events around each op of an eager run, read back by Spans.
 
+// timer times a session's ops: by events around each op, or by CUPTI
+// records.
+type timer struct {
+	drv  *driver
+	g    *dag.Graph
+	hold *holdings
+	ctl  *controller
+
+	timing    bool
+	cupti     *cuptiTiming // timing by CUPTI records; nil for events
+	timingWhy string       // why the timing source is what it is
+	// cuptiWas is the closed tracer's source and drop count, which
+	// TimingSource still reports after Close.
+	cuptiWas struct {
+		source  device.TimingSource
+		dropped uint64
+	}
+
+	timed     []timedOp
+	spanEvs   []C.CUevent // Spans' scratch: the events of one device's timed ops
+	spanAt    []int       // ... the index in timed of each pair of them
+	spanDevMs []float32   // ... and their times
+	spanMs    []float32   // the start and end of every timed op
+}
+
 type timedOp struct {
 	op, stream int
 	dev        *sessDevice
@@ -33,7 +58,6 @@ func (tm *timer) SetTiming(on bool) { tm.timing = on }
 // timingRecord records a timing event on s, and the device's time origin
 // first if this is the run's first op on the device.
 func (tm *timer) timingRecord(s *stream) (C.CUevent, error) {
-	se := tm.se
 	d := s.dev
 	if d.origin == nil {
 		o, err := tm.timingEvent(d)
@@ -41,7 +65,7 @@ func (tm *timer) timingRecord(s *stream) (C.CUevent, error) {
 			return nil, err
 		}
 		d.origin = o
-		if err := se.drv.check("cuEventRecord", C.dr_record(se.drv.api, d.ctx, o, s.h)); err != nil {
+		if err := tm.drv.check("cuEventRecord", C.dr_record(tm.drv.api, d.ctx, o, s.h)); err != nil {
 			return nil, err
 		}
 	}
@@ -49,19 +73,18 @@ func (tm *timer) timingRecord(s *stream) (C.CUevent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e, se.drv.check("cuEventRecord", C.dr_record(se.drv.api, d.ctx, e, s.h))
+	return e, tm.drv.check("cuEventRecord", C.dr_record(tm.drv.api, d.ctx, e, s.h))
 }
 
 func (tm *timer) timingEvent(d *sessDevice) (C.CUevent, error) {
-	se := tm.se
 	if n := len(d.timingEvents); n > 0 {
 		e := d.timingEvents[n-1]
 		d.timingEvents = d.timingEvents[:n-1]
 		return e, nil
 	}
-	e, err := se.drv.eventCreate(d.ctx, true)
+	e, err := tm.drv.events.create(d.ctx, true)
 	if err == nil {
-		se.hold.track(&se.hold.live.Events, 1)
+		tm.hold.track(&tm.hold.live.Events, 1)
 	}
 	return e, err
 }
@@ -72,7 +95,7 @@ func (tm *timer) Spans(f func(op, stream int, start, end time.Duration)) error {
 		if c.whole {
 			return errors.Join(tm.eventSpans(f), c.dropReplays())
 		}
-		return tm.cupti.takeSpans(tm.se.ctl.loops, func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
+		return tm.cupti.takeSpans(tm.ctl.loops, func(_, op, stream int, start, end time.Duration) { f(op, stream, start, end) })
 	}
 	return tm.eventSpans(f)
 }
@@ -80,10 +103,9 @@ func (tm *timer) Spans(f func(op, stream int, start, end time.Duration)) error {
 // eventSpans is Spans from the timing events of the ops run since the last
 // call.
 func (tm *timer) eventSpans(f func(op, stream int, start, end time.Duration)) error {
-	se := tm.se
 	var first error
 	ms := slices.Grow(tm.spanMs[:0], 2*len(tm.timed))[:2*len(tm.timed)]
-	for _, d := range se.hold.devs {
+	for _, d := range tm.hold.devs {
 		if d.origin == nil {
 			continue
 		}
@@ -96,11 +118,11 @@ func (tm *timer) eventSpans(f func(op, stream int, start, end time.Duration)) er
 		}
 		dms := slices.Grow(tm.spanDevMs[:0], len(evs))[:len(evs)]
 		tm.spanEvs, tm.spanAt, tm.spanDevMs = evs, at, dms
-		err := se.drv.elapsedMany(d.ctx, d.origin, evs, dms)
+		err := tm.drv.events.elapsedMany(d.ctx, d.origin, evs, dms)
 		if err != nil && first == nil {
 			var ee *eventError
 			if errors.As(err, &ee) && ee.index/2 < len(at) {
-				err = fmt.Errorf("timing op %q: %w", se.g.OpAt(tm.timed[at[ee.index/2]].op).Name, err)
+				err = fmt.Errorf("timing op %q: %w", tm.g.OpAt(tm.timed[at[ee.index/2]].op).Name, err)
 			}
 			first = err
 		}
@@ -123,12 +145,11 @@ func (tm *timer) eventSpans(f func(op, stream int, start, end time.Duration)) er
 // recycleTiming returns the timing events of the ops timed since the last
 // call, and each device's time origin, to their devices' free lists.
 func (tm *timer) recycleTiming() {
-	se := tm.se
 	for _, t := range tm.timed {
 		t.dev.timingEvents = append(t.dev.timingEvents, t.start, t.end)
 	}
 	tm.timed = tm.timed[:0]
-	for _, d := range se.hold.devs {
+	for _, d := range tm.hold.devs {
 		if d.origin != nil {
 			d.timingEvents = append(d.timingEvents, d.origin)
 			d.origin = nil
@@ -217,18 +238,6 @@ type cuptiTiming struct {
 type cuptiOp struct {
 	op, stream int
 	expect     bool
-}
-
-// hasRecords reports whether work of kind a always gets CUPTI activity
-// records (kernel, memcpy or memset ones). Tasks may enqueue anything,
-// allocations have records only when a pool grows, host steps none.
-func (a action) hasRecords() bool {
-	switch a {
-	case actLaunch, actFill64, actFillDevice, actMemset2D, actGemm,
-		actCopyDtoD, actCopyPeer, actCopyHtoD, actCopyHtoDPageable, actCopyDtoH, actCopyViaHost:
-		return true
-	}
-	return false
 }
 
 // extent is a span on CUPTI's clock; a zero start means none.
@@ -358,21 +367,21 @@ func (tm *timer) tracesOps() bool { return tm.cupti != nil && !tm.cupti.whole }
 // CUPTI: the push, the driver callback at the call's entry and the pop are
 // all on this thread, and the records come in buffers CUPTI hands over on
 // its own.
-func (c *cuptiTiming) runTraced(se *Session, s *stream, si int, st *opState, op *dag.Op) error {
+func (c *cuptiTiming) runTraced(sm *submitter, s *stream, si int, st *opState, op *dag.Op) error {
 	if err := c.takeOrigin(); err != nil {
 		return err
 	}
-	err := c.tr.tracedCall(opSlot(op), func() error { return se.sub.run(s, st) })
-	expect := st.act.hasRecords()
-	if se.ctl.building > 0 {
+	err := c.tr.tracedCall(opSlot(op), func() error { return sm.run(s, st) })
+	expect := st.act.info().records
+	if sm.ctl.building > 0 {
 		// A body op: its records come once per iteration or taken
 		// branch, so none are awaited.
 		expect = false
-	} else if se.capt.capture != nil {
+	} else if sm.capt.capture != nil {
 		if st.act == actCopyViaHost {
-			se.capt.capture.records += se.stage.viaHostCopies(st)
+			sm.capt.capture.records += sm.stage.viaHostCopies(st)
 		} else if expect {
-			se.capt.capture.records++
+			sm.capt.capture.records++
 		}
 		expect = false // a captured op runs in the graph's replays
 	}
@@ -423,7 +432,7 @@ func (tm *timer) ReplaySpans(f func(replay, op, stream int, start, end time.Dura
 		c.reset()
 		return errors.Join(err, ferr)
 	}
-	return tm.cupti.takeSpans(tm.se.ctl.loops, f)
+	return tm.cupti.takeSpans(tm.ctl.loops, f)
 }
 
 // dropReplays reads and drops the graph-launch records of replays since the
@@ -668,11 +677,10 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 // destroyTimingEvents destroys the timing events of the session's devices
 // (Close).
 func (tm *timer) destroyTimingEvents(keep func(error)) {
-	se := tm.se
-	for _, d := range se.hold.devs {
+	for _, d := range tm.hold.devs {
 		for _, e := range d.timingEvents {
-			keep(se.drv.eventDestroy(d.ctx, e))
-			se.hold.track(&se.hold.live.Events, -1)
+			keep(tm.drv.events.destroy(d.ctx, e))
+			tm.hold.track(&tm.hold.live.Events, -1)
 		}
 		d.timingEvents = nil
 	}
