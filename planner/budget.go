@@ -96,9 +96,11 @@ func usesOf(g *dag.Graph) map[int][]int32 {
 	return uses
 }
 
-// withBudget replans g until p, its plan without a budget, meets
-// opts.MemoryBudget.
-func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
+// withBudget replans s.Graph until p, its plan without a budget, meets
+// s.Options.MemoryBudget: each plan is one more search of the candidate
+// passes, under the same objective.
+func withBudget(s *State, p *Plan) (*Plan, error) {
+	g, opts := s.Graph, s.Options
 	pool := opts.PoolTemporaries
 	u, over := overBudget(p, opts.MemoryBudget, pool)
 	if !over {
@@ -127,7 +129,10 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 				}
 			}
 		}
-		p = planStrategy(withDeps(g, extra), opts)
+		if err := s.plan(withDeps(g, extra)); err != nil {
+			return nil, err
+		}
+		p = s.Plan
 		p.Graph, p.Bodies = g, bodies
 		p.Memory = MemoryOf(p)
 		if u, over = overBudget(p, opts.MemoryBudget, pool); !over {

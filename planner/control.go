@@ -51,34 +51,27 @@ func planBodies(g *dag.Graph, opts Options) (map[int][]*Plan, Options, error) {
 	return bodies, opts, nil
 }
 
-// newBody plans one body: its ops as New would place them (its own
-// streams and events; its own loops and branches planned within it), then
-// the fork from and the join into its entry stream (forkJoin). Bodies
-// hold no allocs or frees, so a memory budget, which orders temporaries,
-// has nothing to do in them.
+// newBody plans one body under the parent's options and objective: its
+// ops as New would place them (its own streams and events; its own loops
+// and branches planned within it), then the fork from and the join into
+// its entry stream (forkJoin). Bodies hold no allocs or frees, so a
+// memory budget, which orders temporaries, has nothing to do in them:
+// the parent's plan counts what they use.
 func newBody(g *dag.Graph, opts Options) (*Plan, error) {
-	var errs []error
-	for i, op := range g.Ops {
-		errs = checkOp(errs, i, op)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := checkOps(g); err != nil {
+		return nil, err
 	}
 	opts.MemoryBudget = nil
 	// On CUDA a body is always a graph (a conditional node's, eager runs
 	// included), so it is placed and priced as a replay is.
 	opts.Mode = Replay
-	bodies, opts, err := planBodies(g, opts)
+	s := &State{Graph: g, Options: opts}
+	log, err := runPasses(s, opts.bodyPasses())
 	if err != nil {
 		return nil, err
 	}
-	p := planStrategy(g, opts)
-	p.Bodies = bodies
-	waits := forkJoin(p)
-	p.Stats.Waits += waits
-	// The fork and join cost their records and waits: estimate again.
-	p.Stats.Makespan = Simulate(p, opts.Cost, opts.Mode).Makespan
-	return p, nil
+	s.Plan.Passes = log
+	return s.Plan, nil
 }
 
 // bodyName says which of op's bodies body i is, for errors.

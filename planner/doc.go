@@ -1,5 +1,14 @@
 // Package planner schedules a dag.Graph onto streams.
 //
+// New runs a pipeline of named passes (Pass), each of which states what
+// it may change (Scope): the rewrite passes of Options.Rewrites, which
+// change the graph; bodies, which plans loops' and branches' bodies;
+// order, place and events, once per candidate plan; memory; and verify
+// when Options.Verify asks. An Objective (Options.Objective: the
+// shortest makespan by default, the least memory, or the fewest streams)
+// chooses among the candidates, for the plan and its bodies alike.
+// Plan.Passes says what each pass did and cost.
+//
 // New assigns every op to an in-order stream of its device, priority and
 // kind (compute, or a copy stream per direction), spreading independent
 // work over at most Options.Streams compute streams (MaxStreams at most).

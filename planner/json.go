@@ -11,6 +11,15 @@ type (
 		Stats   jsonStats    `json:"stats"`
 		Memory  *jsonMemory  `json:"memory,omitempty"` // memory_text.go
 		Budget  *jsonBudget  `json:"memory_budget,omitempty"`
+		Passes  []jsonPass   `json:"passes,omitempty"`
+	}
+	// jsonPass is what one pass of the planning did (Plan.Passes).
+	jsonPass struct {
+		Name    string `json:"name"`
+		Scope   string `json:"scope"`
+		Runs    int    `json:"runs"`
+		TookNS  int64  `json:"took_ns"`
+		Summary string `json:"summary,omitempty"`
 	}
 	// jsonBudget is what meeting the memory budget cost (budget.go).
 	jsonBudget struct {
@@ -77,6 +86,9 @@ func (p *Plan) toJSON() *jsonPlan {
 	out.Memory = p.jsonMemory()
 	if b := p.Budget; b != nil {
 		out.Budget = &jsonBudget{Orderings: b.Orderings, Dependencies: b.Dependencies, UnconstrainedNS: int64(b.Unconstrained)}
+	}
+	for _, r := range p.Passes {
+		out.Passes = append(out.Passes, jsonPass{Name: r.Name, Scope: r.Scope.String(), Runs: r.Runs, TookNS: int64(r.Took), Summary: r.Summary})
 	}
 	for i, s := range p.Streams {
 		out.Streams[i] = jsonStream{ID: s.ID, Name: s.Name, Device: s.Device, Priority: int(s.Priority), Kind: s.Kind.String()}

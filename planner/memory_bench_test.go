@@ -24,7 +24,7 @@ func BenchmarkPlanTemporaries(b *testing.B) {
 	}{{"memory=off", false}, {"memory=on", true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				p := planStrategy(g, opts)
+				p := plan(g, opts, byEarliestStart, nil)
 				if bc.memory {
 					p.Memory = MemoryOf(p)
 				}

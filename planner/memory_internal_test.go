@@ -89,7 +89,7 @@ func TestMemoryConcurrent(t *testing.T) {
 	g := dagtest.Family("pipeline", 1500, 1)
 	opts, err := Options{}.withDefaults()
 	require.NoError(t, err)
-	p := planStrategy(g, opts)
+	p := plan(g, opts, byEarliestStart, nil)
 	p.Memory = MemoryOf(p)
 	most := 0
 	for _, m := range p.Memory.Memories {

@@ -29,6 +29,15 @@ type Options struct {
 	// stays near the planned peak. With arenas the order costs nothing
 	// and the default placement stands.
 	PoolTemporaries bool
+	// Objective is what the plan is optimised for; the zero value is
+	// Makespan. Bodies of loops and branches are planned under it too.
+	Objective Objective
+	// Rewrites are passes of ScopeRewrite that change the graph before it
+	// is placed (fusing, splitting), run in order; none by default.
+	Rewrites []Pass
+	// Verify runs the verify pass last: New then fails with the
+	// *VerifyError when its plan does not pass Verify.
+	Verify bool
 }
 
 // MaxStreams is the most compute streams per device and priority a plan
@@ -134,6 +143,13 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Mode >= numModes {
 		return o, &dag.Error{Field: "mode", Msg: fmt.Sprintf("unknown run mode %d", o.Mode),
 			Hint: "use planner.Eager or planner.Replay"}
+	}
+	if o.Objective >= numObjectives {
+		return o, &dag.Error{Field: "objective", Msg: fmt.Sprintf("unknown objective %d", o.Objective),
+			Hint: "use planner.Makespan, LeastMemory or FewestStreams"}
+	}
+	if err := checkRewrites(o.Rewrites); err != nil {
+		return o, err
 	}
 	if o.SMs == 0 {
 		o.SMs = DefaultSMs

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,13 @@ func TestMarshalJSON(t *testing.T) {
 		} `json:"events"`
 		Stats  map[string]any `json:"stats"`
 		Memory map[string]any `json:"memory"`
+		Passes []struct {
+			Name    string `json:"name"`
+			Scope   string `json:"scope"`
+			Runs    int    `json:"runs"`
+			TookNS  int64  `json:"took_ns"`
+			Summary string `json:"summary"`
+		} `json:"passes"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -136,6 +144,44 @@ func TestMarshalJSON(t *testing.T) {
 		"waits": float64(p.Stats.Waits), "makespan_ns": float64(p.Stats.Makespan), "critical_path_ns": float64(p.Stats.CriticalPath),
 		"mode": "eager", "strategy": "list",
 	}, got.Stats)
+	require.Len(t, got.Passes, len(p.Passes))
+	for i, r := range p.Passes {
+		assert.Equal(t, r.Name, got.Passes[i].Name)
+		assert.Equal(t, r.Scope.String(), got.Passes[i].Scope)
+		assert.Equal(t, r.Runs, got.Passes[i].Runs)
+		assert.Equal(t, int64(r.Took), got.Passes[i].TookNS)
+		assert.Equal(t, r.Summary, got.Passes[i].Summary)
+	}
+}
+
+// The pass log: New runs bodies, order, place, events and memory (and
+// verify when asked), each once except the candidate passes, and each
+// says what it did; the text lists them under "passes".
+func TestPassLog(t *testing.T) {
+	g := fixture(t, "fanout8")
+	for _, tc := range []struct {
+		opts  planner.Options
+		names []string
+	}{
+		{planner.Options{Streams: 3}, []string{"bodies", "order", "place", "events", "memory"}},
+		{planner.Options{Streams: 3, Verify: true}, []string{"bodies", "order", "place", "events", "memory", "verify"}},
+	} {
+		p := plan(t, g, tc.opts)
+		var names []string
+		for _, r := range p.Passes {
+			names = append(names, r.Name)
+			assert.NotEmpty(t, r.Summary, r.Name)
+			assert.Positive(t, r.Runs, r.Name)
+		}
+		assert.Equal(t, tc.names, names)
+		assert.Equal(t, p.Passes[1].Runs, p.Passes[2].Runs, "order and place run once per candidate")
+		assert.Equal(t, p.Passes[2].Runs, p.Passes[3].Runs, "place and events run once per candidate")
+		assert.Contains(t, p.Passes[3].Summary, fmt.Sprintf("%d waits", p.Stats.Waits))
+		var buf bytes.Buffer
+		require.NoError(t, p.WritePasses(&buf))
+		assert.Regexp(t, `(?m)^passes\n  bodies +[\d.]+ \S+ +no loops or branches\n  order +[\d.]+ \S+ x\d+ +list placement: \d+ candidates planned, kept earliest start with 3 streams \(objective makespan\)\n`, buf.String())
+		assert.Regexp(t, `(?m)^  events +[\d.]+ \S+( x\d+)? +\d+ waits, \d+ elided, \d+ events; estimated makespan`, buf.String())
+	}
 }
 
 func TestDefaultCost(t *testing.T) {

@@ -108,6 +108,10 @@ type Plan struct {
 	// "pick/else/..."), and its own loops and branches have their plans
 	// in its Bodies. Nil when the graph has no control ops.
 	Bodies map[int][]*Plan
+
+	// Passes are what each pass of the planning did and cost, in the
+	// order they ran (a body's plan has its own).
+	Passes []PassRecord
 }
 
 // Stats are the figures every plan reports.

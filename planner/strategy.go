@@ -56,6 +56,7 @@ type listOrder struct {
 	queues      []poolQueue // by pool ID p: 2p for most ops, 2p+1 for ops that fill the device
 	fills       []bool      // per op: whether it fills its device (fills.go)
 	opPool      []int32     // per released op: its pool
+	freesFirst  bool        // Objective.freesFirst: ops that free a temporary go first among equals
 }
 
 type poolQueue struct {
@@ -70,13 +71,14 @@ type poolQueue struct {
 func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *listOrder {
 	n := len(a.ops)
 	l := &listOrder{
-		a:       a,
-		window:  window,
-		ready:   make([]int64, n),
-		missing: make([]int32, n),
-		succOff: make([]int32, n+1),
-		opPool:  make([]int32, n),
-		fills:   a.fill,
+		a:          a,
+		window:     window,
+		ready:      make([]int64, n),
+		missing:    make([]int32, n),
+		succOff:    make([]int32, n+1),
+		opPool:     make([]int32, n),
+		fills:      a.fill,
+		freesFirst: a.opts.Objective.freesFirst(a.opts.PoolTemporaries),
 	}
 	edges := 0
 	for i, op := range a.ops {
@@ -248,14 +250,15 @@ func (l *listOrder) placed(i int32) {
 	}
 }
 
-// frees says whether op x frees a temporary that comes from a pool.
+// frees says whether op x frees a temporary and the objective places
+// such ops first (Objective.freesFirst).
 func (l *listOrder) frees(x int32) bool {
-	return l.a.opts.PoolTemporaries && l.a.ops[x].Kind.Info().Lifetime == dag.Frees
+	return l.freesFirst && l.a.ops[x].Kind.Info().Lifetime == dag.Frees
 }
 
 // before says whether op x goes before op y when both can start at the
-// same time: with temporaries from a pool, an op that frees one first (it
-// costs next to nothing and lowers what the pool holds), then the longer
+// same time: where the objective says so (Objective.freesFirst), an op
+// that frees a temporary first, then the longer
 // path to the end, then the higher priority,
 // then the op declared first. Two ops that fill their device skip the
 // first rule: the device runs them one after the other whichever goes
@@ -351,65 +354,16 @@ func (o ordering) placer(a *assigner, ordered func(dag.OpKind) bool) placer {
 	return newListOrder(a, ordered, window)
 }
 
+var orderingNames = [...]string{byEarliestStart: "earliest start", byLookahead: "lookahead", byDeclaration: "declaration order"}
+
+func (o ordering) String() string { return orderingNames[o] }
+
 // strategy is the strategy an ordering belongs to, for Stats.
 func (o ordering) strategy() Strategy {
 	if o == byDeclaration {
 		return DeclarationOrder
 	}
 	return ListScheduling
-}
-
-// planStrategy plans the checked graph g by opts.Strategy.
-//
-// List scheduling plans by earliest start first and keeps that plan when
-// its estimate is within 1% of lowerBound: no plan can then be more than
-// 1% shorter. Otherwise, on graphs of up to maxTriedOps ops, it also plans
-// with a lookahead and in declaration order and keeps the shortest
-// estimate, so that it is never longer than the declaration order's plan
-// by more than 1%. Best plans all three on any graph.
-func planStrategy(g *dag.Graph, opts Options) *Plan {
-	p := planOrdered(g, opts)
-	if opts.Mode != Replay || len(g.Ops) > maxTriedOps {
-		return p
-	}
-	// A replay's branches start one after another (Overheads.ReplayBranch),
-	// so fewer streams may be faster for short ops: a replay's plan also
-	// tries halving the stream budget, down to one stream, and keeps the
-	// plan with the fewest streams among those within 1% of the shortest
-	// estimate (replays measured faster with fewer branches than the model
-	// says, BenchmarkReplayBranches and BenchmarkTwoDevicePipelineReplay).
-	plans := []*Plan{p}
-	best := p.Stats.Makespan
-	for n := opts.Streams / 2; n >= 1; n /= 2 {
-		o := opts
-		o.Streams = n
-		q := planOrdered(g, o)
-		plans = append(plans, q)
-		best = min(best, q.Stats.Makespan)
-	}
-	for _, q := range plans {
-		if closeEnough(int64(q.Stats.Makespan), int64(best)) && q.Stats.Streams <= p.Stats.Streams {
-			p = q
-		}
-	}
-	return p
-}
-
-// planOrdered plans g by opts.Strategy with opts.Streams streams.
-func planOrdered(g *dag.Graph, opts Options) *Plan {
-	switch opts.Strategy {
-	case DeclarationOrder:
-		return plan(g, opts, byDeclaration, nil)
-	case Best:
-		return shortest(g, opts, nil, byEarliestStart, byLookahead, byDeclaration)
-	}
-	p := plan(g, opts, byEarliestStart, nil)
-	if len(g.Ops) > maxTriedOps ||
-		closeEnough(int64(p.Stats.Makespan), int64(p.Stats.CriticalPath)) ||
-		closeEnough(int64(p.Stats.Makespan), lowerBound(g, opts, p)) {
-		return p
-	}
-	return shortest(g, opts, p, byLookahead, byDeclaration)
 }
 
 // maxTriedOps is the largest graph on which list scheduling tries its
@@ -423,18 +377,6 @@ const maxTriedOps = 1 << 14
 // closeEnough says whether a makespan is within 1% of a lower bound.
 func closeEnough(makespan, bound int64) bool {
 	return makespan <= dag.AddSat(bound, bound/100)
-}
-
-// shortest returns the plan with the shortest estimate among first (when
-// not nil) and those of the orderings, the earlier on a tie.
-func shortest(g *dag.Graph, opts Options, first *Plan, by ...ordering) *Plan {
-	best := first
-	for _, o := range by {
-		if p := plan(g, opts, o, nil); best == nil || p.Stats.Makespan < best.Stats.Makespan {
-			best = p
-		}
-	}
-	return best
 }
 
 // lowerBound is a makespan no plan of g under opts can beat: the largest of

@@ -39,6 +39,27 @@ func (p *Plan) WriteText(w io.Writer) error {
 	return bw.Flush()
 }
 
+// WritePasses writes what each pass of the planning did and cost
+// (Plan.Passes), one line each under "passes": its name, its time, how
+// often it ran when not once (order, place and events run once per
+// candidate plan), and its summary. WriteText leaves it out, as times
+// differ from run to run.
+func (p *Plan) WritePasses(w io.Writer) error {
+	if len(p.Passes) == 0 {
+		return nil
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString("passes\n")
+	for _, r := range p.Passes {
+		runs := ""
+		if r.Runs != 1 {
+			runs = fmt.Sprintf(" x%d", r.Runs)
+		}
+		fmt.Fprintf(bw, "  %-9s %9s%-4s %s\n", r.Name, formatDuration(r.Took), runs, r.Summary)
+	}
+	return bw.Flush()
+}
+
 // writeStreams writes each stream's instructions, every line after indent.
 func (p *Plan) writeStreams(bw *bufio.Writer, indent string) {
 	// The steps by stream, in order: stream s's are the indices
