@@ -3,7 +3,7 @@ package executor
 import (
 	"fmt"
 
-	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/memory"
 )
 
 // TemporaryMode says where a session's temporary buffers live.
@@ -72,7 +72,7 @@ func (s *Session) useArenas(mode TemporaryMode) (bool, error) {
 	}
 	m := s.p.Memory
 	if m == nil {
-		m = planner.MemoryOf(s.p)
+		m = memory.Of(s.p)
 	}
 	if len(m.Temporaries) == 0 {
 		return false, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // New plans g onto streams: it orders the ops for placement by opts'
@@ -52,9 +53,9 @@ func checkOps(g *dag.Graph) error {
 	return errors.Join(errs...)
 }
 
-// plan plans the checked graph g as one candidate: ops placed in the given
+// planOne plans the checked graph g as one candidate: ops placed in the given
 // ordering, with no other pass (for tests).
-func plan(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool) *Plan {
+func planOne(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool) *Plan {
 	s := &State{Graph: g, Options: opts, cand: candidate{by: by, streams: opts.Streams, ordered: ordered}}
 	for _, p := range []Pass{orderPass{}, placePass{}, eventsPass{}} {
 		p.Run(s) // they fail only on a graph that checkOps refuses
@@ -212,7 +213,7 @@ type assigner struct {
 
 func newAssigner(g *dag.Graph, opts Options) *assigner {
 	n := len(g.Ops)
-	ov := OverheadsOf(opts.Cost)
+	ov := perf.OverheadsOf(opts.Cost)
 	a := &assigner{
 		ops:      g.Ops,
 		opts:     opts,
@@ -234,8 +235,8 @@ func newAssigner(g *dag.Graph, opts Options) *assigner {
 	a.waitOps.shift = shift
 	a.clocks.chunkLen = 1 << shift
 	for i, op := range g.Ops {
-		a.dur[i] = nonNegative(opts.Cost.Duration(op))
-		a.fill[i] = fills(op, opts.SMs)
+		a.dur[i] = perf.NonNegative(opts.Cost.Duration(op))
+		a.fill[i] = perf.Fills(op, opts.SMs)
 		a.eventOf[i] = -1
 	}
 	// Bottom levels, from the last op back: IDs are a topological order.
@@ -373,14 +374,14 @@ func (a *assigner) pick(p int32, op *dag.Op, est int64) int32 {
 	for _, s := range pl.streams {
 		w := a.waitsNeeded(s, op)
 		free := a.streamFree[s]
-		c := streamChoice{start: dag.AddSat(max(est, free), satMul(a.pairCost, int64(w))), waits: w, free: free}
+		c := streamChoice{start: dag.AddSat(max(est, free), perf.SatMul(a.pairCost, int64(w))), waits: w, free: free}
 		if best < 0 || obj.preferStream(c, bc) {
 			best, bc = s, c
 		}
 	}
 	if len(pl.streams) < pl.limit {
 		// A new stream waits for every dependency.
-		if obj.openStream(dag.AddSat(est, satMul(a.pairCost, int64(len(op.Deps)))), bc, best >= 0) {
+		if obj.openStream(dag.AddSat(est, perf.SatMul(a.pairCost, int64(len(op.Deps)))), bc, best >= 0) {
 			return a.newStream(p)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // TestBudgetProperty plans the memory families with a budget of 1.5 times
@@ -38,16 +40,16 @@ func TestBudgetProperty(t *testing.T) {
 				// one-byte budget took, and stop where it found that need.
 				tight, err := planner.New(g, planner.Options{Streams: streams, MemoryBudget: map[int]int64{0: be.Smallest}})
 				require.NoError(t, err, "%s/%d streams %d: the smallest need", fam, seed, streams)
-				require.NoError(t, planner.Verify(tight))
+				require.NoError(t, verify.Verify(tight))
 				tightSum += float64(tight.Stats.Makespan) / float64(free.Stats.Makespan)
 				budget := be.Smallest * 3 / 2
 				p, err := planner.New(g, planner.Options{Streams: streams, MemoryBudget: map[int]int64{0: budget}})
 				require.NoError(t, err, "%s/%d streams %d", fam, seed, streams)
-				require.NoError(t, planner.Verify(p), "%s/%d streams %d", fam, seed, streams)
+				require.NoError(t, verify.Verify(p), "%s/%d streams %d", fam, seed, streams)
 				for _, u := range p.Memory.Memories {
 					if u.Device == 0 {
 						require.LessOrEqual(t, u.Bytes(), budget, "%s/%d streams %d", fam, seed, streams)
-						var freeU planner.MemoryUse
+						var freeU plan.MemoryUse
 						for _, fu := range free.Memory.Memories {
 							if fu.Device == 0 {
 								freeU = fu
@@ -123,7 +125,7 @@ func TestPoolBudget(t *testing.T) {
 				budget := be.Smallest * 3 / 2
 				p, err := planner.New(g, planner.Options{Streams: streams, PoolTemporaries: true, MemoryBudget: map[int]int64{0: budget}})
 				require.NoError(t, err, "%s seed %d streams %d, budget %d", fam, seed, streams, budget)
-				require.NoError(t, planner.Verify(p))
+				require.NoError(t, verify.Verify(p))
 				for _, u := range p.Memory.Memories {
 					if u.Device == 0 {
 						require.LessOrEqual(t, u.Persistent+u.SubmittedPeak, budget, "%s seed %d streams %d: the pool's hold", fam, seed, streams)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // A two-branch pipeline: upload, two independent kernels, a sum of both and
@@ -91,7 +92,7 @@ func ExampleSimulate() {
 			fmt.Println(err)
 			return
 		}
-		replay := planner.Simulate(p, nil, planner.Replay)
+		replay := perf.Simulate(p, nil, planner.Replay)
 		fmt.Printf("%-8s eager %v, replay %v\n", s, p.Stats.Makespan, replay.Makespan)
 	}
 	// Output:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/memory"
 )
 
 // Objective is what a plan is optimised for. It is the one place that
@@ -178,7 +179,7 @@ func (o Objective) openStream(start int64, best streamChoice, have bool) bool {
 // (budgetNeed).
 func memoryNeed(p *Plan, pool bool) int64 {
 	if p.Memory == nil {
-		p.Memory = MemoryOf(p)
+		p.Memory = memory.Of(p)
 	}
 	var n int64
 	for _, u := range p.Memory.Memories {

@@ -13,6 +13,8 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/internal/plannertest"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 func TestParseObjective(t *testing.T) {
@@ -39,20 +41,20 @@ func TestObjectives(t *testing.T) {
 		return n
 	}
 	check := func(t *testing.T, g *dag.Graph, opts planner.Options) {
-		fastest := plan(t, g, opts)
+		fastest := mustPlan(t, g, opts)
 		opts.Objective = planner.FewestStreams
-		few := plan(t, g, opts)
+		few := mustPlan(t, g, opts)
 		assert.LessOrEqual(t, few.Stats.Streams, fastest.Stats.Streams)
 		assert.LessOrEqual(t, float64(few.Stats.Makespan), 1.01*float64(fastest.Stats.Makespan))
 		opts.Objective = planner.LeastMemory
-		least := plan(t, g, opts)
+		least := mustPlan(t, g, opts)
 		assert.LessOrEqual(t, need(least), need(fastest))
 		for _, p := range []*planner.Plan{fastest, few, least} {
-			require.NoError(t, planner.Verify(p))
+			require.NoError(t, verify.Verify(p))
 		}
 	}
 	for seed := range uint64(60) {
-		cfg, opts := randomCase(seed)
+		cfg, opts := plannertest.RandomCase(seed)
 		if opts.Cost != nil || opts.PoolTemporaries {
 			continue // hugeCost saturates every estimate; a pool's need is its submitted peak
 		}
@@ -75,8 +77,8 @@ func TestFewestStreamsTrims(t *testing.T) {
 			b.Launch(dag.Iota, one, one, x, 1.0).Named("short" + string(rune('a'+i))).Costs(time.Microsecond)
 		}
 	})
-	fastest := plan(t, g, planner.Options{Streams: 8, Cost: deviceOnly})
-	few := plan(t, g, planner.Options{Streams: 8, Cost: deviceOnly, Objective: planner.FewestStreams})
+	fastest := mustPlan(t, g, planner.Options{Streams: 8, Cost: deviceOnly})
+	few := mustPlan(t, g, planner.Options{Streams: 8, Cost: deviceOnly, Objective: planner.FewestStreams})
 	assert.Equal(t, fastest.Stats.Makespan, few.Stats.Makespan)
 	assert.Less(t, few.Stats.Streams, fastest.Stats.Streams)
 }
@@ -86,7 +88,7 @@ func TestFewestStreamsTrims(t *testing.T) {
 func TestBodiesUnderTheObjective(t *testing.T) {
 	g, _ := loopGraph(t)
 	for _, o := range planner.Objectives() {
-		p := plan(t, g, planner.Options{Objective: o})
+		p := mustPlan(t, g, planner.Options{Objective: o})
 		require.Len(t, p.Bodies, 1)
 		for _, bodies := range p.Bodies {
 			for _, body := range bodies {
@@ -130,7 +132,7 @@ func (failing) Run(*planner.State) (string, error) { return "", errors.New("no r
 // Options.Rewrites holds only them.
 func TestRewrites(t *testing.T) {
 	g := build(t, fanOut(4))
-	p := plan(t, g, planner.Options{Cost: deviceOnly, Rewrites: []planner.Pass{serialize{planner.ScopeRewrite}}, Verify: true})
+	p := mustPlan(t, g, planner.Options{Cost: deviceOnly, Rewrites: []planner.Pass{serialize{planner.ScopeRewrite}}, Verify: true})
 	var sum time.Duration
 	for _, op := range p.Graph.Ops {
 		sum += deviceOnly.Duration(op)

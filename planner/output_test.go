@@ -15,6 +15,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 func fixture(t *testing.T, name string) *dag.Graph {
@@ -29,7 +30,7 @@ func fixture(t *testing.T, name string) *dag.Graph {
 }
 
 func TestWriteText(t *testing.T) {
-	p := plan(t, fixture(t, "pipeline"), planner.Options{Streams: 2})
+	p := mustPlan(t, fixture(t, "pipeline"), planner.Options{Streams: 2})
 	var buf bytes.Buffer
 	require.NoError(t, p.WriteText(&buf))
 	text := buf.String()
@@ -66,7 +67,7 @@ func TestWriteTextOps(t *testing.T) {
 		b.Launch(dag.Scale, dag.Grid1(2), dag.Grid1(32), tmp, 0.25).Named("small").Launch.Shared = 1536
 		b.Host(func(ctx context.Context, mem [][]byte) error { return nil }, dag.In(host.All())).Named("check")
 	})
-	p := plan(t, g, planner.Options{})
+	p := mustPlan(t, g, planner.Options{})
 	var buf bytes.Buffer
 	require.NoError(t, p.WriteText(&buf))
 	for _, want := range []string{
@@ -84,7 +85,7 @@ func TestWriteTextOps(t *testing.T) {
 }
 
 func TestMarshalJSON(t *testing.T) {
-	p := plan(t, fixture(t, "fanout8"), planner.Options{Streams: 3})
+	p := mustPlan(t, fixture(t, "fanout8"), planner.Options{Streams: 3})
 	data, err := json.Marshal(p)
 	require.NoError(t, err)
 	var got struct {
@@ -166,7 +167,7 @@ func TestPassLog(t *testing.T) {
 		{planner.Options{Streams: 3}, []string{"bodies", "order", "place", "events", "memory"}},
 		{planner.Options{Streams: 3, Verify: true}, []string{"bodies", "order", "place", "events", "memory", "verify"}},
 	} {
-		p := plan(t, g, tc.opts)
+		p := mustPlan(t, g, tc.opts)
 		var names []string
 		for _, r := range p.Passes {
 			names = append(names, r.Name)
@@ -216,9 +217,9 @@ func TestDefaultCost(t *testing.T) {
 		"alloc":      us(1),
 		"host":       us(20),
 	} {
-		assert.InDelta(t, float64(want), float64(planner.DefaultCost().Duration(ops[name])), 2, name)
+		assert.InDelta(t, float64(want), float64(perf.DefaultCost().Duration(ops[name])), 2, name)
 	}
-	assert.Greater(t, planner.DefaultCost().Duration(ops["h2d paged"]), planner.DefaultCost().Duration(ops["h2d pinned"]))
+	assert.Greater(t, perf.DefaultCost().Duration(ops["h2d paged"]), perf.DefaultCost().Duration(ops["h2d pinned"]))
 }
 
 func TestMeasuredCost(t *testing.T) {
@@ -227,10 +228,10 @@ func TestMeasuredCost(t *testing.T) {
 		b.Launch(dag.Scale, one, one, x, 2.0).Named("measured")
 		b.Launch(dag.Scale, one, one, x, 2.0).Named("unmeasured").Costs(3 * time.Microsecond)
 	})
-	m := planner.Measured(map[string]time.Duration{"measured": 7 * time.Microsecond}, deviceOnly)
+	m := perf.Measured(map[string]time.Duration{"measured": 7 * time.Microsecond}, deviceOnly)
 	assert.Equal(t, 7*time.Microsecond, m.Duration(g.Ops[0]))
 	assert.Equal(t, 3*time.Microsecond, m.Duration(g.Ops[1]), "falls back to the default model")
-	p := plan(t, g, planner.Options{Cost: m})
+	p := mustPlan(t, g, planner.Options{Cost: m})
 	assert.Equal(t, 10*time.Microsecond, p.Stats.Makespan)
 	assert.Equal(t, 10*time.Microsecond, p.Stats.CriticalPath)
 }

@@ -6,6 +6,11 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/planner/memory"
+	"github.com/dagrun/dagrun/planner/perf"
+	"github.com/dagrun/dagrun/planner/plan"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // The planner's own passes. Order, place and events run once per
@@ -33,10 +38,10 @@ type search struct {
 	cands  []candidate  // the orderings of all of them, in order
 }
 
-// plan plans g, whose checked ops s.Graph shares, by running the
+// planGraph plans g, whose checked ops s.Graph shares, by running the
 // candidate passes once per candidate that Options.Strategy and the
 // Objective call for, and keeps the objective's choice in s.Plan.
-func (s *State) plan(g *dag.Graph) error {
+func (s *State) planGraph(g *dag.Graph) error {
 	o := s.Options
 	sr := &s.search
 	sr.plans, sr.cands = sr.plans[:0], sr.cands[:0]
@@ -161,7 +166,7 @@ func (eventsPass) Run(s *State) (string, error) {
 	o := s.Options
 	p := &Plan{Graph: s.Graph, Streams: s.a.streams, OpStream: s.a.opStream, Topology: o.Topology, SMs: o.SMs}
 	s.a.layOut(p)
-	makespan, _ := simulate(p, s.a.dur, s.a.fill, OverheadsOf(o.Cost), o.Mode, nil)
+	makespan, _ := perf.SimulateWith(p, s.a.dur, s.a.fill, perf.OverheadsOf(o.Cost), o.Mode, nil)
 	p.Stats = Stats{
 		Ops:          len(s.Graph.Ops),
 		Streams:      len(s.a.streams),
@@ -182,7 +187,7 @@ func (eventsPass) summary(s *State) string {
 	st := s.Plan.Stats
 	return fmt.Sprintf("%d %s, %d elided, %d %s; estimated makespan %s, critical path %s",
 		st.Waits, plural(st.Waits, "wait", "waits"), st.CrossEdges-st.Waits, s.Plan.Events, plural(s.Plan.Events, "event", "events"),
-		formatDuration(st.Makespan), formatDuration(st.CriticalPath))
+		human.Duration(st.Makespan), human.Duration(st.CriticalPath))
 }
 
 // bodiesPass plans the bodies of loops and branches (control.go) and
@@ -220,7 +225,7 @@ func (forkJoinPass) Run(s *State) (string, error) {
 	waits := forkJoin(p)
 	p.Stats.Waits += waits
 	// The fork and join cost their records and waits: estimate again.
-	p.Stats.Makespan = Simulate(p, s.Options.Cost, s.Options.Mode).Makespan
+	p.Stats.Makespan = perf.Simulate(p, s.Options.Cost, s.Options.Mode).Makespan
 	return fmt.Sprintf("%d %s to fork and join the body's streams", waits, plural(waits, "wait", "waits")), nil
 }
 
@@ -233,7 +238,7 @@ func (memoryPass) Scope() Scope { return ScopeMemory }
 
 func (memoryPass) Run(s *State) (string, error) {
 	if s.Plan.Memory == nil {
-		s.Plan.Memory = MemoryOf(s.Plan)
+		s.Plan.Memory = memory.Of(s.Plan)
 	}
 	if len(s.Options.MemoryBudget) > 0 {
 		p, err := withBudget(s, s.Plan)
@@ -253,7 +258,7 @@ func memorySummary(p *Plan) string {
 	fmt.Fprintf(&b, "%d %s", len(m.Temporaries), plural(len(m.Temporaries), "temporary", "temporaries"))
 	for _, u := range m.Memories {
 		if u.Temporaries > 0 {
-			fmt.Fprintf(&b, "; %s: peak %s, arena %s", memoryName(u.Device), dag.FormatBytes(u.TemporaryPeak), dag.FormatBytes(u.ArenaBytes))
+			fmt.Fprintf(&b, "; %s: peak %s, arena %s", plan.MemoryName(u.Device), dag.FormatBytes(u.TemporaryPeak), dag.FormatBytes(u.ArenaBytes))
 		}
 	}
 	if p.Budget != nil {
@@ -270,7 +275,7 @@ func (verifyPass) Name() string { return "verify" }
 func (verifyPass) Scope() Scope { return ScopeVerify }
 
 func (verifyPass) Run(s *State) (string, error) {
-	if err := Verify(s.Plan); err != nil {
+	if err := verify.Verify(s.Plan); err != nil {
 		return "", err
 	}
 	return "every conflicting pair ordered, every wait after its record, memory in bounds", nil

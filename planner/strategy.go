@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // placer is the seam between a placement strategy and the assigner: it
@@ -386,15 +387,15 @@ func closeEnough(makespan, bound int64) bool {
 // ops alone; for a replay, the graph launch's per-op time). p is a plan of
 // g, whose streams tell each op's pool.
 func lowerBound(g *dag.Graph, opts Options, p *Plan) int64 {
-	ov := OverheadsOf(opts.Cost)
+	ov := perf.OverheadsOf(opts.Cost)
 	perOp := ov.Submit
 	if opts.Mode == Replay {
 		perOp = ov.ReplayOp
 	}
-	b := max(int64(p.Stats.CriticalPath), satMul(nonNegative(perOp), int64(len(g.Ops))))
+	b := max(int64(p.Stats.CriticalPath), perf.SatMul(perf.NonNegative(perOp), int64(len(g.Ops))))
 	work := make([]int64, len(p.Streams))
 	for i, s := range p.OpStream {
-		work[s] = dag.AddSat(work[s], nonNegative(opts.Cost.Duration(g.Ops[i])))
+		work[s] = dag.AddSat(work[s], perf.NonNegative(opts.Cost.Duration(g.Ops[i])))
 	}
 	pools := map[poolKey]int64{}
 	for s, st := range p.Streams {

@@ -9,6 +9,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // Trace is a timeline of one run of a plan, or of the plan alone under a
@@ -240,12 +241,12 @@ func FromRuns(p *planner.Plan, runs []RunSpans) *Trace {
 // planner's cost model this is the simulation the planner's makespan
 // estimate comes from; device contention is not modelled. The trace's
 // Figures.Estimated is true.
-func FromPlan(p *planner.Plan, cost planner.CostModel) *Trace {
+func FromPlan(p *planner.Plan, cost perf.CostModel) *Trace {
 	if p == nil {
 		return &Trace{}
 	}
 	b := newBuilder(p, len(p.OpStream))
-	sched := planner.Simulate(p, cost, p.Stats.Mode)
+	sched := perf.Simulate(p, cost, p.Stats.Mode)
 	b.startRun(0)
 	for _, st := range p.Steps {
 		if st.Kind != planner.Run || st.Stream < 0 || int(st.Stream) >= len(p.Streams) || b.op(int(st.Op)) == nil {

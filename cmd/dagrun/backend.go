@@ -12,6 +12,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // backendNames are the choices of --backend: auto and every registered
@@ -62,7 +63,7 @@ type machine struct {
 }
 
 // known reports whether m tells the planner anything beyond its defaults.
-func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != planner.DefaultSMs }
+func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != perf.DefaultSMs }
 
 // topologist is a backend that knows its devices' multiprocessors and
 // which of them copy to each other directly (the cuda backend).

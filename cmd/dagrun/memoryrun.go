@@ -7,6 +7,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
 )
 
 // memoryReport is one memory's temporaries in dagrun run's summary: what
@@ -47,7 +48,7 @@ func memoryReports(sess *executor.Session, p *planner.Plan) []memoryReport {
 		if u.Temporaries == 0 {
 			continue
 		}
-		r := memoryReport{Device: u.Device, Memory: planner.MemoryName(u.Device),
+		r := memoryReport{Device: u.Device, Memory: plan.MemoryName(u.Device),
 			PlannedPeakBytes: u.TemporaryPeak, PlannedArenaBytes: u.ArenaBytes, PlannedSubmittedBytes: u.SubmittedPeak,
 			Arena: sess.Arenas(), measures: ok}
 		if n, in := measured[u.Device]; in {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
+	"github.com/dagrun/dagrun/planner/verify"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
@@ -174,10 +176,10 @@ func memoryBudget(s *spec.Spec, l layout) map[int]int64 {
 		}
 	}
 	if m.Pinned > 0 {
-		budget[planner.PinnedMemory] = m.Pinned
+		budget[plan.PinnedMemory] = m.Pinned
 	}
 	if m.Pageable > 0 {
-		budget[planner.PageableMemory] = m.Pageable
+		budget[plan.PageableMemory] = m.Pageable
 	}
 	if len(budget) == 0 {
 		return nil
@@ -190,7 +192,7 @@ func memoryBudget(s *spec.Spec, l layout) map[int]int64 {
 func buildPlan(s *spec.Spec, opts planner.Options) (*planner.Plan, error) {
 	opts.Verify = true
 	p, err := planner.New(s.Graph, opts)
-	if _, ok := errors.AsType[*planner.VerifyError](err); ok {
+	if _, ok := errors.AsType[*verify.Error](err); ok {
 		return nil, verifyFailure(s, err)
 	}
 	return p, err
