@@ -189,12 +189,12 @@ type assigner struct {
 	streamFree []int64 // estimated time the stream's last op finishes
 	streamLast []int32 // the stream's last op, -1 while empty
 	streamLen  []int32 // ops placed on the stream so far
-	// smFree is, per device, when the ops that fill it (fills.go) placed
+	// smFree is, per device, when the ops that fill it (perf.Fills) placed
 	// so far are done: the next one starts no sooner, on any stream.
 	smFree []int64
 
 	dur        []int64 // per op: estimated duration in ns
-	fill       []bool  // per op: whether it fills its device (fills.go)
+	fill       []bool  // per op: whether it fills its device (perf.Fills)
 	bottom     []int64 // per op: the longest cost path from its start to the end of the graph
 	start      []int64 // per op: estimated start in the schedule
 	critical   int64

@@ -15,12 +15,12 @@ type Options struct {
 	Cost              perf.CostModel // nil means DefaultCost()
 	Strategy          Strategy       // how ops are ordered for placement; the zero value is ListScheduling
 	Mode              Mode           // what the estimate is for: an eager run (the zero value) or a graph replay
-	Topology          Topology       // which devices copy directly; nil: unknown (topology.go)
-	SMs               int            // multiprocessors per device, to tell which kernels fill it (fills.go); 0 means DefaultSMs
+	Topology          Topology       // which devices copy directly; nil: unknown (Topology)
+	SMs               int            // multiprocessors per device, to tell which kernels fill it (perf.Fills); 0 means DefaultSMs
 	// MemoryBudget bounds, by memory (a device ordinal, PinnedMemory or
 	// PageableMemory), the bytes the plan may need there: its persistent
 	// buffers and its temporaries' arena (MemoryUse.Bytes). New orders
-	// temporaries to meet it, or fails with a *BudgetError (budget.go).
+	// temporaries to meet it, or fails with a *BudgetError (withBudget).
 	// Memories it does not name are unbounded.
 	MemoryBudget map[int]int64
 	// PoolTemporaries says temporaries come from a stream-ordered pool at

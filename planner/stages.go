@@ -230,7 +230,7 @@ func (forkJoinPass) Run(s *State) (string, error) {
 }
 
 // memoryPass lays out the temporaries (MemoryOf) and meets
-// Options.MemoryBudget (budget.go).
+// Options.MemoryBudget (withBudget).
 type memoryPass struct{}
 
 func (memoryPass) Name() string { return "memory" }

@@ -55,7 +55,7 @@ type listOrder struct {
 	// next op of that kind; absent when there is none.
 	nextOrdered map[int32]int32
 	queues      []poolQueue // by pool ID p: 2p for most ops, 2p+1 for ops that fill the device
-	fills       []bool      // per op: whether it fills its device (fills.go)
+	fills       []bool      // per op: whether it fills its device (perf.Fills)
 	opPool      []int32     // per released op: its pool
 	freesFirst  bool        // Objective.freesFirst: ops that free a temporary go first among equals
 }
@@ -126,7 +126,7 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *lis
 }
 
 // release queues op i, whose dependencies are all placed. Ops that fill
-// their device (fills.go) queue apart from the rest of their pool: they
+// their device (perf.Fills) queue apart from the rest of their pool: they
 // can start no sooner than the device's multiprocessors are free.
 func (l *listOrder) release(i int32) {
 	op := l.a.ops[i]

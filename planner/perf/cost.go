@@ -220,7 +220,7 @@ func satAddDur(a, b time.Duration) time.Duration {
 	return time.Duration(dag.AddSat(int64(a), int64(b)))
 }
 
-// satMul returns a*n for a, n >= 0, or math.MaxInt64 when that overflows.
+// SatMul returns a*n for a, n >= 0, or math.MaxInt64 when that overflows.
 func SatMul(a int64, n int64) int64 {
 	if n != 0 && a > math.MaxInt64/n {
 		return math.MaxInt64
@@ -228,7 +228,7 @@ func SatMul(a int64, n int64) int64 {
 	return a * n
 }
 
-// nonNegative clamps a model's answer to the range the planner sums.
+// NonNegative clamps a model's answer to the range the planner sums.
 func NonNegative(d time.Duration) int64 { return max(int64(d), 0) }
 
 // WithOverheads returns m (DefaultCost when nil) with its overheads replaced

@@ -27,7 +27,7 @@ const threadsPerSM = 1024
 // each block (128 x 128 on cuBLASLt's usual algorithms for large shapes).
 const gemmTile = 128
 
-// fills reports whether op, run alone on a device of sms multiprocessors,
+// Fills reports whether op, run alone on a device of sms multiprocessors,
 // keeps every one of them busy.
 func Fills(op *dag.Op, sms int) bool {
 	if f := costOf(op.Kind); f.fills != nil {

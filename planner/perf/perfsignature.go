@@ -103,7 +103,7 @@ var signatureRules = map[dag.OpKind]func(op *dag.Op, hash func(*dag.Kernel) stri
 // controlSignature: a loop's or branch's time is its iterations or its
 // branch taken, which nothing but its name tells apart, and the bytes its
 // body touches. The planner costs a control op from its body's plan
-// (control.go); what the model keeps of one is its span as measured.
+// (Plan.Bodies); what the model keeps of one is its span as measured.
 func controlSignature(op *dag.Op, _ func(*dag.Kernel) string) (string, error) {
 	return fmt.Sprintf("%s %q %s", op.Kind, op.Name, accessSizes(op)), nil
 }

@@ -29,7 +29,7 @@ type Schedule struct {
 // first op a ReplayBranch after the one before. A loop or branch takes one pass of its body: the
 // makespan of its body's plan (Plan.Bodies) simulated as a replay (on
 // CUDA a body is a graph's, in eager runs too), for a branch the longer
-// one. An op starts no sooner than it is issued. Ops that fill their device (fills.go)
+// one. An op starts no sooner than it is issued. Ops that fill their device (Fills)
 // run one at a time per device, in submission order; other contention
 // between streams is not modelled. All sums saturate. Steps that name streams, ops or events
 // the plan lacks are skipped.
@@ -51,7 +51,7 @@ func Simulate(p *plan.Plan, m CostModel, mode plan.Mode) Schedule {
 			continue
 		}
 		// A loop or branch lasts one pass of its body, as its body's
-		// plan runs it (control.go).
+		// plan runs it (Plan.Bodies).
 		if d, ok := controlDuration(op, p.Bodies[i], m); ok {
 			dur[i] = NonNegative(d)
 			continue
@@ -68,7 +68,7 @@ func Simulate(p *plan.Plan, m CostModel, mode plan.Mode) Schedule {
 	return s
 }
 
-// simulate is Simulate on durations in ns per op and, when not nil, which
+// SimulateWith is Simulate on durations in ns per op and, when not nil, which
 // ops fill their device (else it asks fills); it fills start (per op) when
 // not nil and returns the makespan and the submitter's end.
 func SimulateWith(p *plan.Plan, dur []int64, fill []bool, ov Overheads, mode plan.Mode, start []int64) (makespan, submitted int64) {

@@ -9,7 +9,7 @@ type (
 		Steps   []jsonStep   `json:"steps"`
 		Events  []jsonEvent  `json:"events"`
 		Stats   jsonStats    `json:"stats"`
-		Memory  *jsonMemory  `json:"memory,omitempty"` // memory_text.go
+		Memory  *jsonMemory  `json:"memory,omitempty"`
 		Budget  *jsonBudget  `json:"memory_budget,omitempty"`
 		Passes  []jsonPass   `json:"passes,omitempty"`
 	}
@@ -21,7 +21,7 @@ type (
 		TookNS  int64  `json:"took_ns"`
 		Summary string `json:"summary,omitempty"`
 	}
-	// jsonBudget is what meeting the memory budget cost (budget.go).
+	// jsonBudget is what meeting the memory budget cost (Plan.Budget).
 	jsonBudget struct {
 		Orderings       int   `json:"orderings"`
 		Dependencies    int   `json:"dependencies"`

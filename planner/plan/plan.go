@@ -86,12 +86,12 @@ type Plan struct {
 	OpStream []int32 // the stream of each op, by op ID
 	Stats    Stats
 	Topology Topology // Options.Topology: how copies between devices go; nil: unknown
-	SMs      int      // Options.SMs: multiprocessors per device, for the ops that fill one (fills.go); 0: DefaultSMs
+	SMs      int      // Options.SMs: multiprocessors per device, for the ops that fill one (perf.Fills); 0: DefaultSMs
 
 	// Memory is what the plan needs of each memory and where its
 	// temporaries go in their arenas (MemoryOf); New sets it.
 	Memory *Memory
-	// Budget is what meeting Options.MemoryBudget cost (budget.go); nil
+	// Budget is what meeting Options.MemoryBudget cost (planner.Options.MemoryBudget); nil
 	// when the plan met it without help, or had none.
 	Budget *Budget
 

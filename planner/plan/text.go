@@ -36,7 +36,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	bw.WriteByte('\n')
 	p.writeFigures(bw)
 	p.writeMemory(bw)
-	p.writeBudget(bw) // budget.go
+	p.writeBudget(bw)
 	return bw.Flush()
 }
 
