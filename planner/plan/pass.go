@@ -48,6 +48,6 @@ type PassRecord struct {
 	Name    string
 	Scope   Scope
 	Runs    int           // times it ran: once, or once per candidate plan for order, place and events
-	Took    time.Duration // wall time of all its runs
+	Took    time.Duration // wall time of all its runs, with the passes it ran itself (memory replans to meet a budget)
 	Summary string        // what it did, for people
 }
