@@ -5,6 +5,12 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+)
+
+var (
+	_ device.ArenaUser   = (*Session)(nil)
+	_ device.HighWaterer = (*Session)(nil)
 )
 
 // arenas holds a session's temporaries when they live in arenas: one byte
@@ -108,7 +114,7 @@ func (b *Session) countTemporary(buf *dag.Buffer, sign int64) {
 	b.high[m] = max(b.high[m], b.live[m])
 }
 
-// arenaAlign is planner.ArenaAlign (the planner is no import of a backend).
+// arenaAlign is plan.ArenaAlign (the planner is no import of a backend).
 const arenaAlign = 256
 
 func roundUpArena(n int64) int64 { return (n + arenaAlign - 1) &^ (arenaAlign - 1) }

@@ -10,6 +10,12 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+)
+
+var (
+	_ device.ArenaUser   = (*Session)(nil)
+	_ device.HighWaterer = (*Session)(nil)
 )
 
 // Arenas: a session's device temporaries placed by the plan (planner's
@@ -17,7 +23,7 @@ import (
 // Allocs and frees of those temporaries then enqueue nothing, so a
 // captured graph holds no memory nodes for them. Two temporaries share
 // bytes only where the plan orders every use of one before every use of
-// the other (planner.Verify checks it), which stream order and events
+// the other (verify.Verify checks it), which stream order and events
 // keep on the device as they do on the CPU backend.
 
 // devArena is one device's arena.
