@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"slices"
+	"testing"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -97,4 +98,38 @@ func BruteOrdered(p *planner.Plan) bool {
 		}
 	}
 	return true
+}
+
+// Fixture returns dagtest's fixture graph of that name.
+func Fixture(t testing.TB, name string) *dag.Graph {
+	t.Helper()
+	for _, f := range dagtest.Fixtures() {
+		if f.Name == name {
+			return f.Graph
+		}
+	}
+	t.Fatalf("no fixture %s", name)
+	return nil
+}
+
+// Build builds the graph that declare makes, failing t if it is wrong.
+func Build(t testing.TB, declare func(b *dag.Builder)) *dag.Graph {
+	t.Helper()
+	b := dag.New()
+	declare(b)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// New plans g, failing t if it cannot.
+func New(t testing.TB, g *dag.Graph, opts planner.Options) *planner.Plan {
+	t.Helper()
+	p, err := planner.New(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
