@@ -40,7 +40,7 @@ unit:
 # planner, the test whose packing runs on goroutines.
 race:
 	$(GO) test -race -p 1 ./internal/comm/... ./cpu/... ./executor/...
-	$(GO) test -race -run 'TestMemoryConcurrent' ./planner
+	$(GO) test -race -run 'TestMemoryConcurrent' ./planner/memory
 
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./spec
@@ -59,7 +59,7 @@ fuzz:
 	$(MAKE) fuzz-short FUZZTIME=1000000x FUZZTIME_CONTROL=100000x
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./planner ./cpu ./executor ./trace
+	$(GO) test -run '^$$' -bench . -benchmem ./planner/... ./cpu ./executor ./trace
 
 # Headless Chromium for the picture tests (trace/browser_test.go).
 browser-deps:

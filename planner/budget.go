@@ -108,7 +108,7 @@ func withBudget(s *State, p *Plan) (*Plan, error) {
 		if pool { // the pool's peak: the temporaries allocated at its step
 			u.Peak = submittedLive(p, u.Device)
 		}
-		a, b, ok := pairToOrder(p, u, uses, ordered)
+		a, b, ok := pairToOrder(opts.Objective, p, u, uses, ordered)
 		if !ok {
 			break
 		}
@@ -156,9 +156,9 @@ func withBudget(s *State, p *Plan) (*Plan, error) {
 
 // pairToOrder picks two temporaries of u's peak to order, a before b: every
 // use of a comes before every use of b in op IDs, and the pair is not
-// ordered yet. It takes the pair with the least room between a's last use
-// and b's first, which delays the least work; then the larger pair.
-func pairToOrder(p *Plan, u plan.MemoryUse, uses map[int][]int32, ordered map[[2]int]bool) (a, b int, ok bool) {
+// ordered yet. The objective prefers one pair to another by the room
+// between a's last use and b's first and by their bytes (preferPair).
+func pairToOrder(o Objective, p *Plan, u plan.MemoryUse, uses map[int][]int32, ordered map[[2]int]bool) (a, b int, ok bool) {
 	bytes := func(id int) int64 { return p.Graph.Buffers[id].Size }
 	gap := int32(-1)
 	var weight int64
@@ -176,7 +176,7 @@ func pairToOrder(p *Plan, u plan.MemoryUse, uses map[int][]int32, ordered map[[2
 				continue
 			}
 			w := bytes(x) + bytes(y)
-			if g := first - last; gap < 0 || g < gap || (g == gap && w > weight) {
+			if g := first - last; gap < 0 || o.preferPair(g, w, gap, weight) {
 				a, b, ok, gap, weight = x, y, true, g, w
 			}
 		}

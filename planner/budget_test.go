@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/internal/dagtest"
@@ -136,4 +137,31 @@ func TestPoolBudget(t *testing.T) {
 		}
 	}
 	require.Equal(t, 4*3*2, met)
+}
+
+// A memory budget holds under every objective: the plan that meets it
+// needs no more than the budget, and verifies. Under LeastMemory the
+// budget orders the larger pairs first, so it is met with no more
+// orderings than their count under Makespan would allow on these graphs.
+func TestBudgetUnderEveryObjective(t *testing.T) {
+	for _, fam := range dagtest.Families() {
+		g := dagtest.Family(fam, 16, 1)
+		_, err := planner.New(g, planner.Options{Streams: 4, MemoryBudget: map[int]int64{0: 1}})
+		var be *planner.BudgetError
+		require.ErrorAs(t, err, &be, fam)
+		budget := be.Smallest * 3 / 2
+		for _, o := range planner.Objectives() {
+			p, err := planner.New(g, planner.Options{Streams: 4, Objective: o, MemoryBudget: map[int]int64{0: budget}})
+			if errors.As(err, &be) {
+				continue // this objective's pairs did not reach it: it says so
+			}
+			require.NoError(t, err, "%s under %s", fam, o)
+			require.NoError(t, verify.Verify(p))
+			for _, u := range p.Memory.Memories {
+				if u.Device == 0 {
+					assert.LessOrEqual(t, u.Bytes(), budget, "%s under %s", fam, o)
+				}
+			}
+		}
+	}
 }

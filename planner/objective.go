@@ -12,7 +12,8 @@ import (
 // enough that no other is worth making (enough), which stream budgets
 // are worth trying (streamBudgets), which stream an op goes on among
 // those of its pool (preferStream, openStream) and the tie rules of list
-// scheduling (freesFirst). The zero value is Makespan. Options.Objective
+// scheduling (freesFirst), and which pair of temporaries a memory budget
+// orders next (preferPair). The zero value is Makespan. Options.Objective
 // sets it for a plan and the plans of its bodies.
 type Objective uint8
 
@@ -173,6 +174,19 @@ func (o Objective) preferStream(x, y streamChoice) bool {
 // later would lengthen the plan; it trims streams by the budgets it tries.
 func (o Objective) openStream(start int64, best streamChoice, have bool) bool {
 	return !have || start < best.start
+}
+
+// preferPair says whether ordering a pair of temporaries whose uses lie
+// gap ops apart (in op IDs) and which hold bytes between them is better,
+// to meet a memory budget, than the pair found so far (bestGap ops apart,
+// bestBytes): under LeastMemory the larger pair, which may lower the
+// peak most, then the smaller gap; otherwise the smaller gap, which
+// delays the least work, then the larger pair.
+func (o Objective) preferPair(gap int32, bytes int64, bestGap int32, bestBytes int64) bool {
+	if o == LeastMemory {
+		return bytes > bestBytes || bytes == bestBytes && gap < bestGap
+	}
+	return gap < bestGap || gap == bestGap && bytes > bestBytes
 }
 
 // memoryNeed is the sum over p's memories of what a budget counts
