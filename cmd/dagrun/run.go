@@ -106,6 +106,7 @@ Flags:
 	-v               say more: why auto chose the CPU backend, and with
 	                 --trace the whole summary
 	--save-dir DIR   write the spec's relative save paths under DIR
+	--set NAME=VALUE give the spec's parameter NAME this value (more than once for several)
 	--allow-path DIR let the spec read and write files under DIR too,
 	                 beyond its own directory tree (repeatable)
 	--chaos SEED     inject random delays before ops, the same for the
@@ -446,4 +447,3 @@ func (c *cli) quietProgress(asJSON bool, p *planner.Plan) bool {
 	hostSteps := slices.ContainsFunc(p.Graph.Ops, func(op *dag.Op) bool { return op.Kind == dag.Host })
 	return hostSteps && c.isTerminal(c.stdout)
 }
-
