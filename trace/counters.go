@@ -19,7 +19,7 @@ import (
 // nothing, the track is the planned occupancy of the arena, counted the
 // same way.
 type Counter struct {
-	Memory int           // a device ordinal, planner.PinnedMemory or planner.PageableMemory
+	Memory int           // a device ordinal, plan.PinnedMemory or plan.PageableMemory
 	At     time.Duration // as Slice.Start
 	Bytes  int64         // the temporaries' bytes from At on
 }

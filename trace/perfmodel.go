@@ -9,7 +9,7 @@ import (
 )
 
 // PerfSamples turns the spans of a timed run of g (executor.Session.Spans,
-// from CUPTI or timing events) into the samples a planner.PerfModel learns
+// from CUPTI or timing events) into the samples a perf.PerfModel learns
 // from: one per span, its op's duration. A span naming an op g lacks, or
 // ending before it starts, is an error that names it: spans of another
 // graph must not teach the model.

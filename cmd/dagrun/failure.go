@@ -218,7 +218,7 @@ func opFailure(s *spec.Spec, err error) *failure {
 	return failed(exitFailure, err)
 }
 
-// verifyFailure is a plan that planner.Verify refused: an internal error,
+// verifyFailure is a plan that verify.Verify refused: an internal error,
 // placed at the first op it names.
 func verifyFailure(s *spec.Spec, err error) *failure {
 	p := problem{Message: "the plan failed verification: " + err.Error()}

@@ -15,7 +15,7 @@ import (
 type memoryReport struct {
 	Device int    `json:"device"` // -1: pinned host memory, -2: pageable host memory
 	Memory string `json:"memory"`
-	// PlannedPeakBytes is the plan's temporaries peak (planner.MemoryUse's
+	// PlannedPeakBytes is the plan's temporaries peak (plan.MemoryUse's
 	// TemporaryPeak), PlannedArenaBytes its arena.
 	PlannedPeakBytes  int64 `json:"planned_peak_bytes"`
 	PlannedArenaBytes int64 `json:"planned_arena_bytes"`
@@ -85,7 +85,7 @@ func writeMemoryReports(w io.Writer, rs []memoryReport) {
 }
 
 // budgetReport is what meeting the memory budget cost the plan
-// (planner.Budget), in dagrun run's summary.
+// (plan.Budget), in dagrun run's summary.
 type budgetReport struct {
 	Orderings       int   `json:"orderings"`    // pairs of temporaries ordered
 	Dependencies    int   `json:"dependencies"` // dependencies added between their uses

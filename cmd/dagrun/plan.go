@@ -189,7 +189,7 @@ func memoryBudget(s *spec.Spec, l layout) map[int]int64 {
 }
 
 // buildPlan plans s with opts and the planner's verify pass: every plan
-// the CLI prints or runs has passed planner.Verify.
+// the CLI prints or runs has passed verify.Verify.
 func buildPlan(s *spec.Spec, opts planner.Options) (*planner.Plan, error) {
 	opts.Verify = true
 	p, err := planner.New(s.Graph, opts)
