@@ -47,7 +47,7 @@ unit:
 race:
 	$(GO) test -race -p 1 ./internal/comm/... ./cpu/... ./executor/...
 	$(GO) test -race -short -p 1 ./cmd/dagrun ./dag ./spec ./trace ./cuda
-	$(GO) test -race -run 'TestMemoryConcurrent' ./planner
+	$(GO) test -race -run 'TestMemoryConcurrent' ./planner/memory
 
 # Every fuzz target (grep -rn 'func Fuzz' lists them), a short budget each.
 fuzz-short:
@@ -80,7 +80,7 @@ fuzz:
 	$(MAKE) fuzz-short FUZZTIME=1000000x FUZZTIME_CONTROL=100000x FUZZTIME_SLOW=100000x
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./planner ./cpu ./executor ./trace
+	$(GO) test -run '^$$' -bench . -benchmem ./planner/... ./cpu ./executor ./trace
 
 # Headless Chromium for the picture tests (trace/browser_test.go).
 browser-deps:

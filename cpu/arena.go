@@ -114,7 +114,7 @@ func (mm *memory) countTemporary(buf *dag.Buffer, sign int64) {
 	mm.high[m] = max(mm.high[m], mm.live[m])
 }
 
-// arenaAlign is planner.ArenaAlign (the planner is no import of a backend).
+// arenaAlign is plan.ArenaAlign (the planner is no import of a backend).
 const arenaAlign = 256
 
 func roundUpArena(n int64) int64 { return (n + arenaAlign - 1) &^ (arenaAlign - 1) }

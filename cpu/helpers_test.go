@@ -15,6 +15,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 func f32Bytes(vs ...float32) []byte {
@@ -96,7 +97,7 @@ func handPlan(t testing.TB, g *dag.Graph, n int, streamOf func(op *dag.Op) int) 
 			p.Steps = append(p.Steps, planner.Step{Kind: planner.Record, Stream: s, Op: id, Event: e})
 		}
 	}
-	require.NoError(t, planner.Verify(p))
+	require.NoError(t, verify.Verify(p))
 	return p
 }
 

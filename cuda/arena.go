@@ -23,7 +23,7 @@ var (
 // Allocs and frees of those temporaries then enqueue nothing, so a
 // captured graph holds no memory nodes for them. Two temporaries share
 // bytes only where the plan orders every use of one before every use of
-// the other (planner.Verify checks it), which stream order and events
+// the other (verify.Verify checks it), which stream order and events
 // keep on the device as they do on the CPU backend.
 
 // devArena is one device's arena.

@@ -15,6 +15,7 @@ import (
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // TestArenaGPU runs graphs whose temporaries the plan packs into arenas
@@ -38,7 +39,7 @@ func TestArenaGPU(t *testing.T) {
 		}
 		p, err := planner.New(g, planner.Options{Streams: 2 + i%7})
 		require.NoError(t, err)
-		require.NoError(t, planner.Verify(p))
+		require.NoError(t, verify.Verify(p))
 		// The CPU backend's buffers after one run and after three (an
 		// eager run and two replays).
 		want := make([]map[*dag.Buffer][]byte, 4)

@@ -16,6 +16,7 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // randomLoops is a graph of random work around loops and branches: each
@@ -90,7 +91,7 @@ func TestRandomLoopsGPU(t *testing.T) {
 			g := randomLoops(seed)
 			p, err := planner.New(g, planner.Options{Streams: 1 + int(seed%4)})
 			require.NoError(t, err)
-			require.NoError(t, planner.Verify(p))
+			require.NoError(t, verify.Verify(p))
 			want := runAndRead(t, ctx, cb, p, false)
 			require.Equal(t, want, runAndRead(t, ctx, b, p, false), "eager on cuda")
 			require.Equal(t, want, runAndRead(t, ctx, b, p, true), "replayed on cuda")

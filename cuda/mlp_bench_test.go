@@ -16,6 +16,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // The MLP workload, as examples/mlp_stream.yaml declares it:
@@ -243,7 +244,7 @@ func TestMLPGraphsPlan(t *testing.T) {
 		g := mlpGraph(t, 512, copies)
 		p, err := planner.New(g, planner.Options{})
 		require.NoError(t, err)
-		require.NoError(t, planner.Verify(p))
+		require.NoError(t, verify.Verify(p))
 		if copies {
 			require.Greater(t, len(p.Streams), 2, "copies on streams of their own")
 		}

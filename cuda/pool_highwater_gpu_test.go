@@ -15,6 +15,8 @@ import (
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // The pool's measure of the temporaries (poolwatch.go) against the plan.
@@ -130,11 +132,11 @@ func checkPoolHighWater(t *testing.T, what string, p *planner.Plan, s *executor.
 		if u.Device < 0 || u.Temporaries == 0 {
 			continue
 		}
-		where := fmt.Sprintf("%s, %s", what, planner.MemoryName(u.Device))
+		where := fmt.Sprintf("%s, %s", what, plan.MemoryName(u.Device))
 		require.True(t, ok, "%s: the session measured nothing in pool mode: the driver lacks cuMemPoolGetAttribute, or reading it failed (poolwatch.go)", where)
 		m, in := got[u.Device]
 		require.True(t, in, "%s: no measure of this device, which the eager runs allocated on (measured %v)", where, got)
-		exact, order, coarse := poolModel(p, u.Device, 1), poolModel(p, u.Device, planner.ArenaAlign), poolModel(p, u.Device, poolGranule)
+		exact, order, coarse := poolModel(p, u.Device, 1), poolModel(p, u.Device, plan.ArenaAlign), poolModel(p, u.Device, poolGranule)
 		var fits []string
 		for _, g := range []int64{1, 256, 512, 1024, 4096, 64 << 10, poolGranule} {
 			if poolModel(p, u.Device, g) == m {
@@ -294,7 +296,7 @@ func TestPoolHighWaterGPU(t *testing.T) {
 			}
 			p, err := planner.New(g, opts)
 			require.NoError(t, err, what)
-			require.NoError(t, planner.Verify(p), what)
+			require.NoError(t, verify.Verify(p), what)
 			if p.Budget != nil {
 				what += fmt.Sprintf(" (%d pairs ordered)", p.Budget.Orderings)
 			}

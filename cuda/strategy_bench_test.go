@@ -13,6 +13,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // spins declares independent spin kernels of the given microseconds, in
@@ -112,8 +113,8 @@ func BenchmarkStrategies(b *testing.B) {
 			b.ReportMetric(ms(median(old.rep)), "declared-replay-ms")
 			b.ReportMetric(float64(median(list.eager))/float64(median(old.eager)), "eager-list/declared")
 			b.ReportMetric(float64(median(list.rep))/float64(median(old.rep)), "replay-list/declared")
-			eagerEst := planner.Simulate(list.p, nil, planner.Eager).Makespan
-			replayEst := planner.Simulate(list.p, nil, planner.Replay).Makespan
+			eagerEst := perf.Simulate(list.p, nil, planner.Eager).Makespan
+			replayEst := perf.Simulate(list.p, nil, planner.Replay).Makespan
 			b.ReportMetric(float64(eagerEst)/float64(median(list.eager)), "eager-est/measured")
 			b.ReportMetric(float64(replayEst)/float64(median(list.rep)), "replay-est/measured")
 			b.Logf("list: %d streams, %d waits, placed by %s; declared: %d streams, %d waits",

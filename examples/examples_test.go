@@ -19,6 +19,8 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
+	"github.com/dagrun/dagrun/planner/verify"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -306,7 +308,7 @@ func TestExamples(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/streams=%d/delays=%v", f, streams, delays), func(t *testing.T) {
 					p, err := planner.New(s.Graph, planner.Options{Streams: streams, SharedCopyStreams: s.Run.SharedCopyStreams})
 					require.NoError(t, err)
-					require.NoError(t, planner.Verify(p))
+					require.NoError(t, verify.Verify(p))
 					var opts []cpu.Option
 					if delays {
 						opts = append(opts, cpu.Delays(int64(streams), 50*time.Microsecond))
@@ -355,7 +357,7 @@ func runRanks(t *testing.T, s *spec.Spec, check expected) {
 		require.NoError(t, ranks[r].Graph.CheckWorld(s.Run.World))
 		plans[r], err = planner.New(ranks[r].Graph, planner.Options{Streams: ranks[r].Run.Streams})
 		require.NoError(t, err)
-		require.NoError(t, planner.Verify(plans[r]))
+		require.NoError(t, verify.Verify(plans[r]))
 	}
 	differ := 0
 	for _, b := range ranks[0].Graph.Buffers {
@@ -440,7 +442,7 @@ func TestMemoryBudgetExample(t *testing.T) {
 	budget := s.Run.Memory.Device
 	fit, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams, MemoryBudget: map[int]int64{0: budget}})
 	require.NoError(t, err)
-	require.NoError(t, planner.Verify(fit))
+	require.NoError(t, verify.Verify(fit))
 	assert.Greater(t, need(free), budget, "without the budget the branches' temporaries are live at once")
 	assert.LessOrEqual(t, need(fit), budget)
 	assert.LessOrEqual(t, float64(fit.Stats.Makespan), 1.10*float64(free.Stats.Makespan), "what the budget costs")
@@ -455,14 +457,14 @@ func TestMemoryBudgetExample(t *testing.T) {
 func TestMLPBudgetExample(t *testing.T) {
 	s, err := spec.Load("mlp_budget.yaml")
 	require.NoError(t, err)
-	device0 := func(p *planner.Plan) planner.MemoryUse {
+	device0 := func(p *planner.Plan) plan.MemoryUse {
 		for _, m := range p.Memory.Memories {
 			if m.Device == 0 {
 				return m
 			}
 		}
 		t.Fatal("no memory for device 0")
-		return planner.MemoryUse{}
+		return plan.MemoryUse{}
 	}
 	budget := s.Run.Memory.Device
 	require.Equal(t, int64(88<<10), budget, "the figures in the example's header")
@@ -472,7 +474,7 @@ func TestMLPBudgetExample(t *testing.T) {
 	opts.MemoryBudget = map[int]int64{0: budget}
 	fit, err := planner.New(s.Graph, opts)
 	require.NoError(t, err)
-	require.NoError(t, planner.Verify(fit))
+	require.NoError(t, verify.Verify(fit))
 
 	u := device0(fit)
 	assert.Equal(t, int64(96<<10), u.TemporaryBytes, "the temporaries without reuse")

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/executor/device"
-	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/memory"
 )
 
 // TemporaryMode says where a session's temporary buffers live.
@@ -20,7 +20,7 @@ const (
 	// by its Alloc op and given back by its Free op, at run time.
 	TemporariesPool
 	// TemporariesArena: each memory's temporaries are packed into one
-	// arena (planner.Memory) allocated when the session opens; Alloc and
+	// arena (plan.Memory) allocated when the session opens; Alloc and
 	// Free ops do nothing. A backend that cannot is an error.
 	TemporariesArena
 )
@@ -63,7 +63,7 @@ func (s *Session) useArenas(mode TemporaryMode) (bool, error) {
 	}
 	m := s.p.Memory
 	if m == nil {
-		m = planner.MemoryOf(s.p)
+		m = memory.Of(s.p)
 	}
 	if len(m.Temporaries) == 0 {
 		return false, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // arenaGraphs are random graphs with temporaries and the memory families,
@@ -67,7 +68,7 @@ func TestArenaMatchesPoolAndSequential(t *testing.T) {
 		require.NoError(t, err)
 		p, err := planner.New(g, planner.Options{Streams: 2 + i%7})
 		require.NoError(t, err)
-		require.NoError(t, planner.Verify(p))
+		require.NoError(t, verify.Verify(p))
 		b := cpu.New(cpu.Workers(1+i%4), cpu.Delays(int64(i), 20*time.Microsecond))
 		want, err := runOnce(t, b, seq, executor.WithTemporaries(executor.TemporariesPool))
 		require.NoError(t, err)

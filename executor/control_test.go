@@ -15,6 +15,7 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // noControl opens cpu sessions that hide device.Controller.
@@ -96,7 +97,7 @@ func TestRunPlanWithBodies(t *testing.T) {
 			g := scaledLoop(t, tc.n, tc.branch)
 			p, err := planner.New(g, planner.Options{Streams: 2})
 			require.NoError(t, err)
-			require.NoError(t, planner.Verify(p))
+			require.NoError(t, verify.Verify(p))
 			be := &bodyLog{Backend: cpu.New(), got: map[string][][]device.Step{}}
 			out, err := executor.Execute(context.Background(), be, p)
 			require.NoError(t, err)

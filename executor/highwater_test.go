@@ -10,6 +10,7 @@ import (
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
 )
 
 // TestMemoryHighWater runs graphs with temporaries on the CPU backend, with
@@ -44,7 +45,7 @@ func TestMemoryHighWater(t *testing.T) {
 					continue
 				}
 				if mode == executor.TemporariesArena {
-					require.Equal(t, u.ArenaBytes, got[u.Device], "graph %d, %s", i, planner.MemoryName(u.Device))
+					require.Equal(t, u.ArenaBytes, got[u.Device], "graph %d, %s", i, plan.MemoryName(u.Device))
 					continue
 				}
 				var largest int64
@@ -53,8 +54,8 @@ func TestMemoryHighWater(t *testing.T) {
 						largest = max(largest, tm.Bytes)
 					}
 				}
-				require.GreaterOrEqual(t, got[u.Device], largest, "graph %d, %s", i, planner.MemoryName(u.Device))
-				require.LessOrEqual(t, got[u.Device], u.TemporaryBytes, "graph %d, %s", i, planner.MemoryName(u.Device))
+				require.GreaterOrEqual(t, got[u.Device], largest, "graph %d, %s", i, plan.MemoryName(u.Device))
+				require.LessOrEqual(t, got[u.Device], u.TemporaryBytes, "graph %d, %s", i, plan.MemoryName(u.Device))
 				if got[u.Device] > u.TemporaryPeak {
 					over++
 				}

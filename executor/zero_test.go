@@ -15,6 +15,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -106,8 +107,8 @@ func TestZeroValuesWorkOrFailAtOnce(t *testing.T) {
 		"planner.Plan.WriteText":   func() error { return ignore((&planner.Plan{}).WriteText(io.Discard)) },
 		"planner.Plan.StreamSteps": func() error { (&planner.Plan{}).StreamSteps(0); return nil },
 		"planner.Plan.MarshalJSON": func() error { _, err := (&planner.Plan{}).MarshalJSON(); return ignore(err) },
-		"planner.PerfModel": func() error {
-			m := &planner.PerfModel{}
+		"perf.PerfModel": func() error {
+			m := &perf.PerfModel{}
 			m.Duration(op)
 			m.Measured(op)
 			m.Covered([]*dag.Op{op})
@@ -120,8 +121,8 @@ func TestZeroValuesWorkOrFailAtOnce(t *testing.T) {
 			_ = os.Remove(tmp)
 			return nil
 		},
-		"planner.PerfStats": func() error {
-			var s planner.PerfStats
+		"perf.PerfStats": func() error {
+			var s perf.PerfStats
 			s.Add(1)
 			s.Mean()
 			s.Std()

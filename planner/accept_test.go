@@ -8,6 +8,7 @@ import (
 
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // The independent verifier accepts New's plans: the fixtures under several
@@ -15,14 +16,14 @@ import (
 func TestVerifyAcceptsPlans(t *testing.T) {
 	for _, f := range dagtest.Fixtures() {
 		for _, streams := range []int{1, 2, 8} {
-			p := plan(t, f.Graph, planner.Options{Streams: streams})
-			assert.NoError(t, planner.Verify(p), "%s, streams=%d", f.Name, streams)
+			p := mustPlan(t, f.Graph, planner.Options{Streams: streams})
+			assert.NoError(t, verify.Verify(p), "%s, streams=%d", f.Name, streams)
 		}
 	}
 	for seed := range int64(200) {
 		cfg := dagtest.Config{Ops: 100, Buffers: 8, Seed: seed, Ranges: true, Priorities: seed%2 == 0,
 			Temporaries: true, HostBuffers: true, Devices: 1 + int(seed)%2, After: true}
-		p := plan(t, dagtest.Random(cfg), planner.Options{Streams: 1 + int(seed)%32, SharedCopyStreams: seed%3 == 0})
-		require.NoError(t, planner.Verify(p), "seed %d", seed)
+		p := mustPlan(t, dagtest.Random(cfg), planner.Options{Streams: 1 + int(seed)%32, SharedCopyStreams: seed%3 == 0})
+		require.NoError(t, verify.Verify(p), "seed %d", seed)
 	}
 }

@@ -3,9 +3,9 @@ package planner
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // New plans g onto streams: it orders the ops for placement by opts'
@@ -32,32 +32,39 @@ func New(g *dag.Graph, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkOps(g); err != nil {
+		return nil, err
+	}
+	s := &State{Graph: g, Options: opts}
+	log, err := runPasses(s, opts.passes())
+	if err != nil {
+		return nil, err
+	}
+	s.Plan.Passes = log
+	return s.Plan, nil
+}
+
+// checkOps says what makes g's ops impossible to place.
+func checkOps(g *dag.Graph) error {
 	var errs []error
 	for i, op := range g.Ops {
 		errs = checkOp(errs, i, op)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	bodies, opts, err := planBodies(g, opts) // control.go
-	if err != nil {
-		return nil, err
-	}
-	p := planStrategy(g, opts)
-	p.Bodies = bodies
-	p.Memory = MemoryOf(p)
-	if len(opts.MemoryBudget) > 0 {
-		return withBudget(g, opts, p) // budget.go
-	}
-	return p, nil
+	return errors.Join(errs...)
 }
 
-// plan plans the checked graph g with ops placed in the given ordering;
-// ordered, when not nil, overrides which kinds keep their declaration order
-// (for tests).
-func plan(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool) *Plan {
-	a := newAssigner(g, opts)
-	order := by.placer(a, ordered)
+// planOne plans the checked graph g as one candidate: ops placed in the given
+// ordering, with no other pass (for tests).
+func planOne(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool) *Plan {
+	s := &State{Graph: g, Options: opts, cand: candidate{by: by, streams: opts.Streams, ordered: ordered}}
+	for _, p := range []Pass{orderPass{}, placePass{}, eventsPass{}} {
+		p.Run(s) // they fail only on a graph that checkOps refuses
+	}
+	return s.Plan
+}
+
+// place places every op of g on a's streams in the order next gives.
+func place(g *dag.Graph, opts Options, a *assigner, order placer) {
 	// For temporaries from a pool (Options.PoolTemporaries), an op that
 	// allocates one is held back until the first op that needs it is
 	// placed, and placed just before it: free of dependencies, it would
@@ -112,20 +119,6 @@ func plan(g *dag.Graph, opts Options, by ordering, ordered func(dag.OpKind) bool
 	for i := range held { // allocations nothing uses
 		release(int32(i), 0)
 	}
-	p := &Plan{Graph: g, Streams: a.streams, OpStream: a.opStream, Topology: opts.Topology, SMs: opts.SMs}
-	a.layOut(p)
-	makespan, _ := simulate(p, a.dur, a.fill, OverheadsOf(opts.Cost), opts.Mode, nil)
-	p.Stats = Stats{
-		Ops:          len(g.Ops),
-		Streams:      len(a.streams),
-		CrossEdges:   a.crossEdges,
-		Waits:        a.waitOps.len(),
-		Makespan:     time.Duration(makespan),
-		CriticalPath: time.Duration(a.critical),
-		Mode:         opts.Mode,
-		Strategy:     by.strategy(),
-	}
-	return p
 }
 
 // checkOp appends to errs what makes op i impossible to place.
@@ -196,12 +189,12 @@ type assigner struct {
 	streamFree []int64 // estimated time the stream's last op finishes
 	streamLast []int32 // the stream's last op, -1 while empty
 	streamLen  []int32 // ops placed on the stream so far
-	// smFree is, per device, when the ops that fill it (fills.go) placed
+	// smFree is, per device, when the ops that fill it (perf.Fills) placed
 	// so far are done: the next one starts no sooner, on any stream.
 	smFree []int64
 
 	dur        []int64 // per op: estimated duration in ns
-	fill       []bool  // per op: whether it fills its device (fills.go)
+	fill       []bool  // per op: whether it fills its device (perf.Fills)
 	bottom     []int64 // per op: the longest cost path from its start to the end of the graph
 	start      []int64 // per op: estimated start in the schedule
 	critical   int64
@@ -220,7 +213,7 @@ type assigner struct {
 
 func newAssigner(g *dag.Graph, opts Options) *assigner {
 	n := len(g.Ops)
-	ov := OverheadsOf(opts.Cost)
+	ov := perf.OverheadsOf(opts.Cost)
 	a := &assigner{
 		ops:      g.Ops,
 		opts:     opts,
@@ -242,8 +235,8 @@ func newAssigner(g *dag.Graph, opts Options) *assigner {
 	a.waitOps.shift = shift
 	a.clocks.chunkLen = 1 << shift
 	for i, op := range g.Ops {
-		a.dur[i] = nonNegative(opts.Cost.Duration(op))
-		a.fill[i] = fills(op, opts.SMs)
+		a.dur[i] = perf.NonNegative(opts.Cost.Duration(op))
+		a.fill[i] = perf.Fills(op, opts.SMs)
 		a.eventOf[i] = -1
 	}
 	// Bottom levels, from the last op back: IDs are a topological order.
@@ -372,24 +365,23 @@ func (a *assigner) pick(p int32, op *dag.Op, est int64) int32 {
 		return best
 	}
 
-	// Otherwise the stream where the op can start earliest, counting what
-	// its waits cost; on a tie the one needing fewer waits, then the one
-	// busy longest (the smallest gap, leaving the others free), then an
+	// Otherwise the stream the objective prefers (preferStream: where the
+	// op can start earliest, counting what its waits cost), then an
 	// existing stream rather than a new one.
 	pl := &a.pools[p]
-	var bestCost int64
-	var bestWaits int
+	obj := a.opts.Objective
+	var bc streamChoice
 	for _, s := range pl.streams {
 		w := a.waitsNeeded(s, op)
 		free := a.streamFree[s]
-		c := dag.AddSat(max(est, free), satMul(a.pairCost, int64(w)))
-		if best < 0 || c < bestCost || c == bestCost && (w < bestWaits || w == bestWaits && free > a.streamFree[best]) {
-			best, bestCost, bestWaits = s, c, w
+		c := streamChoice{start: dag.AddSat(max(est, free), perf.SatMul(a.pairCost, int64(w))), waits: w, free: free}
+		if best < 0 || obj.preferStream(c, bc) {
+			best, bc = s, c
 		}
 	}
 	if len(pl.streams) < pl.limit {
 		// A new stream waits for every dependency.
-		if c := dag.AddSat(est, satMul(a.pairCost, int64(len(op.Deps)))); best < 0 || c < bestCost {
+		if obj.openStream(dag.AddSat(est, perf.SatMul(a.pairCost, int64(len(op.Deps)))), bc, best >= 0) {
 			return a.newStream(p)
 		}
 	}

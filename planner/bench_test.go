@@ -6,6 +6,7 @@ import (
 
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // BenchmarkNew plans random DAGs of about 8-wide parallelism onto 8 compute
@@ -17,11 +18,11 @@ func BenchmarkNew(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		ops  int
-		cost planner.CostModel
+		cost perf.CostModel
 	}{
-		{"ops=1000", 1000, planner.WithOverheads(nil, planner.Overheads{})},
-		{"ops=100000", 100000, planner.WithOverheads(nil, planner.Overheads{})},
-		{"ops=1000000", 1000000, planner.WithOverheads(nil, planner.Overheads{})},
+		{"ops=1000", 1000, perf.WithOverheads(nil, perf.Overheads{})},
+		{"ops=100000", 100000, perf.WithOverheads(nil, perf.Overheads{})},
+		{"ops=1000000", 1000000, perf.WithOverheads(nil, perf.Overheads{})},
 		// The default cost model and eager overheads: the host's
 		// submissions and waits keep the plan more than 1% above the lower
 		// bound, so list scheduling tries its other orderings on graphs of

@@ -1,12 +1,13 @@
 package planner
 
 import (
-	"bufio"
 	"fmt"
 	"slices"
-	"time"
+	"strings"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/memory"
+	"github.com/dagrun/dagrun/planner/plan"
 )
 
 // Memory budgets: Options.MemoryBudget bounds what each memory may need
@@ -24,15 +25,6 @@ import (
 // maxBudgetRounds bounds the plans New makes to meet a budget.
 const maxBudgetRounds = 512
 
-// Budget is what meeting Options.MemoryBudget cost a plan: the orderings
-// of temporaries it added and the estimated makespan of the plan without
-// them.
-type Budget struct {
-	Orderings     int           // pairs of temporaries ordered to meet the budget
-	Dependencies  int           // the dependencies between their uses added for them
-	Unconstrained time.Duration // the estimated makespan of the plan without a budget
-}
-
 // BudgetError says that no plan New found keeps a memory within its
 // budget.
 type BudgetError struct {
@@ -47,13 +39,13 @@ type BudgetError struct {
 
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("planner: the memory budget of %s for %s is out of reach: the smallest need found is %s (persistent %s, temporaries peak %s: %s)",
-		dag.FormatBytes(e.Budget), memoryName(e.Memory), dag.FormatBytes(e.Smallest), dag.FormatBytes(e.Persistent), dag.FormatBytes(e.Peak), clip(e.Live, 8))
+		dag.FormatBytes(e.Budget), plan.MemoryName(e.Memory), dag.FormatBytes(e.Smallest), dag.FormatBytes(e.Persistent), dag.FormatBytes(e.Peak), clip(e.Live, 8))
 }
 
 // budgetNeed is what memory u needs: its persistent buffers and the arena, or
 // for temporaries from a pool (Options.PoolTemporaries) what the pool
 // holds at most, the temporaries allocated at once in submission order.
-func budgetNeed(u MemoryUse, pool bool) int64 {
+func budgetNeed(u plan.MemoryUse, pool bool) int64 {
 	if pool {
 		return dag.AddSat(u.Persistent, u.SubmittedPeak)
 	}
@@ -62,13 +54,13 @@ func budgetNeed(u MemoryUse, pool bool) int64 {
 
 // overBudget returns the first memory of p (by Device) whose need exceeds
 // its budget, if any.
-func overBudget(p *Plan, budget map[int]int64, pool bool) (MemoryUse, bool) {
+func overBudget(p *Plan, budget map[int]int64, pool bool) (plan.MemoryUse, bool) {
 	for _, u := range p.Memory.Memories {
 		if b, ok := budget[u.Device]; ok && budgetNeed(u, pool) > b {
 			return u, true
 		}
 	}
-	return MemoryUse{}, false
+	return plan.MemoryUse{}, false
 }
 
 // usesOf lists each temporary's uses in g (by buffer ID): the ops other
@@ -107,9 +99,11 @@ func lifetimeOps(g *dag.Graph, buf int, l dag.Lifetime) []int32 {
 	return out
 }
 
-// withBudget replans g until p, its plan without a budget, meets
-// opts.MemoryBudget.
-func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
+// withBudget replans s.Graph until p, its plan without a budget, meets
+// s.Options.MemoryBudget: each plan is one more search of the candidate
+// passes, under the same objective.
+func withBudget(s *State, p *Plan) (*Plan, error) {
+	g, opts := s.Graph, s.Options
 	pool := opts.PoolTemporaries
 	u, over := overBudget(p, opts.MemoryBudget, pool)
 	if !over {
@@ -125,7 +119,7 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 		if pool { // the pool's peak: the temporaries allocated at its step
 			u.Peak = submittedLive(p, u.Device)
 		}
-		a, b, ok := pairToOrder(p, u, uses, ordered)
+		a, b, ok := pairToOrder(opts.Objective, p, u, uses, ordered)
 		if !ok {
 			break
 		}
@@ -150,15 +144,18 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 				}
 			}
 		}
-		p = planStrategy(withDeps(g, extra), opts)
+		if err := s.planGraph(withDeps(g, extra)); err != nil {
+			return nil, err
+		}
+		p = s.Plan
 		p.Graph, p.Bodies = g, bodies
-		p.Memory = MemoryOf(p)
+		p.Memory = memory.Of(p)
 		if u, over = overBudget(p, opts.MemoryBudget, pool); !over {
 			deps := 0
 			for _, ws := range extra {
 				deps += len(ws)
 			}
-			p.Budget = &Budget{Orderings: pairs, Dependencies: deps, Unconstrained: unconstrained}
+			p.Budget = &plan.Budget{Orderings: pairs, Dependencies: deps, Unconstrained: unconstrained}
 			return p, nil
 		}
 		if u.Device == bestUse.Device && budgetNeed(u, pool) < budgetNeed(bestUse, pool) {
@@ -175,16 +172,16 @@ func withBudget(g *dag.Graph, opts Options, p *Plan) (*Plan, error) {
 		e.Peak, live = bestUse.SubmittedPeak, submittedLive(p, bestUse.Device)
 	}
 	for _, id := range live {
-		e.Live = append(e.Live, p.bufferName(id))
+		e.Live = append(e.Live, p.Graph.Buffers[id].Name)
 	}
 	return nil, e
 }
 
 // pairToOrder picks two temporaries of u's peak to order, a before b: every
 // use of a comes before every use of b in op IDs, and the pair is not
-// ordered yet. It takes the pair with the least room between a's last use
-// and b's first, which delays the least work; then the larger pair.
-func pairToOrder(p *Plan, u MemoryUse, uses map[int][]int32, ordered map[[2]int]bool) (a, b int, ok bool) {
+// ordered yet. The objective prefers one pair to another by the room
+// between a's last use and b's first and by their bytes (preferPair).
+func pairToOrder(o Objective, p *Plan, u plan.MemoryUse, uses map[int][]int32, ordered map[[2]int]bool) (a, b int, ok bool) {
 	bytes := func(id int) int64 { return p.Graph.Buffers[id].Size }
 	gap := int32(-1)
 	var weight int64
@@ -202,7 +199,7 @@ func pairToOrder(p *Plan, u MemoryUse, uses map[int][]int32, ordered map[[2]int]
 				continue
 			}
 			w := bytes(x) + bytes(y)
-			if g := first - last; gap < 0 || g < gap || (g == gap && w > weight) {
+			if g := first - last; gap < 0 || o.preferPair(g, w, gap, weight) {
 				a, b, ok, gap, weight = x, y, true, g, w
 			}
 		}
@@ -220,7 +217,7 @@ func submittedLive(p *Plan, mem int) []int {
 	}
 	var held, most int64
 	peakAt, n := -1, 0
-	lifetimeSteps(p, p.Memory.Temporaries, func(t *Temporary, allocates bool) bool {
+	memory.LifetimeSteps(p, p.Memory.Temporaries, func(t *plan.Temporary, allocates bool) bool {
 		if t.Device != mem {
 			return true
 		}
@@ -237,7 +234,7 @@ func submittedLive(p *Plan, mem int) []int {
 	})
 	live := map[int]bool{}
 	n = 0
-	lifetimeSteps(p, p.Memory.Temporaries, func(t *Temporary, allocates bool) bool {
+	memory.LifetimeSteps(p, p.Memory.Temporaries, func(t *plan.Temporary, allocates bool) bool {
 		if t.Device != mem {
 			return true
 		}
@@ -274,16 +271,6 @@ func withDeps(g *dag.Graph, extra map[int32][]int32) *dag.Graph {
 	return &out
 }
 
-// writeBudget writes what the budget cost, for WriteText.
-func (p *Plan) writeBudget(w *bufio.Writer) {
-	b := p.Budget
-	if b == nil {
-		return
-	}
-	fmt.Fprintf(w, "memory budget       %d %s of temporaries ordered (%d dependencies added); estimated makespan %s against %s without the budget (%s)\n",
-		b.Orderings, plural(b.Orderings, "pair", "pairs"), b.Dependencies, formatDuration(p.Stats.Makespan), formatDuration(b.Unconstrained), ratio(p.Stats.Makespan, b.Unconstrained))
-}
-
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -291,10 +278,10 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// ratio is a against b as a factor: "1.18x".
-func ratio(a, b time.Duration) string {
-	if b <= 0 {
-		return "no estimate"
+// clip joins names, the first n of them and how many more.
+func clip(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
 	}
-	return fmt.Sprintf("%.2fx", float64(a)/float64(b))
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
 }

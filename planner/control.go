@@ -1,13 +1,13 @@
 package planner
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/perf"
+	"github.com/dagrun/dagrun/planner/plan"
 )
 
 // planBodies plans the bodies of g's loops and branches (dag.While,
@@ -29,7 +29,7 @@ func planBodies(g *dag.Graph, opts Options) (map[int][]*Plan, Options, error) {
 		for i, body := range op.Bodies() {
 			p, err := newBody(body, opts)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s %s, %s: %w", op.Kind, op.Name, bodyName(op, i), err))
+				errs = append(errs, fmt.Errorf("%s %s, %s: %w", op.Kind, op.Name, plan.BodyName(op, i), err))
 				continue
 			}
 			renameStreams(p, bodyPrefix(op, i))
@@ -51,45 +51,27 @@ func planBodies(g *dag.Graph, opts Options) (map[int][]*Plan, Options, error) {
 	return bodies, opts, nil
 }
 
-// newBody plans one body: its ops as New would place them (its own
-// streams and events; its own loops and branches planned within it), then
-// the fork from and the join into its entry stream (forkJoin). Bodies
-// hold no allocs or frees, so a memory budget, which orders temporaries,
-// has nothing to do in them.
+// newBody plans one body under the parent's options and objective: its
+// ops as New would place them (its own streams and events; its own loops
+// and branches planned within it), then the fork from and the join into
+// its entry stream (forkJoin). Bodies hold no allocs or frees, so a
+// memory budget, which orders temporaries, has nothing to do in them:
+// the parent's plan counts what they use.
 func newBody(g *dag.Graph, opts Options) (*Plan, error) {
-	var errs []error
-	for i, op := range g.Ops {
-		errs = checkOp(errs, i, op)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := checkOps(g); err != nil {
+		return nil, err
 	}
 	opts.MemoryBudget = nil
 	// On CUDA a body is always a graph (a conditional node's, eager runs
 	// included), so it is placed and priced as a replay is.
 	opts.Mode = Replay
-	bodies, opts, err := planBodies(g, opts)
+	s := &State{Graph: g, Options: opts}
+	log, err := runPasses(s, opts.bodyPasses())
 	if err != nil {
 		return nil, err
 	}
-	p := planStrategy(g, opts)
-	p.Bodies = bodies
-	waits := forkJoin(p)
-	p.Stats.Waits += waits
-	// The fork and join cost their records and waits: estimate again.
-	p.Stats.Makespan = Simulate(p, opts.Cost, opts.Mode).Makespan
-	return p, nil
-}
-
-// bodyName says which of op's bodies body i is, for errors.
-func bodyName(op *dag.Op, i int) string {
-	switch {
-	case op.Kind.Info().Body == dag.Loop:
-		return "its body"
-	case i == 0:
-		return "its then branch"
-	}
-	return "its else branch"
+	s.Plan.Passes = log
+	return s.Plan, nil
 }
 
 // bodyPrefix is what the names of body i's streams begin with, so that
@@ -114,7 +96,7 @@ func renameStreams(p *Plan, prefix string) {
 // is its model's. A loop's iterations are unknown when planning: one pass
 // is what the ops around it can be placed against.
 type controlCost struct {
-	CostModel
+	perf.CostModel
 	passes map[*dag.ControlSpec]time.Duration
 }
 
@@ -127,7 +109,7 @@ func (c controlCost) Duration(op *dag.Op) time.Duration {
 	return c.CostModel.Duration(op)
 }
 
-func (c controlCost) Overheads() Overheads { return OverheadsOf(c.CostModel) }
+func (c controlCost) Overheads() perf.Overheads { return perf.OverheadsOf(c.CostModel) }
 
 // passCost is controlPassCost, reached through a variable: the kind table
 // names it, and it plans, which reads the kind table.
@@ -275,41 +257,4 @@ func forkJoin(p *Plan) int {
 		}
 	}
 	return waits
-}
-
-// controlDuration is a control op's duration in a simulation of a plan
-// under m: its Cost when set, else the longest makespan of its bodies'
-// plans; ok is false when the plan has no bodies for it.
-func controlDuration(op *dag.Op, bodies []*Plan, m CostModel) (d time.Duration, ok bool) {
-	if bodies == nil {
-		return 0, false
-	}
-	if op.Cost > 0 {
-		return op.Cost, true
-	}
-	// A body is priced as a replay whatever the run: on CUDA it is a
-	// conditional node's graph, in eager runs too.
-	for _, b := range bodies {
-		d = max(d, Simulate(b, m, Replay).Makespan)
-	}
-	return d, true
-}
-
-// describeControl writes a loop or branch as an instruction: its kind,
-// name, flag and bound; its bodies follow it in the text (text.go).
-func describeControl(w *bufio.Writer, op *dag.Op) {
-	b := append(w.AvailableBuffer(), op.Kind.String()...)
-	b = append(b, ' ')
-	b = append(b, op.Name...)
-	if c := op.Control; c != nil {
-		b = append(b, " ("...)
-		b = c.Cond.Append(b)
-		b = append(b, " != 0"...)
-		if c.Max > 0 {
-			b = append(b, ", max "...)
-			b = strconv.AppendInt(b, c.Max, 10)
-		}
-		b = append(b, ')')
-	}
-	w.Write(b)
 }

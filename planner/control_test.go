@@ -12,6 +12,9 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
+	"github.com/dagrun/dagrun/planner/plan"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // loopGraph: x is filled, then a loop "refine" whose body works on four
@@ -41,7 +44,7 @@ func TestPlanBodies(t *testing.T) {
 	g, loop := loopGraph(t)
 	p, err := planner.New(g, planner.Options{Streams: 4})
 	require.NoError(t, err)
-	require.NoError(t, planner.Verify(p))
+	require.NoError(t, verify.Verify(p))
 
 	require.Len(t, p.Bodies, 1)
 	require.Len(t, p.Bodies[loop.ID], 1)
@@ -70,16 +73,16 @@ func TestPlanBodies(t *testing.T) {
 	assert.EqualValues(t, -1, last.Op)
 
 	// The loop costs one pass of its body.
-	s := planner.Simulate(p, nil, planner.Eager)
+	s := perf.Simulate(p, nil, planner.Eager)
 	assert.Equal(t, body.Stats.Makespan, s.Duration[loop.ID])
-	assert.Equal(t, planner.Simulate(body, nil, planner.Replay).Makespan, body.Stats.Makespan, "a body is priced as a replay")
+	assert.Equal(t, perf.Simulate(body, nil, planner.Replay).Makespan, body.Stats.Makespan, "a body is priced as a replay")
 }
 
 func TestPlanBodiesOneStream(t *testing.T) {
 	g, loop := loopGraph(t)
 	p, err := planner.New(g, planner.Options{Streams: 1})
 	require.NoError(t, err)
-	require.NoError(t, planner.Verify(p))
+	require.NoError(t, verify.Verify(p))
 	body := p.Bodies[loop.ID][0]
 	require.Len(t, body.Streams, 1)
 	// One stream: the entry record alone, no waits.
@@ -107,7 +110,7 @@ func TestPlanBranchesAndNesting(t *testing.T) {
 	require.NoError(t, err)
 	p, err := planner.New(g, planner.Options{})
 	require.NoError(t, err)
-	require.NoError(t, planner.Verify(p))
+	require.NoError(t, verify.Verify(p))
 
 	body := p.Bodies[outer.ID][0]
 	pick := outer.Control.Body.Ops[0]
@@ -117,7 +120,7 @@ func TestPlanBranchesAndNesting(t *testing.T) {
 	assert.Contains(t, els.Streams[0].Name, "pick/else/")
 	assert.Same(t, pick.Control.Else, els.Graph)
 	// A branch lasts its longer body.
-	s := planner.Simulate(body, nil, planner.Eager)
+	s := perf.Simulate(body, nil, planner.Eager)
 	assert.Equal(t, max(then.Stats.Makespan, els.Stats.Makespan), s.Duration[pick.ID])
 
 	var text bytes.Buffer
@@ -176,46 +179,46 @@ func TestVerifyCatchesBrokenBodies(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		mutate func(p, body *planner.Plan)
-		kind   planner.VerifyKind
+		kind   verify.Kind
 		msg    string
 	}{
 		{"fork wait removed", func(_, body *planner.Plan) {
 			i := slices.IndexFunc(body.Steps, func(st planner.Step) bool { return st.Kind == planner.Wait && st.Stream != 0 && st.Op == -1 })
 			body.Steps = slices.Delete(body.Steps, i, i+1)
-		}, planner.OutsideBody, "not forked from the entry stream"},
+		}, verify.OutsideBody, "not forked from the entry stream"},
 		{"join wait removed", func(_, body *planner.Plan) {
 			body.Steps = body.Steps[:len(body.Steps)-1]
-		}, planner.OutsideBody, "not joined back"},
+		}, verify.OutsideBody, "not joined back"},
 		{"joins removed", func(_, body *planner.Plan) {
 			i := slices.IndexFunc(body.Steps, func(st planner.Step) bool { return st.Kind == planner.Record && st.Stream != 0 && st.Op == -1 })
 			body.Steps, body.Events = body.Steps[:i], int(body.Steps[i].Event)
-		}, planner.OutsideBody, "not joined back"},
-		{"body missing", func(p, _ *planner.Plan) { clear(p.Bodies) }, planner.Malformed, "has 1 bodies and the plan 0"},
+		}, verify.OutsideBody, "not joined back"},
+		{"body missing", func(p, _ *planner.Plan) { clear(p.Bodies) }, verify.Malformed, "has 1 bodies and the plan 0"},
 		{"body of another graph", func(p, body *planner.Plan) {
 			other := *body
 			other.Graph = &dag.Graph{Buffers: body.Graph.Buffers}
 			for id := range p.Bodies {
 				p.Bodies[id] = []*planner.Plan{&other}
 			}
-		}, planner.Malformed, "not of its graph"},
+		}, verify.Malformed, "not of its graph"},
 		{"body op twice", func(_, body *planner.Plan) {
 			i := slices.IndexFunc(body.Steps, func(st planner.Step) bool { return st.Kind == planner.Run })
 			body.Steps = append(body.Steps, body.Steps[i])
-		}, planner.OpTwice, "runs twice"},
+		}, verify.OpTwice, "runs twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, loop := loopGraph(t)
 			p, err := planner.New(g, planner.Options{Streams: 4})
 			require.NoError(t, err)
-			require.NoError(t, planner.Verify(p))
+			require.NoError(t, verify.Verify(p))
 			tc.mutate(p, p.Bodies[loop.ID][0])
-			err = planner.Verify(p)
+			err = verify.Verify(p)
 			require.Error(t, err)
-			ve, ok := errors.AsType[*planner.VerifyError](err)
+			ve, ok := errors.AsType[*verify.Error](err)
 			require.True(t, ok, "%v", err)
 			assert.Equal(t, tc.kind, ve.Kind, "%v", err)
 			assert.Contains(t, ve.Msg, tc.msg)
-			if tc.kind == planner.OutsideBody {
+			if tc.kind == verify.OutsideBody {
 				assert.Contains(t, ve.Msg, `while "refine", its body`)
 			}
 		})
@@ -244,10 +247,10 @@ func TestBodyTemporaryLivesAcrossLoop(t *testing.T) {
 	require.NoError(t, err)
 	p, err := planner.New(g, planner.Options{Streams: 4})
 	require.NoError(t, err)
-	require.NoError(t, planner.Verify(p))
+	require.NoError(t, verify.Verify(p))
 	assert.Contains(t, loop.Access, dag.Access{View: t1.All(), Mode: dag.Read}, "the loop reads what its body reads")
 
-	var o1, o2 *planner.Temporary
+	var o1, o2 *plan.Temporary
 	for i, tmp := range p.Memory.Temporaries {
 		switch g.Buffers[tmp.Buffer].Name {
 		case "t1":
@@ -264,17 +267,17 @@ func TestBodyTemporaryLivesAcrossLoop(t *testing.T) {
 	assert.Contains(t, g.Ops[freeT1].Deps, int32(loop.ID), "t1 is freed after the loop")
 	if overlap {
 		// Sharing bytes is only right when the plan orders them.
-		require.NoError(t, planner.Verify(p))
+		require.NoError(t, verify.Verify(p))
 	}
 	// Forget that the loop reads t1: the arena check must catch a plan
 	// that shares t1's bytes with t2 while the loop runs beside t2's use.
 	if !overlap && p.OpStream[loop.ID] != p.OpStream[g.Ops[slices.IndexFunc(g.Ops, func(o *dag.Op) bool { return o.Name == "use_t2" })].ID] {
 		o2.Offset = o1.Offset
-		err := planner.Verify(p)
+		err := verify.Verify(p)
 		require.Error(t, err)
-		ve, ok := errors.AsType[*planner.VerifyError](err)
+		ve, ok := errors.AsType[*verify.Error](err)
 		require.True(t, ok)
-		assert.Equal(t, planner.ArenaOverlap, ve.Kind, "%v", err)
+		assert.Equal(t, verify.ArenaOverlap, ve.Kind, "%v", err)
 	}
 }
 

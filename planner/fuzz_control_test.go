@@ -5,6 +5,7 @@ import (
 
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // FuzzPlanControl plans random graphs with loops and branches nested up to
@@ -24,7 +25,7 @@ func FuzzPlanControl(f *testing.F) {
 		if err != nil {
 			t.Fatalf("seed %d, %d ops, depth %d, %+v: %v", seed, ops%64, depth%4, opts, err)
 		}
-		if err := planner.Verify(p); err != nil {
+		if err := verify.Verify(p); err != nil {
 			t.Fatalf("seed %d, %d ops, depth %d, %+v: New's plan fails Verify: %v", seed, ops%64, depth%4, opts, err)
 		}
 		if len(c.Graph.Nested) > 0 && len(p.Bodies) == 0 {

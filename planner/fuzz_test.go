@@ -7,6 +7,8 @@ import (
 
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/internal/plannertest"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // Bits of FuzzPlan's flags argument.
@@ -55,13 +57,13 @@ func FuzzPlan(f *testing.F) {
 			Strategy: planner.Strategies()[uint64(seed)>>1%3], Mode: planner.Mode(uint64(seed) >> 3 & 1),
 			PoolTemporaries: uint64(seed)>>7&1 == 1}
 		if uint64(seed)>>4&7 == 7 {
-			opts.Cost = hugeCost{}
+			opts.Cost = plannertest.HugeCost{}
 		}
 		p, err := planner.New(dagtest.Random(cfg), opts)
 		if err != nil {
 			t.Fatalf("%+v %+v: %v", cfg, opts, err)
 		}
-		if err := planner.Verify(p); err != nil {
+		if err := verify.Verify(p); err != nil {
 			t.Fatalf("%+v %+v: %v", cfg, opts, err)
 		}
 		var waits []int
@@ -76,9 +78,9 @@ func FuzzPlan(f *testing.F) {
 		cut := *p
 		drop := waits[uint64(seed)%uint64(len(waits))]
 		cut.Steps = slices.Delete(slices.Clone(p.Steps), drop, drop+1)
-		err = planner.Verify(&cut)
-		var ve *planner.VerifyError
-		switch ok := bruteOrdered(&cut); {
+		err = verify.Verify(&cut)
+		var ve *verify.Error
+		switch ok := plannertest.BruteOrdered(&cut); {
 		case ok && err != nil:
 			t.Fatalf("%+v %+v: without wait step %d every pair is ordered, but Verify says %v", cfg, opts, drop, err)
 		case !ok && !errors.As(err, &ve):

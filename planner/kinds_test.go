@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
-// Every op kind has the planner's facts: a default cost and a stream pool.
-// A kind added to dag without an entry here fails this test.
+// Every op kind has the planner's facts: a stream pool. A kind added to
+// dag without an entry here fails this test.
 func TestKindTableCoversEveryKind(t *testing.T) {
 	for _, k := range dag.OpKinds() {
 		f := factsOf(k)
-		assert.NotNil(t, f.cost, "kind %s has no default cost in the planner's kind table", k)
 		assert.NotNil(t, f.pool, "kind %s has no stream pool in the planner's kind table", k)
 		if f.pool == nil {
 			continue
@@ -43,12 +43,12 @@ func TestOrderedKindsKeepDeclarationOrder(t *testing.T) {
 	opts, err := Options{Streams: 1}.withDefaults()
 	require.NoError(t, err)
 
-	free := plan(g, opts, byEarliestStart, nil)
+	free := planOne(g, opts, byEarliestStart, nil)
 	assert.Equal(t, []int32{2, 1, 0}, runOrder(free), "longest first when nothing is ordered")
 
-	ordered := plan(g, opts, byEarliestStart, func(k dag.OpKind) bool { return k == dag.Launch })
+	ordered := planOne(g, opts, byEarliestStart, func(k dag.OpKind) bool { return k == dag.Launch })
 	assert.Equal(t, []int32{0, 1, 2}, runOrder(ordered), "declaration order for an ordered kind")
-	require.NoError(t, Verify(ordered))
+	require.NoError(t, verify.Verify(ordered))
 }
 
 func runOrder(p *Plan) []int32 {
@@ -59,16 +59,4 @@ func runOrder(p *Plan) []int32 {
 		}
 	}
 	return ops
-}
-
-func TestVerifyKindNames(t *testing.T) {
-	seen := map[string]bool{}
-	for k := Malformed; k < numVerifyKinds; k++ {
-		name := k.String()
-		assert.NotContains(t, name, "VerifyKind(", "kind %d has no name", k)
-		assert.False(t, seen[name], "two kinds are called %q", name)
-		seen[name] = true
-	}
-	assert.Equal(t, "VerifyKind(0)", VerifyKind(0).String())
-	assert.Equal(t, "plan: wait before record: e0", (&VerifyError{Kind: WaitBeforeRecord, Msg: "e0"}).Error())
 }

@@ -2,11 +2,8 @@ package planner_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"strings"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,164 +24,32 @@ func fixture(t *testing.T, name string) *dag.Graph {
 	return nil
 }
 
-func TestWriteText(t *testing.T) {
-	p := plan(t, fixture(t, "pipeline"), planner.Options{Streams: 2})
-	var buf bytes.Buffer
-	require.NoError(t, p.WriteText(&buf))
-	text := buf.String()
-	for _, want := range []string{
-		"stream dev0.normal.h2d (device 0, priority normal, h2d)\n  copy h2d0 (256 B h2d, in[0:256] -> d0)\n  record e0\n",
-		"stream dev0.normal.compute0 (device 0, priority normal, compute)\n  wait e0 (from dev0.normal.h2d after op h2d0)\n  launch scale0 [scale grid 1x1x1 block 32x1x1]\n",
-		"ops                 12\n",
-		"streams             3\n  dev0 normal   1 compute, 1 h2d, 1 d2h\n",
-		"cross-stream edges  ",
-		"waits inserted      ",
-		"critical path       ",
-		"(makespan / critical path = ",
+// The pass log: New runs bodies, order, place, events and memory (and
+// verify when asked), each once except the candidate passes, and each
+// says what it did; the text lists them under "passes".
+func TestPassLog(t *testing.T) {
+	g := fixture(t, "fanout8")
+	for _, tc := range []struct {
+		opts  planner.Options
+		names []string
+	}{
+		{planner.Options{Streams: 3}, []string{"bodies", "order", "place", "events", "memory"}},
+		{planner.Options{Streams: 3, Verify: true}, []string{"bodies", "order", "place", "events", "memory", "verify"}},
 	} {
-		assert.Contains(t, text, want)
-	}
-	// Every stream's instructions appear in order, one line each.
-	for s, str := range p.Streams {
-		block := text[strings.Index(text, "stream "+str.Name+" "):]
-		lines := strings.Split(block, "\n")[1:]
-		for i := range p.StreamSteps(s) {
-			assert.True(t, strings.HasPrefix(lines[i], "  "), "line %q of %s", lines[i], str.Name)
+		p := mustPlan(t, g, tc.opts)
+		var names []string
+		for _, r := range p.Passes {
+			names = append(names, r.Name)
+			assert.NotEmpty(t, r.Summary, r.Name)
+			assert.Positive(t, r.Runs, r.Name)
 		}
+		assert.Equal(t, tc.names, names)
+		assert.Equal(t, p.Passes[1].Runs, p.Passes[2].Runs, "order and place run once per candidate")
+		assert.Equal(t, p.Passes[2].Runs, p.Passes[3].Runs, "place and events run once per candidate")
+		assert.Contains(t, p.Passes[3].Summary, fmt.Sprintf("%d waits", p.Stats.Waits))
+		var buf bytes.Buffer
+		require.NoError(t, p.WritePasses(&buf))
+		assert.Regexp(t, `(?m)^passes\n  bodies +[\d.]+ \S+ +no loops or branches\n  order +[\d.]+ \S+ x\d+ +list placement: \d+ candidates planned, kept earliest start with 3 streams \(objective makespan\)\n`, buf.String())
+		assert.Regexp(t, `(?m)^  events +[\d.]+ \S+( x\d+)? +\d+ waits, \d+ elided, \d+ events; estimated makespan`, buf.String())
 	}
-}
-
-func TestWriteTextOps(t *testing.T) {
-	g := build(t, func(b *dag.Builder) {
-		tmp := b.Buffer("tmp", 3<<20, dag.Temporary())
-		host := b.Buffer("host", 3<<20, dag.PinnedHost())
-		b.Fill(tmp.All(), 1.5).Named("init")
-		b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), tmp, 2.0).Named("double")
-		b.Copy(host.All(), tmp.All()).Named("down")
-		b.Copy(tmp.Slice(1024, 512), host.Slice(0, 512)).Named("part")
-		b.Launch(dag.Scale, dag.Grid1(2), dag.Grid1(32), tmp, 0.25).Named("small").Launch.Shared = 1536
-		b.Host(func(ctx context.Context, mem [][]byte) error { return nil }, dag.In(host.All())).Named("check")
-	})
-	p := plan(t, g, planner.Options{})
-	var buf bytes.Buffer
-	require.NoError(t, p.WriteText(&buf))
-	for _, want := range []string{
-		"  alloc tmp (3.0 MiB)\n",
-		"  fill init (tmp = 1.5)\n",
-		"  launch double [scale grid 64x1x1 block 256x1x1]\n",
-		"  copy down (3.0 MiB d2h, tmp -> host)\n",
-		"  copy part (512 B h2d, host[0:512] -> tmp[1024:1536])\n",
-		"  launch small [scale grid 2x1x1 block 32x1x1 shared 1.5 KiB]\n",
-		"  host check\n",
-		"  free tmp (3.0 MiB)\n",
-	} {
-		assert.Contains(t, buf.String(), want)
-	}
-}
-
-func TestMarshalJSON(t *testing.T) {
-	p := plan(t, fixture(t, "fanout8"), planner.Options{Streams: 3})
-	data, err := json.Marshal(p)
-	require.NoError(t, err)
-	var got struct {
-		Streams []struct {
-			ID       int    `json:"id"`
-			Name     string `json:"name"`
-			Device   int    `json:"device"`
-			Priority int    `json:"priority"`
-			Kind     string `json:"kind"`
-		} `json:"streams"`
-		Steps []struct {
-			Kind   string `json:"kind"`
-			Stream int    `json:"stream"`
-			Op     string `json:"op"`
-			Event  *int   `json:"event"`
-		} `json:"steps"`
-		Events []struct {
-			ID      int    `json:"id"`
-			Stream  int    `json:"stream"`
-			AfterOp string `json:"after_op"`
-		} `json:"events"`
-		Stats  map[string]any `json:"stats"`
-		Memory map[string]any `json:"memory"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&got))
-
-	require.Len(t, got.Streams, len(p.Streams))
-	assert.Equal(t, "dev0.normal.compute0", got.Streams[0].Name)
-	assert.Equal(t, "compute", got.Streams[0].Kind)
-	require.Len(t, got.Steps, len(p.Steps))
-	for i, st := range p.Steps {
-		assert.Equal(t, st.Kind.String(), got.Steps[i].Kind)
-		assert.Equal(t, p.Graph.Ops[st.Op].Name, got.Steps[i].Op)
-		if st.Kind == planner.Run {
-			assert.Nil(t, got.Steps[i].Event)
-		} else {
-			require.NotNil(t, got.Steps[i].Event)
-			assert.Equal(t, int(st.Event), *got.Steps[i].Event)
-		}
-		if st.Kind == planner.Record {
-			assert.Equal(t, p.Graph.Ops[st.Op].Name, got.Events[st.Event].AfterOp)
-			assert.Equal(t, int(st.Stream), got.Events[st.Event].Stream)
-		}
-	}
-	require.Len(t, got.Events, p.Events)
-	assert.Equal(t, map[string]any{
-		"ops": float64(p.Stats.Ops), "streams": float64(p.Stats.Streams), "cross_edges": float64(p.Stats.CrossEdges),
-		"waits": float64(p.Stats.Waits), "makespan_ns": float64(p.Stats.Makespan), "critical_path_ns": float64(p.Stats.CriticalPath),
-		"mode": "eager", "strategy": "list",
-	}, got.Stats)
-}
-
-func TestDefaultCost(t *testing.T) {
-	b := dag.New()
-	pinned := b.Buffer("pinned", 1<<20, dag.PinnedHost())
-	pageable := b.Buffer("pageable", 1<<20, dag.PageableHost())
-	dev, dev2 := b.Buffer("dev", 1<<20), b.Buffer("dev2", 1<<20)
-	tmp := b.Buffer("tmp", 1<<20, dag.Temporary())
-	ops := map[string]*dag.Op{
-		"spin":       b.Launch(dag.Spin, one, one, 50.0),
-		"costed":     b.Launch(dag.Spin, one, one, 50.0).Costs(time.Millisecond),
-		"scale":      b.Launch(dag.Scale, one, one, dev, 2.0),
-		"h2d pinned": b.Copy(dev.All(), pinned.All()),
-		"d2h pinned": b.Copy(pinned.All(), dev.All()),
-		"h2d paged":  b.Copy(dev.All(), pageable.All()),
-		"d2d":        b.Copy(dev2.All(), dev.All()),
-		"fill":       b.Fill(dev.All(), 0),
-		"alloc":      b.Alloc(tmp),
-		"host":       b.Host(func(context.Context, [][]byte) error { return nil }, dag.In(pinned.All())),
-	}
-	us := func(f float64) time.Duration { return time.Duration(f * float64(time.Microsecond)) }
-	mib := float64(1 << 20)
-	for name, want := range map[string]time.Duration{
-		"spin":       us(51),
-		"costed":     time.Millisecond,
-		"scale":      us(1 + mib/1.5e6),
-		"h2d pinned": us(8 + mib/54e3),
-		"d2h pinned": us(8 + mib/54e3),
-		"h2d paged":  us(8 + mib/7e3),
-		"d2d":        us(8 + mib/1.5e6),
-		"fill":       us(1 + mib/1.5e6),
-		"alloc":      us(1),
-		"host":       us(20),
-	} {
-		assert.InDelta(t, float64(want), float64(planner.DefaultCost().Duration(ops[name])), 2, name)
-	}
-	assert.Greater(t, planner.DefaultCost().Duration(ops["h2d paged"]), planner.DefaultCost().Duration(ops["h2d pinned"]))
-}
-
-func TestMeasuredCost(t *testing.T) {
-	g := build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 64)
-		b.Launch(dag.Scale, one, one, x, 2.0).Named("measured")
-		b.Launch(dag.Scale, one, one, x, 2.0).Named("unmeasured").Costs(3 * time.Microsecond)
-	})
-	m := planner.Measured(map[string]time.Duration{"measured": 7 * time.Microsecond}, deviceOnly)
-	assert.Equal(t, 7*time.Microsecond, m.Duration(g.Ops[0]))
-	assert.Equal(t, 3*time.Microsecond, m.Duration(g.Ops[1]), "falls back to the default model")
-	p := plan(t, g, planner.Options{Cost: m})
-	assert.Equal(t, 10*time.Microsecond, p.Stats.Makespan)
-	assert.Equal(t, 10*time.Microsecond, p.Stats.CriticalPath)
 }

@@ -12,16 +12,17 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 var one = dag.Grid1(1)
 
 // deviceOnly is the default cost model without overheads: plans whose
 // figures these tests work out by hand from the ops' durations.
-var deviceOnly = planner.WithOverheads(nil, planner.Overheads{})
+var deviceOnly = perf.WithOverheads(nil, perf.Overheads{})
 
 // plan plans g and checks what every plan must satisfy.
-func plan(t *testing.T, g *dag.Graph, opts planner.Options) *planner.Plan {
+func mustPlan(t *testing.T, g *dag.Graph, opts planner.Options) *planner.Plan {
 	t.Helper()
 	p, err := planner.New(g, opts)
 	require.NoError(t, err)
@@ -149,7 +150,7 @@ func TestChainStaysOnOneStream(t *testing.T) {
 		}
 	})
 	for _, streams := range []int{1, 4, 32} {
-		p := plan(t, g, planner.Options{Streams: streams, Cost: deviceOnly})
+		p := mustPlan(t, g, planner.Options{Streams: streams, Cost: deviceOnly})
 		assert.Equal(t, 1, p.Stats.Streams, "streams=%d", streams)
 		assert.Zero(t, p.Stats.CrossEdges)
 		assert.Zero(t, p.Stats.Waits)
@@ -170,7 +171,7 @@ func TestFanOutUsesStreamsUpToTheBudget(t *testing.T) {
 		{budget: 32, streams: 8, waits: 7},
 	} {
 		t.Run(fmt.Sprintf("budget=%d", tc.budget), func(t *testing.T) {
-			p := plan(t, g, planner.Options{Streams: tc.budget, Cost: deviceOnly})
+			p := mustPlan(t, g, planner.Options{Streams: tc.budget, Cost: deviceOnly})
 			assert.Equal(t, tc.streams, p.Stats.Streams)
 			assert.Equal(t, tc.waits, p.Stats.Waits, "the join chain waits once for each branch on another stream")
 			// Branches cost 10us, the joins 1us each.
@@ -187,7 +188,7 @@ func TestBudgetOneNeedsNoWaits(t *testing.T) {
 	// Graphs of kernels only: copies would have streams of their own.
 	for seed := range int64(50) {
 		g := dagtest.Shape(200, 1+int(seed)%16, seed)
-		p := plan(t, g, planner.Options{Streams: 1})
+		p := mustPlan(t, g, planner.Options{Streams: 1})
 		require.Equal(t, 1, p.Stats.Streams, "seed %d", seed)
 		require.Zero(t, p.Stats.Waits, "seed %d", seed)
 		require.Zero(t, p.Events, "seed %d", seed)
@@ -207,7 +208,7 @@ func TestImpliedWaitsAreLeftOut(t *testing.T) {
 		b.Launch(dag.Add, one, one, w, z, x).Named("after-right") // needs top too: implied
 		b.Launch(dag.Add, one, one, w, y, z).Named("bottom")
 	})
-	p := plan(t, g, planner.Options{Streams: 4})
+	p := mustPlan(t, g, planner.Options{Streams: 4})
 	assert.Equal(t, streamOf(p, "top"), streamOf(p, "left"))
 	assert.NotEqual(t, streamOf(p, "top"), streamOf(p, "right"))
 	assert.Equal(t, streamOf(p, "right"), streamOf(p, "after-right"))
@@ -224,7 +225,7 @@ func TestEveryWaitIsNeeded(t *testing.T) {
 	for seed := range int64(40) {
 		g := dagtest.Random(dagtest.Config{Ops: 60, Buffers: 6, Seed: seed, Ranges: true, Priorities: seed%2 == 0,
 			Temporaries: true, HostBuffers: true, After: true})
-		p := plan(t, g, planner.Options{Streams: 1 + int(seed)%6})
+		p := mustPlan(t, g, planner.Options{Streams: 1 + int(seed)%6})
 		for i, st := range p.Steps {
 			if st.Kind != planner.Wait {
 				continue
@@ -259,7 +260,7 @@ func TestPrioritiesGetTheirOwnStreams(t *testing.T) {
 		}
 		b.Launch(dag.Add, one, one, urgent, urgent, urgent).Named("odd").WithPriority(7)
 	})
-	p := plan(t, g, planner.Options{Streams: 1})
+	p := mustPlan(t, g, planner.Options{Streams: 1})
 	require.Len(t, p.Streams, 3)
 	for _, op := range g.Ops {
 		assert.Equal(t, op.Priority, p.Streams[p.OpStream[op.ID]].Priority, op.Name)
@@ -292,7 +293,7 @@ func TestCopiesGetStreamsPerDirection(t *testing.T) {
 		{true, map[string]string{"up": "dev0.normal.copy", "across": "dev0.normal.copy", "scale": "dev0.normal.compute0",
 			"down": "dev0.normal.copy", "host": "dev0.normal.copy", "up-again": "dev0.normal.copy"}},
 	} {
-		p := plan(t, g, planner.Options{SharedCopyStreams: tc.shared})
+		p := mustPlan(t, g, planner.Options{SharedCopyStreams: tc.shared})
 		for op, stream := range tc.want {
 			assert.Equal(t, stream, streamOf(p, op).Name, "%s, shared=%v", op, tc.shared)
 		}
@@ -311,7 +312,7 @@ func TestFreeFollowsEveryReader(t *testing.T) {
 		b.Launch(dag.Axpy, one, one, c, tmp, 1.0).Named("reader2").Costs(80 * time.Microsecond)
 		b.Launch(dag.Iota, one, one, b.Buffer("d", 256), 0.0).Named("other").Costs(30 * time.Microsecond)
 	})
-	p := plan(t, g, planner.Options{Streams: 3})
+	p := mustPlan(t, g, planner.Options{Streams: 3})
 	free := g.Ops[slices.IndexFunc(g.Ops, func(o *dag.Op) bool { return o.Kind == dag.Free })]
 	for _, reader := range []string{"reader1", "reader2"} {
 		require.True(t, slices.ContainsFunc(free.Deps, func(d int32) bool { return g.Ops[d].Name == reader }), "free depends on %s", reader)
@@ -345,7 +346,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestStreamStepsPartitionTheSteps(t *testing.T) {
-	p := plan(t, dagtest.Random(dagtest.Config{Ops: 100, Buffers: 6, Seed: 3, HostBuffers: true}), planner.Options{})
+	p := mustPlan(t, dagtest.Random(dagtest.Config{Ops: 100, Buffers: 6, Seed: 3, HostBuffers: true}), planner.Options{})
 	n := 0
 	for s := range p.Streams {
 		steps := p.StreamSteps(s)
@@ -401,7 +402,7 @@ func TestMakespanAgainstCriticalPath(t *testing.T) {
 		streams  int
 		makespan time.Duration
 	}{{1, 60 * time.Microsecond}, {2, 30 * time.Microsecond}} {
-		p := plan(t, g, planner.Options{Streams: tc.streams, Cost: deviceOnly})
+		p := mustPlan(t, g, planner.Options{Streams: tc.streams, Cost: deviceOnly})
 		assert.Equal(t, tc.makespan, p.Stats.Makespan, "streams=%d", tc.streams)
 		assert.Equal(t, 30*time.Microsecond, p.Stats.CriticalPath)
 	}

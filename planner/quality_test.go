@@ -13,6 +13,8 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // The plan-quality benchmark. Random graphs of five
@@ -388,7 +390,7 @@ type qualityFigures struct {
 // measureQuality plans graphs seeds of family f at budget streams with
 // strategy.
 func measureQuality(t testing.TB, f family, streams, seeds int, strategy planner.Strategy) qualityFigures {
-	noOverheads := planner.WithOverheads(nil, planner.Overheads{})
+	noOverheads := perf.WithOverheads(nil, perf.Overheads{})
 	var fig qualityFigures
 	var sumBound, sumRef, sumOld float64
 	for seed := range seeds {
@@ -397,7 +399,7 @@ func measureQuality(t testing.TB, f family, streams, seeds int, strategy planner
 		g := q.build(t)
 		p, err := planner.New(g, planner.Options{Streams: streams, Cost: noOverheads, Strategy: strategy})
 		require.NoError(t, err)
-		require.NoError(t, planner.Verify(p))
+		require.NoError(t, verify.Verify(p))
 		old, err := planner.New(g, planner.Options{Streams: streams, Cost: noOverheads, Strategy: planner.DeclarationOrder})
 		require.NoError(t, err)
 		got := float64(p.Stats.Makespan)

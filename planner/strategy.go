@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // placer is the seam between a placement strategy and the assigner: it
@@ -54,8 +55,9 @@ type listOrder struct {
 	// next op of that kind; absent when there is none.
 	nextOrdered map[int32]int32
 	queues      []poolQueue // by pool ID p: 2p for most ops, 2p+1 for ops that fill the device
-	fills       []bool      // per op: whether it fills its device (fills.go)
+	fills       []bool      // per op: whether it fills its device (perf.Fills)
 	opPool      []int32     // per released op: its pool
+	freesFirst  bool        // Objective.freesFirst: ops that free a temporary go first among equals
 }
 
 type poolQueue struct {
@@ -70,13 +72,14 @@ type poolQueue struct {
 func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *listOrder {
 	n := len(a.ops)
 	l := &listOrder{
-		a:       a,
-		window:  window,
-		ready:   make([]int64, n),
-		missing: make([]int32, n),
-		succOff: make([]int32, n+1),
-		opPool:  make([]int32, n),
-		fills:   a.fill,
+		a:          a,
+		window:     window,
+		ready:      make([]int64, n),
+		missing:    make([]int32, n),
+		succOff:    make([]int32, n+1),
+		opPool:     make([]int32, n),
+		fills:      a.fill,
+		freesFirst: a.opts.Objective.freesFirst(a.opts.PoolTemporaries),
 	}
 	edges := 0
 	for i, op := range a.ops {
@@ -123,7 +126,7 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *lis
 }
 
 // release queues op i, whose dependencies are all placed. Ops that fill
-// their device (fills.go) queue apart from the rest of their pool: they
+// their device (perf.Fills) queue apart from the rest of their pool: they
 // can start no sooner than the device's multiprocessors are free.
 func (l *listOrder) release(i int32) {
 	op := l.a.ops[i]
@@ -248,14 +251,15 @@ func (l *listOrder) placed(i int32) {
 	}
 }
 
-// frees says whether op x frees a temporary that comes from a pool.
+// frees says whether op x frees a temporary and the objective places
+// such ops first (Objective.freesFirst).
 func (l *listOrder) frees(x int32) bool {
-	return l.a.opts.PoolTemporaries && l.a.ops[x].Kind.Info().Lifetime == dag.Frees
+	return l.freesFirst && l.a.ops[x].Kind.Info().Lifetime == dag.Frees
 }
 
 // before says whether op x goes before op y when both can start at the
-// same time: with temporaries from a pool, an op that frees one first (it
-// costs next to nothing and lowers what the pool holds), then the longer
+// same time: where the objective says so (Objective.freesFirst), an op
+// that frees a temporary first, then the longer
 // path to the end, then the higher priority,
 // then the op declared first. Two ops that fill their device skip the
 // first rule: the device runs them one after the other whichever goes
@@ -351,65 +355,16 @@ func (o ordering) placer(a *assigner, ordered func(dag.OpKind) bool) placer {
 	return newListOrder(a, ordered, window)
 }
 
+var orderingNames = [...]string{byEarliestStart: "earliest start", byLookahead: "lookahead", byDeclaration: "declaration order"}
+
+func (o ordering) String() string { return orderingNames[o] }
+
 // strategy is the strategy an ordering belongs to, for Stats.
 func (o ordering) strategy() Strategy {
 	if o == byDeclaration {
 		return DeclarationOrder
 	}
 	return ListScheduling
-}
-
-// planStrategy plans the checked graph g by opts.Strategy.
-//
-// List scheduling plans by earliest start first and keeps that plan when
-// its estimate is within 1% of lowerBound: no plan can then be more than
-// 1% shorter. Otherwise, on graphs of up to maxTriedOps ops, it also plans
-// with a lookahead and in declaration order and keeps the shortest
-// estimate, so that it is never longer than the declaration order's plan
-// by more than 1%. Best plans all three on any graph.
-func planStrategy(g *dag.Graph, opts Options) *Plan {
-	p := planOrdered(g, opts)
-	if opts.Mode != Replay || len(g.Ops) > maxTriedOps {
-		return p
-	}
-	// A replay's branches start one after another (Overheads.ReplayBranch),
-	// so fewer streams may be faster for short ops: a replay's plan also
-	// tries halving the stream budget, down to one stream, and keeps the
-	// plan with the fewest streams among those within 1% of the shortest
-	// estimate (replays measured faster with fewer branches than the model
-	// says, BenchmarkReplayBranches and BenchmarkTwoDevicePipelineReplay).
-	plans := []*Plan{p}
-	best := p.Stats.Makespan
-	for n := opts.Streams / 2; n >= 1; n /= 2 {
-		o := opts
-		o.Streams = n
-		q := planOrdered(g, o)
-		plans = append(plans, q)
-		best = min(best, q.Stats.Makespan)
-	}
-	for _, q := range plans {
-		if closeEnough(int64(q.Stats.Makespan), int64(best)) && q.Stats.Streams <= p.Stats.Streams {
-			p = q
-		}
-	}
-	return p
-}
-
-// planOrdered plans g by opts.Strategy with opts.Streams streams.
-func planOrdered(g *dag.Graph, opts Options) *Plan {
-	switch opts.Strategy {
-	case DeclarationOrder:
-		return plan(g, opts, byDeclaration, nil)
-	case Best:
-		return shortest(g, opts, nil, byEarliestStart, byLookahead, byDeclaration)
-	}
-	p := plan(g, opts, byEarliestStart, nil)
-	if len(g.Ops) > maxTriedOps ||
-		closeEnough(int64(p.Stats.Makespan), int64(p.Stats.CriticalPath)) ||
-		closeEnough(int64(p.Stats.Makespan), lowerBound(g, opts, p)) {
-		return p
-	}
-	return shortest(g, opts, p, byLookahead, byDeclaration)
 }
 
 // maxTriedOps is the largest graph on which list scheduling tries its
@@ -425,18 +380,6 @@ func closeEnough(makespan, bound int64) bool {
 	return makespan <= dag.AddSat(bound, bound/100)
 }
 
-// shortest returns the plan with the shortest estimate among first (when
-// not nil) and those of the orderings, the earlier on a tie.
-func shortest(g *dag.Graph, opts Options, first *Plan, by ...ordering) *Plan {
-	best := first
-	for _, o := range by {
-		if p := plan(g, opts, o, nil); best == nil || p.Stats.Makespan < best.Stats.Makespan {
-			best = p
-		}
-	}
-	return best
-}
-
 // lowerBound is a makespan no plan of g under opts can beat: the largest of
 // the critical path, each pool's work over the streams it may have (as
 // poolFor allows: the budget for compute, one stream otherwise), and the
@@ -444,15 +387,15 @@ func shortest(g *dag.Graph, opts Options, first *Plan, by ...ordering) *Plan {
 // ops alone; for a replay, the graph launch's per-op time). p is a plan of
 // g, whose streams tell each op's pool.
 func lowerBound(g *dag.Graph, opts Options, p *Plan) int64 {
-	ov := OverheadsOf(opts.Cost)
+	ov := perf.OverheadsOf(opts.Cost)
 	perOp := ov.Submit
 	if opts.Mode == Replay {
 		perOp = ov.ReplayOp
 	}
-	b := max(int64(p.Stats.CriticalPath), satMul(nonNegative(perOp), int64(len(g.Ops))))
+	b := max(int64(p.Stats.CriticalPath), perf.SatMul(perf.NonNegative(perOp), int64(len(g.Ops))))
 	work := make([]int64, len(p.Streams))
 	for i, s := range p.OpStream {
-		work[s] = dag.AddSat(work[s], nonNegative(opts.Cost.Duration(g.Ops[i])))
+		work[s] = dag.AddSat(work[s], perf.NonNegative(opts.Cost.Duration(g.Ops[i])))
 	}
 	pools := map[poolKey]int64{}
 	for s, st := range p.Streams {

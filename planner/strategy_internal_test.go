@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/perf"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // Ordered kinds keep their declaration order under the lookahead too, and
@@ -25,10 +27,10 @@ func TestLookaheadKeepsOrderedKinds(t *testing.T) {
 	require.NoError(t, err)
 	opts, err := Options{Streams: 1}.withDefaults()
 	require.NoError(t, err)
-	assert.Equal(t, []int32{2, 1, 0}, runOrder(plan(g, opts, byLookahead, nil)))
-	ordered := plan(g, opts, byLookahead, func(k dag.OpKind) bool { return k == dag.Launch })
+	assert.Equal(t, []int32{2, 1, 0}, runOrder(planOne(g, opts, byLookahead, nil)))
+	ordered := planOne(g, opts, byLookahead, func(k dag.OpKind) bool { return k == dag.Launch })
 	assert.Equal(t, []int32{0, 1, 2}, runOrder(ordered))
-	require.NoError(t, Verify(ordered))
+	require.NoError(t, verify.Verify(ordered))
 }
 
 // lowerBound is the largest of the critical path, each pool's work over its
@@ -51,19 +53,19 @@ func TestLowerBound(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		streams int
-		ov      Overheads
+		ov      perf.Overheads
 		mode    Mode
 		want    time.Duration
 	}{
-		{"compute work on one stream", 1, Overheads{}, Eager, 260 * us},
-		{"uploads on their one stream", 8, Overheads{}, Eager, 140 * us},
-		{"eager submissions", 8, Overheads{Submit: 20 * us}, Eager, 200 * us},
-		{"replay launches", 8, Overheads{Submit: 20 * us, ReplayOp: 15 * us}, Replay, 150 * us},
+		{"compute work on one stream", 1, perf.Overheads{}, Eager, 260 * us},
+		{"uploads on their one stream", 8, perf.Overheads{}, Eager, 140 * us},
+		{"eager submissions", 8, perf.Overheads{Submit: 20 * us}, Eager, 200 * us},
+		{"replay launches", 8, perf.Overheads{Submit: 20 * us, ReplayOp: 15 * us}, Replay, 150 * us},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts, err := Options{Streams: tc.streams, Cost: WithOverheads(nil, tc.ov), Mode: tc.mode}.withDefaults()
+			opts, err := Options{Streams: tc.streams, Cost: perf.WithOverheads(nil, tc.ov), Mode: tc.mode}.withDefaults()
 			require.NoError(t, err)
-			p := plan(g, opts, byEarliestStart, nil)
+			p := planOne(g, opts, byEarliestStart, nil)
 			assert.Equal(t, int64(tc.want), lowerBound(g, opts, p))
 			assert.GreaterOrEqual(t, p.Stats.Makespan, tc.want)
 		})

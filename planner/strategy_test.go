@@ -12,6 +12,9 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/internal/plannertest"
+	"github.com/dagrun/dagrun/planner/perf"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // Independent ops declared shortest first: placing them in declaration
@@ -40,8 +43,8 @@ func TestListSchedulingIgnoresDeclarationOrder(t *testing.T) {
 			})
 			got := map[planner.Strategy]*planner.Plan{}
 			for _, s := range planner.Strategies() {
-				got[s] = plan(t, g, planner.Options{Streams: tc.streams, Cost: deviceOnly, Strategy: s})
-				require.NoError(t, planner.Verify(got[s]))
+				got[s] = mustPlan(t, g, planner.Options{Streams: tc.streams, Cost: deviceOnly, Strategy: s})
+				require.NoError(t, verify.Verify(got[s]))
 			}
 			assert.Equal(t, tc.list, got[planner.ListScheduling].Stats.Makespan)
 			assert.Equal(t, tc.declared, got[planner.DeclarationOrder].Stats.Makespan)
@@ -78,8 +81,8 @@ func TestListSchedulingLooksAhead(t *testing.T) {
 		{planner.DeclarationOrder, 450 * us, "beside"},
 	} {
 		t.Run(tc.strategy.String(), func(t *testing.T) {
-			p := plan(t, g, planner.Options{Streams: 1, Cost: deviceOnly, Strategy: tc.strategy})
-			require.NoError(t, planner.Verify(p))
+			p := mustPlan(t, g, planner.Options{Streams: 1, Cost: deviceOnly, Strategy: tc.strategy})
+			require.NoError(t, verify.Verify(p))
 			assert.Equal(t, tc.makespan, p.Stats.Makespan)
 			assert.Equal(t, 370*us, p.Stats.CriticalPath)
 			for _, st := range p.Steps {
@@ -99,17 +102,17 @@ func TestListSchedulingLooksAhead(t *testing.T) {
 func TestListSchedulingAgainstDeclarationOrder(t *testing.T) {
 	check := func(t *testing.T, g *dag.Graph, opts planner.Options) {
 		opts.Strategy = planner.ListScheduling
-		list := plan(t, g, opts)
-		again := plan(t, g, opts)
+		list := mustPlan(t, g, opts)
+		again := mustPlan(t, g, opts)
 		assert.Equal(t, list.Steps, again.Steps, "not deterministic")
 		opts.Strategy = planner.DeclarationOrder
-		declared := plan(t, g, opts)
+		declared := mustPlan(t, g, opts)
 		assert.LessOrEqual(t, float64(list.Stats.Makespan), 1.01*float64(declared.Stats.Makespan))
 		opts.Strategy = planner.Best
-		assert.LessOrEqual(t, plan(t, g, opts).Stats.Makespan, list.Stats.Makespan)
+		assert.LessOrEqual(t, mustPlan(t, g, opts).Stats.Makespan, list.Stats.Makespan)
 	}
 	for seed := range uint64(200) {
-		cfg, opts := randomCase(seed)
+		cfg, opts := plannertest.RandomCase(seed)
 		if opts.Cost != nil {
 			continue // hugeCost: every estimate saturates
 		}
@@ -118,7 +121,7 @@ func TestListSchedulingAgainstDeclarationOrder(t *testing.T) {
 	for _, f := range families {
 		for seed := range uint64(20) {
 			q := f.gen(rand.New(rand.NewPCG(seed, 0x6c697374)), 4)
-			for _, cost := range []planner.CostModel{nil, deviceOnly} {
+			for _, cost := range []perf.CostModel{nil, deviceOnly} {
 				check(t, q.build(t), planner.Options{Streams: 4, Cost: cost})
 			}
 		}
@@ -145,8 +148,8 @@ func TestHugeCostsDoNotWrap(t *testing.T) {
 	}
 	for _, s := range planner.Strategies() {
 		for _, mode := range []planner.Mode{planner.Eager, planner.Replay} {
-			p := plan(t, g, planner.Options{Streams: 2, Strategy: s, Mode: mode})
-			require.NoError(t, planner.Verify(p), "%s %s", s, mode)
+			p := mustPlan(t, g, planner.Options{Streams: 2, Strategy: s, Mode: mode})
+			require.NoError(t, verify.Verify(p), "%s %s", s, mode)
 			var chain []string
 			for _, st := range p.Steps {
 				if name := g.Ops[st.Op].Name; st.Kind == planner.Run && name != "beside" {
@@ -158,7 +161,7 @@ func TestHugeCostsDoNotWrap(t *testing.T) {
 			assert.Equal(t, time.Duration(1<<63-1), p.Stats.CriticalPath, "saturated")
 		}
 	}
-	sched := planner.Simulate(plan(t, g, planner.Options{}), nil, planner.Eager)
+	sched := perf.Simulate(mustPlan(t, g, planner.Options{}), nil, planner.Eager)
 	for i := 1; i < 3; i++ {
 		assert.GreaterOrEqual(t, sched.Start[i], sched.Start[i-1])
 	}
@@ -169,12 +172,12 @@ func TestHugeCostsDoNotWrap(t *testing.T) {
 // does not.
 func TestEstimateIsTheSimulation(t *testing.T) {
 	for seed := range uint64(40) {
-		cfg, opts := randomCase(seed)
+		cfg, opts := plannertest.RandomCase(seed)
 		g := dagtest.Random(cfg)
 		for _, mode := range []planner.Mode{planner.Eager, planner.Replay} {
 			opts.Mode = mode
-			p := plan(t, g, opts)
-			s := planner.Simulate(p, opts.Cost, mode)
+			p := mustPlan(t, g, opts)
+			s := perf.Simulate(p, opts.Cost, mode)
 			assert.Equal(t, p.Stats.Makespan, s.Makespan, "%+v %+v", cfg, opts)
 			assert.Equal(t, mode, p.Stats.Mode)
 			for _, op := range g.Ops {
@@ -192,12 +195,12 @@ func TestEstimateIsTheSimulation(t *testing.T) {
 			b.Launch(dag.Scale, one, one, x, 2.0).Costs(time.Nanosecond)
 		}
 	})
-	ov := planner.DefaultOverheads()
-	eager := plan(t, g, planner.Options{Mode: planner.Eager})
-	replay := plan(t, g, planner.Options{Mode: planner.Replay})
+	ov := perf.DefaultOverheads()
+	eager := mustPlan(t, g, planner.Options{Mode: planner.Eager})
+	replay := mustPlan(t, g, planner.Options{Mode: planner.Replay})
 	assert.Equal(t, 10*ov.Submit+time.Nanosecond, eager.Stats.Makespan)
 	assert.Equal(t, 10*ov.ReplayOp+time.Nanosecond, replay.Stats.Makespan)
-	assert.Equal(t, planner.Schedule{Mode: planner.Replay}, planner.Simulate(nil, nil, planner.Replay))
+	assert.Equal(t, perf.Schedule{Mode: planner.Replay}, perf.Simulate(nil, nil, planner.Replay))
 }
 
 func TestStrategyAndModeNames(t *testing.T) {
@@ -256,7 +259,7 @@ func TestReplayPlansWeighBranches(t *testing.T) {
 		require.NoError(t, err)
 		replay, err := planner.New(g, planner.Options{Streams: 8, Mode: planner.Replay})
 		require.NoError(t, err)
-		require.NoError(t, planner.Verify(replay))
+		require.NoError(t, verify.Verify(replay))
 		assert.Equal(t, 8, eager.Stats.Streams, "us=%g length=%d: eager", tc.us, tc.length)
 		assert.LessOrEqual(t, replay.Stats.Streams, tc.replayStreams, "us=%g length=%d: replay", tc.us, tc.length)
 		if tc.us >= 20 {
@@ -269,6 +272,6 @@ func TestReplayPlansWeighBranches(t *testing.T) {
 	p, err := planner.New(g, planner.Options{Streams: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, p.Stats.Streams)
-	s := planner.Simulate(p, nil, planner.Replay)
-	assert.Equal(t, planner.DefaultOverheads().ReplayBranch, max(s.Start[0], s.Start[1]))
+	s := perf.Simulate(p, nil, planner.Replay)
+	assert.Equal(t, perf.DefaultOverheads().ReplayBranch, max(s.Start[0], s.Start[1]))
 }

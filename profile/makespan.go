@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // Makespan is a plan's estimated makespan against the measured one.
@@ -40,14 +41,14 @@ type Makespan struct {
 // quartiles). An eager run is judged host-bound only where m has measured
 // the host's submission of every kind of op the plan has. Nil when
 // nothing was measured.
-func Compare(p *planner.Plan, m *planner.PerfModel, perReplay time.Duration, eager []time.Duration) *Makespan {
+func Compare(p *planner.Plan, m *perf.PerfModel, perReplay time.Duration, eager []time.Duration) *Makespan {
 	r := &Makespan{Mode: p.Stats.Mode.String(), EstimatedNS: p.Stats.Makespan.Nanoseconds()}
 	switch {
 	case perReplay > 0:
 		r.MeasuredNS, r.Source = perReplay.Nanoseconds(), "time per replay launched back to back, after the warm-up"
 	case len(eager) > 0:
 		if hostMeasured(p, m) {
-			dev := planner.Simulate(p, planner.WithOverheads(m, planner.Overheads{}), planner.Eager).Makespan
+			dev := perf.Simulate(p, perf.WithOverheads(m, perf.Overheads{}), planner.Eager).Makespan
 			r.DeviceNS, r.HostBound = dev.Nanoseconds(), p.Stats.Makespan >= dev+dev/10
 		}
 		ms := slices.Sorted(slices.Values(eager))
@@ -66,12 +67,12 @@ func Compare(p *planner.Plan, m *planner.PerfModel, perReplay time.Duration, eag
 
 // hostMeasured reports whether m has measured the host's cost to submit
 // every kind of op in p.
-func hostMeasured(p *planner.Plan, m *planner.PerfModel) bool {
+func hostMeasured(p *planner.Plan, m *perf.PerfModel) bool {
 	if m == nil {
 		return false
 	}
 	for _, op := range p.Graph.Ops {
-		if _, ok := m.Overhead(planner.SubmitOverhead(op.Kind)); !ok {
+		if _, ok := m.Overhead(perf.SubmitOverhead(op.Kind)); !ok {
 			return false
 		}
 	}

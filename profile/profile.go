@@ -1,4 +1,4 @@
-// Package profile teaches a perf model (planner.PerfModel) from measured
+// Package profile teaches a perf model (perf.PerfModel) from measured
 // runs: the ops' durations from traced runs, the host's submission costs
 // and the wall time of untraced runs, and from those the fixed cost of a
 // run's start, eager and replayed.
@@ -32,23 +32,24 @@ import (
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/trace"
 )
 
 // Learner is a loaded perf-model file and what the runs taught it.
 type Learner struct {
 	Path  string
-	Model *planner.PerfModel
+	Model *perf.PerfModel
 	// Unusable says why the file could not be used (corrupt, of another
-	// device or version; a *planner.PerfModelError), or is nil. Model is
+	// device or version; a *perf.PerfModelError), or is nil. Model is
 	// then empty, so plans use default costs, and Save leaves the file
 	// as it is.
 	Unusable error
 	// Covered of Ops ops were costed from measurements in the plan.
 	Covered, Ops int
 
-	samples   []planner.OpSample
-	overheads map[planner.Overhead][]time.Duration
+	samples   []perf.OpSample
+	overheads map[perf.Overhead][]time.Duration
 	// plan is the plan the runs ran; eager and replays are the wall times
 	// of its untraced eager runs and its time per replay, from which Save
 	// learns the fixed cost of a run's start.
@@ -60,26 +61,26 @@ type Learner struct {
 // Key is the perf-model key of device dev of backend b: a backend that
 // names its devices (cuda) keys by the device's name, multiprocessors and
 // driver; one that does not (cpu) is this host's CPU with its cores.
-func Key(b device.Backend, dev int) (planner.DeviceKey, error) {
+func Key(b device.Backend, dev int) (perf.DeviceKey, error) {
 	n, ok := b.(device.Describer)
 	if !ok {
-		return planner.DeviceKey{Name: "cpu", SMs: runtime.NumCPU()}, nil
+		return perf.DeviceKey{Name: "cpu", SMs: runtime.NumCPU()}, nil
 	}
 	name, sms, err := n.DeviceInfo(dev)
 	if err != nil {
-		return planner.DeviceKey{}, err
+		return perf.DeviceKey{}, err
 	}
-	return planner.DeviceKey{Name: name, SMs: sms, Driver: n.DriverVersion()}, nil
+	return perf.DeviceKey{Name: name, SMs: sms, Driver: n.DriverVersion()}, nil
 }
 
 // Load reads the perf-model file at path (a missing file is an empty
 // model) for the device key names. A file that cannot be used is no
 // error: Unusable then says why.
-func Load(path string, key planner.DeviceKey) (*Learner, error) {
-	m, err := planner.LoadPerfModel(path, key, nil)
-	l := &Learner{Path: path, Model: m, overheads: map[planner.Overhead][]time.Duration{}}
+func Load(path string, key perf.DeviceKey) (*Learner, error) {
+	m, err := perf.LoadPerfModel(path, key, nil)
+	l := &Learner{Path: path, Model: m, overheads: map[perf.Overhead][]time.Duration{}}
 	if err != nil {
-		if _, ok := errors.AsType[*planner.PerfModelError](err); !ok {
+		if _, ok := errors.AsType[*perf.PerfModelError](err); !ok {
 			return nil, err
 		}
 		l.Unusable = err
@@ -135,15 +136,15 @@ func (l *Learner) ObserveHost(sess *executor.Session, wall time.Duration, run, r
 	}
 	for k, c := range costs.Ops {
 		if c.Count > 0 {
-			name := planner.SubmitOverhead(k)
+			name := perf.SubmitOverhead(k)
 			l.overheads[name] = append(l.overheads[name], c.Mean())
 		}
 	}
 	if costs.Records.Count > 0 {
-		l.overheads[planner.OverheadRecord] = append(l.overheads[planner.OverheadRecord], costs.Records.Mean())
+		l.overheads[perf.OverheadRecord] = append(l.overheads[perf.OverheadRecord], costs.Records.Mean())
 	}
 	if costs.Waits.Count > 0 {
-		l.overheads[planner.OverheadWait] = append(l.overheads[planner.OverheadWait], costs.Waits.Mean())
+		l.overheads[perf.OverheadWait] = append(l.overheads[perf.OverheadWait], costs.Waits.Mean())
 	}
 }
 
@@ -183,7 +184,7 @@ type Update struct {
 }
 
 // Save folds the runs' measurements into the model and writes it whole
-// (planner.PerfModel.Save). An unusable file, or runs that measured
+// (perf.PerfModel.Save). An unusable file, or runs that measured
 // nothing, leave the file alone.
 func (l *Learner) Save() (Update, error) {
 	r := Update{Path: l.Path, Measured: l.Covered, Ops: l.Ops, Samples: len(l.samples)}
@@ -221,13 +222,13 @@ func (l *Learner) learnStarts() error {
 	if l.plan == nil {
 		return nil
 	}
-	learn := func(name planner.Overhead, mode planner.Mode, measured []time.Duration) error {
+	learn := func(name perf.Overhead, mode planner.Mode, measured []time.Duration) error {
 		if len(measured) == 0 {
 			return nil
 		}
 		o := l.Model.Overheads()
 		o.Start, o.ReplayStart = 0, 0
-		est := planner.Simulate(l.plan, planner.WithOverheads(l.Model, o), mode).Makespan
+		est := perf.Simulate(l.plan, perf.WithOverheads(l.Model, o), mode).Makespan
 		// One observation per call, of the mean over its runs: the model's
 		// per-op costs are means over the same runs, so where the host's
 		// speed moved between runs (it does, on the H100 machine, by up to
@@ -235,10 +236,10 @@ func (l *Learner) learnStarts() error {
 		// cost alone; a median would pick one of the speeds.
 		return l.Model.ObserveOverheadWeighted(name, max(mean(measured)-est, 0), startWeight(est))
 	}
-	if err := learn(planner.OverheadStart, planner.Eager, l.eager); err != nil {
+	if err := learn(perf.OverheadStart, planner.Eager, l.eager); err != nil {
 		return err
 	}
-	return learn(planner.OverheadReplayStart, planner.Replay, l.replays)
+	return learn(perf.OverheadReplayStart, planner.Replay, l.replays)
 }
 
 // mean is the mean of ds (not empty).

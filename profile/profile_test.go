@@ -13,11 +13,12 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/spec"
 )
 
 // fanOut plans examples/fan_out.yaml with cost.
-func fanOut(t *testing.T, cost planner.CostModel) *planner.Plan {
+func fanOut(t *testing.T, cost perf.CostModel) *planner.Plan {
 	t.Helper()
 	s, err := spec.Load(filepath.Join("..", "examples", "fan_out.yaml"))
 	require.NoError(t, err)
@@ -34,7 +35,7 @@ func TestLearnStarts(t *testing.T) {
 	b := cpu.New()
 	defer b.Close()
 	path := filepath.Join(t.TempDir(), "models.json")
-	l, err := Load(path, planner.DeviceKey{Name: "cpu"})
+	l, err := Load(path, perf.DeviceKey{Name: "cpu"})
 	require.NoError(t, err)
 	p := fanOut(t, l.Model)
 	l.Planned(p)
@@ -55,7 +56,7 @@ func TestLearnStarts(t *testing.T) {
 	require.NoError(t, Untraced(ctx, repeat, sess.Run, func(wall time.Duration, n int) { l.ObserveHost(sess, wall, n, repeat) }))
 	require.NoError(t, sess.Close())
 	require.Len(t, l.Eager(), repeat-Warmups(repeat), "the first half of the untraced runs warms up")
-	assert.NotEmpty(t, l.overheads[planner.SubmitOverhead(dag.Launch)], "the untraced runs teach the host's submission")
+	assert.NotEmpty(t, l.overheads[perf.SubmitOverhead(dag.Launch)], "the untraced runs teach the host's submission")
 	r := Compare(p, l.Model, 0, l.Eager())
 	require.NotNil(t, r)
 	assert.Equal(t, "eager", r.Mode)
@@ -67,21 +68,21 @@ func TestLearnStarts(t *testing.T) {
 	l.eager = nil
 	o := l.Model.Overheads()
 	o.ReplayStart = 0
-	est := planner.Simulate(p, planner.WithOverheads(l.Model, o), planner.Replay).Makespan
+	est := perf.Simulate(p, perf.WithOverheads(l.Model, o), planner.Replay).Makespan
 	measured := est + 50*time.Microsecond
 	l.ObserveReplay(measured)
 	_, err = l.Save()
 	require.NoError(t, err)
 
-	back, err := planner.LoadPerfModel(path, l.Model.Device, nil)
+	back, err := perf.LoadPerfModel(path, l.Model.Device, nil)
 	require.NoError(t, err)
-	start, ok := back.Overhead(planner.OverheadStart)
+	start, ok := back.Overhead(perf.OverheadStart)
 	require.True(t, ok, "an eager run's start was learned")
 	assert.GreaterOrEqual(t, start, time.Duration(0))
-	replayStart, ok := back.Overhead(planner.OverheadReplayStart)
+	replayStart, ok := back.Overhead(perf.OverheadReplayStart)
 	require.True(t, ok, "a replay's start was learned")
 	assert.InDelta(t, float64(50*time.Microsecond), float64(replayStart), float64(time.Microsecond))
-	got := planner.Simulate(p, back, planner.Replay).Makespan
+	got := perf.Simulate(p, back, planner.Replay).Makespan
 	assert.InDelta(t, float64(measured), float64(got), float64(measured)/100, "the replay's estimate is the measured time")
 }
 
@@ -89,8 +90,8 @@ func TestLearnStarts(t *testing.T) {
 // with default costs and leaves the file alone.
 func TestLoadUnusable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "models.json")
-	require.NoError(t, planner.NewPerfModel(planner.DeviceKey{Name: "another"}, nil).Save(path))
-	l, err := Load(path, planner.DeviceKey{Name: "cpu"})
+	require.NoError(t, perf.NewPerfModel(perf.DeviceKey{Name: "another"}, nil).Save(path))
+	l, err := Load(path, perf.DeviceKey{Name: "cpu"})
 	require.NoError(t, err)
 	require.Error(t, l.Unusable)
 	l.ObserveReplay(time.Millisecond)
@@ -111,16 +112,16 @@ func TestStartWeight(t *testing.T) {
 		assert.Greater(t, startWeight(est), startWeight(est+time.Microsecond), "est %v", est)
 	}
 
-	m := planner.NewPerfModel(planner.DeviceKey{Name: "cpu"}, nil)
+	m := perf.NewPerfModel(perf.DeviceKey{Name: "cpu"}, nil)
 	for _, run := range []struct{ est, residual time.Duration }{
 		{80 * time.Microsecond, 20 * time.Microsecond},    // a small example
 		{3 * time.Millisecond, 2 * time.Millisecond},      // workload C in a slow process
 		{120 * time.Microsecond, 24 * time.Microsecond},   // another small one
 		{3500 * time.Microsecond, 300 * time.Microsecond}, // workload E
 	} {
-		require.NoError(t, m.ObserveOverheadWeighted(planner.OverheadStart, run.residual, startWeight(run.est)))
+		require.NoError(t, m.ObserveOverheadWeighted(perf.OverheadStart, run.residual, startWeight(run.est)))
 	}
-	start, ok := m.Overhead(planner.OverheadStart)
+	start, ok := m.Overhead(perf.OverheadStart)
 	require.True(t, ok)
 	assert.Less(t, start, 25*time.Microsecond, "the small examples' starts, not a mean with the workloads' drift (%v)", start)
 	assert.Greater(t, start, 20*time.Microsecond)
@@ -146,10 +147,10 @@ func TestCompareHostBound(t *testing.T) {
 		{"fast host", time.Nanosecond, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := planner.NewPerfModel(planner.DeviceKey{Name: "cpu"}, nil)
+			m := perf.NewPerfModel(perf.DeviceKey{Name: "cpu"}, nil)
 			if tc.submit > 0 {
 				for _, op := range fanOut(t, nil).Graph.Ops {
-					require.NoError(t, m.ObserveOverhead(planner.SubmitOverhead(op.Kind), tc.submit))
+					require.NoError(t, m.ObserveOverhead(perf.SubmitOverhead(op.Kind), tc.submit))
 				}
 			}
 			p := fanOut(t, m)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
-	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
 )
 
 // Counter is one sample of a memory's counter track: the bytes of
@@ -19,7 +19,7 @@ import (
 // nothing, the track is the planned occupancy of the arena, counted the
 // same way.
 type Counter struct {
-	Memory int           // a device ordinal, planner.PinnedMemory or planner.PageableMemory
+	Memory int           // a device ordinal, plan.PinnedMemory or plan.PageableMemory
 	At     time.Duration // as Slice.Start
 	Bytes  int64         // the temporaries' bytes from At on
 }
@@ -28,9 +28,9 @@ type Counter struct {
 // "memory dev0", "memory pinned", "memory pageable".
 func counterName(m int) string {
 	switch m {
-	case planner.PinnedMemory:
+	case plan.PinnedMemory:
 		return "memory pinned"
-	case planner.PageableMemory:
+	case plan.PageableMemory:
 		return "memory pageable"
 	}
 	return fmt.Sprintf("memory dev%d", m)
@@ -44,9 +44,9 @@ func parseCounterName(name string) (int, bool) {
 	}
 	switch rest {
 	case "pinned":
-		return planner.PinnedMemory, true
+		return plan.PinnedMemory, true
 	case "pageable":
-		return planner.PageableMemory, true
+		return plan.PageableMemory, true
 	}
 	if d, ok := strings.CutPrefix(rest, "dev"); ok {
 		if n, err := strconv.Atoi(d); err == nil && n >= 0 && strconv.Itoa(n) == d {
@@ -90,9 +90,9 @@ func memoryCounters(ops []*dag.Op, ss []Slice) []Counter {
 		m := buf.Device
 		switch buf.Placement {
 		case dag.Pinned:
-			m = planner.PinnedMemory
+			m = plan.PinnedMemory
 		case dag.Pageable:
-			m = planner.PageableMemory
+			m = plan.PageableMemory
 		}
 		if life == dag.Allocates {
 			changes = append(changes, change{m, s.Start, buf.Size})

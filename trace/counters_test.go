@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -67,7 +68,7 @@ func TestReadChromeCounters(t *testing.T) {
 {"name":"memory dev0","ph":"C","ts":0.5,"pid":1,"args":{"temporaries":256}},
 {"name":"cpu load","ph":"C","ts":0,"pid":1,"args":{"load":-3}}]}`))
 	require.NoError(t, err)
-	require.Equal(t, []trace.Counter{{Memory: planner.PinnedMemory, At: 2000, Bytes: 512}, {Memory: 0, At: 500, Bytes: 256}, {Memory: 0, At: 1000, Bytes: 0}}, tr.Counters)
+	require.Equal(t, []trace.Counter{{Memory: plan.PinnedMemory, At: 2000, Bytes: 512}, {Memory: 0, At: 500, Bytes: 256}, {Memory: 0, At: 1000, Bytes: 0}}, tr.Counters)
 	for ev, want := range map[string]string{
 		`{"name":"memory dev0","ph":"C","ts":0,"pid":1,"args":{"temporaries":-1}}`:    "at least 0",
 		`{"name":"memory dev0","ph":"C","ts":0,"pid":1,"args":{}}`:                    "at least 0",

@@ -26,11 +26,11 @@
 // a replay's ops one by one).
 //
 // ComparePlan sets a run's spans against the plan's own simulation of it
-// (planner.Simulate under the cost model it was planned with): the pairs
+// (perf.Simulate under the cost model it was planned with): the pairs
 // of ops the plan meant to overlap and whether they did, and the ops that
 // started late beyond what their dependencies handed down, with what held
 // them (a wait for an op on another stream, their own stream, or the
-// host). PerfSamples turns spans into the samples a planner.PerfModel
+// host). PerfSamples turns spans into the samples a perf.PerfModel
 // learns from.
 //
 // How the dagrun command uses it:

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
-	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -53,7 +53,7 @@ func TestPerfSamples(t *testing.T) {
 	spans := []executor.Span{{Op: a.ID, Start: 0, End: 11 * us}, {Op: a.ID, Start: 20 * us, End: 33 * us}}
 	samples, err := trace.PerfSamples(graph, spans)
 	require.NoError(t, err)
-	m := planner.NewPerfModel(planner.DeviceKey{Name: "cpu", SMs: 2}, nil)
+	m := perf.NewPerfModel(perf.DeviceKey{Name: "cpu", SMs: 2}, nil)
 	require.NoError(t, m.Update(samples))
 	assert.Equal(t, 12*us, m.Duration(a))
 	assert.Equal(t, 1, m.Covered(graph.Ops))

@@ -12,6 +12,7 @@ import (
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // Planned against achieved: a run's spans compared with the plan's own
@@ -92,8 +93,8 @@ const (
 // planned times say nothing about any iteration but the first. Each
 // top-level loop is instead compared as a whole in Loops: one pass as
 // planned against its measured time per iteration.
-func ComparePlan(p *planner.Plan, cost planner.CostModel, mode planner.Mode, spans []executor.Span) Comparison {
-	sim := planner.Simulate(p, cost, mode)
+func ComparePlan(p *planner.Plan, cost perf.CostModel, mode planner.Mode, spans []executor.Span) Comparison {
+	sim := perf.Simulate(p, cost, mode)
 	c := Comparison{Mode: mode, ModeName: mode.String(), EstimatedMakespan: sim.Makespan, Pairs: []OverlapPair{}, Late: []LateOp{}}
 	n := len(p.Graph.Ops)
 	have := make([]bool, n)
@@ -209,7 +210,7 @@ func ComparePlan(p *planner.Plan, cost planner.CostModel, mode planner.Mode, spa
 // its own the extent of its bodies' spans in have and got, and returns
 // the loops' passes against their iterations; makespan grows to the
 // bodies' last span.
-func compareBodies(p *planner.Plan, sim planner.Schedule, spans []executor.Span, have []bool, got []executor.Span, makespan *time.Duration) []LoopPass {
+func compareBodies(p *planner.Plan, sim perf.Schedule, spans []executor.Span, have []bool, got []executor.Span, makespan *time.Duration) []LoopPass {
 	n := len(p.Graph.Ops)
 	total := n + len(p.Graph.Nested)
 	if total == n {

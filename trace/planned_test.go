@@ -11,6 +11,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -27,7 +28,7 @@ func TestComparePlan(t *testing.T) {
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0).Named("c").After(a)
 	graph, err := g.Build()
 	require.NoError(t, err)
-	noOverheads := planner.WithOverheads(nil, planner.Overheads{})
+	noOverheads := perf.WithOverheads(nil, perf.Overheads{})
 	p, err := planner.New(graph, planner.Options{Streams: 2, Cost: noOverheads})
 	require.NoError(t, err)
 	require.NotEqual(t, p.OpStream[0], p.OpStream[1])
@@ -68,7 +69,7 @@ func TestComparePlan(t *testing.T) {
 // because the loop ran three passes, is not counted late.
 func TestComparePlanLoops(t *testing.T) {
 	p := withBodyPlan(loopPlan(t))
-	sim := planner.Simulate(p, nil, planner.Eager)
+	sim := perf.Simulate(p, nil, planner.Eager)
 	tests := []struct {
 		name  string
 		spans []executor.Span

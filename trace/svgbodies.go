@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // Loops and branches in the pictures. A plan picture draws the body of
@@ -96,7 +97,7 @@ func (e *bodyExpander) bodies(p *planner.Plan, op *dag.Op, start time.Duration, 
 		if bp == nil || bp.Graph == nil || i >= len(graphs) || bp.Graph != graphs[i] {
 			continue
 		}
-		sched := planner.Simulate(bp, nil, planner.Replay) // as the planner prices a body
+		sched := perf.Simulate(bp, nil, planner.Replay) // as the planner prices a body
 		box := bodyBox{first: len(e.lanes), depth: depth, start: start, end: start + sched.Makespan,
 			op: op.Name, kind: op.Kind, which: "body"}
 		if op.Kind.Info().Body == dag.Branch {
@@ -135,7 +136,7 @@ func (e *bodyExpander) bodies(p *planner.Plan, op *dag.Op, start time.Duration, 
 // slices adds the slices and waits of body plan bp, simulated as sched,
 // from start; laneOf maps its streams to its lanes, laneAt those to the
 // picture's.
-func (e *bodyExpander) slices(bp *planner.Plan, sched planner.Schedule, start time.Duration, laneOf, laneAt []int) {
+func (e *bodyExpander) slices(bp *planner.Plan, sched perf.Schedule, start time.Duration, laneOf, laneAt []int) {
 	sliceOf := make([]int, len(bp.Graph.Ops))
 	for i := range sliceOf {
 		sliceOf[i] = -1

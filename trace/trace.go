@@ -9,6 +9,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // Trace is a timeline of one run of a plan, or of the plan alone under a
@@ -231,19 +232,19 @@ func FromRuns(p *planner.Plan, runs []RunSpans) *Trace {
 }
 
 // FromPlan builds the trace the plan would leave if every op took the time
-// cost gives it (planner.DefaultCost when nil), as planner.Simulate works it
+// cost gives it (perf.DefaultCost when nil), as perf.Simulate works it
 // out for the kind of run the plan was estimated for (p.Stats.Mode): each
 // stream runs its ops in order, an op after a wait starts no sooner than the
 // recording op ends, and no op starts before it is submitted. With the
 // planner's cost model this is the simulation the planner's makespan
 // estimate comes from; device contention is not modelled. The trace's
 // Figures.Estimated is true.
-func FromPlan(p *planner.Plan, cost planner.CostModel) *Trace {
+func FromPlan(p *planner.Plan, cost perf.CostModel) *Trace {
 	if p == nil {
 		return &Trace{}
 	}
 	b := newBuilder(p, len(p.OpStream))
-	sched := planner.Simulate(p, cost, p.Stats.Mode)
+	sched := perf.Simulate(p, cost, p.Stats.Mode)
 	b.startRun(0)
 	for _, st := range p.Steps {
 		if st.Kind != planner.Run || st.Stream < 0 || int(st.Stream) >= len(p.Streams) || b.op(int(st.Op)) == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -163,7 +164,7 @@ func TestFromPlanMatchesPlannerEstimate(t *testing.T) {
 	assert.Equal(t, 51*time.Microsecond, busy.Dur, "spin 50 µs plus the launch latency")
 
 	// A measured cost model moves ops.
-	tr2 := trace.FromPlan(p, planner.Measured(map[string]time.Duration{"busy": time.Millisecond}, nil))
+	tr2 := trace.FromPlan(p, perf.Measured(map[string]time.Duration{"busy": time.Millisecond}, nil))
 	assert.Equal(t, time.Millisecond, sliceOf(t, tr2, "busy").Dur)
 	assert.Greater(t, tr2.Makespan(), time.Millisecond)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // backendNames are the choices of --backend: auto and every registered
@@ -62,7 +63,7 @@ type machine struct {
 }
 
 // known reports whether m tells the planner anything beyond its defaults.
-func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != planner.DefaultSMs }
+func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != perf.DefaultSMs }
 
 // machineOf is what backend b knows of its devices for graph g: the
 // topology only when g's buffers span devices (asking would open every

@@ -8,6 +8,7 @@ import (
 	"github.com/dagrun/dagrun/internal/human"
 
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -25,7 +26,7 @@ func writeComparison(w io.Writer, s *spec.Spec, l layout) error {
 		if err != nil {
 			return err
 		}
-		replay := planner.Simulate(p, nil, planner.Replay)
+		replay := perf.Simulate(p, nil, planner.Replay)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", strategy, human.Duration(p.Stats.Makespan), human.Duration(replay.Makespan), p.Stats.Waits, p.Stats.Streams, p.Stats.Strategy)
 	}
 	return tw.Flush()

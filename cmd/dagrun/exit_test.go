@@ -19,6 +19,7 @@ import (
 	"github.com/dagrun/dagrun/trace"
 
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // signalWriter sends sig to this process on its first write: the run is
@@ -175,7 +176,7 @@ outputs: [h]
 		}
 	}
 	p.Steps = steps
-	verr := planner.Verify(p)
+	verr := verify.Verify(p)
 	require.Error(t, verr)
 
 	tests := map[string]struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/human"
-	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -219,11 +219,11 @@ func opFailure(s *spec.Spec, err error) *failure {
 	return failed(exitFailure, err)
 }
 
-// verifyFailure is a plan that planner.Verify refused: an internal error,
+// verifyFailure is a plan that verify.Verify refused: an internal error,
 // placed at the first op it names.
 func verifyFailure(s *spec.Spec, err error) *failure {
 	p := problem{Message: "the plan failed verification: " + err.Error()}
-	if ve, ok := errors.AsType[*planner.VerifyError](err); ok && len(ve.Ops) > 0 {
+	if ve, ok := errors.AsType[*verify.Error](err); ok && len(ve.Ops) > 0 {
 		p.Op = ve.Ops[0]
 		if pos, ok := s.OpPos(p.Op); ok {
 			p = p.at(pos)

@@ -8,6 +8,7 @@ import (
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
 )
 
 // memoryReport is one memory's temporaries in dagrun run's summary: what
@@ -15,7 +16,7 @@ import (
 type memoryReport struct {
 	Device int    `json:"device"` // -1: pinned host memory, -2: pageable host memory
 	Memory string `json:"memory"`
-	// PlannedPeakBytes is the plan's temporaries peak (planner.MemoryUse's
+	// PlannedPeakBytes is the plan's temporaries peak (plan.MemoryUse's
 	// TemporaryPeak), PlannedArenaBytes its arena.
 	PlannedPeakBytes  int64 `json:"planned_peak_bytes"`
 	PlannedArenaBytes int64 `json:"planned_arena_bytes"`
@@ -76,7 +77,7 @@ func memoryReports(sess *executor.Session, p *planner.Plan, budget map[int]int64
 		if u.Temporaries == 0 {
 			continue
 		}
-		r := memoryReport{Device: u.Device, Memory: planner.MemoryName(u.Device),
+		r := memoryReport{Device: u.Device, Memory: plan.MemoryName(u.Device),
 			PlannedPeakBytes: u.TemporaryPeak, PlannedArenaBytes: u.ArenaBytes, PlannedSubmittedBytes: u.SubmittedPeak,
 			Arena: sess.Arenas(), measures: ok, persistent: u.Persistent, budget: budget[u.Device]}
 		if n, in := measured[u.Device]; in {
@@ -114,7 +115,7 @@ func writeMemoryReports(w io.Writer, rs []memoryReport) {
 }
 
 // budgetReport is what meeting the memory budget cost the plan
-// (planner.Budget), in dagrun run's summary.
+// (plan.Budget), in dagrun run's summary.
 type budgetReport struct {
 	Orderings       int   `json:"orderings"`    // pairs of temporaries ordered
 	Dependencies    int   `json:"dependencies"` // dependencies added between their uses

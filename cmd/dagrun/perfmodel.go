@@ -14,6 +14,7 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
@@ -125,7 +126,7 @@ func (pm *perfModel) observeReplays(g *graphReport) {
 
 // makespanOf compares the plan's estimate under m with a replay's time
 // each (g) or the untraced eager runs' wall times.
-func makespanOf(p *planner.Plan, m *planner.PerfModel, g *graphReport, eager []time.Duration) *profile.Makespan {
+func makespanOf(p *planner.Plan, m *perf.PerfModel, g *graphReport, eager []time.Duration) *profile.Makespan {
 	var each time.Duration
 	if g != nil && g.Replays > 0 {
 		each = time.Duration(g.PerReplayNS)
@@ -266,7 +267,7 @@ func plannedVsAchieved(p *planner.Plan, pm *perfModel, runs []trace.RunSpans, gr
 	if len(runs) == 0 || len(runs[len(runs)-1].Spans) == 0 {
 		return nil
 	}
-	var cost planner.CostModel = planner.DefaultCost()
+	var cost perf.CostModel = perf.DefaultCost()
 	if pm != nil {
 		cost = pm.Model
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 )
@@ -56,7 +57,7 @@ func TestProfileGuided(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, len(s.Graph.Ops), pm.Covered, "every op was measured")
 	// Both plans under the measured model: the profiled one is shorter.
-	defEst := planner.Simulate(def, pm.Model, planner.Eager).Makespan
+	defEst := perf.Simulate(def, pm.Model, planner.Eager).Makespan
 	assert.Less(t, prof.Stats.Makespan, defEst, "estimates under the measured model")
 	// The heavy products are on different streams now, and were not before.
 	heavy := func(p *planner.Plan) []int32 {

@@ -13,18 +13,20 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/plan"
+	"github.com/dagrun/dagrun/planner/verify"
 	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
 
-const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [-o FILE] [--streams N] [--strategy S] [--memory-budget SIZE] [--compare]
+const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [-o FILE] [--streams N] [--strategy S] [--memory-budget SIZE] [--objective O] [--compare]
 
 Plan prints how dagrun would run a spec, without running it: each stream's
 instructions in order (launch, copy, fill, alloc, free, record and wait on
-events) and the plan's figures (ops, streams per device and priority,
+events), the plan's figures (ops, streams per device and priority,
 cross-stream edges, waits inserted, estimated makespan against the
-critical-path bound). The plan is verified first (every conflicting pair
+critical-path bound), and what each pass of the planner did and cost. The plan is verified first (every conflicting pair
 of ops ordered, every dependency kept); a plan that fails is an internal
 error (exit status 3). A spec named - is read from standard input.
 
@@ -38,6 +40,9 @@ Flags:
 	--strategy S     how ops are ordered for placement: list (default:
 	                 list scheduling), declared (declaration order, the
 	                 old placement) or best (the shorter estimate)
+	--objective O    what the plan is optimised for: makespan (default),
+	                 memory (the least memory, then makespan) or streams
+	                 (the fewest streams within 1% of the shortest)
 	--memory-budget SIZE
 	                 the most each device's memory may hold (persistent
 	                 buffers and the temporaries' arena), as specs write
@@ -92,12 +97,27 @@ func (s *strategyFlag) Set(v string) error {
 	return nil
 }
 
+// objectiveFlag is --objective: what the planner optimises for.
+type objectiveFlag planner.Objective
+
+func (o *objectiveFlag) String() string { return planner.Objective(*o).String() }
+
+func (o *objectiveFlag) Set(v string) error {
+	ob, err := planner.ParseObjective(v)
+	if err != nil {
+		return errors.New("use makespan, memory or streams")
+	}
+	*o = objectiveFlag(ob)
+	return nil
+}
+
 // layout is what the command line says about placement: --streams N (0:
-// the spec's run.streams), --strategy and --memory-budget (0: the spec's
-// run.memory.device).
+// the spec's run.streams), --strategy, --objective and --memory-budget (0:
+// the spec's run.memory.device).
 type layout struct {
 	streams      int
 	strategy     planner.Strategy
+	objective    planner.Objective
 	memoryBudget int64
 	// poolTemporaries: dagrun run --temporaries pool, planned so that the
 	// pool holds about the planned peak (planner.Options.PoolTemporaries).
@@ -129,7 +149,7 @@ func makePlan(s *spec.Spec, l layout) (*planner.Plan, error) {
 // planOptions are the planner's options for spec s: its run section, with
 // --streams N (when not 0) over its stream budget, and --strategy.
 func planOptions(s *spec.Spec, l layout) planner.Options {
-	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: l.strategy}
+	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: l.strategy, Objective: l.objective}
 	if l.streams != 0 {
 		opts.Streams = l.streams
 	}
@@ -161,10 +181,10 @@ func memoryBudget(s *spec.Spec, l layout) map[int]int64 {
 		}
 	}
 	if m.Pinned > 0 {
-		budget[planner.PinnedMemory] = m.Pinned
+		budget[plan.PinnedMemory] = m.Pinned
 	}
 	if m.Pageable > 0 {
-		budget[planner.PageableMemory] = m.Pageable
+		budget[plan.PageableMemory] = m.Pageable
 	}
 	if len(budget) == 0 {
 		return nil
@@ -172,17 +192,15 @@ func memoryBudget(s *spec.Spec, l layout) map[int]int64 {
 	return budget
 }
 
-// buildPlan plans s with opts and verifies the plan: every plan the CLI
-// prints or runs has passed planner.Verify.
+// buildPlan plans s with opts and the planner's verify pass: every plan
+// the CLI prints or runs has passed verify.Verify.
 func buildPlan(s *spec.Spec, opts planner.Options) (*planner.Plan, error) {
+	opts.Verify = true
 	p, err := planner.New(s.Graph, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := planner.Verify(p); err != nil {
+	if _, ok := errors.AsType[*verify.Error](err); ok {
 		return nil, verifyFailure(s, err)
 	}
-	return p, nil
+	return p, err
 }
 
 func (c *cli) plan(args []string) error {
@@ -194,6 +212,8 @@ func (c *cli) plan(args []string) error {
 	fs.Var(&streams, "streams", "")
 	var strategy strategyFlag
 	fs.Var(&strategy, "strategy", "")
+	var objective objectiveFlag
+	fs.Var(&objective, "objective", "")
 	var budget sizeFlag
 	fs.Var(&budget, "memory-budget", "")
 	compare := fs.Bool("compare", false, "")
@@ -220,7 +240,7 @@ func (c *cli) plan(args []string) error {
 	if *compare {
 		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, layout{streams: int(streams)}) })
 	}
-	p, pm, err := c.planPerf(s, layout{streams: int(streams), strategy: planner.Strategy(strategy), memoryBudget: int64(budget)}, pmf)
+	p, pm, err := c.planPerf(s, layout{streams: int(streams), strategy: planner.Strategy(strategy), objective: planner.Objective(objective), memoryBudget: int64(budget)}, pmf)
 	if err != nil {
 		return err
 	}
@@ -251,6 +271,9 @@ func (c *cli) plan(args []string) error {
 			return trace.PlanDOT(w, p)
 		}
 		if err := p.WriteText(w); err != nil {
+			return err
+		}
+		if err := p.WritePasses(w); err != nil {
 			return err
 		}
 		if pm != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 )
 
 // BenchmarkVerifyCost measures what verifying every plan costs dagrun run
@@ -30,7 +31,7 @@ func BenchmarkVerifyCost(b *testing.B) {
 		b.Run(fmt.Sprintf("ops=%d/verify", ops), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := planner.Verify(p); err != nil {
+				if err := verify.Verify(p); err != nil {
 					b.Fatal(err)
 				}
 			}

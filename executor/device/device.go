@@ -259,7 +259,7 @@ type HostPreparer interface {
 // arenas the plan packed (planner.Plan.Memory) instead of allocating each.
 type ArenaUser interface {
 	// UseArenas allocates one arena of arenas[m] bytes for each memory m
-	// (a device ordinal, planner.PinnedMemory or planner.PageableMemory)
+	// (a device ordinal, plan.PinnedMemory or plan.PageableMemory)
 	// and places each temporary buffer b at offsets[b.ID] of its memory's
 	// arena; its Alloc and Free ops then do nothing. It is called once,
 	// before the session runs anything.
@@ -270,7 +270,7 @@ type ArenaUser interface {
 // memory.
 type HighWaterer interface {
 	// MemoryHighWater returns, by memory (a device ordinal,
-	// planner.PinnedMemory or planner.PageableMemory), the most bytes the
+	// plan.PinnedMemory or plan.PageableMemory), the most bytes the
 	// temporaries held at once since the session opened: an arena's size
 	// where arenas hold them, else the most allocated and not yet freed at
 	// once. A memory it did not measure is absent; nil when it measured

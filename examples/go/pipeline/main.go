@@ -21,6 +21,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -69,7 +70,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := planner.Verify(p); err != nil {
+	if err := verify.Verify(p); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "plan: %d ops on %d streams, %d waits for %d cross-stream edges\n",
