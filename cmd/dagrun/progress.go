@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
-	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/profile"
 )
@@ -192,42 +191,16 @@ func rateString(r float64) string {
 	return fmt.Sprintf("%.3g", r)
 }
 
-// opCounter is a device session that counts the ops it has run (the cpu
-// backend's), which a long run's progress is drawn from.
-type opCounter interface{ OpsDone() int64 }
-
-// watchOps draws on bar, a few times a second, the ops done of run number
-// run of g while it is in flight, where the device session counts them;
-// stop ends the watch. The ops are weighed by the CPU backend's estimate
-// of each (the only backend that counts them), taken as done in the order
-// of g: a GEMM after a thousand small ops is most of the run, and the time
-// left says so from the start instead of growing as the GEMM runs.
-func watchOps(sess *executor.Session, bar *progress, run int, g *dag.Graph) (stop func()) {
-	oc, ok := sess.Device().(opCounter)
-	if !ok || bar.w == nil {
-		return func() {}
-	}
-	ops := len(g.Ops)
+// opsProgress is what the runner calls during a long run: bar's ops with
+// the share of the work done, the ops weighed by the CPU backend's
+// estimate of each (the only backend that counts them) and taken as done
+// in the order of g. A GEMM after a thousand small ops is most of the run,
+// and the time left says so from the start instead of growing as the GEMM
+// runs.
+func (p *progress) opsProgress(g *dag.Graph) func(run, done, ops int) {
 	share := workShares(profile.CPUOpTimes(g))
-	base := oc.OpsDone()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(2 * progressInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				done := min(int(oc.OpsDone()-base), ops)
-				bar.ops(run, done, ops, share[done])
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
+	return func(run, done, ops int) {
+		p.ops(run, done, ops, share[max(0, min(done, len(share)-1))])
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/spec"
 	"io"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ Flags:
 	                 and warning as {file, line, column, op, message, hint}
 	-o FILE          write the results to FILE instead of standard output
 	                 (text problems still go to standard error)
+	--set NAME=VALUE give the spec's parameter NAME this value (more than once for several)
 	--allow-path DIR let the specs read and write files under DIR too
 	                 (repeatable)
 	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
@@ -57,6 +59,9 @@ func (c *cli) validate(args []string) error {
 	if err != nil {
 		return err
 	}
+	// validate answers for every value of the parameters, not only the
+	// ones given.
+	files.extra = append(files.extra, spec.CheckParamRange())
 	if len(specs) == 0 {
 		return usagef("give at least one spec file (- for standard input)")
 	}
