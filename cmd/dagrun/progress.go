@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/profile"
 )
 
 const (
@@ -187,6 +189,19 @@ func rateString(r float64) string {
 		return fmt.Sprintf("%.0f", r)
 	}
 	return fmt.Sprintf("%.3g", r)
+}
+
+// opsProgress is what the runner calls during a long run: bar's ops with
+// the share of the work done, the ops weighed by the CPU backend's
+// estimate of each (the only backend that counts them) and taken as done
+// in the order of g. A GEMM after a thousand small ops is most of the run,
+// and the time left says so from the start instead of growing as the GEMM
+// runs.
+func (p *progress) opsProgress(g *dag.Graph) func(run, done, ops int) {
+	share := workShares(profile.CPUOpTimes(g))
+	return func(run, done, ops int) {
+		p.ops(run, done, ops, share[max(0, min(done, len(share)-1))])
+	}
 }
 
 // workShares is, for each count k of ops done, the share of the work that

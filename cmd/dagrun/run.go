@@ -14,7 +14,6 @@ import (
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
-	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -31,9 +30,10 @@ within a long run on the cpu backend its ops done); where stderr is not
 a terminal, a run that lasts prints a progress line every 30 s. On the
 cpu backend, a run estimated at over a minute (from its GEMMs' FLOPs and
 the bytes its other ops move, at rates measured on a 2-core machine) is
-warned about before it starts. Ctrl-C (SIGINT) or SIGTERM stops the run, frees everything and exits with status 130; with
---trace, the trace of the runs that completed is written. A spec named -
-is read from standard input.
+warned about before it starts. Ctrl-C (SIGINT) or SIGTERM stops the
+run, frees everything and exits with status 130; with --trace, the trace
+of the runs that completed is written. A spec named - is read from
+standard input.
 
 Flags:
 	--backend B      auto (default: cuda when a CUDA driver and device are
@@ -414,8 +414,7 @@ func (c *cli) runnerOptions(f *runFlags, su *runSetup, pm *perfModel, auto bool,
 	}
 	opts = append(opts, executor.WithProgress(bar.update))
 	if bar.w != nil {
-		share := workShares(profile.CPUOpTimes(su.ranks[0].p.Graph))
-		opts = append(opts, executor.WithOpsProgress(func(run, done, ops int) { bar.ops(run, done, ops, share[min(done, len(share)-1)]) }))
+		opts = append(opts, executor.WithOpsProgress(bar.opsProgress(su.ranks[0].p.Graph)))
 	}
 	return opts
 }

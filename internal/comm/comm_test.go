@@ -163,6 +163,9 @@ func TestRendezvousSequenceMismatch(t *testing.T) {
 		assert.Nil(t, comms[r])
 		assert.ErrorIs(t, err, ErrMismatch)
 		assert.Contains(t, err.Error(), `differ at #2: rank 0 has "all_gather b: 4 x f32 -> 12 x f32", rank 2 has "broadcast b: 4 x f32, root 0"`)
+		// Each rank names itself once: rank 0's answer is passed on without
+		// its own "rank 0: rendezvous:".
+		assert.True(t, strings.HasPrefix(err.Error(), fmt.Sprintf("rank %d: rendezvous: the collective sequences differ", r)), "%v", err)
 	}
 	err := CompareSequences([][]string{{"a"}, {"a", "b"}})
 	require.Error(t, err)

@@ -210,7 +210,11 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	}
 	w := welcome{Payload: cfg.Payload}
 	if failure != nil {
-		w = welcome{Err: failure.Error(), Mismatch: errors.Is(failure, ErrMismatch)}
+		msg := failure.Error()
+		if e, ok := errors.AsType[*Error](failure); ok {
+			msg = e.Msg // the rank that reads it names itself and the rendezvous
+		}
+		w = welcome{Err: msg, Mismatch: errors.Is(failure, ErrMismatch)}
 	}
 	for r, c := range conns {
 		if c == nil {
