@@ -8,16 +8,6 @@ import (
 	"strings"
 )
 
-const completionUsage = `usage: dagrun completion bash|zsh|fish
-
-Completion prints a script that completes dagrun's commands, their flags
-and file names in the shell named. Load it from the shell's start-up file:
-
-	bash:  source <(dagrun completion bash)            # in ~/.bashrc
-	zsh:   source <(dagrun completion zsh)             # in ~/.zshrc, after compinit
-	fish:  dagrun completion fish > ~/.config/fish/completions/dagrun.fish
-`
-
 // usageFlag finds the flags a command's usage documents, one a line.
 var usageFlag = regexp.MustCompile(`(?m)^\t(--?[a-z][a-z0-9-]*)`)
 
@@ -124,7 +114,7 @@ func writeFishCompletion(w io.Writer) error {
 
 // commandSummary is the command's line in the main usage.
 func commandSummary(name string) string {
-	for _, line := range strings.Split(mainUsage, "\n") {
+	for _, line := range strings.Split(usage("dagrun"), "\n") {
 		if rest, ok := strings.CutPrefix(line, "\t"+name+" "); ok {
 			return rest
 		}

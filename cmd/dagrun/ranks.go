@@ -32,27 +32,6 @@ import (
 	"github.com/dagrun/dagrun/trace"
 )
 
-const ranksUsage = `
-Ranks (a spec is one rank's program; its collectives join the ranks):
-	--world N        run N ranks of the spec in this process, rank r on
-	                 device r; overrides run.world
-	--rank R         run rank R alone in this process, joining the other
-	                 processes of a world of --world W ranks at rank 0's
-	                 rendezvous: MASTER_ADDR (default 127.0.0.1) on port
-	                 DAGRUN_PORT (default 29511, not MASTER_PORT, where
-	                 torchrun's own store listens)
-	                 With neither flag, the variables torchrun (RANK,
-	                 WORLD_SIZE, LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_*)
-	                 or Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID)
-	                 set make this process one rank, on device LOCAL_RANK
-	                 modulo the devices CUDA_VISIBLE_DEVICES leaves.
-	--rank-timeout D how long a rank waits for another (the rendezvous, a
-	                 collective's data) before it fails naming it; default
-	                 5m
-	Paths a rank writes (outputs' save paths, --trace) take {rank}; two
-	ranks writing one file is refused before anything runs.
-`
-
 // rankFlags are dagrun run's flags for ranks.
 type rankFlags struct {
 	world, rank int
