@@ -155,13 +155,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 		opts = append(opts, executor.WithTraceRuns(traced))
 	}
 	if f.perfModel != "" {
-		opts = append(opts, executor.WithObserver(func(o executor.Observation) error {
-			r := rs[o.Rank]
-			if err := r.pm.Observe(r.p.Graph, o.Spans, o.Run, f.repeat); err != nil {
-				return fmt.Errorf("rank %d: %w", r.rank, err)
-			}
-			return nil
-		}))
+		opts = append(opts, learn(rs, f.repeat, true))
 	}
 	rn, err := openRanks(ctx, c.stderr, b, rs, m.place, opts)
 	if err != nil {
@@ -252,8 +246,8 @@ func hostRunsWorld(ctx context.Context, stderr io.Writer, b device.Backend, rs [
 		specs[i] = r.s
 	}
 	return timeUntraced(ctx, repeat, specs, bar, func(opts ...executor.Option) (*executor.Runner, error) {
-		return openRanks(ctx, stderr, b, rs, place, opts)
-	}, opts, func(o executor.Observation) { rs[o.Rank].pm.ObserveHost(o.Session, o.Wall, o.Run, repeat) })
+		return openRanks(ctx, stderr, b, rs, place, append(opts, learn(rs, repeat, true)))
+	}, opts)
 }
 
 // openRanks opens the runner of the ranks rs: every rank of a world in this

@@ -289,10 +289,7 @@ func (c *cli) runnerOptions(f *runFlags, su *runSetup, pm *perfModel, auto bool,
 		opts = append(opts, executor.WithGraph(executor.GraphAuto))
 	}
 	if pm != nil {
-		p := su.ranks[0].p
-		opts = append(opts, executor.WithSubmitTiming(), executor.WithObserver(func(o executor.Observation) error {
-			return pm.Observe(p.Graph, o.Spans, o.Run, f.repeat)
-		}))
+		opts = append(opts, executor.WithSubmitTiming(), learn(su.ranks, f.repeat, false))
 	}
 	opts = append(opts, executor.WithProgress(bar.update))
 	if bar.w != nil {
