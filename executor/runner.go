@@ -209,7 +209,7 @@ func NewRunner(ctx context.Context, b device.Backend, p *planner.Plan, opts ...O
 // NewWorldRunner opens plans as the ranks of a world in this process
 // (OpenWorld, with opts) for a Runner.
 func NewWorldRunner(ctx context.Context, b device.Backend, plans []*planner.Plan, opts ...Option) (*Runner, error) {
-	w, err := OpenWorld(ctx, b, plans, opts...)
+	w, err := OpenWorld(ctx, b, plans, append(slices.Clone(opts), eagerRanks)...)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func NewWorldRunner(ctx context.Context, b device.Backend, plans []*planner.Plan
 // JoinRunner joins plan p to a world of processes as the rank place says
 // (JoinWorld, with opts) for a Runner.
 func JoinRunner(ctx context.Context, b device.Backend, p *planner.Plan, place Place, opts ...Option) (*Runner, error) {
-	rk, err := JoinWorld(ctx, b, p, place, opts...)
+	rk, err := JoinWorld(ctx, b, p, place, append(slices.Clone(opts), eagerRanks)...)
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +229,10 @@ func JoinRunner(ctx context.Context, b device.Backend, p *planner.Plan, place Pl
 	r.rank, r.opened = rk, rk.Rendezvous()
 	return r, nil
 }
+
+// eagerRanks keeps ranks from capturing automatically, each on its own:
+// under GraphAuto they stay eager.
+func eagerRanks(c *config) { c.auto = 0 }
 
 func newRunner(ss []*Session, opts []Option) *Runner {
 	var c config

@@ -274,3 +274,25 @@ func tripling(t *testing.T) (*planner.Plan, *dag.Buffer) {
 func f32bytes(v float32) []byte {
 	return binary.LittleEndian.AppendUint32(nil, math.Float32bits(v))
 }
+
+// Ranks stay eager under GraphAuto: no rank captures on its own.
+func TestRunnerRanksStayEagerUnderAuto(t *testing.T) {
+	ctx := context.Background()
+	b := cpu.New()
+	defer b.Close()
+	p0, x0 := tripling(t)
+	p1, _ := tripling(t)
+	rn, err := executor.NewWorldRunner(ctx, b, []*planner.Plan{p0, p1}, executor.WithGraph(executor.GraphAuto))
+	require.NoError(t, err)
+	defer rn.Close()
+	rep, err := rn.Run(ctx, 2*executor.DefaultAutoCapture)
+	require.NoError(t, err)
+	assert.Nil(t, rep.Replays)
+	for i := range rn.Sessions() {
+		assert.Nil(t, rn.Session(i).AutoGraph(), "rank %d captured", i)
+		assert.Zero(t, rn.Session(i).RunLog().CapturedAfter, "rank %d", i)
+	}
+	data, err := rn.Session(0).Read(x0)
+	require.NoError(t, err)
+	assert.Equal(t, f32bytes(729), data, "3^6")
+}
