@@ -231,6 +231,7 @@ var (
 	_ device.Writer   = (*Session)(nil)
 
 	_ device.ReplayTimer = (*Session)(nil)
+	_ device.OpCounter   = (*Session)(nil)
 )
 
 // OpsDone is how many ops the session has run since it opened, eagerly or

@@ -13,6 +13,11 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 )
 
+var (
+	_ device.ArenaUser   = (*Session)(nil)
+	_ device.HighWaterer = (*Session)(nil)
+)
+
 // Arenas: a session's device temporaries placed by the plan (planner's
 // Memory) in one allocation per device, made here and freed at Close.
 // Allocs and frees of those temporaries then enqueue nothing, so a
@@ -42,7 +47,7 @@ func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
 	hd := &se.hold
 	switch {
 	case se.closed:
-		return fmt.Errorf("cuda: UseArenas: the session is %w", device.ErrClosed)
+		return errors.New("cuda: UseArenas: the session is closed")
 	case hd.arenas != nil:
 		return errors.New("cuda: UseArenas: the session's temporaries are in arenas already")
 	case len(offsets) != len(hd.bufs):

@@ -331,17 +331,13 @@ func (r *Runner) progress(done int) {
 	}
 }
 
-// opCounter is a device session that counts the ops it has run (the cpu
-// backend's).
-type opCounter interface{ OpsDone() int64 }
-
 // opsEvery is how often WithOpsProgress's function is called.
 const opsEvery = 200 * time.Millisecond
 
 // watchOps calls the WithOpsProgress function while run number run of s is
 // in flight, where s's device session counts ops; stop ends the watch.
 func (r *Runner) watchOps(s *Session, run int) (stop func()) {
-	oc, ok := s.d.(opCounter)
+	oc, ok := s.d.(device.OpCounter)
 	if !ok || r.cfg.opsProgress == nil {
 		return func() {}
 	}
