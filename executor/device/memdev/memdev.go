@@ -79,7 +79,7 @@ func (b *Backend) Open(ctx context.Context, g *dag.Graph) (device.Session, error
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, errors.New("memdev: Open: the backend is closed")
+		return nil, fmt.Errorf("memdev: Open: the backend is %w", device.ErrClosed)
 	}
 	if b.sessions == nil {
 		b.sessions = map[*Session]bool{}
@@ -247,7 +247,7 @@ func (s *Session) Sync(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return errors.New("memdev: Sync: the session is closed")
+		return fmt.Errorf("memdev: Sync: the session is %w", device.ErrClosed)
 	}
 	err := s.err
 	s.err = nil
@@ -329,7 +329,7 @@ func (s *Session) Join(_ context.Context, w device.World) error {
 
 func (s *Session) usable() error {
 	if s.closed {
-		return errors.New("memdev: the session is closed")
+		return fmt.Errorf("memdev: the session is %w", device.ErrClosed)
 	}
 	return nil
 }
