@@ -53,9 +53,10 @@ func (c *cli) loadPerfModel(cmd, path string, b device.Backend, dev int) (*perfM
 // (when not nil), estimating for mode, with what the backend knows of the
 // machine m (copies between devices, multiprocessors); it tells pm the
 // plan and warns once of the model's extrapolations.
-func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m machine) (*planner.Plan, error) {
+func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m executor.Machine) (*planner.Plan, error) {
 	opts := planOptions(s, l)
-	opts.Mode, opts.Topology, opts.SMs = mode, m.topo, m.sms
+	opts.Mode = mode
+	m.Apply(&opts)
 	if pm != nil {
 		opts.Cost = pm.Model
 	}
@@ -236,9 +237,9 @@ func (c *cli) planPerf(s *spec.Spec, l layout, f planPerfFlags) (*planner.Plan, 
 		return nil, nil, err
 	}
 	pm, err := c.loadPerfModel("plan", f.path, b, 0)
-	var mach machine
+	var mach executor.Machine
 	if err == nil {
-		mach, err = machineOf(b, s.Graph)
+		mach, err = executor.MachineOf(b, s.Graph)
 	}
 	if cerr := b.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing the backend: %w", cerr)

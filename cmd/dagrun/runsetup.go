@@ -160,11 +160,11 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 				r.pm.Model.World = m.world
 			}
 		}
-		mach, err := machineOf(su.b, r.s.Graph)
+		mach, err := executor.MachineOf(su.b, r.s.Graph)
 		if err != nil {
 			return err
 		}
-		if r.pm != nil || mach.known() {
+		if r.pm != nil || mach.Known() {
 			if r.p, err = planWithModel(r.s, f.layout(), r.pm, runMode(f.graph), mach); err != nil {
 				return err
 			}
