@@ -23,45 +23,6 @@ func (c *fakeClock) now() time.Time {
 
 func terminal(is bool) func(io.Writer) bool { return func(io.Writer) bool { return is } }
 
-func TestProgress(t *testing.T) {
-	var stderr bytes.Buffer
-	clock := &fakeClock{t: time.Unix(0, 0)}
-	c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(true), now: clock.now}
-	p := c.newProgress(100, false)
-
-	clock.step = 100 * time.Millisecond
-	p.update(1)
-	if stderr.Len() != 0 {
-		t.Fatalf("drew %q before %s had passed", stderr.String(), progressDelay)
-	}
-	clock.step = progressDelay
-	p.update(25)
-	first := stderr.String()
-	if !strings.HasPrefix(first, "\r[") || !strings.Contains(first, "] 25/100 runs, ") || !strings.HasSuffix(first, " left") {
-		t.Fatalf("bar = %q, want \"\\r[...] 25/100 runs, RATE/s, ETA left\"", first)
-	}
-	clock.step = 10 * time.Millisecond
-	p.update(26)
-	if stderr.String() != first {
-		t.Fatalf("drew again %s after the last drawing: %q", clock.step, stderr.String())
-	}
-	clock.step = 200 * time.Millisecond
-	p.update(100)
-	if !strings.Contains(stderr.String()[len(first):], "] 100/100 runs") {
-		t.Fatalf("second drawing = %q", stderr.String()[len(first):])
-	}
-	p.clear()
-	out := stderr.String()
-	last := out[strings.LastIndex(out[:len(out)-1], "\r"):]
-	if strings.Trim(last, "\r ") != "" || len(last) < len(first) {
-		t.Fatalf("output ends with %q, want the bar cleared by \\r, spaces, \\r", last)
-	}
-	p.clear()
-	if stderr.String() != out {
-		t.Errorf("clearing twice wrote %q", stderr.String()[len(out):])
-	}
-}
-
 func TestProgressElsewhere(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -77,9 +38,9 @@ func TestProgressElsewhere(t *testing.T) {
 			c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(tc.terminal), now: clock.now}
 			p := c.newProgress(10, tc.quiet)
 			for i := range 10 {
-				p.update(i + 1)
+				p.Update(i + 1)
 			}
-			p.clear()
+			p.Clear()
 			if stderr.Len() != 0 {
 				t.Errorf("wrote %q", stderr.String())
 			}
@@ -153,29 +114,6 @@ ops:
 				t.Errorf("stderr = %q, want it to end clearing the bar", got)
 			}
 		})
-	}
-}
-
-// Within a run the bar shows the ops done; a single run draws no bar of
-// runs.
-func TestProgressOps(t *testing.T) {
-	var stderr bytes.Buffer
-	clock := &fakeClock{t: time.Unix(0, 0), step: progressDelay}
-	c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(true), now: clock.now}
-	p := c.newProgress(1, false)
-	p.update(1)
-	if stderr.Len() != 0 {
-		t.Fatalf("one run drew %q", stderr.String())
-	}
-	p.ops(1, 5, 10)
-	if got := stderr.String(); !strings.HasPrefix(got, "\r[============            ] 5/10 ops, ") || !strings.HasSuffix(got, " left") {
-		t.Fatalf("bar = %q, want half full at 5/10 ops with the time left", got)
-	}
-	stderr.Reset()
-	p = c.newProgress(4, false)
-	p.ops(2, 1, 4)
-	if got := stderr.String(); !strings.Contains(got, "] run 2/4: 1/4 ops, ") {
-		t.Fatalf("bar = %q, want run 2/4: 1/4 ops", got)
 	}
 }
 
