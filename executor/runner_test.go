@@ -296,3 +296,40 @@ func TestRunnerRanksStayEagerUnderAuto(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, f32bytes(729), data, "3^6")
 }
+
+// Replays stopped by their context report the replays that completed, in
+// every replay loop: batched, batched and traced, and traced alone.
+func TestRunnerReplaysInterrupted(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []executor.Option
+	}{
+		{"batched", nil},
+		{"traced in batches", []executor.Option{executor.WithTiming(), executor.WithTraceRuns(everyRun)}},
+		{"traced alone", []executor.Option{executor.WithTraceRuns(traceRuns(2, 3))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := cpu.New()
+			defer b.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stopAt := 0
+			opts := append([]executor.Option{executor.WithGraph(executor.GraphAlways), executor.WithProgress(func(done int) {
+				if done >= 2 && stopAt == 0 {
+					stopAt = done
+					cancel()
+				}
+			})}, tt.opts...)
+			p, _ := tripling(t)
+			rn, err := executor.NewRunner(ctx, b, p, opts...)
+			require.NoError(t, err)
+			defer rn.Close()
+			rep, err := rn.Run(ctx, 1000)
+			require.ErrorIs(t, err, context.Canceled)
+			require.NotZero(t, stopAt)
+			assert.Equal(t, stopAt, rep.Runs, "the runs done when the context ended")
+			assert.Less(t, rep.Runs, 1000)
+		})
+	}
+}
