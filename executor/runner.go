@@ -180,9 +180,12 @@ func (r *Report) TracedRuns() []int {
 	return n
 }
 
-// Runner runs a plan, or the ranks of a world, many times (see GraphMode
-// and the options above). Like a Session it is for one goroutine; Close is
-// safe from any.
+// Runner runs a plan, or the ranks of a world, many times: eagerly or
+// replaying a graph (WithGraph), keeping the op times of the runs asked for
+// (WithTraceRuns), telling an observer what each eager run measured
+// (WithObserver) and progress as it goes (WithProgress), launching
+// replays in batches (WithReplayBatch). Like a Session it is for one
+// goroutine; Close is safe from any.
 type Runner struct {
 	cfg      runnerConfig
 	sessions []*Session
