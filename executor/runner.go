@@ -37,6 +37,26 @@ const (
 	GraphAlways
 )
 
+var graphModeNames = [...]string{GraphNever: "never", GraphAuto: "auto", GraphAlways: "always"}
+
+// String is the mode's name: never, auto or always.
+func (m GraphMode) String() string {
+	if int(m) < len(graphModeNames) {
+		return graphModeNames[m]
+	}
+	return fmt.Sprintf("GraphMode(%d)", m)
+}
+
+// ParseGraphMode returns the mode named s: never, auto or always.
+func ParseGraphMode(s string) (GraphMode, bool) {
+	for i, n := range graphModeNames {
+		if n == s {
+			return GraphMode(i), true
+		}
+	}
+	return 0, false
+}
+
 // Defaults of WithReplayBatch.
 const (
 	DefaultReplayBatch  = 64

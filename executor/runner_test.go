@@ -333,3 +333,15 @@ func TestRunnerReplaysInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// Every mode parses back from its name, and nothing else parses.
+func TestGraphModeNames(t *testing.T) {
+	for _, m := range []executor.GraphMode{executor.GraphNever, executor.GraphAuto, executor.GraphAlways} {
+		got, ok := executor.ParseGraphMode(m.String())
+		require.True(t, ok, "%v", m)
+		assert.Equal(t, m, got)
+	}
+	_, ok := executor.ParseGraphMode("sometimes")
+	assert.False(t, ok)
+	assert.Equal(t, "GraphMode(9)", executor.GraphMode(9).String())
+}

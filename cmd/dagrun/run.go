@@ -31,8 +31,8 @@ type runFlags struct {
 	strategy     strategyFlag
 	memoryBudget sizeFlag // --memory-budget: every device's (plan.go)
 	repeat       int
-	graph        bool      // every run a replay: graphMode is always
-	graphMode    graphFlag // graphflag.go
+	graph        bool // every run a replay: graphMode is always
+	graphMode    graphFlag
 	traceFile    string
 	traceRuns    string
 	detail       *oneOf // --trace-detail
@@ -142,10 +142,10 @@ func (c *cli) run(args []string) error {
 		f.repeat = s.Run.Repeat
 	}
 	f.graphMode.mode = graphModeOf(f.graphMode.mode, f.set["graph"], s.Run.Graph, s.Run.GraphSet) // graphflag.go
-	f.graph = f.graphMode.mode == graphAlways
+	f.graph = f.graphMode.mode == executor.GraphAlways
 	// Replays traced whole need replays asked for: --graph, --graph auto
 	// given explicitly, or run.graph: true.
-	if f.detail.value == "replays" && !f.graph && !(f.set["graph"] && f.graphMode.mode == graphAuto) {
+	if f.detail.value == "replays" && !f.graph && !(f.set["graph"] && f.graphMode.mode == executor.GraphAuto) {
 		return usagef("--trace-detail replays traces graph replays whole; add --graph (or run.graph: true)")
 	}
 	m, err := f.rankMode(s, os.Getenv)
@@ -166,7 +166,7 @@ func (c *cli) run(args []string) error {
 	// --graph auto: the runs after a few identical ones replay a graph. A
 	// perf model's eager runs teach it the host's submission costs, so
 	// they stay eager.
-	auto := f.graphMode.mode == graphAuto && pm == nil && f.repeat > executor.DefaultAutoCapture
+	auto := f.graphMode.mode == executor.GraphAuto && pm == nil && f.repeat > executor.DefaultAutoCapture
 	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
 	rn, err := executor.NewRunner(ctx, su.b, p, c.runnerOptions(f, su, pm, auto, bar)...)
 	if err != nil {
