@@ -167,6 +167,9 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	if g == nil {
 		return nil, errors.New("cuda: Open: no graph")
 	}
+	if err := device.CheckBodies(b, g); err != nil {
+		return nil, fmt.Errorf("cuda: Open: %w", err)
+	}
 	s := newSession(b, g)
 	b.mu.Lock()
 	if b.closed {

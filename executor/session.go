@@ -87,6 +87,11 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	if err := checkPlan(p); err != nil {
 		return nil, err
 	}
+	if c, ok := b.(device.BodyChecker); ok {
+		if err := device.CheckBodies(c, p.Graph); err != nil {
+			return nil, fmt.Errorf("executor: the backend cannot run these ops in a loop or branch: %w", err)
+		}
+	}
 	isHost := func(memory int) bool { return memory == device.HostMemory }
 	if err := errors.Join(checkFaultOp(p.Graph, cfg.faults), checkMemory(b, p, isHost)); err != nil { // faults.go, admission.go
 		return nil, err

@@ -195,12 +195,13 @@
 // bodies write, and the bodies follow what came before. Within a body,
 // dependencies come from the data as everywhere, and after may name only
 // ops of the same body (the loop itself is what outside ops name). A body
-// holds what a conditional node can: kernels, fills, 2-D memsets, copies
-// within device memory, gemms and further loops and branches, all on the
-// flag's device; host steps, collectives, allocs and frees, copies to or
-// from host memory and ops of another device are errors at the op, saying
-// why. Bodies are not empty, nest at most MaxNesting deep, and their ops
-// count towards MaxOps. Ops of a body that the spec does not name are
+// runs on the flag's device; collectives and ops of another device are
+// errors at the op, saying why. The cuda backend's bodies hold what a
+// conditional node can: kernels, fills, 2-D memsets, copies within device
+// memory, gemms and further loops and branches; it refuses host steps,
+// tasks and copies to or from host memory in a body when the run starts,
+// naming the op (the cpu backend runs them). Bodies are not empty, nest
+// at most MaxNesting deep, and their ops count towards MaxOps. Ops of a body that the spec does not name are
 // named after their loop or branch (refine/scale2) and placed in messages
 // by their place in it (ops[0].body[1]).
 //

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/dagrun/dagrun/spec"
 	"io"
 	"slices"
 	"strings"
@@ -36,6 +37,9 @@ func (c *cli) validate(args []string) error {
 	if err != nil {
 		return err
 	}
+	// validate answers for every value of the parameters, not only the
+	// ones given.
+	files.extra = append(files.extra, spec.CheckParamRange())
 	if len(specs) == 0 {
 		return usagef("give at least one spec file (- for standard input)")
 	}

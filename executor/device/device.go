@@ -18,7 +18,7 @@
 //   - worlds: Joiner, UniqueIDer, CollectiveTimeouter
 //   - external events: ExternalEvents
 //   - fault injection: Delayer, Failer, BodyFailer
-//   - loops and branches: Controller
+//   - loops and branches: Controller; what bodies may hold: BodyChecker
 //
 // Package devicetest checks a backend against this contract.
 //
@@ -49,9 +49,8 @@ type Backend interface {
 
 // Session runs the steps of plans over one graph. Streams and events are
 // numbered densely from 0 in the order they are created. Calls come from
-// one goroutine (Close may come from another); Run, Record and Wait only
-// enqueue work and may return before it is done. Errors about one op are
-// *dag.OpError values.
+// one goroutine at a time; Run, Record and Wait only enqueue work and may
+// return before it is done. Errors about one op are *dag.OpError values.
 type Session interface {
 	// NewStream creates the next stream, on device, with priority (higher first).
 	NewStream(device int, priority dag.Priority) error
@@ -69,16 +68,20 @@ type Session interface {
 	// Run enqueues op on stream.
 	Run(stream int, op *dag.Op) error
 	// Sync waits until all enqueued work is done and reports the first error
-	// it raised; an op's failure makes the session skip the work after it.
+	// it raised; an op's failure makes the session skip the work after it
+	// that it still can (a device may run the kernels already queued after
+	// a failed host step), so a failed run leaves its buffers undefined.
 	// When ctx ends first it abandons the work and returns ctx.Err(). Either
 	// way nothing is running when Sync returns, and the session takes the
 	// next run.
 	Sync(ctx context.Context) error
 	// Read returns the contents of a persistent buffer; call it after Sync.
 	Read(b *dag.Buffer) ([]byte, error)
-	// Close releases exactly what this session holds. It may be called from
-	// another goroutine while a run is in flight: submission stops, work
-	// already queued drains, and the run returns an error.
+	// Close releases exactly what this session holds, once the work
+	// already queued drains; the calls after it fail. The executor calls it
+	// when no other call of the session is in flight (it ends a run in
+	// flight through the run's context first), so a backend need not take
+	// it from another goroutine during Run or Sync (the cpu backend does).
 	Close() error
 }
 

@@ -1,8 +1,8 @@
 // Package memdev is the smallest complete dagrun backend: device memory is
 // byte slices and every call does its work at once, on the caller's
 // goroutine, in the order the calls come. It registers as "mem" (never
-// chosen by "auto") and is both a test double and the worked example of
-// docs/adding-a-backend.md.
+// chosen by "auto") and is both a test double and the worked example for
+// whoever writes a backend.
 //
 // Doing the work at once is correct because the executor submits a plan in
 // an order that respects every stream's order and every wait (a wait comes
@@ -13,9 +13,11 @@
 // The Session offers Capturer (a capture is the list of what was
 // submitted, and a replay submits it again), Controller (loops and
 // branches run their bodies' steps in order), Writer, Joiner (collectives
-// through the world's device.Collectives), Delayer and Failer. The kinds
-// it runs are those of kinds.go; Open refuses any other op with an error
-// matching errors.ErrUnsupported, naming the op.
+// through the world's device.Collectives), Delayer and Failer. It runs
+// allocs, frees, copies, fills, 2-D memsets, host steps, tasks (their CPU
+// twins), loops, branches, collectives and the f32 builtins empty, spin,
+// iota, scale, axpy, add, reduce_sum and set_flag; Open refuses any other
+// op with an error naming it and matching errors.ErrUnsupported.
 package memdev
 
 import (
@@ -246,8 +248,8 @@ func (s *Session) do(st step) {
 func (s *Session) Sync(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("memdev: Sync: the session is %w", device.ErrClosed)
+	if s.closed || s.stop.Load() {
+		return fmt.Errorf("memdev: Sync: the session was %w", device.ErrClosed)
 	}
 	err := s.err
 	s.err = nil
@@ -328,7 +330,7 @@ func (s *Session) Join(_ context.Context, w device.World) error {
 }
 
 func (s *Session) usable() error {
-	if s.closed {
+	if s.closed || s.stop.Load() {
 		return fmt.Errorf("memdev: the session is %w", device.ErrClosed)
 	}
 	return nil
