@@ -47,7 +47,7 @@ func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
 	hd := &se.hold
 	switch {
 	case se.hold.closed:
-		return errors.New("cuda: UseArenas: the session is closed")
+		return fmt.Errorf("cuda: UseArenas: the session is %w", device.ErrClosed)
 	case hd.arenas != nil:
 		return errors.New("cuda: UseArenas: the session's temporaries are in arenas already")
 	case len(offsets) != len(hd.bufs):

@@ -1,5 +1,28 @@
 // Package executor runs a planner.Plan on a backend.
 //
+// # One call, and many runs
+//
+// Run is the shortest way from a dag.Graph to its results: it opens the
+// best backend registered (device.Auto: the GPU's when a driver and a
+// device are found, else the CPU's; WithBackend chooses another), plans
+// the graph (WithPlanOptions), runs it once, reads every persistent buffer
+// and closes the session and the backend. A program registers the backends
+// it may use by importing their packages, as database/sql drivers are
+// imported.
+//
+// A Runner repeats a plan, as a program's main loop does: eagerly, or
+// replaying a graph captured at the start (GraphAlways) or automatically
+// after a few identical eager runs (GraphAuto), with replays launched in
+// batches (WithReplayBatch). It keeps the op times of the runs asked for
+// (WithTraceRuns), hands every eager run's measures to an observer (a perf
+// model: WithObserver), runs the ranks of a world (NewWorldRunner,
+// JoinRunner; under GraphAlways their first run is eager), and when its
+// context ends returns a Report of the runs that completed.
+//
+// Errors from closed sessions, graphs, worlds and backends match
+// ErrClosed, and calls that would race work in flight match ErrBusy,
+// through errors.Is, whichever layer refused the call.
+//
 // # Backends and sessions
 //
 // A backend (package cpu, package cuda) is a device runtime: make one with

@@ -39,7 +39,8 @@ func WithOpened(f func(device.Opened)) Option { return func(c *config) { c.run.o
 
 // Run runs graph g once, from the backend's opening to its closing: it
 // opens a backend (WithBackend; device.Auto by default), plans g
-// (WithPlanOptions), opens a session on the plan with the other options,
+// (WithPlanOptions) with what the backend knows of its devices
+// (MachineOf), opens a session on the plan with the other options,
 // runs it, reads every persistent buffer, and closes the session and the
 // backend whatever happens. For repeated runs keep the backend and a
 // Session open instead (Open, Runner).
@@ -64,7 +65,13 @@ func Run(ctx context.Context, g *dag.Graph, opts ...Option) (out Results, err er
 	if c.run.opened != nil {
 		c.run.opened(o)
 	}
-	p, err := planner.New(g, c.run.plan)
+	m, err := MachineOf(o.Backend, g)
+	if err != nil {
+		return nil, fmt.Errorf("executor: Run: %w", err)
+	}
+	po := c.run.plan
+	m.Apply(&po)
+	p, err := planner.New(g, po)
 	if err != nil {
 		return nil, err
 	}

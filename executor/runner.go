@@ -37,6 +37,26 @@ const (
 	GraphAlways
 )
 
+var graphModeNames = [...]string{GraphNever: "never", GraphAuto: "auto", GraphAlways: "always"}
+
+// String is the mode's name: never, auto or always.
+func (m GraphMode) String() string {
+	if int(m) < len(graphModeNames) {
+		return graphModeNames[m]
+	}
+	return fmt.Sprintf("GraphMode(%d)", m)
+}
+
+// ParseGraphMode returns the mode named s: never, auto or always.
+func ParseGraphMode(s string) (GraphMode, bool) {
+	for i, n := range graphModeNames {
+		if n == s {
+			return GraphMode(i), true
+		}
+	}
+	return 0, false
+}
+
 // Defaults of WithReplayBatch.
 const (
 	DefaultReplayBatch  = 64
@@ -180,9 +200,12 @@ func (r *Report) TracedRuns() []int {
 	return n
 }
 
-// Runner runs a plan, or the ranks of a world, many times (see GraphMode
-// and the options above). Like a Session it is for one goroutine; Close is
-// safe from any.
+// Runner runs a plan, or the ranks of a world, many times: eagerly or
+// replaying a graph (WithGraph), keeping the op times of the runs asked for
+// (WithTraceRuns), telling an observer what each eager run measured
+// (WithObserver) and progress as it goes (WithProgress), launching
+// replays in batches (WithReplayBatch). Like a Session it is for one
+// goroutine; Close is safe from any.
 type Runner struct {
 	cfg      runnerConfig
 	sessions []*Session
@@ -209,7 +232,7 @@ func NewRunner(ctx context.Context, b device.Backend, p *planner.Plan, opts ...O
 // NewWorldRunner opens plans as the ranks of a world in this process
 // (OpenWorld, with opts) for a Runner.
 func NewWorldRunner(ctx context.Context, b device.Backend, plans []*planner.Plan, opts ...Option) (*Runner, error) {
-	w, err := OpenWorld(ctx, b, plans, opts...)
+	w, err := OpenWorld(ctx, b, plans, append(slices.Clone(opts), eagerRanks)...)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +244,7 @@ func NewWorldRunner(ctx context.Context, b device.Backend, plans []*planner.Plan
 // JoinRunner joins plan p to a world of processes as the rank place says
 // (JoinWorld, with opts) for a Runner.
 func JoinRunner(ctx context.Context, b device.Backend, p *planner.Plan, place Place, opts ...Option) (*Runner, error) {
-	rk, err := JoinWorld(ctx, b, p, place, opts...)
+	rk, err := JoinWorld(ctx, b, p, place, append(slices.Clone(opts), eagerRanks)...)
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +252,10 @@ func JoinRunner(ctx context.Context, b device.Backend, p *planner.Plan, place Pl
 	r.rank, r.opened = rk, rk.Rendezvous()
 	return r, nil
 }
+
+// eagerRanks keeps ranks from capturing automatically, each on its own:
+// under GraphAuto they stay eager.
+func eagerRanks(c *config) { c.auto = 0 }
 
 func newRunner(ss []*Session, opts []Option) *Runner {
 	var c config

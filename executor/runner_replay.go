@@ -133,6 +133,7 @@ func (r *Runner) replayAlone(ctx context.Context, g *Graph, rep *Report, done in
 		if err == nil {
 			r.runs += pending
 			rep.Runs += pending
+			r.progress(r.runs)
 		}
 		pending = 0
 		g.Spans() // untraced replays' spans are dropped
@@ -149,7 +150,6 @@ func (r *Runner) replayAlone(ctx context.Context, g *Graph, rep *Report, done in
 					return err
 				}
 			}
-			r.progress(run)
 			continue
 		}
 		if err := sync(); err != nil {

@@ -274,3 +274,74 @@ func tripling(t *testing.T) (*planner.Plan, *dag.Buffer) {
 func f32bytes(v float32) []byte {
 	return binary.LittleEndian.AppendUint32(nil, math.Float32bits(v))
 }
+
+// Ranks stay eager under GraphAuto: no rank captures on its own.
+func TestRunnerRanksStayEagerUnderAuto(t *testing.T) {
+	ctx := context.Background()
+	b := cpu.New()
+	defer b.Close()
+	p0, x0 := tripling(t)
+	p1, _ := tripling(t)
+	rn, err := executor.NewWorldRunner(ctx, b, []*planner.Plan{p0, p1}, executor.WithGraph(executor.GraphAuto))
+	require.NoError(t, err)
+	defer rn.Close()
+	rep, err := rn.Run(ctx, 2*executor.DefaultAutoCapture)
+	require.NoError(t, err)
+	assert.Nil(t, rep.Replays)
+	for i := range rn.Sessions() {
+		assert.Nil(t, rn.Session(i).AutoGraph(), "rank %d captured", i)
+		assert.Zero(t, rn.Session(i).RunLog().CapturedAfter, "rank %d", i)
+	}
+	data, err := rn.Session(0).Read(x0)
+	require.NoError(t, err)
+	assert.Equal(t, f32bytes(729), data, "3^6")
+}
+
+// Replays stopped by their context report the replays that completed, in
+// every replay loop: batched, batched and traced, and traced alone.
+func TestRunnerReplaysInterrupted(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []executor.Option
+	}{
+		{"batched", nil},
+		{"traced in batches", []executor.Option{executor.WithTiming(), executor.WithTraceRuns(everyRun)}},
+		{"traced alone", []executor.Option{executor.WithTraceRuns(traceRuns(2, 3))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := cpu.New()
+			defer b.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stopAt := 0
+			opts := append([]executor.Option{executor.WithGraph(executor.GraphAlways), executor.WithProgress(func(done int) {
+				if done >= 2 && stopAt == 0 {
+					stopAt = done
+					cancel()
+				}
+			})}, tt.opts...)
+			p, _ := tripling(t)
+			rn, err := executor.NewRunner(ctx, b, p, opts...)
+			require.NoError(t, err)
+			defer rn.Close()
+			rep, err := rn.Run(ctx, 1000)
+			require.ErrorIs(t, err, context.Canceled)
+			require.NotZero(t, stopAt)
+			assert.Equal(t, stopAt, rep.Runs, "the runs done when the context ended")
+			assert.Less(t, rep.Runs, 1000)
+		})
+	}
+}
+
+// Every mode parses back from its name, and nothing else parses.
+func TestGraphModeNames(t *testing.T) {
+	for _, m := range []executor.GraphMode{executor.GraphNever, executor.GraphAuto, executor.GraphAlways} {
+		got, ok := executor.ParseGraphMode(m.String())
+		require.True(t, ok, "%v", m)
+		assert.Equal(t, m, got)
+	}
+	_, ok := executor.ParseGraphMode("sometimes")
+	assert.False(t, ok)
+	assert.Equal(t, "GraphMode(9)", executor.GraphMode(9).String())
+}

@@ -7,7 +7,8 @@
 // its Model (planner.Options.Cost) and tell it the plan (Planned); run the
 // plan traced and pass each run's spans to Observe; run it as many times
 // again untraced (Untraced, or your own loop calling ObserveHost) for the
-// host's costs; pass a graph's time per replay to ObserveReplay. Save
+// host's costs; pass a graph's time per replay to ObserveReplay. An
+// executor.Runner does both loops: give it ObserveRun as its observer. Save
 // folds it all into the model and writes the file whole. Compare sets the
 // plan's estimate against what the runs measured.
 //
@@ -159,6 +160,22 @@ func (l *Learner) ObserveReplay(each time.Duration) {
 
 // Eager is the wall times of the untraced runs after the warm-up.
 func (l *Learner) Eager() []time.Duration { return l.eager }
+
+// ObserveRun keeps what an executor.Runner's run of the plan told Planned
+// measured (pass it to executor.WithObserver), as number o.Run of repeat:
+// a traced run's op durations (Observe), or an untraced run's wall time
+// and submission costs (ObserveHost). A run is traced when its session
+// times ops (executor.WithTiming).
+func (l *Learner) ObserveRun(o executor.Observation, repeat int) error {
+	if src, _, _ := o.Session.TimingSource(); src != "" {
+		if l.plan == nil {
+			return errors.New("profile: ObserveRun before Planned: the learner has no plan to map spans to")
+		}
+		return l.Observe(l.plan.Graph, o.Spans, o.Run, repeat)
+	}
+	l.ObserveHost(o.Session, o.Wall, o.Run, repeat)
+	return nil
+}
 
 // Untraced calls run repeat times, passing each run's wall time and number
 // (from 1) to observe, for a Learner's ObserveHost. It stops at the first

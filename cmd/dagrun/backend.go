@@ -3,16 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	_ "github.com/dagrun/dagrun/cpu"
 	_ "github.com/dagrun/dagrun/cuda"
-	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
-	"github.com/dagrun/dagrun/planner"
-	"github.com/dagrun/dagrun/planner/perf"
 )
 
 // backendNames are the choices of --backend: auto and every registered
@@ -51,50 +46,4 @@ func fallbackNote(why string, verbose bool) string {
 	}
 	short, _, _ := strings.Cut(why, ": ")
 	return "running on the CPU backend: " + short + " (-v for details; --backend cpu silences this note)"
-}
-
-// machine is what an open backend knows that changes a plan: which
-// devices copy to each other directly (nil: unknown) and the
-// multiprocessor count that tells which kernels fill a device (0: the
-// planner's default).
-type machine struct {
-	topo planner.Topology
-	sms  int
-}
-
-// known reports whether m tells the planner anything beyond its defaults.
-func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != perf.DefaultSMs }
-
-// machineOf is what backend b knows of its devices for graph g: the
-// topology only when g's buffers span devices (asking would open every
-// visible device), and device 0's multiprocessors.
-func machineOf(b device.Backend, g *dag.Graph) (machine, error) {
-	var m machine
-	if d, ok := b.(device.Describer); ok {
-		if _, sms, err := d.DeviceInfo(0); err == nil {
-			m.sms = sms
-		}
-	}
-	tb, ok := b.(device.Topologist)
-	if !ok {
-		return m, nil
-	}
-	devices := map[int]bool{}
-	for _, buf := range g.Buffers {
-		if buf.Placement == dag.Device {
-			devices[buf.Device] = true
-		}
-	}
-	if len(devices) < 2 {
-		return m, nil
-	}
-	for _, op := range g.Ops {
-		devices[op.Device] = true
-	}
-	t, err := tb.TopologyOf(slices.Sorted(maps.Keys(devices))...)
-	if err != nil {
-		return m, err
-	}
-	m.topo = t
-	return m, nil
 }

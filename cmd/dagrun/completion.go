@@ -9,16 +9,6 @@ import (
 	"strings"
 )
 
-const completionUsage = `usage: dagrun completion bash|zsh|fish
-
-Completion prints a script that completes dagrun's commands, their flags
-and file names in the shell named. Load it from the shell's start-up file:
-
-	bash:  source <(dagrun completion bash)            # in ~/.bashrc
-	zsh:   source <(dagrun completion zsh)             # in ~/.zshrc, after compinit
-	fish:  dagrun completion fish > ~/.config/fish/completions/dagrun.fish
-`
-
 // usageFlag finds the flags a command's usage documents, one a line, with
 // the placeholder of their value if they take one; usageShort the other
 // spellings it names, such as --json.
@@ -167,7 +157,7 @@ func writeFishCompletion(w io.Writer) error {
 
 // commandSummary is the command's line in the main usage.
 func commandSummary(name string) string {
-	for _, line := range strings.Split(mainUsage, "\n") {
+	for _, line := range strings.Split(usage("dagrun"), "\n") {
 		if rest, ok := strings.CutPrefix(line, "\t"+name+" "); ok {
 			return rest
 		}

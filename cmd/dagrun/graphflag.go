@@ -3,22 +3,17 @@ package main
 import (
 	"fmt"
 	"slices"
+
+	"github.com/dagrun/dagrun/executor"
 )
 
-// When dagrun run captures the runs as a graph (--graph never|auto|always).
-const (
-	graphNever  = "never"  // every run eager
-	graphAuto   = "auto"   // eager, captured after a few identical runs where the plan allows
-	graphAlways = "always" // captured once, every run a replay
-)
+// graphFlag is --graph: when dagrun run captures the runs as a graph
+// (never, auto or always: executor.GraphMode), or a boolean as it was
+// before modes (plain --graph and --graph=true are always, --graph=false
+// never).
+type graphFlag struct{ mode executor.GraphMode }
 
-var graphModes = []string{graphNever, graphAuto, graphAlways}
-
-// graphFlag is --graph: a mode, or a boolean as it was before modes
-// (plain --graph and --graph=true are always, --graph=false never).
-type graphFlag struct{ mode string }
-
-func (g *graphFlag) String() string { return g.mode }
+func (g *graphFlag) String() string { return g.mode.String() }
 
 // IsBoolFlag lets plain --graph mean always.
 func (g *graphFlag) IsBoolFlag() bool { return true }
@@ -26,14 +21,15 @@ func (g *graphFlag) IsBoolFlag() bool { return true }
 func (g *graphFlag) Set(s string) error {
 	switch s {
 	case "true", "1", "t", "T", "TRUE", "True":
-		s = graphAlways
+		s = "always"
 	case "false", "0", "f", "F", "FALSE", "False":
-		s = graphNever
+		s = "never"
 	}
-	if !slices.Contains(graphModes, s) {
+	m, ok := executor.ParseGraphMode(s)
+	if !ok {
 		return fmt.Errorf("use never, auto or always (plain --graph is always, --graph=false never)")
 	}
-	g.mode = s
+	g.mode = m
 	return nil
 }
 
@@ -46,7 +42,7 @@ func joinGraphMode(args []string) []string {
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
-		if (a == "--graph" || a == "-graph") && i+1 < len(args) && slices.Contains(graphModes, args[i+1]) {
+		if (a == "--graph" || a == "-graph") && i+1 < len(args) && slices.Contains([]string{"never", "auto", "always"}, args[i+1]) {
 			out = append(out, a+"="+args[i+1])
 			i++
 			continue
@@ -58,14 +54,14 @@ func joinGraphMode(args []string) []string {
 
 // graphModeOf is the mode the run uses: --graph's, else run.graph's
 // (true always, false never), else auto.
-func graphModeOf(flagMode string, set, specGraph, specSet bool) string {
+func graphModeOf(flagMode executor.GraphMode, set, specGraph, specSet bool) executor.GraphMode {
 	switch {
 	case set:
 		return flagMode
 	case specSet && specGraph:
-		return graphAlways
+		return executor.GraphAlways
 	case specSet:
-		return graphNever
+		return executor.GraphNever
 	}
-	return graphAuto
+	return executor.GraphAuto
 }

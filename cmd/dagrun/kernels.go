@@ -7,23 +7,6 @@ import (
 	"github.com/dagrun/dagrun/spec"
 )
 
-const kernelsUsage = `usage: dagrun kernels [--format text|json] [-o FILE]
-
-Kernels lists the builtin kernels, which a spec launches without
-declaring them: each one's parameters, in order, with their types (a
-buffer, or a scalar: i32, i64, f32, f64), each buffer's direction (in,
-out or inout: how the kernel uses it, which is where the op's
-dependencies come from), and a line on what it does. A launch's args
-name the parameters:
-
-	- launch: axpy
-	  args: {y: d_y, x: d_x, alpha: 0.5}
-
-Flags:
-	--format F   text (default) or json
-	-o FILE      write to FILE instead of standard output
-`
-
 // kernelsDoc is dagrun kernels --format json.
 type kernelsDoc struct {
 	SchemaVersion int              `json:"schema_version"`

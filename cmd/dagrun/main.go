@@ -11,7 +11,7 @@
 // A spec named "-" is read from standard input, and "-o -" writes to
 // standard output. Every JSON document dagrun writes has a schema_version.
 //
-// Exit statuses (see exitStatuses):
+// Exit statuses:
 //
 //	0    all went well
 //	1    a spec is wrong, or a run failed
@@ -55,17 +55,6 @@ const (
 	exitInterrupted = 130 // SIGINT or SIGTERM stopped the command (128 + SIGINT, as shells report it)
 )
 
-const exitStatuses = `Exit status:
-
-	0    all went well
-	1    a spec is wrong, or a run failed
-	2    the command line is wrong
-	3    internal error: a bug in dagrun (such as a plan that fails
-	     verification); please report it with the spec
-	130  interrupted (Ctrl-C, SIGINT or SIGTERM): the run stopped and
-	     everything it held was freed
-`
-
 // bugNote follows every internal error.
 const bugNote = "(this is a bug in dagrun; please report it with the spec that caused it)"
 
@@ -75,7 +64,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer release()
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, interrupted: interrupted}
 	if len(args) == 0 {
-		fmt.Fprint(stderr, mainUsage)
+		fmt.Fprint(stderr, usage("dagrun"))
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
@@ -142,19 +131,19 @@ type command struct {
 // function, not a variable: completion lists the commands too.
 func commandList() []command {
 	return []command{
-		{"run", runUsage, (*cli).run},
-		{"plan", planUsage, (*cli).plan},
-		{"validate", validateUsage, (*cli).validate},
-		{"viz", vizUsage, (*cli).viz},
-		{"kernels", kernelsUsage, (*cli).kernels},
-		{"completion", completionUsage, (*cli).completion},
-		{"version", versionUsage, (*cli).version},
+		{"run", usage("run"), (*cli).run},
+		{"plan", usage("plan"), (*cli).plan},
+		{"validate", usage("validate"), (*cli).validate},
+		{"viz", usage("viz"), (*cli).viz},
+		{"kernels", usage("kernels"), (*cli).kernels},
+		{"completion", usage("completion"), (*cli).completion},
+		{"version", usage("version"), (*cli).version},
 	}
 }
 
 func (c *cli) help(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(c.stdout, mainUsage)
+		fmt.Fprint(c.stdout, usage("dagrun"))
 		return exitOK
 	}
 	for _, cmd := range commandList() {
@@ -166,28 +155,3 @@ func (c *cli) help(args []string) int {
 	fmt.Fprintf(c.stderr, "dagrun help: unknown command %q%s\nRun 'dagrun help' for usage.\n", args[0], commandSuggestion(args[0]))
 	return exitUsage
 }
-
-const mainUsage = `dagrun runs pipelines of GPU work declared in YAML specs, on stream-ordered
-CUDA streams or on the CPU.
-
-Usage:
-
-	dagrun <command> [arguments]
-
-Commands:
-
-	run         run a spec and print its outputs' checksums
-	plan        print a spec's plan: each stream's instructions and the figures
-	validate    check specs and report every problem with file:line:column
-	viz         draw a spec's plan or a run's trace as SVG, HTML or DOT
-	kernels     list the builtin kernels: parameters, directions, what each does
-	completion  print a shell completion script (bash, zsh or fish)
-	version     print dagrun's version and revision (also: dagrun --version)
-
-Run 'dagrun help <command>' or 'dagrun <command> --help' for a command's usage.
-
-A spec named - is read from standard input (its relative paths then resolve
-against the working directory); -o - writes to standard output. With
---format json, results and errors are JSON documents with a schema_version.
-
-` + exitStatuses

@@ -57,9 +57,10 @@ func (c *cli) loadPerfModel(cmd, path string, b device.Backend, dev int) (*perfM
 // (when not nil), estimating for mode, with what the backend knows of the
 // machine m (copies between devices, multiprocessors); it tells pm the
 // plan and warns once of the model's extrapolations.
-func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m machine) (*planner.Plan, error) {
+func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m executor.Machine) (*planner.Plan, error) {
 	opts := planOptions(s, l)
-	opts.Mode, opts.Topology, opts.SMs = mode, m.topo, m.sms
+	opts.Mode = mode
+	m.Apply(&opts)
 	if pm != nil {
 		opts.Cost = pm.Model
 	}
@@ -93,23 +94,34 @@ func (pm *perfModel) coverage() string {
 // makespan), and the runs a model plans for are not traced.
 func hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *planner.Plan, pm *perfModel, repeat int, opts []executor.Option, bar *progress) error {
 	return timeUntraced(ctx, repeat, []*spec.Spec{s}, bar, func(opts ...executor.Option) (*executor.Runner, error) {
-		return executor.NewRunner(ctx, b, p, opts...)
-	}, opts, func(o executor.Observation) { pm.ObserveHost(o.Session, o.Wall, o.Run, repeat) })
+		return executor.NewRunner(ctx, b, p, append(opts, learn([]*rankRun{{s: s, p: p, pm: pm}}, repeat, false))...)
+	}, opts)
+}
+
+// learn is the observer that passes each run of the programs rs (one, or
+// with ranks a rank each) to its perf model.
+func learn(rs []*rankRun, repeat int, ranks bool) executor.Option {
+	return executor.WithObserver(func(o executor.Observation) error {
+		err := rs[o.Rank].pm.ObserveRun(o, repeat)
+		if err != nil && ranks {
+			err = fmt.Errorf("rank %d: %w", rs[o.Rank].rank, err)
+		}
+		return err
+	})
 }
 
 // timeUntraced runs the runner open opens (with opts, each step's
-// submission timed) repeat times, passing each run of each session to
-// observe, with the progress bar, then closes it. The specs' host steps
-// print nothing meanwhile: their lines came with the traced runs.
-func timeUntraced(ctx context.Context, repeat int, specs []*spec.Spec, bar *progress, open func(...executor.Option) (*executor.Runner, error), opts []executor.Option, observe func(executor.Observation)) error {
+// submission timed) repeat times, with the progress bar, then closes it.
+// The specs' host steps print nothing meanwhile: their lines came with the
+// traced runs.
+func timeUntraced(ctx context.Context, repeat int, specs []*spec.Spec, bar *progress, open func(...executor.Option) (*executor.Runner, error), opts []executor.Option) error {
 	for _, s := range specs {
 		out := s.Stdout
 		s.Stdout = nil
 		defer func() { s.Stdout = out }()
 	}
 	defer bar.clear()
-	rn, err := open(append(slices.Clone(opts), executor.WithSubmitTiming(), executor.WithProgress(bar.update),
-		executor.WithObserver(func(o executor.Observation) error { observe(o); return nil }))...)
+	rn, err := open(append(slices.Clone(opts), executor.WithSubmitTiming(), executor.WithProgress(bar.update))...)
 	if err != nil {
 		return err
 	}
@@ -229,9 +241,9 @@ func (c *cli) planPerf(s *spec.Spec, l layout, f planPerfFlags) (*planner.Plan, 
 		return nil, nil, err
 	}
 	pm, err := c.loadPerfModel("plan", f.path, b, 0)
-	var mach machine
+	var mach executor.Machine
 	if err == nil {
-		mach, err = machineOf(b, s.Graph)
+		mach, err = executor.MachineOf(b, s.Graph)
 	}
 	if cerr := b.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing the backend: %w", cerr)

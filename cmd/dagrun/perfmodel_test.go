@@ -47,13 +47,13 @@ func TestProfileGuided(t *testing.T) {
 		}
 	}
 
-	def, err := planWithModel(s, layout{}, nil, planner.Eager, machine{})
+	def, err := planWithModel(s, layout{}, nil, planner.Eager, executor.Machine{})
 	require.NoError(t, err)
 	measure(def, 5)
 	_, err = pm.Save()
 	require.NoError(t, err)
 
-	prof, err := planWithModel(s, layout{}, pm, planner.Eager, machine{})
+	prof, err := planWithModel(s, layout{}, pm, planner.Eager, executor.Machine{})
 	require.NoError(t, err)
 	assert.Equal(t, len(s.Graph.Ops), pm.Covered, "every op was measured")
 	// Both plans under the measured model: the profiled one is shorter.
@@ -123,7 +123,7 @@ func TestHostRuns(t *testing.T) {
 	c := &cli{stderr: t.Output()}
 	pm, err := c.loadPerfModel("run", filepath.Join(t.TempDir(), "models.json"), b, 0)
 	require.NoError(t, err)
-	p, err := planWithModel(s, layout{}, pm, planner.Eager, machine{})
+	p, err := planWithModel(s, layout{}, pm, planner.Eager, executor.Machine{})
 	require.NoError(t, err)
 	var printed bytes.Buffer
 	s.Stdout = &printed

@@ -20,55 +20,6 @@ import (
 	"github.com/dagrun/dagrun/trace"
 )
 
-const planUsage = `usage: dagrun plan spec.yaml [--format text|json|dot] [-o FILE] [--streams N] [--strategy S] [--memory-budget SIZE] [--objective O] [--compare]
-
-Plan prints how dagrun would run a spec, without running it: each stream's
-instructions in order (launch, copy, fill, alloc, free, record and wait on
-events), the plan's figures (ops, streams per device and priority,
-cross-stream edges, waits inserted, estimated makespan against the
-critical-path bound), and what each pass of the planner did and cost. The plan is verified first (every conflicting pair
-of ops ordered, every dependency kept); a plan that fails is an internal
-error (exit status 3). A spec named - is read from standard input.
-
-Flags:
-	--format F       text (default), json, or dot (Graphviz: ops as nodes,
-	                 one cluster per stream, waits as edges)
-	-o FILE          write to FILE (written whole, or not at all) instead
-	                 of standard output
-	--streams N      compute streams per device and priority, 1 to 32
-	                 (default: the spec's run.streams, else 4)
-	--strategy S     how ops are ordered for placement: list (default:
-	                 list scheduling), declared (declaration order, the
-	                 old placement) or best (the shorter estimate)
-	--objective O    what the plan is optimised for: makespan (default),
-	                 memory (the least memory, then makespan) or streams
-	                 (the fewest streams within 1% of the shortest)
-	--memory-budget SIZE
-	                 the most each device's memory may hold (persistent
-	                 buffers and the temporaries' arena), as specs write
-	                 sizes (40GiB; a bare number is bytes); overrides
-	                 run.memory.device. The planner orders temporaries to
-	                 keep within it and prints what that cost in estimated
-	                 makespan; a budget no order meets is an error
-	--set NAME=VALUE give the spec's parameter NAME this value (more than once for several)
-	--allow-path DIR let the spec read and write files under DIR too
-	                 (repeatable)
-	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
-	--compare        print each placement strategy's estimated makespan
-	                 (for an eager run and a graph replay) and wait count
-	                 instead of the plan
-	--perf-model FILE
-	                 cost ops with the measurements in the perf-model
-	                 FILE (dagrun run --perf-model writes it) of the device
-	                 --backend names, and say how many ops were costed
-	                 from measurements; a file of another device, version,
-	                 or a corrupt one is a warning, and default costs
-	--backend B      the device whose perf model to use: auto (default:
-	                 cuda when there is one, else cpu), cpu or cuda
-	--graph          estimate the makespan of a graph replay, not of an
-	                 eager run (with --perf-model)
-`
-
 // streamsFlag is --streams: 0 (not given) or 1..32.
 type streamsFlag int
 
@@ -315,6 +266,6 @@ func writeTimesSource(w io.Writer, p *planner.Plan) error {
 		return nil
 	}
 	_, err := fmt.Fprintf(w, "on the cpu backend  about %s a run, estimated from %s of GEMMs and %s moved (%s)\n",
-		human.Duration(e.Time.Round(time.Second)), flops(e.Flops), bytesText(e.Bytes), e.Rates())
+		human.Duration(e.Time.Round(time.Second)), human.Flops(e.Flops), human.Bytes(e.Bytes), e.Rates())
 	return err
 }

@@ -32,27 +32,6 @@ import (
 	"github.com/dagrun/dagrun/trace"
 )
 
-const ranksUsage = `
-Ranks (a spec is one rank's program; its collectives join the ranks):
-	--world N        run N ranks of the spec in this process, rank r on
-	                 device r; overrides run.world
-	--rank R         run rank R alone in this process, joining the other
-	                 processes of a world of --world W ranks at rank 0's
-	                 rendezvous: MASTER_ADDR (default 127.0.0.1) on port
-	                 DAGRUN_PORT (default 29511, not MASTER_PORT, where
-	                 torchrun's own store listens)
-	                 With neither flag, the variables torchrun (RANK,
-	                 WORLD_SIZE, LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_*)
-	                 or Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID)
-	                 set make this process one rank, on device LOCAL_RANK
-	                 modulo the devices CUDA_VISIBLE_DEVICES leaves.
-	--rank-timeout D how long a rank waits for another (the rendezvous, a
-	                 collective's data) before it fails naming it; default
-	                 5m
-	Paths a rank writes (outputs' save paths, --trace) take {rank}; two
-	ranks writing one file is refused before anything runs.
-`
-
 // rankFlags are dagrun run's flags for ranks.
 type rankFlags struct {
 	world, rank int
@@ -176,13 +155,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 		opts = append(opts, executor.WithTraceRuns(traced))
 	}
 	if f.perfModel != "" {
-		opts = append(opts, executor.WithObserver(func(o executor.Observation) error {
-			r := rs[o.Rank]
-			if err := r.pm.Observe(r.p.Graph, o.Spans, o.Run, f.repeat); err != nil {
-				return fmt.Errorf("rank %d: %w", r.rank, err)
-			}
-			return nil
-		}))
+		opts = append(opts, learn(rs, f.repeat, true))
 	}
 	rn, err := openRanks(ctx, c.stderr, b, rs, m.place, opts)
 	if err != nil {
@@ -273,8 +246,8 @@ func hostRunsWorld(ctx context.Context, stderr io.Writer, b device.Backend, rs [
 		specs[i] = r.s
 	}
 	return timeUntraced(ctx, repeat, specs, bar, func(opts ...executor.Option) (*executor.Runner, error) {
-		return openRanks(ctx, stderr, b, rs, place, opts)
-	}, opts, func(o executor.Observation) { rs[o.Rank].pm.ObserveHost(o.Session, o.Wall, o.Run, repeat) })
+		return openRanks(ctx, stderr, b, rs, place, append(opts, learn(rs, repeat, true)))
+	}, opts)
 }
 
 // openRanks opens the runner of the ranks rs: every rank of a world in this

@@ -17,107 +17,6 @@ import (
 	"github.com/dagrun/dagrun/spec"
 )
 
-const runUsage = `usage: dagrun run spec.yaml [flags]
-
-Run loads a spec, plans it onto streams, verifies the plan and runs it,
-then prints a checksum of each output (its bytes, the sum of its elements
-and an FNV-1a hash of its bytes) and a summary: the backend, ops, streams,
-waits and wall time. Outputs with a save path are written to files, each
-whole or not at all; after a failed run the summary names the outputs
-not written. A failing op is reported with its place in the spec. On a
-terminal, long runs show a progress bar on stderr (runs done, and
-within a long run on the cpu backend its ops done); where stderr is not
-a terminal, a run that lasts prints a progress line every 30 s. On the
-cpu backend, a run estimated at over a minute (from its GEMMs' FLOPs and
-the bytes its other ops move, at rates measured on a 2-core machine) is
-warned about before it starts. Ctrl-C (SIGINT) or SIGTERM stops the
-run, frees everything and exits with status 130; with --trace, the trace
-of the runs that completed is written. A spec named - is read from
-standard input.
-
-Flags:
-	--backend B      auto (default: cuda when a CUDA driver and device are
-	                 there, else cpu, saying why on stderr), cpu or cuda
-	                 (gpu is another name for cuda); overrides run.backend
-	--no-peer        copy between devices through host memory even where
-	                 they have peer access (dagrun plan shows each
-	                 device-to-device copy as peer or via host)
-	--streams N      compute streams per device and priority, 1 to 32;
-	                 overrides run.streams
-	--strategy S     how ops are ordered for placement: list (default),
-	                 declared (the old placement) or best (see dagrun plan
-	                 --compare)
-	--memory-budget SIZE
-	                 the most each device's memory may hold (see dagrun
-	                 plan); overrides run.memory.device
-	--repeat N       run N times; overrides run.repeat
-	--graph G        when to capture the run as a graph (a CUDA graph on
-	                 cuda) and replay it, launched back to back, printing
-	                 the capture, instantiation and replay times: auto (the
-	                 default with --repeat: after 3 identical eager runs,
-	                 the rest replayed, where the plan can be captured; -v
-	                 says why not; eager with --perf-model or ranks),
-	                 always (plain --graph: captured once, every run a
-	                 replay) or never (--graph=false); overrides run.graph
-	                 (true is always, false never, absent auto)
-	--trace FILE     time every op of the runs (or, with --graph, of the
-	                 replays) and write a Chrome trace (Perfetto,
-	                 chrome://tracing) to FILE, each traced run placed at
-	                 its start on the host's clock; print a timeline
-	                 summary and the plan against the run (overlap lost,
-	                 late ops and what held them). Traced replays are
-	                 launched back to back like the others; where the
-	                 backend cannot time a replay's ops (a CUDA graph
-	                 timed by events) each runs alone and is traced whole
-	--temporaries T  where temporaries live: arena (one per device, packed
-	                 by the planner; allocs and frees do nothing), pool
-	                 (allocated at run time; each alloc planned just before
-	                 its first use, so the pool holds about the planned
-	                 peak; a pool that held more is a warning, and over
-	                 the memory budget an error), or auto (default: the
-	                 arena where the backend can hold one)
-	--trace-detail D what --trace keeps of each traced replay with --graph:
-	                 ops (default: every op's span) or replays (each
-	                 replay whole, first work to last; on cuda timed on
-	                 the device by CUPTI's graph-level records, the
-	                 cheapest tracing of large graphs, eager ops by events)
-	--trace-runs K   which of the --repeat runs --trace keeps (in memory
-	                 until the end): all (the default), first:N, last:N,
-	                 or run numbers and ranges counted from 1, such as 1,5-8
-	--timing T       how ops are timed on cuda: auto (default: CUPTI
-	                 activity records where CUPTI loads and is free, else
-	                 events, saying why on stderr), cupti or events
-	--perf-model FILE
-	                 plan with the measured costs in the perf-model FILE
-	                 (one per device; a file of another device, version or
-	                 a corrupt one is a warning, and default costs), time
-	                 the runs, print estimated against measured makespan,
-	                 and fold the runs' durations and submission costs
-	                 into FILE (written whole; the first half of several
-	                 runs or replays warms up and teaches nothing). Eager:
-	                 the runs are traced for the ops' durations, then run
-	                 as many times again untraced for the host's costs and
-	                 the measured makespan (mean wall time per run; a
-	                 second or more of runs averages the host's drift).
-	                 Ranks: put {rank} in FILE, each keeps the model of its
-	                 device (eager runs only; ranks in processes of their
-	                 own meet again for the untraced runs)
-	--format F       text (default) or json: the outputs and summary, or
-	                 the errors, as a JSON document with schema_version
-	                 (--json is short for --format json)
-	-o FILE          write the outputs and summary to FILE (whole, or not
-	                 at all) instead of standard output
-	-v               say more: why auto chose the CPU backend, and with
-	                 --trace the whole summary
-	--save-dir DIR   write the spec's relative save paths under DIR
-	--set NAME=VALUE give the spec's parameter NAME this value (more than once for several)
-	--allow-path DIR let the spec read and write files under DIR too,
-	                 beyond its own directory tree (repeatable)
-	--chaos SEED     inject random delays before ops, the same for the
-	                 same seed; the outputs must not change
-	--fail-op NAME   make the op NAME fail when it would run
-` + ranksUsage
-
 // layout is the placement the flags ask for.
 func (f *runFlags) layout() layout {
 	return layout{streams: int(f.streams), strategy: planner.Strategy(f.strategy), memoryBudget: int64(f.memoryBudget),
@@ -132,8 +31,8 @@ type runFlags struct {
 	strategy     strategyFlag
 	memoryBudget sizeFlag // --memory-budget: every device's (plan.go)
 	repeat       int
-	graph        bool      // every run a replay: graphMode is always
-	graphMode    graphFlag // graphflag.go
+	graph        bool // every run a replay: graphMode is always
+	graphMode    graphFlag
 	traceFile    string
 	traceRuns    string
 	detail       *oneOf // --trace-detail
@@ -243,10 +142,10 @@ func (c *cli) run(args []string) error {
 		f.repeat = s.Run.Repeat
 	}
 	f.graphMode.mode = graphModeOf(f.graphMode.mode, f.set["graph"], s.Run.Graph, s.Run.GraphSet) // graphflag.go
-	f.graph = f.graphMode.mode == graphAlways
+	f.graph = f.graphMode.mode == executor.GraphAlways
 	// Replays traced whole need replays asked for: --graph, --graph auto
 	// given explicitly, or run.graph: true.
-	if f.detail.value == "replays" && !f.graph && !(f.set["graph"] && f.graphMode.mode == graphAuto) {
+	if f.detail.value == "replays" && !f.graph && !(f.set["graph"] && f.graphMode.mode == executor.GraphAuto) {
 		return usagef("--trace-detail replays traces graph replays whole; add --graph (or run.graph: true)")
 	}
 	m, err := f.rankMode(s, os.Getenv)
@@ -267,7 +166,7 @@ func (c *cli) run(args []string) error {
 	// --graph auto: the runs after a few identical ones replay a graph. A
 	// perf model's eager runs teach it the host's submission costs, so
 	// they stay eager.
-	auto := f.graphMode.mode == graphAuto && pm == nil && f.repeat > executor.DefaultAutoCapture
+	auto := f.graphMode.mode == executor.GraphAuto && pm == nil && f.repeat > executor.DefaultAutoCapture
 	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
 	rn, err := executor.NewRunner(ctx, su.b, p, c.runnerOptions(f, su, pm, auto, bar)...)
 	if err != nil {
@@ -407,10 +306,7 @@ func (c *cli) runnerOptions(f *runFlags, su *runSetup, pm *perfModel, auto bool,
 		opts = append(opts, executor.WithGraph(executor.GraphAuto))
 	}
 	if pm != nil {
-		p := su.ranks[0].p
-		opts = append(opts, executor.WithSubmitTiming(), executor.WithObserver(func(o executor.Observation) error {
-			return pm.Observe(p.Graph, o.Spans, o.Run, f.repeat)
-		}))
+		opts = append(opts, executor.WithSubmitTiming(), learn(su.ranks, f.repeat, false))
 	}
 	opts = append(opts, executor.WithProgress(bar.update))
 	if bar.w != nil {

@@ -116,33 +116,7 @@ func warnCPUTime(stderr io.Writer, rs []*rankRun, repeat int) {
 		return
 	}
 	fmt.Fprintf(stderr, "dagrun run: warning: this may take about %s on the CPU backend, estimated from %s of GEMMs and %s moved per run (%s); Ctrl-C stops it\n",
-		human.Duration(total.Round(time.Second)), flops(e.Flops), bytesText(e.Bytes), e.Rates())
-}
-
-// flops is n floating-point operations in words: 4.40 TFLOP.
-func flops(n float64) string {
-	for _, u := range []struct {
-		name string
-		size float64
-	}{{"TFLOP", 1e12}, {"GFLOP", 1e9}, {"MFLOP", 1e6}} {
-		if n >= u.size {
-			return fmt.Sprintf("%.3g %s", n/u.size, u.name)
-		}
-	}
-	return fmt.Sprintf("%.0f FLOP", n)
-}
-
-// bytesText is n bytes in words: 1.61 GB.
-func bytesText(n float64) string {
-	for _, u := range []struct {
-		name string
-		size float64
-	}{{"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
-		if n >= u.size {
-			return fmt.Sprintf("%.3g %s", n/u.size, u.name)
-		}
-	}
-	return fmt.Sprintf("%.0f bytes", n)
+		human.Duration(total.Round(time.Second)), human.Flops(e.Flops), human.Bytes(e.Bytes), e.Rates())
 }
 
 // planForBackend loads each program's perf model (a rank's of its device)
@@ -160,11 +134,11 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 				r.pm.Model.World = m.world
 			}
 		}
-		mach, err := machineOf(su.b, r.s.Graph)
+		mach, err := executor.MachineOf(su.b, r.s.Graph)
 		if err != nil {
 			return err
 		}
-		if r.pm != nil || mach.known() {
+		if r.pm != nil || mach.Known() {
 			if r.p, err = planWithModel(r.s, f.layout(), r.pm, runMode(f.graph), mach); err != nil {
 				return err
 			}

@@ -10,27 +10,6 @@ import (
 	"strings"
 )
 
-const validateUsage = `usage: dagrun validate spec.yaml... [--format text|json] [-o FILE]
-
-Validate checks specs without running them and reports every problem, each
-as file:line:column: what is wrong (what would be right). Warnings (such as
-copies between pageable host memory and a device, which CUDA runs
-synchronously) are reported too but do not fail validation. It prints
-"FILE: ok" with the spec's size for each valid spec, and exits with status 1
-when any spec has errors. A spec named - is read from standard input.
-
-Flags:
-	--format F       text (default), or json: one document with
-	                 schema_version, each spec's result, and every error
-	                 and warning as {file, line, column, op, message, hint}
-	-o FILE          write the results to FILE instead of standard output
-	                 (text problems still go to standard error)
-	--set NAME=VALUE give the spec's parameter NAME this value (more than once for several)
-	--allow-path DIR let the specs read and write files under DIR too
-	                 (repeatable)
-	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
-`
-
 // validateDoc is what validate --format json writes.
 type validateDoc struct {
 	SchemaVersion int            `json:"schema_version"`

@@ -7,19 +7,6 @@ import (
 	"runtime/debug"
 )
 
-const versionUsage = `usage: dagrun version [--format text|json] [-o FILE]
-       dagrun --version
-
-Version prints dagrun's module version, the VCS revision it was built
-from (with "+dirty" when the tree had changes) and the Go toolchain, as
-the binary records them. A binary built from a checkout without version
-control information says "(devel)" and "unknown".
-
-Flags:
-	--format F   text (default) or json
-	-o FILE      write to FILE instead of standard output
-`
-
 // versionInfo is what dagrun version prints, as JSON with --format json.
 type versionInfo struct {
 	SchemaVersion int    `json:"schema_version"`

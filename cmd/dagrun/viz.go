@@ -15,31 +15,6 @@ import (
 	"github.com/dagrun/dagrun/trace"
 )
 
-const vizUsage = `usage: dagrun viz spec.yaml -o plan.svg|plan.html|plan.dot [--streams N]
-       dagrun viz run.json -o timeline.svg|timeline.html
-       dagrun viz trace_0.json trace_1.json ... -o timeline.svg|timeline.html
-
-Viz draws a spec's plan without running it (streams as lanes under the
-planner's cost model, waits as arrows; or a Graphviz DOT graph), or the
-measured timeline of a run from the trace file that 'dagrun run --trace'
-wrote; given the traces of several ranks of one world, it merges them
-into one timeline, a process per rank and device, their clocks aligned
-where the ranks left their rendezvous. The output's extension picks the format, or --format does. An input
-named - is read from standard input (a trace when it is JSON with
-traceEvents, else a spec).
-
-Flags:
-	-o FILE          the picture to write (required; - for standard output,
-	                 with --format); written whole, or not at all
-	--format F       svg, html or dot (a plan only); default: by -o's
-	                 extension
-	--streams N      compute streams per device and priority, for a spec's
-	                 plan
-	--allow-path DIR let the spec read and write files under DIR too
-	                 (repeatable)
-	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
-`
-
 func (c *cli) viz(args []string) error {
 	fs := flag.NewFlagSet("viz", flag.ContinueOnError)
 	out := fs.String("o", "", "")

@@ -1,6 +1,7 @@
 // Package human writes figures and names for people to read: durations
 // with three significant digits and a unit, the one format of every text
-// dagrun prints (17.9 ms, 1.79 s, 452 µs, 80 ns, 7.33 min), and strings
+// dagrun prints (17.9 ms, 1.79 s, 452 µs, 80 ns, 7.33 min), counts of
+// floating-point operations and bytes (4.4 TFLOP, 1.61 GB), and strings
 // from files quoted where they would not print as they are.
 package human
 
@@ -38,6 +39,34 @@ func Duration(d time.Duration) string {
 		return neg + s + " " + u.name
 	}
 	return neg + strconv.FormatInt(int64(d), 10) + " ns"
+}
+
+// Flops writes n floating-point operations with three significant digits
+// in the largest unit that leaves at least 1: 4.4 TFLOP, 12 MFLOP, 300 FLOP.
+func Flops(n float64) string {
+	return scaled(n, "FLOP", [...]scale{{"TFLOP", 1e12}, {"GFLOP", 1e9}, {"MFLOP", 1e6}})
+}
+
+// Bytes writes n bytes with three significant digits in decimal units:
+// 1.61 GB, 512 kB, 12 bytes.
+func Bytes(n float64) string {
+	return scaled(n, "bytes", [...]scale{{"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}})
+}
+
+type scale struct {
+	name string
+	size float64
+}
+
+// scaled writes n in the first of units that leaves at least 1 of it,
+// else as a whole number of one.
+func scaled(n float64, one string, units [3]scale) string {
+	for _, u := range units {
+		if n >= u.size {
+			return strconv.FormatFloat(n/u.size, 'g', 3, 64) + " " + u.name
+		}
+	}
+	return strconv.FormatFloat(n, 'f', 0, 64) + " " + one
 }
 
 // digits3 writes v (at least 1) with three significant digits, or as a

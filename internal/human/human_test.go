@@ -63,3 +63,21 @@ func TestCount(t *testing.T) {
 	assert.Equal(t, "0 waits", human.Count(0, "wait", "waits"))
 	assert.Equal(t, "12 cross-stream edges", human.Count(12, "cross-stream edge", "cross-stream edges"))
 }
+
+func TestFlopsAndBytes(t *testing.T) {
+	tests := []struct {
+		n            float64
+		flops, bytes string
+	}{
+		{0, "0 FLOP", "0 bytes"},
+		{300, "300 FLOP", "300 bytes"},
+		{1500, "1500 FLOP", "1.5 kB"},
+		{12e6, "12 MFLOP", "12 MB"},
+		{4.404e12, "4.4 TFLOP", "4.4e+03 GB"},
+		{1.6127e9, "1.61 GFLOP", "1.61 GB"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.flops, human.Flops(tt.n), "%g", tt.n)
+		assert.Equal(t, tt.bytes, human.Bytes(tt.n), "%g", tt.n)
+	}
+}

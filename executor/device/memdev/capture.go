@@ -178,7 +178,7 @@ func (s *Session) control(op *dag.Op) error {
 			return fmt.Errorf("the loop ran its %d iterations (max) and its flag is still set", op.Control.Max)
 		}
 		if s.stop.Load() {
-			return errors.New("the session was closed during the loop")
+			return fmt.Errorf("the session was %w during the loop", device.ErrClosed)
 		}
 		if err := s.pass(bodies[0]); err != nil {
 			return err

@@ -81,7 +81,7 @@ func (b *Backend) Open(ctx context.Context, g *dag.Graph) (device.Session, error
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, errors.New("memdev: Open: the backend is closed")
+		return nil, fmt.Errorf("memdev: Open: the backend is %w", device.ErrClosed)
 	}
 	if b.sessions == nil {
 		b.sessions = map[*Session]bool{}
@@ -249,7 +249,7 @@ func (s *Session) Sync(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.stop.Load() {
-		return errors.New("memdev: Sync: the session was closed")
+		return fmt.Errorf("memdev: Sync: the session was %w", device.ErrClosed)
 	}
 	err := s.err
 	s.err = nil
@@ -331,7 +331,7 @@ func (s *Session) Join(_ context.Context, w device.World) error {
 
 func (s *Session) usable() error {
 	if s.closed || s.stop.Load() {
-		return errors.New("memdev: the session is closed")
+		return fmt.Errorf("memdev: the session is %w", device.ErrClosed)
 	}
 	return nil
 }
