@@ -23,7 +23,7 @@ const loopElems = 1024
 func halving(n, max int) func(b *dag.Builder) {
 	return func(b *dag.Builder) {
 		x := b.Buffer("x", 4*loopElems, dag.Value(1))
-		y := b.Buffer("y", 4*loopElems)
+		y := b.Buffer("y", 4*loopElems, dag.Zeros())
 		c := dagtest.NewCounter(b, "flag", n)
 		c.Arm(b)
 		b.While(c.Flag.All(), func(body *dag.Builder) {
@@ -80,7 +80,7 @@ func TestIfElse(t *testing.T) {
 	for _, set := range []bool{true, false} {
 		g := build(t, func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.Value(1))
-			flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+			flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 			v := 0.0
 			if set {
 				v = 1
@@ -106,7 +106,7 @@ func TestIfElse(t *testing.T) {
 func TestNestedLoops(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 64, dag.Value(1))
-		hits := b.Buffer("hits", 64)
+		hits := b.Buffer("hits", 64, dag.Zeros())
 		outer := dagtest.NewCounter(b, "outer", 3)
 		inner := dagtest.NewCounter(b, "inner", 4)
 		outer.Arm(b)

@@ -97,7 +97,7 @@ func ParseDType(s string) (DType, bool) {
 type InitKind uint8
 
 const (
-	InitNone   InitKind = iota // undefined contents (zeros on every backend dagrun ships)
+	InitNone   InitKind = iota // no initial contents: see Buffer.Uninitialized
 	InitZeros                  // all bytes zero
 	InitValue                  // every element equals Init.Value
 	InitRandom                 // seeded uniform values in [0, 1) (integers: [0, 256)), exact in the dtype
@@ -128,6 +128,12 @@ type Buffer struct {
 	DType     DType
 	Temporary bool
 	Init      Init
+	// Uninitialized declares that the buffer's contents before the run
+	// (or, for a temporary, after its alloc) are deliberately undefined:
+	// the program writes them from outside (Session.Write, Rebind) or
+	// never reads them. Without it, and without an Init, Build refuses an
+	// op that reads bytes no earlier op wrote.
+	Uninitialized bool
 
 	decl int // declaration position, for ErrorList's order
 }

@@ -104,6 +104,11 @@ func Of(dt DType) BufferOption { return func(b *Buffer) { b.DType = dt } }
 // Temporary makes a buffer live only inside the run, allocated and freed on streams.
 func Temporary() BufferOption { return func(b *Buffer) { b.Temporary = true } }
 
+// Uninitialized declares a buffer whose contents before the run are
+// deliberately undefined, such as an input the program writes with
+// Session.Write: Build then lets ops read it before any op writes it.
+func Uninitialized() BufferOption { return func(b *Buffer) { b.Uninitialized = true } }
+
 // Zeros, Value, Random and Contents set a buffer's initial contents.
 func Zeros() BufferOption { return func(b *Buffer) { b.Init = Init{Kind: InitZeros} } }
 func Value(v float64) BufferOption {

@@ -17,7 +17,7 @@ import (
 // backend: y = 1 + 2*x for x = 1..4, then the sum of y.
 func Example() {
 	b := dag.New()
-	x := b.Buffer("x", 4*4)
+	x := b.Buffer("x", 4*4, dag.Zeros())
 	y := b.Buffer("y", 4*4, dag.Value(1))
 	sum := b.Buffer("sum", 4, dag.Zeros())
 	one, four := dag.Grid1(1), dag.Grid1(4)
@@ -139,8 +139,8 @@ func ExampleGraph_Update() {
 	b := dag.New()
 	inA := b.Buffer("in_a", 4, dag.PinnedHost(), dag.Value(1))
 	inB := b.Buffer("in_b", 4, dag.PinnedHost(), dag.Value(10))
-	x := b.Buffer("x", 4, dag.OnDevice(0))
-	out := b.Buffer("out", 4, dag.PinnedHost())
+	x := b.Buffer("x", 4, dag.OnDevice(0), dag.Zeros())
+	out := b.Buffer("out", 4, dag.PinnedHost(), dag.Zeros())
 	b.Copy(x.All(), inA.All()).Named("upload")
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("scale")
 	b.Copy(out.All(), x.All()).Named("download")
@@ -189,8 +189,8 @@ func ExampleGraph_Update() {
 // Write loads a new input between runs, and Read takes the results out.
 func ExampleSession_Write() {
 	b := dag.New()
-	in := b.Buffer("in", 8, dag.OnDevice(0))
-	sum := b.Buffer("sum", 4, dag.OnDevice(0))
+	in := b.Buffer("in", 8, dag.OnDevice(0), dag.Zeros())
+	sum := b.Buffer("sum", 4, dag.OnDevice(0), dag.Zeros())
 	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(32), sum, in)
 	g, err := b.Build()
 	if err != nil {

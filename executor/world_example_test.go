@@ -21,7 +21,7 @@ func ExampleOpenWorld() {
 	var grads []*dag.Buffer
 	for r := range world {
 		b := dag.New()
-		g := b.Buffer("grad", 4*4, dag.Of(dag.F32))
+		g := b.Buffer("grad", 4*4, dag.Of(dag.F32), dag.Zeros())
 		b.Fill(g.All(), float64(10*(r+1)))
 		b.AllReduce(g.All(), dag.Avg)
 		gr, err := b.Build()

@@ -57,7 +57,7 @@ func TestWriteText(t *testing.T) {
 func TestWriteTextOps(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		tmp := b.Buffer("tmp", 3<<20, dag.Temporary())
-		host := b.Buffer("host", 3<<20, dag.PinnedHost())
+		host := b.Buffer("host", 3<<20, dag.PinnedHost(), dag.Zeros())
 		b.Fill(tmp.All(), 1.5).Named("init")
 		b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), tmp, 2.0).Named("double")
 		b.Copy(host.All(), tmp.All()).Named("down")
@@ -140,9 +140,9 @@ func TestMarshalJSON(t *testing.T) {
 
 func TestDefaultCost(t *testing.T) {
 	b := dag.New()
-	pinned := b.Buffer("pinned", 1<<20, dag.PinnedHost())
-	pageable := b.Buffer("pageable", 1<<20, dag.PageableHost())
-	dev, dev2 := b.Buffer("dev", 1<<20), b.Buffer("dev2", 1<<20)
+	pinned := b.Buffer("pinned", 1<<20, dag.PinnedHost(), dag.Zeros())
+	pageable := b.Buffer("pageable", 1<<20, dag.PageableHost(), dag.Zeros())
+	dev, dev2 := b.Buffer("dev", 1<<20, dag.Zeros()), b.Buffer("dev2", 1<<20, dag.Zeros())
 	tmp := b.Buffer("tmp", 1<<20, dag.Temporary())
 	ops := map[string]*dag.Op{
 		"spin":       b.Launch(dag.Spin, one, one, 50.0),
@@ -177,7 +177,7 @@ func TestDefaultCost(t *testing.T) {
 
 func TestMeasuredCost(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 64)
+		x := b.Buffer("x", 64, dag.Zeros())
 		b.Launch(dag.Scale, one, one, x, 2.0).Named("measured")
 		b.Launch(dag.Scale, one, one, x, 2.0).Named("unmeasured").Costs(3 * time.Microsecond)
 	})

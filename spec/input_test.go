@@ -57,7 +57,7 @@ func TestYAMLAsWritten(t *testing.T) {
 		assert.True(t, math.IsNaN(s.Graph.Buffers[0].Init.Value))
 	})
 	t.Run("integers written as floats and in other bases", func(t *testing.T) {
-		s, err := Parse("n.yaml", []byte("buffers:\n  x: {dtype: u8, count: 1e3}\n  y: {size: 0x400}\n  z: 2 KiB\nops:\n  - copy: {from: \"x[0:1000]\", to: \"y[0:1000]\"}\n    cost: 0\n  - {launch: iota, args: {x: z, start: 0o17}}\n"))
+		s, err := Parse("n.yaml", []byte("buffers:\n  x: {dtype: u8, count: 1e3, init: zeros}\n  y: {size: 0x400}\n  z: 2 KiB\nops:\n  - copy: {from: \"x[0:1000]\", to: \"y[0:1000]\"}\n    cost: 0\n  - {launch: iota, args: {x: z, start: 0o17}}\n"))
 		require.NoError(t, err)
 		assert.Equal(t, int64(1000), s.Graph.Buffers[0].Size)
 		assert.Equal(t, int64(1024), s.Graph.Buffers[1].Size)

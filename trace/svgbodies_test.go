@@ -21,9 +21,9 @@ import (
 func controlPlan(t *testing.T) *planner.Plan {
 	t.Helper()
 	b := dag.New()
-	x := b.Buffer("x", 4096)
-	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
-	sel := b.Buffer("sel", 4, dag.Of(dag.I32))
+	x := b.Buffer("x", 4096, dag.Zeros())
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
+	sel := b.Buffer("sel", 4, dag.Of(dag.I32), dag.Zeros())
 	b.Fill(x.All(), 1).Named("init")
 	b.While(flag.All(), func(body *dag.Builder) {
 		body.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 0.5).Named("shrink")

@@ -81,8 +81,8 @@ type stream struct {
 func declare() (*stream, error) {
 	b := dag.New()
 	s := &stream{gainParameter: "alpha"}
-	s.in[0] = b.Buffer("in0", 4*n, dag.PinnedHost(), dag.Of(dag.F32))
-	s.in[1] = b.Buffer("in1", 4*n, dag.PinnedHost(), dag.Of(dag.F32))
+	s.in[0] = b.Buffer("in0", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Uninitialized())
+	s.in[1] = b.Buffer("in1", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Uninitialized())
 	x := b.Buffer("x", 4*n, dag.OnDevice(0), dag.Of(dag.F32))
 	ones := b.Buffer("ones", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
 	// Persistent, not temporary: a graph with memory nodes (the alloc and
