@@ -135,7 +135,13 @@ type Buffer struct {
 	// op that reads bytes no earlier op wrote.
 	Uninitialized bool
 
-	decl int // declaration position, for ErrorList's order
+	decl int
+	// count is the element count an Array declared (0 for a Buffer of
+	// bytes), and of the element type it declared, so that Build refuses
+	// an option that changes either.
+	array bool
+	count int64
+	of    DType // declaration position, for ErrorList's order
 }
 
 // All is a view of every byte of b (of nothing for a nil b, which Build

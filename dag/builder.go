@@ -133,6 +133,20 @@ func (g *Builder) Buffer(name string, size int64, opts ...BufferOption) *Buffer 
 	return b
 }
 
+// Array declares a buffer of count elements of type dt (Array("x", F32,
+// 256) holds 1024 bytes), on device 0 unless an option says otherwise.
+// Buffer declares one by its size in bytes; an Of option that changes an
+// Array's element type is a Build error, since it would change what count
+// means.
+func (g *Builder) Array(name string, dt DType, count int64, opts ...BufferOption) *Buffer {
+	b := g.Buffer(name, 0, append([]BufferOption{Of(dt)}, opts...)...)
+	b.array, b.count, b.of = true, count, dt
+	if n, ok := mulInt64(count, dt.Size()); ok && count > 0 && dt.Valid() {
+		b.Size = n
+	}
+	return b
+}
+
 // Kernel declares a kernel that is not in the builtin library.
 func (g *Builder) Kernel(k *Kernel) *Kernel {
 	g.kernels = append(g.kernels, k)

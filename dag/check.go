@@ -39,8 +39,18 @@ func (c *checker) buffer(b *Buffer, names map[string]struct{}) {
 		bad("", "give each buffer its own name", "name is used by two buffers")
 	}
 	names[b.Name] = struct{}{}
-	if b.Size <= 0 {
-		bad("size", "", "size %d is not positive", b.Size)
+	switch _, fits := mulInt64(b.count, b.of.Size()); {
+	case !b.array:
+		if b.Size <= 0 {
+			bad("size", "", "size %d is not positive", b.Size)
+		}
+	case b.count <= 0:
+		bad("count", "", "count %d is not positive", b.count)
+	case !fits:
+		bad("count", "", "%d elements of %s do not fit in an int64 of bytes", b.count, b.of)
+	case b.DType != b.of:
+		bad("dtype", fmt.Sprintf("declare it with Array(%q, %s, n), or leave Of out", b.Name, b.DType),
+			"declared as an array of %d %s elements, and Of makes it %s", b.count, b.of, b.DType)
 	}
 	if !b.DType.Valid() {
 		bad("dtype", "use u8, i32, i64, f16, bf16, f32 or f64", "unknown dtype %s", b.DType)

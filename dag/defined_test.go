@@ -170,3 +170,40 @@ func TestUndefinedReads(t *testing.T) {
 		})
 	}
 }
+
+// TestArray: an Array is declared by element type and count, its size in
+// bytes follows; options that would change what count means are refused.
+func TestArray(t *testing.T) {
+	b := dag.New()
+	x := b.Array("x", dag.F32, 256, dag.Zeros())
+	h := b.Array("h", dag.BF16, 3, dag.PinnedHost(), dag.Zeros())
+	raw := b.Buffer("raw", 256, dag.Zeros())
+	b.Copy(raw.All(), x.Slice(0, 256))
+	b.Copy(x.Slice(0, 6), h.All())
+	_, err := b.Build()
+	require.NoError(t, err)
+	require.Equal(t, int64(1024), x.Size)
+	require.Equal(t, int64(256), x.Elems())
+	require.Equal(t, dag.BF16, h.DType)
+	require.Equal(t, int64(6), h.Size)
+	require.Equal(t, int64(64), raw.Elems(), "a Buffer's size is bytes: 256 of them hold 64 f32s")
+
+	for _, tt := range []struct {
+		name    string
+		declare func(b *dag.Builder)
+		want    string
+	}{
+		{"Of changes the element type", func(b *dag.Builder) { b.Array("y", dag.F32, 4, dag.Of(dag.I32)) },
+			`buffer "y": declared as an array of 4 f32 elements, and Of makes it i32`},
+		{"no elements", func(b *dag.Builder) { b.Array("y", dag.F32, 0) }, `buffer "y": count 0 is not positive`},
+		{"negative count", func(b *dag.Builder) { b.Array("y", dag.F64, -1) }, `buffer "y": count -1 is not positive`},
+		{"bytes overflow", func(b *dag.Builder) { b.Array("y", dag.F64, 1<<62) }, "elements of f64 do not fit"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := dag.New()
+			tt.declare(b)
+			_, err := b.Build()
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}

@@ -81,15 +81,15 @@ type stream struct {
 func declare() (*stream, error) {
 	b := dag.New()
 	s := &stream{gainParameter: "alpha"}
-	s.in[0] = b.Buffer("in0", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Uninitialized())
-	s.in[1] = b.Buffer("in1", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Uninitialized())
-	x := b.Buffer("x", 4*n, dag.OnDevice(0), dag.Of(dag.F32))
-	ones := b.Buffer("ones", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
+	s.in[0] = b.Array("in0", dag.F32, n, dag.PinnedHost(), dag.Uninitialized())
+	s.in[1] = b.Array("in1", dag.F32, n, dag.PinnedHost(), dag.Uninitialized())
+	x := b.Array("x", dag.F32, n, dag.OnDevice(0))
+	ones := b.Array("ones", dag.F32, n, dag.OnDevice(0), dag.Value(1))
 	// Persistent, not temporary: a graph with memory nodes (the alloc and
 	// free of a temporary) cannot be updated in place, only re-instantiated.
-	dsum := b.Buffer("dsum", 4, dag.OnDevice(0), dag.Of(dag.F32))
-	s.out = b.Buffer("out", 4*n, dag.PinnedHost(), dag.Of(dag.F32))
-	s.sum = b.Buffer("sum", 4, dag.PinnedHost(), dag.Of(dag.F32))
+	dsum := b.Array("dsum", dag.F32, 1, dag.OnDevice(0))
+	s.out = b.Array("out", dag.F32, n, dag.PinnedHost())
+	s.sum = b.Array("sum", dag.F32, 1, dag.PinnedHost())
 	grid, block := dag.Grid1(64), dag.Grid1(256)
 	b.Copy(x.All(), s.in[0].All()).Named("upload")
 	s.scaleOp = b.Launch(dag.Scale, grid, block, x, float32(gain(0))).Named("gain")
