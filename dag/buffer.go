@@ -139,9 +139,11 @@ type Buffer struct {
 	// count is the element count an Array declared (0 for a Buffer of
 	// bytes), and of the element type it declared, so that Build refuses
 	// an option that changes either.
-	array bool
-	count int64
-	of    DType // declaration position, for ErrorList's order
+	array   bool
+	initErr string // why a Data option could not encode its values
+	dataOf  *DType // the element type a Data option encoded for
+	count   int64
+	of      DType // declaration position, for ErrorList's order
 }
 
 // All is a view of every byte of b (of nothing for a nil b, which Build

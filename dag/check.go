@@ -59,6 +59,11 @@ func (c *checker) buffer(b *Buffer, names map[string]struct{}) {
 	if b.Device < 0 {
 		bad("device", "", "device %d is negative", b.Device)
 	}
+	if b.initErr != "" {
+		bad("init", "", "initial data: %s", b.initErr)
+	} else if b.dataOf != nil && b.Init.Kind == InitBytes && *b.dataOf != b.DType {
+		bad("init", "give Of before Data, or declare it with Array", "initial data was encoded as %s, and the buffer is %s", *b.dataOf, b.DType)
+	}
 	if b.Init.Kind == InitBytes && int64(len(b.Init.Data)) != b.Size {
 		bad("init", "make the file as large as the buffer, or the buffer as large as the file",
 			"initial contents hold %d bytes, the buffer %d", len(b.Init.Data), b.Size)

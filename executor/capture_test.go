@@ -430,11 +430,11 @@ func ExampleSession_Capture() {
 		log.Fatal(err)
 	}
 	for batch := range 3 {
-		data := make([]byte, 16)
-		for i := range 4 {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(batch+i)))
+		data := make([]float32, 4)
+		for i := range data {
+			data[i] = float32(batch + i)
 		}
-		if err := s.Write(in, data); err != nil {
+		if err := executor.WriteValues(s, in, data); err != nil {
 			log.Fatal(err)
 		}
 		if err := graph.Update(ctx, executor.SetArg("scale", "alpha", float64(10*(batch+1)))); err != nil {
@@ -443,11 +443,11 @@ func ExampleSession_Capture() {
 		if err := graph.Run(ctx); err != nil {
 			log.Fatal(err)
 		}
-		out, err := s.Read(hsum)
+		out, err := executor.ReadValues[float32](s, hsum)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(math.Float32frombits(binary.LittleEndian.Uint32(out)))
+		fmt.Println(out[0])
 	}
 	st := graph.Stats()
 	fmt.Println(st.Launches, "replays,", st.UpdatesInPlace, "updates in place")

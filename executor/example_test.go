@@ -2,10 +2,8 @@ package executor_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log"
-	"math"
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/dag"
@@ -17,9 +15,9 @@ import (
 // backend: y = 1 + 2*x for x = 1..4, then the sum of y.
 func Example() {
 	b := dag.New()
-	x := b.Buffer("x", 4*4, dag.Zeros())
-	y := b.Buffer("y", 4*4, dag.Value(1))
-	sum := b.Buffer("sum", 4, dag.Zeros())
+	x := b.Array("x", dag.F32, 4)
+	y := b.Array("y", dag.F32, 4, dag.Value(1))
+	sum := b.Array("sum", dag.F32, 1)
 	one, four := dag.Grid1(1), dag.Grid1(4)
 	b.Launch(dag.Iota, one, four, x, 1.0)
 	b.Launch(dag.Axpy, one, four, y, x, 2.0)
@@ -36,8 +34,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(math.Float32frombits(binary.LittleEndian.Uint32(out[sum])))
-	// Output: 24
+	fmt.Println(out.Float32s(sum))
+	// Output: [24]
 }
 
 // A session runs a plan again and again; persistent buffers keep their
@@ -64,11 +62,11 @@ func ExampleSession_Run() {
 		if err := s.Run(ctx); err != nil {
 			log.Fatal(err)
 		}
-		data, err := s.Read(x)
+		v, err := executor.ReadValues[float32](s, x)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(math.Float32frombits(binary.LittleEndian.Uint32(data)))
+		fmt.Println(v[0])
 	}
 	// Output:
 	// 3
@@ -78,20 +76,11 @@ func ExampleSession_Run() {
 
 // readF32 returns the first f32 of persistent buffer b after the last run.
 func readF32(s *executor.Session, b *dag.Buffer) float32 {
-	data, err := s.Read(b)
+	v, err := executor.ReadValues[float32](s, b)
 	if err != nil {
 		log.Fatal(err)
 	}
-	return math.Float32frombits(binary.LittleEndian.Uint32(data))
-}
-
-// f32Bytes encodes v as f32 values.
-func f32Bytes(v ...float32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
-	}
-	return out
+	return v[0]
 }
 
 // A captured graph replays with one launch each; Sync waits for them. One
@@ -207,7 +196,7 @@ func ExampleSession_Write() {
 	}
 	defer s.Close()
 	for _, batch := range [][]float32{{1, 2}, {3, 4}} {
-		if err := s.Write(in, f32Bytes(batch...)); err != nil {
+		if err := executor.WriteValues(s, in, batch); err != nil {
 			log.Fatal(err)
 		}
 		if err := s.Run(ctx); err != nil {

@@ -18,12 +18,10 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/dagrun/dagrun/cpu"
@@ -151,7 +149,7 @@ func run(ctx context.Context, w io.Writer, backend string, batches int) (results
 	fmt.Fprintf(w, "backend %s: %d ops on %d streams captured once\n", name, len(s.g.Ops), len(p.Streams))
 	for i := range batches {
 		in := s.in[i%2]
-		if err := sess.Write(in, f32Bytes(batchData(i))); err != nil {
+		if err := executor.WriteValues(sess, in, batchData(i)); err != nil {
 			return nil, err
 		}
 		if err := graph.Update(ctx, executor.Rebind(s.in[0], in), executor.SetArg(s.scaleOp, s.gainParameter, gain(i))); err != nil {
@@ -173,25 +171,17 @@ func run(ctx context.Context, w io.Writer, backend string, batches int) (results
 }
 
 func readResult(sess *executor.Session, s *stream) (result, error) {
-	out, err := sess.Read(s.out)
+	out, err := executor.ReadValues[float32](sess, s.out)
 	if err != nil {
 		return result{}, err
 	}
-	sum, err := sess.Read(s.sum)
+	sum, err := executor.ReadValues[float32](sess, s.sum)
 	if err != nil {
 		return result{}, err
 	}
-	r := result{Sum: math.Float32frombits(binary.LittleEndian.Uint32(sum))}
-	for i := 0; i < len(out); i += 4 {
-		r.Checksum += float64(math.Float32frombits(binary.LittleEndian.Uint32(out[i:])))
+	r := result{Sum: sum[0]}
+	for _, v := range out {
+		r.Checksum += float64(v)
 	}
 	return r, nil
-}
-
-func f32Bytes(x []float32) []byte {
-	b := make([]byte, 4*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
-	return b
 }
