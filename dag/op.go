@@ -169,9 +169,10 @@ type Op struct {
 	// duplicates, each smaller than ID.
 	Deps []int32
 
-	after   []*Op
-	argErrs []*ArgTypeError // Launch arguments of no usable type
-	decl    int             // declaration position, for ErrorList's order
+	after    []*Op
+	argErrs  []*ArgTypeError // Launch arguments of no usable type
+	nameErrs []*Error        // Call's names that match no parameter, or parameters it left out
+	decl     int             // declaration position, for ErrorList's order
 	// Set by Build's checks: the accesses cannot be used for inference, or
 	// the after list names ops of no graph.
 	badAccess, badAfter bool

@@ -19,9 +19,9 @@ func Example() {
 	y := b.Array("y", dag.F32, 4, dag.Value(1))
 	sum := b.Array("sum", dag.F32, 1)
 	one, four := dag.Grid1(1), dag.Grid1(4)
-	b.Launch(dag.Iota, one, four, x, 1.0)
-	b.Launch(dag.Axpy, one, four, y, x, 2.0)
-	b.Launch(dag.ReduceSum, one, four, sum, y)
+	b.Call(dag.Iota, one, four, dag.Args{"x": x, "start": 1})
+	b.Call(dag.Axpy, one, four, dag.Args{"y": y, "x": x, "alpha": 2})
+	b.Call(dag.ReduceSum, one, four, dag.Args{"out": sum, "in": y})
 	g, err := b.Build()
 	if err != nil {
 		log.Fatal(err)

@@ -51,7 +51,7 @@ func pipeline() (*dag.Graph, *dag.Buffer, *dag.Buffer, error) {
 		xs := x.Slice(lo, half)
 		b.Copy(xs, in.Slice(lo, half)).Named(fmt.Sprintf("upload%d", i))
 		b.Launch(dag.Scale, dag.Grid1(8), dag.Grid1(256), xs, 3.0).Named(fmt.Sprintf("scale%d", i))
-		b.Launch(dag.Axpy, dag.Grid1(8), dag.Grid1(256), xs, bias.Slice(lo, half), 1.0).Named(fmt.Sprintf("bias%d", i))
+		b.Call(dag.Axpy, dag.Grid1(8), dag.Grid1(256), dag.Args{"y": xs, "x": bias.Slice(lo, half), "alpha": 1}).Named(fmt.Sprintf("bias%d", i))
 	}
 	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(256), sum, x).Named("reduce").WithPriority(dag.High)
 	b.Copy(total.All(), sum.All()).Named("download_sum").WithPriority(dag.High)
