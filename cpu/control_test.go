@@ -31,7 +31,7 @@ func halving(n, max int) func(b *dag.Builder) {
 				body.Launch(dag.Scale, dag.Grid1(1), dag.Threads(256), x.Slice(q*loopElems, loopElems), 0.5)
 			}
 			c.Step(body)
-		}).Named("halve").Control.Max = int64(max)
+		}, dag.AtMost(int64(max))).Named("halve")
 		b.Copy(y.All(), x.All()).Named("after")
 	}
 }
@@ -115,7 +115,7 @@ func TestNestedLoops(t *testing.T) {
 			ob.While(inner.Flag.All(), func(ib *dag.Builder) {
 				ib.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0)
 				inner.Step(ib)
-			}).Named("inner_loop").Control.Max = 10
+			}, dag.AtMost(10)).Named("inner_loop")
 			ob.If(inner.Flag.All(), func(then *dag.Builder) {
 				then.Fill(hits.All(), -1)
 			}, func(els *dag.Builder) {
@@ -123,7 +123,7 @@ func TestNestedLoops(t *testing.T) {
 				els.Fill(hits.Slice(0, 4), 1)
 			})
 			outer.Step(ob)
-		}).Named("outer_loop").Control.Max = 10
+		}, dag.AtMost(10)).Named("outer_loop")
 	})
 	p := plan(t, g, 4)
 	out := execute(t, p)

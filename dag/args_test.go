@@ -112,3 +112,19 @@ func ExampleBuilder_Call() {
 	// op "half": kernel scale has no parameter "alpah" (did you mean "alpha"?)
 	// op "half": parameter alpha of kernel scale has no argument (name every parameter: x, alpha)
 }
+
+// TestAtMost: a loop's bound is an option of While, checked by Build.
+func TestAtMost(t *testing.T) {
+	b := dag.New()
+	flag := b.Array("flag", dag.I32, 1, dag.Value(1))
+	loop := b.While(flag.All(), func(body *dag.Builder) { body.Fill(flag.All(), 0) }, dag.AtMost(5))
+	_, err := b.Build()
+	require.NoError(t, err)
+	require.Equal(t, int64(5), loop.Control.Max)
+
+	b = dag.New()
+	flag = b.Array("flag", dag.I32, 1, dag.Value(1))
+	b.While(flag.All(), func(body *dag.Builder) { body.Fill(flag.All(), 0) }, dag.AtMost(-1)).Named("w")
+	_, err = b.Build()
+	require.ErrorContains(t, err, `op "w": max -1 is out of range`)
+}

@@ -185,6 +185,9 @@ func (c *checker) op(o *Op) {
 	if o.Device < 0 {
 		c.fail(o, "device", "", "device %d is negative", o.Device)
 	}
+	if o.Priority < MinPriority || o.Priority > MaxPriority {
+		c.fail(o, "priority", fmt.Sprintf("use high, normal, low or an integer from %d to %d (higher runs first)", MinPriority, MaxPriority), "priority %d is out of range", o.Priority)
+	}
 	if o.Cost < 0 || o.Cost > MaxCost {
 		c.fail(o, "cost", fmt.Sprintf("estimate a cost between 0 and %v", MaxCost), "cost %v is out of range", o.Cost)
 	}

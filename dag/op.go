@@ -79,6 +79,14 @@ const (
 	High   Priority = 1
 )
 
+// MinPriority and MaxPriority bound the priorities Build takes. A device
+// has a few levels (six on an H100) that priorities map onto in order,
+// so a priority far outside them is a mistake, not a finer order.
+const (
+	MinPriority Priority = -16
+	MaxPriority Priority = 16
+)
+
 func (p Priority) String() string {
 	switch p {
 	case Low:

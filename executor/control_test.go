@@ -76,7 +76,7 @@ func scaledLoop(t *testing.T, n int, branch bool) *dag.Graph {
 			els.Fill(y.All(), 0)
 		}).Named("branch")
 		c.Step(body)
-	}).Named("loop").Control.Max = 100
+	}, dag.AtMost(100)).Named("loop")
 	g, err := b.Build()
 	require.NoError(t, err)
 	return g

@@ -8,7 +8,12 @@ import (
 
 // Options tune New.
 type Options struct {
-	Streams           int       // compute streams per device and priority; 0 means 4; 1..MaxStreams
+	// Streams is the most compute streams per device and per priority
+	// (0 means 4; 1..MaxStreams). It is not a total: copies get their own
+	// streams on top (one per direction unless SharedCopyStreams), as do
+	// collectives, so a plan with two priorities and uploads and downloads
+	// can hold 2 x Streams + 2 streams.
+	Streams           int
 	SharedCopyStreams bool      // false (default): separate copy streams per direction (h2d, d2h, d2d)
 	Cost              CostModel // nil means DefaultCost()
 	Strategy          Strategy  // how ops are ordered for placement; the zero value is ListScheduling

@@ -28,7 +28,7 @@ func loopPlan(t *testing.T) *planner.Plan {
 	b.While(flag.All(), func(body *dag.Builder) {
 		body.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 0.5)
 		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(x.Slice(0, 4)), 0.1)
-	}).Named("refine").Control.Max = 10
+	}, dag.AtMost(10)).Named("refine")
 	b.Fill(x.All(), 2).Named("after")
 	g, err := b.Build()
 	require.NoError(t, err)

@@ -36,7 +36,7 @@ func controlPlan(t *testing.T) *planner.Plan {
 			in.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(sel.All()), dag.In(x.Slice(0, 4)), 0.1).Named("settle")
 		}).Named("inner")
 		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(x.Slice(0, 4)), 0.1).Named("converged")
-	}).Named("outer").Control.Max = 10
+	}, dag.AtMost(10)).Named("outer")
 	b.Fill(x.All(), 2).Named("after")
 	g, err := b.Build()
 	require.NoError(t, err)
