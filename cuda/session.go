@@ -368,6 +368,16 @@ func (se *Session) Write(buf *dag.Buffer, data []byte) error {
 	return nil
 }
 
+// WriteHost is Write for a host buffer while work runs: the caller (the
+// executor) has made sure no work in flight uses buf. Write copies host
+// buffers without waiting for anything, so this is Write for host memory.
+func (se *Session) WriteHost(buf *dag.Buffer, data []byte) error {
+	if buf != nil && !buf.Placement.Host() {
+		return fmt.Errorf("cuda: WriteHost: buffer %q is device memory", buf.Name)
+	}
+	return se.Write(buf, data)
+}
+
 // Close waits for the session's streams to finish, then releases its
 // graphs, streams, events, buffers and C records: exactly what it made.
 // It reports the first failure but releases everything it can. Closing
