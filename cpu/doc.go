@@ -11,17 +11,17 @@
 // Within a session, streams are in-order queues of instructions; a pool of
 // worker goroutines (Workers, by default GOMAXPROCS) runs them, always
 // taking the runnable stream of highest priority first, so priorities
-// matter whenever streams compete for workers (sched.go). Events are
+// matter whenever streams compete for workers. Events are
 // latches with a generation per record, so one plan can run many times.
 // Device and host memory alike are byte slices: persistent buffers are
 // made at Open with their initial contents, temporary ones by Alloc ops and
 // dropped by Free ops. What each op kind does is one entry of the kinds
-// table (kinds.go). Kernels are the builtin library of package dag written
-// as Go functions (kernels.go); a kernel written in CUDA is refused at
-// Open. GEMM ops run on gonum's BLAS (f16 and bf16 through f32). Captures (capture.go) record the submission and replay it, with
+// table. Kernels are the builtin library of package dag written
+// as Go functions; a kernel written in CUDA is refused at
+// Open. GEMM ops run on gonum's BLAS (f16 and bf16 through f32). Captures record the submission and replay it, with
 // the semantics of CUDA stream capture.
 //
-// Collectives run through the session's world (collective.go): Join makes
+// Collectives run through the session's world: Join makes
 // the session a rank whose collectives go through a device.Collectives
 // (internal/comm, in one process or over TCP); a session that never joins
 // is the one rank of a world of 1.

@@ -34,13 +34,13 @@ func (p Placement) Host() bool { return p != Device }
 type DType uint8
 
 const (
-	U8 DType = iota
-	I32
-	I64
-	F32
-	F64
-	F16  // IEEE 754 binary16
-	BF16 // bfloat16: the top half of an f32
+	U8   DType = iota // unsigned bytes
+	I32               // 32-bit signed integers
+	I64               // 64-bit signed integers
+	F32               // IEEE 754 binary32
+	F64               // IEEE 754 binary64
+	F16               // IEEE 754 binary16
+	BF16              // bfloat16: the top half of an f32
 
 	numDTypes // keep last
 )
@@ -206,9 +206,9 @@ func (v View) Append(b []byte) []byte {
 type Mode uint8
 
 const (
-	Read      Mode = 1
-	Write     Mode = 2
-	ReadWrite      = Read | Write
+	Read      Mode = 1            // the op reads the view
+	Write     Mode = 2            // the op writes the view
+	ReadWrite      = Read | Write // the op reads and writes the view
 )
 
 func (m Mode) String() string {
@@ -236,6 +236,10 @@ type Access struct {
 }
 
 // In, Out and InOut make accesses to a view.
-func In(v View) Access    { return Access{v, Read} }
-func Out(v View) Access   { return Access{v, Write} }
+func In(v View) Access { return Access{v, Read} }
+
+// Out is an access that writes v.
+func Out(v View) Access { return Access{v, Write} }
+
+// InOut is an access that reads and writes v.
 func InOut(v View) Access { return Access{v, ReadWrite} }

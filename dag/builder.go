@@ -109,14 +109,22 @@ func Temporary() BufferOption { return func(b *Buffer) { b.Temporary = true } }
 // Session.Write: Build then lets ops read it before any op writes it.
 func Uninitialized() BufferOption { return func(b *Buffer) { b.Uninitialized = true } }
 
-// Zeros, Value, Random and Contents set a buffer's initial contents.
+// Zeros sets every byte of a buffer to zero before the run.
 func Zeros() BufferOption { return func(b *Buffer) { b.Init = Init{Kind: InitZeros} } }
+
+// Value sets every element of a buffer, in its element type, to v.
 func Value(v float64) BufferOption {
 	return func(b *Buffer) { b.Init = Init{Kind: InitValue, Value: v} }
 }
+
+// Random fills a buffer with seeded uniform values in [0, 1) (integers:
+// [0, 256)), the same on every backend.
 func Random(seed uint64) BufferOption {
 	return func(b *Buffer) { b.Init = Init{Kind: InitRandom, Seed: seed} }
 }
+
+// Contents sets a buffer's initial bytes to data, which must be its size
+// (Data takes typed values instead).
 func Contents(data []byte) BufferOption {
 	return func(b *Buffer) { b.Init = Init{Kind: InitBytes, Data: data} }
 }
@@ -265,6 +273,10 @@ func (o *Op) After(ops ...*Op) *Op { o.after = append(o.after, ops...); return o
 
 // Grid1, Threads and Dim are shorthands for Dim3 values: Grid1(n) is a
 // grid of n blocks, Threads(n) a block of n threads, both along x.
-func Grid1(x int) Dim3     { return Dim3{x, 1, 1} }
-func Threads(n int) Dim3   { return Dim3{n, 1, 1} }
+func Grid1(x int) Dim3 { return Dim3{x, 1, 1} }
+
+// Threads is a block of n threads along x.
+func Threads(n int) Dim3 { return Dim3{n, 1, 1} }
+
+// Dim is the shape x by y by z.
 func Dim(x, y, z int) Dim3 { return Dim3{x, y, z} }

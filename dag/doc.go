@@ -1,8 +1,8 @@
 // Package dag describes GPU work as a graph of operations on buffers.
 //
 // A Builder collects buffers, kernels and operations (alloc, free, copy,
-// fill, 2-D memset, kernel launch, host step, GEMM, stream task: see task.go) in declaration order. Build validates them
-// and infers the dependencies from the bytes each operation reads and writes:
+// fill, 2-D memset, kernel launch, host step, GEMM, stream task: see
+// TaskSpec) in declaration order. Build validates them and infers the dependencies from the bytes each operation reads and writes:
 // a read depends on the last earlier write of overlapping bytes (RAW), a
 // write on that write and on every read of those bytes since (WAW, WAR).
 // Disjoint byte ranges of one buffer never depend on each other; explicit
@@ -19,13 +19,6 @@
 // launch shapes are checked without wraparound. Inference costs O(log n)
 // per access plus the edges it implies, in whatever order byte ranges are
 // declared; the dependencies a graph implies are capped at MaxEdges.
-//
-// The files hold one job each: builder.go (declaring), op.go (ops),
-// kinds.go (the one table of op kinds: their facts and behaviour),
-// kindcheck.go, launch.go and memset2d.go (the checks of kinds), check.go
-// (the checks every buffer and op gets), lifetime.go (temporaries' allocs
-// and frees), infer.go (dependency inference), order.go (after edges and
-// cycles), build.go (Build itself), builtins.go (the kernel library).
 //
 // The resulting Graph knows nothing of streams or devices' runtimes: package
 // planner turns it into a Plan, and package executor runs that on a backend.

@@ -74,9 +74,9 @@ func (k OpKind) String() string {
 type Priority int
 
 const (
-	Low    Priority = -1
-	Normal Priority = 0
-	High   Priority = 1
+	Low    Priority = -1 // behind normal work
+	Normal Priority = 0  // the default
+	High   Priority = 1  // ahead of normal work
 )
 
 // MinPriority and MaxPriority bound the priorities Build takes. A device

@@ -16,7 +16,7 @@
 // of its pool where it starts earliest counting what its waits cost, and
 // continues a dependency's chain where that costs nothing. Kinds that must
 // keep their declaration order (collectives) keep it under every strategy.
-// Kernels and GEMMs large enough to fill their device (fills.go, from
+// Kernels and GEMMs large enough to fill their device (from
 // Options.SMs) hold its multiprocessors one at a time, in placement and in
 // the estimate: a pipeline of large GEMMs stays on one compute stream
 // instead of two streams that would only share the device.
