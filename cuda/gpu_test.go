@@ -94,8 +94,8 @@ func TestCopiesAndFills(t *testing.T) {
 	pinned := g.Buffer("pinned", size, dag.PinnedHost(), dag.Random(2))
 	pageable := g.Buffer("pageable", size, dag.PageableHost(), dag.Random(3))
 	dev2 := g.Buffer("dev2", size, dag.OnDevice(0), dag.Zeros())
-	tmp := g.Buffer("tmp", size, dag.OnDevice(0), dag.Temporary())
-	htmp := g.Buffer("htmp", size, dag.PinnedHost(), dag.Temporary())
+	tmp := g.Buffer("tmp", size, dag.OnDevice(0), dag.Temporary(), dag.Uninitialized())
+	htmp := g.Buffer("htmp", size, dag.PinnedHost(), dag.Temporary(), dag.Uninitialized())
 	out := g.Buffer("out", size, dag.PinnedHost(), dag.Zeros())
 	out2 := g.Buffer("out2", size, dag.PageableHost(), dag.Zeros())
 	g.Copy(dev2.Slice(0, 4096), pinned.Slice(4096, 4096))      // pinned -> device
