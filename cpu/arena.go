@@ -5,6 +5,12 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+)
+
+var (
+	_ device.ArenaUser   = (*Session)(nil)
+	_ device.HighWaterer = (*Session)(nil)
 )
 
 // arenas holds a session's temporaries when they live in arenas: one byte

@@ -36,7 +36,7 @@ func Delays(seed int64, max time.Duration) Option {
 }
 
 // errClosed ends the work of a session that is being closed.
-var errClosed = errors.New("cpu: session closed")
+var errClosed = fmt.Errorf("cpu: session %w", device.ErrClosed)
 
 // Backend runs plans on the CPU: it opens sessions (device.Backend). It
 // holds nothing of its own but its options and the sessions open on it;
@@ -105,7 +105,7 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, errors.New("cpu: Open: the backend is closed; make another with cpu.New")
+		return nil, fmt.Errorf("cpu: Open: the backend is %w; make another with cpu.New", device.ErrClosed)
 	}
 	cfg := b.cfg
 	if cfg.workers < 1 {
@@ -231,6 +231,7 @@ var (
 	_ device.Writer   = (*Session)(nil)
 
 	_ device.ReplayTimer = (*Session)(nil)
+	_ device.OpCounter   = (*Session)(nil)
 )
 
 // OpsDone is how many ops the session has run since it opened, eagerly or
@@ -384,7 +385,7 @@ func (b *Session) Read(buf *dag.Buffer) ([]byte, error) {
 	case buf.Temporary:
 		return nil, fmt.Errorf("cpu: Read: buffer %q is temporary; it lives only inside a run", buf.Name)
 	case b.pending > 0:
-		return nil, fmt.Errorf("cpu: Read: buffer %q: work is still running; call Sync first", buf.Name)
+		return nil, fmt.Errorf("cpu: Read: buffer %q: %w; call Sync first", buf.Name, device.ErrBusy)
 	}
 	return slices.Clone(b.mem[buf.ID]), nil
 }
@@ -451,7 +452,7 @@ func (b *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Dur
 	b.mu.Lock()
 	if b.pending > 0 {
 		b.mu.Unlock()
-		return errors.New("cpu: Spans: work is still running; call Sync first")
+		return fmt.Errorf("cpu: Spans: %w; call Sync first", device.ErrBusy)
 	}
 	spans := b.spans
 	b.spans, b.spare = b.spare[:0], nil
@@ -472,7 +473,7 @@ func (b *Session) ReplaySpans(f func(replay, op, stream int, start, end time.Dur
 // usable reports why the backend cannot take calls, if it cannot.
 func (b *Session) usable() error {
 	if !b.open || b.closing {
-		return errors.New("cpu: the session is closed")
+		return fmt.Errorf("cpu: the session is %w", device.ErrClosed)
 	}
 	return nil
 }

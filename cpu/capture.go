@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // Graph capture on the CPU has the semantics of CUDA stream capture:
@@ -280,7 +281,7 @@ func (b *Session) write(buf *dag.Buffer, data []byte, beside bool) error {
 	case int64(len(data)) != buf.Size:
 		return fmt.Errorf("cpu: Write: %d bytes for buffer %q of %d bytes: write the whole buffer", len(data), buf.Name, buf.Size)
 	case b.pending > 0 && !beside:
-		return fmt.Errorf("cpu: Write: buffer %q: work is still running; call Sync first", buf.Name)
+		return fmt.Errorf("cpu: Write: buffer %q: %w; call Sync first", buf.Name, device.ErrBusy)
 	}
 	copy(b.mem[buf.ID], data)
 	return nil

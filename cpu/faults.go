@@ -78,7 +78,7 @@ func (b *Session) stepPause(w *worker, s *stream) {
 }
 
 // errClosedInFlight is what a Sync returns when Close ended its run.
-var errClosedInFlight = errors.New("cpu: the session was closed while the run was in flight; its work was skipped")
+var errClosedInFlight = fmt.Errorf("cpu: the session was %w while the run was in flight; its work was skipped", device.ErrClosed)
 
 // wakeSync lets a Sync waiting for work that Close has skipped return.
 // It runs under the lock, once the workers have stopped.

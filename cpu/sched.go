@@ -41,7 +41,9 @@ const (
 )
 
 // stream is an in-order queue. Its instructions are q[head:]; q is reset
-// whenever it empties, so its storage is reused from run to run.
+// whenever it empties, so its storage is reused from run to run, and
+// compacted when most of it is done: the stream of a running loop gets
+// the next iteration's work before it empties, so it never would.
 type stream struct {
 	id       int32
 	priority int
@@ -162,6 +164,7 @@ func (b *Session) advanceLoop(s *stream) bool {
 			}
 		}
 		s.head++
+		s.compact()
 		b.finish()
 		if in.kind == record && b.blocked > 0 {
 			b.release()
@@ -171,6 +174,25 @@ func (b *Session) advanceLoop(s *stream) bool {
 	s.head = 0
 	s.state = idle
 	return false
+}
+
+// compactAt is the number of done instructions at which a stream's
+// queue may be compacted: large enough that the copy is rare, small
+// enough that a loop's stream keeps a few KiB.
+const compactAt = 256
+
+// compact moves the instructions still to do to the front of s.q once
+// they are no more than those done, so a stream that never empties keeps
+// memory in proportion to its pending work; the copy costs O(1) per
+// instruction over time.
+func (s *stream) compact() {
+	if s.head < compactAt || 2*s.head < len(s.q) {
+		return
+	}
+	n := copy(s.q, s.q[s.head:])
+	clear(s.q[n:]) // drop the ops the done instructions point to
+	s.q = s.q[:n]
+	s.head = 0
 }
 
 // release resumes the blocked streams whose wait is over. Streams are few
@@ -296,6 +318,7 @@ func (b *Session) step(w *worker, s *stream) {
 		b.spans = append(b.spans, span{op: int32(b.index(op)), stream: s.id, replay: replay - 1, start: start.Sub(b.origin), end: end.Sub(b.origin)})
 	}
 	s.head++
+	s.compact()
 	b.finish()
 }
 

@@ -10,6 +10,12 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+)
+
+var (
+	_ device.ArenaUser   = (*Session)(nil)
+	_ device.HighWaterer = (*Session)(nil)
 )
 
 // Arenas: a session's device temporaries placed by the plan (planner's
@@ -32,7 +38,7 @@ type devArena struct {
 // no place; the temporary stays in the pool). Host memories (m < 0) keep
 // their temporaries in buffers of their own, as sessions do without
 // arenas. Call it after Open, before the first run (executor's
-// arenaUser). On error nothing is changed.
+// device.ArenaUser). On error nothing is changed.
 func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
 	if err := unopened(se); err != nil {
 		return err

@@ -167,11 +167,14 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	if g == nil {
 		return nil, errors.New("cuda: Open: no graph")
 	}
+	if err := device.CheckBodies(b, g); err != nil {
+		return nil, fmt.Errorf("cuda: Open: %w", err)
+	}
 	s := newSession(b, g)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil, errors.New("cuda: Open: the backend is closed; make another with cuda.New")
+		return nil, fmt.Errorf("cuda: Open: the backend is %w; make another with cuda.New", device.ErrClosed)
 	}
 	if b.sessions == nil {
 		b.sessions = map[*Session]struct{}{}
@@ -197,7 +200,7 @@ func (b *Backend) device(ordinal int) (*gpu, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, errors.New("cuda: the backend is closed")
+		return nil, fmt.Errorf("cuda: the backend is %w", device.ErrClosed)
 	}
 	if d := b.devs[ordinal]; d != nil {
 		return d, nil

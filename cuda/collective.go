@@ -103,7 +103,7 @@ func (cm *collectives) Join(ctx context.Context, w device.World) error {
 	se := cm.se
 	switch {
 	case se.closed:
-		return errors.New("cuda: Join: the session is closed")
+		return fmt.Errorf("cuda: Join: the session is %w", device.ErrClosed)
 	case cm.coll != nil:
 		return fmt.Errorf("cuda: Join: the session is rank %d of %d already; join once per session", cm.coll.rank, cm.coll.size)
 	case len(se.sub.streams) > 0:
@@ -251,7 +251,7 @@ func (c *collState) usable() error {
 		return fmt.Errorf("the communicator was aborted (%v): open another session and Join again", c.failed)
 	}
 	if c.comm == nil || c.comm.comm == nil {
-		return errors.New("the communicator is closed")
+		return fmt.Errorf("the communicator is %w", device.ErrClosed)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func (d *driver) recordExternal(c C.CUcontext, s C.CUstream, ev uintptr) error {
 func (sm *submitter) externalStream(verb string, si int, ev uintptr) (*stream, error) {
 	se := sm.se
 	if se.closed {
-		return nil, fmt.Errorf("cuda: %s: the session is closed", verb)
+		return nil, fmt.Errorf("cuda: %s: the session is %w", verb, device.ErrClosed)
 	}
 	if ev == 0 {
 		return nil, fmt.Errorf("cuda: %s: no event (a nil CUevent)", verb)

@@ -114,7 +114,7 @@ func (fs *faultState) usableForFaults(verb string) error {
 		return err
 	}
 	if se.closed {
-		return fmt.Errorf("cuda: %s: the session is closed", verb)
+		return fmt.Errorf("cuda: %s: the session is %w", verb, device.ErrClosed)
 	}
 	if se.capt.capture != nil {
 		return fmt.Errorf("cuda: %s: faults cannot be captured in a graph", verb)

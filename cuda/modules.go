@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // Loading: the backend's module cache. A module is loaded once per device
@@ -184,7 +185,7 @@ func (b *Backend) kernel(d *gpu, k *dag.Kernel) (C.CUfunction, error) {
 // b.mu.
 func (b *Backend) module(d *gpu, key moduleKey, load func() ([]byte, error)) (C.CUmodule, error) {
 	if d.modules == nil {
-		return nil, errors.New("cuda: the backend is closed")
+		return nil, fmt.Errorf("cuda: the backend is %w", device.ErrClosed)
 	}
 	if m, ok := d.modules[key]; ok {
 		return m, nil

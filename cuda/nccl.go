@@ -22,6 +22,7 @@ import (
 	"unsafe"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // ErrNoNCCL is reported (through errors.Is) when collectives must run on
@@ -321,7 +322,7 @@ func (n *ncclLib) cCalls(calls []ncclCall) (*C.dr_nccl_call, error) {
 		case !ok:
 			err = fmt.Errorf("%s is not an NCCL call", g.Kind)
 		case g.Comm == nil || g.Comm.comm == nil:
-			err = fmt.Errorf("%s: the communicator is closed", ncclKinds[g.Kind].name)
+			err = fmt.Errorf("%s: the communicator is %w", ncclKinds[g.Kind].name, device.ErrClosed)
 		case g.Count < 0:
 			err = fmt.Errorf("%s: %d elements", ncclKinds[g.Kind].name, g.Count)
 		case !g.Reduction.Valid():

@@ -15,6 +15,12 @@ import (
 	"unsafe"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+)
+
+var (
+	_ device.Describer  = (*Backend)(nil)
+	_ device.Topologist = (*Backend)(nil)
 )
 
 // Peer access and the backend's side of collectives: which devices reach
@@ -51,13 +57,13 @@ func (b *Backend) Topology() (Topology, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t := Topology{access: map[[2]int]bool{}}
+	t := Topology{Peer: map[[2]int]bool{}}
 	for o := range b.devs {
 		t.Devices = append(t.Devices, o)
 	}
 	slices.Sort(t.Devices)
 	for k, v := range b.multi.peer {
-		t.access[k] = v
+		t.Peer[k] = v
 	}
 	return t, nil
 }
@@ -84,7 +90,7 @@ func (b *Backend) TopologyOf(devices ...int) (Topology, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t := Topology{access: map[[2]int]bool{}}
+	t := Topology{Peer: map[[2]int]bool{}}
 	for _, o := range devices {
 		if !slices.Contains(t.Devices, o) {
 			t.Devices = append(t.Devices, o)
@@ -93,7 +99,7 @@ func (b *Backend) TopologyOf(devices ...int) (Topology, error) {
 	slices.Sort(t.Devices)
 	for k, v := range b.multi.peer {
 		if slices.Contains(t.Devices, k[0]) && slices.Contains(t.Devices, k[1]) {
-			t.access[k] = v
+			t.Peer[k] = v
 		}
 	}
 	return t, nil

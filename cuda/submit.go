@@ -7,11 +7,11 @@ package cuda
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // Submission: enqueueing a plan's steps on a session's streams.
@@ -23,7 +23,7 @@ func (sm *submitter) NewStream(ordinal int, p dag.Priority) error {
 		return err
 	}
 	if se.closed {
-		return errors.New("cuda: NewStream: the session is closed")
+		return fmt.Errorf("cuda: NewStream: the session is %w", device.ErrClosed)
 	}
 	d, err := se.hold.device(ordinal)
 	if err != nil {
@@ -45,7 +45,7 @@ func (sm *submitter) NewEvent() error {
 		return err
 	}
 	if se.closed {
-		return errors.New("cuda: NewEvent: the session is closed")
+		return fmt.Errorf("cuda: NewEvent: the session is %w", device.ErrClosed)
 	}
 	sm.events = append(sm.events, event{})
 	return nil

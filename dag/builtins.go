@@ -7,7 +7,8 @@ import "fmt"
 // copy results bit for bit, float results within rounding). Buffers hold f32
 // elements, or, for the kernels marked so, f16 or bf16 elements when the
 // buffers passed are of those dtypes (all of one dtype; the arithmetic is in
-// f32 and each result is rounded to the dtype once, to nearest even).
+// f32 and each result is rounded to the dtype once, to nearest even). A
+// buffer of any other dtype is refused by Build (see Kernel.ElemDTypes).
 // Build gives such a launch the dtype's variant of the kernel (see
 // Kernel.ElemDType; its entry is the name with "_f16" or "_bf16").
 // Backends pass each buffer parameter of a builtin as a pointer followed by
@@ -230,9 +231,11 @@ func checkSoftmax(op *Op) error {
 }
 
 // builtinVariant picks the variant of builtin launch o for the dtype of its
-// buffers: the variant of their dtype when the kernel has one (all alike:
-// f16, bf16, or f64 for set_flag), else the f32 kernel, which reads any
-// other buffer's bytes as f32. Parameters of a fixed dtype must have it.
+// buffers: the f32 kernel, or the variant of their dtype (all alike: f16,
+// bf16, or f64 for set_flag). A dtype the kernel has no variant for is
+// refused: a kernel reading another dtype's bytes as f32 computes garbage.
+// Parameters of a fixed dtype must have it. The dtypes accepted are those
+// of the kernel's variants, which every backend implements.
 func builtinVariant(o *Op, fail func(field, hint, format string, a ...any)) bool {
 	l := o.Launch
 	base := l.Kernel.Base()
@@ -257,7 +260,7 @@ func builtinVariant(o *Op, fail func(field, hint, format string, a ...any)) bool
 			}
 			continue
 		}
-		if dt == F16 || dt == BF16 {
+		if dt != F32 {
 			names := dtypeList(base.ElemDTypes())
 			fail("args."+p.Name, "use "+names+" buffers", "%s works on %s elements, not %s", base.Name, names, dt)
 			return false

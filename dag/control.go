@@ -37,10 +37,12 @@ const MaxIterations = 1 << 40
 //		body.Launch(setFlag, dag.Grid1(1), dag.Threads(1), flag, x, 1e-3)
 //	}, dag.AtMost(1000))
 //
-// A body holds only what a CUDA graph's conditional node can hold:
-// kernels, fills, 2-D memsets, copies within device memory, matrix
-// products and further loops and branches, all on cond's device; Build
-// reports anything else at the op.
+// A body's ops run on cond's device, and a body holds no allocs or frees
+// (temporaries live in the graph around it) and no collectives (every rank
+// issues them in one order); Build reports these at the op. What a
+// backend's loops cannot hold beyond that is the backend's to say when a
+// session opens (device.BodyChecker): the cuda backend's bodies are
+// conditional nodes of a CUDA graph.
 func (g *Builder) While(cond View, body func(b *Builder), opts ...LoopOption) *Op {
 	o := g.opOf(While, In(cond))
 	o.Control = &ControlSpec{Cond: cond, body: g.nested(body)}
@@ -174,12 +176,12 @@ func (c *checker) body(o *Op, nb *Builder, prefix string) *Graph {
 		info := op.Kind.Info()
 		why := ""
 		switch {
-		case !info.Nestable:
-			why = fmt.Sprintf("a %s body cannot hold a %s: a CUDA conditional node holds only kernels, fills, copies in device memory and further loops and branches", o.Kind, op.Kind)
+		case info.Lifetime != NoLifetime:
+			why = fmt.Sprintf("a %s body cannot hold a %s: a temporary lives from its alloc to its free in the graph around the %s, once", o.Kind, op.Kind, o.Kind)
+		case info.Class == CollectiveClass:
+			why = fmt.Sprintf("a %s body cannot hold a %s: every rank issues its collectives in one order, which passes decided by each rank's own flag could break", o.Kind, op.Kind)
 		case op.Device != dev:
 			why = fmt.Sprintf("it runs on device %d and the %s %s on device %d: a body runs on one device", op.Device, o.Kind, o.Name, dev)
-		case op.Kind == Copy && (op.Access[0].Buf.Placement != Device || op.Access[1].Buf.Placement != Device):
-			why = fmt.Sprintf("it copies %s memory: a body copies within device memory only", placeName(hostEnd(op)))
 		}
 		if why != "" {
 			c.add(&Error{Op: op.Name, Msg: why, Hint: "move it before or after the " + o.Kind.String() + " " + o.Name, decl: o.decl})
@@ -190,14 +192,6 @@ func (c *checker) body(o *Op, nb *Builder, prefix string) *Graph {
 		return nil
 	}
 	return g
-}
-
-// hostEnd is the host end of a copy that has one.
-func hostEnd(o *Op) *Buffer {
-	if b := o.Access[0].Buf; b.Placement != Device {
-		return b
-	}
-	return o.Access[1].Buf
 }
 
 // Walk calls f on every op of g and of the bodies of its control ops,

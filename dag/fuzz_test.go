@@ -10,7 +10,8 @@ import (
 
 // FuzzBuild builds small graphs made from the fuzzer's bytes: buffers of
 // small and huge sizes, fills, copies, launches and host steps on views
-// that overlap, leave their buffer or wrap around int64, explicit after
+// that overlap (at any byte, one-byte views among them), leave their
+// buffer or wrap around int64, explicit after
 // edges forwards and backwards. Build must never panic, and every graph
 // it accepts must have exactly the dependencies a byte-by-byte reading of
 // the rules gives.
@@ -19,6 +20,9 @@ func FuzzBuild(f *testing.F) {
 	f.Add([]byte{1, 7, 6, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 	f.Add([]byte{3, 2, 3, 4, 9, 1, 1, 1, 9, 1, 2, 3, 9, 9, 9, 4, 4, 4, 0, 0, 0, 8, 8, 8})
 	f.Add([]byte("descending ranges and a cycle through after edges"))
+	// A pinned buffer of 64 bytes, a host step writing [0,8), another
+	// reading [7,12): one byte of overlap.
+	f.Add([]byte{0, 2, 64, 2, 5, 0, 90, 7, 0, 1, 5, 0, 90, 4, 7, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, explicit := fuzzGraph(data)
 		g, err := b.Build()
@@ -92,6 +96,15 @@ func fuzzGraph(data []byte) (*Builder, map[*Op][]*Op) {
 			return buf.All()
 		case c < 60:
 			return buf.Slice(r.size(), r.size())
+		case c < 100:
+			// Any byte, one byte long half the time: views that meet
+			// and overlap at odd bytes (kernels refuse most of them,
+			// host steps and copies of untyped buffers take them).
+			size := 1 + int64(r.byte()%12)
+			if c < 80 {
+				size = 1
+			}
+			return buf.Slice(int64(r.byte()%48), size)
 		}
 		if n == 0 {
 			n = 1 + int64(r.byte()%8)

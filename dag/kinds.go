@@ -51,9 +51,6 @@ type KindInfo struct {
 	// Accesses is the exact number of accesses the kind takes, or -1 when
 	// the op says (a launch's parameters, a host step's views).
 	Accesses int
-	// Capturable says whether a graph capture can hold the kind at all
-	// (particular ops may still be refused, such as pageable copies).
-	Capturable bool
 	// Lifetime marks the kinds that allocate or free a temporary buffer.
 	Lifetime Lifetime
 	// Ordered marks the kinds whose relative order is part of the program:
@@ -69,10 +66,6 @@ type KindInfo struct {
 	// Body is what a control-flow kind does with the bodies it holds
 	// (ControlSpec): repeat one while its flag is set, or pick one by it.
 	Body BodyKind
-	// Nestable marks the kinds a loop's body or a branch may hold: those a
-	// CUDA conditional node's body can (kernels, memsets, copies in device
-	// memory, and conditional nodes), on one device.
-	Nestable bool
 
 	check  kindCheck                // Build's checks particular to the kind
 	bytes  func(o *Op) int64        // Op.Bytes; nil: the sum of the accesses
@@ -97,43 +90,43 @@ var kindTable [numOpKinds]KindInfo
 
 func init() {
 	kindTable = [numOpKinds]KindInfo{
-		Alloc: {Name: "alloc", Class: ComputeClass, Accesses: 1, Capturable: true, Lifetime: Allocates,
+		Alloc: {Name: "alloc", Class: ComputeClass, Accesses: 1, Lifetime: Allocates,
 			check: checkLifetimeOp, bytes: accessSize(0)},
-		Free: {Name: "free", Class: ComputeClass, Accesses: 1, Capturable: true, Lifetime: Frees,
+		Free: {Name: "free", Class: ComputeClass, Accesses: 1, Lifetime: Frees,
 			check: checkLifetimeOp, bytes: accessSize(0)},
-		Copy: {Name: "copy", Class: CopyClass, Accesses: 2, Capturable: true, Nestable: true,
+		Copy: {Name: "copy", Class: CopyClass, Accesses: 2,
 			check: checkCopy, bytes: accessSize(1)},
-		Fill: {Name: "fill", Class: ComputeClass, Accesses: 1, Capturable: true, Nestable: true,
+		Fill: {Name: "fill", Class: ComputeClass, Accesses: 1,
 			check: checkFill, bytes: accessSize(0)},
-		Launch: {Name: "launch", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true,
+		Launch: {Name: "launch", Class: ComputeClass, Accesses: -1,
 			check: (*checker).launch, kernel: launchKernel},
-		Host: {Name: "host", Class: ComputeClass, Accesses: -1, Capturable: true,
+		Host: {Name: "host", Class: ComputeClass, Accesses: -1,
 			check: checkHost},
-		Gemm: {Name: "gemm", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true,
+		Gemm: {Name: "gemm", Class: ComputeClass, Accesses: -1,
 			check: func(c *checker, o *Op) { checkGemm(o, c.failer(o)) }},
 
-		AllReduce: {Name: "all_reduce", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true,
+		AllReduce: {Name: "all_reduce", Class: CollectiveClass, Accesses: 1, Ordered: true,
 			check: collectiveCheck(nil, reductionParam), sign: reductionSign},
-		AllGather: {Name: "all_gather", Class: CollectiveClass, Accesses: 2, Capturable: true, Ordered: true,
+		AllGather: {Name: "all_gather", Class: CollectiveClass, Accesses: 2, Ordered: true,
 			check: collectiveCheck(gatherSizes, nil), world: gatherWorld},
-		ReduceScatter: {Name: "reduce_scatter", Class: CollectiveClass, Accesses: 2, Capturable: true, Ordered: true,
+		ReduceScatter: {Name: "reduce_scatter", Class: CollectiveClass, Accesses: 2, Ordered: true,
 			check: collectiveCheck(scatterSizes, reductionParam), world: scatterWorld, sign: reductionSign},
-		Broadcast: {Name: "broadcast", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true,
+		Broadcast: {Name: "broadcast", Class: CollectiveClass, Accesses: 1, Ordered: true,
 			check: collectiveCheck(nil, rootParam), world: rootWorld, sign: rootSign},
-		Send: {Name: "send", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true, PointToPoint: true,
+		Send: {Name: "send", Class: CollectiveClass, Accesses: 1, Ordered: true, PointToPoint: true,
 			check: collectiveCheck(nil, peerParam("to")), world: peerWorld("to"), sign: peerSign("to")},
-		Recv: {Name: "recv", Class: CollectiveClass, Accesses: 1, Capturable: true, Ordered: true, PointToPoint: true,
+		Recv: {Name: "recv", Class: CollectiveClass, Accesses: 1, Ordered: true, PointToPoint: true,
 			check: collectiveCheck(nil, peerParam("from")), world: peerWorld("from"), sign: peerSign("from")},
 
-		Task: {Name: "task", Class: ComputeClass, Accesses: -1, Capturable: true,
+		Task: {Name: "task", Class: ComputeClass, Accesses: -1,
 			check: checkTask},
 
-		Memset2D: {Name: "memset2d", Class: ComputeClass, Accesses: 1, Capturable: true, Nestable: true,
+		Memset2D: {Name: "memset2d", Class: ComputeClass, Accesses: 1,
 			check: checkMemset2D, bytes: memset2DBytes},
 
-		While: {Name: "while", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true, Body: Loop,
+		While: {Name: "while", Class: ComputeClass, Accesses: -1, Body: Loop,
 			check: checkControl, bytes: accessSize(0)},
-		If: {Name: "if", Class: ComputeClass, Accesses: -1, Capturable: true, Nestable: true, Body: Branch,
+		If: {Name: "if", Class: ComputeClass, Accesses: -1, Body: Branch,
 			check: checkControl, bytes: accessSize(0)},
 	}
 }

@@ -96,5 +96,4 @@ func TestTaskDependencies(t *testing.T) {
 	assert.Equal(t, []int32{int32(byName["fill"].ID)}, byName["t"].Deps, "read after write")
 	assert.Contains(t, byName["refill"].Deps, int32(byName["t"].ID), "write after read")
 	assert.Equal(t, dag.ComputeClass, dag.Task.Info().Class)
-	assert.True(t, dag.Task.Info().Capturable)
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"fmt"
 
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -47,23 +48,13 @@ func ParseTemporaryMode(s string) (TemporaryMode, bool) {
 // TemporariesAuto).
 func WithTemporaries(m TemporaryMode) Option { return func(c *config) { c.temporaries = m } }
 
-// arenaUser is a device session that can place temporaries in arenas.
-type arenaUser interface {
-	// UseArenas allocates one arena of arenas[m] bytes for each memory m
-	// (a device ordinal, planner.PinnedMemory or planner.PageableMemory)
-	// and places each temporary buffer b at offsets[b.ID] of its memory's
-	// arena; its Alloc and Free ops then do nothing. It is called once,
-	// before the session runs anything.
-	UseArenas(arenas map[int]int64, offsets []int64) error
-}
-
 // useArenas puts the session's temporaries into the plan's arenas, as
 // mode and the backend allow, and reports whether it did.
 func (s *Session) useArenas(mode TemporaryMode) (bool, error) {
 	if mode == TemporariesPool {
 		return false, nil
 	}
-	u, ok := s.d.(arenaUser)
+	u, ok := s.d.(device.ArenaUser)
 	if !ok {
 		if mode == TemporariesArena {
 			return false, fmt.Errorf("executor: the backend's sessions (%T) cannot hold temporaries in arenas; use the pool", s.d)
@@ -102,16 +93,6 @@ func (s *Session) useArenas(mode TemporaryMode) (bool, error) {
 // Arenas reports whether the session's temporaries live in arenas.
 func (s *Session) Arenas() bool { return s.arenas }
 
-// highWaterer is a device session that measures the temporaries' memory:
-// by memory (a device ordinal, planner.PinnedMemory or
-// planner.PageableMemory), the most bytes its temporaries held at once
-// since it opened: an arena's size where arenas hold them, else the most
-// allocated and not yet freed at once. A memory it did not measure is
-// absent; nil when it measured none.
-type highWaterer interface {
-	MemoryHighWater() map[int]int64
-}
-
 // MemoryHighWater reports what the backend measured of the temporaries'
 // memory, by memory: the most bytes they held at once since the session
 // opened. In arenas that is each arena's size; in the pool, the most bytes
@@ -124,7 +105,7 @@ type highWaterer interface {
 // short of it where the runs keep apart temporaries the plan lets overlap
 // (on CUDA the pool counts in the order the steps are submitted in).
 func (s *Session) MemoryHighWater() (m map[int]int64, ok bool) {
-	h, ok := s.d.(highWaterer)
+	h, ok := s.d.(device.HighWaterer)
 	if !ok || s.d == nil {
 		return nil, false
 	}

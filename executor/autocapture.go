@@ -142,7 +142,7 @@ func (s *Session) AutoGraph() *Graph { return s.auto.g }
 // them with Graph.Update. On error nothing changes.
 func (s *Session) Update(ctx context.Context, changes ...Change) (err error) {
 	if s.unusable() { // zero.go
-		return errors.New("executor: Update: session is closed")
+		return fmt.Errorf("executor: Update: session is %w", device.ErrClosed)
 	}
 	ctx, end, err := s.flight.begin(ctx, &s.closed, "Update") // close.go
 	if err != nil {

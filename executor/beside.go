@@ -65,13 +65,13 @@ func (s *Session) syncDevice(ctx context.Context) error {
 func (s *Session) writeBeside(b *dag.Buffer, data []byte) error {
 	switch {
 	case s.busy[b.ID]:
-		return fmt.Errorf("executor: Write: buffer %q is used by the work still running: call Sync first, or write a buffer it does not use (double buffering with Rebind)", b.Name)
+		return fmt.Errorf("executor: Write: buffer %q is used by the work still running (%w): call Sync first, or write a buffer it does not use (double buffering with Rebind)", b.Name, ErrBusy)
 	case !b.Placement.Host():
-		return fmt.Errorf("executor: Write: buffer %q is device memory, which is not written beside running work: call Sync first, or write a host buffer", b.Name)
+		return fmt.Errorf("executor: Write: buffer %q is device memory, which is not written beside running work (%w): call Sync first, or write a host buffer", b.Name, ErrBusy)
 	}
 	hw, ok := s.d.(device.HostWriter)
 	if !ok {
-		return fmt.Errorf("executor: Write: device session %T cannot write beside running work: call Sync first", s.d)
+		return fmt.Errorf("executor: Write: device session %T cannot write beside running work (%w): call Sync first", s.d, ErrBusy)
 	}
 	if err := hw.WriteHost(b, data); err != nil {
 		return fmt.Errorf("executor: write %q: %w", b.Name, err)

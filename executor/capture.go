@@ -90,7 +90,7 @@ func CheckCapture(p *planner.Plan) error {
 // by Graph.Close, or by the session's Close.
 func (s *Session) Capture(ctx context.Context) (g *Graph, err error) {
 	if s.unusable() { // zero.go
-		return nil, errors.New("executor: Capture: session is closed")
+		return nil, fmt.Errorf("executor: Capture: session is %w", device.ErrClosed)
 	}
 	ctx, end, err := s.flight.begin(ctx, &s.closed, "Capture") // close.go: Close from another goroutine
 	if err != nil {
@@ -166,7 +166,7 @@ func (g *Graph) record(ctx context.Context, ops []*dag.Op) (int, error) {
 	return id, nil
 }
 
-var errGraphClosed = errors.New("executor: the graph is closed")
+var errGraphClosed = fmt.Errorf("executor: the graph is %w", device.ErrClosed)
 
 // Launch enqueues one replay and returns; Sync waits for it. Replays run
 // in launch order, each after the one before.

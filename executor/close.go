@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // errClosedDuringRun is the cause a run in flight ends with when its
 // session is closed from another goroutine.
-var errClosedDuringRun = errors.New("executor: the session was closed during the run")
+var errClosedDuringRun = fmt.Errorf("executor: the session was %w during the run", device.ErrClosed)
 
 // inflight is the eager run in flight, so that Session.Close, called from
 // another goroutine, can end it: Close cancels the run's context (the
@@ -31,10 +33,10 @@ func (f *inflight) begin(ctx context.Context, closed *atomic.Bool, verb string) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if closed.Load() {
-		return nil, nil, fmt.Errorf("executor: %s: session is closed", verb)
+		return nil, nil, fmt.Errorf("executor: %s: session is %w", verb, device.ErrClosed)
 	}
 	if f.cancel != nil {
-		return nil, nil, fmt.Errorf("executor: %s: another call of the session or of its graphs is in flight; a Session and its Graphs run from one goroutine at a time", verb)
+		return nil, nil, fmt.Errorf("executor: %s: %w: another call of the session or of its graphs is in flight; a Session and its Graphs run from one goroutine at a time", verb, device.ErrBusy)
 	}
 	return f.take(ctx)
 }

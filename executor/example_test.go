@@ -208,3 +208,63 @@ func ExampleSession_Write() {
 	// 3
 	// 7
 }
+
+// Run is the shortest way from a graph to its results: it opens the best
+// backend registered (the GPU's when a driver is found, else the CPU's;
+// WithBackend chooses), plans, runs once and closes everything. A program
+// imports the backends it may use for their registration, as this one
+// imports package cpu.
+func ExampleRun() {
+	b := dag.New()
+	x := b.Buffer("x", 4*4, dag.Zeros())
+	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(4), x, 1.0) // x = 1, 2, 3, 4
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 2.0)
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := executor.Run(context.Background(), g)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.Float32s(x))
+	// Output: [2 4 6 8]
+}
+
+// A Runner repeats a plan: here it runs eagerly until three runs in a row
+// have submitted the same work, captures the plan as a graph then, and
+// launches the remaining runs as replays in batches. The report says which
+// runs were which; a perf model would learn from WithObserver, and a
+// canceled context would stop it with the runs done so far.
+func ExampleRunner() {
+	b := dag.New()
+	x := b.Buffer("x", 4, dag.Value(1))
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0) // x doubles at every run
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := planner.New(g, planner.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	backend := cpu.New()
+	defer backend.Close()
+	r, err := executor.NewRunner(ctx, backend, p, executor.WithGraph(executor.GraphAuto))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	report, err := r.Run(ctx, 20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(report.Runs, "runs:", report.Log)
+	fmt.Println("replays:", report.Replays.Replays)
+	fmt.Println("x =", readF32(r.Session(0), x))
+	// Output:
+	// 20 runs: runs 1-3 eager, 4-20 replayed (captured automatically after 3 identical eager runs)
+	// replays: 17
+	// x = 1.048576e+06
+}

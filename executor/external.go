@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/dagrun/dagrun/executor/device"
@@ -32,7 +31,7 @@ type External struct {
 // externals returns the device's ExternalEvents, or an error naming verb.
 func (s *Session) externals(verb string) (device.ExternalEvents, error) {
 	if s.closed.Load() {
-		return nil, fmt.Errorf("executor: %s: session is closed", verb)
+		return nil, fmt.Errorf("executor: %s: session is %w", verb, device.ErrClosed)
 	}
 	x, ok := s.d.(device.ExternalEvents)
 	if !ok {
@@ -111,7 +110,7 @@ func (s *Session) joinStreams() error {
 // does.
 func (s *Session) Sync(ctx context.Context) error {
 	if s.closed.Load() {
-		return errors.New("executor: Sync: session is closed")
+		return fmt.Errorf("executor: Sync: session is %w", device.ErrClosed)
 	}
 	err := s.syncDevice(ctx)
 	s.collectSpans()

@@ -27,6 +27,8 @@ type config struct {
 
 	temporaries TemporaryMode // arena.go
 	auto        int           // autocapture.go: identical eager runs before capture; 0: never
+	run         runConfig     // run.go: Run's own, which Open ignores
+	runner      runnerConfig  // runner.go: a Runner's own, which Open ignores
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
@@ -85,6 +87,11 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	}
 	if err := checkPlan(p); err != nil {
 		return nil, err
+	}
+	if c, ok := b.(device.BodyChecker); ok {
+		if err := device.CheckBodies(c, p.Graph); err != nil {
+			return nil, fmt.Errorf("executor: the backend cannot run these ops in a loop or branch: %w", err)
+		}
 	}
 	isHost := func(memory int) bool { return memory == device.HostMemory }
 	if err := errors.Join(checkFaultOp(p.Graph, cfg.faults), checkMemory(b, p, isHost)); err != nil { // faults.go, admission.go
@@ -184,7 +191,7 @@ func checkPlan(p *planner.Plan) error {
 // and the session can run again or close.
 func (s *Session) Run(ctx context.Context) (err error) {
 	if s.unusable() { // zero.go
-		return errors.New("executor: Run: session is closed")
+		return fmt.Errorf("executor: Run: session is %w", device.ErrClosed)
 	}
 	ctx, end, err := s.flight.begin(ctx, &s.closed, "Run") // close.go: Close from another goroutine
 	if err != nil {
@@ -234,7 +241,7 @@ func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error 
 		switch st.Kind {
 		case planner.Run:
 			if s.closed.Load() { // Close from another goroutine: stop submitting
-				return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was closed", verb, i, len(steps))
+				return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was %w", verb, i, len(steps), device.ErrClosed)
 			}
 			var failed bool
 			if verb == "run" { // faults.go: eager runs only
@@ -270,7 +277,7 @@ func (s *Session) submitStretches(ctx context.Context, sub device.Submitter, ops
 	}
 	for i := 0; i < len(steps); i += ctxCheckEvery {
 		if s.closed.Load() { // Close from another goroutine: stop submitting
-			return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was closed", verb, i, len(steps))
+			return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was %w", verb, i, len(steps), device.ErrClosed)
 		}
 		if i > 0 && ctx.Err() != nil {
 			return fmt.Errorf("executor: %s stopped after %d of %d steps: %w", verb, i, len(steps), ctx.Err())
@@ -395,7 +402,7 @@ func (s *Session) Write(b *dag.Buffer, data []byte) error {
 func (s *Session) checkBuffer(verb string, b *dag.Buffer) error {
 	switch {
 	case s.unusable(): // zero.go
-		return fmt.Errorf("executor: %s: session is closed", verb)
+		return fmt.Errorf("executor: %s: session is %w", verb, device.ErrClosed)
 	case b == nil:
 		return fmt.Errorf("executor: %s: no buffer", verb)
 	case b.ID < 0 || b.ID >= len(s.p.Graph.Buffers) || s.p.Graph.Buffers[b.ID] != b:
@@ -450,8 +457,13 @@ func (s *Session) Close() error {
 // Execute opens p on b, runs it once, and returns the contents of every
 // persistent buffer of its graph; it closes the session whatever happens,
 // and leaves b open.
-func Execute(ctx context.Context, b device.Backend, p *planner.Plan) (out Results, err error) {
-	s, err := Open(ctx, b, p)
+func Execute(ctx context.Context, b device.Backend, p *planner.Plan) (Results, error) {
+	return execute(ctx, b, p)
+}
+
+// execute is Execute with the session's options.
+func execute(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option) (out Results, err error) {
+	s, err := Open(ctx, b, p, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -274,7 +274,7 @@ func (w *World) Read(r int, b *dag.Buffer) ([]byte, error) {
 func (w *World) each(ctx context.Context, verb string, f func(ctx context.Context, r int) error) error {
 	switch {
 	case w.closed.Load():
-		return fmt.Errorf("executor: %s: the world is closed", verb)
+		return fmt.Errorf("executor: %s: the world is %w", verb, device.ErrClosed)
 	case w.broken != nil:
 		return fmt.Errorf("executor: %s: an earlier run failed and left the ranks' collectives unusable: close the world (%w)", verb, w.broken)
 	}
@@ -511,7 +511,7 @@ func (r *Rank) Replay(ctx context.Context, g *Graph) error {
 func (r *Rank) run(ctx context.Context, verb string, f func(context.Context) error) error {
 	switch {
 	case r.closed.Load():
-		return fmt.Errorf("executor: %s: rank %d is closed", verb, r.place.Rank)
+		return fmt.Errorf("executor: %s: rank %d is %w", verb, r.place.Rank, device.ErrClosed)
 	case r.broken != nil:
 		return fmt.Errorf("executor: %s: an earlier run failed and left the ranks' collectives unusable: close the rank (%w)", verb, r.broken)
 	}

@@ -57,17 +57,11 @@ type Learner struct {
 	replays []time.Duration
 }
 
-// deviceNamer is a backend that names its devices (the cuda backend).
-type deviceNamer interface {
-	DeviceInfo(dev int) (name string, sms int, err error)
-	DriverVersion() int
-}
-
 // Key is the perf-model key of device dev of backend b: a backend that
 // names its devices (cuda) keys by the device's name, multiprocessors and
 // driver; one that does not (cpu) is this host's CPU with its cores.
 func Key(b device.Backend, dev int) (planner.DeviceKey, error) {
-	n, ok := b.(deviceNamer)
+	n, ok := b.(device.Describer)
 	if !ok {
 		return planner.DeviceKey{Name: "cpu", SMs: runtime.NumCPU()}, nil
 	}

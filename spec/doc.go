@@ -8,6 +8,8 @@
 // A spec is one YAML mapping with these sections (schema.json, beside this
 // file, is the same as a JSON Schema for editors):
 //
+//	params:                     # optional: see Parameters
+//	  T: {default: 2048, min: 16, max: 8192, multiple_of: 16}
 //	run:                        # optional
 //	  streams: 4                # compute streams per device and priority (1..32; default: the planner's)
 //	  shared_copy_streams: false
@@ -195,14 +197,36 @@
 // bodies write, and the bodies follow what came before. Within a body,
 // dependencies come from the data as everywhere, and after may name only
 // ops of the same body (the loop itself is what outside ops name). A body
-// holds what a conditional node can: kernels, fills, 2-D memsets, copies
-// within device memory, gemms and further loops and branches, all on the
-// flag's device; host steps, collectives, allocs and frees, copies to or
-// from host memory and ops of another device are errors at the op, saying
-// why. Bodies are not empty, nest at most MaxNesting deep, and their ops
-// count towards MaxOps. Ops of a body that the spec does not name are
+// runs on the flag's device; collectives and ops of another device are
+// errors at the op, saying why. The cuda backend's bodies hold what a
+// conditional node can: kernels, fills, 2-D memsets, copies within device
+// memory, gemms and further loops and branches; it refuses host steps,
+// tasks and copies to or from host memory in a body when the run starts,
+// naming the op (the cpu backend runs them). Bodies are not empty, nest
+// at most MaxNesting deep, and their ops count towards MaxOps. Ops of a body that the spec does not name are
 // named after their loop or branch (refine/scale2) and placed in messages
 // by their place in it (ops[0].body[1]).
+//
+// # Parameters
+//
+// A spec may declare integer parameters, each with a default and a range
+// of values, and use them in integer expressions (+ - * / %, parentheses;
+// numbers may carry size units where a size is read) wherever a size, a
+// count, a view's bounds, a grid or a gemm dimension is written:
+//
+//	params:
+//	  T: {default: 2048, min: 16, max: 8192, multiple_of: 16}
+//	buffers:
+//	  h_x: {size: "T * 8 KiB", placement: pinned}
+//	  d_x: {dtype: bf16, count: T * 4096}
+//	ops:
+//	  - copy: {from: "h_x[0:T*8KiB]", to: d_x}
+//
+// WithParam (the CLI's --set T=512) picks a value in the range; every step
+// of an expression is checked for overflow at that value. CheckParamRange
+// (the CLI's validate) checks each expression at every value of the range
+// (past 4096 combinations, over exact bounds of the range) and the whole
+// spec at the least and the greatest values.
 //
 // # Ranks
 //

@@ -79,7 +79,7 @@ func TestHostile(t *testing.T) {
 		{"deep flow", deepFlow(5000), `2:69: the spec is nested more than 64 levels deep (a spec needs a few levels; flatten the data)`},
 		{"deeper than the parser takes", deepFlow(20000), `2:1: YAML: exceeded max depth of 10000`},
 		{"deep block", deepBlock(100), `64:64: the spec is nested more than 64 levels deep (a spec needs a few levels; flatten the data)`},
-		{"billion laughs", aliasBomb(9), `1:1: unknown field "a0" in the spec (use one of run, buffers, kernels, ops, outputs)`},
+		{"billion laughs", aliasBomb(9), `1:1: unknown field "a0" in the spec (use one of params, run, buffers, kernels, ops, outputs)`},
 		{"alias fan-out", aliasFanOut(1000), `aliases expand to more than 1048576 nodes (expand the aliases by hand)`},
 		{"long name", longName(300), `1:11: buffer name "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb..." is 300 characters long (use at most 256 characters)`},
 		{"huge size", []byte("buffers: {x: 9999999 TiB}\nops: [{fill: {buffer: x, value: 1}}]\n"), `1:14: buffer "x" size: size "9999999 TiB" is too large (` + sizeHint + `)`},

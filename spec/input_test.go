@@ -43,7 +43,7 @@ func TestYAMLAsWritten(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			src := "\ufeffbuffers:\n  x: {dtype: f64, count: 4, init: {value: " + c.value + "}}\nops:\n  - {fill: {buffer: x, value: " + c.value + "}}\n  - {launch: scale, args: {x: x, alpha: " + c.value + "}}\n"
+			src := "\ufeffbuffers:\n  x: {dtype: f64, count: 4, init: {value: " + c.value + "}}\n  y: {dtype: f32, count: 4, init: zeros}\nops:\n  - {fill: {buffer: x, value: " + c.value + "}}\n  - {launch: scale, args: {x: y, alpha: " + c.value + "}}\n"
 			s, err := Parse("n.yaml", []byte(src))
 			require.NoError(t, err)
 			assert.Equal(t, c.want, s.Graph.Buffers[0].Init.Value)

@@ -11,7 +11,7 @@ import (
 // these tables and a test checks schema.json against them, so the two
 // cannot drift apart.
 var (
-	topKeys      = []string{"run", "buffers", "kernels", "ops", "outputs"}
+	topKeys      = []string{"params", "run", "buffers", "kernels", "ops", "outputs"}
 	runKeys      = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend", "world", "memory"}
 	memoryKeys   = []string{"device", "pinned", "pageable"}
 	bufferKeys   = []string{"size", "dtype", "count", "placement", "device", "temporary", "init"}

@@ -34,6 +34,8 @@ type reader struct {
 	fieldSlab     []fieldLoc // see loader.opDecl
 	// dropped counts the errors beyond MaxErrors, not reported one by one.
 	dropped int
+	// params are the spec's parameters, once read; nil when it has none.
+	params *paramSet
 }
 
 func (r *reader) pos(n *node) Position { return r.posAt(locOf(n)) }
@@ -437,6 +439,11 @@ func (r *reader) integer(n *node, what subject) (int64, bool) {
 			return 0, false
 		}
 	}
+	if s, isStr := scalarString(n); isStr {
+		if v, handled, ok := r.paramValue(n, what, s, false); handled {
+			return v, ok
+		}
+	}
 	r.errorf(n, "", "%s must be an integer, not %s", what, describe(n))
 	return 0, false
 }
@@ -510,6 +517,9 @@ func (r *reader) size(n *node, what subject) (int64, bool) {
 	}
 	b, err := parseSize(s)
 	if err != nil {
+		if v, handled, ok := r.paramValue(n, what, s, true); handled {
+			return v, ok
+		}
 		r.errorf(n, sizeHint, "%s: %v", what, err)
 		return 0, false
 	}

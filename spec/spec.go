@@ -26,6 +26,9 @@ type Spec struct {
 	// Rank is the rank whose program this is (WithRank; 0 by default):
 	// {rank} in its paths and per_rank random inits are this rank's.
 	Rank int
+	// Params are the parameters the spec declares, sorted by name, each
+	// with the value this load used.
+	Params []Param
 
 	// Stdout receives what host steps print (checksum lines); nil discards it.
 	Stdout io.Writer
@@ -125,6 +128,8 @@ type options struct {
 	baseDir     string
 	allowed     []string
 	rank, world int
+	set         map[string]int64 // WithParam's values
+	checkRange  bool             // CheckParamRange
 }
 
 // WithSaveDir makes the spec's writes resolve against dir (the CLI's
@@ -218,10 +223,14 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 		Rank: o.rank, src: src, opts: opts}
 	l.spec.files = newFiles(filename, o)
 	l.worldOpt = o.world
+	l.set, l.rangeCheck = o.set, o.checkRange
 	if len(src) > MaxSpecBytes {
 		l.errorf(nil, "split it, or generate it in smaller parts", "the spec is %d bytes, more than %d", len(src), MaxSpecBytes)
 	} else if root := l.document(src); root != nil {
 		l.load(root)
+	}
+	if o.checkRange && len(l.errs) == 0 {
+		l.errs = append(l.errs, extremeErrors(filename, src, opts, l.spec.Params)...)
 	}
 	ErrorList(l.warns).Sort()
 	l.spec.Warnings = l.warns
@@ -236,6 +245,38 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 		return l.spec, errs
 	}
 	return l.spec, nil
+}
+
+// extremeErrors loads the spec again with every parameter at its least
+// value, then at its greatest, and returns the errors of those loads not
+// already found, each saying at which values it happens.
+func extremeErrors(filename string, src []byte, opts []Option, params []Param) []*Error {
+	var errs []*Error
+	seen := map[string]bool{}
+	for _, greatest := range []bool{false, true} {
+		at := slices.Clip(opts)
+		var values []string
+		for _, p := range params {
+			v := p.first()
+			if greatest {
+				v = p.Max / p.MultipleOf * p.MultipleOf
+			}
+			at = append(at, WithParam(p.Name, v))
+			values = append(values, fmt.Sprintf("%s = %d", p.Name, v))
+		}
+		_, err := Parse(filename, src, at...)
+		for _, e := range Errors(err) {
+			key := e.Pos.String() + e.Msg
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			c := *e
+			c.Msg += " (with " + strings.Join(values, ", ") + ")"
+			errs = append(errs, &c)
+		}
+	}
+	return errs
 }
 
 // loader builds a Spec from a document, remembering where each buffer,
@@ -258,6 +299,8 @@ type loader struct {
 	reads      map[string]bool          // cleaned full paths the spec reads
 	writes     map[string]*node         // cleaned full path -> the node naming it
 	worldOpt   int                      // WithRank's world; 0: run.world's
+	set        map[string]int64         // WithParam's values
+	rangeCheck bool                     // CheckParamRange
 	worldNode  *node                    // run.world, when the spec sets it
 	bodies     map[*opDecl]bodyOp       // the ops of loops' and branches' bodies
 	nBodies    int32                    // bodies numbered so far
@@ -280,6 +323,13 @@ func (l *loader) load(root *node) {
 	top, ok := l.mapping(root, about("the spec"), topKeys)
 	if top.node == nil {
 		return
+	}
+	if n, ok := top.get("params"); ok {
+		l.specParams(n, l.set, l.rangeCheck)
+	} else if len(l.set) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(l.set)) {
+			l.errorf(top.node, "declare it under params:, or leave out --set", "--set %s: the spec declares no parameters", name)
+		}
 	}
 	if n, ok := top.get("run"); ok {
 		l.runSettings(n)

@@ -491,7 +491,7 @@ func TestParseViewText(t *testing.T) {
 		{"x[0:4]]", viewText{}, true},
 	}
 	for _, c := range cases {
-		got, err := parseViewText(c.in)
+		got, err := parseViewText(c.in, parseSize)
 		if c.err {
 			assert.Error(t, err, c.in)
 			continue

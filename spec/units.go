@@ -114,7 +114,9 @@ type viewText struct {
 
 const viewHint = `write "name" for a whole buffer or "name[start:end]" for a byte range, for example "x[0:1MiB]"`
 
-func parseViewText(s string) (viewText, error) {
+// bound reads start and end: parseSize, or an expression over the spec's
+// parameters.
+func parseViewText(s string, bound func(string) (int64, error)) (viewText, error) {
 	if isName(s) {
 		return viewText{name: s}, nil // the common case, quickly
 	}
@@ -135,14 +137,14 @@ func parseViewText(s string) (viewText, error) {
 		return v, fmt.Errorf("view %q needs one colon between start and end", s)
 	}
 	if lo = strings.TrimSpace(lo); lo != "" {
-		n, err := parseSize(lo)
+		n, err := bound(lo)
 		if err != nil {
 			return v, fmt.Errorf("view %q: start: %v", s, err)
 		}
 		v.start = n
 	}
 	if hi = strings.TrimSpace(hi); hi != "" {
-		n, err := parseSize(hi)
+		n, err := bound(hi)
 		if err != nil {
 			return v, fmt.Errorf("view %q: end: %v", s, err)
 		}

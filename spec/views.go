@@ -4,6 +4,7 @@ package spec
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -17,7 +18,7 @@ func (l *loader) view(n *node, what subject, withMode bool) (dag.View, dag.Mode,
 		return dag.View{}, 0, false
 	}
 	if s, isStr := scalarString(n); isStr {
-		t, err := parseViewText(s)
+		t, err := parseViewText(s, func(bound string) (int64, error) { return l.viewBound(n, what, bound) })
 		if err != nil {
 			l.errorf(n, viewHint, "%s: %v", what, err)
 			return dag.View{}, 0, false
@@ -112,4 +113,20 @@ func (l *loader) checkRange(n *node, what subject, b *dag.Buffer, start, end int
 		l.errorf(n, hint, "%s range [%d:%d) is empty", what, start, end)
 	}
 	return dag.View{}, false
+}
+
+// viewBound reads the start or end of a view written as text: a size, or
+// an expression over the spec's parameters.
+func (l *loader) viewBound(n *node, what subject, s string) (int64, error) {
+	v, err := parseSize(s)
+	if err == nil {
+		return v, nil
+	}
+	if pv, handled, perr := l.evalParams(s, true); handled {
+		if perr != nil {
+			return 0, fmt.Errorf("%s%s", strings.TrimSpace(s), perr.msg)
+		}
+		return pv, nil
+	}
+	return 0, err
 }

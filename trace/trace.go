@@ -156,12 +156,8 @@ type Figures struct {
 
 // WholeReplay is one graph replay traced as a whole: its run's number, its
 // start on the clock common to the runs (RunSpans.Start's) and how long it
-// took.
-type WholeReplay struct {
-	Run   int
-	Start time.Duration
-	Dur   time.Duration
-}
+// took, as an executor.Runner reports it.
+type WholeReplay = executor.WholeReplay
 
 // Makespan is the time from the start of the first slice to the end of the last.
 func (t *Trace) Makespan() time.Duration {
@@ -184,15 +180,11 @@ func FromRun(p *planner.Plan, spans []executor.Span) *Trace {
 	return FromRuns(p, []RunSpans{{Spans: spans}})
 }
 
-// RunSpans are the op times of one run of a plan, for FromRuns.
-type RunSpans struct {
-	Run int // the run's number (Slice.Run)
-	// Start is when the run started, on a clock common to all the runs
-	// (the host's, from the first run's start); its spans are measured from
-	// its own start.
-	Start time.Duration
-	Spans []executor.Span
-}
+// RunSpans are the op times of one run of a plan, for FromRuns, as an
+// executor.Runner reports them: the run's number (Slice.Run), when it
+// started on a clock common to all the runs (the host's, from the first
+// run's start), and its spans, measured from its own start.
+type RunSpans = executor.RunSpans
 
 // FromRuns builds the trace of several runs of p, as FromRun does for one:
 // each run's slices are placed at the run's Start, and the whole trace is

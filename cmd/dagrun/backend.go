@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	_ "github.com/dagrun/dagrun/cpu"
-	"github.com/dagrun/dagrun/cuda"
+	_ "github.com/dagrun/dagrun/cuda"
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
@@ -64,26 +64,19 @@ type machine struct {
 // known reports whether m tells the planner anything beyond its defaults.
 func (m machine) known() bool { return m.topo != nil || m.sms != 0 && m.sms != planner.DefaultSMs }
 
-// topologist is a backend that knows its devices' multiprocessors and
-// which of them copy to each other directly (the cuda backend).
-type topologist interface {
-	DeviceInfo(dev int) (name string, sms int, err error)
-	// TopologyOf opens only the devices given: a plan's, not every
-	// visible one (each context costs 100 ms or more to create).
-	TopologyOf(devices ...int) (cuda.Topology, error)
-}
-
 // machineOf is what backend b knows of its devices for graph g: the
 // topology only when g's buffers span devices (asking would open every
 // visible device), and device 0's multiprocessors.
 func machineOf(b device.Backend, g *dag.Graph) (machine, error) {
-	tb, ok := b.(topologist)
-	if !ok {
-		return machine{}, nil
-	}
 	var m machine
-	if _, sms, err := tb.DeviceInfo(0); err == nil {
-		m.sms = sms
+	if d, ok := b.(device.Describer); ok {
+		if _, sms, err := d.DeviceInfo(0); err == nil {
+			m.sms = sms
+		}
+	}
+	tb, ok := b.(device.Topologist)
+	if !ok {
+		return m, nil
 	}
 	devices := map[int]bool{}
 	for _, buf := range g.Buffers {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -79,5 +82,49 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("a second SIGINT did not end dagrun")
+	}
+}
+
+// endlessLoop is a while that validate accepts (no max) and whose flag
+// nothing clears: it runs until it is stopped.
+const endlessLoop = `buffers:
+  x:    {dtype: f32, count: 16, init: {value: 1}}
+  flag: {dtype: i32, count: 1, init: {value: 1}}
+ops:
+  - while: flag
+    body:
+      - {launch: scale, args: {x: x, alpha: 1}}
+`
+
+// An endless loop on the CPU backend runs in constant memory (it once
+// kept every iteration's instructions, hundreds of MB a second) and stops
+// at SIGTERM within a second, with 130.
+func TestEndlessLoopStopsAtSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an endless loop for two seconds")
+	}
+	cmd, in := startDagrun(t, "run", "--backend", "cpu", "-")
+	_, err := io.WriteString(in, endlessLoop)
+	require.NoError(t, err)
+	require.NoError(t, in.Close())
+	time.Sleep(2 * time.Second)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	require.NoError(t, err)
+	rss := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(status)
+	require.NotNil(t, rss, "%s", status)
+	kb, err := strconv.Atoi(string(rss[1]))
+	require.NoError(t, err)
+	assert.Less(t, kb, 100<<10, "resident KiB after two seconds of the loop")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan int, 1)
+	go func() { done <- exitCode(t, cmd) }()
+	select {
+	case code := <-done:
+		assert.Equal(t, exitInterrupted, code)
+	case <-time.After(time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("SIGTERM did not stop the endless loop within a second")
 	}
 }

@@ -87,31 +87,30 @@ func (pm *perfModel) coverage() string {
 // ops' durations: tracing op by op slows the host's submission (CUPTI's
 // cost per op, 1.5-2 us on the H100, was a third of workload E's
 // makespan), and the runs a model plans for are not traced.
-func (c *cli) hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *planner.Plan, pm *perfModel, repeat int, opts []executor.Option, bar *progress) error {
-	sess, err := executor.Open(ctx, b, p, append(slices.Clone(opts), executor.WithSubmitTiming())...)
-	if err != nil {
-		return err
-	}
-	return timeUntraced(ctx, repeat, []*spec.Spec{s}, bar, sess.Run, sess.Close, func(wall time.Duration, n int) {
-		pm.ObserveHost(sess, wall, n, repeat)
-	})
+func hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *planner.Plan, pm *perfModel, repeat int, opts []executor.Option, bar *progress) error {
+	return timeUntraced(ctx, repeat, []*spec.Spec{s}, bar, func(opts ...executor.Option) (*executor.Runner, error) {
+		return executor.NewRunner(ctx, b, p, opts...)
+	}, opts, func(o executor.Observation) { pm.ObserveHost(o.Session, o.Wall, o.Run, repeat) })
 }
 
-// timeUntraced is profile.Untraced with the progress bar, then closer; on
-// a run's failure it closes and returns both errors. The specs' host steps
+// timeUntraced runs the runner open opens (with opts, each step's
+// submission timed) repeat times, passing each run of each session to
+// observe, with the progress bar, then closes it. The specs' host steps
 // print nothing meanwhile: their lines came with the traced runs.
-func timeUntraced(ctx context.Context, repeat int, specs []*spec.Spec, bar *progress, run func(context.Context) error, closer func() error, observe func(wall time.Duration, n int)) error {
+func timeUntraced(ctx context.Context, repeat int, specs []*spec.Spec, bar *progress, open func(...executor.Option) (*executor.Runner, error), opts []executor.Option, observe func(executor.Observation)) error {
 	for _, s := range specs {
 		out := s.Stdout
 		s.Stdout = nil
 		defer func() { s.Stdout = out }()
 	}
 	defer bar.clear()
-	err := profile.Untraced(ctx, repeat, run, func(wall time.Duration, n int) {
-		observe(wall, n)
-		bar.update(n)
-	})
-	return errors.Join(err, closer())
+	rn, err := open(append(slices.Clone(opts), executor.WithSubmitTiming(), executor.WithProgress(bar.update),
+		executor.WithObserver(func(o executor.Observation) error { observe(o); return nil }))...)
+	if err != nil {
+		return err
+	}
+	_, err = rn.Run(ctx, repeat)
+	return errors.Join(err, rn.Close())
 }
 
 // observeReplays keeps the measured time per replay of g.

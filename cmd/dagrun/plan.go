@@ -42,6 +42,7 @@ Flags:
 	                 run.memory.device. The planner orders temporaries to
 	                 keep within it and prints what that cost in estimated
 	                 makespan; a budget no order meets is an error
+	--set NAME=VALUE give the spec's parameter NAME this value (more than once for several)
 	--allow-path DIR let the spec read and write files under DIR too
 	                 (repeatable)
 	--save-dir DIR   check save paths as dagrun run --save-dir DIR would

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"os"
@@ -146,37 +145,4 @@ func rateString(r float64) string {
 		return fmt.Sprintf("%.0f", r)
 	}
 	return fmt.Sprintf("%.3g", r)
-}
-
-// opCounter is a device session that counts the ops it has run (the cpu
-// backend's), which a long run's progress is drawn from.
-type opCounter interface{ OpsDone() int64 }
-
-// watchOps draws on bar, a few times a second, the ops done of run number
-// run (of ops ops) while it is in flight, where the device session counts
-// them; stop ends the watch.
-func watchOps(sess *executor.Session, bar *progress, run, ops int) (stop func()) {
-	oc, ok := sess.Device().(opCounter)
-	if !ok || bar.w == nil {
-		return func() {}
-	}
-	base := oc.OpsDone()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(2 * progressInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				bar.ops(run, min(int(oc.OpsDone()-base), ops), ops)
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }

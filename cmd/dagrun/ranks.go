@@ -169,117 +169,63 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 	}
 	ctx := c.interruptContext()
 
-	// Run every rank of this process, repeat times, eagerly or replayed.
-	var (
-		run    func(context.Context) error
-		read   func(i int, b *dag.Buffer) ([]byte, error)
-		spans  func(i int) []executor.Span
-		closer func() error
-		met    time.Time // when the ranks left their rendezvous: the traces' common time
-		// capture captures every rank's plan after the first run and
-		// returns the replay.
-		capture func(context.Context) (func(context.Context) error, error)
-	)
-	if m.place == nil {
-		plans := make([]*planner.Plan, len(rs))
-		for i, r := range rs {
-			plans[i] = r.p
-		}
-		w, err := executor.OpenWorld(ctx, b, plans, opts...)
-		if err != nil {
-			return c.rankFailure(ctx, rs, err, interruptedAt{})
-		}
-		run, closer, met = w.Run, w.Close, w.Opened()
-		read = func(i int, buf *dag.Buffer) ([]byte, error) { return w.Read(i, buf) }
-		spans = func(i int) []executor.Span { return w.Rank(i).Spans() }
-		capture = func(ctx context.Context) (func(context.Context) error, error) {
-			g, err := w.Capture(ctx)
-			if err != nil {
-				return nil, err
-			}
-			closer = func() error { return errors.Join(g.Close(), w.Close()) }
-			return g.Run, nil
-		}
-	} else {
-		rk, err := executor.JoinWorld(ctx, b, rs[0].p, *m.place, slices.Concat(opts, []executor.Option{c.rankWaiting(m.place.Rank)})...)
-		if err != nil {
-			return c.rankFailure(ctx, rs, err, interruptedAt{})
-		}
-		run, closer, met = rk.Run, rk.Close, rk.Rendezvous()
-		read = func(_ int, buf *dag.Buffer) ([]byte, error) { return rk.Session().Read(buf) }
-		spans = func(int) []executor.Span { return rk.Session().Spans() }
-		capture = func(ctx context.Context) (func(context.Context) error, error) {
-			g, err := rk.Capture(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return func(ctx context.Context) error { return rk.Replay(ctx, g) }, nil
-		}
+	if f.graph {
+		opts = append(opts, executor.WithGraph(executor.GraphAlways))
 	}
-	start := time.Now()
-	// stopped is the failure of a run after done runs: an interrupt keeps
-	// the traces of the runs that completed.
-	stopped := func(err error, done int) error {
-		at := interruptedAt{done: done, repeat: f.repeat}
+	if f.traceFile != "" {
+		opts = append(opts, executor.WithTraceRuns(traced))
+	}
+	if f.perfModel != "" {
+		opts = append(opts, executor.WithObserver(func(o executor.Observation) error {
+			r := rs[o.Rank]
+			if err := r.pm.Observe(r.p.Graph, o.Spans, o.Run, f.repeat); err != nil {
+				return fmt.Errorf("rank %d: %w", r.rank, err)
+			}
+			return nil
+		}))
+	}
+	rn, err := openRanks(ctx, c.stderr, b, rs, m.place, opts)
+	if err != nil {
+		return c.rankFailure(ctx, rs, err, interruptedAt{})
+	}
+	run, err := rn.Run(ctx, f.repeat)
+	for i, r := range rs {
+		r.runs = run.Traced[i]
+	}
+	since := run.Start.Sub(rn.Opened())
+	if err != nil {
+		// An interrupt keeps the traces of the runs that completed.
+		at := interruptedAt{done: run.Runs, repeat: f.repeat}
 		if ctx.Err() != nil && f.traceFile != "" {
 			var written bytes.Buffer
-			if werr := writeRankTraces(&written, f.traceFile, rs, m.world, start.Sub(met)); werr != nil {
+			if werr := writeRankTraces(&written, f.traceFile, rs, m.world, since); werr != nil {
 				at.trace = fmt.Sprintf("the traces of the runs that completed could not be written: %v", werr)
 			} else {
 				at.trace = "the traces of the runs that completed were written: " + strings.ReplaceAll(strings.TrimSpace(written.String()), "\n", "; ")
 			}
 		}
-		return c.rankFailure(ctx, rs, errors.Join(err, closer()), at)
+		return c.rankFailure(ctx, rs, errors.Join(err, rn.Close()), at)
 	}
-	for i := range f.repeat {
-		runStart := time.Since(start)
-		if err := run(ctx); err != nil {
-			return stopped(err, i)
-		}
-		if traced(i + 1) {
-			for j, r := range rs {
-				r.runs = append(r.runs, trace.RunSpans{Run: i + 1, Start: runStart, Spans: spans(j)})
-			}
-		}
-		for j, r := range rs {
-			if r.pm != nil {
-				if err := r.pm.Observe(r.p.Graph, spans(j), i+1, f.repeat); err != nil {
-					return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), closer())
-				}
-			}
-		}
-		if f.graph && i == 0 {
-			// With --graph the first run is eager and the others replay
-			// the graph captured after it: NCCL connects the ranks at
-			// their first collectives, which a graph cannot hold.
-			var err error
-			if run, err = capture(ctx); err != nil {
-				return stopped(err, i+1)
-			}
-		}
-	}
-	wall := time.Since(start)
-
 	rep := worldReport{SchemaVersion: schemaVersion, Spec: rs[0].s.File, Backend: su.used, World: m.world, Processes: m.place != nil,
 		Repeat: f.repeat, Ops: rs[0].p.Stats.Ops, Streams: rs[0].p.Stats.Streams, Waits: rs[0].p.Stats.Waits,
-		WallNS: wall.Nanoseconds(), Graph: f.graph}
+		WallNS: run.Wall.Nanoseconds(), Graph: f.graph}
 	if m.place != nil {
 		rep.Addr = m.place.Addr
 	}
 	for i, r := range rs {
-		outs, sums, err := readOutputs(r.s, func(buf *dag.Buffer) ([]byte, error) { return read(i, buf) }, nil)
+		outs, sums, err := readOutputs(r.s, rn.Session(i).Read, nil)
 		if err != nil {
-			return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), closer())
+			return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), rn.Close())
 		}
 		sums.fill(outs)
 		rr := rankReport{Rank: r.rank, Outputs: outs, Saves: hostSaves(r.s)}
 		rep.Ranks = append(rep.Ranks, rr)
 	}
-	if err := closer(); err != nil {
+	if err := rn.Close(); err != nil {
 		return err
 	}
 	if f.perfModel != "" {
-		if err := c.hostRunsWorld(ctx, b, rs, m.place, f.repeat, untraced, c.newProgress(f.repeat, true)); err != nil {
+		if err := hostRunsWorld(ctx, c.stderr, b, rs, m.place, f.repeat, untraced, c.newProgress(f.repeat, true)); err != nil {
 			return c.rankFailure(ctx, rs, err, interruptedAt{done: f.repeat, repeat: f.repeat})
 		}
 		for i, r := range rs {
@@ -293,7 +239,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 	}
 	var traces bytes.Buffer
 	if f.traceFile != "" {
-		if err := writeRankTraces(&traces, f.traceFile, rs, m.world, start.Sub(met)); err != nil {
+		if err := writeRankTraces(&traces, f.traceFile, rs, m.world, since); err != nil {
 			return err
 		}
 	}
@@ -321,36 +267,27 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 // process's rank of it, meeting the others at a second rendezvous) run
 // repeat more times untraced, each rank's submission timed, each run's wall
 // time its ranks' measured makespan (the ranks run together).
-func (c *cli) hostRunsWorld(ctx context.Context, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option, bar *progress) error {
-	opts = append(slices.Clone(opts), executor.WithSubmitTiming())
+func hostRunsWorld(ctx context.Context, stderr io.Writer, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option, bar *progress) error {
 	specs := make([]*spec.Spec, len(rs))
+	for i, r := range rs {
+		specs[i] = r.s
+	}
+	return timeUntraced(ctx, repeat, specs, bar, func(opts ...executor.Option) (*executor.Runner, error) {
+		return openRanks(ctx, stderr, b, rs, place, opts)
+	}, opts, func(o executor.Observation) { rs[o.Rank].pm.ObserveHost(o.Session, o.Wall, o.Run, repeat) })
+}
+
+// openRanks opens the runner of the ranks rs: every rank of a world in this
+// process, or with place this process's rank of a world of processes.
+func openRanks(ctx context.Context, stderr io.Writer, b device.Backend, rs []*rankRun, place *executor.Place, opts []executor.Option) (*executor.Runner, error) {
+	if place != nil {
+		return executor.JoinRunner(ctx, b, rs[0].p, *place, append(slices.Clone(opts), rankWaiting(stderr, place.Rank))...)
+	}
 	plans := make([]*planner.Plan, len(rs))
 	for i, r := range rs {
-		specs[i], plans[i] = r.s, r.p
+		plans[i] = r.p
 	}
-	var (
-		run     func(context.Context) error
-		session func(i int) *executor.Session
-		closer  func() error
-	)
-	if place == nil {
-		w, err := executor.OpenWorld(ctx, b, plans, opts...)
-		if err != nil {
-			return err
-		}
-		run, session, closer = w.Run, w.Rank, w.Close
-	} else {
-		rk, err := executor.JoinWorld(ctx, b, plans[0], *place, slices.Concat(opts, []executor.Option{c.rankWaiting(place.Rank)})...)
-		if err != nil {
-			return err
-		}
-		run, session, closer = rk.Run, func(int) *executor.Session { return rk.Session() }, rk.Close
-	}
-	return timeUntraced(ctx, repeat, specs, bar, run, closer, func(wall time.Duration, n int) {
-		for i, r := range rs {
-			r.pm.ObserveHost(session(i), wall, n, repeat)
-		}
-	})
+	return executor.NewWorldRunner(ctx, b, plans, opts...)
 }
 
 func printWorldReport(w io.Writer, r worldReport) error {
@@ -591,7 +528,7 @@ func (l *rankLines) Write(p []byte) (int, error) {
 // rankWaiting makes a rank say on stderr whom its rendezvous waits for,
 // every few seconds, as torchrun does: a rank that waits in silence looks
 // hung.
-func (c *cli) rankWaiting(rank int) executor.Option {
+func rankWaiting(stderr io.Writer, rank int) executor.Option {
 	return executor.WithRankWaiting(func(missing []int, waited time.Duration) {
 		who := make([]string, len(missing))
 		for i, r := range missing {
@@ -601,7 +538,7 @@ func (c *cli) rankWaiting(rank int) executor.Option {
 		if len(missing) > 1 {
 			s = "s"
 		}
-		fmt.Fprintf(c.stderr, "dagrun run: rank %d: waiting for rank%s %s (%s so far; --rank-timeout bounds it)\n",
+		fmt.Fprintf(stderr, "dagrun run: rank %d: waiting for rank%s %s (%s so far; --rank-timeout bounds it)\n",
 			rank, s, strings.Join(who, ", "), human.Duration(waited.Round(time.Second)))
 	})
 }

@@ -9,13 +9,11 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
-	"github.com/dagrun/dagrun/trace"
 )
 
 const runUsage = `usage: dagrun run spec.yaml [flags]
@@ -108,6 +106,7 @@ Flags:
 	-v               say more: why auto chose the CPU backend, and with
 	                 --trace the whole summary
 	--save-dir DIR   write the spec's relative save paths under DIR
+	--set NAME=VALUE give the spec's parameter NAME this value (more than once for several)
 	--allow-path DIR let the spec read and write files under DIR too,
 	                 beyond its own directory tree (repeatable)
 	--chaos SEED     inject random delays before ops, the same for the
@@ -258,79 +257,58 @@ func (c *cli) run(args []string) error {
 	if m != nil {
 		return c.runRanks(f, su, m)
 	}
-	b, p, pm, traced, faultOpts := su.b, su.ranks[0].p, su.ranks[0].pm, su.traced, su.faults
-	if pm != nil {
-		if f.traceFile == "" { // the spans teach the model; no trace is written
-			traced = func(int) bool { return true }
-		}
-	}
+	p, pm := su.ranks[0].p, su.ranks[0].pm
 	s.Stdout = c.hostOut(f)
 	ctx := c.interruptContext()
-	opts := faultOpts
-	// Ops are timed for a trace, and for a perf model's eager runs (their
-	// spans teach it). Replays teach a perf model only their time each,
-	// which tracing their ops would inflate (by CUPTI's cost per node: 8x
-	// for workload E's empty kernels on the H100), so untraced replays are
-	// not timed.
-	if f.traceFile != "" || (pm != nil && !f.graph) {
-		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(f.timingSource()))
-	}
-	if pm != nil {
-		opts = append(opts, executor.WithSubmitTiming())
-	}
-	if mode, ok := executor.ParseTemporaryMode(f.temps.value); ok {
-		opts = append(opts, executor.WithTemporaries(mode))
-	}
 	// --graph auto: the runs after a few identical ones replay a graph. A
 	// perf model's eager runs teach it the host's submission costs, so
 	// they stay eager.
 	auto := f.graphMode.mode == graphAuto && pm == nil && f.repeat > executor.DefaultAutoCapture
-	if auto {
-		opts = append(opts, executor.WithAutoCapture(executor.DefaultAutoCapture))
-	}
-	sess, err := executor.Open(ctx, b, p, opts...)
+	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
+	rn, err := executor.NewRunner(ctx, su.b, p, c.runnerOptions(f, su, pm, auto, bar)...)
 	if err != nil {
 		return c.runFailure(ctx, s, err, nil, interruptedAt{})
 	}
-	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
-	rs := runState{repeat: f.repeat, graph: f.graph, traced: traced, bar: bar, traceReplays: (f.graph || auto) && f.traceFile != "",
-		wholeReplays: f.detail.value == "replays", auto: auto}
-	if pm != nil {
-		rs.afterRun = func(run int, spans []executor.Span) error { return pm.Observe(p.Graph, spans, run, f.repeat) }
-	}
-	report, err := c.runSession(ctx, sess, s, p, &rs)
+	rep, err := rn.Run(ctx, f.repeat)
+	bar.clear()
+	saved := map[string]bool{}
+	var report runReport
+	var sums *pendingSums
 	if err == nil {
-		report.Memory = memoryReports(sess, p) // memoryrun.go; before Close
+		report = newRunReport(p, rep)
+		report.Outputs, sums, err = readOutputs(s, rn.Session(0).Read, saved)
+		report.Saves = hostSaves(s)
+		report.Memory = memoryReports(rn.Session(0), p) // memoryrun.go; before Close
 		report.MemoryBudget = newBudgetReport(p)
 	}
-	if cerr := sess.Close(); err == nil {
+	if cerr := rn.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil && pm != nil && !f.graph {
-		err = c.hostRuns(ctx, b, s, p, pm, f.repeat, faultOpts, c.newProgress(f.repeat, c.quietProgress(asJSON, p)))
+		err = hostRuns(ctx, su.b, s, p, pm, f.repeat, su.faults, c.newProgress(f.repeat, c.quietProgress(asJSON, p)))
 	}
 	if err != nil {
-		at := interruptedAt{done: bar.done, repeat: f.repeat}
+		at := interruptedAt{done: rep.Runs, repeat: f.repeat}
 		if ctx.Err() != nil && f.traceFile != "" {
-			at.trace = c.keepTrace(f.traceFile, sess, p, &rs)
+			at.trace = keepTrace(f.traceFile, rn.Session(0), p, rep)
 		}
-		return c.runFailure(ctx, s, err, rs.saved, at)
+		return c.runFailure(ctx, s, err, saved, at)
 	}
 	// The outputs' checksums were computed beside the session's Close and
 	// are waited for beside the backend's.
 	berr := su.b.Close()
-	rs.sums.fill(report.Outputs)
+	sums.fill(report.Outputs)
 	if berr != nil {
 		return berr
 	}
 	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, su.used
 	if auto {
-		c.noteAutoCapture(sess.RunLog(), f.verbose, &report) // autorun.go
+		noteAutoCapture(c.stderr, rep.Log, f.verbose, &report)
 	}
 	if f.traceFile != "" {
-		report.TracedRuns = rs.tracedRuns()
+		report.TracedRuns = rep.TracedRuns()
 	}
-	note := timingNote(sess, nil)
+	note := timingNote(rn.Session(0), nil)
 	if pm != nil {
 		report.Makespan = makespanOf(p, pm.Model, report.Graph, pm.Eager())
 		// Replays traced op by op ran slower than they do untraced (CUPTI's
@@ -348,7 +326,7 @@ func (c *cli) run(args []string) error {
 	var traceSummary bytes.Buffer
 	if f.traceFile != "" {
 		var err error
-		if report.Planned, note, err = writeRunTrace(&traceSummary, f, sess, p, pm, &rs, su.used); err != nil {
+		if report.Planned, note, err = writeRunTrace(&traceSummary, f, rn.Session(0), p, pm, rep, su.used); err != nil {
 			return err
 		}
 	}
@@ -378,6 +356,47 @@ func (c *cli) run(args []string) error {
 		_, err := traceSummary.WriteTo(w)
 		return err
 	})
+}
+
+// runnerOptions are the options of the runner of a run of one program:
+// the faults asked for, timing for a trace and a perf model's eager runs,
+// where temporaries live, when to capture, and the progress bar.
+func (c *cli) runnerOptions(f *runFlags, su *runSetup, pm *perfModel, auto bool, bar *progress) []executor.Option {
+	opts := slices.Clone(su.faults)
+	// Ops are timed for a trace, and for a perf model's eager runs (their
+	// spans teach it). Replays teach a perf model only their time each,
+	// which tracing their ops would inflate (by CUPTI's cost per node: 8x
+	// for workload E's empty kernels on the H100), so untraced replays are
+	// not timed.
+	if f.traceFile != "" || (pm != nil && !f.graph) {
+		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(f.timingSource()))
+	}
+	if f.traceFile != "" {
+		opts = append(opts, executor.WithTraceRuns(su.traced))
+	}
+	if f.detail.value == "replays" {
+		opts = append(opts, executor.WithWholeReplays())
+	}
+	if mode, ok := executor.ParseTemporaryMode(f.temps.value); ok {
+		opts = append(opts, executor.WithTemporaries(mode))
+	}
+	switch {
+	case f.graph:
+		opts = append(opts, executor.WithGraph(executor.GraphAlways))
+	case auto:
+		opts = append(opts, executor.WithGraph(executor.GraphAuto))
+	}
+	if pm != nil {
+		p := su.ranks[0].p
+		opts = append(opts, executor.WithSubmitTiming(), executor.WithObserver(func(o executor.Observation) error {
+			return pm.Observe(p.Graph, o.Spans, o.Run, f.repeat)
+		}))
+	}
+	opts = append(opts, executor.WithProgress(bar.update))
+	if bar.w != nil {
+		opts = append(opts, executor.WithOpsProgress(bar.ops))
+	}
+	return opts
 }
 
 // interruptedAt is how far the runs of a session had come when a signal
@@ -418,47 +437,6 @@ func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, saved map
 	return fl
 }
 
-// runState is what runSession needs and collects beyond the report.
-type runState struct {
-	repeat int
-	graph  bool
-	traced func(run int) bool // which runs (from 1) to keep the op times of
-	bar    *progress
-	runs   []trace.RunSpans // the traced runs' op times
-	// afterRun, if set, is called after each eager run (from 1) with its
-	// spans (nil unless timed): what a perf model learns from.
-	afterRun func(run int, spans []executor.Span) error
-	// traceReplays traces the replays traced chooses, into runs or whole
-	// (replaytrace.go).
-	traceReplays bool
-	// auto: the session captures after a few identical eager runs
-	// (--graph auto); the runs after the capture are replayed
-	// (autorun.go).
-	auto bool
-	// wholeReplays keeps the traced replays whole, not op by op
-	// (--trace-detail replays); whole holds those so kept, or timed whole
-	// because the backend could not time their ops, and wholeTiming says
-	// how they were timed.
-	wholeReplays bool
-	whole        []trace.WholeReplay
-	wholeTiming  string
-	saved        map[string]bool // the save paths written
-	sums         *pendingSums    // the outputs' checksums, computed while the session closes
-}
-
-// tracedRuns are the numbers of the runs traced, op by op or whole.
-func (rs *runState) tracedRuns() []int {
-	var n []int
-	for _, r := range rs.runs {
-		n = append(n, r.Run)
-	}
-	for _, r := range rs.whole {
-		n = append(n, r.Run)
-	}
-	slices.Sort(n)
-	return n
-}
-
 // quietProgress reports whether a run must draw no progress bar: JSON is
 // for programs, and lines that host steps print to the terminal the bar is
 // on would be torn by it.
@@ -468,126 +446,4 @@ func (c *cli) quietProgress(asJSON bool, p *planner.Plan) bool {
 	}
 	hostSteps := slices.ContainsFunc(p.Graph.Ops, func(op *dag.Op) bool { return op.Kind == dag.Host })
 	return hostSteps && c.isTerminal(c.stdout)
-}
-
-// runSession runs the plan rs.repeat times, eagerly or as replays of a
-// graph, keeping the op times of the runs rs.traced chooses, and reads and
-// saves the outputs.
-func (c *cli) runSession(ctx context.Context, sess *executor.Session, s *spec.Spec, p *planner.Plan, rs *runState) (runReport, error) {
-	r := runReport{
-		Repeat:     rs.repeat,
-		Ops:        p.Stats.Ops,
-		Streams:    p.Stats.Streams,
-		CrossEdges: p.Stats.CrossEdges,
-		Waits:      p.Stats.Waits,
-	}
-	bar := rs.bar
-	defer bar.clear() // before anything else is printed, error or not
-	if rs.graph {
-		replays := func() (*graphReport, error) { return replay(ctx, sess, rs.repeat, r.Ops, bar) }
-		if rs.traceReplays { // replaytrace.go
-			replays = func() (*graphReport, error) { return replayTraced(ctx, sess, rs, r.Ops) }
-		}
-		g, err := replays()
-		if err != nil {
-			return r, err
-		}
-		r.Graph, r.WallNS = g, g.ReplayNS
-	} else {
-		start := time.Now()
-		for i := range rs.repeat {
-			if g := sess.AutoGraph(); g != nil && rs.auto { // autorun.go
-				gr, err := c.replayRest(ctx, g, rs, i, r.Ops, start)
-				if err != nil {
-					return r, err
-				}
-				r.Graph = gr
-				break
-			}
-			runStart := time.Since(start)
-			stop := watchOps(sess, bar, i+1, len(p.Graph.Ops))
-			err := sess.Run(ctx)
-			stop()
-			if err != nil {
-				return r, err
-			}
-			spans := sess.Spans()
-			if rs.traced(i + 1) {
-				rs.runs = append(rs.runs, trace.RunSpans{Run: i + 1, Start: runStart, Spans: spans})
-			}
-			if rs.afterRun != nil {
-				if err := rs.afterRun(i+1, spans); err != nil {
-					return r, err
-				}
-			}
-			bar.update(i + 1)
-		}
-		r.WallNS = time.Since(start).Nanoseconds()
-	}
-	bar.clear()
-	rs.saved = map[string]bool{}
-	var err error
-	r.Outputs, rs.sums, err = readOutputs(s, sess.Read, rs.saved)
-	if err != nil {
-		return r, err
-	}
-	r.Saves = hostSaves(s)
-	return r, nil
-}
-
-// Replays are launched in batches, then waited for: the replays of a
-// batch run back to back, and between batches a failing op is reported
-// and the progress bar moves. A batch is at most syncEvery replays and at
-// most about syncWindow of work, judged by the replays so far, so that slow
-// replays still report promptly and the work queued stays bounded.
-const (
-	syncEvery  = 64
-	syncWindow = 100 * time.Millisecond
-)
-
-// replay captures the session's plan as a graph, instantiates it and
-// replays it repeat times, then closes it.
-func replay(ctx context.Context, sess *executor.Session, repeat, ops int, bar *progress) (r *graphReport, err error) {
-	g, err := sess.Capture(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := g.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	start := time.Now()
-	clock := newReplayClock(repeat)
-	if err := replayLoop(ctx, g, 0, repeat, bar, clock); err != nil {
-		return nil, err
-	}
-	return newGraphReport(g.Stats(), time.Since(start), repeat, ops, clock), nil
-}
-
-// replayLoop launches g's replays of runs done+1 to repeat in batches,
-// timed by clock, moving bar.
-func replayLoop(ctx context.Context, g *executor.Graph, done, repeat int, bar *progress, clock *replayClock) error {
-	start, from := time.Now(), done
-	batch := 1 // until a replay has been timed
-	for done < repeat {
-		n := min(batch, repeat-done)
-		batchStart := time.Now()
-		for range n {
-			if err := g.Launch(ctx); err != nil {
-				return err
-			}
-		}
-		if err := g.Sync(ctx); err != nil {
-			return err
-		}
-		clock.add(time.Since(batchStart), n, done)
-		done += n
-		bar.update(done)
-		batch = syncEvery
-		if each := time.Since(start) / time.Duration(done-from); each > 0 {
-			batch = int(min(max(syncWindow/each, 1), syncEvery))
-		}
-	}
-	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/trace"
 )
@@ -54,78 +55,24 @@ type graphReport struct {
 	Replays       int   `json:"replays"`
 	ReplayNS      int64 `json:"replay_ns"` // all replays, from the first launch to the last one's end
 	// PerReplayNS is the time of a replay launched back to back with
-	// others, after the first (see replayClock); FirstReplayNS is the
-	// first's, launched and synchronised alone.
+	// others, after the warm-up (executor.ReplayReport); FirstReplayNS is
+	// the first's, launched and synchronised alone.
 	PerReplayNS   int64 `json:"per_replay_ns"`
 	FirstReplayNS int64 `json:"first_replay_ns,omitempty"`
 	PerOpNS       int64 `json:"per_op_ns"`
 }
 
-// replayClock times replays launched in batches. The first batch (one
-// replay: the graph's upload, and the warm-up of what it touches) is kept
-// apart, and the batches that start in the first half of the replays
-// warm up (as eager runs do: warmups); the others count from each batch's
-// first launch to its Sync's return, so that what the host does between
-// batches (reading traced replays' spans, the progress bar) is not
-// charged to the replays.
-type replayClock struct {
-	warm            int // replays that warm up
-	first, steady   time.Duration
-	firstN, steadyN int
-	// all and allN are every batch after the first, for too few replays
-	// to leave any after the warm-up.
-	all  time.Duration
-	allN int
-}
-
-func newReplayClock(repeat int) *replayClock { return &replayClock{warm: profile.Warmups(repeat)} }
-
-// add counts a batch of n replays, the first after done others, that
-// took d.
-func (c *replayClock) add(d time.Duration, n, done int) {
-	switch {
-	case c.firstN == 0:
-		c.first, c.firstN = d, n
-		return
-	case done >= c.warm:
-		c.steady += d
-		c.steadyN += n
-	}
-	c.all += d
-	c.allN += n
-}
-
-// perReplay is the time of a replay after the warm-up, or, with too few
-// replays for that, after the first batch, or of the first; 0 when none
-// was timed.
-func (c *replayClock) perReplay() time.Duration {
-	switch {
-	case c.steadyN > 0:
-		return c.steady / time.Duration(c.steadyN)
-	case c.allN > 0:
-		return c.all / time.Duration(c.allN)
-	case c.firstN > 0:
-		return c.first / time.Duration(c.firstN)
-	}
-	return 0
-}
-
-// newGraphReport is the figures of repeat replays of a graph of ops ops
-// that took wall from the first launch to the last one's end, timed batch
-// by batch by clock (nil: each replay is wall / repeat).
-func newGraphReport(st executor.GraphStats, wall time.Duration, repeat, ops int, clock *replayClock) *graphReport {
-	r := &graphReport{
-		CaptureNS:     st.Capture.Nanoseconds(),
-		InstantiateNS: st.Instantiate.Nanoseconds(),
-		Replays:       st.Launches,
-		ReplayNS:      wall.Nanoseconds(),
-		PerReplayNS:   wall.Nanoseconds() / int64(max(repeat, 1)),
-	}
-	if clock != nil && clock.perReplay() > 0 {
-		r.PerReplayNS, r.FirstReplayNS = clock.perReplay().Nanoseconds(), clock.first.Nanoseconds()
-	}
-	if ops > 0 {
-		r.PerOpNS = r.PerReplayNS / int64(ops)
+// newRunReport is the figures of the runs rep reports of plan p.
+func newRunReport(p *planner.Plan, rep *executor.Report) runReport {
+	r := runReport{Repeat: rep.Repeat, Ops: p.Stats.Ops, Streams: p.Stats.Streams, CrossEdges: p.Stats.CrossEdges,
+		Waits: p.Stats.Waits, WallNS: rep.Wall.Nanoseconds()}
+	if g := rep.Replays; g != nil {
+		r.Graph = &graphReport{CaptureNS: g.Capture.Nanoseconds(), InstantiateNS: g.Instantiate.Nanoseconds(),
+			Replays: g.Replays, ReplayNS: g.Wall.Nanoseconds(), PerReplayNS: g.PerReplay.Nanoseconds(),
+			FirstReplayNS: g.FirstReplay.Nanoseconds()}
+		if r.Ops > 0 {
+			r.Graph.PerOpNS = r.Graph.PerReplayNS / int64(r.Ops)
+		}
 	}
 	return r
 }

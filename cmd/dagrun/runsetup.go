@@ -93,7 +93,7 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 		return nil, err
 	}
 	if used == "cpu" {
-		c.warnCPUTime(su.ranks, f.repeat)
+		warnCPUTime(c.stderr, su.ranks, f.repeat)
 	}
 	return su, nil
 }
@@ -106,7 +106,7 @@ const longOnCPU = time.Minute
 // warnCPUTime warns on stderr when repeat runs of the programs rs are
 // estimated to take longer than longOnCPU on the CPU backend, saying how
 // the estimate was made.
-func (c *cli) warnCPUTime(rs []*rankRun, repeat int) {
+func warnCPUTime(stderr io.Writer, rs []*rankRun, repeat int) {
 	var e profile.CPUEstimate
 	for _, r := range rs {
 		e = e.Add(profile.EstimateCPU(r.p.Graph))
@@ -115,7 +115,7 @@ func (c *cli) warnCPUTime(rs []*rankRun, repeat int) {
 	if total <= longOnCPU {
 		return
 	}
-	fmt.Fprintf(c.stderr, "dagrun run: warning: this may take about %s on the CPU backend, estimated from %s of GEMMs and %s moved per run (%s); Ctrl-C stops it\n",
+	fmt.Fprintf(stderr, "dagrun run: warning: this may take about %s on the CPU backend, estimated from %s of GEMMs and %s moved per run (%s); Ctrl-C stops it\n",
 		human.Duration(total.Round(time.Second)), flops(e.Flops), bytesText(e.Bytes), e.Rates())
 }
 

@@ -15,7 +15,7 @@ import (
 // all, and its summary to summary: brief, unless -v. It returns the plan
 // compared with the last traced run (nil where there is none or the cost
 // model does not fit the backend) and the note on how ops were timed.
-func writeRunTrace(summary io.Writer, f *runFlags, sess *executor.Session, p *planner.Plan, pm *perfModel, rs *runState, backend string) (*trace.Comparison, string, error) {
+func writeRunTrace(summary io.Writer, f *runFlags, sess *executor.Session, p *planner.Plan, pm *perfModel, rs *executor.Report, backend string) (*trace.Comparison, string, error) {
 	t, note := runTrace(sess, p, rs)
 	if err := writeFileAtomic(f.traceFile, t.WriteChrome); err != nil {
 		return nil, note, err
@@ -27,10 +27,10 @@ func writeRunTrace(summary io.Writer, f *runFlags, sess *executor.Session, p *pl
 	if err := t.WriteSummaryWith(summary, trace.SummaryOptions{Brief: !f.verbose, NoEstimate: gpuModelOnCPU}); err != nil {
 		return nil, note, err
 	}
-	writeWholeReplays(summary, rs.whole, rs.wholeTiming, f.verbose)
+	writeWholeReplays(summary, rs.Whole, rs.WholeTiming, f.verbose)
 	var cmp *trace.Comparison
 	if !gpuModelOnCPU {
-		cmp = plannedVsAchieved(p, pm, rs.runs, f.graph)
+		cmp = plannedVsAchieved(p, pm, rs.Traced[0], f.graph)
 	}
 	switch {
 	case cmp != nil && f.verbose:
@@ -44,15 +44,15 @@ func writeRunTrace(summary io.Writer, f *runFlags, sess *executor.Session, p *pl
 	if !f.verbose {
 		fmt.Fprintln(summary, "(-v adds the longest waits and, where the plan's costs fit the backend, the plan against the run op by op)")
 	}
-	fmt.Fprintf(summary, "trace of %s written to %s\n", runsText(rs.tracedRuns(), f.repeat), f.traceFile)
+	fmt.Fprintf(summary, "trace of %s written to %s\n", runsText(rs.TracedRuns(), f.repeat), f.traceFile)
 	return cmp, note, nil
 }
 
 // keepTrace writes the trace of the traced runs that completed before an
 // interrupt to file, whole or not at all, and says so in words for the
 // interrupt's message; there is no summary.
-func (c *cli) keepTrace(file string, sess *executor.Session, p *planner.Plan, rs *runState) string {
-	n := len(rs.runs) + len(rs.whole)
+func keepTrace(file string, sess *executor.Session, p *planner.Plan, rs *executor.Report) string {
+	n := len(rs.TracedRuns())
 	if n == 0 {
 		return "no traced run had completed, so no trace was written"
 	}
@@ -65,12 +65,12 @@ func (c *cli) keepTrace(file string, sess *executor.Session, p *planner.Plan, rs
 
 // runTrace is the trace of the runs rs kept, and the note on how their
 // ops were timed.
-func runTrace(sess *executor.Session, p *planner.Plan, rs *runState) (*trace.Trace, string) {
-	t := trace.FromRuns(p, rs.runs)
+func runTrace(sess *executor.Session, p *planner.Plan, rs *executor.Report) (*trace.Trace, string) {
+	t := trace.FromRuns(p, rs.Traced[0])
 	note := timingNote(sess, t)
-	t.Figures.WholeReplays = len(rs.whole) > 0
-	t.Figures.Replays, t.Figures.ReplayTiming = rs.whole, rs.wholeTiming
-	if l := sess.RunLog(); rs.auto && l.CapturedAfter > 0 {
+	t.Figures.WholeReplays = len(rs.Whole) > 0
+	t.Figures.Replays, t.Figures.ReplayTiming = rs.Whole, rs.WholeTiming
+	if l := rs.Log; l.CapturedAfter > 0 {
 		t.Figures.Runs = l.String()
 	}
 	return t, note

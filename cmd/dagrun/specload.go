@@ -4,10 +4,12 @@ package main
 // loader's file options.
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/dagrun/dagrun/spec"
 )
@@ -26,6 +28,7 @@ type specFiles struct {
 	allow   []string      // --allow-path: directories a spec may read and write beyond its own tree
 	saveDir string        // --save-dir: where relative save paths go
 	baseDir string        // where relative paths resolve for a spec from standard input
+	set     paramValues   // --set name=value: the spec's parameters
 	extra   []spec.Option // more options: a rank's (ranks.go)
 }
 
@@ -35,6 +38,42 @@ type specFiles struct {
 func (o *specFiles) addFlags(fs *flag.FlagSet) {
 	fs.Var((*multiFlag)(&o.allow), "allow-path", "")
 	fs.StringVar(&o.saveDir, "save-dir", "", "")
+	fs.Var(&o.set, "set", "")
+}
+
+// paramValues are --set's values, in the order given; a later one for a
+// name wins.
+type paramValues []struct {
+	name  string
+	value int64
+}
+
+func (p *paramValues) String() string {
+	var parts []string
+	for _, v := range *p {
+		parts = append(parts, fmt.Sprintf("%s=%d", v.name, v.value))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (p *paramValues) Set(s string) error {
+	name, text, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return errors.New("write NAME=VALUE, for example --set T=512")
+	}
+	if strings.Contains(text, ",") {
+		return fmt.Errorf("%s: give one value (a list of values, one session per shape, is not supported yet)", name)
+	}
+	v, err := spec.ParseSize(strings.TrimSpace(text))
+	if err != nil {
+		return fmt.Errorf("%s: %q is not a whole number", name, text)
+	}
+	*p = append(*p, struct {
+		name  string
+		value int64
+	}{name, v})
+	return nil
 }
 
 // loaderOptions are o as the spec loader's options.
@@ -45,6 +84,9 @@ func loaderOptions(o specFiles) []spec.Option {
 	}
 	if o.baseDir != "" {
 		opts = append(opts, spec.WithBaseDir(o.baseDir))
+	}
+	for _, v := range o.set {
+		opts = append(opts, spec.WithParam(v.name, v.value))
 	}
 	return append(opts, o.extra...)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/dagrun/dagrun/spec"
 	"io"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ Flags:
 	                 and warning as {file, line, column, op, message, hint}
 	-o FILE          write the results to FILE instead of standard output
 	                 (text problems still go to standard error)
+	--set NAME=VALUE give the spec's parameter NAME this value (more than once for several)
 	--allow-path DIR let the specs read and write files under DIR too
 	                 (repeatable)
 	--save-dir DIR   check save paths as dagrun run --save-dir DIR would
@@ -56,6 +58,9 @@ func (c *cli) validate(args []string) error {
 	if err != nil {
 		return err
 	}
+	// validate answers for every value of the parameters, not only the
+	// ones given.
+	files.extra = append(files.extra, spec.CheckParamRange())
 	if len(specs) == 0 {
 		return usagef("give at least one spec file (- for standard input)")
 	}

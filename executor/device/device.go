@@ -3,20 +3,24 @@
 // sits between database/sql and its drivers: the executor is their only
 // consumer, and a backend imports this package (and dag) and nothing higher.
 //
-// This file is the whole contract. Backend and Session are what every
-// backend implements; every other interface here is a capability a backend
-// may offer, which the executor finds by a type assertion and does
-// without where it is missing, and which a backend asserts at compile
-// time (var _ device.Capturer = (*Session)(nil)):
+// The package is the whole contract. Backend and Session are what every
+// backend implements; every other interface is a capability a backend
+// may offer, which its consumers (the executor, the command line) find by
+// a type assertion and do without where it is missing, and which a
+// backend asserts at compile time (var _ device.Capturer = (*Session)(nil)):
 //
 //   - submission: Submitter (many steps in one call)
-//   - profiling: Timer, ReplayTimer, TimingSourcer
+//   - profiling: Timer, ReplayTimer, TimingSourcer, OpCounter
 //   - capture: Capturer; between runs: Writer
-//   - admission: Memory, HostBacked; opening: HostPreparer
+//   - memory: Memory, HostBacked (admission), HostPreparer (opening),
+//     ArenaUser, HighWaterer (temporaries)
+//   - the machine: Describer, Topologist
 //   - worlds: Joiner, UniqueIDer, CollectiveTimeouter
 //   - external events: ExternalEvents
 //   - fault injection: Delayer, Failer, BodyFailer
-//   - loops and branches: Controller
+//   - loops and branches: Controller; what bodies may hold: BodyChecker
+//
+// Package devicetest checks a backend against this contract.
 //
 // A Backend is a device runtime, opened once and shared: it keeps what is
 // costly to make (a CUDA primary context, loaded modules, NVRTC, memory
@@ -45,9 +49,8 @@ type Backend interface {
 
 // Session runs the steps of plans over one graph. Streams and events are
 // numbered densely from 0 in the order they are created. Calls come from
-// one goroutine (Close may come from another); Run, Record and Wait only
-// enqueue work and may return before it is done. Errors about one op are
-// *dag.OpError values.
+// one goroutine at a time; Run, Record and Wait only enqueue work and may
+// return before it is done. Errors about one op are *dag.OpError values.
 type Session interface {
 	// NewStream creates the next stream, on device, with priority (higher first).
 	NewStream(device int, priority dag.Priority) error
@@ -65,16 +68,20 @@ type Session interface {
 	// Run enqueues op on stream.
 	Run(stream int, op *dag.Op) error
 	// Sync waits until all enqueued work is done and reports the first error
-	// it raised; an op's failure makes the session skip the work after it.
+	// it raised; an op's failure makes the session skip the work after it
+	// that it still can (a device may run the kernels already queued after
+	// a failed host step), so a failed run leaves its buffers undefined.
 	// When ctx ends first it abandons the work and returns ctx.Err(). Either
 	// way nothing is running when Sync returns, and the session takes the
 	// next run.
 	Sync(ctx context.Context) error
 	// Read returns the contents of a persistent buffer; call it after Sync.
 	Read(b *dag.Buffer) ([]byte, error)
-	// Close releases exactly what this session holds. It may be called from
-	// another goroutine while a run is in flight: submission stops, work
-	// already queued drains, and the run returns an error.
+	// Close releases exactly what this session holds, once the work
+	// already queued drains; the calls after it fail. The executor calls it
+	// when no other call of the session is in flight (it ends a run in
+	// flight through the run's context first), so a backend need not take
+	// it from another goroutine during Run or Sync (the cpu backend does).
 	Close() error
 }
 
@@ -253,6 +260,37 @@ type HostBacked interface{ DevicesInHostMemory() bool }
 // Open of g takes what was made; release drops it if no Open will.
 type HostPreparer interface {
 	PrepareHost(g *dag.Graph) (release func())
+}
+
+// ArenaUser is implemented by sessions that can place temporaries in
+// arenas the plan packed (planner.Plan.Memory) instead of allocating each.
+type ArenaUser interface {
+	// UseArenas allocates one arena of arenas[m] bytes for each memory m
+	// (a device ordinal, planner.PinnedMemory or planner.PageableMemory)
+	// and places each temporary buffer b at offsets[b.ID] of its memory's
+	// arena; its Alloc and Free ops then do nothing. It is called once,
+	// before the session runs anything.
+	UseArenas(arenas map[int]int64, offsets []int64) error
+}
+
+// HighWaterer is implemented by sessions that measure their temporaries'
+// memory.
+type HighWaterer interface {
+	// MemoryHighWater returns, by memory (a device ordinal,
+	// planner.PinnedMemory or planner.PageableMemory), the most bytes the
+	// temporaries held at once since the session opened: an arena's size
+	// where arenas hold them, else the most allocated and not yet freed at
+	// once. A memory it did not measure is absent; nil when it measured
+	// none.
+	MemoryHighWater() map[int]int64
+}
+
+// OpCounter is implemented by sessions that count the ops they have run
+// (the cpu backend), from which a long run's progress is drawn.
+type OpCounter interface {
+	// OpsDone is how many ops the session has run since it opened; it may
+	// be called from any goroutine while a run is in flight.
+	OpsDone() int64
 }
 
 // World is a session's place among the ranks of a program whose

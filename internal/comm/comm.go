@@ -330,7 +330,8 @@ func (c *Comm) Finish(ctx context.Context) error {
 }
 
 // Close releases the communicator. Rank 0 waits (up to the timeout) for the
-// others to close first, since their messages pass through it.
+// others to close first, since their messages pass through it; once the
+// world has failed it does not wait.
 func (c *Comm) Close() error {
 	c.mu.Lock()
 	if c.closed {

@@ -375,3 +375,20 @@ func TestDiscover(t *testing.T) {
 	_, err = Explicit(0, 0, func(string) string { return "" })
 	assert.Error(t, err)
 }
+
+// A rank that stalls costs rank 0 one timeout, not one for the collective
+// and another for Close: once the world has failed, nothing is left to
+// forward and Close does not wait for the stalled rank.
+func TestStalledRankOneTimeout(t *testing.T) {
+	const timeout = 2 * time.Second
+	comms, errs := tcpWorld(t, 2, timeout, nil)
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+	defer comms[1].Close() // rank 1 stalls: it calls nothing until the end
+	start := time.Now()
+	err := comms[0].AllReduce(t.Context(), make([]byte, 8), dag.F32, dag.Sum)
+	require.ErrorIs(t, err, ErrTimeout)
+	comms[0].Close()
+	assert.Less(t, time.Since(start), timeout+timeout/2, "rank 0 waited for the stalled rank again in Close")
+}

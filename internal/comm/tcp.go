@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -40,6 +39,7 @@ const (
 	kindWelcome   = 5
 	kindChallenge = 6
 	kindSequence  = 7
+	kindBusy      = 8 // rank 0 had no room: dial again
 
 	headerLen = 17
 	// maxHello bounds the one frame a connection may send before it is
@@ -55,12 +55,7 @@ const (
 	// grows only as its bytes arrive.
 	maxSequence = 1 << 30
 	maxFrame    = 1 << 36 // bytes of one message: larger claims are a broken peer
-	// maxPending bounds the connections whose hello is awaited, and
-	// helloTimeout (or a quarter of the rank timeout, if shorter) how long
-	// each may stay silent.
-	maxPending   = 64
-	helloTimeout = 10 * time.Second
-	magic        = "dagrun-comm/2"
+	magic       = "dagrun-comm/2"
 )
 
 type hello struct {
@@ -150,52 +145,9 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	arrivals := make(chan arrival)
 	stop := make(chan struct{})
 	var acceptors sync.WaitGroup
-	var pmu sync.Mutex
-	pending := map[net.Conn]bool{} // connections whose hello is being read
-	var refused atomic.Int64       // connections that failed authentication
-	acceptors.Add(1)
-	go func() {
-		defer acceptors.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return // the listener is closed when the rendezvous ends
-			}
-			pmu.Lock()
-			full := len(pending) >= maxPending
-			if !full {
-				pending[conn] = true
-			}
-			pmu.Unlock()
-			if full {
-				conn.Close() // a flood of connections: the real ranks retry
-				continue
-			}
-			acceptors.Add(1)
-			go func() {
-				defer acceptors.Done()
-				a, err := greet(conn, cfg.Secret, min(helloTimeout, timeout/4, time.Until(deadline)))
-				pmu.Lock()
-				delete(pending, conn)
-				conn.SetDeadline(time.Time{})
-				pmu.Unlock()
-				if err != nil {
-					// Not a rank of this job: close without an answer, so
-					// that a stranger learns nothing.
-					if errors.Is(err, errAuth) {
-						refused.Add(1)
-					}
-					conn.Close()
-					return
-				}
-				select {
-				case arrivals <- a:
-				case <-stop:
-					conn.Close()
-				}
-			}()
-		}
-	}()
+	d := newDoor()
+	wait := func() time.Duration { return min(helloTimeout, timeout/4, time.Until(deadline)) }
+	acceptors.Go(func() { d.accept(ln, cfg.Secret, wait, arrivals, stop, &acceptors) })
 	conns := make([]net.Conn, cfg.World)
 	readers := make([]*bufio.Reader, cfg.World)
 	links := make([]*link, cfg.World)
@@ -243,10 +195,7 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 					missing = append(missing, strconv.Itoa(r))
 				}
 			}
-			hint := ""
-			if n := refused.Load(); n > 0 {
-				hint = fmt.Sprintf("; %d connection%s failed authentication (is %s the same on every rank?)", n, plural(int(n)), SecretEnv)
-			}
+			hint := d.hint(where)
 			failure = rendezvousErr(0, -1, ErrRendezvous, "rank%s %s of %d did not reach the rendezvous at %s within %s (are they running, with MASTER_ADDR and DAGRUN_PORT pointing at rank 0?)%s",
 				plural(len(missing)), strings.Join(missing, ", "), cfg.World, where, timeout, hint)
 		case <-ctx.Done():
@@ -255,11 +204,7 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	}
 	close(stop)
 	ln.Close()
-	pmu.Lock()
-	for c := range pending {
-		c.SetDeadline(time.Now()) // a hello still coming is too late
-	}
-	pmu.Unlock()
+	d.shut()
 	if failure == nil {
 		failure = compareRanks(cfg, conns, readers, links, hashes, deadline)
 	}
@@ -291,17 +236,24 @@ func rendezvousRoot(ctx context.Context, cfg Config) (*Comm, error) {
 	return cm, nil
 }
 
-// greet sends conn a nonce and reads its hello, which must be
-// authenticated by the secret over both nonces, within wait.
-func greet(conn net.Conn, secret []byte, wait time.Duration) (arrival, error) {
+// greet sends w's connection a nonce and reads its hello, which must be
+// authenticated by the secret over both nonces, within the connection's
+// deadline (which the door sets).
+func greet(d *door, w *waiting, secret []byte) (arrival, error) {
+	conn := w.conn
 	a := arrival{conn: conn, rd: bufio.NewReaderSize(conn, maxHello)}
-	conn.SetDeadline(time.Now().Add(wait))
 	nonce := make([]byte, nonceLen)
 	rand.Read(nonce)
 	hb := encodeHeader(header{kind: kindChallenge, length: nonceLen})
 	bufs := net.Buffers{hb[:], nonce}
 	if _, err := bufs.WriteTo(conn); err != nil {
 		return a, err
+	}
+	if _, err := a.rd.Peek(1); err != nil {
+		return a, err
+	}
+	if !d.speak(w) {
+		return a, errBusy
 	}
 	l, h, err := readHello(a.rd, secret, nonce)
 	a.l, a.h = l, h
@@ -397,16 +349,19 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 			}
 		}()
 	}
-	var conn net.Conn
-	var rd *bufio.Reader
 	var last error
+	turnedAway := 0
 	rootNonce := make([]byte, nonceLen)
 	d := net.Dialer{}
-	// Dial until rank 0 greets this connection: it may not listen yet, or
-	// may have turned the connection away while busy with others.
-	for conn == nil {
+	// Dial until rank 0 lets this rank in: it may not listen yet, or may
+	// have turned the connection away while busy with others.
+	for {
 		left := time.Until(deadline)
 		if left <= 0 {
+			if errors.Is(last, errBusy) {
+				return nil, rendezvousErr(cfg.Rank, 0, ErrRendezvous, "rank 0 at %s turned this rank away %d time%s within %s: it had no room among connections that did not say who they are (is something else holding connections to rank 0's port open?)",
+					cfg.Addr, turnedAway, plural(turnedAway), timeout)
+			}
 			return nil, rendezvousErr(cfg.Rank, 0, ErrRendezvous, "rank 0 did not answer at %s within %s: %v (is it running? MASTER_ADDR and DAGRUN_PORT must name it)",
 				cfg.Addr, timeout, last)
 		}
@@ -414,13 +369,19 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 		c, err := d.DialContext(dctx, "tcp", cfg.Addr)
 		cancel()
 		if err == nil {
-			rd = bufio.NewReader(c)
+			rd := bufio.NewReader(c)
 			if err = readChallenge(c, rd, rootNonce, deadline); err == nil {
-				conn = c
-				break
+				cm, jerr := join(ctx, cfg, c, rd, rootNonce, timeout)
+				if !errors.Is(jerr, errBusy) {
+					return cm, jerr
+				}
+				err = jerr
+			} else {
+				c.Close()
 			}
-			c.Close()
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+			if errors.Is(err, errBusy) {
+				turnedAway++
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
 				return nil, rendezvousErr(cfg.Rank, 0, ErrRendezvous, "rank 0 at %s did not greet this rank: %v (is a dagrun of this version listening there?)", cfg.Addr, err)
 			}
 		}
@@ -434,6 +395,12 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 			return nil, rendezvousErr(cfg.Rank, 0, ctx.Err(), "%v", ctx.Err())
 		}
 	}
+}
+
+// join sends rank 0 this rank's hello and collective sequence on conn,
+// whose challenge was rootNonce, and reads rank 0's welcome. errBusy: rank 0
+// had no room for the connection, which is closed; dial again.
+func join(ctx context.Context, cfg Config, conn net.Conn, rd *bufio.Reader, rootNonce []byte, timeout time.Duration) (*Comm, error) {
 	fail := func(format string, a ...any) (*Comm, error) {
 		conn.Close()
 		return nil, rendezvousErr(cfg.Rank, 0, ErrRendezvous, format, a...)
@@ -448,18 +415,26 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 		return fail("%v", err)
 	}
 	conn.SetWriteDeadline(time.Now().Add(timeout))
-	if err := l.write(conn, header{kind: kindHello}, append(nonce, hj...)); err != nil {
-		return fail("sending to rank 0 at %s: %v", cfg.Addr, err)
-	}
+	err = l.write(conn, header{kind: kindHello}, append(nonce, hj...))
 	// The sequence goes in a frame of its own: the hello stays small enough
 	// to be read before it is authenticated.
-	if err := writeJSON(conn, l, kindSequence, cfg.Sequence); err != nil {
+	if err == nil {
+		err = writeJSON(conn, l, kindSequence, cfg.Sequence)
+	}
+	if err != nil {
+		if answeredBusy(conn, rd, time.Now().Add(time.Second)) {
+			conn.Close()
+			return nil, errBusy
+		}
 		return fail("sending to rank 0 at %s: %v", cfg.Addr, err)
 	}
 	conn.SetWriteDeadline(time.Time{})
 	// Rank 0 answers when every rank is in, or at its own timeout, which
 	// started before this rank connected.
-	conn.SetReadDeadline(time.Now().Add(timeout + 5*time.Second))
+	if answeredBusy(conn, rd, time.Now().Add(timeout+5*time.Second)) {
+		conn.Close()
+		return nil, errBusy
+	}
 	var w welcome
 	if err := readJSON(rd, l, kindWelcome, maxWelcome, &w); err != nil {
 		if ctx.Err() != nil {
@@ -488,6 +463,15 @@ func rendezvousPeer(ctx context.Context, cfg Config) (*Comm, error) {
 	return cm, nil
 }
 
+// answeredBusy reports whether rank 0's next frame on conn, awaited until
+// deadline, says it had no room for this connection. The frame stays
+// unread otherwise.
+func answeredBusy(conn net.Conn, rd *bufio.Reader, deadline time.Time) bool {
+	conn.SetReadDeadline(deadline)
+	hb, err := rd.Peek(headerLen)
+	return err == nil && decodeHeader(hb).kind == kindBusy
+}
+
 // readChallenge reads rank 0's greeting, the nonce its hello must be
 // keyed over.
 func readChallenge(c net.Conn, rd *bufio.Reader, nonce []byte, deadline time.Time) error {
@@ -497,7 +481,9 @@ func readChallenge(c net.Conn, rd *bufio.Reader, nonce []byte, deadline time.Tim
 	if _, err := io.ReadFull(rd, hb[:]); err != nil {
 		return err
 	}
-	if h := decodeHeader(hb[:]); h.kind != kindChallenge || h.length != nonceLen {
+	if h := decodeHeader(hb[:]); h.kind == kindBusy {
+		return errBusy
+	} else if h.kind != kindChallenge || h.length != nonceLen {
 		return fmt.Errorf("not a dagrun rendezvous of this version (kind %d, %d bytes)", h.kind, h.length)
 	}
 	_, err := io.ReadFull(rd, nonce)

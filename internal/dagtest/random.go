@@ -32,6 +32,12 @@ type Config struct {
 	// Memset2D adds 2-D memsets: strided rows of a buffer, whose
 	// dependencies come from their bounding ranges (dag.Memset2DSpec).
 	Memset2D bool
+	// Handoffs (with Temporaries) retires a temporary, now and then, by
+	// copying all of it into an unused temporary of its size and memory:
+	// one op is then the last use of one temporary and the first use of
+	// another, the case where an arena may reuse bytes only if that op
+	// uses neither while the other holds them.
+	Handoffs bool
 }
 
 // maxBound keeps every element's magnitude below it, so float results stay
@@ -252,6 +258,9 @@ func (gen *generator) retire() {
 		return
 	}
 	t := lives[gen.r.IntN(len(lives))]
+	if gen.cfg.Handoffs && gen.r.IntN(2) == 0 && gen.handoff(t) {
+		return
+	}
 	n := gen.length(t.elems())
 	if dst := gen.pick(n, func(b *buffer) bool { return !b.Temporary }); dst != nil {
 		gen.copyInto(dst, gen.view(dst, n), t, gen.view(t, n))
@@ -260,6 +269,32 @@ func (gen *generator) retire() {
 	if t.explicit {
 		gen.emit(gen.b.Free(t.Buffer))
 	}
+}
+
+// handoff retires t by copying all of it into an unused temporary of its
+// size in its memory, which that copy makes live (no fill first), and
+// reports whether there was one.
+func (gen *generator) handoff(t *buffer) bool {
+	var next *buffer
+	for _, b := range gen.bufs {
+		if b != t && b.Temporary && b.life == unused && b.Size == t.Size && b.Placement == t.Placement && b.Device == t.Device {
+			next = b
+			break
+		}
+	}
+	if next == nil {
+		return false
+	}
+	next.life = live
+	if next.explicit {
+		gen.emit(gen.b.Alloc(next.Buffer))
+	}
+	gen.copyInto(next, next.All(), t, t.All())
+	t.life = retired
+	if t.explicit {
+		gen.emit(gen.b.Free(t.Buffer))
+	}
+	return true
 }
 
 // length is a random element count for a view of a buffer of elems elements.

@@ -1,0 +1,140 @@
+package devicetest
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
+)
+
+// capture: what is submitted between BeginCapture and EndCapture is
+// recorded, not run; each launch replays it whole, its forked stream
+// joined back so that the origin's next op follows it; UpdateGraph swaps
+// in a fresh capture.
+func (s *suite) capture(t *testing.T) {
+	var x, y *dag.Buffer
+	var fill, spin, axpy2, axpy3, scale *dag.Op
+	g := build(t, func(b *dag.Builder) {
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		fill = b.Fill(x.All(), 1)
+		spin = b.Launch(dag.Spin, one, one, float64(spinUS))
+		axpy2 = b.Launch(dag.Axpy, one, dag.Threads(4), y, x, float32(2))
+		axpy3 = b.Launch(dag.Axpy, one, dag.Threads(4), y, x, float32(3))
+		scale = b.Launch(dag.Scale, one, dag.Threads(4), y, float32(10))
+	})
+	ds := s.session(t, g, 2, 1)
+	c := capability[device.Capturer](t, ds)
+	record := func(axpy *dag.Op) int {
+		t.Helper()
+		require.NoError(t, c.BeginCapture(0))
+		require.NoError(t, ds.Run(0, fill))
+		require.NoError(t, ds.Record(0, 0))
+		require.NoError(t, ds.Wait(1, 0)) // fork: stream 1 follows the fill
+		require.NoError(t, ds.Run(1, spin))
+		require.NoError(t, ds.Run(1, axpy)) // EndCapture joins stream 1 back
+		id, err := c.EndCapture(0)
+		require.NoError(t, err)
+		return id
+	}
+	graph := record(axpy2)
+	require.NoError(t, s.sync(t, ds))
+	assert.Equal(t, repeat(0, 4), readF32(t, ds, y), "a capture runs nothing")
+
+	require.NoError(t, c.Instantiate(graph))
+	for range 3 {
+		require.NoError(t, c.LaunchGraph(graph, 0))
+	}
+	require.NoError(t, ds.Run(0, scale))
+	require.NoError(t, s.sync(t, ds))
+	assert.Equal(t, repeat(60, 4), readF32(t, ds, y), "three replays add 2 each, then the origin's scale by 10 follows the joined stream")
+
+	fresh := record(axpy3)
+	inPlace, err := c.UpdateGraph(graph, fresh)
+	require.NoError(t, err)
+	t.Logf("UpdateGraph in place: %v", inPlace)
+	require.NoError(t, c.LaunchGraph(graph, 0))
+	require.NoError(t, s.sync(t, ds))
+	assert.Equal(t, repeat(63, 4), readF32(t, ds, y), "the updated graph adds 3")
+	require.NoError(t, c.DestroyGraph(graph))
+}
+
+// bodies: a loop's body, given by SetBodies on an entry stream and a
+// stream it forks to, runs while its flag is set; the loop's stream
+// follows the body's last pass, joined back on the entry stream.
+func (s *suite) bodies(t *testing.T) {
+	var x, sum, flag, out *dag.Buffer
+	var loop, cp *dag.Op
+	g := build(t, func(b *dag.Builder) {
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
+		sum = b.Buffer("sum", 4, dag.OnDevice(0), dag.Of(dag.F32))
+		flag = b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Value(1))
+		out = b.Buffer("out", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		loop = b.While(flag.All(), func(body *dag.Builder) {
+			body.Launch(dag.Scale, one, dag.Threads(4), x, float32(0.5))
+			body.Launch(dag.Spin, one, one, float64(spinUS/4))
+			body.Launch(dag.ReduceSum, one, one, sum, x)
+			body.Launch(dag.SetFlag, one, one, flag, sum, 0.3)
+		})
+		loop.Control.Max = 100
+		cp = b.Copy(out.All(), x.All())
+	})
+	ds := s.session(t, g, 3, 2)
+	ctl := capability[device.Controller](t, ds)
+	ops := loop.Control.Body.Ops
+	require.Len(t, ops, 4)
+	run := func(stream int, op *dag.Op) device.Step {
+		return device.Step{Kind: device.RunStep, Stream: stream, Op: op}
+	}
+	require.NoError(t, ctl.SetBodies(loop, [][]device.Step{{
+		run(1, ops[0]), // the entry stream
+		{Kind: device.RecordStep, Stream: 1, Event: 0},
+		{Kind: device.WaitStep, Stream: 2, Event: 0},
+		run(2, ops[1]),
+		run(2, ops[2]),
+		{Kind: device.RecordStep, Stream: 2, Event: 1},
+		{Kind: device.WaitStep, Stream: 1, Event: 1},
+		run(1, ops[3]),
+	}}))
+	require.NoError(t, ds.Run(0, loop))
+	require.NoError(t, ds.Run(0, cp))
+	require.NoError(t, s.sync(t, ds))
+	// x halves until its sum, 4x, is at most 0.3: four passes.
+	assert.Equal(t, repeat(0.0625, 4), readF32(t, ds, x))
+	assert.Equal(t, []float32{0.25}, readF32(t, ds, sum))
+	assert.Equal(t, repeat(0.0625, 4), readF32(t, ds, out), "the copy after the loop follows its last pass")
+	data, err := ds.Read(flag)
+	require.NoError(t, err)
+	assert.Zero(t, binary.LittleEndian.Uint32(data), "the flag the last pass cleared")
+}
+
+// loopMax: a loop whose flag stays set fails once it has run its Max
+// passes, with a *dag.OpError naming the loop.
+func (s *suite) loopMax(t *testing.T) {
+	var x, flag *dag.Buffer
+	var loop *dag.Op
+	g := build(t, func(b *dag.Builder) {
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
+		flag = b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Value(1))
+		loop = b.While(flag.All(), func(body *dag.Builder) {
+			body.Launch(dag.Scale, one, dag.Threads(4), x, float32(2))
+		})
+		loop.Name = "forever"
+		loop.Control.Max = 3
+	})
+	ds := s.session(t, g, 2, 0)
+	ctl := capability[device.Controller](t, ds)
+	require.NoError(t, ctl.SetBodies(loop, [][]device.Step{{{Kind: device.RunStep, Stream: 1, Op: loop.Control.Body.Ops[0]}}}))
+	require.NoError(t, ds.Run(0, loop))
+	err := s.sync(t, ds)
+	require.Error(t, err)
+	oe, ok := errors.AsType[*dag.OpError](err)
+	require.True(t, ok, "Sync's error %v is a *dag.OpError", err)
+	assert.Equal(t, "forever", oe.Op)
+	assert.Equal(t, repeat(8, 4), readF32(t, ds, x), "three passes ran")
+}
