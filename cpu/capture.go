@@ -265,9 +265,21 @@ func (cp *capturer) checkVariant(op *dag.Op) error {
 	return nil
 }
 
+// WriteHost is Write for a host buffer while work runs: the caller (the
+// executor) has made sure no work in flight uses buf.
+func (b *Session) WriteHost(buf *dag.Buffer, data []byte) error {
+	if buf != nil && !buf.Placement.Host() {
+		return fmt.Errorf("cpu: WriteHost: buffer %q is device memory", buf.Name)
+	}
+	return b.write(buf, data, true)
+}
+
 // Write replaces the contents of persistent buffer buf with data, which
 // must be buf's size; call it after Sync.
-func (b *Session) Write(buf *dag.Buffer, data []byte) error {
+func (b *Session) Write(buf *dag.Buffer, data []byte) error { return b.write(buf, data, false) }
+
+// write is Write; beside lets it write while work runs.
+func (b *Session) write(buf *dag.Buffer, data []byte, beside bool) error {
 	b.sched.mu.Lock()
 	defer b.sched.mu.Unlock()
 	if err := b.sched.usable(); err != nil {
@@ -280,7 +292,7 @@ func (b *Session) Write(buf *dag.Buffer, data []byte) error {
 		return fmt.Errorf("cpu: Write: buffer %q is temporary; it lives only inside a run (write a persistent buffer and copy it in)", buf.Name)
 	case int64(len(data)) != buf.Size:
 		return fmt.Errorf("cpu: Write: %d bytes for buffer %q of %d bytes: write the whole buffer", len(data), buf.Name, buf.Size)
-	case b.sched.pending > 0:
+	case b.sched.pending > 0 && !beside:
 		return fmt.Errorf("cpu: Write: buffer %q: %w; call Sync first", buf.Name, device.ErrBusy)
 	}
 	copy(b.memory.mem[buf.ID], data)

@@ -87,7 +87,7 @@ func TestCaptureProtocol(t *testing.T) {
 
 	// Ops that are not variants of the graph's are refused.
 	other := build(t, func(b *dag.Builder) {
-		z := b.Buffer("z", 16, dag.OnDevice(0))
+		z := b.Buffer("z", 16, dag.OnDevice(0), dag.Zeros())
 		b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(4), z, 0.0)
 	})
 	assert.ErrorContains(t, be.Run(0, other.Ops[0]), "nor a variant")

@@ -21,11 +21,11 @@ import (
 func TestRunCollective(t *testing.T) {
 	const world = 3
 	b := dag.New()
-	g := b.Buffer("g", 16, dag.Of(dag.F32))
-	part := b.Buffer("part", 8, dag.Of(dag.I32))
-	all := b.Buffer("all", 24, dag.Of(dag.I32))
-	shard := b.Buffer("shard", 8, dag.Of(dag.F64))
-	big := b.Buffer("big", 24, dag.Of(dag.F64))
+	g := b.Buffer("g", 16, dag.Of(dag.F32), dag.Zeros())
+	part := b.Buffer("part", 8, dag.Of(dag.I32), dag.Zeros())
+	all := b.Buffer("all", 24, dag.Of(dag.I32), dag.Zeros())
+	shard := b.Buffer("shard", 8, dag.Of(dag.F64), dag.Zeros())
+	big := b.Buffer("big", 24, dag.Of(dag.F64), dag.Zeros())
 	b.AllReduce(g.All(), dag.Avg).Named("avg")
 	b.AllGather(part.All(), all.All()).Named("gather")
 	b.ReduceScatter(big.All(), shard.All(), dag.Max).Named("scatter")
@@ -96,7 +96,7 @@ func TestRunCollective(t *testing.T) {
 
 func TestJoin(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 16, dag.Of(dag.F32))
+	x := b.Buffer("x", 16, dag.Of(dag.F32), dag.Zeros())
 	b.AllReduce(x.All(), dag.Sum)
 	g, err := b.Build()
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ const loopElems = 1024
 func halving(n, max int) func(b *dag.Builder) {
 	return func(b *dag.Builder) {
 		x := b.Buffer("x", 4*loopElems, dag.Value(1))
-		y := b.Buffer("y", 4*loopElems)
+		y := b.Buffer("y", 4*loopElems, dag.Zeros())
 		c := dagtest.NewCounter(b, "flag", n)
 		c.Arm(b)
 		b.While(c.Flag.All(), func(body *dag.Builder) {
@@ -31,7 +31,7 @@ func halving(n, max int) func(b *dag.Builder) {
 				body.Launch(dag.Scale, dag.Grid1(1), dag.Threads(256), x.Slice(q*loopElems, loopElems), 0.5)
 			}
 			c.Step(body)
-		}).Named("halve").Control.Max = int64(max)
+		}, dag.AtMost(int64(max))).Named("halve")
 		b.Copy(y.All(), x.All()).Named("after")
 	}
 }
@@ -88,7 +88,7 @@ func TestIfElse(t *testing.T) {
 	for _, set := range []bool{true, false} {
 		g := build(t, func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.Value(1))
-			flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+			flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 			v := 0.0
 			if set {
 				v = 1
@@ -114,7 +114,7 @@ func TestIfElse(t *testing.T) {
 func TestNestedLoops(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 64, dag.Value(1))
-		hits := b.Buffer("hits", 64)
+		hits := b.Buffer("hits", 64, dag.Zeros())
 		outer := dagtest.NewCounter(b, "outer", 3)
 		inner := dagtest.NewCounter(b, "inner", 4)
 		outer.Arm(b)
@@ -123,7 +123,7 @@ func TestNestedLoops(t *testing.T) {
 			ob.While(inner.Flag.All(), func(ib *dag.Builder) {
 				ib.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0)
 				inner.Step(ib)
-			}).Named("inner_loop").Control.Max = 10
+			}, dag.AtMost(10)).Named("inner_loop")
 			ob.If(inner.Flag.All(), func(then *dag.Builder) {
 				then.Fill(hits.All(), -1)
 			}, func(els *dag.Builder) {
@@ -131,7 +131,7 @@ func TestNestedLoops(t *testing.T) {
 				els.Fill(hits.Slice(0, 4), 1)
 			})
 			outer.Step(ob)
-		}).Named("outer_loop").Control.Max = 10
+		}, dag.AtMost(10)).Named("outer_loop")
 	})
 	p := plan(t, g, 4)
 	out := execute(t, p)

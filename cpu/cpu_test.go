@@ -26,7 +26,7 @@ func TestOps(t *testing.T) {
 		want    []byte
 	}{
 		{"iota", func(b *dag.Builder) {
-			b.Launch(dag.Iota, one, four, b.Buffer("out", 16), 2.5)
+			b.Launch(dag.Iota, one, four, b.Buffer("out", 16, dag.Zeros()), 2.5)
 		}, f32Bytes(2.5, 3.5, 4.5, 5.5)},
 		{"iota on a view", func(b *dag.Builder) {
 			out := b.Buffer("out", 24, dag.Zeros())
@@ -50,7 +50,7 @@ func TestOps(t *testing.T) {
 			b.Launch(dag.Axpy, one, one, y, x, 1+e)
 		}, f32Bytes(0)},
 		{"add", func(b *dag.Builder) {
-			c := b.Buffer("out", 8)
+			c := b.Buffer("out", 8, dag.Zeros())
 			x := b.Buffer("a", 8, dag.Contents(f32Bytes(1, 2)))
 			y := b.Buffer("b", 8, dag.Contents(f32Bytes(10, 20)))
 			b.Launch(dag.Add, one, four, c, x, y)
@@ -61,7 +61,7 @@ func TestOps(t *testing.T) {
 			b.Launch(dag.ReduceSum, one, four, out, in)
 		}, f32Bytes(2, 7)},
 		{"matmul", func(b *dag.Builder) {
-			c := b.Buffer("out", 16)
+			c := b.Buffer("out", 16, dag.Zeros())
 			x := b.Buffer("a", 24, dag.Contents(f32Bytes(1, 2, 3, 4, 5, 6)))
 			y := b.Buffer("b", 24, dag.Contents(f32Bytes(7, 8, 9, 10, 11, 12)))
 			b.Launch(dag.Matmul, one, four, c, x, y, 2, 2, 3)
@@ -80,14 +80,14 @@ func TestOps(t *testing.T) {
 			b.Fill(out.Slice(4, 8), -1.5)
 		}, f32Bytes(0, -1.5, -1.5)},
 		{"fill i32", func(b *dag.Builder) {
-			b.Fill(b.Buffer("out", 8, dag.Of(dag.I32)).All(), -3)
+			b.Fill(b.Buffer("out", 8, dag.Of(dag.I32), dag.Zeros()).All(), -3)
 		}, []byte{0xfd, 0xff, 0xff, 0xff, 0xfd, 0xff, 0xff, 0xff}},
 		{"fill u8 view", func(b *dag.Builder) {
 			out := b.Buffer("out", 4, dag.Of(dag.U8), dag.Zeros())
 			b.Fill(out.Slice(1, 2), 9)
 		}, []byte{0, 9, 9, 0}},
 		{"fill f64", func(b *dag.Builder) {
-			b.Fill(b.Buffer("out", 8, dag.Of(dag.F64)).All(), 1.5)
+			b.Fill(b.Buffer("out", 8, dag.Of(dag.F64), dag.Zeros()).All(), 1.5)
 		}, dag.ElemBytes(dag.F64, 1.5)},
 		{"memset2d u8 rows, gaps kept", func(b *dag.Builder) {
 			out := b.Buffer("out", 10, dag.Of(dag.U8), dag.Zeros())
@@ -113,7 +113,7 @@ func TestOps(t *testing.T) {
 		}, []byte{1, 4, 6, 4}},
 		{"temporary", func(b *dag.Builder) {
 			tmp := b.Buffer("tmp", 8, dag.Temporary())
-			out := b.Buffer("out", 8)
+			out := b.Buffer("out", 8, dag.Zeros())
 			b.Launch(dag.Iota, one, one, tmp, 5.0)
 			b.Launch(dag.Scale, one, one, tmp, 2.0)
 			b.Copy(out.All(), tmp.All())
@@ -140,20 +140,20 @@ func TestHazards(t *testing.T) {
 		want    map[string][]byte
 	}{
 		{"read after write", func(b *dag.Builder) {
-			x := b.Buffer("x", 8)
-			out := b.Buffer("out", 8)
+			x := b.Buffer("x", 8, dag.Zeros())
+			out := b.Buffer("out", 8, dag.Zeros())
 			b.Fill(x.All(), 1)
 			b.Launch(dag.Scale, one, one, x, 3.0)
 			b.Copy(out.All(), x.All())
 		}, map[string][]byte{"x": f32Bytes(3, 3), "out": f32Bytes(3, 3)}},
 		{"write after read", func(b *dag.Builder) {
 			x := b.Buffer("x", 8, dag.Value(5))
-			out := b.Buffer("out", 8)
+			out := b.Buffer("out", 8, dag.Zeros())
 			b.Copy(out.All(), x.All())
 			b.Fill(x.All(), 7)
 		}, map[string][]byte{"x": f32Bytes(7, 7), "out": f32Bytes(5, 5)}},
 		{"write after write", func(b *dag.Builder) {
-			x := b.Buffer("x", 8)
+			x := b.Buffer("x", 8, dag.Zeros())
 			b.Fill(x.All(), 1)
 			b.Fill(x.All(), 2)
 		}, map[string][]byte{"x": f32Bytes(2, 2)}},
@@ -165,8 +165,8 @@ func TestHazards(t *testing.T) {
 		}, map[string][]byte{"x": f32Bytes(3, 6, 2, 2)}},
 		{"free after readers", func(b *dag.Builder) {
 			tmp := b.Buffer("tmp", 8, dag.Temporary())
-			x := b.Buffer("x", 8)
-			y := b.Buffer("y", 8)
+			x := b.Buffer("x", 8, dag.Zeros())
+			y := b.Buffer("y", 8, dag.Zeros())
 			b.Alloc(tmp)
 			b.Fill(tmp.All(), 4)
 			b.Copy(x.All(), tmp.All())
@@ -236,7 +236,7 @@ func TestOpErrorNamesTheOp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ran = nil
 			g := build(t, func(b *dag.Builder) {
-				h := b.Buffer("h", 4, dag.PinnedHost())
+				h := b.Buffer("h", 4, dag.PinnedHost(), dag.Zeros())
 				b.Host(note("first"), dag.InOut(h.All())).Named("first")
 				b.Host(tt.fn, dag.InOut(h.All())).Named("boom")
 				b.Host(note("after"), dag.InOut(h.All())).Named("after")
@@ -260,8 +260,8 @@ func TestOpErrorNamesTheOp(t *testing.T) {
 func TestCancel(t *testing.T) {
 	before := runtime.NumGoroutine()
 	g := build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 4)
-		h := b.Buffer("h", 4, dag.PinnedHost())
+		x := b.Buffer("x", 4, dag.Zeros())
+		h := b.Buffer("h", 4, dag.PinnedHost(), dag.Zeros())
 		spin := b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 10e6).Named("spin")
 		b.Fill(x.All(), 1).After(spin)
 		b.Host(func(ctx context.Context, _ [][]byte) error {
@@ -314,7 +314,7 @@ func TestRunTwiceCarriesState(t *testing.T) {
 
 func TestSpans(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 64)
+		x := b.Buffer("x", 64, dag.Zeros())
 		b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(1), x, 0.0)
 		b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 200.0)
 		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0)
@@ -361,7 +361,7 @@ func TestPriorities(t *testing.T) {
 	}
 	started := make(chan string, 16)
 	step := func(b *dag.Builder, name string) *dag.Op {
-		h := b.Buffer("h."+name, 4, dag.PinnedHost())
+		h := b.Buffer("h."+name, 4, dag.PinnedHost(), dag.Zeros())
 		return b.Host(func(context.Context, [][]byte) error {
 			started <- name
 			mu.Lock()
@@ -420,7 +420,7 @@ func TestUnallocatedTemporary(t *testing.T) {
 	var alloc, fill, cp, free *dag.Op
 	g := build(t, func(b *dag.Builder) {
 		tmp := b.Buffer("tmp", 8, dag.Temporary())
-		out := b.Buffer("out", 8)
+		out := b.Buffer("out", 8, dag.Zeros())
 		alloc = b.Alloc(tmp).Named("alloc")
 		fill = b.Fill(tmp.All(), 1).Named("fill")
 		cp = b.Copy(out.All(), tmp.All()).Named("copy")
@@ -496,7 +496,7 @@ func TestRefusesCUDAKernels(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		k := b.Kernel(&dag.Kernel{Name: "saxpy", Source: dag.PTX, Path: "saxpy.ptx",
 			Params: []dag.Param{{Name: "x", Kind: dag.BufferParam, Mode: dag.ReadWrite}}})
-		b.Launch(k, dag.Grid1(1), dag.Grid1(32), b.Buffer("x", 4))
+		b.Launch(k, dag.Grid1(1), dag.Grid1(32), b.Buffer("x", 4, dag.Zeros()))
 	})
 	b := cpu.New()
 	_, err := b.Open(context.Background(), g)
@@ -509,7 +509,7 @@ func TestRefusesCUDAKernels(t *testing.T) {
 func TestLifecycle(t *testing.T) {
 	before := runtime.NumGoroutine()
 	g := build(t, func(b *dag.Builder) {
-		b.Fill(b.Buffer("x", 4).All(), 1)
+		b.Fill(b.Buffer("x", 4, dag.Zeros()).All(), 1)
 	})
 	b := cpu.New(cpu.Workers(3))
 	_, err := b.Open(context.Background(), nil)
@@ -553,7 +553,7 @@ func TestLifecycle(t *testing.T) {
 // to hang).
 func TestZeroBackend(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
-		b.Fill(b.Buffer("x", 4).All(), 2)
+		b.Fill(b.Buffer("x", 4, dag.Zeros()).All(), 2)
 	})
 	var b cpu.Backend
 	s, err := b.OpenSession(context.Background(), g)
@@ -604,7 +604,7 @@ func TestCancelStopsLongGemm(t *testing.T) {
 		f32 := dag.Of(dag.F32)
 		a := bd.Buffer("a", 4*m*k, f32, dag.Value(1))
 		b := bd.Buffer("b", 4*k*n, f32, dag.Value(1))
-		c := bd.Buffer("c", 4*m*n, f32)
+		c := bd.Buffer("c", 4*m*n, f32, dag.Zeros())
 		bd.Gemm(c.All(), a.All(), b.All(), dag.GemmShape{M: m, N: n, K: k})
 	})
 	p := plan(t, g, 1)

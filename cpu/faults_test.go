@@ -18,7 +18,7 @@ import (
 // spinGraph is n spin kernels of us microseconds, each followed by a fill.
 func spinGraph(t *testing.T, n int, us float64) *dag.Graph {
 	bld := dag.New()
-	x := bld.Buffer("x", 16)
+	x := bld.Buffer("x", 16, dag.Zeros())
 	for range n {
 		bld.Launch(dag.Spin, dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 1, Y: 1, Z: 1}, us)
 		bld.Fill(x.All(), 1)
@@ -130,7 +130,7 @@ func TestFreeMemory(t *testing.T) {
 func TestOpenRefusesPersistentBuffersBeyondTheHost(t *testing.T) {
 	for _, size := range []int64{2 << 40, 200 << 40, 1 << 62} {
 		bld := dag.New()
-		big := bld.Buffer("big", size, dag.PinnedHost())
+		big := bld.Buffer("big", size, dag.PinnedHost(), dag.Zeros())
 		bld.Fill(big.All(), 1)
 		g, err := bld.Build()
 		require.NoError(t, err)

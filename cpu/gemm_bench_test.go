@@ -39,7 +39,7 @@ func BenchmarkGemm(b *testing.B) {
 				es := dt.Size()
 				a := bd.Buffer("a", n*n*es, dag.Of(dt), dag.Random(1))
 				x := bd.Buffer("b", n*n*es, dag.Of(dt), dag.Random(2))
-				c := bd.Buffer("c", n*n*es, dag.Of(dt))
+				c := bd.Buffer("c", n*n*es, dag.Of(dt), dag.Zeros())
 				bd.Gemm(c.All(), a.All(), x.All(), dag.GemmShape{M: n, N: n, K: n})
 				g, err := bd.Build()
 				if err != nil {

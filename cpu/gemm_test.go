@@ -210,13 +210,13 @@ func TestGemmPipelineAcrossStreams(t *testing.T) {
 		b1 := bd.Buffer("b1", hd*2, bf, dag.Random(2))
 		w2 := bd.Buffer("w2", hd*d*2, bf, dag.Random(3))
 		in := bd.Buffer("in", chunks*tk*d*2, bf, dag.PinnedHost(), dag.Random(4))
-		out := bd.Buffer("out", chunks*tk*d*2, bf, dag.PinnedHost())
+		out := bd.Buffer("out", chunks*tk*d*2, bf, dag.PinnedHost(), dag.Zeros())
 		var xs, ys [2]*dag.Buffer
 		for i := range 2 {
-			xs[i] = bd.Buffer(fmt.Sprintf("x%d", i), tk*d*2, bf)
-			ys[i] = bd.Buffer(fmt.Sprintf("y%d", i), tk*d*2, bf)
+			xs[i] = bd.Buffer(fmt.Sprintf("x%d", i), tk*d*2, bf, dag.Zeros())
+			ys[i] = bd.Buffer(fmt.Sprintf("y%d", i), tk*d*2, bf, dag.Zeros())
 		}
-		h := bd.Buffer("h", tk*hd*2, bf)
+		h := bd.Buffer("h", tk*hd*2, bf, dag.Zeros())
 		for c := range int64(chunks) {
 			x, y := xs[c%2], ys[c%2]
 			bd.Copy(x.All(), in.Slice(c*tk*d*2, tk*d*2))

@@ -79,7 +79,7 @@ func TestLayerBuiltins(t *testing.T) {
 				return out
 			}},
 		{"add", func(bd *dag.Builder, y, x, _ *dag.Buffer) {
-			c := bd.Buffer("c", y.Size, dag.Of(y.DType))
+			c := bd.Buffer("c", y.Size, dag.Of(y.DType), dag.Zeros())
 			bd.Launch(dag.Add, one, grid, c, x, y)
 			bd.Copy(y.All(), c.All())
 		}, func(x, y0, _ []float64) []float64 {
@@ -152,7 +152,7 @@ func TestGeluMatchesPyTorch(t *testing.T) {
 	want := []float32{-0.0036373, -0.1588080, -0.1542859, 0, 0.3457141, 0.8411920, 2.9963627}
 	g := build(t, func(bd *dag.Builder) {
 		x := bd.Buffer("x", 4*int64(len(in)), dag.Contents(f32Bytes(in...)))
-		bd.Launch(dag.Gelu, dag.Grid1(1), dag.Grid1(8), bd.Buffer("y", x.Size), x)
+		bd.Launch(dag.Gelu, dag.Grid1(1), dag.Grid1(8), bd.Buffer("y", x.Size, dag.Zeros()), x)
 	})
 	got := f32s(execute(t, plan(t, g, 1))["y"])
 	for i := range want {
@@ -167,20 +167,20 @@ func TestHalfBuiltinErrors(t *testing.T) {
 		msg   string
 	}{
 		{"mixed half dtypes", func(bd *dag.Builder) {
-			bd.Launch(dag.Gelu, dag.Grid1(1), dag.Grid1(1), bd.Buffer("y", 8, dag.Of(dag.F16)), bd.Buffer("x", 8, dag.Of(dag.BF16)))
+			bd.Launch(dag.Gelu, dag.Grid1(1), dag.Grid1(1), bd.Buffer("y", 8, dag.Of(dag.F16), dag.Zeros()), bd.Buffer("x", 8, dag.Of(dag.BF16), dag.Zeros()))
 		}, "x is bf16 but another argument is f16"},
 		{"no half variant", func(bd *dag.Builder) {
-			bd.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(1), bd.Buffer("y", 8, dag.Of(dag.F16)), bd.Buffer("x", 8, dag.Of(dag.F16)))
+			bd.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(1), bd.Buffer("y", 8, dag.Of(dag.F16), dag.Zeros()), bd.Buffer("x", 8, dag.Of(dag.F16), dag.Zeros()))
 		}, "reduce_sum works on f32 elements, not f16"},
 		{"bias not a row", func(bd *dag.Builder) {
-			bd.Launch(dag.BiasAdd, dag.Grid1(1), dag.Grid1(1), bd.Buffer("y", 20, dag.Of(dag.BF16)), bd.Buffer("b", 6, dag.Of(dag.BF16)))
+			bd.Launch(dag.BiasAdd, dag.Grid1(1), dag.Grid1(1), bd.Buffer("y", 20, dag.Of(dag.BF16), dag.Zeros()), bd.Buffer("b", 6, dag.Of(dag.BF16), dag.Zeros()))
 		}, "y holds 10 elements, not a whole number of rows of b's 3"},
 		{"softmax cols", func(bd *dag.Builder) {
-			bd.Launch(dag.Softmax, dag.Grid1(1), dag.Grid1(1), bd.Buffer("y", 40), bd.Buffer("x", 40), 3)
+			bd.Launch(dag.Softmax, dag.Grid1(1), dag.Grid1(1), bd.Buffer("y", 40, dag.Zeros()), bd.Buffer("x", 40, dag.Zeros()), 3)
 		}, "x holds 10 elements, not a whole number of rows of 3"},
 		{"odd half view", func(bd *dag.Builder) {
-			y := bd.Buffer("y", 8, dag.Of(dag.F16))
-			bd.Launch(dag.Relu, dag.Grid1(1), dag.Grid1(1), y.Slice(1, 4), bd.Buffer("x", 4, dag.Of(dag.F16)))
+			y := bd.Buffer("y", 8, dag.Of(dag.F16), dag.Zeros())
+			bd.Launch(dag.Relu, dag.Grid1(1), dag.Grid1(1), y.Slice(1, 4), bd.Buffer("x", 4, dag.Of(dag.F16), dag.Zeros()))
 		}, "not a whole number of f16 elements"},
 	}
 	for _, tt := range tests {

@@ -43,7 +43,7 @@ func TestTaskTwin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := build(t, func(b *dag.Builder) {
 				x := b.Buffer("x", 16, dag.OnDevice(0), dag.Contents(f32Bytes(1, 2, 3, 4)))
-				y := b.Buffer("y", 16, dag.OnDevice(0))
+				y := b.Buffer("y", 16, dag.OnDevice(0), dag.Zeros())
 				// A view inside y: the twin's slices alias the views, not the buffers.
 				b.Task("double", enqueueNothing, dag.In(x.Slice(0, 8)), dag.Out(y.Slice(8, 8))).WithCPU(tt.twin)
 				b.Task("tail", enqueueNothing, dag.In(x.Slice(8, 8)), dag.Out(y.Slice(0, 8))).WithCPU(double)
@@ -68,7 +68,7 @@ func TestTaskTwin(t *testing.T) {
 
 func TestTaskWithoutTwinIsRefused(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 16, dag.OnDevice(0))
+		x := b.Buffer("x", 16, dag.OnDevice(0), dag.Zeros())
 		b.Task("library call", enqueueNothing, dag.Out(x.All()))
 	})
 	_, err := cpu.New().Open(context.Background(), g)
@@ -111,7 +111,7 @@ func TestTaskTwinRebind(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 16, dag.OnDevice(0), dag.Contents(f32Bytes(1, 2, 3, 4)))
 		b.Buffer("x2", 16, dag.OnDevice(0), dag.Contents(f32Bytes(5, 6, 7, 8)))
-		y := b.Buffer("y", 16, dag.OnDevice(0))
+		y := b.Buffer("y", 16, dag.OnDevice(0), dag.Zeros())
 		b.Task("double", enqueueNothing, dag.In(x.All()), dag.Out(y.All())).WithCPU(double)
 	})
 	x, x2, y := g.Buffers[0], g.Buffers[1], g.Buffers[2]
@@ -138,7 +138,7 @@ func TestExternalWaitForLaterRecord(t *testing.T) {
 	be := cpu.New()
 	var ran atomic.Bool
 	g := build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 4, dag.OnDevice(0))
+		x := b.Buffer("x", 4, dag.OnDevice(0), dag.Zeros())
 		b.Task("t", enqueueNothing, dag.Out(x.All())).WithCPU(func(context.Context, [][]byte) error { ran.Store(true); return nil })
 	})
 	ctx := context.Background()

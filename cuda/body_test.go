@@ -27,10 +27,10 @@ func TestBodyKinds(t *testing.T) {
 func TestCheckBody(t *testing.T) {
 	host := func(context.Context, [][]byte) error { return nil }
 	b := dag.New()
-	x := b.Buffer("x", 64, dag.OnDevice(0))
-	y := b.Buffer("y", 64, dag.OnDevice(0))
-	h := b.Buffer("h", 64, dag.PinnedHost())
-	flag := b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32))
+	x := b.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
+	y := b.Buffer("y", 64, dag.OnDevice(0), dag.Zeros())
+	h := b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
+	flag := b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
 	b.While(flag.All(), func(body *dag.Builder) {
 		body.Copy(y.All(), x.All()).Named("d2d")
 		body.Copy(h.All(), x.All()).Named("down")

@@ -139,8 +139,8 @@ func (ls loopSession) read(b *dag.Buffer) []byte {
 func halvingLoop(t *testing.T, name string, threshold float64, most int64) (ls loopSession, loop *dag.Op, x, flag *dag.Buffer) {
 	b := gpuBackend(t)
 	g := dag.New()
-	x = g.Buffer("x", 4)
-	flag = g.Buffer("flag", 4, dag.Of(dag.I32))
+	x = g.Buffer("x", 4, dag.Zeros())
+	flag = g.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	g.Kernel(halveKernel)
 	var halve *dag.Op
 	loop = g.While(flag.All(), func(body *dag.Builder) {
@@ -218,10 +218,10 @@ func TestWhileMaxGPU(t *testing.T) {
 func TestIfElseAndNestingGPU(t *testing.T) {
 	b := gpuBackend(t)
 	g := dag.New()
-	n := g.Buffer("n", 4, dag.Of(dag.I32))
-	flag := g.Buffer("flag", 4, dag.Of(dag.I32))
-	pick := g.Buffer("pick", 4, dag.Of(dag.I32))
-	y := g.Buffer("y", 8)
+	n := g.Buffer("n", 4, dag.Of(dag.I32), dag.Zeros())
+	flag := g.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
+	pick := g.Buffer("pick", 4, dag.Of(dag.I32), dag.Zeros())
+	y := g.Buffer("y", 8, dag.Zeros())
 	g.Kernel(decKernel)
 	var dec, branch, thenFill, elseFill *dag.Op
 	loop := g.While(flag.All(), func(body *dag.Builder) {
@@ -279,9 +279,9 @@ func BenchmarkWhileGPU(b *testing.B) {
 	for _, k := range []int{1, 10, 100} {
 		b.Run("k="+strconv.Itoa(k), func(b *testing.B) {
 			g := dag.New()
-			n := g.Buffer("n", 4, dag.Of(dag.I32))
-			flag := g.Buffer("flag", 4, dag.Of(dag.I32))
-			x := g.Buffer("x", 4)
+			n := g.Buffer("n", 4, dag.Of(dag.I32), dag.Zeros())
+			flag := g.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
+			x := g.Buffer("x", 4, dag.Zeros())
 			g.Kernel(emptyKernel)
 			g.Kernel(decKernel)
 			var body []*dag.Op

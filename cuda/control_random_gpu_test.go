@@ -28,7 +28,7 @@ func randomLoops(seed uint64) *dag.Graph {
 	b := dag.New()
 	const slices = 8
 	x := b.Buffer("x", slices*1024*4, dag.Value(1))
-	pick := b.Buffer("pick", 4, dag.Of(dag.I32))
+	pick := b.Buffer("pick", 4, dag.Of(dag.I32), dag.Zeros())
 	slice := func() dag.View { i := int64(r.IntN(slices)); return x.Slice(i*4096, 4096) }
 	var work func(body *dag.Builder, depth int, name string)
 	work = func(body *dag.Builder, depth int, name string) {

@@ -50,9 +50,9 @@ func TestLoopIterationSpansGPU(t *testing.T) {
 		ob.While(inner.Flag.All(), func(ib *dag.Builder) {
 			ib.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 0.5).Named("in_inner")
 			inner.Step(ib)
-		}).Named("inner_loop").Control.Max = 10
+		}, dag.AtMost(10)).Named("inner_loop")
 		outer.Step(ob)
-	}).Named("outer_loop").Control.Max = 10
+	}, dag.AtMost(10)).Named("outer_loop")
 	g, err := b.Build()
 	require.NoError(t, err)
 	// How many times each body op runs in one run of the graph.

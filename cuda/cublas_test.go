@@ -341,7 +341,7 @@ func TestGemmCapturedAndStreams(t *testing.T) {
 	w := bd.Buffer("w", n*n*2, dev, dag.Of(dag.BF16), dag.Random(2))
 	var outs []*dag.Buffer
 	for i := range 6 {
-		y := bd.Buffer(fmt.Sprintf("y%d", i), n*n*2, dev, dag.Of(dag.BF16))
+		y := bd.Buffer(fmt.Sprintf("y%d", i), n*n*2, dev, dag.Of(dag.BF16), dag.Zeros())
 		bd.Gemm(y.All(), x.All(), w.All(), dag.GemmShape{M: n, N: n, K: n}, dag.Alpha(1.0/n))
 		bd.Launch(dag.Gelu, dag.Grid1(64), dag.Grid1(256), y, y)
 		outs = append(outs, y)

@@ -149,9 +149,9 @@ func TestFillPattern(t *testing.T) {
 	assert.Equal(t, uint64(7), fillPattern(dag.U8, 7))
 
 	b := dag.New()
-	f64 := b.Buffer("f", 64, dag.Of(dag.F64))
-	i64 := b.Buffer("i", 64, dag.Of(dag.I64))
-	f32 := b.Buffer("s", 64, dag.Of(dag.F32))
+	f64 := b.Buffer("f", 64, dag.Of(dag.F64), dag.Zeros())
+	i64 := b.Buffer("i", 64, dag.Of(dag.I64), dag.Zeros())
+	f32 := b.Buffer("s", 64, dag.Of(dag.F32), dag.Zeros())
 	tests := []struct {
 		op   *dag.Op
 		want bool

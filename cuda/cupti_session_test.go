@@ -26,8 +26,8 @@ import (
 func TestCUPTISessionTiming(t *testing.T) {
 	b := gpuBackend(t)
 	g := dag.New()
-	src := g.Buffer("src", 1<<20)
-	dst := g.Buffer("dst", 1<<20)
+	src := g.Buffer("src", 1<<20, dag.Zeros())
+	dst := g.Buffer("dst", 1<<20, dag.Zeros())
 	fill := g.Fill(src.All(), 7).Named("fill")
 	g.Copy(dst.All(), src.All()).Named("copy").After(fill)
 	for i := range 4 {
@@ -104,8 +104,8 @@ func sessionDurations(t *testing.T, b *Backend, graph *dag.Graph, p *planner.Pla
 func TestCUPTIEventsAgree(t *testing.T) {
 	b := gpuBackend(t)
 	g := dag.New()
-	src := g.Buffer("src", 1<<20)
-	dst := g.Buffer("dst", 1<<20)
+	src := g.Buffer("src", 1<<20, dag.Zeros())
+	dst := g.Buffer("dst", 1<<20, dag.Zeros())
 	prev := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 500.0).Named("gate")
 	chain := func(o *dag.Op) { o.After(prev); prev = o }
 	chain(g.Fill(src.All(), 7).Named("fill"))
@@ -191,8 +191,8 @@ func TestCUPTISessionReplay(t *testing.T) {
 func TestCUPTISessionReplayBatch(t *testing.T) {
 	b := gpuBackend(t)
 	g := dag.New()
-	src := g.Buffer("src", 1<<20)
-	dst := g.Buffer("dst", 1<<20)
+	src := g.Buffer("src", 1<<20, dag.Zeros())
+	dst := g.Buffer("dst", 1<<20, dag.Zeros())
 	fill := g.Fill(src.All(), 7).Named("fill")
 	g.Copy(dst.All(), src.All()).Named("copy").After(fill)
 	var prev *dag.Op

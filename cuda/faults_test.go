@@ -95,8 +95,8 @@ func TestAdmissionRefusesMoreThanTheDeviceHasGPU(t *testing.T) {
 	_, total, err := b.FreeMemory(0)
 	require.NoError(t, err)
 	bld := dag.New()
-	big := bld.Buffer("big", (total+1<<30)&^3)
-	out := bld.Buffer("out", 16, dag.PinnedHost())
+	big := bld.Buffer("big", (total+1<<30)&^3, dag.Zeros())
+	out := bld.Buffer("out", 16, dag.PinnedHost(), dag.Zeros())
 	bld.Fill(big.All(), 1)
 	bld.Copy(out.All(), big.Slice(0, 16))
 	g, err := bld.Build()
@@ -136,7 +136,7 @@ func TestDelayAndFailRefusedWhenClosedGPU(t *testing.T) {
 func TestCloseWhileARunIsInFlightGPU(t *testing.T) {
 	b := gpuBackend(t)
 	bld := dag.New()
-	x := bld.Buffer("x", 16)
+	x := bld.Buffer("x", 16, dag.Zeros())
 	for range 100 {
 		bld.Launch(dag.Spin, dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 1, Y: 1, Z: 1}, 10_000.0)
 		bld.Fill(x.All(), 1)

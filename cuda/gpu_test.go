@@ -45,7 +45,7 @@ func TestBuiltinKernels(t *testing.T) {
 			g.Launch(dag.Axpy, grid, block, y, x, float32(0.3))
 		}, 0},
 		{"add", func(g *dag.Builder, grid, block dag.Dim3) {
-			c := g.Buffer("c", 4*n, dag.OnDevice(0), dag.Of(dag.F32))
+			c := g.Buffer("c", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 			a := g.Buffer("a", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(5))
 			x := g.Buffer("b", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(6))
 			g.Launch(dag.Add, grid, block, c, a, x)
@@ -57,7 +57,7 @@ func TestBuiltinKernels(t *testing.T) {
 		}, 1},
 		{"matmul", func(g *dag.Builder, grid, block dag.Dim3) {
 			const m, nn, k = 37, 29, 53
-			c := g.Buffer("c", 4*m*nn, dag.OnDevice(0), dag.Of(dag.F32))
+			c := g.Buffer("c", 4*m*nn, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 			a := g.Buffer("a", 4*m*k, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(8))
 			x := g.Buffer("b", 4*k*nn, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(9))
 			g.Launch(dag.Matmul, grid, block, c, a, x, m, nn, k)
@@ -93,11 +93,11 @@ func TestCopiesAndFills(t *testing.T) {
 	dev := g.Buffer("dev", size, dag.OnDevice(0), dag.Random(1))
 	pinned := g.Buffer("pinned", size, dag.PinnedHost(), dag.Random(2))
 	pageable := g.Buffer("pageable", size, dag.PageableHost(), dag.Random(3))
-	dev2 := g.Buffer("dev2", size, dag.OnDevice(0))
-	tmp := g.Buffer("tmp", size, dag.OnDevice(0), dag.Temporary())
-	htmp := g.Buffer("htmp", size, dag.PinnedHost(), dag.Temporary())
-	out := g.Buffer("out", size, dag.PinnedHost())
-	out2 := g.Buffer("out2", size, dag.PageableHost())
+	dev2 := g.Buffer("dev2", size, dag.OnDevice(0), dag.Zeros())
+	tmp := g.Buffer("tmp", size, dag.OnDevice(0), dag.Temporary(), dag.Uninitialized())
+	htmp := g.Buffer("htmp", size, dag.PinnedHost(), dag.Temporary(), dag.Uninitialized())
+	out := g.Buffer("out", size, dag.PinnedHost(), dag.Zeros())
+	out2 := g.Buffer("out2", size, dag.PageableHost(), dag.Zeros())
 	g.Copy(dev2.Slice(0, 4096), pinned.Slice(4096, 4096))      // pinned -> device
 	g.Copy(dev2.Slice(8192, 4096), pageable.Slice(100, 4096))  // pageable -> device
 	g.Copy(pinned.Slice(0, 4096), dev.Slice(0, 4096))          // device -> pinned
@@ -136,10 +136,10 @@ func hazardGraph(rng *rand.Rand) *dag.Graph {
 	const n = 1 << 14
 	x := g.Buffer("x", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(1))
 	y := g.Buffer("y", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(2))
-	z := g.Buffer("z", 4*n, dag.OnDevice(0), dag.Of(dag.F32))
-	s := g.Buffer("s", 64, dag.OnDevice(0), dag.Of(dag.F32))
+	z := g.Buffer("z", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+	s := g.Buffer("s", 64, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 	t := g.Buffer("t", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Temporary())
-	out := g.Buffer("out", 4*n, dag.PinnedHost(), dag.Of(dag.F32))
+	out := g.Buffer("out", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
 	prios := []dag.Priority{dag.High, dag.Low, dag.Normal}
 	grid, block := dag.Grid1(16), dag.Grid1(128)
 	i := 0
@@ -193,8 +193,8 @@ func TestHostSteps(t *testing.T) {
 	b := gpuBackend(t)
 	g := dag.New()
 	x := g.Buffer("x", 4096, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(1))
-	h := g.Buffer("h", 4096, dag.PinnedHost(), dag.Of(dag.F32))
-	p := g.Buffer("p", 4096, dag.PageableHost(), dag.Of(dag.F32))
+	h := g.Buffer("h", 4096, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
+	p := g.Buffer("p", 4096, dag.PageableHost(), dag.Of(dag.F32), dag.Zeros())
 	g.Copy(h.All(), x.All())
 	g.Host(func(ctx context.Context, mem [][]byte) error {
 		v := f32s(mem[0])
@@ -215,7 +215,7 @@ func TestHostSteps(t *testing.T) {
 		func() { panic("boom") },
 	} {
 		g := dag.New()
-		h := g.Buffer("h", 64, dag.PinnedHost())
+		h := g.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
 		g.Host(func(ctx context.Context, mem [][]byte) error {
 			fail()
 			return errors.New("checksum mismatch")
@@ -360,8 +360,8 @@ func TestNoLeaks(t *testing.T) {
 		g := dag.New()
 		x := g.Buffer("x", 64<<20, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
 		tmp := g.Buffer("tmp", 64<<20, dag.OnDevice(0), dag.Of(dag.F32), dag.Temporary())
-		h := g.Buffer("h", 1<<20, dag.PinnedHost())
-		p := g.Buffer("p", 1<<20, dag.PageableHost())
+		h := g.Buffer("h", 1<<20, dag.PinnedHost(), dag.Zeros())
+		p := g.Buffer("p", 1<<20, dag.PageableHost(), dag.Zeros())
 		g.Copy(tmp.All(), x.All())
 		g.Launch(dag.Scale, dag.Grid1(256), dag.Grid1(256), tmp, float32(2))
 		g.Copy(h.All(), tmp.Slice(0, 1<<20))
@@ -447,7 +447,7 @@ func TestAsyncFault(t *testing.T) {
 	k := g.Kernel(&dag.Kernel{Name: "bad", Source: dag.CUDAC,
 		Params: []dag.Param{{Name: "x", Kind: dag.BufferParam, Mode: dag.Read}, {Name: "addr", Kind: dag.I64Param}},
 		Code:   `extern "C" __global__ void bad(const float* x, long long addr) { ((volatile float*)addr)[threadIdx.x] = x[0]; }`})
-	x := g.Buffer("x", 64, dag.OnDevice(0))
+	x := g.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
 	before := g.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("before")
 	g.Launch(k, dag.Grid1(1), dag.Grid1(32), x, int64(16)).Named("bad").After(before) // one stream
 	graph, err := g.Build()
@@ -498,7 +498,7 @@ func TestKernelErrors(t *testing.T) {
 		{Name: "x", Kind: dag.BufferParam, Mode: dag.Write}, {Name: "a", Kind: dag.I32Param}, {Name: "b", Kind: dag.I64Param},
 		{Name: "c", Kind: dag.F32Param}, {Name: "d", Kind: dag.F64Param}},
 		Code: `extern "C" __global__ void mix(double* x, int a, long long b, float c, double d) { x[0] = a; x[1] = b; x[2] = c; x[3] = d; }`})
-	x := g.Buffer("x", 32, dag.OnDevice(0), dag.Of(dag.F64))
+	x := g.Buffer("x", 32, dag.OnDevice(0), dag.Of(dag.F64), dag.Zeros())
 	g.Launch(k, dag.Grid1(1), dag.Grid1(1), x, int32(-7), int64(1)<<40, float32(0.5), 2.25)
 	graph, err := g.Build()
 	require.NoError(t, err)

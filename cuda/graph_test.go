@@ -141,9 +141,9 @@ func updateGraph(n int64, tmp bool) (g *dag.Graph, inA, inB, out *dag.Buffer) {
 	bld := dag.New()
 	inA = bld.Buffer("in_a", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Random(1))
 	inB = bld.Buffer("in_b", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Random(2))
-	x := bld.Buffer("x", 4*n, dag.OnDevice(0), dag.Of(dag.F32))
+	x := bld.Buffer("x", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 	ones := bld.Buffer("ones", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
-	out = bld.Buffer("out", 4*n, dag.PinnedHost(), dag.Of(dag.F32))
+	out = bld.Buffer("out", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
 	bld.Copy(x.All(), inA.All()).Named("upload")
 	bld.Launch(dag.Scale, dag.Grid1(8), dag.Grid1(128), x, float32(2)).Named("scale")
 	bld.Launch(dag.Axpy, dag.Grid1(8), dag.Grid1(128), x, ones, float32(1)).Named("offset")
@@ -246,8 +246,8 @@ func TestGraphLeaks(t *testing.T) {
 
 	// A host step failing inside a replay names its op.
 	bld := dag.New()
-	h := bld.Buffer("h", 64, dag.PinnedHost())
-	d := bld.Buffer("d", 64, dag.OnDevice(0))
+	h := bld.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
+	d := bld.Buffer("d", 64, dag.OnDevice(0), dag.Zeros())
 	bld.Copy(d.All(), h.All())
 	bld.Host(func(ctx context.Context, mem [][]byte) error { return errors.New("planned failure") }, dag.InOut(h.All())).Named("check")
 	fg, err := bld.Build()

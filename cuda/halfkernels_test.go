@@ -68,12 +68,12 @@ func TestHalfBuiltins(t *testing.T) {
 			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(1))
 			g.Launch(dag.Scale, grid, block, x, float32(8)) // spread to [0, 8)
 			g.Launch(dag.Add, grid, block, x, x, g.Buffer("shift", n*dt.Size(), dev, dag.Of(dt), dag.Value(-4)))
-			g.Launch(dag.Gelu, grid, block, g.Buffer("y", n*dt.Size(), dev, dag.Of(dt)), x)
+			g.Launch(dag.Gelu, grid, block, g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Zeros()), x)
 		}, false},
 		{"gelu of views not 16-byte aligned", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
 			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(6))
 			g.Launch(dag.Scale, grid, block, x, float32(-6))
-			y := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt))
+			y := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Zeros())
 			g.Launch(dag.Gelu, grid, block, y.Slice(dt.Size(), (n-1)*dt.Size()), x.Slice(0, (n-1)*dt.Size()))
 		}, false},
 		{"axpy and add of views not 16-byte aligned", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
@@ -81,12 +81,12 @@ func TestHalfBuiltins(t *testing.T) {
 			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(10))
 			y := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Random(11))
 			g.Launch(dag.Axpy, grid, block, y.Slice(dt.Size(), m), x.Slice(0, m), float32(-1.5))
-			g.Launch(dag.Add, grid, block, g.Buffer("c", n*dt.Size(), dev, dag.Of(dt)), x, y)
+			g.Launch(dag.Add, grid, block, g.Buffer("c", n*dt.Size(), dev, dag.Of(dt), dag.Zeros()), x, y)
 		}, true},
 		{"relu", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
 			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(2))
 			g.Launch(dag.Axpy, grid, block, x, g.Buffer("ones", n*dt.Size(), dev, dag.Of(dt), dag.Value(1)), float32(-0.5))
-			g.Launch(dag.Relu, grid, block, g.Buffer("y", n*dt.Size(), dev, dag.Of(dt)), x)
+			g.Launch(dag.Relu, grid, block, g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Zeros()), x)
 		}, true},
 		{"bias_add", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
 			y := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Random(3))
@@ -100,10 +100,10 @@ func TestHalfBuiltins(t *testing.T) {
 		{"softmax", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
 			x := g.Buffer("x", n*dt.Size(), dev, dag.Of(dt), dag.Random(5))
 			g.Launch(dag.Scale, grid, block, x, float32(10))
-			g.Launch(dag.Softmax, grid, block, g.Buffer("y", n*dt.Size(), dev, dag.Of(dt)), x, cols)
+			g.Launch(dag.Softmax, grid, block, g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Zeros()), x, cols)
 		}, false},
 		{"iota and scale", func(g *dag.Builder, dt dag.DType, grid, block dag.Dim3) {
-			x := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt))
+			x := g.Buffer("y", n*dt.Size(), dev, dag.Of(dt), dag.Zeros())
 			g.Launch(dag.Iota, grid, block, x, float32(-100.25))
 			g.Launch(dag.Scale, grid, block, x, float32(0.3))
 		}, true},

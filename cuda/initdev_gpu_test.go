@@ -47,7 +47,7 @@ func buildInit(t testing.TB, bufs []initBuf, withBuiltin bool) (*dag.Graph, map[
 	byName := map[string]*dag.Buffer{}
 	for _, ib := range bufs {
 		e := ib.dt.Size()
-		byName[ib.name] = bl.Buffer(ib.name, max(ib.size/e*e, e), dag.OnDevice(0), dag.Of(ib.dt), ib.init)
+		byName[ib.name] = bl.Buffer(ib.name, max(ib.size/e*e, e), dag.OnDevice(0), dag.Of(ib.dt), ib.init, dag.Zeros())
 	}
 	g, err := bl.Build()
 	require.NoError(t, err)
@@ -210,8 +210,8 @@ func TestDeviceInitSeenByOpsGPU(t *testing.T) {
 	bl := dag.New()
 	x := bl.Buffer("x", 16<<20, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(42))
 	y := bl.Buffer("y", 16<<20, dag.OnDevice(0), dag.Of(dag.F64), dag.Value(-1.25))
-	hx := bl.Buffer("hx", 16<<20, dag.PinnedHost())
-	hy := bl.Buffer("hy", 16<<20, dag.PinnedHost())
+	hx := bl.Buffer("hx", 16<<20, dag.PinnedHost(), dag.Zeros())
+	hy := bl.Buffer("hy", 16<<20, dag.PinnedHost(), dag.Zeros())
 	bl.Copy(hx.All(), x.All())
 	bl.Copy(hy.All(), y.All())
 	g, err := bl.Build()
@@ -248,7 +248,7 @@ func BenchmarkSessionOpenRandom16MiB(b *testing.B) {
 		{"value-f64", dag.F64, dag.Value(1)},
 	} {
 		bl := dag.New()
-		bl.Buffer("x", 16<<20, dag.OnDevice(0), dag.Of(tc.dt), tc.init)
+		bl.Buffer("x", 16<<20, dag.OnDevice(0), dag.Of(tc.dt), tc.init, dag.Zeros())
 		bl.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(32)) // the builtins, loaded as most graphs have them
 		g, err := bl.Build()
 		require.NoError(b, err)

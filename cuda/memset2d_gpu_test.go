@@ -22,7 +22,7 @@ func TestMemset2DMatchesCPU(t *testing.T) {
 		f16 := g.Buffer("f16", 1<<12, dag.OnDevice(0), dag.Of(dag.F16), dag.Random(2))
 		f32 := g.Buffer("f32", 1<<12, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(3))
 		pinned := g.Buffer("pinned", 1<<10, dag.PinnedHost(), dag.Of(dag.I32), dag.Random(4))
-		out := g.Buffer("out", 1<<12, dag.PinnedHost(), dag.Of(dag.F32))
+		out := g.Buffer("out", 1<<12, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
 		g.Memset2D(u8.Slice(3, u8.Size-3), dag.Memset2DSpec{Rows: 7, Width: 100, Pitch: 129}, 200)
 		g.Memset2D(f16.Slice(2, f16.Size-2), dag.Memset2DSpec{Rows: 9, Width: 33, Pitch: 256}, -1.5)
 		g.Memset2D(f32.All(), dag.Memset2DSpec{Rows: 16, Width: 17, Pitch: 256}, 3.25)

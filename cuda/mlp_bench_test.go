@@ -43,15 +43,15 @@ func mlpGraph(tb testing.TB, t int64, copies bool) *dag.Graph {
 	var xs, ys *dag.Buffer
 	if copies {
 		xs = g.Buffer("x_host", 2*mlpChunks*t*mlpH, dag.PinnedHost(), bf, dag.Random(3))
-		ys = g.Buffer("y_host", 2*mlpChunks*t*mlpH, dag.PinnedHost(), bf)
+		ys = g.Buffer("y_host", 2*mlpChunks*t*mlpH, dag.PinnedHost(), bf, dag.Zeros())
 	}
 	var dx, dy [2]*dag.Buffer
 	for i := range 2 {
 		dx[i] = g.Buffer(fmt.Sprintf("x%d", i), 2*t*mlpH, dag.OnDevice(0), bf, dag.Random(uint64(4+i)))
-		dy[i] = g.Buffer(fmt.Sprintf("y%d", i), 2*t*mlpH, dag.OnDevice(0), bf)
+		dy[i] = g.Buffer(fmt.Sprintf("y%d", i), 2*t*mlpH, dag.OnDevice(0), bf, dag.Zeros())
 	}
-	pre := g.Buffer("pre", 2*t*f, dag.OnDevice(0), bf)
-	h := g.Buffer("h", 2*t*f, dag.OnDevice(0), bf)
+	pre := g.Buffer("pre", 2*t*f, dag.OnDevice(0), bf, dag.Zeros())
+	h := g.Buffer("h", 2*t*f, dag.OnDevice(0), bf, dag.Zeros())
 	chunk := 2 * t * mlpH
 	for c := range int64(mlpChunks) {
 		x, y := dx[c%2], dy[c%2]

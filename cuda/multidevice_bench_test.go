@@ -32,8 +32,8 @@ func BenchmarkSessionPeerCopy(b *testing.B) {
 			be := twoDeviceBackend(b, opts...)
 			const n = 256 << 20
 			g := dag.New()
-			src := g.Buffer("src", n, dag.OnDevice(1))
-			dst := g.Buffer("dst", n, dag.OnDevice(0))
+			src := g.Buffer("src", n, dag.OnDevice(1), dag.Zeros())
+			dst := g.Buffer("dst", n, dag.OnDevice(0), dag.Zeros())
 			cp := g.Copy(dst.All(), src.All())
 			graph, err := g.Build()
 			require.NoError(b, err)

@@ -158,11 +158,11 @@ func rankGraphs(t testing.TB, dt dag.DType, elems int) ([]*dag.Graph, []collCase
 		g := dag.New()
 		for i, d := range decls {
 			src := g.Buffer(fmt.Sprintf("src%d", i), int64(d.in)*es, dag.OnDevice(r), dag.Of(dt), dag.Contents(gpuRankData(dt, r, d.in)))
-			in := g.Buffer(fmt.Sprintf("in%d", i), int64(d.in)*es, dag.OnDevice(r), dag.Of(dt))
+			in := g.Buffer(fmt.Sprintf("in%d", i), int64(d.in)*es, dag.OnDevice(r), dag.Of(dt), dag.Zeros())
 			g.Copy(in.All(), src.All()).OnDevice(r)
 			out := in
 			if d.kind != dag.AllReduce && d.kind != dag.Broadcast {
-				out = g.Buffer(fmt.Sprintf("out%d", i), int64(d.out)*es, dag.OnDevice(r), dag.Of(dt))
+				out = g.Buffer(fmt.Sprintf("out%d", i), int64(d.out)*es, dag.OnDevice(r), dag.Of(dt), dag.Zeros())
 			}
 			switch d.kind {
 			case dag.AllReduce:
@@ -305,8 +305,8 @@ func twoDevicePlan(t testing.TB, tmp bool, n int64) *dag.Graph {
 			g.Free(b).OnDevice(dev)
 		}
 	}
-	out0 := g.Buffer("out0", 4*n, dag.OnDevice(0), dag.Of(dag.F32))
-	out1 := g.Buffer("out1", 4*n, dag.OnDevice(1), dag.Of(dag.F32))
+	out0 := g.Buffer("out0", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+	out1 := g.Buffer("out1", 4*n, dag.OnDevice(1), dag.Of(dag.F32), dag.Zeros())
 	g.Launch(dag.Scale, grid, block, x0, float32(1.5))
 	alloc(t1, 1)
 	g.Copy(t1.All(), x0.All()).OnDevice(1) // peer: device 0 to device 1

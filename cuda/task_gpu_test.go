@@ -49,10 +49,10 @@ func TestStreamTasksGPU(t *testing.T) {
 		}
 	}
 	g := dag.New()
-	x := g.Buffer("x", n, dag.OnDevice(0), dag.Of(dag.U8))
-	x2 := g.Buffer("x2", n, dag.OnDevice(0), dag.Of(dag.U8))
+	x := g.Buffer("x", n, dag.OnDevice(0), dag.Of(dag.U8), dag.Zeros())
+	x2 := g.Buffer("x2", n, dag.OnDevice(0), dag.Of(dag.U8), dag.Zeros())
 	tmp := g.Buffer("tmp", n, dag.OnDevice(0), dag.Temporary())
-	out := g.Buffer("out", n, dag.PinnedHost())
+	out := g.Buffer("out", n, dag.PinnedHost(), dag.Zeros())
 	g.Task("fill x", fill(0x40400000, n/8), dag.Out(x.Slice(n/2, n/2)))
 	g.Alloc(tmp) // a device temporary starts undefined: the task sets all of it
 	g.Task("fill tmp", fill(7, n/4), dag.Out(tmp.All()))
@@ -115,7 +115,7 @@ func TestStreamTaskErrorGPU(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := dag.New()
-			x := g.Buffer("x", 64, dag.OnDevice(0))
+			x := g.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
 			g.Fill(x.All(), 1).Named("fill")
 			g.Task("library call", tt.fn, dag.InOut(x.All()))
 			graph, err := g.Build()
@@ -141,9 +141,9 @@ func TestCallerStreamGPU(t *testing.T) {
 	ctx := context.Background()
 	const n = 64 << 20
 	g := dag.New()
-	x := g.Buffer("x", n, dag.OnDevice(0))
-	y := g.Buffer("y", n, dag.OnDevice(0))
-	last := g.Buffer("last", 4, dag.PinnedHost())
+	x := g.Buffer("x", n, dag.OnDevice(0), dag.Zeros())
+	y := g.Buffer("y", n, dag.OnDevice(0), dag.Zeros())
+	last := g.Buffer("last", 4, dag.PinnedHost(), dag.Zeros())
 	g.Copy(last.All(), x.Slice(n-4, 4))
 	g.Fill(y.Slice(0, n/2), 3)
 	g.Fill(y.Slice(n/2, n/2), 5)

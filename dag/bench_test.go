@@ -81,7 +81,7 @@ func BenchmarkBuildHostile(b *testing.B) {
 	fills := func(n int, desc bool) func() *dag.Builder {
 		return func() *dag.Builder {
 			bld := dag.New()
-			x := bld.Buffer("x", int64(4*n))
+			x := bld.Buffer("x", int64(4*n), dag.Zeros())
 			for i := range n {
 				j := i
 				if desc {
@@ -95,7 +95,7 @@ func BenchmarkBuildHostile(b *testing.B) {
 	chain := func(n int) func() *dag.Builder {
 		return func() *dag.Builder {
 			bld := dag.New()
-			x := bld.Buffer("x", 64)
+			x := bld.Buffer("x", 64, dag.Zeros())
 			for range n {
 				bld.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x, 1.0)
 			}
@@ -105,8 +105,8 @@ func BenchmarkBuildHostile(b *testing.B) {
 	readers := func(n, writers int) func() *dag.Builder {
 		return func() *dag.Builder {
 			bld := dag.New()
-			x := bld.Buffer("x", int64(4*writers))
-			out := bld.Buffer("out", 4)
+			x := bld.Buffer("x", int64(4*writers), dag.Zeros())
+			out := bld.Buffer("out", 4, dag.Zeros())
 			for i := range writers {
 				bld.Fill(x.Slice(int64(4*i), 4), 1)
 			}
@@ -120,7 +120,7 @@ func BenchmarkBuildHostile(b *testing.B) {
 		return func() *dag.Builder {
 			bld := dag.New()
 			x := bld.Buffer("x", int64(4*(n/2)), dag.Zeros())
-			out := bld.Buffer("out", 4)
+			out := bld.Buffer("out", 4, dag.Zeros())
 			for i := range n / 2 {
 				bld.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(32), out, dag.In(x.Slice(int64(4*i), 4)))
 			}
@@ -134,7 +134,7 @@ func BenchmarkBuildHostile(b *testing.B) {
 		return func() *dag.Builder {
 			bld := dag.New()
 			const elems = 20_000
-			x := bld.Buffer("x", 4*elems, dag.PinnedHost())
+			x := bld.Buffer("x", 4*elems, dag.PinnedHost(), dag.Zeros())
 			var even, odd []dag.Access
 			for i := range elems {
 				if v := x.Slice(int64(4*i), 4); i%2 == 0 {

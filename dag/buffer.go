@@ -34,13 +34,13 @@ func (p Placement) Host() bool { return p != Device }
 type DType uint8
 
 const (
-	U8 DType = iota
-	I32
-	I64
-	F32
-	F64
-	F16  // IEEE 754 binary16
-	BF16 // bfloat16: the top half of an f32
+	U8   DType = iota // unsigned bytes
+	I32               // 32-bit signed integers
+	I64               // 64-bit signed integers
+	F32               // IEEE 754 binary32
+	F64               // IEEE 754 binary64
+	F16               // IEEE 754 binary16
+	BF16              // bfloat16: the top half of an f32
 
 	numDTypes // keep last
 )
@@ -97,7 +97,7 @@ func ParseDType(s string) (DType, bool) {
 type InitKind uint8
 
 const (
-	InitNone   InitKind = iota // undefined contents (zeros on every backend dagrun ships)
+	InitNone   InitKind = iota // no initial contents: see Buffer.Uninitialized
 	InitZeros                  // all bytes zero
 	InitValue                  // every element equals Init.Value
 	InitRandom                 // seeded uniform values in [0, 1) (integers: [0, 256)), exact in the dtype
@@ -128,8 +128,22 @@ type Buffer struct {
 	DType     DType
 	Temporary bool
 	Init      Init
+	// Uninitialized declares that the buffer's contents before the run
+	// (or, for a temporary, after its alloc) are deliberately undefined:
+	// the program writes them from outside (Session.Write, Rebind) or
+	// never reads them. Without it, and without an Init, Build refuses an
+	// op that reads bytes no earlier op wrote.
+	Uninitialized bool
 
-	decl int // declaration position, for ErrorList's order
+	decl int
+	// count is the element count an Array declared (0 for a Buffer of
+	// bytes), and of the element type it declared, so that Build refuses
+	// an option that changes either.
+	array   bool
+	initErr string // why a Data option could not encode its values
+	dataOf  *DType // the element type a Data option encoded for
+	count   int64
+	of      DType // declaration position, for ErrorList's order
 }
 
 // All is a view of every byte of b (of nothing for a nil b, which Build
@@ -192,9 +206,9 @@ func (v View) Append(b []byte) []byte {
 type Mode uint8
 
 const (
-	Read      Mode = 1
-	Write     Mode = 2
-	ReadWrite      = Read | Write
+	Read      Mode = 1            // the op reads the view
+	Write     Mode = 2            // the op writes the view
+	ReadWrite      = Read | Write // the op reads and writes the view
 )
 
 func (m Mode) String() string {
@@ -222,6 +236,10 @@ type Access struct {
 }
 
 // In, Out and InOut make accesses to a view.
-func In(v View) Access    { return Access{v, Read} }
-func Out(v View) Access   { return Access{v, Write} }
+func In(v View) Access { return Access{v, Read} }
+
+// Out is an access that writes v.
+func Out(v View) Access { return Access{v, Write} }
+
+// InOut is an access that reads and writes v.
 func InOut(v View) Access { return Access{v, ReadWrite} }

@@ -64,6 +64,9 @@ func (g *Builder) Build() (*Graph, error) {
 		ops, cycles = addAfter(ops)
 		c.errs = append(c.errs, cycles...)
 	}
+	if len(c.errs) == 0 && g.nestedIn == nil {
+		c.errs = checkDefined(ops, g.bufs)
+	}
 	if len(c.errs) > 0 {
 		// The builder's ops keep their declaration IDs for another Build.
 		for i, o := range g.ops {

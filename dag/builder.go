@@ -119,14 +119,27 @@ func Of(dt DType) BufferOption { return func(b *Buffer) { b.DType = dt } }
 // Temporary makes a buffer live only inside the run, allocated and freed on streams.
 func Temporary() BufferOption { return func(b *Buffer) { b.Temporary = true } }
 
-// Zeros, Value, Random and Contents set a buffer's initial contents.
+// Uninitialized declares a buffer whose contents before the run are
+// deliberately undefined, such as an input the program writes with
+// Session.Write: Build then lets ops read it before any op writes it.
+func Uninitialized() BufferOption { return func(b *Buffer) { b.Uninitialized = true } }
+
+// Zeros sets every byte of a buffer to zero before the run.
 func Zeros() BufferOption { return func(b *Buffer) { b.Init = Init{Kind: InitZeros} } }
+
+// Value sets every element of a buffer, in its element type, to v.
 func Value(v float64) BufferOption {
 	return func(b *Buffer) { b.Init = Init{Kind: InitValue, Value: v} }
 }
+
+// Random fills a buffer with seeded uniform values in [0, 1) (integers:
+// [0, 256)), the same on every backend.
 func Random(seed uint64) BufferOption {
 	return func(b *Buffer) { b.Init = Init{Kind: InitRandom, Seed: seed} }
 }
+
+// Contents sets a buffer's initial bytes to data, which must be its size
+// (Data takes typed values instead).
 func Contents(data []byte) BufferOption {
 	return func(b *Buffer) { b.Init = Init{Kind: InitBytes, Data: data} }
 }
@@ -140,6 +153,20 @@ func (g *Builder) Buffer(name string, size int64, opts ...BufferOption) *Buffer 
 		o(b)
 	}
 	g.bufs = append(g.bufs, b)
+	return b
+}
+
+// Array declares a buffer of count elements of type dt (Array("x", F32,
+// 256) holds 1024 bytes), on device 0 unless an option says otherwise.
+// Buffer declares one by its size in bytes; an Of option that changes an
+// Array's element type is a Build error, since it would change what count
+// means.
+func (g *Builder) Array(name string, dt DType, count int64, opts ...BufferOption) *Buffer {
+	b := g.Buffer(name, 0, append([]BufferOption{Of(dt)}, opts...)...)
+	b.array, b.count, b.of = true, count, dt
+	if n, ok := mulInt64(count, dt.Size()); ok && count > 0 && dt.Valid() {
+		b.Size = n
+	}
 	return b
 }
 
@@ -261,6 +288,10 @@ func (o *Op) After(ops ...*Op) *Op { o.after = append(o.after, ops...); return o
 
 // Grid1, Threads and Dim are shorthands for Dim3 values: Grid1(n) is a
 // grid of n blocks, Threads(n) a block of n threads, both along x.
-func Grid1(x int) Dim3     { return Dim3{x, 1, 1} }
-func Threads(n int) Dim3   { return Dim3{n, 1, 1} }
+func Grid1(x int) Dim3 { return Dim3{x, 1, 1} }
+
+// Threads is a block of n threads along x.
+func Threads(n int) Dim3 { return Dim3{n, 1, 1} }
+
+// Dim is the shape x by y by z.
 func Dim(x, y, z int) Dim3 { return Dim3{x, y, z} }

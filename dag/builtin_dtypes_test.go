@@ -24,7 +24,7 @@ func builtinArgs(b *dag.Builder, k *dag.Kernel, dt dag.DType) []any {
 		if i == 0 && k == dag.SetFlag {
 			bdt = dag.I32
 		}
-		args = append(args, b.Buffer(p.Name, 64, dag.Of(bdt)))
+		args = append(args, b.Buffer(p.Name, 64, dag.Of(bdt), dag.Zeros()))
 	}
 	return args
 }

@@ -39,8 +39,18 @@ func (c *checker) buffer(b *Buffer, names map[string]struct{}) {
 		bad("", "give each buffer its own name", "name is used by two buffers")
 	}
 	names[b.Name] = struct{}{}
-	if b.Size <= 0 {
-		bad("size", "", "size %d is not positive", b.Size)
+	switch _, fits := mulInt64(b.count, b.of.Size()); {
+	case !b.array:
+		if b.Size <= 0 {
+			bad("size", "", "size %d is not positive", b.Size)
+		}
+	case b.count <= 0:
+		bad("count", "", "count %d is not positive", b.count)
+	case !fits:
+		bad("count", "", "%d elements of %s do not fit in an int64 of bytes", b.count, b.of)
+	case b.DType != b.of:
+		bad("dtype", fmt.Sprintf("declare it with Array(%q, %s, n), or leave Of out", b.Name, b.DType),
+			"declared as an array of %d %s elements, and Of makes it %s", b.count, b.of, b.DType)
 	}
 	if !b.DType.Valid() {
 		bad("dtype", "use u8, i32, i64, f16, bf16, f32 or f64", "unknown dtype %s", b.DType)
@@ -48,6 +58,11 @@ func (c *checker) buffer(b *Buffer, names map[string]struct{}) {
 	}
 	if b.Device < 0 {
 		bad("device", "", "device %d is negative", b.Device)
+	}
+	if b.initErr != "" {
+		bad("init", "", "initial data: %s", b.initErr)
+	} else if b.dataOf != nil && b.Init.Kind == InitBytes && *b.dataOf != b.DType {
+		bad("init", "give Of before Data, or declare it with Array", "initial data was encoded as %s, and the buffer is %s", *b.dataOf, b.DType)
 	}
 	if b.Init.Kind == InitBytes && int64(len(b.Init.Data)) != b.Size {
 		bad("init", "make the file as large as the buffer, or the buffer as large as the file",
@@ -169,6 +184,9 @@ func (c *checker) op(o *Op) {
 	}
 	if o.Device < 0 {
 		c.fail(o, "device", "", "device %d is negative", o.Device)
+	}
+	if o.Priority < MinPriority || o.Priority > MaxPriority {
+		c.fail(o, "priority", fmt.Sprintf("use high, normal, low or an integer from %d to %d (higher runs first)", MinPriority, MaxPriority), "priority %d is out of range", o.Priority)
 	}
 	if o.Cost < 0 || o.Cost > MaxCost {
 		c.fail(o, "cost", fmt.Sprintf("estimate a cost between 0 and %v", MaxCost), "cost %v is out of range", o.Cost)

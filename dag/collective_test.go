@@ -36,9 +36,9 @@ func TestCollectiveKinds(t *testing.T) {
 
 func TestCollectiveDeps(t *testing.T) {
 	b := dag.New()
-	g1 := b.Buffer("g1", 1024, dag.Of(dag.F32))
-	g2 := b.Buffer("g2", 1024, dag.Of(dag.F32))
-	all := b.Buffer("all", 4096, dag.Of(dag.F32))
+	g1 := b.Buffer("g1", 1024, dag.Of(dag.F32), dag.Zeros())
+	g2 := b.Buffer("g2", 1024, dag.Of(dag.F32), dag.Zeros())
+	all := b.Buffer("all", 4096, dag.Of(dag.F32), dag.Zeros())
 	b.Fill(g1.All(), 1).Named("f1")
 	b.AllReduce(g1.All(), dag.Sum).Named("ar1")
 	b.Fill(g2.All(), 2).Named("f2")
@@ -72,8 +72,8 @@ func TestCollectiveDeps(t *testing.T) {
 
 func TestCollectiveOrderSurvivesAfter(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 64, dag.Of(dag.I32))
-	y := b.Buffer("y", 64, dag.Of(dag.I32))
+	x := b.Buffer("x", 64, dag.Of(dag.I32), dag.Zeros())
+	y := b.Buffer("y", 64, dag.Of(dag.I32), dag.Zeros())
 	first := b.AllReduce(x.All(), dag.Max).Named("first")
 	second := b.AllReduce(y.All(), dag.Min).Named("second")
 	first.After(second)
@@ -90,38 +90,38 @@ func TestCollectiveErrors(t *testing.T) {
 		want  string
 	}{
 		{"host memory", func(b *dag.Builder) {
-			b.AllReduce(b.Buffer("h", 64, dag.PinnedHost()).All(), dag.Sum).Named("op")
+			b.AllReduce(b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros()).All(), dag.Sum).Named("op")
 		}, 0, "h is pinned host memory"},
 		{"partial element", func(b *dag.Builder) {
-			b.AllReduce(b.Buffer("x", 64, dag.Of(dag.F64)).Slice(4, 8), dag.Sum).Named("op")
+			b.AllReduce(b.Buffer("x", 64, dag.Of(dag.F64), dag.Zeros()).Slice(4, 8), dag.Sum).Named("op")
 		}, 0, "not a whole number of f64 elements"},
 		{"bad reduction", func(b *dag.Builder) {
-			b.AllReduce(b.Buffer("x", 64).All(), dag.Reduction(9)).Named("op")
+			b.AllReduce(b.Buffer("x", 64, dag.Zeros()).All(), dag.Reduction(9)).Named("op")
 		}, 0, "unknown reduction 9"},
 		{"dtypes differ", func(b *dag.Builder) {
-			b.AllGather(b.Buffer("a", 64, dag.Of(dag.I32)).All(), b.Buffer("c", 128, dag.Of(dag.F32)).All()).Named("op")
+			b.AllGather(b.Buffer("a", 64, dag.Of(dag.I32), dag.Zeros()).All(), b.Buffer("c", 128, dag.Of(dag.F32), dag.Zeros()).All()).Named("op")
 		}, 0, "in a is i32, out c is f32"},
 		{"overlap", func(b *dag.Builder) {
-			x := b.Buffer("x", 128)
+			x := b.Buffer("x", 128, dag.Zeros())
 			b.AllGather(x.Slice(0, 64), x.All()).Named("op")
 		}, 0, "overlap"},
 		{"not a multiple", func(b *dag.Builder) {
-			b.ReduceScatter(b.Buffer("a", 96).All(), b.Buffer("c", 64).All(), dag.Sum).Named("op")
+			b.ReduceScatter(b.Buffer("a", 96, dag.Zeros()).All(), b.Buffer("c", 64, dag.Zeros()).All(), dag.Sum).Named("op")
 		}, 0, "in must be world times out"},
 		{"negative root", func(b *dag.Builder) {
-			b.Broadcast(b.Buffer("x", 64).All(), -1).Named("op")
+			b.Broadcast(b.Buffer("x", 64, dag.Zeros()).All(), -1).Named("op")
 		}, 0, "root rank -1 is negative"},
 		{"negative peer", func(b *dag.Builder) {
-			b.Recv(b.Buffer("x", 64).All(), -2).Named("op")
+			b.Recv(b.Buffer("x", 64, dag.Zeros()).All(), -2).Named("op")
 		}, 0, "peer rank -2 is negative"},
 		{"root outside world", func(b *dag.Builder) {
-			b.Broadcast(b.Buffer("x", 64).All(), 2).Named("op")
+			b.Broadcast(b.Buffer("x", 64, dag.Zeros()).All(), 2).Named("op")
 		}, 2, "root rank 2 is not in a world of 2"},
 		{"peer outside world", func(b *dag.Builder) {
-			b.Send(b.Buffer("x", 64).All(), 5).Named("op")
+			b.Send(b.Buffer("x", 64, dag.Zeros()).All(), 5).Named("op")
 		}, 4, "peer rank 5 is not in a world of 4"},
 		{"scatter size", func(b *dag.Builder) {
-			b.ReduceScatter(b.Buffer("a", 256).All(), b.Buffer("c", 64).All(), dag.Sum).Named("op")
+			b.ReduceScatter(b.Buffer("a", 256, dag.Zeros()).All(), b.Buffer("c", 64, dag.Zeros()).All(), dag.Sum).Named("op")
 		}, 2, "in a holds 256 bytes; out c times 2 ranks is 128"},
 	}
 	for _, tt := range tests {
@@ -149,8 +149,8 @@ func TestCollectiveErrors(t *testing.T) {
 
 func ExampleBuilder_AllReduce() {
 	b := dag.New()
-	grads := b.Buffer("grads", 4096, dag.Of(dag.F32))
-	shard := b.Buffer("shard", 1024, dag.Of(dag.F32))
+	grads := b.Buffer("grads", 4096, dag.Of(dag.F32), dag.Zeros())
+	shard := b.Buffer("shard", 1024, dag.Of(dag.F32), dag.Zeros())
 	b.AllReduce(grads.All(), dag.Avg).Named("sync")
 	b.ReduceScatter(grads.All(), shard.All(), dag.Sum).Named("scatter")
 	g, err := b.Build()

@@ -44,11 +44,10 @@ const MaxIterations = 1 << 40
 // non-zero, cond being read before every iteration; the body usually
 // updates it. For example:
 //
-//	loop := b.While(flag.All(), func(body *dag.Builder) {
+//	b.While(flag.All(), func(body *dag.Builder) {
 //		body.Launch(scale, grid, block, x, 0.5)
 //		body.Launch(setFlag, dag.Grid1(1), dag.Threads(1), flag, x, 1e-3)
-//	})
-//	loop.Control.Max = 1000
+//	}, dag.AtMost(1000))
 //
 // A body's ops run on cond's device, and a body holds no allocs or frees
 // (temporaries live in the graph around it) and no collectives (every rank
@@ -56,11 +55,21 @@ const MaxIterations = 1 << 40
 // backend's loops cannot hold beyond that is the backend's to say when a
 // session opens (device.BodyChecker): the cuda backend's bodies are
 // conditional nodes of a CUDA graph.
-func (g *Builder) While(cond View, body func(b *Builder)) *Op {
+func (g *Builder) While(cond View, body func(b *Builder), opts ...LoopOption) *Op {
 	o := g.opOf(While, In(cond))
 	o.Control = &ControlSpec{Cond: cond, body: g.nested(body)}
+	for _, opt := range opts {
+		opt(o.Control)
+	}
 	return o
 }
+
+// LoopOption sets a property of a loop being declared.
+type LoopOption func(*ControlSpec)
+
+// AtMost bounds a loop to n iterations (ControlSpec.Max): reaching them
+// with the flag still set fails the run, naming the loop.
+func AtMost(n int64) LoopOption { return func(c *ControlSpec) { c.Max = n } }
 
 // If declares a branch: the ops then declares run when cond (one i32
 // element in device memory) is non-zero, those of otherwise (which may be

@@ -12,9 +12,9 @@ import (
 
 func TestWhileDependencies(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 4096)
-	y := b.Buffer("y", 4096)
-	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+	x := b.Buffer("x", 4096, dag.Zeros())
+	y := b.Buffer("y", 4096, dag.Zeros())
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	init := b.Fill(x.All(), 1).Named("init")
 	setup := b.Fill(flag.All(), 1).Named("setup")
 	loop := b.While(flag.All(), func(body *dag.Builder) {
@@ -47,9 +47,9 @@ func TestWhileDependencies(t *testing.T) {
 func TestControlHoldsHostWork(t *testing.T) {
 	host := func(context.Context, [][]byte) error { return nil }
 	b := dag.New()
-	x := b.Buffer("x", 4096)
-	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
-	h := b.Buffer("h", 64, dag.PinnedHost())
+	x := b.Buffer("x", 4096, dag.Zeros())
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
+	h := b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
 	loop := b.While(flag.All(), func(body *dag.Builder) {
 		body.Copy(h.All(), x.Slice(0, 64))
 		body.Host(host, dag.InOut(h.All()))
@@ -75,18 +75,18 @@ func TestControlRefusals(t *testing.T) {
 			b.If(flag.All(), func(body *dag.Builder) { body.AllReduce(x.All(), dag.Sum).Named("ar") }, nil)
 		}, "ar", "cannot hold a all_reduce"},
 		{"other device", func(b *dag.Builder, x, flag, h *dag.Buffer) {
-			z := b.Buffer("z", 64, dag.OnDevice(1))
+			z := b.Buffer("z", 64, dag.OnDevice(1), dag.Zeros())
 			b.While(flag.All(), func(body *dag.Builder) { body.Fill(z.All(), 0).Named("far") })
 		}, "far", "runs on device 1"},
 		{"flag type", func(b *dag.Builder, x, flag, h *dag.Buffer) {
 			b.While(x.Slice(0, 4), func(body *dag.Builder) { body.Fill(flag.All(), 0) }).Named("w")
 		}, "w", "not i32"},
 		{"flag on host", func(b *dag.Builder, x, flag, h *dag.Buffer) {
-			hf := b.Buffer("hf", 4, dag.Of(dag.I32), dag.PinnedHost())
+			hf := b.Buffer("hf", 4, dag.Of(dag.I32), dag.PinnedHost(), dag.Zeros())
 			b.While(hf.All(), func(body *dag.Builder) { body.Fill(flag.All(), 0) }).Named("w")
 		}, "w", "pinned memory"},
 		{"buffer in body", func(b *dag.Builder, x, flag, h *dag.Buffer) {
-			b.While(flag.All(), func(body *dag.Builder) { body.Buffer("inner", 4) }).Named("w")
+			b.While(flag.All(), func(body *dag.Builder) { body.Buffer("inner", 4, dag.Zeros()) }).Named("w")
 		}, "w", "declares buffer inner"},
 		{"max on if", func(b *dag.Builder, x, flag, h *dag.Buffer) {
 			b.If(flag.All(), func(body *dag.Builder) { body.Fill(x.All(), 0) }, nil).Named("w").Control.Max = 3
@@ -98,9 +98,9 @@ func TestControlRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := dag.New()
-			x := b.Buffer("x", 4096)
-			flag := b.Buffer("flag", 4, dag.Of(dag.I32))
-			h := b.Buffer("h", 64, dag.PinnedHost())
+			x := b.Buffer("x", 4096, dag.Zeros())
+			flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
+			h := b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
 			tc.build(b, x, flag, h)
 			_, err := b.Build()
 			require.Error(t, err)
@@ -118,8 +118,8 @@ func TestControlRefusals(t *testing.T) {
 
 func TestNestedControl(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 4096)
-	flag := b.Buffer("flag", 8, dag.Of(dag.I32))
+	x := b.Buffer("x", 4096, dag.Zeros())
+	flag := b.Buffer("flag", 8, dag.Of(dag.I32), dag.Zeros())
 	outer := b.While(flag.Slice(0, 4), func(body *dag.Builder) {
 		body.If(flag.Slice(4, 4), func(then *dag.Builder) {
 			then.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 2.0)
@@ -143,8 +143,8 @@ func TestNestedControl(t *testing.T) {
 
 func TestIndexNumbersEveryOp(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 4096)
-	flag := b.Buffer("flag", 8, dag.Of(dag.I32))
+	x := b.Buffer("x", 4096, dag.Zeros())
+	flag := b.Buffer("flag", 8, dag.Of(dag.I32), dag.Zeros())
 	b.Fill(x.All(), 1)
 	b.While(flag.Slice(0, 4), func(body *dag.Builder) {
 		body.If(flag.Slice(4, 4), func(then *dag.Builder) { then.Fill(x.All(), 2) }, nil)
@@ -167,8 +167,8 @@ func TestIndexNumbersEveryOp(t *testing.T) {
 
 func TestBranchesNameTheirOpsApart(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 64)
-	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+	x := b.Buffer("x", 64, dag.Zeros())
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	br := b.If(flag.All(), func(then *dag.Builder) { then.Fill(x.All(), 1) },
 		func(els *dag.Builder) { els.Fill(x.All(), 2) }).Named("pick")
 	_, err := b.Build()

@@ -9,6 +9,11 @@
 // Disjoint byte ranges of one buffer never depend on each other; explicit
 // After edges are added on top.
 //
+// Build also refuses an op that reads bytes nothing defined before it: no
+// Init, no earlier write on the way to it, and the buffer not declared
+// Uninitialized (an input the program writes itself). That catches a Copy
+// with its arguments swapped and a chunked upload that misses a chunk.
+//
 // Build reports every problem in one round, dependency cycles included, as
 // an ErrorList of *Error values in declaration order, each naming the
 // buffer, kernel or op and the field that is wrong. Sizes, offsets and

@@ -11,9 +11,9 @@ import (
 func ExampleBuilder() {
 	b := dag.New()
 	in := b.Buffer("in", 4096, dag.PinnedHost(), dag.Random(1))
-	x := b.Buffer("x", 4096, dag.OnDevice(0))
+	x := b.Buffer("x", 4096, dag.OnDevice(0), dag.Zeros())
 	y := b.Buffer("y", 4096, dag.OnDevice(0), dag.Value(1))
-	out := b.Buffer("out", 4096, dag.PinnedHost())
+	out := b.Buffer("out", 4096, dag.PinnedHost(), dag.Zeros())
 
 	b.Copy(x.All(), in.All()).Named("upload")
 	b.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 2.0).Named("double")
@@ -47,8 +47,8 @@ func depNames(g *dag.Graph, o *dag.Op) []string {
 // dependency cycles included, in declaration order.
 func ExampleErrors() {
 	b := dag.New()
-	x := b.Buffer("x", 64)
-	y := b.Buffer("y", 32)
+	x := b.Buffer("x", 64, dag.Zeros())
+	y := b.Buffer("y", 32, dag.Zeros())
 	first := b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0).Named("first")
 	b.Copy(y.All(), x.All()).Named("copy")
 	b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(4096)).Named("wide")

@@ -63,6 +63,7 @@ func (s *GemmSpec) LayoutA() GemmMatrix {
 	return GemmMatrix{s.M, s.K, s.LDA, s.StrideA}
 }
 
+// LayoutB is the stored layout of B (see LayoutA).
 func (s *GemmSpec) LayoutB() GemmMatrix {
 	if s.TransB {
 		return GemmMatrix{s.N, s.K, s.LDB, s.StrideB}
@@ -70,6 +71,7 @@ func (s *GemmSpec) LayoutB() GemmMatrix {
 	return GemmMatrix{s.K, s.N, s.LDB, s.StrideB}
 }
 
+// LayoutC is the stored layout of C and D (see LayoutA).
 func (s *GemmSpec) LayoutC() GemmMatrix { return GemmMatrix{s.M, s.N, s.LDC, s.StrideC} }
 
 // OutAccess is the index of the access the GEMM writes: D or C.
@@ -110,11 +112,15 @@ type GemmOption func(*GemmSpec, *[]Access)
 // TransA and TransB take op(A) = A^T or op(B) = B^T: the stored A is K x M,
 // the stored B N x K.
 func TransA() GemmOption { return func(s *GemmSpec, _ *[]Access) { s.TransA = true } }
+
+// TransB takes op(B) = B^T (see TransA).
 func TransB() GemmOption { return func(s *GemmSpec, _ *[]Access) { s.TransB = true } }
 
 // Alpha and Beta set the scale factors (1 and 0 by default).
 func Alpha(v float64) GemmOption { return func(s *GemmSpec, _ *[]Access) { s.Alpha = v } }
-func Beta(v float64) GemmOption  { return func(s *GemmSpec, _ *[]Access) { s.Beta = v } }
+
+// Beta sets the factor of C (0 by default: C is not read).
+func Beta(v float64) GemmOption { return func(s *GemmSpec, _ *[]Access) { s.Beta = v } }
 
 // LeadingDims sets the row pitches of A, B and C in elements; 0 keeps one's default.
 func LeadingDims(lda, ldb, ldc int64) GemmOption {

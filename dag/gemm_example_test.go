@@ -15,8 +15,8 @@ func ExampleBuilder_Gemm() {
 	x := b.Buffer("x", t*d*2, bf16, dag.Random(1)) // t x d
 	w1 := b.Buffer("w1", d*h*2, bf16, dag.Random(2))
 	w2 := b.Buffer("w2", h*d*2, bf16, dag.Random(3))
-	hid := b.Buffer("h", t*h*2, bf16)
-	y := b.Buffer("y", t*d*2, bf16)
+	hid := b.Buffer("h", t*h*2, bf16, dag.Zeros())
+	y := b.Buffer("y", t*d*2, bf16, dag.Zeros())
 	b.Gemm(hid.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: h, K: d}).Named("up")
 	b.Launch(dag.Gelu, dag.Grid1(16), dag.Grid1(256), hid, hid).Named("gelu")
 	b.Gemm(x.All(), hid.All(), w2.All(), dag.GemmShape{M: t, N: d, K: h}, dag.Beta(1), dag.Output(y.All())).Named("down")

@@ -13,10 +13,10 @@ import (
 
 func TestGemmDefaultsAndAccesses(t *testing.T) {
 	b := dag.New()
-	a := b.Buffer("a", 2*3*4*2, dag.Of(dag.BF16))
-	w := b.Buffer("w", 2*4*5*2, dag.Of(dag.BF16))
-	c := b.Buffer("c", 2*3*5*2, dag.Of(dag.BF16))
-	d := b.Buffer("d", 2*3*5*2, dag.Of(dag.BF16))
+	a := b.Buffer("a", 2*3*4*2, dag.Of(dag.BF16), dag.Zeros())
+	w := b.Buffer("w", 2*4*5*2, dag.Of(dag.BF16), dag.Zeros())
+	c := b.Buffer("c", 2*3*5*2, dag.Of(dag.BF16), dag.Zeros())
+	d := b.Buffer("d", 2*3*5*2, dag.Of(dag.BF16), dag.Zeros())
 	b.Gemm(c.All(), a.All(), w.All(), dag.GemmShape{M: 3, N: 5, K: 4}, dag.Batched(2, 0, 20, 0), dag.Beta(1)).Named("mm")
 	b.Gemm(c.All(), a.All(), w.All(), dag.GemmShape{M: 3, N: 5, K: 4}, dag.Batched(2, 0, 20, 0), dag.Output(d.All()), dag.Beta(0.5)).Named("res")
 	g, err := b.Build()
@@ -51,9 +51,9 @@ func modes(o *dag.Op) []dag.Mode {
 
 func TestGemmTransposedLayouts(t *testing.T) {
 	b := dag.New()
-	a := b.Buffer("a", 4*7*4) // stored K x M = 4 x 7 (lda 7)
-	w := b.Buffer("w", 5*6*4) // stored N x K = 5 x 4 with ldb 6
-	c := b.Buffer("c", 7*5*4)
+	a := b.Buffer("a", 4*7*4, dag.Zeros()) // stored K x M = 4 x 7 (lda 7)
+	w := b.Buffer("w", 5*6*4, dag.Zeros()) // stored N x K = 5 x 4 with ldb 6
+	c := b.Buffer("c", 7*5*4, dag.Zeros())
 	b.Gemm(c.All(), a.All(), w.All(), dag.GemmShape{M: 7, N: 5, K: 4}, dag.TransA(), dag.TransB(), dag.LeadingDims(0, 6, 0))
 	g, err := b.Build()
 	require.NoError(t, err)
@@ -67,7 +67,7 @@ func TestGemmErrors(t *testing.T) {
 	type bufs struct{ a, b, c, d *dag.Buffer }
 	mk := func(bd *dag.Builder, dt dag.DType, n int64) bufs {
 		es := dt.Size()
-		return bufs{bd.Buffer("a", n*es, dag.Of(dt)), bd.Buffer("b", n*es, dag.Of(dt)), bd.Buffer("c", n*es, dag.Of(dt)), bd.Buffer("d", n*es, dag.Of(dt))}
+		return bufs{bd.Buffer("a", n*es, dag.Of(dt), dag.Zeros()), bd.Buffer("b", n*es, dag.Of(dt), dag.Zeros()), bd.Buffer("c", n*es, dag.Of(dt), dag.Zeros()), bd.Buffer("d", n*es, dag.Of(dt), dag.Zeros())}
 	}
 	sh := dag.GemmShape{M: 4, N: 4, K: 4}
 	tests := []struct {
@@ -90,7 +90,7 @@ func TestGemmErrors(t *testing.T) {
 		}, "k", "out of range"},
 		{"mixed dtypes", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 16)
-			h := bd.Buffer("h", 32, dag.Of(dag.F16))
+			h := bd.Buffer("h", 32, dag.Of(dag.F16), dag.Zeros())
 			bd.Gemm(x.c.All(), x.a.All(), h.All(), sh).Named("g")
 		}, "b", "h is f16 but a is f32"},
 		{"integer dtype", func(bd *dag.Builder) {
@@ -131,7 +131,7 @@ func TestGemmErrors(t *testing.T) {
 		}, "d", "partly"},
 		{"host memory", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 16)
-			h := bd.Buffer("h", 64, dag.PinnedHost())
+			h := bd.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
 			bd.Gemm(x.c.All(), h.All(), x.b.All(), sh).Named("g")
 		}, "a", "pinned host memory"},
 		{"misaligned view", func(bd *dag.Builder) {
@@ -166,9 +166,9 @@ func TestGemmErrors(t *testing.T) {
 func TestGemmInterleavedBatchesAreAccepted(t *testing.T) {
 	// [m, batch, n] output: each batch's rows interleave with the others'.
 	b := dag.New()
-	a := b.Buffer("a", 2*3*4*4)
-	w := b.Buffer("w", 2*4*5*4)
-	c := b.Buffer("c", 3*2*5*4)
+	a := b.Buffer("a", 2*3*4*4, dag.Zeros())
+	w := b.Buffer("w", 2*4*5*4, dag.Zeros())
+	c := b.Buffer("c", 3*2*5*4, dag.Zeros())
 	b.Gemm(c.All(), a.All(), w.All(), dag.GemmShape{M: 3, N: 5, K: 4}, dag.LeadingDims(0, 0, 10), dag.Batched(2, 0, 0, 5))
 	_, err := b.Build()
 	require.NoError(t, err)
@@ -188,7 +188,7 @@ func FuzzGemmChecks(f *testing.F) {
 		b := dag.New()
 		bufs := make([]*dag.Buffer, 4)
 		for i, name := range []string{"a", "b", "c", "d"} {
-			bufs[i] = b.Buffer(name, size, dag.Of(dt))
+			bufs[i] = b.Buffer(name, size, dag.Of(dt), dag.Zeros())
 		}
 		view := func(i int) dag.View {
 			o := min(max(off, 0), size-1)

@@ -27,8 +27,8 @@ func deps(g *dag.Graph, name string) []string {
 
 func TestInference(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 1024)
-	y := b.Buffer("y", 1024)
+	x := b.Buffer("x", 1024, dag.Zeros())
+	y := b.Buffer("y", 1024, dag.Zeros())
 	b.Launch(dag.Iota, dag.Grid1(1), dag.Threads(32), x, 0.0).Named("w1")                // writes x
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x.Slice(0, 512), 2.0).Named("lo") // RAW+WAW on x[0:512]
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x.Slice(512, 512), 2.0).Named("hi")
@@ -47,7 +47,7 @@ func TestInference(t *testing.T) {
 
 func TestAfterAndCycles(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 64)
+	x := b.Buffer("x", 64, dag.Zeros())
 	a := b.Fill(x.All(), 1).Named("a")
 	c := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("c")
 	d := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("d")
@@ -80,7 +80,7 @@ func TestAfterAndCycles(t *testing.T) {
 func TestLifetimes(t *testing.T) {
 	b := dag.New()
 	tmp := b.Buffer("tmp", 256, dag.Temporary())
-	out := b.Buffer("out", 256)
+	out := b.Buffer("out", 256, dag.Zeros())
 	b.Fill(tmp.All(), 3).Named("init")
 	b.Launch(dag.Add, dag.Grid1(1), dag.Threads(64), out, tmp, tmp).Named("use")
 	g, err := b.Build()
@@ -103,11 +103,11 @@ func TestBuildErrors(t *testing.T) {
 		msg   string
 	}{
 		{"out of range", func(b *dag.Builder) {
-			x := b.Buffer("x", 64)
+			x := b.Buffer("x", 64, dag.Zeros())
 			b.Fill(x.Slice(32, 64), 0).Named("f")
 		}, "f", "out of range"},
 		{"copy size mismatch", func(b *dag.Builder) {
-			x, y := b.Buffer("x", 64), b.Buffer("y", 32)
+			x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 32, dag.Zeros())
 			b.Copy(y.All(), x.All()).Named("c")
 		}, "c", "copy of 64 bytes"},
 		{"use after free", func(b *dag.Builder) {
@@ -123,7 +123,7 @@ func TestBuildErrors(t *testing.T) {
 			b.Alloc(t)
 		}, "early", "before"},
 		{"alloc of persistent", func(b *dag.Builder) {
-			b.Alloc(b.Buffer("p", 64)).Named("a")
+			b.Alloc(b.Buffer("p", 64, dag.Zeros())).Named("a")
 		}, "a", "persistent"},
 		{"unknown kernel", func(b *dag.Builder) {
 			k := &dag.Kernel{Name: "mine", Source: dag.CUDAC}
@@ -139,19 +139,19 @@ func TestBuildErrors(t *testing.T) {
 			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), 2.0).Named("l")
 		}, "l", "1 arguments for 2 parameters"},
 		{"mode", func(b *dag.Builder) {
-			x := b.Buffer("x", 64)
+			x := b.Buffer("x", 64, dag.Zeros())
 			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), dag.In(x.All()), 2.0).Named("l")
 		}, "l", "reads and writes"},
 		{"axpy sizes", func(b *dag.Builder) {
-			x, y := b.Buffer("x", 64), b.Buffer("y", 32)
+			x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 32, dag.Zeros())
 			b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), y, x, 1.0).Named("l")
 		}, "l", "equal size"},
 		{"host on device memory", func(b *dag.Builder) {
-			x := b.Buffer("x", 64)
+			x := b.Buffer("x", 64, dag.Zeros())
 			b.Host(noop, dag.In(x.All())).Named("h")
 		}, "h", "device buffer"},
 		{"kernel on host memory", func(b *dag.Builder) {
-			x := b.Buffer("x", 64, dag.PinnedHost())
+			x := b.Buffer("x", 64, dag.PinnedHost(), dag.Zeros())
 			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x, 2.0).Named("l")
 		}, "l", "pinned host memory"},
 		{"duplicate names", func(b *dag.Builder) {

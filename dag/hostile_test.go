@@ -29,8 +29,8 @@ func buildErr(t *testing.T, b *dag.Builder) dag.ErrorList {
 
 func TestOneRoundWithCycles(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 64)
-	b.Buffer("neg", -1)
+	x := b.Buffer("x", 64, dag.Zeros())
+	b.Buffer("neg", -1, dag.Zeros())
 	p := b.Fill(x.All(), 1).Named("p")
 	q := b.Launch(dag.Scale, dag.Grid1(0), dag.Threads(1), x, 2.0).Named("q")
 	b.Fill(x.Slice(0, 128), 0).Named("r")
@@ -74,7 +74,7 @@ func TestEveryCycleReported(t *testing.T) {
 
 func TestArgTypeError(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 64)
+	x := b.Buffer("x", 64, dag.Zeros())
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x, "two").Named("l")
 	list := buildErr(t, b)
 	require.Len(t, list, 1)
@@ -95,11 +95,11 @@ func TestOverflowSafe(t *testing.T) {
 		msg   string
 	}{
 		{"view end wraps", func(b *dag.Builder) {
-			x := b.Buffer("x", 1<<40)
+			x := b.Buffer("x", 1<<40, dag.Zeros())
 			b.Fill(x.Slice(huge-8, 64), 0).Named("o")
 		}, "", "out of range"},
 		{"view size wraps", func(b *dag.Builder) {
-			x := b.Buffer("x", huge)
+			x := b.Buffer("x", huge, dag.Zeros())
 			b.Fill(x.Slice(8, huge), 0).Named("o")
 		}, "", "out of range"},
 		{"grid x block", func(b *dag.Builder) {
@@ -115,7 +115,7 @@ func TestOverflowSafe(t *testing.T) {
 			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("o").Costs(1500000 * time.Hour)
 		}, "cost", "out of range"},
 		{"matmul sizes beyond i32", func(b *dag.Builder) {
-			c, x, y := b.Buffer("c", 64), b.Buffer("a", 64), b.Buffer("bb", 64)
+			c, x, y := b.Buffer("c", 64, dag.Zeros()), b.Buffer("a", 64, dag.Zeros()), b.Buffer("bb", 64, dag.Zeros())
 			b.Launch(dag.Matmul, dag.Grid1(1), dag.Threads(1), c, x, y, int64(1)<<40, int64(1)<<40, 1).Named("o")
 		}, "args.m", "does not fit in i32"},
 	}
@@ -152,7 +152,7 @@ func TestFillValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s %g", tt.dt, tt.v), func(t *testing.T) {
 			b := dag.New()
-			x := b.Buffer("x", 64, dag.Of(tt.dt))
+			x := b.Buffer("x", 64, dag.Of(tt.dt), dag.Zeros())
 			b.Fill(x.All(), tt.v).Named("f")
 			_, err := b.Build()
 			if !tt.bad {
@@ -208,7 +208,7 @@ func TestLaunchOverlaps(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := dag.New()
 			b.Kernel(user)
-			tt.build(b, b.Buffer("x", 8192))
+			tt.build(b, b.Buffer("x", 8192, dag.Zeros()))
 			_, err := b.Build()
 			if tt.msg == "" {
 				assert.NoError(t, err)
@@ -225,12 +225,12 @@ func TestEdgeCap(t *testing.T) {
 	// n disjoint writers, then n readers of all of it: n*n edges.
 	declare := func(n int) *dag.Builder {
 		b := dag.New()
-		x := b.Buffer("x", int64(4*n))
+		x := b.Buffer("x", int64(4*n), dag.Zeros())
 		for i := range n {
 			b.Fill(x.Slice(int64(4*i), 4), 1)
 		}
 		for i := range n {
-			b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(1), b.Buffer(fmt.Sprint("out", i), 4), x).Named(fmt.Sprint("read", i))
+			b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(1), b.Buffer(fmt.Sprint("out", i), 4, dag.Zeros()), x).Named(fmt.Sprint("read", i))
 		}
 		return b
 	}
@@ -246,7 +246,7 @@ func TestDescendingRangesMatchAscending(t *testing.T) {
 	const n = 2000
 	build := func(desc bool) *dag.Graph {
 		b := dag.New()
-		x := b.Buffer("x", 4*n)
+		x := b.Buffer("x", 4*n, dag.Zeros())
 		for i := range n {
 			j := i
 			if desc {
@@ -297,7 +297,7 @@ func TestLiveAtEnd(t *testing.T) {
 
 func TestPageableCopy(t *testing.T) {
 	b := dag.New()
-	dev, pin, page := b.Buffer("dev", 64), b.Buffer("pin", 64, dag.PinnedHost()), b.Buffer("page", 64, dag.PageableHost())
+	dev, pin, page := b.Buffer("dev", 64, dag.Zeros()), b.Buffer("pin", 64, dag.PinnedHost(), dag.Zeros()), b.Buffer("page", 64, dag.PageableHost(), dag.Zeros())
 	up := b.Copy(dev.All(), page.All())
 	down := b.Copy(page.All(), dev.All())
 	pinned := b.Copy(dev.All(), pin.All())
@@ -320,7 +320,7 @@ func TestFormatBytes(t *testing.T) {
 
 func TestBuildAgainAfterErrors(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 64)
+	x := b.Buffer("x", 64, dag.Zeros())
 	b.Fill(x.All(), 1).Named("a")
 	bad := b.Fill(x.All(), 1e300).Named("b")
 	_, err := b.Build()
@@ -360,7 +360,7 @@ func TestNarrowThenWideReads(t *testing.T) {
 	const n = 400
 	b := dag.New()
 	x := b.Buffer("x", 4*n, dag.Zeros())
-	out := b.Buffer("out", 4*n)
+	out := b.Buffer("out", 4*n, dag.Zeros())
 	for i := range n {
 		b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), out.Slice(int64(4*i), 4), x.Slice(int64(4*i), 4), 1.0)
 	}
@@ -380,7 +380,7 @@ func TestInferenceWorkCap(t *testing.T) {
 	const n = 4000
 	noop := func(context.Context, [][]byte) error { return nil }
 	b := dag.New()
-	x := b.Buffer("x", 4*n, dag.PinnedHost())
+	x := b.Buffer("x", 4*n, dag.PinnedHost(), dag.Zeros())
 	var even, odd []dag.Access
 	for i := range n {
 		if v := x.Slice(int64(4*i), 4); i%2 == 0 {

@@ -26,10 +26,10 @@ type ParamKind uint8
 
 const (
 	BufferParam ParamKind = iota // a device pointer; the argument says the view and its mode
-	I32Param
-	I64Param
-	F32Param
-	F64Param
+	I32Param                     // a 32-bit integer
+	I64Param                     // a 64-bit integer
+	F32Param                     // a 32-bit float
+	F64Param                     // a 64-bit float
 )
 
 var paramKindNames = [...]string{BufferParam: "buffer", I32Param: "i32", I64Param: "i64", F32Param: "f32", F64Param: "f64"}

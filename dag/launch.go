@@ -2,6 +2,7 @@ package dag
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -59,7 +60,11 @@ func (c *checker) launch(o *Op) {
 		}
 		c.add(&Error{Op: o.Name, Field: field, Msg: e.Error(), Err: e, decl: o.decl})
 	}
-	if len(o.argErrs) > 0 {
+	for _, e := range o.nameErrs {
+		e.Op, e.decl = o.Name, o.decl
+		c.add(e)
+	}
+	if len(o.argErrs) > 0 || len(o.nameErrs) > 0 {
 		return
 	}
 	if len(l.Args) != len(k.Params) {
@@ -97,6 +102,11 @@ func (c *checker) launch(o *Op) {
 			continue
 		}
 		if p.Kind != BufferParam {
+			if msg := scalarProblem(p.Kind, a); msg != "" {
+				c.fail(o, "args."+p.Name, "", "parameter %s: %s", p.Name, msg)
+				ok = false
+				continue
+			}
 			if p.Kind == I32Param && (a.Int < -1<<31 || a.Int > 1<<31-1) {
 				c.fail(o, "args."+p.Name, "", "%d does not fit in i32", a.Int)
 				ok = false
@@ -172,4 +182,21 @@ func (c *checker) launchOverlaps(o *Op) bool {
 		}
 	}
 	return ok
+}
+
+// scalarProblem says why a is not a value of a parameter of kind k, or ""
+// when it is: integer parameters take whole numbers, f32 ones what does
+// not round to an infinity.
+func scalarProblem(k ParamKind, a Arg) string {
+	switch k {
+	case I32Param, I64Param:
+		if a.Float != float64(a.Int) {
+			return fmt.Sprintf("%v is not a whole number, and %s takes one", a.Float, k)
+		}
+	case F32Param:
+		if !math.IsInf(a.Float, 0) && math.IsInf(float64(float32(a.Float)), 0) {
+			return fmt.Sprintf("%g is beyond the largest f32 (%g)", a.Float, math.MaxFloat32)
+		}
+	}
+	return ""
 }

@@ -33,7 +33,7 @@ func TestMemset2DBound(t *testing.T) {
 // not.
 func TestMemset2DAccessAndDeps(t *testing.T) {
 	b := New()
-	x := b.Buffer("x", 64, Of(U8))
+	x := b.Buffer("x", 64, Of(U8), Zeros())
 	set := b.Memset2D(x.Slice(4, 60), Memset2DSpec{Rows: 3, Width: 4, Pitch: 16}, 1)
 	gap := b.Fill(x.Slice(10, 2), 2)    // between rows 0 and 1
 	after := b.Fill(x.Slice(40, 24), 3) // past the last row (ends at 40)
@@ -67,7 +67,7 @@ func TestMemset2DChecks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := New()
-			x := b.Buffer("x", 64, Of(tc.dt))
+			x := b.Buffer("x", 64, Of(tc.dt), Zeros())
 			b.Memset2D(tc.view(x), tc.m, tc.v)
 			_, err := b.Build()
 			require.Error(t, err)

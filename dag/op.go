@@ -74,9 +74,17 @@ func (k OpKind) String() string {
 type Priority int
 
 const (
-	Low    Priority = -1
-	Normal Priority = 0
-	High   Priority = 1
+	Low    Priority = -1 // behind normal work
+	Normal Priority = 0  // the default
+	High   Priority = 1  // ahead of normal work
+)
+
+// MinPriority and MaxPriority bound the priorities Build takes. A device
+// has a few levels (six on an H100) that priorities map onto in order,
+// so a priority far outside them is a mistake, not a finer order.
+const (
+	MinPriority Priority = -16
+	MaxPriority Priority = 16
 )
 
 func (p Priority) String() string {
@@ -169,9 +177,10 @@ type Op struct {
 	// duplicates, each smaller than ID.
 	Deps []int32
 
-	after   []*Op
-	argErrs []*ArgTypeError // Launch arguments of no usable type
-	decl    int             // declaration position, for ErrorList's order
+	after    []*Op
+	argErrs  []*ArgTypeError // Launch arguments of no usable type
+	nameErrs []*Error        // Call's names that match no parameter, or parameters it left out
+	decl     int             // declaration position, for ErrorList's order
 	// Set by Build's checks: the accesses cannot be used for inference, or
 	// the after list names ops of no graph.
 	badAccess, badAfter bool

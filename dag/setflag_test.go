@@ -12,8 +12,8 @@ import (
 func TestSetFlagVariants(t *testing.T) {
 	for _, dt := range []dag.DType{dag.F32, dag.F64} {
 		b := dag.New()
-		flag := b.Buffer("flag", 4, dag.Of(dag.I32))
-		x := b.Buffer("x", 64, dag.Of(dt))
+		flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
+		x := b.Buffer("x", 64, dag.Of(dt), dag.Zeros())
 		op := b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(x.All()), 1e-3)
 		_, err := b.Build()
 		require.NoError(t, err, dt)
@@ -47,8 +47,8 @@ func TestSetFlagRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := dag.New()
-			flag := b.Buffer("flag", 64, dag.Of(tc.flagDT))
-			x := b.Buffer("x", 64, dag.Of(tc.xDT))
+			flag := b.Buffer("flag", 64, dag.Of(tc.flagDT), dag.Zeros())
+			x := b.Buffer("x", 64, dag.Of(tc.xDT), dag.Zeros())
 			b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.Slice(0, tc.flagSize)), dag.In(x.Slice(0, tc.xSize)), 0.5).Named("sf")
 			_, err := b.Build()
 			require.Error(t, err)

@@ -5,7 +5,20 @@ import (
 	"fmt"
 )
 
-// Stream tasks: an op whose work is a user's function that enqueues
+// TaskStream is what a stream task's function gets: where to enqueue its
+// work and the addresses of its views.
+type TaskStream struct {
+	// Handle is the CUstream the op runs on.
+	Handle uintptr
+	// Device is the ordinal of the stream's device; its context is
+	// current on the calling thread.
+	Device int
+	// Addrs holds the address of each of the op's views, in the order of
+	// its accesses.
+	Addrs []uintptr
+}
+
+// TaskFunc enqueues a stream task's work: a user's function that enqueues
 // anything (a library call, the user's own cgo) on the stream the planner
 // chose for it, the way CUDASTF's tasks receive a stream.
 //
@@ -35,21 +48,6 @@ import (
 // replay of a CPU graph runs the twin again, as a CUDA replay repeats the
 // captured work. A task without a twin cannot run there, and the CPU
 // backend refuses the plan up front, naming the task.
-
-// TaskStream is what a stream task's function gets: where to enqueue its
-// work and the addresses of its views.
-type TaskStream struct {
-	// Handle is the CUstream the op runs on.
-	Handle uintptr
-	// Device is the ordinal of the stream's device; its context is
-	// current on the calling thread.
-	Device int
-	// Addrs holds the address of each of the op's views, in the order of
-	// its accesses.
-	Addrs []uintptr
-}
-
-// TaskFunc enqueues a stream task's work; see the contract above.
 type TaskFunc func(ctx context.Context, on TaskStream) error
 
 // TaskSpec is the task-specific part of a Task op.

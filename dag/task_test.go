@@ -22,22 +22,22 @@ func TestTaskBuild(t *testing.T) {
 		{
 			name: "device views with a twin",
 			declare: func(b *dag.Builder) {
-				x := b.Buffer("x", 64, dag.OnDevice(0))
-				y := b.Buffer("y", 64, dag.OnDevice(0))
+				x := b.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
+				y := b.Buffer("y", 64, dag.OnDevice(0), dag.Zeros())
 				b.Task("t", noTask, dag.In(x.All()), dag.Out(y.All())).WithCPU(noTwin)
 			},
 		},
 		{
 			name: "pinned host view",
 			declare: func(b *dag.Builder) {
-				x := b.Buffer("x", 64, dag.PinnedHost())
+				x := b.Buffer("x", 64, dag.PinnedHost(), dag.Zeros())
 				b.Task("t", noTask, dag.InOut(x.All()))
 			},
 		},
 		{
 			name: "no function",
 			declare: func(b *dag.Builder) {
-				x := b.Buffer("x", 64, dag.OnDevice(0))
+				x := b.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
 				b.Task("t", nil, dag.Out(x.All()))
 			},
 			wantErr: `op "t": stream task has no function`,
@@ -45,7 +45,7 @@ func TestTaskBuild(t *testing.T) {
 		{
 			name: "pageable view",
 			declare: func(b *dag.Builder) {
-				x := b.Buffer("x", 64, dag.PageableHost())
+				x := b.Buffer("x", 64, dag.PageableHost(), dag.Zeros())
 				b.Task("t", noTask, dag.Out(x.All()))
 			},
 			wantErr: "pageable host buffer x",
@@ -53,7 +53,7 @@ func TestTaskBuild(t *testing.T) {
 		{
 			name: "twin on another kind",
 			declare: func(b *dag.Builder) {
-				x := b.Buffer("x", 64, dag.OnDevice(0))
+				x := b.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
 				b.Fill(x.All(), 1).Named("f").WithCPU(noTwin)
 			},
 			wantErr: `op "f": fill has a CPU twin`,
@@ -82,8 +82,8 @@ func TestTaskBuild(t *testing.T) {
 // A task is ordered with other ops by the views it declares.
 func TestTaskDependencies(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 64, dag.OnDevice(0))
-	y := b.Buffer("y", 64, dag.OnDevice(0))
+	x := b.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
+	y := b.Buffer("y", 64, dag.OnDevice(0), dag.Zeros())
 	b.Fill(x.All(), 1).Named("fill")
 	b.Task("t", noTask, dag.In(x.All()), dag.Out(y.All()))
 	b.Fill(x.All(), 2).Named("refill")

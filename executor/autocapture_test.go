@@ -59,9 +59,9 @@ func TestAutoCapture(t *testing.T) {
 // that its output counts the runs that really ran.
 func counter(t *testing.T, placement dag.BufferOption) (*planner.Plan, *dag.Buffer) {
 	b := dag.New()
-	d := b.Buffer("d", 16, dag.OnDevice(0))
+	d := b.Buffer("d", 16, dag.OnDevice(0), dag.Zeros())
 	one := b.Buffer("one", 16, dag.OnDevice(0), dag.Value(1))
-	h := b.Buffer("h", 16, placement)
+	h := b.Buffer("h", 16, placement, dag.Zeros())
 	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(4), d, one, 1.0).Named("add")
 	b.Copy(h.All(), d.All()).Named("download")
 	g, err := b.Build()
@@ -198,7 +198,7 @@ func TestAutoCaptureStaysEager(t *testing.T) {
 func ExampleWithAutoCapture() {
 	ctx := context.Background()
 	b := dag.New()
-	d := b.Buffer("d", 16, dag.OnDevice(0))
+	d := b.Buffer("d", 16, dag.OnDevice(0), dag.Zeros())
 	one := b.Buffer("one", 16, dag.OnDevice(0), dag.Value(1))
 	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(4), d, one, 1.0)
 	g, _ := b.Build()

@@ -193,7 +193,8 @@ func (g *Graph) launch(ctx context.Context) error {
 		return fmt.Errorf("executor: launch graph: %w", err)
 	}
 	g.stats.Launches++
-	g.noteLaunch() // profile.go
+	g.s.noteGraph(g) // beside.go
+	g.noteLaunch()   // profile.go
 	if g.auto {
 		g.s.auto.noteRuns(1, true) // autocapture.go
 	}
@@ -217,7 +218,7 @@ func (g *Graph) Sync(ctx context.Context) (err error) {
 
 func (g *Graph) sync(ctx context.Context) error {
 	g.pending = false
-	return g.s.syncError(ctx, g.s.d.Sync(ctx))
+	return g.s.syncError(ctx, g.s.syncDevice(ctx))
 }
 
 // Run replays the graph once and waits for it; it never waits past ctx.

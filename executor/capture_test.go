@@ -139,11 +139,11 @@ func newPipeline(t *testing.T, n int64) pipeline {
 	var p pipeline
 	p.inA = b.Buffer("in_a", 4*n, dag.PinnedHost(), dag.Random(1))
 	p.inB = b.Buffer("in_b", 4*n, dag.PinnedHost(), dag.Random(2))
-	p.spare = b.Buffer("spare", 4*n+4, dag.PinnedHost())
-	x := b.Buffer("x", 4*n, dag.OnDevice(0))
+	p.spare = b.Buffer("spare", 4*n+4, dag.PinnedHost(), dag.Zeros())
+	x := b.Buffer("x", 4*n, dag.OnDevice(0), dag.Zeros())
 	tmp := b.Buffer("tmp", 4*n, dag.OnDevice(0), dag.Temporary())
 	ones := b.Buffer("ones", 4*n, dag.OnDevice(0), dag.Value(1))
-	p.out = b.Buffer("out", 4*n, dag.PinnedHost())
+	p.out = b.Buffer("out", 4*n, dag.PinnedHost(), dag.Zeros())
 	b.Copy(x.All(), p.inA.All()).Named("upload")
 	p.scale = b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(64), x, 2.0).Named("scale")
 	b.Launch(dag.Axpy, dag.Grid1(4), dag.Grid1(64), x, ones, 1.0).Named("offset")
@@ -267,9 +267,9 @@ func (f failingSession) Run(stream int, op *dag.Op) error {
 func TestCaptureRefuses(t *testing.T) {
 	ctx := context.Background()
 	b := dag.New()
-	pageable := b.Buffer("pageable", 64, dag.PageableHost())
-	d0 := b.Buffer("d0", 64, dag.OnDevice(0))
-	d1 := b.Buffer("d1", 64, dag.OnDevice(1))
+	pageable := b.Buffer("pageable", 64, dag.PageableHost(), dag.Zeros())
+	d0 := b.Buffer("d0", 64, dag.OnDevice(0), dag.Zeros())
+	d1 := b.Buffer("d1", 64, dag.OnDevice(1), dag.Zeros())
 	b.Copy(d0.All(), pageable.All()).Named("upload")
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(16), d1, 2.0).Named("far").OnDevice(1)
 	b.Copy(pageable.All(), d0.All()).Named("download")
@@ -318,7 +318,7 @@ func TestUpdateRefuses(t *testing.T) {
 	ctx := context.Background()
 	pl := newPipeline(t, 64)
 	bld := dag.New()
-	stranger := bld.Buffer("stranger", 256, dag.PinnedHost())
+	stranger := bld.Buffer("stranger", 256, dag.PinnedHost(), dag.Zeros())
 	p, err := planner.New(pl.g, planner.Options{})
 	require.NoError(t, err)
 	s, err := executor.Open(ctx, cpu.New(), p)
@@ -343,6 +343,9 @@ func TestUpdateRefuses(t *testing.T) {
 		{"unknown op", executor.SetArg("nope", "alpha", 1), `no op called "nope"`},
 		{"not a launch", executor.SetArg("upload", "alpha", 1), "not a kernel launch"},
 		{"unknown param", executor.SetArg("scale", "beta", 1), "no parameter"},
+		{"misspelled op", executor.SetArg("sacle", "alpha", 1), `no op called "sacle" (did you mean "scale"?)`},
+		{"misspelled param", executor.SetArg("scale", "alpah", float32(1)), `no parameter "alpah" (did you mean "alpha"?)`},
+		{"beyond f32", executor.SetArg("scale", "alpha", 1e300), "1e+300 is beyond the largest f32"},
 		{"buffer param", executor.SetArg("scale", "x", 1), "use Rebind"},
 		{"size", executor.Rebind(pl.inA, pl.spare), "same size"},
 		{"placement", executor.Rebind(pl.inA, buf("x")), "same placement"},
@@ -403,10 +406,10 @@ func TestCaptureReleases(t *testing.T) {
 // batch into the input buffer, change a kernel argument, replay.
 func ExampleSession_Capture() {
 	b := dag.New()
-	in := b.Buffer("in", 4*4, dag.PinnedHost())
-	x := b.Buffer("x", 4*4, dag.OnDevice(0))
-	sum := b.Buffer("sum", 4, dag.OnDevice(0))
-	hsum := b.Buffer("hsum", 4, dag.PinnedHost())
+	in := b.Buffer("in", 4*4, dag.PinnedHost(), dag.Zeros())
+	x := b.Buffer("x", 4*4, dag.OnDevice(0), dag.Zeros())
+	sum := b.Buffer("sum", 4, dag.OnDevice(0), dag.Zeros())
+	hsum := b.Buffer("hsum", 4, dag.PinnedHost(), dag.Zeros())
 	b.Copy(x.All(), in.All())
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 1.0).Named("scale")
 	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(4), sum, x)
@@ -430,11 +433,11 @@ func ExampleSession_Capture() {
 		log.Fatal(err)
 	}
 	for batch := range 3 {
-		data := make([]byte, 16)
-		for i := range 4 {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(batch+i)))
+		data := make([]float32, 4)
+		for i := range data {
+			data[i] = float32(batch + i)
 		}
-		if err := s.Write(in, data); err != nil {
+		if err := executor.WriteValues(s, in, data); err != nil {
 			log.Fatal(err)
 		}
 		if err := graph.Update(ctx, executor.SetArg("scale", "alpha", float64(10*(batch+1)))); err != nil {
@@ -443,11 +446,11 @@ func ExampleSession_Capture() {
 		if err := graph.Run(ctx); err != nil {
 			log.Fatal(err)
 		}
-		out, err := s.Read(hsum)
+		out, err := executor.ReadValues[float32](s, hsum)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(math.Float32frombits(binary.LittleEndian.Uint32(out)))
+		fmt.Println(out[0])
 	}
 	st := graph.Stats()
 	fmt.Println(st.Launches, "replays,", st.UpdatesInPlace, "updates in place")

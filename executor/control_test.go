@@ -61,7 +61,7 @@ func scaledLoop(t *testing.T, n int, branch bool) *dag.Graph {
 	b := dag.New()
 	x := b.Buffer("x", 4096, dag.Value(1))
 	y := b.Buffer("y", 4096, dag.Value(1))
-	pick := b.Buffer("pick", 4, dag.Of(dag.I32))
+	pick := b.Buffer("pick", 4, dag.Of(dag.I32), dag.Zeros())
 	c := dagtest.NewCounter(b, "flag", n)
 	c.Arm(b)
 	v := 0.0
@@ -77,7 +77,7 @@ func scaledLoop(t *testing.T, n int, branch bool) *dag.Graph {
 			els.Fill(y.All(), 0)
 		}).Named("branch")
 		c.Step(body)
-	}).Named("loop").Control.Max = 100
+	}, dag.AtMost(100)).Named("loop")
 	g, err := b.Build()
 	require.NoError(t, err)
 	return g

@@ -59,14 +59,14 @@
 // replay it with one call; Graph.Update changes kernel arguments (SetArg)
 // or the memory a buffer's ops use (Rebind) between replays by recapturing
 // the plan and updating the executable graph in place where the backend
-// can. Capture is in capture.go, Update and its changes in update.go.
+// can.
 //
 // A session opened WithAutoCapture captures itself: after a few identical
 // eager runs Run replays the captured graph instead (AutoGraph gives it,
 // to launch replays in batches), where the plan allows; Write reaches the
 // replays as it reaches eager runs, and Session.Update changes eager runs
 // and the graph alike. RunLog says which runs were replays, or why the
-// session stays eager (autocapture.go).
+// session stays eager.
 //
 // # Stream tasks and callers' streams
 //
@@ -85,7 +85,7 @@
 // refused when the session opens.
 //
 // A program with streams of its own orders dagrun's work with them through
-// events it owns (External, in external.go): Enqueue submits a run that
+// events it owns (External): Enqueue submits a run that
 // starts after the caller's event After and records the caller's event
 // Done when every stream is done, then returns (Sync collects the result);
 // RunAfter does both; Graph.LaunchAfter does the same for a replay. The
@@ -100,9 +100,9 @@
 // of temporaries, per device and for host memory) with a *MemoryError
 // naming the buffers. WithChaos puts seeded pauses before ops and
 // WithFailOp makes one op fail, to test plans and callers against slow
-// and failing work (faults.go). Close may be called from another
+// and failing work. Close may be called from another
 // goroutine while Run is in flight: the run ends with an error, then the
-// device session drains and releases everything (close.go).
+// device session drains and releases everything.
 //
 // # For backend writers
 //
@@ -124,5 +124,5 @@
 // before anything runs, join each device session to its world
 // (device.Joiner: the backend's unique id from rank 0 for NCCL, in-process
 // or TCP communicators for the cpu backend), and make the other ranks fail
-// at once when one fails. See world.go and docs/ranks.md.
+// at once when one fails. See OpenWorld and docs/ranks.md.
 package executor

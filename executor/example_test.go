@@ -2,10 +2,8 @@ package executor_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log"
-	"math"
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/dag"
@@ -17,13 +15,13 @@ import (
 // backend: y = 1 + 2*x for x = 1..4, then the sum of y.
 func Example() {
 	b := dag.New()
-	x := b.Buffer("x", 4*4)
-	y := b.Buffer("y", 4*4, dag.Value(1))
-	sum := b.Buffer("sum", 4, dag.Zeros())
+	x := b.Array("x", dag.F32, 4)
+	y := b.Array("y", dag.F32, 4, dag.Value(1))
+	sum := b.Array("sum", dag.F32, 1)
 	one, four := dag.Grid1(1), dag.Grid1(4)
-	b.Launch(dag.Iota, one, four, x, 1.0)
-	b.Launch(dag.Axpy, one, four, y, x, 2.0)
-	b.Launch(dag.ReduceSum, one, four, sum, y)
+	b.Call(dag.Iota, one, four, dag.Args{"x": x, "start": 1})
+	b.Call(dag.Axpy, one, four, dag.Args{"y": y, "x": x, "alpha": 2})
+	b.Call(dag.ReduceSum, one, four, dag.Args{"out": sum, "in": y})
 	g, err := b.Build()
 	if err != nil {
 		log.Fatal(err)
@@ -36,8 +34,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(math.Float32frombits(binary.LittleEndian.Uint32(out[sum])))
-	// Output: 24
+	fmt.Println(out.Float32s(sum))
+	// Output: [24]
 }
 
 // A session runs a plan again and again; persistent buffers keep their
@@ -64,11 +62,11 @@ func ExampleSession_Run() {
 		if err := s.Run(ctx); err != nil {
 			log.Fatal(err)
 		}
-		data, err := s.Read(x)
+		v, err := executor.ReadValues[float32](s, x)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(math.Float32frombits(binary.LittleEndian.Uint32(data)))
+		fmt.Println(v[0])
 	}
 	// Output:
 	// 3
@@ -78,20 +76,11 @@ func ExampleSession_Run() {
 
 // readF32 returns the first f32 of persistent buffer b after the last run.
 func readF32(s *executor.Session, b *dag.Buffer) float32 {
-	data, err := s.Read(b)
+	v, err := executor.ReadValues[float32](s, b)
 	if err != nil {
 		log.Fatal(err)
 	}
-	return math.Float32frombits(binary.LittleEndian.Uint32(data))
-}
-
-// f32Bytes encodes v as f32 values.
-func f32Bytes(v ...float32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
-	}
-	return out
+	return v[0]
 }
 
 // A captured graph replays with one launch each; Sync waits for them. One
@@ -139,8 +128,8 @@ func ExampleGraph_Update() {
 	b := dag.New()
 	inA := b.Buffer("in_a", 4, dag.PinnedHost(), dag.Value(1))
 	inB := b.Buffer("in_b", 4, dag.PinnedHost(), dag.Value(10))
-	x := b.Buffer("x", 4, dag.OnDevice(0))
-	out := b.Buffer("out", 4, dag.PinnedHost())
+	x := b.Buffer("x", 4, dag.OnDevice(0), dag.Zeros())
+	out := b.Buffer("out", 4, dag.PinnedHost(), dag.Zeros())
 	b.Copy(x.All(), inA.All()).Named("upload")
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("scale")
 	b.Copy(out.All(), x.All()).Named("download")
@@ -189,8 +178,8 @@ func ExampleGraph_Update() {
 // Write loads a new input between runs, and Read takes the results out.
 func ExampleSession_Write() {
 	b := dag.New()
-	in := b.Buffer("in", 8, dag.OnDevice(0))
-	sum := b.Buffer("sum", 4, dag.OnDevice(0))
+	in := b.Buffer("in", 8, dag.OnDevice(0), dag.Zeros())
+	sum := b.Buffer("sum", 4, dag.OnDevice(0), dag.Zeros())
 	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(32), sum, in)
 	g, err := b.Build()
 	if err != nil {
@@ -207,7 +196,7 @@ func ExampleSession_Write() {
 	}
 	defer s.Close()
 	for _, batch := range [][]float32{{1, 2}, {3, 4}} {
-		if err := s.Write(in, f32Bytes(batch...)); err != nil {
+		if err := executor.WriteValues(s, in, batch); err != nil {
 			log.Fatal(err)
 		}
 		if err := s.Run(ctx); err != nil {
@@ -227,7 +216,7 @@ func ExampleSession_Write() {
 // imports package cpu.
 func ExampleRun() {
 	b := dag.New()
-	x := b.Buffer("x", 4*4)
+	x := b.Buffer("x", 4*4, dag.Zeros())
 	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(4), x, 1.0) // x = 1, 2, 3, 4
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 2.0)
 	g, err := b.Build()

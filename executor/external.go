@@ -54,6 +54,7 @@ func (s *Session) Enqueue(ctx context.Context, x External) error {
 		return fmt.Errorf("executor: run not started: %w", err)
 	}
 	s.spans = s.spans[:0]
+	s.noteAll() // beside.go: the whole plan may run until Sync
 	if err := s.enqueueExternal(ctx, xe, x); err != nil {
 		return s.drain(ctx, err)
 	}
@@ -111,7 +112,7 @@ func (s *Session) Sync(ctx context.Context) error {
 	if s.closed.Load() {
 		return fmt.Errorf("executor: Sync: session is %w", device.ErrClosed)
 	}
-	err := s.d.Sync(ctx)
+	err := s.syncDevice(ctx)
 	s.collectSpans()
 	return s.syncError(ctx, err)
 }

@@ -24,8 +24,8 @@ func noEnqueue(context.Context, dag.TaskStream) error { return nil }
 func externalPlan(t *testing.T, callerValue *atomic.Int32, late *atomic.Bool, fail error) (*planner.Plan, *dag.Buffer) {
 	t.Helper()
 	b := dag.New()
-	x := b.Buffer("x", 4, dag.OnDevice(0), dag.Of(dag.I32))
-	y := b.Buffer("y", 4, dag.OnDevice(0), dag.Of(dag.I32))
+	x := b.Buffer("x", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
+	y := b.Buffer("y", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
 	b.Task("take", noEnqueue, dag.Out(x.All())).WithCPU(func(_ context.Context, mem [][]byte) error {
 		binary.LittleEndian.PutUint32(mem[0], uint32(callerValue.Load()))
 		return fail

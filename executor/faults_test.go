@@ -98,7 +98,7 @@ func TestChaosRepeatsItsDelaysButNotAcrossSeeds(t *testing.T) {
 	// here is a sanity bound, not a measurement: 64 ops with about half
 	// paused up to ChaosMaxDelay sleep far above zero in all.
 	bld := dag.New()
-	x := bld.Buffer("x", 16)
+	x := bld.Buffer("x", 16, dag.Zeros())
 	for range 64 {
 		bld.Fill(x.All(), 1)
 	}
@@ -198,7 +198,7 @@ func TestCaptureRunsWithoutFaults(t *testing.T) {
 // spinPlan is a plan of n spin kernels of us microseconds on one buffer.
 func spinPlan(t testing.TB, n int, us float64) *planner.Plan {
 	bld := dag.New()
-	x := bld.Buffer("x", 16)
+	x := bld.Buffer("x", 16, dag.Zeros())
 	for range n {
 		bld.Launch(dag.Spin, dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 1, Y: 1, Z: 1}, us)
 		bld.Fill(x.All(), 1)
@@ -334,7 +334,7 @@ func TestExecuteTimesOut(t *testing.T) {
 func hugePlan(t testing.TB, size int64, opts ...dag.BufferOption) *planner.Plan {
 	bld := dag.New()
 	big := bld.Buffer("big", size, opts...)
-	out := bld.Buffer("out", 16)
+	out := bld.Buffer("out", 16, dag.Zeros())
 	bld.Fill(big.All(), 1)
 	bld.Copy(out.All(), big.Slice(0, 16))
 	g, err := bld.Build()
@@ -402,8 +402,8 @@ func TestAllocationBeyondTheHostIsAnOpErrorNamingTheBuffer(t *testing.T) {
 
 func TestMemoryNeedsCountTheLargestLiveSetOfTemporaries(t *testing.T) {
 	bld := dag.New()
-	p1 := bld.Buffer("persist", 100)
-	h := bld.Buffer("host", 10, dag.PinnedHost())
+	p1 := bld.Buffer("persist", 100, dag.Zeros())
+	h := bld.Buffer("host", 10, dag.PinnedHost(), dag.Zeros())
 	a := bld.Buffer("a", 1000, dag.Temporary())
 	c := bld.Buffer("c", 300, dag.Temporary())
 	d := bld.Buffer("d", 400, dag.Temporary())
@@ -483,7 +483,7 @@ func BenchmarkCheckMemory(b *testing.B) {
 	// a temporary every 8 ops.
 	for _, n := range []int{1_000, 100_000} {
 		bld := dag.New()
-		x := bld.Buffer("x", 1<<20)
+		x := bld.Buffer("x", 1<<20, dag.Zeros())
 		for i := range n / 8 {
 			t := bld.Buffer(fmt.Sprintf("t%d", i), 1<<10, dag.Temporary())
 			bld.Alloc(t)

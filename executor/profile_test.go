@@ -18,7 +18,7 @@ import (
 // submission step of the last run, by kind, and says how its ops are timed.
 func TestSubmitCosts(t *testing.T) {
 	g := dag.New()
-	x := g.Buffer("x", 1024)
+	x := g.Buffer("x", 1024, dag.Zeros())
 	fill := g.Fill(x.Slice(0, 512), 1)
 	for range 3 {
 		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 1.0).After(fill)
@@ -73,7 +73,7 @@ func TestSubmitCosts(t *testing.T) {
 // the spans of all its ops, read after its Sync.
 func TestGraphSpans(t *testing.T) {
 	g := dag.New()
-	x := g.Buffer("x", 1024)
+	x := g.Buffer("x", 1024, dag.Zeros())
 	first := g.Fill(x.Slice(0, 512), 1)
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0).After(first)
 	g.Fill(x.Slice(512, 512), 2)
@@ -110,7 +110,7 @@ func TestGraphSpans(t *testing.T) {
 // graph's replays in the same batch are not this graph's.
 func TestGraphReplaySpans(t *testing.T) {
 	g := dag.New()
-	x := g.Buffer("x", 1024)
+	x := g.Buffer("x", 1024, dag.Zeros())
 	first := g.Fill(x.Slice(0, 512), 1)
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 5.0).After(first)
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 5.0)

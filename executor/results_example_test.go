@@ -14,7 +14,7 @@ import (
 // Results read as typed values: Float32s decodes a buffer's f32 elements.
 func ExampleResults_Float32s() {
 	b := dag.New()
-	x := b.Buffer("x", 4*4)
+	x := b.Buffer("x", 4*4, dag.Zeros())
 	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(4), x, 1.0)
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 0.5)
 	g, err := b.Build()

@@ -35,7 +35,7 @@ func everyRun(int) bool { return true }
 // end.
 func TestRunnerTracesReplays(t *testing.T) {
 	g := dag.New()
-	x := g.Buffer("x", 1024)
+	x := g.Buffer("x", 1024, dag.Zeros())
 	first := g.Fill(x.Slice(0, 512), 1)
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 2.0).After(first)
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 2.0)

@@ -67,6 +67,7 @@ type Session struct {
 	// numbers (profile.go).
 	replays int
 
+	busy   inFlight    // beside.go: what launched work may use, until Sync
 	arenas bool        // the temporaries live in arenas (arena.go)
 	auto   autoCapture // autocapture.go: automatic capture, the runs' log, Update of eager runs
 }
@@ -209,7 +210,7 @@ func (s *Session) Run(ctx context.Context) (err error) {
 		s.auto.eagerFailed()
 		return s.drain(ctx, err)
 	}
-	err = s.d.Sync(ctx)
+	err = s.syncDevice(ctx)
 	s.collectSpans()
 	if err = s.syncError(ctx, err); err != nil {
 		s.auto.eagerFailed()
@@ -311,7 +312,7 @@ func (s *Session) submitStretches(ctx context.Context, sub device.Submitter, ops
 // was submitted (abandoning it, if ctx has ended) so that nothing is left
 // running, and adds any other error the wait reports.
 func (s *Session) drain(ctx context.Context, err error) error {
-	serr := s.d.Sync(ctx)
+	serr := s.syncDevice(ctx)
 	s.collectSpans()
 	if serr != nil && !errors.Is(serr, ctx.Err()) {
 		return errors.Join(err, s.syncError(ctx, serr))
@@ -374,11 +375,18 @@ func (s *Session) Read(b *dag.Buffer) ([]byte, error) {
 }
 
 // Write replaces the contents of persistent buffer b with data (b's size)
-// before the next run or replay: a new input batch. Call it when the runs
-// and replays launched before are done. The backend must implement Writer.
+// before the next run or replay: a new input batch. The backend must
+// implement Writer. While replays launched (Graph.Launch) are not yet
+// synchronised, Write takes a host buffer they do not use, at once (the
+// backend must implement HostWriter): the next batch is written while the
+// device works on this one. A buffer they use, or device memory, waits
+// for Sync.
 func (s *Session) Write(b *dag.Buffer, data []byte) error {
 	if err := s.checkBuffer("Write", b); err != nil {
 		return err
+	}
+	if s.busy != nil {
+		return s.writeBeside(b, data) // beside.go
 	}
 	w, ok := s.d.(device.Writer)
 	if !ok {

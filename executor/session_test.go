@@ -93,7 +93,7 @@ func (f *fakeBackend) count(name string) int {
 // stream 1; the ops of the temporary (there for Read to refuse) never run.
 func twoStreams(t *testing.T) *planner.Plan {
 	b := dag.New()
-	x := b.Buffer("x", 4)
+	x := b.Buffer("x", 4, dag.Zeros())
 	tmp := b.Buffer("tmp", 4, dag.Temporary())
 	b.Fill(x.All(), 1).Named("a")
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("b")
@@ -213,7 +213,7 @@ func TestOpenRefusesMalformedPlans(t *testing.T) {
 
 func TestRunStopsWhenCancelled(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 4)
+	x := b.Buffer("x", 4, dag.Zeros())
 	for i := range 2000 {
 		b.Fill(x.All(), float64(i))
 	}

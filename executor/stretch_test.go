@@ -48,7 +48,7 @@ func (f *submitter) Submit(steps []device.Step) (int, error) {
 func fills(t *testing.T, n int) *planner.Plan {
 	t.Helper()
 	b := dag.New()
-	x := b.Buffer("x", 4)
+	x := b.Buffer("x", 4, dag.Zeros())
 	for i := range n {
 		b.Fill(x.All(), float64(i)).Named(fmt.Sprintf("fill%d", i))
 	}

@@ -18,7 +18,7 @@ import (
 func ExampleSession_Enqueue() {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.OnDevice(0), dag.Value(1))
-	n := b.Buffer("n", 4, dag.OnDevice(0), dag.Of(dag.I32))
+	n := b.Buffer("n", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
 	enqueue := func(ctx context.Context, on dag.TaskStream) error {
 		return fmt.Errorf("enqueue on stream %#x: not on this backend", on.Handle)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/suggest"
 )
 
 // Updates: the changes Graph.Update applies between replays (SetArg,
@@ -30,15 +31,22 @@ type Change interface {
 	apply(g *Graph, u *updates) error
 }
 
+// Number is the Go types SetArg takes a scalar argument as.
+type Number interface {
+	~int | ~int32 | ~int64 | ~float32 | ~float64
+}
+
 // SetArg sets scalar parameter param of the kernel that op launches to
-// value from the next replay on. op is one of the plan's ops, or its name.
-// Integer parameters take integral values.
-func SetArg[O *dag.Op | string](op O, param string, value float64) Change {
+// value from the next replay on. op is one of the plan's ops, or its name
+// (a name the plan lacks gets the nearest one as a hint). value is the
+// parameter's type or any number it holds: integer parameters take
+// integral values, f32 ones values f32 holds.
+func SetArg[O *dag.Op | string, V Number](op O, param string, value V) Change {
 	switch o := any(op).(type) {
 	case *dag.Op:
-		return setArg{op: o, param: param, value: value}
+		return setArg{op: o, param: param, value: float64(value)}
 	case string:
-		return setArg{name: o, param: param, value: value}
+		return setArg{name: o, param: param, value: float64(value)}
 	}
 	return nil // unreachable: O is one of the two
 }
@@ -69,7 +77,12 @@ func (c setArg) apply(g *Graph, u *updates) error {
 		}
 	}
 	if i < 0 {
-		return fail(fmt.Sprintf("SetArg: kernel %s has no parameter %q", k.Name, c.param), fmt.Sprintf("its scalar parameters are %v", scalars))
+		hint := fmt.Sprintf("its scalar parameters are %v", scalars)
+		budget := 1 << 16
+		if best, ok := suggest.Nearest(c.param, scalars, &budget); ok {
+			hint = fmt.Sprintf("did you mean %q?", best)
+		}
+		return fail(fmt.Sprintf("SetArg: kernel %s has no parameter %q", k.Name, c.param), hint)
 	}
 	args := slices.Clone(u.args[op.ID])
 	if args == nil {
@@ -92,8 +105,13 @@ func (c setArg) apply(g *Graph, u *updates) error {
 			return fail(fmt.Sprintf("SetArg: %v is not a value of %s parameter %s", c.value, p.Kind, c.param), "give an integer in the parameter's range")
 		}
 		a.Int, a.Float = int64(c.value), c.value
-	default:
+	case dag.F32Param:
+		if !math.IsInf(c.value, 0) && math.IsInf(float64(float32(c.value)), 0) {
+			return fail(fmt.Sprintf("SetArg: %g is beyond the largest f32, the type of %s", c.value, c.param), "give a value f32 holds")
+		}
 		a.Int, a.Float = int64(c.value), c.value // as dag.Builder.Launch stores numbers
+	default:
+		a.Int, a.Float = int64(c.value), c.value
 	}
 	if slices.Equal(args, op.Launch.Args) {
 		delete(u.args, op.ID) // back to the plan's own op
@@ -124,7 +142,16 @@ func (g *Graph) lookup(op *dag.Op, name string) (*dag.Op, error) {
 	if o := g.byName[name]; o != nil {
 		return o, nil
 	}
-	return nil, &dag.Error{Op: name, Msg: fmt.Sprintf("SetArg: the plan has no op called %q", name), Hint: "name an op of the plan (dagrun plan lists them)"}
+	hint := "name an op of the plan (dagrun plan lists them)"
+	names := make([]string, len(ops))
+	for i, o := range ops {
+		names[i] = o.Name
+	}
+	budget := 1 << 20
+	if best, ok := suggest.Nearest(name, names, &budget); ok {
+		hint = fmt.Sprintf("did you mean %q?", best)
+	}
+	return nil, &dag.Error{Op: name, Msg: fmt.Sprintf("SetArg: the plan has no op called %q", name), Hint: hint}
 }
 
 // Rebind makes the ops that use buf use the memory of to instead, from the

@@ -47,7 +47,7 @@ func BenchmarkWorldAllReduce(b *testing.B) {
 				plans := make([]*planner.Plan, n)
 				for r := range plans {
 					g := dag.New()
-					x := g.Buffer("x", size, dag.Of(dag.F32))
+					x := g.Buffer("x", size, dag.Of(dag.F32), dag.Zeros())
 					g.AllReduce(x.All(), dag.Sum).Named("reduce")
 					gr, err := g.Build()
 					require.NoError(b, err)

@@ -2,10 +2,8 @@ package executor_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log"
-	"math"
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/dag"
@@ -21,7 +19,7 @@ func ExampleOpenWorld() {
 	var grads []*dag.Buffer
 	for r := range world {
 		b := dag.New()
-		g := b.Buffer("grad", 4*4, dag.Of(dag.F32))
+		g := b.Buffer("grad", 4*4, dag.Of(dag.F32), dag.Zeros())
 		b.Fill(g.All(), float64(10*(r+1)))
 		b.AllReduce(g.All(), dag.Avg)
 		gr, err := b.Build()
@@ -47,7 +45,11 @@ func ExampleOpenWorld() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("rank %d: %.4g\n", r, math.Float32frombits(binary.LittleEndian.Uint32(data)))
+		v, err := dag.DecodeValues[float32](grads[r].DType, data)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("rank %d: %.4g\n", r, v[0])
 	}
 	// Output:
 	// rank 0: 20

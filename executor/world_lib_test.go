@@ -59,7 +59,7 @@ func (s *libSession) Join(_ context.Context, w device.World) error {
 // that never comes.
 func hostProgram(t *testing.T, rank, fail int) *planner.Plan {
 	b := dag.New()
-	h := b.Buffer("h", 8, dag.PinnedHost())
+	h := b.Buffer("h", 8, dag.PinnedHost(), dag.Zeros())
 	b.Host(func(ctx context.Context, _ [][]byte) error {
 		if rank == fail {
 			return errors.New("out of memory")

@@ -113,7 +113,7 @@ func rankProcess(t *testing.T) {
 		// Rank 1's process exits in the middle of its run, as a crash
 		// would end it; rank 0 waits in the all-reduce meanwhile.
 		dies = func(rank int, b *dag.Builder, g *dag.Buffer) {
-			h := b.Buffer("h", 8, dag.PinnedHost())
+			h := b.Buffer("h", 8, dag.PinnedHost(), dag.Zeros())
 			b.Host(func(context.Context, [][]byte) error {
 				if rank == 1 {
 					os.Exit(3)

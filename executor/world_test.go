@@ -35,12 +35,12 @@ func newRankProgram(t testing.TB, rank, world int, edit func(b *dag.Builder, g *
 	t.Helper()
 	b := dag.New()
 	var p rankProgram
-	p.g = b.Buffer("g", 4*8, dag.Of(dag.F32))
+	p.g = b.Buffer("g", 4*8, dag.Of(dag.F32), dag.Zeros())
 	p.avg = b.Buffer("avg", 8*4, dag.Of(dag.I64), dag.Value(float64(rank*10)))
-	part := b.Buffer("part", 4*2, dag.Of(dag.F32))
-	p.all = b.Buffer("all", int64(4*2*world), dag.Of(dag.F32))
-	p.got = b.Buffer("got", 4*2, dag.Of(dag.F32))
-	p.aux = b.Buffer("aux", 4*64, dag.Of(dag.F32))
+	part := b.Buffer("part", 4*2, dag.Of(dag.F32), dag.Zeros())
+	p.all = b.Buffer("all", int64(4*2*world), dag.Of(dag.F32), dag.Zeros())
+	p.got = b.Buffer("got", 4*2, dag.Of(dag.F32), dag.Zeros())
+	p.aux = b.Buffer("aux", 4*64, dag.Of(dag.F32), dag.Zeros())
 	one := dag.Grid1(1)
 	b.Fill(p.g.All(), float64(rank+1)).Named("fill_g")
 	b.Launch(dag.Scale, one, dag.Grid1(8), p.g, 2.0).Named("grad")
@@ -153,7 +153,7 @@ func TestCollectivesAlone(t *testing.T) {
 	checkRank(t, s.Read, p, 0, 1)
 
 	b := dag.New()
-	x := b.Buffer("x", 16, dag.Of(dag.F32))
+	x := b.Buffer("x", 16, dag.Of(dag.F32), dag.Zeros())
 	b.Send(x.All(), 0).Named("to_self")
 	b.Recv(x.Slice(0, 8), 0).Named("short_recv")
 	g, err := b.Build()
@@ -213,7 +213,7 @@ func TestWorldRefuses(t *testing.T) {
 func failingHost(failRank int) func(rank int, b *dag.Builder, g *dag.Buffer) {
 	return func(rank int, b *dag.Builder, g *dag.Buffer) {
 		loss := b.Buffer("loss", g.Size, dag.Of(dag.F32), dag.PinnedHost(), dag.Zeros())
-		zeros := b.Buffer("zeros", g.Size, dag.Of(dag.F32))
+		zeros := b.Buffer("zeros", g.Size, dag.Of(dag.F32), dag.Zeros())
 		b.Host(func(context.Context, [][]byte) error {
 			if rank == failRank {
 				return errors.New("the loss is NaN")

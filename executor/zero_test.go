@@ -56,7 +56,7 @@ func TestZeroValuesWorkOrFailAtOnce(t *testing.T) {
 		"executor.Execute(zero cpu.Backend)": func() error {
 			// The zero cpu.Backend is a backend with the default options.
 			bld := dag.New()
-			x := bld.Buffer("x", 16)
+			x := bld.Buffer("x", 16, dag.Zeros())
 			bld.Fill(x.All(), 2)
 			g, err := bld.Build()
 			if err != nil {

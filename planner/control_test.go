@@ -22,9 +22,9 @@ import (
 func loopGraph(t *testing.T) (*dag.Graph, *dag.Op) {
 	t.Helper()
 	b := dag.New()
-	x := b.Buffer("x", 1<<20)
-	y := b.Buffer("y", 1<<20)
-	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+	x := b.Buffer("x", 1<<20, dag.Zeros())
+	y := b.Buffer("y", 1<<20, dag.Zeros())
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	b.Fill(x.All(), 1).Named("init")
 	b.Fill(flag.All(), 1).Named("arm")
 	loop := b.While(flag.All(), func(body *dag.Builder) {
@@ -94,9 +94,9 @@ func TestPlanBodiesOneStream(t *testing.T) {
 
 func TestPlanBranchesAndNesting(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 4096)
-	y := b.Buffer("y", 4096)
-	flag := b.Buffer("flag", 8, dag.Of(dag.I32))
+	x := b.Buffer("x", 4096, dag.Zeros())
+	y := b.Buffer("y", 4096, dag.Zeros())
+	flag := b.Buffer("flag", 8, dag.Of(dag.I32), dag.Zeros())
 	outer := b.While(flag.Slice(0, 4), func(body *dag.Builder) {
 		body.If(flag.Slice(4, 4), func(then *dag.Builder) {
 			then.Fill(x.All(), 2).Named("two")
@@ -230,9 +230,9 @@ func TestVerifyCatchesBrokenBodies(t *testing.T) {
 // bytes of its own.
 func TestBodyTemporaryLivesAcrossLoop(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 4096)
-	z := b.Buffer("z", 4096)
-	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+	x := b.Buffer("x", 4096, dag.Zeros())
+	z := b.Buffer("z", 4096, dag.Zeros())
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	t1 := b.Buffer("t1", 4096, dag.Temporary())
 	t2 := b.Buffer("t2", 4096, dag.Temporary())
 	b.Fill(t1.All(), 1).Named("fill_t1")
@@ -296,8 +296,8 @@ func TestControlOpsNeedBodies(t *testing.T) {
 
 func TestEmptyLoopBodyRefused(t *testing.T) {
 	b := dag.New()
-	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
-	x := b.Buffer("x", 64)
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
+	x := b.Buffer("x", 64, dag.Zeros())
 	b.While(flag.All(), func(*dag.Builder) {}).Named("spin")
 	b.If(flag.All(), func(then *dag.Builder) { then.Fill(x.All(), 1) }, func(*dag.Builder) {}).Named("pick")
 	g, err := b.Build()

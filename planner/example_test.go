@@ -14,10 +14,10 @@ import (
 func ExampleNew() {
 	b := dag.New()
 	in := b.Buffer("in", 1<<20, dag.PinnedHost(), dag.Random(1))
-	x := b.Buffer("x", 1<<20)
+	x := b.Buffer("x", 1<<20, dag.Zeros())
 	y := b.Buffer("y", 1<<20, dag.Value(1))
 	sum := b.Buffer("sum", 1<<20, dag.Temporary())
-	out := b.Buffer("out", 1<<20, dag.PinnedHost())
+	out := b.Buffer("out", 1<<20, dag.PinnedHost(), dag.Zeros())
 
 	b.Copy(x.All(), in.All()).Named("upload")
 	b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), x, 2.0).Named("double")

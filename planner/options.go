@@ -10,13 +10,18 @@ import (
 
 // Options tune New.
 type Options struct {
-	Streams           int            // compute streams per device and priority; 0 means 4; 1..MaxStreams
-	SharedCopyStreams bool           // false (default): separate copy streams per direction (h2d, d2h, d2d)
+	// Streams is the most compute streams per device and per priority
+	// (0 means 4; 1..MaxStreams). It is not a total: copies get their own
+	// streams on top (one per direction unless SharedCopyStreams), as do
+	// collectives, so a plan with two priorities and uploads and downloads
+	// can hold 2 x Streams + 2 streams.
+	Streams           int
+	SharedCopyStreams bool      // false (default): separate copy streams per direction (h2d, d2h, d2d)
 	Cost              perf.CostModel // nil means DefaultCost()
-	Strategy          Strategy       // how ops are ordered for placement; the zero value is ListScheduling
-	Mode              Mode           // what the estimate is for: an eager run (the zero value) or a graph replay
-	Topology          Topology       // which devices copy directly; nil: unknown (Topology)
-	SMs               int            // multiprocessors per device, to tell which kernels fill it (perf.Fills); 0 means DefaultSMs
+	Strategy          Strategy  // how ops are ordered for placement; the zero value is ListScheduling
+	Mode              Mode      // what the estimate is for: an eager run (the zero value) or a graph replay
+	Topology          Topology  // which devices copy directly; nil: unknown (Topology)
+	SMs               int       // multiprocessors per device, to tell which kernels fill it (perf.Fills); 0 means DefaultSMs
 	// MemoryBudget bounds, by memory (a device ordinal, PinnedMemory or
 	// PageableMemory), the bytes the plan may need there: its persistent
 	// buffers and its temporaries' arena (MemoryUse.Bytes). New orders

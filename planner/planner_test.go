@@ -120,10 +120,10 @@ func build(t *testing.T, declare func(b *dag.Builder)) *dag.Graph {
 // buffer, and a join that reads them all.
 func fanOut(n int) func(b *dag.Builder) {
 	return func(b *dag.Builder) {
-		sum := b.Buffer("sum", 64)
+		sum := b.Buffer("sum", 64, dag.Zeros())
 		parts := make([]*dag.Buffer, n)
 		for i := range parts {
-			parts[i] = b.Buffer(fmt.Sprintf("part%d", i), 64)
+			parts[i] = b.Buffer(fmt.Sprintf("part%d", i), 64, dag.Zeros())
 			b.Launch(dag.Iota, one, one, parts[i], float64(i)).Named(fmt.Sprintf("branch%d", i)).Costs(10 * time.Microsecond)
 		}
 		for i := range parts {
@@ -143,7 +143,7 @@ func streamOf(p *planner.Plan, name string) planner.Stream {
 
 func TestChainStaysOnOneStream(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 256)
+		x := b.Buffer("x", 256, dag.Zeros())
 		b.Launch(dag.Iota, one, one, x, 0.0)
 		for range 20 {
 			b.Launch(dag.Scale, one, one, x, 2.0)
@@ -201,7 +201,7 @@ func TestBudgetOneNeedsNoWaits(t *testing.T) {
 // output, the wait for top is already implied.
 func TestImpliedWaitsAreLeftOut(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
-		x, y, z, w := b.Buffer("x", 64), b.Buffer("y", 64), b.Buffer("z", 64), b.Buffer("w", 64)
+		x, y, z, w := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros()), b.Buffer("z", 64, dag.Zeros()), b.Buffer("w", 64, dag.Zeros())
 		b.Launch(dag.Iota, one, one, x, 1.0).Named("top")
 		b.Launch(dag.Axpy, one, one, y, x, 0.5).Named("left").Costs(20 * time.Microsecond)
 		b.Launch(dag.Axpy, one, one, z, x, 0.5).Named("right")
@@ -253,7 +253,7 @@ func TestRandomPlansAreOrdered(t *testing.T) {
 
 func TestPrioritiesGetTheirOwnStreams(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
-		urgent, bulk := b.Buffer("urgent", 64), b.Buffer("bulk", 4096)
+		urgent, bulk := b.Buffer("urgent", 64, dag.Zeros()), b.Buffer("bulk", 4096, dag.Zeros())
 		for i := range 4 {
 			b.Launch(dag.Scale, one, one, bulk, 0.5).Named(fmt.Sprintf("bulk%d", i)).WithPriority(dag.Low)
 			b.Launch(dag.Scale, one, one, urgent, 1.5).Named(fmt.Sprintf("urgent%d", i)).WithPriority(dag.High)
@@ -273,10 +273,10 @@ func TestPrioritiesGetTheirOwnStreams(t *testing.T) {
 
 func TestCopiesGetStreamsPerDirection(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
-		in := b.Buffer("in", 1<<20, dag.PinnedHost())
-		page := b.Buffer("page", 1<<20, dag.PageableHost())
-		host := b.Buffer("host", 1<<20, dag.PinnedHost())
-		x, y := b.Buffer("x", 1<<20), b.Buffer("y", 1<<20)
+		in := b.Buffer("in", 1<<20, dag.PinnedHost(), dag.Zeros())
+		page := b.Buffer("page", 1<<20, dag.PageableHost(), dag.Zeros())
+		host := b.Buffer("host", 1<<20, dag.PinnedHost(), dag.Zeros())
+		x, y := b.Buffer("x", 1<<20, dag.Zeros()), b.Buffer("y", 1<<20, dag.Zeros())
 		b.Copy(x.All(), in.All()).Named("up")
 		b.Copy(y.All(), x.All()).Named("across")
 		b.Launch(dag.Scale, one, one, y, 2.0).Named("scale")
@@ -306,11 +306,11 @@ func TestCopiesGetStreamsPerDirection(t *testing.T) {
 func TestFreeFollowsEveryReader(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		tmp := b.Buffer("tmp", 256, dag.Temporary())
-		a, c := b.Buffer("a", 256), b.Buffer("c", 256)
+		a, c := b.Buffer("a", 256, dag.Zeros()), b.Buffer("c", 256, dag.Zeros())
 		b.Fill(tmp.All(), 1).Named("init")
 		b.Launch(dag.Axpy, one, one, a, tmp, 1.0).Named("reader1").Costs(50 * time.Microsecond)
 		b.Launch(dag.Axpy, one, one, c, tmp, 1.0).Named("reader2").Costs(80 * time.Microsecond)
-		b.Launch(dag.Iota, one, one, b.Buffer("d", 256), 0.0).Named("other").Costs(30 * time.Microsecond)
+		b.Launch(dag.Iota, one, one, b.Buffer("d", 256, dag.Zeros()), 0.0).Named("other").Costs(30 * time.Microsecond)
 	})
 	p := mustPlan(t, g, planner.Options{Streams: 3})
 	free := g.Ops[slices.IndexFunc(g.Ops, func(o *dag.Op) bool { return o.Kind == dag.Free })]
@@ -392,7 +392,7 @@ func TestMakespanAgainstCriticalPath(t *testing.T) {
 	// Two independent chains of 3 x 10us: one stream serialises them, two
 	// run them side by side at the critical-path bound.
 	g := build(t, func(b *dag.Builder) {
-		x, y := b.Buffer("x", 64), b.Buffer("y", 64)
+		x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros())
 		for range 3 {
 			b.Launch(dag.Scale, one, one, x, 2.0).Costs(10 * time.Microsecond)
 			b.Launch(dag.Scale, one, one, y, 2.0).Costs(10 * time.Microsecond)

@@ -187,11 +187,11 @@ func (q qgraph) build(t testing.TB) *dag.Graph {
 		var op *dag.Op
 		switch o.kind {
 		case planner.CopyH2D:
-			op = b.Copy(b.Buffer(fmt.Sprintf("d%d", i), 64).All(), b.Buffer(fmt.Sprintf("h%d", i), 64, dag.PinnedHost()).All())
+			op = b.Copy(b.Buffer(fmt.Sprintf("d%d", i), 64, dag.Zeros()).All(), b.Buffer(fmt.Sprintf("h%d", i), 64, dag.PinnedHost(), dag.Zeros()).All())
 		case planner.CopyD2H:
-			op = b.Copy(b.Buffer(fmt.Sprintf("h%d", i), 64, dag.PinnedHost()).All(), b.Buffer(fmt.Sprintf("d%d", i), 64).All())
+			op = b.Copy(b.Buffer(fmt.Sprintf("h%d", i), 64, dag.PinnedHost(), dag.Zeros()).All(), b.Buffer(fmt.Sprintf("d%d", i), 64, dag.Zeros()).All())
 		default:
-			op = b.Launch(dag.Scale, one, one, b.Buffer(fmt.Sprintf("d%d", i), 64), 2.0)
+			op = b.Launch(dag.Scale, one, one, b.Buffer(fmt.Sprintf("d%d", i), 64, dag.Zeros()), 2.0)
 		}
 		op.Named(fmt.Sprintf("op%d", i)).Costs(o.cost)
 		for _, d := range o.deps {

@@ -37,7 +37,7 @@ func TestListSchedulingIgnoresDeclarationOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := build(t, func(b *dag.Builder) {
 				for i, c := range tc.costs {
-					x := b.Buffer(string(rune('a'+i)), 64)
+					x := b.Buffer(string(rune('a'+i)), 64, dag.Zeros())
 					b.Launch(dag.Scale, one, one, x, 2.0).Costs(c)
 				}
 			})
@@ -65,8 +65,8 @@ func TestListSchedulingIgnoresDeclarationOrder(t *testing.T) {
 func TestListSchedulingLooksAhead(t *testing.T) {
 	us := time.Microsecond
 	g := build(t, func(b *dag.Builder) {
-		b.Launch(dag.Scale, one, one, b.Buffer("w", 64), 2.0).Named("beside").Costs(100 * us)
-		dev, host, out := b.Buffer("d", 64), b.Buffer("h", 64, dag.PinnedHost()), b.Buffer("o", 64, dag.PinnedHost())
+		b.Launch(dag.Scale, one, one, b.Buffer("w", 64, dag.Zeros()), 2.0).Named("beside").Costs(100 * us)
+		dev, host, out := b.Buffer("d", 64, dag.Zeros()), b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros()), b.Buffer("o", 64, dag.PinnedHost(), dag.Zeros())
 		b.Copy(dev.All(), host.All()).Named("upload").Costs(20 * us)
 		b.Launch(dag.Scale, one, one, dev, 2.0).Named("kernel").Costs(200 * us)
 		b.Copy(out.All(), dev.All()).Named("download").Costs(150 * us)
@@ -134,11 +134,11 @@ func TestListSchedulingAgainstDeclarationOrder(t *testing.T) {
 func TestHugeCostsDoNotWrap(t *testing.T) {
 	huge := 1500000 * time.Hour
 	g := build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 64)
+		x := b.Buffer("x", 64, dag.Zeros())
 		b.Launch(dag.Scale, one, one, x, 2.0).Named("first")
 		b.Launch(dag.Scale, one, one, x, 3.0).Named("second")
 		b.Launch(dag.Scale, one, one, x, 4.0).Named("third")
-		y := b.Buffer("y", 64)
+		y := b.Buffer("y", 64, dag.Zeros())
 		b.Launch(dag.Scale, one, one, y, 2.0).Named("beside")
 	})
 	// Build refuses costs beyond dag.MaxCost; the planner must still hold
@@ -190,7 +190,7 @@ func TestEstimateIsTheSimulation(t *testing.T) {
 	}
 	// Eager submission of n ops on one stream costs n submissions at least.
 	g := build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 64)
+		x := b.Buffer("x", 64, dag.Zeros())
 		for range 10 {
 			b.Launch(dag.Scale, one, one, x, 2.0).Costs(time.Nanosecond)
 		}

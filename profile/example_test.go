@@ -24,7 +24,7 @@ func Example() {
 	defer b.Close()
 
 	g := dag.New()
-	x := g.Buffer("x", 4*1024)
+	x := g.Buffer("x", 4*1024, dag.Zeros())
 	g.Launch(dag.Iota, dag.Grid1(4), dag.Grid1(256), x, 1.0)
 	g.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(256), x, 2.0)
 	graph, err := g.Build()

@@ -110,7 +110,7 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 			opts.list = append(opts.list, dag.Temporary())
 		}
 	}
-	if v, has := f.get("init"); has && temporary {
+	if v, has := f.get("init"); has && temporary && !isNone(v) {
 		l.errorf(v, "fill it with an op after it is allocated, or make it persistent", "%s is temporary and has no initial contents", what)
 		ok = false
 	} else if has {
@@ -118,7 +118,8 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 		init, fileSize, okI := l.initial(v, what, opts.size, sizeKnown)
 		ok = ok && okI
 		if okI {
-			opts.list = append(opts.list, func(b *dag.Buffer) { b.Init = init })
+			none := isNone(v)
+			opts.list = append(opts.list, func(b *dag.Buffer) { b.Init, b.Uninitialized = init, none })
 			if !sizeKnown && fileSize > 0 {
 				opts.size, sizeKnown = fileSize, true
 			}
@@ -139,14 +140,24 @@ func (l *loader) positive(n *node, what subject, size int64) bool {
 	return true
 }
 
-// initial reads a buffer's initial contents: zeros, {value: v},
+// isNone reports whether an init is none: contents deliberately undefined
+// before the run (an input the program writes, or one never read first).
+func isNone(n *node) bool {
+	s, ok := scalarString(n)
+	return ok && s == "none"
+}
+
+// initial reads a buffer's initial contents: none, zeros, {value: v},
 // {random: seed} or {file: path}. For a file it also returns the file's
 // size, which sets the buffer's when the spec gives none.
 func (l *loader) initial(n *node, what subject, size int64, sizeKnown bool) (dag.Init, int64, bool) {
-	const hint = "write zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin}"
+	const hint = "write none, zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin}"
 	what = what.and("init")
 	if s, isStr := scalarString(n); isStr {
-		if slices.Contains(initStrings, s) {
+		switch {
+		case s == "none":
+			return dag.Init{}, 0, true
+		case slices.Contains(initStrings, s):
 			return dag.Init{Kind: dag.InitZeros}, 0, true
 		}
 		l.errorf(n, hint, "%s %q is not valid", what, s)

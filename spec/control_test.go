@@ -121,7 +121,7 @@ func TestLoopErrors(t *testing.T) {
 // nestedLoops is a spec whose loops nest depth deep.
 func nestedLoops(depth int) string {
 	var b strings.Builder
-	b.WriteString("buffers:\n  x: 64\n  flag: {size: 4, dtype: i32}\nops:\n")
+	b.WriteString("buffers:\n  x: 64\n  flag: {size: 4, dtype: i32, init: zeros}\nops:\n")
 	indent := "  "
 	for range depth {
 		fmt.Fprintf(&b, "%s- while: flag\n%s  body:\n", indent, indent)
@@ -151,12 +151,12 @@ func TestNestingLimit(t *testing.T) {
 // Ops of bodies count towards the spec's ops, and names made up in one
 // body do not clash with the spec's.
 func TestBodiesNameAndCount(t *testing.T) {
-	src := "buffers: {x: 64, flag: {size: 4, dtype: i32}}\nops:\n" +
+	src := "buffers: {x: 64, flag: {size: 4, dtype: i32, init: zeros}}\nops:\n" +
 		"  - {fill: {buffer: x, value: 0}, name: w/fill1}\n"
 	_, err := Parse("b.yaml", []byte(src))
 	require.Error(t, err, "a spec cannot name an op as a body's made-up names are")
 
-	src = "buffers: {x: 64, flag: {size: 4, dtype: i32}}\nops:\n" +
+	src = "buffers: {x: 64, flag: {size: 4, dtype: i32, init: zeros}}\nops:\n" +
 		"  - {fill: {buffer: x, value: 0}, name: fill1}\n" +
 		"  - while: flag\n    name: w\n    body: [{fill: {buffer: x, value: 1}}, {fill: {buffer: x, value: 2}}]\n"
 	s, err := Parse("b.yaml", []byte(src))

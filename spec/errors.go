@@ -8,6 +8,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/human"
+	names "github.com/dagrun/dagrun/internal/suggest"
 )
 
 // Position is a place in a spec file. Line and Col count from 1.
@@ -85,18 +86,14 @@ func Errors(err error) []*Error {
 	return out
 }
 
-// Bounds of the did-you-mean suggestions: names longer than
-// maxSuggestLen are not compared, candidates only when their length is
-// close to the name's, and all the suggestions of one spec together
-// compute at most suggestCells cells of edit distance.
-const (
-	maxSuggestLen = 64
-	suggestCells  = 1 << 24
-)
+// suggestCells bounds the did-you-mean suggestions: all those of one
+// spec together compute at most that many cells of edit distance (and
+// names longer than suggest.MaxLen are not compared).
+const suggestCells = 1 << 24
 
 // suggest returns a hint naming the candidate closest to got, or listing
 // the candidates when none is close. Its work is bounded: see
-// maxSuggestLen and suggestCells.
+// suggestCells.
 func (r *reader) suggest(got string, candidates []string) string {
 	if len(r.errs) >= MaxErrors {
 		return "" // the error it is for will not be listed
@@ -126,65 +123,11 @@ func Nearest(got string, candidates []string) (string, bool) {
 
 // nearest is Nearest, charging its work to budget.
 func nearest(got string, candidates []string, budget *int) (string, bool) {
-	best, bestDist := "", -1
-	if len(got) > maxSuggestLen {
-		return "", false
-	}
-	lower := strings.ToLower(got)
-	for _, c := range candidates {
-		// Every candidate looked at costs, so that many unknown names
-		// against many candidates stay bounded too.
-		if *budget -= 1 + len(got); *budget < 0 {
-			break
-		}
-		limit := max(1, len(c)/3)
-		if len(c) > maxSuggestLen || absInt(len(c)-len(got)) > limit {
-			continue
-		}
-		if *budget -= (len(got) + 1) * (len(c) + 1); *budget < 0 {
-			break
-		}
-		d := editDistance(lower, strings.ToLower(c))
-		if d <= limit && d < len(c) && (bestDist < 0 || d < bestDist) {
-			best, bestDist = c, d
-		}
-	}
-	return best, best != ""
+	return names.Nearest(got, candidates, budget)
 }
 
-func absInt(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
-// editDistance is the optimal string alignment distance between a and b,
-// in bytes: insertions, deletions, substitutions and transpositions of
-// neighbours each count one. It keeps three rows: space linear in b.
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
-}
+// editDistance is the edit distance suggestions use.
+func editDistance(a, b string) int { return names.EditDistance(a, b) }
 
 // suggest is reader.suggest with a budget of its own.
 func suggest(got string, candidates []string) string {

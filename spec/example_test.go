@@ -107,9 +107,9 @@ outputs:
 // A GEMM with a residual: y = h W + x, written to y without a copy of x.
 func ExampleParse_gemm() {
 	src := `buffers:
-  h: {dtype: bf16, count: 512}
-  w: {dtype: bf16, count: 8192}
-  x: {dtype: bf16, count: 256}
+  h: {dtype: bf16, count: 512, init: {random: 1}}
+  w: {dtype: bf16, count: 8192, init: {random: 2}}
+  x: {dtype: bf16, count: 256, init: {value: 1}}
   y: {dtype: bf16, count: 256}
 ops:
   - gemm: {a: h, b: w, c: x, d: y, m: 4, n: 64, k: 128, beta: 1}

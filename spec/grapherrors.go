@@ -3,6 +3,7 @@ package spec
 // The graph's own errors, placed at the spec's lines.
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -25,7 +26,8 @@ func (l *loader) graphErrors(err error) {
 		}
 		return
 	}
-	if len(l.errs) > 0 && l.mayFollow(e) {
+	if len(l.errs) > 0 && (l.mayFollow(e) || errors.Is(e, dag.ErrUndefinedRead)) {
+		// An op left out for its own error may be what defined the bytes.
 		return
 	}
 	msg := l.relabel(e.Msg)

@@ -43,7 +43,7 @@ func TestYAMLAsWritten(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			src := "\ufeffbuffers:\n  x: {dtype: f64, count: 4, init: {value: " + c.value + "}}\n  y: {dtype: f32, count: 4}\nops:\n  - {fill: {buffer: x, value: " + c.value + "}}\n  - {launch: scale, args: {x: y, alpha: " + c.value + "}}\n"
+			src := "\ufeffbuffers:\n  x: {dtype: f64, count: 4, init: {value: " + c.value + "}}\n  y: {dtype: f32, count: 4, init: zeros}\nops:\n  - {fill: {buffer: x, value: " + c.value + "}}\n  - {launch: scale, args: {x: y, alpha: " + c.value + "}}\n"
 			s, err := Parse("n.yaml", []byte(src))
 			require.NoError(t, err)
 			assert.Equal(t, c.want, s.Graph.Buffers[0].Init.Value)
@@ -57,7 +57,7 @@ func TestYAMLAsWritten(t *testing.T) {
 		assert.True(t, math.IsNaN(s.Graph.Buffers[0].Init.Value))
 	})
 	t.Run("integers written as floats and in other bases", func(t *testing.T) {
-		s, err := Parse("n.yaml", []byte("buffers:\n  x: {dtype: u8, count: 1e3}\n  y: {size: 0x400}\n  z: 2 KiB\nops:\n  - copy: {from: \"x[0:1000]\", to: \"y[0:1000]\"}\n    cost: 0\n  - {launch: iota, args: {x: z, start: 0o17}}\n"))
+		s, err := Parse("n.yaml", []byte("buffers:\n  x: {dtype: u8, count: 1e3, init: zeros}\n  y: {size: 0x400}\n  z: 2 KiB\nops:\n  - copy: {from: \"x[0:1000]\", to: \"y[0:1000]\"}\n    cost: 0\n  - {launch: iota, args: {x: z, start: 0o17}}\n"))
 		require.NoError(t, err)
 		assert.Equal(t, int64(1000), s.Graph.Buffers[0].Size)
 		assert.Equal(t, int64(1024), s.Graph.Buffers[1].Size)

@@ -50,7 +50,7 @@ var (
 	modes          = []string{"in", "out", "inout"}
 	paramTypes     = []string{"buffer", "i32", "i64", "f32", "f64"}
 	priorities     = []string{"high", "normal", "low"}
-	initStrings    = []string{"zeros"}
+	initStrings    = []string{"zeros", "none"}
 	reductions     = reductionNames()
 )
 

@@ -31,9 +31,9 @@ func errLines(t *testing.T, src string, opts ...Option) []string {
 }
 
 const gemmBuffers = `buffers:
-  a: {dtype: f32, count: 6}
-  b: {dtype: f32, count: 12}
-  c: {dtype: f32, count: 8}
+  a: {dtype: f32, count: 6, init: {value: 1}}
+  b: {dtype: f32, count: 12, init: {value: 1}}
+  c: {dtype: f32, count: 8, init: zeros}
   h: {dtype: f16, count: 8}
   p: {dtype: f32, count: 6, placement: pinned}
 `
@@ -96,10 +96,10 @@ func TestGemmErrors(t *testing.T) {
 func TestCollectiveOps(t *testing.T) {
 	src := `run: {world: 2}
 buffers:
-  g: {dtype: f32, count: 8}
-  shard: {dtype: f32, count: 4}
+  g: {dtype: f32, count: 8, init: {random: 1}}
+  shard: {dtype: f32, count: 4, init: {random: 2}}
   whole: {dtype: f32, count: 8}
-  i: {dtype: i64, count: 2}
+  i: {dtype: i64, count: 2, init: {value: 3}}
 ops:
   - all_reduce: {view: g, op: avg}
   - all_reduce: {view: i}
@@ -133,8 +133,8 @@ ops:
 
 func TestCollectiveErrors(t *testing.T) {
 	const bufs = `buffers:
-  a: {dtype: f32, count: 6}
-  b: {dtype: f32, count: 12}
+  a: {dtype: f32, count: 6, init: zeros}
+  b: {dtype: f32, count: 12, init: zeros}
   c: {dtype: f32, count: 8}
   h: {dtype: f16, count: 8}
   p: {dtype: f32, count: 6, placement: pinned}

@@ -206,7 +206,7 @@ func (l *loader) common(d *opDecl, f fields, what subject, op *dag.Op) bool {
 
 func (l *loader) priority(n *node, what subject) (dag.Priority, bool) {
 	if isIntNode(n) {
-		p, ok := l.intIn(n, what, -1<<20, 1<<20)
+		p, ok := l.intIn(n, what, int64(dag.MinPriority), int64(dag.MaxPriority))
 		return dag.Priority(p), ok
 	}
 	s, ok := l.str(n, what)

@@ -42,7 +42,7 @@ buffers:
   d:   1KiB
   d1:  {dtype: f64, count: 128, device: 1, init: {value: 2.5}}
   i:   {dtype: i32, count: 4, placement: pageable, init: zeros}
-  tmp: {size: 256, temporary: true}
+  tmp: {size: 256, temporary: true, init: none}
 ops:
   - copy: {from: h, to: d}
     name: up
@@ -246,8 +246,8 @@ func TestErrors(t *testing.T) {
 			[]string{`4:11: ops[0]: c has 4 elements but b has 2; add needs views of equal size`}},
 		{"init", "buffers:\n  t: {size: 16, temporary: true, init: zeros}\n  u: {size: 16, init: ones}\n  v: {size: 16, init: {value: 1, random: 2}}\n  w: {size: 16, init: {random: -1}}\nops: [{alloc: t}]\n", []string{
 			`2:40: buffer "t" is temporary and has no initial contents (fill it with an op after it is allocated, or make it persistent)`,
-			`3:23: buffer "u" init "ones" is not valid (write zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin})`,
-			`4:23: buffer "v" init must have exactly one of [zeros value random file] (write zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin})`,
+			`3:23: buffer "u" init "ones" is not valid (write none, zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin})`,
+			`4:23: buffer "v" init must have exactly one of [zeros value random file] (write none, zeros, {value: 1.5}, {random: 42}, {random: {seed: 42, per_rank: true}} or {file: data.bin})`,
 			`5:32: buffer "w" init random seed -1 is negative (use a seed of 0 or more)`,
 		}},
 	}
@@ -278,7 +278,7 @@ func prefixed(name string, lines []string) []string {
 }
 
 func TestWarnings(t *testing.T) {
-	src := "buffers:\n  h: {size: 16, placement: pageable}\n  p: {size: 16, placement: pinned}\n  d: 16\nops:\n  - copy: {from: h, to: d}\n  - copy: {from: d, to: p}\n  - copy: {from: p, to: h}\n"
+	src := "buffers:\n  h: {size: 16, placement: pageable, init: zeros}\n  p: {size: 16, placement: pinned}\n  d: 16\nops:\n  - copy: {from: h, to: d}\n  - copy: {from: d, to: p}\n  - copy: {from: p, to: h}\n"
 	s, err := Parse("w.yaml", []byte(src))
 	require.NoError(t, err)
 	require.Len(t, s.Warnings, 1, "only the pageable <-> device copy")
@@ -363,8 +363,8 @@ func f32s(vals ...float32) []byte {
 func TestHostSteps(t *testing.T) {
 	dir := t.TempDir()
 	src := `buffers:
-  h: {dtype: f32, count: 4, placement: pinned}
-  n: {dtype: i32, count: 2, placement: pinned}
+  h: {dtype: f32, count: 4, placement: pinned, init: zeros}
+  n: {dtype: i32, count: 2, placement: pinned, init: zeros}
 ops:
   - {host: add, buffer: "h[4:]", value: 1.5, name: add}
   - {host: add, buffer: n, value: -3, name: addn}
@@ -545,4 +545,26 @@ ops:
 		require.Error(t, err, tc.op)
 		assert.Contains(t, err.Error(), tc.want, tc.op)
 	}
+}
+
+// TestUndefinedReads: a spec whose op reads what nothing wrote fails to
+// load at the op, saying what to do; init: none declares it on purpose.
+func TestUndefinedReads(t *testing.T) {
+	swapped := "buffers:\n  in: {size: 16, placement: pinned, init: {value: 1}}\n  x: 16\nops:\n  - copy: {from: x, to: in}\n"
+	_, err := Parse("u.yaml", []byte(swapped))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "u.yaml:5:18: ops[0]: reads all of x, which nothing wrote before it and x has no init (if the copy meant to fill x from in, swap its arguments")
+
+	chunks := "buffers:\n  in: {size: 16, placement: pinned, init: {value: 1}}\n  x: 16\nops:\n" +
+		"  - copy: {from: \"in[0:8]\", to: \"x[0:8]\"}\n  - {launch: scale, args: {x: x, alpha: 2}}\n"
+	_, err = Parse("u.yaml", []byte(chunks))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "u.yaml:6:")
+	assert.Contains(t, err.Error(), "reads bytes 8:16 of x")
+
+	declared := "buffers:\n  in: {size: 16, placement: pinned, init: none}\n  x: 16\n  t: {size: 16, temporary: true, init: none}\nops:\n  - copy: {from: in, to: x}\n  - copy: {from: t, to: x}\n"
+	s, err := Parse("u.yaml", []byte(declared))
+	require.NoError(t, err)
+	assert.True(t, s.Graph.Buffers[0].Uninitialized)
+	assert.Equal(t, dag.InitNone, s.Graph.Buffers[0].Init.Kind)
 }

@@ -25,10 +25,10 @@ func (p peers) PeerAccess(from, to int) bool { return bool(p) || from == to }
 func TestCopyPaths(t *testing.T) {
 	for _, peer := range []bool{true, false} {
 		b := dag.New()
-		a := b.Buffer("a", 1<<20, dag.OnDevice(1))
-		a0 := b.Buffer("a0", 1<<20, dag.OnDevice(0))
-		c0 := b.Buffer("c0", 1<<20, dag.OnDevice(0))
-		h := b.Buffer("h", 1<<20, dag.PinnedHost())
+		a := b.Buffer("a", 1<<20, dag.OnDevice(1), dag.Zeros())
+		a0 := b.Buffer("a0", 1<<20, dag.OnDevice(0), dag.Zeros())
+		c0 := b.Buffer("c0", 1<<20, dag.OnDevice(0), dag.Zeros())
+		h := b.Buffer("h", 1<<20, dag.PinnedHost(), dag.Zeros())
 		b.Copy(a0.All(), a.All()).Named("peer")
 		b.Copy(c0.All(), a0.All()).Named("local")
 		b.Copy(h.All(), c0.All()).Named("down")

@@ -16,7 +16,7 @@ import (
 func ExampleFromRun() {
 	b := dag.New()
 	in := b.Buffer("in", 4096, dag.PinnedHost(), dag.Zeros())
-	x := b.Buffer("x", 4096)
+	x := b.Buffer("x", 4096, dag.Zeros())
 	b.Copy(x.All(), in.All()).Named("upload")
 	b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(256), x, 2.0).Named("double")
 	g, err := b.Build()

@@ -21,9 +21,9 @@ import (
 func controlPlan(t *testing.T) *planner.Plan {
 	t.Helper()
 	b := dag.New()
-	x := b.Buffer("x", 4096)
-	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
-	sel := b.Buffer("sel", 4, dag.Of(dag.I32))
+	x := b.Buffer("x", 4096, dag.Zeros())
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
+	sel := b.Buffer("sel", 4, dag.Of(dag.I32), dag.Zeros())
 	b.Fill(x.All(), 1).Named("init")
 	b.While(flag.All(), func(body *dag.Builder) {
 		body.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 0.5).Named("shrink")
@@ -36,7 +36,7 @@ func controlPlan(t *testing.T) *planner.Plan {
 			in.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(sel.All()), dag.In(x.Slice(0, 4)), 0.1).Named("settle")
 		}).Named("inner")
 		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(x.Slice(0, 4)), 0.1).Named("converged")
-	}).Named("outer").Control.Max = 10
+	}, dag.AtMost(10)).Named("outer")
 	b.Fill(x.All(), 2).Named("after")
 	g, err := b.Build()
 	require.NoError(t, err)

@@ -44,7 +44,7 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 // longRun is a spec whose runs take a while on the CPU backend, with a
 // host step that prints at the start of each.
 const longRun = `buffers:
-  h: {dtype: f32, count: 1024, placement: pinned}
+  h: {dtype: f32, count: 1024, placement: pinned, init: zeros}
   d: {dtype: f32, count: 1048576}
 ops:
   - host: checksum
@@ -155,7 +155,7 @@ func TestInternalErrors(t *testing.T) {
 	path := filepath.Join(dir, "spec.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(`buffers:
   d: {dtype: f32, count: 1024}
-  h: {dtype: f32, count: 1024, placement: pinned}
+  h: {dtype: f32, count: 1024, placement: pinned, init: zeros}
 ops:
   - {launch: iota, args: {x: d, start: 1}, name: make}
   - copy: {from: d, to: h}

@@ -96,7 +96,7 @@ func TestProgressElsewhere(t *testing.T) {
 func TestRunProgress(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "count.yaml")
 	const src = `buffers:
-  d:   {dtype: f32, count: 4}
+  d:   {dtype: f32, count: 4, init: zeros}
   one: {dtype: f32, count: 4, init: {value: 1}}
   h:   {dtype: f32, count: 4, placement: pinned}
 outputs: [h]

@@ -206,6 +206,13 @@ type Writer interface {
 	Write(b *dag.Buffer, data []byte) error
 }
 
+// HostWriter is implemented by sessions that can overwrite a persistent
+// host buffer while other work runs: the executor calls WriteHost only
+// for host buffers that no work in flight uses.
+type HostWriter interface {
+	WriteHost(b *dag.Buffer, data []byte) error
+}
+
 // Delayer is implemented by sessions that can enqueue a pause on a stream
 // (fault injection: the executor's chaos option).
 type Delayer interface {

@@ -25,8 +25,8 @@ func (noFills) CheckBody(ctl, op *dag.Op) error {
 
 func TestCheckBodies(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 64)
-	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+	x := b.Buffer("x", 64, dag.Zeros())
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	b.Fill(x.All(), 1).Named("outside")
 	b.While(flag.All(), func(body *dag.Builder) {
 		body.Fill(x.All(), 2).Named("in_loop")
@@ -53,7 +53,7 @@ func TestCheckBodies(t *testing.T) {
 	}, got, "every body op refused, nested ones included, and none outside a body")
 
 	assert.NoError(t, device.CheckBodies(noFills{}, build(t, func(b *dag.Builder) {
-		b.Fill(b.Buffer("y", 8).All(), 0)
+		b.Fill(b.Buffer("y", 8, dag.Zeros()).All(), 0)
 	})), "a graph without loops")
 }
 

@@ -210,12 +210,11 @@ func (c *controlGen) loop(b *dag.Builder, n, depth int) {
 	// apart from the steps around the loop.
 	outer := c.steps
 	c.steps = nil
-	loop := b.While(flag.All(), func(body *dag.Builder) {
+	b.While(flag.All(), func(body *dag.Builder) {
 		c.list(body, n, depth)
 		body.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), counter, dag.In(c.one.All()), -1.0).Named(name + "_count_down")
 		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(counter.All()), 0.5).Named(name + "_again")
-	}).Named(name)
-	loop.Control.Max = 8
+	}, dag.AtMost(8)).Named(name)
 	inner := c.steps
 	c.steps = append(outer, func(s state) {
 		s[counter.Name][0] = float32(trips)

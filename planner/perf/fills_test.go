@@ -22,15 +22,15 @@ func chunked(t *testing.T, chunks int) *dag.Graph {
 	const T, D, H = 2048, 4096, 16384
 	b := dag.New()
 	bf := dag.Of(dag.BF16)
-	hx := b.Buffer("h_x", int64(chunks)*T*D*2, dag.PinnedHost(), bf)
-	hy := b.Buffer("h_y", int64(chunks)*T*D*2, dag.PinnedHost(), bf)
-	w1 := b.Buffer("w1", D*H*2, bf)
-	w2 := b.Buffer("w2", H*D*2, bf)
+	hx := b.Buffer("h_x", int64(chunks)*T*D*2, dag.PinnedHost(), bf, dag.Zeros())
+	hy := b.Buffer("h_y", int64(chunks)*T*D*2, dag.PinnedHost(), bf, dag.Zeros())
+	w1 := b.Buffer("w1", D*H*2, bf, dag.Zeros())
+	w2 := b.Buffer("w2", H*D*2, bf, dag.Zeros())
 	var x, h, y [2]*dag.Buffer
 	for i := range 2 {
-		x[i] = b.Buffer("x"+string(rune('0'+i)), T*D*2, bf)
-		h[i] = b.Buffer("h"+string(rune('0'+i)), T*H*2, bf)
-		y[i] = b.Buffer("y"+string(rune('0'+i)), T*D*2, bf)
+		x[i] = b.Buffer("x"+string(rune('0'+i)), T*D*2, bf, dag.Zeros())
+		h[i] = b.Buffer("h"+string(rune('0'+i)), T*H*2, bf, dag.Zeros())
+		y[i] = b.Buffer("y"+string(rune('0'+i)), T*D*2, bf, dag.Zeros())
 	}
 	const chunk = T * D * 2
 	for c := range chunks {

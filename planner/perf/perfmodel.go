@@ -123,8 +123,8 @@ func (s PerfStats) check() error {
 type Overhead string
 
 const (
-	OverheadRecord Overhead = "record"
-	OverheadWait   Overhead = "wait"
+	OverheadRecord Overhead = "record" // an event record
+	OverheadWait   Overhead = "wait"   // a wait for an event
 	// OverheadReplayOp is a graph replay's time per op node beyond the
 	// nodes' own durations: the replay's measured makespan less the
 	// device-only estimate, over its ops.
@@ -133,7 +133,7 @@ const (
 	// its first step (Overheads.Start, ReplayStart): a run's measured
 	// makespan less the model's estimate of it without them.
 	OverheadStart       Overhead = "run start"
-	OverheadReplayStart Overhead = "replay start"
+	OverheadReplayStart Overhead = "replay start" // see OverheadStart
 )
 
 // SubmitOverhead is the host's cost to submit one op of kind k.

@@ -13,8 +13,8 @@ import (
 // fallback), beside the default model, the floor.
 func BenchmarkPerfModelDuration(b *testing.B) {
 	g := dag.New()
-	x := g.Buffer("x", 1<<20, dag.OnDevice(0), dag.Of(dag.F32))
-	h := g.Buffer("h", 1<<20, dag.PinnedHost(), dag.Of(dag.F32))
+	x := g.Buffer("x", 1<<20, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+	h := g.Buffer("h", 1<<20, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
 	src := `extern "C" __global__ void k(float* x, float a) { x[threadIdx.x] *= a; }` + string(make([]byte, 4096))
 	k := g.Kernel(&dag.Kernel{Name: "k", Source: dag.CUDAC, Code: src,
 		Params: []dag.Param{{Name: "x", Kind: dag.BufferParam, Mode: dag.ReadWrite}, {Name: "a", Kind: dag.F32Param}}})

@@ -29,8 +29,8 @@ var fuzzDevice = DeviceKey{Name: "NVIDIA H100 80GB HBM3", SMs: 132, Driver: 1300
 // to the same file.
 func FuzzPerfModel(f *testing.F) {
 	g := dag.New()
-	x := g.Buffer("x", 1<<20, dag.OnDevice(0), dag.Of(dag.F32))
-	h := g.Buffer("h", 1<<20, dag.PinnedHost(), dag.Of(dag.F32))
+	x := g.Buffer("x", 1<<20, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+	h := g.Buffer("h", 1<<20, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0)
 	g.Copy(h.All(), x.All())
 	g.Copy(x.Slice(0, 4096), h.Slice(0, 4096))

@@ -59,7 +59,7 @@ func TestPerfModelOverheads(t *testing.T) {
 // cheap, cost the host four kernels' submissions and one fill's.
 func TestSimulateSubmitByKind(t *testing.T) {
 	g := dag.New()
-	buf := g.Buffer("b", 1<<10)
+	buf := g.Buffer("b", 1<<10, dag.Zeros())
 	g.Fill(buf.All(), 0)
 	for range 4 {
 		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 0.0)

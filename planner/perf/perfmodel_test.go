@@ -27,11 +27,11 @@ var h100 = perf.DeviceKey{Name: "NVIDIA H100 80GB HBM3", SMs: 132, Driver: 13000
 // model tests use, by name.
 func perfOps(t testing.TB) map[string]*dag.Op {
 	g := dag.New()
-	x := g.Buffer("x", 4<<20, dag.OnDevice(0), dag.Of(dag.F32))
-	y := g.Buffer("y", 4<<20, dag.OnDevice(0), dag.Of(dag.F32))
-	z := g.Buffer("z", 4<<20, dag.OnDevice(1), dag.Of(dag.F32))
-	pin := g.Buffer("pin", 4<<20, dag.PinnedHost(), dag.Of(dag.F32))
-	page := g.Buffer("page", 4<<20, dag.PageableHost(), dag.Of(dag.F32))
+	x := g.Buffer("x", 4<<20, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+	y := g.Buffer("y", 4<<20, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+	z := g.Buffer("z", 4<<20, dag.OnDevice(1), dag.Of(dag.F32), dag.Zeros())
+	pin := g.Buffer("pin", 4<<20, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
+	page := g.Buffer("page", 4<<20, dag.PageableHost(), dag.Of(dag.F32), dag.Zeros())
 	tmp := g.Buffer("tmp", 1<<16, dag.OnDevice(0), dag.Temporary())
 	ops := map[string]*dag.Op{
 		"spin10":       g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0),
@@ -388,7 +388,7 @@ func TestRankPath(t *testing.T) {
 // the planner; ops it has not measured keep the default estimate.
 func ExamplePerfModel() {
 	g := dag.New()
-	x := g.Buffer("x", 1<<20, dag.OnDevice(0))
+	x := g.Buffer("x", 1<<20, dag.OnDevice(0), dag.Zeros())
 	spin := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0)
 	fill := g.Fill(x.All(), 0)
 	if _, err := g.Build(); err != nil {
@@ -456,7 +456,7 @@ func TestPerfStatsWeightedValid(t *testing.T) {
 // size: an all-reduce among 2 ranks is not one among 8.
 func TestPerfModelWorld(t *testing.T) {
 	g := dag.New()
-	x := g.Buffer("x", 4096, dag.Of(dag.F32))
+	x := g.Buffer("x", 4096, dag.Of(dag.F32), dag.Zeros())
 	g.AllReduce(x.All(), dag.Sum).Named("ar")
 	graph, err := g.Build()
 	require.NoError(t, err)
@@ -487,8 +487,8 @@ func TestPerfModelWorld(t *testing.T) {
 // entries.
 func TestPerfModelHostileCopyFit(t *testing.T) {
 	g := dag.New()
-	x := g.Buffer("x", 4<<20, dag.OnDevice(0))
-	pin := g.Buffer("pin", 4<<20, dag.PinnedHost())
+	x := g.Buffer("x", 4<<20, dag.OnDevice(0), dag.Zeros())
+	pin := g.Buffer("pin", 4<<20, dag.PinnedHost(), dag.Zeros())
 	one := g.Copy(x.Slice(0, 1), pin.Slice(0, 1)).Named("one")
 	two := g.Copy(x.Slice(0, 2), pin.Slice(0, 2)).Named("two")
 	near := g.Copy(x.Slice(0, 20), pin.Slice(0, 20)).Named("near")

@@ -199,7 +199,7 @@ func TestVerifyRefusesOneOpOnSharedBytes(t *testing.T) {
 	for _, streams := range []int{1, 4} {
 		t.Run(fmt.Sprint(streams, " streams"), func(t *testing.T) {
 			b := dag.New()
-			out := b.Buffer("out", 1024, dag.Of(dag.F32))
+			out := b.Buffer("out", 1024, dag.Of(dag.F32), dag.Zeros())
 			tmp := b.Buffer("t", 1024, dag.Of(dag.F32), dag.Temporary())
 			next := b.Buffer("u", 1024, dag.Of(dag.F32), dag.Temporary())
 			b.Fill(tmp.All(), 1)

@@ -72,7 +72,7 @@ func (h handPlan) plan(streams int, steps ...planner.Step) *planner.Plan {
 //	alloc:t init produce free:t consume lo hi
 func pipelineGraph(t *testing.T) handPlan {
 	b := dag.New()
-	x, y, z := b.Buffer("x", 64), b.Buffer("y", 64), b.Buffer("z", 64)
+	x, y, z := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros()), b.Buffer("z", 64, dag.Zeros())
 	tmp := b.Buffer("t", 64, dag.Temporary())
 	b.Fill(tmp.All(), 1).Named("init")
 	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(1), x, tmp, 1.0).Named("produce")
@@ -203,7 +203,7 @@ func TestVerifyHandPlans(t *testing.T) {
 
 func TestVerifyWriteAfterRead(t *testing.T) {
 	b := dag.New()
-	x, y := b.Buffer("x", 64), b.Buffer("y", 64)
+	x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros())
 	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(1), y, x.Slice(0, 64), 1.0).Named("read")
 	b.Fill(x.Slice(60, 4), 0).Named("overwrite")
 	g, err := b.Build()
@@ -224,7 +224,7 @@ func TestVerifyWriteAfterRead(t *testing.T) {
 // accesses itself: a graph whose Deps were lost still needs its order.
 func TestVerifyConflictsNotDeps(t *testing.T) {
 	b := dag.New()
-	x := b.Buffer("x", 64)
+	x := b.Buffer("x", 64, dag.Zeros())
 	b.Fill(x.All(), 1).Named("first")
 	b.Fill(x.Slice(0, 4), 2).Named("second")
 	g, err := b.Build()
@@ -242,7 +242,7 @@ func TestVerifyConflictsNotDeps(t *testing.T) {
 // must be ordered too.
 func TestVerifyExplicitAfter(t *testing.T) {
 	b := dag.New()
-	x, y := b.Buffer("x", 64), b.Buffer("y", 64)
+	x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros())
 	first := b.Fill(x.All(), 1).Named("first")
 	b.Fill(y.All(), 2).Named("second").After(first)
 	g, err := b.Build()
@@ -295,7 +295,7 @@ func TestVerifyCatchesRemovedWaits(t *testing.T) {
 // ExampleVerify shows the error for a plan that forgot a wait.
 func ExampleVerify() {
 	b := dag.New()
-	x, y := b.Buffer("x", 64), b.Buffer("y", 64)
+	x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros())
 	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(32), x, 0.0).Named("produce")
 	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(32), y, x, 2.0).Named("consume")
 	g, err := b.Build()

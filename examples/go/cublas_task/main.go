@@ -15,12 +15,10 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"gonum.org/v1/gonum/blas"
@@ -63,21 +61,10 @@ func inputs() (a, b []float32) {
 	return a, b
 }
 
-func f32Bytes(v []float32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
-	}
-	return out
-}
-
 // view decodes mem as f32 values.
 func view(mem []byte) []float32 {
-	out := make([]float32, len(mem)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(mem[4*i:]))
-	}
-	return out
+	v, _ := dag.DecodeValues[float32](dag.F32, mem) // float32 holds f32: no error
+	return v
 }
 
 // gemmTwin is the task's CPU twin: C = A B with gonum's BLAS, over the
@@ -89,7 +76,8 @@ func gemmTwin(_ context.Context, mem [][]byte) error {
 		blas32.General{Rows: m, Cols: k, Stride: k, Data: a},
 		blas32.General{Rows: k, Cols: n, Stride: n, Data: b},
 		0, blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
-	copy(mem[2], f32Bytes(c))
+	data, _ := dag.EncodeValues(dag.F32, c) // float32 holds f32: no error
+	copy(mem[2], data)
 	return nil
 }
 
@@ -98,13 +86,13 @@ func gemmTwin(_ context.Context, mem [][]byte) error {
 func declare(fn dag.TaskFunc) (*dag.Graph, *dag.Buffer, error) {
 	av, bv := inputs()
 	g := dag.New()
-	ha := g.Buffer("a_host", 4*m*k, dag.PinnedHost(), dag.Of(dag.F32), dag.Contents(f32Bytes(av)))
-	hb := g.Buffer("b_host", 4*k*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Contents(f32Bytes(bv)))
-	a := g.Buffer("a", 4*m*k, dag.OnDevice(0), dag.Of(dag.F32))
-	b := g.Buffer("b", 4*k*n, dag.OnDevice(0), dag.Of(dag.F32))
-	c := g.Buffer("c", 4*m*n, dag.OnDevice(0), dag.Of(dag.F32))
-	r := g.Buffer("r", 4*m*n, dag.OnDevice(0), dag.Of(dag.F32))
-	out := g.Buffer("out", 4*m*n, dag.PinnedHost(), dag.Of(dag.F32))
+	ha := g.Array("a_host", dag.F32, m*k, dag.PinnedHost(), dag.Data(av))
+	hb := g.Array("b_host", dag.F32, k*n, dag.PinnedHost(), dag.Data(bv))
+	a := g.Array("a", dag.F32, m*k, dag.OnDevice(0))
+	b := g.Array("b", dag.F32, k*n, dag.OnDevice(0))
+	c := g.Array("c", dag.F32, m*n, dag.OnDevice(0))
+	r := g.Array("r", dag.F32, m*n, dag.OnDevice(0))
+	out := g.Array("out", dag.F32, m*n, dag.PinnedHost())
 	g.Copy(a.All(), ha.All()).Named("upload_a")
 	g.Copy(b.All(), hb.All()).Named("upload_b")
 	if fn == nil {
@@ -121,9 +109,9 @@ func declare(fn dag.TaskFunc) (*dag.Graph, *dag.Buffer, error) {
 
 // checksum weighs each element by its position, so a transposed or
 // shifted result does not sum to the same value.
-func checksum(data []byte) float64 {
+func checksum(data []float32) float64 {
 	var s float64
-	for i, v := range view(data) {
+	for i, v := range data {
 		s += float64(v) * float64(i%13+1)
 	}
 	return s
@@ -177,7 +165,7 @@ func run(ctx context.Context, w io.Writer, backend string, replays int) (sums []
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
 	report := func(what string) error {
-		data, err := s.Read(out)
+		data, err := executor.ReadValues[float32](s, out)
 		if err != nil {
 			return err
 		}

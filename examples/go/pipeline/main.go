@@ -41,18 +41,18 @@ func main() {
 // reads and writes: the two halves of x are independent until the sum.
 func pipeline() (*dag.Graph, *dag.Buffer, *dag.Buffer, error) {
 	b := dag.New()
-	in := b.Buffer("in", 4*n, dag.PinnedHost(), dag.Random(1))
-	x := b.Buffer("x", 4*n, dag.OnDevice(0))
-	bias := b.Buffer("bias", 4*n, dag.OnDevice(0), dag.Value(0.25))
-	sum := b.Buffer("sum", 4, dag.OnDevice(0), dag.Temporary())
-	out := b.Buffer("out", 4*n, dag.PinnedHost())
-	total := b.Buffer("total", 4, dag.PinnedHost())
+	in := b.Array("in", dag.F32, n, dag.PinnedHost(), dag.Random(1))
+	x := b.Array("x", dag.F32, n, dag.OnDevice(0))
+	bias := b.Array("bias", dag.F32, n, dag.OnDevice(0), dag.Value(0.25))
+	sum := b.Array("sum", dag.F32, 1, dag.OnDevice(0), dag.Temporary())
+	out := b.Array("out", dag.F32, n, dag.PinnedHost())
+	total := b.Array("total", dag.F32, 1, dag.PinnedHost())
 
 	for i, lo := range []int64{0, half} {
 		xs := x.Slice(lo, half)
 		b.Copy(xs, in.Slice(lo, half)).Named(fmt.Sprintf("upload%d", i))
 		b.Launch(dag.Scale, dag.Grid1(8), dag.Grid1(256), xs, 3.0).Named(fmt.Sprintf("scale%d", i))
-		b.Launch(dag.Axpy, dag.Grid1(8), dag.Grid1(256), xs, bias.Slice(lo, half), 1.0).Named(fmt.Sprintf("bias%d", i))
+		b.Call(dag.Axpy, dag.Grid1(8), dag.Grid1(256), dag.Args{"y": xs, "x": bias.Slice(lo, half), "alpha": 1}).Named(fmt.Sprintf("bias%d", i))
 	}
 	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(256), sum, x).Named("reduce").WithPriority(dag.High)
 	b.Copy(total.All(), sum.All()).Named("download_sum").WithPriority(dag.High)

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,23 +23,25 @@ func TestPipeline(t *testing.T) {
 	require.Equal(t, "in", in.Name)
 
 	// out = 3 * in + 0.25, the sum of out accumulated in float64.
-	x := in.InitialBytes()
-	want := make([]byte, len(x))
+	x, err := dag.DecodeValues[float32](in.DType, in.InitialBytes())
+	require.NoError(t, err)
+	want := make([]float32, len(x))
 	var sum float64
-	for i := 0; i < len(x); i += 4 {
-		v := float32(3*math.Float32frombits(binary.LittleEndian.Uint32(x[i:]))) + 0.25
-		binary.LittleEndian.PutUint32(want[i:], math.Float32bits(v))
-		sum += float64(v)
+	for i, v := range x {
+		want[i] = 3*v + 0.25
+		sum += float64(want[i])
 	}
 	p, err := planner.New(g, planner.Options{Streams: 2})
 	require.NoError(t, err)
 	mem, err := executor.Execute(context.Background(), cpu.New(), p)
 	require.NoError(t, err)
-	assert.Equal(t, want, mem[out])
-	assert.Equal(t, math.Float32bits(float32(sum)), binary.LittleEndian.Uint32(mem[total]))
+	got, err := executor.Values[float32](mem, out)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Equal(t, []float32{float32(sum)}, mem.Float32s(total))
 
 	var w bytes.Buffer
 	require.NoError(t, run(context.Background(), &w))
-	assert.Contains(t, w.String(), fmt.Sprintf("out: %s\n", spec.Checksum(want, dag.F32)))
+	assert.Contains(t, w.String(), fmt.Sprintf("out: %s\n", spec.Checksum(mem[out], dag.F32)))
 	assert.Regexp(t, `^plan: 11 ops on \d+ streams, \d+ waits for \d+ cross-stream edges\n`, w.String())
 }

@@ -18,12 +18,10 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/dagrun/dagrun/cpu"
@@ -81,20 +79,20 @@ type stream struct {
 func declare() (*stream, error) {
 	b := dag.New()
 	s := &stream{gainParameter: "alpha"}
-	s.in[0] = b.Buffer("in0", 4*n, dag.PinnedHost(), dag.Of(dag.F32))
-	s.in[1] = b.Buffer("in1", 4*n, dag.PinnedHost(), dag.Of(dag.F32))
-	x := b.Buffer("x", 4*n, dag.OnDevice(0), dag.Of(dag.F32))
-	ones := b.Buffer("ones", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
+	s.in[0] = b.Array("in0", dag.F32, n, dag.PinnedHost(), dag.Uninitialized())
+	s.in[1] = b.Array("in1", dag.F32, n, dag.PinnedHost(), dag.Uninitialized())
+	x := b.Array("x", dag.F32, n, dag.OnDevice(0))
+	ones := b.Array("ones", dag.F32, n, dag.OnDevice(0), dag.Value(1))
 	// Persistent, not temporary: a graph with memory nodes (the alloc and
 	// free of a temporary) cannot be updated in place, only re-instantiated.
-	dsum := b.Buffer("dsum", 4, dag.OnDevice(0), dag.Of(dag.F32))
-	s.out = b.Buffer("out", 4*n, dag.PinnedHost(), dag.Of(dag.F32))
-	s.sum = b.Buffer("sum", 4, dag.PinnedHost(), dag.Of(dag.F32))
+	dsum := b.Array("dsum", dag.F32, 1, dag.OnDevice(0))
+	s.out = b.Array("out", dag.F32, n, dag.PinnedHost())
+	s.sum = b.Array("sum", dag.F32, 1, dag.PinnedHost())
 	grid, block := dag.Grid1(64), dag.Grid1(256)
 	b.Copy(x.All(), s.in[0].All()).Named("upload")
 	s.scaleOp = b.Launch(dag.Scale, grid, block, x, float32(gain(0))).Named("gain")
-	b.Launch(dag.Axpy, grid, block, x, ones, float32(offset)).Named("offset")
-	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(256), dsum, x).Named("reduce")
+	b.Call(dag.Axpy, grid, block, dag.Args{"y": x, "x": ones, "alpha": offset}).Named("offset")
+	b.Call(dag.ReduceSum, dag.Grid1(1), dag.Grid1(256), dag.Args{"out": dsum, "in": x}).Named("reduce")
 	b.Copy(s.out.All(), x.All()).Named("download")
 	b.Copy(s.sum.All(), dsum.All()).Named("download_sum")
 	g, err := b.Build()
@@ -151,7 +149,7 @@ func run(ctx context.Context, w io.Writer, backend string, batches int) (results
 	fmt.Fprintf(w, "backend %s: %d ops on %d streams captured once\n", name, len(s.g.Ops), len(p.Streams))
 	for i := range batches {
 		in := s.in[i%2]
-		if err := sess.Write(in, f32Bytes(batchData(i))); err != nil {
+		if err := executor.WriteValues(sess, in, batchData(i)); err != nil {
 			return nil, err
 		}
 		if err := graph.Update(ctx, executor.Rebind(s.in[0], in), executor.SetArg(s.scaleOp, s.gainParameter, gain(i))); err != nil {
@@ -173,25 +171,17 @@ func run(ctx context.Context, w io.Writer, backend string, batches int) (results
 }
 
 func readResult(sess *executor.Session, s *stream) (result, error) {
-	out, err := sess.Read(s.out)
+	out, err := executor.ReadValues[float32](sess, s.out)
 	if err != nil {
 		return result{}, err
 	}
-	sum, err := sess.Read(s.sum)
+	sum, err := executor.ReadValues[float32](sess, s.sum)
 	if err != nil {
 		return result{}, err
 	}
-	r := result{Sum: math.Float32frombits(binary.LittleEndian.Uint32(sum))}
-	for i := 0; i < len(out); i += 4 {
-		r.Checksum += float64(math.Float32frombits(binary.LittleEndian.Uint32(out[i:])))
+	r := result{Sum: sum[0]}
+	for _, v := range out {
+		r.Checksum += float64(v)
 	}
 	return r, nil
-}
-
-func f32Bytes(x []float32) []byte {
-	b := make([]byte, 4*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
-	return b
 }

@@ -20,8 +20,8 @@ func (s *suite) capture(t *testing.T) {
 	var x, y *dag.Buffer
 	var fill, spin, axpy2, axpy3, scale *dag.Op
 	g := build(t, func(b *dag.Builder) {
-		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
-		y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+		y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		fill = b.Fill(x.All(), 1)
 		spin = b.Launch(dag.Spin, one, one, float64(spinUS))
 		axpy2 = b.Launch(dag.Axpy, one, dag.Threads(4), y, x, float32(2))
@@ -72,9 +72,9 @@ func (s *suite) bodies(t *testing.T) {
 	var loop, cp *dag.Op
 	g := build(t, func(b *dag.Builder) {
 		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
-		sum = b.Buffer("sum", 4, dag.OnDevice(0), dag.Of(dag.F32))
+		sum = b.Buffer("sum", 4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		flag = b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Value(1))
-		out = b.Buffer("out", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		out = b.Buffer("out", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		loop = b.While(flag.All(), func(body *dag.Builder) {
 			body.Launch(dag.Scale, one, dag.Threads(4), x, float32(0.5))
 			body.Launch(dag.Spin, one, one, float64(spinUS/4))

@@ -30,8 +30,8 @@ func (s *suite) streamOrder(t *testing.T) {
 	var x, y *dag.Buffer
 	var ops []*dag.Op
 	g := build(t, func(b *dag.Builder) {
-		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
-		y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+		y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		ops = []*dag.Op{
 			b.Fill(x.All(), 1),
 			b.Launch(dag.Spin, one, one, float64(spinUS)),
@@ -66,8 +66,8 @@ func (s *suite) eventGenerations(t *testing.T) {
 	var x, y *dag.Buffer
 	var fill, spin, scale, cp *dag.Op
 	g := build(t, func(b *dag.Builder) {
-		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
-		y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+		y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		fill = b.Fill(x.All(), 1)
 		spin = b.Launch(dag.Spin, one, one, float64(spinUS))
 		scale = b.Launch(dag.Scale, one, dag.Threads(4), x, float32(2))
@@ -93,8 +93,8 @@ func (s *suite) waitForPastGeneration(t *testing.T) {
 	var x, y *dag.Buffer
 	var fill, cp, refill *dag.Op
 	g := build(t, func(b *dag.Builder) {
-		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
-		y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+		y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		fill = b.Fill(x.All(), 1)
 		cp = b.Copy(y.All(), x.All())
 		refill = b.Fill(x.All(), 7)
@@ -118,7 +118,7 @@ func (s *suite) waitNeverRecorded(t *testing.T) {
 	var x *dag.Buffer
 	var fill *dag.Op
 	g := build(t, func(b *dag.Builder) {
-		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		fill = b.Fill(x.All(), 4)
 	})
 	ds := s.session(t, g, 1, 1)
@@ -139,8 +139,8 @@ func (s *suite) opErrors(t *testing.T) {
 	var failing atomic.Bool
 	failing.Store(true)
 	g := build(t, func(b *dag.Builder) {
-		h := b.Buffer("h", 4, dag.PinnedHost(), dag.Of(dag.F32))
-		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		h := b.Buffer("h", 4, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		fill = b.Fill(x.All(), 1)
 		fail = b.Host(func(context.Context, [][]byte) error {
 			if failing.Load() {
@@ -176,7 +176,7 @@ func (s *suite) faults(t *testing.T) {
 	var x *dag.Buffer
 	var fill, scale *dag.Op
 	g := build(t, func(b *dag.Builder) {
-		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+		x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		fill = b.Fill(x.All(), 3)
 		scale = b.Launch(dag.Scale, one, dag.Threads(4), x, float32(2))
 	})
@@ -236,7 +236,7 @@ func (s *suite) closeDuringWork(t *testing.T) {
 	var x *dag.Buffer
 	var spins []*dag.Op
 	g := build(t, func(b *dag.Builder) {
-		x = b.Buffer("x", 4, dag.OnDevice(0), dag.Of(dag.F32))
+		x = b.Buffer("x", 4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		for range 20 {
 			spins = append(spins, b.Launch(dag.Spin, one, one, float64(spinUS)))
 		}

@@ -34,7 +34,7 @@ type kindCase struct {
 var kindCases = []kindCase{
 	{name: "alloc_free", kinds: []dag.OpKind{dag.Alloc, dag.Free}, declare: func(b *dag.Builder, _ int) {
 		tmp := b.Buffer("tmp", 4*8, dag.OnDevice(0), dag.Of(dag.F32), dag.Temporary())
-		out := b.Buffer("out", 4*8, dag.OnDevice(0), dag.Of(dag.F32))
+		out := b.Buffer("out", 4*8, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		b.Alloc(tmp)
 		b.Launch(dag.Iota, one, dag.Threads(8), tmp, float32(5))
 		b.Launch(dag.Scale, one, dag.Threads(8), tmp, float32(2))
@@ -44,17 +44,17 @@ var kindCases = []kindCase{
 	{name: "copy", kinds: []dag.OpKind{dag.Copy}, declare: func(b *dag.Builder, _ int) {
 		src := b.Buffer("src", 64, dag.PinnedHost(), dag.Random(1))
 		dev := b.Buffer("dev", 64, dag.OnDevice(0), dag.Value(9))
-		dev2 := b.Buffer("dev2", 64, dag.OnDevice(0))
-		back := b.Buffer("back", 64, dag.PinnedHost())
+		dev2 := b.Buffer("dev2", 64, dag.OnDevice(0), dag.Zeros())
+		back := b.Buffer("back", 64, dag.PinnedHost(), dag.Zeros())
 		b.Copy(dev.Slice(8, 48), src.Slice(0, 48))
 		b.Copy(dev2.All(), dev.All())
 		b.Copy(back.Slice(16, 48), dev2.Slice(0, 48))
 	}},
 	{name: "fill", kinds: []dag.OpKind{dag.Fill}, declare: func(b *dag.Builder, _ int) {
-		f := b.Buffer("f32", 4*16, dag.OnDevice(0), dag.Of(dag.F32))
+		f := b.Buffer("f32", 4*16, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		i := b.Buffer("i32", 4*16, dag.OnDevice(0), dag.Of(dag.I32), dag.Value(3))
-		u := b.Buffer("u8", 16, dag.OnDevice(0), dag.Of(dag.U8))
-		h := b.Buffer("bf16", 2*16, dag.OnDevice(0), dag.Of(dag.BF16))
+		u := b.Buffer("u8", 16, dag.OnDevice(0), dag.Of(dag.U8), dag.Zeros())
+		h := b.Buffer("bf16", 2*16, dag.OnDevice(0), dag.Of(dag.BF16), dag.Zeros())
 		b.Fill(f.All(), -1.5)
 		b.Fill(i.Slice(8, 16), -7)
 		b.Fill(u.Slice(3, 5), 200)
@@ -66,9 +66,9 @@ var kindCases = []kindCase{
 	}},
 	{name: "host", kinds: []dag.OpKind{dag.Host}, declare: func(b *dag.Builder, _ int) {
 		x := b.Buffer("x", 4*8, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(2))
-		hx := b.Buffer("hx", 4*8, dag.PinnedHost(), dag.Of(dag.F32))
-		hsum := b.Buffer("hsum", 4, dag.PinnedHost(), dag.Of(dag.F32))
-		sum := b.Buffer("sum", 4, dag.OnDevice(0), dag.Of(dag.F32))
+		hx := b.Buffer("hx", 4*8, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
+		hsum := b.Buffer("hsum", 4, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
+		sum := b.Buffer("sum", 4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		b.Launch(dag.Scale, one, dag.Threads(8), x, float32(1.5))
 		b.Copy(hx.All(), x.All())
 		b.Host(func(_ context.Context, mem [][]byte) error {
@@ -85,7 +85,7 @@ var kindCases = []kindCase{
 	{name: "task", kinds: []dag.OpKind{dag.Task}, declare: func(b *dag.Builder, _ int) {
 		// The task enqueues nothing on a device and its twin does
 		// nothing: what is checked is that it runs in its place.
-		x := b.Buffer("x", 4*8, dag.OnDevice(0), dag.Of(dag.F32))
+		x := b.Buffer("x", 4*8, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		b.Fill(x.All(), 2)
 		b.Task("noop", func(context.Context, dag.TaskStream) error { return nil }, dag.InOut(x.All())).
 			WithCPU(func(context.Context, [][]byte) error { return nil })
@@ -101,9 +101,9 @@ var kindCases = []kindCase{
 		b.Gemm(c.All(), a.All(), bm.All(), dag.GemmShape{M: m, N: n, K: k}, dag.Alpha(2), dag.Beta(1))
 	}},
 	{name: "while", kinds: []dag.OpKind{dag.While}, declare: func(b *dag.Builder, _ int) {
-		x := b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
-		sum := b.Buffer("sum", 4, dag.OnDevice(0), dag.Of(dag.F32))
-		flag := b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32))
+		x := b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+		sum := b.Buffer("sum", 4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+		flag := b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
 		b.Fill(x.All(), 1)
 		b.Fill(flag.All(), 1)
 		b.While(flag.All(), func(body *dag.Builder) {
@@ -115,7 +115,7 @@ var kindCases = []kindCase{
 	{name: "if", kinds: []dag.OpKind{dag.If}, declare: func(b *dag.Builder, _ int) {
 		x := b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(3))
 		on := b.Buffer("on", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Value(1))
-		off := b.Buffer("off", 4, dag.OnDevice(0), dag.Of(dag.I32))
+		off := b.Buffer("off", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
 		b.Fill(off.All(), 0)
 		b.If(on.All(), func(then *dag.Builder) {
 			then.Launch(dag.Scale, one, dag.Threads(4), x, float32(2))
@@ -136,12 +136,12 @@ var kindCases = []kindCase{
 	}},
 	{name: "all_gather", kinds: []dag.OpKind{dag.AllGather}, ranks: 2, declare: func(b *dag.Builder, r int) {
 		in := b.Buffer("in", 4*4, dag.OnDevice(r), dag.Of(dag.F32), dag.Value(float64(r+1)))
-		out := b.Buffer("out", 4*8, dag.OnDevice(r), dag.Of(dag.F32))
+		out := b.Buffer("out", 4*8, dag.OnDevice(r), dag.Of(dag.F32), dag.Zeros())
 		b.AllGather(in.All(), out.All())
 	}},
 	{name: "reduce_scatter", kinds: []dag.OpKind{dag.ReduceScatter}, ranks: 2, declare: func(b *dag.Builder, r int) {
 		in := b.Buffer("in", 4*8, dag.OnDevice(r), dag.Of(dag.F32), dag.Random(uint64(r+1)))
-		out := b.Buffer("out", 4*4, dag.OnDevice(r), dag.Of(dag.F32))
+		out := b.Buffer("out", 4*4, dag.OnDevice(r), dag.Of(dag.F32), dag.Zeros())
 		b.ReduceScatter(in.All(), out.All(), dag.Sum)
 	}},
 	{name: "broadcast", kinds: []dag.OpKind{dag.Broadcast}, ranks: 2, declare: func(b *dag.Builder, r int) {
@@ -181,11 +181,11 @@ func launchCases() []kindCase {
 			b.Launch(dag.Add, grid, block, vec(b, "c", 5, dag.F32), vec(b, "a", 6, dag.F32), vec(b, "b", 7, dag.F32))
 		}},
 		{"reduce_sum", 1, 0, func(b *dag.Builder) {
-			b.Launch(dag.ReduceSum, grid, block, b.Buffer("out", 4, dag.OnDevice(0), dag.Of(dag.F32)), vec(b, "in", 8, dag.F32))
+			b.Launch(dag.ReduceSum, grid, block, b.Buffer("out", 4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros()), vec(b, "in", 8, dag.F32))
 		}},
 		{"matmul", 0, 0, func(b *dag.Builder) {
 			const m, n, k = 7, 5, 6
-			c := b.Buffer("c", 4*m*n, dag.OnDevice(0), dag.Of(dag.F32))
+			c := b.Buffer("c", 4*m*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 			a := b.Buffer("a", 4*m*k, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(9))
 			x := b.Buffer("b", 4*k*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(10))
 			b.Launch(dag.Matmul, grid, block, c, a, x, m, n, k)
@@ -201,12 +201,12 @@ func launchCases() []kindCase {
 			b.Launch(dag.BiasAdd, grid, block, y, b.Buffer("b", 4*5, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(16)))
 		}},
 		{"softmax", 8, 1e-6, func(b *dag.Builder) {
-			y := b.Buffer("y", 4*6*5, dag.OnDevice(0), dag.Of(dag.F32))
+			y := b.Buffer("y", 4*6*5, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 			x := b.Buffer("x", 4*6*5, dag.OnDevice(0), dag.Of(dag.F32), dag.Random(17))
 			b.Launch(dag.Softmax, grid, block, y, x, 5)
 		}},
 		{"set_flag", 0, 0, func(b *dag.Builder) {
-			f := b.Buffer("flag", 8, dag.OnDevice(0), dag.Of(dag.I32))
+			f := b.Buffer("flag", 8, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
 			x := b.Buffer("x", 4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(0.5))
 			x64 := b.Buffer("x64", 8, dag.OnDevice(0), dag.Of(dag.F64), dag.Value(0.25))
 			b.Launch(dag.SetFlag, one, one, f.Slice(0, 4), x, 0.4)

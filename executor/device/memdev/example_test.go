@@ -15,7 +15,7 @@ import (
 // through the executor, as it would any other backend.
 func Example() {
 	b := dag.New()
-	x := b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32))
+	x := b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 	y := b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(10))
 	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(4), x, float32(1))
 	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(4), y, x, float32(2))
@@ -46,7 +46,7 @@ func Example() {
 // another), then Sync and Read. A new backend answers exactly these calls.
 func Example_session() {
 	b := dag.New()
-	x := b.Buffer("x", 4*2, dag.OnDevice(0), dag.Of(dag.F32))
+	x := b.Buffer("x", 4*2, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 	fill := b.Fill(x.All(), 3)
 	scale := b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(2), x, float32(0.5))
 	g, err := b.Build()
