@@ -47,7 +47,7 @@ func buildInit(t testing.TB, bufs []initBuf, withBuiltin bool) (*dag.Graph, map[
 	byName := map[string]*dag.Buffer{}
 	for _, ib := range bufs {
 		e := ib.dt.Size()
-		byName[ib.name] = bl.Buffer(ib.name, max(ib.size/e*e, e), dag.OnDevice(0), dag.Of(ib.dt), ib.init, dag.Zeros())
+		byName[ib.name] = bl.Buffer(ib.name, max(ib.size/e*e, e), dag.OnDevice(0), dag.Of(ib.dt), ib.init)
 	}
 	g, err := bl.Build()
 	require.NoError(t, err)
@@ -248,7 +248,7 @@ func BenchmarkSessionOpenRandom16MiB(b *testing.B) {
 		{"value-f64", dag.F64, dag.Value(1)},
 	} {
 		bl := dag.New()
-		bl.Buffer("x", 16<<20, dag.OnDevice(0), dag.Of(tc.dt), tc.init, dag.Zeros())
+		bl.Buffer("x", 16<<20, dag.OnDevice(0), dag.Of(tc.dt), tc.init)
 		bl.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(32)) // the builtins, loaded as most graphs have them
 		g, err := bl.Build()
 		require.NoError(b, err)

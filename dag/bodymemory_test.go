@@ -30,10 +30,10 @@ func TestBodyMemoryIsLinear(t *testing.T) {
 	declare := func(nested bool) func() {
 		return func() {
 			b := dag.New()
-			flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+			flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 			xs := make([]*dag.Buffer, buffers)
 			for i := range xs {
-				xs[i] = b.Buffer(fmt.Sprint("x", i), 64)
+				xs[i] = b.Buffer(fmt.Sprint("x", i), 64, dag.Zeros())
 			}
 			for i := range bodies {
 				x := xs[i%buffers]

@@ -18,6 +18,8 @@ type (
 	Topology   = plan.Topology
 )
 
+// The plan's constants, named here as in package plan: stream kinds, step
+// kinds, modes, strategies and pass scopes.
 const (
 	Compute    = plan.Compute
 	CopyH2D    = plan.CopyH2D

@@ -104,7 +104,7 @@ func containsMod(s string) bool {
 // The range check loads the spec at the least and the greatest values,
 // and reports what only those values get wrong, saying which they are.
 func TestParamsExtremes(t *testing.T) {
-	src := "params: {T: {default: 4, min: 1, max: 8}}\nbuffers: {x: \"T * 4\"}\nops: [{fill: {buffer: \"x[0:20]\", value: 0}}]\n"
+	src := "params: {T: {default: 8, min: 1, max: 8}}\nbuffers: {x: \"T * 4\"}\nops: [{fill: {buffer: \"x[0:20]\", value: 0}}]\n"
 	_, err := Parse("p.yaml", []byte(src))
 	require.NoError(t, err)
 	_, err = Parse("p.yaml", []byte(src), CheckParamRange())

@@ -51,7 +51,7 @@ func TestDefaultCost(t *testing.T) {
 
 func TestMeasuredCost(t *testing.T) {
 	g := plannertest.Build(t, func(b *dag.Builder) {
-		x := b.Buffer("x", 64)
+		x := b.Buffer("x", 64, dag.Zeros())
 		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("measured")
 		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("unmeasured").Costs(3 * time.Microsecond)
 	})
