@@ -16,12 +16,12 @@ type Options struct {
 	// collectives, so a plan with two priorities and uploads and downloads
 	// can hold 2 x Streams + 2 streams.
 	Streams           int
-	SharedCopyStreams bool      // false (default): separate copy streams per direction (h2d, d2h, d2d)
+	SharedCopyStreams bool           // false (default): separate copy streams per direction (h2d, d2h, d2d)
 	Cost              perf.CostModel // nil means DefaultCost()
-	Strategy          Strategy  // how ops are ordered for placement; the zero value is ListScheduling
-	Mode              Mode      // what the estimate is for: an eager run (the zero value) or a graph replay
-	Topology          Topology  // which devices copy directly; nil: unknown (Topology)
-	SMs               int       // multiprocessors per device, to tell which kernels fill it (perf.Fills); 0 means DefaultSMs
+	Strategy          Strategy       // how ops are ordered for placement; the zero value is ListScheduling
+	Mode              Mode           // what the estimate is for: an eager run (the zero value) or a graph replay
+	Topology          Topology       // which devices copy directly; nil: unknown (Topology)
+	SMs               int            // multiprocessors per device, to tell which kernels fill it (perf.Fills); 0 means DefaultSMs
 	// MemoryBudget bounds, by memory (a device ordinal, PinnedMemory or
 	// PageableMemory), the bytes the plan may need there: its persistent
 	// buffers and its temporaries' arena (MemoryUse.Bytes). New orders
