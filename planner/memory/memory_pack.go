@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/radix"
 	"github.com/dagrun/dagrun/planner/plan"
 )
 
@@ -169,39 +170,12 @@ func sortBySize(order []int, bytes []int64, start []int) {
 		keys[i] = uint64(s) + 1 // from -1, for none
 	}
 	tmp := make([]int, n)
-	radixSort(order, tmp, keys)
+	radix.Sort(order, tmp, keys)
 	top := slices.Max(bytes)
 	for i, b := range bytes {
 		keys[i] = uint64(top-b) / plan.ArenaAlign
 	}
-	radixSort(order, tmp, keys)
-}
-
-// radixSort sorts order (indices into keys) by key, stably, through tmp.
-func radixSort(order, tmp []int, keys []uint64) {
-	const bits = 11
-	var count [1 << bits]int
-	var most uint64
-	for _, k := range keys {
-		most |= k
-	}
-	for shift := 0; shift < 64 && most>>shift != 0; shift += bits {
-		clear(count[:])
-		for _, i := range order {
-			count[keys[i]>>shift&(1<<bits-1)]++
-		}
-		at := 0
-		for d, c := range count {
-			count[d] = at
-			at += c
-		}
-		for _, i := range order {
-			d := keys[i] >> shift & (1<<bits - 1)
-			tmp[count[d]] = i
-			count[d]++
-		}
-		copy(order, tmp)
-	}
+	radix.Sort(order, tmp, keys)
 }
 
 // improve searches for a packing smaller than offsets (of size size), by

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/radix"
 	"github.com/dagrun/dagrun/planner/plan"
 )
 
@@ -130,11 +131,11 @@ func (v *verifier) collectArenas() error {
 			keys[r] = uint64(off(sp))
 			low = min(low, sp.device)
 		}
-		radixSort(order, tmp, keys)
+		radix.Sort(order, tmp, keys)
 		for r, sp := range spans {
 			keys[r] = uint64(sp.device - low)
 		}
-		radixSort(order, tmp, keys)
+		radix.Sort(order, tmp, keys)
 		return order
 	}
 	byEnd := byOffset(func(sp span) int64 { return (sp.hi-1)/plan.ArenaAlign + 1 })
@@ -403,7 +404,7 @@ func (v *verifier) lifetimeUses(placed []*plan.Temporary) (firstOn, lastOn, firs
 	for i := range order {
 		order[i] = i
 	}
-	radixSort(order, make([]int, len(keys)), keys)
+	radix.Sort(order, make([]int, len(keys)), keys)
 	byFirst = make([]int32, len(keys))
 	for i, k := range order {
 		byFirst[i] = bufs[k]
@@ -513,32 +514,4 @@ func (s *rankSet) prev(x int) int {
 		x = x<<6 | (63 - bits.LeadingZeros64(s.levels[k-1][x]))
 	}
 	return x
-}
-
-// radixSort sorts order (indices into keys) by key, stably, through tmp:
-// the packer has its own, as the verifier shares no code with it.
-func radixSort(order, tmp []int, keys []uint64) {
-	const bits = 11
-	var count [1 << bits]int
-	var most uint64
-	for _, k := range keys {
-		most |= k
-	}
-	for shift := 0; shift < 64 && most>>shift != 0; shift += bits {
-		clear(count[:])
-		for _, i := range order {
-			count[keys[i]>>shift&(1<<bits-1)]++
-		}
-		at := 0
-		for d, c := range count {
-			count[d] = at
-			at += c
-		}
-		for _, i := range order {
-			d := keys[i] >> shift & (1<<bits - 1)
-			tmp[count[d]] = i
-			count[d]++
-		}
-		copy(order, tmp)
-	}
 }
