@@ -115,8 +115,8 @@ func (t *tcpTransport) read(peer int) {
 		if err == nil && (h.kind == kindColl || h.kind == kindP2P) && to == t.rank {
 			if err = t.box.put(from, channel(h.kind), payload); err != nil {
 				msg := err.Error()
-				t.box.fail(abortError(t.rank, from, msg))
 				t.relayAbort(from, msg)
+				t.box.fail(abortError(t.rank, from, msg))
 				tc.c.Close()
 				return
 			}
@@ -133,10 +133,12 @@ func (t *tcpTransport) read(peer int) {
 			if errors.Is(err, errAuth) {
 				msg = fmt.Sprintf("a frame on its connection failed authentication (%s differs, or the connection was tampered with)", SecretEnv)
 			}
-			t.box.fail(abortError(t.rank, peer, msg))
+			// Relay before recording: the failure wakes this rank, which
+			// may exit before a later relay reaches the others.
 			if t.rank == 0 {
 				t.relayAbort(peer, msg)
 			}
+			t.box.fail(abortError(t.rank, peer, msg))
 			tc.c.Close()
 			return
 		}
@@ -145,15 +147,15 @@ func (t *tcpTransport) read(peer int) {
 			if t.rank == 0 && t.conns[to] != nil {
 				if err := t.conns[to].write(h, payload, t.timeout); err != nil {
 					msg := fmt.Sprintf("rank 0 could not pass a message to rank %d on: %v", to, reason(err))
-					t.box.fail(abortError(0, to, msg))
 					t.relayAbort(to, msg)
+					t.box.fail(abortError(0, to, msg))
 				}
 			}
 		case kindAbort:
-			t.box.fail(abortError(t.rank, from, string(payload)))
 			if t.rank == 0 {
 				t.relayAbort(from, string(payload))
 			}
+			t.box.fail(abortError(t.rank, from, string(payload)))
 		case kindBye:
 			tc.bye.Store(true)
 			t.box.leave(from)
