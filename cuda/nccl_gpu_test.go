@@ -31,11 +31,21 @@ import (
 )
 
 // Multi-GPU tests skip without a driver, NCCL or 2 devices, and fail
-// instead where DAGRUN_REQUIRE_GPUS=2 says the machine has 2 GPUs. Every
+// instead where DAGRUN_REQUIRE_GPUS=N (N >= 2) says the machine has N GPUs. Every
 // test sets NCCL_NVLS_ENABLE=0 before NCCL starts: NVLink multicast can
 // take a shared host's GPUs out of service.
 
-func requireTwo() bool { return os.Getenv("DAGRUN_REQUIRE_GPUS") == "2" }
+func requireTwo() bool { return requiredGPUs() >= 2 }
+
+// requiredGPUs is DAGRUN_REQUIRE_GPUS: how many GPUs the machine must
+// have (0: none required).
+func requiredGPUs() int {
+	n, err := strconv.Atoi(os.Getenv("DAGRUN_REQUIRE_GPUS"))
+	if err != nil {
+		return 0
+	}
+	return n
+}
 
 func skipOrFailNCCL(tb testing.TB, required bool, format string, a ...any) {
 	tb.Helper()

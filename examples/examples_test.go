@@ -128,6 +128,7 @@ var checks = map[string]expected{
 	"mlp_stream_small.yaml": mlpCheck(16, 64, 256, 1),
 	"mlp_budget.yaml":       mlpCheck(16, 64, 256, 1),
 	"pipeline_2gpu.yaml":    pipelineCheck,
+	"pipeline_4gpu.yaml":    pipeline4Check,
 	"data_parallel.yaml":    dataParallelCheck,
 }
 
@@ -242,6 +243,24 @@ func pipelineCheck(t *testing.T, in, out func(int, string) []float64) {
 	}
 	assert.InDelta(t, 0.5, float64(cut)/float64(len(a)), 0.3, "relu cuts about half")
 	near(t, "h_y", out(0, "h_y"), matmul(a, w2, M*T, O, H, 1.0/H), 1e-5)
+}
+
+// pipeline4Check: four stages a = relu((1/32) in W_d - 0.05), each on
+// its own device, the first reading x and the last giving y.
+func pipeline4Check(t *testing.T, in, out func(int, string) []float64) {
+	const M, T, D = 4, 32, 64
+	a, w := in(0, "h_x"), in(0, "h_w")
+	for d := range 4 {
+		a = matmul(a, w[d*D*D:(d+1)*D*D], M*T, D, D, 1.0/32)
+		live := 0
+		for i := range a {
+			if a[i] = max(a[i]-0.05, 0); a[i] > 0 {
+				live++
+			}
+		}
+		assert.Positive(t, live, "stage %d leaves something", d)
+	}
+	near(t, "h_y", out(0, "h_y"), a, 1e-5)
 }
 
 // dataParallelCheck: every rank ends with the same weights, W - 0.5 gW,

@@ -24,7 +24,7 @@ const (
 	// streams: a replayed graph starts a device's concurrent branches
 	// one after another (Overheads.ReplayBranch), and replays measured
 	// faster with fewer branches than the model says
-	// (BenchmarkReplayBranches, BenchmarkTwoDevicePipelineReplay).
+	// (BenchmarkReplayBranches, BenchmarkPipelineReplay).
 	Makespan Objective = iota
 	// LeastMemory keeps the plan that needs the least memory (the sum over
 	// its memories of what a budget counts: persistent buffers and the
