@@ -239,7 +239,7 @@ func TestSessionCollectivesGPU(t *testing.T) {
 	needNCCL(t, b)
 	const elems = 4099
 	for _, world := range worlds(t, b) {
-		for _, dt := range []dag.DType{dag.U8, dag.I32, dag.I64, dag.F32, dag.F64} {
+		for _, dt := range []dag.DType{dag.U8, dag.I32, dag.I64, dag.F16, dag.BF16, dag.F32, dag.F64} {
 			t.Run(fmt.Sprintf("world%d/%s", world, dt), func(t *testing.T) { sessionCollectives(t, b, dt, elems, world) })
 		}
 	}

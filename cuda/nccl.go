@@ -250,6 +250,10 @@ func ncclDType(dt dag.DType) (C.int, error) {
 		return C.DR_NCCL_FLOAT32, nil
 	case dag.F64:
 		return C.DR_NCCL_FLOAT64, nil
+	case dag.F16:
+		return C.DR_NCCL_FLOAT16, nil
+	case dag.BF16:
+		return C.DR_NCCL_BFLOAT16, nil
 	}
 	return 0, fmt.Errorf("NCCL collectives do not take element type %s", dt)
 }

@@ -84,7 +84,7 @@ type CollectiveSpec struct {
 
 // CollectiveDTypes are the element types collectives take (NCCL's uint8,
 // int32, int64, float32, float64).
-var collectiveDTypes = [...]DType{U8, I32, I64, F32, F64}
+var collectiveDTypes = [...]DType{U8, I32, I64, F16, BF16, F32, F64}
 
 // IsCollective reports whether k is one of the collective kinds (send and
 // recv included).
@@ -153,7 +153,7 @@ func collectiveCheck(sizes func(in, out Access, fail failFunc), params func(o *O
 					"%s is %s memory", b.Name, placeName(b))
 			}
 			if !supportedCollectiveDType(b.DType) {
-				fail("", "use u8, i32, i64, f32 or f64", "%s has element type %s, which collectives do not take", b.Name, b.DType)
+				fail("", "use u8, i32, i64, f16, bf16, f32 or f64", "%s has element type %s, which collectives do not take", b.Name, b.DType)
 			}
 			es := b.DType.Size()
 			if a.Offset%es != 0 || a.Size%es != 0 {
