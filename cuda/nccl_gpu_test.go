@@ -545,8 +545,10 @@ func BenchmarkPeerCopy(b *testing.B) {
 
 // TestNCCLInitRankGPU takes the path of ranks in separate processes, with
 // goroutines for processes: rank 0 makes the unique id, the TCP rendezvous
-// of internal/comm carries it, each rank joins with ncclCommInitRank on its
-// own device and runs an ungrouped all-reduce; then both abort cleanly.
+// of internal/comm carries it, each rank joins on its own device (with
+// ncclCommInitRankConfig and a bound on its CTAs, the path NCCLResources
+// takes; sessions' tests take ncclCommInitRank) and runs an ungrouped
+// all-reduce; then both abort cleanly.
 func TestNCCLInitRankGPU(t *testing.T) {
 	g := openTwoGPUs(t)
 	id, err := g.nccl.uniqueID()
@@ -575,7 +577,7 @@ func TestNCCLInitRankGPU(t *testing.T) {
 				if copy(rid[:], c.Payload()) != len(rid) {
 					return fmt.Errorf("rank %d: unique id of %d bytes", r, len(c.Payload()))
 				}
-				nc, err := g.nccl.initRank(g.drv, g.ctxs[r], 2, r, rid)
+				nc, err := g.nccl.initRank(g.drv, g.ctxs[r], 2, r, rid, NCCLResources{MinCTAs: 1, MaxCTAs: 4})
 				if err != nil {
 					return err
 				}
