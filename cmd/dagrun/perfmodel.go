@@ -12,6 +12,7 @@ import (
 
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/executor/progress"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/planner/perf"
@@ -92,7 +93,7 @@ func (pm *perfModel) coverage() string {
 // ops' durations: tracing op by op slows the host's submission (CUPTI's
 // cost per op, 1.5-2 us on the H100, was a third of workload E's
 // makespan), and the runs a model plans for are not traced.
-func hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *planner.Plan, pm *perfModel, repeat int, opts []executor.Option, bar *progress) error {
+func hostRuns(ctx context.Context, b device.Backend, s *spec.Spec, p *planner.Plan, pm *perfModel, repeat int, opts []executor.Option, bar *progress.Bar) error {
 	return timeUntraced(ctx, repeat, []*spec.Spec{s}, bar, func(opts ...executor.Option) (*executor.Runner, error) {
 		return executor.NewRunner(ctx, b, p, append(opts, learn([]*rankRun{{s: s, p: p, pm: pm}}, repeat, false))...)
 	}, opts)
@@ -114,14 +115,14 @@ func learn(rs []*rankRun, repeat int, ranks bool) executor.Option {
 // submission timed) repeat times, with the progress bar, then closes it.
 // The specs' host steps print nothing meanwhile: their lines came with the
 // traced runs.
-func timeUntraced(ctx context.Context, repeat int, specs []*spec.Spec, bar *progress, open func(...executor.Option) (*executor.Runner, error), opts []executor.Option) error {
+func timeUntraced(ctx context.Context, repeat int, specs []*spec.Spec, bar *progress.Bar, open func(...executor.Option) (*executor.Runner, error), opts []executor.Option) error {
 	for _, s := range specs {
 		out := s.Stdout
 		s.Stdout = nil
 		defer func() { s.Stdout = out }()
 	}
-	defer bar.clear()
-	rn, err := open(append(slices.Clone(opts), executor.WithSubmitTiming(), executor.WithProgress(bar.update))...)
+	defer bar.Clear()
+	rn, err := open(append(slices.Clone(opts), executor.WithSubmitTiming(), executor.WithProgress(bar.Runs))...)
 	if err != nil {
 		return err
 	}

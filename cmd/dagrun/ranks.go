@@ -25,6 +25,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/executor/progress"
 	"github.com/dagrun/dagrun/internal/comm"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/profile"
@@ -240,7 +241,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 // process's rank of it, meeting the others at a second rendezvous) run
 // repeat more times untraced, each rank's submission timed, each run's wall
 // time its ranks' measured makespan (the ranks run together).
-func hostRunsWorld(ctx context.Context, stderr io.Writer, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option, bar *progress) error {
+func hostRunsWorld(ctx context.Context, stderr io.Writer, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option, bar *progress.Bar) error {
 	specs := make([]*spec.Spec, len(rs))
 	for i, r := range rs {
 		specs[i] = r.s

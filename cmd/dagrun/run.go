@@ -12,8 +12,10 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/progress"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -173,7 +175,7 @@ func (c *cli) run(args []string) error {
 		return c.runFailure(ctx, s, err, nil, interruptedAt{})
 	}
 	rep, err := rn.Run(ctx, f.repeat)
-	bar.clear()
+	bar.Clear()
 	saved := map[string]bool{}
 	var report runReport
 	var sums *pendingSums
@@ -280,7 +282,7 @@ func (c *cli) run(args []string) error {
 // runnerOptions are the options of the runner of a run of one program:
 // the faults asked for, timing for a trace and a perf model's eager runs,
 // where temporaries live, when to capture, and the progress bar.
-func (c *cli) runnerOptions(f *runFlags, su *runSetup, pm *perfModel, auto bool, bar *progress) []executor.Option {
+func (c *cli) runnerOptions(f *runFlags, su *runSetup, pm *perfModel, auto bool, bar *progress.Bar) []executor.Option {
 	opts := slices.Clone(su.faults)
 	// Ops are timed for a trace, and for a perf model's eager runs (their
 	// spans teach it). Replays teach a perf model only their time each,
@@ -308,11 +310,7 @@ func (c *cli) runnerOptions(f *runFlags, su *runSetup, pm *perfModel, auto bool,
 	if pm != nil {
 		opts = append(opts, executor.WithSubmitTiming(), learn(su.ranks, f.repeat, false))
 	}
-	opts = append(opts, executor.WithProgress(bar.update))
-	if bar.w != nil {
-		opts = append(opts, executor.WithOpsProgress(bar.opsProgress(su.ranks[0].p.Graph)))
-	}
-	return opts
+	return append(opts, bar.Options(profile.CPUOpTimes(su.ranks[0].p.Graph))...)
 }
 
 // interruptedAt is how far the runs of a session had come when a signal
