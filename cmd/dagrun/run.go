@@ -183,7 +183,7 @@ func (c *cli) run(args []string) error {
 		report = newRunReport(p, rep)
 		report.Outputs, sums, err = readOutputs(s, rn.Session(0).Read, saved)
 		report.Saves = hostSaves(s)
-		report.Memory = memoryReports(rn.Session(0), p, memoryBudget(s, f.layout())) // memoryrun.go; before Close
+		report.Memory = executor.MemoryReports(rn.Session(0), memoryBudget(s, f.layout())) // before Close
 		report.MemoryBudget = newBudgetReport(p)
 	}
 	if cerr := rn.Close(); err == nil {
@@ -233,7 +233,7 @@ func (c *cli) run(args []string) error {
 		if r.Warning != "" {
 			fmt.Fprintf(c.stderr, "dagrun run: warning: memory %s: %s\n", r.Memory, r.Warning)
 		}
-		if err := r.overBudget(); err != nil && memErr == nil {
+		if err := r.OverBudget(); err != nil && memErr == nil {
 			memErr = err
 		}
 	}

@@ -34,14 +34,14 @@ type runReport struct {
 	// Runs says which runs were eager and which replays of a graph
 	// captured automatically (--graph auto), and CapturedAfter after how
 	// many identical eager runs; absent when every run was of one kind.
-	Runs          string         `json:"runs,omitempty"`
-	CapturedAfter int            `json:"captured_after,omitempty"`
-	TracedRuns    []int          `json:"traced_runs,omitempty"`
-	Outputs       []outputReport `json:"outputs"`
-	Saves         []saveReport   `json:"saves,omitempty"`  // by save host steps
-	Memory        []memoryReport `json:"memory,omitempty"` // the temporaries, planned against measured (memoryrun.go)
-	MemoryBudget  *budgetReport  `json:"memory_budget,omitempty"`
-	Warnings      []problem      `json:"warnings,omitempty"`
+	Runs          string                  `json:"runs,omitempty"`
+	CapturedAfter int                     `json:"captured_after,omitempty"`
+	TracedRuns    []int                   `json:"traced_runs,omitempty"`
+	Outputs       []outputReport          `json:"outputs"`
+	Saves         []saveReport            `json:"saves,omitempty"`  // by save host steps
+	Memory        []executor.MemoryReport `json:"memory,omitempty"` // the temporaries, planned against measured
+	MemoryBudget  *budgetReport           `json:"memory_budget,omitempty"`
+	Warnings      []problem               `json:"warnings,omitempty"`
 
 	Makespan  *profile.Makespan `json:"makespan,omitempty"`            // perfmodel.go
 	PerfModel *profile.Update   `json:"perf_model,omitempty"`          // perfmodel.go
@@ -114,7 +114,9 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 	fmt.Fprintf(bw, "ran %s on %s: %s, %s, %s, %s in %s\n",
 		human.Quote(r.Spec), r.Backend, human.Count(r.Ops, "op", "ops"), human.Count(r.Streams, "stream", "streams"),
 		human.Count(r.Waits, "wait", "waits"), runs, short(r.WallNS))
-	writeMemoryReports(bw, r.Memory) // memoryrun.go
+	for _, m := range r.Memory {
+		fmt.Fprintln(bw, m)
+	}
 	writeBudgetReport(bw, r.MemoryBudget)
 	if r.Runs != "" {
 		fmt.Fprintf(bw, "graph: %s\n", r.Runs)
