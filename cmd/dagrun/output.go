@@ -143,11 +143,3 @@ func withSchemaVersion(obj []byte) ([]byte, error) {
 	}
 	return append(out, obj[1:]...), nil
 }
-
-// plural is one when n is 1, else many: "1 run", "2 runs".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}

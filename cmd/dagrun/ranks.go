@@ -11,7 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/dagrun/dagrun/internal/human"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/executor/progress"
 	"github.com/dagrun/dagrun/internal/comm"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
@@ -110,11 +110,11 @@ const maxWorld = 1024
 // rankReport is one rank's outputs in a run's report, and with
 // --perf-model its estimate against the measured makespan and its model.
 type rankReport struct {
-	Rank      int               `json:"rank"`
-	Outputs   []outputReport    `json:"outputs"`
-	Saves     []saveReport      `json:"saves,omitempty"`
-	Makespan  *profile.Makespan `json:"makespan,omitempty"`
-	PerfModel *profile.Update   `json:"perf_model,omitempty"`
+	Rank      int                 `json:"rank"`
+	Outputs   []spec.OutputResult `json:"outputs"`
+	Saves     []spec.SavedFile    `json:"saves,omitempty"`
+	Makespan  *profile.Makespan   `json:"makespan,omitempty"`
+	PerfModel *profile.Update     `json:"perf_model,omitempty"`
 }
 
 // worldReport is what dagrun run prints for a run of ranks, as JSON with
@@ -187,12 +187,12 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 		rep.Addr = m.place.Addr
 	}
 	for i, r := range rs {
-		outs, sums, err := readOutputs(r.s, rn.Session(i).Read, nil)
+		outs, sums, err := r.s.ReadOutputs(rn.Session(i).Read)
 		if err != nil {
 			return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), rn.Close())
 		}
-		sums.fill(outs)
-		rr := rankReport{Rank: r.rank, Outputs: outs, Saves: hostSaves(r.s)}
+		sums()
+		rr := rankReport{Rank: r.rank, Outputs: outs, Saves: r.s.SavedFiles()}
 		rep.Ranks = append(rep.Ranks, rr)
 	}
 	if err := rn.Close(); err != nil {
@@ -274,7 +274,9 @@ func printWorldReport(w io.Writer, r worldReport) error {
 				fmt.Fprintf(bw, "rank %d saved %s to %s\n", rr.Rank, o.Buffer, o.Saved)
 			}
 		}
-		writeSaves(bw, fmt.Sprintf("rank %d ", rr.Rank), rr.Saves)
+		for _, sv := range rr.Saves {
+			fmt.Fprintf(bw, "rank %d %s\n", rr.Rank, sv)
+		}
 	}
 	how := fmt.Sprintf("%d ranks in one process", r.World)
 	if r.Processes {
@@ -300,7 +302,7 @@ func writeRankTraces(w io.Writer, file string, rs []*rankRun, world int, since t
 	for _, r := range rs {
 		t := trace.FromRuns(r.p, r.runs)
 		t.Rank = &trace.RankClock{Rank: r.rank, World: world, Offset: since + earliest(r.runs)}
-		path := expandRank(file, r.rank)
+		path := spec.ExpandRank(file, r.rank)
 		if err := writeFileAtomic(path, t.WriteChrome); err != nil {
 			return err
 		}
@@ -397,13 +399,6 @@ func localDevice(local int, getenv func(string) string) int {
 	}
 	n := len(strings.Split(v, ","))
 	return local % n
-}
-
-// rankPattern is what a path a rank writes holds in place of its rank.
-const rankPattern = "{rank}"
-
-func expandRank(path string, rank int) string {
-	return strings.ReplaceAll(path, rankPattern, strconv.Itoa(rank))
 }
 
 // earliest is when the first of the runs' spans started, from the start of

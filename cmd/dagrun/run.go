@@ -176,13 +176,12 @@ func (c *cli) run(args []string) error {
 	}
 	rep, err := rn.Run(ctx, f.repeat)
 	bar.Clear()
-	saved := map[string]bool{}
 	var report runReport
-	var sums *pendingSums
+	sums := func() {}
 	if err == nil {
 		report = newRunReport(p, rep)
-		report.Outputs, sums, err = readOutputs(s, rn.Session(0).Read, saved)
-		report.Saves = hostSaves(s)
+		report.Outputs, sums, err = s.ReadOutputs(rn.Session(0).Read)
+		report.Saves = s.SavedFiles()
 		report.Memory = executor.MemoryReports(rn.Session(0), memoryBudget(s, f.layout())) // before Close
 		report.MemoryBudget = newBudgetReport(p)
 	}
@@ -197,12 +196,12 @@ func (c *cli) run(args []string) error {
 		if ctx.Err() != nil && f.traceFile != "" {
 			at.trace = keepTrace(f.traceFile, rn.Session(0), p, rep)
 		}
-		return c.runFailure(ctx, s, err, saved, at)
+		return c.runFailure(ctx, s, err, report.Outputs, at)
 	}
 	// The outputs' checksums were computed beside the session's Close and
 	// are waited for beside the backend's.
 	berr := su.b.Close()
-	sums.fill(report.Outputs)
+	sums()
 	if berr != nil {
 		return berr
 	}
@@ -324,8 +323,8 @@ func (at interruptedAt) String() string {
 	if at.repeat == 0 {
 		return "interrupted before the runs started; everything was freed"
 	}
-	s := fmt.Sprintf("interrupted after %d of %d %s completed; the one in flight was abandoned and everything was freed",
-		at.done, at.repeat, plural(at.repeat, "run", "runs"))
+	s := fmt.Sprintf("interrupted after %d of %s completed; the one in flight was abandoned and everything was freed",
+		at.done, human.Count(at.repeat, "run", "runs"))
 	if at.trace != "" {
 		s += "; " + at.trace
 	}
@@ -336,15 +335,15 @@ func (at interruptedAt) String() string {
 // signal ended ctx, said in plain words with how far the runs came (at),
 // else the op's or backend's error; it names the outputs with a save
 // path that were not written.
-func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, saved map[string]bool, at interruptedAt) error {
+func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, outs []spec.OutputResult, at interruptedAt) error {
 	var fl *failure
 	if ctx.Err() != nil {
 		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: at.String()}}}
 	} else {
 		fl = opFailure(s, err)
 	}
-	for _, out := range s.Outputs {
-		if out.Save != "" && !saved[out.Save] {
+	for i, out := range s.Outputs {
+		if out.Save != "" && (i >= len(outs) || outs[i].Saved == "") {
 			fl.notWritten = append(fl.notWritten, fmt.Sprintf("%s to %s", out.Buffer.Name, human.Quote(s.SavePath(out.Save))))
 		}
 	}

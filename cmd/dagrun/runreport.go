@@ -5,10 +5,8 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/profile"
+	"github.com/dagrun/dagrun/spec"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -37,8 +36,8 @@ type runReport struct {
 	Runs          string                  `json:"runs,omitempty"`
 	CapturedAfter int                     `json:"captured_after,omitempty"`
 	TracedRuns    []int                   `json:"traced_runs,omitempty"`
-	Outputs       []outputReport          `json:"outputs"`
-	Saves         []saveReport            `json:"saves,omitempty"`  // by save host steps
+	Outputs       []spec.OutputResult     `json:"outputs"`
+	Saves         []spec.SavedFile        `json:"saves,omitempty"`  // by save host steps
 	Memory        []executor.MemoryReport `json:"memory,omitempty"` // the temporaries, planned against measured
 	MemoryBudget  *budgetReport           `json:"memory_budget,omitempty"`
 	Warnings      []problem               `json:"warnings,omitempty"`
@@ -77,26 +76,6 @@ func newRunReport(p *planner.Plan, rep *executor.Report) runReport {
 	return r
 }
 
-type outputReport struct {
-	Buffer string    `json:"buffer"`
-	DType  string    `json:"dtype"`
-	Bytes  int       `json:"bytes"`
-	Sum    jsonFloat `json:"sum"`
-	FNV    string    `json:"fnv"`
-	Saved  string    `json:"saved,omitempty"`
-}
-
-// jsonFloat is a float64 that JSON can hold even when it is not finite.
-type jsonFloat float64
-
-func (f jsonFloat) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return json.Marshal(strconv.FormatFloat(v, 'g', -1, 64))
-	}
-	return json.Marshal(v)
-}
-
 func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 	bw := bufio.NewWriter(w)
 	for _, o := range r.Outputs {
@@ -106,7 +85,9 @@ func (c *cli) printReport(w io.Writer, r runReport, repeat int) error {
 			fmt.Fprintf(bw, "saved %s to %s\n", o.Buffer, human.Quote(o.Saved))
 		}
 	}
-	writeSaves(bw, "", r.Saves)
+	for _, sv := range r.Saves {
+		fmt.Fprintln(bw, sv)
+	}
 	runs := "1 run"
 	if repeat > 1 {
 		runs = fmt.Sprintf("%d runs (%s each)", repeat, short(r.WallNS/int64(repeat)))

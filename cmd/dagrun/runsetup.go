@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/internal/human"
@@ -127,7 +126,7 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 	for _, r := range su.ranks {
 		var err error
 		if f.perfModel != "" {
-			if r.pm, err = c.loadPerfModel("run", expandRank(f.perfModel, r.rank), su.b, r.device); err != nil {
+			if r.pm, err = c.loadPerfModel("run", spec.ExpandRank(f.perfModel, r.rank), su.b, r.device); err != nil {
 				return err
 			}
 			if m != nil {
@@ -151,11 +150,11 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 // on its device, and checks what they write: two ranks writing one file
 // is refused.
 func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*rankRun, error) {
-	if f.traceFile != "" && !strings.Contains(f.traceFile, rankPattern) {
+	if f.traceFile != "" && !strings.Contains(f.traceFile, "{rank}") {
 		return nil, usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
 	}
 	if f.perfModel != "" {
-		if !strings.Contains(f.perfModel, rankPattern) {
+		if !strings.Contains(f.perfModel, "{rank}") {
 			return nil, usagef("--perf-model %s: every rank keeps the model of its device; put {rank} in the path, as in models_{rank}.json", f.perfModel)
 		}
 		if f.graph {
@@ -199,12 +198,12 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*r
 			}
 		}
 		if f.traceFile != "" {
-			paths = append(paths, expandRank(f.traceFile, r))
+			paths = append(paths, spec.ExpandRank(f.traceFile, r))
 		}
 		if f.perfModel != "" {
-			paths = append(paths, expandRank(f.perfModel, r))
+			paths = append(paths, spec.ExpandRank(f.perfModel, r))
 		}
-		if err := checkFileUses(f.fileUses(s, f.out, expandRank(f.traceFile, r), expandRank(f.perfModel, r))); err != nil {
+		if err := checkFileUses(f.fileUses(s, f.out, spec.ExpandRank(f.traceFile, r), spec.ExpandRank(f.perfModel, r))); err != nil {
 			return nil, err
 		}
 		for _, pt := range paths {
@@ -226,78 +225,4 @@ func (c *cli) hostOut(f *runFlags) io.Writer {
 		return c.stderr
 	}
 	return c.stdout
-}
-
-// readOutputs reads the outputs of s (read reads a buffer after the runs),
-// saves those with a save path, noting each in saved (when not nil), and
-// reports their checksums.
-func readOutputs(s *spec.Spec, read func(*dag.Buffer) ([]byte, error), saved map[string]bool) ([]outputReport, *pendingSums, error) {
-	var outs []outputReport
-	sums := &pendingSums{}
-	for _, out := range s.Outputs {
-		data, err := read(out.Buffer)
-		if err != nil {
-			return outs, sums, fmt.Errorf("%s: reading output %s: %w", out.Pos, out.Buffer.Name, err)
-		}
-		o := outputReport{Buffer: out.Buffer.Name, DType: out.Buffer.DType.String(), Bytes: len(data)}
-		if out.Save != "" {
-			if o.Saved, err = saveOutput(s, out.Save, data); err != nil {
-				return outs, sums, fmt.Errorf("%s: saving output %s: %w", out.Pos, out.Buffer.Name, err)
-			}
-			if saved != nil {
-				saved[out.Save] = true
-			}
-		}
-		outs = append(outs, o)
-		sums.start(data, out.Buffer.DType)
-	}
-	return outs, sums, nil
-}
-
-// pendingSums are the checksums of the outputs read, computed on
-// goroutines while the session and the backend close: FNV-1a goes a byte
-// at a time, 15-20 ms for 16 MiB, which a cold start would otherwise add
-// to the closes.
-type pendingSums struct {
-	wg   sync.WaitGroup
-	sums []*spec.Sum
-}
-
-func (ps *pendingSums) start(data []byte, dt dag.DType) {
-	sum := new(spec.Sum)
-	ps.sums = append(ps.sums, sum)
-	ps.wg.Go(func() { *sum = spec.Checksum(data, dt) })
-}
-
-// fill waits for the checksums and writes them into outs, the outputs
-// readOutputs returned.
-func (ps *pendingSums) fill(outs []outputReport) {
-	ps.wg.Wait()
-	for i, sum := range ps.sums {
-		outs[i].Sum, outs[i].FNV = jsonFloat(sum.Sum), fmt.Sprintf("%016x", sum.FNV)
-	}
-}
-
-// saveReport is a file a save host step wrote.
-type saveReport struct {
-	Op    string `json:"op"`
-	View  string `json:"view"`
-	Saved string `json:"saved"`
-}
-
-// hostSaves are the files the save host steps of s wrote, at every run
-// (the last run's bytes are what they hold).
-func hostSaves(s *spec.Spec) []saveReport {
-	var r []saveReport
-	for _, st := range s.Saves {
-		r = append(r, saveReport{Op: st.Op.Name, View: st.View.String(), Saved: s.SavePath(st.Path)})
-	}
-	return r
-}
-
-// writeSaves writes a line for each save, as outputs' saves are written.
-func writeSaves(w io.Writer, prefix string, saves []saveReport) {
-	for _, sv := range saves {
-		fmt.Fprintf(w, "%ssaved %s to %s (host step %s)\n", prefix, sv.View, sv.Saved, sv.Op)
-	}
 }

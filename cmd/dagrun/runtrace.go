@@ -38,8 +38,8 @@ func writeRunTrace(summary io.Writer, f *runFlags, sess *executor.Session, p *pl
 			return nil, note, err
 		}
 	case cmp != nil:
-		fmt.Fprintf(summary, "planned against achieved (%s): makespan estimated %s, measured %s; %d of %d planned overlaps lost, %d %s late\n",
-			cmp.ModeName, human.Duration(cmp.EstimatedMakespan), human.Duration(cmp.MeasuredMakespan), cmp.Lost, cmp.Planned, len(cmp.Late), plural(len(cmp.Late), "op", "ops"))
+		fmt.Fprintf(summary, "planned against achieved (%s): makespan estimated %s, measured %s; %d of %d planned overlaps lost, %s late\n",
+			cmp.ModeName, human.Duration(cmp.EstimatedMakespan), human.Duration(cmp.MeasuredMakespan), cmp.Lost, cmp.Planned, human.Count(len(cmp.Late), "op", "ops"))
 	}
 	if !f.verbose {
 		fmt.Fprintln(summary, "(-v adds the longest waits and, where the plan's costs fit the backend, the plan against the run op by op)")
@@ -60,7 +60,7 @@ func keepTrace(file string, sess *executor.Session, p *planner.Plan, rs *executo
 	if err := writeFileAtomic(file, t.WriteChrome); err != nil {
 		return fmt.Sprintf("the trace of the traced runs that completed could not be written: %v", err)
 	}
-	return fmt.Sprintf("the trace of the %d traced %s that completed was written to %s", n, plural(n, "run", "runs"), file)
+	return fmt.Sprintf("the trace of the %s that completed was written to %s", human.Count(n, "traced run", "traced runs"), file)
 }
 
 // runTrace is the trace of the runs rs kept, and the note on how their

@@ -102,13 +102,6 @@ func parseSpec(name string, src []byte, o specFiles) (*spec.Spec, error) {
 	return spec.Parse(name, src, loaderOptions(o)...)
 }
 
-// saveOutput writes an output's bytes to its save path, as the spec
-// resolves it: confined to the spec's tree, --save-dir and --allow-path,
-// through a temporary file renamed when complete.
-func saveOutput(s *spec.Spec, path string, data []byte) (string, error) {
-	return s.SavePath(path), s.WriteFile(path, data)
-}
-
 // load reads the spec at path ("-": standard input) with the file
 // options o. A spec with errors comes back as a *failure listing every
 // problem, warnings too. The warnings of a spec that loads are the
