@@ -89,7 +89,7 @@ func (f *faults) options() ([]executor.Option, error) {
 func memoryFailure(s *spec.Spec, me *executor.MemoryError) *failure {
 	p := problem{File: s.File, Message: me.Error()}
 	if pos, ok := bufferPos(s, me.Buffers); ok {
-		p = p.at(pos)
+		p = p.At(pos)
 	}
 	return &failure{status: exitFailure, errors: []problem{p}}
 }

@@ -340,11 +340,7 @@ func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error, at inte
 		if m := collectiveIndex.FindStringSubmatch(err.Error()); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			if op := nthCollective(s.Graph, n); op != nil {
-				p := problem{File: s.File, Op: op.Name, Message: err.Error()}
-				if pos, ok := s.OpPos(op.Name); ok {
-					p = p.at(pos)
-				}
-				fl.errors[0] = p
+				fl.errors[0] = s.OpProblem(op.Name, err.Error())
 			}
 		}
 	}

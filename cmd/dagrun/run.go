@@ -224,7 +224,7 @@ func (c *cli) run(args []string) error {
 		}
 	}
 	if asJSON {
-		report.Warnings = specWarnings(s)
+		report.Warnings = s.WarningProblems()
 	}
 
 	var memErr error

@@ -138,8 +138,8 @@ func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
 
 // printWarnings prints the warnings of s on stderr, in file order.
 func (c *cli) printWarnings(s *spec.Spec) {
-	for _, w := range specWarnings(s) {
+	for _, w := range s.WarningProblems() {
 		w.Message = "warning: " + w.Message
-		fmt.Fprintln(c.stderr, w.text(""))
+		fmt.Fprintln(c.stderr, w.Text(""))
 	}
 }

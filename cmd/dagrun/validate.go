@@ -68,7 +68,7 @@ func (c *cli) validate(args []string) error {
 			}
 			continue
 		}
-		ws := specWarnings(s)
+		ws := s.WarningProblems()
 		doc.Warnings = append(doc.Warnings, ws...)
 		doc.Specs = append(doc.Specs, specValidity{File: f, OK: true, Buffers: len(s.Graph.Buffers),
 			Ops: len(s.Graph.Ops), Outputs: len(s.Outputs), Warnings: len(ws)})
