@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/job"
 
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/planner/perf"
@@ -16,11 +17,11 @@ import (
 // one's estimated makespan, for an eager run (what the plan is made for) and
 // for a graph replay of the same plan, and its wait count, for
 // `dagrun plan --compare`.
-func writeComparison(w io.Writer, s *spec.Spec, l layout) error {
+func writeComparison(w io.Writer, s *spec.Spec, l job.Layout) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "strategy\teager estimate\treplay estimate\twaits\tstreams\tplaced by")
 	for _, strategy := range planner.Strategies() {
-		opts := planOptions(s, l)
+		opts := l.PlanOptions(s)
 		opts.Strategy = strategy
 		p, err := buildPlan(s, opts)
 		if err != nil {

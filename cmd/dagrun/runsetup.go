@@ -11,34 +11,19 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
-	"github.com/dagrun/dagrun/internal/human"
-	"github.com/dagrun/dagrun/planner"
-	"github.com/dagrun/dagrun/profile"
+	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/spec"
-	"github.com/dagrun/dagrun/trace"
 )
-
-// rankRun is one program of a run: the spec of an ordinary run, or one
-// rank of a world run in this process.
-type rankRun struct {
-	rank   int
-	device int
-	s      *spec.Spec
-	p      *planner.Plan
-	runs   []trace.RunSpans
-	pm     *perfModel // with --perf-model
-}
 
 // runSetup is what a run's opening made. The caller closes b.
 type runSetup struct {
 	b      device.Backend
 	used   string // the backend's name
-	ranks  []*rankRun
-	traced func(run int) bool // which runs --trace keeps
+	progs  []*job.Program
+	traced func(run int) bool // which runs --trace keeps; nil: none
 	faults []executor.Option  // --chaos and --fail-op
 }
 
@@ -46,14 +31,14 @@ type runSetup struct {
 // from standard input), or with m, the ranks m names: each loaded as its
 // own program.
 func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *rankMode) (*runSetup, error) {
-	su := &runSetup{traced: func(int) bool { return false }}
+	su := &runSetup{}
 	var err error
 	if m == nil {
 		if err := checkFileUses(f.fileUses(s, f.out, f.traceFile, f.perfModel)); err != nil {
 			return nil, err
 		}
-		su.ranks = []*rankRun{{s: s}}
-	} else if su.ranks, err = c.loadRanks(f, path, src, m); err != nil {
+		su.progs = []*job.Program{{Spec: s}}
+	} else if su.progs, err = c.loadRanks(f, path, src, m); err != nil {
 		return nil, err
 	}
 	if f.traceFile != "" {
@@ -67,15 +52,15 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 	if su.faults, err = f.faults.options(); err != nil {
 		return nil, err
 	}
-	for _, r := range su.ranks {
-		if r.p, err = makePlan(r.s, f.layout()); err != nil {
+	for _, r := range su.progs {
+		if r.Plan, err = makePlan(r.Spec, f.layout()); err != nil {
 			return nil, err
 		}
 		if f.graph {
 			// Before the backend is opened: a plan a graph cannot hold is
 			// refused without touching a device.
-			if err := executor.CheckCapture(r.p); err != nil {
-				return nil, captureFailure(r.s, err, f.set["graph"])
+			if err := executor.CheckCapture(r.Plan); err != nil {
+				return nil, captureFailure(r.Spec, err, f.set["graph"])
 			}
 		}
 	}
@@ -92,30 +77,11 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 		return nil, err
 	}
 	if used == "cpu" {
-		warnCPUTime(c.stderr, su.ranks, f.repeat)
+		if w := job.CPUWarning(su.progs, f.repeat); w != "" {
+			c.warn("run")(w)
+		}
 	}
 	return su, nil
-}
-
-// longOnCPU is the estimated time of a run's work on the CPU backend above
-// which run warns before it starts: a GPU-sized spec would otherwise
-// start without a word and run for minutes.
-const longOnCPU = time.Minute
-
-// warnCPUTime warns on stderr when repeat runs of the programs rs are
-// estimated to take longer than longOnCPU on the CPU backend, saying how
-// the estimate was made.
-func warnCPUTime(stderr io.Writer, rs []*rankRun, repeat int) {
-	var e profile.CPUEstimate
-	for _, r := range rs {
-		e = e.Add(profile.EstimateCPU(r.p.Graph))
-	}
-	total := time.Duration(min(float64(e.Time)*float64(max(repeat, 1)), float64(1<<62)))
-	if total <= longOnCPU {
-		return
-	}
-	fmt.Fprintf(stderr, "dagrun run: warning: this may take about %s on the CPU backend, estimated from %s of GEMMs and %s moved per run (%s); Ctrl-C stops it\n",
-		human.Duration(total.Round(time.Second)), human.Flops(e.Flops), human.Bytes(e.Bytes), e.Rates())
 }
 
 // planForBackend loads each program's perf model (a rank's of its device)
@@ -123,24 +89,18 @@ func warnCPUTime(stderr io.Writer, rs []*rankRun, repeat int) {
 // machine. Collectives keep their declared order under every plan, so
 // ranks still agree.
 func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
-	for _, r := range su.ranks {
+	for _, r := range su.progs {
 		var err error
 		if f.perfModel != "" {
-			if r.pm, err = c.loadPerfModel("run", spec.ExpandRank(f.perfModel, r.rank), su.b, r.device); err != nil {
+			if r.Model, err = c.loadPerfModel("run", spec.ExpandRank(f.perfModel, r.Rank), su.b, r.Device); err != nil {
 				return err
 			}
 			if m != nil {
-				r.pm.Model.World = m.world
+				r.Model.Model.World = m.world
 			}
 		}
-		mach, err := executor.MachineOf(su.b, r.s.Graph)
-		if err != nil {
-			return err
-		}
-		if r.pm != nil || mach.Known() {
-			if r.p, err = planWithModel(r.s, f.layout(), r.pm, runMode(f.graph), mach); err != nil {
-				return err
-			}
+		if err := r.Replan(su.b, f.layout(), job.Mode(f.graph), c.warn("run")); err != nil {
+			return planFailure(r.Spec, err)
 		}
 	}
 	return nil
@@ -149,7 +109,7 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 // loadRanks loads the spec at path as the program of each rank m names,
 // on its device, and checks what they write: two ranks writing one file
 // is refused.
-func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*rankRun, error) {
+func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*job.Program, error) {
 	if f.traceFile != "" && !strings.Contains(f.traceFile, "{rank}") {
 		return nil, usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
 	}
@@ -172,7 +132,7 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*r
 			ranks = append(ranks, r)
 		}
 	}
-	rs := make([]*rankRun, len(ranks))
+	rs := make([]*job.Program, len(ranks))
 	writers := map[string]int{} // path -> the rank that writes it
 	hostMu := &sync.Mutex{}     // one line at a time from the ranks' host steps
 	for i, r := range ranks {
@@ -213,7 +173,7 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*r
 			writers[pt] = r
 		}
 		s.Stdout = &rankLines{prefix: fmt.Sprintf("rank %d ", r), w: c.hostOut(f), mu: hostMu}
-		rs[i] = &rankRun{rank: r, device: device, s: s}
+		rs[i] = &job.Program{Rank: r, Device: device, Spec: s}
 	}
 	return rs, nil
 }

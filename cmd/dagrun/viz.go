@@ -12,6 +12,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/trace"
 )
 
@@ -97,7 +98,7 @@ func (c *cli) viz(args []string) error {
 		if err := checkFileUses(specUses(s, nil, []fileUse{{*out, "-o"}})); err != nil {
 			return err
 		}
-		p, err := makePlan(s, layout{streams: int(streams)})
+		p, err := makePlan(s, job.Layout{Streams: int(streams)})
 		if err != nil {
 			return err
 		}
