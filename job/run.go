@@ -101,7 +101,7 @@ func Run(ctx context.Context, b device.Backend, p *Program, cfg Config) (*Report
 	// model's eager runs teach it the host's submission costs, so they
 	// stay eager.
 	auto := cfg.Graph == executor.GraphAuto && p.Model == nil && cfg.Repeat > executor.DefaultAutoCapture
-	r := &Report{Spec: p.Spec.File, Backend: cfg.Backend, Exec: &executor.Report{}, plan: p.Plan}
+	r := &Report{SchemaVersion: SchemaVersion, Spec: p.Spec.File, Backend: cfg.Backend, Exec: &executor.Report{}, plan: p.Plan}
 	bar := cfg.bar()
 	rn, err := executor.NewRunner(ctx, b, p.Plan, cfg.runnerOptions(p, auto, bar)...)
 	if err != nil {

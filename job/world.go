@@ -78,7 +78,7 @@ func RunWorld(ctx context.Context, b device.Backend, ps []*Program, cfg Config) 
 	if models {
 		opts = append(opts, observer(ps, cfg.Repeat, true))
 	}
-	rep := &WorldReport{Spec: ps[0].Spec.File, Backend: cfg.Backend, World: cfg.World, Processes: cfg.Place != nil,
+	rep := &WorldReport{SchemaVersion: SchemaVersion, Spec: ps[0].Spec.File, Backend: cfg.Backend, World: cfg.World, Processes: cfg.Place != nil,
 		Repeat: cfg.Repeat, Ops: ps[0].Plan.Stats.Ops, Streams: ps[0].Plan.Stats.Streams, Waits: ps[0].Plan.Stats.Waits,
 		Graph: cfg.always()}
 	if cfg.Place != nil {

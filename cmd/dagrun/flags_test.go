@@ -62,24 +62,6 @@ func TestParseTraceRuns(t *testing.T) {
 	}
 }
 
-func TestWithSchemaVersion(t *testing.T) {
-	got, err := withSchemaVersion([]byte(` {"a":1} `))
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"schema_version":1,"a":1}`, string(got))
-	assert.True(t, strings.HasPrefix(string(got), `{"schema_version":1,`), "the version comes first")
-
-	got, err = withSchemaVersion([]byte(`{}`))
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"schema_version":1}`, string(got))
-
-	got, err = withSchemaVersion([]byte(`{"schema_version":7,"a":1}`))
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"schema_version":7,"a":1}`, string(got), "a version already there stays")
-
-	_, err = withSchemaVersion([]byte(`[1]`))
-	assert.Error(t, err)
-}
-
 func TestSuggestName(t *testing.T) {
 	ops := []string{"init", "scale0", "sum0", "download_total"}
 	assert.Equal(t, `did you mean "scale0"?`, suggestName("scale9", ops))

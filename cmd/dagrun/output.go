@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +10,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"github.com/dagrun/dagrun/job"
 )
 
-// schemaVersion is the version of every JSON document dagrun writes (run
-// reports, plans, validation results, errors, trace metadata): it grows
-// when a field changes meaning or goes away, not when one is added.
-const schemaVersion = 1
+// schemaVersion is the version of every JSON document dagrun writes.
+const schemaVersion = job.SchemaVersion
 
 // stdio is the name of standard input or output on the command line.
 const stdio = "-"
@@ -121,25 +120,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // names such as <stdin> stay readable
 	return enc.Encode(v)
-}
-
-// withSchemaVersion puts "schema_version" first in the JSON object obj,
-// unless it has one.
-func withSchemaVersion(obj []byte) ([]byte, error) {
-	obj = bytes.TrimSpace(obj)
-	if len(obj) < 2 || obj[0] != '{' {
-		return nil, errors.New("not a JSON object")
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(obj, &fields); err != nil {
-		return nil, err
-	}
-	if _, ok := fields["schema_version"]; ok {
-		return obj, nil
-	}
-	out := fmt.Appendf(nil, `{"schema_version":%d`, schemaVersion)
-	if len(fields) > 0 {
-		out = append(out, ',')
-	}
-	return append(out, obj[1:]...), nil
 }

@@ -4,7 +4,6 @@ package main
 // profile does the learning and package job the runs; this file loads.
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 
@@ -84,21 +83,4 @@ func (c *cli) planPerf(s *spec.Spec, l job.Layout, f planPerfFlags) (*planner.Pl
 	}
 	p, err := job.PlanWithModel(s, l.PlanOptions(s), pm, job.Mode(f.graph), mach, c.warn("plan"))
 	return p, pm, planFailure(s, err)
-}
-
-// withPerfModel adds the perf model's coverage to dagrun plan's JSON.
-func withPerfModel(obj []byte, pm *profile.Learner) ([]byte, error) {
-	if pm == nil {
-		return obj, nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(obj, &fields); err != nil {
-		return nil, err
-	}
-	r, err := json.Marshal(profile.Update{Path: pm.Path, Measured: pm.Covered, Ops: pm.Ops})
-	if err != nil {
-		return nil, err
-	}
-	fields["perf_model"] = r
-	return json.Marshal(fields)
 }

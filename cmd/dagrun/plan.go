@@ -1,22 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 
-	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/planner/verify"
-	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
-	"github.com/dagrun/dagrun/trace"
 )
 
 // streamsFlag is --streams: 0 (not given) or 1..32.
@@ -134,83 +128,13 @@ func (c *cli) plan(args []string) error {
 		return err
 	}
 	if *compare {
-		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, job.Layout{Streams: int(streams)}) })
+		return c.writeOutput(*out, func(w io.Writer) error {
+			return planFailure(s, job.WriteComparison(w, s, job.Layout{Streams: int(streams)}))
+		})
 	}
 	p, pm, err := c.planPerf(s, job.Layout{Streams: int(streams), Strategy: planner.Strategy(strategy), Objective: planner.Objective(objective), MemoryBudget: int64(budget)}, pmf)
 	if err != nil {
 		return err
 	}
-	return c.writeOutput(*out, func(w io.Writer) error {
-		switch format.value {
-		case "json":
-			data, err := p.MarshalJSON()
-			if err != nil {
-				return err
-			}
-			if data, err = withSchemaVersion(data); err != nil {
-				return err
-			}
-			if data, err = withPerfModel(data, pm); err != nil {
-				return err
-			}
-			if data, err = withTimesSource(data, p, pm != nil); err != nil {
-				return err
-			}
-			var b bytes.Buffer
-			if err := json.Indent(&b, data, "", "  "); err != nil {
-				return err
-			}
-			b.WriteByte('\n')
-			_, err = b.WriteTo(w)
-			return err
-		case "dot":
-			return trace.PlanDOT(w, p)
-		}
-		if err := p.WriteText(w); err != nil {
-			return err
-		}
-		if err := p.WritePasses(w); err != nil {
-			return err
-		}
-		if pm != nil {
-			_, err := fmt.Fprintln(w, pm.Coverage())
-			return err
-		}
-		return writeTimesSource(w, p)
-	})
-}
-
-// withTimesSource adds to a plan's JSON whose its times are ("times":
-// "default cost model (H100-class GPU)" or "perf model") and the CPU
-// backend's estimate of a run.
-func withTimesSource(obj []byte, p *planner.Plan, measured bool) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(obj, &fields); err != nil {
-		return nil, err
-	}
-	src := "default cost model (H100-class GPU)"
-	if measured {
-		src = "perf model"
-	}
-	fields["times"], _ = json.Marshal(src)
-	fields["cpu_backend_estimate_ns"], _ = json.Marshal(int64(profile.EstimateCPU(p.Graph).Time))
-	return json.Marshal(fields)
-}
-
-// writeTimesSource says whose the plan's times are, planned without a perf
-// model: the default cost model's, an H100-class GPU's, not a measure of
-// this machine. Where the CPU backend would take longer than job.LongOnCPU,
-// it says about how long, so a plan read on a machine without a GPU does
-// not promise a GPU's milliseconds.
-func writeTimesSource(w io.Writer, p *planner.Plan) error {
-	if _, err := fmt.Fprintln(w, "times               the default cost model's, for an H100-class GPU, not measured here (--perf-model FILE plans with measured times)"); err != nil {
-		return err
-	}
-	e := profile.EstimateCPU(p.Graph)
-	if e.Time <= job.LongOnCPU {
-		return nil
-	}
-	_, err := fmt.Fprintf(w, "on the cpu backend  about %s a run, estimated from %s of GEMMs and %s moved (%s)\n",
-		human.Duration(e.Time.Round(time.Second)), human.Flops(e.Flops), human.Bytes(e.Bytes), e.Rates())
-	return err
+	return c.writeOutput(*out, func(w io.Writer) error { return job.WritePlan(w, p, pm, format.value) })
 }

@@ -132,7 +132,6 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 	if err != nil {
 		return err
 	}
-	rep.SchemaVersion = schemaVersion
 	if f.perfModel != "" {
 		if err := rep.SaveModels(rs); err != nil {
 			return err

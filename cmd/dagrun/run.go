@@ -184,7 +184,6 @@ func (c *cli) run(args []string) error {
 	if berr != nil {
 		return berr
 	}
-	report.SchemaVersion = schemaVersion
 	if l := report.Exec.Log; l.NotCaptured != nil && l.CapturedAfter == 0 && f.verbose {
 		why := strings.ReplaceAll(l.NotCaptured.Error(), "\n", "; ")
 		fmt.Fprintf(c.stderr, "dagrun run: --graph auto: the runs stay eager, the plan cannot be captured: %s\n", why)
