@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/human"
 )
 
@@ -70,4 +71,28 @@ func (s *Spec) WarningProblems() []Problem {
 		ws = append(ws, w.Problem())
 	}
 	return ws
+}
+
+// BufferPos returns where s tells of buffer b: a temporary at its alloc op
+// (which the spec places at the buffer), a persistent buffer at its entry
+// in the outputs or else at the first op that uses it.
+func (s *Spec) BufferPos(b *dag.Buffer) (Position, bool) {
+	if !b.Temporary {
+		for _, out := range s.Outputs {
+			if out.Buffer == b && out.Pos.Line > 0 {
+				return out.Pos, true
+			}
+		}
+	}
+	for _, op := range s.Graph.Ops {
+		if b.Temporary && op.Kind != dag.Alloc {
+			continue
+		}
+		for _, a := range op.Access {
+			if a.Buf == b {
+				return s.OpPos(op.Name)
+			}
+		}
+	}
+	return Position{}, false
 }

@@ -40,3 +40,35 @@ ops:
 		assert.Equal(t, s.Warnings[i].Msg, w.Message)
 	}
 }
+
+// A persistent buffer is placed at its output entry, else at its first
+// user; a temporary at its alloc.
+func TestBufferPos(t *testing.T) {
+	s, err := Parse("b.yaml", []byte(`buffers:
+  d: {dtype: f32, count: 4}
+  t: {dtype: f32, count: 4, temporary: true}
+  h: {dtype: f32, count: 4, placement: pinned}
+ops:
+  - {launch: iota, args: {x: t, start: 1}, name: make}
+  - copy: {from: t, to: d}
+    name: keep
+  - copy: {from: d, to: h}
+outputs: [h]
+`))
+	require.NoError(t, err)
+	pos := func(name string) Position {
+		for _, b := range s.Graph.Buffers {
+			if b.Name == name {
+				p, ok := s.BufferPos(b)
+				require.True(t, ok, name)
+				return p
+			}
+		}
+		t.Fatalf("no buffer %s", name)
+		return Position{}
+	}
+	keep, _ := s.OpPos("keep")
+	assert.Equal(t, keep, pos("d"))
+	assert.Equal(t, 10, pos("h").Line)
+	assert.Equal(t, 3, pos("t").Line, "a temporary's alloc is placed at the buffer")
+}

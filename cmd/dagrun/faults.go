@@ -88,35 +88,12 @@ func (f *faults) options() ([]executor.Option, error) {
 // else at the first op that uses it.
 func memoryFailure(s *spec.Spec, me *executor.MemoryError) *failure {
 	p := problem{File: s.File, Message: me.Error()}
-	if pos, ok := bufferPos(s, me.Buffers); ok {
-		p = p.At(pos)
+	if len(me.Buffers) > 0 {
+		if pos, ok := s.BufferPos(me.Buffers[0]); ok {
+			p = p.At(pos)
+		}
 	}
 	return &failure{status: exitFailure, errors: []problem{p}}
-}
-
-func bufferPos(s *spec.Spec, bufs []*dag.Buffer) (spec.Position, bool) {
-	if len(bufs) == 0 {
-		return spec.Position{}, false
-	}
-	b := bufs[0]
-	if !b.Temporary {
-		for _, out := range s.Outputs {
-			if out.Buffer == b && out.Pos.Line > 0 {
-				return out.Pos, true
-			}
-		}
-	}
-	for _, op := range s.Graph.Ops {
-		if b.Temporary && op.Kind != dag.Alloc {
-			continue
-		}
-		for _, a := range op.Access {
-			if a.Buf == b {
-				return s.OpPos(op.Name)
-			}
-		}
-	}
-	return spec.Position{}, false
 }
 
 // suggestName is "did you mean "X"?" for the candidate nearest got (as

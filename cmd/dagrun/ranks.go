@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -231,32 +230,6 @@ func (c *cli) loadRank(path string, o specFiles, rank, world int) (*spec.Spec, e
 	return c.load(path, o)
 }
 
-// moveToDevice puts the device buffers and the ops of g on device d. A
-// spec that runs as several ranks places nothing itself (the loader
-// refuses device: there), so everything is on device 0 until then.
-func moveToDevice(g *dag.Graph, d int) {
-	for _, b := range g.Buffers {
-		if b.Placement == dag.Device {
-			b.Device = d
-		}
-	}
-	for _, op := range g.Ops {
-		op.Device = d
-	}
-}
-
-// localDevice is the device of the process of local rank local: local
-// modulo the devices CUDA_VISIBLE_DEVICES leaves (all of them when it is
-// unset, since ranks then share the machine's devices in order).
-func localDevice(local int, getenv func(string) string) int {
-	v := strings.TrimSpace(getenv("CUDA_VISIBLE_DEVICES"))
-	if v == "" {
-		return local
-	}
-	n := len(strings.Split(v, ","))
-	return local % n
-}
-
 // vizRanks draws the traces of several ranks as one timeline.
 func (c *cli) vizRanks(inputs []string, out, format string) error {
 	if out == "" {
@@ -307,33 +280,6 @@ func (c *cli) vizRanks(inputs []string, out, format string) error {
 		draw = m.WriteHTML
 	}
 	return c.writeOutputInterruptible(out, draw)
-}
-
-// rankLines writes what one rank's host steps print, line by line, each
-// line after prefix ("rank 1 "), so that the ranks' lines neither tear nor
-// lose their rank. Lines of all ranks share mu.
-type rankLines struct {
-	prefix string
-	w      io.Writer
-	mu     *sync.Mutex
-	part   []byte // a line not yet ended
-}
-
-func (l *rankLines) Write(p []byte) (int, error) {
-	l.part = append(l.part, p...)
-	for {
-		i := bytes.IndexByte(l.part, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		l.mu.Lock()
-		_, err := io.WriteString(l.w, l.prefix+string(l.part[:i+1]))
-		l.mu.Unlock()
-		l.part = l.part[i+1:]
-		if err != nil {
-			return len(p), err
-		}
-	}
 }
 
 // rankWaiting makes a rank say on stderr whom its rendezvous waits for,

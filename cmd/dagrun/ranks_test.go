@@ -80,8 +80,7 @@ func TestRankExampleValues(t *testing.T) {
 			for r := range n {
 				s, err := loadSpecFile("../../examples/ranks/data_parallel.yaml", specFiles{saveDir: t.TempDir(), extra: []spec.Option{spec.WithRank(r, n)}})
 				require.NoError(t, err)
-				moveToDevice(s.Graph, r)
-				p, err := makePlan(s, job.Layout{})
+				p, err := makePlan(job.NewRank(s, r, nil, os.Getenv).Spec, job.Layout{})
 				require.NoError(t, err)
 				specs, plans = append(specs, s), append(plans, p)
 			}

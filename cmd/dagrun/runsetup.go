@@ -42,8 +42,8 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 		return nil, err
 	}
 	if f.traceFile != "" {
-		if su.traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {
-			return nil, err
+		if su.traced, err = job.ParseRuns(f.traceRuns, f.repeat); err != nil {
+			return nil, usagef("--trace-runs %q: %v", f.traceRuns, err)
 		}
 	}
 	if err := f.faults.checkGraph(f.graph, f.set["graph"], s); err != nil { // faults.go
@@ -146,11 +146,7 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*j
 		if err := f.faults.check(s); err != nil {
 			return nil, err
 		}
-		device := r
-		if m.place != nil {
-			device = localDevice(m.place.LocalRank, os.Getenv)
-		}
-		moveToDevice(s.Graph, device)
+		rs[i] = job.NewRank(s, r, m.place, os.Getenv)
 		paths := []string{}
 		for _, out := range s.Outputs {
 			if out.Save != "" {
@@ -172,8 +168,7 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*j
 			}
 			writers[pt] = r
 		}
-		s.Stdout = &rankLines{prefix: fmt.Sprintf("rank %d ", r), w: c.hostOut(f), mu: hostMu}
-		rs[i] = &job.Program{Rank: r, Device: device, Spec: s}
+		s.Stdout = job.RankWriter(c.hostOut(f), r, hostMu)
 	}
 	return rs, nil
 }

@@ -36,7 +36,7 @@ func writeRunTrace(summary io.Writer, f *runFlags, r *job.Report, backend string
 	if !f.verbose {
 		fmt.Fprintln(summary, "(-v adds the longest waits and, where the plan's costs fit the backend, the plan against the run op by op)")
 	}
-	fmt.Fprintf(summary, "trace of %s written to %s\n", runsText(r.Exec.TracedRuns(), f.repeat), f.traceFile)
+	fmt.Fprintf(summary, "trace of %s written to %s\n", job.RunsText(r.Exec.TracedRuns(), f.repeat), f.traceFile)
 	return nil
 }
 
