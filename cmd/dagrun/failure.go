@@ -64,13 +64,7 @@ func asFailure(err error) *failure {
 func (c *cli) exec(cmd command, args []string) (status int) {
 	defer func() {
 		if v := recover(); v != nil {
-			f := &failure{status: exitInternal, errors: []problem{{Message: fmt.Sprint(v)}}}
-			if c.jsonErrors {
-				c.writeFailureJSON(cmd.name, f)
-			} else {
-				c.writeFailureText(cmd.name, f)
-			}
-			status = exitInternal
+			status = c.writeFailure(cmd.name, &failure{status: exitInternal, errors: []problem{{Message: fmt.Sprint(v)}}})
 		}
 	}()
 	err := cmd.run(c, args)
@@ -86,11 +80,16 @@ func (c *cli) exec(cmd command, args []string) (status int) {
 	case reported:
 		return e.status
 	}
-	f := asFailure(err)
+	return c.writeFailure(cmd.name, asFailure(err))
+}
+
+// writeFailure writes f as JSON after --format json, else as text, and
+// returns its status.
+func (c *cli) writeFailure(cmd string, f *failure) int {
 	if c.jsonErrors {
-		c.writeFailureJSON(cmd.name, f)
+		c.writeFailureJSON(cmd, f)
 	} else {
-		c.writeFailureText(cmd.name, f)
+		c.writeFailureText(cmd, f)
 	}
 	return f.status
 }

@@ -71,7 +71,7 @@ func (f *faults) checkGraph(graph, flag bool, s *spec.Spec) error {
 }
 
 // options are the executor options for the faults asked for.
-func (f *faults) options() ([]executor.Option, error) {
+func (f *faults) options() []executor.Option {
 	var opts []executor.Option
 	if f.chaosSet {
 		opts = append(opts, executor.WithChaos(f.chaos))
@@ -79,7 +79,7 @@ func (f *faults) options() ([]executor.Option, error) {
 	if f.failOp != "" {
 		opts = append(opts, executor.WithFailOp(f.failOp))
 	}
-	return opts, nil
+	return opts
 }
 
 // memoryFailure is a run refused by admission control, placed where the

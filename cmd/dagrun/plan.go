@@ -74,13 +74,7 @@ func (s *sizeFlag) Set(v string) error {
 // over them, and verifies the plan: a plan that fails is a bug, reported
 // as an internal error.
 func makePlan(s *spec.Spec, l job.Layout) (*planner.Plan, error) {
-	return buildPlan(s, l.PlanOptions(s))
-}
-
-// buildPlan plans s with opts (job.Plan): every plan the CLI prints or runs
-// has passed verify.Verify, and one that did not is an internal error.
-func buildPlan(s *spec.Spec, opts planner.Options) (*planner.Plan, error) {
-	p, err := job.Plan(s, opts)
+	p, err := job.Plan(s, l.PlanOptions(s))
 	return p, planFailure(s, err)
 }
 

@@ -11,8 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,7 +22,6 @@ import (
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/spec"
-	"github.com/dagrun/dagrun/trace"
 )
 
 // rankFlags are dagrun run's flags for ranks.
@@ -228,58 +225,6 @@ func nthCollective(g *dag.Graph, n int) *dag.Op {
 func (c *cli) loadRank(path string, o specFiles, rank, world int) (*spec.Spec, error) {
 	o.extra = []spec.Option{spec.WithRank(rank, world)}
 	return c.load(path, o)
-}
-
-// vizRanks draws the traces of several ranks as one timeline.
-func (c *cli) vizRanks(inputs []string, out, format string) error {
-	if out == "" {
-		return usagef("-o FILE is required")
-	}
-	ext := format
-	if ext == "" {
-		if out == stdio {
-			return usagef("-o - needs --format svg or html")
-		}
-		ext = strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
-	}
-	if ext != "svg" && ext != "html" {
-		return usagef("traces draw as .svg or .html, %s", notExt(out, ext, "svg"))
-	}
-	var reads []fileUse
-	for _, in := range inputs {
-		reads = append(reads, fileUse{in, "an input of viz"})
-	}
-	if err := checkFileUses(reads, []fileUse{{out, "-o"}}); err != nil {
-		return err
-	}
-	var traces []*trace.Trace
-	for _, in := range inputs {
-		if in == stdio {
-			return usagef("several traces are read from files, not standard input")
-		}
-		f, err := os.Open(in)
-		if err != nil {
-			return err
-		}
-		t, err := trace.ReadChrome(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", human.Quote(in), err)
-		}
-		if t.Rank == nil {
-			return usagef("%s is not the trace of a rank: several traces are merged only when each is one rank's (dagrun run --trace of a world)", in)
-		}
-		traces = append(traces, t)
-	}
-	m, err := trace.MergeRanks(traces)
-	if err != nil {
-		return err
-	}
-	draw := m.WriteSVG
-	if ext == "html" {
-		draw = m.WriteHTML
-	}
-	return c.writeOutputInterruptible(out, draw)
 }
 
 // rankWaiting makes a rank say on stderr whom its rendezvous waits for,

@@ -49,9 +49,7 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 	if err := f.faults.checkGraph(f.graph, f.set["graph"], s); err != nil { // faults.go
 		return nil, err
 	}
-	if su.faults, err = f.faults.options(); err != nil {
-		return nil, err
-	}
+	su.faults = f.faults.options()
 	for _, r := range su.progs {
 		if r.Plan, err = makePlan(r.Spec, f.layout()); err != nil {
 			return nil, err
