@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
-	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner/verify"
 	"github.com/dagrun/dagrun/spec"
 )
@@ -150,18 +149,6 @@ func specFailure(s *spec.Spec, errs []*spec.Error) *failure {
 		f.warnings = s.WarningProblems()
 	}
 	return f
-}
-
-// opFailure is an error of a run, placed at the op's declaration in the
-// spec when it names an op.
-func opFailure(s *spec.Spec, err error) *failure {
-	if me, ok := errors.AsType[*executor.MemoryError](err); ok { // faults.go
-		return memoryFailure(s, me)
-	}
-	if oe, ok := errors.AsType[*dag.OpError](err); ok {
-		return &failure{status: exitFailure, errors: []problem{s.OpProblem(oe.Op, "failed: "+oe.Err.Error())}}
-	}
-	return failed(exitFailure, err)
 }
 
 // verifyFailure is a plan that verify.Verify refused: an internal error,

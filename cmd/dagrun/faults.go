@@ -82,20 +82,6 @@ func (f *faults) options() []executor.Option {
 	return opts
 }
 
-// memoryFailure is a run refused by admission control, placed where the
-// spec tells of its largest buffer: a temporary at its alloc op (which the
-// spec places at the buffer), a persistent buffer at its output entry or
-// else at the first op that uses it.
-func memoryFailure(s *spec.Spec, me *executor.MemoryError) *failure {
-	p := problem{File: s.File, Message: me.Error()}
-	if len(me.Buffers) > 0 {
-		if pos, ok := s.BufferPos(me.Buffers[0]); ok {
-			p = p.At(pos)
-		}
-	}
-	return &failure{status: exitFailure, errors: []problem{p}}
-}
-
 // suggestName is "did you mean "X"?" for the candidate nearest got (as
 // the spec loader suggests), or the candidates (at most 12) when none is
 // near.

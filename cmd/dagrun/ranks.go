@@ -11,12 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/comm"
 	"github.com/dagrun/dagrun/internal/human"
@@ -170,54 +168,8 @@ func writeRankTraces(w io.Writer, file string, rep *job.WorldReport, rs []*job.P
 // rankFailure is the failure of a run of ranks: the failing op placed in
 // its rank's spec, with the rank named.
 func (c *cli) rankFailure(ctx context.Context, rs []*job.Program, err error, at interruptedAt) error {
-	s := rs[0].Spec
-	prefix := ""
-	if re, ok := errors.AsType[*executor.RankError](err); ok {
-		for _, r := range rs {
-			if r.Rank == re.Rank {
-				s = r.Spec
-			}
-		}
-		prefix = fmt.Sprintf("rank %d: ", re.Rank)
-	}
-	fe := c.runFailure(ctx, s, err, nil, at)
-	fl, ok := fe.(*failure)
-	if !ok {
-		return fe
-	}
-	for i := range fl.errors {
-		if fl.errors[i].Op != "" && !strings.HasPrefix(fl.errors[i].Message, prefix) {
-			fl.errors[i].Message = prefix + fl.errors[i].Message
-		}
-	}
-	if len(rs) == 1 && len(fl.errors) == 1 && fl.errors[0].Op == "" && errors.Is(err, comm.ErrMismatch) {
-		// The ranks disagree on their collectives: place the first one
-		// that differs in this rank's spec.
-		if m := collectiveIndex.FindStringSubmatch(err.Error()); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			if op := nthCollective(s.Graph, n); op != nil {
-				fl.errors[0] = s.OpProblem(op.Name, err.Error())
-			}
-		}
-	}
-	return fl
-}
-
-// collectiveIndex finds the number of the first collective the ranks
-// disagree on in internal/comm's error.
-var collectiveIndex = regexp.MustCompile(`(?:differ at|its) #(\d+)`)
-
-// nthCollective is the n-th (from 1) op of g's collective sequence.
-func nthCollective(g *dag.Graph, n int) *dag.Op {
-	for _, op := range g.Ops {
-		if !op.Kind.IsCollective() || op.Kind == dag.Send || op.Kind == dag.Recv {
-			continue
-		}
-		if n--; n == 0 {
-			return op
-		}
-	}
-	return nil
+	s, p := job.WorldProblem(rs, err)
+	return c.runFailure(ctx, s, p, nil, at)
 }
 
 // loadRank loads the spec at path as rank's program in a world of world

@@ -175,7 +175,7 @@ func (c *cli) run(args []string) error {
 		if ctx.Err() != nil && f.traceFile != "" && re.Traced {
 			at.trace = keepTrace(f.traceFile, report)
 		}
-		return c.runFailure(ctx, s, re.Err, report.Outputs, at)
+		return c.runFailure(ctx, s, job.Problem(s, re.Err), report.Outputs, at)
 	}
 	// The outputs' checksums were computed beside the session's Close and
 	// are waited for beside the backend's.
@@ -269,14 +269,12 @@ func (at interruptedAt) String() string {
 
 // runFailure is the failure of a run: interrupted (status 130) when a
 // signal ended ctx, said in plain words with how far the runs came (at),
-// else the op's or backend's error; it names the outputs with a save
-// path that were not written.
-func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, outs []spec.OutputResult, at interruptedAt) error {
-	var fl *failure
+// else p, the op's or backend's error placed in s; it names the outputs
+// with a save path that were not written.
+func (c *cli) runFailure(ctx context.Context, s *spec.Spec, p problem, outs []spec.OutputResult, at interruptedAt) error {
+	fl := &failure{status: exitFailure, errors: []problem{p}}
 	if ctx.Err() != nil {
 		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: at.String()}}}
-	} else {
-		fl = opFailure(s, err)
 	}
 	for i, out := range s.Outputs {
 		if out.Save != "" && (i >= len(outs) || outs[i].Saved == "") {
