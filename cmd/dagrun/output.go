@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
+	"github.com/dagrun/dagrun/internal/atomicfile"
 	"github.com/dagrun/dagrun/job"
 )
 
@@ -28,7 +26,7 @@ func (c *cli) writeOutput(path string, write func(io.Writer) error) error {
 	if path == "" || path == stdio {
 		return write(c.stdout)
 	}
-	return writeFileAtomic(path, write)
+	return atomicfile.Write(path, write)
 }
 
 // writeOutputInterruptible is writeOutput for a command with no signal
@@ -61,57 +59,6 @@ func (w ctxWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return w.w.Write(p)
-}
-
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-		// A device or a pipe (/dev/null, /dev/stdout, a FIFO) cannot be
-		// replaced by renaming: write to it.
-		return writeSpecial(path, write)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := write(f); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
-	}
-	return nil
-}
-
-func writeSpecial(path string, write func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// unwrapPath drops the temporary file's name from an *os.PathError.
-func unwrapPath(err error) error {
-	if pe, ok := errors.AsType[*os.PathError](err); ok {
-		return pe.Err
-	}
-	return err
 }
 
 // writeJSON writes v as indented JSON.

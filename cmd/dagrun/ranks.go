@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/atomicfile"
 	"github.com/dagrun/dagrun/internal/comm"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/job"
@@ -157,7 +158,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 func writeRankTraces(w io.Writer, file string, rep *job.WorldReport, rs []*job.Program) error {
 	for i, t := range rep.Traces(rs) {
 		path := spec.ExpandRank(file, rs[i].Rank)
-		if err := writeFileAtomic(path, t.WriteChrome); err != nil {
+		if err := atomicfile.Write(path, t.WriteChrome); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "trace of rank %d written to %s\n", rs[i].Rank, path)

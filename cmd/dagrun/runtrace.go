@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/dagrun/dagrun/internal/atomicfile"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/trace"
@@ -15,7 +16,7 @@ import (
 // where the job compared them.
 func writeRunTrace(summary io.Writer, f *runFlags, r *job.Report, backend string) error {
 	t := r.Trace()
-	if err := writeFileAtomic(f.traceFile, t.WriteChrome); err != nil {
+	if err := atomicfile.Write(f.traceFile, t.WriteChrome); err != nil {
 		return err
 	}
 	// Without a perf model the plan is costed by the planner's default
@@ -48,7 +49,7 @@ func keepTrace(file string, r *job.Report) string {
 	if n == 0 {
 		return "no traced run had completed, so no trace was written"
 	}
-	if err := writeFileAtomic(file, r.Trace().WriteChrome); err != nil {
+	if err := atomicfile.Write(file, r.Trace().WriteChrome); err != nil {
 		return fmt.Sprintf("the trace of the traced runs that completed could not be written: %v", err)
 	}
 	return fmt.Sprintf("the trace of the %s that completed was written to %s", human.Count(n, "traced run", "traced runs"), file)
