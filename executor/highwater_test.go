@@ -65,3 +65,34 @@ func TestMemoryHighWater(t *testing.T) {
 	}
 	t.Logf("the pool's measured high water above the planned peak in %d memories", over)
 }
+
+// MemoryReports sets each memory's planned temporaries against what the
+// session measured: in arenas, the arena's size; a budget below it is an
+// error of that memory.
+func TestMemoryReports(t *testing.T) {
+	ctx := context.Background()
+	g := arenaGraphs(1)[0]
+	p, err := planner.New(g, planner.Options{Streams: 2})
+	require.NoError(t, err)
+	b := cpu.New()
+	defer b.Close()
+	s, err := executor.Open(ctx, b, p, executor.WithTemporaries(executor.TemporariesArena))
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Run(ctx))
+	budget := map[int]int64{}
+	for _, u := range p.Memory.Memories {
+		budget[u.Device] = 1
+	}
+	rs := executor.MemoryReports(s, budget)
+	require.NotEmpty(t, rs)
+	for _, r := range rs {
+		require.True(t, r.Arena)
+		require.NotNil(t, r.MeasuredPeakBytes)
+		require.Equal(t, r.PlannedArenaBytes, *r.MeasuredPeakBytes)
+		require.Empty(t, r.Warning)
+		require.ErrorContains(t, r.OverBudget(), "over the memory budget of 1 B")
+		require.Contains(t, r.String(), "(arena)")
+	}
+	require.Empty(t, executor.MemoryReports(s, nil)[0].OverBudget())
+}

@@ -62,6 +62,7 @@ func TestComparePlan(t *testing.T) {
 	assert.Contains(t, out.String(), "a | b: planned")
 	assert.Contains(t, out.String(), "did NOT overlap")
 	assert.Contains(t, out.String(), "b: planned at 0 ns, started at 150 µs (+150 µs), held by the host")
+	assert.Regexp(t, `^planned against achieved \(eager\): makespan estimated .+, measured 251 µs; 1 of 1 planned overlaps lost, 1 op late$`, serial.Brief())
 }
 
 // TestComparePlanLoops: a loop is compared as a whole, one pass as
