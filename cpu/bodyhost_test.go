@@ -40,7 +40,7 @@ func hostWorkLoop(t *testing.T) (g *dag.Graph, x *dag.Buffer, passes *int) {
 			return nil
 		}, dag.In(h.All()), dag.Out(hflag.All()))
 		body.Copy(flag.All(), hflag.All())
-	}).Control.Max = 10
+	}, dag.AtMost(10))
 	g, err := b.Build()
 	require.NoError(t, err)
 	return g, x, passes

@@ -31,9 +31,9 @@ func chains(nchains, length int, k *dag.Kernel, us float64, byChain bool) *dag.G
 		} else {
 			o = g.Launch(k, dag.Grid1(1), dag.Grid1(32))
 		}
-		o.Named(fmt.Sprintf("c%d_%d", c, i))
+		o.With(dag.Name(fmt.Sprintf("c%d_%d", c, i)))
 		if prev[c] != nil {
-			o.After(prev[c])
+			o.With(dag.After(prev[c]))
 		}
 		prev[c] = o
 	}

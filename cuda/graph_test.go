@@ -144,15 +144,15 @@ func updateGraph(n int64, tmp bool) (g *dag.Graph, inA, inB, out *dag.Buffer) {
 	x := bld.Buffer("x", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 	ones := bld.Buffer("ones", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
 	out = bld.Buffer("out", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
-	bld.Copy(x.All(), inA.All()).Named("upload")
-	bld.Launch(dag.Scale, dag.Grid1(8), dag.Grid1(128), x, float32(2)).Named("scale")
-	bld.Launch(dag.Axpy, dag.Grid1(8), dag.Grid1(128), x, ones, float32(1)).Named("offset")
+	bld.Copy(x.All(), inA.All(), dag.Name("upload"))
+	bld.Launch(dag.Scale, dag.Grid1(8), dag.Grid1(128), x, float32(2), dag.Name("scale"))
+	bld.Launch(dag.Axpy, dag.Grid1(8), dag.Grid1(128), x, ones, float32(1), dag.Name("offset"))
 	if tmp {
 		t := bld.Buffer("t", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Temporary())
-		bld.Copy(t.All(), x.All()).Named("stage")
-		bld.Copy(out.All(), t.All()).Named("download")
+		bld.Copy(t.All(), x.All(), dag.Name("stage"))
+		bld.Copy(out.All(), t.All(), dag.Name("download"))
 	} else {
-		bld.Copy(out.All(), x.All()).Named("download")
+		bld.Copy(out.All(), x.All(), dag.Name("download"))
 	}
 	g, err := bld.Build()
 	if err != nil {
@@ -249,7 +249,7 @@ func TestGraphLeaks(t *testing.T) {
 	h := bld.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
 	d := bld.Buffer("d", 64, dag.OnDevice(0), dag.Zeros())
 	bld.Copy(d.All(), h.All())
-	bld.Host(func(ctx context.Context, mem [][]byte) error { return errors.New("planned failure") }, dag.InOut(h.All())).Named("check")
+	bld.Host(func(ctx context.Context, mem [][]byte) error { return errors.New("planned failure") }, dag.InOut(h.All()), dag.Name("check"))
 	fg, err := bld.Build()
 	require.NoError(t, err)
 	fp, err := planner.New(fg, planner.Options{})

@@ -56,13 +56,13 @@ func mlpGraph(tb testing.TB, t int64, copies bool) *dag.Graph {
 	for c := range int64(mlpChunks) {
 		x, y := dx[c%2], dy[c%2]
 		if copies {
-			g.Copy(x.All(), xs.Slice(c*chunk, chunk)).Named(fmt.Sprintf("upload%d", c))
+			g.Copy(x.All(), xs.Slice(c*chunk, chunk), dag.Name(fmt.Sprintf("upload%d", c)))
 		}
-		g.Gemm(pre.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: f, K: mlpH}).Named(fmt.Sprintf("up%d", c))
-		g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), h, pre).Named(fmt.Sprintf("gelu%d", c))
-		g.Gemm(x.All(), h.All(), w2.All(), dag.GemmShape{M: t, N: mlpH, K: f}, dag.Beta(1), dag.Output(y.All())).Named(fmt.Sprintf("down%d", c))
+		g.Gemm(pre.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: f, K: mlpH}, dag.Name(fmt.Sprintf("up%d", c)))
+		g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), h, pre, dag.Name(fmt.Sprintf("gelu%d", c)))
+		g.Gemm(x.All(), h.All(), w2.All(), dag.GemmShape{M: t, N: mlpH, K: f}, dag.Beta(1), dag.Output(y.All()), dag.Name(fmt.Sprintf("down%d", c)))
 		if copies {
-			g.Copy(ys.Slice(c*chunk, chunk), y.All()).Named(fmt.Sprintf("download%d", c))
+			g.Copy(ys.Slice(c*chunk, chunk), y.All(), dag.Name(fmt.Sprintf("download%d", c)))
 		}
 	}
 	graph, err := g.Build()

@@ -135,7 +135,7 @@ func BenchmarkSessionAllReduce(b *testing.B) {
 		for r := range 2 {
 			g := dag.New()
 			v := g.Buffer("v", size, dag.OnDevice(r), dag.Of(dag.F32), dag.Zeros())
-			g.AllReduce(v.All(), dag.Sum).OnDevice(r)
+			g.AllReduce(v.All(), dag.Sum, dag.OnDevice(r))
 			var err error
 			graphs[r], err = g.Build()
 			require.NoError(b, err)
@@ -269,8 +269,8 @@ func BenchmarkTwoDevicePipelineReplay(b *testing.B) {
 		p := g.Buffer(fmt.Sprintf("p%d", i), 4*n, dag.OnDevice(1), dag.Of(dag.F32), dag.Zeros())
 		y := g.Buffer(fmt.Sprintf("y%d", i), 4*n, dag.OnDevice(1), dag.Of(dag.F32), dag.Zeros())
 		ops[i].k0 = g.Launch(dag.Scale, grid, block, x, float32(1))
-		ops[i].cp = g.Copy(p.All(), x.All()).OnDevice(1)
-		ops[i].k1 = g.Launch(dag.Axpy, grid, block, y, p, float32(0.5)).OnDevice(1)
+		ops[i].cp = g.Copy(p.All(), x.All(), dag.OnDevice(1))
+		ops[i].k1 = g.Launch(dag.Axpy, grid, block, y, p, float32(0.5), dag.OnDevice(1))
 	}
 	graph, err := g.Build()
 	require.NoError(b, err)

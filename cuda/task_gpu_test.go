@@ -53,9 +53,9 @@ func TestStreamTasksGPU(t *testing.T) {
 	x2 := g.Buffer("x2", n, dag.OnDevice(0), dag.Of(dag.U8), dag.Zeros())
 	tmp := g.Buffer("tmp", n, dag.OnDevice(0), dag.Temporary())
 	out := g.Buffer("out", n, dag.PinnedHost(), dag.Zeros())
-	g.Task("fill x", fill(0x40400000, n/8), dag.Out(x.Slice(n/2, n/2)))
+	g.Task(fill(0x40400000, n/8), dag.Out(x.Slice(n/2, n/2)), dag.Name("fill x"))
 	g.Alloc(tmp) // a device temporary starts undefined: the task sets all of it
-	g.Task("fill tmp", fill(7, n/4), dag.Out(tmp.All()))
+	g.Task(fill(7, n/4), dag.Out(tmp.All()), dag.Name("fill tmp"))
 	g.Copy(out.All(), tmp.All())
 	g.Free(tmp)
 	graph, err := g.Build()
@@ -116,8 +116,8 @@ func TestStreamTaskErrorGPU(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := dag.New()
 			x := g.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
-			g.Fill(x.All(), 1).Named("fill")
-			g.Task("library call", tt.fn, dag.InOut(x.All()))
+			g.Fill(x.All(), 1, dag.Name("fill"))
+			g.Task(tt.fn, dag.InOut(x.All()), dag.Name("library call"))
 			graph, err := g.Build()
 			require.NoError(t, err)
 			p, err := planner.New(graph, planner.Options{})

@@ -180,6 +180,7 @@ type Op struct {
 	after    []*Op
 	argErrs  []*ArgTypeError // Launch arguments of no usable type
 	nameErrs []*Error        // Call's names that match no parameter, or parameters it left out
+	optErrs  []*Error        // options given to an op of a kind they are not for
 	decl     int             // declaration position, for ErrorList's order
 	// Set by Build's checks: the accesses cannot be used for inference, or
 	// the after list names ops of no graph.

@@ -75,9 +75,9 @@ func scaledLoop(t *testing.T, n int, branch bool) *dag.Graph {
 			then.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), y, 2.0)
 		}, func(els *dag.Builder) {
 			els.Fill(y.All(), 0)
-		}).Named("branch")
+		}, dag.Name("branch"))
 		c.Step(body)
-	}, dag.AtMost(100)).Named("loop")
+	}, dag.AtMost(100), dag.Name("loop"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	return g

@@ -38,7 +38,7 @@ func TestMachineOf(t *testing.T) {
 		b := dag.New()
 		for _, d := range devices {
 			x := b.Buffer(fmt.Sprintf("x%d", d), 16, dag.OnDevice(d), dag.Zeros())
-			b.Fill(x.All(), 1).OnDevice(d)
+			b.Fill(x.All(), 1, dag.OnDevice(d))
 		}
 		g, err := b.Build()
 		require.NoError(t, err)

@@ -21,7 +21,7 @@ func TestSubmitCosts(t *testing.T) {
 	x := g.Buffer("x", 1024, dag.Zeros())
 	fill := g.Fill(x.Slice(0, 512), 1)
 	for range 3 {
-		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 1.0).After(fill)
+		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 1.0, dag.After(fill))
 	}
 	g.Fill(x.Slice(512, 512), 2)
 	graph, err := g.Build()
@@ -75,7 +75,7 @@ func TestGraphSpans(t *testing.T) {
 	g := dag.New()
 	x := g.Buffer("x", 1024, dag.Zeros())
 	first := g.Fill(x.Slice(0, 512), 1)
-	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0).After(first)
+	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0, dag.After(first))
 	g.Fill(x.Slice(512, 512), 2)
 	graph, err := g.Build()
 	require.NoError(t, err)
@@ -112,7 +112,7 @@ func TestGraphReplaySpans(t *testing.T) {
 	g := dag.New()
 	x := g.Buffer("x", 1024, dag.Zeros())
 	first := g.Fill(x.Slice(0, 512), 1)
-	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 5.0).After(first)
+	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 5.0, dag.After(first))
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 5.0)
 	g.Fill(x.Slice(512, 512), 2)
 	graph, err := g.Build()

@@ -65,7 +65,7 @@ func scaleGraph(t *testing.T) *dag.Graph {
 	t.Helper()
 	b := dag.New()
 	x := b.Buffer("x", 16, dag.Value(1))
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 3.0).Named("triple")
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 3.0, dag.Name("triple"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	return g

@@ -37,7 +37,7 @@ func TestRunnerTracesReplays(t *testing.T) {
 	g := dag.New()
 	x := g.Buffer("x", 1024, dag.Zeros())
 	first := g.Fill(x.Slice(0, 512), 1)
-	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 2.0).After(first)
+	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 2.0, dag.After(first))
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 2.0)
 	graph, err := g.Build()
 	require.NoError(t, err)

@@ -71,10 +71,10 @@ func TestObjectives(t *testing.T) {
 func TestFewestStreamsTrims(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		long := b.Buffer("long", 64)
-		b.Launch(dag.Iota, one, one, long, 1.0).Named("long").Costs(100 * time.Microsecond)
+		b.Launch(dag.Iota, one, one, long, 1.0, dag.Name("long"), dag.Cost(100*time.Microsecond))
 		for i := range 8 {
 			x := b.Buffer("x"+string(rune('a'+i)), 64)
-			b.Launch(dag.Iota, one, one, x, 1.0).Named("short" + string(rune('a'+i))).Costs(time.Microsecond)
+			b.Launch(dag.Iota, one, one, x, 1.0, dag.Name("short"+string(rune('a'+i))), dag.Cost(time.Microsecond))
 		}
 	})
 	fastest := mustPlan(t, g, planner.Options{Streams: 8, Cost: deviceOnly})

@@ -124,10 +124,10 @@ func fanOut(n int) func(b *dag.Builder) {
 		parts := make([]*dag.Buffer, n)
 		for i := range parts {
 			parts[i] = b.Buffer(fmt.Sprintf("part%d", i), 64, dag.Zeros())
-			b.Launch(dag.Iota, one, one, parts[i], float64(i)).Named(fmt.Sprintf("branch%d", i)).Costs(10 * time.Microsecond)
+			b.Launch(dag.Iota, one, one, parts[i], float64(i), dag.Name(fmt.Sprintf("branch%d", i)), dag.Cost(10*time.Microsecond))
 		}
 		for i := range parts {
-			b.Launch(dag.Axpy, one, one, sum, parts[i], 1.0).Named(fmt.Sprintf("join%d", i)).Costs(time.Microsecond)
+			b.Launch(dag.Axpy, one, one, sum, parts[i], 1.0, dag.Name(fmt.Sprintf("join%d", i)), dag.Cost(time.Microsecond))
 		}
 	}
 }
@@ -202,11 +202,11 @@ func TestBudgetOneNeedsNoWaits(t *testing.T) {
 func TestImpliedWaitsAreLeftOut(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x, y, z, w := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros()), b.Buffer("z", 64, dag.Zeros()), b.Buffer("w", 64, dag.Zeros())
-		b.Launch(dag.Iota, one, one, x, 1.0).Named("top")
-		b.Launch(dag.Axpy, one, one, y, x, 0.5).Named("left").Costs(20 * time.Microsecond)
-		b.Launch(dag.Axpy, one, one, z, x, 0.5).Named("right")
-		b.Launch(dag.Add, one, one, w, z, x).Named("after-right") // needs top too: implied
-		b.Launch(dag.Add, one, one, w, y, z).Named("bottom")
+		b.Launch(dag.Iota, one, one, x, 1.0, dag.Name("top"))
+		b.Launch(dag.Axpy, one, one, y, x, 0.5, dag.Name("left"), dag.Cost(20*time.Microsecond))
+		b.Launch(dag.Axpy, one, one, z, x, 0.5, dag.Name("right"))
+		b.Launch(dag.Add, one, one, w, z, x, dag.Name("after-right")) // needs top too: implied
+		b.Launch(dag.Add, one, one, w, y, z, dag.Name("bottom"))
 	})
 	p := mustPlan(t, g, planner.Options{Streams: 4})
 	assert.Equal(t, streamOf(p, "top"), streamOf(p, "left"))
@@ -255,10 +255,10 @@ func TestPrioritiesGetTheirOwnStreams(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		urgent, bulk := b.Buffer("urgent", 64, dag.Zeros()), b.Buffer("bulk", 4096, dag.Zeros())
 		for i := range 4 {
-			b.Launch(dag.Scale, one, one, bulk, 0.5).Named(fmt.Sprintf("bulk%d", i)).WithPriority(dag.Low)
-			b.Launch(dag.Scale, one, one, urgent, 1.5).Named(fmt.Sprintf("urgent%d", i)).WithPriority(dag.High)
+			b.Launch(dag.Scale, one, one, bulk, 0.5, dag.Name(fmt.Sprintf("bulk%d", i)), dag.Low)
+			b.Launch(dag.Scale, one, one, urgent, 1.5, dag.Name(fmt.Sprintf("urgent%d", i)), dag.High)
 		}
-		b.Launch(dag.Add, one, one, urgent, urgent, urgent).Named("odd").WithPriority(7)
+		b.Launch(dag.Add, one, one, urgent, urgent, urgent, dag.Name("odd"), dag.Priority(7))
 	})
 	p := mustPlan(t, g, planner.Options{Streams: 1})
 	require.Len(t, p.Streams, 3)
@@ -277,12 +277,12 @@ func TestCopiesGetStreamsPerDirection(t *testing.T) {
 		page := b.Buffer("page", 1<<20, dag.PageableHost(), dag.Zeros())
 		host := b.Buffer("host", 1<<20, dag.PinnedHost(), dag.Zeros())
 		x, y := b.Buffer("x", 1<<20, dag.Zeros()), b.Buffer("y", 1<<20, dag.Zeros())
-		b.Copy(x.All(), in.All()).Named("up")
-		b.Copy(y.All(), x.All()).Named("across")
-		b.Launch(dag.Scale, one, one, y, 2.0).Named("scale")
-		b.Copy(page.All(), y.All()).Named("down")
-		b.Copy(host.All(), page.All()).Named("host")
-		b.Copy(x.All(), page.All()).Named("up-again")
+		b.Copy(x.All(), in.All(), dag.Name("up"))
+		b.Copy(y.All(), x.All(), dag.Name("across"))
+		b.Launch(dag.Scale, one, one, y, 2.0, dag.Name("scale"))
+		b.Copy(page.All(), y.All(), dag.Name("down"))
+		b.Copy(host.All(), page.All(), dag.Name("host"))
+		b.Copy(x.All(), page.All(), dag.Name("up-again"))
 	})
 	for _, tc := range []struct {
 		shared bool
@@ -307,10 +307,10 @@ func TestFreeFollowsEveryReader(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		tmp := b.Buffer("tmp", 256, dag.Temporary())
 		a, c := b.Buffer("a", 256, dag.Zeros()), b.Buffer("c", 256, dag.Zeros())
-		b.Fill(tmp.All(), 1).Named("init")
-		b.Launch(dag.Axpy, one, one, a, tmp, 1.0).Named("reader1").Costs(50 * time.Microsecond)
-		b.Launch(dag.Axpy, one, one, c, tmp, 1.0).Named("reader2").Costs(80 * time.Microsecond)
-		b.Launch(dag.Iota, one, one, b.Buffer("d", 256, dag.Zeros()), 0.0).Named("other").Costs(30 * time.Microsecond)
+		b.Fill(tmp.All(), 1, dag.Name("init"))
+		b.Launch(dag.Axpy, one, one, a, tmp, 1.0, dag.Name("reader1"), dag.Cost(50*time.Microsecond))
+		b.Launch(dag.Axpy, one, one, c, tmp, 1.0, dag.Name("reader2"), dag.Cost(80*time.Microsecond))
+		b.Launch(dag.Iota, one, one, b.Buffer("d", 256, dag.Zeros()), 0.0, dag.Name("other"), dag.Cost(30*time.Microsecond))
 	})
 	p := mustPlan(t, g, planner.Options{Streams: 3})
 	free := g.Ops[slices.IndexFunc(g.Ops, func(o *dag.Op) bool { return o.Kind == dag.Free })]
@@ -394,8 +394,8 @@ func TestMakespanAgainstCriticalPath(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros())
 		for range 3 {
-			b.Launch(dag.Scale, one, one, x, 2.0).Costs(10 * time.Microsecond)
-			b.Launch(dag.Scale, one, one, y, 2.0).Costs(10 * time.Microsecond)
+			b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(10*time.Microsecond))
+			b.Launch(dag.Scale, one, one, y, 2.0, dag.Cost(10*time.Microsecond))
 		}
 	})
 	for _, tc := range []struct {

@@ -193,9 +193,9 @@ func (q qgraph) build(t testing.TB) *dag.Graph {
 		default:
 			op = b.Launch(dag.Scale, one, one, b.Buffer(fmt.Sprintf("d%d", i), 64, dag.Zeros()), 2.0)
 		}
-		op.Named(fmt.Sprintf("op%d", i)).Costs(o.cost)
+		op.With(dag.Name(fmt.Sprintf("op%d", i)), dag.Cost(o.cost))
 		for _, d := range o.deps {
-			op.After(made[d])
+			op.With(dag.After(made[d]))
 		}
 		made[i] = op
 	}

@@ -38,7 +38,7 @@ func TestListSchedulingIgnoresDeclarationOrder(t *testing.T) {
 			g := build(t, func(b *dag.Builder) {
 				for i, c := range tc.costs {
 					x := b.Buffer(string(rune('a'+i)), 64, dag.Zeros())
-					b.Launch(dag.Scale, one, one, x, 2.0).Costs(c)
+					b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(c))
 				}
 			})
 			got := map[planner.Strategy]*planner.Plan{}
@@ -65,11 +65,11 @@ func TestListSchedulingIgnoresDeclarationOrder(t *testing.T) {
 func TestListSchedulingLooksAhead(t *testing.T) {
 	us := time.Microsecond
 	g := build(t, func(b *dag.Builder) {
-		b.Launch(dag.Scale, one, one, b.Buffer("w", 64, dag.Zeros()), 2.0).Named("beside").Costs(100 * us)
+		b.Launch(dag.Scale, one, one, b.Buffer("w", 64, dag.Zeros()), 2.0, dag.Name("beside"), dag.Cost(100*us))
 		dev, host, out := b.Buffer("d", 64, dag.Zeros()), b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros()), b.Buffer("o", 64, dag.PinnedHost(), dag.Zeros())
-		b.Copy(dev.All(), host.All()).Named("upload").Costs(20 * us)
-		b.Launch(dag.Scale, one, one, dev, 2.0).Named("kernel").Costs(200 * us)
-		b.Copy(out.All(), dev.All()).Named("download").Costs(150 * us)
+		b.Copy(dev.All(), host.All(), dag.Name("upload"), dag.Cost(20*us))
+		b.Launch(dag.Scale, one, one, dev, 2.0, dag.Name("kernel"), dag.Cost(200*us))
+		b.Copy(out.All(), dev.All(), dag.Name("download"), dag.Cost(150*us))
 	})
 	for _, tc := range []struct {
 		strategy planner.Strategy
@@ -135,11 +135,11 @@ func TestHugeCostsDoNotWrap(t *testing.T) {
 	huge := 1500000 * time.Hour
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 64, dag.Zeros())
-		b.Launch(dag.Scale, one, one, x, 2.0).Named("first")
-		b.Launch(dag.Scale, one, one, x, 3.0).Named("second")
-		b.Launch(dag.Scale, one, one, x, 4.0).Named("third")
+		b.Launch(dag.Scale, one, one, x, 2.0, dag.Name("first"))
+		b.Launch(dag.Scale, one, one, x, 3.0, dag.Name("second"))
+		b.Launch(dag.Scale, one, one, x, 4.0, dag.Name("third"))
 		y := b.Buffer("y", 64, dag.Zeros())
-		b.Launch(dag.Scale, one, one, y, 2.0).Named("beside")
+		b.Launch(dag.Scale, one, one, y, 2.0, dag.Name("beside"))
 	})
 	// Build refuses costs beyond dag.MaxCost; the planner must still hold
 	// against graphs put together by hand.
@@ -192,7 +192,7 @@ func TestEstimateIsTheSimulation(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 64, dag.Zeros())
 		for range 10 {
-			b.Launch(dag.Scale, one, one, x, 2.0).Costs(time.Nanosecond)
+			b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(time.Nanosecond))
 		}
 	})
 	ov := perf.DefaultOverheads()
@@ -232,7 +232,7 @@ func spinChains(t *testing.T, width, length int, us float64) *dag.Graph {
 		for c := range prev {
 			o := b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), us)
 			if prev[c] != nil {
-				o.After(prev[c])
+				o.With(dag.After(prev[c]))
 			}
 			prev[c] = o
 		}

@@ -17,8 +17,8 @@ func ExampleFromRun() {
 	b := dag.New()
 	in := b.Buffer("in", 4096, dag.PinnedHost(), dag.Zeros())
 	x := b.Buffer("x", 4096, dag.Zeros())
-	b.Copy(x.All(), in.All()).Named("upload")
-	b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(256), x, 2.0).Named("double")
+	b.Copy(x.All(), in.All(), dag.Name("upload"))
+	b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(256), x, 2.0, dag.Name("double"))
 	g, err := b.Build()
 	if err != nil {
 		fmt.Println(err)

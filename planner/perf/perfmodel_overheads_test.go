@@ -39,7 +39,7 @@ func TestPerfModelOverheads(t *testing.T) {
 	for range 4 {
 		op := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 0.0)
 		if prev != nil {
-			op.After(prev)
+			op.With(dag.After(prev))
 		}
 		prev = op
 	}

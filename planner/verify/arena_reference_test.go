@@ -203,7 +203,7 @@ func TestVerifyRefusesOneOpOnSharedBytes(t *testing.T) {
 			tmp := b.Buffer("t", 1024, dag.Of(dag.F32), dag.Temporary())
 			next := b.Buffer("u", 1024, dag.Of(dag.F32), dag.Temporary())
 			b.Fill(tmp.All(), 1)
-			b.Copy(next.All(), tmp.All()).Named("handoff")
+			b.Copy(next.All(), tmp.All(), dag.Name("handoff"))
 			b.Copy(out.All(), next.All())
 			g, err := b.Build()
 			require.NoError(t, err)
