@@ -50,7 +50,7 @@ func BenchmarkEager(b *testing.B) {
 
 func benchEager(b *testing.B, g *dag.Graph, streams int, tracing bool) {
 	const ops = 800
-	p, err := planner.New(g, planner.Options{Streams: streams})
+	p, err := planner.New(g, planner.Streams(streams))
 	if err != nil {
 		b.Fatal(err)
 	}

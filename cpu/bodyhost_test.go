@@ -50,7 +50,7 @@ func hostWorkLoop(t *testing.T) (g *dag.Graph, x *dag.Buffer, passes *int) {
 // from host memory in a loop's body, eagerly and replayed.
 func TestLoopBodyHostWork(t *testing.T) {
 	g, x, passes := hostWorkLoop(t)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, cpu.New(), p)

@@ -41,7 +41,7 @@ func TestCheckBody(t *testing.T) {
 	}, dag.Name("loop"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 
 	_, err = executor.Open(context.Background(), &Backend{}, p)

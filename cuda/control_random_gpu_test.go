@@ -89,7 +89,7 @@ func TestRandomLoopsGPU(t *testing.T) {
 	for seed := range uint64(12) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			g := randomLoops(seed)
-			p, err := planner.New(g, planner.Options{Streams: 1 + int(seed%4)})
+			p, err := planner.New(g, planner.Streams(1+int(seed%4)))
 			require.NoError(t, err)
 			require.NoError(t, verify.Verify(p))
 			want := runAndRead(t, ctx, cb, p, false)

@@ -92,7 +92,7 @@ func TestLoopIterationSpansGPU(t *testing.T) {
 		assert.Empty(t, wrong, "%s: spans per body op, of %d spans", what, len(spans))
 	}
 
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))

@@ -286,7 +286,7 @@ func TestGemmAgainstCPU(t *testing.T) {
 	for _, c := range gemmCases() {
 		t.Run(c.name, func(t *testing.T) {
 			g := gemmGraph(t, c)
-			p, err := planner.New(g, planner.Options{})
+			p, err := planner.New(g)
 			require.NoError(t, err)
 			want, err := executor.Execute(context.Background(), cpu.New(), p)
 			require.NoError(t, err)
@@ -349,7 +349,7 @@ func TestGemmCapturedAndStreams(t *testing.T) {
 	require.NoError(t, err)
 	var first map[*dag.Buffer][]byte
 	for _, streams := range []int{1, 4} {
-		p, err := planner.New(g, planner.Options{Streams: streams})
+		p, err := planner.New(g, planner.Streams(streams))
 		require.NoError(t, err)
 		got, err := executor.Execute(context.Background(), b, p)
 		if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
@@ -367,7 +367,7 @@ func TestGemmCapturedAndStreams(t *testing.T) {
 			assert.Equal(t, first[y], got[y], "%s on %d streams", y.Name, streams)
 		}
 	}
-	p, err := planner.New(g, planner.Options{Streams: 4})
+	p, err := planner.New(g, planner.Streams(4))
 	require.NoError(t, err)
 	sess, err := executor.Open(context.Background(), b, p)
 	require.NoError(t, err)
@@ -397,7 +397,7 @@ func TestGemmBadInput(t *testing.T) {
 		assert.Contains(t, err.Error(), `op "mm"`)
 		assert.Contains(t, err.Error(), "libcublasLt.so.13")
 		assertReleased(t, nb, "after a failed Open")
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		_, err = executor.Execute(context.Background(), cpu.New(), p)
 		assert.NoError(t, err, "the cpu backend runs the same graph")
@@ -425,7 +425,7 @@ func TestGemmNoLeaks(t *testing.T) {
 	for range 3 {
 		c := gemmCase{dt: dag.BF16, shape: dag.GemmShape{M: 1024 + int64(rng.IntN(64)), N: 2048, K: 4096}}
 		g := gemmGraph(t, c)
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		_, err = executor.Execute(context.Background(), b, p)
 		if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {

@@ -35,7 +35,7 @@ func TestCUPTISessionTiming(t *testing.T) {
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 2})
+	p, err := planner.New(graph, planner.Streams(2))
 	require.NoError(t, err)
 
 	cupti, cstreams, how := sessionDurations(t, b, graph, p, TimingAuto)
@@ -116,7 +116,7 @@ func TestCUPTIEventsAgree(t *testing.T) {
 	chain(g.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(32), dag.Name("empty")))
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 1})
+	p, err := planner.New(graph, planner.Streams(1))
 	require.NoError(t, err)
 	cupti, _, how := sessionDurations(t, b, graph, p, TimingCUPTI)
 	if len(cupti) != len(graph.Ops) {
@@ -158,7 +158,7 @@ func TestCUPTISessionReplay(t *testing.T) {
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 3})
+	p, err := planner.New(graph, planner.Streams(3))
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
@@ -205,7 +205,7 @@ func TestCUPTISessionReplayBatch(t *testing.T) {
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 3})
+	p, err := planner.New(graph, planner.Streams(3))
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
@@ -296,7 +296,7 @@ func TestCUPTISessionReplayWhole(t *testing.T) {
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 3})
+	p, err := planner.New(graph, planner.Streams(3))
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTIGraph))

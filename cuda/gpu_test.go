@@ -79,7 +79,7 @@ func TestBuiltinKernels(t *testing.T) {
 				k.make(g, s.grid, s.block)
 				graph, err := g.Build()
 				require.NoError(t, err)
-				runGraph(t, b, graph, planner.Options{}, k.ulp)
+				runGraph(t, b, graph, k.ulp)
 			})
 		}
 	}
@@ -122,7 +122,7 @@ func TestCopiesAndFills(t *testing.T) {
 	g.Copy(out2.All(), out.All())
 	graph, err := g.Build()
 	require.NoError(t, err)
-	runGraph(t, b, graph, planner.Options{}, 0)
+	runGraph(t, b, graph, 0)
 	assertReleased(t, b, "")
 }
 
@@ -176,7 +176,7 @@ func TestHazardsRepeated(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for run := range 100 {
 		g := hazardGraph(rng)
-		p, err := planner.New(g, planner.Options{Streams: 3})
+		p, err := planner.New(g, planner.Streams(3))
 		require.NoError(t, err)
 		if run == 0 {
 			require.Greater(t, p.Stats.Waits, 3, "the graph should cross streams")
@@ -208,7 +208,7 @@ func TestHostSteps(t *testing.T) {
 	g.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(64), x, float32(2))
 	graph, err := g.Build()
 	require.NoError(t, err)
-	runGraph(t, b, graph, planner.Options{}, 0)
+	runGraph(t, b, graph, 0)
 
 	for _, fail := range []func(){
 		func() {},
@@ -222,7 +222,7 @@ func TestHostSteps(t *testing.T) {
 		}, dag.InOut(h.All()), dag.Name("check"))
 		graph, err := g.Build()
 		require.NoError(t, err)
-		p, err := planner.New(graph, planner.Options{})
+		p, err := planner.New(graph)
 		require.NoError(t, err)
 		se := openSession(t, b, graph)
 		err = runPlan(context.Background(), se, p, true)
@@ -246,7 +246,7 @@ func TestTiming(t *testing.T) {
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	se.tim.SetTiming(true)
@@ -329,7 +329,7 @@ func TestCancelledRun(t *testing.T) {
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	s, err := executor.Open(context.Background(), b, p)
 	require.NoError(t, err)
@@ -382,7 +382,7 @@ func TestNoLeaks(t *testing.T) {
 	// A first run settles what the context keeps for good (its loaded
 	// kernels' local memory, say) before the baseline is taken.
 	warm := build(false)
-	runGraph(t, b, warm, planner.Options{}, 0)
+	runGraph(t, b, warm, 0)
 	before, err := probe.free()
 	require.NoError(t, err)
 	// The driver may keep freed memory for reuse, so free memory need not
@@ -412,7 +412,7 @@ func TestNoLeaks(t *testing.T) {
 	}
 	for _, c := range cases {
 		g := build(c.fail)
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		se := openSession(t, b, g)
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
@@ -452,7 +452,7 @@ func TestAsyncFault(t *testing.T) {
 	g.Launch(k, dag.Grid1(1), dag.Grid1(32), x, int64(16), dag.Name("bad"), dag.After(before)) // one stream
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	err = runPlan(context.Background(), se, p, true)
@@ -502,7 +502,7 @@ func TestKernelErrors(t *testing.T) {
 	g.Launch(k, dag.Grid1(1), dag.Grid1(1), x, int32(-7), int64(1)<<40, float32(0.5), 2.25)
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	defer se.Close()

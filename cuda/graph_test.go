@@ -25,7 +25,7 @@ import (
 type graphCase struct {
 	name string
 	g    *dag.Graph
-	opts planner.Options
+	opts []planner.Option
 }
 
 // graphCases are the examples, the hazard graph and random graphs whose
@@ -41,11 +41,11 @@ func graphCases(t *testing.T) []graphCase {
 		if !oneDeviceExample(s) {
 			continue // ranks, several devices, or too large for the cpu oracle
 		}
-		cases = append(cases, graphCase{filepath.Base(f), s.Graph, planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams}})
+		cases = append(cases, graphCase{filepath.Base(f), s.Graph, runOptions(s)})
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 3 {
-		cases = append(cases, graphCase{fmt.Sprintf("hazards%d", i), hazardGraph(rng), planner.Options{Streams: 3}})
+		cases = append(cases, graphCase{fmt.Sprintf("hazards%d", i), hazardGraph(rng), []planner.Option{planner.Streams(3)}})
 	}
 	cfgs := []dagtest.Config{
 		{Ops: 120, Buffers: 8, Ranges: true, Priorities: true, After: true},
@@ -57,13 +57,13 @@ func graphCases(t *testing.T) []graphCase {
 		for seed := int64(0); found < 3 && seed < 50; seed++ {
 			cfg.Seed = seed
 			g := dagtest.Random(cfg)
-			p, err := planner.New(g, planner.Options{Streams: 3})
+			p, err := planner.New(g, planner.Streams(3))
 			require.NoError(t, err)
 			if executor.CheckCapture(p) != nil {
 				continue // pageable copies
 			}
 			found++
-			cases = append(cases, graphCase{fmt.Sprintf("random%d/seed%d", ci, seed), g, planner.Options{Streams: 3}})
+			cases = append(cases, graphCase{fmt.Sprintf("random%d/seed%d", ci, seed), g, []planner.Option{planner.Streams(3)}})
 		}
 		require.Equal(t, 3, found, "config %d: too few random graphs without pageable copies", ci)
 	}
@@ -101,7 +101,7 @@ func TestGraphReplayMatchesEager(t *testing.T) {
 	const runs = 3
 	for _, c := range graphCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := planner.New(c.g, c.opts)
+			p, err := planner.New(c.g, c.opts...)
 			require.NoError(t, err)
 			want := eagerOnCPU(t, p, runs)
 
@@ -177,7 +177,7 @@ func TestGraphUpdate(t *testing.T) {
 		t.Run(fmt.Sprintf("temporary=%v", tmp), func(t *testing.T) {
 			const n = 4096
 			graph, inA, inB, out := updateGraph(n, tmp)
-			p, err := planner.New(graph, planner.Options{})
+			p, err := planner.New(graph)
 			require.NoError(t, err)
 			s, err := executor.Open(ctx, b, p)
 			require.NoError(t, err)
@@ -222,7 +222,7 @@ func TestGraphLeaks(t *testing.T) {
 	b := gpuBackend(t)
 	ctx := context.Background()
 	graph, inA, inB, _ := updateGraph(1024, true)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	for round := range 3 {
 		s, err := executor.Open(ctx, b, p)
@@ -252,7 +252,7 @@ func TestGraphLeaks(t *testing.T) {
 	bld.Host(func(ctx context.Context, mem [][]byte) error { return errors.New("planned failure") }, dag.InOut(h.All()), dag.Name("check"))
 	fg, err := bld.Build()
 	require.NoError(t, err)
-	fp, err := planner.New(fg, planner.Options{})
+	fp, err := planner.New(fg)
 	require.NoError(t, err)
 	s, err := executor.Open(ctx, b, fp)
 	require.NoError(t, err)
@@ -271,7 +271,7 @@ func TestGraphLeaks(t *testing.T) {
 func TestGraphNodes(t *testing.T) {
 	b := gpuBackend(t)
 	g := chains(4, 10, dag.Empty, 0, false)
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	se := openSession(t, b, g)
 	defer func() { require.NoError(t, se.Close()) }()
@@ -307,4 +307,13 @@ func oneDeviceExample(s *spec.Spec) bool {
 		bytes += b.Size
 	}
 	return s.Run.World <= 1 && bytes <= 64<<20
+}
+
+// runOptions are the planner's options of spec s's run section.
+func runOptions(s *spec.Spec) []planner.Option {
+	opts := []planner.Option{planner.Streams(s.Run.Streams)}
+	if s.Run.SharedCopyStreams {
+		opts = append(opts, planner.SharedCopyStreams())
+	}
+	return opts
 }

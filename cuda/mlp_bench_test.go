@@ -84,7 +84,7 @@ func BenchmarkMLP(b *testing.B) {
 		b.Run(fmt.Sprintf("T=%d", t), func(b *testing.B) {
 			b.ReportAllocs()
 			open := func(g *dag.Graph, streams int) *executor.Session {
-				p, err := planner.New(g, planner.Options{Streams: streams})
+				p, err := planner.New(g, planner.Streams(streams))
 				require.NoError(b, err)
 				s, err := executor.Open(ctx, be, p)
 				if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
@@ -174,7 +174,7 @@ func mlpWhere(b *testing.B, ctx context.Context, be *Backend, g *dag.Graph) (up,
 		b.Logf("no CUPTI breakdown nor pipeline bound: set DAGRUN_BENCH_CUPTI=1, with BenchmarkMLP alone in its process")
 		return 0, 0, false
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(b, err)
 	s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
 	require.NoError(b, err)
@@ -242,7 +242,7 @@ func mlpWhere(b *testing.B, ctx context.Context, be *Backend, g *dag.Graph) (up,
 func TestMLPGraphsPlan(t *testing.T) {
 	for _, copies := range []bool{true, false} {
 		g := mlpGraph(t, 512, copies)
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
 		if copies {

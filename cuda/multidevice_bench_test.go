@@ -284,7 +284,7 @@ func BenchmarkTwoDevicePipelineReplay(b *testing.B) {
 		name    string
 		streams int
 	}{{"graph", 0}, {"onestream", 1}, {"twostreams", 2}} {
-		plan, err := planner.New(graph, planner.Options{Topology: topo, Streams: v.streams, Mode: planner.Replay})
+		plan, err := planner.New(graph, planner.OnTopology(topo), planner.Streams(v.streams), planner.ForMode(planner.Replay))
 		require.NoError(b, err)
 		se := openSession(b, be, graph)
 		require.NoError(b, runPlan(b.Context(), se, plan, true))

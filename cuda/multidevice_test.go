@@ -79,7 +79,7 @@ func ranks(t testing.TB, b *Backend, graphs []*dag.Graph, timeout time.Duration)
 	ss := make([]*Session, n)
 	ps := make([]*planner.Plan, n)
 	for r, g := range graphs {
-		ps[r], err = planner.New(g, planner.Options{})
+		ps[r], err = planner.New(g)
 		require.NoError(t, err)
 		ss[r], err = b.OpenSession(t.Context(), g)
 		require.NoError(t, err)
@@ -357,7 +357,7 @@ func acrossDevices(t *testing.T, noPeer, tmp bool, timing device.TimingSource, n
 		assert.False(t, topo.PeerAccess(0, 1), "NoPeer reports no peer access")
 	}
 	g := twoDevicePlan(t, tmp, n)
-	p, err := planner.New(g, planner.Options{Topology: topo})
+	p, err := planner.New(g, planner.OnTopology(topo))
 	require.NoError(t, err)
 	se := openSession(t, b, g)
 	if timing != "" {
@@ -452,7 +452,7 @@ func TestFailedCaptureGPU(t *testing.T) {
 	g.Free(tmp)
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	require.NoError(t, runPlan(t.Context(), se, p, true))

@@ -83,7 +83,7 @@ func BenchmarkStrategies(b *testing.B) {
 			}
 			var vs []*variant
 			for _, st := range []planner.Strategy{planner.ListScheduling, planner.DeclarationOrder} {
-				p, err := planner.New(c.g, planner.Options{Streams: c.streams, Strategy: st})
+				p, err := planner.New(c.g, planner.Streams(c.streams), planner.OrderBy(st))
 				require.NoError(b, err)
 				s, err := executor.Open(ctx, be, p)
 				require.NoError(b, err)

@@ -5,7 +5,7 @@
 // Run is the shortest way from a dag.Graph to its results: it opens the
 // best backend registered (device.Auto: the GPU's when a driver and a
 // device are found, else the CPU's; WithBackend chooses another), plans
-// the graph (WithPlanOptions), runs it once, reads every persistent buffer
+// the graph (WithPlan), runs it once, reads every persistent buffer
 // and closes the session and the backend. A program registers the backends
 // it may use by importing their packages, as database/sql drivers are
 // imported.

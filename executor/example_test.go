@@ -26,7 +26,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func ExampleSession_Run() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func ExampleGraph_Launch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func ExampleGraph_Update() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func ExampleSession_Write() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func ExampleRunner() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}

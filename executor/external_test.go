@@ -37,7 +37,7 @@ func externalPlan(t *testing.T, callerValue *atomic.Int32, late *atomic.Bool, fa
 	}, dag.Out(y.All()), dag.Name("late"), dag.RunsOnCPU())
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	require.Len(t, p.Streams, 2)
 	return p, x

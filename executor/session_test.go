@@ -219,7 +219,7 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -54,7 +54,7 @@ func fills(t *testing.T, n int) *planner.Plan {
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p
 }

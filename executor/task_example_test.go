@@ -32,7 +32,7 @@ func ExampleSession_Enqueue() {
 	if err != nil {
 		panic(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		panic(err)
 	}

@@ -51,7 +51,7 @@ func BenchmarkWorldAllReduce(b *testing.B) {
 					g.AllReduce(x.All(), dag.Sum, dag.Name("reduce"))
 					gr, err := g.Build()
 					require.NoError(b, err)
-					plans[r], err = planner.New(gr, planner.Options{})
+					plans[r], err = planner.New(gr)
 					require.NoError(b, err)
 				}
 				w, err := executor.OpenWorld(context.Background(), cpu.New(cpu.Workers(1)), plans)

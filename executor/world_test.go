@@ -60,7 +60,7 @@ func newRankProgram(t testing.TB, rank, world int, edit func(b *dag.Builder, g *
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
-	p.plan, err = planner.New(g, planner.Options{})
+	p.plan, err = planner.New(g)
 	require.NoError(t, err)
 	return p
 }
@@ -158,7 +158,7 @@ func TestCollectivesAlone(t *testing.T) {
 	b.Recv(x.Slice(0, 8), 0, dag.Name("short_recv"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	pl, err := planner.New(g, planner.Options{})
+	pl, err := planner.New(g)
 	require.NoError(t, err)
 	_, err = executor.Execute(t.Context(), cpu.New(), pl)
 	require.Error(t, err)

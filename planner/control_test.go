@@ -41,7 +41,7 @@ func loopGraph(t *testing.T) (*dag.Graph, *dag.Op) {
 
 func TestPlanBodies(t *testing.T) {
 	g, loop := loopGraph(t)
-	p, err := planner.New(g, planner.Options{Streams: 4})
+	p, err := planner.New(g, planner.Streams(4))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 
@@ -79,7 +79,7 @@ func TestPlanBodies(t *testing.T) {
 
 func TestPlanBodiesOneStream(t *testing.T) {
 	g, loop := loopGraph(t)
-	p, err := planner.New(g, planner.Options{Streams: 1})
+	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	body := p.Bodies[loop.ID][0]
@@ -107,7 +107,7 @@ func TestPlanBranchesAndNesting(t *testing.T) {
 	}, dag.Name("outer"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 
@@ -207,7 +207,7 @@ func TestVerifyCatchesBrokenBodies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, loop := loopGraph(t)
-			p, err := planner.New(g, planner.Options{Streams: 4})
+			p, err := planner.New(g, planner.Streams(4))
 			require.NoError(t, err)
 			require.NoError(t, verify.Verify(p))
 			tc.mutate(p, p.Bodies[loop.ID][0])
@@ -244,7 +244,7 @@ func TestBodyTemporaryLivesAcrossLoop(t *testing.T) {
 	b.Copy(z.All(), t2.All(), dag.Name("use_t2"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 4})
+	p, err := planner.New(g, planner.Streams(4))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	assert.Contains(t, loop.Access, dag.Access{View: t1.All(), Mode: dag.Read}, "the loop reads what its body reads")
@@ -287,7 +287,7 @@ func TestControlOpsNeedBodies(t *testing.T) {
 	bad.Control = &dag.ControlSpec{Cond: loop.Control.Cond}
 	ops := slices.Clone(g.Ops)
 	ops[loop.ID] = &bad
-	_, err := planner.New(&dag.Graph{Buffers: g.Buffers, Ops: ops}, planner.Options{})
+	_, err := planner.New(&dag.Graph{Buffers: g.Buffers, Ops: ops})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "refine")
 	assert.Contains(t, err.Error(), "while has no body")
@@ -301,7 +301,7 @@ func TestEmptyLoopBodyRefused(t *testing.T) {
 	b.If(flag.All(), func(then *dag.Builder) { then.Fill(x.All(), 1) }, func(*dag.Builder) {}, dag.Name("pick"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	_, err = planner.New(g, planner.Options{})
+	_, err = planner.New(g)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `op "spin": the loop's body is empty`)
 	assert.NotContains(t, err.Error(), "pick", "a branch may do nothing")

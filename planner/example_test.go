@@ -30,7 +30,7 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -11,7 +11,7 @@ import (
 	"github.com/dagrun/dagrun/planner"
 )
 
-// TestStreamsIsPerPriority: Options.Streams bounds the compute streams of
+// TestStreamsIsPerPriority: the Streams option bounds the compute streams of
 // each device and priority, as its doc says; copy streams come on top.
 func TestStreamsIsPerPriority(t *testing.T) {
 	b := dag.New()
@@ -26,7 +26,7 @@ func TestStreamsIsPerPriority(t *testing.T) {
 	g, err := b.Build()
 	require.NoError(t, err)
 	for _, streams := range []int{1, 2, 3} {
-		p, err := planner.New(g, planner.Options{Streams: streams})
+		p, err := planner.New(g, planner.Streams(streams))
 		require.NoError(t, err)
 		compute := map[dag.Priority]int{}
 		other := 0

@@ -44,7 +44,7 @@ func TestCopyPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := planner.New(g, planner.Options{Topology: tt.topo})
+			p, err := planner.New(g, planner.OnTopology(tt.topo))
 			require.NoError(t, err)
 			for name, want := range tt.want {
 				assert.Equal(t, want, p.CopyPath(ops[name]), name)

@@ -34,7 +34,7 @@ func TestCopyPaths(t *testing.T) {
 		b.Copy(h.All(), c0.All(), dag.Name("down"))
 		g, err := b.Build()
 		require.NoError(t, err)
-		p, err := planner.New(g, planner.Options{Topology: peers(peer)})
+		p, err := planner.New(g, planner.OnTopology(peers(peer)))
 		require.NoError(t, err)
 		var spans []executor.Span
 		for i := range g.Ops {

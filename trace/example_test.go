@@ -24,7 +24,7 @@ func ExampleFromRun() {
 		fmt.Println(err)
 		return
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -29,7 +29,7 @@ func TestComparePlan(t *testing.T) {
 	graph, err := g.Build()
 	require.NoError(t, err)
 	noOverheads := perf.WithOverheads(nil, perf.Overheads{})
-	p, err := planner.New(graph, planner.Options{Streams: 2, Cost: noOverheads})
+	p, err := planner.New(graph, planner.Streams(2), planner.Cost(noOverheads))
 	require.NoError(t, err)
 	require.NotEqual(t, p.OpStream[0], p.OpStream[1])
 	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }

@@ -40,7 +40,7 @@ func controlPlan(t *testing.T) *planner.Plan {
 	b.Fill(x.All(), 2, dag.Name("after"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p
 }

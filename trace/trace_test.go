@@ -35,7 +35,7 @@ func pipeline(t testing.TB) *planner.Plan {
 	b.Copy(out.All(), sum.All(), dag.Name("download"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	return p
 }
@@ -204,7 +204,7 @@ func BenchmarkFromRun(b *testing.B) {
 // bigRun is a plan of n ops and the spans of a run of it.
 func bigRun(b *testing.B, n int) (*planner.Plan, []executor.Span) {
 	g := dagtest.Shape(n, 8, 1)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(b, err)
 	return p, simulatedSpans(p, 0)
 }

@@ -20,9 +20,7 @@ func writeComparison(w io.Writer, s *spec.Spec, l layout) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "strategy\teager estimate\treplay estimate\twaits\tstreams\tplaced by")
 	for _, strategy := range planner.Strategies() {
-		opts := planOptions(s, l)
-		opts.Strategy = strategy
-		p, err := buildPlan(s, opts)
+		p, err := buildPlan(s, append(planOptions(s, l), planner.OrderBy(strategy))...)
 		if err != nil {
 			return err
 		}

@@ -65,7 +65,7 @@ func (r memoryReport) overBudget() error {
 
 // memoryReports sets the plan's temporaries against what sess measured:
 // one report per memory that holds temporaries, with its budget (by
-// memory, as planner.Options.MemoryBudget).
+// memory, as planner.MemoryBudget).
 func memoryReports(sess *executor.Session, p *planner.Plan, budget map[int]int64) []memoryReport {
 	m := p.Memory
 	if m == nil {

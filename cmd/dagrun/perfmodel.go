@@ -58,13 +58,12 @@ func (c *cli) loadPerfModel(cmd, path string, b device.Backend, dev int) (*perfM
 // machine m (copies between devices, multiprocessors); it tells pm the
 // plan and warns once of the model's extrapolations.
 func planWithModel(s *spec.Spec, l layout, pm *perfModel, mode planner.Mode, m executor.Machine) (*planner.Plan, error) {
-	opts := planOptions(s, l)
-	opts.Mode = mode
-	m.Apply(&opts)
+	opts := append(planOptions(s, l), planner.ForMode(mode))
+	opts = append(opts, m.Options()...)
 	if pm != nil {
-		opts.Cost = pm.Model
+		opts = append(opts, planner.Cost(pm.Model))
 	}
-	p, err := buildPlan(s, opts)
+	p, err := buildPlan(s, opts...)
 	if err != nil {
 		return nil, err
 	}

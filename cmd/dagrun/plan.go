@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -71,7 +73,7 @@ type layout struct {
 	objective    planner.Objective
 	memoryBudget int64
 	// poolTemporaries: dagrun run --temporaries pool, planned so that the
-	// pool holds about the planned peak (planner.Options.PoolTemporaries).
+	// pool holds about the planned peak (planner.PoolTemporaries).
 	poolTemporaries bool
 }
 
@@ -94,18 +96,28 @@ func (s *sizeFlag) Set(v string) error {
 // over them, and verifies the plan: a plan that fails is a bug, reported
 // as an internal error.
 func makePlan(s *spec.Spec, l layout) (*planner.Plan, error) {
-	return buildPlan(s, planOptions(s, l))
+	return buildPlan(s, planOptions(s, l)...)
 }
 
 // planOptions are the planner's options for spec s: its run section, with
-// --streams N (when not 0) over its stream budget, and --strategy.
-func planOptions(s *spec.Spec, l layout) planner.Options {
-	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: l.strategy, Objective: l.objective}
+// --streams N (when not 0) over its stream budget, --strategy,
+// --objective, the memory budgets and --temporaries pool.
+func planOptions(s *spec.Spec, l layout) []planner.Option {
+	streams := s.Run.Streams
 	if l.streams != 0 {
-		opts.Streams = l.streams
+		streams = l.streams
 	}
-	opts.MemoryBudget = memoryBudget(s, l)
-	opts.PoolTemporaries = l.poolTemporaries
+	opts := []planner.Option{planner.Streams(streams), planner.OrderBy(l.strategy), planner.Optimize(l.objective)}
+	if s.Run.SharedCopyStreams {
+		opts = append(opts, planner.SharedCopyStreams())
+	}
+	budget := memoryBudget(s, l)
+	for _, mem := range slices.Sorted(maps.Keys(budget)) {
+		opts = append(opts, planner.MemoryBudget(mem, budget[mem]))
+	}
+	if l.poolTemporaries {
+		opts = append(opts, planner.PoolTemporaries())
+	}
 	return opts
 }
 
@@ -145,9 +157,8 @@ func memoryBudget(s *spec.Spec, l layout) map[int]int64 {
 
 // buildPlan plans s with opts and the planner's verify pass: every plan
 // the CLI prints or runs has passed verify.Verify.
-func buildPlan(s *spec.Spec, opts planner.Options) (*planner.Plan, error) {
-	opts.Verify = true
-	p, err := planner.New(s.Graph, opts)
+func buildPlan(s *spec.Spec, opts ...planner.Option) (*planner.Plan, error) {
+	p, err := planner.New(s.Graph, append(slices.Clip(opts), planner.Verify())...)
 	if _, ok := errors.AsType[*verify.Error](err); ok {
 		return nil, verifyFailure(s, err)
 	}

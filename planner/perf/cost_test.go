@@ -58,7 +58,7 @@ func TestMeasuredCost(t *testing.T) {
 	m := perf.Measured(map[string]time.Duration{"measured": 7 * time.Microsecond}, perf.WithOverheads(nil, perf.Overheads{}))
 	assert.Equal(t, 7*time.Microsecond, m.Duration(g.Ops[0]))
 	assert.Equal(t, 3*time.Microsecond, m.Duration(g.Ops[1]), "falls back to the default model")
-	p := plannertest.New(t, g, planner.Options{Cost: m})
+	p := plannertest.New(t, g, planner.Cost(m))
 	assert.Equal(t, 10*time.Microsecond, p.Stats.Makespan)
 	assert.Equal(t, 10*time.Microsecond, p.Stats.CriticalPath)
 }

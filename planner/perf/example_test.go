@@ -25,7 +25,7 @@ func ExampleSimulate() {
 		return
 	}
 	for _, s := range []planner.Strategy{planner.ListScheduling, planner.DeclarationOrder} {
-		p, err := planner.New(g, planner.Options{Streams: 2, Strategy: s})
+		p, err := planner.New(g, planner.Streams(2), planner.OrderBy(s))
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -45,7 +45,7 @@ func TestPerfModelOverheads(t *testing.T) {
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 1, Cost: m})
+	p, err := planner.New(graph, planner.Streams(1), planner.Cost(m))
 	require.NoError(t, err)
 	fast := perf.NewPerfModel(h100, nil)
 	require.NoError(t, fast.ObserveOverhead(perf.SubmitOverhead(dag.Launch), 10))
@@ -67,7 +67,7 @@ func TestSimulateSubmitByKind(t *testing.T) {
 	graph, err := g.Build()
 	require.NoError(t, err)
 	zero := perf.Overheads{Submit: time.Microsecond}
-	p, err := planner.New(graph, planner.Options{Streams: 4, Cost: perf.WithOverheads(nil, zero)})
+	p, err := planner.New(graph, planner.Streams(4), planner.Cost(perf.WithOverheads(nil, zero)))
 	require.NoError(t, err)
 	durations := perf.Measured(nil, nil)
 	byKind := zero

@@ -512,7 +512,7 @@ func TestPerfModelHostileCopyFit(t *testing.T) {
 	sigTwo, _ := perf.Signature(two)
 	assert.Contains(t, warns[0], fmt.Sprintf("(1 bytes, entry %q, to 2 bytes, entry %q)", sigOne, sigTwo))
 
-	p, err := planner.New(graph, planner.Options{Cost: m})
+	p, err := planner.New(graph, planner.Cost(m))
 	require.NoError(t, err)
 	assert.Positive(t, p.Stats.Makespan)
 	assert.GreaterOrEqual(t, p.Stats.Makespan, time.Hour)

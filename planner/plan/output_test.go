@@ -15,7 +15,7 @@ import (
 )
 
 func TestWriteText(t *testing.T) {
-	p := plannertest.New(t, plannertest.Fixture(t, "pipeline"), planner.Options{Streams: 2})
+	p := plannertest.New(t, plannertest.Fixture(t, "pipeline"), planner.Streams(2))
 	var buf bytes.Buffer
 	require.NoError(t, p.WriteText(&buf))
 	text := buf.String()
@@ -52,7 +52,7 @@ func TestWriteTextOps(t *testing.T) {
 		b.Launch(dag.Scale, dag.Grid1(2), dag.Grid1(32), tmp, 0.25, dag.Name("small")).Launch.Shared = 1536
 		b.Host(func(ctx context.Context, mem [][]byte) error { return nil }, dag.In(host.All()), dag.Name("check"))
 	})
-	p := plannertest.New(t, g, planner.Options{})
+	p := plannertest.New(t, g)
 	var buf bytes.Buffer
 	require.NoError(t, p.WriteText(&buf))
 	for _, want := range []string{
@@ -70,7 +70,7 @@ func TestWriteTextOps(t *testing.T) {
 }
 
 func TestMarshalJSON(t *testing.T) {
-	p := plannertest.New(t, plannertest.Fixture(t, "fanout8"), planner.Options{Streams: 3})
+	p := plannertest.New(t, plannertest.Fixture(t, "fanout8"), planner.Streams(3))
 	data, err := json.Marshal(p)
 	require.NoError(t, err)
 	var got struct {

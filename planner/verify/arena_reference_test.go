@@ -131,7 +131,7 @@ func TestVerifyArenaMatchesReference(t *testing.T) {
 			Ranges: seed%3 == 0, Devices: 1 + int(seed%2), After: seed%4 == 0, HostBuffers: seed%3 == 1}
 		g := dagtest.Random(cfg)
 		handoffs += countHandoffs(g)
-		p, err := planner.New(g, planner.Options{Streams: 1 + int(seed%5)})
+		p, err := planner.New(g, planner.Streams(1+int(seed%5)))
 		require.NoError(t, err, "%+v", cfg)
 		require.Empty(t, arenaConflict(p), "the packer's own arena, %+v", cfg)
 		require.NoError(t, verify.Verify(p), "%+v", cfg)
@@ -207,7 +207,7 @@ func TestVerifyRefusesOneOpOnSharedBytes(t *testing.T) {
 			b.Copy(out.All(), next.All())
 			g, err := b.Build()
 			require.NoError(t, err)
-			p, err := planner.New(g, planner.Options{Streams: streams})
+			p, err := planner.New(g, planner.Streams(streams))
 			require.NoError(t, err)
 			require.NoError(t, verify.Verify(p))
 			require.Empty(t, arenaConflict(p))
@@ -243,7 +243,7 @@ func TestVerifyArenaPlacesToTheSlot(t *testing.T) {
 	b.Copy(out.All(), tmp.All())
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 1})
+	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	good := p.Memory

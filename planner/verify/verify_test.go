@@ -265,7 +265,7 @@ func TestVerifyCatchesRemovedWaits(t *testing.T) {
 	for seed := int64(0); seed < 300 && caught < 200; seed++ {
 		cfg := dagtest.Config{Ops: 30, Buffers: 5, Seed: seed, Ranges: seed%2 == 0, Temporaries: seed%3 == 0,
 			Priorities: seed%4 == 0, HostBuffers: seed%5 == 0, After: seed%6 == 0}
-		p, err := planner.New(dagtest.Random(cfg), planner.Options{Streams: 2 + int(seed)%6})
+		p, err := planner.New(dagtest.Random(cfg), planner.Streams(2+int(seed)%6))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
 		require.True(t, plannertest.BruteOrdered(p), "the oracles agree on the plan New made (%+v)", cfg)
@@ -323,7 +323,7 @@ func ExampleVerify() {
 func BenchmarkVerify(b *testing.B) {
 	b.Run("random200", func(b *testing.B) {
 		p, err := planner.New(dagtest.Random(dagtest.Config{Ops: 200, Buffers: 10, Seed: 1, Ranges: true, Temporaries: true,
-			Priorities: true, HostBuffers: true, After: true}), planner.Options{Streams: 8})
+			Priorities: true, HostBuffers: true, After: true}), planner.Streams(8))
 		require.NoError(b, err)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -334,7 +334,7 @@ func BenchmarkVerify(b *testing.B) {
 	})
 	for _, ops := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("shape%d", ops), func(b *testing.B) {
-			p, err := planner.New(dagtest.Shape(ops, 8, 1), planner.Options{Streams: 8})
+			p, err := planner.New(dagtest.Shape(ops, 8, 1), planner.Streams(8))
 			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -166,7 +166,7 @@ func run(ctx context.Context, w io.Writer, backend string, replays int) (sums []
 	if err != nil {
 		return nil, err
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		return nil, err
 	}

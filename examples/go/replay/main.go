@@ -126,7 +126,7 @@ func run(ctx context.Context, w io.Writer, backend string, batches int) (results
 	if err != nil {
 		return nil, err
 	}
-	p, err := planner.New(s.g, planner.Options{})
+	p, err := planner.New(s.g)
 	if err != nil {
 		return nil, err
 	}

@@ -261,7 +261,7 @@ func (s *suite) kinds(t *testing.T) {
 // single runs a one-graph case eagerly and replayed.
 func (s *suite) single(t *testing.T, kc kindCase) {
 	g := build(t, func(b *dag.Builder) { kc.declare(b, 0) })
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	want, err := s.execute(t, s.ref, p, false)
 	require.NoError(t, err, "on the reference backend")
@@ -313,7 +313,7 @@ func (s *suite) world(t *testing.T, kc kindCase) {
 	var plans []*planner.Plan
 	for r := range kc.ranks {
 		g := build(t, func(b *dag.Builder) { kc.declare(b, r) })
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		graphs, plans = append(graphs, g), append(plans, p)
 	}
