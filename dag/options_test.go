@@ -194,3 +194,37 @@ func TestWithAfterLaterOp(t *testing.T) {
 	assert.Equal(t, "second", g.Ops[0].Name)
 	assert.Equal(t, "first", g.Ops[1].Name)
 }
+
+// TestElements: a view by elements is the view of their bytes, and one
+// whose bytes do not fit is refused at Build, not wrapped.
+func TestElements(t *testing.T) {
+	tests := []struct {
+		name         string
+		dt           dag.DType
+		first, count int64
+		want         dag.View // Buf left out
+		wantErr      string
+	}{
+		{name: "f32", dt: dag.F32, first: 2, count: 3, want: dag.View{Offset: 8, Size: 12}},
+		{name: "bf16", dt: dag.BF16, first: 2, count: 3, want: dag.View{Offset: 4, Size: 6}},
+		{name: "past the end", dt: dag.F32, first: 6, count: 3, wantErr: "out of range"},
+		{name: "negative", dt: dag.F32, first: -1, count: 2, wantErr: "out of range"},
+		{name: "bytes beyond int64", dt: dag.F64, first: 1 << 61, count: 1, wantErr: "out of range"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := dag.New()
+			x := b.Array("x", tt.dt, 8, dag.Zeros())
+			v := x.Elements(tt.first, tt.count)
+			b.Fill(v, 1)
+			_, err := b.Build()
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tt.want.Buf = x
+			assert.Equal(t, tt.want, v)
+		})
+	}
+}
