@@ -244,7 +244,8 @@ func (m Mode) Reads() bool { return m&Read != 0 }
 // Writes reports whether m includes writing.
 func (m Mode) Writes() bool { return m&Write != 0 }
 
-// Access is one use of a view by an operation.
+// Access is one use of a view by an operation. Among the options of a
+// Host or Task op, an Access adds a view to the op.
 type Access struct {
 	View
 	Mode Mode

@@ -108,7 +108,12 @@ var gemmDTypes = []DType{F32, F64, F16, BF16}
 
 // gemmOption is an option of Gemm ops only.
 func gemmOption(name string, set func(s *GemmSpec, o *Op)) OpOption {
-	return kindOption(name, func(o *Op) { set(o.Gemm, o) }, Gemm)
+	return kindOption(name, func(o *Op) {
+		if o.Gemm == nil { // an op not made by Gemm: Build reports its accesses
+			o.Gemm = &GemmSpec{Alpha: 1}
+		}
+		set(o.Gemm, o)
+	}, Gemm)
 }
 
 // TransA and TransB take op(A) = A^T or op(B) = B^T: the stored A is K x M,

@@ -70,7 +70,8 @@ func (k OpKind) String() string {
 	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
 
-// Priority orders work that competes for a device: higher runs first.
+// Priority orders work that competes for a device: higher runs first. A
+// Priority is an OpOption: b.Fill(x.All(), 0, dag.High).
 type Priority int
 
 const (
