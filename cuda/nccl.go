@@ -394,10 +394,8 @@ func (n *ncclLib) group(calls []ncclCall) error {
 // ncclDeclared lists the values and sizes that nccl.h declares by hand,
 // for TestNCCLHeader to compare with the real header.
 func ncclDeclared() map[string]int {
-	magic := uint32(C.DR_NCCL_API_MAGIC)
 	return map[string]int{
 		"sizeof(ncclUniqueId)":                   int(C.sizeof_dr_nccl_uid),
-		"NCCL_API_MAGIC":                         int(int32(magic)), // printed as an int
 		"NCCL_CONFIG_UNDEF_INT":                  C.DR_NCCL_CONFIG_UNDEF,
 		"offsetof(ncclConfig_t, blocking)":       int(unsafe.Offsetof(C.dr_nccl_config{}.blocking)),
 		"offsetof(ncclConfig_t, cgaClusterSize)": int(unsafe.Offsetof(C.dr_nccl_config{}.cgaClusterSize)),

@@ -61,18 +61,19 @@ func tpGraph(tb testing.TB, r, world int, t, h int64, sh tpShape) *dag.Graph {
 	for c := range int64(chunks) {
 		xs, hs, ys := x.Slice(2*c*rows*h, 2*rows*h), hid.Slice(2*c*rows*f, 2*rows*f), y.Slice(2*c*rows*h, 2*rows*h)
 		if part != tpComm {
-			g.Gemm(hs, xs, w1.All(), dag.GemmShape{M: rows, N: f, K: h}, dag.Alpha(0.125)).OnDevice(r)
-			g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), hs, hs).OnDevice(r)
-			g.Gemm(ys, hs, w2.All(), dag.GemmShape{M: rows, N: h, K: f}, dag.Alpha(0.125)).OnDevice(r)
+			g.Gemm(hs, xs, w1.All(), dag.GemmShape{M: rows, N: f, K: h}, dag.Alpha(0.125), dev)
+			g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), hs, hs, dev)
+			g.Gemm(ys, hs, w2.All(), dag.GemmShape{M: rows, N: h, K: f}, dag.Alpha(0.125), dev)
 		}
 		if part != tpCompute {
-			ar := g.AllReduce(ys, dag.Sum).OnDevice(r)
+			prio := dag.Normal
 			if sh.high {
-				ar.WithPriority(dag.High)
+				prio = dag.High
 			}
+			g.AllReduce(ys, dag.Sum, dev, prio)
 		}
 		if part == tpBlock {
-			g.Launch(dag.Axpy, dag.Grid1(1024), dag.Threads(256), ys, xs, float32(1)).OnDevice(r)
+			g.Launch(dag.Axpy, dag.Grid1(1024), dag.Threads(256), ys, xs, float32(1), dev)
 		}
 	}
 	graph, err := g.Build()
@@ -87,7 +88,7 @@ func tpWorld(tb testing.TB, b *Backend, world int, t, h int64, sh tpShape) (*exe
 	plans := make([]*planner.Plan, world)
 	for r := range world {
 		var err error
-		plans[r], err = planner.New(tpGraph(tb, r, world, t, h, sh), planner.Options{Mode: planner.Replay})
+		plans[r], err = planner.New(tpGraph(tb, r, world, t, h, sh), planner.ForMode(planner.Replay))
 		require.NoError(tb, err)
 	}
 	ctx := context.Background()

@@ -92,47 +92,47 @@ func (k OpKind) IsCollective() bool { return k.Valid() && kindTable[k].Class == 
 
 // AllReduce reduces v across the ranks in place: afterwards every rank's v
 // holds the reduction of every rank's v.
-func (g *Builder) AllReduce(v View, r Reduction) *Op {
+func (g *Builder) AllReduce(v View, r Reduction, opts ...OpOption) *Op {
 	o := g.op(AllReduce, InOut(v))
 	o.Collective = &CollectiveSpec{Reduction: r}
-	return o
+	return o.With(opts...)
 }
 
 // AllGather concatenates every rank's in into out, rank by rank; out is
 // world times as large as in.
-func (g *Builder) AllGather(in, out View) *Op {
+func (g *Builder) AllGather(in, out View, opts ...OpOption) *Op {
 	o := g.op(AllGather, In(in), Out(out))
 	o.Collective = &CollectiveSpec{}
-	return o
+	return o.With(opts...)
 }
 
 // ReduceScatter reduces in across the ranks and leaves the r-th block of the
 // result in rank r's out; in is world times as large as out.
-func (g *Builder) ReduceScatter(in, out View, r Reduction) *Op {
+func (g *Builder) ReduceScatter(in, out View, r Reduction, opts ...OpOption) *Op {
 	o := g.op(ReduceScatter, In(in), Out(out))
 	o.Collective = &CollectiveSpec{Reduction: r}
-	return o
+	return o.With(opts...)
 }
 
 // Broadcast copies rank root's v into v of every other rank.
-func (g *Builder) Broadcast(v View, root int) *Op {
+func (g *Builder) Broadcast(v View, root int, opts ...OpOption) *Op {
 	o := g.op(Broadcast, InOut(v))
 	o.Collective = &CollectiveSpec{Root: root}
-	return o
+	return o.With(opts...)
 }
 
 // Send sends v to rank to, which receives it with a Recv from this rank.
-func (g *Builder) Send(v View, to int) *Op {
+func (g *Builder) Send(v View, to int, opts ...OpOption) *Op {
 	o := g.op(Send, In(v))
 	o.Collective = &CollectiveSpec{Peer: to}
-	return o
+	return o.With(opts...)
 }
 
 // Recv receives into v what rank from sends with a Send to this rank.
-func (g *Builder) Recv(v View, from int) *Op {
+func (g *Builder) Recv(v View, from int, opts ...OpOption) *Op {
 	o := g.op(Recv, Out(v))
 	o.Collective = &CollectiveSpec{Peer: from}
-	return o
+	return o.With(opts...)
 }
 
 // collectiveCheck is the Build check of a collective kind: what every

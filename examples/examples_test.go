@@ -415,7 +415,11 @@ func TestExamples(t *testing.T) {
 		for _, streams := range []int{s.Run.Streams, 1, 8} {
 			for _, delays := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/streams=%d/delays=%v", f, streams, delays), func(t *testing.T) {
-					p, err := planner.New(s.Graph, planner.Options{Streams: streams, SharedCopyStreams: s.Run.SharedCopyStreams})
+					popts := []planner.Option{planner.Streams(streams)}
+					if s.Run.SharedCopyStreams {
+						popts = append(popts, planner.SharedCopyStreams())
+					}
+					p, err := planner.New(s.Graph, popts...)
 					require.NoError(t, err)
 					require.NoError(t, verify.Verify(p))
 					var opts []cpu.Option
@@ -464,7 +468,7 @@ func runRanks(t *testing.T, s *spec.Spec, check expected) {
 		require.NoError(t, err)
 		assert.Equal(t, s.Graph.CollectiveSequence(), ranks[r].Graph.CollectiveSequence())
 		require.NoError(t, ranks[r].Graph.CheckWorld(s.Run.World))
-		plans[r], err = planner.New(ranks[r].Graph, planner.Options{Streams: ranks[r].Run.Streams})
+		plans[r], err = planner.New(ranks[r].Graph, planner.Streams(ranks[r].Run.Streams))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(plans[r]))
 	}
@@ -521,7 +525,7 @@ func TestDataParallelReference(t *testing.T) {
 	require.Len(t, kept, strings.Count(string(src), "\n")-2, "the spec has two all-reduces")
 	s, err := spec.Parse("data_parallel.yaml", []byte(strings.Join(kept, "")), spec.WithRank(0, 1))
 	require.NoError(t, err)
-	p, err := planner.New(s.Graph, planner.Options{})
+	p, err := planner.New(s.Graph)
 	require.NoError(t, err)
 	mem, err := executor.Execute(context.Background(), cpu.New(), p)
 	require.NoError(t, err)
@@ -546,10 +550,10 @@ func TestMemoryBudgetExample(t *testing.T) {
 		t.Fatal("no memory for device 0")
 		return 0
 	}
-	free, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams})
+	free, err := planner.New(s.Graph, planner.Streams(s.Run.Streams))
 	require.NoError(t, err)
 	budget := s.Run.Memory.Device
-	fit, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams, MemoryBudget: map[int]int64{0: budget}})
+	fit, err := planner.New(s.Graph, planner.Streams(s.Run.Streams), planner.MemoryBudget(0, budget))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(fit))
 	assert.Greater(t, need(free), budget, "without the budget the branches' temporaries are live at once")
@@ -577,11 +581,10 @@ func TestMLPBudgetExample(t *testing.T) {
 	}
 	budget := s.Run.Memory.Device
 	require.Equal(t, int64(88<<10), budget, "the figures in the example's header")
-	opts := planner.Options{Streams: s.Run.Streams}
-	free, err := planner.New(s.Graph, opts)
+	streams := planner.Streams(s.Run.Streams)
+	free, err := planner.New(s.Graph, streams)
 	require.NoError(t, err)
-	opts.MemoryBudget = map[int]int64{0: budget}
-	fit, err := planner.New(s.Graph, opts)
+	fit, err := planner.New(s.Graph, streams, planner.MemoryBudget(0, budget))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(fit))
 
@@ -594,8 +597,7 @@ func TestMLPBudgetExample(t *testing.T) {
 	assert.LessOrEqual(t, u.ArenaBytes, u.TemporaryPeak*115/100)
 
 	// Below the smallest reachable need: the error names it.
-	opts.MemoryBudget = map[int]int64{0: 72 << 10}
-	_, err = planner.New(s.Graph, opts)
+	_, err = planner.New(s.Graph, streams, planner.MemoryBudget(0, 72<<10))
 	be, ok := errors.AsType[*planner.BudgetError](err)
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, int64(76<<10), be.Smallest)

@@ -43,7 +43,6 @@ int main(void) {
 	V(ncclBfloat16);
 	V(NCCL_MAJOR);
 	// The prefix of ncclConfig_t that dr_nccl_config declares.
-	V(NCCL_API_MAGIC);
 	V(NCCL_CONFIG_UNDEF_INT);
 	V(offsetof(ncclConfig_t, blocking));
 	V(offsetof(ncclConfig_t, cgaClusterSize));
