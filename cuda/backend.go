@@ -116,7 +116,7 @@ func New(opts ...Option) (*Backend, error) {
 		comp:       compiler{candidates: nvrtcCandidates(cfg.nvrtc), cacheDir: cfg.cacheDir},
 		devs:       map[int]*gpu{},
 		lt:         cfg.cublasLt,
-		multi:      multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl},
+		multi:      multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl, ncclRes: cfg.nccl},
 		initOnHost: cfg.initOnHost,
 	}, nil
 }

@@ -54,7 +54,7 @@ func peerCopy(b *testing.B, be *Backend, from, to int, noPeer bool) {
 	g := dag.New()
 	src := g.Buffer("src", n, dag.OnDevice(from), dag.Zeros())
 	dst := g.Buffer("dst", n, dag.OnDevice(to), dag.Zeros())
-	cp := g.Copy(dst.All(), src.All()).OnDevice(to)
+	cp := g.Copy(dst.All(), src.All(), dag.OnDevice(to))
 	graph, err := g.Build()
 	require.NoError(b, err)
 	se := openSession(b, be, graph)
@@ -160,7 +160,7 @@ func sessionAllReduce(b *testing.B, be *Backend, world int) {
 		for r := range world {
 			g := dag.New()
 			v := g.Buffer("v", size, dag.OnDevice(r), dag.Of(dag.F32), dag.Zeros())
-			g.AllReduce(v.All(), dag.Sum).OnDevice(r)
+			g.AllReduce(v.All(), dag.Sum, dag.OnDevice(r))
 			var err error
 			graphs[r], err = g.Build()
 			require.NoError(b, err)
@@ -306,8 +306,8 @@ func pipelineReplay(b *testing.B, be *Backend, devices int) {
 		for j := 1; j < devices; j++ {
 			p := g.Buffer(fmt.Sprintf("p%d_%d", j, i), 4*n, dag.OnDevice(j), dag.Of(dag.F32), dag.Zeros())
 			y := g.Buffer(fmt.Sprintf("y%d_%d", j, i), 4*n, dag.OnDevice(j), dag.Of(dag.F32), dag.Zeros())
-			steps[j][i].copy = g.Copy(p.All(), prev.All()).OnDevice(j)
-			steps[j][i].kernel = g.Launch(dag.Axpy, grid, block, y, p, float32(0.5)).OnDevice(j)
+			steps[j][i].copy = g.Copy(p.All(), prev.All(), dag.OnDevice(j))
+			steps[j][i].kernel = g.Launch(dag.Axpy, grid, block, y, p, float32(0.5), dag.OnDevice(j))
 			prev = y
 		}
 	}
@@ -323,7 +323,7 @@ func pipelineReplay(b *testing.B, be *Backend, devices int) {
 		name    string
 		streams int
 	}{{"graph", 0}, {"onestream", 1}, {"twostreams", 2}} {
-		plan, err := planner.New(graph, planner.Options{Topology: topo, Streams: v.streams, Mode: planner.Replay})
+		plan, err := planner.New(graph, planner.OnTopology(topo), planner.Streams(v.streams), planner.ForMode(planner.Replay))
 		require.NoError(b, err)
 		se := openSession(b, be, graph)
 		require.NoError(b, runPlan(b.Context(), se, plan, true))

@@ -92,7 +92,7 @@ func ranks(t testing.TB, b *Backend, graphs []*dag.Graph, timeout time.Duration)
 	ss := make([]*Session, n)
 	ps := make([]*planner.Plan, n)
 	for r, g := range graphs {
-		ps[r], err = planner.New(g, planner.Options{})
+		ps[r], err = planner.New(g)
 		require.NoError(t, err)
 		ss[r], err = b.OpenSession(t.Context(), g)
 		require.NoError(t, err)
@@ -171,24 +171,24 @@ func rankGraphs(t testing.TB, dt dag.DType, elems, world int) ([]*dag.Graph, []c
 		for i, d := range decls {
 			src := g.Buffer(fmt.Sprintf("src%d", i), int64(d.in)*es, dag.OnDevice(r), dag.Of(dt), dag.Contents(gpuRankData(dt, r, d.in)))
 			in := g.Buffer(fmt.Sprintf("in%d", i), int64(d.in)*es, dag.OnDevice(r), dag.Of(dt), dag.Zeros())
-			g.Copy(in.All(), src.All()).OnDevice(r)
+			g.Copy(in.All(), src.All(), dag.OnDevice(r))
 			out := in
 			if d.kind != dag.AllReduce && d.kind != dag.Broadcast {
 				out = g.Buffer(fmt.Sprintf("out%d", i), int64(d.out)*es, dag.OnDevice(r), dag.Of(dt), dag.Zeros())
 			}
 			switch d.kind {
 			case dag.AllReduce:
-				g.AllReduce(in.All(), d.red).OnDevice(r)
+				g.AllReduce(in.All(), d.red, dag.OnDevice(r))
 			case dag.ReduceScatter:
-				g.ReduceScatter(in.All(), out.All(), d.red).OnDevice(r)
+				g.ReduceScatter(in.All(), out.All(), d.red, dag.OnDevice(r))
 			case dag.AllGather:
-				g.AllGather(in.All(), out.All()).OnDevice(r)
+				g.AllGather(in.All(), out.All(), dag.OnDevice(r))
 			case dag.Broadcast:
-				g.Broadcast(in.All(), 1).OnDevice(r)
+				g.Broadcast(in.All(), 1, dag.OnDevice(r))
 			case dag.Send:
 				// Every rank sends first: only a group keeps them apart.
-				g.Send(in.All(), (r+1)%world).OnDevice(r)
-				g.Recv(out.All(), (r+world-1)%world).OnDevice(r)
+				g.Send(in.All(), (r+1)%world, dag.OnDevice(r))
+				g.Recv(out.All(), (r+world-1)%world, dag.OnDevice(r))
 			}
 			cases[i].label, cases[i].cpu = d.label, d.cpu
 			cases[i].in, cases[i].out = append(cases[i].in, src), append(cases[i].out, out)
@@ -239,7 +239,7 @@ func TestSessionCollectivesGPU(t *testing.T) {
 	needNCCL(t, b)
 	const elems = 4099
 	for _, world := range worlds(t, b) {
-		for _, dt := range []dag.DType{dag.U8, dag.I32, dag.I64, dag.F32, dag.F64} {
+		for _, dt := range []dag.DType{dag.U8, dag.I32, dag.I64, dag.F16, dag.BF16, dag.F32, dag.F64} {
 			t.Run(fmt.Sprintf("world%d/%s", world, dt), func(t *testing.T) { sessionCollectives(t, b, dt, elems, world) })
 		}
 	}
@@ -315,21 +315,21 @@ func twoDevicePlan(t testing.TB, tmp bool, n int64) *dag.Graph {
 	t0 := g.Buffer("t0", 4*n, append(life, dag.OnDevice(0), dag.Of(dag.F32))...)
 	alloc := func(b *dag.Buffer, dev int) {
 		if tmp {
-			g.Alloc(b).OnDevice(dev)
+			g.Alloc(b, dag.OnDevice(dev))
 		}
 	}
 	free := func(b *dag.Buffer, dev int) {
 		if tmp {
-			g.Free(b).OnDevice(dev)
+			g.Free(b, dag.OnDevice(dev))
 		}
 	}
 	out0 := g.Buffer("out0", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 	out1 := g.Buffer("out1", 4*n, dag.OnDevice(1), dag.Of(dag.F32), dag.Zeros())
 	g.Launch(dag.Scale, grid, block, x0, float32(1.5))
 	alloc(t1, 1)
-	g.Copy(t1.All(), x0.All()).OnDevice(1) // peer: device 0 to device 1
-	g.Launch(dag.Axpy, grid, block, y1, t1, float32(0.25)).OnDevice(1)
-	g.Copy(out1.All(), t1.All()).OnDevice(1)
+	g.Copy(t1.All(), x0.All(), dag.OnDevice(1)) // peer: device 0 to device 1
+	g.Launch(dag.Axpy, grid, block, y1, t1, float32(0.25), dag.OnDevice(1))
+	g.Copy(out1.All(), t1.All(), dag.OnDevice(1))
 	free(t1, 1)
 	alloc(t0, 0)
 	g.Copy(t0.All(), y1.All()) // peer: device 1 to device 0
@@ -375,7 +375,7 @@ func acrossDevices(t *testing.T, noPeer, tmp bool, timing device.TimingSource, n
 		assert.False(t, topo.PeerAccess(0, 1), "NoPeer reports no peer access")
 	}
 	g := twoDevicePlan(t, tmp, n)
-	p, err := planner.New(g, planner.Options{Topology: topo})
+	p, err := planner.New(g, planner.OnTopology(topo))
 	require.NoError(t, err)
 	se := openSession(t, b, g)
 	if timing != "" {
@@ -470,7 +470,7 @@ func TestFailedCaptureGPU(t *testing.T) {
 	g.Free(tmp)
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	require.NoError(t, runPlan(t.Context(), se, p, true))

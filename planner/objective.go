@@ -13,8 +13,8 @@ import (
 // are worth trying (streamBudgets), which stream an op goes on among
 // those of its pool (preferStream, openStream) and the tie rules of list
 // scheduling (freesFirst), and which pair of temporaries a memory budget
-// orders next (preferPair). The zero value is Makespan. Options.Objective
-// sets it for a plan and the plans of its bodies.
+// orders next (preferPair). The zero value is Makespan. The Optimize
+// option sets it for a plan and the plans of its bodies.
 type Objective uint8
 
 const (

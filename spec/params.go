@@ -4,6 +4,7 @@ package spec
 // sizes, counts, views, grids and gemm dimensions may use in expressions.
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -61,6 +62,24 @@ func WithParam(name string, v int64) Option {
 		}
 		o.set[name] = v
 	}
+}
+
+// ParseParam reads "NAME=VALUE" (the CLI's --set) as WithParam's option:
+// one whole number, with a unit as sizes take one.
+func ParseParam(s string) (Option, error) {
+	name, text, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return nil, errors.New("write NAME=VALUE, for example --set T=512")
+	}
+	if strings.Contains(text, ",") {
+		return nil, fmt.Errorf("%s: give one value (a list of values, one session per shape, is not supported yet)", name)
+	}
+	v, err := ParseSize(strings.TrimSpace(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q is not a whole number", name, text)
+	}
+	return WithParam(name, v), nil
 }
 
 // CheckParamRange makes the load check the spec at every value of its

@@ -4,12 +4,10 @@ package main
 // loader's file options.
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/dagrun/dagrun/spec"
 )
@@ -41,39 +39,18 @@ func (o *specFiles) addFlags(fs *flag.FlagSet) {
 	fs.Var(&o.set, "set", "")
 }
 
-// paramValues are --set's values, in the order given; a later one for a
-// name wins.
-type paramValues []struct {
-	name  string
-	value int64
-}
+// paramValues are --set's parameters, in the order given; a later one
+// for a name wins.
+type paramValues []spec.Option
 
-func (p *paramValues) String() string {
-	var parts []string
-	for _, v := range *p {
-		parts = append(parts, fmt.Sprintf("%s=%d", v.name, v.value))
-	}
-	return strings.Join(parts, ",")
-}
+func (p *paramValues) String() string { return "" }
 
 func (p *paramValues) Set(s string) error {
-	name, text, ok := strings.Cut(s, "=")
-	name = strings.TrimSpace(name)
-	if !ok || name == "" {
-		return errors.New("write NAME=VALUE, for example --set T=512")
+	o, err := spec.ParseParam(s)
+	if err == nil {
+		*p = append(*p, o)
 	}
-	if strings.Contains(text, ",") {
-		return fmt.Errorf("%s: give one value (a list of values, one session per shape, is not supported yet)", name)
-	}
-	v, err := spec.ParseSize(strings.TrimSpace(text))
-	if err != nil {
-		return fmt.Errorf("%s: %q is not a whole number", name, text)
-	}
-	*p = append(*p, struct {
-		name  string
-		value int64
-	}{name, v})
-	return nil
+	return err
 }
 
 // loaderOptions are o as the spec loader's options.
@@ -85,9 +62,7 @@ func loaderOptions(o specFiles) []spec.Option {
 	if o.baseDir != "" {
 		opts = append(opts, spec.WithBaseDir(o.baseDir))
 	}
-	for _, v := range o.set {
-		opts = append(opts, spec.WithParam(v.name, v.value))
-	}
+	opts = append(opts, o.set...)
 	return append(opts, o.extra...)
 }
 
@@ -100,13 +75,6 @@ func loadSpecFile(path string, o specFiles) (*spec.Spec, error) {
 // file options o.
 func parseSpec(name string, src []byte, o specFiles) (*spec.Spec, error) {
 	return spec.Parse(name, src, loaderOptions(o)...)
-}
-
-// saveOutput writes an output's bytes to its save path, as the spec
-// resolves it: confined to the spec's tree, --save-dir and --allow-path,
-// through a temporary file renamed when complete.
-func saveOutput(s *spec.Spec, path string, data []byte) (string, error) {
-	return s.SavePath(path), s.WriteFile(path, data)
 }
 
 // load reads the spec at path ("-": standard input) with the file
@@ -145,8 +113,8 @@ func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
 
 // printWarnings prints the warnings of s on stderr, in file order.
 func (c *cli) printWarnings(s *spec.Spec) {
-	for _, w := range specWarnings(s) {
+	for _, w := range s.WarningProblems() {
 		w.Message = "warning: " + w.Message
-		fmt.Fprintln(c.stderr, w.text(""))
+		fmt.Fprintln(c.stderr, w.Text(""))
 	}
 }

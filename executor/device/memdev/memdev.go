@@ -15,8 +15,8 @@
 // submitted, and a replay submits it again), Controller (loops and
 // branches run their bodies' steps in order), Writer, Joiner (collectives
 // through the world's device.Collectives), Delayer and Failer. It runs
-// allocs, frees, copies, fills, 2-D memsets, host steps, tasks (their CPU
-// twins), loops, branches, collectives and the f32 builtins empty, spin,
+// allocs, frees, copies, fills, 2-D memsets, host steps, tasks (those
+// that run on the CPU, with the host's stream), loops, branches, collectives and the f32 builtins empty, spin,
 // iota, scale, axpy, add, reduce_sum and set_flag; Open refuses any other
 // op with an error naming it and matching errors.ErrUnsupported.
 package memdev
