@@ -65,8 +65,8 @@ func WithPaddable(names ...string) Option {
 }
 
 // WithPlanner makes a Shapes plan each shape's graph with f. By default it
-// plans with planner.New, the options WithPlanOptions gives and what the
-// backend knows of its devices (MachineOf).
+// plans with planner.New, the options WithPlan gives and what the backend
+// knows of its devices (MachineOf).
 func WithPlanner(f func(ctx context.Context, g *dag.Graph) (*planner.Plan, error)) Option {
 	return func(c *config) { c.shapes.plan = f }
 }

@@ -240,9 +240,7 @@ func (s *Shapes) planOf(ctx context.Context, g *dag.Graph) (*planner.Plan, error
 	if err != nil {
 		return nil, err
 	}
-	po := s.cfg.run.plan
-	m.Apply(&po)
-	return planner.New(g, po)
+	return planner.New(g, append(slices.Clip(s.cfg.run.plan), m.Options()...)...)
 }
 
 // openOne opens the session of p, over the shared memory where there is

@@ -53,7 +53,7 @@ func shapeBackends() map[string]func() device.Backend {
 func fresh(t *testing.T, b device.Backend, T int64) []byte {
 	g, err := shapeProgram(context.Background(), map[string]int64{"T": T})
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	out, err := executor.Execute(context.Background(), b, p)
 	require.NoError(t, err)
