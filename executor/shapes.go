@@ -36,6 +36,7 @@ type shapesConfig struct {
 	keep     int
 	paddable []string
 	plan     func(context.Context, *dag.Graph) (*planner.Plan, error)
+	initial  bool // WithInitialContents
 }
 
 // WithBuckets makes a Shapes open and capture the shapes of these values
@@ -70,6 +71,13 @@ func WithPaddable(names ...string) Option {
 func WithPlanner(f func(ctx context.Context, g *dag.Graph) (*planner.Plan, error)) Option {
 	return func(c *config) { c.shapes.plan = f }
 }
+
+// WithInitialContents makes a Shapes load a shape's initial contents into
+// its persistent buffers whenever it runs after another shape (and at its
+// first run), so that each shape's runs compute what a session of its own
+// would (dagrun run with several values does this). Without it the
+// buffers carry their contents from shape to shape, as from run to run.
+func WithInitialContents() Option { return func(c *config) { c.shapes.initial = true } }
 
 // Shapes runs one program at several shapes (values of its parameters) on
 // one backend, keeping each shape's plan and session open, and its graph
@@ -110,6 +118,7 @@ type Shapes struct {
 	holder  *holder
 	sharer  device.MemorySharer // nil: every shape has memory of its own
 	last    *shape              // the shape run last (Read)
+	lastKey string              // ... and its key, which outlives its dropping
 	broken  error               // the shared memory was lost: every call fails with it
 }
 
@@ -241,10 +250,10 @@ func (s *Shapes) Run(ctx context.Context, values map[string]int64) (*ShapeRun, e
 	if err != nil {
 		return sr, err
 	}
-	s.current.Store(sh.sess)
+	if err := s.started(sh); err != nil {
+		return sr, err
+	}
 	defer s.current.Store(nil)
-	s.last = sh
-	s.markRun()
 	if sh.graph != nil {
 		sr.Replayed = true
 		err = sh.graph.Run(ctx)
@@ -280,10 +289,10 @@ func (s *Shapes) Repeat(ctx context.Context, values map[string]int64, n int) (*S
 	if err != nil {
 		return &ShapeReport{ShapeRun: *sr}, err
 	}
-	s.current.Store(sh.sess)
+	if err := s.started(sh); err != nil {
+		return &ShapeReport{ShapeRun: *sr}, err
+	}
 	defer s.current.Store(nil)
-	s.last = sh
-	s.markRun()
 	r := newRunner([]*Session{sh.sess}, s.opts)
 	r.cfg.graph = GraphNever
 	if sh.graph != nil {
@@ -295,6 +304,33 @@ func (s *Shapes) Repeat(ctx context.Context, values map[string]int64, n int) (*S
 		err = fmt.Errorf("executor: Shapes: run of %s: %w", sh.key, err)
 	}
 	return &ShapeReport{ShapeRun: *sr, Report: rep}, err
+}
+
+// started makes sh the shape in flight and the one run last (enter).
+func (s *Shapes) started(sh *shape) error {
+	if err := s.enter(sh); err != nil {
+		return err
+	}
+	s.current.Store(sh.sess)
+	return nil
+}
+
+// enter makes sh the shape run last, loading its initial contents first
+// where WithInitialContents asks for them and another shape ran last.
+func (s *Shapes) enter(sh *shape) error {
+	if s.cfg.shapes.initial && s.lastKey != sh.key {
+		for _, b := range sh.plan.Graph.Buffers {
+			if b.Temporary {
+				continue
+			}
+			if err := sh.sess.Write(b, b.InitialBytes()); err != nil {
+				return fmt.Errorf("executor: Shapes: load the initial contents of %s: %w", sh.key, err)
+			}
+		}
+	}
+	s.last, s.lastKey = sh, sh.key
+	s.markRun()
+	return nil
 }
 
 // markRun notes that the shared memory no longer holds only its initial
@@ -347,7 +383,9 @@ func (s *Shapes) Write(ctx context.Context, values map[string]int64, name string
 		}
 		data = append(slices.Clip(data), make([]byte, b.Size-int64(len(data)))...)
 	}
-	s.markRun()
+	if err := s.enter(sh); err != nil {
+		return sr, err
+	}
 	return sr, sh.sess.Write(b, data)
 }
 

@@ -272,7 +272,7 @@ func (s *Shapes) openOne(ctx context.Context, p pending, eager string) (*shape, 
 // whyNoGraph says why sh's session is not captured, or "".
 func (s *Shapes) whyNoGraph(sh *shape) string {
 	if s.cfg.runner.graphSet && s.cfg.runner.graph == GraphNever {
-		return "graphs were not asked for (GraphNever)"
+		return "graphs were not asked for"
 	}
 	if _, ok := sh.sess.d.(device.Capturer); !ok {
 		return fmt.Sprintf("the backend's sessions (%T) cannot capture graphs", sh.sess.d)
