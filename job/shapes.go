@@ -64,14 +64,14 @@ type ShapesReport struct {
 
 // ShapeReport is one shape's runs.
 type ShapeReport struct {
-	Values     map[string]int64 `json:"values"`
-	Eager      string           `json:"eager,omitempty"` // why its runs were eager, not replays
-	Ops        int              `json:"ops"`
-	Streams    int              `json:"streams"`
-	CrossEdges int              `json:"cross_edges"`
-	Waits      int              `json:"waits"`
-	WallNS     int64            `json:"wall_ns"` // the runs, not the capture
-	Graph      *GraphReport     `json:"graph,omitempty"`
+	Values     map[string]int64    `json:"values"`
+	Eager      string              `json:"eager,omitempty"` // why its runs were eager, not replays
+	Ops        int                 `json:"ops"`
+	Streams    int                 `json:"streams"`
+	CrossEdges int                 `json:"cross_edges"`
+	Waits      int                 `json:"waits"`
+	WallNS     int64               `json:"wall_ns"` // the runs, not the capture
+	Graph      *GraphReport        `json:"graph,omitempty"`
 	Outputs    []spec.OutputResult `json:"outputs"`
 	// Memory is what the shape's plan needs, memory by memory: what a
 	// session of this shape alone would hold.

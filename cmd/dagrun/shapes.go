@@ -84,4 +84,3 @@ func (c *cli) runShapes(f *runFlags, s *spec.Spec) error {
 	}
 	return c.writeOutput(f.out, report.WriteText)
 }
-
