@@ -129,12 +129,16 @@ func (c *cli) run(args []string) error {
 		}
 		c.stdin = bytes.NewReader(src)
 	}
+	f.files.shapes = true
 	s, err := c.load(specs[0], f.files)
 	if err != nil {
 		return err
 	}
 	if !asJSON {
 		c.printWarnings(s)
+	}
+	if len(f.files.lists) > 0 {
+		return c.runShapes(f, s) // shapes.go: several values, one shape each
 	}
 	if err := f.faults.check(s); err != nil {
 		return err
