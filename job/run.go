@@ -10,6 +10,7 @@ import (
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/executor/progress"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
@@ -51,6 +52,18 @@ type Config struct {
 
 func (c Config) always() bool { return c.Graph == executor.GraphAlways }
 
+// GraphMode is the graph mode spec s asks for: run.graph true is always,
+// false never, and without it auto.
+func GraphMode(s *spec.Spec) executor.GraphMode {
+	switch {
+	case s.Run.GraphSet && s.Run.Graph:
+		return executor.GraphAlways
+	case s.Run.GraphSet:
+		return executor.GraphNever
+	}
+	return executor.GraphAuto
+}
+
 func (c Config) bar() *progress.Bar {
 	if c.Progress == nil {
 		return progress.New(nil, 0)
@@ -69,6 +82,16 @@ type RunError struct {
 }
 
 func (e *RunError) Error() string { return e.Err.Error() }
+
+// Interrupted says in words how far the runs had come when a signal
+// stopped them, and that nothing is left behind.
+func (e *RunError) Interrupted() string {
+	if e.Repeat == 0 {
+		return "interrupted before the runs started; everything was freed"
+	}
+	return fmt.Sprintf("interrupted after %d of %s completed; the one in flight was abandoned and everything was freed",
+		e.Done, human.Count(e.Repeat, "run", "runs"))
+}
 func (e *RunError) Unwrap() error { return e.Err }
 
 // Timing is how a session timed ops (executor.Session.TimingSource).

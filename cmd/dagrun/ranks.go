@@ -6,7 +6,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -112,17 +111,19 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
 	rs := su.progs
 	rep, err := job.RunWorld(ctx, su.b, rs, cfg)
 	if re, ok := errors.AsType[*job.RunError](err); ok {
-		at := interruptedAt{done: re.Done, repeat: re.Repeat}
+		at := re.Interrupted()
 		if ctx.Err() != nil && f.traceFile != "" && re.Traced {
 			// An interrupt keeps the traces of the runs that completed.
 			var written bytes.Buffer
 			if werr := writeRankTraces(&written, f.traceFile, rep, rs); werr != nil {
-				at.trace = fmt.Sprintf("the traces of the runs that completed could not be written: %v", werr)
+				at += fmt.Sprintf("; the traces of the runs that completed could not be written: %v", werr)
 			} else {
-				at.trace = "the traces of the runs that completed were written: " + strings.ReplaceAll(strings.TrimSpace(written.String()), "\n", "; ")
+				at += "; the traces of the runs that completed were written: " + strings.ReplaceAll(strings.TrimSpace(written.String()), "\n", "; ")
 			}
 		}
-		return c.rankFailure(ctx, rs, re.Err, at)
+		// The failing op is placed in its rank's spec, with the rank named.
+		s, p := job.WorldProblem(rs, re.Err)
+		return c.runFailure(ctx, s, p, nil, at)
 	}
 	if err != nil {
 		return err
@@ -164,13 +165,6 @@ func writeRankTraces(w io.Writer, file string, rep *job.WorldReport, rs []*job.P
 		fmt.Fprintf(w, "trace of rank %d written to %s\n", rs[i].Rank, path)
 	}
 	return nil
-}
-
-// rankFailure is the failure of a run of ranks: the failing op placed in
-// its rank's spec, with the rank named.
-func (c *cli) rankFailure(ctx context.Context, rs []*job.Program, err error, at interruptedAt) error {
-	s, p := job.WorldProblem(rs, err)
-	return c.runFailure(ctx, s, p, nil, at)
 }
 
 // loadRank loads the spec at path as rank's program in a world of world

@@ -145,7 +145,9 @@ func (c *cli) run(args []string) error {
 	if f.repeat == 0 {
 		f.repeat = s.Run.Repeat
 	}
-	f.graphMode.mode = graphModeOf(f.graphMode.mode, f.set["graph"], s.Run.Graph, s.Run.GraphSet) // graphflag.go
+	if !f.set["graph"] {
+		f.graphMode.mode = job.GraphMode(s)
+	}
 	f.graph = f.graphMode.mode == executor.GraphAlways
 	// Replays traced whole need replays asked for: --graph, --graph auto
 	// given explicitly, or run.graph: true.
@@ -171,9 +173,9 @@ func (c *cli) run(args []string) error {
 	cfg.Progress = func() *progress.Bar { return c.newProgress(f.repeat, c.quietProgress(asJSON, prog.Plan)) }
 	report, err := job.Run(ctx, su.b, prog, cfg)
 	if re, ok := errors.AsType[*job.RunError](err); ok {
-		at := interruptedAt{done: re.Done, repeat: re.Repeat}
+		at := re.Interrupted()
 		if ctx.Err() != nil && f.traceFile != "" && re.Traced {
-			at.trace = keepTrace(f.traceFile, report)
+			at += "; " + keepTrace(f.traceFile, report)
 		}
 		return c.runFailure(ctx, s, job.Problem(s, re.Err), report.Outputs, at)
 	}
@@ -248,33 +250,15 @@ func (c *cli) jobConfig(f *runFlags, su *runSetup) job.Config {
 	return cfg
 }
 
-// interruptedAt is how far the runs of a session had come when a signal
-// stopped them: done of repeat (repeat 0: before they started).
-type interruptedAt struct {
-	done, repeat int
-	trace        string // what became of the trace of the runs done (keepTrace)
-}
-
-func (at interruptedAt) String() string {
-	if at.repeat == 0 {
-		return "interrupted before the runs started; everything was freed"
-	}
-	s := fmt.Sprintf("interrupted after %d of %s completed; the one in flight was abandoned and everything was freed",
-		at.done, human.Count(at.repeat, "run", "runs"))
-	if at.trace != "" {
-		s += "; " + at.trace
-	}
-	return s
-}
-
 // runFailure is the failure of a run: interrupted (status 130) when a
-// signal ended ctx, said in plain words with how far the runs came (at),
-// else p, the op's or backend's error placed in s; it names the outputs
+// signal ended ctx, said in plain words with how far the runs came (at,
+// RunError.Interrupted), else p, the op's or backend's error placed in
+// s; it names the outputs
 // with a save path that were not written.
-func (c *cli) runFailure(ctx context.Context, s *spec.Spec, p problem, outs []spec.OutputResult, at interruptedAt) error {
+func (c *cli) runFailure(ctx context.Context, s *spec.Spec, p problem, outs []spec.OutputResult, at string) error {
 	fl := &failure{status: exitFailure, errors: []problem{p}}
 	if ctx.Err() != nil {
-		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: at.String()}}}
+		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: at}}}
 	}
 	for i, out := range s.Outputs {
 		if out.Save != "" && (i >= len(outs) || outs[i].Saved == "") {
