@@ -30,7 +30,7 @@ type runSetup struct {
 // openRun opens the run of s, the spec at path (src: its bytes, when read
 // from standard input), or with m, the ranks m names: each loaded as its
 // own program.
-func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *rankMode) (*runSetup, error) {
+func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *job.World) (*runSetup, error) {
 	su := &runSetup{}
 	var err error
 	if m == nil {
@@ -86,7 +86,7 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 // and plans again with it and with what the open backend knows of the
 // machine. Collectives keep their declared order under every plan, so
 // ranks still agree.
-func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
+func (c *cli) planForBackend(f *runFlags, su *runSetup, m *job.World) error {
 	for _, r := range su.progs {
 		var err error
 		if f.perfModel != "" {
@@ -94,7 +94,7 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 				return err
 			}
 			if m != nil {
-				r.Model.Model.World = m.world
+				r.Model.Model.World = m.Size
 			}
 		}
 		if err := r.Replan(su.b, f.layout(), job.Mode(f.graph), c.warn("run")); err != nil {
@@ -107,7 +107,7 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 // loadRanks loads the spec at path as the program of each rank m names,
 // on its device, and checks what they write: two ranks writing one file
 // is refused.
-func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*job.Program, error) {
+func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *job.World) ([]*job.Program, error) {
 	if f.traceFile != "" && !strings.Contains(f.traceFile, "{rank}") {
 		return nil, usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
 	}
@@ -120,13 +120,13 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*j
 		}
 	}
 	ranks := []int{}
-	if m.place != nil {
-		if w := m.place.Warning(); w != "" {
+	if m.Place != nil {
+		if w := m.Place.Warning(); w != "" {
 			fmt.Fprintf(c.stderr, "dagrun run: %s\n", w)
 		}
-		ranks = append(ranks, m.place.Rank)
+		ranks = append(ranks, m.Place.Rank)
 	} else {
-		for r := range m.world {
+		for r := range m.Size {
 			ranks = append(ranks, r)
 		}
 	}
@@ -137,14 +137,14 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*j
 		if src != nil {
 			c.stdin = bytes.NewReader(src)
 		}
-		s, err := c.loadRank(path, f.files, r, m.world)
+		s, err := c.loadRank(path, f.files, r, m.Size)
 		if err != nil {
 			return nil, err
 		}
 		if err := f.faults.check(s); err != nil {
 			return nil, err
 		}
-		rs[i] = job.NewRank(s, r, m.place, os.Getenv)
+		rs[i] = job.NewRank(s, r, m.Place, os.Getenv)
 		paths := []string{}
 		for _, out := range s.Outputs {
 			if out.Save != "" {
