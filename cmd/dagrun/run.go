@@ -122,13 +122,6 @@ func (c *cli) run(args []string) error {
 	asJSON := f.format.value == "json"
 	c.jsonErrors = asJSON
 
-	var src []byte // a spec from standard input, which ranks load again
-	if specs[0] == stdio {
-		if src, err = io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1)); err != nil {
-			return fmt.Errorf("reading the spec from standard input: %w", err)
-		}
-		c.stdin = bytes.NewReader(src)
-	}
 	s, err := c.load(specs[0], f.files)
 	if err != nil {
 		return err
@@ -158,7 +151,7 @@ func (c *cli) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	su, err := c.openRun(f, specs[0], src, s, m) // runsetup.go
+	su, err := c.openRun(f, specs[0], s, m) // runsetup.go
 	if err != nil {
 		return err
 	}

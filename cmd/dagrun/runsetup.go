@@ -5,7 +5,6 @@ package main
 // loaded and the plans made again with what the backend knows.
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -27,10 +26,9 @@ type runSetup struct {
 	faults []executor.Option  // --chaos and --fail-op
 }
 
-// openRun opens the run of s, the spec at path (src: its bytes, when read
-// from standard input), or with m, the ranks m names: each loaded as its
-// own program.
-func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *job.World) (*runSetup, error) {
+// openRun opens the run of s, the spec at path, or with m, the ranks m
+// names: each loaded as its own program.
+func (c *cli) openRun(f *runFlags, path string, s *spec.Spec, m *job.World) (*runSetup, error) {
 	su := &runSetup{}
 	var err error
 	if m == nil {
@@ -38,7 +36,7 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *job
 			return nil, err
 		}
 		su.progs = []*job.Program{{Spec: s}}
-	} else if su.progs, err = c.loadRanks(f, path, src, m); err != nil {
+	} else if su.progs, err = c.loadRanks(f, path, m); err != nil {
 		return nil, err
 	}
 	if f.traceFile != "" {
@@ -107,7 +105,7 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *job.World) error {
 // loadRanks loads the spec at path as the program of each rank m names,
 // on its device, and checks what they write: two ranks writing one file
 // is refused.
-func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *job.World) ([]*job.Program, error) {
+func (c *cli) loadRanks(f *runFlags, path string, m *job.World) ([]*job.Program, error) {
 	if f.traceFile != "" && !strings.Contains(f.traceFile, "{rank}") {
 		return nil, usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
 	}
@@ -134,9 +132,6 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *job.World) ([]*
 	writers := map[string]int{} // path -> the rank that writes it
 	hostMu := &sync.Mutex{}     // one line at a time from the ranks' host steps
 	for i, r := range ranks {
-		if src != nil {
-			c.stdin = bytes.NewReader(src)
-		}
 		s, err := c.loadRank(path, f.files, r, m.Size)
 		if err != nil {
 			return nil, err

@@ -41,12 +41,10 @@ func (c *cli) viz(args []string) error {
 	var stdinData []byte
 	timeline := ranks || strings.EqualFold(filepath.Ext(in), ".json")
 	if in == stdio && !ranks {
-		data, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
-		if err != nil {
+		if stdinData, err = c.stdinSpec(); err != nil {
 			return err
 		}
-		stdinData, timeline = data, isChromeTrace(data)
-		c.stdin = bytes.NewReader(data) // for a spec, load reads it again
+		timeline = isChromeTrace(stdinData)
 	}
 	ext := format.value
 	if ext == "" {
