@@ -85,6 +85,19 @@ type World struct {
 	Place *executor.Place
 }
 
+// Ranks are the ranks of w that this process runs: every rank, or with a
+// Place its own.
+func (w *World) Ranks() []int {
+	if w.Place != nil {
+		return []int{w.Place.Rank}
+	}
+	ranks := make([]int, w.Size)
+	for r := range ranks {
+		ranks[r] = r
+	}
+	return ranks
+}
+
 // MaxWorld bounds the ranks of one world: each is a session with its own
 // goroutines, and in one process its own device.
 const MaxWorld = 1024

@@ -107,19 +107,7 @@ func (c *cli) runRanks(f *runFlags, su *runSetup, m *job.World) error {
 			return err
 		}
 	}
-	if f.format.value == "json" {
-		if _, err := traces.WriteTo(c.stderr); err != nil {
-			return err
-		}
-		return c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, rep) })
-	}
-	return c.writeOutput(f.out, func(w io.Writer) error {
-		if err := rep.WriteText(w, rs); err != nil {
-			return err
-		}
-		_, err := traces.WriteTo(w)
-		return err
-	})
+	return c.writeReport(f, rep, func(w io.Writer) error { return rep.WriteText(w, rs) }, &traces)
 }
 
 // writeRankTraces writes each rank's trace of the runs it kept to file
@@ -133,13 +121,6 @@ func writeRankTraces(w io.Writer, file string, rep *job.WorldReport, rs []*job.P
 		fmt.Fprintf(w, "trace of rank %d written to %s\n", rs[i].Rank, path)
 	}
 	return nil
-}
-
-// loadRank loads the spec at path as rank's program in a world of world
-// ranks.
-func (c *cli) loadRank(path string, o specFiles, rank, world int) (*spec.Spec, error) {
-	o.extra = []spec.Option{spec.WithRank(rank, world)}
-	return c.load(path, o)
 }
 
 // rankWaiting makes a rank say on stderr whom its rendezvous waits for,

@@ -210,26 +210,30 @@ func (c *cli) run(args []string) error {
 	if note := report.Timing.Note(); note != "" && (!f.graph || f.traceFile != "") && (su.used != "cpu" || f.verbose) {
 		fmt.Fprintf(c.stderr, "dagrun run: %s\n", note)
 	}
-	if asJSON {
-		// The trace summary is text; the JSON document holds none.
-		if _, err := traceSummary.WriteTo(c.stderr); err != nil {
-			return err
-		}
-		if err := c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, report) }); err != nil {
-			return err
-		}
-		return memErr
-	}
-	if err := c.writeOutput(f.out, func(w io.Writer) error {
-		if err := report.WriteText(w, prog.Model); err != nil {
-			return err
-		}
-		_, err := traceSummary.WriteTo(w)
-		return err
-	}); err != nil {
+	text := func(w io.Writer) error { return report.WriteText(w, prog.Model) }
+	if err := c.writeReport(f, report, text, &traceSummary); err != nil {
 		return err
 	}
 	return memErr // after the report, which shows what was measured
+}
+
+// writeReport writes a run's report to -o: as JSON with --format json,
+// with the trace summary (text) on stderr, else as text, followed by the
+// summary.
+func (c *cli) writeReport(f *runFlags, doc any, text func(io.Writer) error, summary *bytes.Buffer) error {
+	if f.format.value == "json" {
+		if _, err := summary.WriteTo(c.stderr); err != nil {
+			return err
+		}
+		return c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, doc) })
+	}
+	return c.writeOutput(f.out, func(w io.Writer) error {
+		if err := text(w); err != nil {
+			return err
+		}
+		_, err := summary.WriteTo(w)
+		return err
+	})
 }
 
 // jobConfig is how the flags say a run's programs run: the graph mode,

@@ -117,22 +117,19 @@ func (c *cli) loadRanks(f *runFlags, path string, m *job.World) ([]*job.Program,
 			return nil, usagef("--perf-model: ranks learn their models from eager runs; run them without --graph (and without run.graph: true in the spec)")
 		}
 	}
-	ranks := []int{}
 	if m.Place != nil {
 		if w := m.Place.Warning(); w != "" {
 			fmt.Fprintf(c.stderr, "dagrun run: %s\n", w)
 		}
-		ranks = append(ranks, m.Place.Rank)
-	} else {
-		for r := range m.Size {
-			ranks = append(ranks, r)
-		}
 	}
+	ranks := m.Ranks()
 	rs := make([]*job.Program, len(ranks))
 	writers := map[string]int{} // path -> the rank that writes it
 	hostMu := &sync.Mutex{}     // one line at a time from the ranks' host steps
 	for i, r := range ranks {
-		s, err := c.loadRank(path, f.files, r, m.Size)
+		o := f.files
+		o.extra = []spec.Option{spec.WithRank(r, m.Size)}
+		s, err := c.load(path, o)
 		if err != nil {
 			return nil, err
 		}
@@ -140,23 +137,18 @@ func (c *cli) loadRanks(f *runFlags, path string, m *job.World) ([]*job.Program,
 			return nil, err
 		}
 		rs[i] = job.NewRank(s, r, m.Place, os.Getenv)
-		paths := []string{}
+		tf, pm := spec.ExpandRank(f.traceFile, r), spec.ExpandRank(f.perfModel, r)
+		var paths []string
 		for _, out := range s.Outputs {
 			if out.Save != "" {
 				paths = append(paths, s.SavePath(out.Save))
 			}
 		}
-		if f.traceFile != "" {
-			paths = append(paths, spec.ExpandRank(f.traceFile, r))
-		}
-		if f.perfModel != "" {
-			paths = append(paths, spec.ExpandRank(f.perfModel, r))
-		}
-		if err := checkFileUses(f.fileUses(s, f.out, spec.ExpandRank(f.traceFile, r), spec.ExpandRank(f.perfModel, r))); err != nil {
+		if err := checkFileUses(f.fileUses(s, f.out, tf, pm)); err != nil {
 			return nil, err
 		}
-		for _, pt := range paths {
-			if other, ok := writers[pt]; ok && other != r {
+		for _, pt := range append(paths, tf, pm) {
+			if other, ok := writers[pt]; ok && other != r && pt != "" {
 				return nil, usagef("ranks %d and %d would both write %s: put {rank} in the path", other, r, pt)
 			}
 			writers[pt] = r
