@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/dagrun/dagrun/internal/atomicfile"
 	"github.com/dagrun/dagrun/job"
@@ -29,13 +26,11 @@ func (c *cli) writeOutput(path string, write func(io.Writer) error) error {
 	return atomicfile.Write(path, write)
 }
 
-// writeOutputInterruptible is writeOutput for a command with no signal
-// handling of its own (viz): SIGINT or SIGTERM while it writes stops the
-// writing, removes the temporary file and ends with status 130, leaving the
-// old file or none.
+// writeOutputInterruptible is writeOutput for a long drawing (viz): SIGINT
+// or SIGTERM while it writes stops the writing, removes the temporary file
+// and ends with status 130, leaving the old file or none.
 func (c *cli) writeOutputInterruptible(path string, write func(io.Writer) error) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx := c.interruptContext()
 	err := c.writeOutput(path, func(w io.Writer) error {
 		if err := write(ctxWriter{ctx, w}); err != nil {
 			return err
