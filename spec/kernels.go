@@ -67,13 +67,13 @@ func (l *loader) kernel(name string, n *node) (*dag.Kernel, bool) {
 				ok = false
 			}
 		case "cuda_file":
-			data, okF := l.readFile(src, what.and("cuda_file"), text, maxKernelFile)
+			data, okF := l.paths.readFile(src, what.and("cuda_file"), text, maxKernelFile)
 			k.Source, k.Code = dag.CUDAC, string(data)
 			ok = ok && okF
 		case "ptx", "cubin":
-			_, okF := l.readFile(src, what.and(sources[0]), text, maxKernelFile)
+			_, okF := l.paths.readFile(src, what.and(sources[0]), text, maxKernelFile)
 			ok = ok && okF
-			k.Source, k.Path = dag.PTX, l.absPath(text)
+			k.Source, k.Path = dag.PTX, l.paths.absPath(text)
 			if sources[0] == "cubin" {
 				k.Source = dag.Cubin
 			}
