@@ -66,6 +66,15 @@ func (f files) locate(dir, p string) (root, rel string, err error) {
 
 const pathHint = "paths are relative to the spec's directory and stay inside it; pass --allow-path DIR to allow another tree"
 
+// paths resolves the files the spec reads and writes, and keeps them for
+// Spec.Files and the checks that no two writes collide.
+type paths struct {
+	*reader
+	spec   *Spec
+	reads  map[string]bool  // cleaned full paths the spec reads
+	writes map[string]*node // cleaned full path -> the node naming it
+}
+
 // readFile reads a regular file named in the spec, at most limit bytes,
 // through an os.Root, so that neither ".." nor a symbolic link takes the
 // read out of the tree it is allowed in.

@@ -10,6 +10,12 @@ import (
 // maxKernelFile bounds the CUDA C, PTX and cubin files a spec may name.
 const maxKernelFile = 64 << 20
 
+// kernelSet is the spec's declared kernels, by name and in order.
+type kernelSet struct {
+	kernels   map[string]*kernelDecl
+	kernOrder []string
+}
+
 func (l *loader) kernelDecls(n *node) {
 	f, _ := l.entries(n, about("kernels"))
 	for i, e := range f.list {

@@ -3,8 +3,9 @@ package spec
 import (
 	"slices"
 
-	"github.com/dagrun/dagrun/dag"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/dagrun/dagrun/dag"
 )
 
 // opDecl is one op of the ops list; op is nil when the declaration is wrong.
@@ -17,6 +18,21 @@ type opDecl struct {
 	at     loc   // where the op's mapping is written
 	index  int32 // in the ops list
 	named  bool  // the spec names it (validly, once)
+}
+
+// opReader reads the keys of each op kind (kindKeys' readFuncs) into an
+// op of a builder.
+type opReader struct {
+	*reader
+	*kernelSet
+	spec     *Spec
+	views    *views
+	paths    *paths
+	decls    *decls
+	argNames map[*dag.Kernel][]string // argFields by kernel
+	// body reads a body of a loop or branch (loader.body), whose ops are
+	// read as the ops list's are.
+	body func(d *opDecl, n *node, what subject, key string) (fill func(*dag.Builder), ok bool)
 }
 
 func (l *loader) opList(n *node) {

@@ -9,6 +9,28 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
+// views resolves the buffer names the spec's ops and outputs write, and
+// views of those buffers, once the buffers are read.
+type views struct {
+	*reader
+	bufs     map[string]*bufDecl
+	bufOrder []string // declaration order, for suggestions
+}
+
+// bufferRef reads a buffer name and returns its declaration, reporting
+// unknown names; nil when there is none.
+func (vs *views) bufferRef(n *node, what subject) *bufDecl {
+	name, ok := vs.str(n, what.and("buffer"))
+	if !ok {
+		return nil
+	}
+	d := vs.bufs[name]
+	if d == nil {
+		vs.errorf(n, vs.suggest(name, vs.bufOrder), "%s names unknown buffer %q", what, name)
+	}
+	return d
+}
+
 // view reads a view of a buffer: "name", "name[start:end]" or a mapping
 // {buffer, offset, size} (with mode, for kernel arguments). The mode is 0
 // when the spec does not give one.
