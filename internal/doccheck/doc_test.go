@@ -15,7 +15,7 @@ import (
 )
 
 // public are the packages a Go program imports, relative to the module root.
-var public = []string{"dag", "spec", "planner", "executor", "executor/device", "cpu", "cuda", "trace"}
+var public = []string{"dag", "spec", "planner", "executor", "executor/device", "executor/progress", "cpu", "cuda", "trace", "job"}
 
 // fileName matches a Go file named in prose, such as "(task.go)".
 var fileName = regexp.MustCompile(`\b[a-z0-9_]+\.go\b`)
