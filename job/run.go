@@ -31,8 +31,11 @@ type Config struct {
 	// Traced chooses the runs whose op times are kept
 	// (executor.WithTraceRuns); nil keeps none and times nothing for it.
 	Traced       func(run int) bool
-	WholeReplays bool   // executor.WithWholeReplays
-	TimingSource string // executor.WithTimingSource
+	WholeReplays bool // executor.WithWholeReplays
+	// TimingSource is executor.WithTimingSource's; with WholeReplays,
+	// replays are timed by CUPTI's graph-level records (cupti-graph)
+	// unless events are asked for.
+	TimingSource string
 	Temporaries  executor.TemporaryMode
 	// Options are more options of every runner: fault injection, say.
 	Options []executor.Option
@@ -51,6 +54,14 @@ type Config struct {
 }
 
 func (c Config) always() bool { return c.Graph == executor.GraphAlways }
+
+// timingSource is the timing source the sessions are asked for.
+func (c Config) timingSource() string {
+	if c.WholeReplays && c.TimingSource != "events" {
+		return "cupti-graph"
+	}
+	return c.TimingSource
+}
 
 // GraphMode is the graph mode spec s asks for: run.graph true is always,
 // false never, and without it auto.
@@ -163,7 +174,7 @@ func Run(ctx context.Context, b device.Backend, p *Program, cfg Config) (*Report
 		// cost per node; timed by events, each traced replay ran alone):
 		// their time each would mislead the model. Whole replays timed by
 		// CUPTI's graph-level records cost nearly nothing.
-		if g := r.Graph; g != nil && g.Replays > 0 && (!cfg.always() || cfg.Traced == nil || cfg.TimingSource == "cupti-graph") {
+		if g := r.Graph; g != nil && g.Replays > 0 && (!cfg.always() || cfg.Traced == nil || cfg.timingSource() == "cupti-graph") {
 			p.Model.ObserveReplay(time.Duration(g.PerReplayNS))
 		}
 	}
@@ -189,7 +200,7 @@ func (c Config) runnerOptions(p *Program, auto bool, bar *progress.Bar) []execut
 	// for workload E's empty kernels on the H100), so untraced replays are
 	// not timed.
 	if c.Traced != nil || (p.Model != nil && !c.always()) {
-		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(c.TimingSource))
+		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(c.timingSource()))
 	}
 	if c.Traced != nil {
 		opts = append(opts, executor.WithTraceRuns(c.Traced))

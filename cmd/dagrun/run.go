@@ -92,16 +92,6 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	return f, specs, nil
 }
 
-// timingSource is the timing source the session is asked for: --timing's,
-// except that whole replays (--trace-detail replays) are timed by CUPTI's
-// graph-level records unless events were asked for.
-func (f *runFlags) timingSource() string {
-	if f.detail.value == "replays" && f.timing.value != "events" {
-		return "cupti-graph"
-	}
-	return f.timing.value
-}
-
 func (c *cli) run(args []string) error {
 	f, specs, err := parseRunFlags(args)
 	if err != nil {
@@ -240,7 +230,7 @@ func (c *cli) writeReport(f *runFlags, doc any, text func(io.Writer) error, summ
 // the runs traced and how, where temporaries live, the faults.
 func (c *cli) jobConfig(f *runFlags, su *runSetup) job.Config {
 	cfg := job.Config{Backend: su.used, Layout: f.layout(), Repeat: f.repeat, Graph: f.graphMode.mode,
-		Traced: su.traced, WholeReplays: f.detail.value == "replays", TimingSource: f.timingSource(), Options: su.faults}
+		Traced: su.traced, WholeReplays: f.detail.value == "replays", TimingSource: f.timing.value, Options: su.faults}
 	if mode, ok := executor.ParseTemporaryMode(f.temps.value); ok {
 		cfg.Temporaries = mode
 	}
