@@ -239,9 +239,8 @@ func (c *cli) jobConfig(f *runFlags, su *runSetup) job.Config {
 
 // runFailure is the failure of a run: interrupted (status 130) when a
 // signal ended ctx, said in plain words with how far the runs came (at,
-// RunError.Interrupted), else p, the op's or backend's error placed in
-// s; it names the outputs
-// with a save path that were not written.
+// RunError.Interrupted), else p, the op's or backend's error placed in s;
+// it names the outputs with a save path that were not written.
 func (c *cli) runFailure(ctx context.Context, s *spec.Spec, p problem, outs []spec.OutputResult, at string) error {
 	fl := &failure{status: exitFailure, errors: []problem{p}}
 	if ctx.Err() != nil {
