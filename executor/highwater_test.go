@@ -28,7 +28,7 @@ func TestMemoryHighWater(t *testing.T) {
 	ctx := context.Background()
 	over := 0
 	for i, g := range arenaGraphs(n) {
-		p, err := planner.New(g, planner.Options{Streams: 2 + i%5})
+		p, err := planner.New(g, planner.Streams(2+i%5))
 		require.NoError(t, err)
 		b := cpu.New(cpu.Workers(1+i%3), cpu.Delays(int64(i), 10*time.Microsecond))
 		for _, mode := range []executor.TemporaryMode{executor.TemporariesPool, executor.TemporariesArena} {
@@ -72,7 +72,7 @@ func TestMemoryHighWater(t *testing.T) {
 func TestMemoryReports(t *testing.T) {
 	ctx := context.Background()
 	g := arenaGraphs(1)[0]
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	b := cpu.New()
 	defer b.Close()

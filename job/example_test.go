@@ -26,7 +26,7 @@ outputs: [h]
 	}
 	b := cpu.New()
 	defer b.Close()
-	p, err := job.Plan(s, job.Layout{}.PlanOptions(s))
+	p, err := job.Plan(s, job.Layout{}.PlanOptions(s)...)
 	if err != nil {
 		panic(err)
 	}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -24,19 +25,27 @@ type Layout struct {
 	Objective    planner.Objective
 	MemoryBudget int64 // every device's; 0: the spec's run.memory.device
 	// PoolTemporaries plans so that the pool holds about the planned peak
-	// (planner.Options.PoolTemporaries): temporaries in the pool.
+	// (planner.PoolTemporaries): temporaries in the pool.
 	PoolTemporaries bool
 }
 
 // PlanOptions are the planner's options for spec s: its run section, with
 // l over it.
-func (l Layout) PlanOptions(s *spec.Spec) planner.Options {
-	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: l.Strategy, Objective: l.Objective}
+func (l Layout) PlanOptions(s *spec.Spec) []planner.Option {
+	streams := s.Run.Streams
 	if l.Streams != 0 {
-		opts.Streams = l.Streams
+		streams = l.Streams
 	}
-	opts.MemoryBudget = l.Budget(s)
-	opts.PoolTemporaries = l.PoolTemporaries
+	opts := []planner.Option{planner.Streams(streams), planner.OrderBy(l.Strategy), planner.Optimize(l.Objective)}
+	if s.Run.SharedCopyStreams {
+		opts = append(opts, planner.SharedCopyStreams())
+	}
+	for mem, bytes := range l.Budget(s) {
+		opts = append(opts, planner.MemoryBudget(mem, bytes))
+	}
+	if l.PoolTemporaries {
+		opts = append(opts, planner.PoolTemporaries())
+	}
 	return opts
 }
 
@@ -76,9 +85,8 @@ func (l Layout) Budget(s *spec.Spec) map[int]int64 {
 
 // Plan plans s with opts and the planner's verify pass: a plan that fails
 // it (a *verify.Error) is a bug in dagrun, not in the spec.
-func Plan(s *spec.Spec, opts planner.Options) (*planner.Plan, error) {
-	opts.Verify = true
-	return planner.New(s.Graph, opts)
+func Plan(s *spec.Spec, opts ...planner.Option) (*planner.Plan, error) {
+	return planner.New(s.Graph, append(slices.Clip(opts), planner.Verify())...)
 }
 
 // Mode is the planner's mode for runs that replay a graph (replay) or
@@ -94,13 +102,13 @@ func Mode(replay bool) planner.Mode {
 // what the backend knows of the machine m (copies between devices,
 // multiprocessors), costing ops with model's (when not nil); it tells
 // model the plan and warns of the model's extrapolations.
-func PlanWithModel(s *spec.Spec, opts planner.Options, model *profile.Learner, mode planner.Mode, m executor.Machine, warn func(string)) (*planner.Plan, error) {
-	opts.Mode = mode
-	m.Apply(&opts)
+func PlanWithModel(s *spec.Spec, opts []planner.Option, model *profile.Learner, mode planner.Mode, m executor.Machine, warn func(string)) (*planner.Plan, error) {
+	opts = append(slices.Clip(opts), planner.ForMode(mode))
+	opts = append(opts, m.Options()...)
 	if model != nil {
-		opts.Cost = model.Model
+		opts = append(opts, planner.Cost(model.Model))
 	}
-	p, err := Plan(s, opts)
+	p, err := Plan(s, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -103,9 +103,7 @@ func WriteComparison(w io.Writer, s *spec.Spec, l Layout) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "strategy\teager estimate\treplay estimate\twaits\tstreams\tplaced by")
 	for _, strategy := range planner.Strategies() {
-		opts := l.PlanOptions(s)
-		opts.Strategy = strategy
-		p, err := Plan(s, opts)
+		p, err := Plan(s, append(l.PlanOptions(s), planner.OrderBy(strategy))...)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ import (
 func TestWritePlan(t *testing.T) {
 	s, err := spec.Load(filepath.Join("..", "examples", "fan_out.yaml"))
 	require.NoError(t, err)
-	p, err := Plan(s, Layout{}.PlanOptions(s))
+	p, err := Plan(s, Layout{}.PlanOptions(s)...)
 	require.NoError(t, err)
 
 	var out bytes.Buffer

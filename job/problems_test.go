@@ -84,7 +84,7 @@ ops:
     name: fetch
 `))
 	require.NoError(t, err)
-	p, err := Plan(s, Layout{}.PlanOptions(s))
+	p, err := Plan(s, Layout{}.PlanOptions(s)...)
 	require.NoError(t, err)
 	ps := CaptureProblems(s, executor.CheckCapture(p))
 	require.Len(t, ps, 1)

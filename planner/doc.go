@@ -1,13 +1,14 @@
 // Package planner schedules a dag.Graph onto streams.
 //
-// New runs a pipeline of named passes (Pass), each stating what it may
-// change (Scope): the rewrites of Options.Rewrites, which change the
-// graph; bodies, which plans the bodies of loops and branches as plans of
-// their own; order, place and events, once per candidate plan; memory,
-// which packs temporaries into arenas and meets Options.MemoryBudget; and
-// verify, when Options.Verify asks. The Objective (Options.Objective:
-// the shortest makespan by default, the least memory, or the fewest
-// streams) chooses among the candidates, for a plan and its bodies alike,
+// New takes functional options: planner.New(g, planner.Streams(2),
+// planner.Optimize(planner.LeastMemory)). It runs a pipeline of named
+// passes (Pass), each stating what it may change (Scope): the rewrites
+// that Rewrite adds, which change the graph; bodies, which plans the
+// bodies of loops and branches as plans of their own; order, place and
+// events, once per candidate plan; memory, which packs temporaries into
+// arenas and meets each MemoryBudget; and verify, when Verify asks. The
+// Objective (Optimize: the shortest makespan by default, the least
+// memory, or the fewest streams) chooses among the candidates, for a plan and its bodies alike,
 // and Plan.Passes says what each pass did and cost.
 //
 // Placement puts every op on an in-order stream of its device, priority

@@ -30,13 +30,13 @@ func fixture(t *testing.T, name string) *dag.Graph {
 func TestPassLog(t *testing.T) {
 	g := fixture(t, "fanout8")
 	for _, tc := range []struct {
-		opts  planner.Options
+		opts  []planner.Option
 		names []string
 	}{
-		{planner.Options{Streams: 3}, []string{"bodies", "order", "place", "events", "memory"}},
-		{planner.Options{Streams: 3, Verify: true}, []string{"bodies", "order", "place", "events", "memory", "verify"}},
+		{[]planner.Option{planner.Streams(3)}, []string{"bodies", "order", "place", "events", "memory"}},
+		{[]planner.Option{planner.Streams(3), planner.Verify()}, []string{"bodies", "order", "place", "events", "memory", "verify"}},
 	} {
-		p := mustPlan(t, g, tc.opts)
+		p := mustPlan(t, g, tc.opts...)
 		var names []string
 		for _, r := range p.Passes {
 			names = append(names, r.Name)

@@ -4,7 +4,7 @@
 // run's start, eager and replayed.
 //
 // A Learner holds one perf-model file of one device. Load it, plan with
-// its Model (planner.Options.Cost) and tell it the plan (Planned); run the
+// its Model (planner.Cost) and tell it the plan (Planned); run the
 // plan traced and pass each run's spans to Observe; run it as many times
 // again untraced (Untraced, or your own loop calling ObserveHost) for the
 // host's costs; pass a graph's time per replay to ObserveReplay. An

@@ -22,7 +22,7 @@ func fanOut(t *testing.T, cost perf.CostModel) *planner.Plan {
 	t.Helper()
 	s, err := spec.Load(filepath.Join("..", "examples", "fan_out.yaml"))
 	require.NoError(t, err)
-	p, err := planner.New(s.Graph, planner.Options{Cost: cost})
+	p, err := planner.New(s.Graph, planner.Cost(cost))
 	require.NoError(t, err)
 	return p
 }

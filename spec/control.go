@@ -64,9 +64,7 @@ func (rd *opReader) whileOp(b *dag.Builder, d *opDecl, f fields, n *node, what s
 		rd.decls.discard(fill)
 		return nil
 	}
-	op := b.While(cond, fill)
-	op.Control.Max = most
-	return op
+	return b.While(cond, fill, dag.AtMost(most))
 }
 
 func (rd *opReader) ifOp(b *dag.Builder, d *opDecl, f fields, n *node, what subject) *dag.Op {

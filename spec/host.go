@@ -153,7 +153,7 @@ func (rd *opReader) hostOp(b *dag.Builder, d *opDecl, f fields, _ *node, what su
 			rd.errorf(n, "name the buffers to check", "%s reads nothing", what)
 			return nil
 		}
-		var acc []dag.Access
+		var acc []dag.OpOption
 		var views []dag.View
 		for _, it := range items {
 			v, _, okV := rd.views.view(it, what.and("reads"), false)

@@ -74,7 +74,7 @@ func (s *sizeFlag) Set(v string) error {
 // over them, and verifies the plan: a plan that fails is a bug, reported
 // as an internal error.
 func makePlan(s *spec.Spec, l job.Layout) (*planner.Plan, error) {
-	p, err := job.Plan(s, l.PlanOptions(s))
+	p, err := job.Plan(s, l.PlanOptions(s)...)
 	return p, planFailure(s, err)
 }
 

@@ -112,12 +112,16 @@ func (c *cli) run(args []string) error {
 	asJSON := f.format.value == "json"
 	c.jsonErrors = asJSON
 
+	f.files.shapes = true
 	s, err := c.load(specs[0], f.files)
 	if err != nil {
 		return err
 	}
 	if !asJSON {
 		c.printWarnings(s)
+	}
+	if len(f.files.lists) > 0 {
+		return c.runShapes(f, s) // shapes.go: several values, one shape each
 	}
 	if err := f.faults.check(s); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/dagrun/dagrun/spec"
 )
@@ -27,6 +28,8 @@ type specFiles struct {
 	saveDir string        // --save-dir: where relative save paths go
 	baseDir string        // where relative paths resolve for a spec from standard input
 	set     paramValues   // --set name=value: the spec's parameters
+	lists   []paramList   // --set name=v1,v2,...: the shapes dagrun run runs in turn
+	shapes  bool          // the command takes lists (dagrun run)
 	extra   []spec.Option // more options: a rank's (ranks.go)
 }
 
@@ -36,21 +39,36 @@ type specFiles struct {
 func (o *specFiles) addFlags(fs *flag.FlagSet) {
 	fs.Var((*multiFlag)(&o.allow), "allow-path", "")
 	fs.StringVar(&o.saveDir, "save-dir", "", "")
-	fs.Var(&o.set, "set", "")
+	fs.Var(&paramFlag{o}, "set", "")
 }
 
 // paramValues are --set's parameters, in the order given; a later one
 // for a name wins.
 type paramValues []spec.Option
 
-func (p *paramValues) String() string { return "" }
+// paramList is a --set of several values.
+type paramList struct {
+	name   string
+	values []int64
+}
 
-func (p *paramValues) Set(s string) error {
-	o, err := spec.ParseParam(s)
-	if err == nil {
-		*p = append(*p, o)
+// paramFlag is --set: one value is an option of the load; several are a
+// list of shapes, loaded at the first.
+type paramFlag struct{ o *specFiles }
+
+func (p *paramFlag) String() string { return "" }
+
+func (p *paramFlag) Set(s string) error {
+	name, values, err := spec.ParseParamValues(s)
+	if err != nil {
+		return err
 	}
-	return err
+	p.o.lists = slices.DeleteFunc(p.o.lists, func(l paramList) bool { return l.name == name })
+	if len(values) > 1 {
+		p.o.lists = append(p.o.lists, paramList{name, values})
+	}
+	p.o.set = append(p.o.set, spec.WithParam(name, values[0]))
+	return nil
 }
 
 // loaderOptions are o as the spec loader's options.
@@ -90,6 +108,9 @@ func (c *cli) stdinSpec() ([]byte, error) {
 // problem, warnings too. The warnings of a spec that loads are the
 // caller's to print (printWarnings) or to put in its JSON document.
 func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
+	if len(o.lists) > 0 && !o.shapes {
+		return nil, usagef("--set %s: several values run each shape in turn, which only dagrun run does; give one value", o.lists[0].name)
+	}
 	var s *spec.Spec
 	var err error
 	if path == stdio {
