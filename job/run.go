@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -135,7 +136,8 @@ func Run(ctx context.Context, b device.Backend, p *Program, cfg Config) (*Report
 	// model's eager runs teach it the host's submission costs, so they
 	// stay eager.
 	auto := cfg.Graph == executor.GraphAuto && p.Model == nil && cfg.Repeat > executor.DefaultAutoCapture
-	r := &Report{SchemaVersion: SchemaVersion, Spec: p.Spec.File, Backend: cfg.Backend, Exec: &executor.Report{}, plan: p.Plan}
+	r := &Report{SchemaVersion: SchemaVersion, Spec: p.Spec.File, Backend: cfg.Backend, Exec: &executor.Report{}, plan: p.Plan,
+		gpuModelOnCPU: cfg.gpuModelOnCPU(p)}
 	bar := cfg.bar()
 	rn, err := executor.NewRunner(ctx, b, p.Plan, cfg.runnerOptions(p, auto, bar)...)
 	if err != nil {
@@ -233,6 +235,26 @@ func (r *Report) Trace() *trace.Trace {
 		t.Figures.Runs = l.String()
 	}
 	return t
+}
+
+// WriteTraceSummary writes the summary of t, the report's Trace: its
+// figures (the longest waits too, with all), the replays traced whole (the
+// first few, or with all every one), and the plan against the last traced
+// run, in a line or, with all, op by op. Where the plan's costs are a
+// GPU's and the runs the CPU backend's, its estimate is left out.
+func (r *Report) WriteTraceSummary(w io.Writer, t *trace.Trace, all bool) error {
+	if err := t.WriteSummaryWith(w, trace.SummaryOptions{Brief: !all, NoEstimate: r.gpuModelOnCPU}); err != nil {
+		return err
+	}
+	t.WriteReplays(w, all)
+	switch cmp := r.Planned; {
+	case cmp != nil && all:
+		return cmp.Write(w)
+	case cmp != nil:
+		_, err := fmt.Fprintln(w, cmp.Brief())
+		return err
+	}
+	return nil
 }
 
 // SaveModel saves p's perf model, which its runs taught (profile.Learner's

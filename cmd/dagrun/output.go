@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 
@@ -31,29 +30,11 @@ func (c *cli) writeOutput(path string, write func(io.Writer) error) error {
 // and ends with status 130, leaving the old file or none.
 func (c *cli) writeOutputInterruptible(path string, write func(io.Writer) error) error {
 	ctx := c.interruptContext()
-	err := c.writeOutput(path, func(w io.Writer) error {
-		if err := write(ctxWriter{ctx, w}); err != nil {
-			return err
-		}
-		return ctx.Err() // a signal after the last write: do not rename
-	})
+	err := c.writeOutput(path, atomicfile.Until(ctx, write))
 	if ctx.Err() != nil {
 		return &failure{status: exitInterrupted, errors: []problem{{File: path, Message: "interrupted: nothing was written"}}}
 	}
 	return err
-}
-
-// ctxWriter fails every write once ctx ends, so that a long drawing stops.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (w ctxWriter) Write(p []byte) (int, error) {
-	if err := w.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return w.w.Write(p)
 }
 
 // writeJSON writes v as indented JSON.

@@ -126,16 +126,7 @@ func (c *cli) run(args []string) error {
 	if err := f.faults.check(s); err != nil {
 		return err
 	}
-	if f.backend.value == "" {
-		f.backend.value = s.Run.Backend
-	}
-	if f.repeat == 0 {
-		f.repeat = s.Run.Repeat
-	}
-	if !f.set["graph"] {
-		f.graphMode.mode = job.GraphMode(s)
-	}
-	f.graph = f.graphMode.mode == executor.GraphAlways
+	f.defaults(s)
 	// Replays traced whole need replays asked for: --graph, --graph auto
 	// given explicitly, or run.graph: true.
 	if f.detail.value == "replays" && !f.graph && !(f.set["graph"] && f.graphMode.mode == executor.GraphAuto) {
@@ -191,7 +182,7 @@ func (c *cli) run(args []string) error {
 	}
 	var traceSummary bytes.Buffer
 	if f.traceFile != "" {
-		if err := writeRunTrace(&traceSummary, f, report, su.used); err != nil {
+		if err := writeRunTrace(&traceSummary, f, report); err != nil {
 			return err
 		}
 	}
@@ -228,6 +219,21 @@ func (c *cli) writeReport(f *runFlags, doc any, text func(io.Writer) error, summ
 		_, err := summary.WriteTo(w)
 		return err
 	})
+}
+
+// defaults fills in what the flags leave to the spec s: the backend, the
+// runs and the graph mode.
+func (f *runFlags) defaults(s *spec.Spec) {
+	if f.backend.value == "" {
+		f.backend.value = s.Run.Backend
+	}
+	if f.repeat == 0 {
+		f.repeat = s.Run.Repeat
+	}
+	if !f.set["graph"] {
+		f.graphMode.mode = job.GraphMode(s)
+	}
+	f.graph = f.graphMode.mode == executor.GraphAlways
 }
 
 // jobConfig is how the flags say a run's programs run: the graph mode,

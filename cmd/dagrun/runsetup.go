@@ -60,14 +60,11 @@ func (c *cli) openRun(f *runFlags, path string, s *spec.Spec, m *job.World) (*ru
 			}
 		}
 	}
-	b, used, fallback, err := openBackend(f.backend.value, f.noPeer)
+	b, used, err := c.openBackend(f)
 	if err != nil {
 		return nil, err
 	}
 	su.b, su.used = b, used
-	if fallback != "" {
-		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", fallbackNote(fallback, f.verbose))
-	}
 	if err := c.planForBackend(f, su, m); err != nil {
 		b.Close()
 		return nil, err
