@@ -81,18 +81,13 @@ func (c *cli) exec(cmd command, args []string) (status int) {
 	return c.writeFailure(cmd.name, asFailure(err))
 }
 
-// writeFailure writes f as JSON after --format json, else as text, and
-// returns its status.
+// writeFailure writes f as a failureDoc on stdout after --format json,
+// else as text (writeFailureText), and returns its status.
 func (c *cli) writeFailure(cmd string, f *failure) int {
-	if c.jsonErrors {
-		c.writeFailureJSON(cmd, f)
-	} else {
+	if !c.jsonErrors {
 		c.writeFailureText(cmd, f)
+		return f.status
 	}
-	return f.status
-}
-
-func (c *cli) writeFailureJSON(cmd string, f *failure) {
 	doc := failureDoc{SchemaVersion: schemaVersion, Command: cmd, Status: f.status,
 		Errors: f.errors, Warnings: f.warnings, NotWritten: f.notWritten}
 	if doc.Errors == nil {
@@ -101,6 +96,7 @@ func (c *cli) writeFailureJSON(cmd string, f *failure) {
 	if err := writeJSON(c.stdout, doc); err != nil {
 		fmt.Fprintf(c.stderr, "dagrun %s: %v\n", cmd, err)
 	}
+	return f.status
 }
 
 // writeFailureText writes the warnings and errors together in file order,

@@ -68,7 +68,7 @@ func (f *runFlags) rankMode(s *spec.Spec, getenv func(string) string) (*job.Worl
 // rank's outputs.
 func (c *cli) runRanks(f *runFlags, su *runSetup, m *job.World) error {
 	ctx := c.interruptContext()
-	cfg := c.jobConfig(f, su)
+	cfg := f.jobConfig(su)
 	cfg.World, cfg.Place = m.Size, m.Place
 	if f.set["rank-timeout"] {
 		cfg.RankTimeout = f.ranking.timeout

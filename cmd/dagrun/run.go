@@ -147,7 +147,7 @@ func (c *cli) run(args []string) error {
 	prog := su.progs[0]
 	s.Stdout = c.hostOut(f)
 	ctx := c.interruptContext()
-	cfg := c.jobConfig(f, su)
+	cfg := f.jobConfig(su)
 	cfg.Progress = func() *progress.Bar { return c.newProgress(f.repeat, c.quietProgress(asJSON, prog.Plan)) }
 	report, err := job.Run(ctx, su.b, prog, cfg)
 	if re, ok := errors.AsType[*job.RunError](err); ok {
@@ -238,7 +238,7 @@ func (f *runFlags) defaults(s *spec.Spec) {
 
 // jobConfig is how the flags say a run's programs run: the graph mode,
 // the runs traced and how, where temporaries live, the faults.
-func (c *cli) jobConfig(f *runFlags, su *runSetup) job.Config {
+func (f *runFlags) jobConfig(su *runSetup) job.Config {
 	cfg := job.Config{Backend: su.used, Layout: f.layout(), Repeat: f.repeat, Graph: f.graphMode.mode,
 		Traced: su.traced, WholeReplays: f.detail.value == "replays", TimingSource: f.timing.value, Options: su.faults}
 	if mode, ok := executor.ParseTemporaryMode(f.temps.value); ok {

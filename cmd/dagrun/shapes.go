@@ -49,7 +49,7 @@ func (c *cli) runShapes(f *runFlags, s *spec.Spec) error {
 	defer b.Close()
 	s.Stdout = c.hostOut(f)
 	ctx := c.interruptContext()
-	report, err := job.RunShapes(ctx, b, s, job.ShapeValues(names, values), c.jobConfig(f, &runSetup{used: used}))
+	report, err := job.RunShapes(ctx, b, s, job.ShapeValues(names, values), f.jobConfig(&runSetup{used: used}))
 	if errs := spec.Errors(err); len(errs) > 0 {
 		return specFailure(s, errs)
 	}
