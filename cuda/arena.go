@@ -82,7 +82,7 @@ func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
 		hd.track(&hd.live.DeviceAllocs, 1)
 		made[m] = &devArena{dev: d, base: p, size: n}
 	}
-	if err := placeTemporaries(hd, &se.sub, "UseArenas", made, offsets); err != nil {
+	if err := placeTemporaries(&se.hold, se.sub.ops, "UseArenas", made, offsets); err != nil {
 		release()
 		return err
 	}
@@ -95,8 +95,9 @@ func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
 
 // placeTemporaries places every device temporary i at offsets[i] of its
 // device's arena in arenas (-1, or past offsets: left in the pool), and
-// makes its Alloc and Free ops do nothing. On error nothing is changed.
-func placeTemporaries(hd *holdings, sm *submitter, verb string, arenas map[int]*devArena, offsets []int64) error {
+// makes its Alloc and Free ops (of ops) do nothing. On error nothing is
+// changed.
+func placeTemporaries(hd *holdings, ops []opState, verb string, arenas map[int]*devArena, offsets []int64) error {
 	placed := make([]C.CUdeviceptr, len(hd.bufs))
 	for i := range hd.bufs {
 		bs := &hd.bufs[i]
@@ -114,8 +115,8 @@ func placeTemporaries(hd *holdings, sm *submitter, verb string, arenas map[int]*
 			hd.bufs[i].dptr, hd.bufs[i].inArena = p, true
 		}
 	}
-	for i := range sm.ops {
-		st := &sm.ops[i]
+	for i := range ops {
+		st := &ops[i]
 		if st.op != nil && st.op.Kind.Info().Lifetime != dag.NoLifetime && hd.bufs[st.op.Buffer().ID].inArena {
 			st.act = actNone // the arena holds the temporary for the session's life
 		}

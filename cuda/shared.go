@@ -65,7 +65,7 @@ func (b *Backend) OpenShared(ctx context.Context, g *dag.Graph, owner device.Ses
 		a := &o.hold.arenas[i]
 		arenas[a.dev.ordinal] = a
 	}
-	if err := placeTemporaries(&se.hold, &se.sub, "OpenShared", arenas, sh.Offsets); err != nil {
+	if err := placeTemporaries(&se.hold, se.sub.ops, "OpenShared", arenas, sh.Offsets); err != nil {
 		return nil, errors.Join(err, se.Close())
 	}
 	se.hold.lentArenas = append([]devArena(nil), o.hold.arenas...)

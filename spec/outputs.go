@@ -25,6 +25,8 @@ type OutputResult struct {
 // sum over garbage may be NaN or infinite, written as a string then.
 type JSONFloat float64
 
+// MarshalJSON writes f as a JSON number, or as a string when it is NaN
+// or infinite.
 func (f JSONFloat) MarshalJSON() ([]byte, error) {
 	v := float64(f)
 	if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -44,12 +44,12 @@ int main(void) {
 	V(NCCL_MAJOR);
 	// The prefix of ncclConfig_t that dr_nccl_config declares.
 	V(NCCL_CONFIG_UNDEF_INT);
-	V(offsetof(ncclConfig_t, blocking));
-	V(offsetof(ncclConfig_t, cgaClusterSize));
-	V(offsetof(ncclConfig_t, minCTAs));
-	V(offsetof(ncclConfig_t, maxCTAs));
-	V(offsetof(ncclConfig_t, netName));
-	V(offsetof(ncclConfig_t, splitShare));
+	V(offsetof(ncclConfig_t,blocking));
+	V(offsetof(ncclConfig_t,cgaClusterSize));
+	V(offsetof(ncclConfig_t,minCTAs));
+	V(offsetof(ncclConfig_t,maxCTAs));
+	V(offsetof(ncclConfig_t,netName));
+	V(offsetof(ncclConfig_t,splitShare));
 #ifdef HAVE_CUDA_H
 	S(CUmemAccessDesc);
 	V(CU_MEM_LOCATION_TYPE_DEVICE);
