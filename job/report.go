@@ -52,8 +52,9 @@ type Report struct {
 	// Timing is how the session timed ops.
 	Timing Timing `json:"-"`
 
-	plan *planner.Plan
-	wait func() // waits for the outputs' checksums
+	plan          *planner.Plan
+	wait          func() // waits for the outputs' checksums
+	gpuModelOnCPU bool   // Config.gpuModelOnCPU
 }
 
 // GraphReport is the figures of runs replayed from a graph, in

@@ -118,7 +118,7 @@ func (c *cli) plan(args []string) error {
 		return err
 	}
 	c.printWarnings(s)
-	if err := checkFileUses(specUses(s, nil, []fileUse{{*out, "-o"}})); err != nil {
+	if err := checkFileUses(outputUses(s, *out)); err != nil {
 		return err
 	}
 	if *compare {
