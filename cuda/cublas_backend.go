@@ -35,6 +35,9 @@ func (gh *gemmHooks) prepareGemm(st *opState, op *dag.Op) error {
 	}
 	if gh.gemm == nil {
 		gh.gemm = newGemmer(gh.drv, gh.b.lt)
+		if l := gh.hold.lender; l != nil {
+			gh.gemm.borrow = l.owner.lendWorkspace // shared.go
+		}
 	}
 	if _, err := gh.gemm.prepare(d.gpu, op); err != nil {
 		return err
