@@ -39,6 +39,7 @@ func FuzzParse(f *testing.F) {
 		"buffers: {a: {dtype: bf16, count: 6}, b: {dtype: bf16, count: 12}, c: {dtype: bf16, count: 8}}\nops: [{gemm: {a: a, b: b, c: c, d: c, m: 2, n: 4, k: 3, trans_a: true, trans_b: false, alpha: 0.5, beta: 1, lda: 3, ldb: 4, ldc: 4, batch: 1, stride_a: 6, stride_b: 12, stride_c: 8, tf32: false}}]\n",
 		"buffers: {a: {dtype: f32, count: 6}}\nops: [{gemm: {a: a, b: a, c: a, m: 4294967296, n: -1, k: 0x7fffffff, batch: 9223372036854775807, stride_c: 9223372036854775807, ldc: 1e18}}]\n",
 		"run: {world: 2}\nbuffers: {g: {dtype: f32, count: 8, init: {random: {seed: 3, per_rank: true}}}, s: {dtype: f32, count: 4}}\nops: [{all_reduce: {view: g, op: avg}}, {all_gather: {in: s, out: g}}, {reduce_scatter: {in: g, out: s, op: min}}, {broadcast: {view: g, root: 1}}, {send: {view: s, to: 1}}, {recv: {view: s, from: 0}}]\noutputs: [{buffer: g, save: \"g{rank}.bin\"}]\n",
+		"run: {world: 3}\nbuffers: {s: {dtype: f32, count: 4, init: zeros}, r: {dtype: f32, count: 4}}\nops: [{send: {view: s, to: \"(rank + 1) % world\"}}, {recv: {view: r, from: \"(rank + world - 1) % (world - 3)\"}}, {broadcast: {view: s, root: \"rank * 99999999999 * 99999999999\"}}]\n",
 		"run: {world: 65537}\nbuffers: {g: {size: 16, device: 1, init: {file: \"in{rank}{rank}.bin\"}}}\nops: [{broadcast: {view: g, root: 70000}, device: 2}, {host: save, buffer: g, path: out.bin}]\n",
 		"ops: [{fill: {buffer: " + strings.Repeat("b", 5000) + ", value: 1}}]\nbuffers: {" + strings.Repeat("c", 5000) + ": 16}\n",
 		// 2-D memsets: one that fits, and sizes at the edges.
