@@ -115,7 +115,7 @@ func TestProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	for _, n := range []int{2, 4} {
+	for _, n := range []int{2, 4, 8} {
 		t.Run(fmt.Sprintf("world%d", n), func(t *testing.T) {
 			errs, outs := startRanks(t, n, "script")
 			for r := range n {
@@ -129,13 +129,17 @@ func TestProcessCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	errs, outs := startRanks(t, 3, "crash")
-	for r := range 3 {
-		require.Error(t, errs[r], "rank %d", r)
-		if r == 1 {
-			continue
-		}
-		assert.Contains(t, outs[r], "rank 1 failed", "rank %d", r)
-		assert.Regexp(t, `^after [0-4]\.\d+s`, outs[r], "rank %d fails promptly", r)
+	for _, n := range []int{3, 8} {
+		t.Run(fmt.Sprintf("world%d", n), func(t *testing.T) {
+			errs, outs := startRanks(t, n, "crash")
+			for r := range n {
+				require.Error(t, errs[r], "rank %d", r)
+				if r == 1 {
+					continue
+				}
+				assert.Contains(t, outs[r], "rank 1 failed", "rank %d", r)
+				assert.Regexp(t, `^after [0-4]\.\d+s`, outs[r], "rank %d fails promptly", r)
+			}
+		})
 	}
 }
