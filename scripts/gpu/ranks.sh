@@ -9,11 +9,13 @@
 # OUTDIR (run from the directory that holds .gpu/, as scripts/gpu-check.sh
 # does). NCCL_NVLS_ENABLE=0 as on every run on the shared machine.
 set -uo pipefail
+# shellcheck source=common.bash
+. "$(dirname "$0")/common.bash" # check, same
 out=${1:?usage: ranks.sh OUTDIR}
 mkdir -p "$out"
 dagrun=$(pwd)/.gpu/dagrun
 export NCCL_NVLS_ENABLE=0
-fail=0
+status=0
 if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -lt 2 ] && [ -z "${DAGRUN_REQUIRE_GPUS:-}" ]; then
 	echo "ranks: skipped: $(nvidia-smi -L 2>/dev/null | wc -l) GPU(s) visible; a world of 2 in one process needs 2"
 	exit 0
@@ -40,50 +42,21 @@ outputs:
   - {buffer: h_act, save: "act_{rank}.bin"}
 SPEC
 
-check() { # name command...
-	local name=$1
-	shift
-	if "$@" >"$name.out" 2>"$name.err"; then
-		echo "ok   $name"
-	else
-		echo "FAIL $name (status $?)"
-		cat "$name.err"
-		fail=1
-	fi
-}
-
-# Compares the float32 files of two directories within a relative 1e-6.
-same() { # dirA dirB
-	python3 - "$1" "$2" <<'PY'
-import sys, struct, glob, os
-a, b = sys.argv[1], sys.argv[2]
-bad = 0
-for fa in sorted(glob.glob(os.path.join(a, "*.bin"))):
-    fb = os.path.join(b, os.path.basename(fa))
-    xa = struct.unpack("<%df" % (os.path.getsize(fa) // 4), open(fa, "rb").read())
-    xb = struct.unpack("<%df" % (os.path.getsize(fb) // 4), open(fb, "rb").read())
-    worst = max(abs(p - q) / max(abs(p), abs(q), 1e-30) for p, q in zip(xa, xb))
-    print(f"{os.path.basename(fa)}: worst relative difference {worst:.3g}")
-    bad |= worst > 1e-6
-sys.exit(bad)
-PY
-}
-
 check cpu "$dagrun" run dp.yaml --backend cpu --save-dir cpu
 check cuda-world "$dagrun" run dp.yaml --backend cuda --save-dir world
 check cuda-world-graph "$dagrun" run dp.yaml --backend cuda --graph --repeat 3 --save-dir graph
 DAGRUN_PORT=29611 "$dagrun" run dp.yaml --backend cuda --rank 1 --world 2 --save-dir procs --trace procs/t_{rank}.json >p1.out 2>p1.err &
 check cuda-procs env DAGRUN_PORT=29611 "$dagrun" run dp.yaml --backend cuda --rank 0 --world 2 --save-dir procs --trace procs/t_{rank}.json
-wait $! || { echo "FAIL cuda-procs rank 1"; cat p1.err; fail=1; }
+wait $! || { echo "FAIL cuda-procs rank 1"; cat p1.err; status=1; }
 DAGRUN_PORT=29612 RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 "$dagrun" run dp.yaml --backend cuda --save-dir torch >t1.out 2>t1.err &
 check cuda-torchrun-vars env DAGRUN_PORT=29612 RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 "$dagrun" run dp.yaml --backend cuda --save-dir torch
-wait $! || { echo "FAIL cuda-torchrun-vars rank 1"; cat t1.err; fail=1; }
+wait $! || { echo "FAIL cuda-torchrun-vars rank 1"; cat t1.err; status=1; }
 DAGRUN_PORT=29614 "$dagrun" run dp.yaml --backend cuda --rank 1 --world 2 --graph --repeat 3 --save-dir procs-graph >pg1.out 2>pg1.err &
 check cuda-procs-graph env DAGRUN_PORT=29614 "$dagrun" run dp.yaml --backend cuda --rank 0 --world 2 --graph --repeat 3 --save-dir procs-graph
-wait $! || { echo "FAIL cuda-procs-graph rank 1"; cat pg1.err; fail=1; }
+wait $! || { echo "FAIL cuda-procs-graph rank 1"; cat pg1.err; status=1; }
 DAGRUN_PORT=29615 CUDA_VISIBLE_DEVICES=1 RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 "$dagrun" run dp.yaml --backend cuda --graph --repeat 3 --save-dir visible >v1.out 2>v1.err &
 check cuda-one-visible-gpu-each env DAGRUN_PORT=29615 CUDA_VISIBLE_DEVICES=0 RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 "$dagrun" run dp.yaml --backend cuda --graph --repeat 3 --save-dir visible
-wait $! || { echo "FAIL cuda-one-visible-gpu-each rank 1"; cat v1.err; fail=1; }
+wait $! || { echo "FAIL cuda-one-visible-gpu-each rank 1"; cat v1.err; status=1; }
 for d in world graph procs procs-graph torch visible; do
 	check "same-$d" same cpu "$d"
 done
@@ -118,6 +91,6 @@ if [ "$s0" = 1 ] && [ "$s1" = 1 ] && [ "$took" -lt 60 ] && grep -q 'rank 1 faile
 else
 	echo "FAIL failing-rank: statuses $s0 $s1 after $took s"
 	cat f0.err f1.err
-	fail=1
+	status=1
 fi
-exit $fail
+exit $status

@@ -14,26 +14,14 @@
 #  - a table of each figure over the bound max(compute, comm) of its run.
 # NVLink multicast stays off in every process. Usage: scripts/gpu/tp.sh OUTDIR
 set -uo pipefail
-n=$(nvidia-smi -L 2>/dev/null | wc -l)
-if [ "$n" -lt 2 ]; then
-	echo "tp: skipped: $n GPU(s) visible; the block needs 2"
-	exit 0
-fi
-n=$((n > 8 ? 8 : n))
-out=${1:?usage: scripts/gpu/tp.sh OUTDIR}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-root=$(cd "$(dirname "$0")/../.." && pwd)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export DAGRUN_REQUIRE_GPUS=$n
-export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-dagrun=$root/.gpu/dagrun
-status=0
+# shellcheck source=common.bash
+. "$(dirname "$0")/common.bash"
+multi_gpu tp 2 "${1:-}"
 cd "$out" || exit 1
 
-# same DIR_A DIR_B: the bf16 files agree within 2 units in the last place
+# same_bf16 DIR_A DIR_B: the bf16 files agree within 2 units in the last place
 # (cuBLAS and the CPU sum in other orders; NCCL rounds at every hop).
-same() {
+same_bf16() {
 	python3 - "$1" "$2" <<'PY'
 import sys, glob, os, array, struct
 a, b = sys.argv[1], sys.argv[2]
@@ -52,17 +40,6 @@ print(f"{len(files)} files within bf16's tolerance: {not bad}")
 sys.exit(bad or not files)
 PY
 }
-check() { # name command...
-	local name=$1
-	shift
-	if "$@" >"$name.out" 2>"$name.err"; then
-		echo "ok   $name"
-	else
-		echo "FAIL $name (status $?)"
-		tail -n 5 "$name.err"
-		status=1
-	fi
-}
 for spec in tp_mlp tp_mlp_sp; do
 	cp "$root/.gpu/examples/ranks/$spec.yaml" .
 	check "$spec-cpu" "$dagrun" run $spec.yaml --backend cpu --save-dir "$spec-cpu"
@@ -77,12 +54,11 @@ for spec in tp_mlp tp_mlp_sp; do
 		wait $! || { echo "FAIL $spec-procs-$mode rank 1"; tail -n 3 "$spec-p1.err"; status=1; }
 	done
 	for d in world world-graph procs-eager procs-graph; do
-		check "same-$spec-$d" same "$spec-cpu" "$spec-$d"
+		check "same-$spec-$d" same_bf16 "$spec-cpu" "$spec-$d"
 		tail -n 1 "same-$spec-$d.out"
 	done
 done
 
-bin=$root/.gpu/cuda.test
 if ! (cd "$root/cuda" && timeout 540 "$bin" -test.run '^$' -test.bench 'TPMLP' -test.benchtime "${TP_BENCHTIME:-20x}" -test.count "${COUNT:-3}" -test.timeout 500s) >"$out/bench-tp.log" 2>&1; then
 	echo "FAIL BenchmarkTPMLP (see bench-tp.log)"
 	tail -n 5 "$out/bench-tp.log"
