@@ -32,6 +32,9 @@ type tcpTransport struct {
 	box         *inbox
 	closing     atomic.Bool
 	readers     sync.WaitGroup
+	// relaying counts the failures being passed on: close waits for them,
+	// since the failure, once recorded, may end this rank's process.
+	relaying sync.WaitGroup
 }
 
 type tconn struct {
@@ -86,6 +89,20 @@ func (t *tcpTransport) abort(msg string) {
 	}
 }
 
+// fail records that rank from failed with msg (as seen from rank, which
+// is this one but for a forwarding failure) and, when relay is set, passes
+// it on to every other rank.
+func (t *tcpTransport) fail(rank, from int, msg string, relay bool) {
+	if relay {
+		t.relaying.Add(1)
+		defer t.relaying.Done()
+	}
+	t.box.fail(abortError(rank, from, msg))
+	if relay {
+		t.relayAbort(from, msg)
+	}
+}
+
 // relayAbort, on rank 0, passes rank from's failure on to every other rank.
 func (t *tcpTransport) relayAbort(from int, msg string) {
 	for r, c := range t.conns {
@@ -115,8 +132,7 @@ func (t *tcpTransport) read(peer int) {
 		if err == nil && (h.kind == kindColl || h.kind == kindP2P) && to == t.rank {
 			if err = t.box.put(from, channel(h.kind), payload); err != nil {
 				msg := err.Error()
-				t.relayAbort(from, msg)
-				t.box.fail(abortError(t.rank, from, msg))
+				t.fail(t.rank, from, msg, true)
 				tc.c.Close()
 				return
 			}
@@ -133,12 +149,7 @@ func (t *tcpTransport) read(peer int) {
 			if errors.Is(err, errAuth) {
 				msg = fmt.Sprintf("a frame on its connection failed authentication (%s differs, or the connection was tampered with)", SecretEnv)
 			}
-			// Relay before recording: the failure wakes this rank, which
-			// may exit before a later relay reaches the others.
-			if t.rank == 0 {
-				t.relayAbort(peer, msg)
-			}
-			t.box.fail(abortError(t.rank, peer, msg))
+			t.fail(t.rank, peer, msg, t.rank == 0)
 			tc.c.Close()
 			return
 		}
@@ -147,15 +158,11 @@ func (t *tcpTransport) read(peer int) {
 			if t.rank == 0 && t.conns[to] != nil {
 				if err := t.conns[to].write(h, payload, t.timeout); err != nil {
 					msg := fmt.Sprintf("rank 0 could not pass a message to rank %d on: %v", to, reason(err))
-					t.relayAbort(to, msg)
-					t.box.fail(abortError(0, to, msg))
+					t.fail(0, to, msg, true)
 				}
 			}
 		case kindAbort:
-			if t.rank == 0 {
-				t.relayAbort(from, string(payload))
-			}
-			t.box.fail(abortError(t.rank, from, string(payload)))
+			t.fail(t.rank, from, string(payload), t.rank == 0)
 		case kindBye:
 			tc.bye.Store(true)
 			t.box.leave(from)
@@ -168,6 +175,7 @@ func (t *tcpTransport) read(peer int) {
 // A world that has failed has nothing left to forward: close does not wait
 // then, so that a stalled rank costs one timeout, not a second one here.
 func (t *tcpTransport) close() error {
+	t.relaying.Wait() // each write is bounded by its own timeout
 	t.closing.Store(t.rank != 0)
 	var errs []error
 	if t.rank != 0 {
