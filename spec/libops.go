@@ -256,19 +256,5 @@ func (rd *opReader) peer(n *node, what subject) (int, bool) {
 
 // mentionsRank reports whether s names rank or world as a whole word.
 func mentionsRank(s string) bool {
-	for i := 0; i < len(s); {
-		if !isNameStart(s[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && isNamePart(s[j]) {
-			j++
-		}
-		if w := s[i:j]; w == "rank" || w == "world" {
-			return true
-		}
-		i = j
-	}
-	return false
+	return namesAny(s, func(w string) bool { return w == "rank" || w == "world" })
 }

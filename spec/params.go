@@ -325,9 +325,11 @@ func (ps *paramSet) checkAll(e expr, nonNegative bool) string {
 // mentionsParam reports whether s could be an expression over ps: it
 // names a parameter or holds an operator.
 func mentionsParam(s string, ps *paramSet) bool {
-	if strings.ContainsAny(s, "+*/%()") {
-		return true
-	}
+	return strings.ContainsAny(s, "+*/%()") || namesAny(s, ps.known)
+}
+
+// namesAny reports whether a whole word of s is a name that match accepts.
+func namesAny(s string, match func(string) bool) bool {
 	for i := 0; i < len(s); {
 		if !isNameStart(s[i]) {
 			i++
@@ -337,7 +339,7 @@ func mentionsParam(s string, ps *paramSet) bool {
 		for j < len(s) && isNamePart(s[j]) {
 			j++
 		}
-		if ps.known(s[i:j]) {
+		if match(s[i:j]) {
 			return true
 		}
 		i = j
