@@ -167,7 +167,7 @@ func checkEpilogue(o *Op, fail func(field, hint, format string, a ...any)) {
 		ok = ok || d == dt
 	}
 	if !ok {
-		fail("epilogue", "epilogues apply to f32, f16 and bf16 GEMMs", "epilogue %s on a %s gemm", e, dt)
+		fail("epilogue", "epilogues apply to f32, f16 and bf16 GEMMs", "epilogue %s on a gemm of %s matrices", e, dt)
 		return
 	}
 	bi := s.BiasAccess()

@@ -101,7 +101,7 @@ func TestEpilogueErrors(t *testing.T) {
 		{"f64", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.F64)
 			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiRelu)).Named("g")
-		}, "epilogue", "epilogue relu on a f64 gemm"},
+		}, "epilogue", "epilogue relu on a gemm of f64 matrices"},
 		{"bias dtype", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.BF16)
 			b := bd.Buffer("b", 16, dag.Zeros())

@@ -30,7 +30,7 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 		return nil
 	}
 	views := map[string]dag.View{}
-	for _, k := range []string{"a", "b", "c", "d"} {
+	for _, k := range []string{"a", "b", "c", "d", "bias"} {
 		if v, has := f.get(k); has {
 			view, _, okV := l.view(v, what.and(k), false)
 			ok = ok && okV
@@ -99,6 +99,21 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 	}
 	if dv, has := views["d"]; has {
 		opts = append(opts, dag.Output(dv))
+	}
+	// epilogue: bias_gelu, bias: b1. dag refuses a bias without an
+	// epilogue that adds one, and the reverse, at the bias key.
+	if v, has := f.get("epilogue"); has {
+		name, okE := l.oneOf(v, what.and("epilogue"), epilogues)
+		ok = ok && okE
+		e, _ := dag.ParseEpilogue(name)
+		opts = append(opts, dag.WithEpilogue(e))
+		if _, given := views["bias"]; okE && e.HasBias() && !given {
+			l.errorf(v, "name the vector it adds: bias: VIEW (n elements of the gemm's dtype)", "%s epilogue %s needs a bias", what, e)
+			ok = false
+		}
+	}
+	if bv, has := views["bias"]; has {
+		opts = append(opts, dag.Bias(bv))
 	}
 	if !ok {
 		return nil
