@@ -94,7 +94,7 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 		}
 	}
 	isHost := func(memory int) bool { return memory == device.HostMemory }
-	if err := errors.Join(checkFaultOp(p.Graph, cfg.faults), checkMemory(b, p, isHost)); err != nil { // faults.go, admission.go
+	if err := errors.Join(checkFaultOp(p, cfg.faults), checkMemory(b, p, isHost)); err != nil { // faults.go, admission.go
 		return nil, err
 	}
 	// Host buffers are made while the devices' memory is asked for (a
@@ -126,7 +126,7 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 }
 
 func (s *Session) create(ctx context.Context, cfg config) (err error) {
-	if s.faults, err = newInjector(s.d, s.p.Graph, cfg.faults); err != nil { // faults.go
+	if s.faults, err = newInjector(s.d, s.p, cfg.faults); err != nil { // faults.go
 		return err
 	}
 	if t, ok := s.d.(device.Timer); ok && cfg.timing {

@@ -99,6 +99,7 @@ type (
 		Block  string   `json:"block,omitempty"`
 		Reads  []string `json:"reads,omitempty"`
 		Writes []string `json:"writes,omitempty"`
+		Parts  []string `json:"parts,omitempty"`    // fused ops: Slice.Parts
 		Path   string   `json:"path,omitempty"`     // copies: Slice.Path
 		GBps   float64  `json:"gb_per_s,omitempty"` // copies: achieved bandwidth
 		Iter   *int     `json:"iter,omitempty"`     // ops in a loop's body: Slice.Iter
@@ -239,7 +240,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		l := t.Lanes[s.Lane]
 		dur := micros(s.Dur)
 		ev := chromeEvent{Name: s.Name, Cat: s.Kind.String(), Ph: "X", Ts: micros(s.Start), Dur: &dur, Pid: l.pid(), Tid: l.Stream + 1}
-		args := sliceArgs{Op: s.Name, OpID: s.Op, Run: s.Run, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes, Path: s.Path}
+		args := sliceArgs{Op: s.Name, OpID: s.Op, Run: s.Run, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes, Parts: s.Parts, Path: s.Path}
 		if s.Loop {
 			// Each iteration is a slice of its own: the name tells them apart.
 			ev.Name = fmt.Sprintf("%s #%d", s.Name, s.Iter)
@@ -428,7 +429,7 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 				return nil, rerr
 			}
 			s := Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: start, Dur: dur,
-				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes, Path: a.Path}
+				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes, Parts: a.Parts, Path: a.Path}
 			if a.Holder != nil {
 				s.Holder = *a.Holder
 			}

@@ -213,6 +213,11 @@ func opFailure(s *spec.Spec, err error) *failure {
 		p := problem{File: s.File, Op: oe.Op, Message: "failed: " + oe.Err.Error()}
 		if pos, ok := s.OpPos(oe.Op); ok {
 			p = p.at(pos)
+		} else if gemm, _, fused := strings.Cut(oe.Op, "+"); fused {
+			// A fused op ("fc1+bias1+gelu") is placed at its gemm.
+			if pos, ok := s.OpPos(gemm); ok {
+				p = p.at(pos)
+			}
 		}
 		return &failure{status: exitFailure, errors: []problem{p}}
 	}

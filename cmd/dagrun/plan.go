@@ -62,14 +62,29 @@ func (o *objectiveFlag) Set(v string) error {
 	return nil
 }
 
+// fuseFlag is --fuse: whether the planner fuses ops (planner.Fusion).
+type fuseFlag planner.Fusion
+
+func (f *fuseFlag) String() string { return planner.Fusion(*f).String() }
+
+func (f *fuseFlag) Set(v string) error {
+	fu, err := planner.ParseFusion(v)
+	if err != nil {
+		return errors.New("use auto or none")
+	}
+	*f = fuseFlag(fu)
+	return nil
+}
+
 // layout is what the command line says about placement: --streams N (0:
-// the spec's run.streams), --strategy, --objective and --memory-budget (0:
-// the spec's run.memory.device).
+// the spec's run.streams), --strategy, --objective, --memory-budget (0:
+// the spec's run.memory.device) and --fuse.
 type layout struct {
 	streams      int
 	strategy     planner.Strategy
 	objective    planner.Objective
 	memoryBudget int64
+	fuse         planner.Fusion
 	// poolTemporaries: dagrun run --temporaries pool, planned so that the
 	// pool holds about the planned peak (planner.Options.PoolTemporaries).
 	poolTemporaries bool
@@ -100,7 +115,7 @@ func makePlan(s *spec.Spec, l layout) (*planner.Plan, error) {
 // planOptions are the planner's options for spec s: its run section, with
 // --streams N (when not 0) over its stream budget, and --strategy.
 func planOptions(s *spec.Spec, l layout) planner.Options {
-	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: l.strategy, Objective: l.objective}
+	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: l.strategy, Objective: l.objective, Fuse: l.fuse}
 	if l.streams != 0 {
 		opts.Streams = l.streams
 	}
@@ -165,6 +180,8 @@ func (c *cli) plan(args []string) error {
 	fs.Var(&strategy, "strategy", "")
 	var objective objectiveFlag
 	fs.Var(&objective, "objective", "")
+	var fuse fuseFlag
+	fs.Var(&fuse, "fuse", "")
 	var budget sizeFlag
 	fs.Var(&budget, "memory-budget", "")
 	compare := fs.Bool("compare", false, "")
@@ -191,7 +208,7 @@ func (c *cli) plan(args []string) error {
 	if *compare {
 		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, layout{streams: int(streams)}) })
 	}
-	p, pm, err := c.planPerf(s, layout{streams: int(streams), strategy: planner.Strategy(strategy), objective: planner.Objective(objective), memoryBudget: int64(budget)}, pmf)
+	p, pm, err := c.planPerf(s, layout{streams: int(streams), strategy: planner.Strategy(strategy), objective: planner.Objective(objective), memoryBudget: int64(budget), fuse: planner.Fusion(fuse)}, pmf)
 	if err != nil {
 		return err
 	}

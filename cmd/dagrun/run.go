@@ -20,7 +20,7 @@ import (
 // layout is the placement the flags ask for.
 func (f *runFlags) layout() layout {
 	return layout{streams: int(f.streams), strategy: planner.Strategy(f.strategy), memoryBudget: int64(f.memoryBudget),
-		poolTemporaries: f.temps.value == "pool"}
+		poolTemporaries: f.temps.value == "pool", fuse: planner.Fusion(f.fuse)}
 }
 
 // runFlags are dagrun run's flags.
@@ -29,6 +29,7 @@ type runFlags struct {
 	noPeer       bool // --no-peer: copies between devices through host memory
 	streams      streamsFlag
 	strategy     strategyFlag
+	fuse         fuseFlag // plan.go
 	memoryBudget sizeFlag // --memory-budget: every device's (plan.go)
 	repeat       int
 	graph        bool // every run a replay: graphMode is always
@@ -58,6 +59,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.BoolVar(&f.noPeer, "no-peer", false, "")
 	fs.Var(&f.streams, "streams", "")
 	fs.Var(&f.strategy, "strategy", "")
+	fs.Var(&f.fuse, "fuse", "")
 	fs.Var(&f.memoryBudget, "memory-budget", "")
 	fs.IntVar(&f.repeat, "repeat", 0, "")
 	fs.Var(&f.graphMode, "graph", "")

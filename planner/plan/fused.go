@@ -77,7 +77,7 @@ func (p *Plan) writeFused(w *bufio.Writer) {
 	if len(fused) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "fused               %d %s run %d declared ops\n", len(fused), plural(len(fused), "op", "ops"), len(p.Declared.Ops)-len(p.Graph.Ops)+len(fused))
+	fmt.Fprintf(w, "fused               %d %s %d declared ops\n", len(fused), plural(len(fused), "op runs", "ops run"), len(p.Declared.Ops)-len(p.Graph.Ops)+len(fused))
 	for _, id := range fused {
 		fmt.Fprintf(w, "  %s: %s\n", p.Graph.Ops[id].Name, p.FusedText(id))
 	}
