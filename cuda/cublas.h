@@ -46,6 +46,17 @@ enum {
 	// cublasLtMatmulDescAttributes_t (int32_t values)
 	DR_LT_MATMUL_DESC_TRANSA = 3,
 	DR_LT_MATMUL_DESC_TRANSB = 4,
+	DR_LT_MATMUL_DESC_EPILOGUE = 7,     // uint32_t, a cublasLtEpilogue_t
+	DR_LT_MATMUL_DESC_BIAS_POINTER = 8, // const void*; the bias's type is D's (BIAS_DATA_TYPE left at -1)
+	// cublasLtEpilogue_t (cublasLt.h): the bias is one element per row of
+	// the column-major D, length m, added before the activation; GELU is
+	// the tanh form.
+	DR_LT_EPILOGUE_DEFAULT = 1,
+	DR_LT_EPILOGUE_RELU = 2,
+	DR_LT_EPILOGUE_BIAS = 4,
+	DR_LT_EPILOGUE_RELU_BIAS = 6,
+	DR_LT_EPILOGUE_GELU = 32,
+	DR_LT_EPILOGUE_GELU_BIAS = 36,
 	// cublasLtMatrixLayoutAttribute_t
 	DR_LT_MATRIX_LAYOUT_ORDER = 1,
 	DR_LT_MATRIX_LAYOUT_BATCH_COUNT = 5,          // int32_t
@@ -99,6 +110,10 @@ typedef struct dr_gemm {
 	int f64; // alpha and beta are doubles (f64 GEMMs), else floats
 	double alpha64, beta64;
 	float alpha32, beta32;
+	// With a bias epilogue: the bias pointer desc holds, set again before
+	// a call with another (0 before the first).
+	int hasBias;
+	CUdeviceptr bias;
 } dr_gemm;
 
 // Shape of a GEMM in cuBLASLt's column-major terms.
@@ -112,6 +127,8 @@ typedef struct {
 	int64_t stridex, stridey, stridec;
 	uint32_t alignx, aligny, alignc, alignd;
 	uint64_t maxWorkspace;
+	uint32_t epilogue; // a cublasLtEpilogue_t, DR_LT_EPILOGUE_DEFAULT for none
+	CUdeviceptr bias;  // the bias of a bias epilogue where known at setup, else 0
 } dr_gemm_shape;
 
 // dr_gemm_setup makes g's descriptors for shape s and, when pick is set,
@@ -122,12 +139,13 @@ cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, const
 void dr_gemm_teardown(dr_lt* l, dr_gemm* g);
 cublasStatus_t dr_lt_create(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t* h, CUresult* cu);
 cublasStatus_t dr_lt_destroy(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t h, CUresult* cu);
-// dr_gemm_run enqueues D = alpha op(x) op(y) + beta C on s.
+// dr_gemm_run enqueues D = epilogue(alpha op(x) op(y) + beta C [+ bias])
+// on s; bias is ignored without a bias epilogue.
 cublasStatus_t dr_gemm_run(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc,
-                           CUdeviceptr d, CUstream s, CUresult* cu);
+                           CUdeviceptr d, CUdeviceptr bias, CUstream s, CUresult* cu);
 // dr_gemm_raw enqueues the same call n times, straight from C: the floor of
 // the benchmarks.
 cublasStatus_t dr_gemm_raw(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc,
-                           CUdeviceptr d, CUstream s, int n, CUresult* cu);
+                           CUdeviceptr d, CUdeviceptr bias, CUstream s, int n, CUresult* cu);
 
 #endif

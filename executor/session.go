@@ -46,6 +46,7 @@ const ctxCheckEvery = 256
 // safe for use by several goroutines at once, but several sessions, on one
 // backend or several, may each run from a goroutine of its own.
 type Session struct {
+	b      device.Backend // for what the backend tells of the session (Unfused)
 	d      device.Session
 	p      *planner.Plan
 	timer  device.Timer // nil unless timing was asked for and d can do it
@@ -118,7 +119,7 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	if err := join(ctx, d, cfg.world); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	s := &Session{d: d, p: p, auto: autoCapture{after: cfg.auto}}
+	s := &Session{b: b, d: d, p: p, auto: autoCapture{after: cfg.auto}}
 	if err := s.create(ctx, cfg); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
@@ -417,6 +418,17 @@ func (s *Session) checkBuffer(verb string, b *dag.Buffer) error {
 // offers (its resource counts, say). Calls on it bypass s: use them
 // between runs.
 func (s *Session) Device() device.Session { return s.d }
+
+// Unfused lists the fused ops (a gemm with an epilogue) that the backend
+// runs as a product followed by the builtin kernels of the epilogue,
+// because its library refused the epilogue (device.Unfuser); nil when it
+// runs every epilogue fused, or cannot say.
+func (s *Session) Unfused() []device.Unfused {
+	if u, ok := s.b.(device.Unfuser); ok && s.d != nil {
+		return u.Unfused(s.d)
+	}
+	return nil
+}
 
 // Spans returns when each op of the last Run ran, in the order the ops
 // finished, if the session was opened WithTiming on a backend that

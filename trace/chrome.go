@@ -57,6 +57,8 @@ type (
 		Timing        string `json:"timing,omitempty"`
 		TimingReason  string `json:"timing_reason,omitempty"`
 		TimingDropped uint64 `json:"timing_dropped,omitempty"`
+		// Fused ops the backend ran apart, and why (Figures.Unfused).
+		Unfused []string `json:"unfused,omitempty"`
 		// Replays traced as whole graphs, not op by op: each one's run,
 		// start and duration, and how they were timed.
 		WholeReplays bool                `json:"whole_replays,omitempty"`
@@ -177,7 +179,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		Rank:      t.Rank.chrome(),
 		Generator: generator, SchemaVersion: SchemaVersion, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
-		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
+		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, Unfused: f.Unfused, WholeReplays: f.WholeReplays,
 		Replays: chromeReplays(f.Replays), ReplayTiming: f.ReplayTiming, Runs: f.Runs, Loops: chromeLoops(t.Loops),
 		LoopTails: chromeTails(t.Tails),
 	})
@@ -354,7 +356,7 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 		t.Figures = Figures{Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 			EstMakespan: at(-1, "otherData.est_makespan_us", f.EstMakespanUS, false), EstCriticalPath: at(-1, "otherData.est_critical_path_us", f.EstCriticalPathUS, false),
 			CriticalPath: at(-1, "otherData.critical_path_us", f.CriticalPathUS, false), Estimated: f.Estimated,
-			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
+			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, Unfused: f.Unfused, WholeReplays: f.WholeReplays,
 			ReplayTiming: f.ReplayTiming, Runs: f.Runs}
 		for _, lr := range f.Loops {
 			if lr.Iterations < 0 {

@@ -12,8 +12,10 @@ import (
 	"github.com/dagrun/dagrun/trace"
 )
 
-// A fused op's slices and pictures name it after its parts and list them.
-func TestFusedOpsInTraces(t *testing.T) {
+// fusedPlan plans a gemm, a bias_add and a gelu, which the planner
+// fuses, and a scale after them.
+func fusedPlan(t *testing.T) *planner.Plan {
+	t.Helper()
 	b := dag.New()
 	x := b.Buffer("x", 4*8*4, dag.Zeros())
 	w := b.Buffer("w", 8*16*4, dag.Zeros())
@@ -27,7 +29,12 @@ func TestFusedOpsInTraces(t *testing.T) {
 	require.NoError(t, err)
 	p, err := planner.New(g, planner.Options{})
 	require.NoError(t, err)
+	return p
+}
 
+// A fused op's slices and pictures name it after its parts and list them.
+func TestFusedOpsInTraces(t *testing.T) {
+	p := fusedPlan(t)
 	tr := trace.FromPlan(p, nil)
 	require.Len(t, tr.Slices, 2)
 	byName := map[string]trace.Slice{}
@@ -56,4 +63,19 @@ func TestFusedOpsInTraces(t *testing.T) {
 	buf.Reset()
 	require.NoError(t, trace.PlanDOT(&buf, p))
 	assert.Contains(t, buf.String(), `label="fc1+bias1+gelu\ngemm 4x16x8 +bias_gelu"`)
+}
+
+// The fused ops a backend ran apart are the trace's to say, and stay
+// through a round trip.
+func TestUnfusedInTraces(t *testing.T) {
+	tr := trace.FromPlan(fusedPlan(t), nil)
+	tr.Figures.Unfused = []string{"fc1+gelu: epilogue gelu run as builtin kernels after the gemm: no algorithm"}
+	var buf bytes.Buffer
+	require.NoError(t, tr.WriteChrome(&buf))
+	back, err := trace.ReadChrome(&buf)
+	require.NoError(t, err)
+	assert.Equal(t, tr.Figures.Unfused, back.Figures.Unfused)
+	buf.Reset()
+	require.NoError(t, back.WriteSummary(&buf))
+	assert.Contains(t, buf.String(), "\nunfused               fc1+gelu: epilogue gelu run as builtin kernels after the gemm: no algorithm\n")
 }

@@ -144,6 +144,11 @@ type Figures struct {
 	Timing        string
 	TimingReason  string
 	TimingDropped uint64
+	// Unfused says which fused ops (a gemm with an epilogue) the backend
+	// ran as the product and then the builtin kernels, and why: "fc1+gelu:
+	// epilogue gelu apart: cuBLASLt has no algorithm ...". The caller sets
+	// them (executor.Session.Unfused); WriteChrome keeps them.
+	Unfused []string
 	// WholeReplays says graph replays were traced as whole replays, not
 	// op by op: Replays holds them, and there are no slices of their ops.
 	// Either timing events could not time a replay's ops (each replay then

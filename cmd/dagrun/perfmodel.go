@@ -166,6 +166,7 @@ func timingNote(sess *executor.Session, t *trace.Trace) string {
 	src, why, dropped := sess.TimingSource()
 	if t != nil {
 		t.Figures.Timing, t.Figures.TimingReason, t.Figures.TimingDropped = src, why, dropped
+		t.Figures.Unfused = unfusedNotes(sess)
 	}
 	if src == "" {
 		return ""
@@ -175,6 +176,15 @@ func timingNote(sess *executor.Session, t *trace.Trace) string {
 		s += fmt.Sprintf("; %d activity records dropped, their ops' spans are missing", dropped)
 	}
 	return s
+}
+
+// unfusedNotes say which fused ops the backend ran apart, and why.
+func unfusedNotes(sess *executor.Session) []string {
+	var out []string
+	for _, u := range sess.Unfused() {
+		out = append(out, fmt.Sprintf("%s: epilogue %s run as builtin kernels after the gemm: %s", u.Op, u.Epilogue, u.Why))
+	}
+	return out
 }
 
 // runMode is the planner's mode for a run: a replay with --graph.

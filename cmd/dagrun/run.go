@@ -214,6 +214,9 @@ func (c *cli) run(args []string) error {
 		report.TracedRuns = rep.TracedRuns()
 	}
 	note := timingNote(rn.Session(0), nil)
+	for _, u := range unfusedNotes(rn.Session(0)) {
+		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", u)
+	}
 	if pm != nil {
 		report.Makespan = makespanOf(p, pm.Model, report.Graph, pm.Eager())
 		// Replays traced op by op ran slower than they do untraced (CUPTI's
