@@ -80,7 +80,7 @@ func (gh *gemmHooks) prepareUnfused(d *sessDevice, r *gemmRec, op *dag.Op) error
 	dt := op.Access[dag.GemmA].Buf.DType
 	l := s.LayoutC()
 	if l.LD != s.N || s.Batch > 1 && l.Stride != s.M*s.N {
-		return fmt.Errorf("cuBLASLt cannot apply epilogue %s here (%s), and the builtin kernels cannot skip the gaps of an output with ldc %d or stride_c %d",
+		return fmt.Errorf("epilogue %s must run apart from the product (%s), and the builtin kernels cannot skip the gaps of an output with ldc %d or stride_c %d",
 			s.Epilogue, r.unfused, l.LD, l.Stride)
 	}
 	n := s.Batch * s.M * s.N
