@@ -7,19 +7,19 @@ import (
 
 // Epilogue is what a GEMM does to each element of its result before it is
 // stored, as cuBLASLt's epilogues do: add a bias vector broadcast over the
-// rows, apply an activation, or both (bias first). The arithmetic is in
-// f32 for f32, f16 and bf16 GEMMs, on alpha op(A) op(B) + beta C, and the
-// result is rounded to the output's dtype once, after the epilogue.
+// rows, apply an activation, or both (bias first). It works on t = alpha
+// op(A) op(B) + beta C, in f32 for f32, f16 and bf16 GEMMs, and the
+// result d is rounded to the output's dtype once, after the epilogue.
 type Epilogue uint8
 
 const (
-	NoEpilogue   Epilogue = iota
-	EpiBias               // d[r, c] = t[r, c] + bias[c]
-	EpiGelu               // d = gelu(t), tanh form, as the builtin gelu
-	EpiRelu               // d = max(t, 0), NaN kept, as the builtin relu
-	EpiBiasGelu           // d = gelu(t + bias[c])
-	EpiBiasRelu           // d = relu(t + bias[c])
-	numEpilogues          // keep last
+	NoEpilogue   Epilogue = iota // d = t: the product stored as it is
+	EpiBias                      // d[r, c] = t[r, c] + bias[c]
+	EpiGelu                      // d = gelu(t), tanh form, as the builtin gelu
+	EpiRelu                      // d = max(t, 0), NaN kept, as the builtin relu
+	EpiBiasGelu                  // d = gelu(t + bias[c])
+	EpiBiasRelu                  // d = relu(t + bias[c])
+	numEpilogues                 // keep last
 )
 
 var epilogueNames = [numEpilogues]string{"none", "bias", "gelu", "relu", "bias_gelu", "bias_relu"}

@@ -1,8 +1,11 @@
 // Package planner schedules a dag.Graph onto streams.
 //
 // New runs a pipeline of named passes (Pass), each stating what it may
-// change (Scope): the rewrites of Options.Rewrites, which change the
-// graph; bodies, which plans the bodies of loops and branches as plans of
+// change (Scope): fuse (unless Options.Fuse says none), which makes a
+// gemm and the bias_add, gelu and relu launches that only finish its
+// output one gemm with an epilogue, and the rewrites of Options.Rewrites,
+// which change the graph too (a plan of a changed graph keeps the
+// declared one and each op's parts: Plan.Declared, Plan.Parts); bodies, which plans the bodies of loops and branches as plans of
 // their own; order, place and events, once per candidate plan; memory,
 // which packs temporaries into arenas and meets Options.MemoryBudget; and
 // verify, when Options.Verify asks. The Objective (Options.Objective:
