@@ -3,6 +3,7 @@ package plan
 import (
 	"bufio"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
@@ -37,6 +38,28 @@ func (p *Plan) PartsOf(id int) []*dag.Op {
 		}
 	}
 	return out
+}
+
+// Running returns the op of the plan's graph that runs op, an op of the
+// graph as declared: op itself where nothing rewrote the graph, the fused
+// op op became part of, or the copy of op the rewrite numbered anew. It is
+// nil for an op of neither graph.
+func (p *Plan) Running(op *dag.Op) *dag.Op {
+	if op == nil || p.Graph == nil {
+		return nil
+	}
+	if op.ID >= 0 && op.ID < len(p.Graph.Ops) && p.Graph.Ops[op.ID] == op {
+		return op
+	}
+	if p.Declared == nil || op.ID < 0 || op.ID >= len(p.Declared.Ops) || p.Declared.Ops[op.ID] != op {
+		return nil
+	}
+	for i, parts := range p.Parts {
+		if i < len(p.Graph.Ops) && slices.Contains(parts, int32(op.ID)) {
+			return p.Graph.Ops[i]
+		}
+	}
+	return nil
 }
 
 // FusedText says what fused op id is made of, for people: "gemm fc1,
