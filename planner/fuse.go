@@ -106,7 +106,7 @@ func findFusions(g *dag.Graph) ([]fusion, []miss) {
 	var groups []fusion
 	var misses []miss
 	for i, op := range g.Ops {
-		if op == nil || op.Kind != dag.Gemm || dag.CheckGemmViews(op) != nil {
+		if op == nil || op.Kind != dag.Gemm || !buffersNamed(op) || dag.CheckGemmViews(op) != nil {
 			continue
 		}
 		out, ok := denseOutput(op)
@@ -139,6 +139,17 @@ func findFusions(g *dag.Graph) ([]fusion, []miss) {
 		}
 	}
 	return groups, misses
+}
+
+// buffersNamed reports whether every access of op names a buffer, as
+// those of a graph Build made do.
+func buffersNamed(op *dag.Op) bool {
+	for _, a := range op.Access {
+		if a.Buf == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // notACandidate is fusesInto's reason for an op that is no builtin a gemm
@@ -194,8 +205,11 @@ func denseOutput(op *dag.Op) (dag.View, bool) {
 func fusesInto(g *dag.Graph, f *fusion, id int32, out dag.View) (dag.Epilogue, dag.View, string) {
 	op := g.Ops[id]
 	gemm := g.Ops[f.parts[0]]
-	k := op.Kernel()
-	if op.Kind != dag.Launch || k == nil || k.Source != dag.Builtin || op.Launch == nil {
+	if op.Kind != dag.Launch || op.Launch == nil || op.Launch.Kernel == nil || !buffersNamed(op) {
+		return 0, dag.View{}, notACandidate
+	}
+	k := op.Launch.Kernel
+	if k.Source != dag.Builtin || k.ElemDType() != out.Buf.DType { // the variant Build picks for the buffers
 		return 0, dag.View{}, notACandidate
 	}
 	base := k.Base()

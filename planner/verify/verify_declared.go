@@ -39,6 +39,14 @@ func checkDeclared(p *plan.Plan) error {
 			return malformed("buffer %d of the planned graph is not the declared graph's", i)
 		}
 	}
+	// The declared graph's ops, buffers and views are well formed, as the
+	// planned graph's are by now.
+	if _, err := newVerifier(&plan.Plan{Graph: d, OpStream: make([]int32, len(d.Ops))}); err != nil {
+		if ve, ok := err.(*Error); ok {
+			return &Error{Kind: ve.Kind, Ops: ve.Ops, Msg: "the graph as declared: " + ve.Msg}
+		}
+		return err
+	}
 	whole := make([]int32, len(d.Ops)) // the plan's op that runs each declared op, +1
 	for i, parts := range p.Parts {
 		if len(parts) == 0 {
