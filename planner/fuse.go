@@ -102,6 +102,9 @@ type miss struct{ op, why string }
 // where they were. The next op to use the output after it may fuse too,
 // while the epilogue stays one cuBLASLt has: a bias, then an activation.
 func findFusions(g *dag.Graph) ([]fusion, []miss) {
+	if !slices.ContainsFunc(g.Ops, func(op *dag.Op) bool { return op != nil && op.Kind == dag.Gemm }) {
+		return nil, nil // the common case of graphs without GEMMs costs one scan
+	}
 	users := dependents(g)
 	var groups []fusion
 	var misses []miss
