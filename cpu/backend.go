@@ -83,11 +83,18 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	if g == nil {
 		return nil, errors.New("cpu: Open: no graph")
 	}
+	return b.open(ctx, g, nil, nil)
+}
+
+// open opens a session for g whose buffers are lent[i] where that is not
+// nil (OpenShared: another session's memory), else made here, and whose
+// temporaries are in a, when a is not nil.
+func (b *Backend) open(ctx context.Context, g *dag.Graph, lent [][]byte, a *arenas) (*Session, error) {
 	kernels, err := prepare(g)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPersistent(g); err != nil {
+	if err := checkPersistent(g, lent); err != nil {
 		return nil, err
 	}
 	mem := make([][]byte, len(g.Buffers))
@@ -95,7 +102,10 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cpu: Open: %w", err)
 		}
-		if !buf.Temporary {
+		switch {
+		case i < len(lent) && lent[i] != nil:
+			mem[i] = lent[i]
+		case !buf.Temporary:
 			if mem[i], err = makeBuffer(buf); err != nil {
 				return nil, fmt.Errorf("cpu: Open: %w", err)
 			}
@@ -111,6 +121,7 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 		cfg.workers = runtime.GOMAXPROCS(0)
 	}
 	s := newSession(b, cfg, g, mem, kernels)
+	s.memory.arenas = a
 	s.sched.workers.Add(cfg.workers)
 	for range cfg.workers {
 		go s.sched.work(&worker{})

@@ -18,9 +18,9 @@ func chains(n, length int, kernel *dag.Kernel, args ...any) *dag.Graph {
 	for c := range n {
 		var prev *dag.Op
 		for i := range length {
-			op := b.Launch(kernel, dag.Grid1(1), dag.Grid1(1), args...).Named(fmt.Sprintf("c%d.%d", c, i))
+			op := b.Launch(kernel, dag.Grid1(1), dag.Grid1(1), args...).With(dag.Name(fmt.Sprintf("c%d.%d", c, i)))
 			if prev != nil {
-				op.After(prev)
+				op.With(dag.After(prev))
 			}
 			prev = op
 		}
@@ -50,7 +50,7 @@ func BenchmarkEager(b *testing.B) {
 
 func benchEager(b *testing.B, g *dag.Graph, streams int, tracing bool) {
 	const ops = 800
-	p, err := planner.New(g, planner.Options{Streams: streams})
+	p, err := planner.New(g, planner.Streams(streams))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func hostWorkLoop(t *testing.T) (g *dag.Graph, x *dag.Buffer, passes *int) {
 			return nil
 		}, dag.In(h.All()), dag.Out(hflag.All()))
 		body.Copy(flag.All(), hflag.All())
-	}).Control.Max = 10
+	}, dag.AtMost(10))
 	g, err := b.Build()
 	require.NoError(t, err)
 	return g, x, passes
@@ -50,7 +50,7 @@ func hostWorkLoop(t *testing.T) (g *dag.Graph, x *dag.Buffer, passes *int) {
 // from host memory in a loop's body, eagerly and replayed.
 func TestLoopBodyHostWork(t *testing.T) {
 	g, x, passes := hostWorkLoop(t)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, cpu.New(), p)

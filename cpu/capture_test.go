@@ -20,8 +20,8 @@ func TestCaptureProtocol(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x = b.Buffer("x", 16, dag.OnDevice(0), dag.Value(1))
 		y = b.Buffer("y", 16, dag.OnDevice(0), dag.Value(0))
-		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 2.0).Named("double")
-		b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(4), y, x, 1.0).Named("accumulate")
+		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 2.0, dag.Name("double"))
+		b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(4), y, x, 1.0, dag.Name("accumulate"))
 	})
 	be := openSession(t, cpu.New(), g)
 	require.NoError(t, be.NewStream(0, dag.Normal))

@@ -31,8 +31,8 @@ func halving(n, max int) func(b *dag.Builder) {
 				body.Launch(dag.Scale, dag.Grid1(1), dag.Threads(256), x.Slice(q*loopElems, loopElems), 0.5)
 			}
 			c.Step(body)
-		}, dag.AtMost(int64(max))).Named("halve")
-		b.Copy(y.All(), x.All()).Named("after")
+		}, dag.AtMost(int64(max)), dag.Name("halve"))
+		b.Copy(y.All(), x.All(), dag.Name("after"))
 	}
 }
 
@@ -98,7 +98,7 @@ func TestIfElse(t *testing.T) {
 				then.Fill(x.All(), 7)
 			}, func(els *dag.Builder) {
 				els.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 3.0)
-			}).Named("pick")
+			}, dag.Name("pick"))
 		})
 		out := execute(t, plan(t, g, 4))
 		want := float32(3)
@@ -123,7 +123,7 @@ func TestNestedLoops(t *testing.T) {
 			ob.While(inner.Flag.All(), func(ib *dag.Builder) {
 				ib.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0)
 				inner.Step(ib)
-			}, dag.AtMost(10)).Named("inner_loop")
+			}, dag.AtMost(10), dag.Name("inner_loop"))
 			ob.If(inner.Flag.All(), func(then *dag.Builder) {
 				then.Fill(hits.All(), -1)
 			}, func(els *dag.Builder) {
@@ -131,7 +131,7 @@ func TestNestedLoops(t *testing.T) {
 				els.Fill(hits.Slice(0, 4), 1)
 			})
 			outer.Step(ob)
-		}, dag.AtMost(10)).Named("outer_loop")
+		}, dag.AtMost(10), dag.Name("outer_loop"))
 	})
 	p := plan(t, g, 4)
 	out := execute(t, p)
@@ -220,7 +220,7 @@ func TestLoopChaosAndClose(t *testing.T) {
 		b.While(c.Flag.All(), func(body *dag.Builder) {
 			body.Launch(dag.Spin, dag.Grid1(1), dag.Threads(1), 200.0)
 			c.Step(body)
-		}).Named("slow")
+		}, dag.Name("slow"))
 	})
 	s2, err := executor.Open(context.Background(), cpu.New(), plan(t, slow, 2))
 	require.NoError(t, err)

@@ -237,9 +237,9 @@ func TestOpErrorNamesTheOp(t *testing.T) {
 			ran = nil
 			g := build(t, func(b *dag.Builder) {
 				h := b.Buffer("h", 4, dag.PinnedHost(), dag.Zeros())
-				b.Host(note("first"), dag.InOut(h.All())).Named("first")
-				b.Host(tt.fn, dag.InOut(h.All())).Named("boom")
-				b.Host(note("after"), dag.InOut(h.All())).Named("after")
+				b.Host(note("first"), dag.InOut(h.All()), dag.Name("first"))
+				b.Host(tt.fn, dag.InOut(h.All()), dag.Name("boom"))
+				b.Host(note("after"), dag.InOut(h.All()), dag.Name("after"))
 			})
 			s, err := executor.Open(context.Background(), cpu.New(), plan(t, g, 2))
 			require.NoError(t, err)
@@ -262,13 +262,13 @@ func TestCancel(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 4, dag.Zeros())
 		h := b.Buffer("h", 4, dag.PinnedHost(), dag.Zeros())
-		spin := b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 10e6).Named("spin")
-		b.Fill(x.All(), 1).After(spin)
+		spin := b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 10e6, dag.Name("spin"))
+		b.Fill(x.All(), 1, dag.After(spin))
 		b.Host(func(ctx context.Context, _ [][]byte) error {
 			<-ctx.Done() // a host step that runs until it is told to stop
 			return ctx.Err()
-		}, dag.InOut(h.All())).Named("hang")
-		b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 10e6).Named("spin2").WithPriority(dag.High)
+		}, dag.InOut(h.All()), dag.Name("hang"))
+		b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 10e6, dag.Name("spin2"), dag.High)
 	})
 	p := handPlan(t, g, 3, func(op *dag.Op) int { return op.ID % 3 })
 	s, err := executor.Open(context.Background(), cpu.New(cpu.Workers(2)), p)
@@ -374,7 +374,7 @@ func TestPriorities(t *testing.T) {
 			defer mu.Unlock()
 			order = append(order, name)
 			return nil
-		}, dag.InOut(h.All())).Named(name)
+		}, dag.InOut(h.All()), dag.Name(name))
 	}
 	ops := map[string]*dag.Op{}
 	g := build(t, func(b *dag.Builder) {
@@ -421,10 +421,10 @@ func TestUnallocatedTemporary(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		tmp := b.Buffer("tmp", 8, dag.Temporary())
 		out := b.Buffer("out", 8, dag.Zeros())
-		alloc = b.Alloc(tmp).Named("alloc")
-		fill = b.Fill(tmp.All(), 1).Named("fill")
-		cp = b.Copy(out.All(), tmp.All()).Named("copy")
-		free = b.Free(tmp).Named("free")
+		alloc = b.Alloc(tmp, dag.Name("alloc"))
+		fill = b.Fill(tmp.All(), 1, dag.Name("fill"))
+		cp = b.Copy(out.All(), tmp.All(), dag.Name("copy"))
+		free = b.Free(tmp, dag.Name("free"))
 	})
 	tests := []struct {
 		name   string
@@ -472,11 +472,11 @@ func TestEventsAcrossRuns(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 			produced++
 			return nil
-		}, dag.InOut(h.All())).Named("produce")
+		}, dag.InOut(h.All()), dag.Name("produce"))
 		b.Host(func(context.Context, [][]byte) error {
 			seen = append(seen, produced)
 			return nil
-		}, dag.In(h.All())).Named("consume")
+		}, dag.In(h.All()), dag.Name("consume"))
 	})
 	bk := openSession(t, cpu.New(cpu.Workers(2)), g)
 	require.NoError(t, bk.NewStream(0, dag.Normal))
@@ -575,7 +575,7 @@ func TestCloseWhileRunning(t *testing.T) {
 	before := runtime.NumGoroutine()
 	g := build(t, func(b *dag.Builder) {
 		for i := range 4 {
-			b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 10e6).Named(fmt.Sprint("spin", i))
+			b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 10e6, dag.Name(fmt.Sprint("spin", i)))
 		}
 	})
 	b, err := cpu.New().OpenSession(context.Background(), g)

@@ -54,7 +54,7 @@ func TestGemmEpilogues(t *testing.T) {
 					ldc := max(lay.ldc, n)
 					na, nb, nc := batch*m*k, batch*k*n, batch*m*ldc
 					av, bv, cv, biasv := randomValues(r, na), randomValues(r, nb), randomValues(r, nc), randomValues(r, n)
-					opts := []dag.GemmOption{dag.Alpha(lay.alpha), dag.Beta(lay.beta), dag.LeadingDims(0, 0, lay.ldc),
+					opts := []dag.OpOption{dag.Alpha(lay.alpha), dag.Beta(lay.beta), dag.LeadingDims(0, 0, lay.ldc),
 						dag.Batched(batch, 0, 0, 0), dag.WithEpilogue(e)}
 					g := build(t, func(bd *dag.Builder) {
 						a := bd.Buffer("a", na*dt.Size(), dag.Of(dt), dag.Contents(encode(dt, av)))
@@ -68,7 +68,7 @@ func TestGemmEpilogues(t *testing.T) {
 							d := bd.Buffer("d", nc*dt.Size(), dag.Of(dt), dag.Value(7))
 							opts = append(opts, dag.Output(d.All()))
 						}
-						bd.Gemm(c.All(), a.All(), b.All(), dag.GemmShape{M: m, N: n, K: k}, opts...).Named("mm")
+						bd.Gemm(c.All(), a.All(), b.All(), dag.GemmShape{M: m, N: n, K: k}, opts...).With(dag.Name("mm"))
 					})
 					out := execute(t, plan(t, g, 1))
 					s := g.Ops[0].Gemm

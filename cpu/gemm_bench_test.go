@@ -45,7 +45,7 @@ func BenchmarkGemm(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				p, err := planner.New(g, planner.Options{})
+				p, err := planner.New(g)
 				if err != nil {
 					b.Fatal(err)
 				}

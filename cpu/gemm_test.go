@@ -132,7 +132,7 @@ func TestGemmMatchesNaiveProduct(t *testing.T) {
 						strideC := m*ldc + lay.stridePadC
 						na, nb, nc := batch*la.Rows*lda, batch*lb.Rows*ldb, (batch-1)*strideC+(m-1)*ldc+n
 						av, bv, cv := randomValues(r, na), randomValues(r, nb), randomValues(r, nc)
-						opts := []dag.GemmOption{dag.Alpha(lay.alpha), dag.Beta(lay.beta),
+						opts := []dag.OpOption{dag.Alpha(lay.alpha), dag.Beta(lay.beta),
 							dag.LeadingDims(lay.ld[0], lay.ld[1], lay.ld[2]), dag.Batched(batch, 0, 0, strideC)}
 						if tA {
 							opts = append(opts, dag.TransA())
@@ -149,7 +149,7 @@ func TestGemmMatchesNaiveProduct(t *testing.T) {
 								d := bd.Buffer("d", nc*dt.Size(), dag.Of(dt), dag.Value(7))
 								opts = append(opts, dag.Output(d.All()))
 							}
-							bd.Gemm(c.All(), a.All(), b.All(), dag.GemmShape{M: m, N: n, K: k}, opts...).Named("mm")
+							bd.Gemm(c.All(), a.All(), b.All(), dag.GemmShape{M: m, N: n, K: k}, opts...).With(dag.Name("mm"))
 						})
 						out := execute(t, plan(t, g, 1))
 						s := g.Ops[0].Gemm

@@ -45,7 +45,7 @@ func build(t testing.TB, declare func(b *dag.Builder)) *dag.Graph {
 
 func plan(t testing.TB, g *dag.Graph, streams int) *planner.Plan {
 	t.Helper()
-	p, err := planner.New(g, planner.Options{Streams: streams})
+	p, err := planner.New(g, planner.Streams(streams))
 	require.NoError(t, err)
 	return p
 }

@@ -21,7 +21,7 @@ func countdown(n int) func(b *dag.Builder) {
 		b.While(flag.All(), func(body *dag.Builder) {
 			body.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), c, one, -1)
 			body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), flag, c, 0.5)
-		}).Named("count")
+		}, dag.Name("count"))
 	}
 }
 

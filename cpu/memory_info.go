@@ -74,12 +74,13 @@ func checkHostAlloc(name string, size int64) error {
 }
 
 // checkPersistent refuses a graph whose persistent buffers together need
-// more host memory than is free, naming the largest.
-func checkPersistent(g *dag.Graph) error {
+// more host memory than is free, naming the largest; those lent by
+// another session (lent[i] not nil) need none.
+func checkPersistent(g *dag.Graph, lent [][]byte) error {
 	var sum int64
 	var largest *dag.Buffer
-	for _, buf := range g.Buffers {
-		if buf == nil || buf.Temporary {
+	for i, buf := range g.Buffers {
+		if buf == nil || buf.Temporary || i < len(lent) && lent[i] != nil {
 			continue
 		}
 		if err := checkHostAlloc(buf.Name, buf.Size); err != nil {

@@ -31,7 +31,11 @@ func examplePlans(t testing.TB) map[string]*planner.Plan {
 	for _, f := range files {
 		s, err := spec.Load(f)
 		require.NoError(t, err)
-		p, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams})
+		opts := []planner.Option{planner.Streams(s.Run.Streams)}
+		if s.Run.SharedCopyStreams {
+			opts = append(opts, planner.SharedCopyStreams())
+		}
+		p, err := planner.New(s.Graph, opts...)
 		require.NoError(t, err)
 		plans[filepath.Base(f)] = p
 	}

@@ -8,28 +8,30 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// taskImpl runs a stream task's CPU twin (dag.TaskSpec.CPU) over slices
-// that alias the task's views, on the stream's worker like any op; a
-// capture holds the op, so every replay runs the twin again. Without a
-// twin the session refuses the graph at Open, naming the task.
+// taskImpl calls a stream task's own function with the host's stream: a
+// dag.TaskStream whose Host is set and whose Mem aliases the task's views,
+// on the stream's worker like any op; a capture holds the op, so every
+// replay calls the function again. A task that does not say it runs on
+// the CPU (dag.RunsOnCPU) has a function that can only enqueue on a GPU,
+// and the session refuses the graph at Open, naming the task.
 var taskImpl = kindImpl{
 	check: func(op *dag.Op) string {
-		if op.Task == nil || op.Task.CPU == nil {
-			return "stream task has no CPU twin: give it one with WithCPU to run it on the cpu backend, or run the plan on cuda"
+		if op.Task == nil || op.Task.Func == nil || !op.Task.OnCPU {
+			return "stream task does not run on the CPU: give it dag.RunsOnCPU() where its function does the work on TaskStream.Mem, or run the plan on cuda"
 		}
 		return ""
 	},
 	exec: func(ctx context.Context, _ *atomic.Bool, op *dag.Op, _ kernelFunc, mem [][]byte) ([]byte, error) {
-		return nil, twin(ctx, op.Task.CPU, mem)
+		return nil, callTask(ctx, op.Task.Func, dag.TaskStream{Device: op.Device, Host: true, Mem: mem})
 	},
 }
 
-// twin runs a task's CPU twin, turning a panic in it into an error.
-func twin(ctx context.Context, f dag.HostFunc, mem [][]byte) (err error) {
+// callTask calls a task's function, turning a panic in it into an error.
+func callTask(ctx context.Context, f dag.TaskFunc, on dag.TaskStream) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("stream task's CPU twin panicked: %v", p)
+			err = fmt.Errorf("stream task panicked: %v", p)
 		}
 	}()
-	return f(ctx, mem)
+	return f(ctx, on)
 }

@@ -15,38 +15,42 @@ import (
 	"github.com/dagrun/dagrun/executor"
 )
 
-func enqueueNothing(context.Context, dag.TaskStream) error { return nil }
-
-// double is the twin of a task that writes 2*x into y.
-func double(_ context.Context, mem [][]byte) error {
-	in, out := f32s(mem[0]), make([]float32, len(mem[0])/4)
+// double is a task that writes 2*x into y: on the host's stream it does
+// the work itself, on the views' bytes.
+func double(_ context.Context, on dag.TaskStream) error {
+	if !on.Host {
+		return errors.New("double runs on the host only")
+	}
+	in, out := f32s(on.Mem[0]), make([]float32, len(on.Mem[0])/4)
 	for i, v := range in {
 		out[i] = 2 * v
 	}
-	copy(mem[1], f32Bytes(out...))
+	copy(on.Mem[1], f32Bytes(out...))
 	return nil
 }
 
-func TestTaskTwin(t *testing.T) {
+// TestTaskRunsItsFunction: the cpu backend calls a task's own function,
+// with the host's stream and the bytes of its views.
+func TestTaskRunsItsFunction(t *testing.T) {
 	boom := errors.New("boom")
 	tests := []struct {
 		name    string
-		twin    dag.HostFunc
+		fn      dag.TaskFunc
 		want    []float32
 		wantErr string
 	}{
-		{name: "twin runs over the views", twin: double, want: []float32{2, 4, 6, 8}},
-		{name: "error names the task", twin: func(context.Context, [][]byte) error { return boom }, wantErr: `op "double": boom`},
-		{name: "panic is an error", twin: func(context.Context, [][]byte) error { panic("bad") }, wantErr: "CPU twin panicked: bad"},
+		{name: "the function runs over the views", fn: double, want: []float32{2, 4, 6, 8}},
+		{name: "error names the task", fn: func(context.Context, dag.TaskStream) error { return boom }, wantErr: `op "double": boom`},
+		{name: "panic is an error", fn: func(context.Context, dag.TaskStream) error { panic("bad") }, wantErr: "stream task panicked: bad"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := build(t, func(b *dag.Builder) {
 				x := b.Buffer("x", 16, dag.OnDevice(0), dag.Contents(f32Bytes(1, 2, 3, 4)))
 				y := b.Buffer("y", 16, dag.OnDevice(0), dag.Zeros())
-				// A view inside y: the twin's slices alias the views, not the buffers.
-				b.Task("double", enqueueNothing, dag.In(x.Slice(0, 8)), dag.Out(y.Slice(8, 8))).WithCPU(tt.twin)
-				b.Task("tail", enqueueNothing, dag.In(x.Slice(8, 8)), dag.Out(y.Slice(0, 8))).WithCPU(double)
+				// A view inside y: the slices alias the views, not the buffers.
+				b.Task(tt.fn, dag.In(x.Slice(0, 8)), dag.Out(y.Slice(8, 8)), dag.Name("double"), dag.RunsOnCPU())
+				b.Task(double, dag.In(x.Slice(8, 8)), dag.Out(y.Slice(0, 8)), dag.Name("tail"), dag.RunsOnCPU())
 			})
 			out, err := executor.Execute(context.Background(), cpu.New(), plan(t, g, 2))
 			if tt.wantErr != "" {
@@ -66,29 +70,55 @@ func TestTaskTwin(t *testing.T) {
 	}
 }
 
-func TestTaskWithoutTwinIsRefused(t *testing.T) {
+// TestTaskStreamOnCPU: what the function gets on the cpu backend: the
+// host's stream, no handle or device addresses, the op's device, and one
+// slice per view of the view's size.
+func TestTaskStreamOnCPU(t *testing.T) {
+	var got dag.TaskStream
+	var sizes []int
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 16, dag.OnDevice(0), dag.Zeros())
-		b.Task("library call", enqueueNothing, dag.Out(x.All()))
+		y := b.Buffer("y", 8, dag.OnDevice(0), dag.Zeros())
+		b.Task(func(_ context.Context, on dag.TaskStream) error {
+			got = on
+			for _, m := range on.Mem { // the slices are not the task's to keep
+				sizes = append(sizes, len(m))
+			}
+			return nil
+		}, dag.In(x.Slice(4, 12)), dag.Out(y.All()), dag.RunsOnCPU())
+	})
+	_, err := executor.Execute(context.Background(), cpu.New(), plan(t, g, 1))
+	require.NoError(t, err)
+	assert.True(t, got.Host)
+	assert.Zero(t, got.Handle)
+	assert.Nil(t, got.Addrs)
+	assert.Equal(t, 0, got.Device)
+	assert.Equal(t, []int{12, 8}, sizes)
+}
+
+func TestTaskNotOnCPUIsRefused(t *testing.T) {
+	g := build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 16, dag.OnDevice(0), dag.Zeros())
+		b.Task(func(context.Context, dag.TaskStream) error { return nil }, dag.Out(x.All()), dag.Name("library call"))
 	})
 	_, err := cpu.New().Open(context.Background(), g)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `op "library call"`)
-	assert.Contains(t, err.Error(), "no CPU twin")
+	assert.Contains(t, err.Error(), "dag.RunsOnCPU()")
 }
 
-// A captured graph runs the twin at every replay, as a CUDA replay
+// A captured graph calls the function at every replay, as a CUDA replay
 // repeats the work the task enqueued.
-func TestTaskTwinReplays(t *testing.T) {
+func TestTaskReplays(t *testing.T) {
 	var calls atomic.Int32
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
-		b.Task("grow", enqueueNothing, dag.InOut(x.All())).WithCPU(func(_ context.Context, mem [][]byte) error {
+		b.Task(func(_ context.Context, on dag.TaskStream) error {
 			calls.Add(1)
-			v := f32s(mem[0])
-			copy(mem[0], f32Bytes(v[0]+1))
+			v := f32s(on.Mem[0])
+			copy(on.Mem[0], f32Bytes(v[0]+1))
 			return nil
-		})
+		}, dag.InOut(x.All()), dag.Name("grow"), dag.RunsOnCPU())
 	})
 	ctx := context.Background()
 	s, err := executor.Open(ctx, cpu.New(), plan(t, g, 1))
@@ -106,13 +136,13 @@ func TestTaskTwinReplays(t *testing.T) {
 	assert.Equal(t, []float32{4}, f32s(data))
 }
 
-// Rebind: the twin of the recaptured graph works on the new buffer.
-func TestTaskTwinRebind(t *testing.T) {
+// Rebind: the function of the recaptured graph works on the new buffer.
+func TestTaskRebind(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 16, dag.OnDevice(0), dag.Contents(f32Bytes(1, 2, 3, 4)))
 		b.Buffer("x2", 16, dag.OnDevice(0), dag.Contents(f32Bytes(5, 6, 7, 8)))
 		y := b.Buffer("y", 16, dag.OnDevice(0), dag.Zeros())
-		b.Task("double", enqueueNothing, dag.In(x.All()), dag.Out(y.All())).WithCPU(double)
+		b.Task(double, dag.In(x.All()), dag.Out(y.All()), dag.Name("double"), dag.RunsOnCPU())
 	})
 	x, x2, y := g.Buffers[0], g.Buffers[1], g.Buffers[2]
 	ctx := context.Background()
@@ -139,7 +169,7 @@ func TestExternalWaitForLaterRecord(t *testing.T) {
 	var ran atomic.Bool
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 4, dag.OnDevice(0), dag.Zeros())
-		b.Task("t", enqueueNothing, dag.Out(x.All())).WithCPU(func(context.Context, [][]byte) error { ran.Store(true); return nil })
+		b.Task(func(context.Context, dag.TaskStream) error { ran.Store(true); return nil }, dag.Out(x.All()), dag.Name("t"), dag.RunsOnCPU())
 	})
 	ctx := context.Background()
 	s, err := executor.Open(ctx, be, plan(t, g, 1))

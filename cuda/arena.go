@@ -48,7 +48,7 @@ func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
 	switch {
 	case se.hold.closed:
 		return fmt.Errorf("cuda: UseArenas: the session is %w", device.ErrClosed)
-	case hd.arenas != nil:
+	case hd.arenas != nil || hd.lentArenas != nil:
 		return errors.New("cuda: UseArenas: the session's temporaries are in arenas already")
 	case len(offsets) != len(hd.bufs):
 		return fmt.Errorf("cuda: UseArenas: %d offsets for %d buffers", len(offsets), len(hd.bufs))
@@ -82,16 +82,31 @@ func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
 		hd.track(&hd.live.DeviceAllocs, 1)
 		made[m] = &devArena{dev: d, base: p, size: n}
 	}
+	if err := placeTemporaries(&se.hold, se.sub.ops, "UseArenas", made, offsets); err != nil {
+		release()
+		return err
+	}
+	hd.arenas = make([]devArena, 0, len(made))
+	for _, a := range made {
+		hd.arenas = append(hd.arenas, *a)
+	}
+	return nil
+}
+
+// placeTemporaries places every device temporary i at offsets[i] of its
+// device's arena in arenas (-1, or past offsets: left in the pool), and
+// makes its Alloc and Free ops (of ops) do nothing. On error nothing is
+// changed.
+func placeTemporaries(hd *holdings, ops []opState, verb string, arenas map[int]*devArena, offsets []int64) error {
 	placed := make([]C.CUdeviceptr, len(hd.bufs))
 	for i := range hd.bufs {
 		bs := &hd.bufs[i]
-		if !bs.b.Temporary || bs.b.Placement != dag.Device || offsets[i] < 0 {
+		if !bs.b.Temporary || bs.b.Placement != dag.Device || i >= len(offsets) || offsets[i] < 0 {
 			continue
 		}
-		a, off := made[bs.b.Device], offsets[i]
+		a, off := arenas[bs.b.Device], offsets[i]
 		if a == nil || off > a.size || bs.b.Size > a.size-off {
-			release()
-			return fmt.Errorf("cuda: UseArenas: temporary %s (%d bytes) at offset %d does not fit the arena of device %d", bs.b.Name, bs.b.Size, off, bs.b.Device)
+			return fmt.Errorf("cuda: %s: temporary %s (%d bytes) at offset %d does not fit the arena of device %d", verb, bs.b.Name, bs.b.Size, off, bs.b.Device)
 		}
 		placed[i] = a.base + C.CUdeviceptr(off)
 	}
@@ -100,15 +115,11 @@ func (se *Session) UseArenas(arenas map[int]int64, offsets []int64) error {
 			hd.bufs[i].dptr, hd.bufs[i].inArena = p, true
 		}
 	}
-	for i := range se.sub.ops {
-		st := &se.sub.ops[i]
+	for i := range ops {
+		st := &ops[i]
 		if st.op != nil && st.op.Kind.Info().Lifetime != dag.NoLifetime && hd.bufs[st.op.Buffer().ID].inArena {
 			st.act = actNone // the arena holds the temporary for the session's life
 		}
-	}
-	hd.arenas = make([]devArena, 0, len(made))
-	for _, a := range made {
-		hd.arenas = append(hd.arenas, *a)
 	}
 	return nil
 }
@@ -134,11 +145,15 @@ func (hd *holdings) freeArenas(keep func(error)) {
 // cuMemPoolGetAttribute measures nothing.
 func (se *Session) MemoryHighWater() map[int]int64 {
 	se = joined(se)
-	if se.hold.arenas == nil {
+	arenas := se.hold.arenas
+	if arenas == nil {
+		arenas = se.hold.lentArenas // shared.go: the owner's
+	}
+	if arenas == nil {
 		return se.hold.poolHighWater() // poolwatch.go
 	}
 	out := map[int]int64{}
-	for _, a := range se.hold.arenas {
+	for _, a := range arenas {
 		out[a.dev.ordinal] = a.size
 	}
 	return out

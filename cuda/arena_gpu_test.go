@@ -37,7 +37,7 @@ func TestArenaGPU(t *testing.T) {
 			fams := dagtest.Families()
 			g = dagtest.Family(fams[i/2%len(fams)], 6+i%20, int64(i))
 		}
-		p, err := planner.New(g, planner.Options{Streams: 2 + i%7})
+		p, err := planner.New(g, planner.Streams(2+i%7))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
 		// The CPU backend's buffers after one run and after three (an

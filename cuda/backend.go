@@ -116,7 +116,7 @@ func New(opts ...Option) (*Backend, error) {
 		comp:       compiler{candidates: nvrtcCandidates(cfg.nvrtc), cacheDir: cfg.cacheDir},
 		devs:       map[int]*gpu{},
 		lt:         cfg.cublasLt,
-		multi:      multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl},
+		multi:      multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl, ncclRes: cfg.nccl},
 		initOnHost: cfg.initOnHost,
 	}, nil
 }
@@ -167,10 +167,17 @@ func (b *Backend) OpenSession(ctx context.Context, g *dag.Graph) (*Session, erro
 	if g == nil {
 		return nil, errors.New("cuda: Open: no graph")
 	}
+	return b.openSession(ctx, g, nil)
+}
+
+// openSession opens a session for g that takes memory from l where l is
+// not nil (OpenShared, shared.go).
+func (b *Backend) openSession(ctx context.Context, g *dag.Graph, l *lender) (*Session, error) {
 	if err := device.CheckBodies(b, g); err != nil {
 		return nil, fmt.Errorf("cuda: Open: %w", err)
 	}
 	s := newSession(b, g)
+	s.hold.lender = l
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()

@@ -31,9 +31,9 @@ func chains(nchains, length int, k *dag.Kernel, us float64, byChain bool) *dag.G
 		} else {
 			o = g.Launch(k, dag.Grid1(1), dag.Grid1(32))
 		}
-		o.Named(fmt.Sprintf("c%d_%d", c, i))
+		o.With(dag.Name(fmt.Sprintf("c%d_%d", c, i)))
 		if prev[c] != nil {
-			o.After(prev[c])
+			o.With(dag.After(prev[c]))
 		}
 		prev[c] = o
 	}
@@ -81,7 +81,7 @@ func benchChains(b *testing.B, k *dag.Kernel, us float64, perOp, byChain bool) {
 	const nchains, length = 8, 100
 	be := gpuBackend(b)
 	g := chains(nchains, length, k, us, byChain)
-	p, err := planner.New(g, planner.Options{Streams: nchains})
+	p, err := planner.New(g, planner.Streams(nchains))
 	require.NoError(b, err)
 	b.Logf("plan: %d streams, %d waits", len(p.Streams), p.Stats.Waits)
 	ctx := context.Background()
@@ -219,7 +219,7 @@ func BenchmarkSubmitDrift(b *testing.B) {
 	be := gpuBackend(b)
 	ctx := context.Background()
 	submit := func(g *dag.Graph, runs int) time.Duration {
-		p, err := planner.New(g, planner.Options{Streams: 8})
+		p, err := planner.New(g, planner.Streams(8))
 		require.NoError(b, err)
 		s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource("cupti"), executor.WithSubmitTiming())
 		require.NoError(b, err)

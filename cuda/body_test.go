@@ -32,16 +32,16 @@ func TestCheckBody(t *testing.T) {
 	h := b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
 	flag := b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
 	b.While(flag.All(), func(body *dag.Builder) {
-		body.Copy(y.All(), x.All()).Named("d2d")
-		body.Copy(h.All(), x.All()).Named("down")
-		body.Host(host, dag.In(h.All())).Named("peek")
+		body.Copy(y.All(), x.All(), dag.Name("d2d"))
+		body.Copy(h.All(), x.All(), dag.Name("down"))
+		body.Host(host, dag.In(h.All()), dag.Name("peek"))
 		body.If(flag.All(), func(then *dag.Builder) {
-			then.Task("t", func(context.Context, dag.TaskStream) error { return nil }, dag.InOut(x.All())).WithCPU(host)
-		}, nil).Named("inner")
-	}).Named("loop")
+			then.Task(func(context.Context, dag.TaskStream) error { return nil }, dag.InOut(x.All()), dag.Name("t"), dag.RunsOnCPU())
+		}, nil, dag.Name("inner"))
+	}, dag.Name("loop"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 
 	_, err = executor.Open(context.Background(), &Backend{}, p)

@@ -38,7 +38,7 @@ func TestContextsOnlyForUsedDevicesGPU(t *testing.T) {
 	bl.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(256), x, 2.0)
 	g, err := bl.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, b, p)
@@ -89,7 +89,7 @@ func TestNewColdStartGPU(t *testing.T) {
 
 func mustPlan(t testing.TB, g *dag.Graph) *planner.Plan {
 	t.Helper()
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p
 }
@@ -102,7 +102,7 @@ func firstReplays(tb testing.TB, steady int, before func(*executor.Session, *exe
 	b := gpuBackend(tb)
 	s, err := spec.Load("../examples/fan_out.yaml")
 	require.NoError(tb, err)
-	p, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams})
+	p, err := planner.New(s.Graph, planner.Streams(s.Run.Streams))
 	require.NoError(tb, err)
 	ctx := context.Background()
 	sess, err := executor.Open(ctx, b, p, opts...)
@@ -205,7 +205,7 @@ func BenchmarkFirstReplaysGPU(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			be := gpuBackend(b)
-			p, err := planner.New(chains(nchains, length, dag.Spin, us, false), planner.Options{Streams: nchains})
+			p, err := planner.New(chains(nchains, length, dag.Spin, us, false), planner.Streams(nchains))
 			require.NoError(b, err)
 			s, err := executor.Open(ctx, be, p)
 			require.NoError(b, err)

@@ -171,7 +171,7 @@ func (cm *collectives) Join(ctx context.Context, w device.World) error {
 	ch := make(chan made, 1)
 	gone := make(chan struct{})
 	go func() {
-		c, err := lib.initRank(cm.drv, d.ctx, w.Size, w.Rank, id)
+		c, err := lib.initRank(cm.drv, d.ctx, w.Size, w.Rank, id, cm.b.multi.ncclRes)
 		select {
 		case ch <- made{c, err}:
 		case <-gone:

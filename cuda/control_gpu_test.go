@@ -144,9 +144,8 @@ func halvingLoop(t *testing.T, name string, threshold float64, most int64) (ls l
 	g.Kernel(halveKernel)
 	var halve *dag.Op
 	loop = g.While(flag.All(), func(body *dag.Builder) {
-		halve = body.Launch(halveKernel, dag.Grid1(1), dag.Threads(1), x, flag, threshold).Named("halve")
-	}).Named(name)
-	loop.Control.Max = most
+		halve = body.Launch(halveKernel, dag.Grid1(1), dag.Threads(1), x, flag, threshold, dag.Name("halve"))
+	}, dag.Name(name), dag.AtMost(most))
 	graph, err := g.Build()
 	require.NoError(t, err)
 	ls = loopSession{openSession(t, b, graph), t}
@@ -225,13 +224,13 @@ func TestIfElseAndNestingGPU(t *testing.T) {
 	g.Kernel(decKernel)
 	var dec, branch, thenFill, elseFill *dag.Op
 	loop := g.While(flag.All(), func(body *dag.Builder) {
-		dec = body.Launch(decKernel, dag.Grid1(1), dag.Threads(1), n, flag).Named("dec")
+		dec = body.Launch(decKernel, dag.Grid1(1), dag.Threads(1), n, flag, dag.Name("dec"))
 		branch = body.If(pick.All(), func(then *dag.Builder) {
-			thenFill = then.Fill(y.Slice(0, 4), 1).Named("one")
+			thenFill = then.Fill(y.Slice(0, 4), 1, dag.Name("one"))
 		}, func(els *dag.Builder) {
-			elseFill = els.Fill(y.Slice(4, 4), 10).Named("ten")
-		}).Named("branch")
-	}).Named("loop")
+			elseFill = els.Fill(y.Slice(4, 4), 10, dag.Name("ten"))
+		}, dag.Name("branch"))
+	}, dag.Name("loop"))
 	graph, err := g.Build()
 	require.NoError(t, err)
 	ls := loopSession{openSession(t, b, graph), t}
@@ -287,9 +286,9 @@ func BenchmarkWhileGPU(b *testing.B) {
 			var body []*dag.Op
 			loop := g.While(flag.All(), func(bb *dag.Builder) {
 				for i := range k {
-					body = append(body, bb.Launch(emptyKernel, dag.Grid1(1), dag.Threads(1), x).Named("empty"+strconv.Itoa(i)))
+					body = append(body, bb.Launch(emptyKernel, dag.Grid1(1), dag.Threads(1), x, dag.Name("empty"+strconv.Itoa(i))))
 				}
-				body = append(body, bb.Launch(decKernel, dag.Grid1(1), dag.Threads(1), n, flag).Named("dec"))
+				body = append(body, bb.Launch(decKernel, dag.Grid1(1), dag.Threads(1), n, flag, dag.Name("dec")))
 			})
 			graph, err := g.Build()
 			require.NoError(b, err)

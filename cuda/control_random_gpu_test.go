@@ -36,7 +36,7 @@ func randomLoops(seed uint64) *dag.Graph {
 			n := fmt.Sprintf("%s_%d", name, i)
 			switch r.IntN(6) {
 			case 0:
-				body.Fill(slice(), float64(r.IntN(5))).Named(n)
+				body.Fill(slice(), float64(r.IntN(5)), dag.Name(n))
 			case 1:
 				if depth < 2 {
 					body.If(pick.All(), func(then *dag.Builder) { work(then, depth+1, n+"t") },
@@ -44,7 +44,7 @@ func randomLoops(seed uint64) *dag.Graph {
 							if r.IntN(2) == 0 {
 								work(els, depth+1, n+"e")
 							}
-						}).Named(n)
+						}, dag.Name(n))
 					continue
 				}
 				fallthrough
@@ -55,23 +55,23 @@ func randomLoops(seed uint64) *dag.Graph {
 					body.While(c.Flag.All(), func(in *dag.Builder) {
 						work(in, depth+1, n+"w")
 						c.Step(in)
-					}).Named(n)
+					}, dag.Name(n))
 					continue
 				}
 				fallthrough
 			default:
-				body.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), slice(), 1+float64(r.IntN(3))/4).Named(n)
+				body.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), slice(), 1+float64(r.IntN(3))/4, dag.Name(n))
 			}
 		}
 	}
-	b.Fill(pick.All(), float64(r.IntN(2))).Named("pick")
+	b.Fill(pick.All(), float64(r.IntN(2)), dag.Name("pick"))
 	work(b, 0, "top")
 	c := dagtest.NewCounter(b, "outer", 2+r.IntN(3))
 	c.Arm(b)
 	b.While(c.Flag.All(), func(body *dag.Builder) {
 		work(body, 1, "outer")
 		c.Step(body)
-	}).Named("outer")
+	}, dag.Name("outer"))
 	g, err := b.Build()
 	if err != nil {
 		panic(err)
@@ -89,7 +89,7 @@ func TestRandomLoopsGPU(t *testing.T) {
 	for seed := range uint64(12) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			g := randomLoops(seed)
-			p, err := planner.New(g, planner.Options{Streams: 1 + int(seed%4)})
+			p, err := planner.New(g, planner.Streams(1+int(seed%4)))
 			require.NoError(t, err)
 			require.NoError(t, verify.Verify(p))
 			want := runAndRead(t, ctx, cb, p, false)

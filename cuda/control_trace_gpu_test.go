@@ -45,14 +45,14 @@ func TestLoopIterationSpansGPU(t *testing.T) {
 	inner := dagtest.NewCounter(b, "inner", 3)
 	outer.Arm(b)
 	b.While(outer.Flag.All(), func(ob *dag.Builder) {
-		ob.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 8.0).Named("in_outer")
+		ob.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 8.0, dag.Name("in_outer"))
 		inner.Arm(ob)
 		ob.While(inner.Flag.All(), func(ib *dag.Builder) {
-			ib.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 0.5).Named("in_inner")
+			ib.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 0.5, dag.Name("in_inner"))
 			inner.Step(ib)
-		}, dag.AtMost(10)).Named("inner_loop")
+		}, dag.AtMost(10), dag.Name("inner_loop"))
 		outer.Step(ob)
-	}, dag.AtMost(10)).Named("outer_loop")
+	}, dag.AtMost(10), dag.Name("outer_loop"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	// How many times each body op runs in one run of the graph.
@@ -92,7 +92,7 @@ func TestLoopIterationSpansGPU(t *testing.T) {
 		assert.Empty(t, wrong, "%s: spans per body op, of %d spans", what, len(spans))
 	}
 
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))

@@ -222,7 +222,7 @@ type gemmCase struct {
 	name         string
 	dt           dag.DType
 	shape        dag.GemmShape
-	opts         []dag.GemmOption
+	opts         []dag.OpOption
 	tf32, output bool
 	batch        int64
 }
@@ -231,7 +231,7 @@ func gemmCases() []gemmCase {
 	var cs []gemmCase
 	for _, dt := range []dag.DType{dag.F32, dag.F64, dag.F16, dag.BF16} {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
-			var opts []dag.GemmOption
+			var opts []dag.OpOption
 			if tr[0] {
 				opts = append(opts, dag.TransA())
 			}
@@ -242,25 +242,24 @@ func gemmCases() []gemmCase {
 			cs = append(cs,
 				gemmCase{name: name, dt: dt, shape: dag.GemmShape{M: 67, N: 45, K: 129}, opts: opts},
 				gemmCase{name: name + "/batched/beta", dt: dt, shape: dag.GemmShape{M: 32, N: 24, K: 40}, batch: 3,
-					opts: append([]dag.GemmOption{dag.Beta(0.5), dag.Alpha(2)}, opts...)},
+					opts: append([]dag.OpOption{dag.Beta(0.5), dag.Alpha(2)}, opts...)},
 				gemmCase{name: name + "/into d", dt: dt, shape: dag.GemmShape{M: 16, N: 64, K: 32}, output: true,
-					opts: append([]dag.GemmOption{dag.Beta(1)}, opts...)},
+					opts: append([]dag.OpOption{dag.Beta(1)}, opts...)},
 			)
 		}
 	}
 	cs = append(cs, gemmCase{name: "f32/tf32", dt: dag.F32, shape: dag.GemmShape{M: 128, N: 128, K: 256}, tf32: true,
-		opts: []dag.GemmOption{dag.TF32()}})
+		opts: []dag.OpOption{dag.TF32()}})
 	return cs
 }
 
 // gemmGraph declares one GEMM of c on device 0 with random operands.
 func gemmGraph(t testing.TB, c gemmCase) *dag.Graph {
 	bd := dag.New()
-	s := dag.GemmSpec{GemmShape: c.shape, Batch: max(c.batch, 1)}
-	for _, o := range c.opts {
-		var acc []dag.Access
-		o(&s, &acc)
-	}
+	// The options' spec, from an op of a throwaway builder.
+	probe := dag.New().Buffer("probe", 4)
+	s := *dag.New().Gemm(probe.All(), probe.All(), probe.All(), c.shape, c.opts...).Gemm
+	s.Batch = max(c.batch, 1)
 	la, lb := s.LayoutA(), s.LayoutB()
 	es := c.dt.Size()
 	batch := max(c.batch, 1)
@@ -268,12 +267,12 @@ func gemmGraph(t testing.TB, c gemmCase) *dag.Graph {
 	a := bd.Buffer("a", batch*la.Rows*la.Cols*es, dev, dag.Of(c.dt), dag.Random(1))
 	b := bd.Buffer("b", batch*lb.Rows*lb.Cols*es, dev, dag.Of(c.dt), dag.Random(2))
 	cb := bd.Buffer("c", batch*c.shape.M*c.shape.N*es, dev, dag.Of(c.dt), dag.Random(3))
-	opts := append([]dag.GemmOption{dag.Batched(batch, 0, 0, 0)}, c.opts...)
+	opts := append([]dag.OpOption{dag.Batched(batch, 0, 0, 0)}, c.opts...)
 	if c.output {
 		d := bd.Buffer("d", cb.Size, dev, dag.Of(c.dt), dag.Value(5))
 		opts = append(opts, dag.Output(d.All()))
 	}
-	bd.Gemm(cb.All(), a.All(), b.All(), c.shape, opts...).Named("mm")
+	bd.Gemm(cb.All(), a.All(), b.All(), c.shape, opts...).With(dag.Name("mm"))
 	g, err := bd.Build()
 	require.NoError(t, err)
 	return g
@@ -287,7 +286,7 @@ func TestGemmAgainstCPU(t *testing.T) {
 	for _, c := range gemmCases() {
 		t.Run(c.name, func(t *testing.T) {
 			g := gemmGraph(t, c)
-			p, err := planner.New(g, planner.Options{})
+			p, err := planner.New(g)
 			require.NoError(t, err)
 			want, err := executor.Execute(context.Background(), cpu.New(), p)
 			require.NoError(t, err)
@@ -350,7 +349,7 @@ func TestGemmCapturedAndStreams(t *testing.T) {
 	require.NoError(t, err)
 	var first map[*dag.Buffer][]byte
 	for _, streams := range []int{1, 4} {
-		p, err := planner.New(g, planner.Options{Streams: streams})
+		p, err := planner.New(g, planner.Streams(streams))
 		require.NoError(t, err)
 		got, err := executor.Execute(context.Background(), b, p)
 		if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
@@ -368,7 +367,7 @@ func TestGemmCapturedAndStreams(t *testing.T) {
 			assert.Equal(t, first[y], got[y], "%s on %d streams", y.Name, streams)
 		}
 	}
-	p, err := planner.New(g, planner.Options{Streams: 4})
+	p, err := planner.New(g, planner.Streams(4))
 	require.NoError(t, err)
 	sess, err := executor.Open(context.Background(), b, p)
 	require.NoError(t, err)
@@ -398,7 +397,7 @@ func TestGemmBadInput(t *testing.T) {
 		assert.Contains(t, err.Error(), `op "mm"`)
 		assert.Contains(t, err.Error(), "libcublasLt.so.13")
 		assertReleased(t, nb, "after a failed Open")
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		_, err = executor.Execute(context.Background(), cpu.New(), p)
 		assert.NoError(t, err, "the cpu backend runs the same graph")
@@ -426,7 +425,7 @@ func TestGemmNoLeaks(t *testing.T) {
 	for range 3 {
 		c := gemmCase{dt: dag.BF16, shape: dag.GemmShape{M: 1024 + int64(rng.IntN(64)), N: 2048, K: 4096}}
 		g := gemmGraph(t, c)
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		_, err = executor.Execute(context.Background(), b, p)
 		if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {

@@ -169,7 +169,7 @@ func TestFillPattern(t *testing.T) {
 
 func TestHazardGraphCrossesStreams(t *testing.T) {
 	g := hazardGraph(rand.New(rand.NewPCG(1, 2)))
-	p, err := planner.New(g, planner.Options{Streams: 3})
+	p, err := planner.New(g, planner.Streams(3))
 	require.NoError(t, err)
 	assert.Greater(t, p.Stats.Waits, 3)
 	assert.GreaterOrEqual(t, len(p.Streams), 3)

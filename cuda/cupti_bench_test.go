@@ -110,7 +110,7 @@ func BenchmarkCUPTITracing(b *testing.B) {
 func chainsOn(b *testing.B, k *dag.Kernel, us float64) (*planner.Plan, *Backend, *executor.Session) {
 	b.Helper()
 	const nchains, length = 8, 100
-	p, err := planner.New(chains(nchains, length, k, us, false), planner.Options{Streams: nchains})
+	p, err := planner.New(chains(nchains, length, k, us, false), planner.Streams(nchains))
 	require.NoError(b, err)
 	be := gpuBackend(b)
 	s, err := executor.Open(context.Background(), be, p)

@@ -23,7 +23,7 @@ func TestCUPTIFlushNotForced(t *testing.T) {
 	be := gpuBackend(t)
 	ctx := context.Background()
 	g := chains(2, 4, dag.Spin, 10, false)
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
 	require.NoError(t, err)

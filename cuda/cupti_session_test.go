@@ -28,14 +28,14 @@ func TestCUPTISessionTiming(t *testing.T) {
 	g := dag.New()
 	src := g.Buffer("src", 1<<20, dag.Zeros())
 	dst := g.Buffer("dst", 1<<20, dag.Zeros())
-	fill := g.Fill(src.All(), 7).Named("fill")
-	g.Copy(dst.All(), src.All()).Named("copy").After(fill)
+	fill := g.Fill(src.All(), 7, dag.Name("fill"))
+	g.Copy(dst.All(), src.All(), dag.Name("copy"), dag.After(fill))
 	for i := range 4 {
-		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), float64(20*(i+1))).Named(fmt.Sprintf("spin%d", i))
+		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), float64(20*(i+1)), dag.Name(fmt.Sprintf("spin%d", i)))
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 2})
+	p, err := planner.New(graph, planner.Streams(2))
 	require.NoError(t, err)
 
 	cupti, cstreams, how := sessionDurations(t, b, graph, p, TimingAuto)
@@ -106,17 +106,17 @@ func TestCUPTIEventsAgree(t *testing.T) {
 	g := dag.New()
 	src := g.Buffer("src", 1<<20, dag.Zeros())
 	dst := g.Buffer("dst", 1<<20, dag.Zeros())
-	prev := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 500.0).Named("gate")
-	chain := func(o *dag.Op) { o.After(prev); prev = o }
-	chain(g.Fill(src.All(), 7).Named("fill"))
-	chain(g.Copy(dst.All(), src.All()).Named("copy"))
+	prev := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 500.0, dag.Name("gate"))
+	chain := func(o *dag.Op) { o.With(dag.After(prev)); prev = o }
+	chain(g.Fill(src.All(), 7, dag.Name("fill")))
+	chain(g.Copy(dst.All(), src.All(), dag.Name("copy")))
 	for i, us := range []float64{5, 20, 80} {
-		chain(g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), us).Named(fmt.Sprintf("spin%d", i)))
+		chain(g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), us, dag.Name(fmt.Sprintf("spin%d", i))))
 	}
-	chain(g.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(32)).Named("empty"))
+	chain(g.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(32), dag.Name("empty")))
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 1})
+	p, err := planner.New(graph, planner.Streams(1))
 	require.NoError(t, err)
 	cupti, _, how := sessionDurations(t, b, graph, p, TimingCUPTI)
 	if len(cupti) != len(graph.Ops) {
@@ -150,15 +150,15 @@ func TestCUPTISessionReplay(t *testing.T) {
 	g := dag.New()
 	var prev *dag.Op
 	for i := range 6 {
-		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0).Named(fmt.Sprintf("spin%d", i))
+		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0, dag.Name(fmt.Sprintf("spin%d", i)))
 		if i%2 == 1 && prev != nil {
-			o.After(prev)
+			o.With(dag.After(prev))
 		}
 		prev = o
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 3})
+	p, err := planner.New(graph, planner.Streams(3))
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
@@ -193,19 +193,19 @@ func TestCUPTISessionReplayBatch(t *testing.T) {
 	g := dag.New()
 	src := g.Buffer("src", 1<<20, dag.Zeros())
 	dst := g.Buffer("dst", 1<<20, dag.Zeros())
-	fill := g.Fill(src.All(), 7).Named("fill")
-	g.Copy(dst.All(), src.All()).Named("copy").After(fill)
+	fill := g.Fill(src.All(), 7, dag.Name("fill"))
+	g.Copy(dst.All(), src.All(), dag.Name("copy"), dag.After(fill))
 	var prev *dag.Op
 	for i := range 6 {
-		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0).Named(fmt.Sprintf("spin%d", i))
+		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 10.0, dag.Name(fmt.Sprintf("spin%d", i)))
 		if i%2 == 1 && prev != nil {
-			o.After(prev)
+			o.With(dag.After(prev))
 		}
 		prev = o
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 3})
+	p, err := planner.New(graph, planner.Streams(3))
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
@@ -288,15 +288,15 @@ func TestCUPTISessionReplayWhole(t *testing.T) {
 	var prev *dag.Op
 	const spin = 10.0 // us
 	for i := range 6 {
-		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), spin).Named(fmt.Sprintf("spin%d", i))
+		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), spin, dag.Name(fmt.Sprintf("spin%d", i)))
 		if i%2 == 1 && prev != nil {
-			o.After(prev)
+			o.With(dag.After(prev))
 		}
 		prev = o
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 3})
+	p, err := planner.New(graph, planner.Streams(3))
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, b, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTIGraph))

@@ -50,7 +50,7 @@ func epilogueGraph(t testing.TB, c epilogueCase) *dag.Graph {
 	a := bd.Buffer("a", batch*m*k*es, dev, of, dag.Random(1))
 	b := bd.Buffer("b", batch*k*n*es, dev, of, dag.Random(2))
 	cb := bd.Buffer("c", batch*m*n*es, dev, of, dag.Random(3))
-	opts := []dag.GemmOption{dag.Alpha(2.0 / k), dag.Batched(batch, 0, 0, 0), dag.WithEpilogue(c.epi)}
+	opts := []dag.OpOption{dag.Alpha(2.0 / k), dag.Batched(batch, 0, 0, 0), dag.WithEpilogue(c.epi)}
 	if c.layout == "batched residual" {
 		d := bd.Buffer("d", cb.Size, dev, of, dag.Value(5))
 		opts = append(opts, dag.Beta(1), dag.Output(d.All()))
@@ -75,7 +75,7 @@ func epilogueGraph(t testing.TB, c epilogueCase) *dag.Graph {
 		}
 		opts = append(opts, dag.Bias(view()))
 	}
-	bd.Gemm(cb.All(), a.All(), b.All(), dag.GemmShape{M: m, N: n, K: k}, opts...).Named("mm")
+	bd.Gemm(cb.All(), a.All(), b.All(), dag.GemmShape{M: m, N: n, K: k}, opts...).With(dag.Name("mm"))
 	if c.layout == "temporary bias" {
 		bd.Free(bias)
 	}
@@ -103,7 +103,7 @@ func epilogueTolerance(dt dag.DType, epi dag.Epilogue, want, mag float64) float6
 // what the gpu session ran unfused.
 func runEpilogue(t *testing.T, b *Backend, g *dag.Graph) (want, eager, replayed map[*dag.Buffer][]byte, unfused []string) {
 	t.Helper()
-	p, err := planner.New(g, planner.Options{Verify: true})
+	p, err := planner.New(g, planner.Verify())
 	require.NoError(t, err)
 	want, err = executor.Execute(context.Background(), cpu.New(), p)
 	require.NoError(t, err)
@@ -212,7 +212,7 @@ func TestGemmEpiloguesFusedGPU(t *testing.T) {
 			c := epilogueCase{dt: dt, epi: epi, layout: "plain"}
 			t.Run(c.String(), func(t *testing.T) {
 				g := epilogueGraph(t, c)
-				p, err := planner.New(g, planner.Options{})
+				p, err := planner.New(g)
 				require.NoError(t, err)
 				sess, err := executor.Open(context.Background(), b, p)
 				if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
@@ -257,10 +257,10 @@ func TestGemmEpilogueFallbackGPU(t *testing.T) {
 	c := bd.Buffer("c", 4*32*4, dev, dag.Zeros())
 	bias := bd.Buffer("bias", 17*4, dev, dag.Random(3))
 	bd.Gemm(c.All(), a.All(), w.All(), dag.GemmShape{M: 4, N: 16, K: 8}, dag.LeadingDims(0, 0, 32),
-		dag.WithEpilogue(dag.EpiBiasRelu), dag.Bias(bias.Slice(4, 64))).Named("gappy")
+		dag.WithEpilogue(dag.EpiBiasRelu), dag.Bias(bias.Slice(4, 64))).With(dag.Name("gappy"))
 	g, err := bd.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	_, err = executor.Open(context.Background(), b, p)
 	if err != nil && strings.Contains(err.Error(), "no usable cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
@@ -280,7 +280,7 @@ func TestFusedMLPGPU(t *testing.T) {
 	require.NoError(t, err)
 	for _, fuse := range []planner.Fusion{planner.FuseAuto, planner.FuseNone} {
 		t.Run(fuse.String(), func(t *testing.T) {
-			p, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams, Fuse: fuse, Verify: true})
+			p, err := planner.New(s.Graph, planner.Streams(s.Run.Streams), planner.Fuse(fuse), planner.Verify())
 			require.NoError(t, err)
 			if fuse == planner.FuseAuto {
 				require.Len(t, p.Fused(), 8)

@@ -31,9 +31,9 @@ func TestEpilogueRefusal(t *testing.T) {
 	c := bd.Buffer("c", 4*16*4, dev, dag.Zeros())
 	bias := bd.Buffer("bias", 20*4, dev, dag.Zeros())
 	sh := dag.GemmShape{M: 4, N: 16, K: 8}
-	bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBiasGelu), dag.Bias(bias.Slice(16, 64))).Named("aligned")
-	bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBiasRelu), dag.Bias(bias.Slice(4, 64))).Named("skewed")
-	bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiGelu)).Named("no bias")
+	bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBiasGelu), dag.Bias(bias.Slice(16, 64))).With(dag.Name("aligned"))
+	bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBiasRelu), dag.Bias(bias.Slice(4, 64))).With(dag.Name("skewed"))
+	bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiGelu)).With(dag.Name("no bias"))
 	g, err := bd.Build()
 	require.NoError(t, err)
 	assert.Empty(t, epilogueRefusal(g.Ops[0]))

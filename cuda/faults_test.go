@@ -101,7 +101,7 @@ func TestAdmissionRefusesMoreThanTheDeviceHasGPU(t *testing.T) {
 	bld.Copy(out.All(), big.Slice(0, 16))
 	g, err := bld.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	_, err = executor.Execute(context.Background(), b, p)
 	me, ok := errors.AsType[*executor.MemoryError](err)
@@ -143,7 +143,7 @@ func TestCloseWhileARunIsInFlightGPU(t *testing.T) {
 	}
 	g, err := bld.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	s, err := executor.Open(context.Background(), b, p)
 	require.NoError(t, err)

@@ -79,7 +79,7 @@ func TestBuiltinKernels(t *testing.T) {
 				k.make(g, s.grid, s.block)
 				graph, err := g.Build()
 				require.NoError(t, err)
-				runGraph(t, b, graph, planner.Options{}, k.ulp)
+				runGraph(t, b, graph, k.ulp)
 			})
 		}
 	}
@@ -122,7 +122,7 @@ func TestCopiesAndFills(t *testing.T) {
 	g.Copy(out2.All(), out.All())
 	graph, err := g.Build()
 	require.NoError(t, err)
-	runGraph(t, b, graph, planner.Options{}, 0)
+	runGraph(t, b, graph, 0)
 	assertReleased(t, b, "")
 }
 
@@ -146,8 +146,8 @@ func hazardGraph(rng *rand.Rand) *dag.Graph {
 	jitter := func(o *dag.Op) {
 		p := prios[i%len(prios)]
 		i++
-		sp := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), float64(rng.IntN(60))).WithPriority(p)
-		o.WithPriority(p).After(sp)
+		sp := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), float64(rng.IntN(60)), p)
+		o.With(p, dag.After(sp))
 	}
 	half := int64(4 * n / 2)
 	jitter(g.Launch(dag.Iota, grid, block, x.Slice(0, half), float32(1)))           // write x lo
@@ -176,7 +176,7 @@ func TestHazardsRepeated(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for run := range 100 {
 		g := hazardGraph(rng)
-		p, err := planner.New(g, planner.Options{Streams: 3})
+		p, err := planner.New(g, planner.Streams(3))
 		require.NoError(t, err)
 		if run == 0 {
 			require.Greater(t, p.Stats.Waits, 3, "the graph should cross streams")
@@ -203,12 +203,12 @@ func TestHostSteps(t *testing.T) {
 		}
 		putF32s(mem[1], v)
 		return nil
-	}, dag.In(h.All()), dag.Out(p.All())).Named("plus_one")
+	}, dag.In(h.All()), dag.Out(p.All()), dag.Name("plus_one"))
 	g.Copy(x.All(), p.All())
 	g.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(64), x, float32(2))
 	graph, err := g.Build()
 	require.NoError(t, err)
-	runGraph(t, b, graph, planner.Options{}, 0)
+	runGraph(t, b, graph, 0)
 
 	for _, fail := range []func(){
 		func() {},
@@ -219,10 +219,10 @@ func TestHostSteps(t *testing.T) {
 		g.Host(func(ctx context.Context, mem [][]byte) error {
 			fail()
 			return errors.New("checksum mismatch")
-		}, dag.InOut(h.All())).Named("check")
+		}, dag.InOut(h.All()), dag.Name("check"))
 		graph, err := g.Build()
 		require.NoError(t, err)
-		p, err := planner.New(graph, planner.Options{})
+		p, err := planner.New(graph)
 		require.NoError(t, err)
 		se := openSession(t, b, graph)
 		err = runPlan(context.Background(), se, p, true)
@@ -238,15 +238,15 @@ func TestTiming(t *testing.T) {
 	g := dag.New()
 	var prev *dag.Op
 	for i := range 5 {
-		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 100.0).Named(fmt.Sprintf("spin%d", i))
+		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 100.0, dag.Name(fmt.Sprintf("spin%d", i)))
 		if prev != nil {
-			o.After(prev)
+			o.With(dag.After(prev))
 		}
 		prev = o
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	se.tim.SetTiming(true)
@@ -275,10 +275,10 @@ func TestPriorities(t *testing.T) {
 	const chain = 10
 	var lows, highs []*dag.Op
 	for i := range 8 {
-		lows = append(lows, g.Launch(dag.Spin, dag.Grid1(132*32*10), dag.Grid1(64), 20.0).Named(fmt.Sprintf("low%d", i)))
+		lows = append(lows, g.Launch(dag.Spin, dag.Grid1(132*32*10), dag.Grid1(64), 20.0, dag.Name(fmt.Sprintf("low%d", i))))
 	}
 	for i := range chain {
-		highs = append(highs, g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0).Named(fmt.Sprintf("high%d", i)))
+		highs = append(highs, g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 20.0, dag.Name(fmt.Sprintf("high%d", i))))
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
@@ -321,15 +321,15 @@ func TestCancelledRun(t *testing.T) {
 	g := dag.New()
 	var prev *dag.Op
 	for i := range 400 {
-		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 1000.0).Named(fmt.Sprintf("spin%d", i)) // 0.4 s in all
+		o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 1000.0, dag.Name(fmt.Sprintf("spin%d", i))) // 0.4 s in all
 		if prev != nil {
-			o.After(prev)
+			o.With(dag.After(prev))
 		}
 		prev = o
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	s, err := executor.Open(context.Background(), b, p)
 	require.NoError(t, err)
@@ -373,7 +373,7 @@ func TestNoLeaks(t *testing.T) {
 			return nil
 		}, dag.In(h.All()), dag.Out(p.All()))
 		for i := range 50 {
-			g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 1000.0).Named(fmt.Sprintf("spin%d", i)).After(g.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named(fmt.Sprintf("e%d", i)))
+			g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 1000.0, dag.Name(fmt.Sprintf("spin%d", i)), dag.After(g.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1), dag.Name(fmt.Sprintf("e%d", i)))))
 		}
 		graph, err := g.Build()
 		require.NoError(t, err)
@@ -382,7 +382,7 @@ func TestNoLeaks(t *testing.T) {
 	// A first run settles what the context keeps for good (its loaded
 	// kernels' local memory, say) before the baseline is taken.
 	warm := build(false)
-	runGraph(t, b, warm, planner.Options{}, 0)
+	runGraph(t, b, warm, 0)
 	before, err := probe.free()
 	require.NoError(t, err)
 	// The driver may keep freed memory for reuse, so free memory need not
@@ -412,7 +412,7 @@ func TestNoLeaks(t *testing.T) {
 	}
 	for _, c := range cases {
 		g := build(c.fail)
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		se := openSession(t, b, g)
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
@@ -448,11 +448,11 @@ func TestAsyncFault(t *testing.T) {
 		Params: []dag.Param{{Name: "x", Kind: dag.BufferParam, Mode: dag.Read}, {Name: "addr", Kind: dag.I64Param}},
 		Code:   `extern "C" __global__ void bad(const float* x, long long addr) { ((volatile float*)addr)[threadIdx.x] = x[0]; }`})
 	x := g.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
-	before := g.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1)).Named("before")
-	g.Launch(k, dag.Grid1(1), dag.Grid1(32), x, int64(16)).Named("bad").After(before) // one stream
+	before := g.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1), dag.Name("before"))
+	g.Launch(k, dag.Grid1(1), dag.Grid1(32), x, int64(16), dag.Name("bad"), dag.After(before)) // one stream
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	err = runPlan(context.Background(), se, p, true)
@@ -502,7 +502,7 @@ func TestKernelErrors(t *testing.T) {
 	g.Launch(k, dag.Grid1(1), dag.Grid1(1), x, int32(-7), int64(1)<<40, float32(0.5), 2.25)
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	defer se.Close()

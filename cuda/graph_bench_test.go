@@ -23,7 +23,7 @@ func benchReplay(b *testing.B, k *dag.Kernel, us float64, back int, perOp bool) 
 	const nchains, length = 8, 100
 	be := gpuBackend(b)
 	g := chains(nchains, length, k, us, false)
-	p, err := planner.New(g, planner.Options{Streams: nchains})
+	p, err := planner.New(g, planner.Streams(nchains))
 	require.NoError(b, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, be, p)
@@ -89,7 +89,7 @@ func BenchmarkGraphOneShot(b *testing.B) {
 	var plan, open, capture, inst, first, closing, total []time.Duration
 	once := func() error {
 		start := time.Now()
-		p, err := planner.New(g, planner.Options{Streams: nchains})
+		p, err := planner.New(g, planner.Streams(nchains))
 		if err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func BenchmarkGraphUpdate(b *testing.B) {
 	const nchains, length = 8, 100
 	be := gpuBackend(b)
 	g := chains(nchains, length, dag.Spin, 0, false)
-	p, err := planner.New(g, planner.Options{Streams: nchains})
+	p, err := planner.New(g, planner.Streams(nchains))
 	require.NoError(b, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, be, p)
@@ -175,7 +175,7 @@ func BenchmarkGraphBuild(b *testing.B) {
 	const nchains, length = 8, 100
 	be := gpuBackend(b)
 	g := chains(nchains, length, dag.Empty, 0, false)
-	p, err := planner.New(g, planner.Options{Streams: nchains})
+	p, err := planner.New(g, planner.Streams(nchains))
 	require.NoError(b, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, be, p)
@@ -221,7 +221,7 @@ func BenchmarkReplayBranches(b *testing.B) {
 		for _, length := range []int{1, 4} {
 			g := chains(8, length, dag.Spin, us, false)
 			for _, streams := range []int{1, 2, 4, 8} {
-				p, err := planner.New(g, planner.Options{Streams: streams, Mode: planner.Replay})
+				p, err := planner.New(g, planner.Streams(streams), planner.ForMode(planner.Replay))
 				require.NoError(b, err)
 				b.Run(fmt.Sprintf("us=%g/length=%d/streams=%d", us, length, streams), func(b *testing.B) {
 					s, err := executor.Open(ctx, be, p)
@@ -259,7 +259,7 @@ func BenchmarkAutoCaptureE(b *testing.B) {
 	const nchains, length = 8, 100
 	be := gpuBackend(b)
 	g := chains(nchains, length, dag.Empty, 0, false)
-	p, err := planner.New(g, planner.Options{Streams: nchains})
+	p, err := planner.New(g, planner.Streams(nchains))
 	require.NoError(b, err)
 	ctx := context.Background()
 	open := func(opts ...executor.Option) *executor.Session {
@@ -312,7 +312,7 @@ func BenchmarkReplayWait(b *testing.B) {
 			name = fmt.Sprintf("%dx%gus", bc.streams, bc.us)
 		}
 		b.Run(name, func(b *testing.B) {
-			p, err := planner.New(chains(bc.streams, 1, dag.Spin, bc.us, false), planner.Options{Streams: bc.streams})
+			p, err := planner.New(chains(bc.streams, 1, dag.Spin, bc.us, false), planner.Streams(bc.streams))
 			require.NoError(b, err)
 			s, err := executor.Open(ctx, be, p)
 			require.NoError(b, err)

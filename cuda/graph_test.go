@@ -25,7 +25,7 @@ import (
 type graphCase struct {
 	name string
 	g    *dag.Graph
-	opts planner.Options
+	opts []planner.Option
 }
 
 // graphCases are the examples, the hazard graph and random graphs whose
@@ -41,11 +41,11 @@ func graphCases(t *testing.T) []graphCase {
 		if !oneDeviceExample(s) {
 			continue // ranks, several devices, or too large for the cpu oracle
 		}
-		cases = append(cases, graphCase{filepath.Base(f), s.Graph, planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams}})
+		cases = append(cases, graphCase{filepath.Base(f), s.Graph, runOptions(s)})
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 3 {
-		cases = append(cases, graphCase{fmt.Sprintf("hazards%d", i), hazardGraph(rng), planner.Options{Streams: 3}})
+		cases = append(cases, graphCase{fmt.Sprintf("hazards%d", i), hazardGraph(rng), []planner.Option{planner.Streams(3)}})
 	}
 	cfgs := []dagtest.Config{
 		{Ops: 120, Buffers: 8, Ranges: true, Priorities: true, After: true},
@@ -57,13 +57,13 @@ func graphCases(t *testing.T) []graphCase {
 		for seed := int64(0); found < 3 && seed < 50; seed++ {
 			cfg.Seed = seed
 			g := dagtest.Random(cfg)
-			p, err := planner.New(g, planner.Options{Streams: 3})
+			p, err := planner.New(g, planner.Streams(3))
 			require.NoError(t, err)
 			if executor.CheckCapture(p) != nil {
 				continue // pageable copies
 			}
 			found++
-			cases = append(cases, graphCase{fmt.Sprintf("random%d/seed%d", ci, seed), g, planner.Options{Streams: 3}})
+			cases = append(cases, graphCase{fmt.Sprintf("random%d/seed%d", ci, seed), g, []planner.Option{planner.Streams(3)}})
 		}
 		require.Equal(t, 3, found, "config %d: too few random graphs without pageable copies", ci)
 	}
@@ -101,7 +101,7 @@ func TestGraphReplayMatchesEager(t *testing.T) {
 	const runs = 3
 	for _, c := range graphCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := planner.New(c.g, c.opts)
+			p, err := planner.New(c.g, c.opts...)
 			require.NoError(t, err)
 			want := eagerOnCPU(t, p, runs)
 
@@ -144,15 +144,15 @@ func updateGraph(n int64, tmp bool) (g *dag.Graph, inA, inB, out *dag.Buffer) {
 	x := bld.Buffer("x", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 	ones := bld.Buffer("ones", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
 	out = bld.Buffer("out", 4*n, dag.PinnedHost(), dag.Of(dag.F32), dag.Zeros())
-	bld.Copy(x.All(), inA.All()).Named("upload")
-	bld.Launch(dag.Scale, dag.Grid1(8), dag.Grid1(128), x, float32(2)).Named("scale")
-	bld.Launch(dag.Axpy, dag.Grid1(8), dag.Grid1(128), x, ones, float32(1)).Named("offset")
+	bld.Copy(x.All(), inA.All(), dag.Name("upload"))
+	bld.Launch(dag.Scale, dag.Grid1(8), dag.Grid1(128), x, float32(2), dag.Name("scale"))
+	bld.Launch(dag.Axpy, dag.Grid1(8), dag.Grid1(128), x, ones, float32(1), dag.Name("offset"))
 	if tmp {
 		t := bld.Buffer("t", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Temporary())
-		bld.Copy(t.All(), x.All()).Named("stage")
-		bld.Copy(out.All(), t.All()).Named("download")
+		bld.Copy(t.All(), x.All(), dag.Name("stage"))
+		bld.Copy(out.All(), t.All(), dag.Name("download"))
 	} else {
-		bld.Copy(out.All(), x.All()).Named("download")
+		bld.Copy(out.All(), x.All(), dag.Name("download"))
 	}
 	g, err := bld.Build()
 	if err != nil {
@@ -177,7 +177,7 @@ func TestGraphUpdate(t *testing.T) {
 		t.Run(fmt.Sprintf("temporary=%v", tmp), func(t *testing.T) {
 			const n = 4096
 			graph, inA, inB, out := updateGraph(n, tmp)
-			p, err := planner.New(graph, planner.Options{})
+			p, err := planner.New(graph)
 			require.NoError(t, err)
 			s, err := executor.Open(ctx, b, p)
 			require.NoError(t, err)
@@ -222,7 +222,7 @@ func TestGraphLeaks(t *testing.T) {
 	b := gpuBackend(t)
 	ctx := context.Background()
 	graph, inA, inB, _ := updateGraph(1024, true)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	for round := range 3 {
 		s, err := executor.Open(ctx, b, p)
@@ -249,10 +249,10 @@ func TestGraphLeaks(t *testing.T) {
 	h := bld.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
 	d := bld.Buffer("d", 64, dag.OnDevice(0), dag.Zeros())
 	bld.Copy(d.All(), h.All())
-	bld.Host(func(ctx context.Context, mem [][]byte) error { return errors.New("planned failure") }, dag.InOut(h.All())).Named("check")
+	bld.Host(func(ctx context.Context, mem [][]byte) error { return errors.New("planned failure") }, dag.InOut(h.All()), dag.Name("check"))
 	fg, err := bld.Build()
 	require.NoError(t, err)
-	fp, err := planner.New(fg, planner.Options{})
+	fp, err := planner.New(fg)
 	require.NoError(t, err)
 	s, err := executor.Open(ctx, b, fp)
 	require.NoError(t, err)
@@ -271,7 +271,7 @@ func TestGraphLeaks(t *testing.T) {
 func TestGraphNodes(t *testing.T) {
 	b := gpuBackend(t)
 	g := chains(4, 10, dag.Empty, 0, false)
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	se := openSession(t, b, g)
 	defer func() { require.NoError(t, se.Close()) }()
@@ -307,4 +307,13 @@ func oneDeviceExample(s *spec.Spec) bool {
 		bytes += b.Size
 	}
 	return s.Run.World <= 1 && bytes <= 64<<20
+}
+
+// runOptions are the planner's options of spec s's run section.
+func runOptions(s *spec.Spec) []planner.Option {
+	opts := []planner.Option{planner.Streams(s.Run.Streams)}
+	if s.Run.SharedCopyStreams {
+		opts = append(opts, planner.SharedCopyStreams())
+	}
+	return opts
 }

@@ -121,7 +121,7 @@ func TestHalfBuiltins(t *testing.T) {
 					k.make(g, dt, s.grid, s.block)
 					graph, err := g.Build()
 					require.NoError(t, err)
-					p, err := planner.New(graph, planner.Options{})
+					p, err := planner.New(graph)
 					require.NoError(t, err)
 					want, err := executor.Execute(context.Background(), cpu.New(), p)
 					require.NoError(t, err)

@@ -216,7 +216,7 @@ func TestDeviceInitSeenByOpsGPU(t *testing.T) {
 	bl.Copy(hy.All(), y.All())
 	g, err := bl.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	for range 3 { // each a fresh session: the race, if any, is at open
 		out, err := executor.Execute(context.Background(), b, p)

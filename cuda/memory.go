@@ -35,6 +35,10 @@ type holdings struct {
 	devs   map[int]*sessDevice
 	bufs   []buffer   // by Buffer.ID
 	arenas []devArena // the device temporaries' arenas, if the plan placed them (arena.go)
+	// lender and lentArenas are what OpenShared takes from another
+	// session, which frees them (shared.go).
+	lender     *lender
+	lentArenas []devArena
 
 	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
 	live   Resources
@@ -56,6 +60,9 @@ type buffer struct {
 	// inArena says dptr is a place in an arena (arena.go): the temporary
 	// is neither allocated nor freed on its own.
 	inArena bool
+	// lent says dptr or host is another session's buffer (shared.go):
+	// neither allocated, filled nor freed here.
+	lent bool
 }
 
 // allocBuffers allocates every persistent buffer with its initial contents
@@ -82,6 +89,9 @@ func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 		}
 		bs.dev = d
 	}
+	if err := hd.borrow(); err != nil { // shared.go
+		return err
+	}
 	failed := func(bs *buffer, err error) error {
 		buf := bs.b
 		return &dag.OpError{Op: "open", Err: fmt.Errorf("buffer %q (%d bytes, %s): %w", buf.Name, buf.Size, placeName(buf), err)}
@@ -101,7 +111,7 @@ func (hd *holdings) allocBuffers(ctx context.Context) (err error) {
 			return err
 		}
 		bs := &hd.bufs[i]
-		if bs.b.Placement == dag.Device && bs.b.Temporary {
+		if bs.b.Placement == dag.Device && bs.b.Temporary || bs.lent {
 			continue
 		}
 		if err := hd.allocBuffer(bs, prep); err != nil {
@@ -120,7 +130,7 @@ func (hd *holdings) pinAll(prep *hostPrep) (*buffer, error) {
 	var pinned []*buffer
 	var ahead []unsafe.Pointer // made ahead, by pinned's index; nil where not
 	for i := range hd.bufs {
-		if bs := &hd.bufs[i]; bs.b.Placement == dag.Pinned {
+		if bs := &hd.bufs[i]; bs.b.Placement == dag.Pinned && !bs.lent {
 			pinned = append(pinned, bs)
 			ahead = append(ahead, prep.take(bs.b))
 		}
@@ -236,8 +246,8 @@ func (hd *holdings) freeBuffers(keep func(error)) {
 	for i := range hd.bufs {
 		bs := &hd.bufs[i]
 		switch {
-		case bs.inArena:
-			bs.dptr = 0 // freed with its arena
+		case bs.inArena || bs.lent:
+			bs.dptr, bs.host = 0, nil // freed with its arena, or by the session that lent it
 		case bs.dptr != 0:
 			keep(hd.drv.memFree(bs.dev.ctx, bs.dptr))
 			if bs.b.Temporary {

@@ -30,6 +30,6 @@ func TestMemset2DMatchesCPU(t *testing.T) {
 		g.Copy(out.All(), f32.All()) // reads what the memset wrote
 		gr, err := g.Build()
 		require.NoError(t, err)
-		runGraph(t, b, gr, planner.Options{Streams: streams}, 0)
+		runGraph(t, b, gr, 0, planner.Streams(streams))
 	}
 }

@@ -56,13 +56,13 @@ func mlpGraph(tb testing.TB, t int64, copies bool) *dag.Graph {
 	for c := range int64(mlpChunks) {
 		x, y := dx[c%2], dy[c%2]
 		if copies {
-			g.Copy(x.All(), xs.Slice(c*chunk, chunk)).Named(fmt.Sprintf("upload%d", c))
+			g.Copy(x.All(), xs.Slice(c*chunk, chunk), dag.Name(fmt.Sprintf("upload%d", c)))
 		}
-		g.Gemm(pre.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: f, K: mlpH}).Named(fmt.Sprintf("up%d", c))
-		g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), h, pre).Named(fmt.Sprintf("gelu%d", c))
-		g.Gemm(x.All(), h.All(), w2.All(), dag.GemmShape{M: t, N: mlpH, K: f}, dag.Beta(1), dag.Output(y.All())).Named(fmt.Sprintf("down%d", c))
+		g.Gemm(pre.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: f, K: mlpH}, dag.Name(fmt.Sprintf("up%d", c)))
+		g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), h, pre, dag.Name(fmt.Sprintf("gelu%d", c)))
+		g.Gemm(x.All(), h.All(), w2.All(), dag.GemmShape{M: t, N: mlpH, K: f}, dag.Beta(1), dag.Output(y.All()), dag.Name(fmt.Sprintf("down%d", c)))
 		if copies {
-			g.Copy(ys.Slice(c*chunk, chunk), y.All()).Named(fmt.Sprintf("download%d", c))
+			g.Copy(ys.Slice(c*chunk, chunk), y.All(), dag.Name(fmt.Sprintf("download%d", c)))
 		}
 	}
 	graph, err := g.Build()
@@ -84,7 +84,7 @@ func BenchmarkMLP(b *testing.B) {
 		b.Run(fmt.Sprintf("T=%d", t), func(b *testing.B) {
 			b.ReportAllocs()
 			open := func(g *dag.Graph, streams int) *executor.Session {
-				p, err := planner.New(g, planner.Options{Streams: streams})
+				p, err := planner.New(g, planner.Streams(streams))
 				require.NoError(b, err)
 				s, err := executor.Open(ctx, be, p)
 				if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
@@ -174,7 +174,7 @@ func mlpWhere(b *testing.B, ctx context.Context, be *Backend, g *dag.Graph) (up,
 		b.Logf("no CUPTI breakdown nor pipeline bound: set DAGRUN_BENCH_CUPTI=1, with BenchmarkMLP alone in its process")
 		return 0, 0, false
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(b, err)
 	s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
 	require.NoError(b, err)
@@ -242,7 +242,7 @@ func mlpWhere(b *testing.B, ctx context.Context, be *Backend, g *dag.Graph) (up,
 func TestMLPGraphsPlan(t *testing.T) {
 	for _, copies := range []bool{true, false} {
 		g := mlpGraph(t, 512, copies)
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
 		if copies {

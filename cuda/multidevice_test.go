@@ -24,7 +24,8 @@ import (
 // Session-level multi-GPU tests: ranks as sessions of one backend, each
 // joined from its own goroutine; plans across devices captured as one
 // graph. They skip without 2 devices (or NCCL, where they need it) and
-// fail instead under DAGRUN_REQUIRE_GPUS=2.
+// fail instead under DAGRUN_REQUIRE_GPUS=N. Worlds of ranks run at 2 and
+// at every device of the machine (up to 8), one device per rank.
 
 // twoDeviceBackend opens a backend on a machine with at least 2 devices.
 func twoDeviceBackend(tb testing.TB, opts ...Option) *Backend {
@@ -36,9 +37,9 @@ func twoDeviceBackend(tb testing.TB, opts ...Option) *Backend {
 	}
 	n, err := b.drv.deviceCount()
 	require.NoError(tb, err)
-	if n < 2 {
+	if n < max(2, requiredGPUs()) {
 		b.Close()
-		skipOrFailNCCL(tb, requireTwo(), "%d device(s); the test needs 2", n)
+		skipOrFailNCCL(tb, requireTwo(), "%d device(s); the test needs %d", n, max(2, requiredGPUs()))
 	}
 	tb.Cleanup(func() {
 		assert.NoError(tb, b.Close())
@@ -53,6 +54,18 @@ func needNCCL(tb testing.TB, b *Backend) {
 	if _, err := b.loadNCCL(); err != nil {
 		skipOrFailNCCL(tb, requireTwo(), "%v", err)
 	}
+}
+
+// worlds is the world sizes to test on b's machine: 2, and every device
+// (up to 8) where there are more.
+func worlds(tb testing.TB, b *Backend) []int {
+	tb.Helper()
+	n, err := b.drv.deviceCount()
+	require.NoError(tb, err)
+	if n = min(n, 8); n > 2 {
+		return []int{2, n}
+	}
+	return []int{2}
 }
 
 // onRanks runs f for every rank at once, each in its own goroutine (NCCL's
@@ -79,7 +92,7 @@ func ranks(t testing.TB, b *Backend, graphs []*dag.Graph, timeout time.Duration)
 	ss := make([]*Session, n)
 	ps := make([]*planner.Plan, n)
 	for r, g := range graphs {
-		ps[r], err = planner.New(g, planner.Options{})
+		ps[r], err = planner.New(g)
 		require.NoError(t, err)
 		ss[r], err = b.OpenSession(t.Context(), g)
 		require.NoError(t, err)
@@ -112,12 +125,11 @@ type collCase struct {
 	cpu     func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error
 }
 
-// rankGraphs builds rank r's graph for every rank of 2: every collective
-// of dt, each on buffers of its own, its input copied from a persistent
-// source first so that runs and replays repeat. It ends with a send/recv
-// swap that faces the other rank's.
-func rankGraphs(t testing.TB, dt dag.DType, elems int) ([]*dag.Graph, []collCase) {
-	const world = 2
+// rankGraphs builds rank r's graph for every rank of world: every
+// collective of dt, each on buffers of its own, its input copied from a
+// persistent source first so that runs and replays repeat. It ends with a
+// send/recv ring (rank r sends to r+1 and receives from r-1; a swap for 2).
+func rankGraphs(t testing.TB, dt dag.DType, elems, world int) ([]*dag.Graph, []collCase) {
 	es := dt.Size()
 	var cases []collCase
 	type decl struct {
@@ -146,11 +158,11 @@ func rankGraphs(t testing.TB, dt dag.DType, elems int) ([]*dag.Graph, []collCase
 			copy(out, in)
 			return c.Broadcast(ctx, out, 1)
 		}},
-		decl{"send/recv swap", dag.Send, 0, elems, elems, func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error {
-			peer := 1 - c.Rank()
+		decl{"send/recv ring", dag.Send, 0, elems, elems, func(ctx context.Context, c *comm.Comm, in, out []byte, dt dag.DType) error {
+			next, prev := (c.Rank()+1)%world, (c.Rank()+world-1)%world
 			errc := make(chan error, 1)
-			go func() { errc <- c.Send(ctx, in, peer) }()
-			return errors.Join(c.Recv(ctx, out, peer), <-errc)
+			go func() { errc <- c.Send(ctx, in, next) }()
+			return errors.Join(c.Recv(ctx, out, prev), <-errc)
 		}})
 	graphs := make([]*dag.Graph, world)
 	cases = make([]collCase, len(decls))
@@ -159,24 +171,24 @@ func rankGraphs(t testing.TB, dt dag.DType, elems int) ([]*dag.Graph, []collCase
 		for i, d := range decls {
 			src := g.Buffer(fmt.Sprintf("src%d", i), int64(d.in)*es, dag.OnDevice(r), dag.Of(dt), dag.Contents(gpuRankData(dt, r, d.in)))
 			in := g.Buffer(fmt.Sprintf("in%d", i), int64(d.in)*es, dag.OnDevice(r), dag.Of(dt), dag.Zeros())
-			g.Copy(in.All(), src.All()).OnDevice(r)
+			g.Copy(in.All(), src.All(), dag.OnDevice(r))
 			out := in
 			if d.kind != dag.AllReduce && d.kind != dag.Broadcast {
 				out = g.Buffer(fmt.Sprintf("out%d", i), int64(d.out)*es, dag.OnDevice(r), dag.Of(dt), dag.Zeros())
 			}
 			switch d.kind {
 			case dag.AllReduce:
-				g.AllReduce(in.All(), d.red).OnDevice(r)
+				g.AllReduce(in.All(), d.red, dag.OnDevice(r))
 			case dag.ReduceScatter:
-				g.ReduceScatter(in.All(), out.All(), d.red).OnDevice(r)
+				g.ReduceScatter(in.All(), out.All(), d.red, dag.OnDevice(r))
 			case dag.AllGather:
-				g.AllGather(in.All(), out.All()).OnDevice(r)
+				g.AllGather(in.All(), out.All(), dag.OnDevice(r))
 			case dag.Broadcast:
-				g.Broadcast(in.All(), 1).OnDevice(r)
+				g.Broadcast(in.All(), 1, dag.OnDevice(r))
 			case dag.Send:
-				// Both ranks send first: only a group keeps them apart.
-				g.Send(in.All(), 1-r).OnDevice(r)
-				g.Recv(out.All(), 1-r).OnDevice(r)
+				// Every rank sends first: only a group keeps them apart.
+				g.Send(in.All(), (r+1)%world, dag.OnDevice(r))
+				g.Recv(out.All(), (r+world-1)%world, dag.OnDevice(r))
 			}
 			cases[i].label, cases[i].cpu = d.label, d.cpu
 			cases[i].in, cases[i].out = append(cases[i].in, src), append(cases[i].out, out)
@@ -192,10 +204,11 @@ func rankGraphs(t testing.TB, dt dag.DType, elems int) ([]*dag.Graph, []collCase
 func wantOnCPU(t testing.TB, dt dag.DType, cases []collCase) [][][]byte {
 	want := make([][][]byte, len(cases))
 	for i, c := range cases {
-		cpu, err := comm.NewLocal(2, comm.Options{Timeout: 30 * time.Second})
+		world := len(c.in)
+		cpu, err := comm.NewLocal(world, comm.Options{Timeout: 30 * time.Second})
 		require.NoError(t, err)
-		want[i] = make([][]byte, 2)
-		for r, err := range onRanks(2, func(r int) error {
+		want[i] = make([][]byte, world)
+		for r, err := range onRanks(world, func(r int) error {
 			want[i][r] = make([]byte, c.out[r].Size)
 			return c.cpu(t.Context(), cpu[r], c.in[r].InitialBytes(), want[i][r], dt)
 		}) {
@@ -216,68 +229,73 @@ func checkRanks(t testing.TB, ss []*Session, dt dag.DType, cases []collCase, wan
 	}
 }
 
-// TestSessionCollectivesGPU runs every collective and dtype through two
-// joined sessions, eagerly (twice) and as captured graphs replayed twice,
-// each against internal/comm's CPU collectives; then closes and checks
-// that nothing is left.
+// TestSessionCollectivesGPU runs every collective and dtype through a
+// world of joined sessions (2, and every device of the machine), eagerly
+// (twice) and as captured graphs replayed twice, each against
+// internal/comm's CPU collectives; then closes and checks that nothing is
+// left.
 func TestSessionCollectivesGPU(t *testing.T) {
 	b := twoDeviceBackend(t)
 	needNCCL(t, b)
 	const elems = 4099
-	for _, dt := range []dag.DType{dag.U8, dag.I32, dag.I64, dag.F32, dag.F64} {
-		t.Run(dt.String(), func(t *testing.T) {
-			graphs, cases := rankGraphs(t, dt, elems)
-			want := wantOnCPU(t, dt, cases)
-			ss, ps := ranks(t, b, graphs, time.Minute)
-			for run := range 2 {
-				for r, err := range onRanks(2, func(r int) error {
-					if err := submit(ss[r], ps[r]); err != nil {
-						return err
-					}
-					return ss[r].Sync(t.Context())
-				}) {
-					require.NoError(t, err, "eager run %d, rank %d", run, r)
-				}
-				checkRanks(t, ss, dt, cases, want, fmt.Sprintf("eager run %d", run))
-			}
-			gids := make([]int, 2)
-			for r, err := range onRanks(2, func(r int) error {
-				se := ss[r]
-				if err := se.capt.BeginCapture(0); err != nil {
-					return err
-				}
-				if err := submit(se, ps[r]); err != nil {
-					se.capt.EndCapture(0)
-					return err
-				}
-				gi, err := se.capt.EndCapture(0)
-				if err != nil {
-					return err
-				}
-				gids[r] = gi
-				return se.capt.Instantiate(gi)
-			}) {
-				require.NoError(t, err, "capture, rank %d", r)
-			}
-			for replay := range 2 {
-				for r, se := range ss { // outputs (in place: the working copy) to zeros, so a replay that does nothing fails
-					for _, c := range cases {
-						require.NoError(t, se.Write(c.out[r], make([]byte, c.out[r].Size)))
-					}
-				}
-				for r, err := range onRanks(2, func(r int) error {
-					if err := ss[r].LaunchGraph(gids[r], 0); err != nil {
-						return err
-					}
-					return ss[r].Sync(t.Context())
-				}) {
-					require.NoError(t, err, "replay %d, rank %d", replay, r)
-				}
-				checkRanks(t, ss, dt, cases, want, fmt.Sprintf("replay %d", replay))
-			}
-			closeRanks(t, b, ss)
-		})
+	for _, world := range worlds(t, b) {
+		for _, dt := range []dag.DType{dag.U8, dag.I32, dag.I64, dag.F16, dag.BF16, dag.F32, dag.F64} {
+			t.Run(fmt.Sprintf("world%d/%s", world, dt), func(t *testing.T) { sessionCollectives(t, b, dt, elems, world) })
+		}
 	}
+}
+
+func sessionCollectives(t *testing.T, b *Backend, dt dag.DType, elems, world int) {
+	graphs, cases := rankGraphs(t, dt, elems, world)
+	want := wantOnCPU(t, dt, cases)
+	ss, ps := ranks(t, b, graphs, time.Minute)
+	for run := range 2 {
+		for r, err := range onRanks(world, func(r int) error {
+			if err := submit(ss[r], ps[r]); err != nil {
+				return err
+			}
+			return ss[r].Sync(t.Context())
+		}) {
+			require.NoError(t, err, "eager run %d, rank %d", run, r)
+		}
+		checkRanks(t, ss, dt, cases, want, fmt.Sprintf("eager run %d", run))
+	}
+	gids := make([]int, world)
+	for r, err := range onRanks(world, func(r int) error {
+		se := ss[r]
+		if err := se.capt.BeginCapture(0); err != nil {
+			return err
+		}
+		if err := submit(se, ps[r]); err != nil {
+			se.capt.EndCapture(0)
+			return err
+		}
+		gi, err := se.capt.EndCapture(0)
+		if err != nil {
+			return err
+		}
+		gids[r] = gi
+		return se.capt.Instantiate(gi)
+	}) {
+		require.NoError(t, err, "capture, rank %d", r)
+	}
+	for replay := range 2 {
+		for r, se := range ss { // outputs (in place: the working copy) to zeros, so a replay that does nothing fails
+			for _, c := range cases {
+				require.NoError(t, se.Write(c.out[r], make([]byte, c.out[r].Size)))
+			}
+		}
+		for r, err := range onRanks(world, func(r int) error {
+			if err := ss[r].LaunchGraph(gids[r], 0); err != nil {
+				return err
+			}
+			return ss[r].Sync(t.Context())
+		}) {
+			require.NoError(t, err, "replay %d, rank %d", replay, r)
+		}
+		checkRanks(t, ss, dt, cases, want, fmt.Sprintf("replay %d", replay))
+	}
+	closeRanks(t, b, ss)
 }
 
 // twoDevicePlan is a pipeline across devices 0 and 1 with peer copies
@@ -297,21 +315,21 @@ func twoDevicePlan(t testing.TB, tmp bool, n int64) *dag.Graph {
 	t0 := g.Buffer("t0", 4*n, append(life, dag.OnDevice(0), dag.Of(dag.F32))...)
 	alloc := func(b *dag.Buffer, dev int) {
 		if tmp {
-			g.Alloc(b).OnDevice(dev)
+			g.Alloc(b, dag.OnDevice(dev))
 		}
 	}
 	free := func(b *dag.Buffer, dev int) {
 		if tmp {
-			g.Free(b).OnDevice(dev)
+			g.Free(b, dag.OnDevice(dev))
 		}
 	}
 	out0 := g.Buffer("out0", 4*n, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 	out1 := g.Buffer("out1", 4*n, dag.OnDevice(1), dag.Of(dag.F32), dag.Zeros())
 	g.Launch(dag.Scale, grid, block, x0, float32(1.5))
 	alloc(t1, 1)
-	g.Copy(t1.All(), x0.All()).OnDevice(1) // peer: device 0 to device 1
-	g.Launch(dag.Axpy, grid, block, y1, t1, float32(0.25)).OnDevice(1)
-	g.Copy(out1.All(), t1.All()).OnDevice(1)
+	g.Copy(t1.All(), x0.All(), dag.OnDevice(1)) // peer: device 0 to device 1
+	g.Launch(dag.Axpy, grid, block, y1, t1, float32(0.25), dag.OnDevice(1))
+	g.Copy(out1.All(), t1.All(), dag.OnDevice(1))
 	free(t1, 1)
 	alloc(t0, 0)
 	g.Copy(t0.All(), y1.All()) // peer: device 1 to device 0
@@ -357,7 +375,7 @@ func acrossDevices(t *testing.T, noPeer, tmp bool, timing device.TimingSource, n
 		assert.False(t, topo.PeerAccess(0, 1), "NoPeer reports no peer access")
 	}
 	g := twoDevicePlan(t, tmp, n)
-	p, err := planner.New(g, planner.Options{Topology: topo})
+	p, err := planner.New(g, planner.OnTopology(topo))
 	require.NoError(t, err)
 	se := openSession(t, b, g)
 	if timing != "" {
@@ -452,7 +470,7 @@ func TestFailedCaptureGPU(t *testing.T) {
 	g.Free(tmp)
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{})
+	p, err := planner.New(graph)
 	require.NoError(t, err)
 	se := openSession(t, b, graph)
 	require.NoError(t, runPlan(t.Context(), se, p, true))
@@ -493,11 +511,11 @@ func closeRanks(t testing.TB, b *Backend, ss []*Session) {
 	assertReleased(t, b, "after the ranks closed")
 }
 
-// deviceFree is cuMemGetInfo's free memory of devices 0 and 1.
-func deviceFree(t testing.TB, b *Backend) []uint64 {
+// deviceFree is cuMemGetInfo's free memory of devices 0 to n-1.
+func deviceFree(t testing.TB, b *Backend, n int) []uint64 {
 	t.Helper()
-	free := make([]uint64, 2)
-	for d := range 2 {
+	free := make([]uint64, n)
+	for d := range n {
 		g, err := b.device(d)
 		require.NoError(t, err)
 		free[d], _, err = b.drv.memInfo(g.ctx)
@@ -512,90 +530,104 @@ func deviceFree(t testing.TB, b *Backend) []uint64 {
 func assertFreeBack(t testing.TB, b *Backend, before []uint64, what string) {
 	t.Helper()
 	const slack = 64 << 20
-	for d, now := range deviceFree(t, b) {
+	for d, now := range deviceFree(t, b, len(before)) {
 		assert.GreaterOrEqual(t, now+slack, before[d], "device %d: free memory %s is %d MiB below the baseline", d, what, (int64(before[d])-int64(now))>>20)
 	}
 }
 
-// TestRankFailureGPU: one rank fails before its collective (it aborts, as
-// the executor's ranks helper does on an op error); the other, waiting in
-// Sync, fails within the collective timeout instead of hanging, and
-// everything is released.
+// TestRankFailureGPU: in a world of 2 and of every device, rank 1 fails
+// before its collective (it aborts, as the executor's ranks helper does on
+// an op error); every other rank, waiting in Sync, fails within the
+// collective timeout instead of hanging, and everything is released.
 func TestRankFailureGPU(t *testing.T) {
 	b := twoDeviceBackend(t)
 	needNCCL(t, b)
-	graphs, _ := rankGraphs(t, dag.F32, 1<<20)
-	ss, ps := ranks(t, b, graphs, time.Minute) // a clean cycle first: what stays loaded for good
-	warmRanks(t, ss, ps)
-	closeRanks(t, b, ss)
-	before := deviceFree(t, b)
-	ss, ps = ranks(t, b, graphs, 3*time.Second)
-	warmRanks(t, ss, ps)
-	failed := errors.New("rank 1 failed (test)")
-	start := time.Now()
-	errs := onRanks(2, func(r int) error {
-		if r == 1 {
-			ss[1].AbortCollectives(failed)
-			return failed
-		}
-		if err := submit(ss[0], ps[0]); err != nil {
-			return err
-		}
-		return ss[0].Sync(t.Context())
-	})
-	took := time.Since(start)
-	require.Error(t, errs[0], "rank 0 must fail when rank 1 does")
-	t.Logf("rank 0 after %v: %v", took, errs[0])
-	assert.Less(t, took, 60*time.Second, "rank 0 gave up within the timeout")
-	err := ss[1].Run(0, graphs[1].Ops[1])
-	if err == nil {
-		err = ss[1].Sync(t.Context())
+	for _, world := range worlds(t, b) {
+		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
+			graphs, _ := rankGraphs(t, dag.F32, 1<<20, world)
+			ss, ps := ranks(t, b, graphs, time.Minute) // a clean cycle first: what stays loaded for good
+			warmRanks(t, ss, ps)
+			closeRanks(t, b, ss)
+			before := deviceFree(t, b, world)
+			ss, ps = ranks(t, b, graphs, 3*time.Second)
+			warmRanks(t, ss, ps)
+			failed := errors.New("rank 1 failed (test)")
+			start := time.Now()
+			errs := onRanks(world, func(r int) error {
+				if r == 1 {
+					ss[1].AbortCollectives(failed)
+					return failed
+				}
+				if err := submit(ss[r], ps[r]); err != nil {
+					return err
+				}
+				return ss[r].Sync(t.Context())
+			})
+			took := time.Since(start)
+			for r, err := range errs {
+				require.Error(t, err, "rank %d must fail when rank 1 does", r)
+			}
+			t.Logf("world %d: every rank failed after %v; rank 0: %v", world, took, errs[0])
+			assert.Less(t, took, 60*time.Second, "the ranks gave up within the timeout")
+			err := ss[1].Run(0, graphs[1].Ops[1])
+			if err == nil {
+				err = ss[1].Sync(t.Context())
+			}
+			assert.ErrorContains(t, err, "aborted", "an aborted rank refuses collectives")
+			closeRanks(t, b, ss)
+			assertFreeBack(t, b, before, "after the failed ranks closed")
+		})
 	}
-	assert.ErrorContains(t, err, "aborted", "an aborted rank refuses collectives")
-	closeRanks(t, b, ss)
-	assertFreeBack(t, b, before, "after the failed ranks closed")
 }
 
-// TestRankCancelGPU: a rank whose context ends mid-run aborts; its peer
-// fails within the timeout.
+// TestRankCancelGPU: in a world of 2 and of every device, rank 1's context
+// ends mid-run and it aborts; every other rank fails within the timeout.
 func TestRankCancelGPU(t *testing.T) {
 	b := twoDeviceBackend(t)
 	needNCCL(t, b)
-	graphs, _ := rankGraphs(t, dag.F32, 1<<20)
-	ss, ps := ranks(t, b, graphs, time.Minute)
-	warmRanks(t, ss, ps)
-	closeRanks(t, b, ss)
-	before := deviceFree(t, b)
-	ss, ps = ranks(t, b, graphs, 5*time.Second)
-	warmRanks(t, ss, ps)
-	start := time.Now()
-	errs := onRanks(2, func(r int) error {
-		ctx := t.Context()
-		if r == 1 {
-			c, cancel := context.WithCancel(ctx)
-			cancel()
-			ctx = c
-			// Rank 1 submits only its first op and gives up.
-			if err := ss[1].Run(int(ps[1].OpStream[0]), graphs[1].Ops[0]); err != nil {
-				return err
+	for _, world := range worlds(t, b) {
+		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
+			graphs, _ := rankGraphs(t, dag.F32, 1<<20, world)
+			ss, ps := ranks(t, b, graphs, time.Minute)
+			warmRanks(t, ss, ps)
+			closeRanks(t, b, ss)
+			before := deviceFree(t, b, world)
+			ss, ps = ranks(t, b, graphs, 5*time.Second)
+			warmRanks(t, ss, ps)
+			start := time.Now()
+			errs := onRanks(world, func(r int) error {
+				ctx := t.Context()
+				if r == 1 {
+					c, cancel := context.WithCancel(ctx)
+					cancel()
+					ctx = c
+					// Rank 1 submits only its first op and gives up.
+					if err := ss[1].Run(int(ps[1].OpStream[0]), graphs[1].Ops[0]); err != nil {
+						return err
+					}
+				} else if err := submit(ss[r], ps[r]); err != nil {
+					return err
+				}
+				return ss[r].Sync(ctx)
+			})
+			if errs[1] != nil { // nil when its one op finished before Sync looked at ctx
+				assert.ErrorIs(t, errs[1], context.Canceled)
 			}
-		} else if err := submit(ss[0], ps[0]); err != nil {
-			return err
-		}
-		return ss[r].Sync(ctx)
-	})
-	if errs[1] != nil { // nil when its one op finished before Sync looked at ctx
-		assert.ErrorIs(t, errs[1], context.Canceled)
+			for r, err := range errs {
+				if r != 1 {
+					assert.Error(t, err, "rank %d must fail when rank 1 gives up", r)
+				}
+			}
+			assert.Less(t, time.Since(start), 60*time.Second)
+			err := ss[1].Run(0, graphs[1].Ops[1])
+			if err == nil {
+				err = ss[1].Sync(t.Context())
+			}
+			assert.ErrorContains(t, err, "aborted", "a rank whose context ended has aborted its communicator")
+			closeRanks(t, b, ss)
+			assertFreeBack(t, b, before, "after the cancelled ranks closed")
+		})
 	}
-	assert.Error(t, errs[0], "rank 0 must fail when rank 1 gives up")
-	assert.Less(t, time.Since(start), 60*time.Second)
-	err := ss[1].Run(0, graphs[1].Ops[1])
-	if err == nil {
-		err = ss[1].Sync(t.Context())
-	}
-	assert.ErrorContains(t, err, "aborted", "a rank whose context ended has aborted its communicator")
-	closeRanks(t, b, ss)
-	assertFreeBack(t, b, before, "after the cancelled ranks closed")
 }
 
 // TestSessionNCCLMissing: with no NCCL to load, UniqueID and Join fail with an

@@ -35,6 +35,7 @@ int dr_nccl_load(dr_nccl* n, const char* path, const char** missing) {
 		}
 		memcpy((char*)n + dr_nccl_syms[i].offset, &p, sizeof(p));
 	}
+	n->ncclCommInitRankConfig = dlsym(n->lib, "ncclCommInitRankConfig");
 	return 0;
 }
 
@@ -90,10 +91,14 @@ ncclResult_t dr_nccl_group(dr_nccl* n, const dr_nccl_call* calls, int ncalls, in
 	return n->ncclGroupEnd();
 }
 
-ncclResult_t dr_nccl_init_rank(dr_api* a, CUcontext c, dr_nccl* n, ncclComm_t* comm, int nranks, const dr_nccl_uid* id, int rank) {
+ncclResult_t dr_nccl_init_rank(dr_api* a, CUcontext c, dr_nccl* n, ncclComm_t* comm, int nranks, const dr_nccl_uid* id, int rank,
+                               dr_nccl_config* cfg) {
 	CUresult cr = dr_ctx(a, c);
 	if (cr != DR_SUCCESS) {
 		return DR_NCCL_UNHANDLED_CUDA_ERROR;
+	}
+	if (cfg != NULL) {
+		return n->ncclCommInitRankConfig(comm, nranks, *id, rank, cfg);
 	}
 	return n->ncclCommInitRank(comm, nranks, *id, rank);
 }

@@ -191,13 +191,36 @@ func (n *ncclLib) initAll(devs []int) ([]*ncclComm, error) {
 }
 
 // initRank joins rank of a world of world ranks (one per process) on the
-// device of context c; every rank calls it with the id rank 0 made, and it
-// returns when all have.
-func (n *ncclLib) initRank(d *driver, c C.CUcontext, world, rank int, id NCCLUniqueID) (*ncclComm, error) {
+// device of context c with res; every rank calls it with the id rank 0
+// made, and it returns when all have.
+func (n *ncclLib) initRank(d *driver, c C.CUcontext, world, rank int, id NCCLUniqueID, res NCCLResources) (*ncclComm, error) {
 	var cid C.dr_nccl_uid
 	C.memcpy(unsafe.Pointer(&cid), unsafe.Pointer(&id[0]), C.DR_NCCL_UNIQUE_ID_BYTES)
+	var cfg *C.dr_nccl_config
+	call := "ncclCommInitRank"
+	if !res.isZero() {
+		if n.lib.ncclCommInitRankConfig == nil || n.major*100+n.minor < 217 {
+			return nil, fmt.Errorf("NCCL %s (%s) cannot bound a communicator's CTAs: that needs ncclCommInitRankConfig of NCCL 2.17 or later (leave NCCLResources unset, or set NCCL_MAX_CTAS)", n.Version(), n.path)
+		}
+		undef := func(v int) C.int {
+			if v == 0 {
+				return C.DR_NCCL_CONFIG_UNDEF
+			}
+			return C.int(v)
+		}
+		// C memory: NCCL reads it during the call.
+		cfg = (*C.dr_nccl_config)(C.calloc(1, C.sizeof_dr_nccl_config))
+		if cfg == nil {
+			return nil, errors.New("ncclCommInitRankConfig: out of host memory")
+		}
+		defer C.free(unsafe.Pointer(cfg))
+		*cfg = C.dr_nccl_config{size: C.sizeof_dr_nccl_config, magic: C.DR_NCCL_API_MAGIC, version: C.DR_NCCL_CONFIG_VERSION,
+			blocking: C.DR_NCCL_CONFIG_UNDEF, cgaClusterSize: undef(res.CGAClusterSize), minCTAs: undef(res.MinCTAs), maxCTAs: undef(res.MaxCTAs),
+			splitShare: C.DR_NCCL_CONFIG_UNDEF}
+		call = "ncclCommInitRankConfig"
+	}
 	var comm C.ncclComm_t
-	if err := n.check("ncclCommInitRank", C.dr_nccl_init_rank(d.api, c, n.lib, &comm, C.int(world), &cid, C.int(rank))); err != nil {
+	if err := n.check(call, C.dr_nccl_init_rank(d.api, c, n.lib, &comm, C.int(world), &cid, C.int(rank), cfg)); err != nil {
 		return nil, err
 	}
 	return &ncclComm{n: n, comm: comm, rank: rank, world: world}, nil
@@ -250,6 +273,10 @@ func ncclDType(dt dag.DType) (C.int, error) {
 		return C.DR_NCCL_FLOAT32, nil
 	case dag.F64:
 		return C.DR_NCCL_FLOAT64, nil
+	case dag.F16:
+		return C.DR_NCCL_FLOAT16, nil
+	case dag.BF16:
+		return C.DR_NCCL_BFLOAT16, nil
 	}
 	return 0, fmt.Errorf("NCCL collectives do not take element type %s", dt)
 }
@@ -368,33 +395,40 @@ func (n *ncclLib) group(calls []ncclCall) error {
 // for TestNCCLHeader to compare with the real header.
 func ncclDeclared() map[string]int {
 	return map[string]int{
-		"sizeof(ncclUniqueId)":   int(C.sizeof_dr_nccl_uid),
-		"sizeof(ncclResult_t)":   int(C.sizeof_ncclResult_t),
-		"sizeof(ncclRedOp_t)":    int(C.sizeof_int),
-		"sizeof(ncclDataType_t)": int(C.sizeof_int),
-		"ncclSuccess":            C.DR_NCCL_SUCCESS,
-		"ncclUnhandledCudaError": C.DR_NCCL_UNHANDLED_CUDA_ERROR,
-		"ncclSystemError":        C.DR_NCCL_SYSTEM_ERROR,
-		"ncclInternalError":      C.DR_NCCL_INTERNAL_ERROR,
-		"ncclInvalidArgument":    C.DR_NCCL_INVALID_ARGUMENT,
-		"ncclInvalidUsage":       C.DR_NCCL_INVALID_USAGE,
-		"ncclRemoteError":        C.DR_NCCL_REMOTE_ERROR,
-		"ncclInProgress":         C.DR_NCCL_IN_PROGRESS,
-		"ncclSum":                C.DR_NCCL_SUM,
-		"ncclProd":               C.DR_NCCL_PROD,
-		"ncclMax":                C.DR_NCCL_MAX,
-		"ncclMin":                C.DR_NCCL_MIN,
-		"ncclAvg":                C.DR_NCCL_AVG,
-		"ncclInt8":               C.DR_NCCL_INT8,
-		"ncclUint8":              C.DR_NCCL_UINT8,
-		"ncclInt32":              C.DR_NCCL_INT32,
-		"ncclUint32":             C.DR_NCCL_UINT32,
-		"ncclInt64":              C.DR_NCCL_INT64,
-		"ncclUint64":             C.DR_NCCL_UINT64,
-		"ncclFloat16":            C.DR_NCCL_FLOAT16,
-		"ncclFloat32":            C.DR_NCCL_FLOAT32,
-		"ncclFloat64":            C.DR_NCCL_FLOAT64,
-		"ncclBfloat16":           C.DR_NCCL_BFLOAT16,
-		"NCCL_MAJOR":             ncclMajorKnown,
+		"sizeof(ncclUniqueId)":                  int(C.sizeof_dr_nccl_uid),
+		"NCCL_CONFIG_UNDEF_INT":                 C.DR_NCCL_CONFIG_UNDEF,
+		"offsetof(ncclConfig_t,blocking)":       int(unsafe.Offsetof(C.dr_nccl_config{}.blocking)),
+		"offsetof(ncclConfig_t,cgaClusterSize)": int(unsafe.Offsetof(C.dr_nccl_config{}.cgaClusterSize)),
+		"offsetof(ncclConfig_t,minCTAs)":        int(unsafe.Offsetof(C.dr_nccl_config{}.minCTAs)),
+		"offsetof(ncclConfig_t,maxCTAs)":        int(unsafe.Offsetof(C.dr_nccl_config{}.maxCTAs)),
+		"offsetof(ncclConfig_t,netName)":        int(unsafe.Offsetof(C.dr_nccl_config{}.netName)),
+		"offsetof(ncclConfig_t,splitShare)":     int(unsafe.Offsetof(C.dr_nccl_config{}.splitShare)),
+		"sizeof(ncclResult_t)":                  int(C.sizeof_ncclResult_t),
+		"sizeof(ncclRedOp_t)":                   int(C.sizeof_int),
+		"sizeof(ncclDataType_t)":                int(C.sizeof_int),
+		"ncclSuccess":                           C.DR_NCCL_SUCCESS,
+		"ncclUnhandledCudaError":                C.DR_NCCL_UNHANDLED_CUDA_ERROR,
+		"ncclSystemError":                       C.DR_NCCL_SYSTEM_ERROR,
+		"ncclInternalError":                     C.DR_NCCL_INTERNAL_ERROR,
+		"ncclInvalidArgument":                   C.DR_NCCL_INVALID_ARGUMENT,
+		"ncclInvalidUsage":                      C.DR_NCCL_INVALID_USAGE,
+		"ncclRemoteError":                       C.DR_NCCL_REMOTE_ERROR,
+		"ncclInProgress":                        C.DR_NCCL_IN_PROGRESS,
+		"ncclSum":                               C.DR_NCCL_SUM,
+		"ncclProd":                              C.DR_NCCL_PROD,
+		"ncclMax":                               C.DR_NCCL_MAX,
+		"ncclMin":                               C.DR_NCCL_MIN,
+		"ncclAvg":                               C.DR_NCCL_AVG,
+		"ncclInt8":                              C.DR_NCCL_INT8,
+		"ncclUint8":                             C.DR_NCCL_UINT8,
+		"ncclInt32":                             C.DR_NCCL_INT32,
+		"ncclUint32":                            C.DR_NCCL_UINT32,
+		"ncclInt64":                             C.DR_NCCL_INT64,
+		"ncclUint64":                            C.DR_NCCL_UINT64,
+		"ncclFloat16":                           C.DR_NCCL_FLOAT16,
+		"ncclFloat32":                           C.DR_NCCL_FLOAT32,
+		"ncclFloat64":                           C.DR_NCCL_FLOAT64,
+		"ncclBfloat16":                          C.DR_NCCL_BFLOAT16,
+		"NCCL_MAJOR":                            ncclMajorKnown,
 	}
 }

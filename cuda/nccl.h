@@ -50,6 +50,26 @@ enum {
 
 typedef struct { char internal[DR_NCCL_UNIQUE_ID_BYTES]; } dr_nccl_uid;
 
+// The leading fields of ncclConfig_t as NCCL 2.17 declared them. NCCL reads
+// a config as long as its size says and as new as its version says, and
+// keeps its defaults for the rest, so this prefix stays valid in later
+// versions. DR_NCCL_CONFIG_UNDEF leaves a field at NCCL's default.
+typedef struct {
+	size_t size;
+	unsigned int magic;   // DR_NCCL_API_MAGIC
+	unsigned int version; // DR_NCCL_CONFIG_VERSION
+	int blocking;
+	int cgaClusterSize;
+	int minCTAs;
+	int maxCTAs;
+	const char* netName;
+	int splitShare;
+} dr_nccl_config;
+
+#define DR_NCCL_API_MAGIC 0xcafebeefu
+#define DR_NCCL_CONFIG_VERSION 21700 // NCCL_VERSION(2, 17, 0)
+#define DR_NCCL_CONFIG_UNDEF (-2147483647 - 1) // INT_MIN
+
 typedef struct dr_nccl {
 	void* lib;
 	ncclResult_t (*ncclGetVersion)(int*);
@@ -68,6 +88,8 @@ typedef struct dr_nccl {
 	ncclResult_t (*ncclBroadcast)(const void*, void*, size_t, int, int, ncclComm_t, CUstream);
 	ncclResult_t (*ncclSend)(const void*, size_t, int, int, ncclComm_t, CUstream);
 	ncclResult_t (*ncclRecv)(void*, size_t, int, int, ncclComm_t, CUstream);
+	// Optional (NCCL 2.14 and later; NULL when the library lacks it).
+	ncclResult_t (*ncclCommInitRankConfig)(ncclComm_t*, int, dr_nccl_uid, int, dr_nccl_config*);
 } dr_nccl;
 
 // dr_nccl_load opens NCCL and fills n; it returns 0, or 1 with *missing set
@@ -97,8 +119,10 @@ typedef struct {
 // that failed, or -1 (the group end).
 ncclResult_t dr_nccl_group(dr_nccl* n, const dr_nccl_call* calls, int ncalls, int* failed);
 // dr_nccl_init_rank makes c current and creates this thread's rank of a
-// communicator (ncclCommInitRank takes the current device).
-ncclResult_t dr_nccl_init_rank(dr_api* a, CUcontext c, dr_nccl* n, ncclComm_t* comm, int nranks, const dr_nccl_uid* id, int rank);
+// communicator (ncclCommInitRank takes the current device), with cfg
+// through ncclCommInitRankConfig when cfg is not NULL.
+ncclResult_t dr_nccl_init_rank(dr_api* a, CUcontext c, dr_nccl* n, ncclComm_t* comm, int nranks, const dr_nccl_uid* id, int rank,
+                               dr_nccl_config* cfg);
 // dr_nccl_raw_all_reduce calls ncclAllReduce for every call (grouped when
 // there are several) iters times from one C loop: the floor the binding's
 // benchmarks compare with.

@@ -31,11 +31,21 @@ import (
 )
 
 // Multi-GPU tests skip without a driver, NCCL or 2 devices, and fail
-// instead where DAGRUN_REQUIRE_GPUS=2 says the machine has 2 GPUs. Every
+// instead where DAGRUN_REQUIRE_GPUS=N (N >= 2) says the machine has N GPUs. Every
 // test sets NCCL_NVLS_ENABLE=0 before NCCL starts: NVLink multicast can
 // take a shared host's GPUs out of service.
 
-func requireTwo() bool { return os.Getenv("DAGRUN_REQUIRE_GPUS") == "2" }
+func requireTwo() bool { return requiredGPUs() >= 2 }
+
+// requiredGPUs is DAGRUN_REQUIRE_GPUS: how many GPUs the machine must
+// have (0: none required).
+func requiredGPUs() int {
+	n, err := strconv.Atoi(os.Getenv("DAGRUN_REQUIRE_GPUS"))
+	if err != nil {
+		return 0
+	}
+	return n
+}
 
 func skipOrFailNCCL(tb testing.TB, required bool, format string, a ...any) {
 	tb.Helper()
@@ -238,6 +248,10 @@ func gpuRankData(dt dag.DType, r, n int) []byte {
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)/3))
 		case dag.F64:
 			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(float64(v)/3))
+		case dag.F16:
+			binary.LittleEndian.PutUint16(b[2*i:], dag.F16FromFloat32(float32(v)/4))
+		case dag.BF16:
+			binary.LittleEndian.PutUint16(b[2*i:], dag.BF16FromFloat32(float32(v)/4))
 		}
 	}
 	return b
@@ -265,6 +279,18 @@ func closeEnough(dt dag.DType, got, want []byte) error {
 			w := math.Float64frombits(binary.LittleEndian.Uint64(want[i:]))
 			if math.Abs(g-w) > 1e-14*math.Max(1, math.Abs(w)) {
 				return fmt.Errorf("element %d: %g, want %g", i/8, g, w)
+			}
+		}
+	case dag.F16, dag.BF16:
+		// NCCL rounds at every hop, the CPU collectives once.
+		tol, toF := 2e-3, func(h uint16) float32 { return dag.F16ToFloat32(h) }
+		if dt == dag.BF16 {
+			tol, toF = 1e-2, dag.BF16ToFloat32
+		}
+		for i := 0; i < len(got); i += 2 {
+			g, w := float64(toF(binary.LittleEndian.Uint16(got[i:]))), float64(toF(binary.LittleEndian.Uint16(want[i:])))
+			if math.Abs(g-w) > tol*math.Max(1, math.Abs(w)) {
+				return fmt.Errorf("element %d: %g, want %g", i/2, g, w)
 			}
 		}
 	default:
@@ -519,8 +545,10 @@ func BenchmarkPeerCopy(b *testing.B) {
 
 // TestNCCLInitRankGPU takes the path of ranks in separate processes, with
 // goroutines for processes: rank 0 makes the unique id, the TCP rendezvous
-// of internal/comm carries it, each rank joins with ncclCommInitRank on its
-// own device and runs an ungrouped all-reduce; then both abort cleanly.
+// of internal/comm carries it, each rank joins on its own device (with
+// ncclCommInitRankConfig and a bound on its CTAs, the path NCCLResources
+// takes; sessions' tests take ncclCommInitRank) and runs an ungrouped
+// all-reduce; then both abort cleanly.
 func TestNCCLInitRankGPU(t *testing.T) {
 	g := openTwoGPUs(t)
 	id, err := g.nccl.uniqueID()
@@ -549,7 +577,7 @@ func TestNCCLInitRankGPU(t *testing.T) {
 				if copy(rid[:], c.Payload()) != len(rid) {
 					return fmt.Errorf("rank %d: unique id of %d bytes", r, len(c.Payload()))
 				}
-				nc, err := g.nccl.initRank(g.drv, g.ctxs[r], 2, r, rid)
+				nc, err := g.nccl.initRank(g.drv, g.ctxs[r], 2, r, rid, NCCLResources{MinCTAs: 1, MaxCTAs: 4})
 				if err != nil {
 					return err
 				}

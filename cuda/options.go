@@ -12,6 +12,7 @@ type config struct {
 	cacheDir string
 	noPeer   bool   // NoPeer (peer_session.go)
 	libnccl  string // LibNCCL (peer_session.go)
+	nccl     NCCLResources
 	// initOnHost makes every device buffer's initial contents on the host
 	// and uploads them, as before the device made them (initdev.go): for
 	// benchmarks that compare the two.
@@ -60,3 +61,20 @@ func NoPeer() Option { return func(c *config) { c.noPeer = true } }
 // libnccl.so.2), not from the usual places; DAGRUN_LIBNCCL puts a path
 // before them instead.
 func LibNCCL(path string) Option { return func(c *config) { c.libnccl = path } }
+
+// NCCL sets the resources of the communicators that sessions of the
+// backend join (NCCLResources): for example MaxCTAs, so that a collective
+// beside a GEMM takes fewer of its SMs. Join fails, naming the library,
+// where the NCCL found is older than 2.17.
+func NCCL(r NCCLResources) Option { return func(c *config) { c.nccl = r } }
+
+// NCCLResources bounds what a communicator takes from the device
+// (ncclConfig_t's fields of the same names): fewer CTAs leave more of the
+// SMs to the kernels that run beside a collective, at some cost to the
+// collective's own speed. Zero leaves a field at NCCL's default (or its
+// NCCL_MIN_CTAS, NCCL_MAX_CTAS and NCCL_CGA_CLUSTER_SIZE variables).
+type NCCLResources struct {
+	MinCTAs, MaxCTAs, CGAClusterSize int
+}
+
+func (r NCCLResources) isZero() bool { return r == NCCLResources{} }

@@ -43,6 +43,7 @@ var (
 type multiGPU struct {
 	noPeer  bool
 	libnccl string
+	ncclRes NCCLResources   // NCCL
 	peer    map[[2]int]bool // [from, to] ordinals: from's context reaches to's memory
 
 	ncclOnce sync.Once

@@ -94,7 +94,7 @@ func (pc *poolCounts) of(t *testing.T, n int64) int64 {
 	}
 	ctx := context.Background()
 	g := oneTemporary(n)
-	p, err := planner.New(g, planner.Options{Streams: 1})
+	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(t, err)
 	s, err := executor.Open(ctx, pc.b, p, executor.WithTemporaries(executor.TemporariesPool))
 	require.NoError(t, err)
@@ -286,15 +286,15 @@ func TestPoolHighWaterGPU(t *testing.T) {
 		for _, budgeted := range []bool{false, true} {
 			what := fmt.Sprintf("%s of %d temporaries of %s units (seed %d), %d streams", fam, n, dag.FormatBytes(unit), i, streams)
 			// Planned for a pool, as dagrun run --temporaries pool plans.
-			opts := planner.Options{Streams: streams, PoolTemporaries: true}
+			opts := []planner.Option{planner.Streams(streams), planner.PoolTemporaries()}
 			if budgeted {
-				_, err := planner.New(g, planner.Options{Streams: streams, PoolTemporaries: true, MemoryBudget: map[int]int64{0: 1}})
+				_, err := planner.New(g, planner.Streams(streams), planner.PoolTemporaries(), planner.MemoryBudget(0, 1))
 				var be *planner.BudgetError
 				require.ErrorAs(t, err, &be, what)
-				opts.MemoryBudget = map[int]int64{0: be.Smallest * 3 / 2}
+				opts = append(opts, planner.MemoryBudget(0, be.Smallest*3/2))
 				what += ", budget " + dag.FormatBytes(be.Smallest*3/2)
 			}
-			p, err := planner.New(g, opts)
+			p, err := planner.New(g, opts...)
 			require.NoError(t, err, what)
 			require.NoError(t, verify.Verify(p), what)
 			if p.Budget != nil {
@@ -341,7 +341,7 @@ func TestPoolHighWaterSizesGPU(t *testing.T) {
 	hg, err := hb.Build()
 	require.NoError(t, err)
 	require.Len(t, hg.LiveAtEnd(), 1)
-	hp, err := planner.New(hg, planner.Options{Streams: 1})
+	hp, err := planner.New(hg, planner.Streams(1))
 	require.NoError(t, err)
 	holder, err := executor.Open(ctx, b, hp, pool)
 	require.NoError(t, err)

@@ -5,40 +5,50 @@ package cuda
 #include "cuda.h"
 
 // p_raw_pipeline_graph captures the pipeline a hand-written program issues
-// on three streams, as a programmer who overlaps copies with compute
-// writes it: s0 on device 0 (context c0), and on device 1 (context c1) sc
-// for the copies and s1 for the kernels. For each micro-batch i: launch
-// k0[i] on s0 and record ev[i]; sc waits for it, copies n[i] bytes from
-// src[i] to dst[i] (cuMemcpyAsync, as capture takes a copy between
-// devices) and records evc[i]; s1 waits for that and launches k1[i]. sc
-// and s1 are forked from s0 with fork and joined back with join[0..1]; the
-// graph is instantiated into *e. No waits beyond those the data needs.
-static CUresult p_raw_pipeline_graph(dr_api* a, CUcontext c0, CUstream s0, CUcontext c1, CUstream sc, CUstream s1, int k,
-                                     dr_launch** k0, dr_launch** k1, CUdeviceptr* dst, CUdeviceptr* src, size_t* n, CUevent fork,
-                                     CUevent* join, CUevent* ev, CUevent* evc, CUgraphExec* e) {
+// across d devices, as a programmer who overlaps copies with compute
+// writes it: device j (context c[j]) has a kernel stream s[j] and, past
+// the first, a copy stream sc[j]. Micro-batch i (of k) launches kern[i] on
+// s[0] and records ev[i]; then for each later device j, at x = j*k + i:
+// sc[j] waits for ev[x-k], copies n[x] bytes from src[x] to dst[x]
+// (cuMemcpyAsync, as capture takes a copy between devices) and records
+// evc[x]; s[j] waits for that, launches kern[x] and records ev[x]. The
+// streams are forked from s[0] with fork and joined back with join[2j]
+// and join[2j+1]; the graph is instantiated into *e. No waits beyond those
+// the data needs.
+static CUresult p_raw_pipeline_graph(dr_api* a, int d, int k, CUcontext* c, CUstream* s, CUstream* sc, dr_launch** kern,
+                                     CUdeviceptr* dst, CUdeviceptr* src, size_t* n, CUevent fork, CUevent* join,
+                                     CUevent* ev, CUevent* evc, CUgraphExec* e) {
 	CUresult r;
 	CUgraph g = NULL;
-	if ((r = dr_capture_begin(a, c0, s0)) != 0) return r;
-	r = a->cuEventRecord(fork, s0);
-	if (r == 0) r = dr_wait(a, c1, sc, fork);
-	if (r == 0) r = dr_wait(a, c1, s1, fork);
-	for (int i = 0; i < k && r == 0; i++) {
-		r = dr_launch_kernel(a, c0, k0[i], s0);
-		if (r == 0) r = a->cuEventRecord(ev[i], s0);
-		if (r == 0) r = dr_wait(a, c1, sc, ev[i]);
-		if (r == 0) r = a->cuMemcpyAsync(dst[i], src[i], n[i], sc);
-		if (r == 0) r = a->cuEventRecord(evc[i], sc);
-		if (r == 0) r = a->cuStreamWaitEvent(s1, evc[i], 0);
-		if (r == 0) r = dr_launch_kernel(a, c1, k1[i], s1);
+	if ((r = dr_capture_begin(a, c[0], s[0])) != 0) return r;
+	r = dr_record(a, c[0], fork, s[0]);
+	for (int j = 1; j < d && r == 0; j++) {
+		r = dr_wait(a, c[j], sc[j], fork);
+		if (r == 0) r = dr_wait(a, c[j], s[j], fork);
 	}
-	if (r == 0) r = dr_record(a, c1, join[0], sc);
-	if (r == 0) r = dr_record(a, c1, join[1], s1);
-	if (r == 0) r = dr_wait(a, c0, s0, join[0]);
-	if (r == 0) r = dr_wait(a, c0, s0, join[1]);
-	CUresult re = dr_capture_end(a, c0, s0, &g);
+	for (int i = 0; i < k && r == 0; i++) {
+		r = dr_launch_kernel(a, c[0], kern[i], s[0]);
+		if (r == 0) r = dr_record(a, c[0], ev[i], s[0]);
+		for (int j = 1; j < d && r == 0; j++) {
+			int x = j * k + i;
+			r = dr_wait(a, c[j], sc[j], ev[x - k]);
+			if (r == 0) r = a->cuMemcpyAsync(dst[x], src[x], n[x], sc[j]);
+			if (r == 0) r = dr_record(a, c[j], evc[x], sc[j]);
+			if (r == 0) r = dr_wait(a, c[j], s[j], evc[x]);
+			if (r == 0) r = dr_launch_kernel(a, c[j], kern[x], s[j]);
+			if (r == 0) r = dr_record(a, c[j], ev[x], s[j]);
+		}
+	}
+	for (int j = 1; j < d && r == 0; j++) {
+		r = dr_record(a, c[j], join[2 * j], sc[j]);
+		if (r == 0) r = dr_record(a, c[j], join[2 * j + 1], s[j]);
+		if (r == 0) r = dr_wait(a, c[0], s[0], join[2 * j]);
+		if (r == 0) r = dr_wait(a, c[0], s[0], join[2 * j + 1]);
+	}
+	CUresult re = dr_capture_end(a, c[0], s[0], &g);
 	if (r == 0) r = re;
-	if (r == 0) r = dr_graph_instantiate(a, c0, e, g, s0);
-	if (g != NULL) dr_graph_destroy(a, c0, g);
+	if (r == 0) r = dr_graph_instantiate(a, c[0], e, g, s[0]);
+	if (g != NULL) dr_graph_destroy(a, c[0], g);
 	return r;
 }
 
@@ -51,24 +61,33 @@ static CUresult p_raw_replays(dr_api* a, CUcontext c, CUgraphExec e, CUstream s,
 */
 import "C"
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
-// rawStage is one micro-batch of a hand-written two-device pipeline: a
-// kernel on device 0, a copy of its result to device 1, a kernel there.
-type rawStage struct {
-	k0, k1   *C.dr_launch
+// rawStep is one micro-batch's work on one device of a hand-written
+// pipeline: a copy of the previous device's result into this one (none on
+// the first device), then a kernel.
+type rawStep struct {
+	kernel   *C.dr_launch
 	dst, src C.CUdeviceptr
 	n        int64
 }
 
-// rawPipeline is a two-device pipeline captured by hand, as the floor of
-// a captured dagrun plan of the same work.
+// rawPipeline is a pipeline across devices captured by hand, as the floor
+// of a captured dagrun plan of the same work.
 type rawPipeline struct {
-	d          *driver
-	c0, c1     C.CUcontext
-	s0, sc, s1 C.CUstream
-	exec       C.CUgraphExec
-	events     []rawEvent
+	d       *driver
+	ctxs    []C.CUcontext
+	streams []rawStream
+	exec    C.CUgraphExec
+	events  []rawEvent
+}
+
+type rawStream struct {
+	c C.CUcontext
+	s C.CUstream
 }
 
 type rawEvent struct {
@@ -76,26 +95,31 @@ type rawEvent struct {
 	e C.CUevent
 }
 
-// newRawPipeline captures stages on streams of its own, s0 in context c0
-// (device 0), sc and s1 in c1 (device 1), and instantiates the graph.
-func (d *driver) newRawPipeline(c0, c1 C.CUcontext, stages []rawStage) (p *rawPipeline, err error) {
-	if len(stages) == 0 {
-		return nil, errors.New("a raw pipeline needs a stage")
+// newRawPipeline captures steps[j][i] (device j, micro-batch i; ctxs[j] is
+// device j's context) on streams of its own and instantiates the graph.
+func (d *driver) newRawPipeline(ctxs []C.CUcontext, steps [][]rawStep) (p *rawPipeline, err error) {
+	nd := len(ctxs)
+	if nd < 2 || len(steps) != nd || len(steps[0]) == 0 {
+		return nil, errors.New("a raw pipeline needs 2 devices or more and a micro-batch")
 	}
-	p = &rawPipeline{d: d, c0: c0, c1: c1}
+	k := len(steps[0])
+	for j, st := range steps {
+		if len(st) != k {
+			return nil, fmt.Errorf("device %d has %d micro-batches, device 0 has %d", j, len(st), k)
+		}
+	}
+	p = &rawPipeline{d: d, ctxs: ctxs}
 	defer func() {
 		if err != nil {
 			p.close()
 		}
 	}()
-	if p.s0, err = d.streams.create(c0, 0); err != nil {
-		return nil, err
-	}
-	if p.sc, err = d.streams.create(c1, 0); err != nil {
-		return nil, err
-	}
-	if p.s1, err = d.streams.create(c1, 0); err != nil {
-		return nil, err
+	stream := func(c C.CUcontext) (C.CUstream, error) {
+		s, err := d.streams.create(c, 0)
+		if err == nil {
+			p.streams = append(p.streams, rawStream{c: c, s: s})
+		}
+		return s, err
 	}
 	event := func(c C.CUcontext) (C.CUevent, error) {
 		e, err := d.events.create(c, false)
@@ -105,54 +129,63 @@ func (d *driver) newRawPipeline(c0, c1 C.CUcontext, stages []rawStage) (p *rawPi
 		return e, err
 	}
 	// Go memory that holds no Go pointers: C may read it during the call.
-	k := len(stages)
-	k0, k1 := make([]*C.dr_launch, k), make([]*C.dr_launch, k)
-	dst, src, n := make([]C.CUdeviceptr, k), make([]C.CUdeviceptr, k), make([]C.size_t, k)
-	ev, evc := make([]C.CUevent, k), make([]C.CUevent, k)
-	for i, st := range stages {
-		k0[i], k1[i], dst[i], src[i], n[i] = st.k0, st.k1, st.dst, st.src, C.size_t(st.n)
-		if ev[i], err = event(c0); err != nil {
+	cs := make([]C.CUcontext, nd)
+	ks, cps := make([]C.CUstream, nd), make([]C.CUstream, nd)
+	kern := make([]*C.dr_launch, nd*k)
+	dst, src, n := make([]C.CUdeviceptr, nd*k), make([]C.CUdeviceptr, nd*k), make([]C.size_t, nd*k)
+	ev, evc := make([]C.CUevent, nd*k), make([]C.CUevent, nd*k)
+	join := make([]C.CUevent, 2*nd)
+	for j, c := range ctxs {
+		cs[j] = c
+		if ks[j], err = stream(c); err != nil {
 			return nil, err
 		}
-		if evc[i], err = event(c1); err != nil {
-			return nil, err
+		if j > 0 {
+			if cps[j], err = stream(c); err != nil {
+				return nil, err
+			}
+			for h := 2 * j; h < 2*j+2; h++ {
+				if join[h], err = event(c); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for i, st := range steps[j] {
+			x := j*k + i
+			kern[x], dst[x], src[x], n[x] = st.kernel, st.dst, st.src, C.size_t(st.n)
+			if ev[x], err = event(c); err != nil {
+				return nil, err
+			}
+			if evc[x], err = event(c); err != nil {
+				return nil, err
+			}
 		}
 	}
-	fork, err := event(c0)
+	fork, err := event(ctxs[0])
 	if err != nil {
 		return nil, err
 	}
-	join := make([]C.CUevent, 2)
-	for i := range join {
-		if join[i], err = event(c1); err != nil {
-			return nil, err
-		}
-	}
-	if err := d.check("raw pipeline capture", C.p_raw_pipeline_graph(d.api, c0, p.s0, c1, p.sc, p.s1, C.int(k), &k0[0], &k1[0],
+	if err := d.check("raw pipeline capture", C.p_raw_pipeline_graph(d.api, C.int(nd), C.int(k), &cs[0], &ks[0], &cps[0], &kern[0],
 		&dst[0], &src[0], &n[0], fork, &join[0], &ev[0], &evc[0], &p.exec)); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// replays launches the graph reps times back to back and waits for them.
+// replays launches the graph reps times back to back on the first
+// device's kernel stream and waits for them.
 func (p *rawPipeline) replays(reps int) error {
-	return p.d.check("cuGraphLaunch", C.p_raw_replays(p.d.api, p.c0, p.exec, p.s0, C.int(reps)))
+	return p.d.check("cuGraphLaunch", C.p_raw_replays(p.d.api, p.ctxs[0], p.exec, p.streams[0].s, C.int(reps)))
 }
 
 func (p *rawPipeline) close() {
 	if p.exec != nil {
-		C.dr_graph_exec_destroy(p.d.api, p.c0, p.exec)
+		C.dr_graph_exec_destroy(p.d.api, p.ctxs[0], p.exec)
 	}
 	for _, e := range p.events {
 		p.d.events.destroy(e.c, e.e)
 	}
-	if p.s0 != nil {
-		p.d.streams.destroy(p.c0, p.s0)
-	}
-	for _, s := range []C.CUstream{p.sc, p.s1} {
-		if s != nil {
-			p.d.streams.destroy(p.c1, s)
-		}
+	for _, s := range p.streams {
+		p.d.streams.destroy(s.c, s.s)
 	}
 }

@@ -278,9 +278,9 @@ func submit(b *Session, p *planner.Plan) error {
 
 // runGraph plans g, runs it once on b (opened and closed here) and checks
 // every persistent buffer against the reference.
-func runGraph(t testing.TB, b *Backend, g *dag.Graph, opts planner.Options, maxULP int64) {
+func runGraph(t testing.TB, b *Backend, g *dag.Graph, maxULP int64, opts ...planner.Option) {
 	t.Helper()
-	p, err := planner.New(g, opts)
+	p, err := planner.New(g, opts...)
 	require.NoError(t, err)
 	s := openSession(t, b, g)
 	defer func() { require.NoError(t, s.Close()) }()

@@ -30,7 +30,7 @@ func BenchmarkSessionOpenClose(b *testing.B) {
 		plans = append(plans, plan{ex.name, ex.p})
 	}
 	const nchains, length = 8, 100
-	c, err := planner.New(chains(nchains, length, dag.Spin, 10, false), planner.Options{Streams: nchains})
+	c, err := planner.New(chains(nchains, length, dag.Spin, 10, false), planner.Streams(nchains))
 	require.NoError(b, err)
 	plans = append(plans, plan{"workload_C", c})
 	be := gpuBackend(b)

@@ -41,7 +41,7 @@ func examplePlans(t testing.TB) []examplePlan {
 	for _, f := range files {
 		s, err := spec.Load(f)
 		require.NoError(t, err)
-		p, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams})
+		p, err := planner.New(s.Graph, runOptions(s)...)
 		require.NoError(t, err)
 		out = append(out, examplePlan{name: filepath.Base(f), p: p})
 	}

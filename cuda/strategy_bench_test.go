@@ -21,7 +21,7 @@ import (
 func spins(us ...float64) *dag.Graph {
 	g := dag.New()
 	for i, u := range us {
-		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), u).Named(fmt.Sprintf("k%d", i)).Cost =
+		g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), u, dag.Name(fmt.Sprintf("k%d", i))).Cost =
 			time.Duration(u * float64(time.Microsecond))
 	}
 	graph, err := g.Build()
@@ -35,18 +35,18 @@ func spins(us ...float64) *dag.Graph {
 // differ tenfold, joined by one kernel, declared cheapest branch first.
 func forkJoin(width int) *dag.Graph {
 	g := dag.New()
-	fork := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 5.0).Named("fork")
+	fork := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 5.0, dag.Name("fork"))
 	var ends []*dag.Op
 	for b := range width {
 		us := 10 + 90*float64(b)/float64(width-1)
 		prev := fork
 		for i := range 3 {
-			o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), us).Named(fmt.Sprintf("b%d_%d", b, i)).After(prev)
+			o := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), us, dag.Name(fmt.Sprintf("b%d_%d", b, i)), dag.After(prev))
 			prev = o
 		}
 		ends = append(ends, prev)
 	}
-	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 5.0).Named("join").After(ends...)
+	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 5.0, dag.Name("join"), dag.After(ends...))
 	graph, err := g.Build()
 	if err != nil {
 		panic(err)
@@ -83,7 +83,7 @@ func BenchmarkStrategies(b *testing.B) {
 			}
 			var vs []*variant
 			for _, st := range []planner.Strategy{planner.ListScheduling, planner.DeclarationOrder} {
-				p, err := planner.New(c.g, planner.Options{Streams: c.streams, Strategy: st})
+				p, err := planner.New(c.g, planner.Streams(c.streams), planner.OrderBy(st))
 				require.NoError(b, err)
 				s, err := executor.Open(ctx, be, p)
 				require.NoError(b, err)

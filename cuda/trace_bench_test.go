@@ -32,7 +32,7 @@ func BenchmarkTracing(b *testing.B) {
 func benchTracing(b *testing.B, k *dag.Kernel, spin float64) {
 	const nchains, length = 8, 100
 	g := chains(nchains, length, k, spin, false)
-	p, err := planner.New(g, planner.Options{Streams: nchains})
+	p, err := planner.New(g, planner.Streams(nchains))
 	require.NoError(b, err)
 	ctx := context.Background()
 	be := gpuBackend(b) // one backend, two sessions

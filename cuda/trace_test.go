@@ -26,7 +26,7 @@ func TestTraceOverlap(t *testing.T) {
 	b := gpuBackend(t)
 	s, err := spec.Load("../examples/double_buffer.yaml")
 	require.NoError(t, err)
-	p, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams})
+	p, err := planner.New(s.Graph, planner.Streams(s.Run.Streams))
 	require.NoError(t, err)
 	ctx := context.Background()
 	sess, err := executor.Open(ctx, b, p, executor.WithTiming())

@@ -21,10 +21,10 @@ type Args map[string]any
 // one as a hint) or a parameter left out is a Build error at the op. The
 // builtins' parameters follow one order, which Launch's positional
 // arguments take too: the buffers written first, then those only read,
-// then the scalars.
-func (g *Builder) Call(k *Kernel, grid, block Dim3, args Args) *Op {
+// then the scalars. Options (Name, a Priority, ...) follow the arguments.
+func (g *Builder) Call(k *Kernel, grid, block Dim3, args Args, opts ...OpOption) *Op {
 	if k == nil {
-		return g.Launch(nil, grid, block)
+		return g.Launch(nil, grid, block).With(opts...)
 	}
 	pos := make([]any, 0, len(k.Params))
 	var missing []string
@@ -45,9 +45,9 @@ func (g *Builder) Call(k *Kernel, grid, block Dim3, args Args) *Op {
 	if len(missing) > 0 || len(unknown) > 0 {
 		o := g.Launch(k, grid, block)
 		o.nameErrs = callErrors(k, missing, unknown)
-		return o
+		return o.With(opts...)
 	}
-	return g.Launch(k, grid, block, pos...)
+	return g.Launch(k, grid, block, pos...).With(opts...)
 }
 
 // callErrors describes the names of a Call that do not match k's

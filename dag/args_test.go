@@ -39,7 +39,7 @@ func TestCallByName(t *testing.T) {
 			b := dag.New()
 			x := b.Array("x", dag.F32, 16, dag.Value(1))
 			y := b.Array("y", dag.F32, 16, dag.Zeros())
-			b.Call(dag.Axpy, dag.Grid1(1), dag.Threads(16), tt.args(x, y)).Named("axpy")
+			b.Call(dag.Axpy, dag.Grid1(1), dag.Threads(16), tt.args(x, y), dag.Name("axpy"))
 			_, err := b.Build()
 			for _, w := range tt.want {
 				require.ErrorContains(t, err, w)
@@ -105,7 +105,7 @@ func ExampleBuilder_Call() {
 	x := b.Array("x", dag.F32, 256, dag.Value(1))
 	y := b.Array("y", dag.F32, 256, dag.Zeros())
 	b.Call(dag.Axpy, dag.Grid1(1), dag.Threads(256), dag.Args{"y": y, "x": x, "alpha": 2})
-	b.Call(dag.Scale, dag.Grid1(1), dag.Threads(256), dag.Args{"x": y, "alpah": 0.5}).Named("half")
+	b.Call(dag.Scale, dag.Grid1(1), dag.Threads(256), dag.Args{"x": y, "alpah": 0.5}, dag.Name("half"))
 	_, err := b.Build()
 	fmt.Println(err)
 	// Output:
@@ -124,7 +124,7 @@ func TestAtMost(t *testing.T) {
 
 	b = dag.New()
 	flag = b.Array("flag", dag.I32, 1, dag.Value(1))
-	b.While(flag.All(), func(body *dag.Builder) { body.Fill(flag.All(), 0) }, dag.AtMost(-1)).Named("w")
+	b.While(flag.All(), func(body *dag.Builder) { body.Fill(flag.All(), 0) }, dag.AtMost(-1), dag.Name("w"))
 	_, err = b.Build()
 	require.ErrorContains(t, err, `op "w": max -1 is out of range`)
 }

@@ -135,7 +135,7 @@ func BenchmarkBuildHostile(b *testing.B) {
 			bld := dag.New()
 			const elems = 20_000
 			x := bld.Buffer("x", 4*elems, dag.PinnedHost(), dag.Zeros())
-			var even, odd []dag.Access
+			var even, odd []dag.OpOption
 			for i := range elems {
 				if v := x.Slice(int64(4*i), 4); i%2 == 0 {
 					even = append(even, dag.Out(v))

@@ -158,6 +158,21 @@ func (b *Buffer) All() View {
 // Slice is the view of size bytes of b starting at offset.
 func (b *Buffer) Slice(offset, size int64) View { return View{Buf: b, Offset: offset, Size: size} }
 
+// Elements is the view of count elements of b's DType starting at element
+// first: Elements(256, 256) of an f32 buffer is Slice(1024, 1024). A range
+// whose bytes do not fit an int64 is a view Build refuses.
+func (b *Buffer) Elements(first, count int64) View {
+	if b == nil {
+		return View{}
+	}
+	off, okOff := mulInt64(first, b.DType.Size())
+	size, okSize := mulInt64(count, b.DType.Size())
+	if !okOff || !okSize {
+		return View{Buf: b, Offset: -1}
+	}
+	return View{Buf: b, Offset: off, Size: size}
+}
+
 // Elems is the number of whole elements of b's DType it holds.
 func (b *Buffer) Elems() int64 { return b.Size / b.DType.Size() }
 
@@ -229,7 +244,8 @@ func (m Mode) Reads() bool { return m&Read != 0 }
 // Writes reports whether m includes writing.
 func (m Mode) Writes() bool { return m&Write != 0 }
 
-// Access is one use of a view by an operation.
+// Access is one use of a view by an operation. Among the options of a
+// Host or Task op, an Access adds a view to the op.
 type Access struct {
 	View
 	Mode Mode

@@ -1,9 +1,6 @@
 package dag
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // A Builder collects the buffers, kernels and operations of a graph in
 // declaration order; Build checks them and infers the dependencies.
@@ -101,56 +98,15 @@ func (g *Builder) args(n int) []Arg {
 // New returns an empty Builder.
 func New() *Builder { return &Builder{} }
 
-// BufferOption sets a property of a buffer being declared.
-type BufferOption func(*Buffer)
-
-// OnDevice places a buffer in the memory of device n.
-func OnDevice(n int) BufferOption { return func(b *Buffer) { b.Placement, b.Device = Device, n } }
-
-// PinnedHost places a buffer in page-locked host memory.
-func PinnedHost() BufferOption { return func(b *Buffer) { b.Placement = Pinned } }
-
-// PageableHost places a buffer in ordinary host memory.
-func PageableHost() BufferOption { return func(b *Buffer) { b.Placement = Pageable } }
-
-// Of sets the element type of a buffer (f32 by default).
-func Of(dt DType) BufferOption { return func(b *Buffer) { b.DType = dt } }
-
-// Temporary makes a buffer live only inside the run, allocated and freed on streams.
-func Temporary() BufferOption { return func(b *Buffer) { b.Temporary = true } }
-
-// Uninitialized declares a buffer whose contents before the run are
-// deliberately undefined, such as an input the program writes with
-// Session.Write: Build then lets ops read it before any op writes it.
-func Uninitialized() BufferOption { return func(b *Buffer) { b.Uninitialized = true } }
-
-// Zeros sets every byte of a buffer to zero before the run.
-func Zeros() BufferOption { return func(b *Buffer) { b.Init = Init{Kind: InitZeros} } }
-
-// Value sets every element of a buffer, in its element type, to v.
-func Value(v float64) BufferOption {
-	return func(b *Buffer) { b.Init = Init{Kind: InitValue, Value: v} }
-}
-
-// Random fills a buffer with seeded uniform values in [0, 1) (integers:
-// [0, 256)), the same on every backend.
-func Random(seed uint64) BufferOption {
-	return func(b *Buffer) { b.Init = Init{Kind: InitRandom, Seed: seed} }
-}
-
-// Contents sets a buffer's initial bytes to data, which must be its size
-// (Data takes typed values instead).
-func Contents(data []byte) BufferOption {
-	return func(b *Buffer) { b.Init = Init{Kind: InitBytes, Data: data} }
-}
-
 // Buffer declares a buffer of size bytes, on device 0 unless an option says
 // otherwise.
 func (g *Builder) Buffer(name string, size int64, opts ...BufferOption) *Buffer {
 	g.decls++
 	b := &Buffer{ID: len(g.bufs), Name: name, Size: size, DType: F32, decl: g.decls}
 	for _, o := range opts {
-		o(b)
+		if o != nil {
+			o.applyBuffer(b)
+		}
 	}
 	g.bufs = append(g.bufs, b)
 	return b
@@ -192,19 +148,25 @@ func (g *Builder) opOf(kind OpKind, acc ...Access) *Op {
 }
 
 // Alloc allocates temporary buffer b, stream-ordered.
-func (g *Builder) Alloc(b *Buffer) *Op { return g.opOf(Alloc, Access{b.All(), Write}) }
+func (g *Builder) Alloc(b *Buffer, opts ...OpOption) *Op {
+	return g.opOf(Alloc, Access{b.All(), Write}).With(opts...)
+}
 
 // Free frees temporary buffer b once every earlier use of it is done.
-func (g *Builder) Free(b *Buffer) *Op { return g.opOf(Free, Access{b.All(), Write}) }
+func (g *Builder) Free(b *Buffer, opts ...OpOption) *Op {
+	return g.opOf(Free, Access{b.All(), Write}).With(opts...)
+}
 
 // Copy copies src to dst; the two views have the same size.
-func (g *Builder) Copy(dst, src View) *Op { return g.opOf(Copy, In(src), Out(dst)) }
+func (g *Builder) Copy(dst, src View, opts ...OpOption) *Op {
+	return g.opOf(Copy, In(src), Out(dst)).With(opts...)
+}
 
 // Fill sets every element of dst, read as its buffer's DType, to v.
-func (g *Builder) Fill(dst View, v float64) *Op {
+func (g *Builder) Fill(dst View, v float64, opts ...OpOption) *Op {
 	o := g.opOf(Fill, Out(dst))
 	o.FillValue = v
-	return o
+	return o.With(opts...)
 }
 
 // Launch runs kernel k over grid x block threads (for example
@@ -212,9 +174,11 @@ func (g *Builder) Fill(dst View, v float64) *Op {
 // parameter of k: an Access, View or *Buffer for a buffer parameter (a View
 // or *Buffer takes the parameter's mode), a number for a scalar; an
 // argument of another type is an *Error of Build whose cause is an
-// *ArgTypeError. Views of one launch may share bytes only when none of them
-// is written, or when they are identical and the kernel works in place
-// (every builtin but reduce_sum and matmul, and kernels of your own).
+// *ArgTypeError. OpOptions among the arguments (Name, a Priority, ...)
+// configure the op and match no parameter. Views of one launch may share
+// bytes only when none of them is written, or when they are identical and
+// the kernel works in place (every builtin but reduce_sum and matmul, and
+// kernels of your own).
 func (g *Builder) Launch(k *Kernel, grid, block Dim3, args ...any) *Op {
 	o := g.op(Launch)
 	o.Launch = g.newLaunch()
@@ -229,7 +193,9 @@ func (g *Builder) Launch(k *Kernel, grid, block Dim3, args ...any) *Op {
 	if nacc > 0 {
 		o.Access = g.accesses(nacc)
 	}
-	for i, a := range args {
+	var opts []OpOption
+	for _, a := range args {
+		i := len(o.Launch.Args)
 		var mode Mode = ReadWrite
 		if k != nil && i < len(k.Params) && k.Params[i].Mode != 0 {
 			mode = k.Params[i].Mode
@@ -255,36 +221,36 @@ func (g *Builder) Launch(k *Kernel, grid, block Dim3, args ...any) *Op {
 			arg.Int, arg.Float = int64(v), float64(v)
 		case float64:
 			arg.Int, arg.Float = int64(v), v
+		case OpOption:
+			opts = append(opts, v)
+			continue
 		default:
 			o.argErrs = append(o.argErrs, &ArgTypeError{Index: i, Type: fmt.Sprintf("%T", a)})
 		}
 		o.Launch.Args = append(o.Launch.Args, arg)
 	}
-	return o
+	return o.With(opts...)
 }
 
-// Host runs fn on the host once the steps before it are done; mem[i] of fn
-// holds the bytes of access[i], which must be host memory.
-func (g *Builder) Host(fn HostFunc, access ...Access) *Op {
-	o := g.op(Host, access...)
+// Host runs fn on the host once the steps before it are done. Its views
+// are the accesses among opts (In, Out, InOut), in order: mem[i] of fn
+// holds the bytes of the i-th, which must be host memory.
+func (g *Builder) Host(fn HostFunc, opts ...OpOption) *Op {
+	o := g.op(Host, g.accesses(accessCount(opts))...)
 	o.HostFunc = fn
-	return o
+	return o.With(opts...)
 }
 
-// Named names the operation; names are unique within a graph.
-func (o *Op) Named(name string) *Op { o.Name = name; return o }
-
-// WithPriority sets the operation's priority.
-func (o *Op) WithPriority(p Priority) *Op { o.Priority = p; return o }
-
-// OnDevice runs the operation on device n (by default, its device buffers' device).
-func (o *Op) OnDevice(n int) *Op { o.Device = n; return o }
-
-// Costs sets the operation's estimated duration for the planner.
-func (o *Op) Costs(d time.Duration) *Op { o.Cost = d; return o }
-
-// After orders the operation after ops, beyond what its data implies.
-func (o *Op) After(ops ...*Op) *Op { o.after = append(o.after, ops...); return o }
+// accessCount is the number of accesses among opts.
+func accessCount(opts []OpOption) int {
+	n := 0
+	for _, o := range opts {
+		if _, ok := o.(Access); ok {
+			n++
+		}
+	}
+	return n
+}
 
 // Grid1, Threads and Dim are shorthands for Dim3 values: Grid1(n) is a
 // grid of n blocks, Threads(n) a block of n threads, both along x.

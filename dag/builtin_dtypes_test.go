@@ -40,7 +40,7 @@ func TestBuiltinDTypes(t *testing.T) {
 		for _, dt := range dag.DTypes() {
 			t.Run(k.Name+"/"+dt.String(), func(t *testing.T) {
 				b := dag.New()
-				op := b.Launch(k, dag.Grid1(1), dag.Threads(1), builtinArgs(b, k, dt)...).Named("op1")
+				op := b.Launch(k, dag.Grid1(1), dag.Threads(1), builtinArgs(b, k, dt)...).With(dag.Name("op1"))
 				_, err := b.Build()
 				if slices.Contains(k.ElemDTypes(), dt) {
 					require.NoError(t, err)

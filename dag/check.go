@@ -201,7 +201,10 @@ func (c *checker) op(o *Op) {
 			o.badAfter = true
 		}
 	}
-	checkNotTask(c, o)
+	for _, e := range o.optErrs {
+		e.Op, e.decl = o.Name, o.decl
+		c.add(e)
+	}
 	kindTable[o.Kind].check(c, o)
 }
 

@@ -84,7 +84,7 @@ type CollectiveSpec struct {
 
 // CollectiveDTypes are the element types collectives take (NCCL's uint8,
 // int32, int64, float32, float64).
-var collectiveDTypes = [...]DType{U8, I32, I64, F32, F64}
+var collectiveDTypes = [...]DType{U8, I32, I64, F16, BF16, F32, F64}
 
 // IsCollective reports whether k is one of the collective kinds (send and
 // recv included).
@@ -92,47 +92,47 @@ func (k OpKind) IsCollective() bool { return k.Valid() && kindTable[k].Class == 
 
 // AllReduce reduces v across the ranks in place: afterwards every rank's v
 // holds the reduction of every rank's v.
-func (g *Builder) AllReduce(v View, r Reduction) *Op {
+func (g *Builder) AllReduce(v View, r Reduction, opts ...OpOption) *Op {
 	o := g.op(AllReduce, InOut(v))
 	o.Collective = &CollectiveSpec{Reduction: r}
-	return o
+	return o.With(opts...)
 }
 
 // AllGather concatenates every rank's in into out, rank by rank; out is
 // world times as large as in.
-func (g *Builder) AllGather(in, out View) *Op {
+func (g *Builder) AllGather(in, out View, opts ...OpOption) *Op {
 	o := g.op(AllGather, In(in), Out(out))
 	o.Collective = &CollectiveSpec{}
-	return o
+	return o.With(opts...)
 }
 
 // ReduceScatter reduces in across the ranks and leaves the r-th block of the
 // result in rank r's out; in is world times as large as out.
-func (g *Builder) ReduceScatter(in, out View, r Reduction) *Op {
+func (g *Builder) ReduceScatter(in, out View, r Reduction, opts ...OpOption) *Op {
 	o := g.op(ReduceScatter, In(in), Out(out))
 	o.Collective = &CollectiveSpec{Reduction: r}
-	return o
+	return o.With(opts...)
 }
 
 // Broadcast copies rank root's v into v of every other rank.
-func (g *Builder) Broadcast(v View, root int) *Op {
+func (g *Builder) Broadcast(v View, root int, opts ...OpOption) *Op {
 	o := g.op(Broadcast, InOut(v))
 	o.Collective = &CollectiveSpec{Root: root}
-	return o
+	return o.With(opts...)
 }
 
 // Send sends v to rank to, which receives it with a Recv from this rank.
-func (g *Builder) Send(v View, to int) *Op {
+func (g *Builder) Send(v View, to int, opts ...OpOption) *Op {
 	o := g.op(Send, In(v))
 	o.Collective = &CollectiveSpec{Peer: to}
-	return o
+	return o.With(opts...)
 }
 
 // Recv receives into v what rank from sends with a Send to this rank.
-func (g *Builder) Recv(v View, from int) *Op {
+func (g *Builder) Recv(v View, from int, opts ...OpOption) *Op {
 	o := g.op(Recv, Out(v))
 	o.Collective = &CollectiveSpec{Peer: from}
-	return o
+	return o.With(opts...)
 }
 
 // collectiveCheck is the Build check of a collective kind: what every
@@ -153,7 +153,7 @@ func collectiveCheck(sizes func(in, out Access, fail failFunc), params func(o *O
 					"%s is %s memory", b.Name, placeName(b))
 			}
 			if !supportedCollectiveDType(b.DType) {
-				fail("", "use u8, i32, i64, f32 or f64", "%s has element type %s, which collectives do not take", b.Name, b.DType)
+				fail("", "use u8, i32, i64, f16, bf16, f32 or f64", "%s has element type %s, which collectives do not take", b.Name, b.DType)
 			}
 			es := b.DType.Size()
 			if a.Offset%es != 0 || a.Size%es != 0 {

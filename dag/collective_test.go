@@ -39,12 +39,12 @@ func TestCollectiveDeps(t *testing.T) {
 	g1 := b.Buffer("g1", 1024, dag.Of(dag.F32), dag.Zeros())
 	g2 := b.Buffer("g2", 1024, dag.Of(dag.F32), dag.Zeros())
 	all := b.Buffer("all", 4096, dag.Of(dag.F32), dag.Zeros())
-	b.Fill(g1.All(), 1).Named("f1")
-	b.AllReduce(g1.All(), dag.Sum).Named("ar1")
-	b.Fill(g2.All(), 2).Named("f2")
-	b.AllReduce(g2.All(), dag.Avg).Named("ar2")
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(32), g1.All(), 2.0).Named("use1")
-	b.AllGather(g1.All(), all.All()).Named("ag")
+	b.Fill(g1.All(), 1, dag.Name("f1"))
+	b.AllReduce(g1.All(), dag.Sum, dag.Name("ar1"))
+	b.Fill(g2.All(), 2, dag.Name("f2"))
+	b.AllReduce(g2.All(), dag.Avg, dag.Name("ar2"))
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(32), g1.All(), 2.0, dag.Name("use1"))
+	b.AllGather(g1.All(), all.All(), dag.Name("ag"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"f1"}, deps(g, "ar1"))
@@ -74,9 +74,9 @@ func TestCollectiveOrderSurvivesAfter(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.Of(dag.I32), dag.Zeros())
 	y := b.Buffer("y", 64, dag.Of(dag.I32), dag.Zeros())
-	first := b.AllReduce(x.All(), dag.Max).Named("first")
-	second := b.AllReduce(y.All(), dag.Min).Named("second")
-	first.After(second)
+	first := b.AllReduce(x.All(), dag.Max, dag.Name("first"))
+	second := b.AllReduce(y.All(), dag.Min, dag.Name("second"))
+	first.With(dag.After(second))
 	_, err := b.Build()
 	require.Error(t, err, "an after edge that reorders collectives is a cycle")
 	assert.Contains(t, err.Error(), "dependency cycle")
@@ -90,38 +90,38 @@ func TestCollectiveErrors(t *testing.T) {
 		want  string
 	}{
 		{"host memory", func(b *dag.Builder) {
-			b.AllReduce(b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros()).All(), dag.Sum).Named("op")
+			b.AllReduce(b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros()).All(), dag.Sum, dag.Name("op"))
 		}, 0, "h is pinned host memory"},
 		{"partial element", func(b *dag.Builder) {
-			b.AllReduce(b.Buffer("x", 64, dag.Of(dag.F64), dag.Zeros()).Slice(4, 8), dag.Sum).Named("op")
+			b.AllReduce(b.Buffer("x", 64, dag.Of(dag.F64), dag.Zeros()).Slice(4, 8), dag.Sum, dag.Name("op"))
 		}, 0, "not a whole number of f64 elements"},
 		{"bad reduction", func(b *dag.Builder) {
-			b.AllReduce(b.Buffer("x", 64, dag.Zeros()).All(), dag.Reduction(9)).Named("op")
+			b.AllReduce(b.Buffer("x", 64, dag.Zeros()).All(), dag.Reduction(9), dag.Name("op"))
 		}, 0, "unknown reduction 9"},
 		{"dtypes differ", func(b *dag.Builder) {
-			b.AllGather(b.Buffer("a", 64, dag.Of(dag.I32), dag.Zeros()).All(), b.Buffer("c", 128, dag.Of(dag.F32), dag.Zeros()).All()).Named("op")
+			b.AllGather(b.Buffer("a", 64, dag.Of(dag.I32), dag.Zeros()).All(), b.Buffer("c", 128, dag.Of(dag.F32), dag.Zeros()).All(), dag.Name("op"))
 		}, 0, "in a is i32, out c is f32"},
 		{"overlap", func(b *dag.Builder) {
 			x := b.Buffer("x", 128, dag.Zeros())
-			b.AllGather(x.Slice(0, 64), x.All()).Named("op")
+			b.AllGather(x.Slice(0, 64), x.All(), dag.Name("op"))
 		}, 0, "overlap"},
 		{"not a multiple", func(b *dag.Builder) {
-			b.ReduceScatter(b.Buffer("a", 96, dag.Zeros()).All(), b.Buffer("c", 64, dag.Zeros()).All(), dag.Sum).Named("op")
+			b.ReduceScatter(b.Buffer("a", 96, dag.Zeros()).All(), b.Buffer("c", 64, dag.Zeros()).All(), dag.Sum, dag.Name("op"))
 		}, 0, "in must be world times out"},
 		{"negative root", func(b *dag.Builder) {
-			b.Broadcast(b.Buffer("x", 64, dag.Zeros()).All(), -1).Named("op")
+			b.Broadcast(b.Buffer("x", 64, dag.Zeros()).All(), -1, dag.Name("op"))
 		}, 0, "root rank -1 is negative"},
 		{"negative peer", func(b *dag.Builder) {
-			b.Recv(b.Buffer("x", 64, dag.Zeros()).All(), -2).Named("op")
+			b.Recv(b.Buffer("x", 64, dag.Zeros()).All(), -2, dag.Name("op"))
 		}, 0, "peer rank -2 is negative"},
 		{"root outside world", func(b *dag.Builder) {
-			b.Broadcast(b.Buffer("x", 64, dag.Zeros()).All(), 2).Named("op")
+			b.Broadcast(b.Buffer("x", 64, dag.Zeros()).All(), 2, dag.Name("op"))
 		}, 2, "root rank 2 is not in a world of 2"},
 		{"peer outside world", func(b *dag.Builder) {
-			b.Send(b.Buffer("x", 64, dag.Zeros()).All(), 5).Named("op")
+			b.Send(b.Buffer("x", 64, dag.Zeros()).All(), 5, dag.Name("op"))
 		}, 4, "peer rank 5 is not in a world of 4"},
 		{"scatter size", func(b *dag.Builder) {
-			b.ReduceScatter(b.Buffer("a", 256, dag.Zeros()).All(), b.Buffer("c", 64, dag.Zeros()).All(), dag.Sum).Named("op")
+			b.ReduceScatter(b.Buffer("a", 256, dag.Zeros()).All(), b.Buffer("c", 64, dag.Zeros()).All(), dag.Sum, dag.Name("op"))
 		}, 2, "in a holds 256 bytes; out c times 2 ranks is 128"},
 	}
 	for _, tt := range tests {
@@ -151,8 +151,8 @@ func ExampleBuilder_AllReduce() {
 	b := dag.New()
 	grads := b.Buffer("grads", 4096, dag.Of(dag.F32), dag.Zeros())
 	shard := b.Buffer("shard", 1024, dag.Of(dag.F32), dag.Zeros())
-	b.AllReduce(grads.All(), dag.Avg).Named("sync")
-	b.ReduceScatter(grads.All(), shard.All(), dag.Sum).Named("scatter")
+	b.AllReduce(grads.All(), dag.Avg, dag.Name("sync"))
+	b.ReduceScatter(grads.All(), shard.All(), dag.Sum, dag.Name("scatter"))
 	g, err := b.Build()
 	if err != nil {
 		panic(err)

@@ -55,32 +55,33 @@ const MaxIterations = 1 << 40
 // backend's loops cannot hold beyond that is the backend's to say when a
 // session opens (device.BodyChecker): the cuda backend's bodies are
 // conditional nodes of a CUDA graph.
-func (g *Builder) While(cond View, body func(b *Builder), opts ...LoopOption) *Op {
+func (g *Builder) While(cond View, body func(b *Builder), opts ...OpOption) *Op {
 	o := g.opOf(While, In(cond))
 	o.Control = &ControlSpec{Cond: cond, body: g.nested(body)}
-	for _, opt := range opts {
-		opt(o.Control)
-	}
-	return o
+	return o.With(opts...)
 }
 
-// LoopOption sets a property of a loop being declared.
-type LoopOption func(*ControlSpec)
-
-// AtMost bounds a loop to n iterations (ControlSpec.Max): reaching them
+// AtMost bounds a While to n iterations (ControlSpec.Max): reaching them
 // with the flag still set fails the run, naming the loop.
-func AtMost(n int64) LoopOption { return func(c *ControlSpec) { c.Max = n } }
+func AtMost(n int64) OpOption {
+	return kindOption("AtMost", func(o *Op) {
+		if o.Control == nil {
+			o.Control = &ControlSpec{}
+		}
+		o.Control.Max = n
+	}, While)
+}
 
 // If declares a branch: the ops then declares run when cond (one i32
 // element in device memory) is non-zero, those of otherwise (which may be
 // nil) when it is zero.
-func (g *Builder) If(cond View, then, otherwise func(b *Builder)) *Op {
+func (g *Builder) If(cond View, then, otherwise func(b *Builder), opts ...OpOption) *Op {
 	o := g.opOf(If, In(cond))
 	o.Control = &ControlSpec{Cond: cond, body: g.nested(then)}
 	if otherwise != nil {
 		o.Control.els = g.nested(otherwise)
 	}
-	return o
+	return o.With(opts...)
 }
 
 // nested is the builder of a body, its ops declared by fill.

@@ -15,15 +15,14 @@ func TestWhileDependencies(t *testing.T) {
 	x := b.Buffer("x", 4096, dag.Zeros())
 	y := b.Buffer("y", 4096, dag.Zeros())
 	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
-	init := b.Fill(x.All(), 1).Named("init")
-	setup := b.Fill(flag.All(), 1).Named("setup")
+	init := b.Fill(x.All(), 1, dag.Name("init"))
+	setup := b.Fill(flag.All(), 1, dag.Name("setup"))
 	loop := b.While(flag.All(), func(body *dag.Builder) {
 		body.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 0.5)
-		body.Fill(flag.All(), 0).Named("stop")
-	}).Named("refine")
-	loop.Control.Max = 10
-	after := b.Copy(y.All(), x.All()).Named("after")
-	unrelated := b.Fill(y.Slice(0, 4), 2).Named("unrelated")
+		body.Fill(flag.All(), 0, dag.Name("stop"))
+	}, dag.Name("refine"), dag.AtMost(10))
+	after := b.Copy(y.All(), x.All(), dag.Name("after"))
+	unrelated := b.Fill(y.Slice(0, 4), 2, dag.Name("unrelated"))
 	g, err := b.Build()
 	require.NoError(t, err)
 
@@ -53,7 +52,7 @@ func TestControlHoldsHostWork(t *testing.T) {
 	loop := b.While(flag.All(), func(body *dag.Builder) {
 		body.Copy(h.All(), x.Slice(0, 64))
 		body.Host(host, dag.InOut(h.All()))
-		body.Task("t", func(context.Context, dag.TaskStream) error { return nil }, dag.InOut(x.All())).WithCPU(host)
+		body.Task(func(context.Context, dag.TaskStream) error { return nil }, dag.InOut(x.All()), dag.Name("t"), dag.RunsOnCPU())
 	})
 	_, err := b.Build()
 	require.NoError(t, err)
@@ -69,31 +68,31 @@ func TestControlRefusals(t *testing.T) {
 	}{
 		{"alloc", func(b *dag.Builder, x, flag, h *dag.Buffer) {
 			tmp := b.Buffer("tmp", 64, dag.Temporary())
-			b.While(flag.All(), func(body *dag.Builder) { body.Alloc(tmp).Named("a") })
+			b.While(flag.All(), func(body *dag.Builder) { body.Alloc(tmp, dag.Name("a")) })
 		}, "a", "cannot hold a alloc"},
 		{"collective", func(b *dag.Builder, x, flag, h *dag.Buffer) {
-			b.If(flag.All(), func(body *dag.Builder) { body.AllReduce(x.All(), dag.Sum).Named("ar") }, nil)
+			b.If(flag.All(), func(body *dag.Builder) { body.AllReduce(x.All(), dag.Sum, dag.Name("ar")) }, nil)
 		}, "ar", "cannot hold a all_reduce"},
 		{"other device", func(b *dag.Builder, x, flag, h *dag.Buffer) {
 			z := b.Buffer("z", 64, dag.OnDevice(1), dag.Zeros())
-			b.While(flag.All(), func(body *dag.Builder) { body.Fill(z.All(), 0).Named("far") })
+			b.While(flag.All(), func(body *dag.Builder) { body.Fill(z.All(), 0, dag.Name("far")) })
 		}, "far", "runs on device 1"},
 		{"flag type", func(b *dag.Builder, x, flag, h *dag.Buffer) {
-			b.While(x.Slice(0, 4), func(body *dag.Builder) { body.Fill(flag.All(), 0) }).Named("w")
+			b.While(x.Slice(0, 4), func(body *dag.Builder) { body.Fill(flag.All(), 0) }, dag.Name("w"))
 		}, "w", "not i32"},
 		{"flag on host", func(b *dag.Builder, x, flag, h *dag.Buffer) {
 			hf := b.Buffer("hf", 4, dag.Of(dag.I32), dag.PinnedHost(), dag.Zeros())
-			b.While(hf.All(), func(body *dag.Builder) { body.Fill(flag.All(), 0) }).Named("w")
+			b.While(hf.All(), func(body *dag.Builder) { body.Fill(flag.All(), 0) }, dag.Name("w"))
 		}, "w", "pinned memory"},
 		{"buffer in body", func(b *dag.Builder, x, flag, h *dag.Buffer) {
-			b.While(flag.All(), func(body *dag.Builder) { body.Buffer("inner", 4, dag.Zeros()) }).Named("w")
+			b.While(flag.All(), func(body *dag.Builder) { body.Buffer("inner", 4, dag.Zeros()) }, dag.Name("w"))
 		}, "w", "declares buffer inner"},
 		{"max on if", func(b *dag.Builder, x, flag, h *dag.Buffer) {
-			b.If(flag.All(), func(body *dag.Builder) { body.Fill(x.All(), 0) }, nil).Named("w").Control.Max = 3
-		}, "w", "no iterations"},
+			b.If(flag.All(), func(body *dag.Builder) { body.Fill(x.All(), 0) }, nil, dag.Name("w"), dag.AtMost(3))
+		}, "w", "option AtMost does not apply to if ops"},
 		{"duplicate name", func(b *dag.Builder, x, flag, h *dag.Buffer) {
-			b.Fill(x.All(), 0).Named("same")
-			b.While(flag.All(), func(body *dag.Builder) { body.Fill(flag.All(), 0).Named("same") })
+			b.Fill(x.All(), 0, dag.Name("same"))
+			b.While(flag.All(), func(body *dag.Builder) { body.Fill(flag.All(), 0, dag.Name("same")) })
 		}, "same", "used by two"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,7 +126,7 @@ func TestNestedControl(t *testing.T) {
 			els.Fill(x.All(), 1)
 		})
 		body.Fill(flag.Slice(0, 4), 0)
-	}).Named("outer")
+	}, dag.Name("outer"))
 	_, err := b.Build()
 	require.NoError(t, err)
 	inner := outer.Control.Body.Ops[0]
@@ -170,7 +169,7 @@ func TestBranchesNameTheirOpsApart(t *testing.T) {
 	x := b.Buffer("x", 64, dag.Zeros())
 	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	br := b.If(flag.All(), func(then *dag.Builder) { then.Fill(x.All(), 1) },
-		func(els *dag.Builder) { els.Fill(x.All(), 2) }).Named("pick")
+		func(els *dag.Builder) { els.Fill(x.All(), 2) }, dag.Name("pick"))
 	_, err := b.Build()
 	require.NoError(t, err)
 	assert.Equal(t, "pick/fill0", br.Control.Body.Ops[0].Name)

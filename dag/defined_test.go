@@ -23,7 +23,7 @@ func TestUndefinedReads(t *testing.T) {
 		{"copy with swapped arguments", func(b *dag.Builder) {
 			in := b.Buffer("in", 64, dag.PinnedHost(), dag.Value(1))
 			x := b.Buffer("x", 64)
-			b.Copy(in.All(), x.All()).Named("upload")
+			b.Copy(in.All(), x.All(), dag.Name("upload"))
 		}, `op "upload": reads all of x, which nothing wrote before it`, "swap its arguments"},
 		{"copy the right way", func(b *dag.Builder) {
 			in := b.Buffer("in", 64, dag.PinnedHost(), dag.Value(1))
@@ -37,7 +37,7 @@ func TestUndefinedReads(t *testing.T) {
 			for _, off := range []int64{0, 16, 48} {
 				b.Copy(x.Slice(off, 16), in.Slice(off, 16))
 			}
-			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0).Named("scale")
+			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0, dag.Name("scale"))
 		}, `op "scale": reads bytes 32:48 of x`, "give x an init"},
 		{"chunked upload, every chunk, out of order", func(b *dag.Builder) {
 			in := b.Buffer("in", 64, dag.PinnedHost(), dag.Value(1))
@@ -49,7 +49,7 @@ func TestUndefinedReads(t *testing.T) {
 		}, "", ""},
 		{"inout of a buffer without init", func(b *dag.Builder) {
 			x := b.Buffer("x", 64)
-			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0).Named("scale")
+			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0, dag.Name("scale"))
 		}, `op "scale": reads all of x`, ""},
 		{"declared uninitialised", func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.PinnedHost(), dag.Uninitialized())
@@ -58,7 +58,7 @@ func TestUndefinedReads(t *testing.T) {
 		{"temporary read before it is written", func(b *dag.Builder) {
 			in := b.Buffer("in", 64, dag.Value(1))
 			tmp := b.Buffer("tmp", 64, dag.Temporary())
-			b.Copy(in.All(), tmp.All()).Named("back")
+			b.Copy(in.All(), tmp.All(), dag.Name("back"))
 		}, `op "back": reads all of tmp`, ""},
 		{"temporary written then read", func(b *dag.Builder) {
 			out := b.Buffer("out", 64)
@@ -70,7 +70,7 @@ func TestUndefinedReads(t *testing.T) {
 			out := b.Buffer("out", 64)
 			tmp := b.Buffer("tmp", 64, dag.Temporary())
 			b.Alloc(tmp)
-			b.Copy(out.All(), tmp.All()).Named("read")
+			b.Copy(out.All(), tmp.All(), dag.Name("read"))
 		}, `op "read": reads all of tmp`, ""},
 		{"host step writes what the next reads", func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.PinnedHost())
@@ -79,12 +79,12 @@ func TestUndefinedReads(t *testing.T) {
 		}, "", ""},
 		{"host step reads nothing written", func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.PinnedHost())
-			b.Host(host, dag.In(x.Slice(8, 8))).Named("check")
+			b.Host(host, dag.In(x.Slice(8, 8)), dag.Name("check"))
 		}, `op "check": reads bytes 8:16 of x`, ""},
 		{"gemm with beta reads c", func(b *dag.Builder) {
 			a := b.Buffer("a", 64, dag.Value(1))
 			c := b.Buffer("c", 64)
-			b.Gemm(c.All(), a.All(), a.All(), dag.GemmShape{M: 4, N: 4, K: 4}, dag.Beta(1)).Named("mm")
+			b.Gemm(c.All(), a.All(), a.All(), dag.GemmShape{M: 4, N: 4, K: 4}, dag.Beta(1), dag.Name("mm"))
 		}, `op "mm": reads all of c`, ""},
 		{"gemm without beta writes c", func(b *dag.Builder) {
 			a := b.Buffer("a", 64, dag.Value(1))
@@ -99,7 +99,7 @@ func TestUndefinedReads(t *testing.T) {
 		}, "", ""},
 		{"all_reduce of nothing", func(b *dag.Builder) {
 			x := b.Buffer("x", 64)
-			b.AllReduce(x.All(), dag.Sum).Named("ar")
+			b.AllReduce(x.All(), dag.Sum, dag.Name("ar"))
 		}, `op "ar": reads all of x`, ""},
 		{"broadcast receives", func(b *dag.Builder) {
 			x := b.Buffer("x", 64)
@@ -111,10 +111,10 @@ func TestUndefinedReads(t *testing.T) {
 			x := b.Buffer("x", 64, dag.Value(1))
 			y := b.Buffer("y", 64)
 			b.While(flag.Slice(0, 4), func(body *dag.Builder) {
-				body.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(16), x, y, 1.0).Named("use")
+				body.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(16), x, y, 1.0, dag.Name("use"))
 				body.Copy(y.All(), x.All())
 				body.Fill(flag.Slice(0, 4), 0)
-			}).Named("loop")
+			}, dag.Name("loop"))
 		}, `op "use": reads all of y`, ""},
 		{"loop body reads what it wrote earlier, after reads what it wrote", func(b *dag.Builder) {
 			flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Value(1))
@@ -132,7 +132,7 @@ func TestUndefinedReads(t *testing.T) {
 			flag := b.Buffer("flag", 4, dag.Of(dag.I32))
 			b.While(flag.Slice(0, 4), func(body *dag.Builder) {
 				body.Fill(flag.Slice(0, 4), 0)
-			}).Named("loop")
+			}, dag.Name("loop"))
 		}, `op "loop": reads all of flag`, ""},
 		{"each branch arm checked from before the branch", func(b *dag.Builder) {
 			flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Value(1))
@@ -141,8 +141,8 @@ func TestUndefinedReads(t *testing.T) {
 			b.If(flag.Slice(0, 4), func(then *dag.Builder) {
 				then.Copy(y.All(), x.All())
 			}, func(els *dag.Builder) {
-				els.Copy(x.All(), y.All()).Named("back")
-			}).Named("br")
+				els.Copy(x.All(), y.All(), dag.Name("back"))
+			}, dag.Name("br"))
 		}, `op "back": reads all of y`, ""},
 		{"either arm's write counts after the branch", func(b *dag.Builder) {
 			flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Value(1))

@@ -21,6 +21,11 @@
 // per access plus the edges it implies, in whatever order byte ranges are
 // declared; the dependencies a graph implies are capped at MaxEdges.
 //
+// Buffers and ops are configured with options given to their
+// constructors: BufferOption values (OnDevice, PinnedHost, Zeros, Data,
+// ...) and OpOption values (Name, a Priority, OnDevice, Cost, After, and
+// the options of one kind, such as AtMost for a While or Alpha for a Gemm).
+//
 // What each op kind is and does is its KindInfo (OpKind.Info), one entry
 // of one table.
 //

@@ -94,17 +94,29 @@ func ComposeEpilogue(bias bool, act Epilogue) (Epilogue, bool) {
 // the builtins it stands for, and of cuBLASLt's epilogues.
 var epilogueDTypes = []DType{F32, F16, BF16}
 
-// WithEpilogue gives the GEMM epilogue e; one that adds a bias needs Bias.
-func WithEpilogue(e Epilogue) GemmOption {
-	return func(s *GemmSpec, _ *[]Access) { s.Epilogue = e }
+// WithEpilogue gives the GEMM epilogue e, an option of Gemm ops; one
+// that adds a bias needs Bias.
+func WithEpilogue(e Epilogue) OpOption {
+	return gemmOption("WithEpilogue", func(s *GemmSpec, _ *Op) { s.Epilogue = e })
 }
 
 // Bias is the vector the GEMM's epilogue adds to every row of its result:
 // N elements of the GEMM's dtype, element c added to column c (as the
 // builtin bias_add adds b[c] to y[r, c] of rows as long as b). The GEMM
-// reads it: it is the op's last access.
-func Bias(b View) GemmOption {
-	return func(_ *GemmSpec, acc *[]Access) { *acc = append(*acc, In(b)) }
+// reads it: it is the op's last access. An option of Gemm ops; given
+// again, it replaces the bias.
+func Bias(b View) OpOption {
+	return gemmOption("Bias", func(s *GemmSpec, o *Op) {
+		n := 3
+		if s.SeparateD {
+			n++
+		}
+		if len(o.Access) > n {
+			o.Access[n] = In(b)
+			return
+		}
+		o.Access = append(o.Access, In(b))
+	})
 }
 
 // BiasAccess is the index of the bias among a Gemm op's accesses, after

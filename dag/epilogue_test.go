@@ -46,10 +46,10 @@ func TestGemmBiasIsARead(t *testing.T) {
 	c := b.Buffer("c", 2*4*4, dag.Zeros())
 	d := b.Buffer("d", 2*4*4)
 	bias := b.Buffer("bias", 4*4)
-	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(32), bias, 0.0).Named("init")
+	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(32), bias, 0.0).With(dag.Name("init"))
 	sh := dag.GemmShape{M: 2, N: 4, K: 3}
-	b.Gemm(c.All(), a.All(), w.All(), sh, dag.Bias(bias.All()), dag.Output(d.All()), dag.WithEpilogue(dag.EpiBiasGelu)).Named("g")
-	b.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiRelu)).Named("r")
+	b.Gemm(c.All(), a.All(), w.All(), sh, dag.Bias(bias.All()), dag.Output(d.All()), dag.WithEpilogue(dag.EpiBiasGelu)).With(dag.Name("g"))
+	b.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiRelu)).With(dag.Name("r"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	op := g.Ops[1]
@@ -67,7 +67,7 @@ func TestGemmBiasIsARead(t *testing.T) {
 	w = b.Buffer("w", 3*4*4, dag.Zeros())
 	c = b.Buffer("c", 2*4*4, dag.Zeros())
 	bias = b.Buffer("bias", 4*4)
-	b.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBias), dag.Bias(bias.All())).Named("g")
+	b.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBias), dag.Bias(bias.All())).With(dag.Name("g"))
 	_, err = b.Build()
 	require.ErrorIs(t, err, dag.ErrUndefinedRead)
 	assert.ErrorContains(t, err, "bias")
@@ -87,39 +87,39 @@ func TestEpilogueErrors(t *testing.T) {
 	}{
 		{"bias missing", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.F32)
-			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBiasGelu)).Named("g")
+			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBiasGelu)).With(dag.Name("g"))
 		}, "bias", "gemm has 3 accesses, wants 4 (a, b, c, bias)"},
 		{"bias without a bias epilogue", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.F32)
 			b := bd.Buffer("b", 16, dag.Zeros())
-			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiGelu), dag.Bias(b.All())).Named("g")
+			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiGelu), dag.Bias(b.All())).With(dag.Name("g"))
 		}, "bias", "a bias goes with the epilogues bias, bias_gelu and bias_relu"},
 		{"unknown epilogue", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.F32)
-			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.Epilogue(42))).Named("g")
+			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.Epilogue(42))).With(dag.Name("g"))
 		}, "epilogue", "unknown epilogue 42"},
 		{"f64", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.F64)
-			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiRelu)).Named("g")
+			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiRelu)).With(dag.Name("g"))
 		}, "epilogue", "epilogue relu on a gemm of f64 matrices"},
 		{"bias dtype", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.BF16)
 			b := bd.Buffer("b", 16, dag.Zeros())
-			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBias), dag.Bias(b.All())).Named("g")
+			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBias), dag.Bias(b.All())).With(dag.Name("g"))
 		}, "bias", "bias b is f32 but the gemm is bf16"},
 		{"bias length", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.F32)
 			b := bd.Buffer("b", 32, dag.Zeros())
-			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBias), dag.Bias(b.All())).Named("g")
+			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBias), dag.Bias(b.All())).With(dag.Name("g"))
 		}, "bias", "holds 8 f32 elements, not n = 4"},
 		{"bias in host memory", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.F32)
 			b := bd.Buffer("b", 16, dag.PinnedHost(), dag.Zeros())
-			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBiasRelu), dag.Bias(b.All())).Named("g")
+			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBiasRelu), dag.Bias(b.All())).With(dag.Name("g"))
 		}, "bias", "pinned host memory"},
 		{"bias over the output", func(bd *dag.Builder) {
 			a, w, c := mk(bd, dag.F32)
-			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBias), dag.Bias(c.Slice(0, 16))).Named("g")
+			bd.Gemm(c.All(), a.All(), w.All(), sh, dag.WithEpilogue(dag.EpiBias), dag.Bias(c.Slice(0, 16))).With(dag.Name("g"))
 		}, "bias", "overlaps the output"},
 	}
 	for _, tt := range tests {

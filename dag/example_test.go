@@ -15,10 +15,10 @@ func ExampleBuilder() {
 	y := b.Buffer("y", 4096, dag.OnDevice(0), dag.Value(1))
 	out := b.Buffer("out", 4096, dag.PinnedHost(), dag.Zeros())
 
-	b.Copy(x.All(), in.All()).Named("upload")
-	b.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 2.0).Named("double")
-	b.Launch(dag.Axpy, dag.Grid1(4), dag.Threads(256), y, x, 0.5).Named("axpy")
-	b.Copy(out.All(), y.All()).Named("download")
+	b.Copy(x.All(), in.All(), dag.Name("upload"))
+	b.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 2.0, dag.Name("double"))
+	b.Launch(dag.Axpy, dag.Grid1(4), dag.Threads(256), y, x, 0.5, dag.Name("axpy"))
+	b.Copy(out.All(), y.All(), dag.Name("download"))
 
 	g, err := b.Build()
 	if err != nil {
@@ -49,11 +49,11 @@ func ExampleErrors() {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.Zeros())
 	y := b.Buffer("y", 32, dag.Zeros())
-	first := b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0).Named("first")
-	b.Copy(y.All(), x.All()).Named("copy")
-	b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(4096)).Named("wide")
-	second := b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 0.5).Named("second")
-	first.After(second)
+	first := b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 2.0, dag.Name("first"))
+	b.Copy(y.All(), x.All(), dag.Name("copy"))
+	b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(4096), dag.Name("wide"))
+	second := b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 0.5, dag.Name("second"))
+	first.With(dag.After(second))
 	_, err := b.Build()
 	for _, e := range dag.Errors(err) {
 		fmt.Println(e)

@@ -152,7 +152,7 @@ func fuzzGraph(data []byte) (*Builder, map[*Op][]*Op) {
 		}
 		o, p := ops[int(r.byte())%len(ops)], ops[int(r.byte())%len(ops)]
 		if o != p {
-			o.After(p)
+			o.With(After(p))
 			explicit[o] = append(explicit[o], p)
 		}
 	}

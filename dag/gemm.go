@@ -113,56 +113,75 @@ func (s *GemmSpec) String() string {
 // GemmDTypes are the element types a Gemm op takes.
 var gemmDTypes = []DType{F32, F64, F16, BF16}
 
-// GemmOption sets a property of a GEMM being declared.
-type GemmOption func(*GemmSpec, *[]Access)
+// gemmOption is an option of Gemm ops only.
+func gemmOption(name string, set func(s *GemmSpec, o *Op)) OpOption {
+	return kindOption(name, func(o *Op) {
+		if o.Gemm == nil { // an op not made by Gemm: Build reports its accesses
+			o.Gemm = &GemmSpec{Alpha: 1}
+		}
+		set(o.Gemm, o)
+	}, Gemm)
+}
 
 // TransA and TransB take op(A) = A^T or op(B) = B^T: the stored A is K x M,
 // the stored B N x K.
-func TransA() GemmOption { return func(s *GemmSpec, _ *[]Access) { s.TransA = true } }
+func TransA() OpOption { return gemmOption("TransA", func(s *GemmSpec, _ *Op) { s.TransA = true }) }
 
 // TransB takes op(B) = B^T (see TransA).
-func TransB() GemmOption { return func(s *GemmSpec, _ *[]Access) { s.TransB = true } }
+func TransB() OpOption { return gemmOption("TransB", func(s *GemmSpec, _ *Op) { s.TransB = true }) }
 
 // Alpha and Beta set the scale factors (1 and 0 by default).
-func Alpha(v float64) GemmOption { return func(s *GemmSpec, _ *[]Access) { s.Alpha = v } }
+func Alpha(v float64) OpOption { return gemmOption("Alpha", func(s *GemmSpec, _ *Op) { s.Alpha = v }) }
 
 // Beta sets the factor of C (0 by default: C is not read).
-func Beta(v float64) GemmOption { return func(s *GemmSpec, _ *[]Access) { s.Beta = v } }
+func Beta(v float64) OpOption { return gemmOption("Beta", func(s *GemmSpec, _ *Op) { s.Beta = v }) }
 
 // LeadingDims sets the row pitches of A, B and C in elements; 0 keeps one's default.
-func LeadingDims(lda, ldb, ldc int64) GemmOption {
-	return func(s *GemmSpec, _ *[]Access) { s.LDA, s.LDB, s.LDC = lda, ldb, ldc }
+func LeadingDims(lda, ldb, ldc int64) OpOption {
+	return gemmOption("LeadingDims", func(s *GemmSpec, _ *Op) { s.LDA, s.LDB, s.LDC = lda, ldb, ldc })
 }
 
 // Batched makes the op n products over matrices that follow one another at
 // the given strides, in elements (0: packed).
-func Batched(n, strideA, strideB, strideC int64) GemmOption {
-	return func(s *GemmSpec, _ *[]Access) {
+func Batched(n, strideA, strideB, strideC int64) OpOption {
+	return gemmOption("Batched", func(s *GemmSpec, _ *Op) {
 		s.Batch, s.StrideA, s.StrideB, s.StrideC = n, strideA, strideB, strideC
-	}
+	})
 }
 
 // TF32 lets an f32 GEMM round its inputs to tensor-float-32.
-func TF32() GemmOption { return func(s *GemmSpec, _ *[]Access) { s.TF32 = true } }
+func TF32() OpOption { return gemmOption("TF32", func(s *GemmSpec, _ *Op) { s.TF32 = true }) }
 
 // Output writes the result to d instead of C: D = alpha op(A) op(B) + beta C,
 // so that C (a residual, say) is only read.
-func Output(d View) GemmOption {
-	return func(s *GemmSpec, acc *[]Access) {
-		s.SeparateD = true
-		*acc = append(*acc, Access{d, Write})
-	}
+func Output(d View) OpOption {
+	return gemmOption("Output", func(s *GemmSpec, o *Op) {
+		if !s.SeparateD {
+			s.SeparateD = true
+			o.Access = append(o.Access, Access{d, Write})
+			orderGemmAccesses(o.Access) // before a bias given earlier
+		} else if len(o.Access) > GemmD {
+			o.Access[GemmD].View = d
+		}
+	})
 }
 
 // Gemm multiplies: c = alpha op(a) op(b) + beta c (or d = ... with Output),
 // row-major, with shape's M, N and K. Options set transposes, scale
 // factors, leading dimensions, batches, TF32 and an epilogue
-// (WithEpilogue, Bias).
-func (g *Builder) Gemm(c, a, b View, shape GemmShape, opts ...GemmOption) *Op {
-	s := &GemmSpec{GemmShape: shape, Alpha: 1}
-	acc := []Access{In(a), In(b), {c, Write}}
-	for _, o := range opts {
-		o(s, &acc)
+// (WithEpilogue, Bias), beside those of every op.
+func (g *Builder) Gemm(c, a, b View, shape GemmShape, opts ...OpOption) *Op {
+	o := g.opOf(Gemm, In(a), In(b), Access{c, Write})
+	o.Gemm = &GemmSpec{GemmShape: shape, Alpha: 1}
+	return o.With(opts...)
+}
+
+// setModes puts the accesses in their places (orderGemmAccesses) and
+// gives C the mode the options make it: read beside a separate D, read
+// and written when beta scales it, else only written.
+func (s *GemmSpec) setModes(acc []Access) {
+	if len(acc) <= GemmC {
+		return
 	}
 	orderGemmAccesses(acc)
 	switch {
@@ -170,10 +189,9 @@ func (g *Builder) Gemm(c, a, b View, shape GemmShape, opts ...GemmOption) *Op {
 		acc[GemmC].Mode = Read
 	case s.Beta != 0:
 		acc[GemmC].Mode = ReadWrite
+	default:
+		acc[GemmC].Mode = Write
 	}
-	o := g.op(Gemm, acc...)
-	o.Gemm = s
-	return o
 }
 
 // Limits of a GEMM: cuBLASLt takes the batch count as an int32; sizes are

@@ -17,9 +17,9 @@ func ExampleBuilder_Gemm() {
 	w2 := b.Buffer("w2", h*d*2, bf16, dag.Random(3))
 	hid := b.Buffer("h", t*h*2, bf16, dag.Zeros())
 	y := b.Buffer("y", t*d*2, bf16, dag.Zeros())
-	b.Gemm(hid.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: h, K: d}).Named("up")
-	b.Launch(dag.Gelu, dag.Grid1(16), dag.Grid1(256), hid, hid).Named("gelu")
-	b.Gemm(x.All(), hid.All(), w2.All(), dag.GemmShape{M: t, N: d, K: h}, dag.Beta(1), dag.Output(y.All())).Named("down")
+	b.Gemm(hid.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: h, K: d}, dag.Name("up"))
+	b.Launch(dag.Gelu, dag.Grid1(16), dag.Grid1(256), hid, hid, dag.Name("gelu"))
+	b.Gemm(x.All(), hid.All(), w2.All(), dag.GemmShape{M: t, N: d, K: h}, dag.Beta(1), dag.Output(y.All()), dag.Name("down"))
 	g, err := b.Build()
 	if err != nil {
 		fmt.Println(err)

@@ -17,8 +17,8 @@ func TestGemmDefaultsAndAccesses(t *testing.T) {
 	w := b.Buffer("w", 2*4*5*2, dag.Of(dag.BF16), dag.Zeros())
 	c := b.Buffer("c", 2*3*5*2, dag.Of(dag.BF16), dag.Zeros())
 	d := b.Buffer("d", 2*3*5*2, dag.Of(dag.BF16), dag.Zeros())
-	b.Gemm(c.All(), a.All(), w.All(), dag.GemmShape{M: 3, N: 5, K: 4}, dag.Batched(2, 0, 20, 0), dag.Beta(1)).Named("mm")
-	b.Gemm(c.All(), a.All(), w.All(), dag.GemmShape{M: 3, N: 5, K: 4}, dag.Batched(2, 0, 20, 0), dag.Output(d.All()), dag.Beta(0.5)).Named("res")
+	b.Gemm(c.All(), a.All(), w.All(), dag.GemmShape{M: 3, N: 5, K: 4}, dag.Batched(2, 0, 20, 0), dag.Beta(1), dag.Name("mm"))
+	b.Gemm(c.All(), a.All(), w.All(), dag.GemmShape{M: 3, N: 5, K: 4}, dag.Batched(2, 0, 20, 0), dag.Output(d.All()), dag.Beta(0.5), dag.Name("res"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	mm := g.Ops[0]
@@ -78,69 +78,69 @@ func TestGemmErrors(t *testing.T) {
 	}{
 		{"a too small", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 16)
-			bd.Gemm(x.c.All(), x.a.Slice(0, 60), x.b.All(), sh).Named("g")
+			bd.Gemm(x.c.All(), x.a.Slice(0, 60), x.b.All(), sh, dag.Name("g"))
 		}, "a", "holds 15 f32 elements, too few for the gemm 4x4x4"},
 		{"m zero", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 16)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), dag.GemmShape{M: 0, N: 4, K: 4}).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), dag.GemmShape{M: 0, N: 4, K: 4}, dag.Name("g"))
 		}, "m", "m = 0 is out of range"},
 		{"huge k", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 16)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), dag.GemmShape{M: 4, N: 4, K: 1 << 40}).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), dag.GemmShape{M: 4, N: 4, K: 1 << 40}, dag.Name("g"))
 		}, "k", "out of range"},
 		{"mixed dtypes", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 16)
 			h := bd.Buffer("h", 32, dag.Of(dag.F16), dag.Zeros())
-			bd.Gemm(x.c.All(), x.a.All(), h.All(), sh).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), h.All(), sh, dag.Name("g"))
 		}, "b", "h is f16 but a is f32"},
 		{"integer dtype", func(bd *dag.Builder) {
 			x := mk(bd, dag.I32, 16)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.Name("g"))
 		}, "dtype", "gemm does not take i32 matrices"},
 		{"tf32 with bf16", func(bd *dag.Builder) {
 			x := mk(bd, dag.BF16, 16)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.TF32()).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.TF32(), dag.Name("g"))
 		}, "tf32", "tf32 with bf16"},
 		{"lda below the row", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 64)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.LeadingDims(3, 0, 0)).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.LeadingDims(3, 0, 0), dag.Name("g"))
 		}, "lda", "lda = 3 is out of range"},
 		{"ldc huge", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 64)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.LeadingDims(0, 0, 1<<33)).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.LeadingDims(0, 0, 1<<33), dag.Name("g"))
 		}, "ldc", "out of range"},
 		{"overflowing span", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 64)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.Batched(1<<30, math.MaxInt64/8, 0, 0)).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.Batched(1<<30, math.MaxInt64/8, 0, 0), dag.Name("g"))
 		}, "a", "more than 2^63"},
 		{"negative stride", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 64)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.Batched(2, -1, 0, 0)).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.Batched(2, -1, 0, 0), dag.Name("g"))
 		}, "stride_a", "negative"},
 		{"overlapping output batches", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 64)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.Batched(2, 0, 0, 8)).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.Batched(2, 0, 0, 8), dag.Name("g"))
 		}, "stride_c", "overlap"},
 		{"output overlaps an input", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 32)
-			bd.Gemm(x.a.Slice(32, 64), x.a.Slice(0, 64), x.b.All(), sh).Named("g")
+			bd.Gemm(x.a.Slice(32, 64), x.a.Slice(0, 64), x.b.All(), sh, dag.Name("g"))
 		}, "c", "overlaps a"},
 		{"d partly over c", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 32)
-			bd.Gemm(x.c.Slice(0, 64), x.a.All(), x.b.All(), sh, dag.Output(x.c.Slice(32, 64))).Named("g")
+			bd.Gemm(x.c.Slice(0, 64), x.a.All(), x.b.All(), sh, dag.Output(x.c.Slice(32, 64)), dag.Name("g"))
 		}, "d", "partly"},
 		{"host memory", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 16)
 			h := bd.Buffer("h", 64, dag.PinnedHost(), dag.Zeros())
-			bd.Gemm(x.c.All(), h.All(), x.b.All(), sh).Named("g")
+			bd.Gemm(x.c.All(), h.All(), x.b.All(), sh, dag.Name("g"))
 		}, "a", "pinned host memory"},
 		{"misaligned view", func(bd *dag.Builder) {
 			x := mk(bd, dag.F16, 32)
-			bd.Gemm(x.c.All(), x.a.Slice(1, 40), x.b.All(), sh).Named("g")
+			bd.Gemm(x.c.All(), x.a.Slice(1, 40), x.b.All(), sh, dag.Name("g"))
 		}, "a", "not a whole number of f16 elements"},
 		{"nan alpha", func(bd *dag.Builder) {
 			x := mk(bd, dag.F32, 16)
-			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.Alpha(math.NaN())).Named("g")
+			bd.Gemm(x.c.All(), x.a.All(), x.b.All(), sh, dag.Alpha(math.NaN()), dag.Name("g"))
 		}, "alpha", "not finite"},
 	}
 	for _, tt := range tests {
@@ -194,7 +194,7 @@ func FuzzGemmChecks(f *testing.F) {
 			o := min(max(off, 0), size-1)
 			return bufs[i].Slice(o, size-o)
 		}
-		opts := []dag.GemmOption{dag.LeadingDims(lda, ldb, ldc), dag.Batched(batch, sa, sb, sc), dag.Beta(1)}
+		opts := []dag.OpOption{dag.LeadingDims(lda, ldb, ldc), dag.Batched(batch, sa, sb, sc), dag.Beta(1)}
 		if tA {
 			opts = append(opts, dag.TransA())
 		}
@@ -212,7 +212,7 @@ func FuzzGemmChecks(f *testing.F) {
 		if dsel&8 != 0 {
 			opts = append(opts, dag.Bias(view(4)))
 		}
-		b.Gemm(view(2), view(0), view(1), dag.GemmShape{M: m, N: n, K: k}, opts...).Named("g")
+		b.Gemm(view(2), view(0), view(1), dag.GemmShape{M: m, N: n, K: k}, opts...).With(dag.Name("g"))
 		g, err := b.Build()
 		if err != nil {
 			es := dag.Errors(err)

@@ -29,12 +29,12 @@ func TestInference(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 1024, dag.Zeros())
 	y := b.Buffer("y", 1024, dag.Zeros())
-	b.Launch(dag.Iota, dag.Grid1(1), dag.Threads(32), x, 0.0).Named("w1")                // writes x
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x.Slice(0, 512), 2.0).Named("lo") // RAW+WAW on x[0:512]
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x.Slice(512, 512), 2.0).Named("hi")
-	b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(32), y.Slice(0, 512), x.Slice(0, 512), 1.0).Named("r1") // reads lo's bytes only
-	b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(32), y.Slice(512, 512), x.Slice(256, 512), 1.0).Named("r2")
-	b.Fill(x.All(), 0).Named("w2") // WAR on r1, r2; WAW on lo, hi
+	b.Launch(dag.Iota, dag.Grid1(1), dag.Threads(32), x, 0.0, dag.Name("w1"))                // writes x
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x.Slice(0, 512), 2.0, dag.Name("lo")) // RAW+WAW on x[0:512]
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x.Slice(512, 512), 2.0, dag.Name("hi"))
+	b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(32), y.Slice(0, 512), x.Slice(0, 512), 1.0, dag.Name("r1")) // reads lo's bytes only
+	b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(32), y.Slice(512, 512), x.Slice(256, 512), 1.0, dag.Name("r2"))
+	b.Fill(x.All(), 0, dag.Name("w2")) // WAR on r1, r2; WAW on lo, hi
 	g, err := b.Build()
 	require.NoError(t, err)
 
@@ -48,10 +48,10 @@ func TestInference(t *testing.T) {
 func TestAfterAndCycles(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.Zeros())
-	a := b.Fill(x.All(), 1).Named("a")
-	c := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("c")
-	d := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("d")
-	c.After(d) // forward edge: d must come first
+	a := b.Fill(x.All(), 1, dag.Name("a"))
+	c := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("c"))
+	d := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("d"))
+	c.With(dag.After(d)) // forward edge: d must come first
 	g, err := b.Build()
 	require.NoError(t, err)
 	var order []string
@@ -65,12 +65,12 @@ func TestAfterAndCycles(t *testing.T) {
 	_ = a
 
 	b = dag.New()
-	p := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("p")
-	q := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("q")
-	r := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("r")
-	p.After(r)
-	q.After(p)
-	r.After(q)
+	p := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("p"))
+	q := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("q"))
+	r := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("r"))
+	p.With(dag.After(r))
+	q.With(dag.After(p))
+	r.With(dag.After(q))
 	_, err = b.Build()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "dependency cycle")
@@ -81,8 +81,8 @@ func TestLifetimes(t *testing.T) {
 	b := dag.New()
 	tmp := b.Buffer("tmp", 256, dag.Temporary())
 	out := b.Buffer("out", 256, dag.Zeros())
-	b.Fill(tmp.All(), 3).Named("init")
-	b.Launch(dag.Add, dag.Grid1(1), dag.Threads(64), out, tmp, tmp).Named("use")
+	b.Fill(tmp.All(), 3, dag.Name("init"))
+	b.Launch(dag.Add, dag.Grid1(1), dag.Threads(64), out, tmp, tmp, dag.Name("use"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	var names []string
@@ -104,63 +104,63 @@ func TestBuildErrors(t *testing.T) {
 	}{
 		{"out of range", func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.Zeros())
-			b.Fill(x.Slice(32, 64), 0).Named("f")
+			b.Fill(x.Slice(32, 64), 0, dag.Name("f"))
 		}, "f", "out of range"},
 		{"copy size mismatch", func(b *dag.Builder) {
 			x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 32, dag.Zeros())
-			b.Copy(y.All(), x.All()).Named("c")
+			b.Copy(y.All(), x.All(), dag.Name("c"))
 		}, "c", "copy of 64 bytes"},
 		{"use after free", func(b *dag.Builder) {
 			t := b.Buffer("t", 64, dag.Temporary())
 			b.Alloc(t)
 			b.Fill(t.All(), 0)
-			b.Free(t).Named("fr")
-			b.Fill(t.All(), 1).Named("late")
+			b.Free(t, dag.Name("fr"))
+			b.Fill(t.All(), 1, dag.Name("late"))
 		}, "late", "after fr freed it"},
 		{"use before alloc", func(b *dag.Builder) {
 			t := b.Buffer("t", 64, dag.Temporary())
-			b.Fill(t.All(), 0).Named("early")
+			b.Fill(t.All(), 0, dag.Name("early"))
 			b.Alloc(t)
 		}, "early", "before"},
 		{"alloc of persistent", func(b *dag.Builder) {
-			b.Alloc(b.Buffer("p", 64, dag.Zeros())).Named("a")
+			b.Alloc(b.Buffer("p", 64, dag.Zeros()), dag.Name("a"))
 		}, "a", "persistent"},
 		{"unknown kernel", func(b *dag.Builder) {
 			k := &dag.Kernel{Name: "mine", Source: dag.CUDAC}
-			b.Launch(k, dag.Grid1(1), dag.Threads(1)).Named("l")
+			b.Launch(k, dag.Grid1(1), dag.Threads(1), dag.Name("l"))
 		}, "l", "not declared"},
 		{"bad block", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(2048)).Named("l")
+			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(2048), dag.Name("l"))
 		}, "l", "too large"},
 		{"zero grid", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Grid1(0), dag.Threads(1)).Named("l")
+			b.Launch(dag.Empty, dag.Grid1(0), dag.Threads(1), dag.Name("l"))
 		}, "l", "below 1"},
 		{"arg count", func(b *dag.Builder) {
-			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), 2.0).Named("l")
+			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), 2.0, dag.Name("l"))
 		}, "l", "1 arguments for 2 parameters"},
 		{"mode", func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.Zeros())
-			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), dag.In(x.All()), 2.0).Named("l")
+			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), dag.In(x.All()), 2.0, dag.Name("l"))
 		}, "l", "reads and writes"},
 		{"axpy sizes", func(b *dag.Builder) {
 			x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 32, dag.Zeros())
-			b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), y, x, 1.0).Named("l")
+			b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), y, x, 1.0, dag.Name("l"))
 		}, "l", "equal size"},
 		{"host on device memory", func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.Zeros())
-			b.Host(noop, dag.In(x.All())).Named("h")
+			b.Host(noop, dag.In(x.All()), dag.Name("h"))
 		}, "h", "device buffer"},
 		{"kernel on host memory", func(b *dag.Builder) {
 			x := b.Buffer("x", 64, dag.PinnedHost(), dag.Zeros())
-			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x, 2.0).Named("l")
+			b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x, 2.0, dag.Name("l"))
 		}, "l", "pinned host memory"},
 		{"duplicate names", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("same")
-			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("same")
+			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("same"))
+			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("same"))
 		}, "same", "used by two operations"},
 		{"self after", func(b *dag.Builder) {
-			o := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("me")
-			o.After(o)
+			o := b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("me"))
+			o.With(dag.After(o))
 		}, "me", "after itself"},
 	}
 	for _, tt := range tests {

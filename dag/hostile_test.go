@@ -31,10 +31,10 @@ func TestOneRoundWithCycles(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.Zeros())
 	b.Buffer("neg", -1, dag.Zeros())
-	p := b.Fill(x.All(), 1).Named("p")
-	q := b.Launch(dag.Scale, dag.Grid1(0), dag.Threads(1), x, 2.0).Named("q")
-	b.Fill(x.Slice(0, 128), 0).Named("r")
-	p.After(q) // q reads x after p wrote it: a cycle
+	p := b.Fill(x.All(), 1, dag.Name("p"))
+	q := b.Launch(dag.Scale, dag.Grid1(0), dag.Threads(1), x, 2.0, dag.Name("q"))
+	b.Fill(x.Slice(0, 128), 0, dag.Name("r"))
+	p.With(dag.After(q)) // q reads x after p wrote it: a cycle
 	list := buildErr(t, b)
 	var msgs []string
 	for _, e := range list {
@@ -58,12 +58,12 @@ func TestEveryCycleReported(t *testing.T) {
 	b := dag.New()
 	var ops []*dag.Op
 	for i := range 4 {
-		ops = append(ops, b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named(fmt.Sprint("e", i)))
+		ops = append(ops, b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name(fmt.Sprint("e", i))))
 	}
-	ops[0].After(ops[1])
-	ops[1].After(ops[0])
-	ops[2].After(ops[3])
-	ops[3].After(ops[2])
+	ops[0].With(dag.After(ops[1]))
+	ops[1].With(dag.After(ops[0]))
+	ops[2].With(dag.After(ops[3]))
+	ops[3].With(dag.After(ops[2]))
 	list := buildErr(t, b)
 	assert.Len(t, list, 2)
 	for _, e := range list {
@@ -75,7 +75,7 @@ func TestEveryCycleReported(t *testing.T) {
 func TestArgTypeError(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.Zeros())
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x, "two").Named("l")
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x, "two", dag.Name("l"))
 	list := buildErr(t, b)
 	require.Len(t, list, 1)
 	assert.Equal(t, "l", list[0].Op)
@@ -96,27 +96,27 @@ func TestOverflowSafe(t *testing.T) {
 	}{
 		{"view end wraps", func(b *dag.Builder) {
 			x := b.Buffer("x", 1<<40, dag.Zeros())
-			b.Fill(x.Slice(huge-8, 64), 0).Named("o")
+			b.Fill(x.Slice(huge-8, 64), 0, dag.Name("o"))
 		}, "", "out of range"},
 		{"view size wraps", func(b *dag.Builder) {
 			x := b.Buffer("x", huge, dag.Zeros())
-			b.Fill(x.Slice(8, huge), 0).Named("o")
+			b.Fill(x.Slice(8, huge), 0, dag.Name("o"))
 		}, "", "out of range"},
 		{"grid x block", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Dim(1<<31-1, 65535, 65535), dag.Threads(1024)).Named("o")
+			b.Launch(dag.Empty, dag.Dim(1<<31-1, 65535, 65535), dag.Threads(1024), dag.Name("o"))
 		}, "grid", "2^63 threads"},
 		{"block product", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Grid1(1), dag.Dim(1<<40, 1<<40, 1<<40)).Named("o")
+			b.Launch(dag.Empty, dag.Grid1(1), dag.Dim(1<<40, 1<<40, 1<<40), dag.Name("o"))
 		}, "block", "too large"},
 		{"negative cost", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("o").Costs(-time.Second)
+			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("o"), dag.Cost(-time.Second))
 		}, "cost", "out of range"},
 		{"absurd cost", func(b *dag.Builder) {
-			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1)).Named("o").Costs(1500000 * time.Hour)
+			b.Launch(dag.Empty, dag.Grid1(1), dag.Threads(1), dag.Name("o"), dag.Cost(1500000*time.Hour))
 		}, "cost", "out of range"},
 		{"matmul sizes beyond i32", func(b *dag.Builder) {
 			c, x, y := b.Buffer("c", 64, dag.Zeros()), b.Buffer("a", 64, dag.Zeros()), b.Buffer("bb", 64, dag.Zeros())
-			b.Launch(dag.Matmul, dag.Grid1(1), dag.Threads(1), c, x, y, int64(1)<<40, int64(1)<<40, 1).Named("o")
+			b.Launch(dag.Matmul, dag.Grid1(1), dag.Threads(1), c, x, y, int64(1)<<40, int64(1)<<40, 1, dag.Name("o"))
 		}, "args.m", "does not fit in i32"},
 	}
 	for _, tt := range tests {
@@ -153,7 +153,7 @@ func TestFillValues(t *testing.T) {
 		t.Run(fmt.Sprintf("%s %g", tt.dt, tt.v), func(t *testing.T) {
 			b := dag.New()
 			x := b.Buffer("x", 64, dag.Of(tt.dt), dag.Zeros())
-			b.Fill(x.All(), tt.v).Named("f")
+			b.Fill(x.All(), tt.v, dag.Name("f"))
 			_, err := b.Build()
 			if !tt.bad {
 				assert.NoError(t, err)
@@ -230,7 +230,7 @@ func TestEdgeCap(t *testing.T) {
 			b.Fill(x.Slice(int64(4*i), 4), 1)
 		}
 		for i := range n {
-			b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(1), b.Buffer(fmt.Sprint("out", i), 4, dag.Zeros()), x).Named(fmt.Sprint("read", i))
+			b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Threads(1), b.Buffer(fmt.Sprint("out", i), 4, dag.Zeros()), x, dag.Name(fmt.Sprint("read", i)))
 		}
 		return b
 	}
@@ -252,9 +252,9 @@ func TestDescendingRangesMatchAscending(t *testing.T) {
 			if desc {
 				j = n - 1 - i
 			}
-			b.Fill(x.Slice(int64(4*j), 4), 1).Named(fmt.Sprint("f", j))
+			b.Fill(x.Slice(int64(4*j), 4), 1, dag.Name(fmt.Sprint("f", j)))
 		}
-		b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x.Slice(4*n/4, 4*n/2), 2.0).Named("mid")
+		b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x.Slice(4*n/4, 4*n/2), 2.0, dag.Name("mid"))
 		g, err := b.Build()
 		require.NoError(t, err)
 		return g
@@ -321,8 +321,8 @@ func TestFormatBytes(t *testing.T) {
 func TestBuildAgainAfterErrors(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.Zeros())
-	b.Fill(x.All(), 1).Named("a")
-	bad := b.Fill(x.All(), 1e300).Named("b")
+	b.Fill(x.All(), 1, dag.Name("a"))
+	bad := b.Fill(x.All(), 1e300, dag.Name("b"))
 	_, err := b.Build()
 	require.Error(t, err)
 	bad.FillValue = 2
@@ -334,10 +334,10 @@ func TestBuildAgainAfterErrors(t *testing.T) {
 
 func TestNilsAreErrors(t *testing.T) {
 	b := dag.New()
-	b.Alloc(nil).Named("a")
-	b.Fill(dag.View{}, 0).Named("f")
-	b.Launch(nil, dag.Grid1(1), dag.Threads(1), (*dag.Buffer)(nil)).Named("l")
-	b.Host(nil).Named("h")
+	b.Alloc(nil, dag.Name("a"))
+	b.Fill(dag.View{}, 0, dag.Name("f"))
+	b.Launch(nil, dag.Grid1(1), dag.Threads(1), (*dag.Buffer)(nil), dag.Name("l"))
+	b.Host(nil, dag.Name("h"))
 	list := buildErr(t, b)
 	var ops []string
 	for _, e := range list {
@@ -365,9 +365,9 @@ func TestNarrowThenWideReads(t *testing.T) {
 		b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), out.Slice(int64(4*i), 4), x.Slice(int64(4*i), 4), 1.0)
 	}
 	for i := range n {
-		b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), out, x, 1.0).Named(fmt.Sprint("wide", i))
+		b.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), out, x, 1.0, dag.Name(fmt.Sprint("wide", i)))
 	}
-	b.Fill(x.Slice(4, 4), 0).Named("w")
+	b.Fill(x.Slice(4, 4), 0, dag.Name("w"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	assert.Len(t, deps(g, "w"), n+1)
@@ -381,7 +381,7 @@ func TestInferenceWorkCap(t *testing.T) {
 	noop := func(context.Context, [][]byte) error { return nil }
 	b := dag.New()
 	x := b.Buffer("x", 4*n, dag.PinnedHost(), dag.Zeros())
-	var even, odd []dag.Access
+	var even, odd []dag.OpOption
 	for i := range n {
 		if v := x.Slice(int64(4*i), 4); i%2 == 0 {
 			even = append(even, dag.Out(v))
@@ -392,7 +392,7 @@ func TestInferenceWorkCap(t *testing.T) {
 	b.Host(noop, even...)
 	b.Host(noop, odd...)
 	for i := range n * 2 {
-		b.Host(noop, dag.In(x.All())).Named(fmt.Sprint("wide", i))
+		b.Host(noop, dag.In(x.All()), dag.Name(fmt.Sprint("wide", i)))
 	}
 	list := buildErr(t, b)
 	require.Len(t, list, 1)

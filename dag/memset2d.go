@@ -43,7 +43,7 @@ func (m Memset2DSpec) Bound(es int64) (int64, bool) {
 // i*m.Pitch bytes after dst's offset. The op's access is the region's
 // bounding range (see Memset2DSpec), which must lie within dst. Elements
 // are 1, 2 or 4 bytes, as the driver's 2-D memsets write them.
-func (g *Builder) Memset2D(dst View, m Memset2DSpec, v float64) *Op {
+func (g *Builder) Memset2D(dst View, m Memset2DSpec, v float64, opts ...OpOption) *Op {
 	acc := dst
 	if dst.Buf != nil {
 		if n, ok := m.Bound(dst.Buf.DType.Size()); ok && n <= dst.Size {
@@ -53,7 +53,7 @@ func (g *Builder) Memset2D(dst View, m Memset2DSpec, v float64) *Op {
 	o := g.op(Memset2D, Out(acc))
 	o.Memset2D = &m
 	o.FillValue = v
-	return o
+	return o.With(opts...)
 }
 
 // checkMemset2D: a region with whole, aligned elements of at most 4 bytes

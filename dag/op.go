@@ -70,7 +70,8 @@ func (k OpKind) String() string {
 	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
 
-// Priority orders work that competes for a device: higher runs first.
+// Priority orders work that competes for a device: higher runs first. A
+// Priority is an OpOption: b.Fill(x.All(), 0, dag.High).
 type Priority int
 
 const (
@@ -180,6 +181,7 @@ type Op struct {
 	after    []*Op
 	argErrs  []*ArgTypeError // Launch arguments of no usable type
 	nameErrs []*Error        // Call's names that match no parameter, or parameters it left out
+	optErrs  []*Error        // options given to an op of a kind they are not for
 	decl     int             // declaration position, for ErrorList's order
 	// Set by Build's checks: the accesses cannot be used for inference, or
 	// the after list names ops of no graph.

@@ -49,7 +49,7 @@ func TestSetFlagRefusals(t *testing.T) {
 			b := dag.New()
 			flag := b.Buffer("flag", 64, dag.Of(tc.flagDT), dag.Zeros())
 			x := b.Buffer("x", 64, dag.Of(tc.xDT), dag.Zeros())
-			b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.Slice(0, tc.flagSize)), dag.In(x.Slice(0, tc.xSize)), 0.5).Named("sf")
+			b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.Slice(0, tc.flagSize)), dag.In(x.Slice(0, tc.xSize)), 0.5, dag.Name("sf"))
 			_, err := b.Build()
 			require.Error(t, err)
 			e := err.(dag.ErrorList)[0]

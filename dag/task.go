@@ -5,26 +5,37 @@ import (
 	"fmt"
 )
 
-// TaskStream is what a stream task's function gets: where to enqueue its
-// work and the addresses of its views.
+// TaskStream is what a stream task's function gets: where to put its work
+// and its views, as the backend running it addresses them. See TaskFunc
+// for the contract.
 type TaskStream struct {
-	// Handle is the CUstream the op runs on.
+	// Handle is the CUstream the op runs on; 0 where the stream is the
+	// host's (Host).
 	Handle uintptr
-	// Device is the ordinal of the stream's device; its context is
-	// current on the calling thread.
+	// Device is the ordinal of the stream's device; on a GPU its context
+	// is current on the calling thread.
 	Device int
-	// Addrs holds the address of each of the op's views, in the order of
-	// its accesses.
+	// Addrs holds the device address of each of the op's views, in the
+	// order of its accesses; nil where the stream is the host's.
 	Addrs []uintptr
+	// Host says the stream is the host's (the CPU backend's): there is
+	// nothing to enqueue on, and the function does its work itself, on
+	// Mem, before it returns.
+	Host bool
+	// Mem holds the bytes of each of the op's views, in the order of its
+	// accesses, where Host is set: they alias the buffers, and the
+	// function must not keep them after it returns.
+	Mem [][]byte
 }
 
-// TaskFunc enqueues a stream task's work: a user's function that enqueues
-// anything (a library call, the user's own cgo) on the stream the planner
-// chose for it, the way CUDASTF's tasks receive a stream.
+// TaskFunc is the body of a stream task (Builder.Task): a user's function
+// that enqueues anything (a library call, the user's own cgo) on the
+// stream the planner chose for it, the way CUDASTF's tasks receive a
+// stream.
 //
 // A task declares the views it reads and writes like any other op, so
 // dagrun orders it with the rest of the graph; what the function does
-// inside those views is its own business. The contract:
+// inside those views is its own business. The contract, on a GPU:
 //
 //   - The function only enqueues work on TaskStream.Handle: it does not
 //     synchronise (no cuStreamSynchronize, cuCtxSynchronize, blocking
@@ -43,39 +54,44 @@ type TaskStream struct {
 //   - An error it returns stops the run as any failing op does, as a
 //     *OpError naming the task.
 //
-// The CPU backend runs a task's CPU twin (WithCPU) instead, on the CPU
-// stream's goroutine like any op, over slices that alias the views; each
-// replay of a CPU graph runs the twin again, as a CUDA replay repeats the
-// captured work. A task without a twin cannot run there, and the CPU
-// backend refuses the plan up front, naming the task.
+// On the CPU backend a task runs where its function can run on the CPU,
+// which the task says with RunsOnCPU. The function is then called with a
+// TaskStream whose Host is set and whose Mem aliases the views, on the CPU
+// stream's goroutine, in stream order like any op, and does the work
+// itself before it returns; each replay of a CPU graph calls it again, as
+// a CUDA replay repeats the captured work. A function that serves both
+// branches on TaskStream.Host. The CPU backend refuses a plan that holds a
+// task without RunsOnCPU up front, naming the task.
 type TaskFunc func(ctx context.Context, on TaskStream) error
 
 // TaskSpec is the task-specific part of a Task op.
 type TaskSpec struct {
 	Func TaskFunc
-	// CPU is the twin the cpu backend runs: mem[i] aliases the bytes of
-	// access i. It must not keep them after it returns.
-	CPU HostFunc
+	// OnCPU says Func can run on the CPU backend (RunsOnCPU).
+	OnCPU bool
 }
 
-// Task declares a stream task named name: fn enqueues the op's work on its
-// stream, reading and writing the given views (In, Out, InOut). Add a CPU
-// twin with WithCPU to run the graph on the cpu backend too.
-func (g *Builder) Task(name string, fn TaskFunc, access ...Access) *Op {
-	o := g.op(Task, access...)
-	o.Name = name
+// Task declares a stream task: fn enqueues the op's work on its stream,
+// reading and writing the views among opts (In, Out, InOut), in order.
+// RunsOnCPU lets the CPU backend call fn too. For example:
+//
+//	b.Task(gemm, dag.In(a.All()), dag.In(w.All()), dag.Out(c.All()), dag.Name("sgemm"), dag.RunsOnCPU())
+func (g *Builder) Task(fn TaskFunc, opts ...OpOption) *Op {
+	o := g.op(Task, g.accesses(accessCount(opts))...)
 	o.Task = &TaskSpec{Func: fn}
-	return o
+	return o.With(opts...)
 }
 
-// WithCPU gives a stream task the twin the cpu backend runs in its place.
-// On an op of another kind Build reports it.
-func (o *Op) WithCPU(twin HostFunc) *Op {
-	if o.Task == nil {
-		o.Task = &TaskSpec{}
-	}
-	o.Task.CPU = twin
-	return o
+// RunsOnCPU says a stream task's function can run on the CPU backend too,
+// doing its work itself on TaskStream.Mem when TaskStream.Host is set (see
+// TaskFunc).
+func RunsOnCPU() OpOption {
+	return kindOption("RunsOnCPU", func(o *Op) {
+		if o.Task == nil {
+			o.Task = &TaskSpec{}
+		}
+		o.Task.OnCPU = true
+	}, Task)
 }
 
 // checkTask: a function, and memory the device can address.
@@ -88,12 +104,5 @@ func checkTask(c *checker, o *Op) {
 			c.fail(o, "", fmt.Sprintf("make %s pinned (dag.PinnedHost()) or a device buffer", a.Buf.Name),
 				"stream task uses pageable host buffer %s, which the device cannot address", a.Buf.Name)
 		}
-	}
-}
-
-// checkNotTask refuses a CPU twin on an op that is not a stream task.
-func checkNotTask(c *checker, o *Op) {
-	if o.Kind != Task && o.Task != nil {
-		c.fail(o, "", "only stream tasks (Builder.Task) take a CPU twin", "%s has a CPU twin", o.Kind)
 	}
 }

@@ -11,7 +11,6 @@ import (
 )
 
 func noTask(context.Context, dag.TaskStream) error { return nil }
-func noTwin(context.Context, [][]byte) error       { return nil }
 
 func TestTaskBuild(t *testing.T) {
 	tests := []struct {
@@ -20,25 +19,25 @@ func TestTaskBuild(t *testing.T) {
 		wantErr string // "" for a graph that builds
 	}{
 		{
-			name: "device views with a twin",
+			name: "device views, runs on the CPU too",
 			declare: func(b *dag.Builder) {
 				x := b.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
 				y := b.Buffer("y", 64, dag.OnDevice(0), dag.Zeros())
-				b.Task("t", noTask, dag.In(x.All()), dag.Out(y.All())).WithCPU(noTwin)
+				b.Task(noTask, dag.In(x.All()), dag.Out(y.All()), dag.Name("t"), dag.RunsOnCPU())
 			},
 		},
 		{
 			name: "pinned host view",
 			declare: func(b *dag.Builder) {
 				x := b.Buffer("x", 64, dag.PinnedHost(), dag.Zeros())
-				b.Task("t", noTask, dag.InOut(x.All()))
+				b.Task(noTask, dag.InOut(x.All()), dag.Name("t"))
 			},
 		},
 		{
 			name: "no function",
 			declare: func(b *dag.Builder) {
 				x := b.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
-				b.Task("t", nil, dag.Out(x.All()))
+				b.Task(nil, dag.Out(x.All()), dag.Name("t"))
 			},
 			wantErr: `op "t": stream task has no function`,
 		},
@@ -46,17 +45,17 @@ func TestTaskBuild(t *testing.T) {
 			name: "pageable view",
 			declare: func(b *dag.Builder) {
 				x := b.Buffer("x", 64, dag.PageableHost(), dag.Zeros())
-				b.Task("t", noTask, dag.Out(x.All()))
+				b.Task(noTask, dag.Out(x.All()), dag.Name("t"))
 			},
 			wantErr: "pageable host buffer x",
 		},
 		{
-			name: "twin on another kind",
+			name: "RunsOnCPU on another kind",
 			declare: func(b *dag.Builder) {
 				x := b.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
-				b.Fill(x.All(), 1).Named("f").WithCPU(noTwin)
+				b.Fill(x.All(), 1, dag.Name("f"), dag.RunsOnCPU())
 			},
-			wantErr: `op "f": fill has a CPU twin`,
+			wantErr: `op "f": option RunsOnCPU does not apply to fill ops (it is an option of task ops)`,
 		},
 	}
 	for _, tt := range tests {
@@ -84,9 +83,9 @@ func TestTaskDependencies(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.OnDevice(0), dag.Zeros())
 	y := b.Buffer("y", 64, dag.OnDevice(0), dag.Zeros())
-	b.Fill(x.All(), 1).Named("fill")
-	b.Task("t", noTask, dag.In(x.All()), dag.Out(y.All()))
-	b.Fill(x.All(), 2).Named("refill")
+	b.Fill(x.All(), 1, dag.Name("fill"))
+	b.Task(noTask, dag.In(x.All()), dag.Out(y.All()), dag.Name("t"))
+	b.Fill(x.All(), 2, dag.Name("refill"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	byName := map[string]*dag.Op{}

@@ -33,11 +33,11 @@ func TestInferenceUnalignedRanges(t *testing.T) {
 			x := b.Buffer("x", 13, PinnedHost(), Zeros())
 			// A wider write first, so that the first access cuts a
 			// segment of it rather than starting from an empty index.
-			b.Host(noop, Access{x.All(), Write}).Named("init")
+			b.Host(noop, Access{x.All(), Write}, Name("init"))
 			first, second := tc.first, tc.second
 			first.Buf, second.Buf = x, x
-			b.Host(noop, first).Named("first")
-			b.Host(noop, second).Named("second")
+			b.Host(noop, first, Name("first"))
+			b.Host(noop, second, Name("second"))
 			g, err := b.Build()
 			require.NoError(t, err)
 			require.Empty(t, bruteForceDeps(g, nil))
@@ -80,7 +80,7 @@ func TestInferenceMatchesBruteForceBytes(t *testing.T) {
 			return x.Slice(r.Int64N(x.Size-size+1), size)
 		}
 		for range 5 + r.IntN(40) {
-			acc := []Access{{view(), Mode(1 + r.IntN(3))}}
+			acc := []OpOption{Access{view(), Mode(1 + r.IntN(3))}}
 			if r.IntN(3) == 0 {
 				acc = append(acc, Access{view(), Mode(1 + r.IntN(3))})
 			}
@@ -109,7 +109,7 @@ func TestViewBoundsToTheByte(t *testing.T) {
 	} {
 		b := New()
 		x := b.Buffer("x", 13, PinnedHost(), Zeros())
-		b.Host(noop, Access{x.Slice(tc.off, tc.size), ReadWrite}).Named("h")
+		b.Host(noop, Access{x.Slice(tc.off, tc.size), ReadWrite}, Name("h"))
 		_, err := b.Build()
 		if tc.ok {
 			assert.NoError(t, err, "[%d, %d)", tc.off, tc.off+tc.size)

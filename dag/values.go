@@ -138,7 +138,7 @@ func DecodeValues[T Element](dt DType, data []byte) ([]T, error) {
 // that does not hold that type, or of a number that does not fill the
 // buffer, are a Build error.
 func Data[T Element](vals []T) BufferOption {
-	return func(b *Buffer) {
+	return bufferFunc(func(b *Buffer) {
 		data, err := EncodeValues(b.DType, vals)
 		if err != nil {
 			b.initErr = err.Error()
@@ -146,5 +146,5 @@ func Data[T Element](vals []T) BufferOption {
 		}
 		dt := b.DType
 		b.Init, b.initErr, b.dataOf = Init{Kind: InitBytes, Data: data}, "", &dt
-	}
+	})
 }

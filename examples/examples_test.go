@@ -128,7 +128,12 @@ var checks = map[string]expected{
 	"mlp_stream_small.yaml": mlpCheck(16, 64, 256, 1),
 	"mlp_budget.yaml":       mlpCheck(16, 64, 256, 1),
 	"pipeline_2gpu.yaml":    pipelineCheck,
-	"data_parallel.yaml":    dataParallelCheck,
+	"pipeline_4gpu.yaml":    pipeline4Check,
+	// The programs of examples/ranks, each run as a world of its ranks.
+	"ranks/data_parallel.yaml": dataParallelStepCheck,
+	"ranks/tp_mlp.yaml":        tpCheck(false),
+	"ranks/tp_mlp_sp.yaml":     tpCheck(true),
+	"data_parallel.yaml":       dataParallelCheck,
 }
 
 func f32(v []float64) []float32 {
@@ -244,6 +249,107 @@ func pipelineCheck(t *testing.T, in, out func(int, string) []float64) {
 	near(t, "h_y", out(0, "h_y"), matmul(a, w2, M*T, O, H, 1.0/H), 1e-5)
 }
 
+// pipeline4Check: four stages a = relu((1/32) in W_d - 0.05), each on
+// its own device, the first reading x and the last giving y.
+func pipeline4Check(t *testing.T, in, out func(int, string) []float64) {
+	const M, T, D = 4, 32, 64
+	a, w := in(0, "h_x"), in(0, "h_w")
+	for d := range 4 {
+		a = matmul(a, w[d*D*D:(d+1)*D*D], M*T, D, D, 1.0/32)
+		live := 0
+		for i := range a {
+			if a[i] = max(a[i]-0.05, 0); a[i] > 0 {
+				live++
+			}
+		}
+		assert.Positive(t, live, "stage %d leaves something", d)
+	}
+	near(t, "h_y", out(0, "h_y"), a, 1e-5)
+}
+
+// dataParallelStepCheck: every rank's gradient is the average over the
+// ranks of 2 x_r; its activation is gelu of its own x.
+func dataParallelStepCheck(t *testing.T, in, out func(int, string) []float64) {
+	world := 0
+	for ; in(world, "x") != nil; world++ {
+	}
+	grad := make([]float64, len(in(0, "x")))
+	for r := range world {
+		for i, v := range in(r, "x") {
+			grad[i] += 2 * v / float64(world)
+		}
+	}
+	for r := range world {
+		near(t, fmt.Sprintf("rank %d h_grad", r), out(r, "h_grad"), grad, 1e-6)
+		act := in(r, "x")
+		for i, v := range act {
+			act[i] = gelu(v)
+		}
+		near(t, fmt.Sprintf("rank %d h_act", r), out(r, "h_act"), act, 1e-5)
+	}
+}
+
+// tpCheck: the tensor-parallel block gives every rank the block of the
+// unsharded weights, y = x + (1/8) gelu((1/8) x W1) W2 with W1 the ranks'
+// column shards side by side and W2 their row shards stacked; in the
+// sequence-parallel form x gathers the ranks' shards and rank r keeps its
+// rows of y. The reference rounds h to bf16 where the block does; y is
+// within 3 bf16 steps of it.
+func tpCheck(sequence bool) expected {
+	return func(t *testing.T, in, out func(int, string) []float64) {
+		xName, yName := "x", "y"
+		if sequence {
+			xName, yName = "xs", "ys"
+		}
+		world := 0
+		for ; in(world, "w1") != nil; world++ {
+		}
+		var x []float64
+		if sequence {
+			for r := range world {
+				x = append(x, in(r, "xs")...)
+			}
+		} else {
+			x = in(0, "x")
+		}
+		// w1 is H x F with F = 4 H / world.
+		w1 := in(0, "w1")
+		H := int(math.Round(math.Sqrt(float64(len(w1) * world / 4))))
+		F, T := len(w1)/H, len(x)/H
+		y := make([]float64, T*H)
+		for r := range world {
+			h := matmul(x, in(r, "w1"), T, F, H, 0.125)
+			for i := range h {
+				h[i] = bf16(gelu(bf16(h[i])))
+			}
+			yr := matmul(h, in(r, "w2"), T, H, F, 0.125)
+			for i := range y {
+				y[i] += bf16(yr[i])
+			}
+		}
+		for i := range y {
+			y[i] += x[i]
+		}
+		rows := T
+		if sequence {
+			rows = T / world
+		}
+		for r := range world {
+			got := out(r, yName)
+			require.Len(t, got, rows*H, "rank %d %s", r, yName)
+			want := y
+			if sequence {
+				want = y[r*rows*H : (r+1)*rows*H]
+			}
+			for i := range want {
+				if d := math.Abs(got[i] - want[i]); d > 3*math.Abs(want[i])/256+1e-3 {
+					t.Fatalf("rank %d %s[%d] = %v, want %v (from %s)", r, yName, i, got[i], want[i], xName)
+				}
+			}
+		}
+	}
+}
+
 // dataParallelCheck: every rank ends with the same weights, W - 0.5 gW,
 // where gW averages the ranks' gradients of |h2|^2 / (2 T) on their shards.
 func dataParallelCheck(t *testing.T, in, out func(int, string) []float64) {
@@ -286,6 +392,9 @@ func dataParallelCheck(t *testing.T, in, out func(int, string) []float64) {
 func TestExamples(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
+	ranked, err := filepath.Glob("ranks/*.yaml")
+	require.NoError(t, err)
+	files = append(files, ranked...)
 	require.Len(t, files, len(checks), "every example has a check")
 	for _, f := range files {
 		check := checks[f]
@@ -303,10 +412,20 @@ func TestExamples(t *testing.T) {
 			})
 			continue
 		}
-		for _, streams := range []int{s.Run.Streams, 1, 8} {
-			for _, delays := range []bool{false, true} {
+		// A large example runs once, as planned: its point is the numbers,
+		// and each run of it takes minutes of the cpu backend.
+		budgets, delayings := []int{s.Run.Streams, 1, 8}, []bool{false, true}
+		if large[f] {
+			budgets, delayings = budgets[:1], delayings[:1]
+		}
+		for _, streams := range budgets {
+			for _, delays := range delayings {
 				t.Run(fmt.Sprintf("%s/streams=%d/delays=%v", f, streams, delays), func(t *testing.T) {
-					p, err := planner.New(s.Graph, planner.Options{Streams: streams, SharedCopyStreams: s.Run.SharedCopyStreams})
+					popts := []planner.Option{planner.Streams(streams)}
+					if s.Run.SharedCopyStreams {
+						popts = append(popts, planner.SharedCopyStreams())
+					}
+					p, err := planner.New(s.Graph, popts...)
 					require.NoError(t, err)
 					require.NoError(t, verify.Verify(p))
 					var opts []cpu.Option
@@ -355,7 +474,7 @@ func runRanks(t *testing.T, s *spec.Spec, check expected) {
 		require.NoError(t, err)
 		assert.Equal(t, s.Graph.CollectiveSequence(), ranks[r].Graph.CollectiveSequence())
 		require.NoError(t, ranks[r].Graph.CheckWorld(s.Run.World))
-		plans[r], err = planner.New(ranks[r].Graph, planner.Options{Streams: ranks[r].Run.Streams})
+		plans[r], err = planner.New(ranks[r].Graph, planner.Streams(ranks[r].Run.Streams))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(plans[r]))
 	}
@@ -412,7 +531,7 @@ func TestDataParallelReference(t *testing.T) {
 	require.Len(t, kept, strings.Count(string(src), "\n")-2, "the spec has two all-reduces")
 	s, err := spec.Parse("data_parallel.yaml", []byte(strings.Join(kept, "")), spec.WithRank(0, 1))
 	require.NoError(t, err)
-	p, err := planner.New(s.Graph, planner.Options{})
+	p, err := planner.New(s.Graph)
 	require.NoError(t, err)
 	mem, err := executor.Execute(context.Background(), cpu.New(), p)
 	require.NoError(t, err)
@@ -437,10 +556,10 @@ func TestMemoryBudgetExample(t *testing.T) {
 		t.Fatal("no memory for device 0")
 		return 0
 	}
-	free, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams})
+	free, err := planner.New(s.Graph, planner.Streams(s.Run.Streams))
 	require.NoError(t, err)
 	budget := s.Run.Memory.Device
-	fit, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams, MemoryBudget: map[int]int64{0: budget}})
+	fit, err := planner.New(s.Graph, planner.Streams(s.Run.Streams), planner.MemoryBudget(0, budget))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(fit))
 	assert.Greater(t, need(free), budget, "without the budget the branches' temporaries are live at once")
@@ -468,11 +587,10 @@ func TestMLPBudgetExample(t *testing.T) {
 	}
 	budget := s.Run.Memory.Device
 	require.Equal(t, int64(88<<10), budget, "the figures in the example's header")
-	opts := planner.Options{Streams: s.Run.Streams}
-	free, err := planner.New(s.Graph, opts)
+	streams := planner.Streams(s.Run.Streams)
+	free, err := planner.New(s.Graph, streams)
 	require.NoError(t, err)
-	opts.MemoryBudget = map[int]int64{0: budget}
-	fit, err := planner.New(s.Graph, opts)
+	fit, err := planner.New(s.Graph, streams, planner.MemoryBudget(0, budget))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(fit))
 
@@ -485,8 +603,7 @@ func TestMLPBudgetExample(t *testing.T) {
 	assert.LessOrEqual(t, u.ArenaBytes, u.TemporaryPeak*115/100)
 
 	// Below the smallest reachable need: the error names it.
-	opts.MemoryBudget = map[int]int64{0: 72 << 10}
-	_, err = planner.New(s.Graph, opts)
+	_, err = planner.New(s.Graph, streams, planner.MemoryBudget(0, 72<<10))
 	be, ok := errors.AsType[*planner.BudgetError](err)
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, int64(76<<10), be.Smallest)

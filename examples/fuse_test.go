@@ -24,7 +24,7 @@ func TestExamplesFuse(t *testing.T) {
 	for f, want := range map[string]int{"mlp_stream.yaml": 8, "mlp_stream_small.yaml": 8, "mlp_budget.yaml": 8, "pipeline_2gpu.yaml": 4} {
 		s, err := spec.Load(f)
 		require.NoError(t, err)
-		p, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams, Verify: true})
+		p, err := planner.New(s.Graph, planner.Streams(s.Run.Streams), planner.Verify())
 		require.NoError(t, err, f)
 		assert.Len(t, p.Fused(), want, f)
 		for _, id := range p.Fused() {
@@ -51,7 +51,11 @@ func TestFusedExamplesAgree(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			var out [2]executor.Results
 			for i, fuse := range []planner.Fusion{planner.FuseAuto, planner.FuseNone} {
-				p, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Fuse: fuse})
+				popts := []planner.Option{planner.Streams(s.Run.Streams), planner.Fuse(fuse)}
+				if s.Run.SharedCopyStreams {
+					popts = append(popts, planner.SharedCopyStreams())
+				}
+				p, err := planner.New(s.Graph, popts...)
 				require.NoError(t, err)
 				require.NoError(t, verify.Verify(p))
 				out[i], err = executor.Execute(context.Background(), cpu.New(), p)

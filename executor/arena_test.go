@@ -64,9 +64,9 @@ func TestArenaMatchesPoolAndSequential(t *testing.T) {
 		n = 16
 	}
 	for i, g := range arenaGraphs(n) {
-		seq, err := planner.New(g, planner.Options{Streams: 1})
+		seq, err := planner.New(g, planner.Streams(1))
 		require.NoError(t, err)
-		p, err := planner.New(g, planner.Options{Streams: 2 + i%7})
+		p, err := planner.New(g, planner.Streams(2+i%7))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
 		b := cpu.New(cpu.Workers(1+i%4), cpu.Delays(int64(i), 20*time.Microsecond))
@@ -90,7 +90,7 @@ func TestArenaMatchesPoolAndSequential(t *testing.T) {
 // temporaries in arenas unless told otherwise, and runs repeatedly.
 func TestArenaIsTheDefault(t *testing.T) {
 	g := dagtest.Family("forkjoin", 12, 1)
-	p, err := planner.New(g, planner.Options{Streams: 4})
+	p, err := planner.New(g, planner.Streams(4))
 	require.NoError(t, err)
 	b := cpu.New()
 	defer b.Close()

@@ -30,7 +30,7 @@ func TestAutoCapture(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.after), func(t *testing.T) {
 			pl := newPipeline(t, n)
-			p, err := planner.New(pl.g, planner.Options{})
+			p, err := planner.New(pl.g)
 			require.NoError(t, err)
 			s, err := executor.Open(ctx, cpu.New(), p, executor.WithAutoCapture(tc.after))
 			require.NoError(t, err)
@@ -62,11 +62,11 @@ func counter(t *testing.T, placement dag.BufferOption) (*planner.Plan, *dag.Buff
 	d := b.Buffer("d", 16, dag.OnDevice(0), dag.Zeros())
 	one := b.Buffer("one", 16, dag.OnDevice(0), dag.Value(1))
 	h := b.Buffer("h", 16, placement, dag.Zeros())
-	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(4), d, one, 1.0).Named("add")
-	b.Copy(h.All(), d.All()).Named("download")
+	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(4), d, one, 1.0, dag.Name("add"))
+	b.Copy(h.All(), d.All(), dag.Name("download"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p, h
 }
@@ -111,7 +111,7 @@ func TestAutoCaptureChanges(t *testing.T) {
 	ctx := context.Background()
 	const n = 64
 	pl := newPipeline(t, n)
-	p, err := planner.New(pl.g, planner.Options{})
+	p, err := planner.New(pl.g)
 	require.NoError(t, err)
 	s, err := executor.Open(ctx, cpu.New(), p, executor.WithAutoCapture(2))
 	require.NoError(t, err)
@@ -202,7 +202,7 @@ func ExampleWithAutoCapture() {
 	one := b.Buffer("one", 16, dag.OnDevice(0), dag.Value(1))
 	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(4), d, one, 1.0)
 	g, _ := b.Build()
-	p, _ := planner.New(g, planner.Options{})
+	p, _ := planner.New(g)
 	be := cpu.New()
 	defer be.Close()
 	s, err := executor.Open(ctx, be, p, executor.WithAutoCapture(3))

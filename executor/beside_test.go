@@ -38,7 +38,7 @@ func ExampleSession_Write_doubleBuffered() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func ExampleSession_Write_doubleBuffered() {
 func TestWriteBesideReplay(t *testing.T) {
 	g, in, _, err := doubleBuffered()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, cpu.New(), p)

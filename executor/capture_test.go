@@ -26,7 +26,7 @@ import (
 type captureCase struct {
 	name string
 	g    *dag.Graph
-	opts planner.Options
+	opts []planner.Option
 }
 
 // captureCases are the examples, the dagtest fixtures and random graphs
@@ -42,10 +42,10 @@ func captureCases(t *testing.T) []captureCase {
 		if !oneDeviceExample(s) {
 			continue // ranks, several devices, or too large for the cpu oracle
 		}
-		cases = append(cases, captureCase{filepath.Base(f), s.Graph, planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams}})
+		cases = append(cases, captureCase{filepath.Base(f), s.Graph, runOptions(s)})
 	}
 	for _, f := range dagtest.Fixtures() {
-		cases = append(cases, captureCase{"fixture/" + f.Name, f.Graph, planner.Options{Streams: 3}})
+		cases = append(cases, captureCase{"fixture/" + f.Name, f.Graph, []planner.Option{planner.Streams(3)}})
 	}
 	cfgs := []dagtest.Config{
 		{Ops: 60, Buffers: 4},
@@ -59,8 +59,8 @@ func captureCases(t *testing.T) []captureCase {
 		for seed := int64(0); found < 4 && seed < 60; seed++ {
 			cfg.Seed = seed
 			g := dagtest.Random(cfg)
-			opts := planner.Options{Streams: 1 + int(seed%4)}
-			p, err := planner.New(g, opts)
+			opts := []planner.Option{planner.Streams(1 + int(seed%4))}
+			p, err := planner.New(g, opts...)
 			require.NoError(t, err)
 			if executor.CheckCapture(p) != nil {
 				continue // pageable copies: checked in TestCaptureRefuses
@@ -93,7 +93,7 @@ func TestCaptureMatchesEager(t *testing.T) {
 	ctx := context.Background()
 	for i, c := range captureCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := planner.New(c.g, c.opts)
+			p, err := planner.New(c.g, c.opts...)
 			require.NoError(t, err)
 			runs := 1 + i%3
 			eager, err := executor.Open(ctx, cpu.New(cpu.Delays(int64(i), 20*time.Microsecond)), p)
@@ -144,11 +144,11 @@ func newPipeline(t *testing.T, n int64) pipeline {
 	tmp := b.Buffer("tmp", 4*n, dag.OnDevice(0), dag.Temporary())
 	ones := b.Buffer("ones", 4*n, dag.OnDevice(0), dag.Value(1))
 	p.out = b.Buffer("out", 4*n, dag.PinnedHost(), dag.Zeros())
-	b.Copy(x.All(), p.inA.All()).Named("upload")
-	p.scale = b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(64), x, 2.0).Named("scale")
-	b.Launch(dag.Axpy, dag.Grid1(4), dag.Grid1(64), x, ones, 1.0).Named("offset")
-	b.Copy(tmp.All(), x.All()).Named("stage")
-	b.Copy(p.out.All(), tmp.All()).Named("download")
+	b.Copy(x.All(), p.inA.All(), dag.Name("upload"))
+	p.scale = b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(64), x, 2.0, dag.Name("scale"))
+	b.Launch(dag.Axpy, dag.Grid1(4), dag.Grid1(64), x, ones, 1.0, dag.Name("offset"))
+	b.Copy(tmp.All(), x.All(), dag.Name("stage"))
+	b.Copy(p.out.All(), tmp.All(), dag.Name("download"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	p.g = g
@@ -176,7 +176,7 @@ func TestCaptureUpdate(t *testing.T) {
 	ctx := context.Background()
 	const n = 256
 	pl := newPipeline(t, n)
-	p, err := planner.New(pl.g, planner.Options{})
+	p, err := planner.New(pl.g)
 	require.NoError(t, err)
 	be := cpu.New()
 	s, err := executor.Open(ctx, be, p)
@@ -270,12 +270,12 @@ func TestCaptureRefuses(t *testing.T) {
 	pageable := b.Buffer("pageable", 64, dag.PageableHost(), dag.Zeros())
 	d0 := b.Buffer("d0", 64, dag.OnDevice(0), dag.Zeros())
 	d1 := b.Buffer("d1", 64, dag.OnDevice(1), dag.Zeros())
-	b.Copy(d0.All(), pageable.All()).Named("upload")
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(16), d1, 2.0).Named("far").OnDevice(1)
-	b.Copy(pageable.All(), d0.All()).Named("download")
+	b.Copy(d0.All(), pageable.All(), dag.Name("upload"))
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(16), d1, 2.0, dag.Name("far"), dag.OnDevice(1))
+	b.Copy(pageable.All(), d0.All(), dag.Name("download"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	s, err := executor.Open(ctx, cpu.New(), p)
 	require.NoError(t, err)
@@ -293,7 +293,7 @@ func TestCaptureRefuses(t *testing.T) {
 
 	// A backend that cannot capture says so.
 	pl := newPipeline(t, 16)
-	pp, err := planner.New(pl.g, planner.Options{})
+	pp, err := planner.New(pl.g)
 	require.NoError(t, err)
 	rs, err := executor.Open(ctx, refuses{cpu.New()}, pp)
 	require.NoError(t, err)
@@ -319,7 +319,7 @@ func TestUpdateRefuses(t *testing.T) {
 	pl := newPipeline(t, 64)
 	bld := dag.New()
 	stranger := bld.Buffer("stranger", 256, dag.PinnedHost(), dag.Zeros())
-	p, err := planner.New(pl.g, planner.Options{})
+	p, err := planner.New(pl.g)
 	require.NoError(t, err)
 	s, err := executor.Open(ctx, cpu.New(), p)
 	require.NoError(t, err)
@@ -375,7 +375,7 @@ func TestUpdateRefuses(t *testing.T) {
 func TestCaptureReleases(t *testing.T) {
 	ctx := context.Background()
 	pl := newPipeline(t, 64)
-	p, err := planner.New(pl.g, planner.Options{})
+	p, err := planner.New(pl.g)
 	require.NoError(t, err)
 	s, err := executor.Open(ctx, cpu.New(), p)
 	require.NoError(t, err)
@@ -411,14 +411,14 @@ func ExampleSession_Capture() {
 	sum := b.Buffer("sum", 4, dag.OnDevice(0), dag.Zeros())
 	hsum := b.Buffer("hsum", 4, dag.PinnedHost(), dag.Zeros())
 	b.Copy(x.All(), in.All())
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 1.0).Named("scale")
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 1.0, dag.Name("scale"))
 	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(4), sum, x)
 	b.Copy(hsum.All(), sum.All())
 	g, err := b.Build()
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -473,4 +473,13 @@ func oneDeviceExample(s *spec.Spec) bool {
 		bytes += b.Size
 	}
 	return s.Run.World <= 1 && bytes <= 64<<20
+}
+
+// runOptions are the planner's options of spec s's run section.
+func runOptions(s *spec.Spec) []planner.Option {
+	opts := []planner.Option{planner.Streams(s.Run.Streams)}
+	if s.Run.SharedCopyStreams {
+		opts = append(opts, planner.SharedCopyStreams())
+	}
+	return opts
 }

@@ -75,9 +75,9 @@ func scaledLoop(t *testing.T, n int, branch bool) *dag.Graph {
 			then.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), y, 2.0)
 		}, func(els *dag.Builder) {
 			els.Fill(y.All(), 0)
-		}).Named("branch")
+		}, dag.Name("branch"))
 		c.Step(body)
-	}, dag.AtMost(100)).Named("loop")
+	}, dag.AtMost(100), dag.Name("loop"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	return g
@@ -95,7 +95,7 @@ func TestRunPlanWithBodies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := scaledLoop(t, tc.n, tc.branch)
-			p, err := planner.New(g, planner.Options{Streams: 2})
+			p, err := planner.New(g, planner.Streams(2))
 			require.NoError(t, err)
 			require.NoError(t, verify.Verify(p))
 			be := &bodyLog{Backend: cpu.New(), got: map[string][][]device.Step{}}
@@ -132,7 +132,7 @@ func TestRunPlanWithBodies(t *testing.T) {
 // loops; every run gives what the eager runs give.
 func TestBodiesEagerAndReplayed(t *testing.T) {
 	g := scaledLoop(t, 2, true)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	ctx := context.Background()
 	s, err := executor.Open(ctx, cpu.New(cpu.Delays(3, 20e3)), p, executor.WithAutoCapture(2))
@@ -154,7 +154,7 @@ func TestBodiesEagerAndReplayed(t *testing.T) {
 
 func TestOpenRefusesBackendWithoutLoops(t *testing.T) {
 	g := scaledLoop(t, 1, true)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	_, err = executor.Open(context.Background(), noControl{cpu.New()}, p)
 	require.Error(t, err)

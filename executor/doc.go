@@ -5,7 +5,7 @@
 // Run is the shortest way from a dag.Graph to its results: it opens the
 // best backend registered (device.Auto: the GPU's when a driver and a
 // device are found, else the CPU's; WithBackend chooses another), plans
-// the graph (WithPlanOptions), runs it once, reads every persistent buffer
+// the graph (WithPlan), runs it once, reads every persistent buffer
 // and closes the session and the backend. A program registers the backends
 // it may use by importing their packages, as database/sql drivers are
 // imported.
@@ -80,9 +80,11 @@
 // addresses hold for the run; a graph's Update (Rebind) calls it again
 // with the new ones. Under Capture it is called once, and what it
 // enqueued is replayed by every Launch. An error it returns fails the run
-// as a *dag.OpError naming the task. On the cpu backend the task's CPU
-// twin runs instead, at every run and replay; a task without one is
-// refused when the session opens.
+// as a *dag.OpError naming the task. On the cpu backend the function
+// itself is called, at every run and replay, with the host's stream
+// (dag.TaskStream.Host, its views' bytes in Mem), where the task says it
+// runs on the CPU (dag.RunsOnCPU); a task that does not is refused when
+// the session opens.
 //
 // A program with streams of its own orders dagrun's work with them through
 // events it owns (External): Enqueue submits a run that

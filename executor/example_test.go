@@ -26,7 +26,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func ExampleSession_Run() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func ExampleGraph_Launch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -130,14 +130,14 @@ func ExampleGraph_Update() {
 	inB := b.Buffer("in_b", 4, dag.PinnedHost(), dag.Value(10))
 	x := b.Buffer("x", 4, dag.OnDevice(0), dag.Zeros())
 	out := b.Buffer("out", 4, dag.PinnedHost(), dag.Zeros())
-	b.Copy(x.All(), inA.All()).Named("upload")
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("scale")
-	b.Copy(out.All(), x.All()).Named("download")
+	b.Copy(x.All(), inA.All(), dag.Name("upload"))
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0, dag.Name("scale"))
+	b.Copy(out.All(), x.All(), dag.Name("download"))
 	g, err := b.Build()
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func ExampleSession_Write() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func ExampleRunner() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -26,18 +26,18 @@ func externalPlan(t *testing.T, callerValue *atomic.Int32, late *atomic.Bool, fa
 	b := dag.New()
 	x := b.Buffer("x", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
 	y := b.Buffer("y", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
-	b.Task("take", noEnqueue, dag.Out(x.All())).WithCPU(func(_ context.Context, mem [][]byte) error {
-		binary.LittleEndian.PutUint32(mem[0], uint32(callerValue.Load()))
+	b.Task(func(_ context.Context, on dag.TaskStream) error {
+		binary.LittleEndian.PutUint32(on.Mem[0], uint32(callerValue.Load()))
 		return fail
-	})
-	b.Task("late", noEnqueue, dag.Out(y.All())).WithCPU(func(ctx context.Context, _ [][]byte) error {
+	}, dag.Out(x.All()), dag.Name("take"), dag.RunsOnCPU())
+	b.Task(func(context.Context, dag.TaskStream) error {
 		time.Sleep(20 * time.Millisecond)
 		late.Store(true)
 		return nil
-	})
+	}, dag.Out(y.All()), dag.Name("late"), dag.RunsOnCPU())
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	require.Len(t, p.Streams, 2)
 	return p, x

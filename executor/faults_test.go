@@ -33,7 +33,7 @@ func examplePlans(t testing.TB) map[string]*planner.Plan {
 		if !oneDeviceExample(s) { // the model block and the ranks have tests of their own
 			continue
 		}
-		p, err := planner.New(s.Graph, planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams})
+		p, err := planner.New(s.Graph, runOptions(s)...)
 		require.NoError(t, err, f)
 		plans[filepath.Base(f)] = p
 	}
@@ -104,7 +104,7 @@ func TestChaosRepeatsItsDelaysButNotAcrossSeeds(t *testing.T) {
 	}
 	g, err := bld.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	b := cpu.New()
 	defer b.Close()
@@ -205,7 +205,7 @@ func spinPlan(t testing.TB, n int, us float64) *planner.Plan {
 	}
 	g, err := bld.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p
 }
@@ -339,7 +339,7 @@ func hugePlan(t testing.TB, size int64, opts ...dag.BufferOption) *planner.Plan 
 	bld.Copy(out.All(), big.Slice(0, 16))
 	g, err := bld.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p
 }
@@ -424,7 +424,7 @@ func TestMemoryNeedsCountTheLargestLiveSetOfTemporaries(t *testing.T) {
 	bld.Free(d)
 	g, err := bld.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 1})
+	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(t, err)
 
 	// The live set, replayed here from the plan's steps.
@@ -460,7 +460,7 @@ func TestMemoryNeedsCountTheLargestLiveSetOfTemporaries(t *testing.T) {
 	assert.Equal(t, 110+peak, needs[0].Bytes())
 
 	// The same peak with everything on two streams at most.
-	p2, err := planner.New(g, planner.Options{Streams: 2})
+	p2, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	for _, n := range executor.MemoryNeeds(p2, false) {
 		if n.Device == 0 {
@@ -497,13 +497,13 @@ func BenchmarkCheckMemory(b *testing.B) {
 		}
 		g, err := bld.Build()
 		require.NoError(b, err)
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(b, err)
 		be := cpu.New()
 		b.Run(fmt.Sprintf("ops=%d/plan", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = planner.New(g, planner.Options{})
+				_, _ = planner.New(g)
 			}
 		})
 		b.Run(fmt.Sprintf("ops=%d/MemoryNeeds", n), func(b *testing.B) {

@@ -28,7 +28,7 @@ func TestMemoryHighWater(t *testing.T) {
 	ctx := context.Background()
 	over := 0
 	for i, g := range arenaGraphs(n) {
-		p, err := planner.New(g, planner.Options{Streams: 2 + i%5})
+		p, err := planner.New(g, planner.Streams(2+i%5))
 		require.NoError(t, err)
 		b := cpu.New(cpu.Workers(1+i%3), cpu.Delays(int64(i), 10*time.Microsecond))
 		for _, mode := range []executor.TemporaryMode{executor.TemporariesPool, executor.TemporariesArena} {
@@ -64,4 +64,35 @@ func TestMemoryHighWater(t *testing.T) {
 		b.Close()
 	}
 	t.Logf("the pool's measured high water above the planned peak in %d memories", over)
+}
+
+// MemoryReports sets each memory's planned temporaries against what the
+// session measured: in arenas, the arena's size; a budget below it is an
+// error of that memory.
+func TestMemoryReports(t *testing.T) {
+	ctx := context.Background()
+	g := arenaGraphs(1)[0]
+	p, err := planner.New(g, planner.Streams(2))
+	require.NoError(t, err)
+	b := cpu.New()
+	defer b.Close()
+	s, err := executor.Open(ctx, b, p, executor.WithTemporaries(executor.TemporariesArena))
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Run(ctx))
+	budget := map[int]int64{}
+	for _, u := range p.Memory.Memories {
+		budget[u.Device] = 1
+	}
+	rs := executor.MemoryReports(s, budget)
+	require.NotEmpty(t, rs)
+	for _, r := range rs {
+		require.True(t, r.Arena)
+		require.NotNil(t, r.MeasuredPeakBytes)
+		require.Equal(t, r.PlannedArenaBytes, *r.MeasuredPeakBytes)
+		require.Empty(t, r.Warning)
+		require.ErrorContains(t, r.OverBudget(), "over the memory budget of 1 B")
+		require.Contains(t, r.String(), "(arena)")
+	}
+	require.Empty(t, executor.MemoryReports(s, nil)[0].OverBudget())
 }

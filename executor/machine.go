@@ -58,12 +58,15 @@ func (m Machine) Known() bool {
 	return m.Topology != nil || m.SMs != 0 && m.SMs != perf.DefaultSMs
 }
 
-// Apply sets what m knows in o, leaving what it does not know as o has it.
-func (m Machine) Apply(o *planner.Options) {
+// Options are the planner's options for what m knows (OnTopology, SMs);
+// given after a caller's own, they override those.
+func (m Machine) Options() []planner.Option {
+	var opts []planner.Option
 	if m.Topology != nil {
-		o.Topology = m.Topology
+		opts = append(opts, planner.OnTopology(m.Topology))
 	}
 	if m.SMs != 0 {
-		o.SMs = m.SMs
+		opts = append(opts, planner.SMs(m.SMs))
 	}
+	return opts
 }

@@ -38,7 +38,7 @@ func TestMachineOf(t *testing.T) {
 		b := dag.New()
 		for _, d := range devices {
 			x := b.Buffer(fmt.Sprintf("x%d", d), 16, dag.OnDevice(d), dag.Zeros())
-			b.Fill(x.All(), 1).OnDevice(d)
+			b.Fill(x.All(), 1, dag.OnDevice(d))
 		}
 		g, err := b.Build()
 		require.NoError(t, err)
@@ -54,7 +54,9 @@ func TestMachineOf(t *testing.T) {
 		assert.Equal(t, 66, m.SMs)
 		assert.True(t, m.Known())
 		var o planner.Options
-		m.Apply(&o)
+		for _, set := range m.Options() {
+			set(&o)
+		}
 		assert.Equal(t, 66, o.SMs)
 	})
 	t.Run("two devices", func(t *testing.T) {
@@ -73,8 +75,6 @@ func TestMachineOf(t *testing.T) {
 		m, err := executor.MachineOf(b, graph(0, 1))
 		require.NoError(t, err)
 		assert.False(t, m.Known())
-		o := planner.Options{SMs: 7}
-		m.Apply(&o)
-		assert.Equal(t, 7, o.SMs, "what the machine does not know stays")
+		assert.Empty(t, m.Options(), "what the machine does not know, it does not set")
 	})
 }

@@ -31,7 +31,7 @@ func TestPoolHoldsWhatTheBudgetOrders(t *testing.T) {
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 3, PoolTemporaries: true, MemoryBudget: map[int]int64{0: 2 << 20}})
+	p, err := planner.New(g, planner.Streams(3), planner.PoolTemporaries(), planner.MemoryBudget(0, 2<<20))
 	require.NoError(t, err)
 	require.NotNil(t, p.Budget, "the budget orders temporaries")
 	var planned int64

@@ -21,7 +21,7 @@ func ExampleResults_Float32s() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}

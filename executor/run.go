@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
@@ -14,7 +15,7 @@ import (
 type runConfig struct {
 	backend string        // a registered backend's name, or device.Auto
 	device  device.Config // passed to the backend's Opener
-	plan    planner.Options
+	plan    []planner.Option
 	opened  func(device.Opened) // told which backend Run opened
 }
 
@@ -28,9 +29,11 @@ func WithBackend(name string) Option { return func(c *config) { c.run.backend = 
 // WithDeviceConfig passes cfg to the backend Run opens. Open ignores it.
 func WithDeviceConfig(cfg device.Config) Option { return func(c *config) { c.run.device = cfg } }
 
-// WithPlanOptions makes Run plan with o (by default planner.Options{}).
-// Open ignores it.
-func WithPlanOptions(o planner.Options) Option { return func(c *config) { c.run.plan = o } }
+// WithPlan makes Run plan with opts (planner.Streams, planner.Optimize,
+// ...; none by default). Open ignores it.
+func WithPlan(opts ...planner.Option) Option {
+	return func(c *config) { c.run.plan = append(c.run.plan, opts...) }
+}
 
 // WithOpened makes Run call f with the backend it opened, before it plans:
 // its name, and under device.Auto why a preferred backend did not open
@@ -39,7 +42,7 @@ func WithOpened(f func(device.Opened)) Option { return func(c *config) { c.run.o
 
 // Run runs graph g once, from the backend's opening to its closing: it
 // opens a backend (WithBackend; device.Auto by default), plans g
-// (WithPlanOptions) with what the backend knows of its devices
+// (WithPlan) with what the backend knows of its devices
 // (MachineOf), opens a session on the plan with the other options,
 // runs it, reads every persistent buffer, and closes the session and the
 // backend whatever happens. For repeated runs keep the backend and a
@@ -69,9 +72,7 @@ func Run(ctx context.Context, g *dag.Graph, opts ...Option) (out Results, err er
 	if err != nil {
 		return nil, fmt.Errorf("executor: Run: %w", err)
 	}
-	po := c.run.plan
-	m.Apply(&po)
-	p, err := planner.New(g, po)
+	p, err := planner.New(g, append(slices.Clip(c.run.plan), m.Options()...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func TestRunClosesTheBackend(t *testing.T) {
 	}{
 		{"auto", nil, nil},
 		{"cpu by name", []executor.Option{executor.WithBackend("cpu")}, nil},
-		{"planner options", []executor.Option{executor.WithBackend("cpu"), executor.WithPlanOptions(planner.Options{Streams: 1})}, nil},
+		{"planner options", []executor.Option{executor.WithBackend("cpu"), executor.WithPlan(planner.Streams(1), planner.Optimize(planner.FewestStreams))}, nil},
 		{"a failing op", []executor.Option{executor.WithFailOp("triple")}, executor.ErrInjected},
 	}
 	for _, tt := range tests {
@@ -45,12 +45,20 @@ func TestRunClosesTheBackend(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, []float32{3, 3, 3, 3}, out.Float32s(g.Buffers[0]))
 			}
-			p, perr := planner.New(g, planner.Options{})
+			p, perr := planner.New(g)
 			require.NoError(t, perr)
 			_, err = executor.Open(ctx, opened.Backend, p)
 			assert.ErrorIs(t, err, executor.ErrClosed, "the backend Run opened is still open")
 		})
 	}
+}
+
+// WithPlan's options reach the planner: a stream budget it refuses is
+// Run's error.
+func TestRunPlansWithItsOptions(t *testing.T) {
+	_, err := executor.Run(context.Background(), scaleGraph(t), executor.WithBackend("cpu"), executor.WithPlan(planner.Streams(planner.MaxStreams+1)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "stream budget 33 is out of range")
 }
 
 // A backend name nobody registered is an error before anything opens.
@@ -65,7 +73,7 @@ func scaleGraph(t *testing.T) *dag.Graph {
 	t.Helper()
 	b := dag.New()
 	x := b.Buffer("x", 16, dag.Value(1))
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 3.0).Named("triple")
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(4), x, 3.0, dag.Name("triple"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	return g

@@ -66,6 +66,7 @@ const (
 // runnerConfig is a Runner's part of the options.
 type runnerConfig struct {
 	graph        GraphMode
+	graphSet     bool // WithGraph was given (a Shapes captures unless it says GraphNever)
 	traced       func(run int) bool
 	wholeReplays bool
 	progress     func(done int)
@@ -81,7 +82,7 @@ type runnerConfig struct {
 // after it.
 func WithGraph(m GraphMode) Option {
 	return func(c *config) {
-		c.runner.graph = m
+		c.runner.graph, c.runner.graphSet = m, true
 		if m == GraphAuto && c.auto == 0 {
 			c.auto = DefaultAutoCapture
 		}

@@ -37,11 +37,11 @@ func TestRunnerTracesReplays(t *testing.T) {
 	g := dag.New()
 	x := g.Buffer("x", 1024, dag.Zeros())
 	first := g.Fill(x.Slice(0, 512), 1)
-	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 2.0).After(first)
+	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 2.0, dag.After(first))
 	g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 2.0)
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 2})
+	p, err := planner.New(graph, planner.Streams(2))
 	require.NoError(t, err)
 	ctx := context.Background()
 	b := cpu.New()
@@ -265,7 +265,7 @@ func tripling(t *testing.T) (*planner.Plan, *dag.Buffer) {
 	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 3.0)
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p, x
 }

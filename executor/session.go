@@ -26,9 +26,11 @@ type config struct {
 	faults  faultConfig // faults.go
 
 	temporaries TemporaryMode // arena.go
+	lend        *lending      // shapes_memory.go: the memory a Shapes' session takes from its holder
 	auto        int           // autocapture.go: identical eager runs before capture; 0: never
 	run         runConfig     // run.go: Run's own, which Open ignores
 	runner      runnerConfig  // runner.go: a Runner's own, which Open ignores
+	shapes      shapesConfig  // shapes.go: a Shapes' own, which Open ignores
 }
 
 // WithTiming asks the device session, if it implements device.Timer, for
@@ -94,8 +96,34 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 			return nil, fmt.Errorf("executor: the backend cannot run these ops in a loop or branch: %w", err)
 		}
 	}
+	if err := checkFaultOp(p, cfg.faults); err != nil { // faults.go
+		return nil, err
+	}
+	var d device.Session
+	var err error
+	if cfg.lend != nil {
+		d, err = cfg.lend.open(ctx, p.Graph) // shapes_memory.go: memory admitted with its holder
+	} else {
+		d, err = openDevice(ctx, b, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := join(ctx, d, cfg.world); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	s := &Session{b: b, d: d, p: p, auto: autoCapture{after: cfg.auto}}
+	if err := s.create(ctx, cfg); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	return s, nil
+}
+
+// openDevice opens the device session of p on b, once admission control
+// finds the memory it needs free.
+func openDevice(ctx context.Context, b device.Backend, p *planner.Plan) (device.Session, error) {
 	isHost := func(memory int) bool { return memory == device.HostMemory }
-	if err := errors.Join(checkFaultOp(p, cfg.faults), checkMemory(b, p, isHost)); err != nil { // faults.go, admission.go
+	if err := checkMemory(b, p, isHost); err != nil { // admission.go
 		return nil, err
 	}
 	// Host buffers are made while the devices' memory is asked for (a
@@ -116,14 +144,7 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	if d == nil {
 		return nil, fmt.Errorf("executor: backend %T opened no session and reported no error", b)
 	}
-	if err := join(ctx, d, cfg.world); err != nil {
-		return nil, errors.Join(err, d.Close())
-	}
-	s := &Session{b: b, d: d, p: p, auto: autoCapture{after: cfg.auto}}
-	if err := s.create(ctx, cfg); err != nil {
-		return nil, errors.Join(err, d.Close())
-	}
-	return s, nil
+	return d, nil
 }
 
 func (s *Session) create(ctx context.Context, cfg config) (err error) {
@@ -154,7 +175,9 @@ func (s *Session) create(ctx context.Context, cfg config) (err error) {
 	if err := s.setBodies(s.p); err != nil { // control.go
 		return err
 	}
-	if s.arenas, err = s.useArenas(cfg.temporaries); err != nil { // arena.go
+	if cfg.lend != nil {
+		s.arenas = cfg.lend.arenas // the holder's (shapes_memory.go)
+	} else if s.arenas, err = s.useArenas(cfg.temporaries); err != nil { // arena.go
 		return err
 	}
 	return ctx.Err()

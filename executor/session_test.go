@@ -95,9 +95,9 @@ func twoStreams(t *testing.T) *planner.Plan {
 	b := dag.New()
 	x := b.Buffer("x", 4, dag.Zeros())
 	tmp := b.Buffer("tmp", 4, dag.Temporary())
-	b.Fill(x.All(), 1).Named("a")
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("b")
-	b.Fill(tmp.All(), 0).Named("c")
+	b.Fill(x.All(), 1, dag.Name("a"))
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0, dag.Name("b"))
+	b.Fill(tmp.All(), 0, dag.Name("c"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	require.Equal(t, "a", g.Ops[0].Name)
@@ -219,7 +219,7 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -50,11 +50,11 @@ func fills(t *testing.T, n int) *planner.Plan {
 	b := dag.New()
 	x := b.Buffer("x", 4, dag.Zeros())
 	for i := range n {
-		b.Fill(x.All(), float64(i)).Named(fmt.Sprintf("fill%d", i))
+		b.Fill(x.All(), float64(i), dag.Name(fmt.Sprintf("fill%d", i)))
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p
 }

@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/dagrun/dagrun/cpu"
@@ -11,27 +10,29 @@ import (
 	"github.com/dagrun/dagrun/planner"
 )
 
-// A stream task enqueues a library's work on the stream dagrun chose; its
-// CPU twin runs on the cpu backend. Here the twin counts the bytes it is
-// given; on CUDA the function would call, say, cublasSgemm on on.Handle
+// A run that starts after the caller's own work and tells the caller when
+// it is done, through events the caller owns. The run's stream task counts
+// the bytes of its input: on the cpu backend its function gets the host's
+// stream and does the work itself; on CUDA it would enqueue on on.Handle
 // with the views' addresses on.Addrs.
 func ExampleSession_Enqueue() {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.OnDevice(0), dag.Value(1))
-	n := b.Buffer("n", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Zeros())
-	enqueue := func(ctx context.Context, on dag.TaskStream) error {
-		return fmt.Errorf("enqueue on stream %#x: not on this backend", on.Handle)
+	n := b.Array("n", dag.I32, 1, dag.OnDevice(0))
+	count := func(ctx context.Context, on dag.TaskStream) error {
+		if !on.Host {
+			return fmt.Errorf("enqueue on stream %#x: not in this example", on.Handle)
+		}
+		data, err := dag.EncodeValues(dag.I32, []int32{int32(len(on.Mem[0]))})
+		copy(on.Mem[1], data)
+		return err
 	}
-	b.Task("count", enqueue, dag.In(x.All()), dag.Out(n.All())).
-		WithCPU(func(_ context.Context, mem [][]byte) error {
-			binary.LittleEndian.PutUint32(mem[1], uint32(len(mem[0])))
-			return nil
-		})
+	b.Task(count, dag.In(x.All()), dag.Out(n.All()), dag.Name("count"), dag.RunsOnCPU())
 	g, err := b.Build()
 	if err != nil {
 		panic(err)
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		panic(err)
 	}
@@ -59,7 +60,10 @@ func ExampleSession_Enqueue() {
 	if err := s.Sync(ctx); err != nil {
 		panic(err)
 	}
-	out, _ := s.Read(n)
-	fmt.Println("the task saw", binary.LittleEndian.Uint32(out), "bytes")
+	out, err := executor.ReadValues[int32](s, n)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("the task saw", out[0], "bytes")
 	// Output: the task saw 64 bytes
 }

@@ -26,7 +26,7 @@ func TestTypedValues(t *testing.T) {
 	b.Copy(out.All(), w.All())
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 
 	sess, err := executor.Open(ctx, cpu.New(), p)

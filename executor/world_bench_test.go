@@ -48,10 +48,10 @@ func BenchmarkWorldAllReduce(b *testing.B) {
 				for r := range plans {
 					g := dag.New()
 					x := g.Buffer("x", size, dag.Of(dag.F32), dag.Zeros())
-					g.AllReduce(x.All(), dag.Sum).Named("reduce")
+					g.AllReduce(x.All(), dag.Sum, dag.Name("reduce"))
 					gr, err := g.Build()
 					require.NoError(b, err)
-					plans[r], err = planner.New(gr, planner.Options{})
+					plans[r], err = planner.New(gr)
 					require.NoError(b, err)
 				}
 				w, err := executor.OpenWorld(context.Background(), cpu.New(cpu.Workers(1)), plans)

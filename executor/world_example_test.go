@@ -26,7 +26,7 @@ func ExampleOpenWorld() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		p, err := planner.New(gr, planner.Options{})
+		p, err := planner.New(gr)
 		if err != nil {
 			log.Fatal(err)
 		}

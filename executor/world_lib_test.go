@@ -66,10 +66,10 @@ func hostProgram(t *testing.T, rank, fail int) *planner.Plan {
 		}
 		<-ctx.Done()
 		return ctx.Err()
-	}, dag.InOut(h.All())).Named("step")
+	}, dag.InOut(h.All()), dag.Name("step"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p
 }

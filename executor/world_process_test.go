@@ -119,7 +119,7 @@ func rankProcess(t *testing.T) {
 					os.Exit(3)
 				}
 				return nil
-			}, dag.InOut(h.All())).Named("crash")
+			}, dag.InOut(h.All()), dag.Name("crash"))
 		}
 		timeout = 5 * time.Minute
 	}

@@ -42,25 +42,25 @@ func newRankProgram(t testing.TB, rank, world int, edit func(b *dag.Builder, g *
 	p.got = b.Buffer("got", 4*2, dag.Of(dag.F32), dag.Zeros())
 	p.aux = b.Buffer("aux", 4*64, dag.Of(dag.F32), dag.Zeros())
 	one := dag.Grid1(1)
-	b.Fill(p.g.All(), float64(rank+1)).Named("fill_g")
-	b.Launch(dag.Scale, one, dag.Grid1(8), p.g, 2.0).Named("grad")
+	b.Fill(p.g.All(), float64(rank+1), dag.Name("fill_g"))
+	b.Launch(dag.Scale, one, dag.Grid1(8), p.g, 2.0, dag.Name("grad"))
 	if edit != nil {
 		edit(b, p.g)
 	}
-	b.AllReduce(p.g.All(), dag.Sum).Named("reduce_g")
-	b.Launch(dag.Iota, one, dag.Grid1(64), p.aux, 1.0).Named("other_layer")
-	b.AllReduce(p.avg.All(), dag.Avg).Named("avg")
-	b.Launch(dag.Iota, one, dag.Grid1(2), part, float64(10*rank)).Named("part")
-	b.AllGather(part.All(), p.all.All()).Named("gather")
+	b.AllReduce(p.g.All(), dag.Sum, dag.Name("reduce_g"))
+	b.Launch(dag.Iota, one, dag.Grid1(64), p.aux, 1.0, dag.Name("other_layer"))
+	b.AllReduce(p.avg.All(), dag.Avg, dag.Name("avg"))
+	b.Launch(dag.Iota, one, dag.Grid1(2), part, float64(10*rank), dag.Name("part"))
+	b.AllGather(part.All(), p.all.All(), dag.Name("gather"))
 	if world > 1 {
-		b.Send(part.All(), (rank+1)%world).Named("send_next")
-		b.Recv(p.got.All(), (rank+world-1)%world).Named("recv_prev")
+		b.Send(part.All(), (rank+1)%world, dag.Name("send_next"))
+		b.Recv(p.got.All(), (rank+world-1)%world, dag.Name("recv_prev"))
 	} else {
-		b.Copy(p.got.All(), part.All()).Named("keep")
+		b.Copy(p.got.All(), part.All(), dag.Name("keep"))
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
-	p.plan, err = planner.New(g, planner.Options{})
+	p.plan, err = planner.New(g)
 	require.NoError(t, err)
 	return p
 }
@@ -154,11 +154,11 @@ func TestCollectivesAlone(t *testing.T) {
 
 	b := dag.New()
 	x := b.Buffer("x", 16, dag.Of(dag.F32), dag.Zeros())
-	b.Send(x.All(), 0).Named("to_self")
-	b.Recv(x.Slice(0, 8), 0).Named("short_recv")
+	b.Send(x.All(), 0, dag.Name("to_self"))
+	b.Recv(x.Slice(0, 8), 0, dag.Name("short_recv"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	pl, err := planner.New(g, planner.Options{})
+	pl, err := planner.New(g)
 	require.NoError(t, err)
 	_, err = executor.Execute(t.Context(), cpu.New(), pl)
 	require.Error(t, err)
@@ -176,22 +176,22 @@ func TestWorldRefuses(t *testing.T) {
 	}{
 		{"size differs", 2, func(rank int, b *dag.Builder, g *dag.Buffer) {
 			if rank == 1 {
-				b.AllReduce(g.Slice(0, 16), dag.Sum).Named("half")
+				b.AllReduce(g.Slice(0, 16), dag.Sum, dag.Name("half"))
 			} else {
-				b.AllReduce(g.All(), dag.Sum).Named("half")
+				b.AllReduce(g.All(), dag.Sum, dag.Name("half"))
 			}
 		}, []string{`rank 1 has "all_reduce half: 4 x f32, sum"`, `rank 0 has "all_reduce half: 8 x f32, sum"`}},
 		{"order differs", 3, func(rank int, b *dag.Builder, g *dag.Buffer) {
 			if rank == 2 {
-				b.Broadcast(g.All(), 0).Named("bcast")
-				b.AllReduce(g.All(), dag.Max).Named("max")
+				b.Broadcast(g.All(), 0, dag.Name("bcast"))
+				b.AllReduce(g.All(), dag.Max, dag.Name("max"))
 			} else {
-				b.AllReduce(g.All(), dag.Max).Named("max")
-				b.Broadcast(g.All(), 0).Named("bcast")
+				b.AllReduce(g.All(), dag.Max, dag.Name("max"))
+				b.Broadcast(g.All(), 0, dag.Name("bcast"))
 			}
 		}, []string{"differ at #1", `rank 2 has "broadcast bcast`}},
 		{"root outside", 2, func(rank int, b *dag.Builder, g *dag.Buffer) {
-			b.Broadcast(g.All(), 5).Named("far_root")
+			b.Broadcast(g.All(), 5, dag.Name("far_root"))
 		}, []string{"rank 0", `op "far_root"`, "root rank 5 is not in a world of 2"}},
 	}
 	for _, c := range cases {
@@ -219,9 +219,9 @@ func failingHost(failRank int) func(rank int, b *dag.Builder, g *dag.Buffer) {
 				return errors.New("the loss is NaN")
 			}
 			return nil
-		}, dag.InOut(loss.All())).Named("check_loss")
-		b.Copy(zeros.All(), loss.All()).Named("upload_loss")
-		b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(8), g, zeros, 1.0).Named("add_loss")
+		}, dag.InOut(loss.All()), dag.Name("check_loss"))
+		b.Copy(zeros.All(), loss.All(), dag.Name("upload_loss"))
+		b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(8), g, zeros, 1.0, dag.Name("add_loss"))
 	}
 }
 
@@ -263,17 +263,17 @@ func TestWorldSendRecvMismatch(t *testing.T) {
 	}{
 		{"send without its recv", func(rank int, b *dag.Builder, g *dag.Buffer) {
 			if rank == 0 {
-				b.Send(g.All(), 0).Named("lonely_send")
+				b.Send(g.All(), 0, dag.Name("lonely_send"))
 			}
 		}, []string{"sends that no recv took: 1 from rank 0 to rank 0"}, comm.ErrUnmatched},
 		{"sizes differ", func(rank int, b *dag.Builder, g *dag.Buffer) {
 			if rank == 0 {
-				b.Send(g.All(), 1).Named("big_send")
+				b.Send(g.All(), 1, dag.Name("big_send"))
 			}
 		}, []string{`rank 1: op "recv_prev"`, "rank 0's view holds 32 bytes, rank 1's 8"}, comm.ErrMismatch},
 		{"recv without its send", func(rank int, b *dag.Builder, g *dag.Buffer) {
 			if rank == 1 {
-				b.Recv(g.All(), 0).Named("waits_forever")
+				b.Recv(g.All(), 0, dag.Name("waits_forever"))
 			}
 			// Rank 0 then waits in reduce_g for rank 1: the rank that gives
 			// up first names the op it waited in.
@@ -370,7 +370,7 @@ func TestJoinWorldRefuses(t *testing.T) {
 	t.Run("order differs", func(t *testing.T) {
 		_, plans := programs(t, 2, func(rank int, b *dag.Builder, g *dag.Buffer) {
 			if rank == 1 {
-				b.AllReduce(g.All(), dag.Max).Named("extra")
+				b.AllReduce(g.All(), dag.Max, dag.Name("extra"))
 			}
 		})
 		_, errs := joinAll(t, plans, []int{0, 1}, 10*time.Second)

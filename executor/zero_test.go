@@ -63,7 +63,7 @@ func TestZeroValuesWorkOrFailAtOnce(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			p, err := planner.New(g, planner.Options{})
+			p, err := planner.New(g)
 			if err != nil {
 				return err
 			}

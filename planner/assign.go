@@ -8,8 +8,9 @@ import (
 	"github.com/dagrun/dagrun/planner/perf"
 )
 
-// New plans g onto streams: it orders the ops for placement by opts'
-// Strategy (list scheduling by default, which on graphs of up to 16,384
+// New plans g onto streams under options (Streams, OrderBy, Optimize,
+// ...): it orders the ops for placement by the strategy OrderBy gives
+// (list scheduling by default, which on graphs of up to 16,384
 // ops plans up to three orderings and keeps the shortest estimate where the
 // first is over 1% above a lower bound: see ListScheduling), assigns each
 // to a stream of its device, priority and kind, inserts the event records
@@ -24,11 +25,11 @@ import (
 // most S streams in a pool (times the number of pools, which is small, and
 // the orderings planned, three at most), with a few words of memory per op
 // and per wait.
-func New(g *dag.Graph, opts Options) (*Plan, error) {
+func New(g *dag.Graph, options ...Option) (*Plan, error) {
 	if g == nil {
 		return nil, errors.New("planner: no graph to plan")
 	}
-	opts, err := opts.withDefaults()
+	opts, err := optionsOf(options).withDefaults()
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ func BenchmarkNew(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			g := dagtest.Shape(bc.ops, 8, 1)
-			opts := planner.Options{Streams: 8, Cost: bc.cost}
+			opts := []planner.Option{planner.Streams(8), planner.Cost(bc.cost)}
 			b.ReportAllocs()
 			var before, after runtime.MemStats
 			runtime.GC() // leave the garbage of building the graph out of the figures
@@ -42,7 +42,7 @@ func BenchmarkNew(b *testing.B) {
 			var p *planner.Plan
 			for b.Loop() {
 				var err error
-				if p, err = planner.New(g, opts); err != nil {
+				if p, err = planner.New(g, opts...); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -29,9 +29,9 @@ func TestBudgetProperty(t *testing.T) {
 		for seed := range seeds {
 			for _, streams := range []int{2, 4} {
 				g := dagtest.Family(fam, 16, seed)
-				free, err := planner.New(g, planner.Options{Streams: streams})
+				free, err := planner.New(g, planner.Streams(streams))
 				require.NoError(t, err)
-				_, err = planner.New(g, planner.Options{Streams: streams, MemoryBudget: map[int]int64{0: 1}})
+				_, err = planner.New(g, planner.Streams(streams), planner.MemoryBudget(0, 1))
 				var be *planner.BudgetError
 				require.True(t, errors.As(err, &be), "%s/%d: %v", fam, seed, err)
 				require.Equal(t, 0, be.Memory)
@@ -39,12 +39,12 @@ func TestBudgetProperty(t *testing.T) {
 				require.Positive(t, be.Smallest)
 				// At the smallest need itself the rounds take the path the
 				// one-byte budget took, and stop where it found that need.
-				tight, err := planner.New(g, planner.Options{Streams: streams, MemoryBudget: map[int]int64{0: be.Smallest}})
+				tight, err := planner.New(g, planner.Streams(streams), planner.MemoryBudget(0, be.Smallest))
 				require.NoError(t, err, "%s/%d streams %d: the smallest need", fam, seed, streams)
 				require.NoError(t, verify.Verify(tight))
 				tightSum += float64(tight.Stats.Makespan) / float64(free.Stats.Makespan)
 				budget := be.Smallest * 3 / 2
-				p, err := planner.New(g, planner.Options{Streams: streams, MemoryBudget: map[int]int64{0: budget}})
+				p, err := planner.New(g, planner.Streams(streams), planner.MemoryBudget(0, budget))
 				require.NoError(t, err, "%s/%d streams %d", fam, seed, streams)
 				require.NoError(t, verify.Verify(p), "%s/%d streams %d", fam, seed, streams)
 				for _, u := range p.Memory.Memories {
@@ -86,10 +86,10 @@ func TestBudgetOutOfReach(t *testing.T) {
 			largest = max(largest, b.Size)
 		}
 	}
-	free, err := planner.New(g, planner.Options{})
+	free, err := planner.New(g)
 	require.NoError(t, err)
 	persistent := free.Memory.Memories[0].Persistent
-	_, err = planner.New(g, planner.Options{MemoryBudget: map[int]int64{0: persistent + largest - 1}})
+	_, err = planner.New(g, planner.MemoryBudget(0, persistent+largest-1))
 	var be *planner.BudgetError
 	require.ErrorAs(t, err, &be)
 	require.GreaterOrEqual(t, be.Peak, largest)
@@ -97,14 +97,14 @@ func TestBudgetOutOfReach(t *testing.T) {
 	require.ErrorContains(t, err, "out of reach: the smallest need found is")
 	require.ErrorContains(t, err, be.Live[0])
 
-	_, err = planner.New(g, planner.Options{MemoryBudget: map[int]int64{0: persistent - 1}})
+	_, err = planner.New(g, planner.MemoryBudget(0, persistent-1))
 	require.ErrorAs(t, err, &be)
 
-	_, err = planner.New(g, planner.Options{MemoryBudget: map[int]int64{0: 0}})
+	_, err = planner.New(g, planner.MemoryBudget(0, 0))
 	require.ErrorContains(t, err, "budget")
 
 	// A budget the plan meets already changes nothing.
-	p, err := planner.New(g, planner.Options{MemoryBudget: map[int]int64{0: free.Memory.Memories[0].Bytes()}})
+	p, err := planner.New(g, planner.MemoryBudget(0, free.Memory.Memories[0].Bytes()))
 	require.NoError(t, err)
 	require.Nil(t, p.Budget)
 	require.Equal(t, free.Steps, p.Steps)
@@ -120,11 +120,11 @@ func TestPoolBudget(t *testing.T) {
 		for seed := range int64(3) {
 			g := dagtest.Family(fam, 14+int(seed)*4, seed)
 			for _, streams := range []int{2, 5} {
-				_, err := planner.New(g, planner.Options{Streams: streams, PoolTemporaries: true, MemoryBudget: map[int]int64{0: 1}})
+				_, err := planner.New(g, planner.Streams(streams), planner.PoolTemporaries(), planner.MemoryBudget(0, 1))
 				var be *planner.BudgetError
 				require.True(t, errors.As(err, &be), "%s seed %d: a 1-byte budget fails: %v", fam, seed, err)
 				budget := be.Smallest * 3 / 2
-				p, err := planner.New(g, planner.Options{Streams: streams, PoolTemporaries: true, MemoryBudget: map[int]int64{0: budget}})
+				p, err := planner.New(g, planner.Streams(streams), planner.PoolTemporaries(), planner.MemoryBudget(0, budget))
 				require.NoError(t, err, "%s seed %d streams %d, budget %d", fam, seed, streams, budget)
 				require.NoError(t, verify.Verify(p))
 				for _, u := range p.Memory.Memories {
@@ -146,12 +146,12 @@ func TestPoolBudget(t *testing.T) {
 func TestBudgetUnderEveryObjective(t *testing.T) {
 	for _, fam := range dagtest.Families() {
 		g := dagtest.Family(fam, 16, 1)
-		_, err := planner.New(g, planner.Options{Streams: 4, MemoryBudget: map[int]int64{0: 1}})
+		_, err := planner.New(g, planner.Streams(4), planner.MemoryBudget(0, 1))
 		var be *planner.BudgetError
 		require.ErrorAs(t, err, &be, fam)
 		budget := be.Smallest * 3 / 2
 		for _, o := range planner.Objectives() {
-			p, err := planner.New(g, planner.Options{Streams: 4, Objective: o, MemoryBudget: map[int]int64{0: budget}})
+			p, err := planner.New(g, planner.Streams(4), planner.Optimize(o), planner.MemoryBudget(0, budget))
 			if errors.As(err, &be) {
 				continue // this objective's pairs did not reach it: it says so
 			}

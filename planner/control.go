@@ -127,7 +127,7 @@ func init() { controlPass = controlPassCost }
 func controlPassCost(op *dag.Op) time.Duration {
 	var d time.Duration
 	for _, body := range op.Bodies() {
-		if p, err := New(body, Options{}); err == nil {
+		if p, err := New(body); err == nil {
 			d = max(d, p.Stats.Makespan)
 		}
 	}

@@ -25,16 +25,15 @@ func loopGraph(t *testing.T) (*dag.Graph, *dag.Op) {
 	x := b.Buffer("x", 1<<20, dag.Zeros())
 	y := b.Buffer("y", 1<<20, dag.Zeros())
 	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
-	b.Fill(x.All(), 1).Named("init")
-	b.Fill(flag.All(), 1).Named("arm")
+	b.Fill(x.All(), 1, dag.Name("init"))
+	b.Fill(flag.All(), 1, dag.Name("arm"))
 	loop := b.While(flag.All(), func(body *dag.Builder) {
 		for q := range int64(4) {
-			body.Fill(x.Slice(q<<18, 1<<18), float64(q)).Named("quarter" + string(rune('0'+q)))
+			body.Fill(x.Slice(q<<18, 1<<18), float64(q), dag.Name("quarter"+string(rune('0'+q))))
 		}
-		body.Fill(flag.All(), 0).Named("stop")
-	}).Named("refine")
-	loop.Control.Max = 10
-	b.Copy(y.All(), x.All()).Named("after")
+		body.Fill(flag.All(), 0, dag.Name("stop"))
+	}, dag.Name("refine"), dag.AtMost(10))
+	b.Copy(y.All(), x.All(), dag.Name("after"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	return g, loop
@@ -42,7 +41,7 @@ func loopGraph(t *testing.T) (*dag.Graph, *dag.Op) {
 
 func TestPlanBodies(t *testing.T) {
 	g, loop := loopGraph(t)
-	p, err := planner.New(g, planner.Options{Streams: 4})
+	p, err := planner.New(g, planner.Streams(4))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 
@@ -80,7 +79,7 @@ func TestPlanBodies(t *testing.T) {
 
 func TestPlanBodiesOneStream(t *testing.T) {
 	g, loop := loopGraph(t)
-	p, err := planner.New(g, planner.Options{Streams: 1})
+	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	body := p.Bodies[loop.ID][0]
@@ -99,16 +98,16 @@ func TestPlanBranchesAndNesting(t *testing.T) {
 	flag := b.Buffer("flag", 8, dag.Of(dag.I32), dag.Zeros())
 	outer := b.While(flag.Slice(0, 4), func(body *dag.Builder) {
 		body.If(flag.Slice(4, 4), func(then *dag.Builder) {
-			then.Fill(x.All(), 2).Named("two")
-			then.Fill(y.All(), 2).Named("ytwo")
+			then.Fill(x.All(), 2, dag.Name("two"))
+			then.Fill(y.All(), 2, dag.Name("ytwo"))
 		}, func(els *dag.Builder) {
-			els.Fill(x.All(), 1).Named("one")
-		}).Named("pick")
-		body.Fill(flag.Slice(0, 4), 0).Named("stop")
-	}).Named("outer")
+			els.Fill(x.All(), 1, dag.Name("one"))
+		}, dag.Name("pick"))
+		body.Fill(flag.Slice(0, 4), 0, dag.Name("stop"))
+	}, dag.Name("outer"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 
@@ -208,7 +207,7 @@ func TestVerifyCatchesBrokenBodies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, loop := loopGraph(t)
-			p, err := planner.New(g, planner.Options{Streams: 4})
+			p, err := planner.New(g, planner.Streams(4))
 			require.NoError(t, err)
 			require.NoError(t, verify.Verify(p))
 			tc.mutate(p, p.Bodies[loop.ID][0])
@@ -235,17 +234,17 @@ func TestBodyTemporaryLivesAcrossLoop(t *testing.T) {
 	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	t1 := b.Buffer("t1", 4096, dag.Temporary())
 	t2 := b.Buffer("t2", 4096, dag.Temporary())
-	b.Fill(t1.All(), 1).Named("fill_t1")
+	b.Fill(t1.All(), 1, dag.Name("fill_t1"))
 	loop := b.While(flag.All(), func(body *dag.Builder) {
-		body.Copy(x.All(), t1.All()).Named("use_t1")
-		body.Fill(flag.All(), 0).Named("stop")
-	}).Named("loop")
+		body.Copy(x.All(), t1.All(), dag.Name("use_t1"))
+		body.Fill(flag.All(), 0, dag.Name("stop"))
+	}, dag.Name("loop"))
 	// Beside the loop: nothing orders it against the loop.
-	b.Fill(t2.All(), 2).Named("fill_t2")
-	b.Copy(z.All(), t2.All()).Named("use_t2")
+	b.Fill(t2.All(), 2, dag.Name("fill_t2"))
+	b.Copy(z.All(), t2.All(), dag.Name("use_t2"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 4})
+	p, err := planner.New(g, planner.Streams(4))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	assert.Contains(t, loop.Access, dag.Access{View: t1.All(), Mode: dag.Read}, "the loop reads what its body reads")
@@ -288,7 +287,7 @@ func TestControlOpsNeedBodies(t *testing.T) {
 	bad.Control = &dag.ControlSpec{Cond: loop.Control.Cond}
 	ops := slices.Clone(g.Ops)
 	ops[loop.ID] = &bad
-	_, err := planner.New(&dag.Graph{Buffers: g.Buffers, Ops: ops}, planner.Options{})
+	_, err := planner.New(&dag.Graph{Buffers: g.Buffers, Ops: ops})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "refine")
 	assert.Contains(t, err.Error(), "while has no body")
@@ -298,11 +297,11 @@ func TestEmptyLoopBodyRefused(t *testing.T) {
 	b := dag.New()
 	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	x := b.Buffer("x", 64, dag.Zeros())
-	b.While(flag.All(), func(*dag.Builder) {}).Named("spin")
-	b.If(flag.All(), func(then *dag.Builder) { then.Fill(x.All(), 1) }, func(*dag.Builder) {}).Named("pick")
+	b.While(flag.All(), func(*dag.Builder) {}, dag.Name("spin"))
+	b.If(flag.All(), func(then *dag.Builder) { then.Fill(x.All(), 1) }, func(*dag.Builder) {}, dag.Name("pick"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	_, err = planner.New(g, planner.Options{})
+	_, err = planner.New(g)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `op "spin": the loop's body is empty`)
 	assert.NotContains(t, err.Error(), "pick", "a branch may do nothing")

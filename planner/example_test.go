@@ -19,18 +19,18 @@ func ExampleNew() {
 	sum := b.Buffer("sum", 1<<20, dag.Temporary())
 	out := b.Buffer("out", 1<<20, dag.PinnedHost(), dag.Zeros())
 
-	b.Copy(x.All(), in.All()).Named("upload")
-	b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), x, 2.0).Named("double")
-	b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 50.0).Named("busy")
-	b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), y, 3.0).Named("triple")
-	b.Launch(dag.Add, dag.Grid1(64), dag.Grid1(256), sum, x, y).Named("add")
-	b.Copy(out.All(), sum.All()).Named("download")
+	b.Copy(x.All(), in.All(), dag.Name("upload"))
+	b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), x, 2.0, dag.Name("double"))
+	b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 50.0, dag.Name("busy"))
+	b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), y, 3.0, dag.Name("triple"))
+	b.Launch(dag.Add, dag.Grid1(64), dag.Grid1(256), sum, x, y, dag.Name("add"))
+	b.Copy(out.All(), sum.All(), dag.Name("download"))
 	g, err := b.Build()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -44,7 +44,7 @@ func FuzzFuse(f *testing.F) {
 			var d *dag.Op
 			switch op % 8 {
 			case 0:
-				var opts []dag.GemmOption
+				var opts []dag.OpOption
 				switch arg >> 5 & 3 {
 				case 1:
 					opts = append(opts, dag.WithEpilogue(dag.EpiBias), dag.Bias(bias.All()))
@@ -72,14 +72,14 @@ func FuzzFuse(f *testing.F) {
 				d = b.Launch(dag.Relu, one, block, h[k].Slice(0, 128), h[k].Slice(0, 128))
 			}
 			if op&0x80 != 0 {
-				d.WithPriority(dag.High)
+				d.With(dag.High)
 			}
 		}
 		g, err := b.Build()
 		require.NoError(t, err)
 		results := make([]executor.Results, 2)
 		for i, fuse := range []planner.Fusion{planner.FuseAuto, planner.FuseNone} {
-			p, err := planner.New(g, planner.Options{Fuse: fuse, Verify: true, Streams: 1 + len(prog)%3})
+			p, err := planner.New(g, planner.Fuse(fuse), planner.Verify(), planner.Streams(1+len(prog)%3))
 			require.NoError(t, err)
 			results[i], err = executor.Execute(context.Background(), cpu.New(), p)
 			require.NoError(t, err)

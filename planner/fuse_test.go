@@ -38,8 +38,8 @@ var (
 	mlp  = dag.GemmShape{M: 4, N: 16, K: 8}
 )
 
-func gemm(b *dag.Builder, f fuseBufs, opts ...dag.GemmOption) *dag.Op {
-	return b.Gemm(f.h.All(), f.x.All(), f.w.All(), mlp, opts...).Named("fc1")
+func gemm(b *dag.Builder, f fuseBufs, opts ...dag.OpOption) *dag.Op {
+	return b.Gemm(f.h.All(), f.x.All(), f.w.All(), mlp, opts...).With(dag.Name("fc1"))
 }
 
 // The fuse pass makes a gemm and the launches that finish its output one
@@ -56,88 +56,88 @@ func TestFusePass(t *testing.T) {
 	}{
 		{"gelu in place", dag.BF16, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.Gelu, g1, b256, f.h, f.h).Named("act")
+			b.Launch(dag.Gelu, g1, b256, f.h, f.h).With(dag.Name("act"))
 		}, []string{"fc1+act"}, dag.EpiGelu, "1 gemm fused with 1 launch"},
 		{"bias then gelu", dag.F16, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).Named("bias1")
-			b.Launch(dag.Gelu, g1, b256, f.h, f.h).Named("gelu")
+			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).With(dag.Name("bias1"))
+			b.Launch(dag.Gelu, g1, b256, f.h, f.h).With(dag.Name("gelu"))
 		}, []string{"fc1+bias1+gelu"}, dag.EpiBiasGelu, "1 gemm fused with 2 launches"},
 		{"bias then relu", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).Named("bias1")
-			b.Launch(dag.Relu, g1, b256, f.h, f.h).Named("relu")
+			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).With(dag.Name("bias1"))
+			b.Launch(dag.Relu, g1, b256, f.h, f.h).With(dag.Name("relu"))
 		}, []string{"fc1+bias1+relu"}, dag.EpiBiasRelu, ""},
 		{"bias alone", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).Named("bias1")
-			b.Launch(dag.Scale, g1, b256, f.h, 2.0).Named("scale")
+			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).With(dag.Name("bias1"))
+			b.Launch(dag.Scale, g1, b256, f.h, 2.0).With(dag.Name("scale"))
 		}, []string{"fc1+bias1"}, dag.EpiBias, ""},
 		{"relu after a gemm's own bias", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f, dag.WithEpilogue(dag.EpiBias), dag.Bias(f.bias.All()))
-			b.Launch(dag.Relu, g1, b256, f.h, f.h).Named("relu")
+			b.Launch(dag.Relu, g1, b256, f.h, f.h).With(dag.Name("relu"))
 		}, []string{"fc1+relu"}, dag.EpiBiasRelu, ""},
 		{"unrelated ops in between", dag.BF16, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Fill(f.other.All(), 1).Named("fill")
-			b.Copy(f.x.All(), f.other.Slice(0, f.x.Size)).Named("overwrite_x") // after fc1 read x: follows it
-			b.Launch(dag.Gelu, g1, b256, f.h, f.h).Named("act")
+			b.Fill(f.other.All(), 1).With(dag.Name("fill"))
+			b.Copy(f.x.All(), f.other.Slice(0, f.x.Size)).With(dag.Name("overwrite_x")) // after fc1 read x: follows it
+			b.Launch(dag.Gelu, g1, b256, f.h, f.h).With(dag.Name("act"))
 		}, []string{"fc1+act"}, dag.EpiGelu, ""},
 
 		{"another reader first", dag.BF16, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Copy(f.other.All(), f.h.All()).Named("peek")
-			b.Launch(dag.Gelu, g1, b256, f.h, f.h).Named("act")
+			b.Copy(f.other.All(), f.h.All()).With(dag.Name("peek"))
+			b.Launch(dag.Gelu, g1, b256, f.h, f.h).With(dag.Name("act"))
 		}, nil, 0, "nothing fused"},
 		{"another reader of part of it", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.Scale, g1, b256, f.other, 2.0).Named("unrelated")
-			b.Launch(dag.Relu, g1, b256, f.other.Slice(0, 16), f.h.Slice(48, 16)).Named("peek")
-			b.Launch(dag.Relu, g1, b256, f.h, f.h).Named("act")
+			b.Launch(dag.Scale, g1, b256, f.other, 2.0).With(dag.Name("unrelated"))
+			b.Launch(dag.Relu, g1, b256, f.other.Slice(0, 16), f.h.Slice(48, 16)).With(dag.Name("peek"))
+			b.Launch(dag.Relu, g1, b256, f.h, f.h).With(dag.Name("act"))
 		}, nil, 0, "nothing fused"},
 		{"out of place", dag.BF16, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.Gelu, g1, b256, f.other, f.h).Named("act")
+			b.Launch(dag.Gelu, g1, b256, f.other, f.h).With(dag.Name("act"))
 		}, nil, 0, "act not fused: it writes o, not fc1's output h"},
 		{"part of the view", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.Gelu, g1, b256, f.h.Slice(0, 128), f.h.Slice(0, 128)).Named("act")
+			b.Launch(dag.Gelu, g1, b256, f.h.Slice(0, 128), f.h.Slice(0, 128)).With(dag.Name("act"))
 		}, nil, 0, "act not fused: it writes h[0:128], not fc1's output h"},
 		{"rows with gaps", dag.F32, func(b *dag.Builder, f fuseBufs) {
-			b.Gemm(f.h.All(), f.x.All(), f.w.All(), dag.GemmShape{M: 4, N: 8, K: 8}, dag.LeadingDims(0, 16, 16)).Named("fc1")
-			b.Launch(dag.Gelu, g1, b256, f.h, f.h).Named("act")
+			b.Gemm(f.h.All(), f.x.All(), f.w.All(), dag.GemmShape{M: 4, N: 8, K: 8}, dag.LeadingDims(0, 16, 16)).With(dag.Name("fc1"))
+			b.Launch(dag.Gelu, g1, b256, f.h, f.h).With(dag.Name("act"))
 		}, nil, 0, "nothing fused"},
 		{"a second activation", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f, dag.WithEpilogue(dag.EpiGelu))
-			b.Launch(dag.Relu, g1, b256, f.h, f.h).Named("act")
+			b.Launch(dag.Relu, g1, b256, f.h, f.h).With(dag.Name("act"))
 		}, nil, 0, "act not fused: fc1 already applies gelu"},
 		{"a bias after the activation", dag.F16, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.Relu, g1, b256, f.h, f.h).Named("act")
-			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).Named("late")
+			b.Launch(dag.Relu, g1, b256, f.h, f.h).With(dag.Name("act"))
+			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).With(dag.Name("late"))
 		}, []string{"fc1+act"}, dag.EpiRelu, "late not fused: fc1 already applies relu, and a bias goes first"},
 		{"a bias shorter than a row", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias.Slice(0, 32)).Named("bias1")
+			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias.Slice(0, 32)).With(dag.Name("bias1"))
 		}, nil, 0, "bias1 not fused: its b holds 8 elements, not one per column of fc1 (16)"},
 		{"the bias written in between", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Fill(f.bias.All(), 0.5).Named("set_bias")
-			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).Named("bias1")
+			b.Fill(f.bias.All(), 0.5).With(dag.Name("set_bias"))
+			b.Launch(dag.BiasAdd, g1, b256, f.h, f.bias).With(dag.Name("bias1"))
 		}, nil, 0, "bias1 not fused: it follows set_bias, declared after fc1"},
 		{"another priority", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.Gelu, g1, b256, f.h, f.h).Named("act").WithPriority(dag.High)
+			b.Launch(dag.Gelu, g1, b256, f.h, f.h).With(dag.Name("act")).With(dag.High)
 		}, nil, 0, "act not fused: its priority high is not fc1's normal"},
 		{"softmax", dag.F32, func(b *dag.Builder, f fuseBufs) {
 			gemm(b, f)
-			b.Launch(dag.Softmax, g1, b256, f.h, f.h, 16).Named("sm")
+			b.Launch(dag.Softmax, g1, b256, f.h, f.h, 16).With(dag.Name("sm"))
 		}, nil, 0, "nothing fused"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := fuseGraph(t, c.dt, c.declare)
-			p := mustPlan(t, g, planner.Options{Verify: true})
+			p := mustPlan(t, g, planner.Verify())
 			require.NoError(t, verify.Verify(p))
 			require.Equal(t, "fuse", p.Passes[0].Name)
 			if c.why != "" {
@@ -165,7 +165,7 @@ func TestFusePass(t *testing.T) {
 			assert.Equal(t, "fc1", g.Ops[0].Name, "the declared graph is left as it was")
 			assert.NotEqual(t, c.epi, g.Ops[0].Gemm.Epilogue, "the declared gemm keeps its own epilogue")
 
-			none := mustPlan(t, g, planner.Options{Verify: true, Fuse: planner.FuseNone})
+			none := mustPlan(t, g, planner.Verify(), planner.Fuse(planner.FuseNone))
 			assert.Same(t, g, none.Graph)
 			assert.Empty(t, none.Fused())
 		})
@@ -182,12 +182,12 @@ func TestFusedDependencies(t *testing.T) {
 		y := b.Buffer("y", 4*8*2, bf, dag.Zeros())
 		for c := range 2 {
 			h := b.Buffer(fmt.Sprint("h", c), 4*16*2, bf, dag.Zeros())
-			b.Gemm(h.All(), x.All(), w.All(), mlp).Named(fmt.Sprint("fc1_", c))
-			b.Launch(dag.Gelu, g1, b256, h, h).Named(fmt.Sprint("gelu", c))
-			b.Gemm(y.All(), h.All(), w.All(), dag.GemmShape{M: 4, N: 8, K: 16}, dag.TransB(), dag.Beta(1)).Named(fmt.Sprint("fc2_", c))
+			b.Gemm(h.All(), x.All(), w.All(), mlp).With(dag.Name(fmt.Sprint("fc1_", c)))
+			b.Launch(dag.Gelu, g1, b256, h, h).With(dag.Name(fmt.Sprint("gelu", c)))
+			b.Gemm(y.All(), h.All(), w.All(), dag.GemmShape{M: 4, N: 8, K: 16}, dag.TransB(), dag.Beta(1)).With(dag.Name(fmt.Sprint("fc2_", c)))
 		}
 	})
-	p := mustPlan(t, g, planner.Options{Verify: true})
+	p := mustPlan(t, g, planner.Verify())
 	var names []string
 	for _, op := range p.Graph.Ops {
 		names = append(names, op.Name)
@@ -216,11 +216,11 @@ func TestFuseLeavesLoops(t *testing.T) {
 		w := b.Buffer("w", 8*16*4, dag.Zeros())
 		h := b.Buffer("h", 4*16*4, dag.Zeros())
 		flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
-		b.Gemm(h.All(), x.All(), w.All(), mlp).Named("fc1")
-		b.Launch(dag.Gelu, g1, b256, h, h).Named("act")
+		b.Gemm(h.All(), x.All(), w.All(), mlp).With(dag.Name("fc1"))
+		b.Launch(dag.Gelu, g1, b256, h, h).With(dag.Name("act"))
 		b.While(flag.All(), func(b *dag.Builder) { b.Launch(dag.Scale, g1, b256, h, 0.5) })
 	})
-	p := mustPlan(t, g, planner.Options{Verify: true})
+	p := mustPlan(t, g, planner.Verify())
 	assert.Same(t, g, p.Graph)
 	assert.Equal(t, "nothing fused: the graph has loops or branches", p.Passes[0].Summary)
 }
@@ -233,6 +233,6 @@ func TestParseFusion(t *testing.T) {
 	}
 	_, err := planner.ParseFusion("all")
 	assert.EqualError(t, err, `unknown fusion "all": use auto or none`)
-	_, err = planner.New(build(t, func(b *dag.Builder) { b.Fill(b.Buffer("x", 4).All(), 1) }), planner.Options{Fuse: 7})
+	_, err = planner.New(build(t, func(b *dag.Builder) { b.Fill(b.Buffer("x", 4).All(), 1) }), planner.Fuse(7))
 	assert.ErrorContains(t, err, "unknown fusion 7")
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/internal/plannertest"
 	"github.com/dagrun/dagrun/planner/verify"
 )
 
@@ -21,7 +22,7 @@ func FuzzPlanControl(f *testing.F) {
 		c := dagtest.RandomControl(seed, int(ops%64), int(depth%4))
 		opts := planner.Options{Streams: int(streams % 33),
 			Strategy: planner.Strategies()[uint64(seed)>>1%3], Mode: planner.Mode(uint64(seed) >> 3 & 1)}
-		p, err := planner.New(c.Graph, opts)
+		p, err := planner.New(c.Graph, plannertest.Options(opts)...)
 		if err != nil {
 			t.Fatalf("seed %d, %d ops, depth %d, %+v: %v", seed, ops%64, depth%4, opts, err)
 		}

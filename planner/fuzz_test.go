@@ -59,7 +59,7 @@ func FuzzPlan(f *testing.F) {
 		if uint64(seed)>>4&7 == 7 {
 			opts.Cost = plannertest.HugeCost{}
 		}
-		p, err := planner.New(dagtest.Random(cfg), opts)
+		p, err := planner.New(dagtest.Random(cfg), plannertest.Options(opts)...)
 		if err != nil {
 			t.Fatalf("%+v %+v: %v", cfg, opts, err)
 		}

@@ -36,7 +36,7 @@ func TestOrderedKindsKeepDeclarationOrder(t *testing.T) {
 	one := dag.Grid1(1)
 	for i, cost := range []time.Duration{time.Microsecond, 5 * time.Microsecond, 50 * time.Microsecond} {
 		x := b.Buffer(string(rune('a'+i)), 64, dag.Zeros())
-		b.Launch(dag.Scale, one, one, x, 2.0).Costs(cost)
+		b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(cost))
 	}
 	g, err := b.Build()
 	require.NoError(t, err)

@@ -13,8 +13,8 @@ import (
 // are worth trying (streamBudgets), which stream an op goes on among
 // those of its pool (preferStream, openStream) and the tie rules of list
 // scheduling (freesFirst), and which pair of temporaries a memory budget
-// orders next (preferPair). The zero value is Makespan. Options.Objective
-// sets it for a plan and the plans of its bodies.
+// orders next (preferPair). The zero value is Makespan. The Optimize
+// option sets it for a plan and the plans of its bodies.
 type Objective uint8
 
 const (
@@ -24,7 +24,7 @@ const (
 	// streams: a replayed graph starts a device's concurrent branches
 	// one after another (Overheads.ReplayBranch), and replays measured
 	// faster with fewer branches than the model says
-	// (BenchmarkReplayBranches, BenchmarkTwoDevicePipelineReplay).
+	// (BenchmarkReplayBranches, BenchmarkPipelineReplay).
 	Makespan Objective = iota
 	// LeastMemory keeps the plan that needs the least memory (the sum over
 	// its memories of what a budget counts: persistent buffers and the

@@ -25,7 +25,7 @@ func TestParseObjective(t *testing.T) {
 	}
 	_, err := planner.ParseObjective("speed")
 	require.ErrorContains(t, err, "use makespan, memory or streams")
-	_, err = planner.New(build(t, fanOut(2)), planner.Options{Objective: planner.Objective(9)})
+	_, err = planner.New(build(t, fanOut(2)), planner.Optimize(planner.Objective(9)))
 	require.ErrorContains(t, err, "unknown objective 9")
 }
 
@@ -41,13 +41,13 @@ func TestObjectives(t *testing.T) {
 		return n
 	}
 	check := func(t *testing.T, g *dag.Graph, opts planner.Options) {
-		fastest := mustPlan(t, g, opts)
+		fastest := mustPlan(t, g, plannertest.Options(opts)...)
 		opts.Objective = planner.FewestStreams
-		few := mustPlan(t, g, opts)
+		few := mustPlan(t, g, plannertest.Options(opts)...)
 		assert.LessOrEqual(t, few.Stats.Streams, fastest.Stats.Streams)
 		assert.LessOrEqual(t, float64(few.Stats.Makespan), 1.01*float64(fastest.Stats.Makespan))
 		opts.Objective = planner.LeastMemory
-		least := mustPlan(t, g, opts)
+		least := mustPlan(t, g, plannertest.Options(opts)...)
 		assert.LessOrEqual(t, need(least), need(fastest))
 		for _, p := range []*planner.Plan{fastest, few, least} {
 			require.NoError(t, verify.Verify(p))
@@ -71,14 +71,14 @@ func TestObjectives(t *testing.T) {
 func TestFewestStreamsTrims(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		long := b.Buffer("long", 64)
-		b.Launch(dag.Iota, one, one, long, 1.0).Named("long").Costs(100 * time.Microsecond)
+		b.Launch(dag.Iota, one, one, long, 1.0, dag.Name("long"), dag.Cost(100*time.Microsecond))
 		for i := range 8 {
 			x := b.Buffer("x"+string(rune('a'+i)), 64)
-			b.Launch(dag.Iota, one, one, x, 1.0).Named("short" + string(rune('a'+i))).Costs(time.Microsecond)
+			b.Launch(dag.Iota, one, one, x, 1.0, dag.Name("short"+string(rune('a'+i))), dag.Cost(time.Microsecond))
 		}
 	})
-	fastest := mustPlan(t, g, planner.Options{Streams: 8, Cost: deviceOnly})
-	few := mustPlan(t, g, planner.Options{Streams: 8, Cost: deviceOnly, Objective: planner.FewestStreams})
+	fastest := mustPlan(t, g, planner.Streams(8), planner.Cost(deviceOnly))
+	few := mustPlan(t, g, planner.Streams(8), planner.Cost(deviceOnly), planner.Optimize(planner.FewestStreams))
 	assert.Equal(t, fastest.Stats.Makespan, few.Stats.Makespan)
 	assert.Less(t, few.Stats.Streams, fastest.Stats.Streams)
 }
@@ -88,7 +88,7 @@ func TestFewestStreamsTrims(t *testing.T) {
 func TestBodiesUnderTheObjective(t *testing.T) {
 	g, _ := loopGraph(t)
 	for _, o := range planner.Objectives() {
-		p := mustPlan(t, g, planner.Options{Objective: o})
+		p := mustPlan(t, g, planner.Optimize(o))
 		require.Len(t, p.Bodies, 1)
 		for _, bodies := range p.Bodies {
 			for _, body := range bodies {
@@ -129,10 +129,10 @@ func (failing) Scope() planner.Scope               { return planner.ScopeRewrite
 func (failing) Run(*planner.State) (string, error) { return "", errors.New("no room") }
 
 // Rewrite passes change the graph before it is placed; only they may, and
-// Options.Rewrites holds only them.
+// Rewrite takes only them.
 func TestRewrites(t *testing.T) {
 	g := build(t, fanOut(4))
-	p := mustPlan(t, g, planner.Options{Cost: deviceOnly, Rewrites: []planner.Pass{serialize{planner.ScopeRewrite}}, Verify: true})
+	p := mustPlan(t, g, planner.Cost(deviceOnly), planner.Rewrite(serialize{planner.ScopeRewrite}), planner.Verify())
 	var sum time.Duration
 	for _, op := range p.Graph.Ops {
 		sum += deviceOnly.Duration(op)
@@ -142,12 +142,12 @@ func TestRewrites(t *testing.T) {
 	assert.Equal(t, []string{"fuse", "serialize"}, []string{p.Passes[0].Name, p.Passes[1].Name}, "fuse, then the rewrites")
 	assert.Equal(t, "every op after the one before", p.Passes[1].Summary)
 
-	_, err := planner.New(g, planner.Options{Rewrites: []planner.Pass{serialize{planner.ScopeVerify}}})
+	_, err := planner.New(g, planner.Rewrite(serialize{planner.ScopeVerify}))
 	var se *planner.ScopeError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "serialize", se.Pass)
-	assert.ErrorContains(t, err, "is in Options.Rewrites, which holds rewrite passes only")
+	assert.ErrorContains(t, err, "is given to Rewrite, which takes rewrite passes only")
 
-	_, err = planner.New(g, planner.Options{Rewrites: []planner.Pass{failing{}}})
+	_, err = planner.New(g, planner.Rewrite(failing{}))
 	require.EqualError(t, err, "planner: pass failing: no room")
 }

@@ -8,13 +8,12 @@ import (
 	"github.com/dagrun/dagrun/planner/plan"
 )
 
-// Options tune New.
+// Options are the settings New plans under, as its Option values set
+// them; the passes read them from State.Options.
 type Options struct {
 	// Streams is the most compute streams per device and per priority
-	// (0 means 4; 1..MaxStreams). It is not a total: copies get their own
-	// streams on top (one per direction unless SharedCopyStreams), as do
-	// collectives, so a plan with two priorities and uploads and downloads
-	// can hold 2 x Streams + 2 streams.
+	// (0 means 4; 1..MaxStreams). It is not a total: see the Streams
+	// option.
 	Streams           int
 	SharedCopyStreams bool           // false (default): separate copy streams per direction (h2d, d2h, d2d)
 	Cost              perf.CostModel // nil means DefaultCost()
@@ -50,6 +49,89 @@ type Options struct {
 	// Verify runs the verify pass last: New then fails with the
 	// *VerifyError when its plan does not pass Verify.
 	Verify bool
+}
+
+// An Option sets one of the settings New plans under.
+type Option func(*Options)
+
+// Streams bounds the compute streams of each device and priority to n (4
+// by default; 1 to MaxStreams). It is not a total: copies get their own
+// streams on top (one per direction unless SharedCopyStreams), as do
+// collectives, so a plan with two priorities and uploads and downloads
+// can hold 2n + 2 streams.
+func Streams(n int) Option { return func(o *Options) { o.Streams = n } }
+
+// SharedCopyStreams puts the copies of every direction (host to device,
+// device to host, device to device) on shared copy streams, instead of a
+// stream per direction.
+func SharedCopyStreams() Option { return func(o *Options) { o.SharedCopyStreams = true } }
+
+// Cost prices ops with m instead of perf.DefaultCost(): measured
+// durations from a perf model, say.
+func Cost(m perf.CostModel) Option { return func(o *Options) { o.Cost = m } }
+
+// OrderBy orders the ops for placement by s (ListScheduling by default).
+func OrderBy(s Strategy) Option { return func(o *Options) { o.Strategy = s } }
+
+// ForMode says what the plan's estimate is for: an eager run (Eager, the
+// default) or a graph replay (Replay).
+func ForMode(m Mode) Option { return func(o *Options) { o.Mode = m } }
+
+// OnTopology says which devices copy to each other directly; without it
+// every copy between devices is planned through the host.
+func OnTopology(t Topology) Option { return func(o *Options) { o.Topology = t } }
+
+// SMs gives the multiprocessors per device, which tell which kernels fill
+// it (perf.Fills); perf.DefaultSMs by default.
+func SMs(n int) Option { return func(o *Options) { o.SMs = n } }
+
+// MemoryBudget bounds the bytes the plan may need in memory mem (a device
+// ordinal, PinnedMemory or PageableMemory): its persistent buffers and its
+// temporaries' arena. New orders temporaries to meet it, or fails with a
+// *BudgetError. Give it once per memory; memories without one are
+// unbounded.
+func MemoryBudget(mem int, bytes int64) Option {
+	return func(o *Options) {
+		if o.MemoryBudget == nil {
+			o.MemoryBudget = map[int]int64{}
+		}
+		o.MemoryBudget[mem] = bytes
+	}
+}
+
+// PoolTemporaries plans for temporaries that come from a stream-ordered
+// pool at run time (cuda's --temporaries pool): see
+// Options.PoolTemporaries.
+func PoolTemporaries() Option { return func(o *Options) { o.PoolTemporaries = true } }
+
+// Optimize makes New optimise the plan for objective (Makespan by
+// default), the bodies of loops and branches included.
+func Optimize(objective Objective) Option { return func(o *Options) { o.Objective = objective } }
+
+// Rewrite adds passes of ScopeRewrite, which change the graph before it is
+// placed (fusing, splitting); they run in the order given.
+func Rewrite(passes ...Pass) Option {
+	return func(o *Options) { o.Rewrites = append(o.Rewrites, passes...) }
+}
+
+// Fuse sets whether the fuse pass makes a gemm and the bias_add, gelu
+// and relu launches that finish its output one gemm with an epilogue:
+// FuseAuto (the default) does, FuseNone places the ops as declared.
+func Fuse(f Fusion) Option { return func(o *Options) { o.Fuse = f } }
+
+// Verify runs the verify pass last: New then fails with the *VerifyError
+// when its plan does not pass Verify.
+func Verify() Option { return func(o *Options) { o.Verify = true } }
+
+// optionsOf are the settings opts make.
+func optionsOf(opts []Option) Options {
+	var o Options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
 }
 
 // MaxStreams is the most compute streams per device and priority a plan

@@ -31,14 +31,14 @@ func fixture(t *testing.T, name string) *dag.Graph {
 func TestPassLog(t *testing.T) {
 	g := fixture(t, "fanout8")
 	for _, tc := range []struct {
-		opts  planner.Options
+		opts  []planner.Option
 		names []string
 	}{
-		{planner.Options{Streams: 3}, []string{"fuse", "bodies", "order", "place", "events", "memory"}},
-		{planner.Options{Streams: 3, Verify: true}, []string{"fuse", "bodies", "order", "place", "events", "memory", "verify"}},
-		{planner.Options{Streams: 3, Fuse: planner.FuseNone}, []string{"bodies", "order", "place", "events", "memory"}},
+		{[]planner.Option{planner.Streams(3)}, []string{"fuse", "bodies", "order", "place", "events", "memory"}},
+		{[]planner.Option{planner.Streams(3), planner.Verify()}, []string{"fuse", "bodies", "order", "place", "events", "memory", "verify"}},
+		{[]planner.Option{planner.Streams(3), planner.Fuse(planner.FuseNone)}, []string{"bodies", "order", "place", "events", "memory"}},
 	} {
-		p := mustPlan(t, g, tc.opts)
+		p := mustPlan(t, g, tc.opts...)
 		var names []string
 		for _, r := range p.Passes {
 			names = append(names, r.Name)

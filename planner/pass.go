@@ -145,9 +145,9 @@ func checkRewrites(rs []Pass) error {
 	var errs []error
 	for _, r := range rs {
 		if r == nil {
-			errs = append(errs, errors.New("planner: Options.Rewrites holds a nil pass"))
+			errs = append(errs, errors.New("planner: Rewrite was given a nil pass"))
 		} else if r.Scope() != ScopeRewrite {
-			errs = append(errs, &ScopeError{Pass: r.Name(), Scope: r.Scope(), Msg: "is in Options.Rewrites, which holds rewrite passes only"})
+			errs = append(errs, &ScopeError{Pass: r.Name(), Scope: r.Scope(), Msg: "is given to Rewrite, which takes rewrite passes only"})
 		}
 	}
 	return errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/internal/plannertest"
 	"github.com/dagrun/dagrun/planner/perf"
 )
 
@@ -22,9 +23,9 @@ var one = dag.Grid1(1)
 var deviceOnly = perf.WithOverheads(nil, perf.Overheads{})
 
 // plan plans g and checks what every plan must satisfy.
-func mustPlan(t *testing.T, g *dag.Graph, opts planner.Options) *planner.Plan {
+func mustPlan(t *testing.T, g *dag.Graph, opts ...planner.Option) *planner.Plan {
 	t.Helper()
-	p, err := planner.New(g, opts)
+	p, err := planner.New(g, opts...)
 	require.NoError(t, err)
 	require.NoError(t, ordered(p))
 	return p
@@ -124,10 +125,10 @@ func fanOut(n int) func(b *dag.Builder) {
 		parts := make([]*dag.Buffer, n)
 		for i := range parts {
 			parts[i] = b.Buffer(fmt.Sprintf("part%d", i), 64, dag.Zeros())
-			b.Launch(dag.Iota, one, one, parts[i], float64(i)).Named(fmt.Sprintf("branch%d", i)).Costs(10 * time.Microsecond)
+			b.Launch(dag.Iota, one, one, parts[i], float64(i), dag.Name(fmt.Sprintf("branch%d", i)), dag.Cost(10*time.Microsecond))
 		}
 		for i := range parts {
-			b.Launch(dag.Axpy, one, one, sum, parts[i], 1.0).Named(fmt.Sprintf("join%d", i)).Costs(time.Microsecond)
+			b.Launch(dag.Axpy, one, one, sum, parts[i], 1.0, dag.Name(fmt.Sprintf("join%d", i)), dag.Cost(time.Microsecond))
 		}
 	}
 }
@@ -150,7 +151,7 @@ func TestChainStaysOnOneStream(t *testing.T) {
 		}
 	})
 	for _, streams := range []int{1, 4, 32} {
-		p := mustPlan(t, g, planner.Options{Streams: streams, Cost: deviceOnly})
+		p := mustPlan(t, g, planner.Streams(streams), planner.Cost(deviceOnly))
 		assert.Equal(t, 1, p.Stats.Streams, "streams=%d", streams)
 		assert.Zero(t, p.Stats.CrossEdges)
 		assert.Zero(t, p.Stats.Waits)
@@ -171,7 +172,7 @@ func TestFanOutUsesStreamsUpToTheBudget(t *testing.T) {
 		{budget: 32, streams: 8, waits: 7},
 	} {
 		t.Run(fmt.Sprintf("budget=%d", tc.budget), func(t *testing.T) {
-			p := mustPlan(t, g, planner.Options{Streams: tc.budget, Cost: deviceOnly})
+			p := mustPlan(t, g, planner.Streams(tc.budget), planner.Cost(deviceOnly))
 			assert.Equal(t, tc.streams, p.Stats.Streams)
 			assert.Equal(t, tc.waits, p.Stats.Waits, "the join chain waits once for each branch on another stream")
 			// Branches cost 10us, the joins 1us each.
@@ -188,7 +189,7 @@ func TestBudgetOneNeedsNoWaits(t *testing.T) {
 	// Graphs of kernels only: copies would have streams of their own.
 	for seed := range int64(50) {
 		g := dagtest.Shape(200, 1+int(seed)%16, seed)
-		p := mustPlan(t, g, planner.Options{Streams: 1})
+		p := mustPlan(t, g, planner.Streams(1))
 		require.Equal(t, 1, p.Stats.Streams, "seed %d", seed)
 		require.Zero(t, p.Stats.Waits, "seed %d", seed)
 		require.Zero(t, p.Events, "seed %d", seed)
@@ -202,13 +203,13 @@ func TestBudgetOneNeedsNoWaits(t *testing.T) {
 func TestImpliedWaitsAreLeftOut(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x, y, z, w := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros()), b.Buffer("z", 64, dag.Zeros()), b.Buffer("w", 64, dag.Zeros())
-		b.Launch(dag.Iota, one, one, x, 1.0).Named("top")
-		b.Launch(dag.Axpy, one, one, y, x, 0.5).Named("left").Costs(20 * time.Microsecond)
-		b.Launch(dag.Axpy, one, one, z, x, 0.5).Named("right")
-		b.Launch(dag.Add, one, one, w, z, x).Named("after-right") // needs top too: implied
-		b.Launch(dag.Add, one, one, w, y, z).Named("bottom")
+		b.Launch(dag.Iota, one, one, x, 1.0, dag.Name("top"))
+		b.Launch(dag.Axpy, one, one, y, x, 0.5, dag.Name("left"), dag.Cost(20*time.Microsecond))
+		b.Launch(dag.Axpy, one, one, z, x, 0.5, dag.Name("right"))
+		b.Launch(dag.Add, one, one, w, z, x, dag.Name("after-right")) // needs top too: implied
+		b.Launch(dag.Add, one, one, w, y, z, dag.Name("bottom"))
 	})
-	p := mustPlan(t, g, planner.Options{Streams: 4})
+	p := mustPlan(t, g, planner.Streams(4))
 	assert.Equal(t, streamOf(p, "top"), streamOf(p, "left"))
 	assert.NotEqual(t, streamOf(p, "top"), streamOf(p, "right"))
 	assert.Equal(t, streamOf(p, "right"), streamOf(p, "after-right"))
@@ -225,7 +226,7 @@ func TestEveryWaitIsNeeded(t *testing.T) {
 	for seed := range int64(40) {
 		g := dagtest.Random(dagtest.Config{Ops: 60, Buffers: 6, Seed: seed, Ranges: true, Priorities: seed%2 == 0,
 			Temporaries: true, HostBuffers: true, After: true})
-		p := mustPlan(t, g, planner.Options{Streams: 1 + int(seed)%6})
+		p := mustPlan(t, g, planner.Streams(1+int(seed)%6))
 		for i, st := range p.Steps {
 			if st.Kind != planner.Wait {
 				continue
@@ -243,8 +244,7 @@ func TestRandomPlansAreOrdered(t *testing.T) {
 		cfg := dagtest.Config{Ops: 80, Buffers: 4 + int(seed)%8, Seed: seed, Ranges: seed%2 == 0, Priorities: seed%3 == 0,
 			Temporaries: seed%4 != 0, HostBuffers: seed%5 != 0, Devices: 1 + int(seed)%3, After: seed%2 == 1}
 		g := dagtest.Random(cfg)
-		opts := planner.Options{Streams: 1 + int(seed)%32, SharedCopyStreams: seed%7 == 0}
-		p, err := planner.New(g, opts)
+		p, err := planner.New(g, plannertest.Options(planner.Options{Streams: 1 + int(seed)%32, SharedCopyStreams: seed%7 == 0})...)
 		require.NoError(t, err)
 		require.NoError(t, ordered(p), "seed %d", seed)
 		require.LessOrEqual(t, p.Stats.Waits, p.Stats.CrossEdges)
@@ -255,12 +255,12 @@ func TestPrioritiesGetTheirOwnStreams(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		urgent, bulk := b.Buffer("urgent", 64, dag.Zeros()), b.Buffer("bulk", 4096, dag.Zeros())
 		for i := range 4 {
-			b.Launch(dag.Scale, one, one, bulk, 0.5).Named(fmt.Sprintf("bulk%d", i)).WithPriority(dag.Low)
-			b.Launch(dag.Scale, one, one, urgent, 1.5).Named(fmt.Sprintf("urgent%d", i)).WithPriority(dag.High)
+			b.Launch(dag.Scale, one, one, bulk, 0.5, dag.Name(fmt.Sprintf("bulk%d", i)), dag.Low)
+			b.Launch(dag.Scale, one, one, urgent, 1.5, dag.Name(fmt.Sprintf("urgent%d", i)), dag.High)
 		}
-		b.Launch(dag.Add, one, one, urgent, urgent, urgent).Named("odd").WithPriority(7)
+		b.Launch(dag.Add, one, one, urgent, urgent, urgent, dag.Name("odd"), dag.Priority(7))
 	})
-	p := mustPlan(t, g, planner.Options{Streams: 1})
+	p := mustPlan(t, g, planner.Streams(1))
 	require.Len(t, p.Streams, 3)
 	for _, op := range g.Ops {
 		assert.Equal(t, op.Priority, p.Streams[p.OpStream[op.ID]].Priority, op.Name)
@@ -277,12 +277,12 @@ func TestCopiesGetStreamsPerDirection(t *testing.T) {
 		page := b.Buffer("page", 1<<20, dag.PageableHost(), dag.Zeros())
 		host := b.Buffer("host", 1<<20, dag.PinnedHost(), dag.Zeros())
 		x, y := b.Buffer("x", 1<<20, dag.Zeros()), b.Buffer("y", 1<<20, dag.Zeros())
-		b.Copy(x.All(), in.All()).Named("up")
-		b.Copy(y.All(), x.All()).Named("across")
-		b.Launch(dag.Scale, one, one, y, 2.0).Named("scale")
-		b.Copy(page.All(), y.All()).Named("down")
-		b.Copy(host.All(), page.All()).Named("host")
-		b.Copy(x.All(), page.All()).Named("up-again")
+		b.Copy(x.All(), in.All(), dag.Name("up"))
+		b.Copy(y.All(), x.All(), dag.Name("across"))
+		b.Launch(dag.Scale, one, one, y, 2.0, dag.Name("scale"))
+		b.Copy(page.All(), y.All(), dag.Name("down"))
+		b.Copy(host.All(), page.All(), dag.Name("host"))
+		b.Copy(x.All(), page.All(), dag.Name("up-again"))
 	})
 	for _, tc := range []struct {
 		shared bool
@@ -293,7 +293,7 @@ func TestCopiesGetStreamsPerDirection(t *testing.T) {
 		{true, map[string]string{"up": "dev0.normal.copy", "across": "dev0.normal.copy", "scale": "dev0.normal.compute0",
 			"down": "dev0.normal.copy", "host": "dev0.normal.copy", "up-again": "dev0.normal.copy"}},
 	} {
-		p := mustPlan(t, g, planner.Options{SharedCopyStreams: tc.shared})
+		p := mustPlan(t, g, plannertest.Options(planner.Options{SharedCopyStreams: tc.shared})...)
 		for op, stream := range tc.want {
 			assert.Equal(t, stream, streamOf(p, op).Name, "%s, shared=%v", op, tc.shared)
 		}
@@ -307,12 +307,12 @@ func TestFreeFollowsEveryReader(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		tmp := b.Buffer("tmp", 256, dag.Temporary())
 		a, c := b.Buffer("a", 256, dag.Zeros()), b.Buffer("c", 256, dag.Zeros())
-		b.Fill(tmp.All(), 1).Named("init")
-		b.Launch(dag.Axpy, one, one, a, tmp, 1.0).Named("reader1").Costs(50 * time.Microsecond)
-		b.Launch(dag.Axpy, one, one, c, tmp, 1.0).Named("reader2").Costs(80 * time.Microsecond)
-		b.Launch(dag.Iota, one, one, b.Buffer("d", 256, dag.Zeros()), 0.0).Named("other").Costs(30 * time.Microsecond)
+		b.Fill(tmp.All(), 1, dag.Name("init"))
+		b.Launch(dag.Axpy, one, one, a, tmp, 1.0, dag.Name("reader1"), dag.Cost(50*time.Microsecond))
+		b.Launch(dag.Axpy, one, one, c, tmp, 1.0, dag.Name("reader2"), dag.Cost(80*time.Microsecond))
+		b.Launch(dag.Iota, one, one, b.Buffer("d", 256, dag.Zeros()), 0.0, dag.Name("other"), dag.Cost(30*time.Microsecond))
 	})
-	p := mustPlan(t, g, planner.Options{Streams: 3})
+	p := mustPlan(t, g, planner.Streams(3))
 	free := g.Ops[slices.IndexFunc(g.Ops, func(o *dag.Op) bool { return o.Kind == dag.Free })]
 	for _, reader := range []string{"reader1", "reader2"} {
 		require.True(t, slices.ContainsFunc(free.Deps, func(d int32) bool { return g.Ops[d].Name == reader }), "free depends on %s", reader)
@@ -333,10 +333,10 @@ func TestFreeFollowsEveryReader(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	for seed := range int64(20) {
 		cfg := dagtest.Config{Ops: 200, Buffers: 10, Seed: seed, Ranges: true, Priorities: true, Temporaries: true, HostBuffers: true, Devices: 2, After: true}
-		opts := planner.Options{Streams: 1 + int(seed)%8}
-		p1, err := planner.New(dagtest.Random(cfg), opts)
+		streams := planner.Streams(1 + int(seed)%8)
+		p1, err := planner.New(dagtest.Random(cfg), streams)
 		require.NoError(t, err)
-		p2, err := planner.New(dagtest.Random(cfg), opts)
+		p2, err := planner.New(dagtest.Random(cfg), streams)
 		require.NoError(t, err)
 		assert.Equal(t, p1.Streams, p2.Streams)
 		assert.Equal(t, p1.Steps, p2.Steps)
@@ -346,7 +346,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestStreamStepsPartitionTheSteps(t *testing.T) {
-	p := mustPlan(t, dagtest.Random(dagtest.Config{Ops: 100, Buffers: 6, Seed: 3, HostBuffers: true}), planner.Options{})
+	p := mustPlan(t, dagtest.Random(dagtest.Config{Ops: 100, Buffers: 6, Seed: 3, HostBuffers: true}))
 	n := 0
 	for s := range p.Streams {
 		steps := p.StreamSteps(s)
@@ -365,23 +365,23 @@ func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		graph *dag.Graph
-		opts  planner.Options
+		opts  []planner.Option
 		want  string
 	}{
-		{"too many streams", good, planner.Options{Streams: 33}, "stream budget 33 is out of range (use 1 to 32"},
-		{"negative streams", good, planner.Options{Streams: -1}, "stream budget -1 is out of range"},
-		{"no graph", nil, planner.Options{}, "no graph"},
-		{"negative device", &dag.Graph{Ops: []*dag.Op{{Name: "k", Kind: dag.Launch, Device: -2}}}, planner.Options{},
+		{"too many streams", good, []planner.Option{planner.Streams(33)}, "stream budget 33 is out of range (use 1 to 32"},
+		{"negative streams", good, []planner.Option{planner.Streams(-1)}, "stream budget -1 is out of range"},
+		{"no graph", nil, nil, "no graph"},
+		{"negative device", &dag.Graph{Ops: []*dag.Op{{Name: "k", Kind: dag.Launch, Device: -2}}}, nil,
 			`op "k": device -2 is negative`},
 		{"dependency forward", &dag.Graph{Ops: []*dag.Op{{Name: "a", Kind: dag.Host, Deps: []int32{1}}, {ID: 1, Name: "b", Kind: dag.Host}}},
-			planner.Options{}, `op "a": depends on op 1, which does not come before it`},
-		{"copy without views", &dag.Graph{Ops: []*dag.Op{{Name: "c", Kind: dag.Copy}}}, planner.Options{},
+			nil, `op "a": depends on op 1, which does not come before it`},
+		{"copy without views", &dag.Graph{Ops: []*dag.Op{{Name: "c", Kind: dag.Copy}}}, nil,
 			`op "c": copy has 0 accesses`},
-		{"unknown kind", &dag.Graph{Ops: []*dag.Op{{Name: "u", Kind: 42}}}, planner.Options{}, `op "u": unknown kind 42`},
-		{"missing op", &dag.Graph{Ops: []*dag.Op{nil}}, planner.Options{}, `op "#0": op is missing`},
+		{"unknown kind", &dag.Graph{Ops: []*dag.Op{{Name: "u", Kind: 42}}}, nil, `op "u": unknown kind 42`},
+		{"missing op", &dag.Graph{Ops: []*dag.Op{nil}}, nil, `op "#0": op is missing`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := planner.New(tc.graph, tc.opts)
+			p, err := planner.New(tc.graph, tc.opts...)
 			assert.Nil(t, p)
 			assert.ErrorContains(t, err, tc.want)
 		})
@@ -394,15 +394,15 @@ func TestMakespanAgainstCriticalPath(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros())
 		for range 3 {
-			b.Launch(dag.Scale, one, one, x, 2.0).Costs(10 * time.Microsecond)
-			b.Launch(dag.Scale, one, one, y, 2.0).Costs(10 * time.Microsecond)
+			b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(10*time.Microsecond))
+			b.Launch(dag.Scale, one, one, y, 2.0, dag.Cost(10*time.Microsecond))
 		}
 	})
 	for _, tc := range []struct {
 		streams  int
 		makespan time.Duration
 	}{{1, 60 * time.Microsecond}, {2, 30 * time.Microsecond}} {
-		p := mustPlan(t, g, planner.Options{Streams: tc.streams, Cost: deviceOnly})
+		p := mustPlan(t, g, planner.Streams(tc.streams), planner.Cost(deviceOnly))
 		assert.Equal(t, tc.makespan, p.Stats.Makespan, "streams=%d", tc.streams)
 		assert.Equal(t, 30*time.Microsecond, p.Stats.CriticalPath)
 	}

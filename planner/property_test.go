@@ -23,7 +23,7 @@ func TestRandomPlansVerify(t *testing.T) {
 		cfg, opts := plannertest.RandomCase(seed)
 		cfg.Memset2D = seed%4 == 3 // bounding-range accesses with untouched gaps
 		g := dagtest.Random(cfg)
-		p, err := planner.New(g, opts)
+		p, err := planner.New(g, plannertest.Options(opts)...)
 		require.NoError(t, err, "%+v %+v", cfg, opts)
 		require.NoError(t, verify.Verify(p), "%+v %+v", cfg, opts)
 
@@ -51,7 +51,7 @@ func TestFixturePlansVerify(t *testing.T) {
 		for streams := 1; streams <= 32; streams++ {
 			for _, shared := range []bool{false, true} {
 				opts := planner.Options{Streams: streams, SharedCopyStreams: shared}
-				p, err := planner.New(f.Graph, opts)
+				p, err := planner.New(f.Graph, plannertest.Options(opts)...)
 				require.NoError(t, err, "%s %+v", f.Name, opts)
 				require.NoError(t, verify.Verify(p), "%s %+v", f.Name, opts)
 			}
@@ -65,7 +65,7 @@ func BenchmarkVerifyRandomPlans(b *testing.B) {
 	var plans []*planner.Plan
 	for seed := range uint64(100) {
 		cfg, opts := plannertest.RandomCase(seed)
-		p, err := planner.New(dagtest.Random(cfg), opts)
+		p, err := planner.New(dagtest.Random(cfg), plannertest.Options(opts)...)
 		require.NoError(b, err)
 		plans = append(plans, p)
 	}

@@ -193,9 +193,9 @@ func (q qgraph) build(t testing.TB) *dag.Graph {
 		default:
 			op = b.Launch(dag.Scale, one, one, b.Buffer(fmt.Sprintf("d%d", i), 64, dag.Zeros()), 2.0)
 		}
-		op.Named(fmt.Sprintf("op%d", i)).Costs(o.cost)
+		op.With(dag.Name(fmt.Sprintf("op%d", i)), dag.Cost(o.cost))
 		for _, d := range o.deps {
-			op.After(made[d])
+			op.With(dag.After(made[d]))
 		}
 		made[i] = op
 	}
@@ -397,10 +397,10 @@ func measureQuality(t testing.TB, f family, streams, seeds int, strategy planner
 		r := rand.New(rand.NewPCG(uint64(seed), uint64(streams)))
 		q := f.gen(r, streams)
 		g := q.build(t)
-		p, err := planner.New(g, planner.Options{Streams: streams, Cost: noOverheads, Strategy: strategy})
+		p, err := planner.New(g, planner.Streams(streams), planner.Cost(noOverheads), planner.OrderBy(strategy))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
-		old, err := planner.New(g, planner.Options{Streams: streams, Cost: noOverheads, Strategy: planner.DeclarationOrder})
+		old, err := planner.New(g, planner.Streams(streams), planner.Cost(noOverheads), planner.OrderBy(planner.DeclarationOrder))
 		require.NoError(t, err)
 		got := float64(p.Stats.Makespan)
 		bound, ref := float64(q.bound(streams)), float64(q.reference(streams))

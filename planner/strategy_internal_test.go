@@ -21,7 +21,7 @@ func TestLookaheadKeepsOrderedKinds(t *testing.T) {
 	one := dag.Grid1(1)
 	for i, cost := range []time.Duration{time.Microsecond, 5 * time.Microsecond, 50 * time.Microsecond} {
 		x := b.Buffer(string(rune('a'+i)), 64, dag.Zeros())
-		b.Launch(dag.Scale, one, one, x, 2.0).Costs(cost)
+		b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(cost))
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
@@ -40,14 +40,14 @@ func TestLowerBound(t *testing.T) {
 	b := dag.New()
 	one := dag.Grid1(1)
 	x := b.Buffer("x", 64, dag.Zeros())
-	b.Launch(dag.Scale, one, one, x, 2.0).Costs(40 * us)
-	b.Launch(dag.Scale, one, one, x, 2.0).Costs(40 * us) // a chain of 80 us
+	b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(40*us))
+	b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(40*us)) // a chain of 80 us
 	for i := range 6 {
-		b.Launch(dag.Scale, one, one, b.Buffer(fmt.Sprint("k", i), 64, dag.Zeros()), 2.0).Costs(30 * us)
+		b.Launch(dag.Scale, one, one, b.Buffer(fmt.Sprint("k", i), 64, dag.Zeros()), 2.0, dag.Cost(30*us))
 	}
 	h, d := b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros()), b.Buffer("d", 64, dag.Zeros())
-	b.Copy(d.All(), h.All()).Costs(90 * us)
-	b.Copy(d.All(), h.All()).Costs(50 * us) // 140 us of uploads on one stream
+	b.Copy(d.All(), h.All(), dag.Cost(90*us))
+	b.Copy(d.All(), h.All(), dag.Cost(50*us)) // 140 us of uploads on one stream
 	g, err := b.Build()
 	require.NoError(t, err)
 	for _, tc := range []struct {

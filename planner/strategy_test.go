@@ -38,12 +38,12 @@ func TestListSchedulingIgnoresDeclarationOrder(t *testing.T) {
 			g := build(t, func(b *dag.Builder) {
 				for i, c := range tc.costs {
 					x := b.Buffer(string(rune('a'+i)), 64, dag.Zeros())
-					b.Launch(dag.Scale, one, one, x, 2.0).Costs(c)
+					b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(c))
 				}
 			})
 			got := map[planner.Strategy]*planner.Plan{}
 			for _, s := range planner.Strategies() {
-				got[s] = mustPlan(t, g, planner.Options{Streams: tc.streams, Cost: deviceOnly, Strategy: s})
+				got[s] = mustPlan(t, g, planner.Streams(tc.streams), planner.Cost(deviceOnly), planner.OrderBy(s))
 				require.NoError(t, verify.Verify(got[s]))
 			}
 			assert.Equal(t, tc.list, got[planner.ListScheduling].Stats.Makespan)
@@ -65,11 +65,11 @@ func TestListSchedulingIgnoresDeclarationOrder(t *testing.T) {
 func TestListSchedulingLooksAhead(t *testing.T) {
 	us := time.Microsecond
 	g := build(t, func(b *dag.Builder) {
-		b.Launch(dag.Scale, one, one, b.Buffer("w", 64, dag.Zeros()), 2.0).Named("beside").Costs(100 * us)
+		b.Launch(dag.Scale, one, one, b.Buffer("w", 64, dag.Zeros()), 2.0, dag.Name("beside"), dag.Cost(100*us))
 		dev, host, out := b.Buffer("d", 64, dag.Zeros()), b.Buffer("h", 64, dag.PinnedHost(), dag.Zeros()), b.Buffer("o", 64, dag.PinnedHost(), dag.Zeros())
-		b.Copy(dev.All(), host.All()).Named("upload").Costs(20 * us)
-		b.Launch(dag.Scale, one, one, dev, 2.0).Named("kernel").Costs(200 * us)
-		b.Copy(out.All(), dev.All()).Named("download").Costs(150 * us)
+		b.Copy(dev.All(), host.All(), dag.Name("upload"), dag.Cost(20*us))
+		b.Launch(dag.Scale, one, one, dev, 2.0, dag.Name("kernel"), dag.Cost(200*us))
+		b.Copy(out.All(), dev.All(), dag.Name("download"), dag.Cost(150*us))
 	})
 	for _, tc := range []struct {
 		strategy planner.Strategy
@@ -81,7 +81,7 @@ func TestListSchedulingLooksAhead(t *testing.T) {
 		{planner.DeclarationOrder, 450 * us, "beside"},
 	} {
 		t.Run(tc.strategy.String(), func(t *testing.T) {
-			p := mustPlan(t, g, planner.Options{Streams: 1, Cost: deviceOnly, Strategy: tc.strategy})
+			p := mustPlan(t, g, planner.Streams(1), planner.Cost(deviceOnly), planner.OrderBy(tc.strategy))
 			require.NoError(t, verify.Verify(p))
 			assert.Equal(t, tc.makespan, p.Stats.Makespan)
 			assert.Equal(t, 370*us, p.Stats.CriticalPath)
@@ -102,14 +102,14 @@ func TestListSchedulingLooksAhead(t *testing.T) {
 func TestListSchedulingAgainstDeclarationOrder(t *testing.T) {
 	check := func(t *testing.T, g *dag.Graph, opts planner.Options) {
 		opts.Strategy = planner.ListScheduling
-		list := mustPlan(t, g, opts)
-		again := mustPlan(t, g, opts)
+		list := mustPlan(t, g, plannertest.Options(opts)...)
+		again := mustPlan(t, g, plannertest.Options(opts)...)
 		assert.Equal(t, list.Steps, again.Steps, "not deterministic")
 		opts.Strategy = planner.DeclarationOrder
-		declared := mustPlan(t, g, opts)
+		declared := mustPlan(t, g, plannertest.Options(opts)...)
 		assert.LessOrEqual(t, float64(list.Stats.Makespan), 1.01*float64(declared.Stats.Makespan))
 		opts.Strategy = planner.Best
-		assert.LessOrEqual(t, mustPlan(t, g, opts).Stats.Makespan, list.Stats.Makespan)
+		assert.LessOrEqual(t, mustPlan(t, g, plannertest.Options(opts)...).Stats.Makespan, list.Stats.Makespan)
 	}
 	for seed := range uint64(200) {
 		cfg, opts := plannertest.RandomCase(seed)
@@ -135,11 +135,11 @@ func TestHugeCostsDoNotWrap(t *testing.T) {
 	huge := 1500000 * time.Hour
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 64, dag.Zeros())
-		b.Launch(dag.Scale, one, one, x, 2.0).Named("first")
-		b.Launch(dag.Scale, one, one, x, 3.0).Named("second")
-		b.Launch(dag.Scale, one, one, x, 4.0).Named("third")
+		b.Launch(dag.Scale, one, one, x, 2.0, dag.Name("first"))
+		b.Launch(dag.Scale, one, one, x, 3.0, dag.Name("second"))
+		b.Launch(dag.Scale, one, one, x, 4.0, dag.Name("third"))
 		y := b.Buffer("y", 64, dag.Zeros())
-		b.Launch(dag.Scale, one, one, y, 2.0).Named("beside")
+		b.Launch(dag.Scale, one, one, y, 2.0, dag.Name("beside"))
 	})
 	// Build refuses costs beyond dag.MaxCost; the planner must still hold
 	// against graphs put together by hand.
@@ -148,7 +148,7 @@ func TestHugeCostsDoNotWrap(t *testing.T) {
 	}
 	for _, s := range planner.Strategies() {
 		for _, mode := range []planner.Mode{planner.Eager, planner.Replay} {
-			p := mustPlan(t, g, planner.Options{Streams: 2, Strategy: s, Mode: mode})
+			p := mustPlan(t, g, planner.Streams(2), planner.OrderBy(s), planner.ForMode(mode))
 			require.NoError(t, verify.Verify(p), "%s %s", s, mode)
 			var chain []string
 			for _, st := range p.Steps {
@@ -161,7 +161,7 @@ func TestHugeCostsDoNotWrap(t *testing.T) {
 			assert.Equal(t, time.Duration(1<<63-1), p.Stats.CriticalPath, "saturated")
 		}
 	}
-	sched := perf.Simulate(mustPlan(t, g, planner.Options{}), nil, planner.Eager)
+	sched := perf.Simulate(mustPlan(t, g), nil, planner.Eager)
 	for i := 1; i < 3; i++ {
 		assert.GreaterOrEqual(t, sched.Start[i], sched.Start[i-1])
 	}
@@ -176,7 +176,7 @@ func TestEstimateIsTheSimulation(t *testing.T) {
 		g := dagtest.Random(cfg)
 		for _, mode := range []planner.Mode{planner.Eager, planner.Replay} {
 			opts.Mode = mode
-			p := mustPlan(t, g, opts)
+			p := mustPlan(t, g, plannertest.Options(opts)...)
 			s := perf.Simulate(p, opts.Cost, mode)
 			assert.Equal(t, p.Stats.Makespan, s.Makespan, "%+v %+v", cfg, opts)
 			assert.Equal(t, mode, p.Stats.Mode)
@@ -192,12 +192,12 @@ func TestEstimateIsTheSimulation(t *testing.T) {
 	g := build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 64, dag.Zeros())
 		for range 10 {
-			b.Launch(dag.Scale, one, one, x, 2.0).Costs(time.Nanosecond)
+			b.Launch(dag.Scale, one, one, x, 2.0, dag.Cost(time.Nanosecond))
 		}
 	})
 	ov := perf.DefaultOverheads()
-	eager := mustPlan(t, g, planner.Options{Mode: planner.Eager})
-	replay := mustPlan(t, g, planner.Options{Mode: planner.Replay})
+	eager := mustPlan(t, g, planner.ForMode(planner.Eager))
+	replay := mustPlan(t, g, planner.ForMode(planner.Replay))
 	assert.Equal(t, 10*ov.Submit+time.Nanosecond, eager.Stats.Makespan)
 	assert.Equal(t, 10*ov.ReplayOp+time.Nanosecond, replay.Stats.Makespan)
 	assert.Equal(t, perf.Schedule{Mode: planner.Replay}, perf.Simulate(nil, nil, planner.Replay))
@@ -214,11 +214,11 @@ func TestStrategyAndModeNames(t *testing.T) {
 	assert.Equal(t, "eager", planner.Eager.String())
 	assert.Equal(t, "replay", planner.Replay.String())
 	g := build(t, fanOut(2))
-	_, err = planner.New(g, planner.Options{Strategy: 9})
+	_, err = planner.New(g, planner.OrderBy(9))
 	var de *dag.Error
 	require.True(t, errors.As(err, &de))
 	assert.Equal(t, "strategy", de.Field)
-	_, err = planner.New(g, planner.Options{Mode: 7})
+	_, err = planner.New(g, planner.ForMode(7))
 	assert.ErrorContains(t, err, "unknown run mode 7")
 }
 
@@ -232,7 +232,7 @@ func spinChains(t *testing.T, width, length int, us float64) *dag.Graph {
 		for c := range prev {
 			o := b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), us)
 			if prev[c] != nil {
-				o.After(prev[c])
+				o.With(dag.After(prev[c]))
 			}
 			prev[c] = o
 		}
@@ -255,9 +255,9 @@ func TestReplayPlansWeighBranches(t *testing.T) {
 		{us: 20, length: 4, replayStreams: 8},
 	} {
 		g := spinChains(t, 8, tc.length, tc.us)
-		eager, err := planner.New(g, planner.Options{Streams: 8})
+		eager, err := planner.New(g, planner.Streams(8))
 		require.NoError(t, err)
-		replay, err := planner.New(g, planner.Options{Streams: 8, Mode: planner.Replay})
+		replay, err := planner.New(g, planner.Streams(8), planner.ForMode(planner.Replay))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(replay))
 		assert.Equal(t, 8, eager.Stats.Streams, "us=%g length=%d: eager", tc.us, tc.length)
@@ -269,7 +269,7 @@ func TestReplayPlansWeighBranches(t *testing.T) {
 	// The stagger itself: two streams of one device, the second starts
 	// its first op a ReplayBranch after the replay's start.
 	g := spinChains(t, 2, 1, 10)
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	require.Equal(t, 2, p.Stats.Streams)
 	s := perf.Simulate(p, nil, planner.Replay)

@@ -11,7 +11,7 @@ import (
 	"github.com/dagrun/dagrun/planner"
 )
 
-// TestStreamsIsPerPriority: Options.Streams bounds the compute streams of
+// TestStreamsIsPerPriority: the Streams option bounds the compute streams of
 // each device and priority, as its doc says; copy streams come on top.
 func TestStreamsIsPerPriority(t *testing.T) {
 	b := dag.New()
@@ -20,13 +20,13 @@ func TestStreamsIsPerPriority(t *testing.T) {
 	for i := range 8 {
 		x := b.Array(fmt.Sprint("x", i), dag.F32, 512)
 		b.Copy(x.All(), in.Slice(int64(i)*2048, 2048))
-		b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(256), x, 2.0).WithPriority(dag.Priority(i % 2))
+		b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(256), x, 2.0, dag.Priority(i%2))
 		b.Copy(out.Slice(int64(i)*2048, 2048), x.All())
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
 	for _, streams := range []int{1, 2, 3} {
-		p, err := planner.New(g, planner.Options{Streams: streams})
+		p, err := planner.New(g, planner.Streams(streams))
 		require.NoError(t, err)
 		compute := map[dag.Priority]int{}
 		other := 0
@@ -51,7 +51,7 @@ func TestPriorityRange(t *testing.T) {
 	for _, p := range []dag.Priority{dag.MinPriority, dag.MaxPriority, dag.MinPriority - 1, 42} {
 		b := dag.New()
 		x := b.Array("x", dag.F32, 4, dag.Zeros())
-		b.Fill(x.All(), 1).WithPriority(p).Named("f")
+		b.Fill(x.All(), 1, p, dag.Name("f"))
 		_, err := b.Build()
 		if p >= dag.MinPriority && p <= dag.MaxPriority {
 			require.NoError(t, err)

@@ -23,10 +23,10 @@ func TestCopyPath(t *testing.T) {
 	a2 := b.Buffer("a2", 1024, dag.OnDevice(2), dag.Zeros())
 	c0 := b.Buffer("c0", 1024, dag.OnDevice(0), dag.Zeros())
 	h := b.Buffer("h", 1024, dag.PinnedHost(), dag.Zeros())
-	b.Copy(a1.All(), a0.All()).Named("to1").OnDevice(1)
-	b.Copy(a2.All(), a1.All()).Named("to2").OnDevice(2)
-	b.Copy(c0.All(), a0.All()).Named("local")
-	b.Copy(h.All(), c0.All()).Named("down")
+	b.Copy(a1.All(), a0.All(), dag.Name("to1"), dag.OnDevice(1))
+	b.Copy(a2.All(), a1.All(), dag.Name("to2"), dag.OnDevice(2))
+	b.Copy(c0.All(), a0.All(), dag.Name("local"))
+	b.Copy(h.All(), c0.All(), dag.Name("down"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	ops := map[string]*dag.Op{}
@@ -44,7 +44,7 @@ func TestCopyPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := planner.New(g, planner.Options{Topology: tt.topo})
+			p, err := planner.New(g, planner.OnTopology(tt.topo))
 			require.NoError(t, err)
 			for name, want := range tt.want {
 				assert.Equal(t, want, p.CopyPath(ops[name]), name)

@@ -37,7 +37,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	p, err := planner.New(graph, planner.Options{Cost: l.Model})
+	p, err := planner.New(graph, planner.Cost(l.Model))
 	if err != nil {
 		panic(err)
 	}
@@ -85,7 +85,7 @@ func ExampleLearner_ObserveRun() {
 	if err != nil {
 		panic(err)
 	}
-	p, err := planner.New(graph, planner.Options{Cost: l.Model})
+	p, err := planner.New(graph, planner.Cost(l.Model))
 	if err != nil {
 		panic(err)
 	}

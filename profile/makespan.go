@@ -1,9 +1,11 @@
 package profile
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/planner/perf"
 )
@@ -78,3 +80,21 @@ func hostMeasured(p *planner.Plan, m *perf.PerfModel) bool {
 	}
 	return true
 }
+
+// String says m in a line, "makespan (MODE): estimated ..., measured ...",
+// and a second one when the run is host-bound.
+func (m *Makespan) String() string {
+	spread := ""
+	if m.MeasuredQ3NS > 0 {
+		spread = fmt.Sprintf("; quartiles %s, %s, %s", ns(m.MeasuredQ1NS), ns(m.MeasuredMedianNS), ns(m.MeasuredQ3NS))
+	}
+	s := fmt.Sprintf("makespan (%s): estimated %s, measured %s (estimate/measured %.2f; measured: %s%s)",
+		m.Mode, ns(m.EstimatedNS), ns(m.MeasuredNS), m.Ratio, m.Source, spread)
+	if m.HostBound {
+		s += fmt.Sprintf("\n  host-bound: the device's own work is %s of the estimate; the host's submission speed sets the rest and drifts, so learn and measure over a second or more of runs (--repeat); --graph replays do not depend on it",
+			ns(m.DeviceNS))
+	}
+	return s
+}
+
+func ns(n int64) string { return human.Duration(time.Duration(n)) }

@@ -4,7 +4,7 @@
 // run's start, eager and replayed.
 //
 // A Learner holds one perf-model file of one device. Load it, plan with
-// its Model (planner.Options.Cost) and tell it the plan (Planned); run the
+// its Model (planner.Cost) and tell it the plan (Planned); run the
 // plan traced and pass each run's spans to Observe; run it as many times
 // again untraced (Untraced, or your own loop calling ObserveHost) for the
 // host's costs; pass a graph's time per replay to ObserveReplay. An
@@ -23,6 +23,7 @@ package profile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"runtime"
@@ -32,6 +33,7 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/trace"
@@ -198,6 +200,20 @@ type Update struct {
 	Ops      int    `json:"ops"`
 	Updated  bool   `json:"updated"`
 	Samples  int    `json:"samples,omitempty"`
+}
+
+// String says what Save did in a line.
+func (u Update) String() string {
+	if u.Updated {
+		return fmt.Sprintf("perf model %s updated from %d op samples", human.Quote(u.Path), u.Samples)
+	}
+	return fmt.Sprintf("perf model %s not updated", human.Quote(u.Path))
+}
+
+// Coverage says in a line how much of the plan the model costed from
+// measurements (Planned).
+func (l *Learner) Coverage() string {
+	return fmt.Sprintf("perf model %s: %d of %d ops costed from measurements", human.Quote(l.Path), l.Covered, l.Ops)
 }
 
 // Save folds the runs' measurements into the model and writes it whole

@@ -22,7 +22,7 @@ func fanOut(t *testing.T, cost perf.CostModel) *planner.Plan {
 	t.Helper()
 	s, err := spec.Load(filepath.Join("..", "examples", "fan_out.yaml"))
 	require.NoError(t, err)
-	p, err := planner.New(s.Graph, planner.Options{Cost: cost})
+	p, err := planner.New(s.Graph, planner.Cost(cost))
 	require.NoError(t, err)
 	return p
 }
@@ -166,4 +166,17 @@ func TestCompareHostBound(t *testing.T) {
 	p := fanOut(t, nil)
 	assert.Nil(t, Compare(p, nil, 0, nil), "nothing measured")
 	assert.Equal(t, "time per replay launched back to back, after the warm-up", Compare(p, nil, time.Millisecond, nil).Source)
+}
+
+// A makespan, an update and a learner's coverage each say themselves in
+// a line; a host-bound makespan adds one.
+func TestLines(t *testing.T) {
+	m := Makespan{Mode: "eager", EstimatedNS: 2e6, MeasuredNS: 1e6, Ratio: 2, Source: "mean wall time"}
+	assert.Equal(t, "makespan (eager): estimated 2.00 ms, measured 1.00 ms (estimate/measured 2.00; measured: mean wall time)", m.String())
+	m.MeasuredQ1NS, m.MeasuredMedianNS, m.MeasuredQ3NS, m.HostBound, m.DeviceNS = 1e6, 1e6, 1e6, true, 5e5
+	assert.Regexp(t, `; quartiles 1.00 ms, 1.00 ms, 1.00 ms\)\n  host-bound: the device's own work is 500 .s of the estimate;`, m.String())
+	assert.Equal(t, "perf model m.json updated from 3 op samples", Update{Path: "m.json", Updated: true, Samples: 3}.String())
+	assert.Equal(t, "perf model m.json not updated", Update{Path: "m.json"}.String())
+	l := &Learner{Path: "m.json", Covered: 2, Ops: 5}
+	assert.Equal(t, "perf model m.json: 2 of 5 ops costed from measurements", l.Coverage())
 }

@@ -32,6 +32,8 @@ for dir in examples/go/replay examples/go/cublas_task; do
 	fi
 done
 for f in ../shared/baseline/mlp.py ../../shared/baseline/mlp.py; do [ -f "$f" ] && cp "$f" .gpu/mlp_baseline.py && break; done # PyTorch's MLP baseline, for scripts/gpu/mlp.sh
+mkdir -p .gpu/baseline # PyTorch's all-reduce and tensor-parallel block, for scripts/gpu/world.sh and tp.sh
+for f in nccl_ar.py tp_mlp.py; do for d in ../shared/baseline ../../shared/baseline; do [ -f "$d/$f" ] && cp "$d/$f" .gpu/baseline/ && break; done; done
 if [ -d examples ]; then
 	cp -r examples .gpu/examples
 fi

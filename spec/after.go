@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dagrun/dagrun/dag"
 )
 
 // opNamed is the declaration of the op called name, or nil: one the spec
@@ -105,7 +107,7 @@ func (l *loader) nameOps() {
 				name = fmt.Sprintf("%s_%d", base, n)
 			}
 		}
-		d.op.Named(name)
+		d.op.With(dag.Name(name))
 	}
 }
 
@@ -150,7 +152,7 @@ func (l *loader) addAfter() {
 			}
 			edges[i] = append(edges[i], int32(j))
 			if d.op != nil && p.op != nil {
-				d.op.After(p.op)
+				d.op.With(dag.After(p.op))
 			}
 		}
 	}

@@ -29,6 +29,9 @@ func (l *loader) buffers(n *node) {
 		}
 		if opts, ok := l.buffer(e.key, e.value, d); ok {
 			d.buf = l.b.Buffer(e.key, opts.size, opts.list...)
+			for _, set := range opts.set {
+				set(d.buf)
+			}
 		}
 	}
 }
@@ -36,6 +39,9 @@ func (l *loader) buffers(n *node) {
 type bufferOpts struct {
 	size int64
 	list []dag.BufferOption
+	// set are what no option says: a device beside a host placement, and
+	// contents read from the spec's init (none included).
+	set []func(*dag.Buffer)
 }
 
 // buffer reads one buffer declaration: a size, or a mapping of properties.
@@ -99,7 +105,7 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 		d.fields.set("device", v)
 		dev, okD := l.intIn(v, what.and("device"), 0, 1<<16)
 		ok = ok && okD && l.placedInWorld(v, what)
-		opts.list = append(opts.list, func(b *dag.Buffer) { b.Device = dev })
+		opts.set = append(opts.set, func(b *dag.Buffer) { b.Device = dev })
 	}
 	temporary := false
 	if v, has := f.get("temporary"); has {
@@ -119,7 +125,7 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 		ok = ok && okI
 		if okI {
 			none := isNone(v)
-			opts.list = append(opts.list, func(b *dag.Buffer) { b.Init, b.Uninitialized = init, none })
+			opts.set = append(opts.set, func(b *dag.Buffer) { b.Init, b.Uninitialized = init, none })
 			if !sizeKnown && fileSize > 0 {
 				opts.size, sizeKnown = fileSize, true
 			}

@@ -64,9 +64,7 @@ func (l *loader) whileOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
 		l.discard(fill)
 		return nil
 	}
-	op := l.b.While(cond, fill)
-	op.Control.Max = most
-	return op
+	return l.b.While(cond, fill, dag.AtMost(most))
 }
 
 func (l *loader) ifOp(d *opDecl, f fields, n *node, what subject) *dag.Op {

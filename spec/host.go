@@ -153,7 +153,7 @@ func (l *loader) hostOp(d *opDecl, f fields, _ *node, what subject) *dag.Op {
 			l.errorf(n, "name the buffers to check", "%s reads nothing", what)
 			return nil
 		}
-		var acc []dag.Access
+		var acc []dag.OpOption
 		var views []dag.View
 		for _, it := range items {
 			v, _, okV := l.view(it, what.and("reads"), false)

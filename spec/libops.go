@@ -47,8 +47,8 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 		ok = ok && okX
 		*p.to = x // dag checks the range, at this key
 	}
-	var opts []dag.GemmOption
-	flag := func(key string, opt func() dag.GemmOption) {
+	var opts []dag.OpOption
+	flag := func(key string, opt func() dag.OpOption) {
 		if v, has := f.get(key); has {
 			on, okB := l.boolean(v, what.and(key))
 			ok = ok && okB
@@ -62,7 +62,7 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 	flag("tf32", dag.TF32)
 	for _, p := range []struct {
 		key string
-		opt func(float64) dag.GemmOption
+		opt func(float64) dag.OpOption
 	}{{"alpha", dag.Alpha}, {"beta", dag.Beta}} {
 		if v, has := f.get(p.key); has {
 			x, okX := l.number(v, what.and(p.key))

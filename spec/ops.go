@@ -150,7 +150,7 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 	if d.named {
 		v, _ := f.get("name")
 		name, _ := scalarString(v)
-		op.Named(name)
+		op.With(dag.Name(name))
 	}
 	d.op = op
 	// Noted while the op is in the cache, for pageableCopies.
@@ -168,7 +168,7 @@ func (l *loader) common(d *opDecl, f fields, what subject, op *dag.Op) bool {
 		p, okP := l.priority(v, what.and("priority"))
 		ok = ok && okP
 		if okP && op != nil {
-			op.WithPriority(p)
+			op.With(p)
 		}
 	}
 	if v, has := f.get("cost"); has {
@@ -179,7 +179,7 @@ func (l *loader) common(d *opDecl, f fields, what subject, op *dag.Op) bool {
 		}
 		ok = ok && okC
 		if okC && op != nil {
-			op.Costs(c)
+			op.With(dag.Cost(c))
 		}
 	}
 	if v, has := f.get("device"); has {
@@ -188,7 +188,7 @@ func (l *loader) common(d *opDecl, f fields, what subject, op *dag.Op) bool {
 		okD = okD && l.placedInWorld(v, what)
 		ok = ok && okD
 		if okD && op != nil {
-			op.OnDevice(dev)
+			op.With(dag.OnDevice(dev))
 		}
 	}
 	if v, has := f.get("after"); has {

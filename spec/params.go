@@ -4,6 +4,7 @@ package spec
 // sizes, counts, views, grids and gemm dimensions may use in expressions.
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -61,6 +62,49 @@ func WithParam(name string, v int64) Option {
 		}
 		o.set[name] = v
 	}
+}
+
+// ParseParam reads "NAME=VALUE" (the CLI's --set) as WithParam's option:
+// one whole number, with a unit as sizes take one.
+func ParseParam(s string) (Option, error) {
+	name, values, err := ParseParamValues(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(values) > 1 {
+		return nil, fmt.Errorf("%s: give one value (a list of values runs each shape in turn, which only dagrun run does)", name)
+	}
+	return WithParam(name, values[0]), nil
+}
+
+// maxParamValues bounds the values one --set may list: each is a shape a
+// session keeps.
+const maxParamValues = 64
+
+// ParseParamValues reads "NAME=V1,V2,..." (the CLI's --set, which dagrun
+// run takes with several values, one shape each): the name and its
+// values, in order, each a whole number with a unit as sizes take one.
+func ParseParamValues(s string) (name string, values []int64, err error) {
+	name, text, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return "", nil, errors.New("write NAME=VALUE, for example --set T=512")
+	}
+	parts := strings.Split(text, ",")
+	if len(parts) > maxParamValues {
+		return "", nil, fmt.Errorf("%s: %d values; give at most %d", name, len(parts), maxParamValues)
+	}
+	for _, part := range parts {
+		v, err := ParseSize(strings.TrimSpace(part))
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %q is not a whole number", name, part)
+		}
+		if slices.Contains(values, v) {
+			return "", nil, fmt.Errorf("%s: %d is given twice", name, v)
+		}
+		values = append(values, v)
+	}
+	return name, values, nil
 }
 
 // CheckParamRange makes the load check the spec at every value of its

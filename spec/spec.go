@@ -62,7 +62,7 @@ type RunSettings struct {
 	// by default.
 	World int
 	// Memory is run.memory: the budgets the planner keeps each memory
-	// within (planner.Options.MemoryBudget), in bytes; 0 for none.
+	// within (planner.MemoryBudget), in bytes; 0 for none.
 	Memory MemoryBudget
 }
 

@@ -24,12 +24,12 @@ func loopPlan(t *testing.T) *planner.Plan {
 	b := dag.New()
 	x := b.Buffer("x", 4096, dag.Zeros())
 	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
-	b.Fill(x.All(), 1).Named("init")
+	b.Fill(x.All(), 1, dag.Name("init"))
 	b.While(flag.All(), func(body *dag.Builder) {
 		body.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 0.5)
 		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(x.Slice(0, 4)), 0.1)
-	}, dag.AtMost(10)).Named("refine")
-	b.Fill(x.All(), 2).Named("after")
+	}, dag.AtMost(10), dag.Name("refine"))
+	b.Fill(x.All(), 2, dag.Name("after"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	return &planner.Plan{

@@ -29,12 +29,12 @@ func TestCopyPaths(t *testing.T) {
 		a0 := b.Buffer("a0", 1<<20, dag.OnDevice(0), dag.Zeros())
 		c0 := b.Buffer("c0", 1<<20, dag.OnDevice(0), dag.Zeros())
 		h := b.Buffer("h", 1<<20, dag.PinnedHost(), dag.Zeros())
-		b.Copy(a0.All(), a.All()).Named("peer")
-		b.Copy(c0.All(), a0.All()).Named("local")
-		b.Copy(h.All(), c0.All()).Named("down")
+		b.Copy(a0.All(), a.All(), dag.Name("peer"))
+		b.Copy(c0.All(), a0.All(), dag.Name("local"))
+		b.Copy(h.All(), c0.All(), dag.Name("down"))
 		g, err := b.Build()
 		require.NoError(t, err)
-		p, err := planner.New(g, planner.Options{Topology: peers(peer)})
+		p, err := planner.New(g, planner.OnTopology(peers(peer)))
 		require.NoError(t, err)
 		var spans []executor.Span
 		for i := range g.Ops {

@@ -22,7 +22,7 @@ func TestMemoryCounters(t *testing.T) {
 	for _, fam := range dagtest.Families() {
 		for seed := range int64(4) {
 			g := dagtest.Family(fam, 12, seed)
-			p, err := planner.New(g, planner.Options{Streams: 1 + int(seed)})
+			p, err := planner.New(g, planner.Streams(1+int(seed)))
 			require.NoError(t, err)
 			tr := trace.FromPlan(p, nil)
 			require.NotEmpty(t, tr.Counters, "%s/%d", fam, seed)

@@ -1,10 +1,14 @@
 package trace_test
 
 import (
+	"context"
 	"fmt"
+	"log"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/planner"
@@ -17,14 +21,14 @@ func ExampleFromRun() {
 	b := dag.New()
 	in := b.Buffer("in", 4096, dag.PinnedHost(), dag.Zeros())
 	x := b.Buffer("x", 4096, dag.Zeros())
-	b.Copy(x.All(), in.All()).Named("upload")
-	b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(256), x, 2.0).Named("double")
+	b.Copy(x.All(), in.All(), dag.Name("upload"))
+	b.Launch(dag.Scale, dag.Grid1(4), dag.Grid1(256), x, 2.0, dag.Name("double"))
 	g, err := b.Build()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -68,4 +72,45 @@ func ExampleFromRun() {
 	// longest waits (1 of 1; idle: the stream's gap before the op, lag: from the end of the op waited for to the op's start)
 	// stream                op      waited for                    idle      lag
 	// dev0.normal.compute0  double  upload on dev0.normal.h2d  13.0 µs  3.00 µs
+}
+
+// A run on the cpu backend, timed and drawn as an SVG timeline: a lane per
+// stream, a box per op, an arrow per wait. WriteHTML draws the same with
+// zoom and details; WriteChrome writes it for Perfetto.
+func ExampleTrace_WriteSVG() {
+	b := dag.New()
+	in := b.Array("in", dag.F32, 1024, dag.PinnedHost(), dag.Value(1))
+	x := b.Array("x", dag.F32, 1024)
+	out := b.Array("out", dag.F32, 1024, dag.PinnedHost())
+	b.Copy(x.All(), in.All(), dag.Name("upload"))
+	b.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 2.0, dag.Name("double"))
+	b.Copy(out.All(), x.All(), dag.Name("download"))
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := planner.New(g)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := executor.Open(ctx, cpu.New(), p, executor.WithTiming())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+	var svg strings.Builder
+	if err := trace.FromRun(p, s.Spans()).WriteSVG(&svg); err != nil {
+		log.Fatal(err)
+	}
+	for _, class := range []string{"lane", "op", "wait"} {
+		fmt.Printf("%s: %d\n", class, strings.Count(svg.String(), `class="`+class+`"`))
+	}
+	// Output:
+	// lane: 3
+	// op: 3
+	// wait: 2
 }

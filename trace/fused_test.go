@@ -21,13 +21,13 @@ func fusedPlan(t *testing.T) *planner.Plan {
 	w := b.Buffer("w", 8*16*4, dag.Zeros())
 	h := b.Buffer("h", 4*16*4, dag.Zeros())
 	bias := b.Buffer("b1", 16*4, dag.Zeros())
-	b.Gemm(h.All(), x.All(), w.All(), dag.GemmShape{M: 4, N: 16, K: 8}).Named("fc1")
-	b.Launch(dag.BiasAdd, dag.Grid1(1), dag.Grid1(64), h, bias).Named("bias1")
-	b.Launch(dag.Gelu, dag.Grid1(1), dag.Grid1(64), h, h).Named("gelu")
-	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(64), h, 2.0).Named("scale")
+	b.Gemm(h.All(), x.All(), w.All(), dag.GemmShape{M: 4, N: 16, K: 8}).With(dag.Name("fc1"))
+	b.Launch(dag.BiasAdd, dag.Grid1(1), dag.Grid1(64), h, bias).With(dag.Name("bias1"))
+	b.Launch(dag.Gelu, dag.Grid1(1), dag.Grid1(64), h, h).With(dag.Name("gelu"))
+	b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(64), h, 2.0).With(dag.Name("scale"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p
 }

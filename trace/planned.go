@@ -267,6 +267,13 @@ func compareBodies(p *planner.Plan, sim perf.Schedule, spans []executor.Span, ha
 	return loops
 }
 
+// Brief says the comparison in a line: the makespans, the overlaps lost
+// and the late ops counted.
+func (c Comparison) Brief() string {
+	return fmt.Sprintf("planned against achieved (%s): makespan estimated %s, measured %s; %d of %d planned overlaps lost, %s late",
+		c.ModeName, fmtDur(c.EstimatedMakespan), fmtDur(c.MeasuredMakespan), c.Lost, c.Planned, human.Count(len(c.Late), "op", "ops"))
+}
+
 // Write prints the comparison as text: the makespans, the pairs whose
 // planned overlap was lost or shrank, and the late ops with their causes.
 func (c Comparison) Write(w io.Writer) error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/dagrun/dagrun/planner"
 )
 
 // RankClock places the trace of one rank of a world on the world's clock.
@@ -112,4 +114,28 @@ func MergeRanks(traces []*Trace) (*Trace, error) {
 		f.CriticalPath = max(f.CriticalPath, t.Figures.CriticalPath)
 	}
 	return m, nil
+}
+
+// FromRankRuns is FromRuns for rank of a world of world ranks whose runs
+// started since after the rank left its rendezvous: the trace's clock
+// placed on the world's (RankClock), for MergeRanks.
+func FromRankRuns(p *planner.Plan, runs []RunSpans, rank, world int, since time.Duration) *Trace {
+	t := FromRuns(p, runs)
+	t.Rank = &RankClock{Rank: rank, World: world, Offset: since + earliest(runs)}
+	return t
+}
+
+// earliest is when the first of the runs' spans started, from the start of
+// the runs: the time zero of their trace.
+func earliest(runs []RunSpans) time.Duration {
+	var first time.Duration
+	found := false
+	for _, r := range runs {
+		for _, sp := range r.Spans {
+			if at := r.Start + sp.Start; !found || at < first {
+				first, found = at, true
+			}
+		}
+	}
+	return first
 }

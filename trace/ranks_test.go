@@ -62,3 +62,37 @@ func TestMergeRanks(t *testing.T) {
 	_, err = trace.MergeRanks([]*trace.Trace{one})
 	assert.ErrorContains(t, err, "not the trace of a rank")
 }
+
+// A rank's trace is offset by when its runs started after the rendezvous
+// and by its earliest span, its time zero.
+func TestFromRankRuns(t *testing.T) {
+	p := pipeline(t)
+	spans := simulatedSpans(p, 0)
+	for i := range spans {
+		spans[i].Start += 7 * time.Microsecond
+		spans[i].End += 7 * time.Microsecond
+	}
+	runs := []trace.RunSpans{{Run: 2, Start: time.Millisecond, Spans: spans}}
+	tr := trace.FromRankRuns(p, runs, 1, 4, 50*time.Microsecond)
+	require.NotNil(t, tr.Rank)
+	assert.Equal(t, trace.RankClock{Rank: 1, World: 4, Offset: 50*time.Microsecond + time.Millisecond + 7*time.Microsecond}, *tr.Rank)
+	assert.Len(t, tr.Slices, len(trace.FromRuns(p, runs).Slices))
+}
+
+// Whole replays are listed after a trace's summary: the first few, or all.
+func TestWriteReplays(t *testing.T) {
+	tr := trace.FromRun(pipeline(t), nil)
+	var none bytes.Buffer
+	tr.WriteReplays(&none, false)
+	assert.Empty(t, none.String())
+	for i := range 7 {
+		tr.Figures.Replays = append(tr.Figures.Replays, trace.WholeReplay{Run: i + 1, Dur: time.Millisecond})
+	}
+	tr.Figures.ReplayTiming = "on the host"
+	var brief, all bytes.Buffer
+	tr.WriteReplays(&brief, false)
+	tr.WriteReplays(&all, true)
+	assert.Equal(t, "replays traced as whole graphs (on the host):\n  replay 1: 1.00 ms\n  replay 2: 1.00 ms\n  replay 3: 1.00 ms\n  replay 4: 1.00 ms\n  replay 5: 1.00 ms\n  and 2 more (-v lists every one; the trace holds them)\n", brief.String())
+	assert.Contains(t, all.String(), "  replay 7: 1.00 ms\n")
+	assert.NotContains(t, all.String(), "more")
+}

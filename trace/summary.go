@@ -316,6 +316,31 @@ func (t *Trace) WriteSummaryWith(w io.Writer, o SummaryOptions) error {
 	return bw.Flush()
 }
 
+// briefReplays is how many whole replays WriteReplays lists unless asked
+// for all.
+const briefReplays = 5
+
+// WriteReplays writes the replays traced as whole graphs
+// (Figures.Replays), saying how they were timed: the first few, or with
+// all every one. It writes nothing for a trace without them.
+func (t *Trace) WriteReplays(w io.Writer, all bool) {
+	whole := t.Figures.Replays
+	if len(whole) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "replays traced as whole graphs (%s):\n", t.Figures.ReplayTiming)
+	shown := whole
+	if !all && len(shown) > briefReplays {
+		shown = shown[:briefReplays]
+	}
+	for _, r := range shown {
+		fmt.Fprintf(w, "  replay %d: %s\n", r.Run, fmtDur(r.Dur))
+	}
+	if n := len(whole) - len(shown); n > 0 {
+		fmt.Fprintf(w, "  and %d more (-v lists every one; the trace holds them)\n", n)
+	}
+}
+
 // writeTable writes rows as columns two spaces apart, numbers aligned right.
 func writeTable(w *bufio.Writer, rows [][]string, right []bool) {
 	width := make([]int, len(right))

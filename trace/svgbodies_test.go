@@ -24,23 +24,23 @@ func controlPlan(t *testing.T) *planner.Plan {
 	x := b.Buffer("x", 4096, dag.Zeros())
 	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
 	sel := b.Buffer("sel", 4, dag.Of(dag.I32), dag.Zeros())
-	b.Fill(x.All(), 1).Named("init")
+	b.Fill(x.All(), 1, dag.Name("init"))
 	b.While(flag.All(), func(body *dag.Builder) {
-		body.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 0.5).Named("shrink")
+		body.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 0.5, dag.Name("shrink"))
 		body.If(sel.All(), func(then *dag.Builder) {
-			then.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 0.5).Named("halve")
+			then.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 0.5, dag.Name("halve"))
 		}, func(els *dag.Builder) {
-			els.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 2).Named("double")
-		}).Named("pick")
+			els.Launch(dag.Scale, dag.Grid1(4), dag.Threads(256), x, 2, dag.Name("double"))
+		}, dag.Name("pick"))
 		body.While(sel.All(), func(in *dag.Builder) {
-			in.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(sel.All()), dag.In(x.Slice(0, 4)), 0.1).Named("settle")
-		}).Named("inner")
-		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(x.Slice(0, 4)), 0.1).Named("converged")
-	}, dag.AtMost(10)).Named("outer")
-	b.Fill(x.All(), 2).Named("after")
+			in.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(sel.All()), dag.In(x.Slice(0, 4)), 0.1, dag.Name("settle"))
+		}, dag.Name("inner"))
+		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(x.Slice(0, 4)), 0.1, dag.Name("converged"))
+	}, dag.AtMost(10), dag.Name("outer"))
+	b.Fill(x.All(), 2, dag.Name("after"))
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	return p
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/trace"
 
 	"github.com/dagrun/dagrun/planner"
@@ -165,7 +166,7 @@ outputs: [h]
 	c0 := &cli{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
 	s, err := c0.load(path, specFiles{})
 	require.NoError(t, err)
-	p, err := makePlan(s, layout{})
+	p, err := makePlan(s, job.Layout{})
 	require.NoError(t, err)
 	require.NotZero(t, p.Stats.Waits, "the test needs a plan with a wait to drop")
 	// Drop the waits: the copy is no longer ordered after the kernel.

@@ -8,55 +8,12 @@ import (
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
-	"github.com/dagrun/dagrun/executor"
-	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner/verify"
 	"github.com/dagrun/dagrun/spec"
 )
 
-// problem is one thing wrong: in a spec at file:line:column, with an op,
-// or with the command as a whole (no file). Text and JSON show the same
-// fields; an op is always named by its name in the spec's graph.
-type problem struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Column  int    `json:"column,omitempty"`
-	Op      string `json:"op,omitempty"`
-	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"`
-}
-
-// at places p at pos.
-func (p problem) at(pos spec.Position) problem {
-	p.File, p.Line, p.Column = pos.File, pos.Line, pos.Col
-	return p
-}
-
-// text is p as one line: "file:line:col: op "NAME" message (hint)", with
-// prefix instead of the place when p has none.
-func (p problem) text(prefix string) string {
-	var b strings.Builder
-	switch {
-	case p.Line > 0:
-		fmt.Fprintf(&b, "%s:%d:%d: ", human.Quote(p.File), p.Line, p.Column)
-	case p.File != "":
-		fmt.Fprintf(&b, "%s: ", human.Quote(p.File))
-	default:
-		b.WriteString(prefix)
-	}
-	if p.Op != "" {
-		fmt.Fprintf(&b, "op %q ", p.Op)
-	}
-	b.WriteString(p.Message)
-	if p.Hint != "" {
-		fmt.Fprintf(&b, " (%s)", p.Hint)
-	}
-	return b.String()
-}
-
-func specProblem(e *spec.Error) problem {
-	return problem{Message: e.Msg, Hint: e.Hint}.at(e.Pos)
-}
+// problem is one thing wrong, placed where it can be.
+type problem = spec.Problem
 
 // failure is why a command failed: its problems and its exit status. The
 // command's exec writes it as text on stderr, or as a failureDoc on stdout
@@ -73,7 +30,7 @@ type failure struct {
 func (f *failure) Error() string {
 	var msgs []string
 	for _, p := range f.errors {
-		msgs = append(msgs, p.text(""))
+		msgs = append(msgs, p.Text(""))
 	}
 	return strings.Join(msgs, "\n")
 }
@@ -106,13 +63,7 @@ func asFailure(err error) *failure {
 func (c *cli) exec(cmd command, args []string) (status int) {
 	defer func() {
 		if v := recover(); v != nil {
-			f := &failure{status: exitInternal, errors: []problem{{Message: fmt.Sprint(v)}}}
-			if c.jsonErrors {
-				c.writeFailureJSON(cmd.name, f)
-			} else {
-				c.writeFailureText(cmd.name, f)
-			}
-			status = exitInternal
+			status = c.writeFailure(cmd.name, &failure{status: exitInternal, errors: []problem{{Message: fmt.Sprint(v)}}})
 		}
 	}()
 	err := cmd.run(c, args)
@@ -128,11 +79,16 @@ func (c *cli) exec(cmd command, args []string) (status int) {
 	case reported:
 		return e.status
 	}
-	f := asFailure(err)
+	return c.writeFailure(cmd.name, asFailure(err))
+}
+
+// writeFailure writes f as JSON after --format json, else as text, and
+// returns its status.
+func (c *cli) writeFailure(cmd string, f *failure) int {
 	if c.jsonErrors {
-		c.writeFailureJSON(cmd.name, f)
+		c.writeFailureJSON(cmd, f)
 	} else {
-		c.writeFailureText(cmd.name, f)
+		c.writeFailureText(cmd, f)
 	}
 	return f.status
 }
@@ -162,10 +118,10 @@ func (c *cli) writeFailureText(cmd string, f *failure) {
 	var lines []line
 	for _, w := range f.warnings {
 		w.Message = "warning: " + w.Message
-		lines = append(lines, line{w, w.text(prefix)})
+		lines = append(lines, line{w, w.Text(prefix)})
 	}
 	for _, e := range f.errors {
-		lines = append(lines, line{e, e.text(prefix)})
+		lines = append(lines, line{e, e.Text(prefix)})
 	}
 	// Problems without a line (the command's own) come last.
 	slices.SortStableFunc(lines, func(a, b line) int {
@@ -187,41 +143,12 @@ func (c *cli) writeFailureText(cmd string, f *failure) {
 func specFailure(s *spec.Spec, errs []*spec.Error) *failure {
 	f := &failure{status: exitFailure}
 	for _, e := range errs {
-		f.errors = append(f.errors, specProblem(e))
+		f.errors = append(f.errors, e.Problem())
 	}
 	if s != nil {
-		f.warnings = specWarnings(s)
+		f.warnings = s.WarningProblems()
 	}
 	return f
-}
-
-func specWarnings(s *spec.Spec) []problem {
-	var ws []problem
-	for _, w := range s.Warnings {
-		ws = append(ws, specProblem(w))
-	}
-	return ws
-}
-
-// opFailure is an error of a run, placed at the op's declaration in the
-// spec when it names an op.
-func opFailure(s *spec.Spec, err error) *failure {
-	if me, ok := errors.AsType[*executor.MemoryError](err); ok { // faults.go
-		return memoryFailure(s, me)
-	}
-	if oe, ok := errors.AsType[*dag.OpError](err); ok {
-		p := problem{File: s.File, Op: oe.Op, Message: "failed: " + oe.Err.Error()}
-		if pos, ok := s.OpPos(oe.Op); ok {
-			p = p.at(pos)
-		} else if gemm, _, fused := strings.Cut(oe.Op, "+"); fused {
-			// A fused op ("fc1+bias1+gelu") is placed at its gemm.
-			if pos, ok := s.OpPos(gemm); ok {
-				p = p.at(pos)
-			}
-		}
-		return &failure{status: exitFailure, errors: []problem{p}}
-	}
-	return failed(exitFailure, err)
 }
 
 // verifyFailure is a plan that verify.Verify refused: an internal error,
@@ -231,7 +158,7 @@ func verifyFailure(s *spec.Spec, err error) *failure {
 	if ve, ok := errors.AsType[*verify.Error](err); ok && len(ve.Ops) > 0 {
 		p.Op = ve.Ops[0]
 		if pos, ok := s.OpPos(p.Op); ok {
-			p = p.at(pos)
+			p = p.At(pos)
 		}
 	}
 	return &failure{status: exitInternal, errors: []problem{p}}
@@ -252,8 +179,9 @@ func captureFailure(s *spec.Spec, err error, flag bool) *failure {
 	f := &failure{status: exitFailure}
 	for _, e := range errs {
 		p := problem{File: s.File, Op: e.Op, Message: "cannot be captured in a graph: " + e.Msg, Hint: e.Hint}
-		if pos, ok := s.OpPos(e.Op); ok && e.Op != "" {
-			p = p.at(pos)
+		if e.Op != "" {
+			p = s.OpProblem(e.Op, p.Message)
+			p.Hint = e.Hint
 		}
 		f.errors = append(f.errors, p)
 	}

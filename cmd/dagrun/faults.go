@@ -71,7 +71,7 @@ func (f *faults) checkGraph(graph, flag bool, s *spec.Spec) error {
 }
 
 // options are the executor options for the faults asked for.
-func (f *faults) options() ([]executor.Option, error) {
+func (f *faults) options() []executor.Option {
 	var opts []executor.Option
 	if f.chaosSet {
 		opts = append(opts, executor.WithChaos(f.chaos))
@@ -79,44 +79,7 @@ func (f *faults) options() ([]executor.Option, error) {
 	if f.failOp != "" {
 		opts = append(opts, executor.WithFailOp(f.failOp))
 	}
-	return opts, nil
-}
-
-// memoryFailure is a run refused by admission control, placed where the
-// spec tells of its largest buffer: a temporary at its alloc op (which the
-// spec places at the buffer), a persistent buffer at its output entry or
-// else at the first op that uses it.
-func memoryFailure(s *spec.Spec, me *executor.MemoryError) *failure {
-	p := problem{File: s.File, Message: me.Error()}
-	if pos, ok := bufferPos(s, me.Buffers); ok {
-		p = p.at(pos)
-	}
-	return &failure{status: exitFailure, errors: []problem{p}}
-}
-
-func bufferPos(s *spec.Spec, bufs []*dag.Buffer) (spec.Position, bool) {
-	if len(bufs) == 0 {
-		return spec.Position{}, false
-	}
-	b := bufs[0]
-	if !b.Temporary {
-		for _, out := range s.Outputs {
-			if out.Buffer == b && out.Pos.Line > 0 {
-				return out.Pos, true
-			}
-		}
-	}
-	for _, op := range s.Graph.Ops {
-		if b.Temporary && op.Kind != dag.Alloc {
-			continue
-		}
-		for _, a := range op.Access {
-			if a.Buf == b {
-				return s.OpPos(op.Name)
-			}
-		}
-	}
-	return spec.Position{}, false
+	return opts
 }
 
 // suggestName is "did you mean "X"?" for the candidate nearest got (as

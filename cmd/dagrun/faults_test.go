@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/dagrun/dagrun/dag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/spec"
 )
 

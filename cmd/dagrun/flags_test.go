@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestHelpSpelling(t *testing.T) {
@@ -19,65 +18,6 @@ func TestHelpSpelling(t *testing.T) {
 	for in, want := range tests {
 		assert.Equal(t, want, helpSpelling(in), in)
 	}
-}
-
-func TestParseTraceRuns(t *testing.T) {
-	tests := []struct {
-		k      string
-		repeat int
-		want   []int // the runs traced, of 1..repeat
-		err    string
-	}{
-		{k: "", repeat: 3, want: []int{1, 2, 3}},
-		{k: "all", repeat: 2, want: []int{1, 2}},
-		{k: "first:2", repeat: 5, want: []int{1, 2}},
-		{k: "last:2", repeat: 5, want: []int{4, 5}},
-		{k: "last:9", repeat: 3, want: []int{1, 2, 3}},
-		{k: "1,4-5", repeat: 6, want: []int{1, 4, 5}},
-		{k: "3", repeat: 3, want: []int{3}},
-		{k: "last:0", repeat: 3, err: "last:N needs a count of runs, at least 1"},
-		{k: "0", repeat: 3, err: "runs are numbered 1 to 3"},
-		{k: "2-1", repeat: 3, err: "A <= B"},
-		{k: "4", repeat: 3, err: "runs are numbered 1 to 3"},
-		{k: "x", repeat: 3, err: "use all, first:N, last:N"},
-		{k: "1,,2", repeat: 3, err: "use all, first:N, last:N"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.k, func(t *testing.T) {
-			traced, err := parseTraceRuns(tc.k, tc.repeat)
-			if tc.err != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tc.err)
-				return
-			}
-			require.NoError(t, err)
-			var got []int
-			for run := 1; run <= tc.repeat; run++ {
-				if traced(run) {
-					got = append(got, run)
-				}
-			}
-			assert.Equal(t, tc.want, got)
-		})
-	}
-}
-
-func TestWithSchemaVersion(t *testing.T) {
-	got, err := withSchemaVersion([]byte(` {"a":1} `))
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"schema_version":1,"a":1}`, string(got))
-	assert.True(t, strings.HasPrefix(string(got), `{"schema_version":1,`), "the version comes first")
-
-	got, err = withSchemaVersion([]byte(`{}`))
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"schema_version":1}`, string(got))
-
-	got, err = withSchemaVersion([]byte(`{"schema_version":7,"a":1}`))
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"schema_version":7,"a":1}`, string(got), "a version already there stays")
-
-	_, err = withSchemaVersion([]byte(`[1]`))
-	assert.Error(t, err)
 }
 
 func TestSuggestName(t *testing.T) {

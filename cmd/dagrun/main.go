@@ -86,11 +86,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // commandSuggestion is " (did you mean "run"?)" for a command name
 // nearly right, else "".
 func commandSuggestion(got string) string {
-	names := make([]string, len(commandList()))
-	for i, c := range commandList() {
-		names[i] = c.name
-	}
-	if best, ok := spec.Nearest(got, names); ok {
+	names := commandNames()
+	if best, ok := spec.Nearest(got, names[:len(names)-1]); ok {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return ""

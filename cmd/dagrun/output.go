@@ -1,22 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
+
+	"github.com/dagrun/dagrun/internal/atomicfile"
+	"github.com/dagrun/dagrun/job"
 )
 
-// schemaVersion is the version of every JSON document dagrun writes (run
-// reports, plans, validation results, errors, trace metadata): it grows
-// when a field changes meaning or goes away, not when one is added.
-const schemaVersion = 1
+// schemaVersion is the version of every JSON document dagrun writes.
+const schemaVersion = job.SchemaVersion
 
 // stdio is the name of standard input or output on the command line.
 const stdio = "-"
@@ -29,7 +26,7 @@ func (c *cli) writeOutput(path string, write func(io.Writer) error) error {
 	if path == "" || path == stdio {
 		return write(c.stdout)
 	}
-	return writeFileAtomic(path, write)
+	return atomicfile.Write(path, write)
 }
 
 // writeOutputInterruptible is writeOutput for a command with no signal
@@ -64,90 +61,10 @@ func (w ctxWriter) Write(p []byte) (int, error) {
 	return w.w.Write(p)
 }
 
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-		// A device or a pipe (/dev/null, /dev/stdout, a FIFO) cannot be
-		// replaced by renaming: write to it.
-		return writeSpecial(path, write)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := write(f); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
-	}
-	return nil
-}
-
-func writeSpecial(path string, write func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// unwrapPath drops the temporary file's name from an *os.PathError.
-func unwrapPath(err error) error {
-	if pe, ok := errors.AsType[*os.PathError](err); ok {
-		return pe.Err
-	}
-	return err
-}
-
 // writeJSON writes v as indented JSON.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // names such as <stdin> stay readable
 	return enc.Encode(v)
-}
-
-// withSchemaVersion puts "schema_version" first in the JSON object obj,
-// unless it has one.
-func withSchemaVersion(obj []byte) ([]byte, error) {
-	obj = bytes.TrimSpace(obj)
-	if len(obj) < 2 || obj[0] != '{' {
-		return nil, errors.New("not a JSON object")
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(obj, &fields); err != nil {
-		return nil, err
-	}
-	if _, ok := fields["schema_version"]; ok {
-		return obj, nil
-	}
-	out := fmt.Appendf(nil, `{"schema_version":%d`, schemaVersion)
-	if len(fields) > 0 {
-		out = append(out, ',')
-	}
-	return append(out, obj[1:]...), nil
-}
-
-// plural is one when n is 1, else many: "1 run", "2 runs".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

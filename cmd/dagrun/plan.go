@@ -1,23 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 
-	"github.com/dagrun/dagrun/dag"
-	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/planner"
-	"github.com/dagrun/dagrun/planner/plan"
 	"github.com/dagrun/dagrun/planner/verify"
-	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
-	"github.com/dagrun/dagrun/trace"
 )
 
 // streamsFlag is --streams: 0 (not given) or 1..32.
@@ -76,20 +69,6 @@ func (f *fuseFlag) Set(v string) error {
 	return nil
 }
 
-// layout is what the command line says about placement: --streams N (0:
-// the spec's run.streams), --strategy, --objective, --memory-budget (0:
-// the spec's run.memory.device) and --fuse.
-type layout struct {
-	streams      int
-	strategy     planner.Strategy
-	objective    planner.Objective
-	memoryBudget int64
-	fuse         planner.Fusion
-	// poolTemporaries: dagrun run --temporaries pool, planned so that the
-	// pool holds about the planned peak (planner.Options.PoolTemporaries).
-	poolTemporaries bool
-}
-
 // sizeFlag is a size flag: a byte count, with a unit as specs write sizes
 // or without one (bytes); at least one byte.
 type sizeFlag int64
@@ -108,65 +87,18 @@ func (s *sizeFlag) Set(v string) error {
 // makePlan plans s with its run settings and the command line's layout
 // over them, and verifies the plan: a plan that fails is a bug, reported
 // as an internal error.
-func makePlan(s *spec.Spec, l layout) (*planner.Plan, error) {
-	return buildPlan(s, planOptions(s, l))
+func makePlan(s *spec.Spec, l job.Layout) (*planner.Plan, error) {
+	p, err := job.Plan(s, l.PlanOptions(s)...)
+	return p, planFailure(s, err)
 }
 
-// planOptions are the planner's options for spec s: its run section, with
-// --streams N (when not 0) over its stream budget, and --strategy.
-func planOptions(s *spec.Spec, l layout) planner.Options {
-	opts := planner.Options{Streams: s.Run.Streams, SharedCopyStreams: s.Run.SharedCopyStreams, Strategy: l.strategy, Objective: l.objective, Fuse: l.fuse}
-	if l.streams != 0 {
-		opts.Streams = l.streams
-	}
-	opts.MemoryBudget = memoryBudget(s, l)
-	opts.PoolTemporaries = l.poolTemporaries
-	return opts
-}
-
-// memoryBudget is the planner's memory budget for s: --memory-budget (else
-// run.memory.device) for every device the graph uses, and run.memory's
-// pinned and pageable budgets; nil for none.
-func memoryBudget(s *spec.Spec, l layout) map[int]int64 {
-	m := s.Run.Memory
-	device := m.Device
-	if l.memoryBudget != 0 {
-		device = l.memoryBudget
-	}
-	budget := map[int]int64{}
-	if device > 0 && s.Graph != nil {
-		for _, b := range s.Graph.Buffers {
-			if b != nil && b.Placement == dag.Device {
-				budget[b.Device] = device
-			}
-		}
-		for _, op := range s.Graph.Ops {
-			if op != nil && op.Device >= 0 {
-				budget[op.Device] = device
-			}
-		}
-	}
-	if m.Pinned > 0 {
-		budget[plan.PinnedMemory] = m.Pinned
-	}
-	if m.Pageable > 0 {
-		budget[plan.PageableMemory] = m.Pageable
-	}
-	if len(budget) == 0 {
-		return nil
-	}
-	return budget
-}
-
-// buildPlan plans s with opts and the planner's verify pass: every plan
-// the CLI prints or runs has passed verify.Verify.
-func buildPlan(s *spec.Spec, opts planner.Options) (*planner.Plan, error) {
-	opts.Verify = true
-	p, err := planner.New(s.Graph, opts)
+// planFailure is err, a plan's error, as the command's failure: verify.Verify
+// refusing it is an internal error.
+func planFailure(s *spec.Spec, err error) error {
 	if _, ok := errors.AsType[*verify.Error](err); ok {
-		return nil, verifyFailure(s, err)
+		return verifyFailure(s, err)
 	}
-	return p, err
+	return err
 }
 
 func (c *cli) plan(args []string) error {
@@ -206,83 +138,13 @@ func (c *cli) plan(args []string) error {
 		return err
 	}
 	if *compare {
-		return c.writeOutput(*out, func(w io.Writer) error { return writeComparison(w, s, layout{streams: int(streams)}) })
+		return c.writeOutput(*out, func(w io.Writer) error {
+			return planFailure(s, job.WriteComparison(w, s, job.Layout{Streams: int(streams), Fuse: planner.Fusion(fuse)}))
+		})
 	}
-	p, pm, err := c.planPerf(s, layout{streams: int(streams), strategy: planner.Strategy(strategy), objective: planner.Objective(objective), memoryBudget: int64(budget), fuse: planner.Fusion(fuse)}, pmf)
+	p, pm, err := c.planPerf(s, job.Layout{Streams: int(streams), Strategy: planner.Strategy(strategy), Objective: planner.Objective(objective), MemoryBudget: int64(budget), Fuse: planner.Fusion(fuse)}, pmf)
 	if err != nil {
 		return err
 	}
-	return c.writeOutput(*out, func(w io.Writer) error {
-		switch format.value {
-		case "json":
-			data, err := p.MarshalJSON()
-			if err != nil {
-				return err
-			}
-			if data, err = withSchemaVersion(data); err != nil {
-				return err
-			}
-			if data, err = withPerfModel(data, pm); err != nil {
-				return err
-			}
-			if data, err = withTimesSource(data, p, pm); err != nil {
-				return err
-			}
-			var b bytes.Buffer
-			if err := json.Indent(&b, data, "", "  "); err != nil {
-				return err
-			}
-			b.WriteByte('\n')
-			_, err = b.WriteTo(w)
-			return err
-		case "dot":
-			return trace.PlanDOT(w, p)
-		}
-		if err := p.WriteText(w); err != nil {
-			return err
-		}
-		if err := p.WritePasses(w); err != nil {
-			return err
-		}
-		if pm != nil {
-			_, err := fmt.Fprintln(w, pm.coverage())
-			return err
-		}
-		return writeTimesSource(w, p)
-	})
-}
-
-// withTimesSource adds to a plan's JSON whose its times are ("times":
-// "default cost model (H100-class GPU)" or "perf model") and the CPU
-// backend's estimate of a run.
-func withTimesSource(obj []byte, p *planner.Plan, pm *perfModel) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(obj, &fields); err != nil {
-		return nil, err
-	}
-	src := "default cost model (H100-class GPU)"
-	if pm != nil {
-		src = "perf model"
-	}
-	fields["times"], _ = json.Marshal(src)
-	fields["cpu_backend_estimate_ns"], _ = json.Marshal(int64(profile.EstimateCPU(p.Graph).Time))
-	return json.Marshal(fields)
-}
-
-// writeTimesSource says whose the plan's times are, planned without a perf
-// model: the default cost model's, an H100-class GPU's, not a measure of
-// this machine. Where the CPU backend would take longer than longOnCPU,
-// it says about how long, so a plan read on a machine without a GPU does
-// not promise a GPU's milliseconds.
-func writeTimesSource(w io.Writer, p *planner.Plan) error {
-	if _, err := fmt.Fprintln(w, "times               the default cost model's, for an H100-class GPU, not measured here (--perf-model FILE plans with measured times)"); err != nil {
-		return err
-	}
-	e := profile.EstimateCPU(p.Graph)
-	if e.Time <= longOnCPU {
-		return nil
-	}
-	_, err := fmt.Fprintf(w, "on the cpu backend  about %s a run, estimated from %s of GEMMs and %s moved (%s)\n",
-		human.Duration(e.Time.Round(time.Second)), human.Flops(e.Flops), human.Bytes(e.Bytes), e.Rates())
-	return err
+	return c.writeOutput(*out, func(w io.Writer) error { return job.WritePlan(w, p, pm, format.value) })
 }

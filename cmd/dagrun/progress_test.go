@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
 )
 
 // fakeClock moves on by step at each reading.
@@ -24,70 +22,6 @@ func (c *fakeClock) now() time.Time {
 }
 
 func terminal(is bool) func(io.Writer) bool { return func(io.Writer) bool { return is } }
-
-func TestProgress(t *testing.T) {
-	var stderr bytes.Buffer
-	clock := &fakeClock{t: time.Unix(0, 0)}
-	c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(true), now: clock.now}
-	p := c.newProgress(100, false)
-
-	clock.step = 100 * time.Millisecond
-	p.update(1)
-	if stderr.Len() != 0 {
-		t.Fatalf("drew %q before %s had passed", stderr.String(), progressDelay)
-	}
-	clock.step = progressDelay
-	p.update(25)
-	first := stderr.String()
-	if !strings.HasPrefix(first, "\r[") || !strings.Contains(first, "] 25/100 runs, ") || !strings.HasSuffix(first, " left") {
-		t.Fatalf("bar = %q, want \"\\r[...] 25/100 runs, RATE/s, ETA left\"", first)
-	}
-	clock.step = 10 * time.Millisecond
-	p.update(26)
-	if stderr.String() != first {
-		t.Fatalf("drew again %s after the last drawing: %q", clock.step, stderr.String())
-	}
-	clock.step = 200 * time.Millisecond
-	p.update(100)
-	if !strings.Contains(stderr.String()[len(first):], "] 100/100 runs") {
-		t.Fatalf("second drawing = %q", stderr.String()[len(first):])
-	}
-	p.clear()
-	out := stderr.String()
-	last := out[strings.LastIndex(out[:len(out)-1], "\r"):]
-	if strings.Trim(last, "\r ") != "" || len(last) < len(first) {
-		t.Fatalf("output ends with %q, want the bar cleared by \\r, spaces, \\r", last)
-	}
-	p.clear()
-	if stderr.String() != out {
-		t.Errorf("clearing twice wrote %q", stderr.String()[len(out):])
-	}
-}
-
-func TestProgressElsewhere(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		terminal bool
-		quiet    bool
-	}{
-		{"not a terminal", false, false},
-		{"quiet", true, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stderr bytes.Buffer
-			clock := &fakeClock{t: time.Unix(0, 0), step: time.Second}
-			c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(tc.terminal), now: clock.now}
-			p := c.newProgress(10, tc.quiet)
-			for i := range 10 {
-				p.update(i + 1)
-			}
-			p.clear()
-			if stderr.Len() != 0 {
-				t.Errorf("wrote %q", stderr.String())
-			}
-		})
-	}
-}
 
 // TestRunProgress runs specs eagerly and as graphs with a clock slow
 // enough for the bar: on a terminal it is drawn and cleared before the
@@ -158,29 +92,6 @@ ops:
 	}
 }
 
-// Within a run the bar shows the ops done; a single run draws no bar of
-// runs.
-func TestProgressOps(t *testing.T) {
-	var stderr bytes.Buffer
-	clock := &fakeClock{t: time.Unix(0, 0), step: progressDelay}
-	c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(true), now: clock.now}
-	p := c.newProgress(1, false)
-	p.update(1)
-	if stderr.Len() != 0 {
-		t.Fatalf("one run drew %q", stderr.String())
-	}
-	p.ops(1, 5, 10, 0.5)
-	if got := stderr.String(); !strings.HasPrefix(got, "\r[============            ] 5/10 ops, ") || !strings.HasSuffix(got, " left") {
-		t.Fatalf("bar = %q, want half full at 5/10 ops with the time left", got)
-	}
-	stderr.Reset()
-	p = c.newProgress(4, false)
-	p.ops(2, 1, 4, 0.25)
-	if got := stderr.String(); !strings.Contains(got, "] run 2/4: 1/4 ops, ") {
-		t.Fatalf("bar = %q, want run 2/4: 1/4 ops", got)
-	}
-}
-
 // A run longer than the bar's delay, on the CPU backend, draws its ops
 // done while it is in flight.
 func TestRunProgressWithinRun(t *testing.T) {
@@ -204,63 +115,4 @@ func TestRunProgressWithinRun(t *testing.T) {
 	if !strings.Contains(stderr.String(), "/3 ops") {
 		t.Errorf("stderr = %q, want the ops done drawn", stderr.String())
 	}
-}
-
-// manualClock reads the time it was set to.
-type manualClock struct{ t time.Time }
-
-func (c *manualClock) now() time.Time { return c.t }
-
-func (c *manualClock) at(d time.Duration) { c.t = time.Unix(0, 0).Add(d) }
-
-// The time left shrinks while one long op runs: a thousand small ops and
-// then a GEMM that is most of the work.
-func TestProgressEstimateShrinks(t *testing.T) {
-	var stderr bytes.Buffer
-	clock := &manualClock{t: time.Unix(0, 0)}
-	c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(true), now: clock.now}
-	p := c.newProgress(1, false)
-	times := make([]time.Duration, 1001)
-	for i := range 1000 {
-		times[i] = time.Millisecond
-	}
-	times[1000] = 100 * time.Second
-	share := workShares(times)
-	lastLeft := func() string {
-		out := stderr.String()
-		return strings.TrimRight(out[strings.LastIndex(out, "ops, ")+len("ops, "):], " ")
-	}
-	clock.at(time.Second) // the small ops took the second the model says
-	p.ops(1, 1000, 1001, share[1000])
-	assert.Equal(t, "1.67 min left", lastLeft())
-	clock.at(50 * time.Second) // the GEMM runs
-	p.ops(1, 1000, 1001, share[1000])
-	assert.Equal(t, "51.0 s left", lastLeft())
-	clock.at(110 * time.Second) // and runs longer than the estimate
-	p.ops(1, 1000, 1001, share[1000])
-	assert.Equal(t, "taking longer than estimated", lastLeft())
-}
-
-// Where stderr is not a terminal, a long run says where it is in a line
-// every progressLines, and a short one says nothing.
-func TestProgressLines(t *testing.T) {
-	var stderr bytes.Buffer
-	clock := &manualClock{t: time.Unix(0, 0)}
-	c := &cli{stdout: io.Discard, stderr: &stderr, terminal: terminal(false), now: clock.now}
-	p := c.newProgress(10, false)
-	clock.at(10 * time.Second)
-	p.update(1)
-	clock.at(20 * time.Second)
-	p.update(2)
-	assert.Empty(t, stderr.String())
-	clock.at(30 * time.Second)
-	p.update(3)
-	p.ops(4, 5, 10, 0.5)
-	assert.Equal(t, "dagrun run: progress: 3/10 runs, 0.1/s, 1.17 min left (30.0 s so far)\n", stderr.String())
-	stderr.Reset()
-	clock.at(60 * time.Second)
-	p.ops(5, 5, 10, 0.5)
-	assert.Equal(t, "dagrun run: progress: run 5/10: 5/10 ops, 1.22 min left (1.00 min so far)\n", stderr.String())
-	p.clear()
-	assert.NotContains(t, stderr.String(), "\r")
 }

@@ -5,31 +5,22 @@ package main
 // the variables of torchrun, Slurm or Open MPI).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/dagrun/dagrun/internal/human"
 	"io"
-	"os"
-	"path/filepath"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
-	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/internal/atomicfile"
 	"github.com/dagrun/dagrun/internal/comm"
-	"github.com/dagrun/dagrun/planner"
-	"github.com/dagrun/dagrun/profile"
+	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/spec"
-	"github.com/dagrun/dagrun/trace"
 )
 
 // rankFlags are dagrun run's flags for ranks.
@@ -106,263 +97,80 @@ func (f *runFlags) rankMode(s *spec.Spec, getenv func(string) string) (*rankMode
 // goroutines, and in one process its own device.
 const maxWorld = 1024
 
-// rankReport is one rank's outputs in a run's report, and with
-// --perf-model its estimate against the measured makespan and its model.
-type rankReport struct {
-	Rank      int               `json:"rank"`
-	Outputs   []outputReport    `json:"outputs"`
-	Saves     []saveReport      `json:"saves,omitempty"`
-	Makespan  *profile.Makespan `json:"makespan,omitempty"`
-	PerfModel *profile.Update   `json:"perf_model,omitempty"`
-}
-
-// worldReport is what dagrun run prints for a run of ranks, as JSON with
-// --format json.
-type worldReport struct {
-	SchemaVersion int          `json:"schema_version"`
-	Spec          string       `json:"spec"`
-	Backend       string       `json:"backend"`
-	World         int          `json:"world"`
-	Processes     bool         `json:"processes"` // one rank per process: Ranks holds this process's
-	Addr          string       `json:"rendezvous,omitempty"`
-	Repeat        int          `json:"repeat"`
-	Ops           int          `json:"ops"` // of one rank
-	Streams       int          `json:"streams"`
-	Waits         int          `json:"waits"`
-	WallNS        int64        `json:"wall_ns"`
-	Graph         bool         `json:"graph,omitempty"`
-	Ranks         []rankReport `json:"ranks"`
-}
-
 // runRanks runs the ranks of su, opened by openRun, and reports every
 // rank's outputs.
 func (c *cli) runRanks(f *runFlags, su *runSetup, m *rankMode) error {
-	asJSON := f.format.value == "json"
-	b, rs, traced, untraced := su.b, su.ranks, su.traced, su.faults
-	if f.set["rank-timeout"] {
-		untraced = append(untraced, executor.WithRankTimeout(f.ranking.timeout))
-	}
-	opts := slices.Clone(untraced)
-	if f.traceFile != "" || f.perfModel != "" {
-		opts = append(opts, executor.WithTiming())
-	}
 	ctx := c.interruptContext()
-
-	if f.graph {
-		opts = append(opts, executor.WithGraph(executor.GraphAlways))
+	cfg := c.jobConfig(f, su)
+	cfg.World, cfg.Place = m.world, m.place
+	if f.set["rank-timeout"] {
+		cfg.RankTimeout = f.ranking.timeout
 	}
-	if f.traceFile != "" {
-		opts = append(opts, executor.WithTraceRuns(traced))
+	if m.place != nil {
+		cfg.RankWaiting = rankWaiting(c.stderr, m.place.Rank)
 	}
-	if f.perfModel != "" {
-		opts = append(opts, learn(rs, f.repeat, true))
-	}
-	rn, err := openRanks(ctx, c.stderr, b, rs, m.place, opts)
-	if err != nil {
-		return c.rankFailure(ctx, rs, err, interruptedAt{})
-	}
-	run, err := rn.Run(ctx, f.repeat)
-	for i, r := range rs {
-		r.runs = run.Traced[i]
-	}
-	since := run.Start.Sub(rn.Opened())
-	if err != nil {
-		// An interrupt keeps the traces of the runs that completed.
-		at := interruptedAt{done: run.Runs, repeat: f.repeat}
-		if ctx.Err() != nil && f.traceFile != "" {
+	rs := su.progs
+	rep, err := job.RunWorld(ctx, su.b, rs, cfg)
+	if re, ok := errors.AsType[*job.RunError](err); ok {
+		at := interruptedAt{done: re.Done, repeat: re.Repeat}
+		if ctx.Err() != nil && f.traceFile != "" && re.Traced {
+			// An interrupt keeps the traces of the runs that completed.
 			var written bytes.Buffer
-			if werr := writeRankTraces(&written, f.traceFile, rs, m.world, since); werr != nil {
+			if werr := writeRankTraces(&written, f.traceFile, rep, rs); werr != nil {
 				at.trace = fmt.Sprintf("the traces of the runs that completed could not be written: %v", werr)
 			} else {
 				at.trace = "the traces of the runs that completed were written: " + strings.ReplaceAll(strings.TrimSpace(written.String()), "\n", "; ")
 			}
 		}
-		return c.rankFailure(ctx, rs, errors.Join(err, rn.Close()), at)
+		return c.rankFailure(ctx, rs, re.Err, at)
 	}
-	rep := worldReport{SchemaVersion: schemaVersion, Spec: rs[0].s.File, Backend: su.used, World: m.world, Processes: m.place != nil,
-		Repeat: f.repeat, Ops: rs[0].p.Stats.Ops, Streams: rs[0].p.Stats.Streams, Waits: rs[0].p.Stats.Waits,
-		WallNS: run.Wall.Nanoseconds(), Graph: f.graph}
-	if m.place != nil {
-		rep.Addr = m.place.Addr
-	}
-	for i, r := range rs {
-		outs, sums, err := readOutputs(r.s, rn.Session(i).Read, nil)
-		if err != nil {
-			return errors.Join(fmt.Errorf("rank %d: %w", r.rank, err), rn.Close())
-		}
-		sums.fill(outs)
-		rr := rankReport{Rank: r.rank, Outputs: outs, Saves: hostSaves(r.s)}
-		rep.Ranks = append(rep.Ranks, rr)
-	}
-	if err := rn.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	if f.perfModel != "" {
-		if err := hostRunsWorld(ctx, c.stderr, b, rs, m.place, f.repeat, untraced, c.newProgress(f.repeat, true)); err != nil {
-			return c.rankFailure(ctx, rs, err, interruptedAt{done: f.repeat, repeat: f.repeat})
-		}
-		for i, r := range rs {
-			rep.Ranks[i].Makespan = makespanOf(r.p, r.pm.Model, nil, r.pm.Eager())
-			pr, err := r.pm.Save()
-			if err != nil {
-				return fmt.Errorf("rank %d: %w", r.rank, err)
-			}
-			rep.Ranks[i].PerfModel = &pr
+		if err := rep.SaveModels(rs); err != nil {
+			return err
 		}
 	}
 	var traces bytes.Buffer
 	if f.traceFile != "" {
-		if err := writeRankTraces(&traces, f.traceFile, rs, m.world, since); err != nil {
+		if err := writeRankTraces(&traces, f.traceFile, rep, rs); err != nil {
 			return err
 		}
 	}
-	if asJSON {
+	if f.format.value == "json" {
 		if _, err := traces.WriteTo(c.stderr); err != nil {
 			return err
 		}
 		return c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, rep) })
 	}
 	return c.writeOutput(f.out, func(w io.Writer) error {
-		if err := printWorldReport(w, rep); err != nil {
+		if err := rep.WriteText(w, rs); err != nil {
 			return err
-		}
-		for i, r := range rs {
-			if r.pm != nil {
-				writePerfModel(w, fmt.Sprintf("rank %d ", r.rank), r.pm, rep.Ranks[i].Makespan, rep.Ranks[i].PerfModel)
-			}
 		}
 		_, err := traces.WriteTo(w)
 		return err
 	})
 }
 
-// hostRunsWorld is hostRuns for ranks: the world (or, with place, this
-// process's rank of it, meeting the others at a second rendezvous) run
-// repeat more times untraced, each rank's submission timed, each run's wall
-// time its ranks' measured makespan (the ranks run together).
-func hostRunsWorld(ctx context.Context, stderr io.Writer, b device.Backend, rs []*rankRun, place *executor.Place, repeat int, opts []executor.Option, bar *progress) error {
-	specs := make([]*spec.Spec, len(rs))
-	for i, r := range rs {
-		specs[i] = r.s
-	}
-	return timeUntraced(ctx, repeat, specs, bar, func(opts ...executor.Option) (*executor.Runner, error) {
-		return openRanks(ctx, stderr, b, rs, place, append(opts, learn(rs, repeat, true)))
-	}, opts)
-}
-
-// openRanks opens the runner of the ranks rs: every rank of a world in this
-// process, or with place this process's rank of a world of processes.
-func openRanks(ctx context.Context, stderr io.Writer, b device.Backend, rs []*rankRun, place *executor.Place, opts []executor.Option) (*executor.Runner, error) {
-	if place != nil {
-		return executor.JoinRunner(ctx, b, rs[0].p, *place, append(slices.Clone(opts), rankWaiting(stderr, place.Rank))...)
-	}
-	plans := make([]*planner.Plan, len(rs))
-	for i, r := range rs {
-		plans[i] = r.p
-	}
-	return executor.NewWorldRunner(ctx, b, plans, opts...)
-}
-
-func printWorldReport(w io.Writer, r worldReport) error {
-	bw := bufio.NewWriter(w)
-	for _, rr := range r.Ranks {
-		for _, o := range rr.Outputs {
-			fmt.Fprintf(bw, "rank %d output %s: bytes=%d sum=%s fnv=%s\n", rr.Rank, o.Buffer, o.Bytes,
-				strconv.FormatFloat(float64(o.Sum), 'g', -1, 64), o.FNV)
-			if o.Saved != "" {
-				fmt.Fprintf(bw, "rank %d saved %s to %s\n", rr.Rank, o.Buffer, o.Saved)
-			}
-		}
-		writeSaves(bw, fmt.Sprintf("rank %d ", rr.Rank), rr.Saves)
-	}
-	how := fmt.Sprintf("%d ranks in one process", r.World)
-	if r.Processes {
-		how = fmt.Sprintf("rank %d of %d processes (rendezvous at %s)", r.Ranks[0].Rank, r.World, r.Addr)
-	}
-	runs := "1 run"
-	if r.Repeat > 1 {
-		runs = fmt.Sprintf("%d runs (%s each)", r.Repeat, short(r.WallNS/int64(r.Repeat)))
-	}
-	if r.Graph {
-		runs += " (the first eager, then replays of a graph captured after it)"
-	}
-	fmt.Fprintf(bw, "ran %s on %s as %s: %s, %s, %s per rank, %s in %s\n",
-		human.Quote(r.Spec), r.Backend, how, human.Count(r.Ops, "op", "ops"), human.Count(r.Streams, "stream", "streams"),
-		human.Count(r.Waits, "wait", "waits"), runs, short(r.WallNS))
-	return bw.Flush()
-}
-
 // writeRankTraces writes each rank's trace of the runs it kept to file
-// ({rank} expanded), whole or not at all, the runs started since after the
-// rendezvous, and a line for each to w.
-func writeRankTraces(w io.Writer, file string, rs []*rankRun, world int, since time.Duration) error {
-	for _, r := range rs {
-		t := trace.FromRuns(r.p, r.runs)
-		t.Rank = &trace.RankClock{Rank: r.rank, World: world, Offset: since + earliest(r.runs)}
-		path := expandRank(file, r.rank)
-		if err := writeFileAtomic(path, t.WriteChrome); err != nil {
+// ({rank} expanded), whole or not at all, and a line for each to w.
+func writeRankTraces(w io.Writer, file string, rep *job.WorldReport, rs []*job.Program) error {
+	for i, t := range rep.Traces(rs) {
+		path := spec.ExpandRank(file, rs[i].Rank)
+		if err := atomicfile.Write(path, t.WriteChrome); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "trace of rank %d written to %s\n", r.rank, path)
+		fmt.Fprintf(w, "trace of rank %d written to %s\n", rs[i].Rank, path)
 	}
 	return nil
 }
 
 // rankFailure is the failure of a run of ranks: the failing op placed in
 // its rank's spec, with the rank named.
-func (c *cli) rankFailure(ctx context.Context, rs []*rankRun, err error, at interruptedAt) error {
-	s := rs[0].s
-	prefix := ""
-	if re, ok := errors.AsType[*executor.RankError](err); ok {
-		for _, r := range rs {
-			if r.rank == re.Rank {
-				s = r.s
-			}
-		}
-		prefix = fmt.Sprintf("rank %d: ", re.Rank)
-	}
-	fe := c.runFailure(ctx, s, err, nil, at)
-	fl, ok := fe.(*failure)
-	if !ok {
-		return fe
-	}
-	for i := range fl.errors {
-		if fl.errors[i].Op != "" && !strings.HasPrefix(fl.errors[i].Message, prefix) {
-			fl.errors[i].Message = prefix + fl.errors[i].Message
-		}
-	}
-	if len(rs) == 1 && len(fl.errors) == 1 && fl.errors[0].Op == "" && errors.Is(err, comm.ErrMismatch) {
-		// The ranks disagree on their collectives: place the first one
-		// that differs in this rank's spec.
-		if m := collectiveIndex.FindStringSubmatch(err.Error()); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			if op := nthCollective(s.Graph, n); op != nil {
-				p := problem{File: s.File, Op: op.Name, Message: err.Error()}
-				if pos, ok := s.OpPos(op.Name); ok {
-					p = p.at(pos)
-				}
-				fl.errors[0] = p
-			}
-		}
-	}
-	return fl
-}
-
-// collectiveIndex finds the number of the first collective the ranks
-// disagree on in internal/comm's error.
-var collectiveIndex = regexp.MustCompile(`(?:differ at|its) #(\d+)`)
-
-// nthCollective is the n-th (from 1) op of g's collective sequence.
-func nthCollective(g *dag.Graph, n int) *dag.Op {
-	for _, op := range g.Ops {
-		if !op.Kind.IsCollective() || op.Kind == dag.Send || op.Kind == dag.Recv {
-			continue
-		}
-		if n--; n == 0 {
-			return op
-		}
-	}
-	return nil
+func (c *cli) rankFailure(ctx context.Context, rs []*job.Program, err error, at interruptedAt) error {
+	s, p := job.WorldProblem(rs, err)
+	return c.runFailure(ctx, s, p, nil, at)
 }
 
 // loadRank loads the spec at path as rank's program in a world of world
@@ -372,138 +180,11 @@ func (c *cli) loadRank(path string, o specFiles, rank, world int) (*spec.Spec, e
 	return c.load(path, o)
 }
 
-// moveToDevice puts the device buffers and the ops of g on device d. A
-// spec that runs as several ranks places nothing itself (the loader
-// refuses device: there), so everything is on device 0 until then.
-func moveToDevice(g *dag.Graph, d int) {
-	for _, b := range g.Buffers {
-		if b.Placement == dag.Device {
-			b.Device = d
-		}
-	}
-	for _, op := range g.Ops {
-		op.Device = d
-	}
-}
-
-// localDevice is the device of the process of local rank local: local
-// modulo the devices CUDA_VISIBLE_DEVICES leaves (all of them when it is
-// unset, since ranks then share the machine's devices in order).
-func localDevice(local int, getenv func(string) string) int {
-	v := strings.TrimSpace(getenv("CUDA_VISIBLE_DEVICES"))
-	if v == "" {
-		return local
-	}
-	n := len(strings.Split(v, ","))
-	return local % n
-}
-
-// rankPattern is what a path a rank writes holds in place of its rank.
-const rankPattern = "{rank}"
-
-func expandRank(path string, rank int) string {
-	return strings.ReplaceAll(path, rankPattern, strconv.Itoa(rank))
-}
-
-// earliest is when the first of the runs' spans started, from the start of
-// the runs: the time zero of their trace (trace.FromRuns).
-func earliest(runs []trace.RunSpans) time.Duration {
-	var first time.Duration
-	found := false
-	for _, r := range runs {
-		for _, sp := range r.Spans {
-			if at := r.Start + sp.Start; !found || at < first {
-				first, found = at, true
-			}
-		}
-	}
-	return first
-}
-
-// vizRanks draws the traces of several ranks as one timeline.
-func (c *cli) vizRanks(inputs []string, out, format string) error {
-	if out == "" {
-		return usagef("-o FILE is required")
-	}
-	ext := format
-	if ext == "" {
-		if out == stdio {
-			return usagef("-o - needs --format svg or html")
-		}
-		ext = strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
-	}
-	if ext != "svg" && ext != "html" {
-		return usagef("traces draw as .svg or .html, %s", notExt(out, ext, "svg"))
-	}
-	var reads []fileUse
-	for _, in := range inputs {
-		reads = append(reads, fileUse{in, "an input of viz"})
-	}
-	if err := checkFileUses(reads, []fileUse{{out, "-o"}}); err != nil {
-		return err
-	}
-	var traces []*trace.Trace
-	for _, in := range inputs {
-		if in == stdio {
-			return usagef("several traces are read from files, not standard input")
-		}
-		f, err := os.Open(in)
-		if err != nil {
-			return err
-		}
-		t, err := trace.ReadChrome(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", human.Quote(in), err)
-		}
-		if t.Rank == nil {
-			return usagef("%s is not the trace of a rank: several traces are merged only when each is one rank's (dagrun run --trace of a world)", in)
-		}
-		traces = append(traces, t)
-	}
-	m, err := trace.MergeRanks(traces)
-	if err != nil {
-		return err
-	}
-	draw := m.WriteSVG
-	if ext == "html" {
-		draw = m.WriteHTML
-	}
-	return c.writeOutputInterruptible(out, draw)
-}
-
-// rankLines writes what one rank's host steps print, line by line, each
-// line after prefix ("rank 1 "), so that the ranks' lines neither tear nor
-// lose their rank. Lines of all ranks share mu.
-type rankLines struct {
-	prefix string
-	w      io.Writer
-	mu     *sync.Mutex
-	part   []byte // a line not yet ended
-}
-
-func (l *rankLines) Write(p []byte) (int, error) {
-	l.part = append(l.part, p...)
-	for {
-		i := bytes.IndexByte(l.part, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		l.mu.Lock()
-		_, err := io.WriteString(l.w, l.prefix+string(l.part[:i+1]))
-		l.mu.Unlock()
-		l.part = l.part[i+1:]
-		if err != nil {
-			return len(p), err
-		}
-	}
-}
-
 // rankWaiting makes a rank say on stderr whom its rendezvous waits for,
 // every few seconds, as torchrun does: a rank that waits in silence looks
 // hung.
-func rankWaiting(stderr io.Writer, rank int) executor.Option {
-	return executor.WithRankWaiting(func(missing []int, waited time.Duration) {
+func rankWaiting(stderr io.Writer, rank int) func(missing []int, waited time.Duration) {
+	return func(missing []int, waited time.Duration) {
 		who := make([]string, len(missing))
 		for i, r := range missing {
 			who[i] = strconv.Itoa(r)
@@ -514,5 +195,5 @@ func rankWaiting(stderr io.Writer, rank int) executor.Option {
 		}
 		fmt.Fprintf(stderr, "dagrun run: rank %d: waiting for rank%s %s (%s so far; --rank-timeout bounds it)\n",
 			rank, s, strings.Join(who, ", "), human.Duration(waited.Round(time.Second)))
-	})
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
 )
@@ -79,8 +80,7 @@ func TestRankExampleValues(t *testing.T) {
 			for r := range n {
 				s, err := loadSpecFile("../../examples/ranks/data_parallel.yaml", specFiles{saveDir: t.TempDir(), extra: []spec.Option{spec.WithRank(r, n)}})
 				require.NoError(t, err)
-				moveToDevice(s.Graph, r)
-				p, err := makePlan(s, layout{})
+				p, err := makePlan(job.NewRank(s, r, nil, os.Getenv).Spec, job.Layout{})
 				require.NoError(t, err)
 				specs, plans = append(specs, s), append(plans, p)
 			}

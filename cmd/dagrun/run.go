@@ -3,24 +3,28 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/progress"
 	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
 )
 
 // layout is the placement the flags ask for.
-func (f *runFlags) layout() layout {
-	return layout{streams: int(f.streams), strategy: planner.Strategy(f.strategy), memoryBudget: int64(f.memoryBudget),
-		poolTemporaries: f.temps.value == "pool", fuse: planner.Fusion(f.fuse)}
+func (f *runFlags) layout() job.Layout {
+	return job.Layout{Streams: int(f.streams), Strategy: planner.Strategy(f.strategy), MemoryBudget: int64(f.memoryBudget),
+		PoolTemporaries: f.temps.value == "pool", Fuse: planner.Fusion(f.fuse)}
 }
 
 // runFlags are dagrun run's flags.
@@ -127,12 +131,16 @@ func (c *cli) run(args []string) error {
 		}
 		c.stdin = bytes.NewReader(src)
 	}
+	f.files.shapes = true
 	s, err := c.load(specs[0], f.files)
 	if err != nil {
 		return err
 	}
 	if !asJSON {
 		c.printWarnings(s)
+	}
+	if len(f.files.lists) > 0 {
+		return c.runShapes(f, s) // shapes.go: several values, one shape each
 	}
 	if err := f.faults.check(s); err != nil {
 		return err
@@ -162,101 +170,58 @@ func (c *cli) run(args []string) error {
 	if m != nil {
 		return c.runRanks(f, su, m)
 	}
-	p, pm := su.ranks[0].p, su.ranks[0].pm
+	prog := su.progs[0]
 	s.Stdout = c.hostOut(f)
 	ctx := c.interruptContext()
-	// --graph auto: the runs after a few identical ones replay a graph. A
-	// perf model's eager runs teach it the host's submission costs, so
-	// they stay eager.
-	auto := f.graphMode.mode == executor.GraphAuto && pm == nil && f.repeat > executor.DefaultAutoCapture
-	bar := c.newProgress(f.repeat, c.quietProgress(asJSON, p))
-	rn, err := executor.NewRunner(ctx, su.b, p, c.runnerOptions(f, su, pm, auto, bar)...)
-	if err != nil {
-		return c.runFailure(ctx, s, err, nil, interruptedAt{})
-	}
-	rep, err := rn.Run(ctx, f.repeat)
-	bar.clear()
-	saved := map[string]bool{}
-	var report runReport
-	var sums *pendingSums
-	if err == nil {
-		report = newRunReport(p, rep)
-		report.Outputs, sums, err = readOutputs(s, rn.Session(0).Read, saved)
-		report.Saves = hostSaves(s)
-		report.Memory = memoryReports(rn.Session(0), p, memoryBudget(s, f.layout())) // memoryrun.go; before Close
-		report.MemoryBudget = newBudgetReport(p)
-	}
-	if cerr := rn.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && pm != nil && !f.graph {
-		err = hostRuns(ctx, su.b, s, p, pm, f.repeat, su.faults, c.newProgress(f.repeat, c.quietProgress(asJSON, p)))
-	}
-	if err != nil {
-		at := interruptedAt{done: rep.Runs, repeat: f.repeat}
-		if ctx.Err() != nil && f.traceFile != "" {
-			at.trace = keepTrace(f.traceFile, rn.Session(0), p, rep)
+	cfg := c.jobConfig(f, su)
+	cfg.Progress = func() *progress.Bar { return c.newProgress(f.repeat, c.quietProgress(asJSON, prog.Plan)) }
+	report, err := job.Run(ctx, su.b, prog, cfg)
+	if re, ok := errors.AsType[*job.RunError](err); ok {
+		at := interruptedAt{done: re.Done, repeat: re.Repeat}
+		if ctx.Err() != nil && f.traceFile != "" && re.Traced {
+			at.trace = keepTrace(f.traceFile, report)
 		}
-		return c.runFailure(ctx, s, err, saved, at)
+		return c.runFailure(ctx, s, job.Problem(s, re.Err), report.Outputs, at)
 	}
 	// The outputs' checksums were computed beside the session's Close and
 	// are waited for beside the backend's.
 	berr := su.b.Close()
-	sums.fill(report.Outputs)
+	report.Wait()
 	if berr != nil {
 		return berr
 	}
-	report.SchemaVersion, report.Spec, report.Backend = schemaVersion, s.File, su.used
-	if auto {
-		noteAutoCapture(c.stderr, rep.Log, f.verbose, &report)
-	}
-	if f.traceFile != "" {
-		report.TracedRuns = rep.TracedRuns()
-	}
-	note := timingNote(rn.Session(0), nil)
-	for _, u := range unfusedNotes(rn.Session(0)) {
-		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", u)
-	}
-	if pm != nil {
-		report.Makespan = makespanOf(p, pm.Model, report.Graph, pm.Eager())
-		// Replays traced op by op ran slower than they do untraced (CUPTI's
-		// cost per node; timed by events, each traced replay ran alone):
-		// their time each would mislead the model. Whole replays timed by
-		// CUPTI's graph-level records cost nearly nothing.
-		if !f.graph || f.traceFile == "" || f.timingSource() == "cupti-graph" {
-			pm.observeReplays(report.Graph)
-		}
+	if l := report.Exec.Log; l.NotCaptured != nil && l.CapturedAfter == 0 && f.verbose {
+		why := strings.ReplaceAll(l.NotCaptured.Error(), "\n", "; ")
+		fmt.Fprintf(c.stderr, "dagrun run: --graph auto: the runs stay eager, the plan cannot be captured: %s\n", why)
 	}
 	if asJSON {
-		report.Warnings = specWarnings(s)
+		report.Warnings = s.WarningProblems()
 	}
-
 	var memErr error
 	for _, r := range report.Memory {
 		if r.Warning != "" {
 			fmt.Fprintf(c.stderr, "dagrun run: warning: memory %s: %s\n", r.Memory, r.Warning)
 		}
-		if err := r.overBudget(); err != nil && memErr == nil {
+		if err := r.OverBudget(); err != nil && memErr == nil {
 			memErr = err
 		}
 	}
-
 	var traceSummary bytes.Buffer
 	if f.traceFile != "" {
-		var err error
-		if report.Planned, note, err = writeRunTrace(&traceSummary, f, rn.Session(0), p, pm, rep, su.used); err != nil {
+		if err := writeRunTrace(&traceSummary, f, report, su.used); err != nil {
 			return err
 		}
 	}
-	if pm != nil { // after the comparison with the plan, which uses the model as planned
-		pr, err := pm.Save()
-		if err != nil {
+	if prog.Model != nil { // after the comparison with the plan, which uses the model as planned
+		if err := report.SaveModel(prog); err != nil {
 			return err
 		}
-		report.PerfModel = &pr
+	}
+	for _, u := range report.Unfused {
+		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", u)
 	}
 	// The cpu backend has one clock: how it timed ops is news only with -v.
-	if note != "" && (!f.graph || f.traceFile != "") && (su.used != "cpu" || f.verbose) {
+	if note := report.Timing.Note(); note != "" && (!f.graph || f.traceFile != "") && (su.used != "cpu" || f.verbose) {
 		fmt.Fprintf(c.stderr, "dagrun run: %s\n", note)
 	}
 	if asJSON {
@@ -270,10 +235,9 @@ func (c *cli) run(args []string) error {
 		return memErr
 	}
 	if err := c.writeOutput(f.out, func(w io.Writer) error {
-		if err := c.printReport(w, report, f.repeat); err != nil {
+		if err := report.WriteText(w, prog.Model); err != nil {
 			return err
 		}
-		printPerfModel(w, report, pm)
 		_, err := traceSummary.WriteTo(w)
 		return err
 	}); err != nil {
@@ -282,42 +246,15 @@ func (c *cli) run(args []string) error {
 	return memErr // after the report, which shows what was measured
 }
 
-// runnerOptions are the options of the runner of a run of one program:
-// the faults asked for, timing for a trace and a perf model's eager runs,
-// where temporaries live, when to capture, and the progress bar.
-func (c *cli) runnerOptions(f *runFlags, su *runSetup, pm *perfModel, auto bool, bar *progress) []executor.Option {
-	opts := slices.Clone(su.faults)
-	// Ops are timed for a trace, and for a perf model's eager runs (their
-	// spans teach it). Replays teach a perf model only their time each,
-	// which tracing their ops would inflate (by CUPTI's cost per node: 8x
-	// for workload E's empty kernels on the H100), so untraced replays are
-	// not timed.
-	if f.traceFile != "" || (pm != nil && !f.graph) {
-		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(f.timingSource()))
-	}
-	if f.traceFile != "" {
-		opts = append(opts, executor.WithTraceRuns(su.traced))
-	}
-	if f.detail.value == "replays" {
-		opts = append(opts, executor.WithWholeReplays())
-	}
+// jobConfig is how the flags say a run's programs run: the graph mode,
+// the runs traced and how, where temporaries live, the faults.
+func (c *cli) jobConfig(f *runFlags, su *runSetup) job.Config {
+	cfg := job.Config{Backend: su.used, Layout: f.layout(), Repeat: f.repeat, Graph: f.graphMode.mode,
+		Traced: su.traced, WholeReplays: f.detail.value == "replays", TimingSource: f.timingSource(), Options: su.faults}
 	if mode, ok := executor.ParseTemporaryMode(f.temps.value); ok {
-		opts = append(opts, executor.WithTemporaries(mode))
+		cfg.Temporaries = mode
 	}
-	switch {
-	case f.graph:
-		opts = append(opts, executor.WithGraph(executor.GraphAlways))
-	case auto:
-		opts = append(opts, executor.WithGraph(executor.GraphAuto))
-	}
-	if pm != nil {
-		opts = append(opts, executor.WithSubmitTiming(), learn(su.ranks, f.repeat, false))
-	}
-	opts = append(opts, executor.WithProgress(bar.update))
-	if bar.w != nil {
-		opts = append(opts, executor.WithOpsProgress(bar.opsProgress(su.ranks[0].p.Graph)))
-	}
-	return opts
+	return cfg
 }
 
 // interruptedAt is how far the runs of a session had come when a signal
@@ -331,8 +268,8 @@ func (at interruptedAt) String() string {
 	if at.repeat == 0 {
 		return "interrupted before the runs started; everything was freed"
 	}
-	s := fmt.Sprintf("interrupted after %d of %d %s completed; the one in flight was abandoned and everything was freed",
-		at.done, at.repeat, plural(at.repeat, "run", "runs"))
+	s := fmt.Sprintf("interrupted after %d of %s completed; the one in flight was abandoned and everything was freed",
+		at.done, human.Count(at.repeat, "run", "runs"))
 	if at.trace != "" {
 		s += "; " + at.trace
 	}
@@ -341,17 +278,15 @@ func (at interruptedAt) String() string {
 
 // runFailure is the failure of a run: interrupted (status 130) when a
 // signal ended ctx, said in plain words with how far the runs came (at),
-// else the op's or backend's error; it names the outputs with a save
-// path that were not written.
-func (c *cli) runFailure(ctx context.Context, s *spec.Spec, err error, saved map[string]bool, at interruptedAt) error {
-	var fl *failure
+// else p, the op's or backend's error placed in s; it names the outputs
+// with a save path that were not written.
+func (c *cli) runFailure(ctx context.Context, s *spec.Spec, p problem, outs []spec.OutputResult, at interruptedAt) error {
+	fl := &failure{status: exitFailure, errors: []problem{p}}
 	if ctx.Err() != nil {
 		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: at.String()}}}
-	} else {
-		fl = opFailure(s, err)
 	}
-	for _, out := range s.Outputs {
-		if out.Save != "" && !saved[out.Save] {
+	for i, out := range s.Outputs {
+		if out.Save != "" && (i >= len(outs) || outs[i].Saved == "") {
 			fl.notWritten = append(fl.notWritten, fmt.Sprintf("%s to %s", out.Buffer.Name, human.Quote(s.SavePath(out.Save))))
 		}
 	}

@@ -11,35 +11,19 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
-	"github.com/dagrun/dagrun/internal/human"
-	"github.com/dagrun/dagrun/planner"
-	"github.com/dagrun/dagrun/profile"
+	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/spec"
-	"github.com/dagrun/dagrun/trace"
 )
-
-// rankRun is one program of a run: the spec of an ordinary run, or one
-// rank of a world run in this process.
-type rankRun struct {
-	rank   int
-	device int
-	s      *spec.Spec
-	p      *planner.Plan
-	runs   []trace.RunSpans
-	pm     *perfModel // with --perf-model
-}
 
 // runSetup is what a run's opening made. The caller closes b.
 type runSetup struct {
 	b      device.Backend
 	used   string // the backend's name
-	ranks  []*rankRun
-	traced func(run int) bool // which runs --trace keeps
+	progs  []*job.Program
+	traced func(run int) bool // which runs --trace keeps; nil: none
 	faults []executor.Option  // --chaos and --fail-op
 }
 
@@ -47,36 +31,34 @@ type runSetup struct {
 // from standard input), or with m, the ranks m names: each loaded as its
 // own program.
 func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *rankMode) (*runSetup, error) {
-	su := &runSetup{traced: func(int) bool { return false }}
+	su := &runSetup{}
 	var err error
 	if m == nil {
 		if err := checkFileUses(f.fileUses(s, f.out, f.traceFile, f.perfModel)); err != nil {
 			return nil, err
 		}
-		su.ranks = []*rankRun{{s: s}}
-	} else if su.ranks, err = c.loadRanks(f, path, src, m); err != nil {
+		su.progs = []*job.Program{{Spec: s}}
+	} else if su.progs, err = c.loadRanks(f, path, src, m); err != nil {
 		return nil, err
 	}
 	if f.traceFile != "" {
-		if su.traced, err = parseTraceRuns(f.traceRuns, f.repeat); err != nil {
-			return nil, err
+		if su.traced, err = job.ParseRuns(f.traceRuns, f.repeat); err != nil {
+			return nil, usagef("--trace-runs %q: %v", f.traceRuns, err)
 		}
 	}
 	if err := f.faults.checkGraph(f.graph, f.set["graph"], s); err != nil { // faults.go
 		return nil, err
 	}
-	if su.faults, err = f.faults.options(); err != nil {
-		return nil, err
-	}
-	for _, r := range su.ranks {
-		if r.p, err = makePlan(r.s, f.layout()); err != nil {
+	su.faults = f.faults.options()
+	for _, r := range su.progs {
+		if r.Plan, err = makePlan(r.Spec, f.layout()); err != nil {
 			return nil, err
 		}
 		if f.graph {
 			// Before the backend is opened: a plan a graph cannot hold is
 			// refused without touching a device.
-			if err := executor.CheckCapture(r.p); err != nil {
-				return nil, captureFailure(r.s, err, f.set["graph"])
+			if err := executor.CheckCapture(r.Plan); err != nil {
+				return nil, captureFailure(r.Spec, err, f.set["graph"])
 			}
 		}
 	}
@@ -93,30 +75,11 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 		return nil, err
 	}
 	if used == "cpu" {
-		warnCPUTime(c.stderr, su.ranks, f.repeat)
+		if w := job.CPUWarning(su.progs, f.repeat); w != "" {
+			c.warn("run")(w)
+		}
 	}
 	return su, nil
-}
-
-// longOnCPU is the estimated time of a run's work on the CPU backend above
-// which run warns before it starts: a GPU-sized spec would otherwise
-// start without a word and run for minutes.
-const longOnCPU = time.Minute
-
-// warnCPUTime warns on stderr when repeat runs of the programs rs are
-// estimated to take longer than longOnCPU on the CPU backend, saying how
-// the estimate was made.
-func warnCPUTime(stderr io.Writer, rs []*rankRun, repeat int) {
-	var e profile.CPUEstimate
-	for _, r := range rs {
-		e = e.Add(profile.EstimateCPU(r.p.Graph))
-	}
-	total := time.Duration(min(float64(e.Time)*float64(max(repeat, 1)), float64(1<<62)))
-	if total <= longOnCPU {
-		return
-	}
-	fmt.Fprintf(stderr, "dagrun run: warning: this may take about %s on the CPU backend, estimated from %s of GEMMs and %s moved per run (%s); Ctrl-C stops it\n",
-		human.Duration(total.Round(time.Second)), human.Flops(e.Flops), human.Bytes(e.Bytes), e.Rates())
 }
 
 // planForBackend loads each program's perf model (a rank's of its device)
@@ -124,24 +87,18 @@ func warnCPUTime(stderr io.Writer, rs []*rankRun, repeat int) {
 // machine. Collectives keep their declared order under every plan, so
 // ranks still agree.
 func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
-	for _, r := range su.ranks {
+	for _, r := range su.progs {
 		var err error
 		if f.perfModel != "" {
-			if r.pm, err = c.loadPerfModel("run", expandRank(f.perfModel, r.rank), su.b, r.device); err != nil {
+			if r.Model, err = c.loadPerfModel("run", spec.ExpandRank(f.perfModel, r.Rank), su.b, r.Device); err != nil {
 				return err
 			}
 			if m != nil {
-				r.pm.Model.World = m.world
+				r.Model.Model.World = m.world
 			}
 		}
-		mach, err := executor.MachineOf(su.b, r.s.Graph)
-		if err != nil {
-			return err
-		}
-		if r.pm != nil || mach.Known() {
-			if r.p, err = planWithModel(r.s, f.layout(), r.pm, runMode(f.graph), mach); err != nil {
-				return err
-			}
+		if err := r.Replan(su.b, f.layout(), job.Mode(f.graph), c.warn("run")); err != nil {
+			return planFailure(r.Spec, err)
 		}
 	}
 	return nil
@@ -150,12 +107,12 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 // loadRanks loads the spec at path as the program of each rank m names,
 // on its device, and checks what they write: two ranks writing one file
 // is refused.
-func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*rankRun, error) {
-	if f.traceFile != "" && !strings.Contains(f.traceFile, rankPattern) {
+func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*job.Program, error) {
+	if f.traceFile != "" && !strings.Contains(f.traceFile, "{rank}") {
 		return nil, usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
 	}
 	if f.perfModel != "" {
-		if !strings.Contains(f.perfModel, rankPattern) {
+		if !strings.Contains(f.perfModel, "{rank}") {
 			return nil, usagef("--perf-model %s: every rank keeps the model of its device; put {rank} in the path, as in models_{rank}.json", f.perfModel)
 		}
 		if f.graph {
@@ -173,7 +130,7 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*r
 			ranks = append(ranks, r)
 		}
 	}
-	rs := make([]*rankRun, len(ranks))
+	rs := make([]*job.Program, len(ranks))
 	writers := map[string]int{} // path -> the rank that writes it
 	hostMu := &sync.Mutex{}     // one line at a time from the ranks' host steps
 	for i, r := range ranks {
@@ -187,11 +144,7 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*r
 		if err := f.faults.check(s); err != nil {
 			return nil, err
 		}
-		device := r
-		if m.place != nil {
-			device = localDevice(m.place.LocalRank, os.Getenv)
-		}
-		moveToDevice(s.Graph, device)
+		rs[i] = job.NewRank(s, r, m.place, os.Getenv)
 		paths := []string{}
 		for _, out := range s.Outputs {
 			if out.Save != "" {
@@ -199,12 +152,12 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*r
 			}
 		}
 		if f.traceFile != "" {
-			paths = append(paths, expandRank(f.traceFile, r))
+			paths = append(paths, spec.ExpandRank(f.traceFile, r))
 		}
 		if f.perfModel != "" {
-			paths = append(paths, expandRank(f.perfModel, r))
+			paths = append(paths, spec.ExpandRank(f.perfModel, r))
 		}
-		if err := checkFileUses(f.fileUses(s, f.out, expandRank(f.traceFile, r), expandRank(f.perfModel, r))); err != nil {
+		if err := checkFileUses(f.fileUses(s, f.out, spec.ExpandRank(f.traceFile, r), spec.ExpandRank(f.perfModel, r))); err != nil {
 			return nil, err
 		}
 		for _, pt := range paths {
@@ -213,8 +166,7 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*r
 			}
 			writers[pt] = r
 		}
-		s.Stdout = &rankLines{prefix: fmt.Sprintf("rank %d ", r), w: c.hostOut(f), mu: hostMu}
-		rs[i] = &rankRun{rank: r, device: device, s: s}
+		s.Stdout = job.RankWriter(c.hostOut(f), r, hostMu)
 	}
 	return rs, nil
 }
@@ -226,78 +178,4 @@ func (c *cli) hostOut(f *runFlags) io.Writer {
 		return c.stderr
 	}
 	return c.stdout
-}
-
-// readOutputs reads the outputs of s (read reads a buffer after the runs),
-// saves those with a save path, noting each in saved (when not nil), and
-// reports their checksums.
-func readOutputs(s *spec.Spec, read func(*dag.Buffer) ([]byte, error), saved map[string]bool) ([]outputReport, *pendingSums, error) {
-	var outs []outputReport
-	sums := &pendingSums{}
-	for _, out := range s.Outputs {
-		data, err := read(out.Buffer)
-		if err != nil {
-			return outs, sums, fmt.Errorf("%s: reading output %s: %w", out.Pos, out.Buffer.Name, err)
-		}
-		o := outputReport{Buffer: out.Buffer.Name, DType: out.Buffer.DType.String(), Bytes: len(data)}
-		if out.Save != "" {
-			if o.Saved, err = saveOutput(s, out.Save, data); err != nil {
-				return outs, sums, fmt.Errorf("%s: saving output %s: %w", out.Pos, out.Buffer.Name, err)
-			}
-			if saved != nil {
-				saved[out.Save] = true
-			}
-		}
-		outs = append(outs, o)
-		sums.start(data, out.Buffer.DType)
-	}
-	return outs, sums, nil
-}
-
-// pendingSums are the checksums of the outputs read, computed on
-// goroutines while the session and the backend close: FNV-1a goes a byte
-// at a time, 15-20 ms for 16 MiB, which a cold start would otherwise add
-// to the closes.
-type pendingSums struct {
-	wg   sync.WaitGroup
-	sums []*spec.Sum
-}
-
-func (ps *pendingSums) start(data []byte, dt dag.DType) {
-	sum := new(spec.Sum)
-	ps.sums = append(ps.sums, sum)
-	ps.wg.Go(func() { *sum = spec.Checksum(data, dt) })
-}
-
-// fill waits for the checksums and writes them into outs, the outputs
-// readOutputs returned.
-func (ps *pendingSums) fill(outs []outputReport) {
-	ps.wg.Wait()
-	for i, sum := range ps.sums {
-		outs[i].Sum, outs[i].FNV = jsonFloat(sum.Sum), fmt.Sprintf("%016x", sum.FNV)
-	}
-}
-
-// saveReport is a file a save host step wrote.
-type saveReport struct {
-	Op    string `json:"op"`
-	View  string `json:"view"`
-	Saved string `json:"saved"`
-}
-
-// hostSaves are the files the save host steps of s wrote, at every run
-// (the last run's bytes are what they hold).
-func hostSaves(s *spec.Spec) []saveReport {
-	var r []saveReport
-	for _, st := range s.Saves {
-		r = append(r, saveReport{Op: st.Op.Name, View: st.View.String(), Saved: s.SavePath(st.Path)})
-	}
-	return r
-}
-
-// writeSaves writes a line for each save, as outputs' saves are written.
-func writeSaves(w io.Writer, prefix string, saves []saveReport) {
-	for _, sv := range saves {
-		fmt.Fprintf(w, "%ssaved %s to %s (host step %s)\n", prefix, sv.View, sv.Saved, sv.Op)
-	}
 }

@@ -4,12 +4,11 @@ package main
 // loader's file options.
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"slices"
 
 	"github.com/dagrun/dagrun/spec"
 )
@@ -29,6 +28,8 @@ type specFiles struct {
 	saveDir string        // --save-dir: where relative save paths go
 	baseDir string        // where relative paths resolve for a spec from standard input
 	set     paramValues   // --set name=value: the spec's parameters
+	lists   []paramList   // --set name=v1,v2,...: the shapes dagrun run runs in turn
+	shapes  bool          // the command takes lists (dagrun run)
 	extra   []spec.Option // more options: a rank's (ranks.go)
 }
 
@@ -38,41 +39,35 @@ type specFiles struct {
 func (o *specFiles) addFlags(fs *flag.FlagSet) {
 	fs.Var((*multiFlag)(&o.allow), "allow-path", "")
 	fs.StringVar(&o.saveDir, "save-dir", "", "")
-	fs.Var(&o.set, "set", "")
+	fs.Var(&paramFlag{o}, "set", "")
 }
 
-// paramValues are --set's values, in the order given; a later one for a
-// name wins.
-type paramValues []struct {
-	name  string
-	value int64
+// paramValues are --set's parameters, in the order given; a later one
+// for a name wins.
+type paramValues []spec.Option
+
+// paramList is a --set of several values.
+type paramList struct {
+	name   string
+	values []int64
 }
 
-func (p *paramValues) String() string {
-	var parts []string
-	for _, v := range *p {
-		parts = append(parts, fmt.Sprintf("%s=%d", v.name, v.value))
-	}
-	return strings.Join(parts, ",")
-}
+// paramFlag is --set: one value is an option of the load; several are a
+// list of shapes, loaded at the first.
+type paramFlag struct{ o *specFiles }
 
-func (p *paramValues) Set(s string) error {
-	name, text, ok := strings.Cut(s, "=")
-	name = strings.TrimSpace(name)
-	if !ok || name == "" {
-		return errors.New("write NAME=VALUE, for example --set T=512")
-	}
-	if strings.Contains(text, ",") {
-		return fmt.Errorf("%s: give one value (a list of values, one session per shape, is not supported yet)", name)
-	}
-	v, err := spec.ParseSize(strings.TrimSpace(text))
+func (p *paramFlag) String() string { return "" }
+
+func (p *paramFlag) Set(s string) error {
+	name, values, err := spec.ParseParamValues(s)
 	if err != nil {
-		return fmt.Errorf("%s: %q is not a whole number", name, text)
+		return err
 	}
-	*p = append(*p, struct {
-		name  string
-		value int64
-	}{name, v})
+	p.o.lists = slices.DeleteFunc(p.o.lists, func(l paramList) bool { return l.name == name })
+	if len(values) > 1 {
+		p.o.lists = append(p.o.lists, paramList{name, values})
+	}
+	p.o.set = append(p.o.set, spec.WithParam(name, values[0]))
 	return nil
 }
 
@@ -85,9 +80,7 @@ func loaderOptions(o specFiles) []spec.Option {
 	if o.baseDir != "" {
 		opts = append(opts, spec.WithBaseDir(o.baseDir))
 	}
-	for _, v := range o.set {
-		opts = append(opts, spec.WithParam(v.name, v.value))
-	}
+	opts = append(opts, o.set...)
 	return append(opts, o.extra...)
 }
 
@@ -102,18 +95,14 @@ func parseSpec(name string, src []byte, o specFiles) (*spec.Spec, error) {
 	return spec.Parse(name, src, loaderOptions(o)...)
 }
 
-// saveOutput writes an output's bytes to its save path, as the spec
-// resolves it: confined to the spec's tree, --save-dir and --allow-path,
-// through a temporary file renamed when complete.
-func saveOutput(s *spec.Spec, path string, data []byte) (string, error) {
-	return s.SavePath(path), s.WriteFile(path, data)
-}
-
 // load reads the spec at path ("-": standard input) with the file
 // options o. A spec with errors comes back as a *failure listing every
 // problem, warnings too. The warnings of a spec that loads are the
 // caller's to print (printWarnings) or to put in its JSON document.
 func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
+	if len(o.lists) > 0 && !o.shapes {
+		return nil, usagef("--set %s: several values run each shape in turn, which only dagrun run does; give one value", o.lists[0].name)
+	}
 	var s *spec.Spec
 	var err error
 	if path == stdio {
@@ -145,8 +134,8 @@ func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
 
 // printWarnings prints the warnings of s on stderr, in file order.
 func (c *cli) printWarnings(s *spec.Spec) {
-	for _, w := range specWarnings(s) {
+	for _, w := range s.WarningProblems() {
 		w.Message = "warning: " + w.Message
-		fmt.Fprintln(c.stderr, w.text(""))
+		fmt.Fprintln(c.stderr, w.Text(""))
 	}
 }

@@ -3,11 +3,12 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/dagrun/dagrun/internal/human"
-	"github.com/dagrun/dagrun/spec"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/dagrun/dagrun/internal/human"
+	"github.com/dagrun/dagrun/spec"
 )
 
 // validateDoc is what validate --format json writes.
@@ -67,16 +68,15 @@ func (c *cli) validate(args []string) error {
 			}
 			continue
 		}
-		ws := specWarnings(s)
+		ws := s.WarningProblems()
 		doc.Warnings = append(doc.Warnings, ws...)
 		doc.Specs = append(doc.Specs, specValidity{File: f, OK: true, Buffers: len(s.Graph.Buffers),
 			Ops: len(s.Graph.Ops), Outputs: len(s.Outputs), Warnings: len(ws)})
 		if !asJSON {
 			c.printWarnings(s)
-			nb, no, nout, nw := len(s.Graph.Buffers), len(s.Graph.Ops), len(s.Outputs), len(s.Warnings)
-			fmt.Fprintf(&text, "%s: ok (%d %s, %d %s, %d %s, %d %s)\n", human.Quote(f),
-				nb, plural(nb, "buffer", "buffers"), no, plural(no, "op", "ops"),
-				nout, plural(nout, "output", "outputs"), nw, plural(nw, "warning", "warnings"))
+			fmt.Fprintf(&text, "%s: ok (%s, %s, %s, %s)\n", human.Quote(f),
+				human.Count(len(s.Graph.Buffers), "buffer", "buffers"), human.Count(len(s.Graph.Ops), "op", "ops"),
+				human.Count(len(s.Outputs), "output", "outputs"), human.Count(len(s.Warnings), "warning", "warnings"))
 		}
 	}
 	err = c.writeOutput(*out, func(w io.Writer) error {

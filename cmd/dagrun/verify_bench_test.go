@@ -15,15 +15,14 @@ import (
 func BenchmarkVerifyCost(b *testing.B) {
 	for _, ops := range []int{100_000, 1_000_000} {
 		g := dagtest.Shape(ops, 8, 1)
-		opts := planner.Options{Streams: 8}
-		p, err := planner.New(g, opts)
+		p, err := planner.New(g, planner.Streams(8))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("ops=%d/plan", ops), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := planner.New(g, opts); err != nil {
+				if _, err := planner.New(g, planner.Streams(8)); err != nil {
 					b.Fatal(err)
 				}
 			}

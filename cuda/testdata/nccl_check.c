@@ -3,6 +3,7 @@
 // by hand, taken from the real headers: TestNCCLHeader compares them.
 // Built on the GPU machine only:
 //   gcc -I/usr/local/cuda/include nccl_check.c -o nccl_check
+#include <stddef.h>
 #include <stdio.h>
 #include <nccl.h>
 #ifdef HAVE_CUDA_H
@@ -41,6 +42,14 @@ int main(void) {
 	V(ncclFloat64);
 	V(ncclBfloat16);
 	V(NCCL_MAJOR);
+	// The prefix of ncclConfig_t that dr_nccl_config declares.
+	V(NCCL_CONFIG_UNDEF_INT);
+	V(offsetof(ncclConfig_t,blocking));
+	V(offsetof(ncclConfig_t,cgaClusterSize));
+	V(offsetof(ncclConfig_t,minCTAs));
+	V(offsetof(ncclConfig_t,maxCTAs));
+	V(offsetof(ncclConfig_t,netName));
+	V(offsetof(ncclConfig_t,splitShare));
 #ifdef HAVE_CUDA_H
 	S(CUmemAccessDesc);
 	V(CU_MEM_LOCATION_TYPE_DEVICE);

@@ -13,7 +13,8 @@
 //   - profiling: Timer, ReplayTimer, TimingSourcer, OpCounter
 //   - capture: Capturer; between runs: Writer
 //   - memory: Memory, HostBacked (admission), HostPreparer (opening),
-//     ArenaUser, HighWaterer (temporaries)
+//     ArenaUser, HighWaterer (temporaries), MemorySharer (sessions that
+//     never run at once)
 //   - the machine: Describer, Topologist
 //   - worlds: Joiner, UniqueIDer, CollectiveTimeouter
 //   - external events: ExternalEvents
@@ -272,6 +273,38 @@ type ArenaUser interface {
 	// arena; its Alloc and Free ops then do nothing. It is called once,
 	// before the session runs anything.
 	UseArenas(arenas map[int]int64, offsets []int64) error
+}
+
+// MemorySharer is implemented by backends that can open a session over
+// memory another of their sessions holds, so that sessions which never run
+// at once keep one copy of it: the executor's Shapes, whose shapes of one
+// program share their persistent buffers (allocated at the largest shape,
+// used smaller) and their temporaries' arenas.
+type MemorySharer interface {
+	// OpenShared is Open, except that the session takes the memory sh
+	// names from owner, an open session of this backend, and allocates
+	// and initialises none of it: what owner's buffers hold is what the
+	// session's hold. The caller keeps owner open while the session is,
+	// and never runs the two, or two sessions sharing owner's memory, at
+	// once.
+	OpenShared(ctx context.Context, g *dag.Graph, owner Session, sh Shared) (Session, error)
+}
+
+// Shared is where a session opened by MemorySharer.OpenShared takes its
+// memory from its owner.
+type Shared struct {
+	// Buffers gives, by buffer ID of the graph opened, the buffer of the
+	// owner's graph whose first bytes a persistent buffer uses: of the
+	// same placement and device, at least as large. A nil entry, or one
+	// past the list, leaves the buffer memory and contents of its own.
+	Buffers []*dag.Buffer
+	// Offsets places temporaries in the owner's arenas (ArenaUser): each
+	// temporary b at Offsets[b.ID] of the owner's arena of its memory,
+	// whose Alloc and Free then do nothing. -1, or an entry past the
+	// list, leaves b out of the arenas. A backend whose arenas hold only
+	// some memories (cuda's, devices only) keeps the others' temporaries
+	// as it does without arenas.
+	Offsets []int64
 }
 
 // HighWaterer is implemented by sessions that measure their temporaries'

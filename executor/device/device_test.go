@@ -27,15 +27,15 @@ func TestCheckBodies(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.Zeros())
 	flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
-	b.Fill(x.All(), 1).Named("outside")
+	b.Fill(x.All(), 1, dag.Name("outside"))
 	b.While(flag.All(), func(body *dag.Builder) {
-		body.Fill(x.All(), 2).Named("in_loop")
+		body.Fill(x.All(), 2, dag.Name("in_loop"))
 		body.If(flag.All(), func(then *dag.Builder) {
 			then.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x, float32(2))
 		}, func(els *dag.Builder) {
-			els.Fill(x.All(), 3).Named("in_else")
-		}).Named("branch")
-	}).Named("loop")
+			els.Fill(x.All(), 3, dag.Name("in_else"))
+		}, dag.Name("branch"))
+	}, dag.Name("loop"))
 	g, err := b.Build()
 	require.NoError(t, err)
 

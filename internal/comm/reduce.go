@@ -1,15 +1,18 @@
 package comm
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/dagrun/dagrun/dag"
 )
 
-// number is the element types collectives take.
+// number is the element types collectives take (uint16: the bits of f16
+// and bf16, which reduce in f32).
 type number interface {
-	~uint8 | ~int32 | ~int64 | ~float32 | ~float64
+	~uint8 | ~uint16 | ~int32 | ~int64 | ~float32 | ~float64
 }
 
 // decode copies b into a new slice of T (host byte order: every platform
@@ -63,6 +66,8 @@ func Reduce(dt dag.DType, op dag.Reduction, dst []byte, srcs [][]byte) error {
 		reduceFloats[float32](op, dst, srcs)
 	case dag.F64:
 		reduceFloats[float64](op, dst, srcs)
+	case dag.F16, dag.BF16:
+		reduceHalves(dt, op, dst, srcs)
 	default:
 		return fmt.Errorf("reduce: element type %s is not one collectives take", dt)
 	}
@@ -152,4 +157,37 @@ func reduceFloats[T ~float32 | ~float64](op dag.Reduction, dst []byte, srcs [][]
 		}
 	}
 	accumulate(op, dst, srcs, pre, nil)
+}
+
+// reduceHalves reduces f16 or bf16 elements in f32 and rounds each result
+// once. NCCL rounds at every hop of its ring, so a GPU's result may differ
+// from this one in the last place of the half type.
+func reduceHalves(dt dag.DType, op dag.Reduction, dst []byte, srcs [][]byte) {
+	wide := make([][]byte, len(srcs))
+	for r, s := range srcs {
+		w := make([]byte, 2*len(s))
+		for i := 0; i < len(s); i += 2 {
+			binary.LittleEndian.PutUint32(w[2*i:], math.Float32bits(halfToFloat(dt, binary.LittleEndian.Uint16(s[i:]))))
+		}
+		wide[r] = w
+	}
+	acc := make([]byte, 2*len(dst))
+	reduceFloats[float32](op, acc, wide)
+	for i := 0; i < len(dst); i += 2 {
+		binary.LittleEndian.PutUint16(dst[i:], halfFromFloat(dt, math.Float32frombits(binary.LittleEndian.Uint32(acc[2*i:]))))
+	}
+}
+
+func halfToFloat(dt dag.DType, h uint16) float32 {
+	if dt == dag.BF16 {
+		return dag.BF16ToFloat32(h)
+	}
+	return dag.F16ToFloat32(h)
+}
+
+func halfFromFloat(dt dag.DType, f float32) uint16 {
+	if dt == dag.BF16 {
+		return dag.BF16FromFloat32(f)
+	}
+	return dag.F16FromFloat32(f)
 }

@@ -13,7 +13,7 @@ import (
 // results each rank keeps. It runs on any communicator; reference computes
 // what it must give, sequentially and element by element.
 
-var dtypes = []dag.DType{dag.U8, dag.I32, dag.I64, dag.F32, dag.F64}
+var dtypes = []dag.DType{dag.U8, dag.I32, dag.I64, dag.F16, dag.BF16, dag.F32, dag.F64}
 
 const scriptElems = 37 // odd, so that no chunking hides an off-by-one
 
@@ -35,6 +35,10 @@ func rankData(dt dag.DType, seed uint64, r, k, n int) []byte {
 			put(b, i, float32(v)/4+0.1)
 		case dag.F64:
 			put(b, i, float64(v)/8+0.01)
+		case dag.F16:
+			put(b, i, dag.F16FromFloat32(float32(v)/4))
+		case dag.BF16:
+			put(b, i, dag.BF16FromFloat32(float32(v)/4))
 		}
 	}
 	return b
@@ -177,6 +181,21 @@ func refReduce(dt dag.DType, op dag.Reduction, srcs [][]byte) []byte {
 		return refT[int64](op, srcs, false)
 	case dag.F32:
 		return refT[float32](op, srcs, true)
+	case dag.F16, dag.BF16:
+		// In f32, each result rounded once to the half type.
+		wide := make([][]byte, len(srcs))
+		for r, s := range srcs {
+			wide[r] = make([]byte, 2*len(s))
+			for i := range len(s) / 2 {
+				put(wide[r], i, halfToFloat(dt, get[uint16](s, i)))
+			}
+		}
+		acc := refT[float32](op, wide, true)
+		out := make([]byte, len(srcs[0]))
+		for i := range len(out) / 2 {
+			put(out, i, halfFromFloat(dt, get[float32](acc, i)))
+		}
+		return out
 	default:
 		return refT[float64](op, srcs, true)
 	}

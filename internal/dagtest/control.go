@@ -144,7 +144,7 @@ func (c *controlGen) dataOp(b *dag.Builder) {
 	switch c.r.IntN(3) {
 	case 0:
 		alpha := []float32{0.5, -1}[c.r.IntN(2)]
-		b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x, float64(alpha)).Named(c.name("scale"))
+		b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(32), x, float64(alpha), dag.Name(c.name("scale")))
 		c.steps = append(c.steps, func(s state) {
 			for i := range s[name] {
 				s[name][i] *= alpha
@@ -158,8 +158,8 @@ func (c *controlGen) dataOp(b *dag.Builder) {
 		// The mean of two buffers: no value grows past the largest fill,
 		// however many times loops repeat it.
 		from := y.Name
-		b.Launch(dag.Axpy, dag.Grid1(2), dag.Threads(16), x, dag.In(y.All()), 1.0).Named(c.name("sum"))
-		b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(64), x, 0.5).Named(c.name("half"))
+		b.Launch(dag.Axpy, dag.Grid1(2), dag.Threads(16), x, dag.In(y.All()), 1.0, dag.Name(c.name("sum")))
+		b.Launch(dag.Scale, dag.Grid1(1), dag.Threads(64), x, 0.5, dag.Name(c.name("half")))
 		c.steps = append(c.steps, func(s state) {
 			for i := range s[name] {
 				s[name][i] += s[from][i]
@@ -169,7 +169,7 @@ func (c *controlGen) dataOp(b *dag.Builder) {
 	default:
 		lo := c.r.IntN(32)
 		v := float32(c.r.IntN(9) - 4)
-		b.Fill(x.Slice(int64(4*lo), 4*16), float64(v)).Named(c.name("fill"))
+		b.Fill(x.Slice(int64(4*lo), 4*16), float64(v), dag.Name(c.name("fill")))
 		c.steps = append(c.steps, func(s state) {
 			for i := lo; i < lo+16; i++ {
 				s[name][i] = v
@@ -204,17 +204,17 @@ func (c *controlGen) loop(b *dag.Builder, n, depth int) {
 	trips := c.r.IntN(5)
 	counter := c.data(name+"_count", 1, 0)
 	flag := c.flag(name + "_flag")
-	b.Fill(counter.All(), float64(trips)).Named(name + "_count")
-	b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(counter.All()), 0.5).Named(name + "_enter")
+	b.Fill(counter.All(), float64(trips), dag.Name(name+"_count"))
+	b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(counter.All()), 0.5, dag.Name(name+"_enter"))
 	// The reference runs the body's steps trips times: they are gathered
 	// apart from the steps around the loop.
 	outer := c.steps
 	c.steps = nil
 	b.While(flag.All(), func(body *dag.Builder) {
 		c.list(body, n, depth)
-		body.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), counter, dag.In(c.one.All()), -1.0).Named(name + "_count_down")
-		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(counter.All()), 0.5).Named(name + "_again")
-	}, dag.AtMost(8)).Named(name)
+		body.Launch(dag.Axpy, dag.Grid1(1), dag.Threads(1), counter, dag.In(c.one.All()), -1.0, dag.Name(name+"_count_down"))
+		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(counter.All()), 0.5, dag.Name(name+"_again"))
+	}, dag.AtMost(8), dag.Name(name))
 	inner := c.steps
 	c.steps = append(outer, func(s state) {
 		s[counter.Name][0] = float32(trips)
@@ -238,7 +238,7 @@ func (c *controlGen) branch(b *dag.Builder, n, depth int) {
 	x := c.bufs[c.r.IntN(len(c.bufs))]
 	at := int64(c.r.IntN(64))
 	threshold := float64(c.r.IntN(9)) - 4.5
-	b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(x.Slice(4*at, 4)), threshold).Named(name + "_test")
+	b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(x.Slice(4*at, 4)), threshold, dag.Name(name+"_test"))
 	outer := c.steps
 	c.steps = nil
 	var then, els []func(state)
@@ -253,7 +253,7 @@ func (c *controlGen) branch(b *dag.Builder, n, depth int) {
 	b.If(flag.All(), func(body *dag.Builder) {
 		c.list(body, n, depth)
 		then = c.steps
-	}, otherwise).Named(name)
+	}, otherwise, dag.Name(name))
 	src := x.Name
 	c.steps = append(outer, func(s state) {
 		taken := then

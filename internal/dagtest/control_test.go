@@ -58,7 +58,7 @@ func TestRandomControlShapes(t *testing.T) {
 func TestRandomControlOnCPU(t *testing.T) {
 	for seed := range int64(12) {
 		c := dagtest.RandomControl(seed, 10, 2)
-		p, err := planner.New(c.Graph, planner.Options{Streams: 3})
+		p, err := planner.New(c.Graph, planner.Streams(3))
 		require.NoError(t, err)
 		out, err := executor.Execute(context.Background(), cpu.New(), p)
 		require.NoError(t, err)

@@ -183,18 +183,18 @@ func (gen *generator) emit(o *dag.Op) *dag.Op {
 	if gen.cfg.Priorities {
 		switch n := r.IntN(10); {
 		case n < 3:
-			o.WithPriority(dag.Low)
+			o.With(dag.Low)
 		case n < 6:
-			o.WithPriority(dag.Normal)
+			o.With(dag.Normal)
 		case n < 9:
-			o.WithPriority(dag.High)
+			o.With(dag.High)
 		default:
-			o.WithPriority(dag.Priority(r.IntN(7) - 3))
+			o.With(dag.Priority(r.IntN(7) - 3))
 		}
 	}
 	if gen.cfg.After && len(gen.ops) > 0 && r.IntN(5) == 0 {
 		for range 1 + r.IntN(2) {
-			o.After(gen.ops[r.IntN(len(gen.ops))])
+			o.With(dag.After(gen.ops[r.IntN(len(gen.ops))]))
 		}
 	}
 	gen.ops = append(gen.ops, o)
@@ -502,7 +502,7 @@ func (gen *generator) copy() bool {
 func (gen *generator) copyInto(dst *buffer, dv dag.View, src *buffer, sv dag.View) {
 	o := gen.emit(gen.b.Copy(dv, sv))
 	if dst.Placement.Host() && src.Placement.Host() {
-		o.OnDevice(src.Device)
+		o.With(dag.OnDevice(src.Device))
 	}
 	set(dst, dv, src.bound)
 }
@@ -516,7 +516,7 @@ func (gen *generator) fill() bool {
 	val := float64(gen.r.IntN(9)-4) / 4
 	o := gen.emit(gen.b.Fill(v, val))
 	if x.Placement.Host() {
-		o.OnDevice(x.Device)
+		o.With(dag.OnDevice(x.Device))
 	}
 	set(x, v, math.Abs(val))
 	return true
@@ -538,7 +538,7 @@ func (gen *generator) memset2D() bool {
 	m := dag.Memset2DSpec{Rows: int(rows), Width: int(width), Pitch: pitch * 4}
 	o := gen.emit(gen.b.Memset2D(v, m, val))
 	if x.Placement.Host() {
-		o.OnDevice(x.Device)
+		o.With(dag.OnDevice(x.Device))
 	}
 	x.bound = max(x.bound, math.Abs(val))
 	return true
@@ -558,7 +558,7 @@ func (gen *generator) host() bool {
 		if gen.tame(y, y.bound+1) {
 			return true
 		}
-		gen.emit(gen.b.Host(addOne, dag.InOut(yv))).OnDevice(y.Device)
+		gen.emit(gen.b.Host(addOne, dag.InOut(yv))).With(dag.OnDevice(y.Device))
 		set(y, yv, y.bound+1)
 		return true
 	}
@@ -571,7 +571,7 @@ func (gen *generator) host() bool {
 		return false
 	}
 	bound := x.bound/2 + 1
-	gen.emit(gen.b.Host(halfPlusOne, dag.Out(yv), dag.In(xv))).OnDevice(y.Device)
+	gen.emit(gen.b.Host(halfPlusOne, dag.Out(yv), dag.In(xv))).With(dag.OnDevice(y.Device))
 	set(y, yv, bound)
 	return true
 }

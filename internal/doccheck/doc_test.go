@@ -1,10 +1,12 @@
 // Package doccheck holds the test that every exported identifier of the
 // public packages has a doc comment that go doc shows, and that package
-// docs cite no file names.
+// docs cite no file names; and that the stream task's contract is on its
+// types.
 package doccheck
 
 import (
 	"go/ast"
+	"go/doc"
 	"go/parser"
 	"go/token"
 	"os"
@@ -12,10 +14,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // public are the packages a Go program imports, relative to the module root.
-var public = []string{"dag", "spec", "planner", "executor", "executor/device", "cpu", "cuda", "trace"}
+var public = []string{"dag", "spec", "planner", "planner/plan", "planner/perf", "planner/memory", "planner/verify",
+	"executor", "executor/device", "executor/device/memdev", "executor/device/devicetest", "cpu", "cuda", "trace", "profile"}
 
 // fileName matches a Go file named in prose, such as "(task.go)".
 var fileName = regexp.MustCompile(`\b[a-z0-9_]+\.go\b`)
@@ -105,4 +111,33 @@ func exportedRecv(r *ast.FieldList) bool {
 	}
 	id, ok := t.(*ast.Ident)
 	return ok && id.IsExported()
+}
+
+// TestStreamTaskContract: the stream task's contract is the doc of its
+// types, which go doc shows, for the GPU and the CPU backend alike.
+func TestStreamTaskContract(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, filepath.Join("..", "..", "dag"), func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, parser.ParseComments)
+	require.NoError(t, err)
+	var files []*ast.File
+	for _, f := range pkgs["dag"].Files {
+		files = append(files, f)
+	}
+	p, err := doc.NewFromFiles(fset, files, "github.com/dagrun/dagrun/dag")
+	require.NoError(t, err)
+	docs := map[string]string{}
+	for _, ty := range p.Types {
+		docs[ty.Name] = strings.Join(strings.Fields(ty.Doc), " ") // line breaks aside
+	}
+	for _, tc := range []struct{ typ, says string }{
+		{"TaskFunc", "only enqueues work on TaskStream.Handle"},
+		{"TaskFunc", "once per capture, not per replay"},
+		{"TaskFunc", "RunsOnCPU"},
+		{"TaskFunc", "TaskStream whose Host is set"},
+		{"TaskStream", "See TaskFunc for the contract"},
+	} {
+		assert.Contains(t, docs[tc.typ], tc.says, "go doc dag.%s", tc.typ)
+	}
 }

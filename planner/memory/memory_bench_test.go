@@ -18,7 +18,7 @@ import (
 // difference of the two is what memory planning costs.
 func BenchmarkPlanTemporaries(b *testing.B) {
 	g := dagtest.Family("pipeline", 20000, 1)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestRandomPlansMemory(t *testing.T) {
 	for seed := range uint64(graphs) {
 		cfg, opts := plannertest.RandomCase(seed)
 		cfg.Temporaries = true
-		p, err := planner.New(dagtest.Random(cfg), opts)
+		p, err := planner.New(dagtest.Random(cfg), plannertest.Options(opts)...)
 		require.NoError(t, err, "%+v %+v", cfg, opts)
 		require.NoError(t, verify.Verify(p), "%+v %+v", cfg, opts)
 		checkMemory(t, p, "%+v %+v", cfg, opts)
@@ -85,7 +85,7 @@ func packFamilies(t testing.TB, seeds int) map[string]*packing {
 			for _, n := range []int{8, 24, 64} {
 				g := dagtest.Family(fam, n, seed)
 				for _, streams := range []int{1, 2, 4, 8} {
-					p, err := planner.New(g, planner.Options{Streams: streams})
+					p, err := planner.New(g, planner.Streams(streams))
 					require.NoError(t, err)
 					require.NoError(t, verify.Verify(p), "%s %d %d streams %d", fam, n, seed, streams)
 					u := p.Memory.Memories[0]
@@ -144,7 +144,7 @@ const (
 // bytes (no reuse) is far above them.
 func TestPackingQualityCanFail(t *testing.T) {
 	g := dagtest.Family("chain", 24, 1)
-	p, err := planner.New(g, planner.Options{Streams: 1})
+	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(t, err)
 	u := p.Memory.Memories[0]
 	require.Greater(t, float64(u.TemporaryBytes)/float64(u.TemporaryPeak), maxArenaOverPeak)
@@ -168,7 +168,7 @@ func TestPackingChainReusesBytes(t *testing.T) {
 	b.Launch(dag.Add, dag.Grid1(1), dag.Threads(32), out, out, prev)
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 1})
+	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	require.Equal(t, []plan.MemoryUse{{
@@ -181,7 +181,7 @@ func TestPackingChainReusesBytes(t *testing.T) {
 
 	// For a pool, each alloc goes just before its fill and each free as
 	// soon as it can: two at a time in submission order too.
-	p, err = planner.New(g, planner.Options{Streams: 1, PoolTemporaries: true})
+	p, err = planner.New(g, planner.Streams(1), planner.PoolTemporaries())
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	require.Equal(t, int64(2048), p.Memory.Memories[0].TemporaryPeak)
@@ -189,7 +189,7 @@ func TestPackingChainReusesBytes(t *testing.T) {
 
 	// On more streams the fills run ahead on streams of their own, and
 	// their temporaries are live together: the arena grows with the peak.
-	p, err = planner.New(g, planner.Options{Streams: 4})
+	p, err = planner.New(g, planner.Streams(4))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	u := p.Memory.Memories[0]
@@ -212,7 +212,7 @@ func TestPackingForkKeepsBranchesApart(t *testing.T) {
 	}
 	g, err := b.Build()
 	require.NoError(t, err)
-	p, err := planner.New(g, planner.Options{Streams: 4})
+	p, err := planner.New(g, planner.Streams(4))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	u := p.Memory.Memories[0]
@@ -244,7 +244,7 @@ func FuzzPackArena(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, ops, bufs, streams, devices uint8) {
 		cfg := dagtest.Config{Ops: int(ops), Buffers: 1 + int(bufs%16), Seed: int64(seed), Temporaries: true,
 			Ranges: seed%2 == 0, HostBuffers: seed%3 == 0, Devices: 1 + int(devices%3), After: seed%5 == 0}
-		p, err := planner.New(dagtest.Random(cfg), planner.Options{Streams: 1 + int(streams%32)})
+		p, err := planner.New(dagtest.Random(cfg), planner.Streams(1+int(streams%32)))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
 		checkMemory(t, p)
@@ -263,7 +263,7 @@ func ExampleOf() {
 	b.Launch(dag.Add, dag.Grid1(1), dag.Threads(32), z, y, y)     // z may take x's bytes
 	b.Launch(dag.Add, dag.Grid1(1), dag.Threads(32), out, out, z) // z's last use
 	g, _ := b.Build()
-	p, _ := planner.New(g, planner.Options{Streams: 1})
+	p, _ := planner.New(g, planner.Streams(1))
 	u := p.Memory.Memories[0]
 	fmt.Printf("peak %d, arena %d, sum %d\n", u.TemporaryPeak, u.ArenaBytes, u.TemporaryBytes)
 	for _, t := range p.Memory.Temporaries {
@@ -291,9 +291,9 @@ func TestPoolTemporariesOrder(t *testing.T) {
 		for seed := range int64(seeds) {
 			g := dagtest.Family(fam, 12+int(seed)*3, seed)
 			for _, streams := range []int{1, 2, 4} {
-				def, err := planner.New(g, planner.Options{Streams: streams})
+				def, err := planner.New(g, planner.Streams(streams))
 				require.NoError(t, err)
-				pool, err := planner.New(g, planner.Options{Streams: streams, PoolTemporaries: true})
+				pool, err := planner.New(g, planner.Streams(streams), planner.PoolTemporaries())
 				require.NoError(t, err)
 				require.NoError(t, verify.Verify(pool), "%s seed %d streams %d", fam, seed, streams)
 				for i, u := range pool.Memory.Memories {

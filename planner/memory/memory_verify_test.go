@@ -33,7 +33,7 @@ func TestPeakMatchesDinic(t *testing.T) {
 			}
 			g = dagtest.Family(fams[seed/3%uint64(len(fams))], n, int64(seed))
 		}
-		p, err := planner.New(g, planner.Options{Streams: 1 + int(seed%12)})
+		p, err := planner.New(g, planner.Streams(1+int(seed%12)))
 		require.NoError(t, err)
 		got, want := memory.Collect(p).Peaks()
 		for dev, w := range want {
@@ -63,7 +63,7 @@ func TestVerifyCatchesArenaMutations(t *testing.T) {
 			fams := dagtest.Families()
 			g = dagtest.Family(fams[seed/2%uint64(len(fams))], 6+int(seed%10), int64(seed))
 		}
-		p, err := planner.New(g, planner.Options{Streams: 1 + int(seed%8)})
+		p, err := planner.New(g, planner.Streams(1+int(seed%8)))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
 		set := memory.Collect(p)
@@ -122,7 +122,7 @@ func TestVerifyCatchesArenaMutations(t *testing.T) {
 // result is the same every time, and the verifier accepts it.
 func TestMemoryConcurrent(t *testing.T) {
 	g := dagtest.Family("pipeline", 1500, 1)
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	most := 0
 	for _, m := range p.Memory.Memories {
@@ -146,7 +146,7 @@ func TestVerifyArenaSweep(t *testing.T) {
 	for seed := range uint64(graphs) {
 		g := dagtest.Random(dagtest.Config{Ops: 30 + int(seed%90), Buffers: 4 + int(seed%12), Seed: int64(seed), Temporaries: true,
 			Ranges: seed%2 == 0, Devices: 1 + int(seed%2), After: seed%3 == 0, HostBuffers: seed%3 == 0})
-		p, err := planner.New(g, planner.Options{Streams: 1 + int(seed%6)})
+		p, err := planner.New(g, planner.Streams(1+int(seed%6)))
 		require.NoError(t, err)
 		set := memory.Collect(p)
 		good := p.Memory

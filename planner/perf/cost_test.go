@@ -20,7 +20,7 @@ func TestDefaultCost(t *testing.T) {
 	tmp := b.Buffer("tmp", 1<<20, dag.Temporary())
 	ops := map[string]*dag.Op{
 		"spin":       b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 50.0),
-		"costed":     b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 50.0).Costs(time.Millisecond),
+		"costed":     b.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(1), 50.0, dag.Cost(time.Millisecond)),
 		"scale":      b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), dev, 2.0),
 		"h2d pinned": b.Copy(dev.All(), pinned.All()),
 		"d2h pinned": b.Copy(pinned.All(), dev.All()),
@@ -52,13 +52,13 @@ func TestDefaultCost(t *testing.T) {
 func TestMeasuredCost(t *testing.T) {
 	g := plannertest.Build(t, func(b *dag.Builder) {
 		x := b.Buffer("x", 64, dag.Zeros())
-		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("measured")
-		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0).Named("unmeasured").Costs(3 * time.Microsecond)
+		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0, dag.Name("measured"))
+		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(1), x, 2.0, dag.Name("unmeasured"), dag.Cost(3*time.Microsecond))
 	})
 	m := perf.Measured(map[string]time.Duration{"measured": 7 * time.Microsecond}, perf.WithOverheads(nil, perf.Overheads{}))
 	assert.Equal(t, 7*time.Microsecond, m.Duration(g.Ops[0]))
 	assert.Equal(t, 3*time.Microsecond, m.Duration(g.Ops[1]), "falls back to the default model")
-	p := plannertest.New(t, g, planner.Options{Cost: m})
+	p := plannertest.New(t, g, planner.Cost(m))
 	assert.Equal(t, 10*time.Microsecond, p.Stats.Makespan)
 	assert.Equal(t, 10*time.Microsecond, p.Stats.CriticalPath)
 }

@@ -17,7 +17,7 @@ func ExampleSimulate() {
 	b := dag.New()
 	for i, us := range []int{10, 10, 20} {
 		x := b.Buffer(fmt.Sprintf("x%d", i), 64, dag.Zeros())
-		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(32), x, 2.0).Costs(time.Duration(us) * time.Microsecond)
+		b.Launch(dag.Scale, dag.Grid1(1), dag.Grid1(32), x, 2.0, dag.Cost(time.Duration(us)*time.Microsecond))
 	}
 	g, err := b.Build()
 	if err != nil {
@@ -25,7 +25,7 @@ func ExampleSimulate() {
 		return
 	}
 	for _, s := range []planner.Strategy{planner.ListScheduling, planner.DeclarationOrder} {
-		p, err := planner.New(g, planner.Options{Streams: 2, Strategy: s})
+		p, err := planner.New(g, planner.Streams(2), planner.OrderBy(s))
 		if err != nil {
 			fmt.Println(err)
 			return

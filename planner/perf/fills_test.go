@@ -51,7 +51,7 @@ func chunked(t *testing.T, chunks int) *dag.Graph {
 // share the multiprocessors and finish both chunks late.
 func TestFillingOpsShareOneStream(t *testing.T) {
 	g := chunked(t, 8)
-	p, err := planner.New(g, planner.Options{Streams: 4, Mode: planner.Replay})
+	p, err := planner.New(g, planner.Streams(4), planner.ForMode(planner.Replay))
 	require.NoError(t, err)
 	require.NoError(t, verify.Verify(p))
 	compute := map[int32]bool{}
@@ -76,7 +76,7 @@ func TestFillingOpsShareOneStream(t *testing.T) {
 
 	// On a device with more multiprocessors than the GEMMs have tiles for,
 	// they spread again.
-	p, err = planner.New(g, planner.Options{Streams: 4, Mode: planner.Replay, SMs: 4096})
+	p, err = planner.New(g, planner.Streams(4), planner.ForMode(planner.Replay), planner.SMs(4096))
 	require.NoError(t, err)
 	compute = map[int32]bool{}
 	for i, op := range p.Graph.Ops {
@@ -104,8 +104,7 @@ func TestSimulateSerialisesFillingOps(t *testing.T) {
 		}
 		g, err := b.Build()
 		require.NoError(t, err)
-		p, err := planner.New(g, planner.Options{Streams: 4, Mode: planner.Replay,
-			Cost: perf.WithOverheads(nil, perf.Overheads{})})
+		p, err := planner.New(g, planner.Streams(4), planner.ForMode(planner.Replay), planner.Cost(perf.WithOverheads(nil, perf.Overheads{})))
 		require.NoError(t, err)
 		assert.InDelta(t, c.ratio, float64(p.Stats.Makespan)/float64(100*time.Microsecond), 0.01, c.name)
 	}
@@ -114,7 +113,7 @@ func TestSimulateSerialisesFillingOps(t *testing.T) {
 func TestOptionsSMs(t *testing.T) {
 	g := chunked(t, 1)
 	for _, sms := range []int{-1, 1 << 20} {
-		_, err := planner.New(g, planner.Options{SMs: sms})
+		_, err := planner.New(g, planner.SMs(sms))
 		assert.ErrorContains(t, err, "multiprocessor count", "SMs %d", sms)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dagrun/dagrun/internal/atomicfile"
 	"github.com/dagrun/dagrun/internal/human"
 )
 
@@ -207,21 +208,18 @@ func (m *PerfModel) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	err = atomicfile.Write(path, func(w io.Writer) error {
+		if _, err := w.Write(append(data, '\n')); err != nil {
+			return err
+		}
+		if f, ok := w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+				return f.Sync() // a reader sees the old model or the new one after a crash too
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("saving perf model: %w", err)
-	}
-	_, werr := f.Write(append(data, '\n'))
-	// CreateTemp makes the file 0600; a model is an output like the others.
-	merr := f.Chmod(0o644)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, merr, serr, cerr); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("saving perf model %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
 		return fmt.Errorf("saving perf model: %w", err)
 	}
 	return nil

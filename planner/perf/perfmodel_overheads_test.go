@@ -39,13 +39,13 @@ func TestPerfModelOverheads(t *testing.T) {
 	for range 4 {
 		op := g.Launch(dag.Spin, dag.Grid1(1), dag.Grid1(32), 0.0)
 		if prev != nil {
-			op.After(prev)
+			op.With(dag.After(prev))
 		}
 		prev = op
 	}
 	graph, err := g.Build()
 	require.NoError(t, err)
-	p, err := planner.New(graph, planner.Options{Streams: 1, Cost: m})
+	p, err := planner.New(graph, planner.Streams(1), planner.Cost(m))
 	require.NoError(t, err)
 	fast := perf.NewPerfModel(h100, nil)
 	require.NoError(t, fast.ObserveOverhead(perf.SubmitOverhead(dag.Launch), 10))
@@ -67,7 +67,7 @@ func TestSimulateSubmitByKind(t *testing.T) {
 	graph, err := g.Build()
 	require.NoError(t, err)
 	zero := perf.Overheads{Submit: time.Microsecond}
-	p, err := planner.New(graph, planner.Options{Streams: 4, Cost: perf.WithOverheads(nil, zero)})
+	p, err := planner.New(graph, planner.Streams(4), planner.Cost(perf.WithOverheads(nil, zero)))
 	require.NoError(t, err)
 	durations := perf.Measured(nil, nil)
 	byKind := zero

@@ -457,7 +457,7 @@ func TestPerfStatsWeightedValid(t *testing.T) {
 func TestPerfModelWorld(t *testing.T) {
 	g := dag.New()
 	x := g.Buffer("x", 4096, dag.Of(dag.F32), dag.Zeros())
-	g.AllReduce(x.All(), dag.Sum).Named("ar")
+	g.AllReduce(x.All(), dag.Sum, dag.Name("ar"))
 	graph, err := g.Build()
 	require.NoError(t, err)
 	ar := graph.Ops[len(graph.Ops)-1]
@@ -489,10 +489,10 @@ func TestPerfModelHostileCopyFit(t *testing.T) {
 	g := dag.New()
 	x := g.Buffer("x", 4<<20, dag.OnDevice(0), dag.Zeros())
 	pin := g.Buffer("pin", 4<<20, dag.PinnedHost(), dag.Zeros())
-	one := g.Copy(x.Slice(0, 1), pin.Slice(0, 1)).Named("one")
-	two := g.Copy(x.Slice(0, 2), pin.Slice(0, 2)).Named("two")
-	near := g.Copy(x.Slice(0, 20), pin.Slice(0, 20)).Named("near")
-	far := g.Copy(x.All(), pin.All()).Named("far")
+	one := g.Copy(x.Slice(0, 1), pin.Slice(0, 1), dag.Name("one"))
+	two := g.Copy(x.Slice(0, 2), pin.Slice(0, 2), dag.Name("two"))
+	near := g.Copy(x.Slice(0, 20), pin.Slice(0, 20), dag.Name("near"))
+	far := g.Copy(x.All(), pin.All(), dag.Name("far"))
 	graph, err := g.Build()
 	require.NoError(t, err)
 	m := perf.NewPerfModel(h100, nil)
@@ -512,7 +512,7 @@ func TestPerfModelHostileCopyFit(t *testing.T) {
 	sigTwo, _ := perf.Signature(two)
 	assert.Contains(t, warns[0], fmt.Sprintf("(1 bytes, entry %q, to 2 bytes, entry %q)", sigOne, sigTwo))
 
-	p, err := planner.New(graph, planner.Options{Cost: m})
+	p, err := planner.New(graph, planner.Cost(m))
 	require.NoError(t, err)
 	assert.Positive(t, p.Stats.Makespan)
 	assert.GreaterOrEqual(t, p.Stats.Makespan, time.Hour)

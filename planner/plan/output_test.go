@@ -15,7 +15,7 @@ import (
 )
 
 func TestWriteText(t *testing.T) {
-	p := plannertest.New(t, plannertest.Fixture(t, "pipeline"), planner.Options{Streams: 2})
+	p := plannertest.New(t, plannertest.Fixture(t, "pipeline"), planner.Streams(2))
 	var buf bytes.Buffer
 	require.NoError(t, p.WriteText(&buf))
 	text := buf.String()
@@ -45,14 +45,14 @@ func TestWriteTextOps(t *testing.T) {
 	g := plannertest.Build(t, func(b *dag.Builder) {
 		tmp := b.Buffer("tmp", 3<<20, dag.Temporary())
 		host := b.Buffer("host", 3<<20, dag.PinnedHost())
-		b.Fill(tmp.All(), 1.5).Named("init")
-		b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), tmp, 2.0).Named("double")
-		b.Copy(host.All(), tmp.All()).Named("down")
-		b.Copy(tmp.Slice(1024, 512), host.Slice(0, 512)).Named("part")
-		b.Launch(dag.Scale, dag.Grid1(2), dag.Grid1(32), tmp, 0.25).Named("small").Launch.Shared = 1536
-		b.Host(func(ctx context.Context, mem [][]byte) error { return nil }, dag.In(host.All())).Named("check")
+		b.Fill(tmp.All(), 1.5, dag.Name("init"))
+		b.Launch(dag.Scale, dag.Grid1(64), dag.Grid1(256), tmp, 2.0, dag.Name("double"))
+		b.Copy(host.All(), tmp.All(), dag.Name("down"))
+		b.Copy(tmp.Slice(1024, 512), host.Slice(0, 512), dag.Name("part"))
+		b.Launch(dag.Scale, dag.Grid1(2), dag.Grid1(32), tmp, 0.25, dag.Name("small")).Launch.Shared = 1536
+		b.Host(func(ctx context.Context, mem [][]byte) error { return nil }, dag.In(host.All()), dag.Name("check"))
 	})
-	p := plannertest.New(t, g, planner.Options{})
+	p := plannertest.New(t, g)
 	var buf bytes.Buffer
 	require.NoError(t, p.WriteText(&buf))
 	for _, want := range []string{
@@ -70,7 +70,7 @@ func TestWriteTextOps(t *testing.T) {
 }
 
 func TestMarshalJSON(t *testing.T) {
-	p := plannertest.New(t, plannertest.Fixture(t, "fanout8"), planner.Options{Streams: 3})
+	p := plannertest.New(t, plannertest.Fixture(t, "fanout8"), planner.Streams(3))
 	data, err := json.Marshal(p)
 	require.NoError(t, err)
 	var got struct {

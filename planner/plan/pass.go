@@ -14,7 +14,7 @@ type Scope uint8
 const (
 	// ScopeRewrite passes change the graph: its ops, buffers and
 	// dependencies (fusing a kernel into another, splitting one). They
-	// come from Options.Rewrites and are the only passes that may.
+	// come from planner.Rewrite and are the only passes that may.
 	ScopeRewrite Scope = iota
 	// ScopeOrder passes decide the order in which ops are placed.
 	ScopeOrder

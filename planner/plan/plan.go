@@ -91,7 +91,7 @@ type Plan struct {
 	// Memory is what the plan needs of each memory and where its
 	// temporaries go in their arenas (MemoryOf); New sets it.
 	Memory *Memory
-	// Budget is what meeting Options.MemoryBudget cost (planner.Options.MemoryBudget); nil
+	// Budget is what meeting the memory budgets cost (planner.MemoryBudget); nil
 	// when the plan met it without help, or had none.
 	Budget *Budget
 

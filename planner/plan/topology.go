@@ -5,7 +5,7 @@ import "github.com/dagrun/dagrun/dag"
 // Topology tells the planner which devices copy to each other directly
 // (peer access over NVLink or PCIe) and which through host memory. A
 // backend that has opened its devices knows it (cuda.Backend.Topology);
-// nil in Options means unknown, as when a plan is made without a backend.
+// nil (no planner.OnTopology) means unknown, as when a plan is made without a backend.
 type Topology interface {
 	PeerAccess(from, to int) bool
 }

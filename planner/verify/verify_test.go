@@ -74,11 +74,11 @@ func pipelineGraph(t *testing.T) handPlan {
 	b := dag.New()
 	x, y, z := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros()), b.Buffer("z", 64, dag.Zeros())
 	tmp := b.Buffer("t", 64, dag.Temporary())
-	b.Fill(tmp.All(), 1).Named("init")
-	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(1), x, tmp, 1.0).Named("produce")
-	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(1), y, x, 1.0).Named("consume")
-	b.Fill(z.Slice(0, 32), 1).Named("lo")
-	b.Fill(z.Slice(32, 32), 2).Named("hi")
+	b.Fill(tmp.All(), 1, dag.Name("init"))
+	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(1), x, tmp, 1.0, dag.Name("produce"))
+	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(1), y, x, 1.0, dag.Name("consume"))
+	b.Fill(z.Slice(0, 32), 1, dag.Name("lo"))
+	b.Fill(z.Slice(32, 32), 2, dag.Name("hi"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	var names []string
@@ -204,8 +204,8 @@ func TestVerifyHandPlans(t *testing.T) {
 func TestVerifyWriteAfterRead(t *testing.T) {
 	b := dag.New()
 	x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros())
-	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(1), y, x.Slice(0, 64), 1.0).Named("read")
-	b.Fill(x.Slice(60, 4), 0).Named("overwrite")
+	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(1), y, x.Slice(0, 64), 1.0, dag.Name("read"))
+	b.Fill(x.Slice(60, 4), 0, dag.Name("overwrite"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	h := handPlan{t, g}
@@ -225,8 +225,8 @@ func TestVerifyWriteAfterRead(t *testing.T) {
 func TestVerifyConflictsNotDeps(t *testing.T) {
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.Zeros())
-	b.Fill(x.All(), 1).Named("first")
-	b.Fill(x.Slice(0, 4), 2).Named("second")
+	b.Fill(x.All(), 1, dag.Name("first"))
+	b.Fill(x.Slice(0, 4), 2, dag.Name("second"))
 	g, err := b.Build()
 	require.NoError(t, err)
 	g.Ops[1].Deps = nil
@@ -243,8 +243,8 @@ func TestVerifyConflictsNotDeps(t *testing.T) {
 func TestVerifyExplicitAfter(t *testing.T) {
 	b := dag.New()
 	x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros())
-	first := b.Fill(x.All(), 1).Named("first")
-	b.Fill(y.All(), 2).Named("second").After(first)
+	first := b.Fill(x.All(), 1, dag.Name("first"))
+	b.Fill(y.All(), 2, dag.Name("second"), dag.After(first))
 	g, err := b.Build()
 	require.NoError(t, err)
 	h := handPlan{t, g}
@@ -265,7 +265,7 @@ func TestVerifyCatchesRemovedWaits(t *testing.T) {
 	for seed := int64(0); seed < 300 && caught < 200; seed++ {
 		cfg := dagtest.Config{Ops: 30, Buffers: 5, Seed: seed, Ranges: seed%2 == 0, Temporaries: seed%3 == 0,
 			Priorities: seed%4 == 0, HostBuffers: seed%5 == 0, After: seed%6 == 0}
-		p, err := planner.New(dagtest.Random(cfg), planner.Options{Streams: 2 + int(seed)%6})
+		p, err := planner.New(dagtest.Random(cfg), planner.Streams(2+int(seed)%6))
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
 		require.True(t, plannertest.BruteOrdered(p), "the oracles agree on the plan New made (%+v)", cfg)
@@ -296,8 +296,8 @@ func TestVerifyCatchesRemovedWaits(t *testing.T) {
 func ExampleVerify() {
 	b := dag.New()
 	x, y := b.Buffer("x", 64, dag.Zeros()), b.Buffer("y", 64, dag.Zeros())
-	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(32), x, 0.0).Named("produce")
-	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(32), y, x, 2.0).Named("consume")
+	b.Launch(dag.Iota, dag.Grid1(1), dag.Grid1(32), x, 0.0, dag.Name("produce"))
+	b.Launch(dag.Axpy, dag.Grid1(1), dag.Grid1(32), y, x, 2.0, dag.Name("consume"))
 	g, err := b.Build()
 	if err != nil {
 		fmt.Println(err)
@@ -323,7 +323,7 @@ func ExampleVerify() {
 func BenchmarkVerify(b *testing.B) {
 	b.Run("random200", func(b *testing.B) {
 		p, err := planner.New(dagtest.Random(dagtest.Config{Ops: 200, Buffers: 10, Seed: 1, Ranges: true, Temporaries: true,
-			Priorities: true, HostBuffers: true, After: true}), planner.Options{Streams: 8})
+			Priorities: true, HostBuffers: true, After: true}), planner.Streams(8))
 		require.NoError(b, err)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -334,7 +334,7 @@ func BenchmarkVerify(b *testing.B) {
 	})
 	for _, ops := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("shape%d", ops), func(b *testing.B) {
-			p, err := planner.New(dagtest.Shape(ops, 8, 1), planner.Options{Streams: 8})
+			p, err := planner.New(dagtest.Shape(ops, 8, 1), planner.Streams(8))
 			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -143,39 +143,13 @@ bench() { # name pattern benchtime
 }
 bench peer 'SessionPeerCopy|^BenchmarkPeerCopy$' "${PEER_BENCHTIME:-100x}"
 bench allreduce 'SessionAllReduce' "${AR_BENCHTIME:-20x}"
-bench pipeline 'TwoDevicePipelineReplay' "${PIPE_BENCHTIME:-500x}"
+bench pipeline 'PipelineReplay/devices2/' "${PIPE_BENCHTIME:-500x}"
 
 # Table: the median of each benchmark's metric (GB/s, busGB/s or us/call)
 # and its ratio to the raw floor of the same run: "rate" for GB/s (goal: at
 # least 0.9 or 0.95), "time" for us/call (goal: at most 1.1). Replays are
 # held to the same calls captured by hand into a raw graph, and shown
 # beside the raw eager loop too.
-cat "$out"/bench-*.log | awk '
-function isort(a, m,   i, j, t) { for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
-/^Benchmark/ {
-	name = $1; sub(/-[0-9]+$/, "", name)
-	for (i = 3; i < NF; i++) if ($(i+1) == "GB/s" || $(i+1) == "busGB/s" || $(i+1) == "us/call" || $(i+1) == "us/replay") {
-		if (!(name in unit)) order[++n] = name
-		unit[name] = $(i+1); v[name] = v[name] " " $i
-	}
-}
-END {
-	printf "%-58s %12s %10s %14s\n", "benchmark", "median", "unit", "vs raw floor"
-	for (j = 1; j <= n; j++) {
-		k = order[j]; m = split(v[k], a, " "); isort(a, m)
-		med[k] = (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-	}
-	for (j = 1; j <= n; j++) {
-		k = order[j]; ratio = ""
-		if (k ~ /\/(session|binding)$/) {
-			raw = k; sub(/\/(session|binding)$/, "/raw", raw)
-			eraw = raw; sub(/\/replay\/raw$/, "/eager/raw", eraw)
-			if (!(raw in med)) raw = eraw
-			if (raw in med && med[raw] > 0) ratio = sprintf("%.3fx %s", med[k] / med[raw], unit[k] ~ /^us\// ? "time" : "rate")
-			if (eraw != raw && med[eraw] > 0) ratio = ratio sprintf(" (%.3fx the eager raw loop)", med[k] / med[eraw])
-		}
-		printf "%-58s %12.3f %10s %14s\n", k, med[k], unit[k], ratio
-	}
-}' | tee "$out/table.txt"
+awk -f "$root/scripts/gpu/bench-table.awk" "$out"/bench-*.log | tee "$out/table.txt"
 echo "goals: a captured two-device pipeline <= 1.02x time; peer copy >= 0.95x rate, via host >= 0.9x the raw staged copy; 256MiB all-reduce >= 0.95x rate; 4KiB all-reduce <= 1.1x time (eager and replay)"
 exit $status

@@ -98,7 +98,7 @@ check viz "$dagrun" viz procs/t_0.json procs/t_1.json -o merged.html
 cat >failing.yaml <<'SPEC'
 run: {world: 2, repeat: 3}
 buffers:
-  h: {dtype: f32, count: 4, placement: pinned}
+  h: {dtype: f32, count: 4, placement: pinned, init: {value: 1}}
   d: {dtype: f32, count: 4}
 ops:
   - {host: save, buffer: h, path: "h_{rank}", name: save_h}

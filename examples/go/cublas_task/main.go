@@ -6,7 +6,8 @@
 //
 // The graph: upload A (M x K) and B (K x N), C = A B by cuBLAS (the
 // task), R = relu(C) by a builtin kernel, download R. On the cpu backend
-// the task's CPU twin computes the product with gonum's BLAS; the inputs
+// the task's function is called with the host's stream and computes the
+// product itself with gonum's BLAS; the inputs
 // are small integers, so every sum is exact and both backends print the
 // same checksum.
 //
@@ -67,9 +68,24 @@ func view(mem []byte) []float32 {
 	return v
 }
 
-// gemmTwin is the task's CPU twin: C = A B with gonum's BLAS, over the
-// bytes of the views (A, B, C in access order).
-func gemmTwin(_ context.Context, mem [][]byte) error {
+// task is the stream task's function: on the host's stream (the cpu
+// backend) it computes the product itself, on a GPU's it calls gpu, which
+// enqueues cublasSgemm (nil where no GPU library is open).
+func task(gpu dag.TaskFunc) dag.TaskFunc {
+	return func(ctx context.Context, on dag.TaskStream) error {
+		if on.Host {
+			return gemmOnHost(on.Mem)
+		}
+		if gpu == nil {
+			return errors.New("the cuBLAS task needs the cuda backend's library")
+		}
+		return gpu(ctx, on)
+	}
+}
+
+// gemmOnHost is C = A B with gonum's BLAS, over the bytes of the views
+// (A, B, C in access order).
+func gemmOnHost(mem [][]byte) error {
 	a, b := view(mem[0]), view(mem[1])
 	c := make([]float32, m*n)
 	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
@@ -81,9 +97,9 @@ func gemmTwin(_ context.Context, mem [][]byte) error {
 	return nil
 }
 
-// declare builds the graph; fn is the task's function (nil on the cpu
-// backend, which runs the twin).
-func declare(fn dag.TaskFunc) (*dag.Graph, *dag.Buffer, error) {
+// declare builds the graph; gpu enqueues the product on a GPU's stream
+// (nil on the cpu backend).
+func declare(gpu dag.TaskFunc) (*dag.Graph, *dag.Buffer, error) {
 	av, bv := inputs()
 	g := dag.New()
 	ha := g.Array("a_host", dag.F32, m*k, dag.PinnedHost(), dag.Data(av))
@@ -93,16 +109,11 @@ func declare(fn dag.TaskFunc) (*dag.Graph, *dag.Buffer, error) {
 	c := g.Array("c", dag.F32, m*n, dag.OnDevice(0))
 	r := g.Array("r", dag.F32, m*n, dag.OnDevice(0))
 	out := g.Array("out", dag.F32, m*n, dag.PinnedHost())
-	g.Copy(a.All(), ha.All()).Named("upload_a")
-	g.Copy(b.All(), hb.All()).Named("upload_b")
-	if fn == nil {
-		fn = func(context.Context, dag.TaskStream) error {
-			return errors.New("the cuBLAS task runs on the cuda backend only")
-		}
-	}
-	g.Task("sgemm", fn, dag.In(a.All()), dag.In(b.All()), dag.Out(c.All())).WithCPU(gemmTwin)
-	g.Launch(dag.Relu, dag.Grid1(64), dag.Threads(256), r, c).Named("relu")
-	g.Copy(out.All(), r.All()).Named("download")
+	g.Copy(a.All(), ha.All(), dag.Name("upload_a"))
+	g.Copy(b.All(), hb.All(), dag.Name("upload_b"))
+	g.Task(task(gpu), dag.In(a.All()), dag.In(b.All()), dag.Out(c.All()), dag.Name("sgemm"), dag.RunsOnCPU())
+	g.Launch(dag.Relu, dag.Grid1(64), dag.Threads(256), r, c, dag.Name("relu"))
+	g.Copy(out.All(), r.All(), dag.Name("download"))
 	graph, err := g.Build()
 	return graph, out, err
 }
@@ -155,7 +166,7 @@ func run(ctx context.Context, w io.Writer, backend string, replays int) (sums []
 	if err != nil {
 		return nil, err
 	}
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	if err != nil {
 		return nil, err
 	}

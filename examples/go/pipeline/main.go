@@ -50,13 +50,13 @@ func pipeline() (*dag.Graph, *dag.Buffer, *dag.Buffer, error) {
 
 	for i, lo := range []int64{0, half} {
 		xs := x.Slice(lo, half)
-		b.Copy(xs, in.Slice(lo, half)).Named(fmt.Sprintf("upload%d", i))
-		b.Launch(dag.Scale, dag.Grid1(8), dag.Grid1(256), xs, 3.0).Named(fmt.Sprintf("scale%d", i))
-		b.Call(dag.Axpy, dag.Grid1(8), dag.Grid1(256), dag.Args{"y": xs, "x": bias.Slice(lo, half), "alpha": 1}).Named(fmt.Sprintf("bias%d", i))
+		b.Copy(xs, in.Slice(lo, half), dag.Name(fmt.Sprintf("upload%d", i)))
+		b.Launch(dag.Scale, dag.Grid1(8), dag.Grid1(256), xs, 3.0, dag.Name(fmt.Sprintf("scale%d", i)))
+		b.Call(dag.Axpy, dag.Grid1(8), dag.Grid1(256), dag.Args{"y": xs, "x": bias.Slice(lo, half), "alpha": 1}, dag.Name(fmt.Sprintf("bias%d", i)))
 	}
-	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(256), sum, x).Named("reduce").WithPriority(dag.High)
-	b.Copy(total.All(), sum.All()).Named("download_sum").WithPriority(dag.High)
-	b.Copy(out.All(), x.All()).Named("download")
+	b.Launch(dag.ReduceSum, dag.Grid1(1), dag.Grid1(256), sum, x, dag.Name("reduce"), dag.High)
+	b.Copy(total.All(), sum.All(), dag.Name("download_sum"), dag.High)
+	b.Copy(out.All(), x.All(), dag.Name("download"))
 	g, err := b.Build()
 	return g, out, total, err
 }
@@ -66,7 +66,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	if err != nil {
 		return err
 	}

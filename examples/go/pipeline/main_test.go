@@ -31,7 +31,7 @@ func TestPipeline(t *testing.T) {
 		want[i] = 3*v + 0.25
 		sum += float64(want[i])
 	}
-	p, err := planner.New(g, planner.Options{Streams: 2})
+	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	mem, err := executor.Execute(context.Background(), cpu.New(), p)
 	require.NoError(t, err)

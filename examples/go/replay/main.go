@@ -89,12 +89,12 @@ func declare() (*stream, error) {
 	s.out = b.Array("out", dag.F32, n, dag.PinnedHost())
 	s.sum = b.Array("sum", dag.F32, 1, dag.PinnedHost())
 	grid, block := dag.Grid1(64), dag.Grid1(256)
-	b.Copy(x.All(), s.in[0].All()).Named("upload")
-	s.scaleOp = b.Launch(dag.Scale, grid, block, x, float32(gain(0))).Named("gain")
-	b.Call(dag.Axpy, grid, block, dag.Args{"y": x, "x": ones, "alpha": offset}).Named("offset")
-	b.Call(dag.ReduceSum, dag.Grid1(1), dag.Grid1(256), dag.Args{"out": dsum, "in": x}).Named("reduce")
-	b.Copy(s.out.All(), x.All()).Named("download")
-	b.Copy(s.sum.All(), dsum.All()).Named("download_sum")
+	b.Copy(x.All(), s.in[0].All(), dag.Name("upload"))
+	s.scaleOp = b.Launch(dag.Scale, grid, block, x, float32(gain(0)), dag.Name("gain"))
+	b.Call(dag.Axpy, grid, block, dag.Args{"y": x, "x": ones, "alpha": offset}, dag.Name("offset"))
+	b.Call(dag.ReduceSum, dag.Grid1(1), dag.Grid1(256), dag.Args{"out": dsum, "in": x}, dag.Name("reduce"))
+	b.Copy(s.out.All(), x.All(), dag.Name("download"))
+	b.Copy(s.sum.All(), dsum.All(), dag.Name("download_sum"))
 	g, err := b.Build()
 	s.g = g
 	return s, err
@@ -126,7 +126,7 @@ func run(ctx context.Context, w io.Writer, backend string, batches int) (results
 	if err != nil {
 		return nil, err
 	}
-	p, err := planner.New(s.g, planner.Options{})
+	p, err := planner.New(s.g)
 	if err != nil {
 		return nil, err
 	}

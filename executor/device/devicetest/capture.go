@@ -80,8 +80,7 @@ func (s *suite) bodies(t *testing.T) {
 			body.Launch(dag.Spin, one, one, float64(spinUS/4))
 			body.Launch(dag.ReduceSum, one, one, sum, x)
 			body.Launch(dag.SetFlag, one, one, flag, sum, 0.3)
-		})
-		loop.Control.Max = 100
+		}, dag.AtMost(100))
 		cp = b.Copy(out.All(), x.All())
 	})
 	ds := s.session(t, g, 3, 2)
@@ -123,9 +122,7 @@ func (s *suite) loopMax(t *testing.T) {
 		flag = b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Value(1))
 		loop = b.While(flag.All(), func(body *dag.Builder) {
 			body.Launch(dag.Scale, one, dag.Threads(4), x, float32(2))
-		})
-		loop.Name = "forever"
-		loop.Control.Max = 3
+		}, dag.Name("forever"), dag.AtMost(3))
 	})
 	ds := s.session(t, g, 2, 0)
 	ctl := capability[device.Controller](t, ds)

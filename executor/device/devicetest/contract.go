@@ -257,7 +257,7 @@ func (s *suite) closeDuringWork(t *testing.T) {
 		assert.NoError(t, ds.Close(), "a second Close")
 	})
 	t.Run("RunInFlight", func(t *testing.T) {
-		p, err := planner.New(g, planner.Options{Streams: 1})
+		p, err := planner.New(g, planner.Streams(1))
 		require.NoError(t, err)
 		b := s.backend(t, s.open)
 		es, err := executor.Open(s.ctx(t), b, p)

@@ -83,12 +83,11 @@ var kindCases = []kindCase{
 		b.Launch(dag.Scale, one, one, sum, float32(-1))
 	}},
 	{name: "task", kinds: []dag.OpKind{dag.Task}, declare: func(b *dag.Builder, _ int) {
-		// The task enqueues nothing on a device and its twin does
-		// nothing: what is checked is that it runs in its place.
+		// The task enqueues nothing on a device and does nothing on
+		// the host: what is checked is that it runs in its place.
 		x := b.Buffer("x", 4*8, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
 		b.Fill(x.All(), 2)
-		b.Task("noop", func(context.Context, dag.TaskStream) error { return nil }, dag.InOut(x.All())).
-			WithCPU(func(context.Context, [][]byte) error { return nil })
+		b.Task(func(context.Context, dag.TaskStream) error { return nil }, dag.InOut(x.All()), dag.Name("noop"), dag.RunsOnCPU())
 		b.Launch(dag.Scale, one, dag.Threads(8), x, float32(3))
 	}},
 	{name: "gemm", kinds: []dag.OpKind{dag.Gemm}, declare: func(b *dag.Builder, _ int) {
@@ -110,7 +109,7 @@ var kindCases = []kindCase{
 			body.Launch(dag.Scale, one, dag.Threads(4), x, float32(0.5))
 			body.Launch(dag.ReduceSum, one, one, sum, x)
 			body.Launch(dag.SetFlag, one, one, flag, sum, 0.3)
-		}).Control.Max = 50
+		}, dag.AtMost(50))
 	}},
 	{name: "if", kinds: []dag.OpKind{dag.If}, declare: func(b *dag.Builder, _ int) {
 		x := b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(3))
@@ -262,7 +261,7 @@ func (s *suite) kinds(t *testing.T) {
 // single runs a one-graph case eagerly and replayed.
 func (s *suite) single(t *testing.T, kc kindCase) {
 	g := build(t, func(b *dag.Builder) { kc.declare(b, 0) })
-	p, err := planner.New(g, planner.Options{})
+	p, err := planner.New(g)
 	require.NoError(t, err)
 	want, err := s.execute(t, s.ref, p, false)
 	require.NoError(t, err, "on the reference backend")
@@ -314,7 +313,7 @@ func (s *suite) world(t *testing.T, kc kindCase) {
 	var plans []*planner.Plan
 	for r := range kc.ranks {
 		g := build(t, func(b *dag.Builder) { kc.declare(b, r) })
-		p, err := planner.New(g, planner.Options{})
+		p, err := planner.New(g)
 		require.NoError(t, err)
 		graphs, plans = append(graphs, g), append(plans, p)
 	}

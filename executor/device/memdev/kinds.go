@@ -98,8 +98,8 @@ func supported(op *dag.Op) error {
 	case dag.Gemm:
 		return fmt.Errorf("gemm: %w", errors.ErrUnsupported)
 	case dag.Task:
-		if op.Task == nil || op.Task.CPU == nil {
-			return fmt.Errorf("the task has no CPU twin (dag.WithCPU): %w", errors.ErrUnsupported)
+		if op.Task == nil || op.Task.Func == nil || !op.Task.OnCPU {
+			return fmt.Errorf("the task does not run on the CPU (dag.RunsOnCPU): %w", errors.ErrUnsupported)
 		}
 	}
 	return nil
@@ -147,7 +147,7 @@ func (s *Session) run(op *dag.Op) error {
 	case dag.Host:
 		return op.HostFunc(context.Background(), mem)
 	case dag.Task:
-		return op.Task.CPU(context.Background(), mem)
+		return op.Task.Func(context.Background(), dag.TaskStream{Device: op.Device, Host: true, Mem: mem})
 	case dag.Launch:
 		return kernels[dag.LookupBuiltin(op.Launch.Kernel.Name)](op.Launch.Args, mem, s.stop.Load)
 	default:

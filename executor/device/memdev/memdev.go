@@ -10,12 +10,13 @@
 // schedules the plan allows. So streams and events are only counted and
 // checked here, and Sync only reports the first error since the last one.
 //
-// The Session offers Capturer (a capture is the list of what was
+// The Backend offers MemorySharer (persistent buffers only: it has no
+// arenas). The Session offers Capturer (a capture is the list of what was
 // submitted, and a replay submits it again), Controller (loops and
 // branches run their bodies' steps in order), Writer, Joiner (collectives
 // through the world's device.Collectives), Delayer and Failer. It runs
-// allocs, frees, copies, fills, 2-D memsets, host steps, tasks (their CPU
-// twins), loops, branches, collectives and the f32 builtins empty, spin,
+// allocs, frees, copies, fills, 2-D memsets, host steps, tasks (those
+// that run on the CPU, with the host's stream), loops, branches, collectives and the f32 builtins empty, spin,
 // iota, scale, axpy, add, reduce_sum and set_flag; Open refuses any other
 // op with an error naming it and matching errors.ErrUnsupported.
 package memdev
@@ -37,14 +38,15 @@ func init() {
 }
 
 var (
-	_ device.Backend    = (*Backend)(nil)
-	_ device.Session    = (*Session)(nil)
-	_ device.Capturer   = (*Session)(nil)
-	_ device.Controller = (*Session)(nil)
-	_ device.Writer     = (*Session)(nil)
-	_ device.Joiner     = (*Session)(nil)
-	_ device.Delayer    = (*Session)(nil)
-	_ device.Failer     = (*Session)(nil)
+	_ device.Backend      = (*Backend)(nil)
+	_ device.MemorySharer = (*Backend)(nil)
+	_ device.Session      = (*Session)(nil)
+	_ device.Capturer     = (*Session)(nil)
+	_ device.Controller   = (*Session)(nil)
+	_ device.Writer       = (*Session)(nil)
+	_ device.Joiner       = (*Session)(nil)
+	_ device.Delayer      = (*Session)(nil)
+	_ device.Failer       = (*Session)(nil)
 )
 
 // Backend opens in-memory sessions. Its zero value is ready to use.
@@ -60,6 +62,45 @@ func New() *Backend { return &Backend{} }
 // Open makes g's persistent buffers with their initial contents. It
 // refuses a graph holding an op this backend cannot run.
 func (b *Backend) Open(ctx context.Context, g *dag.Graph) (device.Session, error) {
+	return b.open(ctx, g, nil)
+}
+
+// OpenShared is Open with the persistent buffers sh maps taking the first
+// bytes of owner's (device.MemorySharer). This backend has no arenas: a
+// temporary placed in one is refused.
+func (b *Backend) OpenShared(ctx context.Context, g *dag.Graph, owner device.Session, sh device.Shared) (device.Session, error) {
+	o, ok := owner.(*Session)
+	if !ok || o.b != b {
+		return nil, fmt.Errorf("memdev: OpenShared: the owner (%T) is not a session of this backend", owner)
+	}
+	if g == nil {
+		return nil, errors.New("memdev: OpenShared: no graph")
+	}
+	lent := make([][]byte, len(g.Buffers))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.usable(); err != nil {
+		return nil, fmt.Errorf("memdev: OpenShared: the owner: %w", err)
+	}
+	for i, buf := range g.Buffers {
+		if buf.Temporary && i < len(sh.Offsets) && sh.Offsets[i] >= 0 {
+			return nil, fmt.Errorf("memdev: OpenShared: temporary %s is placed in an arena; this backend has none", buf.Name)
+		}
+		if buf.Temporary || i >= len(sh.Buffers) || sh.Buffers[i] == nil {
+			continue
+		}
+		from := sh.Buffers[i]
+		if from.ID < 0 || from.ID >= len(o.g.Buffers) || o.g.Buffers[from.ID] != from || from.Temporary || from.Size < buf.Size {
+			return nil, fmt.Errorf("memdev: OpenShared: buffer %s cannot use the owner's %s: not a persistent buffer of its graph at least as large", buf.Name, from.Name)
+		}
+		lent[i] = o.mem[from.ID][:buf.Size:buf.Size]
+	}
+	return b.open(ctx, g, lent)
+}
+
+// open opens a session for g whose persistent buffers are lent[i] where
+// that is not nil, else made here.
+func (b *Backend) open(ctx context.Context, g *dag.Graph, lent [][]byte) (device.Session, error) {
 	if g == nil {
 		return nil, errors.New("memdev: Open: no graph")
 	}
@@ -74,7 +115,10 @@ func (b *Backend) Open(ctx context.Context, g *dag.Graph) (device.Session, error
 	}
 	s := &Session{b: b, g: g, mem: make([][]byte, len(g.Buffers)), bodies: map[*dag.Op][][]device.Step{}}
 	for _, buf := range g.Buffers {
-		if !buf.Temporary {
+		switch {
+		case buf.ID < len(lent) && lent[buf.ID] != nil:
+			s.mem[buf.ID] = lent[buf.ID]
+		case !buf.Temporary:
 			s.mem[buf.ID] = buf.InitialBytes()
 		}
 	}

@@ -3,6 +3,7 @@
 package plannertest
 
 import (
+	"maps"
 	"math/big"
 	"math/rand/v2"
 	"slices"
@@ -42,6 +43,29 @@ func RandomCase(seed uint64) (dagtest.Config, planner.Options) {
 		opts.Cost = HugeCost{} // sums that would wrap without saturation
 	}
 	return cfg, opts
+}
+
+// Options are the planner's options that make settings o, for tests that
+// draw or tabulate settings as one value (and print it with %+v).
+func Options(o planner.Options) []planner.Option {
+	opts := []planner.Option{planner.Streams(o.Streams), planner.OrderBy(o.Strategy), planner.ForMode(o.Mode),
+		planner.OnTopology(o.Topology), planner.SMs(o.SMs), planner.Cost(o.Cost), planner.Optimize(o.Objective)}
+	if o.SharedCopyStreams {
+		opts = append(opts, planner.SharedCopyStreams())
+	}
+	for _, mem := range slices.Sorted(maps.Keys(o.MemoryBudget)) {
+		opts = append(opts, planner.MemoryBudget(mem, o.MemoryBudget[mem]))
+	}
+	if o.PoolTemporaries {
+		opts = append(opts, planner.PoolTemporaries())
+	}
+	if len(o.Rewrites) > 0 {
+		opts = append(opts, planner.Rewrite(o.Rewrites...))
+	}
+	if o.Verify {
+		opts = append(opts, planner.Verify())
+	}
+	return opts
 }
 
 // HugeCost gives every op a cost near the int64 limit (1500000h, a few
@@ -125,9 +149,9 @@ func Build(t testing.TB, declare func(b *dag.Builder)) *dag.Graph {
 }
 
 // New plans g, failing t if it cannot.
-func New(t testing.TB, g *dag.Graph, opts planner.Options) *planner.Plan {
+func New(t testing.TB, g *dag.Graph, opts ...planner.Option) *planner.Plan {
 	t.Helper()
-	p, err := planner.New(g, opts)
+	p, err := planner.New(g, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/profile"
@@ -26,12 +27,11 @@ import (
 // the default model sees six equal products and puts both heavy ones on
 // one stream.
 func TestProfileGuided(t *testing.T) {
-	s, err := spec.Load(filepath.Join("..", "..", "examples", "profile_guided.yaml"))
+	s, err := spec.Load(filepath.Join("..", "examples", "profile_guided.yaml"))
 	require.NoError(t, err)
 	b := cpu.New()
 	defer b.Close()
-	pm, err := (&cli{stderr: t.Output()}).loadPerfModel("run", filepath.Join(t.TempDir(), "models.json"), b, 0)
-	require.NoError(t, err)
+	pm := load(t, b)
 
 	// measure runs the plan repeat times, teaching pm from every run after
 	// the first.
@@ -47,13 +47,13 @@ func TestProfileGuided(t *testing.T) {
 		}
 	}
 
-	def, err := planWithModel(s, layout{}, nil, planner.Eager, executor.Machine{})
+	def, err := PlanWithModel(s, Layout{}.PlanOptions(s), nil, planner.Eager, executor.Machine{}, warn(t))
 	require.NoError(t, err)
 	measure(def, 5)
 	_, err = pm.Save()
 	require.NoError(t, err)
 
-	prof, err := planWithModel(s, layout{}, pm, planner.Eager, executor.Machine{})
+	prof, err := PlanWithModel(s, Layout{}.PlanOptions(s), pm, planner.Eager, executor.Machine{}, warn(t))
 	require.NoError(t, err)
 	assert.Equal(t, len(s.Graph.Ops), pm.Covered, "every op was measured")
 	// Both plans under the measured model: the profiled one is shorter.
@@ -112,29 +112,38 @@ func TestProfileGuided(t *testing.T) {
 	t.Logf("the profiled plan's streams overlapped %.2fx", overlap)
 }
 
+// load loads an empty perf model for device 0 of b.
+func load(t *testing.T, b device.Backend) *profile.Learner {
+	key, err := profile.Key(b, 0)
+	require.NoError(t, err)
+	l, err := profile.Load(filepath.Join(t.TempDir(), "models.json"), key)
+	require.NoError(t, err)
+	return l
+}
+
+// warn logs what a plan warns of.
+func warn(t *testing.T) func(string) { return func(msg string) { t.Log(msg) } }
+
 // The untraced runs of a perf model teach the host's costs, and the
 // spec's host steps print nothing in them (their lines came with the
 // traced runs).
 func TestHostRuns(t *testing.T) {
-	s, err := spec.Load(filepath.Join("..", "..", "examples", "fan_out.yaml"))
+	s, err := spec.Load(filepath.Join("..", "examples", "fan_out.yaml"))
 	require.NoError(t, err)
 	b := cpu.New()
 	defer b.Close()
-	c := &cli{stderr: t.Output()}
-	pm, err := c.loadPerfModel("run", filepath.Join(t.TempDir(), "models.json"), b, 0)
-	require.NoError(t, err)
-	p, err := planWithModel(s, layout{}, pm, planner.Eager, executor.Machine{})
+	pm := load(t, b)
+	p, err := PlanWithModel(s, Layout{}.PlanOptions(s), pm, planner.Eager, executor.Machine{}, warn(t))
 	require.NoError(t, err)
 	var printed bytes.Buffer
 	s.Stdout = &printed
 	const repeat = 4
-	require.NoError(t, hostRuns(context.Background(), b, s, p, pm, repeat, nil, c.newProgress(repeat, true)))
+	prog := &Program{Spec: s, Plan: p, Model: pm}
+	require.NoError(t, hostRuns(context.Background(), b, prog, Config{Repeat: repeat}))
 	require.Len(t, pm.Eager(), repeat-profile.Warmups(repeat), "the first half of the untraced runs warms up")
 	assert.Empty(t, printed.String(), "host steps print nothing in the untraced runs")
 	assert.Same(t, &printed, s.Stdout, "and print again after them")
-	r := makespanOf(p, pm.Model, nil, pm.Eager())
+	r := makespan(prog, nil)
 	require.NotNil(t, r)
-	var text bytes.Buffer
-	writeMakespan(&text, r)
-	assert.Contains(t, text.String(), "makespan (eager): estimated ")
+	assert.Contains(t, r.String(), "makespan (eager): estimated ")
 }

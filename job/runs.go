@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"fmt"
@@ -6,14 +6,13 @@ import (
 	"strings"
 )
 
-// parseTraceRuns reads --trace-runs K for repeat runs, numbered from 1:
-// "" or "all" (every run), "first:N", "last:N", or a comma-separated list
-// of run numbers and ranges A-B. It returns whether to trace each run.
-// The same syntax is meant for graph replays when they can be traced.
-func parseTraceRuns(k string, repeat int) (func(run int) bool, error) {
-	bad := func(format string, a ...any) error {
-		return usagef("--trace-runs %q: %s", k, fmt.Sprintf(format, a...))
-	}
+// ParseRuns reads k, a choice of runs of repeat runs numbered from 1 (the
+// dagrun command's --trace-runs, for Config.Traced): "" or "all" (every
+// run), "first:N", "last:N", or a comma-separated list of run numbers and
+// ranges A-B. It returns whether each run is chosen. The same syntax is
+// meant for graph replays when they can be traced.
+func ParseRuns(k string, repeat int) (func(run int) bool, error) {
+	bad := func(format string, a ...any) error { return fmt.Errorf(format, a...) }
 	switch {
 	case k == "" || k == "all":
 		return func(int) bool { return true }, nil
@@ -55,8 +54,9 @@ func parseTraceRuns(k string, repeat int) (func(run int) bool, error) {
 	}, nil
 }
 
-// runsText names the traced runs of repeat: "run 1", "3 runs" or "all 20 runs".
-func runsText(traced []int, repeat int) string {
+// RunsText names the traced runs of repeat: "run 1", "3 runs" or "all 20
+// runs".
+func RunsText(traced []int, repeat int) string {
 	switch {
 	case len(traced) == 1:
 		return fmt.Sprintf("run %d", traced[0])

@@ -1,0 +1,51 @@
+package atomicfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.txt")
+	text := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	require.NoError(t, Write(path, text("one")))
+	require.NoError(t, Write(path, text("two")))
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "two", string(got))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+
+	// A failed write leaves the old file and no temporary one.
+	broken := errors.New("broken")
+	err = Write(path, func(w io.Writer) error {
+		_, _ = io.WriteString(w, "half")
+		return broken
+	})
+	require.ErrorIs(t, err, broken)
+	got, _ = os.ReadFile(path)
+	assert.Equal(t, "two", string(got))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1)
+
+	// A device is written to, not replaced.
+	require.NoError(t, Write(os.DevNull, text("gone")))
+	fi, err = os.Stat(os.DevNull)
+	require.NoError(t, err)
+	assert.False(t, fi.Mode().IsRegular())
+
+	err = Write(filepath.Join(dir, "missing", "x"), text("x"))
+	assert.ErrorContains(t, err, "writing "+filepath.Join(dir, "missing", "x")+": ")
+	assert.NotContains(t, err.Error(), ".tmp", "the temporary name is left out")
+}
