@@ -42,11 +42,12 @@ unit:
 # package whose code or tests start goroutines: the concurrent ones at full
 # length; the command (whose scripts run it as a race-built binary), the
 # graph's parallel initialisation, the spec's file readers, the trace's
-# readers and the CUDA backend (its GPU tests skip without a driver) in
-# -short; of the planner, the test whose packing runs on goroutines.
+# readers, the job's worlds of ranks and the CUDA backend (its GPU tests
+# skip without a driver) in -short; of the planner, the test whose packing
+# runs on goroutines.
 race:
 	$(GO) test -race -p 1 ./internal/comm/... ./cpu/... ./executor/...
-	$(GO) test -race -short -p 1 ./cmd/dagrun ./dag ./spec ./trace ./cuda
+	$(GO) test -race -short -p 1 ./cmd/dagrun ./dag ./spec ./trace ./job ./cuda
 	$(GO) test -race -run 'TestMemoryConcurrent' ./planner/memory
 
 # Every fuzz target (grep -rn 'func Fuzz' lists them), a short budget each.

@@ -183,6 +183,10 @@ type gemmer struct {
 	algos      map[gemmKey]gemmAlgo
 	recs       map[*dag.GemmSpec]*gemmRec
 	workspaces int // device allocations held
+	// borrow, when set, lends the workspace of the k-th GEMM prepared
+	// (a session over another's memory: shared.go); borrowed counts them.
+	borrow   func(k int, d *gpu, n int64) (C.CUdeviceptr, error)
+	borrowed int
 }
 
 // gemmRec is one prepared GEMM, in C memory (cuBLASLt reads alpha and
@@ -192,6 +196,7 @@ type gemmRec struct {
 	dev   *gpu
 	align [4]uint32 // the alignments the algorithm was picked for
 	name  string    // the op's, for Unfused
+	lent  bool      // its workspace is lent (borrow): not freed here
 
 	epilogue dag.Epilogue // the op's
 	// unfused says why the product runs without its epilogue, which the
@@ -345,7 +350,15 @@ func (g *gemmer) setup(r *gemmRec, shape *C.dr_gemm_shape, key gemmKey, op *dag.
 	} else {
 		g.algos[key] = gemmAlgo{algo: rec.algo, ws: rec.workspaceSize}
 	}
-	if rec.workspaceSize > 0 {
+	switch {
+	case rec.workspaceSize > 0 && g.borrow != nil:
+		p, err := g.borrow(g.borrowed, d, int64(rec.workspaceSize))
+		if err != nil {
+			return fmt.Errorf("%w: workspace of %d bytes for cuBLASLt: %w", errCUDA, rec.workspaceSize, err)
+		}
+		rec.workspace, r.lent = p, true
+		g.borrowed++
+	case rec.workspaceSize > 0:
 		p, err := g.drv.memAlloc(d.ctx, int64(rec.workspaceSize))
 		if err != nil {
 			return fmt.Errorf("%w: workspace of %d bytes for cuBLASLt: %w", errCUDA, rec.workspaceSize, err)
@@ -409,7 +422,7 @@ func (g *gemmer) run(r *gemmRec, s C.CUstream, a, b, c, d, bias C.CUdeviceptr) e
 func (g *gemmer) close() error {
 	var errs []error
 	for s, r := range g.recs {
-		if r.c.workspace != 0 {
+		if r.c.workspace != 0 && !r.lent {
 			if err := g.drv.memFree(r.dev.ctx, r.c.workspace); err != nil {
 				errs = append(errs, err)
 			}

@@ -36,6 +36,9 @@ func (gh *gemmHooks) prepareGemm(st *opState, op *dag.Op) error {
 	}
 	if gh.gemm == nil {
 		gh.gemm = newGemmer(gh.drv, gh.b.lt)
+		if l := gh.hold.lender; l != nil {
+			gh.gemm.borrow = l.owner.lendWorkspace // shared.go
+		}
 	}
 	// A persistent bias's address is known now; a temporary's at Run.
 	var bias C.CUdeviceptr

@@ -39,6 +39,7 @@ type holdings struct {
 	// session, which frees them (shared.go).
 	lender     *lender
 	lentArenas []devArena
+	lentWS     workspaces // the cuBLASLt workspaces this session lends (shared.go)
 
 	liveMu sync.Mutex // Live may be called from another goroutine (Backend.Live)
 	live   Resources

@@ -260,6 +260,7 @@ func (se *Session) Close() error {
 	}
 	se.hold.freeBuffers(keep)
 	se.hold.freeArenas(keep)
+	se.hold.freeWorkspaces(keep) // shared.go
 	se.sub.freeRecords()
 	se.capt.dropVariants()
 	se.sub.destroyStreams(keep)

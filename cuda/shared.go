@@ -1,11 +1,15 @@
-//go:build cgo
-
 package cuda
+
+/*
+#include "cuda.h"
+*/
+import "C"
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
@@ -17,6 +21,9 @@ import (
 // the lender's device and host addresses when they are prepared, and its
 // temporaries' places in the lender's arenas, as UseArenas places them in
 // arenas of its own; it allocates, fills and frees none of that memory.
+// Its GEMMs' cuBLASLt workspaces come from the lender too: the k-th GEMM
+// of every session over one lender shares a workspace (never two GEMMs of
+// one session, which may run side by side), which the lender frees.
 
 var _ device.MemorySharer = (*Backend)(nil)
 
@@ -95,4 +102,59 @@ func (hd *holdings) borrow() error {
 		bs.dptr, bs.host, bs.lent = ob.dptr, ob.host, true
 	}
 	return nil
+}
+
+// workspaces are the cuBLASLt workspaces a lender lends the sessions over
+// it: slot k holds the workspaces of their k-th GEMMs, any of which one
+// session's k-th GEMM may take.
+type workspaces struct {
+	mu    sync.Mutex // sessions over one lender may open side by side
+	slots [][]lentWorkspace
+}
+
+type lentWorkspace struct {
+	dev  *gpu
+	ptr  C.CUdeviceptr
+	size int64
+}
+
+// lendWorkspace returns a workspace of at least n bytes on d for the k-th
+// GEMM of a session over hd, allocating one if slot k has none as large.
+func (hd *holdings) lendWorkspace(k int, d *gpu, n int64) (C.CUdeviceptr, error) {
+	w := &hd.lentWS
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if hd.closed {
+		return 0, fmt.Errorf("the lender is %w", device.ErrClosed)
+	}
+	for len(w.slots) <= k {
+		w.slots = append(w.slots, nil)
+	}
+	for _, a := range w.slots[k] {
+		if a.dev == d && a.size >= n {
+			return a.ptr, nil
+		}
+	}
+	p, err := hd.drv.memAlloc(d.ctx, n)
+	if err != nil {
+		return 0, err
+	}
+	hd.track(&hd.live.DeviceAllocs, 1)
+	w.slots[k] = append(w.slots[k], lentWorkspace{dev: d, ptr: p, size: n})
+	return p, nil
+}
+
+// freeWorkspaces frees the workspaces hd lent (Close, once the sessions
+// over it are closed).
+func (hd *holdings) freeWorkspaces(keep func(error)) {
+	w := &hd.lentWS
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, slot := range w.slots {
+		for _, a := range slot {
+			keep(hd.drv.memFree(a.dev.ctx, a.ptr))
+			hd.track(&hd.live.DeviceAllocs, -1)
+		}
+	}
+	w.slots = nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/planner/memory"
 )
 
@@ -48,22 +49,22 @@ func ParseTemporaryMode(s string) (TemporaryMode, bool) {
 // TemporariesAuto).
 func WithTemporaries(m TemporaryMode) Option { return func(c *config) { c.temporaries = m } }
 
-// useArenas puts the session's temporaries into the plan's arenas, as
-// mode and the backend allow, and reports whether it did.
-func (s *Session) useArenas(mode TemporaryMode) (bool, error) {
+// useArenas puts the temporaries of p, opened as d, into the plan's
+// arenas, as mode and the backend allow, and reports whether it did.
+func useArenas(d device.Session, p *planner.Plan, mode TemporaryMode) (bool, error) {
 	if mode == TemporariesPool {
 		return false, nil
 	}
-	u, ok := s.d.(device.ArenaUser)
+	u, ok := d.(device.ArenaUser)
 	if !ok {
 		if mode == TemporariesArena {
-			return false, fmt.Errorf("executor: the backend's sessions (%T) cannot hold temporaries in arenas; use the pool", s.d)
+			return false, fmt.Errorf("executor: the backend's sessions (%T) cannot hold temporaries in arenas; use the pool", d)
 		}
 		return false, nil
 	}
-	m := s.p.Memory
+	m := p.Memory
 	if m == nil {
-		m = memory.Of(s.p)
+		m = memory.Of(p)
 	}
 	if len(m.Temporaries) == 0 {
 		return false, nil
@@ -74,7 +75,7 @@ func (s *Session) useArenas(mode TemporaryMode) (bool, error) {
 			arenas[mu.Device] = mu.ArenaBytes
 		}
 	}
-	offsets := make([]int64, len(s.p.Graph.Buffers))
+	offsets := make([]int64, len(p.Graph.Buffers))
 	for i := range offsets {
 		offsets[i] = -1
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/planner"
 )
 
 // Automatic capture: a session that runs the same plan eagerly again and
@@ -37,8 +38,12 @@ func WithAutoCapture(n int) Option {
 }
 
 // autoCapture is a session's automatic capture, its record of the runs,
-// and the changes Session.Update made to them.
+// and the changes Session.Update made to them: of plan p, opened as d,
+// where faults are injected into eager runs or not.
 type autoCapture struct {
+	d         device.Session
+	p         *planner.Plan
+	injected  bool
 	after     int    // identical eager runs before capture; 0: never
 	identical int    // eager runs in a row since the last change
 	g         *Graph // captured automatically; nil before
@@ -48,9 +53,9 @@ type autoCapture struct {
 }
 
 // ops is what each op of an eager run is submitted as.
-func (a *autoCapture) ops(s *Session) []*dag.Op {
+func (a *autoCapture) ops() []*dag.Op {
 	if a.vars == nil {
-		return s.p.Graph.Ops
+		return a.p.Graph.Ops
 	}
 	return a.vars.ops
 }
@@ -76,20 +81,20 @@ func (a *autoCapture) noteRuns(n int, replayed bool) {
 	l.Ranges = append(l.Ranges, RunRange{First: first, Last: first + n - 1, Replayed: replayed})
 }
 
-// autoRun replays the automatically captured graph, capturing it first
-// when the session has run enough identical eager runs. It reports
-// whether it replayed (and the replay's error); if not, Run runs eagerly.
-// The caller holds the session's flight.
-func (s *Session) autoRun(ctx context.Context) (replayed bool, err error) {
-	a := &s.auto
+// run replays the automatically captured graph, capturing it first (with
+// capture, the session's) when the session has run enough identical eager
+// runs, and hands the replay's spans to spans. It reports whether it
+// replayed (and the replay's error); if not, Run runs eagerly. The caller
+// holds the session's flight.
+func (a *autoCapture) run(ctx context.Context, capture func(context.Context, *Graph) (*Graph, error), spans func(*Graph)) (replayed bool, err error) {
 	if a.g == nil {
 		if a.after == 0 || a.why != nil || a.identical < a.after {
 			return false, nil
 		}
-		if a.why = s.autoCapturable(); a.why != nil {
+		if a.why = a.capturable(); a.why != nil {
 			return false, nil
 		}
-		g, err := s.capture(ctx, a.vars)
+		g, err := capture(ctx, a.vars)
 		if err != nil {
 			if ctx.Err() != nil {
 				return true, err
@@ -109,22 +114,20 @@ func (s *Session) autoRun(ctx context.Context) (replayed bool, err error) {
 		return true, err
 	}
 	err = g.sync(ctx)
-	if s.timer != nil {
-		s.spans = append(s.spans, g.Spans()...)
-	}
+	spans(g)
 	return true, err
 }
 
-// autoCapturable says why the session's plan cannot be captured
+// capturable says why the session's plan cannot be captured
 // automatically, or nil.
-func (s *Session) autoCapturable() error {
-	if _, ok := s.d.(device.Capturer); !ok {
-		return fmt.Errorf("the backend's session (%T) cannot capture graphs", s.d)
+func (a *autoCapture) capturable() error {
+	if _, ok := a.d.(device.Capturer); !ok {
+		return fmt.Errorf("the backend's session (%T) cannot capture graphs", a.d)
 	}
-	if s.faults != nil {
+	if a.injected {
 		return errors.New("faults are injected into eager runs only")
 	}
-	return CheckCapture(s.p)
+	return CheckCapture(a.p)
 }
 
 // AutoGraph returns the graph the session captured automatically

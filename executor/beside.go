@@ -18,63 +18,70 @@ import (
 // use, by buffer ID; nil when nothing is in flight.
 type inFlight []bool
 
+// beside follows what a session's launched work may use, and waits for
+// it: the device session, and the plan's graph's buffers by ID.
+type beside struct {
+	d    device.Session
+	bufs []*dag.Buffer
+	busy inFlight
+}
+
 // noteGraph adds the buffers a replay of g uses.
-func (s *Session) noteGraph(g *Graph) {
-	busy := s.busyBuffers()
-	bufs := s.p.Graph.Buffers
+func (b *beside) noteGraph(g *Graph) {
+	busy := b.buffers()
 	for id, used := range g.used {
 		if !used {
 			continue
 		}
-		b := bufs[id]
-		if to, ok := g.state.bind[b]; ok {
-			b = to
+		buf := b.bufs[id]
+		if to, ok := g.state.bind[buf]; ok {
+			buf = to
 		}
-		busy[b.ID] = true
+		busy[buf.ID] = true
 	}
 }
 
 // noteAll marks every buffer busy: work whose buffers the session does
 // not follow (Enqueue's runs).
-func (s *Session) noteAll() {
-	busy := s.busyBuffers()
+func (b *beside) noteAll() {
+	busy := b.buffers()
 	for i := range busy {
 		busy[i] = true
 	}
 }
 
-func (s *Session) busyBuffers() inFlight {
-	if s.busy == nil {
-		s.busy = make(inFlight, len(s.p.Graph.Buffers))
+func (b *beside) buffers() inFlight {
+	if b.busy == nil {
+		b.busy = make(inFlight, len(b.bufs))
 	}
-	return s.busy
+	return b.busy
 }
 
-// syncDevice waits for the device session's work; once it is done (ctx
-// did not cut the wait short), nothing is in flight.
-func (s *Session) syncDevice(ctx context.Context) error {
-	err := s.d.Sync(ctx)
+// sync waits for the device session's work; once it is done (ctx did not
+// cut the wait short), nothing is in flight.
+func (b *beside) sync(ctx context.Context) error {
+	err := b.d.Sync(ctx)
 	if ctx.Err() == nil {
-		s.busy = nil
+		b.busy = nil
 	}
 	return err
 }
 
-// writeBeside writes b while work is in flight, when that work does not
-// use b and b is host memory the backend can write at once.
-func (s *Session) writeBeside(b *dag.Buffer, data []byte) error {
+// write writes buf while work is in flight, when that work does not use
+// buf and buf is host memory the backend can write at once.
+func (b *beside) write(buf *dag.Buffer, data []byte) error {
 	switch {
-	case s.busy[b.ID]:
-		return fmt.Errorf("executor: Write: buffer %q is used by the work still running (%w): call Sync first, or write a buffer it does not use (double buffering with Rebind)", b.Name, ErrBusy)
-	case !b.Placement.Host():
-		return fmt.Errorf("executor: Write: buffer %q is device memory, which is not written beside running work (%w): call Sync first, or write a host buffer", b.Name, ErrBusy)
+	case b.busy[buf.ID]:
+		return fmt.Errorf("executor: Write: buffer %q is used by the work still running (%w): call Sync first, or write a buffer it does not use (double buffering with Rebind)", buf.Name, ErrBusy)
+	case !buf.Placement.Host():
+		return fmt.Errorf("executor: Write: buffer %q is device memory, which is not written beside running work (%w): call Sync first, or write a host buffer", buf.Name, ErrBusy)
 	}
-	hw, ok := s.d.(device.HostWriter)
+	hw, ok := b.d.(device.HostWriter)
 	if !ok {
-		return fmt.Errorf("executor: Write: device session %T cannot write beside running work (%w): call Sync first", s.d, ErrBusy)
+		return fmt.Errorf("executor: Write: device session %T cannot write beside running work (%w): call Sync first", b.d, ErrBusy)
 	}
-	if err := hw.WriteHost(b, data); err != nil {
-		return fmt.Errorf("executor: write %q: %w", b.Name, err)
+	if err := hw.WriteHost(buf, data); err != nil {
+		return fmt.Errorf("executor: write %q: %w", buf.Name, err)
 	}
 	return nil
 }

@@ -153,7 +153,7 @@ func (g *Graph) record(ctx context.Context, ops []*dag.Op) (int, error) {
 	if err := c.BeginCapture(originStream); err != nil {
 		return -1, fmt.Errorf("executor: begin capture: %w", err)
 	}
-	if err := g.s.submit(ctx, ops, "capture"); err != nil {
+	if err := g.s.sub.submit(ctx, ops, "capture"); err != nil {
 		if id, endErr := c.EndCapture(originStream); endErr == nil {
 			err = errors.Join(err, c.DestroyGraph(id))
 		}
@@ -193,8 +193,8 @@ func (g *Graph) launch(ctx context.Context) error {
 		return fmt.Errorf("executor: launch graph: %w", err)
 	}
 	g.stats.Launches++
-	g.s.noteGraph(g) // beside.go
-	g.noteLaunch()   // profile.go
+	g.s.beside.noteGraph(g) // beside.go
+	g.noteLaunch()          // profile.go
 	if g.auto {
 		g.s.auto.noteRuns(1, true) // autocapture.go
 	}
@@ -218,7 +218,7 @@ func (g *Graph) Sync(ctx context.Context) (err error) {
 
 func (g *Graph) sync(ctx context.Context) error {
 	g.pending = false
-	return g.s.syncError(ctx, g.s.syncDevice(ctx))
+	return syncError(ctx, g.s.beside.sync(ctx))
 }
 
 // Run replays the graph once and waits for it; it never waits past ctx.

@@ -39,10 +39,35 @@ func controlIDs(p *planner.Plan) []int {
 	return ids
 }
 
+// made counts the streams and events a session made in its device
+// session, the plan's, then its bodies' (setBodies), then the joins of
+// External.Done (join), and makes more.
+type made struct {
+	d               device.Session
+	streams, events int
+	joins           []int // events that join the streams for External.Done
+}
+
+// plan makes one stream per plan stream (with its device and priority)
+// and one event per plan event.
+func (m *made) plan(p *planner.Plan) error {
+	for _, st := range p.Streams {
+		if err := m.d.NewStream(st.Device, st.Priority); err != nil {
+			return fmt.Errorf("executor: create stream %s: %w", streamName(st), err)
+		}
+	}
+	for e := range p.Events {
+		if err := m.d.NewEvent(); err != nil {
+			return fmt.Errorf("executor: create event %d: %w", e, err)
+		}
+	}
+	m.streams, m.events = len(p.Streams), p.Events
+	return nil
+}
+
 // setBodies makes the streams and events of every body of p, at every
-// depth, and hands each control op's bodies to the backend. s.streams
-// and s.events count what the device session has so far.
-func (s *Session) setBodies(p *planner.Plan) error {
+// depth, and hands each control op's bodies to the backend.
+func (m *made) setBodies(p *planner.Plan) error {
 	for _, id := range controlIDs(p) {
 		op := p.Graph.Ops[id]
 		if op == nil || len(p.Bodies[id]) != len(op.Bodies()) {
@@ -50,17 +75,17 @@ func (s *Session) setBodies(p *planner.Plan) error {
 		}
 		bodies := make([][]device.Step, len(p.Bodies[id]))
 		for i, body := range p.Bodies[id] {
-			steps, err := s.bodySteps(op, body)
+			steps, err := m.bodySteps(op, body)
 			if err != nil {
 				return err
 			}
 			bodies[i] = steps
 			// Deeper loops and branches are the backend's to run as well.
-			if err := s.setBodies(body); err != nil {
+			if err := m.setBodies(body); err != nil {
 				return err
 			}
 		}
-		if err := s.d.(device.Controller).SetBodies(op, bodies); err != nil {
+		if err := m.d.(device.Controller).SetBodies(op, bodies); err != nil {
 			return &dag.OpError{Op: op.Name, Err: fmt.Errorf("executor: give the backend the bodies of the %s: %w", op.Kind, err)}
 		}
 	}
@@ -69,25 +94,25 @@ func (s *Session) setBodies(p *planner.Plan) error {
 
 // bodySteps makes the streams and events of one body's plan and returns
 // its steps in the session's numbering.
-func (s *Session) bodySteps(op *dag.Op, body *planner.Plan) ([]device.Step, error) {
+func (m *made) bodySteps(op *dag.Op, body *planner.Plan) ([]device.Step, error) {
 	if body == nil || body.Graph == nil || !slices.Contains(op.Bodies(), body.Graph) {
 		return nil, &dag.OpError{Op: op.Name, Err: fmt.Errorf("executor: a body's plan is not of the %s's bodies; make plans with planner.New", op.Kind)}
 	}
 	if err := checkPlan(body); err != nil {
 		return nil, &dag.OpError{Op: op.Name, Err: err}
 	}
-	firstStream, firstEvent := s.streams, s.events
+	firstStream, firstEvent := m.streams, m.events
 	for _, st := range body.Streams {
-		if err := s.d.NewStream(st.Device, st.Priority); err != nil {
+		if err := m.d.NewStream(st.Device, st.Priority); err != nil {
 			return nil, &dag.OpError{Op: op.Name, Err: fmt.Errorf("executor: create body stream %s: %w", streamName(st), err)}
 		}
-		s.streams++
+		m.streams++
 	}
 	for e := range body.Events {
-		if err := s.d.NewEvent(); err != nil {
+		if err := m.d.NewEvent(); err != nil {
 			return nil, &dag.OpError{Op: op.Name, Err: fmt.Errorf("executor: create body event %d: %w", e, err)}
 		}
-		s.events++
+		m.events++
 	}
 	steps := make([]device.Step, len(body.Steps))
 	for i, st := range body.Steps {

@@ -68,6 +68,23 @@
 // and the graph alike. RunLog says which runs were replays, or why the
 // session stays eager.
 //
+// # Shapes
+//
+// OpenShapes runs one program at several shapes, values of its
+// parameters, from one object: a ShapeFunc makes each shape's graph
+// (spec.Spec.Shape is one), and the Shapes plans, opens and captures each
+// shape at its first run, or when it opens for the buckets WithBuckets
+// gives, and keeps it ready under an LRU bound (WithKeep). A run picks
+// the shape by value; a value between buckets runs on the next larger
+// bucket where its parameters are paddable (WithPaddable), and otherwise
+// eagerly, ShapeRun.Eager saying why. On a backend that implements
+// device.MemorySharer the shapes share one copy of the memory: each
+// persistent buffer allocated once at the largest shape opened and used
+// smaller, and one arena per memory as large as the largest plan's, not
+// their sum. That is safe because a temporary lives inside one run and a
+// Shapes runs one shape at a time, which it enforces (device.ErrBusy);
+// verify.Shared checks the plans' places in the shared arenas.
+//
 // # Stream tasks and callers' streams
 //
 // A stream task (dag.Builder.Task) is an op whose work a user's function
@@ -111,7 +128,8 @@
 // The interfaces a backend implements are in package executor/device:
 // device.Backend and device.Session, and optionally device.Timer (timing),
 // device.Capturer (graphs), device.Writer (Session.Write), device.Joiner
-// (collectives across ranks) and device.UniqueIDer. Backends
+// (collectives across ranks), device.UniqueIDer and device.MemorySharer
+// (Shapes). Backends
 // import only dag and device: the executor adapts plans to them, never the
 // other way round. See package cpu for the reference implementation.
 //

@@ -3,8 +3,10 @@ package executor
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/planner"
 )
 
 // Callers' own streams. A program that already has streams (from cgo, a
@@ -28,14 +30,15 @@ type External struct {
 	Done uintptr
 }
 
-// externals returns the device's ExternalEvents, or an error naming verb.
-func (s *Session) externals(verb string) (device.ExternalEvents, error) {
-	if s.closed.Load() {
+// externals returns the ExternalEvents of d, the device session of a
+// session closed or not, or an error naming verb.
+func externals(d device.Session, closed *atomic.Bool, verb string) (device.ExternalEvents, error) {
+	if closed.Load() {
 		return nil, fmt.Errorf("executor: %s: session is %w", verb, device.ErrClosed)
 	}
-	x, ok := s.d.(device.ExternalEvents)
+	x, ok := d.(device.ExternalEvents)
 	if !ok {
-		return nil, fmt.Errorf("executor: %s: device session %T cannot order its work with the caller's events", verb, s.d)
+		return nil, fmt.Errorf("executor: %s: device session %T cannot order its work with the caller's events", verb, d)
 	}
 	return x, nil
 }
@@ -46,15 +49,15 @@ func (s *Session) externals(verb string) (device.ExternalEvents, error) {
 // before the next Run, Enqueue, Read or Write: it reports the run's error.
 // A failed submission is drained and returned at once.
 func (s *Session) Enqueue(ctx context.Context, x External) error {
-	xe, err := s.externals("Enqueue")
+	xe, err := externals(s.d, &s.closed, "Enqueue")
 	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("executor: run not started: %w", err)
 	}
-	s.spans = s.spans[:0]
-	s.noteAll() // beside.go: the whole plan may run until Sync
+	s.time.spans = s.time.spans[:0]
+	s.beside.noteAll() // beside.go: the whole plan may run until Sync
 	if err := s.enqueueExternal(ctx, xe, x); err != nil {
 		return s.drain(ctx, err)
 	}
@@ -69,13 +72,13 @@ func (s *Session) enqueueExternal(ctx context.Context, xe device.ExternalEvents,
 			}
 		}
 	}
-	if err := s.submit(ctx, s.p.Graph.Ops, "run"); err != nil {
+	if err := s.sub.submit(ctx, s.p.Graph.Ops, "run"); err != nil {
 		return err
 	}
 	if x.Done == 0 || len(s.p.Streams) == 0 {
 		return nil
 	}
-	if err := s.joinStreams(); err != nil {
+	if err := s.made.join(s.p.Streams); err != nil {
 		return err
 	}
 	if err := xe.RecordExternal(originStream, x.Done); err != nil {
@@ -84,23 +87,24 @@ func (s *Session) enqueueExternal(ctx context.Context, xe device.ExternalEvents,
 	return nil
 }
 
-// joinStreams makes the origin stream wait for every other stream, with
-// events of the session's own made at the first join (after the plan's).
-func (s *Session) joinStreams() error {
-	for len(s.joins) < len(s.p.Streams)-1 {
-		if err := s.d.NewEvent(); err != nil {
+// join makes the origin stream wait for every other of the plan's
+// streams, with events of the session's own made at the first join (after
+// the plan's and its bodies').
+func (m *made) join(streams []planner.Stream) error {
+	for len(m.joins) < len(streams)-1 {
+		if err := m.d.NewEvent(); err != nil {
 			return fmt.Errorf("executor: create a join event: %w", err)
 		}
-		s.joins = append(s.joins, s.events)
-		s.events++
+		m.joins = append(m.joins, m.events)
+		m.events++
 	}
-	for i := 1; i < len(s.p.Streams); i++ {
-		ev := s.joins[i-1]
-		if err := s.d.Record(i, ev); err != nil {
-			return fmt.Errorf("executor: join stream %s: %w", streamName(s.p.Streams[i]), err)
+	for i := 1; i < len(streams); i++ {
+		ev := m.joins[i-1]
+		if err := m.d.Record(i, ev); err != nil {
+			return fmt.Errorf("executor: join stream %s: %w", streamName(streams[i]), err)
 		}
-		if err := s.d.Wait(originStream, ev); err != nil {
-			return fmt.Errorf("executor: join stream %s: %w", streamName(s.p.Streams[i]), err)
+		if err := m.d.Wait(originStream, ev); err != nil {
+			return fmt.Errorf("executor: join stream %s: %w", streamName(streams[i]), err)
 		}
 	}
 	return nil
@@ -112,9 +116,9 @@ func (s *Session) Sync(ctx context.Context) error {
 	if s.closed.Load() {
 		return fmt.Errorf("executor: Sync: session is %w", device.ErrClosed)
 	}
-	err := s.syncDevice(ctx)
-	s.collectSpans()
-	return s.syncError(ctx, err)
+	err := s.beside.sync(ctx)
+	s.time.collect()
+	return syncError(ctx, err)
 }
 
 // RunAfter is Run ordered with the caller's events: Enqueue, then Sync.
@@ -132,7 +136,7 @@ func (g *Graph) LaunchAfter(ctx context.Context, x External) error {
 	if g.closed.Load() {
 		return errGraphClosed
 	}
-	xe, err := g.s.externals("LaunchAfter")
+	xe, err := externals(g.s.d, &g.s.closed, "LaunchAfter")
 	if err != nil {
 		return err
 	}

@@ -124,16 +124,6 @@ func (t *submitTimer) Wait(stream, event int) error {
 	return err
 }
 
-// submitter is what the submission loop calls: the device session, or the
-// timer around it (reset for the run) when submission timing was asked for.
-func (s *Session) submitter() submitSession {
-	if s.subTimer == nil {
-		return s.d
-	}
-	s.subTimer.reset()
-	return s.subTimer
-}
-
 // submitSession is the part of a device session that submission calls.
 type submitSession interface {
 	Run(stream int, op *dag.Op) error
@@ -144,10 +134,10 @@ type submitSession interface {
 // SubmitCosts returns the host's submission costs of the last Run, if the
 // session was opened WithSubmitTiming; otherwise ok is false.
 func (s *Session) SubmitCosts() (costs SubmitCosts, ok bool) {
-	if s.subTimer == nil {
+	if s.sub.timer == nil {
 		return SubmitCosts{}, false
 	}
-	c := s.subTimer.costs
+	c := s.sub.timer.costs
 	ops := make(map[dag.OpKind]SubmitCost, len(c.Ops))
 	for k, v := range c.Ops {
 		ops[k] = v
@@ -156,16 +146,53 @@ func (s *Session) SubmitCosts() (costs SubmitCosts, ok bool) {
 	return c, true
 }
 
-// setupProfile applies the profiling options once the device session is
-// open, before its streams are made.
-func (s *Session) setupProfile(cfg config) error {
-	if cfg.submitTiming {
-		s.subTimer = newSubmitTimer(s.d)
+// timing is a session's op timing: the device session's timer when timing
+// was asked for, the spans of its last run, and the count of graph launches
+// that numbers the backend's replays.
+type timing struct {
+	timer   device.Timer         // nil unless timing was asked for and the session can
+	sourcer device.TimingSourcer // nil where the session cannot say how it times
+	spans   []Span
+	// replays counts the LaunchGraph calls made: the backend's replay
+	// numbers.
+	replays int
+}
+
+// newTiming sets up d's timing as cfg asks, once the device session is
+// open and before its streams are made.
+func newTiming(d device.Session, cfg config) (timing, error) {
+	var t timing
+	if tm, ok := d.(device.Timer); ok && cfg.timing {
+		tm.SetTiming(true)
+		t.timer = tm
 	}
-	if ts, ok := s.d.(device.TimingSourcer); ok && s.timer != nil && cfg.timingSource != "" {
-		return ts.SetTimingSource(device.TimingSource(cfg.timingSource))
+	t.sourcer, _ = d.(device.TimingSourcer)
+	if t.sourcer != nil && t.timer != nil && cfg.timingSource != "" {
+		if err := t.sourcer.SetTimingSource(device.TimingSource(cfg.timingSource)); err != nil {
+			return t, err
+		}
 	}
-	return nil
+	return t, nil
+}
+
+// collect takes the timed ops of the run from the backend.
+func (t *timing) collect() {
+	if t.timer == nil {
+		return
+	}
+	// A run that failed may leave the spans unreadable; then there are
+	// none to give, which Spans reports as an empty list.
+	_ = t.timer.Spans(func(op, stream int, start, end time.Duration) {
+		t.spans = append(t.spans, Span{Op: op, Stream: stream, Start: start, End: end})
+	})
+}
+
+// addReplays adds the spans of g's replays, which are runs of the session
+// (autocapture.go).
+func (t *timing) addReplays(g *Graph) {
+	if t.timer != nil {
+		t.spans = append(t.spans, g.Spans()...)
+	}
 }
 
 // TimingSource says how the session times ops: the device session's own
@@ -173,11 +200,12 @@ func (s *Session) setupProfile(cfg config) error {
 // and the count of records dropped), "timers" for a backend that times ops
 // with its own clock (the cpu backend), "" when timing is off.
 func (s *Session) TimingSource() (source, why string, dropped uint64) {
-	if s.timer == nil {
+	t := &s.time
+	if t.timer == nil {
 		return "", "timing is off", 0
 	}
-	if ts, ok := s.d.(device.TimingSourcer); ok {
-		src, why, dropped := ts.TimingSource()
+	if t.sourcer != nil {
+		src, why, dropped := t.sourcer.TimingSource()
 		return string(src), why, dropped
 	}
 	return "timers", "the backend times ops with its own clock", 0
@@ -190,12 +218,12 @@ func (s *Session) TimingSource() (source, why string, dropped uint64) {
 // of several replays come together, each op once per replay: ReplaySpans
 // tells them apart.
 func (g *Graph) Spans() []Span {
-	if g.closed.Load() || g.s.timer == nil {
+	if g.closed.Load() || g.s.time.timer == nil {
 		return nil
 	}
 	g.launched = g.launched[:0]
 	var spans []Span
-	_ = g.s.timer.Spans(func(op, stream int, start, end time.Duration) {
+	_ = g.s.time.timer.Spans(func(op, stream int, start, end time.Duration) {
 		spans = append(spans, Span{Op: op, Stream: stream, Start: start, End: end})
 	})
 	return spans
@@ -208,9 +236,9 @@ type launchRange struct{ seq, launch, n int }
 // noteLaunch counts a launch that Launch just made: its backend replay
 // number is the session's count of launches so far.
 func (g *Graph) noteLaunch() {
-	seq := g.s.replays
-	g.s.replays++
-	if g.s.timer == nil {
+	seq := g.s.time.replays
+	g.s.time.replays++
+	if g.s.time.timer == nil {
 		return
 	}
 	launch := g.stats.Launches
@@ -248,10 +276,10 @@ func launchOf(ranges []launchRange, seq int) (int, bool) {
 // alone (cuda timed by events: not even then), and a caller times the
 // replay as a whole instead.
 func (g *Graph) TimesReplays() bool {
-	if g.unusable() || g.s.timer == nil {
+	if g.unusable() || g.s.time.timer == nil {
 		return false
 	}
-	rt, ok := g.s.timer.(device.ReplayTimer)
+	rt, ok := g.s.time.timer.(device.ReplayTimer)
 	return ok && rt.TimesReplays()
 }
 
@@ -275,14 +303,14 @@ func (g *Graph) ReplaySpans() ([]ReplaySpans, error) {
 	if g.unusable() {
 		return nil, errGraphClosed
 	}
-	if g.s.timer == nil {
+	if g.s.time.timer == nil {
 		return nil, nil
 	}
 	ranges := g.launched
 	g.launched = nil
-	rt, ok := g.s.timer.(device.ReplayTimer)
+	rt, ok := g.s.time.timer.(device.ReplayTimer)
 	if !ok {
-		return nil, g.s.timer.Spans(func(int, int, time.Duration, time.Duration) {})
+		return nil, g.s.time.timer.Spans(func(int, int, time.Duration, time.Duration) {})
 	}
 	first, total := 0, 0 // the launches read: first to first+total-1
 	if len(ranges) > 0 {

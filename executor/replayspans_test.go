@@ -71,7 +71,7 @@ func TestReplaySpansAssembly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &stubTimer{spans: tc.spans}
 			var c struct{ device.Capturer } // never called: only its presence is checked
-			g := &Graph{s: &Session{timer: st}, c: c, launched: []launchRange{{seq: 0, launch: 1, n: 2}}}
+			g := &Graph{s: &Session{time: timing{timer: st}}, c: c, launched: []launchRange{{seq: 0, launch: 1, n: 2}}}
 			got, err := g.ReplaySpans()
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)

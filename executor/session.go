@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
@@ -37,11 +35,6 @@ type config struct {
 // the start and end of every op, which Spans then returns.
 func WithTiming() Option { return func(c *config) { c.timing = true } }
 
-// ctxCheckEvery is how many steps Run submits between looks at its
-// context: often enough to stop within microseconds, rarely enough to cost
-// nothing per step.
-const ctxCheckEvery = 256
-
 // Session is a plan opened on a backend: a device.Session holding its
 // buffers, streams and events. Run it as often as wanted; persistent
 // buffers carry their contents from one run to the next. A Session is not
@@ -51,26 +44,16 @@ type Session struct {
 	b      device.Backend // for what the backend tells of the session (Unfused)
 	d      device.Session
 	p      *planner.Plan
-	timer  device.Timer // nil unless timing was asked for and d can do it
-	spans  []Span
-	graphs []*Graph // captured and not closed
-	joins  []int    // events that join the streams for External.Done (external.go)
-	// streams and events count those made in the device session: the
-	// plan's, then its bodies' (control.go), then the joins.
-	streams, events int
+	sub    submitter // submit.go: the plan's steps to the device session
+	time   timing    // profile.go: op timing and the last run's spans
+	beside beside    // beside.go: what launched work may use, until Sync
+	made   made      // control.go: the streams and events made, and more
+	graphs []*Graph  // captured and not closed
 
-	subTimer *submitTimer // nil unless submission timing was asked for (profile.go)
-	closed   atomic.Bool
-	closing  sync.Once     // Close's work, done once; a second Close waits for it
-	faults   *injector     // faults.go; nil without fault injection
-	stretch  []device.Step // submitStretches' steps, reused
-	flight   inflight      // close.go: the run in flight, for a Close from another goroutine
+	closed  atomic.Bool
+	closing sync.Once // Close's work, done once; a second Close waits for it
+	flight  inflight  // close.go: the run in flight, for a Close from another goroutine
 
-	// replays counts the LaunchGraph calls made: the backend's replay
-	// numbers (profile.go).
-	replays int
-
-	busy   inFlight    // beside.go: what launched work may use, until Sync
 	arenas bool        // the temporaries live in arenas (arena.go)
 	auto   autoCapture // autocapture.go: automatic capture, the runs' log, Update of eager runs
 }
@@ -112,10 +95,11 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	if err := join(ctx, d, cfg.world); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	s := &Session{b: b, d: d, p: p, auto: autoCapture{after: cfg.auto}}
-	if err := s.create(ctx, cfg); err != nil {
+	s, err := build(ctx, d, p, cfg)
+	if err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
+	s.b = b
 	return s, nil
 }
 
@@ -147,40 +131,37 @@ func openDevice(ctx context.Context, b device.Backend, p *planner.Plan) (device.
 	return d, nil
 }
 
-func (s *Session) create(ctx context.Context, cfg config) (err error) {
-	if s.faults, err = newInjector(s.d, s.p, cfg.faults); err != nil { // faults.go
-		return err
+// build makes the session's parts on d, its streams and events, and
+// hands the backend the plan's bodies and arenas.
+func build(ctx context.Context, d device.Session, p *planner.Plan, cfg config) (*Session, error) {
+	faults, err := newInjector(d, p, cfg.faults) // faults.go
+	if err != nil {
+		return nil, err
 	}
-	if t, ok := s.d.(device.Timer); ok && cfg.timing {
-		t.SetTiming(true)
-		s.timer = t
+	s := &Session{d: d, p: p, beside: beside{d: d, bufs: p.Graph.Buffers}, made: made{d: d}}
+	s.sub = submitter{d: d, p: p, closed: &s.closed, faults: faults}
+	if cfg.submitTiming {
+		s.sub.timer = newSubmitTimer(d)
 	}
-	if err := s.setupProfile(cfg); err != nil {
-		return fmt.Errorf("executor: timing: %w", err)
+	if s.time, err = newTiming(d, cfg); err != nil { // profile.go
+		return nil, fmt.Errorf("executor: timing: %w", err)
 	}
-	if err := checkController(s.d, s.p); err != nil { // control.go
-		return err
+	s.auto = autoCapture{after: cfg.auto, d: d, p: p, injected: faults != nil}
+	if err := checkController(d, p); err != nil { // control.go
+		return nil, err
 	}
-	for _, st := range s.p.Streams {
-		if err := s.d.NewStream(st.Device, st.Priority); err != nil {
-			return fmt.Errorf("executor: create stream %s: %w", streamName(st), err)
-		}
+	if err := s.made.plan(p); err != nil {
+		return nil, err
 	}
-	for e := range s.p.Events {
-		if err := s.d.NewEvent(); err != nil {
-			return fmt.Errorf("executor: create event %d: %w", e, err)
-		}
-	}
-	s.streams, s.events = len(s.p.Streams), s.p.Events
-	if err := s.setBodies(s.p); err != nil { // control.go
-		return err
+	if err := s.made.setBodies(p); err != nil { // control.go
+		return nil, err
 	}
 	if cfg.lend != nil {
 		s.arenas = cfg.lend.arenas // the holder's (shapes_memory.go)
-	} else if s.arenas, err = s.useArenas(cfg.temporaries); err != nil { // arena.go
-		return err
+	} else if s.arenas, err = useArenas(d, p, cfg.temporaries); err != nil { // arena.go
+		return nil, err
 	}
-	return ctx.Err()
+	return s, ctx.Err()
 }
 
 // checkPlan makes sure every step names a stream, event and op that
@@ -225,18 +206,18 @@ func (s *Session) Run(ctx context.Context) (err error) {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("executor: run not started: %w", err)
 	}
-	s.spans = s.spans[:0]
-	if replayed, err := s.autoRun(ctx); replayed { // autocapture.go
+	s.time.spans = s.time.spans[:0]
+	if replayed, err := s.auto.run(ctx, s.capture, s.time.addReplays); replayed { // autocapture.go
 		return err
 	}
-	s.faults.startRun()
-	if err := s.submit(ctx, s.auto.ops(s), "run"); err != nil {
+	s.sub.faults.startRun()
+	if err := s.sub.submit(ctx, s.auto.ops(), "run"); err != nil {
 		s.auto.eagerFailed()
 		return s.drain(ctx, err)
 	}
-	err = s.syncDevice(ctx)
-	s.collectSpans()
-	if err = s.syncError(ctx, err); err != nil {
+	err = s.beside.sync(ctx)
+	s.time.collect()
+	if err = syncError(ctx, err); err != nil {
 		s.auto.eagerFailed()
 		return err
 	}
@@ -244,124 +225,20 @@ func (s *Session) Run(ctx context.Context) (err error) {
 	return nil
 }
 
-// submit enqueues the plan's steps in order, with ops[i] for op i, and
-// looks at ctx every ctxCheckEvery steps. A failed step's error names its
-// op; verb says what the submission is for, in the error of a stop.
-func (s *Session) submit(ctx context.Context, ops []*dag.Op, verb string) error {
-	// One OS thread submits the whole run: CUPTI keeps its activity buffers
-	// and pushed ids per thread, and a run spread over threads would pay
-	// for a buffer on each.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	// A session that takes many steps in one call gets them in stretches
-	// of ctxCheckEvery, unless faults are injected before ops.
-	if sub, ok := s.d.(device.Submitter); ok && s.faults == nil {
-		return s.submitStretches(ctx, sub, ops, verb)
-	}
-	steps, b := s.p.Steps, s.submitter()
-	for i := range steps {
-		st := &steps[i]
-		var err error
-		switch st.Kind {
-		case planner.Run:
-			if s.closed.Load() { // Close from another goroutine: stop submitting
-				return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was %w", verb, i, len(steps), device.ErrClosed)
-			}
-			var failed bool
-			if verb == "run" { // faults.go: eager runs only
-				failed, err = s.faults.before(int(st.Stream), ops[st.Op])
-			}
-			if failed { // faults.go: nothing after an injected failure is submitted
-				return nil
-			}
-			if err == nil {
-				err = b.Run(int(st.Stream), ops[st.Op])
-			}
-		case planner.Record:
-			err = b.Record(int(st.Stream), int(st.Event))
-		case planner.Wait:
-			err = b.Wait(int(st.Stream), int(st.Event))
-		}
-		if err != nil {
-			return s.stepError(st, err)
-		}
-		if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
-			return fmt.Errorf("executor: %s stopped after %d of %d steps: %w", verb, i+1, len(steps), ctx.Err())
-		}
-	}
-	return nil
-}
-
-// submitStretches is submit through a device.Submitter: the plan's steps
-// in stretches of ctxCheckEvery, ctx and Close looked at between them.
-func (s *Session) submitStretches(ctx context.Context, sub device.Submitter, ops []*dag.Op, verb string) error {
-	steps := s.p.Steps
-	if s.subTimer != nil {
-		s.subTimer.reset()
-	}
-	for i := 0; i < len(steps); i += ctxCheckEvery {
-		if s.closed.Load() { // Close from another goroutine: stop submitting
-			return fmt.Errorf("executor: %s stopped after %d of %d steps: the session was %w", verb, i, len(steps), device.ErrClosed)
-		}
-		if i > 0 && ctx.Err() != nil {
-			return fmt.Errorf("executor: %s stopped after %d of %d steps: %w", verb, i, len(steps), ctx.Err())
-		}
-		stretch := steps[i:min(i+ctxCheckEvery, len(steps))]
-		s.stretch = s.stretch[:0]
-		for _, st := range stretch {
-			d := device.Step{Stream: int(st.Stream), Event: int(st.Event)}
-			switch st.Kind {
-			case planner.Run:
-				d.Kind, d.Op = device.RunStep, ops[st.Op]
-			case planner.Record:
-				d.Kind = device.RecordStep
-			case planner.Wait:
-				d.Kind = device.WaitStep
-			}
-			s.stretch = append(s.stretch, d)
-		}
-		start := time.Now()
-		n, err := sub.Submit(s.stretch)
-		if s.subTimer != nil {
-			s.subTimer.stretch(s.stretch[:min(n+1, len(s.stretch))], time.Since(start))
-		}
-		if err != nil {
-			return s.stepError(&stretch[min(n, len(stretch)-1)], err)
-		}
-	}
-	return nil
-}
-
 // drain ends a run whose submission failed with err: it waits for what
 // was submitted (abandoning it, if ctx has ended) so that nothing is left
 // running, and adds any other error the wait reports.
 func (s *Session) drain(ctx context.Context, err error) error {
-	serr := s.syncDevice(ctx)
-	s.collectSpans()
+	serr := s.beside.sync(ctx)
+	s.time.collect()
 	if serr != nil && !errors.Is(serr, ctx.Err()) {
-		return errors.Join(err, s.syncError(ctx, serr))
+		return errors.Join(err, syncError(ctx, serr))
 	}
 	return err
 }
 
-// stepError names the op a failed step belongs to: the op it runs, or the
-// op a record follows or a wait precedes.
-func (s *Session) stepError(st *planner.Step, err error) error {
-	if _, ok := errors.AsType[*dag.OpError](err); ok {
-		return err
-	}
-	name := fmt.Sprintf("#%d", st.Op)
-	if st.Op >= 0 && int(st.Op) < len(s.p.Graph.Ops) {
-		name = s.p.Graph.Ops[st.Op].Name
-	}
-	if st.Kind != planner.Run {
-		err = fmt.Errorf("%s of event %d on stream %s: %w", st.Kind, st.Event, streamName(s.p.Streams[st.Stream]), err)
-	}
-	return &dag.OpError{Op: name, Err: err}
-}
-
 // syncError passes op errors through and says where the others come from.
-func (s *Session) syncError(ctx context.Context, err error) error {
+func syncError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -372,18 +249,6 @@ func (s *Session) syncError(ctx context.Context, err error) error {
 		return fmt.Errorf("executor: run abandoned: %w", err)
 	}
 	return fmt.Errorf("executor: sync: %w", err)
-}
-
-// collectSpans takes the timed ops of the run from the backend.
-func (s *Session) collectSpans() {
-	if s.timer == nil {
-		return
-	}
-	// A run that failed may leave the spans unreadable; then there are
-	// none to give, which Spans reports as an empty list.
-	_ = s.timer.Spans(func(op, stream int, start, end time.Duration) {
-		s.spans = append(s.spans, Span{Op: op, Stream: stream, Start: start, End: end})
-	})
 }
 
 // Read returns the contents of persistent buffer b after the last Run.
@@ -409,8 +274,8 @@ func (s *Session) Write(b *dag.Buffer, data []byte) error {
 	if err := s.checkBuffer("Write", b); err != nil {
 		return err
 	}
-	if s.busy != nil {
-		return s.writeBeside(b, data) // beside.go
+	if s.beside.busy != nil {
+		return s.beside.write(b, data) // beside.go
 	}
 	w, ok := s.d.(device.Writer)
 	if !ok {
@@ -457,10 +322,10 @@ func (s *Session) Unfused() []device.Unfused {
 // finished, if the session was opened WithTiming on a backend that
 // implements Timer; otherwise nil.
 func (s *Session) Spans() []Span {
-	if s.timer == nil {
+	if s.time.timer == nil {
 		return nil
 	}
-	return slices.Clone(s.spans)
+	return slices.Clone(s.time.spans)
 }
 
 // Close releases the session's graphs and its device session: everything

@@ -278,7 +278,7 @@ func (s *Shapes) whyNoGraph(sh *shape) string {
 		return fmt.Sprintf("the backend's sessions (%T) cannot capture graphs", sh.sess.d)
 	}
 	if err := CheckCapture(sh.plan); err != nil {
-		return "the plan cannot be captured: " + err.Error()
+		return "the plan cannot be captured: " + strings.ReplaceAll(err.Error(), "\n", "; ")
 	}
 	return ""
 }

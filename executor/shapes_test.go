@@ -407,3 +407,30 @@ func TestShapesInitialContents(t *testing.T) {
 	assert.Equal(t, float32(4), first(), "x[0] doubled by both shapes")
 	assert.Equal(t, float32(2), first(executor.WithInitialContents()), "x[0] doubled by T=16 alone")
 }
+
+// A plan a graph cannot hold runs eagerly, saying why in one line.
+func TestShapesEagerWhenCaptureRefused(t *testing.T) {
+	ctx := context.Background()
+	b := cpu.New(cpu.Workers(2))
+	defer b.Close()
+	build := func(_ context.Context, v map[string]int64) (*dag.Graph, error) {
+		g := dag.New()
+		h := g.Array("h", dag.F32, v["T"], dag.PageableHost(), dag.Value(1))
+		d := g.Array("d", dag.F32, v["T"])
+		g.Copy(d.All(), h.All())
+		g.Call(dag.Scale, dag.Grid1(1), dag.Grid1(1), dag.Args{"x": d, "alpha": 2})
+		g.Copy(h.All(), d.All())
+		return g.Build()
+	}
+	s, err := executor.OpenShapes(ctx, b, build)
+	require.NoError(t, err)
+	defer s.Close()
+	sr, err := s.Run(ctx, at(4))
+	require.NoError(t, err)
+	assert.False(t, sr.Replayed)
+	assert.Contains(t, sr.Eager, "the plan cannot be captured: ")
+	assert.NotContains(t, sr.Eager, "\n")
+	h, err := s.Read("h")
+	require.NoError(t, err)
+	assert.Equal(t, float32(2), math.Float32frombits(binary.LittleEndian.Uint32(h)))
+}

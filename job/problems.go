@@ -10,14 +10,27 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/comm"
+	"github.com/dagrun/dagrun/planner/verify"
 	"github.com/dagrun/dagrun/spec"
 )
 
-// Problem is err, an error of running s's program, placed where s tells of
-// it: a run that admission control refused (*executor.MemoryError) at its
-// largest buffer, an op's failure (*dag.OpError) at the op's declaration;
-// any other error as it is, with no place.
+// Problem is err, an error of planning or running s's program, placed
+// where s tells of it: a plan the verifier refused (*verify.Error, a bug)
+// at the first op it names, a run that admission control refused
+// (*executor.MemoryError) at its largest buffer, an op's failure
+// (*dag.OpError) at the op's declaration; any other error as it is, with
+// no place.
 func Problem(s *spec.Spec, err error) spec.Problem {
+	if ve, ok := errors.AsType[*verify.Error](err); ok {
+		p := spec.Problem{Message: "the plan failed verification: " + err.Error()}
+		if len(ve.Ops) > 0 {
+			p.Op = ve.Ops[0]
+			if pos, ok := s.OpPos(p.Op); ok {
+				p = p.At(pos)
+			}
+		}
+		return p
+	}
 	if me, ok := errors.AsType[*executor.MemoryError](err); ok {
 		p := spec.Problem{File: s.File, Message: me.Error()}
 		if len(me.Buffers) > 0 {
@@ -31,6 +44,22 @@ func Problem(s *spec.Spec, err error) spec.Problem {
 		return s.OpProblem(oe.Op, "failed: "+oe.Err.Error())
 	}
 	return spec.Problem{Message: err.Error()}
+}
+
+// CaptureProblems are the problems of s's plan that a graph cannot hold
+// (executor.CheckCapture's), each placed at its op; nil when err lists
+// none.
+func CaptureProblems(s *spec.Spec, err error) []spec.Problem {
+	var ps []spec.Problem
+	for _, e := range dag.Errors(err) {
+		p := spec.Problem{File: s.File, Message: "cannot be captured in a graph: " + e.Msg}
+		if e.Op != "" {
+			p = s.OpProblem(e.Op, p.Message)
+		}
+		p.Hint = e.Hint
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // WorldProblem is Problem for an error of the ranks ps of a world, placed

@@ -11,6 +11,8 @@ import (
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/internal/comm"
+	"github.com/dagrun/dagrun/planner"
+	"github.com/dagrun/dagrun/planner/verify"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -68,4 +70,41 @@ func TestWorldProblem(t *testing.T) {
 	assert.Equal(t, 6, p.Line)
 	_, p = WorldProblem(ps, mismatch)
 	assert.Empty(t, p.Op, "with every rank here, no one spec is this process's")
+}
+
+// What a graph cannot hold is placed at each op; a plan the verifier
+// refused at the first op it names.
+func TestCaptureAndVerifyProblems(t *testing.T) {
+	s, err := spec.Parse("c.yaml", []byte(`buffers:
+  d: {dtype: f32, count: 4}
+  h: {dtype: f32, count: 4, placement: pageable}
+ops:
+  - {launch: iota, args: {x: d, start: 1}, name: make}
+  - copy: {from: d, to: h}
+    name: fetch
+`))
+	require.NoError(t, err)
+	p, err := Plan(s, Layout{}.PlanOptions(s)...)
+	require.NoError(t, err)
+	ps := CaptureProblems(s, executor.CheckCapture(p))
+	require.Len(t, ps, 1)
+	assert.Equal(t, "fetch", ps[0].Op)
+	assert.Equal(t, 6, ps[0].Line)
+	assert.Contains(t, ps[0].Message, "cannot be captured in a graph: copies between pageable host buffer h")
+	assert.Contains(t, ps[0].Hint, "pinned")
+	assert.Nil(t, CaptureProblems(s, nil))
+
+	var steps []planner.Step
+	for _, st := range p.Steps {
+		if st.Kind != planner.Wait {
+			steps = append(steps, st)
+		}
+	}
+	p.Steps = steps
+	verr := verify.Verify(p)
+	require.Error(t, verr)
+	vp := Problem(s, verr)
+	assert.Contains(t, vp.Message, "the plan failed verification: ")
+	assert.Contains(t, []string{"make", "fetch"}, vp.Op)
+	assert.Positive(t, vp.Line)
 }

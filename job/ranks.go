@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/comm"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -75,4 +76,56 @@ func (l *rankLines) Write(p []byte) (int, error) {
 			return len(p), err
 		}
 	}
+}
+
+// World is how a run spans ranks: every rank of a world in this process
+// (Place nil), or this process's rank of a world of processes.
+type World struct {
+	Size  int
+	Place *executor.Place
+}
+
+// Ranks are the ranks of w that this process runs: every rank, or with a
+// Place its own.
+func (w *World) Ranks() []int {
+	if w.Place != nil {
+		return []int{w.Place.Rank}
+	}
+	ranks := make([]int, w.Size)
+	for r := range ranks {
+		ranks[r] = r
+	}
+	return ranks
+}
+
+// MaxWorld bounds the ranks of one world: each is a session with its own
+// goroutines, and in one process its own device.
+const MaxWorld = 1024
+
+// WorldOf is the world a run of s spans: of world ranks in this process
+// (world 0: s's run.world), or, where world is 0 and a launcher (torchrun,
+// Slurm, Open MPI; through getenv) started more than one process, this
+// process's rank of theirs. It is nil for an ordinary run of one rank.
+func WorldOf(s *spec.Spec, world int, getenv func(string) string) (*World, error) {
+	own := s.Run.World
+	if world == 0 {
+		p, ok, err := comm.Discover(getenv)
+		if err != nil {
+			return nil, err
+		}
+		if ok && p.World > 1 {
+			if own > 1 && own != p.World {
+				return nil, fmt.Errorf("%s sets run.world: %d, but %s started a world of %d processes", s.File, own, p.Launcher, p.World)
+			}
+			if p.World > MaxWorld {
+				return nil, fmt.Errorf("%s started a world of %d processes; at most %d ranks", p.Launcher, p.World, MaxWorld)
+			}
+			return &World{Size: p.World, Place: &p}, nil
+		}
+		world = own
+	}
+	if world < 1 || (world == 1 && own <= 1) {
+		return nil, nil // one rank, as the spec was loaded: an ordinary run
+	}
+	return &World{Size: world}, nil
 }

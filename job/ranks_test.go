@@ -55,3 +55,40 @@ func TestNewRank(t *testing.T) {
 	assert.Equal(t, 1, NewRank(load(), 5, place, env("4, 6")).Device)
 	assert.True(t, strings.HasPrefix(p.Spec.File, "r"))
 }
+
+// A world comes from the caller, a launcher or the spec; a spec of one
+// rank outside a launcher is an ordinary run.
+func TestWorldOf(t *testing.T) {
+	load := func(src string) *spec.Spec {
+		s, err := spec.Parse("w.yaml", []byte(src+"buffers:\n  d: {size: 64}\nops:\n  - {fill: {buffer: d, value: 0}}\n"))
+		require.NoError(t, err)
+		return s
+	}
+	none := func(string) string { return "" }
+	torchrun := func(k string) string {
+		return map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}[k]
+	}
+	one, three := load(""), load("run: {world: 3}\n")
+
+	w, err := WorldOf(one, 0, none)
+	require.NoError(t, err)
+	assert.Nil(t, w)
+	w, err = WorldOf(three, 0, none)
+	require.NoError(t, err)
+	assert.Equal(t, &World{Size: 3}, w)
+	w, err = WorldOf(one, 4, none)
+	require.NoError(t, err)
+	assert.Equal(t, &World{Size: 4}, w)
+	assert.Equal(t, []int{0, 1, 2, 3}, w.Ranks())
+	w, err = WorldOf(one, 0, torchrun)
+	require.NoError(t, err)
+	require.NotNil(t, w.Place)
+	assert.Equal(t, []int{1}, w.Ranks())
+	assert.Equal(t, 2, w.Size)
+	assert.Equal(t, 1, w.Place.Rank)
+	_, err = WorldOf(three, 0, torchrun)
+	assert.ErrorContains(t, err, "w.yaml sets run.world: 3, but torchrun started a world of 2 processes")
+	w, err = WorldOf(three, 1, torchrun)
+	require.NoError(t, err)
+	assert.Equal(t, &World{Size: 1}, w, "a world given overrides the launcher's and the spec's")
+}

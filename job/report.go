@@ -56,8 +56,9 @@ type Report struct {
 	// (executor.Session.Unfused), a line each.
 	Unfused []string `json:"-"`
 
-	plan *planner.Plan
-	wait func() // waits for the outputs' checksums
+	plan          *planner.Plan
+	wait          func() // waits for the outputs' checksums
+	gpuModelOnCPU bool   // Config.gpuModelOnCPU
 }
 
 // GraphReport is the figures of runs replayed from a graph, in

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
 	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
 	"github.com/dagrun/dagrun/executor/progress"
+	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/planner/perf"
 	"github.com/dagrun/dagrun/profile"
 	"github.com/dagrun/dagrun/spec"
@@ -30,8 +32,11 @@ type Config struct {
 	// Traced chooses the runs whose op times are kept
 	// (executor.WithTraceRuns); nil keeps none and times nothing for it.
 	Traced       func(run int) bool
-	WholeReplays bool   // executor.WithWholeReplays
-	TimingSource string // executor.WithTimingSource
+	WholeReplays bool // executor.WithWholeReplays
+	// TimingSource is executor.WithTimingSource's; with WholeReplays,
+	// replays are timed by CUPTI's graph-level records (cupti-graph)
+	// unless events are asked for.
+	TimingSource string
 	Temporaries  executor.TemporaryMode
 	// Options are more options of every runner: fault injection, say.
 	Options []executor.Option
@@ -51,6 +56,26 @@ type Config struct {
 
 func (c Config) always() bool { return c.Graph == executor.GraphAlways }
 
+// timingSource is the timing source the sessions are asked for.
+func (c Config) timingSource() string {
+	if c.WholeReplays && c.TimingSource != "events" {
+		return "cupti-graph"
+	}
+	return c.TimingSource
+}
+
+// GraphMode is the graph mode spec s asks for: run.graph true is always,
+// false never, and without it auto.
+func GraphMode(s *spec.Spec) executor.GraphMode {
+	switch {
+	case s.Run.GraphSet && s.Run.Graph:
+		return executor.GraphAlways
+	case s.Run.GraphSet:
+		return executor.GraphNever
+	}
+	return executor.GraphAuto
+}
+
 func (c Config) bar() *progress.Bar {
 	if c.Progress == nil {
 		return progress.New(nil, 0)
@@ -69,6 +94,16 @@ type RunError struct {
 }
 
 func (e *RunError) Error() string { return e.Err.Error() }
+
+// Interrupted says in words how far the runs had come when a signal
+// stopped them, and that nothing is left behind.
+func (e *RunError) Interrupted() string {
+	if e.Repeat == 0 {
+		return "interrupted before the runs started; everything was freed"
+	}
+	return fmt.Sprintf("interrupted after %d of %s completed; the one in flight was abandoned and everything was freed",
+		e.Done, human.Count(e.Repeat, "run", "runs"))
+}
 func (e *RunError) Unwrap() error { return e.Err }
 
 // Timing is how a session timed ops (executor.Session.TimingSource).
@@ -101,7 +136,8 @@ func Run(ctx context.Context, b device.Backend, p *Program, cfg Config) (*Report
 	// model's eager runs teach it the host's submission costs, so they
 	// stay eager.
 	auto := cfg.Graph == executor.GraphAuto && p.Model == nil && cfg.Repeat > executor.DefaultAutoCapture
-	r := &Report{SchemaVersion: SchemaVersion, Spec: p.Spec.File, Backend: cfg.Backend, Exec: &executor.Report{}, plan: p.Plan}
+	r := &Report{SchemaVersion: SchemaVersion, Spec: p.Spec.File, Backend: cfg.Backend, Exec: &executor.Report{}, plan: p.Plan,
+		gpuModelOnCPU: cfg.gpuModelOnCPU(p)}
 	bar := cfg.bar()
 	rn, err := executor.NewRunner(ctx, b, p.Plan, cfg.runnerOptions(p, auto, bar)...)
 	if err != nil {
@@ -141,7 +177,7 @@ func Run(ctx context.Context, b device.Backend, p *Program, cfg Config) (*Report
 		// cost per node; timed by events, each traced replay ran alone):
 		// their time each would mislead the model. Whole replays timed by
 		// CUPTI's graph-level records cost nearly nothing.
-		if g := r.Graph; g != nil && g.Replays > 0 && (!cfg.always() || cfg.Traced == nil || cfg.TimingSource == "cupti-graph") {
+		if g := r.Graph; g != nil && g.Replays > 0 && (!cfg.always() || cfg.Traced == nil || cfg.timingSource() == "cupti-graph") {
 			p.Model.ObserveReplay(time.Duration(g.PerReplayNS))
 		}
 	}
@@ -178,7 +214,7 @@ func (c Config) runnerOptions(p *Program, auto bool, bar *progress.Bar) []execut
 	// for workload E's empty kernels on the H100), so untraced replays are
 	// not timed.
 	if c.Traced != nil || (p.Model != nil && !c.always()) {
-		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(c.TimingSource))
+		opts = append(opts, executor.WithTiming(), executor.WithTimingSource(c.timingSource()))
 	}
 	if c.Traced != nil {
 		opts = append(opts, executor.WithTraceRuns(c.Traced))
@@ -212,6 +248,26 @@ func (r *Report) Trace() *trace.Trace {
 		t.Figures.Runs = l.String()
 	}
 	return t
+}
+
+// WriteTraceSummary writes the summary of t, the report's Trace: its
+// figures (the longest waits too, with all), the replays traced whole (the
+// first few, or with all every one), and the plan against the last traced
+// run, in a line or, with all, op by op. Where the plan's costs are a
+// GPU's and the runs the CPU backend's, its estimate is left out.
+func (r *Report) WriteTraceSummary(w io.Writer, t *trace.Trace, all bool) error {
+	if err := t.WriteSummaryWith(w, trace.SummaryOptions{Brief: !all, NoEstimate: r.gpuModelOnCPU}); err != nil {
+		return err
+	}
+	t.WriteReplays(w, all)
+	switch cmp := r.Planned; {
+	case cmp != nil && all:
+		return cmp.Write(w)
+	case cmp != nil:
+		_, err := fmt.Fprintln(w, cmp.Brief())
+		return err
+	}
+	return nil
 }
 
 // SaveModel saves p's perf model, which its runs taught (profile.Learner's

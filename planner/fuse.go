@@ -41,6 +41,25 @@ func ParseFusion(s string) (Fusion, error) {
 	return 0, fmt.Errorf("unknown fusion %q: use auto or none", s)
 }
 
+// MarshalText writes f as ParseFusion reads it.
+func (f Fusion) MarshalText() ([]byte, error) {
+	if f >= numFusions {
+		return nil, fmt.Errorf("unknown fusion %d", uint8(f))
+	}
+	return []byte(fusionNames[f]), nil
+}
+
+// UnmarshalText reads f as ParseFusion does: a Fusion is a flag's value
+// through flag.TextVar, or a field of a JSON document.
+func (f *Fusion) UnmarshalText(text []byte) error {
+	v, err := ParseFusion(string(text))
+	if err != nil {
+		return err
+	}
+	*f = v
+	return nil
+}
+
 // fusePass fuses each gemm with the launches of bias_add, then gelu or
 // relu, that follow it on its output (findFusions), into one gemm with an
 // epilogue, named after all its parts ("fc1+bias1+gelu"). A graph with

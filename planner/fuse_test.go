@@ -230,8 +230,17 @@ func TestParseFusion(t *testing.T) {
 		got, err := planner.ParseFusion(f.String())
 		require.NoError(t, err)
 		assert.Equal(t, f, got)
+		text, err := f.MarshalText()
+		require.NoError(t, err)
+		var back planner.Fusion
+		require.NoError(t, back.UnmarshalText(text))
+		assert.Equal(t, f, back)
 	}
-	_, err := planner.ParseFusion("all")
+	_, err := planner.Fusion(7).MarshalText()
+	assert.EqualError(t, err, "unknown fusion 7")
+	var f planner.Fusion
+	assert.EqualError(t, f.UnmarshalText([]byte("all")), `unknown fusion "all": use auto or none`)
+	_, err = planner.ParseFusion("all")
 	assert.EqualError(t, err, `unknown fusion "all": use auto or none`)
 	_, err = planner.New(build(t, func(b *dag.Builder) { b.Fill(b.Buffer("x", 4).All(), 1) }), planner.Fuse(7))
 	assert.ErrorContains(t, err, "unknown fusion 7")

@@ -13,23 +13,23 @@ import (
 
 // opNamed is the declaration of the op called name, or nil: one the spec
 // names, else one whose made-up name it is.
-func (l *loader) opNamed(name string) *opDecl {
-	if i := l.opAt(name); i >= 0 {
-		return l.ops[i]
+func (ds *decls) opNamed(name string) *opDecl {
+	if i := ds.opAt(name); i >= 0 {
+		return ds.ops[i]
 	}
 	return nil
 }
 
 // opAt is the position in l.ops of the op called name, or -1.
-func (l *loader) opAt(name string) int {
-	if i, ok := l.opNames[name]; ok {
-		if int(i) < len(l.ops) { // opSites adds names beyond
+func (ds *decls) opAt(name string) int {
+	if i, ok := ds.opNames[name]; ok {
+		if int(i) < len(ds.ops) { // opSites adds names beyond
 			return int(i)
 		}
 		return -1
 	}
-	i, ok := madeUp(name, len(l.ops), func(i int) bool {
-		d := l.ops[i]
+	i, ok := madeUp(name, len(ds.ops), func(i int) bool {
+		d := ds.ops[i]
 		return !d.named && d.op != nil && d.op.Name == name
 	})
 	if !ok {
@@ -74,14 +74,14 @@ func madeUp(name string, n int, is func(i int) bool) (int, bool) {
 // slash before it (refine/scale3), which no name a spec gives can have:
 // the index is its place among all the ops, bodies' too, so that names
 // are found again as madeUp finds them.
-func (l *loader) nameOps() {
+func (ds *decls) nameOps() {
 	var buf []byte
 	// The names are cut from a few kilobytes of text at a time: one
 	// allocation for hundreds of names rather than one each. A
 	// strings.Builder never changes what it has written, so each name
 	// stays valid when the text grows or the next one starts.
 	var text strings.Builder
-	for i, d := range l.ops {
+	for i, d := range ds.ops {
 		if d.op == nil || d.op.Name != "" {
 			continue
 		}
@@ -90,7 +90,7 @@ func (l *loader) nameOps() {
 			base = d.label
 		}
 		buf = buf[:0]
-		if b, ok := l.bodies[d]; ok && b.parent.op != nil {
+		if b, ok := ds.bodies[d]; ok && b.parent.op != nil {
 			buf = append(append(buf, b.parent.op.Name...), '/')
 		}
 		buf = strconv.AppendInt(append(buf, base...), int64(i), 10)
@@ -101,9 +101,9 @@ func (l *loader) nameOps() {
 		text.Write(buf)
 		all := text.String()
 		name := all[len(all)-len(buf):]
-		if l.opNamed(name) != nil {
+		if ds.opNamed(name) != nil {
 			base = name
-			for n := 2; l.opNamed(name) != nil; n++ {
+			for n := 2; ds.opNamed(name) != nil; n++ {
 				name = fmt.Sprintf("%s_%d", base, n)
 			}
 		}
@@ -116,39 +116,39 @@ func (l *loader) nameOps() {
 // round; and since a wrong op is not in the graph, whose check would find
 // its cycles, the after edges through wrong ops are checked for cycles
 // here.
-func (l *loader) addAfter() {
+func (ds *decls) addAfter() {
 	var names []string  // for suggestions, made on the first unknown name
 	var edges [][]int32 // declaration -> the declarations it is after
 	failed := false
-	for i, d := range l.ops {
+	for i, d := range ds.ops {
 		failed = failed || d.op == nil
 		for _, n := range d.after {
-			name, ok := l.str(n, about("after"))
+			name, ok := ds.str(n, about("after"))
 			if !ok {
 				continue
 			}
-			j := l.opAt(name)
+			j := ds.opAt(name)
 			if j < 0 {
-				if l.wrongUnnamed(name) {
+				if ds.wrongUnnamed(name) {
 					continue // a made-up name of a wrong op: its error is reported
 				}
 				if names == nil {
-					for _, d := range l.ops {
+					for _, d := range ds.ops {
 						if d.op != nil {
 							names = append(names, d.op.Name)
 						}
 					}
 				}
-				l.errorf(n, l.suggest(name, names), "after names unknown op %q", name)
+				ds.errorf(n, ds.suggest(name, names), "after names unknown op %q", name)
 				continue
 			}
-			p := l.ops[j]
-			if l.bodyOf(p) != l.bodyOf(d) {
-				l.errorf(n, l.afterHint(d), "%s: after names %s, which is not in the same list of ops", l.label(d), l.label(p))
+			p := ds.ops[j]
+			if ds.bodyOf(p) != ds.bodyOf(d) {
+				ds.errorf(n, ds.afterHint(d), "%s: after names %s, which is not in the same list of ops", ds.label(d), ds.label(p))
 				continue
 			}
 			if edges == nil {
-				edges = make([][]int32, len(l.ops))
+				edges = make([][]int32, len(ds.ops))
 			}
 			edges[i] = append(edges[i], int32(j))
 			if d.op != nil && p.op != nil {
@@ -157,26 +157,26 @@ func (l *loader) addAfter() {
 		}
 	}
 	if failed && edges != nil {
-		l.afterCycles(edges)
+		ds.afterCycles(edges)
 	}
 }
 
 // afterHint says what an after list of op d may name instead of an op of
 // another list: ops of its own list, or, for an op of a body, nothing
 // outside it, which the loop or branch itself can be after.
-func (l *loader) afterHint(d *opDecl) string {
-	b, ok := l.bodies[d]
+func (ds *decls) afterHint(d *opDecl) string {
+	b, ok := ds.bodies[d]
 	if !ok {
 		return "name the while or if that holds it: ops after it wait for its whole body"
 	}
-	return "name ops of the same body; put the after on " + l.label(b.parent) + " for ops outside it"
+	return "name ops of the same body; put the after on " + ds.label(b.parent) + " for ops outside it"
 }
 
 // wrongUnnamed reports whether name is the name an unnamed op that is
 // wrong would have been given.
-func (l *loader) wrongUnnamed(name string) bool {
-	_, ok := madeUp(name, len(l.ops), func(i int) bool {
-		d := l.ops[i]
+func (ds *decls) wrongUnnamed(name string) bool {
+	_, ok := madeUp(name, len(ds.ops), func(i int) bool {
+		d := ds.ops[i]
 		return !d.named && d.op == nil
 	})
 	return ok
@@ -185,7 +185,7 @@ func (l *loader) wrongUnnamed(name string) bool {
 // afterCycles reports the cycles of after edges that pass through a wrong
 // op (the graph's check finds the others), one per strongly connected
 // set of ops, at the after of its first op.
-func (l *loader) afterCycles(edges [][]int32) {
+func (ds *decls) afterCycles(edges [][]int32) {
 	var given map[*opDecl]string // the names the spec gives, by declaration
 	for _, scc := range stronglyConnected(edges) {
 		if len(scc) == 1 && !slices.Contains(edges[scc[0]], scc[0]) {
@@ -193,16 +193,16 @@ func (l *loader) afterCycles(edges [][]int32) {
 		}
 		wrong := false
 		for _, i := range scc {
-			wrong = wrong || l.ops[i].op == nil
+			wrong = wrong || ds.ops[i].op == nil
 		}
 		if !wrong {
 			continue
 		}
 		if given == nil {
-			given = make(map[*opDecl]string, len(l.opNames))
-			for name, i := range l.opNames {
-				if int(i) < len(l.ops) {
-					given[l.ops[i]] = name
+			given = make(map[*opDecl]string, len(ds.opNames))
+			for name, i := range ds.opNames {
+				if int(i) < len(ds.ops) {
+					given[ds.ops[i]] = name
 				}
 			}
 		}
@@ -213,20 +213,20 @@ func (l *loader) afterCycles(edges [][]int32) {
 			case d.named:
 				return given[d]
 			}
-			return l.unnamedLabel(d)
+			return ds.unnamedLabel(d)
 		}
 		slices.Sort(scc)
 		path := cyclePath(edges, scc)
 		labels := make([]string, len(path))
 		for i, d := range path {
-			labels[i] = name(l.ops[d])
+			labels[i] = name(ds.ops[d])
 		}
-		first := l.ops[path[0]]
-		what := l.unnamedLabel(first)
+		first := ds.ops[path[0]]
+		what := ds.unnamedLabel(first)
 		if first.named {
 			what = "op " + strconv.Quote(name(first))
 		}
-		l.errorf(first.after[0], "remove one of these after edges or reorder the operations",
+		ds.errorf(first.after[0], "remove one of these after edges or reorder the operations",
 			"%s: dependency cycle: %s", what, strings.Join(labels, " -> "))
 	}
 }

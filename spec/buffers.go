@@ -22,8 +22,8 @@ func (l *loader) buffers(n *node) {
 			continue
 		}
 		d := &bufDecl{node: e.keyN}
-		l.bufs[e.key] = d
-		l.bufOrder = append(l.bufOrder, e.key)
+		l.views.bufs[e.key] = d
+		l.views.bufOrder = append(l.views.bufOrder, e.key)
 		if e.value == nil {
 			continue
 		}
@@ -200,7 +200,7 @@ func (l *loader) initial(n *node, what subject, size int64, sizeKnown bool) (dag
 			return dag.Init{}, 0, false
 		}
 		p = ExpandRank(p, l.spec.Rank)
-		data, ok := l.readFile(e.value, what.and("file"), p, maxInitFile)
+		data, ok := l.paths.readFile(e.value, what.and("file"), p, maxInitFile)
 		if !ok {
 			return dag.Init{}, 0, false
 		}

@@ -20,7 +20,7 @@ var (
 // when the package starts: in its literal they would make an
 // initialisation cycle.
 func init() {
-	for k, read := range map[dag.OpKind]readFunc{dag.While: (*loader).whileOp, dag.If: (*loader).ifOp} {
+	for k, read := range map[dag.OpKind]readFunc{dag.While: (*opReader).whileOp, dag.If: (*opReader).ifOp} {
 		e := kindKeys[k]
 		e.read = read
 		kindKeys[k] = e
@@ -37,15 +37,15 @@ type bodyOp struct {
 	body   int32
 }
 
-func (l *loader) whileOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
+func (rd *opReader) whileOp(b *dag.Builder, d *opDecl, f fields, n *node, what subject) *dag.Op {
 	d.fields.set("while", n)
-	cond, _, ok := l.view(n, what.and("while"), false)
+	cond, _, ok := rd.views.view(n, what.and("while"), false)
 	var most int64
 	if v, has := f.get("max"); has {
 		d.fields.set("max", v)
-		m, okM := l.integer(v, what.and("max"))
+		m, okM := rd.integer(v, what.and("max"))
 		if okM && (m < 1 || m > dag.MaxIterations) {
-			l.errorf(v, fmt.Sprintf("bound the loop between 1 and %d iterations, or leave max out", int64(dag.MaxIterations)), "%s max %d is out of range", what, m)
+			rd.errorf(v, fmt.Sprintf("bound the loop between 1 and %d iterations, or leave max out", int64(dag.MaxIterations)), "%s max %d is out of range", what, m)
 			okM = false
 		}
 		ok = ok && okM
@@ -53,41 +53,41 @@ func (l *loader) whileOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
 	}
 	bodyN, has := f.get("body")
 	if !has {
-		l.errorf(f.node, "write body: [...], the ops the loop repeats", "%s while needs a body", what)
+		rd.errorf(f.node, "write body: [...], the ops the loop repeats", "%s while needs a body", what)
 		return nil
 	}
 	// The bodies' ops take field places of their own from the slab: this
 	// op's must not be where they write.
 	d.fields = append(fieldLocs(nil), d.fields...)
-	fill, okB := l.body(d, bodyN, what.and("body"), "body")
+	fill, okB := rd.body(d, bodyN, what.and("body"), "body")
 	if !ok || !okB {
-		l.discard(fill)
+		rd.decls.discard(fill)
 		return nil
 	}
-	return l.b.While(cond, fill, dag.AtMost(most))
+	return b.While(cond, fill, dag.AtMost(most))
 }
 
-func (l *loader) ifOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
+func (rd *opReader) ifOp(b *dag.Builder, d *opDecl, f fields, n *node, what subject) *dag.Op {
 	d.fields.set("if", n)
-	cond, _, ok := l.view(n, what.and("if"), false)
+	cond, _, ok := rd.views.view(n, what.and("if"), false)
 	thenN, has := f.get("then")
 	if !has {
-		l.errorf(f.node, "write then: [...], the ops run when the flag is set, and else: [...] if some run when it is not", "%s if needs then", what)
+		rd.errorf(f.node, "write then: [...], the ops run when the flag is set, and else: [...] if some run when it is not", "%s if needs then", what)
 		return nil
 	}
 	d.fields = append(fieldLocs(nil), d.fields...)
-	then, okT := l.body(d, thenN, what.and("then"), "then")
+	then, okT := rd.body(d, thenN, what.and("then"), "then")
 	var otherwise func(*dag.Builder)
 	okE := true
 	if elseN, has := f.get("else"); has {
-		otherwise, okE = l.body(d, elseN, what.and("else"), "else")
+		otherwise, okE = rd.body(d, elseN, what.and("else"), "else")
 	}
 	if !ok || !okT || !okE {
-		l.discard(then)
-		l.discard(otherwise)
+		rd.decls.discard(then)
+		rd.decls.discard(otherwise)
 		return nil
 	}
-	return l.b.If(cond, then, otherwise)
+	return b.If(cond, then, otherwise)
 }
 
 // body reads the ops list n, a body of the control op d called key (body,
@@ -109,7 +109,7 @@ func (l *loader) body(d *opDecl, n *node, what subject, key string) (fill func(*
 		return nil, false
 	}
 	d.fields.set(key, n)
-	parent := l.unnamedLabel(d)
+	parent := l.decls.unnamedLabel(d)
 	l.nBodies++
 	id := l.nBodies
 	return func(b *dag.Builder) {
@@ -118,16 +118,16 @@ func (l *loader) body(d *opDecl, n *node, what subject, key string) (fill func(*
 		l.nesting++
 		defer func() { l.b = saved; l.nesting-- }()
 		for i, it := range items {
-			if len(l.ops) >= MaxOps {
+			if len(l.decls.ops) >= MaxOps {
 				l.errorf(it, "split the work into several specs", "the spec has more than %d ops, counting those of bodies", MaxOps)
 				return
 			}
 			od := new(opDecl)
-			if l.bodies == nil {
-				l.bodies = map[*opDecl]bodyOp{}
+			if l.decls.bodies == nil {
+				l.decls.bodies = map[*opDecl]bodyOp{}
 			}
-			l.bodies[od] = bodyOp{path: parent + "." + key + "[" + strconv.Itoa(i) + "]", parent: d, body: id}
-			l.opDecl(len(l.ops), it, od)
+			l.decls.bodies[od] = bodyOp{path: parent + "." + key + "[" + strconv.Itoa(i) + "]", parent: d, body: id}
+			l.opDecl(len(l.decls.ops), it, od)
 		}
 	}, true
 }
@@ -135,25 +135,25 @@ func (l *loader) body(d *opDecl, n *node, what subject, key string) (fill func(*
 // discard reads a body whose control op is wrong into a builder of its
 // own, so that its ops' errors come in the same round; its ops are kept
 // out of the graph.
-func (l *loader) discard(fill func(*dag.Builder)) {
+func (ds *decls) discard(fill func(*dag.Builder)) {
 	if fill == nil {
 		return
 	}
-	start := len(l.ops)
+	start := len(ds.ops)
 	fill(dag.New())
-	for _, d := range l.ops[start:] {
+	for _, d := range ds.ops[start:] {
 		d.op = nil
 	}
 }
 
 // unnamedLabel is how messages name op d when the spec does not: ops[i],
 // or its place in a body, ops[i].body[j].
-func (l *loader) unnamedLabel(d *opDecl) string {
-	if b, ok := l.bodies[d]; ok {
+func (ds *decls) unnamedLabel(d *opDecl) string {
+	if b, ok := ds.bodies[d]; ok {
 		return b.path
 	}
 	return opIndex(int(d.index))
 }
 
 // bodyOf is the number of the body that declares d; 0 for the ops list.
-func (l *loader) bodyOf(d *opDecl) int32 { return l.bodies[d].body }
+func (ds *decls) bodyOf(d *opDecl) int32 { return ds.bodies[d].body }

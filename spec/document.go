@@ -27,33 +27,33 @@ var bom = []byte("\ufeff")
 
 // document parses src and returns its one document's body, or nil having
 // reported why there is none.
-func (l *loader) document(src []byte) *node {
+func document(r *reader, src []byte) *node {
 	src = bytes.TrimPrefix(src, bom)
 	var body *node
 	for range maxUnknownAliases + 1 {
 		var err error
-		body, err = l.parseYAML(src)
+		body, err = parseYAML(r, src)
 		if err == nil {
 			break
 		}
 		name, isAnchor := unknownAnchor(err)
 		if !isAnchor {
-			l.syntaxError(src, err)
+			syntaxError(r, src, err)
 			return nil
 		}
 		// Report the alias where it is written and parse again with a
 		// null in its place, so that every other problem is found too.
 		line, col, at := findAlias(src, name)
 		if at < 0 {
-			l.errorf(nil, "define the anchor with &"+name+" before using it", "alias *%s names no anchor", name)
+			r.errorf(nil, "define the anchor with &"+name+" before using it", "alias *%s names no anchor", name)
 			return nil
 		}
-		l.errs = append(l.errs, &Error{Pos: Position{File: l.file, Line: line, Col: col},
+		r.errs = append(r.errs, &Error{Pos: Position{File: r.file, Line: line, Col: col},
 			Msg: "alias *" + name + " names no anchor", Hint: "define the anchor with &" + name + " before using it"})
-		if l.unknownAliases == nil {
-			l.unknownAliases = map[[2]int]bool{}
+		if r.unknownAliases == nil {
+			r.unknownAliases = map[[2]int]bool{}
 		}
-		l.unknownAliases[[2]int{line, col}] = true
+		r.unknownAliases[[2]int{line, col}] = true
 		src = bytes.Clone(src)
 		src[at] = '~'
 		for i := at + 1; i <= at+len(name); i++ {
@@ -62,12 +62,12 @@ func (l *loader) document(src []byte) *node {
 		body = nil
 	}
 	if body == nil {
-		if len(l.errs) == 0 {
-			l.errorf(nil, "declare buffers and ops", "the spec is empty")
+		if len(r.errs) == 0 {
+			r.errorf(nil, "declare buffers and ops", "the spec is empty")
 		}
 		return nil
 	}
-	if !l.checkDepth(body) {
+	if !checkDepth(r, body) {
 		return nil
 	}
 	return body
@@ -75,7 +75,7 @@ func (l *loader) document(src []byte) *node {
 
 // parseYAML parses src into its one document's body; a second document
 // is an error of its own, reported here.
-func (l *loader) parseYAML(src []byte) (*node, error) {
+func parseYAML(r *reader, src []byte) (*node, error) {
 	if !hasDocumentMarker(src) {
 		// One document: parse from the bytes, without a reader's copies.
 		var doc node
@@ -101,7 +101,7 @@ func (l *loader) parseYAML(src []byte) (*node, error) {
 	case err != nil:
 		return nil, err
 	case len(second.Content) == 1 && !isNull(second.Content[0]):
-		l.errorf(second.Content[0], "put the whole spec in one document", "a spec is one YAML document; this is a second one")
+		r.errorf(second.Content[0], "put the whole spec in one document", "a spec is one YAML document; this is a second one")
 		return nil, nil
 	}
 	if len(doc.Content) != 1 || isNull(doc.Content[0]) {
@@ -162,8 +162,8 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // gives only a line; goccy/go-yaml, asked again on this error path only,
 // gives the column too, for inputs small and shallow enough that asking is
 // cheap (goccyLimit bytes, MaxDepth levels of flow nesting).
-func (l *loader) syntaxError(src []byte, err error) {
-	e := &Error{Pos: Position{File: l.file, Line: 1, Col: 1}, Msg: "YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+func syntaxError(r *reader, src []byte, err error) {
+	e := &Error{Pos: Position{File: r.file, Line: 1, Col: 1}, Msg: "YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 		e.Pos.Line, _ = strconv.Atoi(m[1])
 		e.Msg = "YAML: " + m[2]
@@ -188,7 +188,7 @@ func (l *loader) syntaxError(src []byte, err error) {
 		e.Msg = strings.ReplaceAll(e.Msg, "\t", `\t`)
 		e.Hint = "YAML indents with spaces, never tabs: replace the tab with spaces"
 	}
-	l.errs = append(l.errs, e)
+	r.errs = append(r.errs, e)
 }
 
 // indentHint explains a YAML error at line that is most often an
@@ -241,9 +241,9 @@ func flowDepth(src []byte) int {
 // checkDepth refuses documents nested deeper than MaxDepth, at the first
 // node too deep, before anything reads them. The parser refuses nesting
 // beyond 10000 levels, so the recursion is bounded.
-func (l *loader) checkDepth(root *node) bool {
+func checkDepth(r *reader, root *node) bool {
 	if deep := tooDeep(root, 1); deep != nil {
-		l.errorf(deep, "a spec needs a few levels; flatten the data", "the spec is nested more than %d levels deep", MaxDepth)
+		r.errorf(deep, "a spec needs a few levels; flatten the data", "the spec is nested more than %d levels deep", MaxDepth)
 		return false
 	}
 	return true

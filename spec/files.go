@@ -66,22 +66,31 @@ func (f files) locate(dir, p string) (root, rel string, err error) {
 
 const pathHint = "paths are relative to the spec's directory and stay inside it; pass --allow-path DIR to allow another tree"
 
+// paths resolves the files the spec reads and writes, and keeps them for
+// Spec.Files and the checks that no two writes collide.
+type paths struct {
+	*reader
+	spec   *Spec
+	reads  map[string]bool  // cleaned full paths the spec reads
+	writes map[string]*node // cleaned full path -> the node naming it
+}
+
 // readFile reads a regular file named in the spec, at most limit bytes,
 // through an os.Root, so that neither ".." nor a symbolic link takes the
 // read out of the tree it is allowed in.
-func (l *loader) readFile(n *node, what subject, p string, limit int64) ([]byte, bool) {
+func (ps *paths) readFile(n *node, what subject, p string, limit int64) ([]byte, bool) {
 	if p == "" {
-		l.errorf(n, "name a file", "%s is empty", what)
+		ps.errorf(n, "name a file", "%s is empty", what)
 		return nil, false
 	}
-	dir, rel, err := l.spec.files.locate(l.spec.files.base, p)
+	dir, rel, err := ps.spec.files.locate(ps.spec.files.base, p)
 	if err != nil {
-		l.errorf(n, pathHint, "%s %s %v", what, human.Quote(p), err)
+		ps.errorf(n, pathHint, "%s %s %v", what, human.Quote(p), err)
 		return nil, false
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		l.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
+		ps.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
 		return nil, false
 	}
 	defer root.Close()
@@ -89,34 +98,34 @@ func (l *loader) readFile(n *node, what subject, p string, limit int64) ([]byte,
 	// The open is non-blocking too, and the file is checked again once
 	// open, so that one swapped in between cannot hang the read either.
 	if fi, err := root.Stat(rel); err == nil && !fi.Mode().IsRegular() {
-		l.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, human.Quote(p), fileKind(fi.Mode()))
+		ps.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, human.Quote(p), fileKind(fi.Mode()))
 		return nil, false
 	}
 	file, err := root.OpenFile(rel, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
-		l.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
+		ps.errorf(n, "paths are relative to the spec's directory", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
 		return nil, false
 	}
 	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil {
-		l.errorf(n, "", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
+		ps.errorf(n, "", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
 		return nil, false
 	}
 	if !fi.Mode().IsRegular() {
-		l.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, human.Quote(p), fileKind(fi.Mode()))
+		ps.errorf(n, "name a regular file", "%s %s is not a regular file (it is a %s)", what, human.Quote(p), fileKind(fi.Mode()))
 		return nil, false
 	}
 	if fi.Size() > limit {
-		l.errorf(n, "", "%s %s holds %d bytes, more than %d", what, human.Quote(p), fi.Size(), limit)
+		ps.errorf(n, "", "%s %s holds %d bytes, more than %d", what, human.Quote(p), fi.Size(), limit)
 		return nil, false
 	}
 	data := make([]byte, fi.Size())
 	if _, err := readFull(file, data); err != nil {
-		l.errorf(n, "", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
+		ps.errorf(n, "", "%s %s: %v", what, human.Quote(p), unwrapPath(err))
 		return nil, false
 	}
-	l.noteRead(filepath.Join(dir, rel))
+	ps.noteRead(filepath.Join(dir, rel))
 	return data, true
 }
 
@@ -151,8 +160,8 @@ func readFull(f *os.File, data []byte) (int, error) {
 
 // absPath is a file the spec names (and readFile has checked), made
 // absolute, so that backends find it from any working directory.
-func (l *loader) absPath(p string) string {
-	dir, rel, err := l.spec.files.locate(l.spec.files.base, p)
+func (ps *paths) absPath(p string) string {
+	dir, rel, err := ps.spec.files.locate(ps.spec.files.base, p)
 	if err != nil {
 		return p
 	}
@@ -160,11 +169,11 @@ func (l *loader) absPath(p string) string {
 }
 
 // noteRead remembers a file the spec reads, which no write may name.
-func (l *loader) noteRead(full string) {
-	if l.reads == nil {
-		l.reads = map[string]bool{}
+func (ps *paths) noteRead(full string) {
+	if ps.reads == nil {
+		ps.reads = map[string]bool{}
 	}
-	l.reads[filepath.Clean(full)] = true
+	ps.reads[filepath.Clean(full)] = true
 }
 
 // checkWrite checks a path the spec writes to (a save step's or an
@@ -172,44 +181,44 @@ func (l *loader) noteRead(full string) {
 // tree, not written twice, not the spec itself nor a file it reads. The
 // reads are all known once the buffers and kernels are read, and ops and
 // outputs come after them.
-func (l *loader) checkWrite(n *node, what subject, p string) bool {
-	dir, rel, err := l.spec.files.locate(l.saveDir(), p)
+func (ps *paths) checkWrite(n *node, what subject, p string) bool {
+	dir, rel, err := ps.spec.files.locate(ps.saveDir(), p)
 	if err != nil {
 		hint := "save paths are relative to the save directory (the spec's, or --save-dir) and stay inside it; pass --allow-path DIR to allow another tree"
-		l.errorf(n, hint, "%s %s %v", what, human.Quote(p), err)
+		ps.errorf(n, hint, "%s %s %v", what, human.Quote(p), err)
 		return false
 	}
 	full := filepath.Join(dir, rel)
 	switch {
-	case l.writes[full] != nil:
-		l.errorf(n, "write each file once", "%s %s is also written at %s", what, p, l.pos(l.writes[full]))
+	case ps.writes[full] != nil:
+		ps.errorf(n, "write each file once", "%s %s is also written at %s", what, p, ps.pos(ps.writes[full]))
 		return false
-	case full == l.specPath():
-		l.errorf(n, "save to another file", "%s %s is the spec itself", what, p)
+	case full == ps.specPath():
+		ps.errorf(n, "save to another file", "%s %s is the spec itself", what, p)
 		return false
-	case l.reads[full]:
-		l.errorf(n, "save to another file", "%s %s is a file the spec reads", what, p)
+	case ps.reads[full]:
+		ps.errorf(n, "save to another file", "%s %s is a file the spec reads", what, p)
 		return false
 	}
-	if l.writes == nil {
-		l.writes = map[string]*node{}
+	if ps.writes == nil {
+		ps.writes = map[string]*node{}
 	}
-	l.writes[full] = n
+	ps.writes[full] = n
 	return true
 }
 
-func (l *loader) saveDir() string {
-	if l.spec.SaveDir != "" {
-		return absDir(l.spec.SaveDir)
+func (ps *paths) saveDir() string {
+	if ps.spec.SaveDir != "" {
+		return absDir(ps.spec.SaveDir)
 	}
-	return l.spec.files.base
+	return ps.spec.files.base
 }
 
-func (l *loader) specPath() string {
-	if l.spec.File == "" || l.spec.File == "-" {
+func (ps *paths) specPath() string {
+	if ps.spec.File == "" || ps.spec.File == "-" {
 		return ""
 	}
-	return absDir(l.spec.File)
+	return absDir(ps.spec.File)
 }
 
 // WriteFile writes data to path, a save path written in the spec: inside

@@ -12,29 +12,29 @@ import (
 
 // graphErrors positions the errors of dag.Builder.Build at the YAML nodes
 // of the ops, buffers and kernels they name.
-func (l *loader) graphErrors(err error) {
+func (ds *decls) graphErrors(err error) {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
-			l.graphErrors(e)
+			ds.graphErrors(e)
 		}
 		return
 	}
 	e, ok := err.(*dag.Error)
 	if !ok {
-		if len(l.errs) == 0 {
-			l.errorf(l.opsNode, "", "%v", err)
+		if len(ds.errs) == 0 {
+			ds.errorf(ds.opsNode, "", "%v", err)
 		}
 		return
 	}
-	if len(l.errs) > 0 && (l.mayFollow(e) || errors.Is(e, dag.ErrUndefinedRead)) {
+	if len(ds.errs) > 0 && (ds.mayFollow(e) || errors.Is(e, dag.ErrUndefinedRead)) {
 		// An op left out for its own error may be what defined the bytes.
 		return
 	}
-	msg := l.relabel(e.Msg)
+	msg := ds.relabel(e.Msg)
 	switch {
 	case e.Op != "":
-		if d := l.opNamed(e.Op); d != nil {
-			msg = l.label(d) + ": " + msg
+		if d := ds.opNamed(e.Op); d != nil {
+			msg = ds.label(d) + ": " + msg
 		} else {
 			msg = fmt.Sprintf("op %q: %s", e.Op, msg)
 		}
@@ -43,18 +43,18 @@ func (l *loader) graphErrors(err error) {
 	case e.Kernel != "":
 		msg = fmt.Sprintf("kernel %q: %s", e.Kernel, e.Msg)
 	}
-	l.errs = append(l.errs, &Error{Pos: l.posAt(l.locate(e)), Msg: msg, Hint: l.relabel(e.Hint)})
+	ds.errs = append(ds.errs, &Error{Pos: ds.posAt(ds.locate(e)), Msg: msg, Hint: ds.relabel(e.Hint)})
 }
 
 // mayFollow reports whether a graph error may follow from the ops that
 // are missing from the graph because their declarations are wrong: the
 // lifetimes of temporary buffers depend on every op that uses them. Other
 // problems of an op are its own.
-func (l *loader) mayFollow(e *dag.Error) bool {
-	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil && d.buf != nil && d.buf.Temporary {
+func (ds *decls) mayFollow(e *dag.Error) bool {
+	if d := ds.views.bufs[e.Buffer]; e.Buffer != "" && d != nil && d.buf != nil && d.buf.Temporary {
 		return true
 	}
-	d := l.opNamed(e.Op)
+	d := ds.opNamed(e.Op)
 	if d == nil || d.op == nil {
 		return e.Op != ""
 	}
@@ -68,7 +68,7 @@ func (l *loader) mayFollow(e *dag.Error) bool {
 
 // relabel writes the made-up op names in a message of the graph as the
 // spec's messages name those ops: ops[i].
-func (l *loader) relabel(msg string) string {
+func (ds *decls) relabel(msg string) string {
 	var b strings.Builder
 	last := 0
 	isNameByte := func(c byte) bool {
@@ -84,9 +84,9 @@ func (l *loader) relabel(msg string) string {
 			j++
 		}
 		word := strings.TrimRight(msg[i:j], ".:")
-		if d := l.opNamed(word); d != nil && !d.named {
+		if d := ds.opNamed(word); d != nil && !d.named {
 			b.WriteString(msg[last:i])
-			b.WriteString(l.unnamedLabel(d))
+			b.WriteString(ds.unnamedLabel(d))
 			last = i + len(word)
 		}
 		i = j
@@ -100,9 +100,9 @@ func (l *loader) relabel(msg string) string {
 
 // locate finds where a graph error is about: the field of the op,
 // buffer or kernel it names, else the thing itself, else the ops list.
-func (l *loader) locate(e *dag.Error) loc {
+func (ds *decls) locate(e *dag.Error) loc {
 	if e.Op != "" {
-		if d := l.opNamed(e.Op); d != nil {
+		if d := ds.opNamed(e.Op); d != nil {
 			if at, ok := d.fields.get(e.Field); ok {
 				return at
 			}
@@ -113,19 +113,19 @@ func (l *loader) locate(e *dag.Error) loc {
 		}
 		// The alloc and free the graph adds for a temporary buffer.
 		for _, prefix := range []string{"alloc:", "free:"} {
-			if name, ok := strings.CutPrefix(e.Op, prefix); ok && l.bufs[name] != nil {
-				return locOf(l.bufs[name].node)
+			if name, ok := strings.CutPrefix(e.Op, prefix); ok && ds.views.bufs[name] != nil {
+				return locOf(ds.views.bufs[name].node)
 			}
 		}
 	}
-	if d := l.bufs[e.Buffer]; e.Buffer != "" && d != nil {
+	if d := ds.views.bufs[e.Buffer]; e.Buffer != "" && d != nil {
 		if at, ok := d.fields.get(e.Field); ok {
 			return at
 		}
 		return locOf(d.node)
 	}
-	if d := l.kernels[e.Kernel]; e.Kernel != "" && d != nil {
+	if d := ds.kernels[e.Kernel]; e.Kernel != "" && d != nil {
 		return locOf(d.node)
 	}
-	return locOf(l.opsNode)
+	return locOf(ds.opsNode)
 }

@@ -129,13 +129,13 @@ func addStep(dt dag.DType, v float64) dag.HostFunc {
 	}
 }
 
-func (l *loader) hostOp(d *opDecl, f fields, _ *node, what subject) *dag.Op {
+func (rd *opReader) hostOp(b *dag.Builder, d *opDecl, f fields, _ *node, what subject) *dag.Op {
 	step := d.label
 	what = what.and(step)
 	need := func(key, example string) (*node, bool) {
 		v, has := f.get(key)
 		if !has && !f.has(key) {
-			l.errorf(f.node, "write "+example, "%s needs %s", what, key)
+			rd.errorf(f.node, "write "+example, "%s needs %s", what, key)
 		}
 		return v, has
 	}
@@ -147,16 +147,16 @@ func (l *loader) hostOp(d *opDecl, f fields, _ *node, what subject) *dag.Op {
 		}
 		items := []*node{n}
 		if isSeq(n) {
-			items, _ = l.sequence(n, what.and("reads"))
+			items, _ = rd.sequence(n, what.and("reads"))
 		}
 		if len(items) == 0 {
-			l.errorf(n, "name the buffers to check", "%s reads nothing", what)
+			rd.errorf(n, "name the buffers to check", "%s reads nothing", what)
 			return nil
 		}
 		var acc []dag.OpOption
 		var views []dag.View
 		for _, it := range items {
-			v, _, okV := l.view(it, what.and("reads"), false)
+			v, _, okV := rd.views.view(it, what.and("reads"), false)
 			ok = ok && okV
 			acc = append(acc, dag.In(v))
 			views = append(views, v)
@@ -164,27 +164,27 @@ func (l *loader) hostOp(d *opDecl, f fields, _ *node, what subject) *dag.Op {
 		if !ok {
 			return nil
 		}
-		return l.b.Host(l.spec.checksumStep(views), acc...)
+		return b.Host(rd.spec.checksumStep(views), acc...)
 	case "save":
 		bufN, okB := need("buffer", "buffer: x")
 		pathN, okP := need("path", "path: out.bin")
 		if !okB || !okP {
 			return nil
 		}
-		v, _, okV := l.view(bufN, what.and("buffer"), false)
-		p, okS := l.str(pathN, what.and("path"))
+		v, _, okV := rd.views.view(bufN, what.and("buffer"), false)
+		p, okS := rd.str(pathN, what.and("path"))
 		if okS && p == "" {
-			l.errorf(pathN, "name a file", "%s path is empty", what)
+			rd.errorf(pathN, "name a file", "%s path is empty", what)
 			okS = false
 		}
 		if okS {
-			p, okS = l.writePath(pathN, what.and("path"), p)
+			p, okS = rd.paths.writePath(pathN, what.and("path"), p)
 		}
 		if !okV || !okS {
 			return nil
 		}
-		op := l.b.Host(l.spec.saveStep(p), dag.In(v))
-		l.spec.Saves = append(l.spec.Saves, SaveStep{Op: op, View: v, Path: p})
+		op := b.Host(rd.spec.saveStep(p), dag.In(v))
+		rd.spec.Saves = append(rd.spec.Saves, SaveStep{Op: op, View: v, Path: p})
 		return op
 	default: // add
 		bufN, okB := need("buffer", "buffer: x")
@@ -192,11 +192,11 @@ func (l *loader) hostOp(d *opDecl, f fields, _ *node, what subject) *dag.Op {
 		if !okB || !okV {
 			return nil
 		}
-		v, _, okW := l.view(bufN, what.and("buffer"), false)
-		x, okX := l.number(valN, what.and("value"))
+		v, _, okW := rd.views.view(bufN, what.and("buffer"), false)
+		x, okX := rd.number(valN, what.and("value"))
 		if !okW || !okX {
 			return nil
 		}
-		return l.b.Host(addStep(v.Buf.DType, x), dag.InOut(v))
+		return b.Host(addStep(v.Buf.DType, x), dag.InOut(v))
 	}
 }

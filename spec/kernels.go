@@ -10,6 +10,12 @@ import (
 // maxKernelFile bounds the CUDA C, PTX and cubin files a spec may name.
 const maxKernelFile = 64 << 20
 
+// kernelSet is the spec's declared kernels, by name and in order.
+type kernelSet struct {
+	kernels   map[string]*kernelDecl
+	kernOrder []string
+}
+
 func (l *loader) kernelDecls(n *node) {
 	f, _ := l.entries(n, about("kernels"))
 	for i, e := range f.list {
@@ -67,13 +73,13 @@ func (l *loader) kernel(name string, n *node) (*dag.Kernel, bool) {
 				ok = false
 			}
 		case "cuda_file":
-			data, okF := l.readFile(src, what.and("cuda_file"), text, maxKernelFile)
+			data, okF := l.paths.readFile(src, what.and("cuda_file"), text, maxKernelFile)
 			k.Source, k.Code = dag.CUDAC, string(data)
 			ok = ok && okF
 		case "ptx", "cubin":
-			_, okF := l.readFile(src, what.and(sources[0]), text, maxKernelFile)
+			_, okF := l.paths.readFile(src, what.and(sources[0]), text, maxKernelFile)
 			ok = ok && okF
-			k.Source, k.Path = dag.PTX, l.absPath(text)
+			k.Source, k.Path = dag.PTX, l.paths.absPath(text)
 			if sources[0] == "cubin" {
 				k.Source = dag.Cubin
 			}

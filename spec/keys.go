@@ -61,14 +61,14 @@ var (
 // dag.OpKinds() has an entry (TestKindKeys checks); a kind a spec cannot
 // write has an empty key and says why.
 var kindKeys = map[dag.OpKind]kindEntry{
-	dag.Alloc:     {key: "alloc", read: (*loader).lifetimeOp},
-	dag.Free:      {key: "free", read: (*loader).lifetimeOp},
-	dag.Copy:      {key: "copy", read: (*loader).copyOp},
-	dag.Fill:      {key: "fill", read: (*loader).fillOp},
-	dag.Memset2D:  {key: "memset2d", read: (*loader).memset2DOp},
-	dag.Launch:    {key: "launch", fields: launchKeys, read: (*loader).launchOp},
-	dag.Host:      {key: "host", read: (*loader).hostOp},
-	dag.Gemm:      {key: "gemm", read: (*loader).gemmOp},
+	dag.Alloc:     {key: "alloc", read: (*opReader).lifetimeOp},
+	dag.Free:      {key: "free", read: (*opReader).lifetimeOp},
+	dag.Copy:      {key: "copy", read: (*opReader).copyOp},
+	dag.Fill:      {key: "fill", read: (*opReader).fillOp},
+	dag.Memset2D:  {key: "memset2d", read: (*opReader).memset2DOp},
+	dag.Launch:    {key: "launch", fields: launchKeys, read: (*opReader).launchOp},
+	dag.Host:      {key: "host", read: (*opReader).hostOp},
+	dag.Gemm:      {key: "gemm", read: (*opReader).gemmOp},
 	dag.AllReduce: {key: "all_reduce", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllReduce(a.views["view"], a.red) })},
 	dag.AllGather: {key: "all_gather", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllGather(a.views["in"], a.views["out"]) })},
 	dag.ReduceScatter: {key: "reduce_scatter", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op {
@@ -90,8 +90,8 @@ type kindEntry struct {
 }
 
 // readFunc reads op d, whose mapping is f and whose kind's value is n,
-// into an op of the graph; nil when it is wrong (and reported).
-type readFunc func(l *loader, d *opDecl, f fields, n *node, what subject) *dag.Op
+// into an op of builder b; nil when it is wrong (and reported).
+type readFunc func(rd *opReader, b *dag.Builder, d *opDecl, f fields, n *node, what subject) *dag.Op
 
 // entryOf returns the entry whose key is key.
 func entryOf(key string) (kindEntry, bool) {

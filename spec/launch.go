@@ -11,22 +11,22 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-func (l *loader) launchOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
+func (rd *opReader) launchOp(b *dag.Builder, d *opDecl, f fields, n *node, what subject) *dag.Op {
 	d.fields.set("kernel", n)
-	name, ok := l.str(n, what.and("kernel"))
+	name, ok := rd.str(n, what.and("kernel"))
 	if !ok {
 		return nil
 	}
 	d.label = name
 	k := dag.LookupBuiltin(name)
 	if k == nil {
-		kd := l.kernels[name]
+		kd := rd.kernels[name]
 		if kd == nil {
 			var known []string
 			for _, b := range dag.Builtins() {
 				known = append(known, b.Name)
 			}
-			l.errorf(n, l.suggest(name, append(known, l.kernOrder...)), "%s launches unknown kernel %q", what, name)
+			rd.errorf(n, rd.suggest(name, append(known, rd.kernOrder...)), "%s launches unknown kernel %q", what, name)
 			return nil
 		}
 		if k = kd.k; k == nil {
@@ -36,20 +36,20 @@ func (l *loader) launchOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
 	grid, block := dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
 	if v, has := f.get("grid"); has {
 		d.fields.set("grid", v)
-		grid, ok = l.dim3(v, what.and("grid"))
+		grid, ok = rd.dim3(v, what.and("grid"))
 	}
 	okB := true
 	if v, has := f.get("block"); has {
 		d.fields.set("block", v)
-		block, okB = l.dim3(v, what.and("block"))
+		block, okB = rd.dim3(v, what.and("block"))
 	}
 	shared := int64(0)
 	okS := true
 	if v, has := f.get("shared"); has {
 		d.fields.set("shared", v)
-		shared, okS = l.size(v, what.and("shared"))
+		shared, okS = rd.size(v, what.and("shared"))
 		if okS && shared > 1<<30 {
-			l.errorf(v, "use at most 48 KiB of dynamic shared memory", "%s shared %d bytes is too large", what, shared)
+			rd.errorf(v, "use at most 48 KiB of dynamic shared memory", "%s shared %d bytes is too large", what, shared)
 			okS = false
 		}
 	}
@@ -60,30 +60,30 @@ func (l *loader) launchOp(d *opDecl, f fields, n *node, what subject) *dag.Op {
 		argsN = f.node
 	}
 	var argBuf [8]any
-	args, okA := l.args(argBuf[:0], d, k, argsN, hasArgs, what)
+	args, okA := rd.args(argBuf[:0], d, k, argsN, hasArgs, what)
 	if !ok || !okB || !okS || !okA {
 		return nil
 	}
-	op := l.b.Launch(k, grid, block, args...)
+	op := b.Launch(k, grid, block, args...)
 	op.Launch.Shared = int(shared)
 	return op
 }
 
-func (l *loader) dim3(n *node, what subject) (dag.Dim3, bool) {
+func (rd *opReader) dim3(n *node, what subject) (dag.Dim3, bool) {
 	const limit = 1<<31 - 1
 	if !isSeq(n) {
-		x, ok := l.intIn(n, what, 1, limit)
+		x, ok := rd.intIn(n, what, 1, limit)
 		return dag.Dim3{X: x, Y: 1, Z: 1}, ok
 	}
-	items, _ := l.sequence(n, what)
+	items, _ := rd.sequence(n, what)
 	if len(items) < 1 || len(items) > 3 {
-		l.errorf(n, "write a number or [x], [x, y] or [x, y, z]", "%s has %d dimensions", what, len(items))
+		rd.errorf(n, "write a number or [x], [x, y] or [x, y, z]", "%s has %d dimensions", what, len(items))
 		return dag.Dim3{}, false
 	}
 	dims := [3]int{1, 1, 1}
 	ok := true
 	for i, it := range items {
-		v, okI := l.intIn(it, what, 1, limit)
+		v, okI := rd.intIn(it, what, 1, limit)
 		dims[i] = v
 		ok = ok && okI
 	}
@@ -92,7 +92,7 @@ func (l *loader) dim3(n *node, what subject) (dag.Dim3, bool) {
 
 // args reads a launch's arguments, by parameter name (a mapping) or in
 // order (a list), and appends them to dst as dag.Builder.Launch takes them.
-func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, what subject) ([]any, bool) {
+func (rd *opReader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, what subject) ([]any, bool) {
 	var nodeBuf [8]*node
 	nodes := nodeBuf[:0]
 	if len(k.Params) > len(nodeBuf) {
@@ -103,23 +103,23 @@ func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, 
 	var misspelt []bool // parameters that a misspelt argument's error names
 	if given {
 		if isSeq(n) {
-			items, _ := l.sequence(n, what.and("args"))
+			items, _ := rd.sequence(n, what.and("args"))
 			for i, it := range items {
 				if i >= len(nodes) {
-					l.errorf(it, signature(k), "%s passes %d arguments to %s, which takes %d", what, len(items), k.Name, len(nodes))
+					rd.errorf(it, signature(k), "%s passes %d arguments to %s, which takes %d", what, len(items), k.Name, len(nodes))
 					ok = false
 					break
 				}
 				nodes[i] = it
 			}
 		} else {
-			f, okF := l.entries(n, what.and("args"))
+			f, okF := rd.entries(n, what.and("args"))
 			ok = okF
 			for _, e := range f.list {
 				i := slices.IndexFunc(k.Params, func(p dag.Param) bool { return p.Name == e.key })
 				if i < 0 {
-					hint, meant := l.suggestParam(e.key, k)
-					l.errorf(e.keyN, hint, "%s has no parameter %q", k.Name, e.key)
+					hint, meant := rd.suggestParam(e.key, k)
+					rd.errorf(e.keyN, hint, "%s has no parameter %q", k.Name, e.key)
 					if meant >= 0 && misspelt == nil {
 						misspelt = make([]bool, len(k.Params))
 					}
@@ -133,12 +133,12 @@ func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, 
 			}
 		}
 	}
-	fieldNames := l.argFields(k)
+	fieldNames := rd.argFields(k)
 	for i, p := range k.Params {
 		a := nodes[i]
 		if a == nil {
 			if misspelt == nil || !misspelt[i] {
-				l.errorf(n, signature(k), "%s: missing argument %s (%s) of %s", what, p.Name, p.Kind, k.Name)
+				rd.errorf(n, signature(k), "%s: missing argument %s (%s) of %s", what, p.Name, p.Kind, k.Name)
 			}
 			ok = false
 			dst = append(dst, nil)
@@ -148,7 +148,7 @@ func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, 
 		aw := what.and("argument").and(p.Name)
 		switch p.Kind {
 		case dag.BufferParam:
-			v, m, okV := l.view(a, aw, true)
+			v, m, okV := rd.views.view(a, aw, true)
 			mode := p.Mode
 			if mode == 0 {
 				mode = dag.ReadWrite
@@ -169,15 +169,15 @@ func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, 
 			if p.Kind == dag.I64Param {
 				lo, hi = -1<<63, 1<<63-1
 			}
-			v, okI := l.integer(a, aw)
+			v, okI := rd.integer(a, aw)
 			if okI && (v < lo || v > hi) {
-				l.errorf(a, "", "%s %d does not fit in %s", aw, v, p.Kind)
+				rd.errorf(a, "", "%s %d does not fit in %s", aw, v, p.Kind)
 				okI = false
 			}
 			dst = append(dst, v)
 			ok = ok && okI
 		default:
-			v, okF := l.number(a, aw)
+			v, okF := rd.number(a, aw)
 			dst = append(dst, v)
 			ok = ok && okF
 		}
@@ -187,18 +187,18 @@ func (l *loader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, 
 
 // argFields are the field names dag's errors give k's arguments
 // ("args.x"), made once per kernel.
-func (l *loader) argFields(k *dag.Kernel) []string {
-	if names, ok := l.argNames[k]; ok {
+func (rd *opReader) argFields(k *dag.Kernel) []string {
+	if names, ok := rd.argNames[k]; ok {
 		return names
 	}
 	names := make([]string, len(k.Params))
 	for i, p := range k.Params {
 		names[i] = "args." + p.Name
 	}
-	if l.argNames == nil {
-		l.argNames = map[*dag.Kernel][]string{}
+	if rd.argNames == nil {
+		rd.argNames = map[*dag.Kernel][]string{}
 	}
-	l.argNames[k] = names
+	rd.argNames[k] = names
 	return names
 }
 
@@ -214,12 +214,12 @@ func signature(k *dag.Kernel) string {
 	return fmt.Sprintf("%s takes (%s)", k.Name, strings.Join(parts, ", "))
 }
 
-func (l *loader) suggestParam(got string, k *dag.Kernel) (hint string, meant int) {
+func (rd *opReader) suggestParam(got string, k *dag.Kernel) (hint string, meant int) {
 	names := make([]string, len(k.Params))
 	for i, p := range k.Params {
 		names[i] = p.Name
 	}
-	if h := l.suggest(got, names); strings.HasPrefix(h, "did you mean") {
+	if h := rd.suggest(got, names); strings.HasPrefix(h, "did you mean") {
 		best, _ := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(h, "did you mean "), "?"))
 		return h, slices.Index(names, best)
 	}

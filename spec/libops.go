@@ -5,9 +5,9 @@ import "github.com/dagrun/dagrun/dag"
 // gemmOp reads gemm: {a, b, c, m, n, k, ...} (see dag.GemmSpec). The keys
 // are the field names of dag's errors, so Build's complaints about a
 // GEMM land on the key they are about.
-func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
+func (rd *opReader) gemmOp(b *dag.Builder, d *opDecl, _ fields, n *node, what subject) *dag.Op {
 	what = what.and("gemm")
-	f, ok := l.mapping(n, what, gemmKeys)
+	f, ok := rd.mapping(n, what, gemmKeys)
 	if f.node == nil {
 		return nil
 	}
@@ -26,13 +26,13 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 		}
 	}
 	if len(missing) > 0 {
-		l.errorf(f.node, "write gemm: {a: A, b: B, c: C, m: M, n: N, k: K}", "%s needs %s", what, joinAnd(missing))
+		rd.errorf(f.node, "write gemm: {a: A, b: B, c: C, m: M, n: N, k: K}", "%s needs %s", what, joinAnd(missing))
 		return nil
 	}
 	views := map[string]dag.View{}
 	for _, k := range []string{"a", "b", "c", "d", "bias"} {
 		if v, has := f.get(k); has {
-			view, _, okV := l.view(v, what.and(k), false)
+			view, _, okV := rd.views.view(v, what.and(k), false)
 			ok = ok && okV
 			views[k] = view
 		}
@@ -43,14 +43,14 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 		to  *int64
 	}{{"m", &shape.M}, {"n", &shape.N}, {"k", &shape.K}} {
 		v, _ := f.get(p.key)
-		x, okX := l.integer(v, what.and(p.key))
+		x, okX := rd.integer(v, what.and(p.key))
 		ok = ok && okX
 		*p.to = x // dag checks the range, at this key
 	}
 	var opts []dag.OpOption
 	flag := func(key string, opt func() dag.OpOption) {
 		if v, has := f.get(key); has {
-			on, okB := l.boolean(v, what.and(key))
+			on, okB := rd.boolean(v, what.and(key))
 			ok = ok && okB
 			if on {
 				opts = append(opts, opt())
@@ -65,7 +65,7 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 		opt func(float64) dag.OpOption
 	}{{"alpha", dag.Alpha}, {"beta", dag.Beta}} {
 		if v, has := f.get(p.key); has {
-			x, okX := l.number(v, what.and(p.key))
+			x, okX := rd.number(v, what.and(p.key))
 			ok = ok && okX
 			opts = append(opts, p.opt(x))
 		}
@@ -77,13 +77,13 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 		if !has {
 			return 0
 		}
-		x, okX := l.integer(v, what.and(key))
+		x, okX := rd.integer(v, what.and(key))
 		if okX && x < 1 {
 			hint := "leave it out for the default"
 			if key[0] == 's' {
 				hint = "leave it out to pack the batch's matrices one after another"
 			}
-			l.errorf(v, hint, "%s %s %d is not positive", what, key, x)
+			rd.errorf(v, hint, "%s %s %d is not positive", what, key, x)
 			okX = false
 		}
 		ok = ok && okX
@@ -103,12 +103,12 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 	// epilogue: bias_gelu, bias: b1. dag refuses a bias without an
 	// epilogue that adds one, and the reverse, at the bias key.
 	if v, has := f.get("epilogue"); has {
-		name, okE := l.oneOf(v, what.and("epilogue"), epilogues)
+		name, okE := rd.oneOf(v, what.and("epilogue"), epilogues)
 		ok = ok && okE
 		e, _ := dag.ParseEpilogue(name)
 		opts = append(opts, dag.WithEpilogue(e))
 		if _, given := views["bias"]; okE && e.HasBias() && !given {
-			l.errorf(v, "name the vector it adds: bias: VIEW (n elements of the gemm's dtype)", "%s epilogue %s needs a bias", what, e)
+			rd.errorf(v, "name the vector it adds: bias: VIEW (n elements of the gemm's dtype)", "%s epilogue %s needs a bias", what, e)
 			ok = false
 		}
 	}
@@ -118,7 +118,7 @@ func (l *loader) gemmOp(d *opDecl, _ fields, n *node, what subject) *dag.Op {
 	if !ok {
 		return nil
 	}
-	return l.b.Gemm(views["c"], views["a"], views["b"], shape, opts...)
+	return b.Gemm(views["c"], views["a"], views["b"], shape, opts...)
 }
 
 // collectiveArgs are what a collective's mapping gave: its views by key,
@@ -131,19 +131,19 @@ type collectiveArgs struct {
 
 // collective is the reader of the collective kind that build declares.
 func collective(build func(*dag.Builder, collectiveArgs) *dag.Op) readFunc {
-	return func(l *loader, d *opDecl, _ fields, n *node, what subject) *dag.Op {
-		return l.collectiveOp(d, n, what, build)
+	return func(rd *opReader, b *dag.Builder, d *opDecl, _ fields, n *node, what subject) *dag.Op {
+		return rd.collectiveOp(b, d, n, what, build)
 	}
 }
 
 // collectiveOp reads one of the collectives: all_reduce: {view, op},
 // all_gather: {in, out}, reduce_scatter: {in, out, op}, broadcast: {view,
 // root}, send: {view, to} and recv: {view, from}.
-func (l *loader) collectiveOp(d *opDecl, n *node, what subject, build func(*dag.Builder, collectiveArgs) *dag.Op) *dag.Op {
+func (rd *opReader) collectiveOp(b *dag.Builder, d *opDecl, n *node, what subject, build func(*dag.Builder, collectiveArgs) *dag.Op) *dag.Op {
 	kind := d.kind
 	what = what.and(kind)
 	keys := collectiveKeys[kind]
-	f, ok := l.mapping(n, what, keys)
+	f, ok := rd.mapping(n, what, keys)
 	if f.node == nil {
 		return nil
 	}
@@ -162,27 +162,27 @@ func (l *loader) collectiveOp(d *opDecl, n *node, what subject, build func(*dag.
 		}
 	}
 	if len(missing) > 0 {
-		l.errorf(f.node, "write "+kind+": "+collectiveExample[kind], "%s needs %s", what, joinAnd(missing))
+		rd.errorf(f.node, "write "+kind+": "+collectiveExample[kind], "%s needs %s", what, joinAnd(missing))
 		return nil
 	}
 	views := map[string]dag.View{}
 	for _, k := range []string{"view", "in", "out"} {
 		if v, has := f.get(k); has {
-			view, _, okV := l.view(v, what.and(k), false)
+			view, _, okV := rd.views.view(v, what.and(k), false)
 			ok = ok && okV
 			views[k] = view
 		}
 	}
 	red := dag.Sum
 	if v, has := f.get("op"); has {
-		s, okR := l.oneOf(v, what.and("op"), reductions)
+		s, okR := rd.oneOf(v, what.and("op"), reductions)
 		ok = ok && okR
 		red, _ = dag.ParseReduction(s)
 	}
 	rank := 0
 	for _, k := range []string{"root", "to", "from"} {
 		if v, has := f.get(k); has {
-			r, okR := l.intIn(v, what.and(k), 0, MaxWorld-1)
+			r, okR := rd.intIn(v, what.and(k), 0, MaxWorld-1)
 			ok = ok && okR
 			rank = r
 		}
@@ -190,7 +190,7 @@ func (l *loader) collectiveOp(d *opDecl, n *node, what subject, build func(*dag.
 	if !ok {
 		return nil
 	}
-	return build(l.b, collectiveArgs{views: views, red: red, rank: rank})
+	return build(b, collectiveArgs{views: views, red: red, rank: rank})
 }
 
 // collectiveExample is how each collective is written, for hints.

@@ -3,8 +3,9 @@ package spec
 import (
 	"slices"
 
-	"github.com/dagrun/dagrun/dag"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/dagrun/dagrun/dag"
 )
 
 // opDecl is one op of the ops list; op is nil when the declaration is wrong.
@@ -19,6 +20,21 @@ type opDecl struct {
 	named  bool  // the spec names it (validly, once)
 }
 
+// opReader reads the keys of each op kind (kindKeys' readFuncs) into an
+// op of a builder.
+type opReader struct {
+	*reader
+	*kernelSet
+	spec     *Spec
+	views    *views
+	paths    *paths
+	decls    *decls
+	argNames map[*dag.Kernel][]string // argFields by kernel
+	// body reads a body of a loop or branch (loader.body), whose ops are
+	// read as the ops list's are.
+	body func(d *opDecl, n *node, what subject, key string) (fill func(*dag.Builder), ok bool)
+}
+
 func (l *loader) opList(n *node) {
 	items, ok := l.sequence(n, about("ops"))
 	if ok && len(items) == 0 {
@@ -27,21 +43,21 @@ func (l *loader) opList(n *node) {
 	count := min(len(items), MaxOps)
 	// The declarations and their field places come from two slabs: a few
 	// allocations for the whole list rather than a few per op.
-	l.ops = make([]*opDecl, 0, count)
+	l.decls.ops = make([]*opDecl, 0, count)
 	decls := make([]opDecl, count)
 	// Nothing reads the list again, and declarations keep places rather
 	// than nodes: each op's part of the tree can go once it is read,
 	// unless an alias may reach the list.
 	release := n.Kind == yaml.SequenceNode && n.Anchor == ""
-	used := 0 // decls taken: ops of bodies join l.ops too, from decls of their own
+	used := 0 // decls taken: ops of bodies join l.decls.ops too, from decls of their own
 	for i, it := range items {
-		if i == MaxOps || len(l.ops) >= MaxOps {
+		if i == MaxOps || len(l.decls.ops) >= MaxOps {
 			l.errorf(it, "split the work into several specs", "the spec has more than %d ops", MaxOps)
 			break
 		}
-		before := len(l.ops)
+		before := len(l.decls.ops)
 		l.opDecl(i, it, &decls[used])
-		if len(l.ops) > before && l.ops[before] == &decls[used] {
+		if len(l.decls.ops) > before && l.decls.ops[before] == &decls[used] {
 			used++
 		}
 		if release {
@@ -62,7 +78,7 @@ func (l *loader) opDecl(i int, n *node, d *opDecl) {
 	slab := l.slab
 	defer func() { l.slab = slab }()
 	what := opSubject(i)
-	if b, ok := l.bodies[d]; ok {
+	if b, ok := l.decls.bodies[d]; ok {
 		what = about(b.path)
 	}
 	f, _ := l.entries(n, what)
@@ -74,7 +90,7 @@ func (l *loader) opDecl(i int, n *node, d *opDecl) {
 	}
 	start := len(l.fieldSlab)
 	*d = opDecl{at: locOf(f.node), index: int32(i), fields: l.fieldSlab[start:start]}
-	l.ops = append(l.ops, d)
+	l.decls.ops = append(l.decls.ops, d)
 	l.readOp(d, f, what)
 	// The op's fields are set: close them off in the slab, so that the
 	// next op's cannot overwrite them.
@@ -115,13 +131,13 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 		name, okN := l.str(v, what.and("name"))
 		switch {
 		case !okN || !l.checkName(v, "op", name):
-		case l.opNamed(name) != nil:
-			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.posAt(l.opNamed(name).at))
+		case l.decls.opNamed(name) != nil:
+			l.errorf(v, "give each op its own name", "op name %q is used twice; first at %s", name, l.posAt(l.decls.opNamed(name).at))
 		default:
-			if l.opNames == nil {
-				l.opNames = map[string]int32{}
+			if l.decls.opNames == nil {
+				l.decls.opNames = map[string]int32{}
 			}
-			l.opNames[name] = int32(len(l.ops) - 1)
+			l.decls.opNames[name] = int32(len(l.decls.ops) - 1)
 			d.named = true
 			what = namedOpSubject(name)
 		}
@@ -138,7 +154,7 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 	l.checkKeys(f, what, l.opKeys(d.kind, step))
 	var op *dag.Op
 	if e, ok := entryOf(d.kind); ok {
-		op = e.read(l, d, f, kindNode, what)
+		op = e.read(l.kinds, l.b, d, f, kindNode, what)
 	}
 	l.common(d, f, what, op)
 	if op == nil {
@@ -155,7 +171,7 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 	d.op = op
 	// Noted while the op is in the cache, for pageableCopies.
 	if op.SyncCopy() {
-		l.syncCopies = append(l.syncCopies, d)
+		l.decls.syncCopies = append(l.decls.syncCopies, d)
 	}
 }
 

@@ -64,19 +64,6 @@ func WithParam(name string, v int64) Option {
 	}
 }
 
-// ParseParam reads "NAME=VALUE" (the CLI's --set) as WithParam's option:
-// one whole number, with a unit as sizes take one.
-func ParseParam(s string) (Option, error) {
-	name, values, err := ParseParamValues(s)
-	if err != nil {
-		return nil, err
-	}
-	if len(values) > 1 {
-		return nil, fmt.Errorf("%s: give one value (a list of values runs each shape in turn, which only dagrun run does)", name)
-	}
-	return WithParam(name, values[0]), nil
-}
-
 // maxParamValues bounds the values one --set may list: each is a shape a
 // session keeps.
 const maxParamValues = 64

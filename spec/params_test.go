@@ -114,28 +114,3 @@ func TestParamsExtremes(t *testing.T) {
 	_, err = Parse("p.yaml", []byte("buffers: {x: 4}\nops: [{fill: {buffer: x, value: 0}}]\n"), CheckParamRange())
 	require.NoError(t, err)
 }
-
-// --set's text becomes WithParam's option; what is not NAME=VALUE, a list,
-// or not a number is refused, naming what to write.
-func TestParseParam(t *testing.T) {
-	o, err := ParseParam(" T = 512 ")
-	require.NoError(t, err)
-	s, err := Parse("p.yaml", []byte(paramSpec), o)
-	require.NoError(t, err)
-	assert.Equal(t, int64(512), s.Params[0].Value)
-	o, err = ParseParam("T=1Ki")
-	require.NoError(t, err)
-	s, err = Parse("p.yaml", []byte(paramSpec), o)
-	require.NoError(t, err)
-	assert.Equal(t, int64(1024), s.Params[0].Value)
-	for in, want := range map[string]string{
-		"T":       "write NAME=VALUE",
-		"=5":      "write NAME=VALUE",
-		"T=1,2":   "T: give one value",
-		"T=lots":  `T: "lots" is not a whole number`,
-		"T=1.5ms": "is not a whole number",
-	} {
-		_, err := ParseParam(in)
-		assert.ErrorContains(t, err, want, in)
-	}
-}

@@ -40,11 +40,11 @@ func (l *loader) placedInWorld(n *node, what subject) bool {
 // writePath is the path a rank writes for path p as written at n: {rank}
 // expanded. With more than one rank a path without {rank} is refused, as
 // every rank would write it; then, as for every write, checkWrite.
-func (l *loader) writePath(n *node, what subject, p string) (string, bool) {
-	if w := l.spec.Run.World; w > 1 && !strings.Contains(p, rankPattern) {
-		l.errorf(n, "put {rank} in the path, as in out_{rank}.bin", "%s %s: all %d ranks would write this one file", what, p, w)
+func (ps *paths) writePath(n *node, what subject, p string) (string, bool) {
+	if w := ps.spec.Run.World; w > 1 && !strings.Contains(p, rankPattern) {
+		ps.errorf(n, "put {rank} in the path, as in out_{rank}.bin", "%s %s: all %d ranks would write this one file", what, p, w)
 		return "", false
 	}
-	p = ExpandRank(p, l.spec.Rank)
-	return p, l.checkWrite(n, what, p)
+	p = ExpandRank(p, ps.spec.Rank)
+	return p, ps.checkWrite(n, what, p)
 }

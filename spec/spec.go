@@ -214,19 +214,23 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 		opt(&o)
 	}
 	l := &loader{
-		reader:  reader{file: filename, aliasBudget: maxAliasNodes, suggestBudget: suggestCells},
-		b:       dag.New(),
-		bufs:    map[string]*bufDecl{},
-		kernels: map[string]*kernelDecl{},
+		reader:    reader{file: filename, aliasBudget: maxAliasNodes, suggestBudget: suggestCells},
+		kernelSet: &kernelSet{kernels: map[string]*kernelDecl{}},
+		b:         dag.New(),
 	}
 	l.spec = &Spec{File: filename, Run: RunSettings{Repeat: 1, Backend: "auto", World: 1}, SaveDir: o.saveDir,
 		Rank: o.rank, src: src, opts: opts}
+	r := &l.reader
+	l.views = &views{reader: r, bufs: map[string]*bufDecl{}}
+	l.paths = &paths{reader: r, spec: l.spec}
+	l.decls = &decls{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views}
+	l.kinds = &opReader{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views, paths: l.paths, decls: l.decls, body: l.body}
 	l.spec.files = newFiles(filename, o)
 	l.worldOpt = o.world
 	l.set, l.rangeCheck = o.set, o.checkRange
 	if len(src) > MaxSpecBytes {
 		l.errorf(nil, "split it, or generate it in smaller parts", "the spec is %d bytes, more than %d", len(src), MaxSpecBytes)
-	} else if root := l.document(src); root != nil {
+	} else if root := document(&l.reader, src); root != nil {
 		l.load(root)
 	}
 	if o.checkRange && len(l.errs) == 0 && len(l.spec.Params) > 0 {
@@ -234,7 +238,7 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	}
 	ErrorList(l.warns).Sort()
 	l.spec.Warnings = l.warns
-	l.spec.reads, l.spec.writes = slices.Sorted(maps.Keys(l.reads)), slices.Sorted(maps.Keys(l.writes))
+	l.spec.reads, l.spec.writes = slices.Sorted(maps.Keys(l.paths.reads)), slices.Sorted(maps.Keys(l.paths.writes))
 	if len(l.errs) > 0 {
 		errs := ErrorList(l.errs)
 		errs.Sort()
@@ -282,31 +286,28 @@ func extremeErrors(filename string, src []byte, opts []Option, params []Param) [
 }
 
 // loader builds a Spec from a document, remembering where each buffer,
-// kernel and op is written so that the graph's errors can point there.
+// kernel and op is written so that the graph's errors can point there. Its
+// parts each hold what they use: the shared reader of YAML nodes (values
+// and positioned errors) and, where they need them, the parts they read
+// from (views.go, files.go, decls.go, ops.go).
 type loader struct {
 	reader
+	*kernelSet
 	spec *Spec
 	b    *dag.Builder
 
-	bufs       map[string]*bufDecl
-	bufOrder   []string
-	kernels    map[string]*kernelDecl
-	kernOrder  []string
-	ops        []*opDecl
-	syncCopies []*opDecl        // the ops whose op is a synchronous copy (SyncCopy), in declaration order
-	opNames    map[string]int32 // op name the spec gives -> its declaration in ops (see opNamed for the others)
-	opsNode    *node
-	keyCache   []opKeysOf               // see opKeys
-	argNames   map[*dag.Kernel][]string // argFields by kernel
-	reads      map[string]bool          // cleaned full paths the spec reads
-	writes     map[string]*node         // cleaned full path -> the node naming it
-	worldOpt   int                      // WithRank's world; 0: run.world's
-	set        map[string]int64         // WithParam's values
-	rangeCheck bool                     // CheckParamRange
-	worldNode  *node                    // run.world, when the spec sets it
-	bodies     map[*opDecl]bodyOp       // the ops of loops' and branches' bodies
-	nBodies    int32                    // bodies numbered so far
-	nesting    int                      // bodies being read, one within the other
+	views *views
+	paths *paths
+	decls *decls
+	kinds *opReader
+
+	keyCache   []opKeysOf       // see opKeys
+	worldOpt   int              // WithRank's world; 0: run.world's
+	set        map[string]int64 // WithParam's values
+	rangeCheck bool             // CheckParamRange
+	worldNode  *node            // run.world, when the spec sets it
+	nBodies    int32            // bodies numbered so far
+	nesting    int              // bodies being read, one within the other
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
@@ -334,7 +335,7 @@ func (l *loader) load(root *node) {
 		}
 	}
 	if n, ok := top.get("run"); ok {
-		l.runSettings(n)
+		l.worldNode = runSettings(&l.reader, n, &l.spec.Run)
 	}
 	l.checkRank(top.node)
 	if n, ok := top.get("buffers"); ok {
@@ -344,7 +345,7 @@ func (l *loader) load(root *node) {
 		l.kernelDecls(n)
 	}
 	if n, ok := top.get("ops"); ok {
-		l.opsNode = top.keyNode("ops")
+		l.decls.opsNode = top.keyNode("ops")
 		l.opList(n)
 	} else if !top.has("ops") {
 		l.errorf(top.node, "add an ops: list of copy, fill, launch, alloc, free and host steps", "the spec has no ops")
@@ -357,21 +358,21 @@ func (l *loader) load(root *node) {
 	}
 	// The graph is built from every op that could be read, so that its
 	// problems (cycles above all) come in the same round as the others.
-	l.nameOps()
-	l.addAfter()
-	l.pageableCopies()
-	l.kernelsOnCPU()
+	l.decls.nameOps()
+	l.decls.addAfter()
+	l.decls.pageableCopies()
+	l.decls.kernelsOnCPU()
 	g, err := l.b.Build()
 	if err != nil {
-		l.graphErrors(err)
+		l.decls.graphErrors(err)
 		return
 	}
 	if err := g.CheckWorld(l.spec.Run.World); err != nil {
-		l.graphErrors(err)
+		l.decls.graphErrors(err)
 		return
 	}
-	l.opSites(g)
-	l.leftAllocated(g)
+	l.decls.opSites(g)
+	l.decls.leftAllocated(g)
 	if len(l.errs) == 0 {
 		l.spec.Graph = g
 	}
@@ -407,45 +408,6 @@ func (s opSites) find(name string) (opSite, bool) {
 	return s.sites[i], true
 }
 
-// opSites records where the ops of g are declared. The alloc and free
-// that the graph adds for a temporary buffer are placed at the buffer.
-func (l *loader) opSites(g *dag.Graph) {
-	if l.opNames == nil {
-		l.opNames = map[string]int32{}
-	}
-	s := opSites{file: l.file, names: l.opNames, sites: make([]opSite, len(l.ops))}
-	for i, d := range l.ops {
-		p := l.posAt(d.at)
-		s.sites[i] = opSite{line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: d.op != nil}
-		if d.op != nil {
-			s.sites[i].name = d.op.Name
-		}
-		switch _, inBody := l.bodies[d]; {
-		case d.named:
-		case inBody && d.op != nil:
-			// Made-up names in bodies are found by name: ops[i] would
-			// not say where they are.
-			s.names[d.op.Name] = int32(i)
-		default:
-			s.sites[i].index = d.index
-		}
-	}
-	for _, o := range g.Ops {
-		if o.Kind.Info().Lifetime == dag.NoLifetime {
-			continue
-		}
-		if _, ok := s.find(o.Name); ok {
-			continue
-		}
-		if d := l.bufs[o.Buffer().Name]; d != nil {
-			p := l.pos(d.node)
-			s.names[o.Name] = int32(len(s.sites))
-			s.sites = append(s.sites, opSite{name: o.Name, line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: true})
-		}
-	}
-	l.spec.ops = s
-}
-
 // opIndex is how messages name an op the spec does not name.
 func opIndex(i int) string { return "ops[" + strconv.Itoa(i) + "]" }
 
@@ -458,104 +420,56 @@ func (s *Spec) OpLabel(name string) string {
 	return "op " + strconv.Quote(name)
 }
 
-// leftAllocated refuses temporaries that an explicit alloc allocates and
-// no free frees when the graph runs more than once (repeat, or a graph
-// replay): the second run's alloc would find the buffer allocated.
-func (l *loader) leftAllocated(g *dag.Graph) {
-	if l.spec.Run.Repeat <= 1 && !l.spec.Run.Graph {
-		return
-	}
-	live := map[*dag.Buffer]bool{}
-	for _, b := range g.LiveAtEnd() {
-		live[b] = true
-	}
-	why := fmt.Sprintf("run.repeat is %d", l.spec.Run.Repeat)
-	if l.spec.Run.Graph {
-		why = "run.graph replays the graph"
-	}
-	for _, d := range l.ops {
-		if d.op == nil || d.op.Kind.Info().Lifetime != dag.Allocates || !live[d.op.Buffer()] {
-			continue
-		}
-		b := d.op.Buffer().Name
-		l.errorAt(d.at, "add free: "+b+" after its last use, or drop the alloc to let dagrun place both",
-			"%s allocates temporary %s and nothing frees it, but %s: the next run would allocate it again", l.label(d), b, why)
-	}
-}
-
-// label is how messages name the op d.
-func (l *loader) label(d *opDecl) string {
-	if d.named && d.op != nil {
-		return "op " + strconv.Quote(d.op.Name)
-	}
-	return l.unnamedLabel(d)
-}
-
-// kernelsOnCPU refuses launches of CUDA C, PTX and cubin kernels in a spec
-// that asks for the cpu backend, which runs only the builtins.
-func (l *loader) kernelsOnCPU() {
-	if l.spec.Run.Backend != "cpu" {
-		return
-	}
-	for _, d := range l.ops {
-		if d.op == nil || d.op.Kernel() == nil || d.op.Kernel().Source == dag.Builtin {
-			continue
-		}
-		k := d.op.Kernel()
-		at, _ := d.fields.get("kernel")
-		l.errorAt(at, "set run.backend: cuda (or auto), or launch a builtin kernel",
-			"%s launches kernel %s, which is %s code, but run.backend is cpu: the cpu backend runs only the builtins", l.label(d), k.Name, k.Source)
-	}
-}
-
-func (l *loader) runSettings(n *node) {
-	f, _ := l.mapping(n, about("run"), runKeys)
-	run := &l.spec.Run
+// runSettings reads the run section into run and returns the node of
+// run.world, when it is set.
+func runSettings(r *reader, n *node, run *RunSettings) (world *node) {
+	f, _ := r.mapping(n, about("run"), runKeys)
 	for _, e := range f.list {
 		what := about("run." + e.key)
 		switch e.key {
 		case "streams":
-			if v, ok := l.intIn(e.value, what, 1, 32); ok {
+			if v, ok := r.intIn(e.value, what, 1, 32); ok {
 				run.Streams = v
 			}
 		case "shared_copy_streams":
-			run.SharedCopyStreams, _ = l.boolean(e.value, what)
+			run.SharedCopyStreams, _ = r.boolean(e.value, what)
 		case "repeat":
-			if v, ok := l.intIn(e.value, what, 1, 1<<31-1); ok {
+			if v, ok := r.intIn(e.value, what, 1, 1<<31-1); ok {
 				run.Repeat = v
 			}
 		case "graph":
-			run.Graph, run.GraphSet = l.boolean(e.value, what)
+			run.Graph, run.GraphSet = r.boolean(e.value, what)
 		case "backend":
-			if v, ok := l.backend(e.value, what); ok {
+			if v, ok := backend(r, e.value, what); ok {
 				run.Backend = v
 			}
 		case "world":
-			if v, ok := l.intIn(e.value, what, 1, MaxWorld); ok {
+			if v, ok := r.intIn(e.value, what, 1, MaxWorld); ok {
 				run.World = v
-				l.worldNode = e.value
+				world = e.value
 			}
 		case "memory":
-			l.memoryBudget(e.value, &run.Memory)
+			memoryBudget(r, e.value, &run.Memory)
 		}
 	}
+	return world
 }
 
 // memoryBudget reads run.memory: {device: SIZE, pinned: SIZE, pageable:
 // SIZE}, each at least one byte.
-func (l *loader) memoryBudget(n *node, m *MemoryBudget) {
-	f, ok := l.mapping(n, about("run.memory"), memoryKeys)
+func memoryBudget(r *reader, n *node, m *MemoryBudget) {
+	f, ok := r.mapping(n, about("run.memory"), memoryKeys)
 	if !ok {
 		return
 	}
 	for _, e := range f.list {
 		what := about("run.memory." + e.key)
-		v, ok := l.size(e.value, what)
+		v, ok := r.size(e.value, what)
 		if !ok {
 			continue
 		}
 		if v < 1 {
-			l.errorf(e.value, "give a budget of at least one byte, or leave it out", "%s is %d bytes", what, v)
+			r.errorf(e.value, "give a budget of at least one byte, or leave it out", "%s is %d bytes", what, v)
 			continue
 		}
 		switch e.key {
@@ -591,13 +505,13 @@ func (l *loader) outputs(n *node) {
 				if out.Save, ok = l.str(s, about("save")); ok && out.Save == "" {
 					l.errorf(s, "name a file or leave save out", "save path is empty")
 				} else if ok {
-					if out.Save, ok = l.writePath(s, about("output save"), out.Save); !ok {
+					if out.Save, ok = l.paths.writePath(s, about("output save"), out.Save); !ok {
 						out.Save = ""
 					}
 				}
 			}
 		}
-		d := l.bufferRef(bufNode, about("output"))
+		d := l.views.bufferRef(bufNode, about("output"))
 		if d == nil || d.buf == nil {
 			continue
 		}
@@ -610,23 +524,9 @@ func (l *loader) outputs(n *node) {
 	}
 }
 
-// bufferRef reads a buffer name and returns its declaration, reporting
-// unknown names; nil when there is none.
-func (l *loader) bufferRef(n *node, what subject) *bufDecl {
-	name, ok := l.str(n, what.and("buffer"))
-	if !ok {
-		return nil
-	}
-	d := l.bufs[name]
-	if d == nil {
-		l.errorf(n, l.suggest(name, l.bufOrder), "%s names unknown buffer %q", what, name)
-	}
-	return d
-}
-
 // backend reads run.backend: one of backends, or an alias of one.
-func (l *loader) backend(n *node, what subject) (string, bool) {
-	s, ok := l.str(n, what)
+func backend(r *reader, n *node, what subject) (string, bool) {
+	s, ok := r.str(n, what)
 	if !ok {
 		return "", false
 	}
@@ -637,30 +537,10 @@ func (l *loader) backend(n *node, what subject) (string, bool) {
 	if b, ok := backendAliases[low]; ok {
 		return b, true
 	}
-	hint := l.suggest(s, backends)
+	hint := r.suggest(s, backends)
 	if strings.HasPrefix(hint, "use one of") {
 		hint = "use auto, cpu or cuda (gpu means cuda)"
 	}
-	l.errorf(n, hint, "%s %q is not valid", what, s)
+	r.errorf(n, hint, "%s %q is not valid", what, s)
 	return "", false
-}
-
-func (l *loader) pageableCopies() {
-	for _, o := range l.syncCopies {
-		if o.op == nil || !o.op.SyncCopy() {
-			continue
-		}
-		host, dev := o.op.Access[0].Buf, o.op.Access[1].Buf
-		if host.Placement != dag.Pageable {
-			host, dev = dev, host
-		}
-		hint := fmt.Sprintf("make %s placement: pinned", host.Name)
-		msg := fmt.Sprintf("%s: copy between pageable host memory (%s) and device %d memory (%s) is synchronous and cannot be captured in a graph",
-			l.label(o), host.Name, dev.Device, dev.Name)
-		if l.spec.Run.Graph {
-			l.errorAt(o.at, hint, "%s; run.graph is true", msg)
-		} else {
-			l.warnAt(o.at, hint, "%s", msg)
-		}
-	}
 }

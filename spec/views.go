@@ -9,21 +9,43 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
+// views resolves the buffer names the spec's ops and outputs write, and
+// views of those buffers, once the buffers are read.
+type views struct {
+	*reader
+	bufs     map[string]*bufDecl
+	bufOrder []string // declaration order, for suggestions
+}
+
+// bufferRef reads a buffer name and returns its declaration, reporting
+// unknown names; nil when there is none.
+func (vs *views) bufferRef(n *node, what subject) *bufDecl {
+	name, ok := vs.str(n, what.and("buffer"))
+	if !ok {
+		return nil
+	}
+	d := vs.bufs[name]
+	if d == nil {
+		vs.errorf(n, vs.suggest(name, vs.bufOrder), "%s names unknown buffer %q", what, name)
+	}
+	return d
+}
+
 // view reads a view of a buffer: "name", "name[start:end]" or a mapping
 // {buffer, offset, size} (with mode, for kernel arguments). The mode is 0
 // when the spec does not give one.
-func (l *loader) view(n *node, what subject, withMode bool) (dag.View, dag.Mode, bool) {
-	n = l.resolve(n)
+func (vs *views) view(n *node, what subject, withMode bool) (dag.View, dag.Mode, bool) {
+	n = vs.resolve(n)
 	if n == nil {
 		return dag.View{}, 0, false
 	}
 	if s, isStr := scalarString(n); isStr {
-		t, err := parseViewText(s, func(bound string) (int64, error) { return l.viewBound(n, what, bound) })
+		t, err := parseViewText(s, func(bound string) (int64, error) { return vs.viewBound(n, what, bound) })
 		if err != nil {
-			l.errorf(n, viewHint, "%s: %v", what, err)
+			vs.errorf(n, viewHint, "%s: %v", what, err)
 			return dag.View{}, 0, false
 		}
-		b := l.viewBuffer(n, what, t.name)
+		b := vs.viewBuffer(n, what, t.name)
 		if b == nil {
 			return dag.View{}, 0, false
 		}
@@ -34,41 +56,41 @@ func (l *loader) view(n *node, what subject, withMode bool) (dag.View, dag.Mode,
 		if t.hasEnd {
 			end = t.end
 		}
-		v, ok := l.checkRange(n, what, b, t.start, end)
+		v, ok := vs.checkRange(n, what, b, t.start, end)
 		return v, 0, ok
 	}
 	keys := viewKeys
 	if !withMode {
 		keys = viewKeys[:3]
 	}
-	f, ok := l.mapping(n, what, keys)
+	f, ok := vs.mapping(n, what, keys)
 	if f.node == nil {
 		return dag.View{}, 0, false
 	}
 	bufN, has := f.get("buffer")
 	if !has {
-		l.errorf(f.node, "write {buffer: x, offset: 0, size: 1KiB}", "%s has no buffer", what)
+		vs.errorf(f.node, "write {buffer: x, offset: 0, size: 1KiB}", "%s has no buffer", what)
 		return dag.View{}, 0, false
 	}
-	name, okN := l.str(bufN, what.and("buffer"))
+	name, okN := vs.str(bufN, what.and("buffer"))
 	if !okN {
 		return dag.View{}, 0, false
 	}
-	b := l.viewBuffer(bufN, what, name)
+	b := vs.viewBuffer(bufN, what, name)
 	off, size := int64(0), int64(-1)
 	if v, has := f.get("offset"); has {
 		var okO bool
-		off, okO = l.size(v, what.and("offset"))
+		off, okO = vs.size(v, what.and("offset"))
 		ok = ok && okO
 	}
 	if v, has := f.get("size"); has {
 		var okS bool
-		size, okS = l.size(v, what.and("size"))
+		size, okS = vs.size(v, what.and("size"))
 		ok = ok && okS
 	}
 	var mode dag.Mode
 	if v, has := f.get("mode"); has {
-		m, okM := l.oneOf(v, what.and("mode"), modes)
+		m, okM := vs.oneOf(v, what.and("mode"), modes)
 		ok = ok && okM
 		mode = parseMode(m)
 	}
@@ -79,50 +101,50 @@ func (l *loader) view(n *node, what subject, withMode bool) (dag.View, dag.Mode,
 	if size >= 0 {
 		end = off + size
 		if end < off {
-			l.errorf(f.node, "", "%s range overflows", what)
+			vs.errorf(f.node, "", "%s range overflows", what)
 			return dag.View{}, 0, false
 		}
 	}
-	v, okR := l.checkRange(f.node, what, b, off, end)
+	v, okR := vs.checkRange(f.node, what, b, off, end)
 	return v, mode, okR
 }
 
 // viewBuffer is the buffer a view names, or nil (reported) when there is
 // none.
-func (l *loader) viewBuffer(n *node, what subject, name string) *dag.Buffer {
+func (vs *views) viewBuffer(n *node, what subject, name string) *dag.Buffer {
 	if !isName(name) {
-		l.errorf(n, viewHint, "%s: %q is not a buffer name", what, name)
+		vs.errorf(n, viewHint, "%s: %q is not a buffer name", what, name)
 		return nil
 	}
-	d := l.bufs[name]
+	d := vs.bufs[name]
 	if d == nil {
-		l.errorf(n, l.suggest(name, l.bufOrder), "%s names unknown buffer %q", what, name)
+		vs.errorf(n, vs.suggest(name, vs.bufOrder), "%s names unknown buffer %q", what, name)
 		return nil
 	}
 	return d.buf
 }
 
-func (l *loader) checkRange(n *node, what subject, b *dag.Buffer, start, end int64) (dag.View, bool) {
+func (vs *views) checkRange(n *node, what subject, b *dag.Buffer, start, end int64) (dag.View, bool) {
 	if start <= b.Size && end <= b.Size && start < end {
 		return b.Slice(start, end-start), true
 	}
 	hint := fmt.Sprintf("%s holds bytes [0:%d)", b.Name, b.Size)
 	if start > b.Size || end > b.Size {
-		l.errorf(n, hint, "%s range [%d:%d) is out of range", what, start, end)
+		vs.errorf(n, hint, "%s range [%d:%d) is out of range", what, start, end)
 	} else {
-		l.errorf(n, hint, "%s range [%d:%d) is empty", what, start, end)
+		vs.errorf(n, hint, "%s range [%d:%d) is empty", what, start, end)
 	}
 	return dag.View{}, false
 }
 
 // viewBound reads the start or end of a view written as text: a size, or
 // an expression over the spec's parameters.
-func (l *loader) viewBound(n *node, what subject, s string) (int64, error) {
+func (vs *views) viewBound(n *node, what subject, s string) (int64, error) {
 	v, err := parseSize(s)
 	if err == nil {
 		return v, nil
 	}
-	if pv, handled, perr := l.evalParams(s, true); handled {
+	if pv, handled, perr := vs.evalParams(s, true); handled {
 		if perr != nil {
 			return 0, fmt.Errorf("%s%s", strings.TrimSpace(s), perr.msg)
 		}

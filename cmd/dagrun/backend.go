@@ -37,6 +37,16 @@ func openBackend(name string, noPeer bool) (b device.Backend, used, fallback str
 	return o.Backend, o.Name, strings.TrimPrefix(o.Fallback, "cuda: "), nil
 }
 
+// openBackend opens --backend's backend for dagrun run, saying on stderr
+// when auto fell back to the CPU backend.
+func (c *cli) openBackend(f *runFlags) (device.Backend, string, error) {
+	b, used, fallback, err := openBackend(f.backend.value, f.noPeer)
+	if err == nil && fallback != "" {
+		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", fallbackNote(fallback, f.verbose))
+	}
+	return b, used, err
+}
+
 // fallbackNote is what run says when auto fell back to the CPU backend
 // because of why (the CUDA backend's error): the reason in a few words,
 // or with verbose all of it (every library path tried).

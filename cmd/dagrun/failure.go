@@ -7,8 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dagrun/dagrun/dag"
-	"github.com/dagrun/dagrun/planner/verify"
+	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/spec"
 )
 
@@ -82,18 +81,13 @@ func (c *cli) exec(cmd command, args []string) (status int) {
 	return c.writeFailure(cmd.name, asFailure(err))
 }
 
-// writeFailure writes f as JSON after --format json, else as text, and
-// returns its status.
+// writeFailure writes f as a failureDoc on stdout after --format json,
+// else as text (writeFailureText), and returns its status.
 func (c *cli) writeFailure(cmd string, f *failure) int {
-	if c.jsonErrors {
-		c.writeFailureJSON(cmd, f)
-	} else {
+	if !c.jsonErrors {
 		c.writeFailureText(cmd, f)
+		return f.status
 	}
-	return f.status
-}
-
-func (c *cli) writeFailureJSON(cmd string, f *failure) {
 	doc := failureDoc{SchemaVersion: schemaVersion, Command: cmd, Status: f.status,
 		Errors: f.errors, Warnings: f.warnings, NotWritten: f.notWritten}
 	if doc.Errors == nil {
@@ -102,6 +96,7 @@ func (c *cli) writeFailureJSON(cmd string, f *failure) {
 	if err := writeJSON(c.stdout, doc); err != nil {
 		fmt.Fprintf(c.stderr, "dagrun %s: %v\n", cmd, err)
 	}
+	return f.status
 }
 
 // writeFailureText writes the warnings and errors together in file order,
@@ -154,14 +149,7 @@ func specFailure(s *spec.Spec, errs []*spec.Error) *failure {
 // verifyFailure is a plan that verify.Verify refused: an internal error,
 // placed at the first op it names.
 func verifyFailure(s *spec.Spec, err error) *failure {
-	p := problem{Message: "the plan failed verification: " + err.Error()}
-	if ve, ok := errors.AsType[*verify.Error](err); ok && len(ve.Ops) > 0 {
-		p.Op = ve.Ops[0]
-		if pos, ok := s.OpPos(p.Op); ok {
-			p = p.At(pos)
-		}
-	}
-	return &failure{status: exitInternal, errors: []problem{p}}
+	return &failure{status: exitInternal, errors: []problem{job.Problem(s, err)}}
 }
 
 // captureFailure is why the plan of s cannot be captured as a graph, each
@@ -172,21 +160,12 @@ func captureFailure(s *spec.Spec, err error, flag bool) *failure {
 	if !flag {
 		eager = "set run.graph: false or pass --graph=false to run eagerly"
 	}
-	errs := dag.Errors(err)
-	if len(errs) == 0 {
+	ps := job.CaptureProblems(s, err)
+	if len(ps) == 0 {
 		return failed(exitFailure, fmt.Errorf("cannot capture the run as a graph: %w (%s)", err, eager))
 	}
-	f := &failure{status: exitFailure}
-	for _, e := range errs {
-		p := problem{File: s.File, Op: e.Op, Message: "cannot be captured in a graph: " + e.Msg, Hint: e.Hint}
-		if e.Op != "" {
-			p = s.OpProblem(e.Op, p.Message)
-			p.Hint = e.Hint
-		}
-		f.errors = append(f.errors, p)
-	}
-	f.errors = append(f.errors, problem{File: s.File, Message: "the run cannot be captured as a graph; fix the ops above, or " + eager})
-	return f
+	ps = append(ps, problem{File: s.File, Message: "the run cannot be captured as a graph; fix the ops above, or " + eager})
+	return &failure{status: exitFailure, errors: ps}
 }
 
 // reported is a failure whose details the command wrote already, with

@@ -51,17 +51,3 @@ func joinGraphMode(args []string) []string {
 	}
 	return out
 }
-
-// graphModeOf is the mode the run uses: --graph's, else run.graph's
-// (true always, false never), else auto.
-func graphModeOf(flagMode executor.GraphMode, set, specGraph, specSet bool) executor.GraphMode {
-	switch {
-	case set:
-		return flagMode
-	case specSet && specGraph:
-		return executor.GraphAlways
-	case specSet:
-		return executor.GraphNever
-	}
-	return executor.GraphAuto
-}

@@ -95,6 +95,7 @@ func commandSuggestion(got string) string {
 
 type cli struct {
 	stdin          io.Reader
+	stdinData      []byte // stdin, once read (stdinSpec); nil before
 	stdout, stderr io.Writer
 	// terminal reports whether w is a terminal, to draw progress on; nil
 	// checks for a character device. Tests put a stand-in here.

@@ -55,20 +55,6 @@ func (o *objectiveFlag) Set(v string) error {
 	return nil
 }
 
-// fuseFlag is --fuse: whether the planner fuses ops (planner.Fusion).
-type fuseFlag planner.Fusion
-
-func (f *fuseFlag) String() string { return planner.Fusion(*f).String() }
-
-func (f *fuseFlag) Set(v string) error {
-	fu, err := planner.ParseFusion(v)
-	if err != nil {
-		return errors.New("use auto or none")
-	}
-	*f = fuseFlag(fu)
-	return nil
-}
-
 // sizeFlag is a size flag: a byte count, with a unit as specs write sizes
 // or without one (bytes); at least one byte.
 type sizeFlag int64
@@ -112,8 +98,8 @@ func (c *cli) plan(args []string) error {
 	fs.Var(&strategy, "strategy", "")
 	var objective objectiveFlag
 	fs.Var(&objective, "objective", "")
-	var fuse fuseFlag
-	fs.Var(&fuse, "fuse", "")
+	var fuse planner.Fusion
+	fs.TextVar(&fuse, "fuse", planner.FuseAuto, "")
 	var budget sizeFlag
 	fs.Var(&budget, "memory-budget", "")
 	compare := fs.Bool("compare", false, "")
@@ -134,15 +120,15 @@ func (c *cli) plan(args []string) error {
 		return err
 	}
 	c.printWarnings(s)
-	if err := checkFileUses(specUses(s, nil, []fileUse{{*out, "-o"}})); err != nil {
+	if err := checkFileUses(outputUses(s, *out)); err != nil {
 		return err
 	}
 	if *compare {
 		return c.writeOutput(*out, func(w io.Writer) error {
-			return planFailure(s, job.WriteComparison(w, s, job.Layout{Streams: int(streams), Fuse: planner.Fusion(fuse)}))
+			return planFailure(s, job.WriteComparison(w, s, job.Layout{Streams: int(streams), Fuse: fuse}))
 		})
 	}
-	p, pm, err := c.planPerf(s, job.Layout{Streams: int(streams), Strategy: planner.Strategy(strategy), Objective: planner.Objective(objective), MemoryBudget: int64(budget), Fuse: planner.Fusion(fuse)}, pmf)
+	p, pm, err := c.planPerf(s, job.Layout{Streams: int(streams), Strategy: planner.Strategy(strategy), Objective: planner.Objective(objective), MemoryBudget: int64(budget), Fuse: fuse}, pmf)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 // layout is the placement the flags ask for.
 func (f *runFlags) layout() job.Layout {
 	return job.Layout{Streams: int(f.streams), Strategy: planner.Strategy(f.strategy), MemoryBudget: int64(f.memoryBudget),
-		PoolTemporaries: f.temps.value == "pool", Fuse: planner.Fusion(f.fuse)}
+		PoolTemporaries: f.temps.value == "pool", Fuse: f.fuse}
 }
 
 // runFlags are dagrun run's flags.
@@ -33,7 +33,7 @@ type runFlags struct {
 	noPeer       bool // --no-peer: copies between devices through host memory
 	streams      streamsFlag
 	strategy     strategyFlag
-	fuse         fuseFlag // plan.go
+	fuse         planner.Fusion
 	memoryBudget sizeFlag // --memory-budget: every device's (plan.go)
 	repeat       int
 	graph        bool // every run a replay: graphMode is always
@@ -63,7 +63,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.BoolVar(&f.noPeer, "no-peer", false, "")
 	fs.Var(&f.streams, "streams", "")
 	fs.Var(&f.strategy, "strategy", "")
-	fs.Var(&f.fuse, "fuse", "")
+	fs.TextVar(&f.fuse, "fuse", planner.FuseAuto, "")
 	fs.Var(&f.memoryBudget, "memory-budget", "")
 	fs.IntVar(&f.repeat, "repeat", 0, "")
 	fs.Var(&f.graphMode, "graph", "")
@@ -94,16 +94,6 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	return f, specs, nil
 }
 
-// timingSource is the timing source the session is asked for: --timing's,
-// except that whole replays (--trace-detail replays) are timed by CUPTI's
-// graph-level records unless events were asked for.
-func (f *runFlags) timingSource() string {
-	if f.detail.value == "replays" && f.timing.value != "events" {
-		return "cupti-graph"
-	}
-	return f.timing.value
-}
-
 func (c *cli) run(args []string) error {
 	f, specs, err := parseRunFlags(args)
 	if err != nil {
@@ -124,13 +114,6 @@ func (c *cli) run(args []string) error {
 	asJSON := f.format.value == "json"
 	c.jsonErrors = asJSON
 
-	var src []byte // a spec from standard input, which ranks load again
-	if specs[0] == stdio {
-		if src, err = io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1)); err != nil {
-			return fmt.Errorf("reading the spec from standard input: %w", err)
-		}
-		c.stdin = bytes.NewReader(src)
-	}
 	f.files.shapes = true
 	s, err := c.load(specs[0], f.files)
 	if err != nil {
@@ -145,14 +128,7 @@ func (c *cli) run(args []string) error {
 	if err := f.faults.check(s); err != nil {
 		return err
 	}
-	if f.backend.value == "" {
-		f.backend.value = s.Run.Backend
-	}
-	if f.repeat == 0 {
-		f.repeat = s.Run.Repeat
-	}
-	f.graphMode.mode = graphModeOf(f.graphMode.mode, f.set["graph"], s.Run.Graph, s.Run.GraphSet) // graphflag.go
-	f.graph = f.graphMode.mode == executor.GraphAlways
+	f.defaults(s)
 	// Replays traced whole need replays asked for: --graph, --graph auto
 	// given explicitly, or run.graph: true.
 	if f.detail.value == "replays" && !f.graph && !(f.set["graph"] && f.graphMode.mode == executor.GraphAuto) {
@@ -162,7 +138,7 @@ func (c *cli) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	su, err := c.openRun(f, specs[0], src, s, m) // runsetup.go
+	su, err := c.openRun(f, specs[0], s, m) // runsetup.go
 	if err != nil {
 		return err
 	}
@@ -173,13 +149,13 @@ func (c *cli) run(args []string) error {
 	prog := su.progs[0]
 	s.Stdout = c.hostOut(f)
 	ctx := c.interruptContext()
-	cfg := c.jobConfig(f, su)
+	cfg := f.jobConfig(su)
 	cfg.Progress = func() *progress.Bar { return c.newProgress(f.repeat, c.quietProgress(asJSON, prog.Plan)) }
 	report, err := job.Run(ctx, su.b, prog, cfg)
 	if re, ok := errors.AsType[*job.RunError](err); ok {
-		at := interruptedAt{done: re.Done, repeat: re.Repeat}
+		at := re.Interrupted()
 		if ctx.Err() != nil && f.traceFile != "" && re.Traced {
-			at.trace = keepTrace(f.traceFile, report)
+			at += "; " + keepTrace(f.traceFile, report)
 		}
 		return c.runFailure(ctx, s, job.Problem(s, re.Err), report.Outputs, at)
 	}
@@ -208,7 +184,7 @@ func (c *cli) run(args []string) error {
 	}
 	var traceSummary bytes.Buffer
 	if f.traceFile != "" {
-		if err := writeRunTrace(&traceSummary, f, report, su.used); err != nil {
+		if err := writeRunTrace(&traceSummary, f, report); err != nil {
 			return err
 		}
 	}
@@ -224,66 +200,66 @@ func (c *cli) run(args []string) error {
 	if note := report.Timing.Note(); note != "" && (!f.graph || f.traceFile != "") && (su.used != "cpu" || f.verbose) {
 		fmt.Fprintf(c.stderr, "dagrun run: %s\n", note)
 	}
-	if asJSON {
-		// The trace summary is text; the JSON document holds none.
-		if _, err := traceSummary.WriteTo(c.stderr); err != nil {
-			return err
-		}
-		if err := c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, report) }); err != nil {
-			return err
-		}
-		return memErr
-	}
-	if err := c.writeOutput(f.out, func(w io.Writer) error {
-		if err := report.WriteText(w, prog.Model); err != nil {
-			return err
-		}
-		_, err := traceSummary.WriteTo(w)
-		return err
-	}); err != nil {
+	text := func(w io.Writer) error { return report.WriteText(w, prog.Model) }
+	if err := c.writeReport(f, report, text, &traceSummary); err != nil {
 		return err
 	}
 	return memErr // after the report, which shows what was measured
 }
 
+// writeReport writes a run's report to -o: as JSON with --format json,
+// with the trace summary (text) on stderr, else as text, followed by the
+// summary.
+func (c *cli) writeReport(f *runFlags, doc any, text func(io.Writer) error, summary *bytes.Buffer) error {
+	if f.format.value == "json" {
+		if _, err := summary.WriteTo(c.stderr); err != nil {
+			return err
+		}
+		return c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, doc) })
+	}
+	return c.writeOutput(f.out, func(w io.Writer) error {
+		if err := text(w); err != nil {
+			return err
+		}
+		_, err := summary.WriteTo(w)
+		return err
+	})
+}
+
+// defaults fills in what the flags leave to the spec s: the backend, the
+// runs and the graph mode.
+func (f *runFlags) defaults(s *spec.Spec) {
+	if f.backend.value == "" {
+		f.backend.value = s.Run.Backend
+	}
+	if f.repeat == 0 {
+		f.repeat = s.Run.Repeat
+	}
+	if !f.set["graph"] {
+		f.graphMode.mode = job.GraphMode(s)
+	}
+	f.graph = f.graphMode.mode == executor.GraphAlways
+}
+
 // jobConfig is how the flags say a run's programs run: the graph mode,
 // the runs traced and how, where temporaries live, the faults.
-func (c *cli) jobConfig(f *runFlags, su *runSetup) job.Config {
+func (f *runFlags) jobConfig(su *runSetup) job.Config {
 	cfg := job.Config{Backend: su.used, Layout: f.layout(), Repeat: f.repeat, Graph: f.graphMode.mode,
-		Traced: su.traced, WholeReplays: f.detail.value == "replays", TimingSource: f.timingSource(), Options: su.faults}
+		Traced: su.traced, WholeReplays: f.detail.value == "replays", TimingSource: f.timing.value, Options: su.faults}
 	if mode, ok := executor.ParseTemporaryMode(f.temps.value); ok {
 		cfg.Temporaries = mode
 	}
 	return cfg
 }
 
-// interruptedAt is how far the runs of a session had come when a signal
-// stopped them: done of repeat (repeat 0: before they started).
-type interruptedAt struct {
-	done, repeat int
-	trace        string // what became of the trace of the runs done (keepTrace)
-}
-
-func (at interruptedAt) String() string {
-	if at.repeat == 0 {
-		return "interrupted before the runs started; everything was freed"
-	}
-	s := fmt.Sprintf("interrupted after %d of %s completed; the one in flight was abandoned and everything was freed",
-		at.done, human.Count(at.repeat, "run", "runs"))
-	if at.trace != "" {
-		s += "; " + at.trace
-	}
-	return s
-}
-
 // runFailure is the failure of a run: interrupted (status 130) when a
-// signal ended ctx, said in plain words with how far the runs came (at),
-// else p, the op's or backend's error placed in s; it names the outputs
-// with a save path that were not written.
-func (c *cli) runFailure(ctx context.Context, s *spec.Spec, p problem, outs []spec.OutputResult, at interruptedAt) error {
+// signal ended ctx, said in plain words with how far the runs came (at,
+// RunError.Interrupted), else p, the op's or backend's error placed in s;
+// it names the outputs with a save path that were not written.
+func (c *cli) runFailure(ctx context.Context, s *spec.Spec, p problem, outs []spec.OutputResult, at string) error {
 	fl := &failure{status: exitFailure, errors: []problem{p}}
 	if ctx.Err() != nil {
-		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: at.String()}}}
+		fl = &failure{status: exitInterrupted, errors: []problem{{File: s.File, Message: at}}}
 	}
 	for i, out := range s.Outputs {
 		if out.Save != "" && (i >= len(outs) || outs[i].Saved == "") {

@@ -5,7 +5,6 @@ package main
 // loaded and the plans made again with what the backend knows.
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -27,10 +26,9 @@ type runSetup struct {
 	faults []executor.Option  // --chaos and --fail-op
 }
 
-// openRun opens the run of s, the spec at path (src: its bytes, when read
-// from standard input), or with m, the ranks m names: each loaded as its
-// own program.
-func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *rankMode) (*runSetup, error) {
+// openRun opens the run of s, the spec at path, or with m, the ranks m
+// names: each loaded as its own program.
+func (c *cli) openRun(f *runFlags, path string, s *spec.Spec, m *job.World) (*runSetup, error) {
 	su := &runSetup{}
 	var err error
 	if m == nil {
@@ -38,7 +36,7 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 			return nil, err
 		}
 		su.progs = []*job.Program{{Spec: s}}
-	} else if su.progs, err = c.loadRanks(f, path, src, m); err != nil {
+	} else if su.progs, err = c.loadRanks(f, path, m); err != nil {
 		return nil, err
 	}
 	if f.traceFile != "" {
@@ -62,14 +60,11 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 			}
 		}
 	}
-	b, used, fallback, err := openBackend(f.backend.value, f.noPeer)
+	b, used, err := c.openBackend(f)
 	if err != nil {
 		return nil, err
 	}
 	su.b, su.used = b, used
-	if fallback != "" {
-		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", fallbackNote(fallback, f.verbose))
-	}
 	if err := c.planForBackend(f, su, m); err != nil {
 		b.Close()
 		return nil, err
@@ -86,7 +81,7 @@ func (c *cli) openRun(f *runFlags, path string, src []byte, s *spec.Spec, m *ran
 // and plans again with it and with what the open backend knows of the
 // machine. Collectives keep their declared order under every plan, so
 // ranks still agree.
-func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
+func (c *cli) planForBackend(f *runFlags, su *runSetup, m *job.World) error {
 	for _, r := range su.progs {
 		var err error
 		if f.perfModel != "" {
@@ -94,7 +89,7 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 				return err
 			}
 			if m != nil {
-				r.Model.Model.World = m.world
+				r.Model.Model.World = m.Size
 			}
 		}
 		if err := r.Replan(su.b, f.layout(), job.Mode(f.graph), c.warn("run")); err != nil {
@@ -107,7 +102,7 @@ func (c *cli) planForBackend(f *runFlags, su *runSetup, m *rankMode) error {
 // loadRanks loads the spec at path as the program of each rank m names,
 // on its device, and checks what they write: two ranks writing one file
 // is refused.
-func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*job.Program, error) {
+func (c *cli) loadRanks(f *runFlags, path string, m *job.World) ([]*job.Program, error) {
 	if f.traceFile != "" && !strings.Contains(f.traceFile, "{rank}") {
 		return nil, usagef("--trace %s: every rank writes its trace; put {rank} in the path, as in trace_{rank}.json", f.traceFile)
 	}
@@ -119,49 +114,38 @@ func (c *cli) loadRanks(f *runFlags, path string, src []byte, m *rankMode) ([]*j
 			return nil, usagef("--perf-model: ranks learn their models from eager runs; run them without --graph (and without run.graph: true in the spec)")
 		}
 	}
-	ranks := []int{}
-	if m.place != nil {
-		if w := m.place.Warning(); w != "" {
+	if m.Place != nil {
+		if w := m.Place.Warning(); w != "" {
 			fmt.Fprintf(c.stderr, "dagrun run: %s\n", w)
 		}
-		ranks = append(ranks, m.place.Rank)
-	} else {
-		for r := range m.world {
-			ranks = append(ranks, r)
-		}
 	}
+	ranks := m.Ranks()
 	rs := make([]*job.Program, len(ranks))
 	writers := map[string]int{} // path -> the rank that writes it
 	hostMu := &sync.Mutex{}     // one line at a time from the ranks' host steps
 	for i, r := range ranks {
-		if src != nil {
-			c.stdin = bytes.NewReader(src)
-		}
-		s, err := c.loadRank(path, f.files, r, m.world)
+		o := f.files
+		o.extra = []spec.Option{spec.WithRank(r, m.Size)}
+		s, err := c.load(path, o)
 		if err != nil {
 			return nil, err
 		}
 		if err := f.faults.check(s); err != nil {
 			return nil, err
 		}
-		rs[i] = job.NewRank(s, r, m.place, os.Getenv)
-		paths := []string{}
+		rs[i] = job.NewRank(s, r, m.Place, os.Getenv)
+		tf, pm := spec.ExpandRank(f.traceFile, r), spec.ExpandRank(f.perfModel, r)
+		var paths []string
 		for _, out := range s.Outputs {
 			if out.Save != "" {
 				paths = append(paths, s.SavePath(out.Save))
 			}
 		}
-		if f.traceFile != "" {
-			paths = append(paths, spec.ExpandRank(f.traceFile, r))
-		}
-		if f.perfModel != "" {
-			paths = append(paths, spec.ExpandRank(f.perfModel, r))
-		}
-		if err := checkFileUses(f.fileUses(s, f.out, spec.ExpandRank(f.traceFile, r), spec.ExpandRank(f.perfModel, r))); err != nil {
+		if err := checkFileUses(f.fileUses(s, f.out, tf, pm)); err != nil {
 			return nil, err
 		}
-		for _, pt := range paths {
-			if other, ok := writers[pt]; ok && other != r {
+		for _, pt := range append(paths, tf, pm) {
+			if other, ok := writers[pt]; ok && other != r && pt != "" {
 				return nil, usagef("ranks %d and %d would both write %s: put {rank} in the path", other, r, pt)
 			}
 			writers[pt] = r

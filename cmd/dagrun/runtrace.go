@@ -7,32 +7,17 @@ import (
 	"github.com/dagrun/dagrun/internal/atomicfile"
 	"github.com/dagrun/dagrun/internal/human"
 	"github.com/dagrun/dagrun/job"
-	"github.com/dagrun/dagrun/trace"
 )
 
-// writeRunTrace writes the trace of the runs r kept (on the backend called
-// backend) to --trace's file, whole or not at all, and its summary to
-// summary: brief, unless -v, with the plan against the last traced run
-// where the job compared them.
-func writeRunTrace(summary io.Writer, f *runFlags, r *job.Report, backend string) error {
+// writeRunTrace writes the trace of the runs r kept to --trace's file,
+// whole or not at all, and its summary to summary: brief, unless -v.
+func writeRunTrace(summary io.Writer, f *runFlags, r *job.Report) error {
 	t := r.Trace()
 	if err := atomicfile.Write(f.traceFile, t.WriteChrome); err != nil {
 		return err
 	}
-	// Without a perf model the plan is costed by the planner's default
-	// model, a GPU's: on the CPU backend its estimate says nothing.
-	noEstimate := backend == "cpu" && f.perfModel == ""
-	if err := t.WriteSummaryWith(summary, trace.SummaryOptions{Brief: !f.verbose, NoEstimate: noEstimate}); err != nil {
+	if err := r.WriteTraceSummary(summary, t, f.verbose); err != nil {
 		return err
-	}
-	t.WriteReplays(summary, f.verbose)
-	switch cmp := r.Planned; {
-	case cmp != nil && f.verbose:
-		if err := cmp.Write(summary); err != nil {
-			return err
-		}
-	case cmp != nil:
-		fmt.Fprintln(summary, cmp.Brief())
 	}
 	if !f.verbose {
 		fmt.Fprintln(summary, "(-v adds the longest waits and, where the plan's costs fit the backend, the plan against the run op by op)")

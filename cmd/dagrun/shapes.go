@@ -4,11 +4,10 @@ package main
 // (job.RunShapes); here only what the command line refuses and prints.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 
-	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/spec"
 )
@@ -42,33 +41,20 @@ func (c *cli) runShapes(f *runFlags, s *spec.Spec) error {
 	for i, l := range lists {
 		names[i], values[i] = l.name, l.values
 	}
-	if f.backend.value == "" {
-		f.backend.value = s.Run.Backend
-	}
-	if f.repeat == 0 {
-		f.repeat = s.Run.Repeat
-	}
-	mode := graphModeOf(f.graphMode.mode, f.set["graph"], s.Run.Graph, s.Run.GraphSet)
-	b, used, fallback, err := openBackend(f.backend.value, f.noPeer)
+	f.defaults(s)
+	b, used, err := c.openBackend(f)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if fallback != "" {
-		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", fallbackNote(fallback, f.verbose))
-	}
 	s.Stdout = c.hostOut(f)
 	ctx := c.interruptContext()
-	cfg := job.Config{Backend: used, Layout: f.layout(), Repeat: f.repeat, Graph: mode}
-	if m, ok := executor.ParseTemporaryMode(f.temps.value); ok {
-		cfg.Temporaries = m
-	}
-	report, err := job.RunShapes(ctx, b, s, job.ShapeValues(names, values), cfg)
+	report, err := job.RunShapes(ctx, b, s, job.ShapeValues(names, values), f.jobConfig(&runSetup{used: used}))
 	if errs := spec.Errors(err); len(errs) > 0 {
 		return specFailure(s, errs)
 	}
 	if re, ok := errors.AsType[*job.RunError](err); ok {
-		return c.runFailure(ctx, s, job.Problem(s, re.Err), nil, interruptedAt{done: re.Done, repeat: re.Repeat})
+		return c.runFailure(ctx, s, job.Problem(s, re.Err), nil, re.Interrupted())
 	}
 	if err != nil {
 		return err
@@ -80,7 +66,6 @@ func (c *cli) runShapes(f *runFlags, s *spec.Spec) error {
 	}
 	if f.format.value == "json" {
 		report.Warnings = s.WarningProblems()
-		return c.writeOutput(f.out, func(w io.Writer) error { return writeJSON(w, report) })
 	}
-	return c.writeOutput(f.out, report.WriteText)
+	return c.writeReport(f, report, report.WriteText, &bytes.Buffer{})
 }

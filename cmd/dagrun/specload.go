@@ -89,10 +89,18 @@ func loadSpecFile(path string, o specFiles) (*spec.Spec, error) {
 	return spec.Load(path, loaderOptions(o)...)
 }
 
-// parseSpec parses src, the spec called name (standard input), with the
-// file options o.
-func parseSpec(name string, src []byte, o specFiles) (*spec.Spec, error) {
-	return spec.Parse(name, src, loaderOptions(o)...)
+// stdinSpec reads standard input once, up to the spec loader's limit: a
+// spec read from it is loaded again for each rank, and viz looks at it
+// first to tell a trace from a spec.
+func (c *cli) stdinSpec() ([]byte, error) {
+	if c.stdinData == nil {
+		data, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
+		if err != nil {
+			return nil, fmt.Errorf("reading the spec from standard input: %w", err)
+		}
+		c.stdinData = data
+	}
+	return c.stdinData, nil
 }
 
 // load reads the spec at path ("-": standard input) with the file
@@ -106,9 +114,9 @@ func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
 	var s *spec.Spec
 	var err error
 	if path == stdio {
-		data, rerr := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
+		data, rerr := c.stdinSpec()
 		if rerr != nil {
-			return nil, fmt.Errorf("reading the spec from standard input: %w", rerr)
+			return nil, rerr
 		}
 		if len(data) > maxStdinSpec {
 			return nil, fmt.Errorf("the spec on standard input is more than %d bytes", maxStdinSpec)
@@ -118,7 +126,7 @@ func (c *cli) load(path string, o specFiles) (*spec.Spec, error) {
 			return nil, werr
 		}
 		o.baseDir = wd
-		s, err = parseSpec(stdinName, data, o)
+		s, err = spec.Parse(stdinName, data, loaderOptions(o)...)
 	} else {
 		s, err = loadSpecFile(path, o)
 	}

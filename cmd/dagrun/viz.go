@@ -41,12 +41,10 @@ func (c *cli) viz(args []string) error {
 	var stdinData []byte
 	timeline := ranks || strings.EqualFold(filepath.Ext(in), ".json")
 	if in == stdio && !ranks {
-		data, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinSpec+1))
-		if err != nil {
+		if stdinData, err = c.stdinSpec(); err != nil {
 			return err
 		}
-		stdinData, timeline = data, isChromeTrace(data)
-		c.stdin = bytes.NewReader(data) // for a spec, load reads it again
+		timeline = isChromeTrace(stdinData)
 	}
 	ext := format.value
 	if ext == "" {
@@ -65,14 +63,14 @@ func (c *cli) viz(args []string) error {
 	case !timeline && ext != "svg" && ext != "html" && ext != "dot":
 		return usagef("a plan draws as .svg, .html or .dot, %s", notExt(*out, ext, "svg"))
 	}
-	reads := []fileUse{{in, "the input of viz"}}
+	reads := []fileUse{{Path: in, Role: "the input of viz"}}
 	if ranks {
 		reads = nil
 		for _, in := range inputs {
-			reads = append(reads, fileUse{in, "an input of viz"})
+			reads = append(reads, fileUse{Path: in, Role: "an input of viz"})
 		}
 	}
-	if err := checkFileUses(reads, []fileUse{{*out, "-o"}}); err != nil {
+	if err := checkFileUses(reads, []fileUse{{Path: *out, Role: "-o"}}); err != nil {
 		return err
 	}
 	var t *trace.Trace
@@ -105,7 +103,7 @@ func (c *cli) vizPlan(in, out, ext string, files specFiles, l job.Layout) error 
 		return err
 	}
 	c.printWarnings(s)
-	if err := checkFileUses(specUses(s, nil, []fileUse{{out, "-o"}})); err != nil {
+	if err := checkFileUses(outputUses(s, out)); err != nil {
 		return err
 	}
 	p, err := makePlan(s, l)

@@ -4,6 +4,7 @@
 package atomicfile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -63,4 +64,29 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// Until is write stopped by ctx: once ctx ends, every write to the writer
+// it is given fails, and so does write itself even after its last write,
+// so that Write renames nothing over the old file.
+func Until(ctx context.Context, write func(io.Writer) error) func(io.Writer) error {
+	return func(w io.Writer) error {
+		if err := write(ctxWriter{ctx, w}); err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
+}
+
+// ctxWriter fails every write once ctx ends, so that a long write stops.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (w ctxWriter) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.w.Write(p)
 }

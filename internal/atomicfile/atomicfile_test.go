@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -48,4 +49,36 @@ func TestWrite(t *testing.T) {
 	err = Write(filepath.Join(dir, "missing", "x"), text("x"))
 	assert.ErrorContains(t, err, "writing "+filepath.Join(dir, "missing", "x")+": ")
 	assert.NotContains(t, err.Error(), ".tmp", "the temporary name is left out")
+}
+
+// A write stopped by its context fails, at its next write or after its
+// last, and leaves the old file.
+func TestUntil(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.svg")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
+	ctx, cancel := context.WithCancel(context.Background())
+	err := Write(path, Until(ctx, func(w io.Writer) error {
+		_, err := io.WriteString(w, "new")
+		cancel()
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(w, "more")
+		return err
+	}))
+	require.ErrorIs(t, err, context.Canceled)
+	got, _ := os.ReadFile(path)
+	assert.Equal(t, "old", string(got))
+	ctx, cancel = context.WithCancel(context.Background())
+	err = Write(path, Until(ctx, func(w io.Writer) error {
+		cancel() // after the last write
+		return nil
+	}))
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, Write(path, Until(context.Background(), func(w io.Writer) error {
+		_, err := io.WriteString(w, "new")
+		return err
+	})))
+	got, _ = os.ReadFile(path)
+	assert.Equal(t, "new", string(got))
 }

@@ -21,7 +21,7 @@ import (
 
 // public are the packages a Go program imports, relative to the module root.
 var public = []string{"dag", "spec", "planner", "planner/plan", "planner/perf", "planner/memory", "planner/verify",
-	"executor", "executor/device", "executor/device/memdev", "executor/device/devicetest", "cpu", "cuda", "trace", "profile"}
+	"executor", "executor/device", "executor/device/memdev", "executor/device/devicetest", "executor/progress", "cpu", "cuda", "trace", "profile", "job"}
 
 // fileName matches a Go file named in prose, such as "(task.go)".
 var fileName = regexp.MustCompile(`\b[a-z0-9_]+\.go\b`)

@@ -15,7 +15,7 @@ func Gen(n int) []byte {
 	const nbuf = 64
 	b.WriteString("run:\n  streams: 4\nbuffers:\n  h_in: {size: 64 KiB, placement: pinned, init: {random: 7}}\n  h_out: {size: 64 KiB, placement: pinned}\n")
 	for i := range nbuf {
-		fmt.Fprintf(&b, "  d%d: {dtype: f32, count: 256}\n", i)
+		fmt.Fprintf(&b, "  d%d: {dtype: f32, count: 256, init: zeros}\n", i)
 	}
 	b.WriteString("ops:\n")
 	for i := range n {

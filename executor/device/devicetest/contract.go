@@ -229,6 +229,41 @@ func (s *suite) write(t *testing.T) {
 	assert.Equal(t, repeat(15, 2), readF32(t, ds, x))
 }
 
+// shared: a session opened over another's buffer (MemorySharer) uses its
+// first bytes: it reads what the owner holds, and its ops change the
+// owner's contents; closing it leaves the owner's buffer as it was.
+func (s *suite) shared(t *testing.T) {
+	var big, small *dag.Buffer
+	var scale *dag.Op
+	owner := build(t, func(b *dag.Builder) {
+		big = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(2))
+		b.Launch(dag.Scale, one, dag.Threads(4), big, float32(1))
+	})
+	g := build(t, func(b *dag.Builder) {
+		small = b.Buffer("x", 4*2, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(7))
+		scale = b.Launch(dag.Scale, one, dag.Threads(2), small, float32(3))
+	})
+	b := s.backend(t, s.open)
+	sharer := capability[device.MemorySharer](t, b)
+	own, err := b.Open(s.ctx(t), owner)
+	skipUnsupported(t, err)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, own.Close()) }()
+	ds, err := sharer.OpenShared(s.ctx(t), g, own, device.Shared{Buffers: []*dag.Buffer{big}})
+	require.NoError(t, err)
+	assert.Equal(t, repeat(2, 2), readF32(t, ds, small), "the owner's contents, not the session's own initial ones")
+	require.NoError(t, ds.NewStream(0, dag.Normal))
+	require.NoError(t, ds.Run(0, scale))
+	require.NoError(t, s.sync(t, ds))
+	require.NoError(t, ds.Close())
+	assert.Equal(t, []float32{6, 6, 2, 2}, readF32(t, own, big), "the session's op changed the owner's first bytes")
+	_, err = sharer.OpenShared(s.ctx(t), build(t, func(b *dag.Builder) {
+		x := b.Buffer("x", 4*8, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
+		b.Launch(dag.Scale, one, one, x, float32(1))
+	}), own, device.Shared{Buffers: []*dag.Buffer{big}})
+	assert.Error(t, err, "a buffer larger than the owner's")
+}
+
 // closeDuringWork: Close with work queued waits for it and releases the
 // session, whose calls then fail; an executor session closed from another
 // goroutine during a run ends the run with an error. Nothing hangs.

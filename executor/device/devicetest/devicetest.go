@@ -80,6 +80,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("LoopMax", s.loopMax)
 	t.Run("Faults", s.faults)
 	t.Run("Write", s.write)
+	t.Run("Shared", s.shared)
 	t.Run("CloseDuringWork", s.closeDuringWork)
 	t.Run("Kinds", s.kinds)
 }
