@@ -19,6 +19,7 @@ static const dr_lt_sym dr_lt_syms[] = {
 	LTSYM(cublasLtMatmulDescCreate),
 	LTSYM(cublasLtMatmulDescDestroy),
 	LTSYM(cublasLtMatmulDescSetAttribute),
+	LTSYM(cublasLtMatmulDescGetAttribute),
 	LTSYM(cublasLtMatrixLayoutCreate),
 	LTSYM(cublasLtMatrixLayoutDestroy),
 	LTSYM(cublasLtMatrixLayoutSetAttribute),
@@ -90,11 +91,21 @@ static cublasStatus_t dr_layout(dr_lt* l, cublasLtMatrixLayout_t* out, int type,
 
 // dr_gemm_setup leaves whatever it made in g for dr_gemm_teardown, even
 // when it fails.
-cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, const dr_gemm_shape* s, int pick, const char** step,
-                             CUresult* cu) {
+cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t h, dr_gemm* g, const dr_gemm_shape* s, int pick,
+                             const char** step, CUresult* cu) {
 	*step = "cuCtxSetCurrent";
 	*cu = dr_ctx(a, c);
 	if (*cu != DR_SUCCESS) return DR_CUBLAS_STATUS_SUCCESS;
+	*step = "dr_gemm_setup (no cublasLtCreate handle for the device)";
+	if (h == NULL) return DR_CUBLAS_STATUS_NOT_INITIALIZED;
+	g->handle = h;
+	g->f64 = s->scaleType == DR_CUDA_R_64F;
+	g->alpha64 = s->alpha;
+	g->beta64 = s->beta;
+	g->alpha32 = (float)s->alpha;
+	g->beta32 = (float)s->beta;
+	g->hasBias = 0;
+	g->bias = 0;
 	STEP("cublasLtMatmulDescCreate", l->cublasLtMatmulDescCreate(&g->desc, s->computeType, s->scaleType));
 	int32_t tx = s->transx, ty = s->transy;
 	STEP("cublasLtMatmulDescSetAttribute(TRANSA)",
@@ -147,6 +158,10 @@ cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, const
 	}
 	l->cublasLtMatmulPreferenceDestroy(pref);
 	return st;
+}
+
+cublasStatus_t dr_gemm_desc_get(dr_lt* l, dr_gemm* g, int attr, void* buf, size_t size, size_t* written) {
+	return l->cublasLtMatmulDescGetAttribute(g->desc, attr, buf, size, written);
 }
 
 void dr_gemm_teardown(dr_lt* l, dr_gemm* g) {

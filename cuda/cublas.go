@@ -226,14 +226,14 @@ func viewAlign(v dag.View) uint32 {
 	return uint32(min(1<<bits.TrailingZeros64(uint64(v.Offset)), base))
 }
 
-// prepare makes op's GEMM ready on device d: its descriptors, algorithm
-// and workspace, or finds them made for its spec already. bias is the
-// address of the bias of a bias epilogue where it is known now (0 for a
-// temporary's). Where cuBLASLt has no algorithm for op's epilogue (or
-// dagrun does not hand it the bias: epilogueRefusal), the product is
+// prepare makes op's GEMM ready on device d: its handle, scale factors,
+// descriptors, algorithm and workspace (setup), or finds them made for its
+// spec already. Where cuBLASLt refuses op's epilogue (refusedEpilogue) or
+// dagrun does not hand it the bias (epilogueRefusal), the product is
 // prepared without it and the rec says why (unfused): the session then
-// applies it with the builtin kernels (cublas_backend.go).
-func (g *gemmer) prepare(d *gpu, op *dag.Op, bias C.CUdeviceptr) (*gemmRec, error) {
+// applies it with the builtin kernels (cublas_backend.go). Any other
+// failure is the op's: the unfused product would fail the same way.
+func (g *gemmer) prepare(d *gpu, op *dag.Op) (*gemmRec, error) {
 	if err := dag.CheckGemmViews(op); err != nil {
 		return nil, err
 	}
@@ -295,19 +295,18 @@ func (g *gemmer) prepare(d *gpu, op *dag.Op, bias C.CUdeviceptr) (*gemmRec, erro
 	if s.Epilogue != dag.NoEpilogue {
 		why := epilogueRefusal(op) // epilogue.go
 		if why == "" {
-			shape.epilogue, shape.bias = ltEpilogue(s.Epilogue), bias
+			shape.epilogue, shape.bias = ltEpilogue(s.Epilogue), biasProbe // epilogue.go
 			key.epilogue = s.Epilogue
 			err := g.setup(r, &shape, key, op)
 			if err == nil {
 				g.recs[s] = r
 				return r, nil
 			}
-			if errors.Is(err, errCUDA) {
-				return fail(err)
+			if !refusedEpilogue(err) {
+				return fail(fmt.Errorf("with epilogue %s: %w", s.Epilogue, err))
 			}
 			why = err.Error()
 			C.dr_gemm_teardown(g.lt.lib, rec)
-			rec.hasBias, rec.bias = 0, 0
 		}
 		r.unfused = why
 		shape.epilogue, shape.bias = C.DR_LT_EPILOGUE_DEFAULT, 0
@@ -324,10 +323,32 @@ func (g *gemmer) prepare(d *gpu, op *dag.Op, bias C.CUdeviceptr) (*gemmRec, erro
 // fallback helps with those.
 var errCUDA = errors.New("CUDA driver")
 
-// setup makes r's descriptors for shape and picks its algorithm (the one
-// of its signature, key, if known) and workspace.
+// errNoAlgorithm is setup's error where the heuristic found no algorithm.
+var errNoAlgorithm = errors.New("cuBLASLt has no algorithm")
+
+// refusedEpilogue reports whether err, setup's for a GEMM with an
+// epilogue, is cuBLASLt refusing the epilogue for the GEMM's shape and
+// types: no algorithm, or no heuristic (CUBLAS_STATUS_NOT_SUPPORTED). Only
+// then does the product run without it; a failure of the driver, of the
+// handle or of the binding would fail the product alike, and is reported
+// as it is rather than hidden behind a fallback.
+func refusedEpilogue(err error) bool {
+	if errors.Is(err, errNoAlgorithm) {
+		return true
+	}
+	var ce *CuBLASError
+	return errors.As(err, &ce) && ce.Status == C.DR_CUBLAS_STATUS_NOT_SUPPORTED
+}
+
+// setup makes r ready on its device's handle: its scale factors, its
+// descriptors for shape, its algorithm (the one of its signature, key, if
+// known) and workspace.
 func (g *gemmer) setup(r *gemmRec, shape *C.dr_gemm_shape, key gemmKey, op *dag.Op) error {
 	rec, d := r.c, r.dev
+	h, ok := g.handles[d.ordinal]
+	if !ok || h.h == nil || h.ctx != d.ctx {
+		return fmt.Errorf("no cublasLtCreate handle for the context of device %d", d.ordinal)
+	}
 	known, haveAlgo := g.algos[key]
 	var step *C.char
 	var cu C.CUresult
@@ -335,13 +356,13 @@ func (g *gemmer) setup(r *gemmRec, shape *C.dr_gemm_shape, key gemmKey, op *dag.
 	if haveAlgo {
 		pick = 0
 	}
-	st := C.dr_gemm_setup(g.lt.lib, g.drv.api, d.ctx, rec, shape, pick, &step, &cu)
+	st := C.dr_gemm_setup(g.lt.lib, g.drv.api, d.ctx, h.h, rec, shape, pick, &step, &cu)
 	if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
 		return fmt.Errorf("%w: %w", errCUDA, err)
 	}
 	switch {
 	case st == -1:
-		return fmt.Errorf("cuBLASLt has no algorithm for the %s gemm %s on device %d (%s)", key.dt, op.Gemm, d.ordinal, d.info.name)
+		return fmt.Errorf("%w for the %s gemm %s on device %d (%s)", errNoAlgorithm, key.dt, op.Gemm, d.ordinal, d.info.name)
 	case st != 0:
 		return g.lt.err(C.GoString(step), st)
 	}
@@ -394,6 +415,7 @@ func colMajorShape(s *dag.GemmSpec, t gemmType, align [4]uint32) C.dr_gemm_shape
 		alignc: C.uint32_t(align[dag.GemmC]), alignd: C.uint32_t(align[dag.GemmD]),
 		maxWorkspace: gemmMaxWorkspace,
 		epilogue:     C.DR_LT_EPILOGUE_DEFAULT,
+		alpha:        C.double(s.Alpha), beta: C.double(s.Beta),
 	}
 }
 
@@ -447,6 +469,31 @@ func (g *gemmer) close() error {
 	return errors.Join(errs...)
 }
 
+// descAttrs reads back from cuBLASLt the attributes of r's matmul
+// descriptor that setup sets, by name: the bytes cuBLASLt holds, as many
+// as it keeps each in. The GPU tests compare them with what the binding
+// means to set: a wrong attribute value or size shows there as a wrong
+// value or length, where the header check sees only the declarations.
+func (g *gemmer) descAttrs(r *gemmRec) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, a := range []struct {
+		name string
+		attr C.int
+	}{{"TRANSA", C.DR_LT_MATMUL_DESC_TRANSA}, {"TRANSB", C.DR_LT_MATMUL_DESC_TRANSB},
+		{"EPILOGUE", C.DR_LT_MATMUL_DESC_EPILOGUE}, {"BIAS_POINTER", C.DR_LT_MATMUL_DESC_BIAS_POINTER}} {
+		var n C.size_t
+		if st := C.dr_gemm_desc_get(g.lt.lib, r.c, a.attr, nil, 0, &n); st != 0 {
+			return nil, g.lt.err("cublasLtMatmulDescGetAttribute("+a.name+")", st)
+		}
+		buf := make([]byte, max(int(n), 1))
+		if st := C.dr_gemm_desc_get(g.lt.lib, r.c, a.attr, unsafe.Pointer(&buf[0]), n, &n); st != 0 {
+			return nil, g.lt.err("cublasLtMatmulDescGetAttribute("+a.name+")", st)
+		}
+		out[a.name] = buf[:n]
+	}
+	return out, nil
+}
+
 // bindingValue is one value the binding in cublas.h declares by hand, with
 // the C expression that gives it in the real cuBLASLt headers.
 type bindingValue struct {
@@ -460,6 +507,8 @@ func cublasBinding() []bindingValue {
 	var h C.dr_lt_heuristic
 	return []bindingValue{
 		{"CUBLAS_STATUS_SUCCESS", C.DR_CUBLAS_STATUS_SUCCESS},
+		{"CUBLAS_STATUS_NOT_INITIALIZED", C.DR_CUBLAS_STATUS_NOT_INITIALIZED},
+		{"CUBLAS_STATUS_NOT_SUPPORTED", C.DR_CUBLAS_STATUS_NOT_SUPPORTED},
 		{"CUBLAS_OP_N", C.DR_CUBLAS_OP_N},
 		{"CUBLAS_OP_T", C.DR_CUBLAS_OP_T},
 		{"CUBLAS_COMPUTE_32F", C.DR_CUBLAS_COMPUTE_32F},
@@ -501,6 +550,8 @@ func cublasBinding() []bindingValue {
 		{"sizeof(cudaDataType)", 4},
 		{"sizeof(cublasComputeType_t)", 4},
 		{"sizeof(cublasLtEpilogue_t)", 4},
+		{"sizeof(uint32_t)", 4},                       // EPILOGUE's value, as cublasLt.h documents it
+		{"sizeof(const void*)", C.sizeof_CUdeviceptr}, // BIAS_POINTER's, passed as a CUdeviceptr
 	}
 }
 

@@ -32,6 +32,8 @@ typedef struct {
 
 enum {
 	DR_CUBLAS_STATUS_SUCCESS = 0,
+	DR_CUBLAS_STATUS_NOT_INITIALIZED = 1, // what cuBLASLt answers a NULL handle with
+	DR_CUBLAS_STATUS_NOT_SUPPORTED = 15,  // no heuristic for the configuration: an epilogue runs unfused
 	DR_CUBLAS_OP_N = 0,
 	DR_CUBLAS_OP_T = 1,
 	// cublasComputeType_t
@@ -47,7 +49,9 @@ enum {
 	DR_LT_MATMUL_DESC_TRANSA = 3,
 	DR_LT_MATMUL_DESC_TRANSB = 4,
 	DR_LT_MATMUL_DESC_EPILOGUE = 7,     // uint32_t, a cublasLtEpilogue_t
-	DR_LT_MATMUL_DESC_BIAS_POINTER = 8, // const void*; the bias's type is D's (BIAS_DATA_TYPE left at -1)
+	// const void*; the bias's type is D's (BIAS_DATA_TYPE left at -1). The
+	// heuristic reads only its value, for the alignment to expect.
+	DR_LT_MATMUL_DESC_BIAS_POINTER = 8,
 	// cublasLtEpilogue_t (cublasLt.h): the bias is one element per row of
 	// the column-major D, length m, added before the activation; GELU is
 	// the tanh form.
@@ -80,6 +84,7 @@ typedef struct dr_lt {
 	cublasStatus_t (*cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t*, int, int);
 	cublasStatus_t (*cublasLtMatmulDescDestroy)(cublasLtMatmulDesc_t);
 	cublasStatus_t (*cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t, int, const void*, size_t);
+	cublasStatus_t (*cublasLtMatmulDescGetAttribute)(cublasLtMatmulDesc_t, int, void*, size_t, size_t*);
 	cublasStatus_t (*cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t*, int, uint64_t, uint64_t, int64_t);
 	cublasStatus_t (*cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t);
 	cublasStatus_t (*cublasLtMatrixLayoutSetAttribute)(cublasLtMatrixLayout_t, int, const void*, size_t);
@@ -128,14 +133,26 @@ typedef struct {
 	uint32_t alignx, aligny, alignc, alignd;
 	uint64_t maxWorkspace;
 	uint32_t epilogue; // a cublasLtEpilogue_t, DR_LT_EPILOGUE_DEFAULT for none
-	CUdeviceptr bias;  // the bias of a bias epilogue where known at setup, else 0
+	// A bias epilogue's BIAS_POINTER for the heuristic, which takes the
+	// alignment to expect of the bias from it: a value aligned as every
+	// bias the GEMM will be called with is, and no more.
+	CUdeviceptr bias;
+	double alpha, beta; // the scale factors, stored in g as the scale type takes them
 } dr_gemm_shape;
 
-// dr_gemm_setup makes g's descriptors for shape s and, when pick is set,
-// asks the heuristic for the best algorithm into g->algo and
-// g->workspaceSize. *step names the call that failed.
-cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, const dr_gemm_shape* s, int pick, const char** step,
-                             CUresult* cu);
+// dr_gemm_setup makes g ready to run with handle h (cublasLtCreate's, on
+// context c): g->handle, alpha and beta, its descriptors for shape s and,
+// when pick is set, the heuristic's best algorithm in g->algo and
+// g->workspaceSize. Everything cublasLtMatmul reads is set here, so that
+// no path to a call can leave a part of it out. A NULL h is refused as
+// cuBLASLt would refuse it (CUBLAS_STATUS_NOT_INITIALIZED) before any call.
+// *step names the call that failed.
+cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t h, dr_gemm* g, const dr_gemm_shape* s, int pick,
+                             const char** step, CUresult* cu);
+// dr_gemm_desc_get reads attribute attr of g's matmul descriptor into buf
+// (size bytes; with size 0 and buf NULL, *written is the size cuBLASLt
+// keeps it in): the GPU tests' check of what setup set.
+cublasStatus_t dr_gemm_desc_get(dr_lt* l, dr_gemm* g, int attr, void* buf, size_t size, size_t* written);
 void dr_gemm_teardown(dr_lt* l, dr_gemm* g);
 cublasStatus_t dr_lt_create(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t* h, CUresult* cu);
 cublasStatus_t dr_lt_destroy(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t h, CUresult* cu);

@@ -40,14 +40,7 @@ func (gh *gemmHooks) prepareGemm(st *opState, op *dag.Op) error {
 			gh.gemm.borrow = l.owner.lendWorkspace // shared.go
 		}
 	}
-	// A persistent bias's address is known now; a temporary's at Run.
-	var bias C.CUdeviceptr
-	if bi := op.Gemm.BiasAccess(); bi >= 0 && bi < len(op.Access) {
-		if v := op.Access[bi].View; !v.Buf.Temporary {
-			bias = gh.hold.ptr(v)
-		}
-	}
-	r, err := gh.gemm.prepare(d.gpu, op, bias)
+	r, err := gh.gemm.prepare(d.gpu, op)
 	if err != nil {
 		return err
 	}

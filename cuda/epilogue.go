@@ -51,6 +51,18 @@ func ltEpilogue(e dag.Epilogue) C.uint32_t {
 // unfused rather than risk an algorithm that assumes more.
 const minBiasAlign = 16
 
+// biasProbe is the BIAS_POINTER the heuristic sees for a bias epilogue.
+// cublasLt.h: "Routines that don't dereference this pointer, like
+// cublasLtMatmulAlgoGetHeuristic() depend on its value to determine
+// expected pointer alignment." A GEMM's algorithm is picked once for its
+// signature (gemmKey) and called with every bias of that signature, a
+// temporary's among them, whose address is known only at Run, and which
+// operands checks to be aligned to minBiasAlign: the heuristic is told
+// exactly that alignment, not the NULL (aligned to anything) or one
+// persistent bias's address (often aligned to 256 or more). cublasLtMatmul
+// is given the real address (dr_gemm_call).
+const biasProbe = 1<<40 | minBiasAlign
+
 // epilogueRefusal says why op's epilogue is not even asked of cuBLASLt,
 // or "" when it is.
 func epilogueRefusal(op *dag.Op) string {

@@ -100,6 +100,16 @@ func epilogueTolerance(dt dag.DType, epi dag.Epilogue, want, mag float64) float6
 	return tol
 }
 
+// skipNoCuBLASLt skips the test where err says no cuBLASLt library could
+// be loaded (ErrNoCuBLASLt), unless DAGRUN_REQUIRE_GPU=1. Only that error:
+// any other, cuBLASLt's own statuses included, fails the test.
+func skipNoCuBLASLt(t *testing.T, err error) {
+	t.Helper()
+	if err != nil && strings.Contains(err.Error(), ErrNoCuBLASLt.Error()) && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
+		t.Skipf("no cuBLASLt: %v", err)
+	}
+}
+
 // runEpilogue runs g on the cpu backend and on b, eagerly and replayed
 // from a captured graph, and returns the cpu's results, the gpu's, and
 // what the gpu session ran unfused.
@@ -111,9 +121,7 @@ func runEpilogue(t *testing.T, b *Backend, g *dag.Graph) (want, eager, replayed 
 	require.NoError(t, err)
 	ctx := context.Background()
 	sess, err := executor.Open(ctx, b, p)
-	if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
-		t.Skipf("no cuBLASLt: %v", err)
-	}
+	skipNoCuBLASLt(t, err)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, sess.Close()) }()
 	for _, u := range sess.Unfused() {
@@ -217,9 +225,7 @@ func TestGemmEpiloguesFusedGPU(t *testing.T) {
 				p, err := planner.New(g)
 				require.NoError(t, err)
 				sess, err := executor.Open(context.Background(), b, p)
-				if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
-					t.Skipf("no cuBLASLt: %v", err)
-				}
+				skipNoCuBLASLt(t, err)
 				require.NoError(t, err)
 				defer func() { require.NoError(t, sess.Close()) }()
 				assert.Empty(t, sess.Unfused(), "cuBLASLt refused the epilogue")
@@ -265,9 +271,7 @@ func TestGemmEpilogueFallbackGPU(t *testing.T) {
 	p, err := planner.New(g)
 	require.NoError(t, err)
 	_, err = executor.Open(context.Background(), b, p)
-	if err != nil && strings.Contains(err.Error(), "no usable cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
-		t.Skipf("no cuBLASLt: %v", err)
-	}
+	skipNoCuBLASLt(t, err)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the builtin kernels cannot skip the gaps of an output with ldc 32")
 }
@@ -291,9 +295,7 @@ func TestFusedMLPGPU(t *testing.T) {
 			require.NoError(t, err)
 			ctx := context.Background()
 			sess, err := executor.Open(ctx, b, p)
-			if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
-				t.Skipf("no cuBLASLt: %v", err)
-			}
+			skipNoCuBLASLt(t, err)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, sess.Close()) }()
 			assert.Empty(t, sess.Unfused())

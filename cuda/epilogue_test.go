@@ -3,6 +3,8 @@
 package cuda
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,6 +43,28 @@ func TestEpilogueRefusal(t *testing.T) {
 	assert.Empty(t, epilogueRefusal(g.Ops[0]))
 	assert.Equal(t, "the bias bias[4:68] is aligned to 4 bytes, below the 16 dagrun hands cuBLASLt", epilogueRefusal(g.Ops[1]))
 	assert.Empty(t, epilogueRefusal(g.Ops[2]))
+}
+
+// Only cuBLASLt refusing an epilogue (no algorithm, no heuristic) runs the
+// product without it; any other failure of the fused attempt is the op's,
+// reported as it is: the unfused product would fail alike, as every GEMM
+// did with the NULL handle (CUBLAS_STATUS_NOT_INITIALIZED), and the
+// fallback hid the first failure behind the second.
+func TestRefusedEpilogue(t *testing.T) {
+	assert.True(t, refusedEpilogue(fmt.Errorf("%w for the f32 gemm 4x16x8 on device 0 (H200)", errNoAlgorithm)))
+	assert.True(t, refusedEpilogue(&CuBLASError{Call: "cublasLtMatmulAlgoGetHeuristic", Status: 15, Name: "CUBLAS_STATUS_NOT_SUPPORTED"}))
+	for _, st := range []int{1, 3, 7, 13, 14} { // not initialized, alloc failed, invalid value, execution failed, internal error
+		assert.False(t, refusedEpilogue(&CuBLASError{Call: "cublasLtMatmulAlgoGetHeuristic", Status: st}), "status %d", st)
+	}
+	assert.False(t, refusedEpilogue(fmt.Errorf("%w: workspace of 1024 bytes for cuBLASLt: out of memory", errCUDA)))
+	assert.False(t, refusedEpilogue(errors.New("no cublasLtCreate handle for the context of device 0")))
+}
+
+// The heuristic's bias pointer is aligned to minBiasAlign, and no more:
+// what Run holds every bias to.
+func TestBiasProbe(t *testing.T) {
+	assert.Zero(t, biasProbe%minBiasAlign)
+	assert.NotZero(t, biasProbe%(2*minBiasAlign))
 }
 
 func TestHalfSteps(t *testing.T) {
