@@ -256,6 +256,10 @@
 // their positions (dag.Graph.CheckWorld), and every rank issues the
 // collectives in spec order.
 //
+// A root or peer may be an expression of rank, world and the parameters:
+// send: {view: x, to: "(rank + 1) % world"} and recv: {view: y, from:
+// "(rank + world - 1) % world"} make a ring of any world.
+//
 // Data differs by rank through {rank} in init file paths ("shard{rank}.bin")
 // and through random inits with per_rank: true, whose seed for rank r is
 // the seed mixed with a hash of r (rank 0 gets the seed itself). Every path

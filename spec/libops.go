@@ -1,6 +1,10 @@
 package spec
 
-import "github.com/dagrun/dagrun/dag"
+import (
+	"fmt"
+
+	"github.com/dagrun/dagrun/dag"
+)
 
 // gemmOp reads gemm: {a, b, c, m, n, k, ...} (see dag.GemmSpec). The keys
 // are the field names of dag's errors, so Build's complaints about a
@@ -182,7 +186,7 @@ func (rd *opReader) collectiveOp(b *dag.Builder, d *opDecl, n *node, what subjec
 	rank := 0
 	for _, k := range []string{"root", "to", "from"} {
 		if v, has := f.get(k); has {
-			r, okR := rd.intIn(v, what.and(k), 0, MaxWorld-1)
+			r, okR := rd.peer(v, what.and(k))
 			ok = ok && okR
 			rank = r
 		}
@@ -230,4 +234,56 @@ func rankSeed(seed uint64, rank int) uint64 {
 	z *= 0xc4ceb9fe1a85ec53
 	z ^= z >> 33
 	return seed ^ z
+}
+
+// peer reads a root or peer rank: an integer, or an expression of rank
+// (this program's rank) and world (the number of ranks), and of the
+// parameters, such as "(rank + 1) % world" for the next rank of a ring.
+func (rd *opReader) peer(n *node, what subject) (int, bool) {
+	s, isStr := scalarString(rd.resolve(n))
+	if !isStr || !mentionsRank(s) {
+		return rd.intIn(n, what, 0, MaxWorld-1)
+	}
+	ps := rd.params
+	known := func(name string) bool { return name == "rank" || name == "world" || ps != nil && ps.known(name) }
+	e, err := parseExpr(s, false, known)
+	if err != nil {
+		rd.errorf(n, `write an integer expression of rank, world and the parameters, for example "(rank + 1) % world"`, "%s %q: %v", what, clip(s), err)
+		return 0, false
+	}
+	env := map[string]int64{"rank": int64(rd.spec.Rank), "world": int64(rd.spec.Run.World)}
+	if ps != nil {
+		for k, v := range ps.values {
+			env[k] = v
+		}
+	}
+	v, err := e.eval(env)
+	if err != nil {
+		rd.errorf(n, "change the expression", "%s %q %v at rank %d of %d", what, clip(s), err, rd.spec.Rank, rd.spec.Run.World)
+		return 0, false
+	}
+	if v < 0 || v >= int64(max(rd.spec.Run.World, 1)) {
+		rd.errorf(n, fmt.Sprintf("use 0 to %d", max(rd.spec.Run.World, 1)-1), "%s %q is %d at rank %d of %d, out of the world", what, clip(s), v, rd.spec.Rank, rd.spec.Run.World)
+		return 0, false
+	}
+	return int(v), true
+}
+
+// mentionsRank reports whether s names rank or world as a whole word.
+func mentionsRank(s string) bool {
+	for i := 0; i < len(s); {
+		if !isNameStart(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isNamePart(s[j]) {
+			j++
+		}
+		if w := s[i:j]; w == "rank" || w == "world" {
+			return true
+		}
+		i = j
+	}
+	return false
 }

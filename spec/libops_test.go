@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -356,4 +357,44 @@ outputs: [y]
 	}
 	assert.Equal(t, []string{`5:26: ops[0]: y has 64 elements but x has 32; gelu needs views of equal size`},
 		errLines(t, "buffers:\n  x: {dtype: f16, count: 32}\n  y: {dtype: f16, count: 64}\nops:\n  - {launch: gelu, args: {y: y, x: x}}\n"))
+}
+
+// Peers and roots may be expressions of rank and world: a ring's send and
+// recv name the next and the previous rank of each rank's program.
+func TestRankRelativePeers(t *testing.T) {
+	const src = `params:
+  N: {default: 2, min: 1, max: 8}
+run: {world: 4}
+buffers:
+  s: {dtype: f32, count: 4, init: {random: {seed: 1, per_rank: true}}}
+  r: {dtype: f32, count: 4, init: zeros}
+ops:
+  - send: {view: s, to: "(rank + 1) % world"}
+  - recv: {view: r, from: "(rank + world - 1) % world"}
+  - broadcast: {view: r, root: "world - N"}
+`
+	s, err := Parse("t.yaml", []byte(src))
+	require.NoError(t, err)
+	for rank := range 4 {
+		rs, err := s.ForRank(rank)
+		require.NoError(t, err)
+		var got []string
+		for _, o := range rs.Graph.Ops {
+			got = append(got, dag.CollectiveSignature(o))
+		}
+		assert.Equal(t, []string{
+			fmt.Sprintf("send send0: 4 x f32, to %d", (rank+1)%4),
+			fmt.Sprintf("recv recv1: 4 x f32, from %d", (rank+3)%4),
+			"broadcast broadcast2: 4 x f32, root 2",
+		}, got, "rank %d", rank)
+	}
+	for _, c := range []struct{ to, want string }{
+		{`"rank + 1"`, `8:25: ops[0] send to "rank + 1" is 4 at rank 3 of 4, out of the world (use 0 to 3)`},
+		{`"rank / (world - 4)"`, `8:25: ops[0] send to "rank / (world - 4)" divides by zero at rank 3 of 4`},
+		{`"rank + M"`, `8:25: ops[0] send to "rank + M": "M" is not a parameter of the spec`},
+	} {
+		_, err := Parse("t.yaml", []byte(strings.Replace(src, `"(rank + 1) % world"`, c.to, 1)), WithRank(3, 4))
+		require.Error(t, err, c.to)
+		assert.Contains(t, err.Error(), c.want, c.to)
+	}
 }
