@@ -70,6 +70,7 @@ func runGemm(stop *atomic.Bool, op *dag.Op, mem [][]byte) error {
 				return nil
 			}
 		}
+		applyEpilogue(s, c.s, biasOf(s, mem, dt))
 		c.done()
 		return nil
 	}
@@ -87,6 +88,9 @@ func runGemm(stop *atomic.Bool, op *dag.Op, mem [][]byte) error {
 			return nil
 		}
 	}
+	// As cuBLASLt does, the epilogue works on the f32 result, which is
+	// rounded to the dtype once, after it.
+	applyEpilogue(s, c, biasOf(s, mem, dt))
 	// Only the matrices' elements are written back: gaps between rows
 	// (ldc > n) and batches keep their bytes.
 	dst := mem[out]
@@ -106,6 +110,48 @@ func runGemm(stop *atomic.Bool, op *dag.Op, mem [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// biasOf is the bias of s's epilogue as f32 values, nil without one.
+func biasOf(s *dag.GemmSpec, mem [][]byte, dt dag.DType) []float32 {
+	bi := s.BiasAccess()
+	if bi < 0 {
+		return nil
+	}
+	b := floats{mem[bi], dt}
+	out := make([]float32, b.n())
+	for i := range out {
+		out[i] = b.at(i)
+	}
+	return out
+}
+
+// applyEpilogue applies s's epilogue to the elements of the result in c,
+// in f32 and in the builtins' order: the bias added (one f32 rounding),
+// then the activation, as bias_add, gelu and relu compute them.
+func applyEpilogue(s *dag.GemmSpec, c, bias []float32) {
+	act := s.Epilogue.Activation()
+	if s.Epilogue == dag.NoEpilogue {
+		return
+	}
+	l := s.LayoutC()
+	for i := range int(s.Batch) {
+		for r := range int(l.Rows) {
+			row := c[i*int(l.Stride)+r*int(l.LD):][:l.Cols]
+			for j, v := range row {
+				if bias != nil {
+					v += bias[j]
+				}
+				switch act {
+				case dag.EpiGelu:
+					v = Gelu(v)
+				case dag.EpiRelu:
+					v = Relu(v)
+				}
+				row[j] = v
+			}
+		}
+	}
 }
 
 // gemmTileFlops bounds the work between two looks at stop: a few tens of

@@ -19,6 +19,7 @@ static const dr_lt_sym dr_lt_syms[] = {
 	LTSYM(cublasLtMatmulDescCreate),
 	LTSYM(cublasLtMatmulDescDestroy),
 	LTSYM(cublasLtMatmulDescSetAttribute),
+	LTSYM(cublasLtMatmulDescGetAttribute),
 	LTSYM(cublasLtMatrixLayoutCreate),
 	LTSYM(cublasLtMatrixLayoutDestroy),
 	LTSYM(cublasLtMatrixLayoutSetAttribute),
@@ -90,17 +91,39 @@ static cublasStatus_t dr_layout(dr_lt* l, cublasLtMatrixLayout_t* out, int type,
 
 // dr_gemm_setup leaves whatever it made in g for dr_gemm_teardown, even
 // when it fails.
-cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, const dr_gemm_shape* s, int pick, const char** step,
-                             CUresult* cu) {
+cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t h, dr_gemm* g, const dr_gemm_shape* s, int pick,
+                             const char** step, CUresult* cu) {
 	*step = "cuCtxSetCurrent";
 	*cu = dr_ctx(a, c);
 	if (*cu != DR_SUCCESS) return DR_CUBLAS_STATUS_SUCCESS;
+	*step = "dr_gemm_setup (no cublasLtCreate handle for the device)";
+	if (h == NULL) return DR_CUBLAS_STATUS_NOT_INITIALIZED;
+	g->handle = h;
+	g->f64 = s->scaleType == DR_CUDA_R_64F;
+	g->alpha64 = s->alpha;
+	g->beta64 = s->beta;
+	g->alpha32 = (float)s->alpha;
+	g->beta32 = (float)s->beta;
+	g->hasBias = 0;
+	g->bias = 0;
 	STEP("cublasLtMatmulDescCreate", l->cublasLtMatmulDescCreate(&g->desc, s->computeType, s->scaleType));
 	int32_t tx = s->transx, ty = s->transy;
 	STEP("cublasLtMatmulDescSetAttribute(TRANSA)",
 	     l->cublasLtMatmulDescSetAttribute(g->desc, DR_LT_MATMUL_DESC_TRANSA, &tx, sizeof(tx)));
 	STEP("cublasLtMatmulDescSetAttribute(TRANSB)",
 	     l->cublasLtMatmulDescSetAttribute(g->desc, DR_LT_MATMUL_DESC_TRANSB, &ty, sizeof(ty)));
+	if (s->epilogue != 0 && s->epilogue != DR_LT_EPILOGUE_DEFAULT) {
+		uint32_t epi = s->epilogue;
+		STEP("cublasLtMatmulDescSetAttribute(EPILOGUE)",
+		     l->cublasLtMatmulDescSetAttribute(g->desc, DR_LT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+		g->hasBias = (epi & DR_LT_EPILOGUE_BIAS) != 0;
+		if (g->hasBias && s->bias != 0) {
+			CUdeviceptr bias = s->bias;
+			STEP("cublasLtMatmulDescSetAttribute(BIAS_POINTER)",
+			     l->cublasLtMatmulDescSetAttribute(g->desc, DR_LT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+			g->bias = bias;
+		}
+	}
 	cublasStatus_t st;
 	if ((st = dr_layout(l, &g->lx, s->dataType, s->xrows, s->xcols, s->ldx, s->batch, s->stridex, step)) != 0) return st;
 	if ((st = dr_layout(l, &g->ly, s->dataType, s->yrows, s->ycols, s->ldy, s->batch, s->stridey, step)) != 0) return st;
@@ -137,6 +160,10 @@ cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, const
 	return st;
 }
 
+cublasStatus_t dr_gemm_desc_get(dr_lt* l, dr_gemm* g, int attr, void* buf, size_t size, size_t* written) {
+	return l->cublasLtMatmulDescGetAttribute(g->desc, attr, buf, size, written);
+}
+
 void dr_gemm_teardown(dr_lt* l, dr_gemm* g) {
 	if (g->lx != NULL) l->cublasLtMatrixLayoutDestroy(g->lx);
 	if (g->ly != NULL) l->cublasLtMatrixLayoutDestroy(g->ly);
@@ -146,8 +173,17 @@ void dr_gemm_teardown(dr_lt* l, dr_gemm* g) {
 	g->desc = NULL;
 }
 
+// dr_gemm_call enqueues one product; a bias epilogue's pointer is an
+// attribute of the descriptor, set again where this call's differs (a
+// temporary's address changes from run to run). The call reads it when
+// it enqueues, so a captured graph keeps the address of its capture.
 static cublasStatus_t dr_gemm_call(dr_lt* l, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc, CUdeviceptr d,
-                                   CUstream s) {
+                                   CUdeviceptr bias, CUstream s) {
+	if (g->hasBias && bias != g->bias) {
+		cublasStatus_t st = l->cublasLtMatmulDescSetAttribute(g->desc, DR_LT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+		if (st != 0) return st;
+		g->bias = bias;
+	}
 	const void* alpha = g->f64 ? (const void*)&g->alpha64 : (const void*)&g->alpha32;
 	const void* beta = g->f64 ? (const void*)&g->beta64 : (const void*)&g->beta32;
 	return l->cublasLtMatmul(g->handle, g->desc, alpha, (const void*)x, g->lx, (const void*)y, g->ly, beta, (const void*)cc,
@@ -155,23 +191,23 @@ static cublasStatus_t dr_gemm_call(dr_lt* l, dr_gemm* g, CUdeviceptr x, CUdevice
 }
 
 int dr_gemm_enqueue(struct dr_lt* l, struct dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr c, CUdeviceptr d,
-                    CUstream s) {
-	return dr_gemm_call(l, g, x, y, c, d, s);
+                    CUdeviceptr bias, CUstream s) {
+	return dr_gemm_call(l, g, x, y, c, d, bias, s);
 }
 
 cublasStatus_t dr_gemm_run(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc,
-                           CUdeviceptr d, CUstream s, CUresult* cu) {
+                           CUdeviceptr d, CUdeviceptr bias, CUstream s, CUresult* cu) {
 	*cu = dr_ctx(a, c);
 	if (*cu != DR_SUCCESS) return DR_CUBLAS_STATUS_SUCCESS;
-	return dr_gemm_call(l, g, x, y, cc, d, s);
+	return dr_gemm_call(l, g, x, y, cc, d, bias, s);
 }
 
 cublasStatus_t dr_gemm_raw(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc,
-                           CUdeviceptr d, CUstream s, int n, CUresult* cu) {
+                           CUdeviceptr d, CUdeviceptr bias, CUstream s, int n, CUresult* cu) {
 	*cu = dr_ctx(a, c);
 	if (*cu != DR_SUCCESS) return DR_CUBLAS_STATUS_SUCCESS;
 	for (int i = 0; i < n; i++) {
-		cublasStatus_t st = dr_gemm_call(l, g, x, y, cc, d, s);
+		cublasStatus_t st = dr_gemm_call(l, g, x, y, cc, d, bias, s);
 		if (st != 0) return st;
 	}
 	return DR_CUBLAS_STATUS_SUCCESS;

@@ -158,6 +158,7 @@ type gemmKey struct {
 	sa, sb, sc  int64
 	align       [4]uint32 // A, B, C, D
 	betaNonZero bool
+	epilogue    dag.Epilogue
 }
 
 type ltHandle struct {
@@ -194,7 +195,14 @@ type gemmRec struct {
 	c     *C.dr_gemm
 	dev   *gpu
 	align [4]uint32 // the alignments the algorithm was picked for
+	name  string    // the op's, for Unfused
 	lent  bool      // its workspace is lent (borrow): not freed here
+
+	epilogue dag.Epilogue // the op's
+	// unfused says why the product runs without its epilogue, which the
+	// builtin kernels in launches then apply ("" when cuBLASLt applies it).
+	unfused  string
+	launches []epiLaunch // epilogue.go
 }
 
 func newGemmer(drv *driver, candidates []string) *gemmer {
@@ -218,8 +226,13 @@ func viewAlign(v dag.View) uint32 {
 	return uint32(min(1<<bits.TrailingZeros64(uint64(v.Offset)), base))
 }
 
-// prepare makes op's GEMM ready on device d: its descriptors, algorithm
-// and workspace, or finds them made for its spec already.
+// prepare makes op's GEMM ready on device d: its handle, scale factors,
+// descriptors, algorithm and workspace (setup), or finds them made for its
+// spec already. Where cuBLASLt refuses op's epilogue (refusedEpilogue) or
+// dagrun does not hand it the bias (epilogueRefusal), the product is
+// prepared without it and the rec says why (unfused): the session then
+// applies it with the builtin kernels (cublas_backend.go). Any other
+// failure is the op's: the unfused product would fail the same way.
 func (g *gemmer) prepare(d *gpu, op *dag.Op) (*gemmRec, error) {
 	if err := dag.CheckGemmViews(op); err != nil {
 		return nil, err
@@ -269,18 +282,73 @@ func (g *gemmer) prepare(d *gpu, op *dag.Op) (*gemmRec, error) {
 	if rec == nil {
 		return nil, errors.New("out of host memory")
 	}
-	r := &gemmRec{c: rec, dev: d, align: align}
-	rec.handle = h.h
-	if typ.f64 {
-		rec.f64 = 1
-		rec.alpha64, rec.beta64 = C.double(s.Alpha), C.double(s.Beta)
-	} else {
-		rec.alpha32, rec.beta32 = C.float(s.Alpha), C.float(s.Beta)
+	r := &gemmRec{c: rec, dev: d, align: align, name: op.Name, epilogue: s.Epilogue}
+	fail := func(err error) (*gemmRec, error) {
+		C.dr_gemm_teardown(g.lt.lib, rec)
+		C.free(unsafe.Pointer(rec))
+		return nil, err
 	}
 	shape := colMajorShape(s, typ, align)
 	key := gemmKey{device: d.ordinal, dt: dt, tf32: s.TF32, transA: s.TransA, transB: s.TransB, m: s.M, n: s.N, k: s.K,
 		lda: s.LDA, ldb: s.LDB, ldc: s.LDC, batch: s.Batch, sa: s.StrideA, sb: s.StrideB, sc: s.StrideC,
 		align: align, betaNonZero: s.Beta != 0}
+	if s.Epilogue != dag.NoEpilogue {
+		why := epilogueRefusal(op) // epilogue.go
+		if why == "" {
+			shape.epilogue, shape.bias = ltEpilogue(s.Epilogue), biasProbe // epilogue.go
+			key.epilogue = s.Epilogue
+			err := g.setup(r, &shape, key, op)
+			if err == nil {
+				g.recs[s] = r
+				return r, nil
+			}
+			if !refusedEpilogue(err) {
+				return fail(fmt.Errorf("with epilogue %s: %w", s.Epilogue, err))
+			}
+			why = err.Error()
+			C.dr_gemm_teardown(g.lt.lib, rec)
+		}
+		r.unfused = why
+		shape.epilogue, shape.bias = C.DR_LT_EPILOGUE_DEFAULT, 0
+		key.epilogue = dag.NoEpilogue
+	}
+	if err := g.setup(r, &shape, key, op); err != nil {
+		return fail(err)
+	}
+	g.recs[s] = r
+	return r, nil
+}
+
+// errCUDA marks setup's failures of the driver, not of cuBLASLt: no
+// fallback helps with those.
+var errCUDA = errors.New("CUDA driver")
+
+// errNoAlgorithm is setup's error where the heuristic found no algorithm.
+var errNoAlgorithm = errors.New("cuBLASLt has no algorithm")
+
+// refusedEpilogue reports whether err, setup's for a GEMM with an
+// epilogue, is cuBLASLt refusing the epilogue for the GEMM's shape and
+// types: no algorithm, or no heuristic (CUBLAS_STATUS_NOT_SUPPORTED). Only
+// then does the product run without it; a failure of the driver, of the
+// handle or of the binding would fail the product alike, and is reported
+// as it is rather than hidden behind a fallback.
+func refusedEpilogue(err error) bool {
+	if errors.Is(err, errNoAlgorithm) {
+		return true
+	}
+	var ce *CuBLASError
+	return errors.As(err, &ce) && ce.Status == C.DR_CUBLAS_STATUS_NOT_SUPPORTED
+}
+
+// setup makes r ready on its device's handle: its scale factors, its
+// descriptors for shape, its algorithm (the one of its signature, key, if
+// known) and workspace.
+func (g *gemmer) setup(r *gemmRec, shape *C.dr_gemm_shape, key gemmKey, op *dag.Op) error {
+	rec, d := r.c, r.dev
+	h, ok := g.handles[d.ordinal]
+	if !ok || h.h == nil || h.ctx != d.ctx {
+		return fmt.Errorf("no cublasLtCreate handle for the context of device %d", d.ordinal)
+	}
 	known, haveAlgo := g.algos[key]
 	var step *C.char
 	var cu C.CUresult
@@ -288,20 +356,15 @@ func (g *gemmer) prepare(d *gpu, op *dag.Op) (*gemmRec, error) {
 	if haveAlgo {
 		pick = 0
 	}
-	st := C.dr_gemm_setup(g.lt.lib, g.drv.api, d.ctx, rec, &shape, pick, &step, &cu)
-	fail := func(err error) (*gemmRec, error) {
-		C.dr_gemm_teardown(g.lt.lib, rec)
-		C.free(unsafe.Pointer(rec))
-		return nil, err
-	}
+	st := C.dr_gemm_setup(g.lt.lib, g.drv.api, d.ctx, h.h, rec, shape, pick, &step, &cu)
 	if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
-		return fail(err)
+		return fmt.Errorf("%w: %w", errCUDA, err)
 	}
 	switch {
 	case st == -1:
-		return fail(fmt.Errorf("cuBLASLt has no algorithm for the %s gemm %s on device %d (%s)", dt, s, d.ordinal, d.info.name))
+		return fmt.Errorf("%w for the %s gemm %s on device %d (%s)", errNoAlgorithm, key.dt, op.Gemm, d.ordinal, d.info.name)
 	case st != 0:
-		return fail(g.lt.err(C.GoString(step), st))
+		return g.lt.err(C.GoString(step), st)
 	}
 	if haveAlgo {
 		rec.algo, rec.workspaceSize = known.algo, known.ws
@@ -312,20 +375,19 @@ func (g *gemmer) prepare(d *gpu, op *dag.Op) (*gemmRec, error) {
 	case rec.workspaceSize > 0 && g.borrow != nil:
 		p, err := g.borrow(g.borrowed, d, int64(rec.workspaceSize))
 		if err != nil {
-			return fail(fmt.Errorf("workspace of %d bytes for cuBLASLt: %w", rec.workspaceSize, err))
+			return fmt.Errorf("%w: workspace of %d bytes for cuBLASLt: %w", errCUDA, rec.workspaceSize, err)
 		}
 		rec.workspace, r.lent = p, true
 		g.borrowed++
 	case rec.workspaceSize > 0:
 		p, err := g.drv.memAlloc(d.ctx, int64(rec.workspaceSize))
 		if err != nil {
-			return fail(fmt.Errorf("workspace of %d bytes for cuBLASLt: %w", rec.workspaceSize, err))
+			return fmt.Errorf("%w: workspace of %d bytes for cuBLASLt: %w", errCUDA, rec.workspaceSize, err)
 		}
 		rec.workspace = p
 		g.workspaces++
 	}
-	g.recs[s] = r
-	return r, nil
+	return nil
 }
 
 // colMajorShape maps row-major D = op(A) op(B) (m x n) onto cuBLASLt's
@@ -352,6 +414,8 @@ func colMajorShape(s *dag.GemmSpec, t gemmType, align [4]uint32) C.dr_gemm_shape
 		alignx: C.uint32_t(align[dag.GemmB]), aligny: C.uint32_t(align[dag.GemmA]),
 		alignc: C.uint32_t(align[dag.GemmC]), alignd: C.uint32_t(align[dag.GemmD]),
 		maxWorkspace: gemmMaxWorkspace,
+		epilogue:     C.DR_LT_EPILOGUE_DEFAULT,
+		alpha:        C.double(s.Alpha), beta: C.double(s.Beta),
 	}
 }
 
@@ -360,10 +424,10 @@ func colMajorShape(s *dag.GemmSpec, t gemmType, align [4]uint32) C.dr_gemm_shape
 func (g *gemmer) statusErr(call string, st int) error { return g.lt.err(call, C.cublasStatus_t(st)) }
 
 // run enqueues r on stream s with the operands' device addresses now,
-// which gemmHooks.operands checked.
-func (g *gemmer) run(r *gemmRec, s C.CUstream, a, b, c, d C.CUdeviceptr) error {
+// which gemmHooks.operands checked (bias: of a bias epilogue, else 0).
+func (g *gemmer) run(r *gemmRec, s C.CUstream, a, b, c, d, bias C.CUdeviceptr) error {
 	var cu C.CUresult
-	st := C.dr_gemm_run(g.lt.lib, g.drv.api, r.dev.ctx, r.c, b, a, c, d, s, &cu)
+	st := C.dr_gemm_run(g.lt.lib, g.drv.api, r.dev.ctx, r.c, b, a, c, d, bias, s, &cu)
 	if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
 		return err
 	}
@@ -388,6 +452,7 @@ func (g *gemmer) close() error {
 		}
 		C.dr_gemm_teardown(g.lt.lib, r.c)
 		C.free(unsafe.Pointer(r.c))
+		r.freeLaunches() // epilogue.go
 		delete(g.recs, s)
 	}
 	for ord, h := range g.handles {
@@ -404,6 +469,31 @@ func (g *gemmer) close() error {
 	return errors.Join(errs...)
 }
 
+// descAttrs reads back from cuBLASLt the attributes of r's matmul
+// descriptor that setup sets, by name: the bytes cuBLASLt holds, as many
+// as it keeps each in. The GPU tests compare them with what the binding
+// means to set: a wrong attribute value or size shows there as a wrong
+// value or length, where the header check sees only the declarations.
+func (g *gemmer) descAttrs(r *gemmRec) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, a := range []struct {
+		name string
+		attr C.int
+	}{{"TRANSA", C.DR_LT_MATMUL_DESC_TRANSA}, {"TRANSB", C.DR_LT_MATMUL_DESC_TRANSB},
+		{"EPILOGUE", C.DR_LT_MATMUL_DESC_EPILOGUE}, {"BIAS_POINTER", C.DR_LT_MATMUL_DESC_BIAS_POINTER}} {
+		var n C.size_t
+		if st := C.dr_gemm_desc_get(g.lt.lib, r.c, a.attr, nil, 0, &n); st != 0 {
+			return nil, g.lt.err("cublasLtMatmulDescGetAttribute("+a.name+")", st)
+		}
+		buf := make([]byte, max(int(n), 1))
+		if st := C.dr_gemm_desc_get(g.lt.lib, r.c, a.attr, unsafe.Pointer(&buf[0]), n, &n); st != 0 {
+			return nil, g.lt.err("cublasLtMatmulDescGetAttribute("+a.name+")", st)
+		}
+		out[a.name] = buf[:n]
+	}
+	return out, nil
+}
+
 // bindingValue is one value the binding in cublas.h declares by hand, with
 // the C expression that gives it in the real cuBLASLt headers.
 type bindingValue struct {
@@ -417,6 +507,8 @@ func cublasBinding() []bindingValue {
 	var h C.dr_lt_heuristic
 	return []bindingValue{
 		{"CUBLAS_STATUS_SUCCESS", C.DR_CUBLAS_STATUS_SUCCESS},
+		{"CUBLAS_STATUS_NOT_INITIALIZED", C.DR_CUBLAS_STATUS_NOT_INITIALIZED},
+		{"CUBLAS_STATUS_NOT_SUPPORTED", C.DR_CUBLAS_STATUS_NOT_SUPPORTED},
 		{"CUBLAS_OP_N", C.DR_CUBLAS_OP_N},
 		{"CUBLAS_OP_T", C.DR_CUBLAS_OP_T},
 		{"CUBLAS_COMPUTE_32F", C.DR_CUBLAS_COMPUTE_32F},
@@ -428,6 +520,14 @@ func cublasBinding() []bindingValue {
 		{"CUDA_R_16BF", C.DR_CUDA_R_16BF},
 		{"CUBLASLT_MATMUL_DESC_TRANSA", C.DR_LT_MATMUL_DESC_TRANSA},
 		{"CUBLASLT_MATMUL_DESC_TRANSB", C.DR_LT_MATMUL_DESC_TRANSB},
+		{"CUBLASLT_MATMUL_DESC_EPILOGUE", C.DR_LT_MATMUL_DESC_EPILOGUE},
+		{"CUBLASLT_MATMUL_DESC_BIAS_POINTER", C.DR_LT_MATMUL_DESC_BIAS_POINTER},
+		{"CUBLASLT_EPILOGUE_DEFAULT", C.DR_LT_EPILOGUE_DEFAULT},
+		{"CUBLASLT_EPILOGUE_RELU", C.DR_LT_EPILOGUE_RELU},
+		{"CUBLASLT_EPILOGUE_BIAS", C.DR_LT_EPILOGUE_BIAS},
+		{"CUBLASLT_EPILOGUE_RELU_BIAS", C.DR_LT_EPILOGUE_RELU_BIAS},
+		{"CUBLASLT_EPILOGUE_GELU", C.DR_LT_EPILOGUE_GELU},
+		{"CUBLASLT_EPILOGUE_GELU_BIAS", C.DR_LT_EPILOGUE_GELU_BIAS},
 		{"CUBLASLT_MATRIX_LAYOUT_ORDER", C.DR_LT_MATRIX_LAYOUT_ORDER},
 		{"CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT", C.DR_LT_MATRIX_LAYOUT_BATCH_COUNT},
 		{"CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET", C.DR_LT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET},
@@ -449,15 +549,18 @@ func cublasBinding() []bindingValue {
 		{"sizeof(cublasLtOrder_t)", 4},
 		{"sizeof(cudaDataType)", 4},
 		{"sizeof(cublasComputeType_t)", 4},
+		{"sizeof(cublasLtEpilogue_t)", 4},
+		{"sizeof(uint32_t)", 4},                       // EPILOGUE's value, as cublasLt.h documents it
+		{"sizeof(const void*)", C.sizeof_CUdeviceptr}, // BIAS_POINTER's, passed as a CUdeviceptr
 	}
 }
 
 // raw enqueues r's cublasLtMatmul n times on s from one C loop, with the
 // same descriptors, algorithm and workspace: the floor the benchmarks set
 // a gemm op against.
-func (g *gemmer) raw(r *gemmRec, s C.CUstream, a, b, c, d C.CUdeviceptr, n int) error {
+func (g *gemmer) raw(r *gemmRec, s C.CUstream, a, b, c, d, bias C.CUdeviceptr, n int) error {
 	var cu C.CUresult
-	st := C.dr_gemm_raw(g.lt.lib, g.drv.api, r.dev.ctx, r.c, b, a, c, d, s, C.int(n), &cu)
+	st := C.dr_gemm_raw(g.lt.lib, g.drv.api, r.dev.ctx, r.c, b, a, c, d, bias, s, C.int(n), &cu)
 	if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
 		return err
 	}

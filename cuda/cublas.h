@@ -32,6 +32,8 @@ typedef struct {
 
 enum {
 	DR_CUBLAS_STATUS_SUCCESS = 0,
+	DR_CUBLAS_STATUS_NOT_INITIALIZED = 1, // what cuBLASLt answers a NULL handle with
+	DR_CUBLAS_STATUS_NOT_SUPPORTED = 15,  // no heuristic for the configuration: an epilogue runs unfused
 	DR_CUBLAS_OP_N = 0,
 	DR_CUBLAS_OP_T = 1,
 	// cublasComputeType_t
@@ -46,6 +48,19 @@ enum {
 	// cublasLtMatmulDescAttributes_t (int32_t values)
 	DR_LT_MATMUL_DESC_TRANSA = 3,
 	DR_LT_MATMUL_DESC_TRANSB = 4,
+	DR_LT_MATMUL_DESC_EPILOGUE = 7,     // uint32_t, a cublasLtEpilogue_t
+	// const void*; the bias's type is D's (BIAS_DATA_TYPE left at -1). The
+	// heuristic reads only its value, for the alignment to expect.
+	DR_LT_MATMUL_DESC_BIAS_POINTER = 8,
+	// cublasLtEpilogue_t (cublasLt.h): the bias is one element per row of
+	// the column-major D, length m, added before the activation; GELU is
+	// the tanh form.
+	DR_LT_EPILOGUE_DEFAULT = 1,
+	DR_LT_EPILOGUE_RELU = 2,
+	DR_LT_EPILOGUE_BIAS = 4,
+	DR_LT_EPILOGUE_RELU_BIAS = 6,
+	DR_LT_EPILOGUE_GELU = 32,
+	DR_LT_EPILOGUE_GELU_BIAS = 36,
 	// cublasLtMatrixLayoutAttribute_t
 	DR_LT_MATRIX_LAYOUT_ORDER = 1,
 	DR_LT_MATRIX_LAYOUT_BATCH_COUNT = 5,          // int32_t
@@ -69,6 +84,7 @@ typedef struct dr_lt {
 	cublasStatus_t (*cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t*, int, int);
 	cublasStatus_t (*cublasLtMatmulDescDestroy)(cublasLtMatmulDesc_t);
 	cublasStatus_t (*cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t, int, const void*, size_t);
+	cublasStatus_t (*cublasLtMatmulDescGetAttribute)(cublasLtMatmulDesc_t, int, void*, size_t, size_t*);
 	cublasStatus_t (*cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t*, int, uint64_t, uint64_t, int64_t);
 	cublasStatus_t (*cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t);
 	cublasStatus_t (*cublasLtMatrixLayoutSetAttribute)(cublasLtMatrixLayout_t, int, const void*, size_t);
@@ -99,6 +115,10 @@ typedef struct dr_gemm {
 	int f64; // alpha and beta are doubles (f64 GEMMs), else floats
 	double alpha64, beta64;
 	float alpha32, beta32;
+	// With a bias epilogue: the bias pointer desc holds, set again before
+	// a call with another (0 before the first).
+	int hasBias;
+	CUdeviceptr bias;
 } dr_gemm;
 
 // Shape of a GEMM in cuBLASLt's column-major terms.
@@ -112,22 +132,37 @@ typedef struct {
 	int64_t stridex, stridey, stridec;
 	uint32_t alignx, aligny, alignc, alignd;
 	uint64_t maxWorkspace;
+	uint32_t epilogue; // a cublasLtEpilogue_t, DR_LT_EPILOGUE_DEFAULT for none
+	// A bias epilogue's BIAS_POINTER for the heuristic, which takes the
+	// alignment to expect of the bias from it: a value aligned as every
+	// bias the GEMM will be called with is, and no more.
+	CUdeviceptr bias;
+	double alpha, beta; // the scale factors, stored in g as the scale type takes them
 } dr_gemm_shape;
 
-// dr_gemm_setup makes g's descriptors for shape s and, when pick is set,
-// asks the heuristic for the best algorithm into g->algo and
-// g->workspaceSize. *step names the call that failed.
-cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, const dr_gemm_shape* s, int pick, const char** step,
-                             CUresult* cu);
+// dr_gemm_setup makes g ready to run with handle h (cublasLtCreate's, on
+// context c): g->handle, alpha and beta, its descriptors for shape s and,
+// when pick is set, the heuristic's best algorithm in g->algo and
+// g->workspaceSize. Everything cublasLtMatmul reads is set here, so that
+// no path to a call can leave a part of it out. A NULL h is refused as
+// cuBLASLt would refuse it (CUBLAS_STATUS_NOT_INITIALIZED) before any call.
+// *step names the call that failed.
+cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t h, dr_gemm* g, const dr_gemm_shape* s, int pick,
+                             const char** step, CUresult* cu);
+// dr_gemm_desc_get reads attribute attr of g's matmul descriptor into buf
+// (size bytes; with size 0 and buf NULL, *written is the size cuBLASLt
+// keeps it in): the GPU tests' check of what setup set.
+cublasStatus_t dr_gemm_desc_get(dr_lt* l, dr_gemm* g, int attr, void* buf, size_t size, size_t* written);
 void dr_gemm_teardown(dr_lt* l, dr_gemm* g);
 cublasStatus_t dr_lt_create(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t* h, CUresult* cu);
 cublasStatus_t dr_lt_destroy(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t h, CUresult* cu);
-// dr_gemm_run enqueues D = alpha op(x) op(y) + beta C on s.
+// dr_gemm_run enqueues D = epilogue(alpha op(x) op(y) + beta C [+ bias])
+// on s; bias is ignored without a bias epilogue.
 cublasStatus_t dr_gemm_run(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc,
-                           CUdeviceptr d, CUstream s, CUresult* cu);
+                           CUdeviceptr d, CUdeviceptr bias, CUstream s, CUresult* cu);
 // dr_gemm_raw enqueues the same call n times, straight from C: the floor of
 // the benchmarks.
 cublasStatus_t dr_gemm_raw(dr_lt* l, dr_api* a, CUcontext c, dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr cc,
-                           CUdeviceptr d, CUstream s, int n, CUresult* cu);
+                           CUdeviceptr d, CUdeviceptr bias, CUstream s, int n, CUresult* cu);
 
 #endif

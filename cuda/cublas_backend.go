@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor/device"
 )
 
 // The GEMM hooks of a Session: prepare at Open, run at Run, release at
@@ -39,27 +40,41 @@ func (gh *gemmHooks) prepareGemm(st *opState, op *dag.Op) error {
 			gh.gemm.borrow = l.owner.lendWorkspace // shared.go
 		}
 	}
-	if _, err := gh.gemm.prepare(d.gpu, op); err != nil {
+	r, err := gh.gemm.prepare(d.gpu, op)
+	if err != nil {
 		return err
+	}
+	if r.unfused != "" && r.launches == nil {
+		if err := gh.prepareUnfused(d, r, op); err != nil { // epilogue.go
+			return err
+		}
 	}
 	st.act = actGemm
 	return nil
 }
 
-// runGemm enqueues op's GEMM on s.
+// runGemm enqueues op's GEMM on s, and the kernels of an epilogue
+// cuBLASLt had no algorithm for after it.
 func (gh *gemmHooks) runGemm(s *stream, op *dag.Op) error {
 	r, ptr, err := gh.operands(s, op)
 	if err != nil {
 		return err
 	}
-	return gh.gemm.run(r, s.h, ptr[dag.GemmA], ptr[dag.GemmB], ptr[dag.GemmC], ptr[dag.GemmD])
+	if err := gh.gemm.run(r, s.h, ptr[dag.GemmA], ptr[dag.GemmB], ptr[dag.GemmC], ptr[dag.GemmD], ptr[gemmBias]); err != nil {
+		return err
+	}
+	return gh.runUnfused(r, s) // epilogue.go
 }
 
-// operands are op's prepared GEMM and the device addresses of its A, B, C
-// and D now, checked against s's device and the alignments its algorithm
-// was picked for.
-func (gh *gemmHooks) operands(s *stream, op *dag.Op) (*gemmRec, [4]C.CUdeviceptr, error) {
-	var ptr [4]C.CUdeviceptr
+// gemmBias is the place of the bias among operands' addresses.
+const gemmBias = 4
+
+// operands are op's prepared GEMM and the device addresses of its A, B, C,
+// D and bias (0 without a bias epilogue) now, checked against s's device
+// and the alignments its algorithm was picked for. An unfused epilogue's
+// launches get the output's and the bias's addresses.
+func (gh *gemmHooks) operands(s *stream, op *dag.Op) (*gemmRec, [5]C.CUdeviceptr, error) {
+	var ptr [5]C.CUdeviceptr
 	var r *gemmRec
 	if gh.gemm != nil {
 		r = gh.gemm.recs[op.Gemm]
@@ -70,7 +85,7 @@ func (gh *gemmHooks) operands(s *stream, op *dag.Op) (*gemmRec, [4]C.CUdeviceptr
 	if r.dev != s.dev.gpu {
 		return nil, ptr, fmt.Errorf("gemm of device %d runs on a stream of device %d", r.dev.ordinal, s.dev.ordinal)
 	}
-	for i := range ptr {
+	for i := range gemmBias {
 		a := op.Access[min(i, op.Gemm.OutAccess())]
 		bs := &gh.hold.bufs[a.Buf.ID]
 		if bs.dptr == 0 {
@@ -82,8 +97,22 @@ func (gh *gemmHooks) operands(s *stream, op *dag.Op) (*gemmRec, [4]C.CUdeviceptr
 				"abcd"[i], uint64(ptr[i]), r.align[i])
 		}
 	}
+	if bi := op.Gemm.BiasAccess(); bi >= 0 && bi < len(op.Access) {
+		v := op.Access[bi].View
+		if gh.hold.bufs[v.Buf.ID].dptr == 0 {
+			return nil, ptr, fmt.Errorf("temporary buffer %s is not allocated", v.Buf.Name)
+		}
+		ptr[gemmBias] = gh.hold.ptr(v)
+		if r.unfused == "" && uint64(ptr[gemmBias])%minBiasAlign != 0 {
+			return nil, ptr, fmt.Errorf("the bias at %#x is not aligned to the %d bytes cuBLASLt's epilogue was asked with", uint64(ptr[gemmBias]), minBiasAlign)
+		}
+	}
+	r.setPointers(ptr[op.Gemm.OutAccess()], ptr[gemmBias])
 	return r, ptr, nil
 }
+
+// Unfused does the work of Session.Unfused.
+func (gh *gemmHooks) Unfused() []device.Unfused { return gh.unfusedOps() }
 
 // closeGemm releases the session's GEMM resources; its streams must be idle.
 func (gh *gemmHooks) closeGemm() error {

@@ -69,7 +69,7 @@ func BenchmarkGemm(b *testing.B) {
 		ptr := func(i int) dag.View { return op.Access[i].View }
 		a, bb, cc := se.hold.ptr(ptr(dag.GemmA)), se.hold.ptr(ptr(dag.GemmB)), se.hold.ptr(ptr(dag.GemmC))
 		raw := func(n int) error {
-			if err := se.gemms.gemm.raw(r, s.h, a, bb, cc, cc, n); err != nil {
+			if err := se.gemms.gemm.raw(r, s.h, a, bb, cc, cc, 0, n); err != nil {
 				return err
 			}
 			return se.host.Sync(ctx)

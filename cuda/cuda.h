@@ -357,7 +357,7 @@ typedef struct {
 	int64_t op;       // the op pushed to CUPTI around the call (see dr_submit); -1 for none
 	struct dr_lt* lt;      // DR_STEP_GEMM: cuBLASLt,
 	struct dr_gemm* gemm;  // the GEMM, and its operands x and y (c is src, d is d)
-	CUdeviceptr x, y;
+	CUdeviceptr x, y, bias; // bias: of a bias epilogue, else 0
 } dr_step;
 
 struct dr_cupti;
@@ -366,7 +366,8 @@ struct dr_gemm;
 
 // dr_gemm_enqueue is one cuBLASLt call of g on s (cublas.c), its status
 // returned; the context must be current.
-int dr_gemm_enqueue(struct dr_lt* l, struct dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr c, CUdeviceptr d, CUstream s);
+int dr_gemm_enqueue(struct dr_lt* l, struct dr_gemm* g, CUdeviceptr x, CUdeviceptr y, CUdeviceptr c, CUdeviceptr d,
+                    CUdeviceptr bias, CUstream s);
 
 // dr_submit enqueues steps[0..n) in order, each as its own dr_ call would,
 // making each step's context current when it is not. With t not NULL, a

@@ -93,7 +93,20 @@ var (
 	_ device.TimingSourcer       = (*Session)(nil)
 	_ device.CollectiveTimeouter = (*Session)(nil)
 	_ device.Memory              = (*Backend)(nil)
+	_ device.Unfuser             = (*Backend)(nil)
 )
+
+// Unfused lists the GEMMs of session s whose epilogue cuBLASLt had no
+// algorithm for (or dagrun did not ask it for: a bias aligned to less
+// than 16 bytes): they run the product, then the builtin kernels of the
+// epilogue. It is nil for a session of another backend.
+func (b *Backend) Unfused(s device.Session) []device.Unfused {
+	se, ok := s.(*Session)
+	if !ok || se.b != b {
+		return nil
+	}
+	return joined(se).gemms.Unfused()
+}
 
 // sessDevice is a device as one session uses it: the backend's device,
 // the session's own copy of the functions it launches there (read without

@@ -209,11 +209,11 @@ func stepLaunch(sm *submitter, _ *stream, st *opState, d *C.dr_step) bool {
 func stepGemm(sm *submitter, s *stream, st *opState, d *C.dr_step) bool {
 	// Operands that fail their checks: Run says why.
 	r, ptr, err := sm.gemms.operands(s, st.op)
-	if err != nil {
+	if err != nil || r.unfused != "" { // an unfused epilogue's launches: Run does them
 		return false
 	}
 	d.kind, d.lt, d.gemm = C.DR_STEP_GEMM, (*C.struct_dr_lt)(unsafe.Pointer(sm.gemms.gemm.lt.lib)), (*C.struct_dr_gemm)(unsafe.Pointer(r.c))
-	d.x, d.y, d.src, d.d = ptr[dag.GemmB], ptr[dag.GemmA], ptr[dag.GemmC], ptr[dag.GemmD]
+	d.x, d.y, d.src, d.d, d.bias = ptr[dag.GemmB], ptr[dag.GemmA], ptr[dag.GemmC], ptr[dag.GemmD], ptr[gemmBias]
 	return true
 }
 

@@ -21,7 +21,7 @@ CUresult dr_cupti_graph_launch(dr_cupti* c, dr_api* a, CUcontext ctx, CUgraphExe
 static CUresult step_call(dr_api* a, const dr_step* st, int* lib_status) {
 	switch (st->kind) {
 	case DR_STEP_GEMM:
-		*lib_status = dr_gemm_enqueue(st->lt, st->gemm, st->x, st->y, st->src, st->d, st->s);
+		*lib_status = dr_gemm_enqueue(st->lt, st->gemm, st->x, st->y, st->src, st->d, st->bias, st->s);
 		return *lib_status == 0 ? DR_SUCCESS : DR_ERROR_LIBRARY;
 	case DR_STEP_LAUNCH: {
 		const dr_launch* l = st->l;

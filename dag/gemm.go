@@ -39,6 +39,10 @@ type GemmSpec struct {
 	StrideA, StrideB, StrideC int64
 	TF32                      bool
 	SeparateD                 bool // Access[3] is D, an output other than C
+	// Epilogue is applied to every element of the result before it is
+	// stored (see Epilogue); one with a bias reads it as the op's last
+	// access (BiasAccess).
+	Epilogue Epilogue
 }
 
 // Indices of a Gemm op's accesses.
@@ -100,6 +104,9 @@ func (s *GemmSpec) String() string {
 	if s.Batch > 1 {
 		fmt.Fprintf(&b, " x%d", s.Batch)
 	}
+	if s.Epilogue != NoEpilogue {
+		fmt.Fprintf(&b, " +%s", s.Epilogue)
+	}
 	return b.String()
 }
 
@@ -152,6 +159,7 @@ func Output(d View) OpOption {
 		if !s.SeparateD {
 			s.SeparateD = true
 			o.Access = append(o.Access, Access{d, Write})
+			orderGemmAccesses(o.Access) // before a bias given earlier
 		} else if len(o.Access) > GemmD {
 			o.Access[GemmD].View = d
 		}
@@ -160,19 +168,22 @@ func Output(d View) OpOption {
 
 // Gemm multiplies: c = alpha op(a) op(b) + beta c (or d = ... with Output),
 // row-major, with shape's M, N and K. Options set transposes, scale
-// factors, leading dimensions, batches and TF32, beside those of every op.
+// factors, leading dimensions, batches, TF32 and an epilogue
+// (WithEpilogue, Bias), beside those of every op.
 func (g *Builder) Gemm(c, a, b View, shape GemmShape, opts ...OpOption) *Op {
 	o := g.opOf(Gemm, In(a), In(b), Access{c, Write})
 	o.Gemm = &GemmSpec{GemmShape: shape, Alpha: 1}
 	return o.With(opts...)
 }
 
-// setModes gives C the mode the options make it: read beside a separate
-// D, read and written when beta scales it, else only written.
+// setModes puts the accesses in their places (orderGemmAccesses) and
+// gives C the mode the options make it: read beside a separate D, read
+// and written when beta scales it, else only written.
 func (s *GemmSpec) setModes(acc []Access) {
 	if len(acc) <= GemmC {
 		return
 	}
+	orderGemmAccesses(acc)
 	switch {
 	case s.SeparateD:
 		acc[GemmC].Mode = Read
@@ -194,18 +205,30 @@ func checkGemm(o *Op, fail func(field, hint, format string, a ...any)) {
 		fail("", "declare GEMMs with Builder.Gemm", "gemm op has no GemmSpec")
 		return
 	}
-	want := 3
-	if s.SeparateD {
-		want = 4
+	if !s.Epilogue.Valid() {
+		fail("epilogue", "use one of "+strings.Join(EpilogueNames(), ", "), "unknown epilogue %d", uint8(s.Epilogue))
+		return
 	}
-	if len(o.Access) != want {
-		fail("", "declare GEMMs with Builder.Gemm", "gemm has %d accesses, wants %d (a, b, c%s)", len(o.Access), want, map[bool]string{true: ", d"}[s.SeparateD])
+	if want := gemmAccesses(s); len(o.Access) != want {
+		hint := "declare GEMMs with Builder.Gemm"
+		field := ""
+		switch {
+		case s.Epilogue.HasBias() && len(o.Access) == want-1:
+			field, hint = "bias", "give the vector the epilogue adds (Bias)"
+		case !s.Epilogue.HasBias() && len(o.Access) == want+1 && !o.Access[want].Mode.Writes():
+			field, hint = "bias", "a bias goes with the epilogues bias, bias_gelu and bias_relu"
+		}
+		fail(field, hint, "gemm has %d accesses, wants %d (%s)", len(o.Access), want, accessesText(s))
 		return
 	}
 	names := []string{"a", "b", "c", "d"}
 	dt := o.Access[GemmA].Buf.DType
 	ok := true
-	for i, a := range o.Access {
+	matrices := 3
+	if s.SeparateD {
+		matrices = 4
+	}
+	for i, a := range o.Access[:matrices] {
 		field := names[i]
 		if a.Buf.DType != dt {
 			fail(field, "give a, b, c (and d) one dtype", "%s is %s but a is %s", a.Buf.Name, a.Buf.DType, dt)
@@ -337,6 +360,7 @@ func checkGemm(o *Op, fail func(field, hint, format string, a ...any)) {
 			fail("d", "make d either exactly c or disjoint from it", "d %s overlaps c %s partly", out.View, c)
 		}
 	}
+	checkEpilogue(o, fail) // epilogue.go
 }
 
 // batchesDisjoint reports whether no two matrices of a batch of layout l
@@ -421,10 +445,10 @@ func CheckGemmViews(op *Op) error {
 	if s == nil {
 		return fmt.Errorf("gemm op has no GemmSpec")
 	}
-	want := 3
-	if s.SeparateD {
-		want = 4
+	if !s.Epilogue.Valid() {
+		return fmt.Errorf("gemm epilogue %d is unknown", uint8(s.Epilogue))
 	}
+	want := gemmAccesses(s)
 	if len(op.Access) != want {
 		return fmt.Errorf("gemm has %d accesses, not %d", len(op.Access), want)
 	}
@@ -441,7 +465,11 @@ func CheckGemmViews(op *Op) error {
 	}
 	lays := []GemmMatrix{s.LayoutA(), s.LayoutB(), s.LayoutC(), s.LayoutC()}
 	es := dt.Size()
-	for i, a := range op.Access {
+	matrices := 3
+	if s.SeparateD {
+		matrices = 4
+	}
+	for i, a := range op.Access[:matrices] {
 		l := lays[i]
 		if a.Buf.DType != dt {
 			return fmt.Errorf("gemm access %d is %s, not %s", i, a.Buf.DType, dt)
@@ -456,5 +484,5 @@ func CheckGemmViews(op *Op) error {
 				a.View, l.Rows, l.Cols, dt, l.LD, l.Stride, s.Batch)
 		}
 	}
-	return nil
+	return checkEpilogueViews(op) // epilogue.go
 }

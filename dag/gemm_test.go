@@ -186,8 +186,8 @@ func FuzzGemmChecks(f *testing.F) {
 		dt := dts[int(dsel)%len(dts)]
 		size = max(1, min(size, 1<<20))
 		b := dag.New()
-		bufs := make([]*dag.Buffer, 4)
-		for i, name := range []string{"a", "b", "c", "d"} {
+		bufs := make([]*dag.Buffer, 5)
+		for i, name := range []string{"a", "b", "c", "d", "bias"} {
 			bufs[i] = b.Buffer(name, size, dag.Of(dt), dag.Zeros())
 		}
 		view := func(i int) dag.View {
@@ -203,6 +203,14 @@ func FuzzGemmChecks(f *testing.F) {
 		}
 		if dsel&4 != 0 {
 			opts = append(opts, dag.Output(view(3)))
+		}
+		// The high bits pick an epilogue (an unknown one included) and
+		// whether a bias is given, fitting the epilogue or not.
+		if e := dag.Epilogue(dsel >> 5); e != dag.NoEpilogue {
+			opts = append(opts, dag.WithEpilogue(e))
+		}
+		if dsel&8 != 0 {
+			opts = append(opts, dag.Bias(view(4)))
 		}
 		b.Gemm(view(2), view(0), view(1), dag.GemmShape{M: m, N: n, K: k}, opts...).With(dag.Name("g"))
 		g, err := b.Build()

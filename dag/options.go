@@ -25,7 +25,7 @@ func (f bufferFunc) applyBuffer(b *Buffer) { f(b) }
 // The options of every kind are Name, a Priority (High, Low or
 // Priority(n)), OnDevice, Cost and After. Others belong to one kind:
 // AtMost to a While; TransA, TransB, Alpha, Beta, LeadingDims, Batched,
-// TF32 and Output to a Gemm; an Access (In, Out, InOut) to a Host or
+// TF32, Output, WithEpilogue and Bias to a Gemm; an Access (In, Out, InOut) to a Host or
 // Task, whose views they are; RunsOnCPU to a Task. Build reports an
 // option given to an op of another kind.
 type OpOption interface{ applyOp(o *Op) }

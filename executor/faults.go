@@ -7,6 +7,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/planner"
 )
 
 // ErrInjected is the error of an op that WithFailOp made fail.
@@ -41,8 +42,10 @@ func WithChaos(seed uint64) Option {
 // use a temporary whose alloc was the failed op. The run then waits for
 // what was submitted and returns the failure. An op of a loop's or
 // branch's body fails where the backend runs it, each time an eager run
-// reaches it (the device session must implement device.BodyFailer). Open
-// refuses a name the plan has no op of. The device session must implement device.Failer.
+// reaches it (the device session must implement device.BodyFailer). A
+// declared op that the plan fused into another (planner.Plan.Parts)
+// fails that op, the failure naming the declared op. Open refuses a name
+// the plan has no op of. The device session must implement device.Failer.
 func WithFailOp(name string) Option {
 	return func(c *config) { c.faults.failOp = name }
 }
@@ -54,10 +57,16 @@ type injector struct {
 	runs    uint64 // eager runs started, for the draws
 	failer  device.Failer
 	failOp  int // the op ID to fail; -1 for none
+	// failAs is the op the failure names: the op itself, or the declared
+	// op called by WithFailOp's name that a fused op runs, so that the
+	// failure is reported where the program declares it.
+	failAs *dag.Op
 }
 
-// newInjector checks that d can inject the faults of cfg, for the ops of g.
-func newInjector(d device.Session, g *dag.Graph, cfg faultConfig) (*injector, error) {
+// newInjector checks that d can inject the faults of cfg, for the ops of
+// p's graph (or the declared ops they run).
+func newInjector(d device.Session, p *planner.Plan, cfg faultConfig) (*injector, error) {
+	g := p.Graph
 	if !cfg.chaos && cfg.failOp == "" {
 		return nil, nil
 	}
@@ -77,11 +86,17 @@ func newInjector(d device.Session, g *dag.Graph, cfg faultConfig) (*injector, er
 		in.failer = f
 		for _, op := range g.Ops {
 			if op.Name == cfg.failOp {
-				in.failOp = op.ID
+				in.failOp, in.failAs = op.ID, op
 				break
 			}
 		}
 		if in.failOp < 0 {
+			if id, part := fusedPart(p, cfg.failOp); part != nil {
+				as := *part
+				as.ID = id
+				in.failOp, in.failAs = id, &as
+				return in, nil
+			}
 			if err := failInBody(d, g, cfg.failOp); err != nil {
 				return nil, err
 			}
@@ -90,16 +105,33 @@ func newInjector(d device.Session, g *dag.Graph, cfg faultConfig) (*injector, er
 	return in, nil
 }
 
-// checkFaultOp refuses WithFailOp of an op g lacks before anything is
+// checkFaultOp refuses WithFailOp of an op p lacks before anything is
 // opened.
-func checkFaultOp(g *dag.Graph, cfg faultConfig) error {
+func checkFaultOp(p *planner.Plan, cfg faultConfig) error {
 	if cfg.failOp == "" {
 		return nil
 	}
-	if bodyOp(g, cfg.failOp) != nil {
+	if bodyOp(p.Graph, cfg.failOp) != nil {
+		return nil
+	}
+	if _, part := fusedPart(p, cfg.failOp); part != nil {
 		return nil
 	}
 	return fmt.Errorf("executor: WithFailOp: the plan has no op %q", cfg.failOp)
+}
+
+// fusedPart is the declared op called name that an op of p's graph runs
+// as a part (a launch fused into a gemm, say), and that op's ID; nil when
+// no op runs one of that name.
+func fusedPart(p *planner.Plan, name string) (int, *dag.Op) {
+	for _, id := range p.Fused() {
+		for _, op := range p.PartsOf(id) {
+			if op.Name == name {
+				return id, op
+			}
+		}
+	}
+	return -1, nil
 }
 
 // bodyOp is the op called name, of g or of the body of one of its loops
@@ -153,7 +185,7 @@ func (in *injector) before(stream int, op *dag.Op) (replaced bool, err error) {
 		}
 	}
 	if op.ID == in.failOp {
-		if err := in.failer.Fail(stream, op, ErrInjected); err != nil {
+		if err := in.failer.Fail(stream, in.failAs, ErrInjected); err != nil {
 			return false, fmt.Errorf("fail-op: %w", err)
 		}
 		return true, nil

@@ -41,6 +41,7 @@ func WithTiming() Option { return func(c *config) { c.timing = true } }
 // safe for use by several goroutines at once, but several sessions, on one
 // backend or several, may each run from a goroutine of its own.
 type Session struct {
+	b      device.Backend // for what the backend tells of the session (Unfused)
 	d      device.Session
 	p      *planner.Plan
 	sub    submitter // submit.go: the plan's steps to the device session
@@ -78,7 +79,7 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 			return nil, fmt.Errorf("executor: the backend cannot run these ops in a loop or branch: %w", err)
 		}
 	}
-	if err := checkFaultOp(p.Graph, cfg.faults); err != nil { // faults.go
+	if err := checkFaultOp(p, cfg.faults); err != nil { // faults.go
 		return nil, err
 	}
 	var d device.Session
@@ -98,6 +99,7 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 	if err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
+	s.b = b
 	return s, nil
 }
 
@@ -132,7 +134,7 @@ func openDevice(ctx context.Context, b device.Backend, p *planner.Plan) (device.
 // build makes the session's parts on d, its streams and events, and
 // hands the backend the plan's bodies and arenas.
 func build(ctx context.Context, d device.Session, p *planner.Plan, cfg config) (*Session, error) {
-	faults, err := newInjector(d, p.Graph, cfg.faults) // faults.go
+	faults, err := newInjector(d, p, cfg.faults) // faults.go
 	if err != nil {
 		return nil, err
 	}
@@ -304,6 +306,17 @@ func (s *Session) checkBuffer(verb string, b *dag.Buffer) error {
 // offers (its resource counts, say). Calls on it bypass s: use them
 // between runs.
 func (s *Session) Device() device.Session { return s.d }
+
+// Unfused lists the fused ops (a gemm with an epilogue) that the backend
+// runs as a product followed by the builtin kernels of the epilogue,
+// because its library refused the epilogue (device.Unfuser); nil when it
+// runs every epilogue fused, or cannot say.
+func (s *Session) Unfused() []device.Unfused {
+	if u, ok := s.b.(device.Unfuser); ok && s.d != nil {
+		return u.Unfused(s.d)
+	}
+	return nil
+}
 
 // Spans returns when each op of the last Run ran, in the order the ops
 // finished, if the session was opened WithTiming on a backend that

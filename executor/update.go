@@ -128,10 +128,13 @@ func (c setArg) apply(g *Graph, u *updates) error {
 func (g *Graph) lookup(op *dag.Op, name string) (*dag.Op, error) {
 	ops := g.s.p.Graph.Ops
 	if op != nil {
-		if op.ID < 0 || op.ID >= len(ops) || ops[op.ID] != op {
+		// An op of the graph as declared runs as the plan's copy of it
+		// where the planner fused ops (planner.Plan.Running).
+		running := g.s.p.Running(op)
+		if running == nil {
 			return nil, &dag.Error{Op: op.Name, Msg: "SetArg: the op is not one of the captured plan's", Hint: "pass an op of the graph the plan was made from, or its name"}
 		}
-		return op, nil
+		return running, nil
 	}
 	if g.byName == nil {
 		g.byName = make(map[string]*dag.Op, len(ops))

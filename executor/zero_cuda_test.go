@@ -17,6 +17,7 @@ func cudaZeroCases(ctx context.Context, g *dag.Graph, op *dag.Op, buf *dag.Buffe
 		"cuda.Backend.Open":         func() error { _, err := (&cuda.Backend{}).Open(ctx, g); return mustErr(err) },
 		"cuda.Backend.Sessions":     func() error { (&cuda.Backend{}).Sessions(); return nil },
 		"cuda.Backend.Live":         func() error { (&cuda.Backend{}).Live(); return nil },
+		"cuda.Backend.Unfused":      func() error { (&cuda.Backend{}).Unfused(&cuda.Session{}); return nil },
 		"cuda.Backend.Close":        func() error { return ignore((&cuda.Backend{}).Close()) },
 		"cuda.Session.NewStream":    func() error { return mustErr((&cuda.Session{}).NewStream(0, 0)) },
 		"cuda.Session.NewEvent":     func() error { return mustErr((&cuda.Session{}).NewEvent()) },

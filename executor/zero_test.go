@@ -44,6 +44,7 @@ func TestZeroValuesWorkOrFailAtOnce(t *testing.T) {
 		"executor.Session.Capture": func() error { _, err := (&executor.Session{}).Capture(ctx); return mustErr(err) },
 		"executor.Session.Spans":   func() error { (&executor.Session{}).Spans(); return nil },
 		"executor.Session.Device":  func() error { (&executor.Session{}).Device(); return nil },
+		"executor.Session.Unfused": func() error { (&executor.Session{}).Unfused(); return nil },
 		"executor.Session.Close":   func() error { return ignore((&executor.Session{}).Close()) },
 		"executor.Graph.Launch":    func() error { return mustErr((&executor.Graph{}).Launch(ctx)) },
 		"executor.Graph.Sync":      func() error { return mustErr((&executor.Graph{}).Sync(ctx)) },

@@ -18,12 +18,16 @@ import (
 
 // Layout is what a caller says about placement, over a spec's run
 // settings (the dagrun command's --streams, --strategy, --objective,
-// --memory-budget and --temporaries).
+// --memory-budget, --temporaries and --fuse).
 type Layout struct {
 	Streams      int // 0: the spec's run.streams
 	Strategy     planner.Strategy
 	Objective    planner.Objective
 	MemoryBudget int64 // every device's; 0: the spec's run.memory.device
+	// Fuse says whether the planner's fuse pass makes a gemm and the
+	// launches that finish its output one gemm with an epilogue
+	// (planner.Fuse): FuseAuto, the zero value, does.
+	Fuse planner.Fusion
 	// PoolTemporaries plans so that the pool holds about the planned peak
 	// (planner.PoolTemporaries): temporaries in the pool.
 	PoolTemporaries bool
@@ -36,7 +40,7 @@ func (l Layout) PlanOptions(s *spec.Spec) []planner.Option {
 	if l.Streams != 0 {
 		streams = l.Streams
 	}
-	opts := []planner.Option{planner.Streams(streams), planner.OrderBy(l.Strategy), planner.Optimize(l.Objective)}
+	opts := []planner.Option{planner.Streams(streams), planner.OrderBy(l.Strategy), planner.Optimize(l.Objective), planner.Fuse(l.Fuse)}
 	if s.Run.SharedCopyStreams {
 		opts = append(opts, planner.SharedCopyStreams())
 	}

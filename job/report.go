@@ -51,6 +51,10 @@ type Report struct {
 	Exec *executor.Report `json:"-"`
 	// Timing is how the session timed ops.
 	Timing Timing `json:"-"`
+	// Unfused says which fused ops (a gemm with an epilogue) the backend
+	// ran as the product followed by the builtin kernels, and why
+	// (executor.Session.Unfused), a line each.
+	Unfused []string `json:"-"`
 
 	plan          *planner.Plan
 	wait          func() // waits for the outputs' checksums

@@ -153,6 +153,7 @@ func Run(ctx context.Context, b device.Backend, p *Program, cfg Config) (*Report
 		r.Memory = executor.MemoryReports(rn.Session(0), cfg.Layout.Budget(p.Spec)) // before Close
 		r.MemoryBudget = budgetReport(p.Plan)
 	}
+	r.Unfused = UnfusedNotes(rn.Session(0)) // before Close, which releases the GEMMs
 	if cerr := rn.Close(); err == nil {
 		err = cerr
 	}
@@ -184,6 +185,17 @@ func Run(ctx context.Context, b device.Backend, p *Program, cfg Config) (*Report
 		r.Planned = plannedVsAchieved(p, rep.Traced[0], cfg.always())
 	}
 	return r, nil
+}
+
+// UnfusedNotes say which fused ops the backend of sess ran apart, and
+// why, a line each (executor.Session.Unfused); read them before the
+// session closes.
+func UnfusedNotes(sess *executor.Session) []string {
+	var out []string
+	for _, u := range sess.Unfused() {
+		out = append(out, fmt.Sprintf("%s: epilogue %s run as builtin kernels after the gemm: %s", u.Op, u.Epilogue, u.Why))
+	}
+	return out
 }
 
 // gpuModelOnCPU reports whether p's plan is costed by the planner's
@@ -229,6 +241,7 @@ func (r *Report) Trace() *trace.Trace {
 	rs := r.Exec
 	t := trace.FromRuns(r.plan, rs.Traced[0])
 	t.Figures.Timing, t.Figures.TimingReason, t.Figures.TimingDropped = r.Timing.Source, r.Timing.Why, r.Timing.Dropped
+	t.Figures.Unfused = r.Unfused
 	t.Figures.WholeReplays = len(rs.Whole) > 0
 	t.Figures.Replays, t.Figures.ReplayTiming = rs.Whole, rs.WholeTiming
 	if l := rs.Log; l.CapturedAfter > 0 {

@@ -36,7 +36,7 @@ func New(g *dag.Graph, options ...Option) (*Plan, error) {
 	if err := checkOps(g); err != nil {
 		return nil, err
 	}
-	s := &State{Graph: g, Options: opts}
+	s := &State{Graph: g, Options: opts, declared: g}
 	log, err := runPasses(s, opts.passes())
 	if err != nil {
 		return nil, err

@@ -2,11 +2,15 @@
 //
 // New takes functional options: planner.New(g, planner.Streams(2),
 // planner.Optimize(planner.LeastMemory)). It runs a pipeline of named
-// passes (Pass), each stating what it may change (Scope): the rewrites
-// that Rewrite adds, which change the graph; bodies, which plans the
-// bodies of loops and branches as plans of their own; order, place and
-// events, once per candidate plan; memory, which packs temporaries into
-// arenas and meets each MemoryBudget; and verify, when Verify asks. The
+// passes (Pass), each stating what it may change (Scope): fuse (unless
+// Fuse(FuseNone) says otherwise), which makes a gemm and the bias_add,
+// gelu and relu launches that only finish its output one gemm with an
+// epilogue, and the rewrites that Rewrite adds, which change the graph
+// too (a plan of a changed graph keeps the declared one and each op's
+// parts: Plan.Declared, Plan.Parts); bodies, which plans the bodies of
+// loops and branches as plans of their own; order, place and events,
+// once per candidate plan; memory, which packs temporaries into arenas
+// and meets each MemoryBudget; and verify, when Verify asks. The
 // Objective (Optimize: the shortest makespan by default, the least
 // memory, or the fewest streams) chooses among the candidates, for a plan and its bodies alike,
 // and Plan.Passes says what each pass did and cost.

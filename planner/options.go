@@ -38,8 +38,13 @@ type Options struct {
 	// Objective is what the plan is optimised for; the zero value is
 	// Makespan. Bodies of loops and branches are planned under it too.
 	Objective Objective
+	// Fuse says whether the fuse pass makes a gemm and the bias_add,
+	// gelu and relu launches that finish its output one op with an
+	// epilogue; the zero value, FuseAuto, does.
+	Fuse Fusion
 	// Rewrites are passes of ScopeRewrite that change the graph before it
-	// is placed (fusing, splitting), run in order; none by default.
+	// is placed (fusing, splitting), run in order after fuse; none by
+	// default.
 	Rewrites []Pass
 	// Verify runs the verify pass last: New then fails with the
 	// *VerifyError when its plan does not pass Verify.
@@ -109,6 +114,11 @@ func Rewrite(passes ...Pass) Option {
 	return func(o *Options) { o.Rewrites = append(o.Rewrites, passes...) }
 }
 
+// Fuse sets whether the fuse pass makes a gemm and the bias_add, gelu
+// and relu launches that finish its output one gemm with an epilogue:
+// FuseAuto (the default) does, FuseNone places the ops as declared.
+func Fuse(f Fusion) Option { return func(o *Options) { o.Fuse = f } }
+
 // Verify runs the verify pass last: New then fails with the *VerifyError
 // when its plan does not pass Verify.
 func Verify() Option { return func(o *Options) { o.Verify = true } }
@@ -153,6 +163,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Objective >= numObjectives {
 		return o, &dag.Error{Field: "objective", Msg: fmt.Sprintf("unknown objective %d", o.Objective),
 			Hint: "use planner.Makespan, LeastMemory or FewestStreams"}
+	}
+	if o.Fuse >= numFusions {
+		return o, &dag.Error{Field: "fuse", Msg: fmt.Sprintf("unknown fusion %d", o.Fuse),
+			Hint: "use planner.FuseAuto or FuseNone"}
 	}
 	if err := checkRewrites(o.Rewrites); err != nil {
 		return o, err

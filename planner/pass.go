@@ -27,9 +27,16 @@ type State struct {
 	Options Options
 	// Plan is the plan kept so far: nil until the events pass has run.
 	Plan *Plan
+	// Parts says which ops of the graph given to New each op of Graph
+	// runs, by ID, in order (Plan.Parts): nil while Graph's ops are the
+	// graph's as given. A rewrite pass that merges, drops or renumbers
+	// ops keeps it up to date, so that the verifier can check the plan
+	// against the graph as declared.
+	Parts [][]int32
 
-	bodies map[int][]*Plan
-	search search
+	declared *dag.Graph // the graph given to New; nil for a body's
+	bodies   map[int][]*Plan
+	search   search
 	// The candidate under way: its ordering, and the assigner that
 	// places it.
 	cand candidate
@@ -37,10 +44,14 @@ type State struct {
 	next placer
 }
 
-// passes lists the passes New runs under o: the rewrites, then the
-// planner's own, verify last when o.Verify asks for it.
+// passes lists the passes New runs under o: fuse (unless o.Fuse says
+// none) and the rewrites, then the planner's own, verify last when
+// o.Verify asks for it.
 func (o Options) passes() []Pass {
-	ps := make([]Pass, 0, len(o.Rewrites)+6)
+	ps := make([]Pass, 0, len(o.Rewrites)+7)
+	if o.Fuse == FuseAuto {
+		ps = append(ps, fusePass{})
+	}
 	ps = append(ps, o.Rewrites...)
 	ps = append(ps, bodiesPass{}, orderPass{}, placePass{}, eventsPass{}, memoryPass{})
 	if o.Verify {
@@ -50,8 +61,9 @@ func (o Options) passes() []Pass {
 }
 
 // bodyPasses lists the passes that plan a body of a loop or branch: New's
-// without memory and verify (the parent's plan holds the body's memory
-// and its verification), with the fork and join of the body's streams.
+// without fuse, memory and verify (a body's plan must run the body's own
+// ops; the parent's plan holds the body's memory and its verification),
+// with the fork and join of the body's streams.
 func (o Options) bodyPasses() []Pass {
 	ps := make([]Pass, 0, len(o.Rewrites)+5)
 	ps = append(ps, o.Rewrites...)

@@ -178,6 +178,9 @@ func (eventsPass) Run(s *State) (string, error) {
 		Strategy:     s.cand.by.strategy(),
 	}
 	p.Bodies = s.bodies
+	if s.Parts != nil {
+		p.Declared, p.Parts = s.declared, s.Parts
+	}
 	s.Plan = p
 	s.a, s.next = nil, nil
 	return "", nil
@@ -277,6 +280,9 @@ func (verifyPass) Scope() Scope { return ScopeVerify }
 func (verifyPass) Run(s *State) (string, error) {
 	if err := verify.Verify(s.Plan); err != nil {
 		return "", err
+	}
+	if s.Plan.Declared != nil {
+		return "every conflicting pair ordered, of the graph as planned and as declared, every wait after its record, memory in bounds", nil
 	}
 	return "every conflicting pair ordered, every wait after its record, memory in bounds", nil
 }

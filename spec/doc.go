@@ -162,6 +162,17 @@
 //	stride_a, stride_b,  stride_X elements apart (default: packed, one after another;
 //	stride_c             the output's matrices must not overlap)
 //	tf32:     false      let an f32 GEMM round its inputs to TF32 on tensor cores
+//	epilogue: none       what is done to each element of the result before it is
+//	                     stored, in f32 (f32, f16 and bf16 GEMMs): bias, gelu,
+//	                     relu, bias_gelu or bias_relu (the bias first)
+//	bias:     VIEW       the vector the bias epilogues add: n elements of the
+//	                     gemm's dtype, element j added to column j of every row
+//	                     (as bias_add adds b to rows as long as b)
+//
+// A gemm with an epilogue rounds its result once, after the epilogue, as
+// cuBLASLt does; a gemm followed by bias_add and gelu or relu launches
+// rounds after each. The planner fuses such launches into the gemm before
+// it where that computes the same (dagrun run --fuse none keeps them).
 //
 // The views must hold every element the shapes, pitches and strides
 // reach; problems (a view too small, a pitch below the row length, mixed

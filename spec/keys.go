@@ -26,7 +26,7 @@ var (
 	fillKeys     = []string{"buffer", "value"}
 	memset2DKeys = []string{"buffer", "rows", "width", "pitch", "value"}
 	gemmKeys     = []string{"a", "b", "c", "d", "m", "n", "k", "trans_a", "trans_b", "alpha", "beta",
-		"lda", "ldb", "ldc", "batch", "stride_a", "stride_b", "stride_c", "tf32"}
+		"lda", "ldb", "ldc", "batch", "stride_a", "stride_b", "stride_c", "tf32", "epilogue", "bias"}
 	// collectiveKeys are the keys of each collective's mapping.
 	collectiveKeys = map[string][]string{
 		"all_reduce":     {"view", "op"},
@@ -52,6 +52,7 @@ var (
 	priorities     = []string{"high", "normal", "low"}
 	initStrings    = []string{"zeros", "none"}
 	reductions     = reductionNames()
+	epilogues      = dag.EpilogueNames()
 )
 
 // kindKeys is the spec's one table of op kinds: the key that declares an

@@ -34,7 +34,7 @@ func (rd *opReader) gemmOp(b *dag.Builder, d *opDecl, _ fields, n *node, what su
 		return nil
 	}
 	views := map[string]dag.View{}
-	for _, k := range []string{"a", "b", "c", "d"} {
+	for _, k := range []string{"a", "b", "c", "d", "bias"} {
 		if v, has := f.get(k); has {
 			view, _, okV := rd.views.view(v, what.and(k), false)
 			ok = ok && okV
@@ -103,6 +103,21 @@ func (rd *opReader) gemmOp(b *dag.Builder, d *opDecl, _ fields, n *node, what su
 	}
 	if dv, has := views["d"]; has {
 		opts = append(opts, dag.Output(dv))
+	}
+	// epilogue: bias_gelu, bias: b1. dag refuses a bias without an
+	// epilogue that adds one, and the reverse, at the bias key.
+	if v, has := f.get("epilogue"); has {
+		name, okE := rd.oneOf(v, what.and("epilogue"), epilogues)
+		ok = ok && okE
+		e, _ := dag.ParseEpilogue(name)
+		opts = append(opts, dag.WithEpilogue(e))
+		if _, given := views["bias"]; okE && e.HasBias() && !given {
+			rd.errorf(v, "name the vector it adds: bias: VIEW (n elements of the gemm's dtype)", "%s epilogue %s needs a bias", what, e)
+			ok = false
+		}
+	}
+	if bv, has := views["bias"]; has {
+		opts = append(opts, dag.Bias(bv))
 	}
 	if !ok {
 		return nil

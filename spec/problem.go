@@ -55,11 +55,16 @@ func (e *Error) Problem() Problem {
 }
 
 // OpProblem is msg about the op called op, placed where s declares it
-// (OpPos), else at s's file.
+// (OpPos), else at s's file. An op the planner fused ("fc1+bias1+gelu",
+// planner.Plan.Parts) is placed at its first part, the gemm.
 func (s *Spec) OpProblem(op, msg string) Problem {
 	p := Problem{File: s.File, Op: op, Message: msg}
 	if pos, ok := s.OpPos(op); ok {
 		p = p.At(pos)
+	} else if gemm, _, fused := strings.Cut(op, "+"); fused {
+		if pos, ok := s.OpPos(gemm); ok {
+			p = p.At(pos)
+		}
 	}
 	return p
 }

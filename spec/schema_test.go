@@ -106,6 +106,7 @@ func TestSchemaMatchesLoader(t *testing.T) {
 		"priority":   priorities,
 		"init":       initStrings,
 		"reduction":  reductions,
+		"epilogue":   epilogues,
 	}
 	for alias := range backendAliases {
 		enums["backend"] = append(enums["backend"], alias)

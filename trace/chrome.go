@@ -57,6 +57,8 @@ type (
 		Timing        string `json:"timing,omitempty"`
 		TimingReason  string `json:"timing_reason,omitempty"`
 		TimingDropped uint64 `json:"timing_dropped,omitempty"`
+		// Fused ops the backend ran apart, and why (Figures.Unfused).
+		Unfused []string `json:"unfused,omitempty"`
 		// Replays traced as whole graphs, not op by op: each one's run,
 		// start and duration, and how they were timed.
 		WholeReplays bool                `json:"whole_replays,omitempty"`
@@ -99,6 +101,7 @@ type (
 		Block  string   `json:"block,omitempty"`
 		Reads  []string `json:"reads,omitempty"`
 		Writes []string `json:"writes,omitempty"`
+		Parts  []string `json:"parts,omitempty"`    // fused ops: Slice.Parts
 		Path   string   `json:"path,omitempty"`     // copies: Slice.Path
 		GBps   float64  `json:"gb_per_s,omitempty"` // copies: achieved bandwidth
 		Iter   *int     `json:"iter,omitempty"`     // ops in a loop's body: Slice.Iter
@@ -176,7 +179,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		Rank:      t.Rank.chrome(),
 		Generator: generator, SchemaVersion: SchemaVersion, Estimated: f.Estimated, Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 		EstMakespanUS: micros(f.EstMakespan), EstCriticalPathUS: micros(f.EstCriticalPath), CriticalPathUS: micros(f.CriticalPath),
-		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
+		Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, Unfused: f.Unfused, WholeReplays: f.WholeReplays,
 		Replays: chromeReplays(f.Replays), ReplayTiming: f.ReplayTiming, Runs: f.Runs, Loops: chromeLoops(t.Loops),
 		LoopTails: chromeTails(t.Tails),
 	})
@@ -239,7 +242,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 		l := t.Lanes[s.Lane]
 		dur := micros(s.Dur)
 		ev := chromeEvent{Name: s.Name, Cat: s.Kind.String(), Ph: "X", Ts: micros(s.Start), Dur: &dur, Pid: l.pid(), Tid: l.Stream + 1}
-		args := sliceArgs{Op: s.Name, OpID: s.Op, Run: s.Run, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes, Path: s.Path}
+		args := sliceArgs{Op: s.Name, OpID: s.Op, Run: s.Run, Kind: s.Kind.String(), Bytes: s.Bytes, Grid: dim(s.Grid), Block: dim(s.Block), Reads: s.Reads, Writes: s.Writes, Parts: s.Parts, Path: s.Path}
 		if s.Loop {
 			// Each iteration is a slice of its own: the name tells them apart.
 			ev.Name = fmt.Sprintf("%s #%d", s.Name, s.Iter)
@@ -353,7 +356,7 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 		t.Figures = Figures{Ops: f.Ops, Streams: f.Streams, CrossEdges: f.CrossEdges, Waits: f.Waits,
 			EstMakespan: at(-1, "otherData.est_makespan_us", f.EstMakespanUS, false), EstCriticalPath: at(-1, "otherData.est_critical_path_us", f.EstCriticalPathUS, false),
 			CriticalPath: at(-1, "otherData.critical_path_us", f.CriticalPathUS, false), Estimated: f.Estimated,
-			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, WholeReplays: f.WholeReplays,
+			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, Unfused: f.Unfused, WholeReplays: f.WholeReplays,
 			ReplayTiming: f.ReplayTiming, Runs: f.Runs}
 		for _, lr := range f.Loops {
 			if lr.Iterations < 0 {
@@ -428,7 +431,7 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 				return nil, rerr
 			}
 			s := Slice{Op: a.OpID, Run: a.Run, Name: a.Op, Kind: kind, Lane: lane, Start: start, Dur: dur,
-				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes, Path: a.Path}
+				Bytes: a.Bytes, Grid: grid, Block: block, Reads: a.Reads, Writes: a.Writes, Parts: a.Parts, Path: a.Path}
 			if a.Holder != nil {
 				s.Holder = *a.Holder
 			}

@@ -135,8 +135,12 @@ func addBodiesDOT(top, c *dotGraph, p *planner.Plan, op *dag.Op) {
 // planCaption is the figures line under a plan picture.
 func planCaption(p *planner.Plan) string {
 	s := p.Stats
-	return fmt.Sprintf("%s on %s, %s, %s; estimated makespan %s, critical path %s",
-		human.Count(s.Ops, "op", "ops"), human.Count(s.Streams, "stream", "streams"), human.Count(s.CrossEdges, "cross-stream edge", "cross-stream edges"),
+	fused := ""
+	if n := len(p.Fused()); n > 0 {
+		fused = fmt.Sprintf(" (%s of several declared ops)", human.Count(n, "fused op", "fused ops"))
+	}
+	return fmt.Sprintf("%s%s on %s, %s, %s; estimated makespan %s, critical path %s",
+		human.Count(s.Ops, "op", "ops"), fused, human.Count(s.Streams, "stream", "streams"), human.Count(s.CrossEdges, "cross-stream edge", "cross-stream edges"),
 		human.Count(s.Waits, "wait", "waits"), fmtDur(s.Makespan), fmtDur(s.CriticalPath))
 }
 

@@ -295,6 +295,9 @@ func (t *Trace) WriteSummaryWith(w io.Writer, o SummaryOptions) error {
 	}
 	fmt.Fprintf(bw, "plan                  %s, %s, %s, %s\n", human.Count(f.Ops, "op", "ops"), human.Count(f.Streams, "stream", "streams"),
 		human.Count(f.CrossEdges, "cross-stream edge", "cross-stream edges"), human.Count(f.Waits, "wait", "waits"))
+	for _, u := range f.Unfused {
+		fmt.Fprintf(bw, "unfused               %s\n", u)
+	}
 
 	if len(s.Waits) > 0 && !o.Brief {
 		n := min(len(s.Waits), longestWaits)

@@ -274,6 +274,9 @@ func (pic *picture) hover(s Slice) string {
 	if s.Loop {
 		fmt.Fprintf(&b, "\niteration #%d of its loop (from #0)", s.Iter)
 	}
+	if len(s.Parts) > 0 {
+		fmt.Fprintf(&b, "\nfused: runs %s as one op", strings.Join(s.Parts, ", "))
+	}
 	if s.Bytes > 0 {
 		fmt.Fprintf(&b, "\nbytes %s", dag.FormatBytes(s.Bytes))
 	}

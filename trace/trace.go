@@ -91,6 +91,10 @@ type Slice struct {
 	Block  dag.Dim3 // launches: the block shape
 	Reads  []string // views the op reads: buffer names, with [from:to] for part of a buffer
 	Writes []string // views the op writes
+	// Parts are the declared ops a fused op runs (planner.Plan.Parts: a
+	// gemm and the launches that became its epilogue), in order; nil for
+	// an op as declared.
+	Parts []string
 	// Path is where a copy goes: its ends (dev0, dev1, pinned, pageable)
 	// and, between two devices, how (peer or via host): "dev1->dev0 peer".
 	// Empty for other ops.
@@ -140,6 +144,11 @@ type Figures struct {
 	Timing        string
 	TimingReason  string
 	TimingDropped uint64
+	// Unfused says which fused ops (a gemm with an epilogue) the backend
+	// ran as the product and then the builtin kernels, and why: "fc1+gelu:
+	// epilogue gelu apart: cuBLASLt has no algorithm ...". The caller sets
+	// them (executor.Session.Unfused); WriteChrome keeps them.
+	Unfused []string
 	// WholeReplays says graph replays were traced as whole replays, not
 	// op by op: Replays holds them, and there are no slices of their ops.
 	// Either timing events could not time a replay's ops (each replay then
@@ -276,6 +285,7 @@ type builder struct {
 	paths     []*string   // by op ID: the op's Slice.Path, made at its first slice
 	tailOf    map[int]int // by op Index: its LoopTail of the run in t.Tails
 	runTails  int         // the run's first LoopTail in t.Tails
+	parts     [][]string  // by op ID: Slice.Parts; nil for a plan of the declared graph
 }
 
 // startRun starts the slices of run number run.
@@ -313,6 +323,14 @@ func newBuilder(p *planner.Plan, slices int) *builder {
 	b.index(p.Graph)
 	b.t.Lanes, b.laneOf = lanesOf(p.Streams)
 	b.durations = make([]time.Duration, len(b.ops))
+	for _, id := range p.Fused() {
+		if b.parts == nil {
+			b.parts = make([][]string, len(p.Graph.Ops))
+		}
+		for _, op := range p.PartsOf(id) {
+			b.parts[id] = append(b.parts[id], op.Name)
+		}
+	}
 	b.t.Figures = Figures{
 		Ops: p.Stats.Ops, Streams: p.Stats.Streams, CrossEdges: p.Stats.CrossEdges, Waits: p.Stats.Waits,
 		EstMakespan: p.Stats.Makespan, EstCriticalPath: p.Stats.CriticalPath,
@@ -372,6 +390,9 @@ func (b *builder) add(opID, stream int, start, d time.Duration) {
 	}
 	s.Reads, s.Writes = b.views(op)
 	s.Path = b.path(opID, op)
+	if opID < len(b.parts) {
+		s.Parts = b.parts[opID]
+	}
 	if b.sliceOf[opID] < 0 {
 		b.sliceOf[opID] = int32(len(b.t.Slices))
 		b.durations[opID] = d

@@ -98,6 +98,8 @@ func (c *cli) plan(args []string) error {
 	fs.Var(&strategy, "strategy", "")
 	var objective objectiveFlag
 	fs.Var(&objective, "objective", "")
+	var fuse planner.Fusion
+	fs.TextVar(&fuse, "fuse", planner.FuseAuto, "")
 	var budget sizeFlag
 	fs.Var(&budget, "memory-budget", "")
 	compare := fs.Bool("compare", false, "")
@@ -123,10 +125,10 @@ func (c *cli) plan(args []string) error {
 	}
 	if *compare {
 		return c.writeOutput(*out, func(w io.Writer) error {
-			return planFailure(s, job.WriteComparison(w, s, job.Layout{Streams: int(streams)}))
+			return planFailure(s, job.WriteComparison(w, s, job.Layout{Streams: int(streams), Fuse: fuse}))
 		})
 	}
-	p, pm, err := c.planPerf(s, job.Layout{Streams: int(streams), Strategy: planner.Strategy(strategy), Objective: planner.Objective(objective), MemoryBudget: int64(budget)}, pmf)
+	p, pm, err := c.planPerf(s, job.Layout{Streams: int(streams), Strategy: planner.Strategy(strategy), Objective: planner.Objective(objective), MemoryBudget: int64(budget), Fuse: fuse}, pmf)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 // layout is the placement the flags ask for.
 func (f *runFlags) layout() job.Layout {
 	return job.Layout{Streams: int(f.streams), Strategy: planner.Strategy(f.strategy), MemoryBudget: int64(f.memoryBudget),
-		PoolTemporaries: f.temps.value == "pool"}
+		PoolTemporaries: f.temps.value == "pool", Fuse: f.fuse}
 }
 
 // runFlags are dagrun run's flags.
@@ -33,6 +33,7 @@ type runFlags struct {
 	noPeer       bool // --no-peer: copies between devices through host memory
 	streams      streamsFlag
 	strategy     strategyFlag
+	fuse         planner.Fusion
 	memoryBudget sizeFlag // --memory-budget: every device's (plan.go)
 	repeat       int
 	graph        bool // every run a replay: graphMode is always
@@ -62,6 +63,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.BoolVar(&f.noPeer, "no-peer", false, "")
 	fs.Var(&f.streams, "streams", "")
 	fs.Var(&f.strategy, "strategy", "")
+	fs.TextVar(&f.fuse, "fuse", planner.FuseAuto, "")
 	fs.Var(&f.memoryBudget, "memory-budget", "")
 	fs.IntVar(&f.repeat, "repeat", 0, "")
 	fs.Var(&f.graphMode, "graph", "")
@@ -190,6 +192,9 @@ func (c *cli) run(args []string) error {
 		if err := report.SaveModel(prog); err != nil {
 			return err
 		}
+	}
+	for _, u := range report.Unfused {
+		fmt.Fprintf(c.stderr, "dagrun run: note: %s\n", u)
 	}
 	// The cpu backend has one clock: how it timed ops is news only with -v.
 	if note := report.Timing.Note(); note != "" && (!f.graph || f.traceFile != "") && (su.used != "cpu" || f.verbose) {

@@ -20,6 +20,7 @@
 //   - external events: ExternalEvents
 //   - fault injection: Delayer, Failer, BodyFailer
 //   - loops and branches: Controller; what bodies may hold: BodyChecker
+//   - GEMM epilogues a library refused: Unfuser (of a Backend)
 //
 // Package devicetest checks a backend against this contract.
 //
@@ -389,4 +390,21 @@ type ExternalEvents interface {
 	// RecordExternal records the caller's event ev on stream: it is
 	// reached once the work enqueued on stream before it is done.
 	RecordExternal(stream int, ev uintptr) error
+}
+
+// Unfuser is implemented by backends whose sessions may run a GEMM's
+// epilogue (dag.Epilogue) apart from its product: the cuda backend, where
+// cuBLASLt has no algorithm for an epilogue on a GEMM's shape and dtype,
+// runs the product and then the builtin kernels that compute the same.
+type Unfuser interface {
+	// Unfused lists the ops of s, a session of this backend, whose
+	// epilogue runs apart, by name. Call it from the goroutine that uses s.
+	Unfused(s Session) []Unfused
+}
+
+// Unfused is an op whose epilogue runs apart from its product, and why.
+type Unfused struct {
+	Op       string
+	Epilogue string
+	Why      string
 }

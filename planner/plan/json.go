@@ -12,6 +12,8 @@ type (
 		Memory  *jsonMemory  `json:"memory,omitempty"`
 		Budget  *jsonBudget  `json:"memory_budget,omitempty"`
 		Passes  []jsonPass   `json:"passes,omitempty"`
+		// Fused are the ops that run several declared ops (fused.go).
+		Fused []jsonFused `json:"fused,omitempty"`
 	}
 	// jsonPass is what one pass of the planning did (Plan.Passes).
 	jsonPass struct {
@@ -84,6 +86,7 @@ func (p *Plan) toJSON() *jsonPlan {
 		},
 	}
 	out.Memory = p.jsonMemory()
+	out.Fused = p.jsonFused()
 	if b := p.Budget; b != nil {
 		out.Budget = &jsonBudget{Orderings: b.Orderings, Dependencies: b.Dependencies, UnconstrainedNS: int64(b.Unconstrained)}
 	}

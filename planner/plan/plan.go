@@ -112,6 +112,15 @@ type Plan struct {
 	// Passes are what each pass of the planning did and cost, in the
 	// order they ran (a body's plan has its own).
 	Passes []PassRecord
+
+	// Declared is the graph as given to the planner, where a rewrite
+	// pass (fuse) changed it: Graph is then the rewritten one. Parts[i]
+	// are the IDs in Declared of the ops that op i of Graph runs, in
+	// order: one for an op as declared, a gemm and the launches fused
+	// into it for a fused op. Both are nil when Graph is the declared
+	// graph.
+	Declared *dag.Graph
+	Parts    [][]int32
 }
 
 // Stats are the figures every plan reports.

@@ -35,6 +35,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	p.writeStreams(bw, "")
 	bw.WriteByte('\n')
 	p.writeFigures(bw)
+	p.writeFused(bw) // fused.go
 	p.writeMemory(bw)
 	p.writeBudget(bw)
 	return bw.Flush()
@@ -166,6 +167,7 @@ var describers = [...]func(w *bufio.Writer, op *dag.Op){
 	dag.Fill:     describeFill,
 	dag.Memset2D: describeMemset2D,
 	dag.Launch:   describeLaunch,
+	dag.Gemm:     describeGemm, // fused.go
 	dag.While:    describeControl,
 	dag.If:       describeControl,
 }

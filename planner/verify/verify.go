@@ -95,7 +95,19 @@ func (e *Error) Error() string { return "plan: " + e.Kind.String() + ": " + e.Ms
 // their own, and a few checks for each after it (between neighbours over
 // the same bytes, times the streams squared). The error, a *Error,
 // names the ops at fault.
-func Verify(p *plan.Plan) error { return verify(p, false) }
+//
+// A plan of a rewritten graph (Plan.Declared and Parts: a gemm and the
+// launches fused into it, say) is checked as a plan of its graph, and
+// then against the graph as declared (checkDeclared): every op of its
+// graph uses the bytes of the declared ops it runs, and the plan, with
+// each op's run taken as runs of its parts in order, orders every pair of
+// declared ops that conflict.
+func Verify(p *plan.Plan) error {
+	if err := verify(p, false); err != nil {
+		return err
+	}
+	return checkDeclared(p) // verify_declared.go
+}
 
 // verify is Verify of a plan, or of a body's plan (body): a body's
 // temporaries live around its control op, which the graph around it
