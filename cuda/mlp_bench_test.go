@@ -21,8 +21,10 @@ import (
 
 // The MLP workload, as examples/mlp_stream.yaml declares it:
 // a transformer MLP block streamed through the device in mlpChunks chunks
-// of T x mlpH bf16 tokens. Per chunk: upload x (pinned), h = gelu(x W1)
-// with W1 mlpH x 4 mlpH, y = h W2 + x, download y; two device buffers each
+// of T x mlpH bf16 tokens. Per chunk: upload x (pinned), h = x W1 and
+// gelu(h) in place (the planner fuses the two into one GEMM with a GELU
+// epilogue unless told not to) with W1 mlpH x 4 mlpH, y = h W2 + x,
+// download y; two device buffers each
 // for x and y, reused across chunks (the planner inserts the WAR waits);
 // the weights are persistent device buffers, uploaded once at Open.
 const (
@@ -50,7 +52,6 @@ func mlpGraph(tb testing.TB, t int64, copies bool) *dag.Graph {
 		dx[i] = g.Buffer(fmt.Sprintf("x%d", i), 2*t*mlpH, dag.OnDevice(0), bf, dag.Random(uint64(4+i)))
 		dy[i] = g.Buffer(fmt.Sprintf("y%d", i), 2*t*mlpH, dag.OnDevice(0), bf, dag.Zeros())
 	}
-	pre := g.Buffer("pre", 2*t*f, dag.OnDevice(0), bf, dag.Zeros())
 	h := g.Buffer("h", 2*t*f, dag.OnDevice(0), bf, dag.Zeros())
 	chunk := 2 * t * mlpH
 	for c := range int64(mlpChunks) {
@@ -58,8 +59,8 @@ func mlpGraph(tb testing.TB, t int64, copies bool) *dag.Graph {
 		if copies {
 			g.Copy(x.All(), xs.Slice(c*chunk, chunk), dag.Name(fmt.Sprintf("upload%d", c)))
 		}
-		g.Gemm(pre.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: f, K: mlpH}, dag.Name(fmt.Sprintf("up%d", c)))
-		g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), h, pre, dag.Name(fmt.Sprintf("gelu%d", c)))
+		g.Gemm(h.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: f, K: mlpH}, dag.Name(fmt.Sprintf("up%d", c)))
+		g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), h, h, dag.Name(fmt.Sprintf("gelu%d", c)))
 		g.Gemm(x.All(), h.All(), w2.All(), dag.GemmShape{M: t, N: mlpH, K: f}, dag.Beta(1), dag.Output(y.All()), dag.Name(fmt.Sprintf("down%d", c)))
 		if copies {
 			g.Copy(ys.Slice(c*chunk, chunk), y.All(), dag.Name(fmt.Sprintf("download%d", c)))
@@ -72,10 +73,12 @@ func mlpGraph(tb testing.TB, t int64, copies bool) *dag.Graph {
 
 // BenchmarkMLP times the chunked MLP pipeline at T = 512, 2048 and 8192:
 // dagrun eager (Session.Run: submission and sync included) and graph
-// replay (Graph.Run), each beside the compute-alone bound measured in the
-// same run (the same GEMMs and gelu replayed as a graph on one stream, no
-// copies). Figures are medians of 15 runs of each after a warm-up, the
-// four kinds run in turn; the ratios to the bound are the figures to read.
+// replay (Graph.Run), planned with fusion (the default) and without,
+// beside the compute-alone bounds measured in the same run (the same GEMMs
+// and gelu replayed as a graph on one stream, no copies), unfused and
+// fused. Figures are medians of 15 runs of each after a warm-up, the
+// kinds run in turn; the ratios to the unfused bound are the figures to
+// read: fusion is what takes a schedule below it.
 func BenchmarkMLP(b *testing.B) {
 	be := gpuBackend(b, CacheDir(b.TempDir()))
 	ctx := context.Background()
@@ -83,8 +86,8 @@ func BenchmarkMLP(b *testing.B) {
 	for _, t := range []int64{512, 2048, 8192} {
 		b.Run(fmt.Sprintf("T=%d", t), func(b *testing.B) {
 			b.ReportAllocs()
-			open := func(g *dag.Graph, streams int) *executor.Session {
-				p, err := planner.New(g, planner.Streams(streams))
+			open := func(g *dag.Graph, streams int, fuse planner.Fusion) *executor.Session {
+				p, err := planner.New(g, planner.Streams(streams), planner.Fuse(fuse))
 				require.NoError(b, err)
 				s, err := executor.Open(ctx, be, p)
 				if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
@@ -94,24 +97,31 @@ func BenchmarkMLP(b *testing.B) {
 				b.Cleanup(func() { require.NoError(b, s.Close()) })
 				return s
 			}
-			bound := open(mlpGraph(b, t, false), 1)
-			boundGraph, err := bound.Capture(ctx)
-			require.NoError(b, err)
+			capture := func(s *executor.Session) *executor.Graph {
+				g, err := s.Capture(ctx)
+				require.NoError(b, err)
+				return g
+			}
+			computeG := mlpGraph(b, t, false)
+			bound := capture(open(computeG, 1, planner.FuseNone))
+			fusedBound := capture(open(computeG, 1, planner.FuseAuto))
 			pipeG := mlpGraph(b, t, true)
-			pipe := open(pipeG, 0)
-			pipeGraph, err := pipe.Capture(ctx)
-			require.NoError(b, err)
+			pipe := open(pipeG, 0, planner.FuseAuto)
+			pipeGraph := capture(pipe)
+			unfusedGraph := capture(open(pipeG, 0, planner.FuseNone))
 			flops := float64(mlpChunks) * 2 * (2 * float64(t) * mlpH * 4 * mlpH)
 			// The floor of a replay: the same instantiated graph launched
 			// and waited for from C, runs back to back as the others.
 			capt := &pipe.Device().(*Session).capt
 			runs := []func() error{
-				func() error { return boundGraph.Run(ctx) },
+				func() error { return bound.Run(ctx) },
+				func() error { return fusedBound.Run(ctx) },
 				func() error { return pipe.Run(ctx) },
 				func() error { return pipeGraph.Run(ctx) },
+				func() error { return unfusedGraph.Run(ctx) },
 				func() error { return capt.rawLaunches(1) },
 			}
-			var floor, eager, replay, raw time.Duration
+			var med [6]time.Duration
 			b.ResetTimer()
 			for range b.N {
 				// One run of each in turn, each first in its turn: these
@@ -127,31 +137,33 @@ func BenchmarkMLP(b *testing.B) {
 					require.NoError(b, runs[k]())
 					ts[k] = append(ts[k], time.Since(start))
 				}
-				median := func(ts []time.Duration) time.Duration {
-					slices.Sort(ts)
-					return ts[len(ts)/2]
+				for k := range ts {
+					slices.Sort(ts[k])
+					med[k] = ts[k][len(ts[k])/2]
 				}
-				floor, eager, replay, raw = median(ts[0]), median(ts[1]), median(ts[2]), median(ts[3])
 			}
 			b.StopTimer()
+			floor, fusedFloor, eager, replay, unfused, raw := med[0], med[1], med[2], med[3], med[4], med[5]
 			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 			b.ReportMetric(ms(floor), "bound-ms")
+			b.ReportMetric(ms(fusedFloor), "fused-bound-ms")
 			b.ReportMetric(ms(eager), "eager-ms")
 			b.ReportMetric(ms(replay), "replay-ms")
+			b.ReportMetric(ms(unfused), "unfused-replay-ms")
 			b.ReportMetric(ms(raw), "raw-replay-ms")
 			b.ReportMetric(float64(replay)/float64(raw), "replay/raw-replay")
 			b.ReportMetric(float64(eager)/float64(floor), "eager/bound")
 			b.ReportMetric(float64(replay)/float64(floor), "replay/bound")
 			b.ReportMetric(flops/floor.Seconds()/1e12, "bound-TFLOP/s")
-			b.StopTimer()
 			if up, down, ok := mlpWhere(b, ctx, be, pipeG); ok {
-				// No schedule beats the bound plus the first chunk's upload
-				// (nothing to compute before it) and the last chunk's
+				// No unfused schedule beats the bound plus the first chunk's
+				// upload (nothing to compute before it) and the last chunk's
 				// download (nothing left to compute beside it).
 				pipeline := floor + up + down
 				b.ReportMetric(ms(pipeline), "pipeline-bound-ms")
 				b.ReportMetric(float64(eager)/float64(pipeline), "eager/pipeline")
 				b.ReportMetric(float64(replay)/float64(pipeline), "replay/pipeline")
+				b.ReportMetric(float64(unfused)/float64(pipeline), "unfused-replay/pipeline")
 			}
 		})
 	}
@@ -176,6 +188,7 @@ func mlpWhere(b *testing.B, ctx context.Context, be *Backend, g *dag.Graph) (up,
 	}
 	p, err := planner.New(g)
 	require.NoError(b, err)
+	g = p.Graph // spans name the planned (fused) ops
 	s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
 	require.NoError(b, err)
 	defer func() { require.NoError(b, s.Close()) }()
@@ -245,6 +258,7 @@ func TestMLPGraphsPlan(t *testing.T) {
 		p, err := planner.New(g)
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
+		require.Len(t, p.Graph.Ops, len(g.Ops)-mlpChunks, "each chunk's gelu fused into its first gemm")
 		if copies {
 			require.Greater(t, len(p.Streams), 2, "copies on streams of their own")
 		}

@@ -2,8 +2,8 @@
 # The MLP benchmark on the GPU machine, over what
 # scripts/gpu-build.sh left in .gpu/: BenchmarkMLP (cuda/mlp_bench_test.go:
 # the chunked MLP pipeline of examples/mlp_stream.yaml built with
-# dag.Builder at T = 512, 2048, 8192; dagrun eager and graph replay beside
-# the compute-alone bound measured in the same run), PyTorch's figures from
+# dag.Builder at T = 512, 2048, 8192; dagrun eager and graph replay, fused
+# and not, beside the compute-alone bounds measured in the same run), PyTorch's figures from
 # the project's baseline (../shared/baseline/mlp.py, copied to
 # .gpu/mlp_baseline.py) run right after on the same machine, one table of
 # both, and the chunked pipeline's trace overlap from the CLI when the
@@ -27,17 +27,26 @@ for t in 512 2048 8192; do
 	fi
 done
 
-# One table: dagrun's medians and ratios to its own bound, PyTorch's beside.
+# One table: dagrun's medians (fused, the default, and unfused), the
+# bounds of the same run (compute alone unfused and fused; the unfused
+# pipeline bound adds the first upload and the last download), the ratios
+# to the unfused pipeline bound, and PyTorch's best pipeline (serial, by
+# hand with events, its graph, and the last two with gelu fused) with
+# dagrun's ratios to it.
 {
-	printf '%-6s %10s %10s %10s %10s %8s %8s %10s %8s %8s | %10s %10s %10s %10s\n' T eager_ms replay_ms rawrep_ms bound_ms eager/b replay/b pipe_ms eager/p replay/p torch_1s torch_ev torch_gr torch_cmp
+	printf '%-5s %9s %9s %9s %9s | %9s %9s %9s %8s %8s %8s | %9s %-13s %8s %8s\n' \
+		T eager_ms replay_ms unfus_ms raw_ms bound_ms fbound_ms pipe_ms eager/p replay/p unfus/p torch_ms torch_best eager/t replay/t
 	for t in 512 2048 8192; do
 		line=$(grep "^BenchmarkMLP/T=$t" "$out/mlp-bench.log" | head -n 1)
 		metric() { echo "$line" | awk -v k="$1" '{for (i = 2; i <= NF; i++) if ($i == k) print $(i-1)}'; }
-		torch() { awk -v k="$1" '$2 == k {print $3}' "$out/mlp-torch-$t.log"; }
-		printf '%-6s %10s %10s %10s %10s %8s %8s %10s %8s %8s | %10s %10s %10s %10s\n' "$t" \
-			"$(metric eager-ms)" "$(metric replay-ms)" "$(metric raw-replay-ms)" "$(metric bound-ms)" "$(metric eager/bound)" "$(metric replay/bound)" \
-			"$(metric pipeline-bound-ms)" "$(metric eager/pipeline)" "$(metric replay/pipeline)" \
-			"$(torch serial_ms)" "$(torch manual_ms)" "$(torch graph_ms)" "$(torch compute_only_ms)"
+		best=$(awk '$1 == "M" && ($2 == "serial_ms" || $2 == "manual_ms" || $2 == "graph_ms" || $2 == "manual_fused_ms" || $2 == "graph_fused_ms") {print $3, $2}' "$out/mlp-torch-$t.log" | sort -g | head -n 1)
+		tms=${best%% *} tname=${best#* }
+		ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "-" }'; }
+		printf '%-5s %9s %9s %9s %9s | %9s %9s %9s %8s %8s %8s | %9s %-13s %8s %8s\n' "$t" \
+			"$(metric eager-ms)" "$(metric replay-ms)" "$(metric unfused-replay-ms)" "$(metric raw-replay-ms)" \
+			"$(metric bound-ms)" "$(metric fused-bound-ms)" "$(metric pipeline-bound-ms)" \
+			"$(metric eager/pipeline)" "$(metric replay/pipeline)" "$(metric unfused-replay/pipeline)" \
+			"${tms:--}" "${tname%_ms}" "$(ratio "$(metric eager-ms)" "$tms")" "$(ratio "$(metric replay-ms)" "$tms")"
 	done
 } | tee "$out/mlp-table.txt"
 
