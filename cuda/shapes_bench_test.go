@@ -47,6 +47,7 @@ type shapesMemory struct {
 // (the index of the shape in values).
 type shapesTimes map[string][][]time.Duration
 
+// add notes sample d of kind for shape (of n).
 func (st shapesTimes) add(kind string, shape, n int, d time.Duration) {
 	if st[kind] == nil {
 		st[kind] = make([][]time.Duration, n)
