@@ -142,6 +142,12 @@ type LaunchSpec struct {
 	Block  Dim3
 	Shared int // dynamic shared memory in bytes
 	Args   []Arg
+	// Early says the kernel waits for the kernel before it on its stream
+	// (griddepcontrol.wait) before it touches memory, so that a device
+	// that can (CUDA's programmatic dependent launch, compute capability
+	// 9.0 and later) may launch it while that kernel still runs. Builtin
+	// kernels always do; the planner decides where it pays.
+	Early bool
 }
 
 // HostFunc is the body of a host step. mem[i] holds the bytes of the step's

@@ -85,7 +85,12 @@
 //	                                        dependencies come from the region's bounding range
 //	alloc:  NAME                            stream-ordered allocation of a temporary buffer
 //	free:   NAME                            stream-ordered free of a temporary buffer
-//	launch: KERNEL                          with grid, block, shared (bytes) and args
+//	launch: KERNEL                          with grid, block, shared (bytes) and args; early_launch:
+//	                                        true says a kernel of kernels: waits for the kernel
+//	                                        before it (griddepcontrol.wait) before touching memory,
+//	                                        so on sm_90 and later the planner may launch it while
+//	                                        that one runs, as it does builtins (programmatic
+//	                                        dependent launch; dagrun plan marks such launches early)
 //	host:   checksum                        with reads: [VIEW, ...]: prints a checksum line per view
 //	host:   save                            with buffer: VIEW and path: FILE: writes the bytes
 //	host:   add                             with buffer: VIEW and value: NUMBER: adds it to every element

@@ -39,7 +39,7 @@ var (
 	opKindKeys = []string{"copy", "fill", "memset2d", "launch", "alloc", "free", "host", "gemm",
 		"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "while", "if"}
 	opCommon   = []string{"name", "after", "priority", "cost", "device"}
-	launchKeys = []string{"grid", "block", "shared", "args"}
+	launchKeys = []string{"grid", "block", "shared", "early_launch", "args"}
 	hostKeys   = map[string][]string{"checksum": {"reads"}, "save": {"buffer", "path"}, "add": {"buffer", "value"}}
 	hostSteps  = []string{"checksum", "save", "add"}
 	backends   = []string{"auto", "cpu", "cuda"}

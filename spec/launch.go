@@ -53,6 +53,12 @@ func (rd *opReader) launchOp(b *dag.Builder, d *opDecl, f fields, n *node, what 
 			okS = false
 		}
 	}
+	early := false
+	okE := true
+	if v, has := f.get("early_launch"); has {
+		d.fields.set("early_launch", v)
+		early, okE = rd.boolean(v, what.and("early_launch"))
+	}
 	argsN, hasArgs := f.get("args")
 	if hasArgs {
 		d.fields.set("args", argsN)
@@ -61,11 +67,12 @@ func (rd *opReader) launchOp(b *dag.Builder, d *opDecl, f fields, n *node, what 
 	}
 	var argBuf [8]any
 	args, okA := rd.args(argBuf[:0], d, k, argsN, hasArgs, what)
-	if !ok || !okB || !okS || !okA {
+	if !ok || !okB || !okS || !okE || !okA {
 		return nil
 	}
 	op := b.Launch(k, grid, block, args...)
 	op.Launch.Shared = int(shared)
+	op.Launch.Early = early
 	return op
 }
 

@@ -50,6 +50,7 @@ ops:
     grid: [2, 1]
     block: 128
     shared: 1 KiB
+    early_launch: true
     args: [d, 3]
     priority: 7
     cost: 1.5ms
@@ -97,6 +98,8 @@ outputs:
 	assert.Equal(t, dag.Dim3{X: 2, Y: 1, Z: 1}, sc.Launch.Grid)
 	assert.Equal(t, dag.Dim3{X: 128, Y: 1, Z: 1}, sc.Launch.Block)
 	assert.Equal(t, 1024, sc.Launch.Shared)
+	assert.True(t, sc.Launch.Early)
+	assert.False(t, ops["axpy3"].Launch.Early, "early_launch is false unless given")
 	assert.Equal(t, dag.Priority(7), sc.Priority)
 	assert.Equal(t, 1500*time.Microsecond, sc.Cost)
 	assert.Equal(t, 3.0, sc.Launch.Args[1].Float)
@@ -114,7 +117,7 @@ outputs:
 
 	require.Len(t, s.Outputs, 2)
 	assert.Equal(t, byName["h"], s.Outputs[0].Buffer)
-	assert.Equal(t, Output{Buffer: byName["d1"], Save: "d1.bin", Pos: Position{"p.yaml", 36, 5}}, s.Outputs[1])
+	assert.Equal(t, Output{Buffer: byName["d1"], Save: "d1.bin", Pos: Position{"p.yaml", 37, 5}}, s.Outputs[1])
 
 	pos, ok := s.OpPos("up")
 	assert.True(t, ok)
@@ -183,6 +186,9 @@ func TestErrors(t *testing.T) {
 			`6:11: ops[0] grid 0 is out of range (use 1 to 2147483647)`,
 			`7:12: ops[0] block has 4 dimensions (write a number or [x], [x, y] or [x, y, z])`,
 			`8:25: ops[0] argument alpha must be a number, not the string "two"`,
+		}},
+		{"early_launch", "buffers: {x: 16}\nops:\n  - launch: scale\n    early_launch: yes\n    args: {x: x, alpha: 2}\n", []string{
+			`4:19: ops[0] early_launch must be a boolean, not the string "yes" (write true or false)`,
 		}},
 		{"sizes", "buffers:\n  a: {size: 4 XB}\n  b: {size: 1.5 B}\n  c: {size: 0}\n  d: {size: 4, count: 1}\n  e: {dtype: f64}\n  f: {dtype: int8, count: 99999999999999999}\nops: [{alloc: a}]\n", []string{
 			`2:13: buffer "a" size: size "4 XB" has unknown unit "XB" (` + sizeHint + `)`,
