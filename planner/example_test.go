@@ -47,7 +47,7 @@ func ExampleNew() {
 	//   alloc sum (1.0 MiB)
 	//   wait e0 (from dev0.normal.h2d after op upload)
 	//   launch double [scale grid 64x1x1 block 256x1x1]
-	//   launch add [add grid 64x1x1 block 256x1x1]
+	//   launch add [add grid 64x1x1 block 256x1x1] early
 	//   record e1
 	//   wait e2 (from dev0.normal.d2h after op download)
 	//   free sum (1.0 MiB)
@@ -63,6 +63,7 @@ func ExampleNew() {
 	// waits inserted      3 (0 cross-stream edges already ordered by earlier waits)
 	// estimated makespan  63.8 µs (eager run, list placement)
 	// critical path       60.6 µs (makespan / critical path = 1.05)
+	// early launches      PDL on 1 edge (launched while the kernel before them runs, on sm_90 and later)
 	// memory
 	//   pinned host memory   persistent 2.0 MiB
 	//   device 0             persistent 2.0 MiB, temporaries peak 1.0 MiB, arena 1.0 MiB (1 temporary, 1.0 MiB in all)

@@ -46,6 +46,10 @@ type Options struct {
 	// upload, and the last GEMM and its download, into row blocks that
 	// overlap; the zero value, SplitAuto, does where it pays.
 	Split Splitting
+	// Early says whether the early pass marks kernels that launch while
+	// the kernel before them on their stream still runs (Plan.Early); the
+	// zero value, EarlyAuto, does where it pays.
+	Early EarlyLaunching
 	// Rewrites are passes of ScopeRewrite that change the graph before it
 	// is placed (fusing, splitting), run in order after fuse; none by
 	// default.
@@ -180,6 +184,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Split >= numSplittings {
 		return o, &dag.Error{Field: "split", Msg: fmt.Sprintf("unknown splitting %d", o.Split),
 			Hint: "use planner.SplitAuto or SplitNone"}
+	}
+	if o.Early >= numEarlyLaunchings {
+		return o, &dag.Error{Field: "early", Msg: fmt.Sprintf("unknown early launching %d", o.Early),
+			Hint: "use planner.EarlyAuto or EarlyNone"}
 	}
 	if err := checkRewrites(o.Rewrites); err != nil {
 		return o, err

@@ -25,8 +25,8 @@ func fixture(t *testing.T, name string) *dag.Graph {
 	return nil
 }
 
-// The pass log: New runs bodies, order, place, events and memory (and
-// verify when asked), each once except the candidate passes, and each
+// The pass log: New runs bodies, order, place, events, memory and early
+// (and verify when asked), each once except the candidate passes, and each
 // says what it did; the text lists them under "passes".
 func TestPassLog(t *testing.T) {
 	g := fixture(t, "fanout8")
@@ -34,10 +34,10 @@ func TestPassLog(t *testing.T) {
 		opts  []planner.Option
 		names []string
 	}{
-		{[]planner.Option{planner.Streams(3)}, []string{"fuse", "split", "bodies", "order", "place", "events", "memory"}},
-		{[]planner.Option{planner.Streams(3), planner.Verify()}, []string{"fuse", "split", "bodies", "order", "place", "events", "memory", "verify"}},
-		{[]planner.Option{planner.Streams(3), planner.Fuse(planner.FuseNone)}, []string{"split", "bodies", "order", "place", "events", "memory"}},
-		{[]planner.Option{planner.Streams(3), planner.Fuse(planner.FuseNone), planner.Split(planner.SplitNone)}, []string{"bodies", "order", "place", "events", "memory"}},
+		{[]planner.Option{planner.Streams(3)}, []string{"fuse", "split", "bodies", "order", "place", "events", "memory", "early"}},
+		{[]planner.Option{planner.Streams(3), planner.Verify()}, []string{"fuse", "split", "bodies", "order", "place", "events", "memory", "early", "verify"}},
+		{[]planner.Option{planner.Streams(3), planner.Fuse(planner.FuseNone)}, []string{"split", "bodies", "order", "place", "events", "memory", "early"}},
+		{[]planner.Option{planner.Streams(3), planner.Fuse(planner.FuseNone), planner.Split(planner.SplitNone), planner.Early(planner.EarlyNone)}, []string{"bodies", "order", "place", "events", "memory"}},
 	} {
 		p := mustPlan(t, g, tc.opts...)
 		var names []string

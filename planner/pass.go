@@ -45,10 +45,10 @@ type State struct {
 }
 
 // passes lists the passes New runs under o: fuse and split (unless o.Fuse
-// and o.Split say none) and the rewrites, then the planner's own, verify last when
-// o.Verify asks for it.
+// and o.Split say none) and the rewrites, then the planner's own (early
+// unless o.Early says none), verify last when o.Verify asks for it.
 func (o Options) passes() []Pass {
-	ps := make([]Pass, 0, len(o.Rewrites)+7)
+	ps := make([]Pass, 0, len(o.Rewrites)+8)
 	if o.Fuse == FuseAuto {
 		ps = append(ps, fusePass{})
 	}
@@ -57,6 +57,9 @@ func (o Options) passes() []Pass {
 	}
 	ps = append(ps, o.Rewrites...)
 	ps = append(ps, bodiesPass{}, orderPass{}, placePass{}, eventsPass{}, memoryPass{})
+	if o.Early == EarlyAuto {
+		ps = append(ps, earlyPass{})
+	}
 	if o.Verify {
 		ps = append(ps, verifyPass{})
 	}
@@ -64,8 +67,9 @@ func (o Options) passes() []Pass {
 }
 
 // bodyPasses lists the passes that plan a body of a loop or branch: New's
-// without fuse, memory and verify (a body's plan must run the body's own
-// ops; the parent's plan holds the body's memory and its verification),
+// without fuse, memory, early and verify (a body's plan must run the body's own
+// ops; the parent's plan holds the body's memory and its verification; a
+// body's kernels launch plainly, inside a conditional node),
 // with the fork and join of the body's streams.
 func (o Options) bodyPasses() []Pass {
 	ps := make([]Pass, 0, len(o.Rewrites)+5)

@@ -44,6 +44,7 @@ const (
 	ScopePlace   = plan.ScopePlace
 	ScopeEvents  = plan.ScopeEvents
 	ScopeMemory  = plan.ScopeMemory
+	ScopeLaunch  = plan.ScopeLaunch
 	ScopeVerify  = plan.ScopeVerify
 )
 

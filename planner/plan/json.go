@@ -44,6 +44,8 @@ type (
 		// Bodies are the plans of a loop's or branch's bodies (run steps
 		// of While and If ops): its body, or its then and else branches.
 		Bodies []*jsonPlan `json:"bodies,omitempty"`
+		// Early: a run step whose kernel launches early (Plan.Early).
+		Early bool `json:"early,omitempty"`
 	}
 	jsonEvent struct {
 		ID      int    `json:"id"`
@@ -59,6 +61,7 @@ type (
 		CriticalPathNS int64  `json:"critical_path_ns"`
 		Mode           string `json:"mode"`     // what the makespan is estimated for: eager or replay
 		Strategy       string `json:"strategy"` // how the ops were placed: list or declared
+		EarlyEdges     int    `json:"early_edges,omitempty"` // launches that go early (Plan.Early)
 	}
 )
 
@@ -83,6 +86,7 @@ func (p *Plan) toJSON() *jsonPlan {
 			CriticalPathNS: int64(p.Stats.CriticalPath),
 			Mode:           p.Stats.Mode.String(),
 			Strategy:       p.Stats.Strategy.String(),
+			EarlyEdges:     p.EarlyOps(),
 		},
 	}
 	out.Memory = p.jsonMemory()
@@ -104,6 +108,7 @@ func (p *Plan) toJSON() *jsonPlan {
 		if st.Kind != Run {
 			js.Event = &p.Steps[i].Event
 		} else {
+			js.Early = p.IsEarly(int(st.Op))
 			for _, b := range p.Bodies[int(st.Op)] {
 				js.Bodies = append(js.Bodies, b.toJSON())
 			}

@@ -86,6 +86,7 @@ func TestMarshalJSON(t *testing.T) {
 			Stream int    `json:"stream"`
 			Op     string `json:"op"`
 			Event  *int   `json:"event"`
+			Early  bool   `json:"early"`
 		} `json:"steps"`
 		Events []struct {
 			ID      int    `json:"id"`
@@ -113,6 +114,7 @@ func TestMarshalJSON(t *testing.T) {
 	for i, st := range p.Steps {
 		assert.Equal(t, st.Kind.String(), got.Steps[i].Kind)
 		assert.Equal(t, p.Graph.Ops[st.Op].Name, got.Steps[i].Op)
+		assert.Equal(t, st.Kind == planner.Run && p.IsEarly(int(st.Op)), got.Steps[i].Early)
 		if st.Kind == planner.Run {
 			assert.Nil(t, got.Steps[i].Event)
 		} else {
@@ -125,11 +127,15 @@ func TestMarshalJSON(t *testing.T) {
 		}
 	}
 	require.Len(t, got.Events, p.Events)
-	assert.Equal(t, map[string]any{
+	want := map[string]any{
 		"ops": float64(p.Stats.Ops), "streams": float64(p.Stats.Streams), "cross_edges": float64(p.Stats.CrossEdges),
 		"waits": float64(p.Stats.Waits), "makespan_ns": float64(p.Stats.Makespan), "critical_path_ns": float64(p.Stats.CriticalPath),
 		"mode": "eager", "strategy": "list",
-	}, got.Stats)
+	}
+	if n := p.EarlyOps(); n > 0 {
+		want["early_edges"] = float64(n)
+	}
+	assert.Equal(t, want, got.Stats)
 	require.Len(t, got.Passes, len(p.Passes))
 	for i, r := range p.Passes {
 		assert.Equal(t, r.Name, got.Passes[i].Name)

@@ -8,7 +8,7 @@ import (
 // Scope says what a pass may change. The pipeline runs passes in this
 // order: rewrites, then the bodies of loops and branches, then order,
 // place and events once per candidate plan (the Objective keeps one),
-// then memory, then verify.
+// then memory, then launch, then verify.
 type Scope uint8
 
 const (
@@ -27,13 +27,16 @@ const (
 	// ScopeMemory passes lay out temporaries in arenas; to meet a memory
 	// budget they may order temporaries' uses and plan again.
 	ScopeMemory
+	// ScopeLaunch passes decide how ops are launched (Plan.Early); they
+	// change no step.
+	ScopeLaunch
 	// ScopeVerify passes change nothing: they check the plan.
 	ScopeVerify
 
 	numScopes // keep last
 )
 
-var scopeNames = [numScopes]string{ScopeRewrite: "rewrite", ScopeOrder: "order", ScopePlace: "place", ScopeEvents: "events", ScopeMemory: "memory", ScopeVerify: "verify"}
+var scopeNames = [numScopes]string{ScopeRewrite: "rewrite", ScopeOrder: "order", ScopePlace: "place", ScopeEvents: "events", ScopeMemory: "memory", ScopeLaunch: "launch", ScopeVerify: "verify"}
 
 func (s Scope) String() string {
 	if s < numScopes {

@@ -121,7 +121,28 @@ type Plan struct {
 	// graph.
 	Declared *dag.Graph
 	Parts    [][]int32
+
+	// Early marks, by op ID, the kernel launches that go early: launched
+	// while the kernel before them on their stream still runs, waiting for
+	// it on the device (CUDA's programmatic dependent launch; the early
+	// pass decides). Nil when none does. A backend without the means runs
+	// them as any other launch.
+	Early []bool
 }
+
+// EarlyOps counts the ops of Early: the edges launched early.
+func (p *Plan) EarlyOps() int {
+	n := 0
+	for _, e := range p.Early {
+		if e {
+			n++
+		}
+	}
+	return n
+}
+
+// IsEarly reports whether op id is launched early (Early).
+func (p *Plan) IsEarly(id int) bool { return id >= 0 && id < len(p.Early) && p.Early[id] }
 
 // Stats are the figures every plan reports.
 type Stats struct {

@@ -154,6 +154,9 @@ func (p *Plan) writeStep(w *bufio.Writer, st Step, sources []eventSource) {
 			w.WriteString(path)
 			w.WriteByte(']')
 		}
+		if p.IsEarly(int(st.Op)) {
+			w.WriteString(" early")
+		}
 	default:
 		fmt.Fprintf(w, "%s", st.Kind)
 	}
@@ -272,6 +275,10 @@ func (p *Plan) writeFigures(w *bufio.Writer) {
 		fmt.Fprintf(w, " (makespan / critical path = %.2f)", float64(s.Makespan)/float64(s.CriticalPath))
 	}
 	w.WriteByte('\n')
+	if n := p.EarlyOps(); n > 0 {
+		// Only where there are some, so that plans without stay as they were.
+		fmt.Fprintf(w, "early launches      PDL on %d %s (launched while the kernel before them runs, on sm_90 and later)\n", n, plural(n, "edge", "edges"))
+	}
 }
 
 // streamGroup counts the streams of one device and priority by kind.

@@ -39,6 +39,10 @@ const (
 	// body's entry or after its end: its stream is not forked from the
 	// body's entry stream before it, or not joined back into it after.
 	OutsideBody
+	// BadEarly: a launch marked early (Plan.Early) is not a kernel that
+	// waits on the device, or does not follow such a kernel on its stream
+	// with no wait between them (verify_early.go).
+	BadEarly
 
 	numKinds // keep last
 )
@@ -48,7 +52,7 @@ var kindNames = [numKinds]string{
 	WrongDevice: "device", EventRecordedTwice: "event recorded twice", EventNeverRecorded: "event never recorded",
 	WaitBeforeRecord: "wait before record", UnorderedConflict: "unordered conflict",
 	UnorderedDependency: "unordered dependency", UseBeforeAlloc: "use before alloc", UseAfterFree: "use after free",
-	BadLifetime: "lifetime", ArenaOverlap: "arena overlap", OutsideBody: "outside body",
+	BadLifetime: "lifetime", ArenaOverlap: "arena overlap", OutsideBody: "outside body", BadEarly: "early launch",
 }
 
 func (k Kind) String() string {
@@ -119,6 +123,9 @@ func verify(p *plan.Plan, body bool) error {
 	}
 	v.body = body
 	if err := v.checkSteps(); err != nil {
+		return err
+	}
+	if err := v.checkEarly(); err != nil { // verify_early.go
 		return err
 	}
 	if !body {
