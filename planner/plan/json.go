@@ -59,8 +59,8 @@ type (
 		Waits          int    `json:"waits"`
 		MakespanNS     int64  `json:"makespan_ns"`
 		CriticalPathNS int64  `json:"critical_path_ns"`
-		Mode           string `json:"mode"`     // what the makespan is estimated for: eager or replay
-		Strategy       string `json:"strategy"` // how the ops were placed: list or declared
+		Mode           string `json:"mode"`                  // what the makespan is estimated for: eager or replay
+		Strategy       string `json:"strategy"`              // how the ops were placed: list or declared
 		EarlyEdges     int    `json:"early_edges,omitempty"` // launches that go early (Plan.Early)
 	}
 )
