@@ -56,6 +56,7 @@ type Session struct {
 
 	arenas bool        // the temporaries live in arenas (arena.go)
 	auto   autoCapture // autocapture.go: automatic capture, the runs' log, Update of eager runs
+	early  early       // early.go: the launches that go early, and why not
 }
 
 // Open opens plan p on backend b: a device session for p's graph (b.Open),
@@ -100,6 +101,7 @@ func Open(ctx context.Context, b device.Backend, p *planner.Plan, opts ...Option
 		return nil, errors.Join(err, d.Close())
 	}
 	s.b = b
+	s.early = launchEarly(b, d, p) // early.go
 	return s, nil
 }
 

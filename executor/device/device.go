@@ -21,6 +21,8 @@
 //   - fault injection: Delayer, Failer, BodyFailer
 //   - loops and branches: Controller; what bodies may hold: BodyChecker
 //   - GEMM epilogues a library refused: Unfuser (of a Backend)
+//   - kernels launched while the one before them runs: EarlyLauncher
+//     (of a Backend)
 //
 // Package devicetest checks a backend against this contract.
 //
@@ -407,4 +409,18 @@ type Unfused struct {
 	Op       string
 	Epilogue string
 	Why      string
+}
+
+// EarlyLauncher is implemented by backends that can launch a kernel while
+// the kernel before it on its stream still runs, the kernel waiting for
+// it on the device before it touches memory: CUDA's programmatic
+// dependent launch (compute capability 9.0 and later), eagerly and as
+// programmatic edges of captured graphs.
+type EarlyLauncher interface {
+	// LaunchEarly makes the launches of s that early marks (by op ID of
+	// its graph, as planner.Plan.Early does) go early in every run and
+	// capture after it; call it before the first. It returns how many
+	// will, and why the others will not (the driver or the device lacks
+	// the means, say); "" when every marked launch goes early.
+	LaunchEarly(s Session, early []bool) (n int, why string)
 }
