@@ -37,6 +37,26 @@ __device__ __forceinline__ i64 dagrun_nthreads() {
 	return (i64)gridDim.x * gridDim.y * gridDim.z * dagrun_block_threads();
 }
 
+// Programmatic dependent launch (compute capability 9.0 and later): a
+// kernel launched early (programmatic stream serialization; pdl.go) may
+// start while the kernel before it on its stream still runs. Every kernel
+// here calls dagrun_pdl first, before it touches memory: griddepcontrol.wait
+// blocks until the kernel it depends on has completed and its writes are
+// visible (CUDA programming guide, Programmatic Dependent Launch:
+// cudaGridDependencySynchronize waits for the primary grids to complete and
+// flush their results to global memory), so the kernel is correct however
+// it is launched; launched plainly, the wait returns at once. Then
+// griddepcontrol.launch_dependents lets the next kernel launch: only a
+// hint, since that kernel's own wait still waits for this one to complete,
+// so triggering at the start is safe, and waiting first keeps at most two
+// grids resident.
+__device__ __forceinline__ void dagrun_pdl() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Elementwise maps: y[i] = f(x[i]) or f(a[i], b[i]) for i < n, 16 bytes a
 // load and a store where every buffer is 16-byte aligned (8 half elements
 // a thread: twice as fast as one at a time on the H100, at the memory's
@@ -86,9 +106,10 @@ __device__ __forceinline__ void dagrun_map2(E* y, const E* a, const E* b, i64 n,
 	}
 }
 
-extern "C" __global__ void empty() {}
+extern "C" __global__ void empty() { dagrun_pdl(); }
 
 extern "C" __global__ void spin(double us) {
+	dagrun_pdl();
 	unsigned long long start, now;
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
 	unsigned long long ns = (unsigned long long)(us * 1000.0);
@@ -98,25 +119,30 @@ extern "C" __global__ void spin(double us) {
 }
 
 extern "C" __global__ void iota(float* x, i64 n, float start) {
+	dagrun_pdl();
 	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
 		x[i] = __fadd_rn(start, (float)i);
 	}
 }
 
 extern "C" __global__ void scale(float* x, i64 n, float alpha) {
+	dagrun_pdl();
 	dagrun_map1(x, x, n, [=](float v) { return __fmul_rn(v, alpha); });
 }
 
 extern "C" __global__ void axpy(float* y, i64 ny, const float* x, i64 nx, float alpha) {
+	dagrun_pdl();
 	dagrun_map2(y, y, x, ny < nx ? ny : nx, [=](float v, float u) { return __fadd_rn(v, __fmul_rn(alpha, u)); });
 }
 
 extern "C" __global__ void add(float* c, i64 nc, const float* a, i64 na, const float* b, i64 nb) {
+	dagrun_pdl();
 	i64 n = nc < na ? nc : na;
 	dagrun_map2(c, a, b, n < nb ? n : nb, [](float u, float v) { return __fadd_rn(u, v); });
 }
 
 extern "C" __global__ void reduce_sum(float* out, i64 nout, const float* in, i64 n) {
+	dagrun_pdl();
 	__shared__ double part[1024];
 	if (blockIdx.x != 0 || blockIdx.y != 0 || blockIdx.z != 0) {
 		return;
@@ -145,6 +171,7 @@ extern "C" __global__ void reduce_sum(float* out, i64 nout, const float* in, i64
 }
 
 extern "C" __global__ void matmul(float* c, i64 nc, const float* a, i64 na, const float* b, i64 nb, int m, int n, int k) {
+	dagrun_pdl();
 	i64 total = (i64)m * n;
 	for (i64 e = dagrun_tid(); e < total; e += dagrun_nthreads()) {
 		i64 i = e / n, j = e % n;
@@ -161,12 +188,14 @@ extern "C" __global__ void matmul(float* c, i64 nc, const float* a, i64 na, cons
 // NaN comparing false. One thread writes it whatever the launch shape.
 // Build refuses views that hold no whole element, so x holds one.
 extern "C" __global__ void set_flag(int* flag, i64 nflag, const float* x, i64 nx, double threshold) {
+	dagrun_pdl();
 	if (dagrun_tid() == 0 && nx > 0) {
 		flag[0] = ((double)x[0] > threshold) ? 1 : 0;
 	}
 }
 
 extern "C" __global__ void set_flag_f64(int* flag, i64 nflag, const double* x, i64 nx, double threshold) {
+	dagrun_pdl();
 	if (dagrun_tid() == 0 && nx > 0) {
 		flag[0] = (x[0] > threshold) ? 1 : 0;
 	}
@@ -199,6 +228,7 @@ __device__ __forceinline__ float dagrun_gelu(float v) {
 }
 
 extern "C" __global__ void dagrun_fill64(unsigned long long* x, i64 n, unsigned long long v) {
+	dagrun_pdl();
 	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
 		x[i] = v;
 	}
@@ -231,6 +261,7 @@ __device__ __forceinline__ unsigned long long dr_exact_bits(unsigned long long k
 // exactly as dag's writeRandom makes it: floats are k / 2^frac for the top
 // frac bits k of the draw.
 extern "C" __global__ void dagrun_init_random(void* x, i64 n, unsigned long long seed, int dt) {
+	dagrun_pdl();
 	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
 		unsigned long long r = dr_splitmix_at(seed, (unsigned long long)i);
 		switch (dt) {
@@ -281,20 +312,24 @@ func expand(tmpl, dt, suffix string) string {
 // f32 versions are in builtinBase.
 const halfTemplate = `
 extern "C" __global__ void iotaSUF(T* x, i64 n, float start) {
+	dagrun_pdl();
 	for (i64 i = dagrun_tid(); i < n; i += dagrun_nthreads()) {
 		x[i] = ST(__fadd_rn(start, (float)i));
 	}
 }
 
 extern "C" __global__ void scaleSUF(T* x, i64 n, float alpha) {
+	dagrun_pdl();
 	dagrun_map1(x, x, n, [=](T_ELEM v) { return ST(__fmul_rn(LD(v), alpha)); });
 }
 
 extern "C" __global__ void axpySUF(T* y, i64 ny, const T* x, i64 nx, float alpha) {
+	dagrun_pdl();
 	dagrun_map2(y, y, x, ny < nx ? ny : nx, [=](T_ELEM v, T_ELEM u) { return ST(__fadd_rn(LD(v), __fmul_rn(alpha, LD(u)))); });
 }
 
 extern "C" __global__ void addSUF(T* c, i64 nc, const T* a, i64 na, const T* b, i64 nb) {
+	dagrun_pdl();
 	i64 n = nc < na ? nc : na;
 	dagrun_map2(c, a, b, n < nb ? n : nb, [](T_ELEM u, T_ELEM v) { return ST(__fadd_rn(LD(u), LD(v))); });
 }
@@ -306,10 +341,12 @@ extern "C" __global__ void addSUF(T* c, i64 nc, const T* a, i64 na, const T* b, 
 // thread, in column order, so its sums never depend on the launch shape.
 const layerTemplate = `
 extern "C" __global__ void geluSUF(T* y, i64 ny, const T* x, i64 nx) {
+	dagrun_pdl();
 	dagrun_map1(y, x, ny < nx ? ny : nx, [](T_ELEM v) { return ST(dagrun_gelu(LD(v))); });
 }
 
 extern "C" __global__ void reluSUF(T* y, i64 ny, const T* x, i64 nx) {
+	dagrun_pdl();
 	dagrun_map1(y, x, ny < nx ? ny : nx, [](T_ELEM e) {
 		float v = LD(e);
 		return ST((v > 0.0f || v != v) ? v : 0.0f);
@@ -319,6 +356,7 @@ extern "C" __global__ void reluSUF(T* y, i64 ny, const T* x, i64 nx) {
 // bias_add goes 16 bytes of y at a time where y is 16-byte aligned, the
 // bias element by element (one modulo a vector, not one an element).
 extern "C" __global__ void bias_addSUF(T* y, i64 ny, const T* b, i64 nb) {
+	dagrun_pdl();
 	if (nb <= 0) {
 		return;
 	}
@@ -344,6 +382,7 @@ extern "C" __global__ void bias_addSUF(T* y, i64 ny, const T* b, i64 nb) {
 }
 
 extern "C" __global__ void softmaxSUF(T* y, i64 ny, const T* x, i64 nx, int cols) {
+	dagrun_pdl();
 	i64 n = ny < nx ? ny : nx;
 	if (cols <= 0) {
 		return;

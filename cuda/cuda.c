@@ -38,10 +38,33 @@ CUresult dr_ctx(dr_api* a, CUcontext c) {
 		return (call);                    \
 	} while (0)
 
-CUresult dr_launch_kernel(dr_api* a, CUcontext c, dr_launch* l, CUstream s) {
-	WITH_CTX(a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, s,
-	                           l->nslots > 0 ? l->params : NULL, NULL));
+CUresult dr_launch_on(dr_api* a, const dr_launch* l, CUstream s) {
+	void** params = l->nslots > 0 ? l->params : NULL;
+	if (l->early && a->cuLaunchKernelEx != NULL) {
+		dr_launch_attr attr;
+		memset(&attr, 0, sizeof attr);
+		attr.id = DR_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attr.value.programmaticStreamSerializationAllowed = 1;
+		dr_launch_config cfg;
+		memset(&cfg, 0, sizeof cfg);
+		cfg.gridDimX = l->gx;
+		cfg.gridDimY = l->gy;
+		cfg.gridDimZ = l->gz;
+		cfg.blockDimX = l->bx;
+		cfg.blockDimY = l->by;
+		cfg.blockDimZ = l->bz;
+		cfg.sharedMemBytes = l->shared;
+		cfg.hStream = s;
+		cfg.attrs = &attr;
+		cfg.numAttrs = 1;
+		return a->cuLaunchKernelEx(&cfg, l->f, params, NULL);
+	}
+	return a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, s, params, NULL);
 }
+
+CUresult dr_launch_kernel(dr_api* a, CUcontext c, dr_launch* l, CUstream s) { WITH_CTX(dr_launch_on(a, l, s)); }
+
+int dr_launch_ex_supported(dr_api* a) { return a->cuLaunchKernelEx != NULL; }
 
 CUresult dr_record(dr_api* a, CUcontext c, CUevent e, CUstream s) { WITH_CTX(a->cuEventRecord(e, s)); }
 

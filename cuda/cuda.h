@@ -83,6 +83,36 @@ typedef struct {
 	CUgraphNode errorFromNode;
 } dr_exec_update_info;
 
+// Programmatic dependent launch (cuLaunchKernelEx, CUDA 11.8; under stream
+// capture, CUDA 12.3). CUlaunchAttribute is an id (CUlaunchAttributeID, 4
+// bytes), 4 bytes of padding and a 64-byte union of values, 8-aligned: 72
+// bytes, the value at 8. CUlaunchConfig is the six dimensions and the
+// shared bytes (7 x 4 = 28 bytes, padded to 32), the stream at 32, the
+// attributes at 40 and their count at 48: 56 bytes. pdlBinding (pdl.go)
+// lists these for the tests that check them.
+enum {
+	DR_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+};
+
+typedef struct {
+	int id; // CUlaunchAttributeID
+	char pad[4];
+	union {
+		char raw[64];
+		int programmaticStreamSerializationAllowed; // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+		void* align;                                // the union holds pointers (events): 8-aligned
+	} value;
+} dr_launch_attr;
+
+typedef struct {
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	CUstream hStream;
+	dr_launch_attr* attrs;
+	unsigned int numAttrs;
+} dr_launch_config;
+
 // CUmemAccessDesc: a location (type, id) and the access flags it gets.
 typedef struct {
 	int locationType; // CU_MEM_LOCATION_TYPE_DEVICE = 1
@@ -151,6 +181,9 @@ typedef struct dr_api {
 	CUresult (*cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
 	                           unsigned int, unsigned int, unsigned int, CUstream, void**, void**);
 	CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void*);
+	// Launches with attributes (optional: CUDA 11.8), for programmatic
+	// dependent launch.
+	CUresult (*cuLaunchKernelEx)(const dr_launch_config*, CUfunction, void**, void**);
 	// Graphs (optional: NULL where the driver lacks them).
 	CUresult (*cuStreamBeginCapture)(CUstream, int);
 	CUresult (*cuStreamEndCapture)(CUstream, CUgraph*);
@@ -201,15 +234,26 @@ void dr_unload(dr_api* a);
 
 // Launch parameters kept in C memory for the whole life of an op: params[i]
 // points at slots[i], which holds the i-th argument's bytes.
+// early: launch with programmatic stream serialization, so that the
+// kernel may start while the kernel before it on the stream still runs
+// (the session sets it only where the driver and device have it and the
+// kernel waits for its producer: pdl.go).
 typedef struct {
 	CUfunction f;
 	unsigned int gx, gy, gz, bx, by, bz, shared;
 	int nslots;
 	void** params;
 	uint64_t* slots;
+	int early;
 } dr_launch;
 
 dr_launch* dr_launch_new(int nslots);
+// dr_launch_on launches l on s, its context current: with cuLaunchKernelEx
+// and programmatic stream serialization when l->early and the driver has
+// it, else with cuLaunchKernel.
+CUresult dr_launch_on(dr_api* a, const dr_launch* l, CUstream s);
+// dr_launch_ex_supported reports whether the driver has cuLaunchKernelEx.
+int dr_launch_ex_supported(dr_api* a);
 
 // Host-side work run in stream order from a driver thread (pure C: no Go, no CUDA).
 typedef struct {

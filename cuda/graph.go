@@ -521,6 +521,9 @@ func (cpt *capturer) variant(op *dag.Op) (*opState, error) {
 		cpt.dropVariant(st)
 		return nil, err
 	}
+	if o := cpt.sub.ops[opSlot(op)].launch; o != nil && st.launch != nil {
+		st.launch.early = o.early // the op's place in the plan, and so its launch, is the original's (pdl.go)
+	}
 	if st.work != nil || st.act == actHostFunc {
 		if cpt.variants == nil {
 			cpt.variants = map[*dag.Op]*opState{}

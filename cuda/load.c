@@ -70,6 +70,7 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuModuleGetFunction), {"cuModuleGetFunction"}, 1},
 	{SLOT(cuLaunchKernel), {"cuLaunchKernel"}, 1},
 	{SLOT(cuLaunchHostFunc), {"cuLaunchHostFunc"}, 1},
+	{SLOT(cuLaunchKernelEx), {"cuLaunchKernelEx"}, 0},
 	{SLOT(cuStreamBeginCapture), {"cuStreamBeginCapture_v2"}, 0},
 	{SLOT(cuStreamEndCapture), {"cuStreamEndCapture"}, 0},
 	{SLOT(cuStreamIsCapturing), {"cuStreamIsCapturing"}, 0},

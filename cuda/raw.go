@@ -77,6 +77,36 @@ func newRawLoop(b *Backend, n int, p dag.Priority, k *dag.Kernel, us float64) (*
 	return r, nil
 }
 
+// newRawKernel makes a raw loop of one stream of priority p whose launch
+// record is builtin kernel k on a 1-D grid of grid blocks of block threads
+// with the given argument slots (each buffer a pointer and an element
+// count, as prepareLaunch lays them out): the floor of a chain of ops of a
+// builtin with buffers (BenchmarkPDL).
+func newRawKernel(b *Backend, p dag.Priority, k *dag.Kernel, grid, block int, slots []uint64) (*rawLoop, error) {
+	r, err := newRawLoop(b, 1, p, dag.Empty, 0)
+	if err != nil {
+		return nil, err
+	}
+	f, err := b.kernel(r.d, k)
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("raw loop: kernel %s: %w", k.Name, err)
+	}
+	l := C.dr_launch_new(C.int(len(slots)))
+	if l == nil {
+		r.close()
+		return nil, errors.New("raw loop: out of host memory")
+	}
+	C.free(unsafe.Pointer(r.launch))
+	r.launch = l
+	l.f = f
+	l.gx, l.gy, l.gz, l.bx, l.by, l.bz = C.uint(grid), 1, 1, C.uint(block), 1, 1
+	for i, v := range slots {
+		unsafe.Slice(l.slots, len(slots))[i] = C.uint64_t(v)
+	}
+	return r, nil
+}
+
 // launchesC launches rounds x streams kernels breadth first from one C
 // loop, then synchronises the context: raw.c's loop.
 func (r *rawLoop) launchesC(rounds int) error {

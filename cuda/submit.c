@@ -23,11 +23,8 @@ static CUresult step_call(dr_api* a, const dr_step* st, int* lib_status) {
 	case DR_STEP_GEMM:
 		*lib_status = dr_gemm_enqueue(st->lt, st->gemm, st->x, st->y, st->src, st->d, st->bias, st->s);
 		return *lib_status == 0 ? DR_SUCCESS : DR_ERROR_LIBRARY;
-	case DR_STEP_LAUNCH: {
-		const dr_launch* l = st->l;
-		return a->cuLaunchKernel(l->f, l->gx, l->gy, l->gz, l->bx, l->by, l->bz, l->shared, st->s,
-		                         l->nslots > 0 ? l->params : NULL, NULL);
-	}
+	case DR_STEP_LAUNCH:
+		return dr_launch_on(a, st->l, st->s);
 	case DR_STEP_MEMSET:
 		return dr_memset_async(a, st->ctx, st->d, st->esize, st->fill, st->n, st->s);
 	case DR_STEP_HTOD:
