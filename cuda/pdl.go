@@ -130,3 +130,13 @@ func pdlBinding() []bindingValue {
 		{"offsetof(CUlaunchConfig, numAttrs)", int64(unsafe.Offsetof(c.numAttrs))},
 	}
 }
+
+// pdlSupport says why launches on device ordinal of b cannot go early; ""
+// when they can.
+func pdlSupport(b *Backend, ordinal int) (string, error) {
+	d, err := b.device(ordinal)
+	if err != nil {
+		return "", err
+	}
+	return pdlUnsupported(b.drv.version, C.dr_launch_ex_supported(b.drv.api) != 0, d.info.name, d.info.major, d.info.minor), nil
+}
