@@ -160,7 +160,7 @@ func TestCUPTIIterationSpansCondSetter(t *testing.T) {
 		t0 := uint64(run.at)
 		recs = append(recs,
 			k(int64(run.replay), top, t0, t0+1),
-			k(int64(run.replay), loop, t0+2, t0+3), // enter
+			k(int64(run.replay), loop, t0+2, t0+3),       // enter
 			k(-1, a, t0+4, t0+6), k(-1, set, t0+7, t0+8), // iteration 1
 			k(-1, a, t0+9, t0+10), k(-1, set, t0+11, t0+12), // iteration 2
 		)
