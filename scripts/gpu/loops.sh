@@ -15,7 +15,7 @@ examples=.gpu/examples
 fail=0
 
 (cd cuda && ../.gpu/cuda.test -test.v -test.timeout 300s \
-	-test.run 'TestConditionalProbe|TestWhileGPU|TestWhileMaxGPU|TestIfElseAndNestingGPU|TestRandomLoopsGPU|TestLoopIterationSpansGPU|TestCondInLastKernelGPU|TestRandomCondInLastKernelGPU|TestCondGraphsOnCPU') >"$out/tests.log" 2>&1 || fail=1
+	-test.run 'TestConditionalProbe|TestWhileGPU|TestWhileMaxGPU|TestIfElseAndNestingGPU|TestRandomLoopsGPU|TestLoopIterationSpansGPU|TestCondInLastKernelGPU|TestRandomCondInLastKernelGPU|TestCondGraphsOnCPU|TestCondInLastKernelSpansGPU') >"$out/tests.log" 2>&1 || fail=1
 echo "tests: $(grep -c '^--- PASS' "$out/tests.log") passed, $(grep -c '^--- FAIL' "$out/tests.log") failed, $(grep -c '^--- SKIP' "$out/tests.log") skipped"
 grep -E 'FAIL|Error|WRONG' "$out/tests.log" | head -n 20
 (cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench 'BenchmarkWhileGPU' -test.benchtime 5x -test.timeout 120s) >"$out/bench.log" 2>&1 || fail=1
