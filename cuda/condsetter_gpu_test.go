@@ -269,3 +269,28 @@ func TestRandomCondInLastKernelGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestSetFlagCondKernels: the kernels that set a loop's condition in its
+// set_flag take set_flag's arguments first, as the builtin's launch holds
+// them (setFlagSlots: each buffer a pointer and a count, then the
+// threshold), for both of set_flag's entries.
+func TestSetFlagCondKernels(t *testing.T) {
+	n := 0
+	for _, p := range dag.SetFlag.Params {
+		n++
+		if p.Kind == dag.BufferParam {
+			n++
+		}
+	}
+	assert.Equal(t, setFlagSlots, n)
+	for _, tc := range []struct {
+		k      *dag.Kernel
+		setter *dag.Kernel
+		x      string
+	}{{dag.SetFlag, condSetFlag, "float"}, {dag.SetFlag.Variant(dag.F64), condSetFlag64, "double"}} {
+		assert.Contains(t, builtinSource, `extern "C" __global__ void `+tc.k.EntryName()+`(int* flag, i64 nflag, const `+tc.x+`* x, i64 nx, double threshold)`)
+		assert.Contains(t, condSource, `extern "C" __global__ void `+tc.setter.EntryName()+`(int* flag, long long nflag, const `+tc.x+`* x, long long nx, double threshold,
+		cudaGraphConditionalHandle h, dr_loop* loop, unsigned long long max)`)
+		assert.Contains(t, condKernels(), tc.setter)
+	}
+}
