@@ -73,7 +73,8 @@ func mlpGraph(tb testing.TB, t int64, copies bool) *dag.Graph {
 
 // BenchmarkMLP times the chunked MLP pipeline at T = 512, 2048 and 8192:
 // dagrun eager (Session.Run: submission and sync included) and graph
-// replay (Graph.Run), planned with fusion (the default) and without,
+// replay (Graph.Run), planned with fusion and the split ends (the
+// defaults) and as declared,
 // beside the compute-alone bounds measured in the same run (the same GEMMs
 // and gelu replayed as a graph on one stream, no copies), unfused and
 // fused. Figures are medians of 15 runs of each after a warm-up, the
@@ -86,8 +87,8 @@ func BenchmarkMLP(b *testing.B) {
 	for _, t := range []int64{512, 2048, 8192} {
 		b.Run(fmt.Sprintf("T=%d", t), func(b *testing.B) {
 			b.ReportAllocs()
-			open := func(g *dag.Graph, streams int, fuse planner.Fusion) *executor.Session {
-				p, err := planner.New(g, planner.Streams(streams), planner.Fuse(fuse))
+			open := func(g *dag.Graph, streams int, opts ...planner.Option) *executor.Session {
+				p, err := planner.New(g, append(opts, planner.Streams(streams))...)
 				require.NoError(b, err)
 				s, err := executor.Open(ctx, be, p)
 				if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
@@ -103,12 +104,13 @@ func BenchmarkMLP(b *testing.B) {
 				return g
 			}
 			computeG := mlpGraph(b, t, false)
-			bound := capture(open(computeG, 1, planner.FuseNone))
-			fusedBound := capture(open(computeG, 1, planner.FuseAuto))
+			asDeclared := []planner.Option{planner.Fuse(planner.FuseNone), planner.Split(planner.SplitNone)}
+			bound := capture(open(computeG, 1, asDeclared...))
+			fusedBound := capture(open(computeG, 1))
 			pipeG := mlpGraph(b, t, true)
-			pipe := open(pipeG, 0, planner.FuseAuto)
+			pipe := open(pipeG, 0)
 			pipeGraph := capture(pipe)
-			unfusedGraph := capture(open(pipeG, 0, planner.FuseNone))
+			unfusedGraph := capture(open(pipeG, 0, asDeclared...))
 			flops := float64(mlpChunks) * 2 * (2 * float64(t) * mlpH * 4 * mlpH)
 			// The floor of a replay: the same instantiated graph launched
 			// and waited for from C, runs back to back as the others.
@@ -186,9 +188,10 @@ func mlpWhere(b *testing.B, ctx context.Context, be *Backend, g *dag.Graph) (up,
 		b.Logf("no CUPTI breakdown nor pipeline bound: set DAGRUN_BENCH_CUPTI=1, with BenchmarkMLP alone in its process")
 		return 0, 0, false
 	}
-	p, err := planner.New(g)
+	// As declared: the pipeline bound adds the whole first upload and
+	// the whole last download.
+	p, err := planner.New(g, planner.Fuse(planner.FuseNone), planner.Split(planner.SplitNone))
 	require.NoError(b, err)
-	g = p.Graph // spans name the planned (fused) ops
 	s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
 	require.NoError(b, err)
 	defer func() { require.NoError(b, s.Close()) }()
@@ -258,8 +261,11 @@ func TestMLPGraphsPlan(t *testing.T) {
 		p, err := planner.New(g)
 		require.NoError(t, err)
 		require.NoError(t, verify.Verify(p))
-		require.Len(t, p.Graph.Ops, len(g.Ops)-mlpChunks, "each chunk's gelu fused into its first gemm")
+		whole, err := planner.New(g, planner.Split(planner.SplitNone))
+		require.NoError(t, err)
+		require.Len(t, whole.Fused(), mlpChunks, "each chunk's gelu fused into its first gemm")
 		if copies {
+			require.Len(t, p.Pieces(), 4, "the first upload and gemm, the last gemm and download, in row blocks")
 			require.Greater(t, len(p.Streams), 2, "copies on streams of their own")
 		}
 	}

@@ -19,22 +19,30 @@ import (
 )
 
 // The examples fuse as they stand: the MLP blocks' first GEMM takes its
-// gelu, the pipeline's its bias and relu.
+// gelu, the pipeline's its bias and relu; and the MLP block splits.
 func TestExamplesFuse(t *testing.T) {
 	for f, want := range map[string]int{"mlp_stream.yaml": 8, "mlp_stream_small.yaml": 8, "mlp_budget.yaml": 8, "pipeline_2gpu.yaml": 4} {
 		s, err := spec.Load(f)
 		require.NoError(t, err)
-		p, err := planner.New(s.Graph, planner.Streams(s.Run.Streams), planner.Verify())
+		p, err := planner.New(s.Graph, planner.Streams(s.Run.Streams), planner.Split(planner.SplitNone), planner.Verify())
 		require.NoError(t, err, f)
 		assert.Len(t, p.Fused(), want, f)
 		for _, id := range p.Fused() {
 			assert.Equal(t, dag.Gemm, p.Graph.Ops[id].Kind)
 		}
 	}
+	// The MLP block's first upload and GEMM, and last GEMM and download,
+	// run in row blocks by default.
+	s, err := spec.Load("mlp_stream.yaml")
+	require.NoError(t, err)
+	p, err := planner.New(s.Graph, planner.Streams(s.Run.Streams), planner.Verify())
+	require.NoError(t, err)
+	assert.Len(t, p.Pieces(), 4)
 }
 
-// Every example computes the same fused as with --fuse none on the cpu
-// backend: the same bytes in f32, where an epilogue is the builtins'
+// Every example computes the same fused and split (the defaults) as with
+// --fuse none --split none on the cpu backend (row blocks of a GEMM are
+// the same dot products): the same bytes in f32, where an epilogue is the builtins'
 // arithmetic, and in f16 and bf16, where the fused GEMM rounds once and
 // the launches after each op, within 2.4 steps of the dtype (two half-step
 // roundings carried by gelu's slope below 1.2, and the result's own),
@@ -50,8 +58,11 @@ func TestFusedExamplesAgree(t *testing.T) {
 		}
 		t.Run(f, func(t *testing.T) {
 			var out [2]executor.Results
-			for i, fuse := range []planner.Fusion{planner.FuseAuto, planner.FuseNone} {
-				popts := []planner.Option{planner.Streams(s.Run.Streams), planner.Fuse(fuse)}
+			for i, declared := range []bool{false, true} {
+				popts := []planner.Option{planner.Streams(s.Run.Streams)}
+				if declared {
+					popts = append(popts, planner.Fuse(planner.FuseNone), planner.Split(planner.SplitNone))
+				}
 				if s.Run.SharedCopyStreams {
 					popts = append(popts, planner.SharedCopyStreams())
 				}

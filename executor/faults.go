@@ -43,8 +43,9 @@ func WithChaos(seed uint64) Option {
 // what was submitted and returns the failure. An op of a loop's or
 // branch's body fails where the backend runs it, each time an eager run
 // reaches it (the device session must implement device.BodyFailer). A
-// declared op that the plan fused into another (planner.Plan.Parts)
-// fails that op, the failure naming the declared op. Open refuses a name
+// declared op that the plan fused into another or split into pieces
+// (planner.Plan.Parts) fails that op or its first piece, the failure
+// naming the declared op. Open refuses a name
 // the plan has no op of. The device session must implement device.Failer.
 func WithFailOp(name string) Option {
 	return func(c *config) { c.faults.failOp = name }
@@ -121,10 +122,13 @@ func checkFaultOp(p *planner.Plan, cfg faultConfig) error {
 }
 
 // fusedPart is the declared op called name that an op of p's graph runs
-// as a part (a launch fused into a gemm, say), and that op's ID; nil when
-// no op runs one of that name.
+// as a part (a launch fused into a gemm, say) or in pieces (its first),
+// and that op's ID; nil when no op runs one of that name.
 func fusedPart(p *planner.Plan, name string) (int, *dag.Op) {
-	for _, id := range p.Fused() {
+	if p.Declared == nil {
+		return -1, nil
+	}
+	for id := range p.Graph.Ops {
 		for _, op := range p.PartsOf(id) {
 			if op.Name == name {
 				return id, op

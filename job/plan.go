@@ -28,6 +28,10 @@ type Layout struct {
 	// launches that finish its output one gemm with an epilogue
 	// (planner.Fuse): FuseAuto, the zero value, does.
 	Fuse planner.Fusion
+	// Split says whether the planner's split pass cuts a pipeline's
+	// exposed ends into row blocks (planner.Split): SplitAuto, the zero
+	// value, does where it pays.
+	Split planner.Splitting
 	// PoolTemporaries plans so that the pool holds about the planned peak
 	// (planner.PoolTemporaries): temporaries in the pool.
 	PoolTemporaries bool
@@ -40,7 +44,7 @@ func (l Layout) PlanOptions(s *spec.Spec) []planner.Option {
 	if l.Streams != 0 {
 		streams = l.Streams
 	}
-	opts := []planner.Option{planner.Streams(streams), planner.OrderBy(l.Strategy), planner.Optimize(l.Objective), planner.Fuse(l.Fuse)}
+	opts := []planner.Option{planner.Streams(streams), planner.OrderBy(l.Strategy), planner.Optimize(l.Objective), planner.Fuse(l.Fuse), planner.Split(l.Split)}
 	if s.Run.SharedCopyStreams {
 		opts = append(opts, planner.SharedCopyStreams())
 	}

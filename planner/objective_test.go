@@ -139,8 +139,8 @@ func TestRewrites(t *testing.T) {
 	}
 	assert.Equal(t, sum, p.Stats.CriticalPath, "the rewritten graph is one chain")
 	assert.Equal(t, sum, p.Stats.Makespan)
-	assert.Equal(t, []string{"fuse", "serialize"}, []string{p.Passes[0].Name, p.Passes[1].Name}, "fuse, then the rewrites")
-	assert.Equal(t, "every op after the one before", p.Passes[1].Summary)
+	assert.Equal(t, []string{"fuse", "split", "serialize"}, []string{p.Passes[0].Name, p.Passes[1].Name, p.Passes[2].Name}, "fuse and split, then the rewrites")
+	assert.Equal(t, "every op after the one before", p.Passes[2].Summary)
 
 	_, err := planner.New(g, planner.Rewrite(serialize{planner.ScopeVerify}))
 	var se *planner.ScopeError

@@ -42,6 +42,10 @@ type Options struct {
 	// gelu and relu launches that finish its output one op with an
 	// epilogue; the zero value, FuseAuto, does.
 	Fuse Fusion
+	// Split says whether the split pass cuts the first GEMM and its
+	// upload, and the last GEMM and its download, into row blocks that
+	// overlap; the zero value, SplitAuto, does where it pays.
+	Split Splitting
 	// Rewrites are passes of ScopeRewrite that change the graph before it
 	// is placed (fusing, splitting), run in order after fuse; none by
 	// default.
@@ -119,6 +123,11 @@ func Rewrite(passes ...Pass) Option {
 // FuseAuto (the default) does, FuseNone places the ops as declared.
 func Fuse(f Fusion) Option { return func(o *Options) { o.Fuse = f } }
 
+// Split sets whether the split pass cuts a pipeline's exposed ends into
+// row blocks: SplitAuto (the default) does where the cost model says it
+// pays, SplitNone leaves every op whole.
+func Split(s Splitting) Option { return func(o *Options) { o.Split = s } }
+
 // Verify runs the verify pass last: New then fails with the *VerifyError
 // when its plan does not pass Verify.
 func Verify() Option { return func(o *Options) { o.Verify = true } }
@@ -167,6 +176,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Fuse >= numFusions {
 		return o, &dag.Error{Field: "fuse", Msg: fmt.Sprintf("unknown fusion %d", o.Fuse),
 			Hint: "use planner.FuseAuto or FuseNone"}
+	}
+	if o.Split >= numSplittings {
+		return o, &dag.Error{Field: "split", Msg: fmt.Sprintf("unknown splitting %d", o.Split),
+			Hint: "use planner.SplitAuto or SplitNone"}
 	}
 	if err := checkRewrites(o.Rewrites); err != nil {
 		return o, err

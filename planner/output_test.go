@@ -34,9 +34,10 @@ func TestPassLog(t *testing.T) {
 		opts  []planner.Option
 		names []string
 	}{
-		{[]planner.Option{planner.Streams(3)}, []string{"fuse", "bodies", "order", "place", "events", "memory"}},
-		{[]planner.Option{planner.Streams(3), planner.Verify()}, []string{"fuse", "bodies", "order", "place", "events", "memory", "verify"}},
-		{[]planner.Option{planner.Streams(3), planner.Fuse(planner.FuseNone)}, []string{"bodies", "order", "place", "events", "memory"}},
+		{[]planner.Option{planner.Streams(3)}, []string{"fuse", "split", "bodies", "order", "place", "events", "memory"}},
+		{[]planner.Option{planner.Streams(3), planner.Verify()}, []string{"fuse", "split", "bodies", "order", "place", "events", "memory", "verify"}},
+		{[]planner.Option{planner.Streams(3), planner.Fuse(planner.FuseNone)}, []string{"split", "bodies", "order", "place", "events", "memory"}},
+		{[]planner.Option{planner.Streams(3), planner.Fuse(planner.FuseNone), planner.Split(planner.SplitNone)}, []string{"bodies", "order", "place", "events", "memory"}},
 	} {
 		p := mustPlan(t, g, tc.opts...)
 		var names []string
@@ -52,7 +53,7 @@ func TestPassLog(t *testing.T) {
 		assert.Contains(t, p.Passes[o+2].Summary, fmt.Sprintf("%d waits", p.Stats.Waits))
 		var buf bytes.Buffer
 		require.NoError(t, p.WritePasses(&buf))
-		assert.Regexp(t, `(?m)^passes\n(  fuse +[\d.]+ \S+ +nothing fused\n)?  bodies +[\d.]+ \S+ +no loops or branches\n  order +[\d.]+ \S+ x\d+ +list placement: \d+ candidates planned, kept earliest start with 3 streams \(objective makespan\)\n`, buf.String())
+		assert.Regexp(t, `(?m)^passes\n(  fuse +[\d.]+ \S+ +nothing fused\n)?(  split +[\d.]+ \S+ +nothing split\n)?  bodies +[\d.]+ \S+ +no loops or branches\n  order +[\d.]+ \S+ x\d+ +list placement: \d+ candidates planned, kept earliest start with 3 streams \(objective makespan\)\n`, buf.String())
 		assert.Regexp(t, `(?m)^  events +[\d.]+ \S+( x\d+)? +\d+ waits, \d+ elided, \d+ events; estimated makespan`, buf.String())
 	}
 }

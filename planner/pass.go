@@ -44,13 +44,16 @@ type State struct {
 	next placer
 }
 
-// passes lists the passes New runs under o: fuse (unless o.Fuse says
-// none) and the rewrites, then the planner's own, verify last when
+// passes lists the passes New runs under o: fuse and split (unless o.Fuse
+// and o.Split say none) and the rewrites, then the planner's own, verify last when
 // o.Verify asks for it.
 func (o Options) passes() []Pass {
 	ps := make([]Pass, 0, len(o.Rewrites)+7)
 	if o.Fuse == FuseAuto {
 		ps = append(ps, fusePass{})
+	}
+	if o.Split == SplitAuto {
+		ps = append(ps, splitPass{})
 	}
 	ps = append(ps, o.Rewrites...)
 	ps = append(ps, bodiesPass{}, orderPass{}, placePass{}, eventsPass{}, memoryPass{})

@@ -100,6 +100,8 @@ func (c *cli) plan(args []string) error {
 	fs.Var(&objective, "objective", "")
 	var fuse planner.Fusion
 	fs.TextVar(&fuse, "fuse", planner.FuseAuto, "")
+	var split planner.Splitting
+	fs.TextVar(&split, "split", planner.SplitAuto, "")
 	var budget sizeFlag
 	fs.Var(&budget, "memory-budget", "")
 	compare := fs.Bool("compare", false, "")
@@ -125,10 +127,10 @@ func (c *cli) plan(args []string) error {
 	}
 	if *compare {
 		return c.writeOutput(*out, func(w io.Writer) error {
-			return planFailure(s, job.WriteComparison(w, s, job.Layout{Streams: int(streams), Fuse: fuse}))
+			return planFailure(s, job.WriteComparison(w, s, job.Layout{Streams: int(streams), Fuse: fuse, Split: split}))
 		})
 	}
-	p, pm, err := c.planPerf(s, job.Layout{Streams: int(streams), Strategy: planner.Strategy(strategy), Objective: planner.Objective(objective), MemoryBudget: int64(budget), Fuse: fuse}, pmf)
+	p, pm, err := c.planPerf(s, job.Layout{Streams: int(streams), Strategy: planner.Strategy(strategy), Objective: planner.Objective(objective), MemoryBudget: int64(budget), Fuse: fuse, Split: split}, pmf)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 // layout is the placement the flags ask for.
 func (f *runFlags) layout() job.Layout {
 	return job.Layout{Streams: int(f.streams), Strategy: planner.Strategy(f.strategy), MemoryBudget: int64(f.memoryBudget),
-		PoolTemporaries: f.temps.value == "pool", Fuse: f.fuse}
+		PoolTemporaries: f.temps.value == "pool", Fuse: f.fuse, Split: f.split}
 }
 
 // runFlags are dagrun run's flags.
@@ -34,6 +34,7 @@ type runFlags struct {
 	streams      streamsFlag
 	strategy     strategyFlag
 	fuse         planner.Fusion
+	split        planner.Splitting
 	memoryBudget sizeFlag // --memory-budget: every device's (plan.go)
 	repeat       int
 	graph        bool // every run a replay: graphMode is always
@@ -64,6 +65,7 @@ func parseRunFlags(args []string) (*runFlags, []string, error) {
 	fs.Var(&f.streams, "streams", "")
 	fs.Var(&f.strategy, "strategy", "")
 	fs.TextVar(&f.fuse, "fuse", planner.FuseAuto, "")
+	fs.TextVar(&f.split, "split", planner.SplitAuto, "")
 	fs.Var(&f.memoryBudget, "memory-budget", "")
 	fs.IntVar(&f.repeat, "repeat", 0, "")
 	fs.Var(&f.graphMode, "graph", "")

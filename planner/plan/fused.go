@@ -100,9 +100,53 @@ func (p *Plan) writeFused(w *bufio.Writer) {
 	if len(fused) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "fused               %d %s %d declared ops\n", len(fused), plural(len(fused), "op runs", "ops run"), len(p.Declared.Ops)-len(p.Graph.Ops)+len(fused))
+	declared := map[int32]bool{}
+	for _, id := range fused {
+		for _, d := range p.Parts[id] {
+			declared[d] = true
+		}
+	}
+	fmt.Fprintf(w, "fused               %d %s %d declared ops\n", len(fused), plural(len(fused), "op runs", "ops run"), len(declared))
 	for _, id := range fused {
 		fmt.Fprintf(w, "  %s: %s\n", p.Graph.Ops[id].Name, p.FusedText(id))
+	}
+}
+
+// Pieces lists the ops of the plan's graph that run one declared op, or
+// one fused op, in pieces (the split pass: blocks of its rows), each
+// op's pieces in order; none where nothing was split.
+func (p *Plan) Pieces() [][]int {
+	var out [][]int
+	for i := 0; i < len(p.Parts) && i < len(p.Graph.Ops); {
+		j := i + 1
+		for j < len(p.Parts) && slices.Equal(p.Parts[j], p.Parts[i]) {
+			j++
+		}
+		if j-i > 1 {
+			ids := make([]int, 0, j-i)
+			for k := i; k < j; k++ {
+				ids = append(ids, k)
+			}
+			out = append(out, ids)
+		}
+		i = j
+	}
+	return out
+}
+
+// writePieces writes which ops of the plan run a declared op in pieces.
+func (p *Plan) writePieces(w *bufio.Writer) {
+	pieces := p.Pieces()
+	if len(pieces) == 0 {
+		return
+	}
+	n := 0
+	for _, ps := range pieces {
+		n += len(ps)
+	}
+	fmt.Fprintf(w, "split               %d %s in %d pieces\n", len(pieces), plural(len(pieces), "op runs", "ops run"), n)
+	for _, ps := range pieces {
+		fmt.Fprintf(w, "  %s .. %s\n", p.Graph.Ops[ps[0]].Name, p.Graph.Ops[ps[len(ps)-1]].Name)
 	}
 }
 

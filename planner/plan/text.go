@@ -36,6 +36,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	bw.WriteByte('\n')
 	p.writeFigures(bw)
 	p.writeFused(bw) // fused.go
+	p.writePieces(bw)
 	p.writeMemory(bw)
 	p.writeBudget(bw)
 	return bw.Flush()

@@ -47,21 +47,24 @@ func checkDeclared(p *plan.Plan) error {
 		}
 		return err
 	}
-	whole := make([]int32, len(d.Ops)) // the plan's op that runs each declared op, +1
-	for i, parts := range p.Parts {
-		if len(parts) == 0 {
-			return malformed("op %d of the plan runs no declared op", i)
-		}
-		for _, dp := range parts {
+	// Ops of the plan with the same parts are pieces of them (a split):
+	// together they run those parts once.
+	groups, err := pieceGroups(p)
+	if err != nil {
+		return err
+	}
+	whole := make([]int32, len(d.Ops)) // the group that runs each declared op, +1
+	for gi, members := range groups {
+		for _, dp := range p.Parts[members[0]] {
 			if dp < 0 || int(dp) >= len(d.Ops) || d.Ops[dp] == nil {
-				return malformed("op %d of the plan runs declared op %d of %d", i, dp, len(d.Ops))
+				return malformed("op %d of the plan runs declared op %d of %d", members[0], dp, len(d.Ops))
 			}
 			if whole[dp] != 0 {
 				name := d.Ops[dp].Name
 				return &Error{Kind: OpTwice, Ops: []string{name},
 					Msg: fmt.Sprintf("declared op %q is part of two ops of the plan", name)}
 			}
-			whole[dp] = int32(i) + 1
+			whole[dp] = int32(gi) + 1
 		}
 	}
 	for dp, w := range whole {
@@ -70,15 +73,18 @@ func checkDeclared(p *plan.Plan) error {
 			return &Error{Kind: OpMissing, Ops: []string{name}, Msg: fmt.Sprintf("declared op %q is part of no op of the plan", name)}
 		}
 	}
-	for i, op := range g.Ops {
-		if op == nil {
-			return malformed("op %d of the graph is missing", i)
+	for _, members := range groups {
+		ops := make([]*dag.Op, len(members))
+		for k, i := range members {
+			if ops[k] = g.Ops[i]; ops[k] == nil {
+				return malformed("op %d of the graph is missing", i)
+			}
 		}
-		if err := checkCover(op, d, p.Parts[i]); err != nil {
+		if err := checkCover(ops, d, p.Parts[members[0]]); err != nil {
 			return err
 		}
 	}
-	expanded, err := expand(p)
+	expanded, err := expand(p, groups)
 	if err != nil {
 		return err
 	}
@@ -94,19 +100,47 @@ func checkDeclared(p *plan.Plan) error {
 // span is a byte range of a buffer.
 type span struct{ start, end int64 }
 
-// checkCover checks that op uses exactly the bytes its declared parts
-// use: each of its accesses within theirs (a write within their writes),
-// each of theirs within its own (a write within its writes).
-func checkCover(op *dag.Op, d *dag.Graph, parts []int32) error {
+// pieceGroups groups the ops of p's graph by their parts, in the order
+// of their first op: one op each where nothing was split.
+func pieceGroups(p *plan.Plan) ([][]int, error) {
+	var groups [][]int
+	index := map[string]int{}
+	var key []byte
+	for i, parts := range p.Parts {
+		if len(parts) == 0 {
+			return nil, malformed("op %d of the plan runs no declared op", i)
+		}
+		key = key[:0]
+		for _, dp := range parts {
+			key = fmt.Appendf(key, "%d,", dp)
+		}
+		if gi, ok := index[string(key)]; ok {
+			groups[gi] = append(groups[gi], i)
+			continue
+		}
+		index[string(key)] = len(groups)
+		groups = append(groups, []int{i})
+	}
+	return groups, nil
+}
+
+// checkCover checks that ops, an op of the plan or the pieces of one,
+// use exactly the bytes their declared parts use: each of their accesses
+// within the parts' (a write within their writes), each of the parts'
+// within the ops' together (a write within their writes).
+func checkCover(ops []*dag.Op, d *dag.Graph, parts []int32) error {
+	op := ops[0]
 	type use struct {
 		dag.Access
 		part *dag.Op
 	}
 	var mine, theirs []dag.Access
 	var uses []use
-	for _, a := range accessesOf(op) {
-		if a.Size > 0 {
-			mine = append(mine, a)
+	for _, o := range ops {
+		for _, a := range accessesOf(o) {
+			if a.Size > 0 {
+				mine = append(mine, a)
+			}
 		}
 	}
 	names := make([]string, len(parts))
@@ -168,10 +202,29 @@ func covered(a dag.Access, set []dag.Access, writes bool) bool {
 
 // expand is p as a plan of p.Declared: each run of an op, runs of its
 // parts in order on its stream; a record after the op follows its last
-// part, a wait before it precedes its first. Its arenas are left out
-// (they are p's, checked on p's graph, whose ops use the same bytes).
-func expand(p *plan.Plan) (*plan.Plan, error) {
+// part, a wait before it precedes its first. The pieces of a split run
+// their parts once, where the last of them to run does: a use of the
+// whole is ordered only where it is ordered after every piece. Its
+// arenas are left out (they are p's, checked on p's graph, whose ops use
+// the same bytes).
+func expand(p *plan.Plan, groups [][]int) (*plan.Plan, error) {
 	d := p.Declared
+	groupOf := make([]int, len(p.Parts))
+	for gi, members := range groups {
+		for _, m := range members {
+			groupOf[m] = gi
+		}
+	}
+	last := make([]int32, len(groups)) // the piece of each group that runs last
+	for i := range last {
+		last[i] = -1
+	}
+	for _, st := range p.Steps {
+		if st.Kind == plan.Run && st.Op >= 0 && int(st.Op) < len(p.Parts) {
+			last[groupOf[st.Op]] = st.Op
+		}
+	}
+	lastRun := func(i int32) int32 { return last[groupOf[i]] }
 	e := &plan.Plan{Graph: d, Streams: p.Streams, Events: p.Events, OpStream: make([]int32, len(d.Ops)),
 		Topology: p.Topology, SMs: p.SMs}
 	steps := make([]plan.Step, 0, len(p.Steps)+len(d.Ops)-len(p.Graph.Ops))
@@ -180,6 +233,8 @@ func expand(p *plan.Plan) (*plan.Plan, error) {
 			return nil, malformed("step %d (%s) names op %d of %d", i, st.Kind, st.Op, len(p.Parts))
 		}
 		switch {
+		case st.Kind == plan.Run && st.Op >= 0 && lastRun(st.Op) != st.Op:
+			continue // a piece that runs before the last of its group
 		case st.Kind == plan.Run && st.Op >= 0:
 			for _, dp := range p.Parts[st.Op] {
 				steps = append(steps, plan.Step{Kind: plan.Run, Stream: st.Stream, Op: dp, Event: st.Event})
@@ -195,9 +250,9 @@ func expand(p *plan.Plan) (*plan.Plan, error) {
 	}
 	e.Steps = steps
 	for i, parts := range p.Parts {
-		if i < len(p.OpStream) {
+		if r := lastRun(int32(i)); r >= 0 && int(r) < len(p.OpStream) {
 			for _, dp := range parts {
-				e.OpStream[dp] = p.OpStream[i]
+				e.OpStream[dp] = p.OpStream[r]
 			}
 		}
 	}

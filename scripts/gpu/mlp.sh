@@ -27,15 +27,16 @@ for t in 512 2048 8192; do
 	fi
 done
 
-# One table: dagrun's medians (fused, the default, and unfused), the
-# bounds of the same run (compute alone unfused and fused; the unfused
-# pipeline bound adds the first upload and the last download), the ratios
+# One table: dagrun's medians (fused and split, the defaults, and as
+# declared: decl), the bounds of the same run (compute alone unfused and
+# fused; the unfused pipeline bound adds the first upload and the last
+# download), the ratios
 # to the unfused pipeline bound, and PyTorch's best pipeline (serial, by
 # hand with events, its graph, and the last two with gelu fused) with
 # dagrun's ratios to it.
 {
 	printf '%-5s %9s %9s %9s %9s | %9s %9s %9s %8s %8s %8s | %9s %-13s %8s %8s\n' \
-		T eager_ms replay_ms unfus_ms raw_ms bound_ms fbound_ms pipe_ms eager/p replay/p unfus/p torch_ms torch_best eager/t replay/t
+		T eager_ms replay_ms decl_ms raw_ms bound_ms fbound_ms pipe_ms eager/p replay/p decl/p torch_ms torch_best eager/t replay/t
 	for t in 512 2048 8192; do
 		line=$(grep "^BenchmarkMLP/T=$t" "$out/mlp-bench.log" | head -n 1)
 		metric() { echo "$line" | awk -v k="$1" '{for (i = 2; i <= NF; i++) if ($i == k) print $(i-1)}'; }

@@ -1,0 +1,357 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/perf"
+)
+
+// The split pass shortens the two ends of a pipeline, where nothing can
+// hide a transfer: before the first computation, its input's upload runs
+// alone; after the last, its output's download does. Cut into row blocks,
+// the first GEMM starts on the first block of its input while the rest
+// arrives, and the download of the last GEMM's first block runs while
+// the GEMM computes the next. Ops in between are left whole: the
+// planner already overlaps their transfers with the computation beside
+// them.
+type splitPass struct{}
+
+func (splitPass) Name() string { return "split" }
+func (splitPass) Scope() Scope { return ScopeRewrite }
+
+// minSplitRows is the fewest rows a piece of a split GEMM keeps: below
+// it a tensor-core GEMM runs too few tiles to fill the device, and the
+// pieces would cost more than the transfer they hide.
+const minSplitRows = 256
+
+// maxPieces bounds the pieces of a split: a quarter of the transfer left
+// exposed, against a launch and a wait for each further piece.
+const maxPieces = 4
+
+// split is one GEMM and the transfer at its end, each cut into pieces
+// row blocks.
+type split struct {
+	gemm, copy int32
+	pieces     int64
+}
+
+func (splitPass) Run(s *State) (string, error) {
+	g := s.Graph
+	if len(g.Nested) > 0 {
+		return "nothing split: the graph has loops or branches", nil
+	}
+	if !slices.ContainsFunc(g.Ops, func(op *dag.Op) bool { return op != nil && op.Kind == dag.Gemm }) {
+		return "nothing split", nil // the common case of graphs without GEMMs costs one scan
+	}
+	var splits []split
+	var why []string
+	cost := s.Options.Cost
+	if cost == nil {
+		cost = perf.DefaultCost()
+	}
+	launch := perf.OverheadsOf(cost).Submit
+	first, last := endComputations(g)
+	if first >= 0 {
+		if sp, reason := headSplit(g, first, cost, launch); reason == "" {
+			splits = append(splits, sp)
+		} else {
+			why = append(why, reason)
+		}
+	}
+	if last >= 0 {
+		sp, reason := tailSplit(g, last, cost, launch)
+		switch {
+		case reason != "":
+			why = append(why, reason)
+		case len(splits) > 0 && splits[0].gemm == sp.gemm:
+			// One GEMM between the two transfers: its pieces serve both.
+			sp.pieces = min(sp.pieces, splits[0].pieces)
+			splits[0].pieces = sp.pieces
+			splits = append(splits, sp)
+		default:
+			splits = append(splits, sp)
+		}
+	}
+	if len(splits) == 0 {
+		if len(why) == 0 {
+			return "nothing split", nil
+		}
+		return "nothing split: " + why[0], nil
+	}
+	s.Graph, s.Parts = splitGraph(g, splits, s.Parts)
+	var b []byte
+	for i, sp := range splits {
+		if i > 0 {
+			b = append(b, "; "...)
+		}
+		x, y := min(sp.copy, sp.gemm), max(sp.copy, sp.gemm)
+		b = fmt.Appendf(b, "%s and %s in %d row blocks", g.Ops[x].Name, g.Ops[y].Name, sp.pieces)
+	}
+	return string(b), nil
+}
+
+// computes reports whether op keeps a device's SMs busy: what a transfer
+// at a pipeline's end has nothing to overlap with.
+func computes(op *dag.Op) bool {
+	switch op.Kind {
+	case dag.Gemm, dag.Launch, dag.Task:
+		return true
+	}
+	return op.Kind.IsCollective()
+}
+
+// endComputations returns the first and the last op of g that computes,
+// in g's order (a topological one), or -1.
+func endComputations(g *dag.Graph) (first, last int32) {
+	first, last = -1, -1
+	for i, op := range g.Ops {
+		if op != nil && computes(op) {
+			if first < 0 {
+				first = int32(i)
+			}
+			last = int32(i)
+		}
+	}
+	return first, last
+}
+
+// rowGemm reports whether op is a GEMM whose operands A, C and D each
+// hold its rows one after another with nothing between them, so that a
+// block of rows of the product is a GEMM on a slice of each.
+func rowGemm(op *dag.Op) bool {
+	s := op.Gemm
+	if op.Kind != dag.Gemm || s == nil || s.TransA || s.Batch > 1 || s.M <= 0 || len(op.Access) <= s.OutAccess() {
+		return false
+	}
+	dense := func(i int, cols, ld int64) bool {
+		if ld == 0 {
+			ld = cols
+		}
+		v := op.Access[i].View
+		return ld == cols && v.Buf != nil && v.Size == perf.SatMul(perf.SatMul(s.M, cols), v.Buf.DType.Size())
+	}
+	if !dense(dag.GemmA, s.K, s.LDA) || !dense(dag.GemmC, s.N, s.LDC) {
+		return false
+	}
+	return !s.SeparateD || dense(dag.GemmD, s.N, s.LDC)
+}
+
+// plainCopy reports whether op copies one view to another of its size.
+func plainCopy(op *dag.Op) bool {
+	return op.Kind == dag.Copy && len(op.Access) == 2 && op.Access[0].Size == op.Access[1].Size
+}
+
+// headSplit is the split of the first computation, gemm, with the upload
+// that writes its A, or why there is none.
+func headSplit(g *dag.Graph, gemm int32, cost perf.CostModel, launch time.Duration) (split, string) {
+	op := g.Ops[gemm]
+	if !rowGemm(op) {
+		return split{}, fmt.Sprintf("the first computation, %s, is not a GEMM over whole rows", op.Name)
+	}
+	a := op.Access[dag.GemmA].View
+	for _, d := range op.Deps {
+		c := g.Ops[d]
+		if plainCopy(c) && c.Access[1].View == a {
+			n, why := pieces(op, c, cost, launch)
+			return split{gemm: gemm, copy: d, pieces: n}, why
+		}
+	}
+	return split{}, fmt.Sprintf("no upload writes all of %s's A just before it", op.Name)
+}
+
+// tailSplit is the split of the last computation, gemm, with the
+// download that reads its output, or why there is none.
+func tailSplit(g *dag.Graph, gemm int32, cost perf.CostModel, launch time.Duration) (split, string) {
+	op := g.Ops[gemm]
+	if !rowGemm(op) {
+		return split{}, fmt.Sprintf("the last computation, %s, is not a GEMM over whole rows", op.Name)
+	}
+	out := op.Access[op.Gemm.OutAccess()].View
+	for i := int(gemm) + 1; i < len(g.Ops); i++ {
+		c := g.Ops[i]
+		if c != nil && plainCopy(c) && c.Access[0].View == out && slices.Contains(c.Deps, gemm) {
+			n, why := pieces(op, c, cost, launch)
+			return split{gemm: gemm, copy: int32(i), pieces: n}, why
+		}
+	}
+	return split{}, fmt.Sprintf("no download reads all of %s's output just after it", op.Name)
+}
+
+// pieces is how many row blocks gemm and its transfer c are cut into:
+// as many as keep minSplitRows rows a piece, divide the rows evenly, and
+// hide more of the transfer than the further launches cost; or why none.
+func pieces(gemm, c *dag.Op, cost perf.CostModel, launch time.Duration) (int64, string) {
+	m := gemm.Gemm.M
+	xfer := cost.Duration(c)
+	for n := int64(maxPieces); n >= 2; n /= 2 {
+		if m%n != 0 || m/n < minSplitRows {
+			continue
+		}
+		hidden := xfer * time.Duration(n-1) / time.Duration(n)
+		if hidden <= 4*time.Duration(n-1)*launch {
+			return 0, fmt.Sprintf("%s would hide %v, less than its further launches cost", c.Name, hidden)
+		}
+		return n, ""
+	}
+	return 0, fmt.Sprintf("%s has %d rows, too few to cut into blocks of %d", gemm.Name, m, minSplitRows)
+}
+
+// splitGraph returns g with each split's GEMM and transfer replaced by
+// their pieces, in their places, and the declared op each op runs
+// (State.Parts, from parts: nil when g's ops are the declared ones). A
+// piece depends on the ops its whole depended on whose accesses meet its
+// own, and on every op its whole depended on without a shared byte (an
+// order declared, not inferred).
+func splitGraph(g *dag.Graph, splits []split, parts [][]int32) (*dag.Graph, [][]int32) {
+	cut := map[int32]int64{}
+	for _, sp := range splits {
+		cut[sp.gemm], cut[sp.copy] = sp.pieces, sp.pieces
+	}
+	newIDs := make([][]int32, len(g.Ops)) // the ops each op of g became
+	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels}
+	var outParts [][]int32
+	for i, op := range g.Ops {
+		id := int32(i)
+		mine := []int32{id}
+		if parts != nil {
+			mine = parts[i]
+		}
+		ps := []*dag.Op{op}
+		if n := cut[id]; n > 0 {
+			ps = cutRows(op, n)
+		}
+		for k, p := range ps {
+			c := p
+			if len(ps) == 1 {
+				cp := *op
+				c = &cp
+			}
+			c.ID, c.Index = len(out.Ops), len(out.Ops)
+			c.Deps = pieceDeps(g, out, op, c, newIDs)
+			if len(ps) > 1 {
+				c.Name = fmt.Sprintf("%s#%d/%d", op.Name, k+1, len(ps))
+			}
+			newIDs[i] = append(newIDs[i], int32(c.ID))
+			out.Ops = append(out.Ops, c)
+			outParts = append(outParts, mine)
+		}
+	}
+	return out, outParts
+}
+
+// pieceDeps are the dependencies of c, op or a piece of it, among the
+// ops of out: each of op's dependencies d, as the ops d became whose
+// accesses meet c's; all of them where d's whole shares no byte with op.
+func pieceDeps(g, out *dag.Graph, op, c *dag.Op, newIDs [][]int32) []int32 {
+	var deps []int32
+	for _, d := range op.Deps {
+		became := newIDs[d]
+		if !conflict(g.Ops[d], op) {
+			deps = append(deps, became...)
+			continue
+		}
+		for _, b := range became {
+			if conflict(out.Ops[b], c) {
+				deps = append(deps, b)
+			}
+		}
+	}
+	slices.Sort(deps)
+	return slices.Compact(deps)
+}
+
+// conflict reports whether x and y use a byte in common that one of them
+// writes.
+func conflict(x, y *dag.Op) bool {
+	for _, a := range x.Access {
+		for _, b := range y.Access {
+			if a.Buf == b.Buf && (a.Mode.Writes() || b.Mode.Writes()) && a.Overlaps(b.View) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cutRows cuts op, a GEMM over whole rows (rowGemm) or a plain copy of
+// one's rows, into n ops on consecutive blocks of its rows.
+func cutRows(op *dag.Op, n int64) []*dag.Op {
+	out := make([]*dag.Op, n)
+	for k := range n {
+		c := *op
+		c.Access = slices.Clone(op.Access)
+		slice := func(i int) {
+			v := c.Access[i].View
+			step := v.Size / n
+			c.Access[i].View = dag.View{Buf: v.Buf, Offset: v.Offset + k*step, Size: step}
+		}
+		if op.Kind == dag.Gemm {
+			spec := *op.Gemm
+			spec.M /= n
+			c.Gemm = &spec
+			slice(dag.GemmA)
+			slice(dag.GemmC)
+			if spec.SeparateD {
+				slice(dag.GemmD)
+			}
+			if op.Cost > 0 {
+				c.Cost = op.Cost / time.Duration(n)
+			}
+		} else {
+			slice(0)
+			slice(1)
+			if op.Cost > 0 {
+				c.Cost = op.Cost / time.Duration(n)
+			}
+		}
+		out[k] = &c
+	}
+	return out
+}
+
+// Splitting says whether New cuts a pipeline's exposed ends into row
+// blocks (the split pass).
+type Splitting uint8
+
+const (
+	// SplitAuto (the default) cuts the first GEMM and its upload, and the
+	// last GEMM and its download, into row blocks where the cost model
+	// says the transfer hidden is worth the further launches.
+	SplitAuto Splitting = iota
+	// SplitNone leaves every op whole.
+	SplitNone
+
+	numSplittings // keep last
+)
+
+var splittingNames = [numSplittings]string{SplitAuto: "auto", SplitNone: "none"}
+
+func (s Splitting) String() string {
+	if s < numSplittings {
+		return splittingNames[s]
+	}
+	return fmt.Sprintf("Splitting(%d)", uint8(s))
+}
+
+// MarshalText writes s as UnmarshalText reads it.
+func (s Splitting) MarshalText() ([]byte, error) {
+	if s >= numSplittings {
+		return nil, fmt.Errorf("unknown splitting %d", uint8(s))
+	}
+	return []byte(splittingNames[s]), nil
+}
+
+// UnmarshalText reads "auto" or "none": a Splitting is a flag's value
+// through flag.TextVar, or a field of a JSON document.
+func (s *Splitting) UnmarshalText(text []byte) error {
+	for k, name := range splittingNames {
+		if name == string(text) {
+			*s = Splitting(k)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown splitting %q: use auto or none", text)
+}
