@@ -4,8 +4,10 @@ package cuda
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -293,4 +295,42 @@ func TestSetFlagCondKernels(t *testing.T) {
 		cudaGraphConditionalHandle h, dr_loop* loop, unsigned long long max)`)
 		assert.Contains(t, condKernels(), tc.setter)
 	}
+}
+
+// TestCondSetterMaxStateGPU runs a loop that reaches its max with its
+// condition in its last kernel and, where the run reports no error, says
+// what the kernel was given and left: its arguments after set_flag's
+// (handle, state, max) and the loop's state (count, overflow).
+func TestCondSetterMaxStateGPU(t *testing.T) {
+	b := gpuBackend(t)
+	ctx := context.Background()
+	cg := condGraphs()["max reached"](t)
+	p, err := planner.New(cg.g)
+	require.NoError(t, err)
+	s, err := executor.Open(ctx, b, p)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	err = s.Run(ctx)
+	if err != nil {
+		assert.Contains(t, err.Error(), "the loop ran its 4 iterations (max) and its flag is still set")
+		return
+	}
+	se := s.Device().(*Session)
+	for loop := range cg.loops {
+		c := se.ctl.controls[opSlot(loop)]
+		require.NotNil(t, c)
+		var st [loopStateBytes]byte
+		require.NoError(t, se.ctl.drv.dtoh(c.dev.ctx, st[:], c.state))
+		var slots []uint64
+		if c.setFlag != nil {
+			for _, v := range unsafe.Slice(c.setFlag.slots, c.setFlag.nslots) {
+				slots = append(slots, uint64(v))
+			}
+		}
+		t.Errorf("%s: no error; state at %#x: count %d, overflow %d; max %d; setFlag slots %#x",
+			loop.Name, uint64(c.state), binary.LittleEndian.Uint64(st[:8]), binary.LittleEndian.Uint64(st[8:]), loop.Control.Max, slots)
+	}
+	x, err := s.Read(cg.g.Buffers[0])
+	require.NoError(t, err)
+	t.Logf("x[0] = %v", dag.ElemValue(x, dag.F32))
 }
