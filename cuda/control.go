@@ -23,7 +23,10 @@ import (
 // condition; the conditional node follows it; each body is captured into
 // the node's body graph from its entry stream, through the body's own
 // fork and join steps, and a While's body ends with the kernel that reads
-// the flag again (and counts iterations against Control.Max). Inside a
+// the flag again (and counts iterations against Control.Max), unless the
+// body ends in a set_flag of the loop's own flag (dag.Op.CondSetter):
+// that launch then runs last, as a kernel that sets the flag and does the
+// condition kernel's work too, one kernel less per iteration. Inside a
 // session's capture that graph is the capture's; in an eager run it is a
 // graph of the op's own, captured on a private stream at the op's first
 // run and launched at each run, so that eager runs and replays run the
@@ -48,10 +51,10 @@ extern "C" __global__ void dr_cond_enter(cudaGraphConditionalHandle h, const int
 	cudaGraphSetConditional(h, *flag != 0 ? 1u : 0u);
 }
 
-// dr_cond_next ends an iteration of a while: it sets the condition from
-// the flag again, unless max iterations are done.
-extern "C" __global__ void dr_cond_next(cudaGraphConditionalHandle h, const int* flag, dr_loop* loop, unsigned long long max) {
-	unsigned int go = *flag != 0 ? 1u : 0u;
+// dr_next ends an iteration of a while whose flag is flag: it sets the
+// condition from it, unless max iterations are done.
+__device__ __forceinline__ void dr_next(cudaGraphConditionalHandle h, int flag, dr_loop* loop, unsigned long long max) {
+	unsigned int go = flag != 0 ? 1u : 0u;
 	unsigned long long n = ++loop->count;
 	if (go && max != 0 && n >= max) {
 		loop->overflow = 1;
@@ -59,12 +62,61 @@ extern "C" __global__ void dr_cond_next(cudaGraphConditionalHandle h, const int*
 	}
 	cudaGraphSetConditional(h, go);
 }
+
+// dr_cond_next ends an iteration of a while: it reads the flag again.
+extern "C" __global__ void dr_cond_next(cudaGraphConditionalHandle h, const int* flag, dr_loop* loop, unsigned long long max) {
+	dr_next(h, *flag, loop, max);
+}
+
+// dr_set_flag_cond and dr_set_flag_cond_f64 are set_flag and set_flag_f64
+// (builtins.go), with set_flag's arguments first, that end an iteration
+// as dr_cond_next does: the body's last kernel sets the condition. One
+// thread does the work whatever the launch shape, as set_flag's does.
+__device__ __forceinline__ bool dr_first_thread() {
+	return (threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) == 0;
+}
+extern "C" __global__ void dr_set_flag_cond(int* flag, long long nflag, const float* x, long long nx, double threshold,
+		cudaGraphConditionalHandle h, dr_loop* loop, unsigned long long max) {
+	if (!dr_first_thread()) {
+		return;
+	}
+	int f = *flag; // set_flag leaves a flag without x as it is
+	if (nx > 0) {
+		f = ((double)x[0] > threshold) ? 1 : 0;
+		*flag = f;
+	}
+	dr_next(h, f, loop, max);
+}
+extern "C" __global__ void dr_set_flag_cond_f64(int* flag, long long nflag, const double* x, long long nx, double threshold,
+		cudaGraphConditionalHandle h, dr_loop* loop, unsigned long long max) {
+	if (!dr_first_thread()) {
+		return;
+	}
+	int f = *flag;
+	if (nx > 0) {
+		f = (x[0] > threshold) ? 1 : 0;
+		*flag = f;
+	}
+	dr_next(h, f, loop, max);
+}
 `
 
 var (
-	condEnter = &dag.Kernel{Name: "dr_cond_enter", Source: dag.CUDAC, Code: condSource}
-	condNext  = &dag.Kernel{Name: "dr_cond_next", Source: dag.CUDAC, Code: condSource}
+	condEnter     = &dag.Kernel{Name: "dr_cond_enter", Source: dag.CUDAC, Code: condSource}
+	condNext      = &dag.Kernel{Name: "dr_cond_next", Source: dag.CUDAC, Code: condSource}
+	condSetFlag   = &dag.Kernel{Name: "dr_set_flag_cond", Source: dag.CUDAC, Code: condSource}
+	condSetFlag64 = &dag.Kernel{Name: "dr_set_flag_cond_f64", Source: dag.CUDAC, Code: condSource}
 )
+
+// condKernels are the kernels of condSource, loaded with each control op.
+func condKernels() []*dag.Kernel {
+	return []*dag.Kernel{condEnter, condNext, condSetFlag, condSetFlag64}
+}
+
+// setFlagSlots are set_flag's arguments: flag and its count, x and its
+// count, threshold. The kernels that also set a condition take the
+// handle, the loop's dr_loop and its max after them.
+const setFlagSlots = 5
 
 // loopStateBytes is the size of a loop's dr_loop.
 const loopStateBytes = 16
@@ -96,7 +148,11 @@ type control struct {
 	bodies [][]device.Step
 	state  C.CUdeviceptr // a While's dr_loop; 0 for an If
 	enter  *C.dr_launch
-	next   *C.dr_launch // While
+	next   *C.dr_launch // While, unless setter
+	// setter is the op of the While's body whose launch sets the
+	// condition (condSetter), run as setFlag; nil when next does.
+	setter  *dag.Op
+	setFlag *C.dr_launch
 	// joins[i] are the streams of body i besides its entry stream, each
 	// with an event that joins it back into the entry stream before the
 	// body's capture ends: the plan's own joins may be transitive, and
@@ -150,7 +206,7 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 	if err != nil {
 		return &dag.OpError{Op: op.Name, Err: err}
 	}
-	c := &control{op: op, dev: d, bodies: bodies}
+	c := &control{op: op, dev: d, bodies: bodies, setter: ct.condSetter(op, bodies)}
 	for _, steps := range bodies {
 		if len(steps) == 0 && op.Kind.Info().Body == dag.Loop {
 			return &dag.OpError{Op: op.Name, Err: errors.New("cuda: the loop's body has no steps")}
@@ -171,6 +227,7 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 	}
 	if old := ct.controls[opSlot(op)]; old != nil {
 		ct.release(old, func(error) {})
+		ct.loops.setsCond(old.setter, nil)
 	}
 	keep := func(e error) {
 		if err == nil {
@@ -193,6 +250,7 @@ func (ct *controller) SetBodies(op *dag.Op, bodies [][]device.Step) error {
 	}
 	ct.setArgs(c)
 	ct.controls[opSlot(op)] = c
+	ct.loops.setsCond(c.setter, op)
 	for _, steps := range bodies {
 		for _, st := range steps {
 			ct.bodyStreams[st.Stream] = true
@@ -245,7 +303,19 @@ func (ct *controller) launches(c *control) error {
 	if c.enter, err = mk(condEnter, 3); err != nil {
 		return err
 	}
-	if c.op.Kind.Info().Body == dag.Loop {
+	switch {
+	case c.setter != nil:
+		k := condSetFlag
+		if c.setter.Launch.Kernel.ElemDType() == dag.F64 {
+			k = condSetFlag64
+		}
+		if c.setFlag, err = mk(k, setFlagSlots+3); err == nil {
+			// set_flag's own launch shape, as its launch would have.
+			own := ct.sub.ops[opSlot(c.setter)].launch
+			l := c.setFlag
+			l.gx, l.gy, l.gz, l.bx, l.by, l.bz, l.shared = own.gx, own.gy, own.gz, own.bx, own.by, own.bz, own.shared
+		}
+	case c.op.Kind.Info().Body == dag.Loop:
 		c.next, err = mk(condNext, 4)
 	}
 	return err
@@ -264,6 +334,10 @@ func (ct *controller) setArgs(c *control) {
 		if l.nslots > 3 {
 			slots[3] = C.uint64_t(c.op.Control.Max)
 		}
+	}
+	if c.setFlag != nil {
+		slots := unsafe.Slice(c.setFlag.slots, c.setFlag.nslots)
+		slots[setFlagSlots+1], slots[setFlagSlots+2] = C.uint64_t(c.state), C.uint64_t(c.op.Control.Max)
 	}
 }
 
@@ -340,6 +414,9 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 			unsafe.Slice(l.slots, l.nslots)[0] = h
 		}
 	}
+	if c.setFlag != nil {
+		unsafe.Slice(c.setFlag.slots, c.setFlag.nslots)[setFlagSlots] = h
+	}
 	ct.setArgs(c) // a temporary flag's address is the one of now
 	if err := ct.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.enter, cs)); err != nil {
 		return err
@@ -367,7 +444,7 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 		if err := ct.drv.check("cuStreamBeginCaptureToGraph", C.dr_capture_to_graph(api, ctx, entry.h, bodies[i])); err != nil {
 			return err
 		}
-		bodyErr := ct.submit(steps)
+		bodyErr := ct.submit(steps, c.setter)
 		for _, j := range c.joins[i] {
 			if bodyErr == nil {
 				bodyErr = ct.drv.check("cuEventRecord", C.dr_record(api, ctx, j.ev, ct.sub.streams[j.stream].h))
@@ -376,7 +453,13 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 				bodyErr = ct.drv.check("cuStreamWaitEvent", C.dr_wait(api, ctx, entry.h, j.ev))
 			}
 		}
-		if bodyErr == nil && c.next != nil {
+		switch {
+		case bodyErr != nil:
+		case c.setter != nil:
+			// Last, after every stream of the body joined: nothing in
+			// the body follows it (dag.Op.CondSetter).
+			bodyErr = ct.runSetter(steps[0].Stream, c)
+		case c.next != nil:
 			bodyErr = ct.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.next, entry.h))
 		}
 		var g C.CUgraph
@@ -388,13 +471,17 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 	return nil
 }
 
-// submit enqueues a body's steps.
-func (ct *controller) submit(steps []device.Step) error {
+// submit enqueues a body's steps, but for the run of skip (the loop's
+// setter, which lower runs last).
+func (ct *controller) submit(steps []device.Step, skip *dag.Op) error {
 	sm := ct.sub
 	for _, st := range steps {
 		var err error
 		switch st.Kind {
 		case device.RunStep:
+			if skip != nil && st.Op == skip {
+				continue
+			}
 			err = sm.Run(st.Stream, st.Op)
 		case device.RecordStep:
 			err = sm.Record(st.Stream, st.Event)
@@ -470,7 +557,7 @@ func (ct *controller) release(c *control, keep func(error)) {
 		}
 	}
 	c.joins = nil
-	for _, l := range []**C.dr_launch{&c.enter, &c.next} {
+	for _, l := range []**C.dr_launch{&c.enter, &c.next, &c.setFlag} {
 		if *l != nil {
 			C.free(unsafe.Pointer(*l))
 			*l = nil

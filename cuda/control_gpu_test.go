@@ -271,62 +271,95 @@ func TestIfElseAndNestingGPU(t *testing.T) {
 }
 
 // BenchmarkWhileGPU times one replay of a while of 1000 iterations around
-// k empty kernels and the kernel that counts down: per iteration, beside
-// TestConditionalProbe's raw WHILE node around the same body.
+// k empty kernels and a count down, per iteration, beside
+// TestConditionalProbe's raw WHILE node around k empty kernels, the count
+// down and a kernel that sets the condition (k+2 kernels). k=K: the count
+// down (dec) sets the flag and dagrun's condition kernel ends each
+// iteration (k+2 kernels). set_flag/k=K: the count down (decf) is
+// followed by the set_flag builtin on the loop's flag, whose kernel then
+// sets the condition itself (k+2 kernels, as the raw node's).
 func BenchmarkWhileGPU(b *testing.B) {
 	be := gpuBackend(b)
-	for _, k := range []int{1, 10, 100} {
-		b.Run("k="+strconv.Itoa(k), func(b *testing.B) {
-			g := dag.New()
-			n := g.Buffer("n", 4, dag.Of(dag.I32), dag.Zeros())
-			flag := g.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
-			x := g.Buffer("x", 4, dag.Zeros())
-			g.Kernel(emptyKernel)
-			g.Kernel(decKernel)
-			var body []*dag.Op
-			loop := g.While(flag.All(), func(bb *dag.Builder) {
-				for i := range k {
-					body = append(body, bb.Launch(emptyKernel, dag.Grid1(1), dag.Threads(1), x, dag.Name("empty"+strconv.Itoa(i))))
-				}
-				body = append(body, bb.Launch(decKernel, dag.Grid1(1), dag.Threads(1), n, flag, dag.Name("dec")))
-			})
-			graph, err := g.Build()
-			require.NoError(b, err)
-			se := openSession(b, be, graph)
-			defer se.Close()
-			require.NoError(b, se.NewStream(0, dag.Normal))
-			require.NoError(b, se.NewStream(0, dag.Normal))
-			var steps []device.Step
-			for _, op := range body {
-				steps = append(steps, device.Step{Kind: device.RunStep, Stream: 1, Op: op})
+	for _, setFlag := range []bool{false, true} {
+		for _, k := range []int{1, 10, 100} {
+			name := "k=" + strconv.Itoa(k)
+			if setFlag {
+				name = "set_flag/" + name
 			}
-			require.NoError(b, se.SetBodies(loop, [][]device.Step{steps}))
-			require.NoError(b, se.BeginCapture(0))
-			require.NoError(b, se.Run(0, loop))
-			gi, err := se.EndCapture(0)
-			require.NoError(b, err)
-			require.NoError(b, se.Instantiate(gi))
-			const iters = 1000
-			run := func() time.Duration {
-				require.NoError(b, se.Write(n, i32bytes(iters)))
-				require.NoError(b, se.Write(flag, i32bytes(1)))
-				start := time.Now()
-				require.NoError(b, se.LaunchGraph(gi, 0))
-				require.NoError(b, se.Sync(context.Background()))
-				return time.Since(start)
-			}
-			run()
-			b.ResetTimer()
-			var best time.Duration
-			for i := 0; i < b.N; i++ {
-				if d := run(); best == 0 || d < best {
-					best = d
-				}
-			}
-			b.ReportMetric(best.Seconds()*1e6/iters, "us/iter")
-			data, err := se.Read(n)
-			require.NoError(b, err)
-			require.Equal(b, i32bytes(0), data)
-		})
+			b.Run(name, func(b *testing.B) { benchWhile(b, be, k, setFlag) })
+		}
 	}
+}
+
+// decfKernel counts an f32 down by one, for set_flag to read.
+var decfKernel = &dag.Kernel{Name: "decf", Source: dag.CUDAC, Params: []dag.Param{{Name: "n", Kind: dag.BufferParam, Mode: dag.ReadWrite}},
+	Code: `extern "C" __global__ void decf(float* n) { n[0] -= 1.0f; }`}
+
+// benchWhile is one BenchmarkWhileGPU: the body's ops on one stream, in
+// order, as the probe's.
+func benchWhile(b *testing.B, be *Backend, k int, setFlag bool) {
+	const iters = 1000
+	g := dag.New()
+	n := g.Buffer("n", 4, dag.Of(dag.I32), dag.Zeros())
+	nf := g.Buffer("nf", 4, dag.Zeros())
+	flag := g.Buffer("flag", 4, dag.Of(dag.I32), dag.Zeros())
+	x := g.Buffer("x", 4, dag.Zeros())
+	g.Kernel(emptyKernel)
+	g.Kernel(decKernel)
+	g.Kernel(decfKernel)
+	var body []*dag.Op
+	loop := g.While(flag.All(), func(bb *dag.Builder) {
+		for i := range k {
+			body = append(body, bb.Launch(emptyKernel, dag.Grid1(1), dag.Threads(1), x, dag.Name("empty"+strconv.Itoa(i))))
+		}
+		if setFlag {
+			body = append(body, bb.Launch(decfKernel, dag.Grid1(1), dag.Threads(1), nf, dag.Name("dec")),
+				bb.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), flag, nf, 0.5, dag.Name("again")))
+		} else {
+			body = append(body, bb.Launch(decKernel, dag.Grid1(1), dag.Threads(1), n, flag, dag.Name("dec")))
+		}
+	})
+	graph, err := g.Build()
+	require.NoError(b, err)
+	se := openSession(b, be, graph)
+	defer se.Close()
+	require.NoError(b, se.NewStream(0, dag.Normal))
+	require.NoError(b, se.NewStream(0, dag.Normal))
+	var steps []device.Step
+	for _, op := range body {
+		steps = append(steps, device.Step{Kind: device.RunStep, Stream: 1, Op: op})
+	}
+	require.NoError(b, se.SetBodies(loop, [][]device.Step{steps}))
+	c := se.ctl.controls[opSlot(loop)]
+	require.Equal(b, setFlag, c.setter != nil, "the condition in the body's last kernel")
+	require.NoError(b, se.BeginCapture(0))
+	require.NoError(b, se.Run(0, loop))
+	gi, err := se.EndCapture(0)
+	require.NoError(b, err)
+	require.NoError(b, se.Instantiate(gi))
+	run := func() time.Duration {
+		require.NoError(b, se.Write(n, i32bytes(iters)))
+		require.NoError(b, se.Write(nf, f32bytes(iters)))
+		require.NoError(b, se.Write(flag, i32bytes(1)))
+		start := time.Now()
+		require.NoError(b, se.LaunchGraph(gi, 0))
+		require.NoError(b, se.Sync(context.Background()))
+		return time.Since(start)
+	}
+	run()
+	b.ResetTimer()
+	var best time.Duration
+	for i := 0; i < b.N; i++ {
+		if d := run(); best == 0 || d < best {
+			best = d
+		}
+	}
+	b.ReportMetric(best.Seconds()*1e6/iters, "us/iter")
+	counter, want := n, i32bytes(0)
+	if setFlag {
+		counter, want = nf, f32bytes(0)
+	}
+	data, err := se.Read(counter)
+	require.NoError(b, err)
+	require.Equal(b, want, data)
 }

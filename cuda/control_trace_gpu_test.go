@@ -29,16 +29,9 @@ import (
 // bodies only for the first graphs of a process that use their kernels
 // (iterations.go), which other tests here would have used up.
 func TestLoopIterationSpansGPU(t *testing.T) {
-	if os.Getenv("DAGRUN_FRESH_PROCESS") == "" {
-		gpuBackend(t) // skips or fails here as every GPU test does
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestLoopIterationSpansGPU$", "-test.v")
-		cmd.Env = append(os.Environ(), "DAGRUN_FRESH_PROCESS=1")
-		out, err := cmd.CombinedOutput()
-		t.Logf("in a process of its own:\n%s", out)
-		require.NoError(t, err)
+	if inFreshProcess(t, "TestLoopIterationSpansGPU") {
 		return
 	}
-	be := gpuBackend(t)
 	b := dag.New()
 	x := b.Buffer("x", 64, dag.Value(1))
 	outer := dagtest.NewCounter(b, "outer", 2)
@@ -55,6 +48,65 @@ func TestLoopIterationSpansGPU(t *testing.T) {
 	}, dag.AtMost(10), dag.Name("outer_loop"))
 	g, err := b.Build()
 	require.NoError(t, err)
+	checkIterationSpans(t, g, x)
+}
+
+// TestCondInLastKernelSpansGPU is TestLoopIterationSpansGPU with loops
+// whose body's last kernel, a set_flag, sets their condition: its records
+// bound the iterations, in a process of its own too.
+func TestCondInLastKernelSpansGPU(t *testing.T) {
+	if inFreshProcess(t, "TestCondInLastKernelSpansGPU") {
+		return
+	}
+	b := dag.New()
+	x := b.Buffer("x", 64, dag.Value(1))
+	one := b.Buffer("one", 4, dag.Value(1))
+	var loops []*dag.Op
+	counted := func(b, top *dag.Builder, name string, trips float64, work func(body *dag.Builder)) {
+		counter := top.Buffer(name+"_count", 4)
+		flag := top.Buffer(name+"_flag", 4, dag.Of(dag.I32))
+		b.Fill(counter.All(), trips, dag.Name(name+"_reset"))
+		b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(counter.All()), 0.5, dag.Name(name+"_arm"))
+		loops = append(loops, b.While(flag.All(), func(body *dag.Builder) {
+			work(body)
+			countDown(body, counter, one, flag, name+"_again")
+		}, dag.AtMost(10), dag.Name(name+"_loop")))
+	}
+	counted(b, b, "outer", 2, func(ob *dag.Builder) {
+		ob.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 8.0, dag.Name("in_outer"))
+		counted(ob, b, "inner", 3, func(ib *dag.Builder) {
+			ib.Launch(dag.Scale, dag.Grid1(1), dag.Threads(16), x, 0.5, dag.Name("in_inner"))
+		})
+	})
+	g, err := b.Build()
+	require.NoError(t, err)
+	for _, l := range loops {
+		require.NotNil(t, l.CondSetter(), "%s ends in its set_flag", l.Name)
+	}
+	checkIterationSpans(t, g, x)
+}
+
+// inFreshProcess runs test name in a process of its own and reports true
+// once it did (or skips without a GPU); false in that process.
+func inFreshProcess(t *testing.T, name string) bool {
+	if os.Getenv("DAGRUN_FRESH_PROCESS") != "" {
+		return false
+	}
+	gpuBackend(t) // skips or fails here as every GPU test does
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+name+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "DAGRUN_FRESH_PROCESS=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("in a process of its own:\n%s", out)
+	require.NoError(t, err)
+	return true
+}
+
+// checkIterationSpans runs g, a loop named outer_loop of 2 iterations
+// around one named inner_loop of 3, each scaling x (by 8, then by 0.5),
+// eagerly and replayed under CUPTI, and checks that each body op has one
+// span per time it ran and that x ends at 1.
+func checkIterationSpans(t *testing.T, g *dag.Graph, x *dag.Buffer) {
+	be := gpuBackend(t)
 	// How many times each body op runs in one run of the graph.
 	runs := map[int]int{}
 	var count func(ops []*dag.Op, times int)

@@ -59,7 +59,7 @@ func BenchmarkGemm(b *testing.B) {
 		op := g.Ops[len(g.Ops)-1]
 		flops := op.Gemm.Flops()
 		se, err := be.OpenSession(ctx, g)
-		if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
+		if err != nil && strings.Contains(err.Error(), ErrNoCuBLASLt.Error()) && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
 			b.Skipf("no cuBLASLt: %v", err)
 		}
 		require.NoError(b, err)

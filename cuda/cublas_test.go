@@ -291,7 +291,7 @@ func TestGemmAgainstCPU(t *testing.T) {
 			want, err := executor.Execute(context.Background(), cpu.New(), p)
 			require.NoError(t, err)
 			got, err := executor.Execute(context.Background(), b, p)
-			if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
+			if err != nil && strings.Contains(err.Error(), ErrNoCuBLASLt.Error()) && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
 				t.Skipf("no cuBLASLt: %v", err)
 			}
 			require.NoError(t, err)
@@ -352,7 +352,7 @@ func TestGemmCapturedAndStreams(t *testing.T) {
 		p, err := planner.New(g, planner.Streams(streams))
 		require.NoError(t, err)
 		got, err := executor.Execute(context.Background(), b, p)
-		if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
+		if err != nil && strings.Contains(err.Error(), ErrNoCuBLASLt.Error()) && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
 			t.Skipf("no cuBLASLt: %v", err)
 		}
 		require.NoError(t, err)
@@ -428,7 +428,7 @@ func TestGemmNoLeaks(t *testing.T) {
 		p, err := planner.New(g)
 		require.NoError(t, err)
 		_, err = executor.Execute(context.Background(), b, p)
-		if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
+		if err != nil && strings.Contains(err.Error(), ErrNoCuBLASLt.Error()) && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
 			t.Skipf("no cuBLASLt: %v", err)
 		}
 		require.NoError(t, err)

@@ -24,7 +24,9 @@ import (
 // end of every iteration, after every op of the body (the body's streams
 // are joined into its entry stream before it). So the records of the loop
 // op itself, in start order, are the iterations' bounds: a body record
-// that starts after k of them belongs to iteration k.
+// that starts after k of them belongs to iteration k. A While whose body's
+// last kernel sets its condition (condsetter.go) has no dr_cond_next: that
+// kernel's records, its op's, bound the iterations as well.
 
 // loopIndex says, by op slot (opSlot), which loop each body op runs in
 // and which ops bound iterations.
@@ -36,6 +38,22 @@ type loopIndex struct {
 	// bounds marks the Whiles: their records bound their bodies'
 	// iterations. A While inside a loop is both a body op and a bound.
 	bounds []bool
+	// cond is, for the op that sets a While's condition in its body's
+	// last kernel, the While's slot: its records are the While's too;
+	// notInBody for every other op.
+	cond []int32
+}
+
+// setsCond notes that set's records are loop's too (nil loop: no
+// longer); nothing for a nil set or index.
+func (li *loopIndex) setsCond(set, loop *dag.Op) {
+	if li == nil || set == nil || opSlot(set) >= len(li.cond) {
+		return
+	}
+	li.cond[opSlot(set)] = notInBody
+	if loop != nil {
+		li.cond[opSlot(set)] = int32(opSlot(loop))
+	}
 }
 
 const (
@@ -49,9 +67,9 @@ func newLoopIndex(g *dag.Graph) *loopIndex {
 		return nil
 	}
 	n := len(g.Ops) + len(g.Nested)
-	li := &loopIndex{of: make([]int32, n), bounds: make([]bool, n)}
+	li := &loopIndex{of: make([]int32, n), bounds: make([]bool, n), cond: make([]int32, n)}
 	for i := range li.of {
-		li.of[i] = notInBody
+		li.of[i], li.cond[i] = notInBody, notInBody
 	}
 	var walk func(ops []*dag.Op, loop int32)
 	walk = func(ops []*dag.Op, loop int32) {
@@ -76,6 +94,24 @@ func newLoopIndex(g *dag.Graph) *loopIndex {
 	}
 	walk(g.Ops, notInBody)
 	return li
+}
+
+// withCondRecords appends to recs, for each record of an op that sets a
+// While's condition, the same record as the While's: a bound of its
+// iterations and part of its span, as dr_cond_next's records are. The
+// op's own records then count themselves among the bounds before them:
+// each still falls in an iteration of its own.
+func (li *loopIndex) withCondRecords(recs []activityRecord) []activityRecord {
+	if li == nil {
+		return recs
+	}
+	for i, n := 0, len(recs); i < n; i++ {
+		if r := recs[i]; r.Op >= 0 && r.Op < int64(len(li.cond)) && li.cond[r.Op] != notInBody {
+			r.Op = int64(li.cond[r.Op])
+			recs = append(recs, r)
+		}
+	}
+	return recs
 }
 
 // iterExtent is one record of a body op: its replay (-1: eager), op, the

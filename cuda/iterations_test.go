@@ -52,6 +52,22 @@ func TestLoopIndex(t *testing.T) {
 	for name, want := range map[string]bool{"outer_loop": true, "inner_loop": true, "branch": false, "top": false, "in_inner": false} {
 		assert.Equal(t, want, li.bounds[slot[name]], name)
 	}
+	// A setter's records are its loop's too, until its bodies change.
+	var inInner, innerLoop *dag.Op
+	g.Walk(func(op *dag.Op) {
+		switch op.Name {
+		case "in_inner":
+			inInner = op
+		case "inner_loop":
+			innerLoop = op
+		}
+	})
+	assert.Equal(t, int32(notInBody), li.cond[slot["in_inner"]])
+	li.setsCond(inInner, innerLoop)
+	assert.Equal(t, int32(slot["inner_loop"]), li.cond[slot["in_inner"]])
+	li.setsCond(inInner, nil)
+	assert.Equal(t, int32(notInBody), li.cond[slot["in_inner"]])
+	(*loopIndex)(nil).setsCond(inInner, innerLoop) // no index: nothing to note
 	plain := dag.New()
 	plain.Launch(dag.Empty, dag.Grid1(1), dag.Grid1(1))
 	pg, err := plain.Build()
@@ -121,6 +137,51 @@ func TestCUPTIIterationSpans(t *testing.T) {
 		assert.ElementsMatch(t, want, got, "maxCells %d", maxCells)
 		assert.Zero(t, c.unnamed)
 	}
+}
+
+// A While whose body's last kernel sets its condition has no kernel of
+// its own in the body: the setter's records bound the iterations and end
+// the loop's span, and the setter still has a span per iteration, in
+// replays and eager runs alike.
+func TestCUPTIIterationSpansCondSetter(t *testing.T) {
+	const top, loop, a, set = 0, 1, 2, 3
+	li := &loopIndex{of: []int32{notInBody, notInBody, loop, loop}, bounds: []bool{false, true, false, false},
+		cond: []int32{notInBody, notInBody, notInBody, loop}}
+	k := func(replay, op int64, start, end uint64) activityRecord {
+		return activityRecord{Kind: activityKernel, Replay: replay, Op: op, Start: start, End: end, GraphNodeID: uint64(op + 1)}
+	}
+	type span struct {
+		replay, op int
+		start, end time.Duration
+	}
+	var recs []activityRecord
+	var want []span
+	for _, run := range []struct{ replay, at int }{{-1, 100}, {5, 200}} {
+		t0 := uint64(run.at)
+		recs = append(recs,
+			k(int64(run.replay), top, t0, t0+1),
+			k(int64(run.replay), loop, t0+2, t0+3),       // enter
+			k(-1, a, t0+4, t0+6), k(-1, set, t0+7, t0+8), // iteration 1
+			k(-1, a, t0+9, t0+10), k(-1, set, t0+11, t0+12), // iteration 2
+		)
+		d := time.Duration(run.at - 100)
+		want = append(want,
+			span{run.replay, top, d, d + 1},
+			span{run.replay, loop, d + 2, d + 12},
+			span{run.replay, a, d + 4, d + 6}, span{run.replay, a, d + 9, d + 10},
+			span{run.replay, set, d + 7, d + 8}, span{run.replay, set, d + 11, d + 12},
+		)
+	}
+	c := &cuptiTiming{origin: 100, loops: li, ops: []cuptiOp{{op: top}, {op: loop}}}
+	for op := range 4 {
+		c.setStream(op, 0)
+	}
+	var got []span
+	c.spans(recs, 1<<10, func(replay, op, stream int, start, end time.Duration) {
+		got = append(got, span{replay, op, start, end})
+	})
+	assert.ElementsMatch(t, want, got)
+	assert.Zero(t, c.unnamed)
 }
 
 // A record of a conditional body's node runs as a further place of the

@@ -91,7 +91,7 @@ func BenchmarkMLP(b *testing.B) {
 				p, err := planner.New(g, append(opts, planner.Streams(streams))...)
 				require.NoError(b, err)
 				s, err := executor.Open(ctx, be, p)
-				if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
+				if err != nil && strings.Contains(err.Error(), ErrNoCuBLASLt.Error()) && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
 					b.Skipf("no cuBLASLt: %v", err)
 				}
 				require.NoError(b, err)

@@ -92,7 +92,7 @@ func (hd *holdings) loadCondKernels(ctx context.Context, op *dag.Op) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range []*dag.Kernel{condEnter, condNext} {
+	for _, k := range condKernels() {
 		if _, ok := d.funcs[k]; ok {
 			continue
 		}

@@ -332,7 +332,7 @@ func BenchmarkShapes(b *testing.B) {
 	require.NoError(b, err)
 	sb := &shapesBench{be: be, build: s.Shape, values: []map[string]int64{{"T": 512}, {"T": 2048}, {"T": 8192}}, rounds: 11}
 	_, err = executor.Execute(ctx, be, sb.plan(b, warm.Graph))
-	if err != nil && strings.Contains(err.Error(), "cuBLASLt") && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
+	if err != nil && strings.Contains(err.Error(), ErrNoCuBLASLt.Error()) && os.Getenv("DAGRUN_REQUIRE_GPU") != "1" {
 		b.Skipf("no cuBLASLt: %v", err)
 	}
 	require.NoError(b, err)

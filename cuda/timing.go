@@ -586,6 +586,7 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 	nops := len(c.streams)
 	c.eager = slices.Grow(c.eager[:0], nops)[:nops]
 	clear(c.eager)
+	recs = c.loops.withCondRecords(recs) // iterations.go
 	c.unnamed, c.unmarked = 0, 0
 	lo, hi := int64(-1), int64(-1) // the replays seen
 	kept := recs[:0]

@@ -306,3 +306,40 @@ func TestEmptyLoopBodyRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), `op "spin": the loop's body is empty`)
 	assert.NotContains(t, err.Error(), "pick", "a branch may do nothing")
 }
+
+// TestPlanTextNamesCondSetter: the text says which op sets a loop's flag
+// last (dag.Op.CondSetter), where one does.
+func TestPlanTextNamesCondSetter(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		setFlag   bool // the body ends in set_flag on the loop's flag; else in a fill of it
+		want, not string
+	}{
+		{"set_flag", true, "refine (body, while the flag is non-zero, which again sets last, 1 stream", ""},
+		{"fill", false, "refine (body, while the flag is non-zero, 1 stream", "sets last"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := dag.New()
+			x := b.Buffer("x", 4, dag.Value(8))
+			flag := b.Buffer("flag", 4, dag.Of(dag.I32), dag.Value(1))
+			b.While(flag.All(), func(body *dag.Builder) {
+				body.Launch(dag.Scale, dag.Grid1(1), dag.Threads(1), x, 0.5, dag.Name("halve"))
+				if tc.setFlag {
+					body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), flag, x, 1.0, dag.Name("again"))
+				} else {
+					body.Fill(flag.All(), 0, dag.Name("again"))
+				}
+			}, dag.Name("refine"))
+			g, err := b.Build()
+			require.NoError(t, err)
+			p, err := planner.New(g)
+			require.NoError(t, err)
+			var text bytes.Buffer
+			require.NoError(t, p.WriteText(&text))
+			assert.Contains(t, text.String(), tc.want)
+			if tc.not != "" {
+				assert.NotContains(t, text.String(), tc.not)
+			}
+		})
+	}
+}

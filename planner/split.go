@@ -202,13 +202,18 @@ func pieces(gemm, c *dag.Op, cost perf.CostModel, launch time.Duration) (int64, 
 // splitGraph returns g with each split's GEMM and transfer replaced by
 // their pieces, in their places, and the declared op each op runs
 // (State.Parts, from parts: nil when g's ops are the declared ones). A
-// piece depends on the ops its whole depended on whose accesses meet its
-// own, and on every op its whole depended on without a shared byte (an
-// order declared, not inferred).
+// piece of the transfer and a piece of the GEMM depend on each other's
+// pieces whose rows they share, and only on those: that is the overlap.
+// Every other dependency, on a split op or of one, is on every piece,
+// as it was on the whole, so each split op still runs, to everything
+// but its partner, as one op where its last piece runs (which is how
+// the verifier checks it against the graph as declared).
 func splitGraph(g *dag.Graph, splits []split, parts [][]int32) (*dag.Graph, [][]int32) {
 	cut := map[int32]int64{}
+	partners := map[[2]int32]bool{}
 	for _, sp := range splits {
 		cut[sp.gemm], cut[sp.copy] = sp.pieces, sp.pieces
+		partners[[2]int32{sp.gemm, sp.copy}], partners[[2]int32{sp.copy, sp.gemm}] = true, true
 	}
 	newIDs := make([][]int32, len(g.Ops)) // the ops each op of g became
 	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels}
@@ -230,7 +235,7 @@ func splitGraph(g *dag.Graph, splits []split, parts [][]int32) (*dag.Graph, [][]
 				c = &cp
 			}
 			c.ID, c.Index = len(out.Ops), len(out.Ops)
-			c.Deps = pieceDeps(g, out, op, c, newIDs)
+			c.Deps = pieceDeps(out, op, c, newIDs, partners)
 			if len(ps) > 1 {
 				c.Name = fmt.Sprintf("%s#%d/%d", op.Name, k+1, len(ps))
 			}
@@ -243,13 +248,13 @@ func splitGraph(g *dag.Graph, splits []split, parts [][]int32) (*dag.Graph, [][]
 }
 
 // pieceDeps are the dependencies of c, op or a piece of it, among the
-// ops of out: each of op's dependencies d, as the ops d became whose
-// accesses meet c's; all of them where d's whole shares no byte with op.
-func pieceDeps(g, out *dag.Graph, op, c *dag.Op, newIDs [][]int32) []int32 {
+// ops of out: each of op's dependencies d, as the ops d became; only
+// those whose accesses meet c's where d is op's partner in a split.
+func pieceDeps(out *dag.Graph, op, c *dag.Op, newIDs [][]int32, partners map[[2]int32]bool) []int32 {
 	var deps []int32
 	for _, d := range op.Deps {
 		became := newIDs[d]
-		if !conflict(g.Ops[d], op) {
+		if !partners[[2]int32{int32(op.ID), d}] {
 			deps = append(deps, became...)
 			continue
 		}

@@ -209,6 +209,10 @@
 //	    then: [{fill: {buffer: x, value: 0}}]
 //	    else: [{launch: scale, args: {x: x, alpha: 2}}]
 //
+// A while whose body ends in a set_flag of its own flag (no op of the body
+// follows it) runs cheaper on cuda: that kernel sets the node's condition,
+// with no kernel of dagrun's own per iteration (dagrun plan names it).
+//
 // To the ops around it a while or if is one op that reads its flag and
 // accesses whatever its bodies access: ops after it depend on what the
 // bodies write, and the bodies follow what came before. Within a body,

@@ -47,8 +47,9 @@ func (l *loader) opList(n *node) {
 	decls := make([]opDecl, count)
 	// Nothing reads the list again, and declarations keep places rather
 	// than nodes: each op's part of the tree can go once it is read,
-	// unless an alias may reach the list.
-	release := n.Kind == yaml.SequenceNode && n.Anchor == ""
+	// unless an alias may reach the list, or At reads the tree again at
+	// other values of the spec's parameters.
+	release := n.Kind == yaml.SequenceNode && n.Anchor == "" && len(l.spec.Params) == 0
 	used := 0 // decls taken: ops of bodies join l.decls.ops too, from decls of their own
 	for i, it := range items {
 		if i == MaxOps || len(l.decls.ops) >= MaxOps {

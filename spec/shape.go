@@ -33,7 +33,8 @@ func (s *Spec) At(values map[string]int64) (*Spec, error) {
 		opts = append(opts, WithParam(name, values[name]))
 	}
 	// The range was checked, if asked, by the load of s: not again per shape.
-	noRange := func(o *options) { o.checkRange = false }
+	// Nor is the text parsed again: its document is read at new values.
+	noRange := func(o *options) { o.checkRange, o.doc = false, s.doc }
 	r, err := Parse(s.File, s.src, append(opts, WithSaveDir(s.SaveDir), noRange)...)
 	if r != nil {
 		r.Stdout = s.Stdout

@@ -88,3 +88,27 @@ func TestParamsPaddable(t *testing.T) {
 		assert.Equal(t, tc.want, s.Paddable(), tc.decl)
 	}
 }
+
+// At reads the document s parsed, not the text again, and shapes made at
+// once from one spec are each their own.
+func TestSpecAtConcurrent(t *testing.T) {
+	s, err := spec.Parse("p.yaml", []byte(shapeSpec))
+	require.NoError(t, err)
+	sizes := make([]int64, 8)
+	done := make(chan error, len(sizes))
+	for i := range sizes {
+		go func() {
+			r, err := s.At(map[string]int64{"T": int64(16 * (i + 1))})
+			if err == nil {
+				sizes[i] = r.Graph.Buffers[0].Size
+			}
+			done <- err
+		}()
+	}
+	for range sizes {
+		require.NoError(t, <-done)
+	}
+	for i, size := range sizes {
+		assert.Equal(t, int64(16*(i+1)*2*4), size)
+	}
+}

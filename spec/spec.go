@@ -45,6 +45,7 @@ type Spec struct {
 	mu     sync.Mutex // serialises host steps' writes to Stdout
 	src    []byte     // the spec's text and options, for ForRank
 	opts   []Option
+	doc    *node // src parsed, for a spec with parameters that loaded without errors: At reads it, not src
 }
 
 // RunSettings are a spec's run section, with defaults filled in.
@@ -130,6 +131,7 @@ type options struct {
 	rank, world int
 	set         map[string]int64 // WithParam's values
 	checkRange  bool             // CheckParamRange
+	doc         *node            // the document of src, parsed before (At)
 }
 
 // WithSaveDir makes the spec's writes resolve against dir (the CLI's
@@ -230,8 +232,17 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	l.set, l.rangeCheck = o.set, o.checkRange
 	if len(src) > MaxSpecBytes {
 		l.errorf(nil, "split it, or generate it in smaller parts", "the spec is %d bytes, more than %d", len(src), MaxSpecBytes)
-	} else if root := document(&l.reader, src); root != nil {
-		l.load(root)
+	} else {
+		root := o.doc
+		if root == nil {
+			root = document(&l.reader, src)
+		}
+		if root != nil {
+			l.load(root)
+			if len(l.spec.Params) > 0 {
+				l.spec.doc = root // kept whole for At (opList)
+			}
+		}
 	}
 	if o.checkRange && len(l.errs) == 0 && len(l.spec.Params) > 0 {
 		l.errs = append(l.errs, extremeErrors(filename, src, opts, l.spec.Params)...)
@@ -240,6 +251,7 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	l.spec.Warnings = l.warns
 	l.spec.reads, l.spec.writes = slices.Sorted(maps.Keys(l.paths.reads)), slices.Sorted(maps.Keys(l.paths.writes))
 	if len(l.errs) > 0 {
+		l.spec.doc = nil
 		errs := ErrorList(l.errs)
 		errs.Sort()
 		if l.dropped > 0 {

@@ -8,9 +8,11 @@
 // backend does inside a stream capture (a handle, a kernel that sets it,
 // the node after it, the body captured into the node's graph from a
 // second stream) and replays it, then times a loop of 1000 iterations
-// around a body of K empty kernels (K = 1, 10, 100) three ways: a WHILE
-// node, the same body unrolled in one graph, and a host-driven loop
-// (launch the body, read the flag back, launch again). Lines:
+// around a body of K empty kernels (K = 1, 10, 100) and a count down
+// three ways: a WHILE node (whose body's last kernel sets the condition:
+// K+2 kernels, as a dagrun while ending in set_flag), the same body
+// unrolled in one graph, and a host-driven loop (launch the body, read
+// the flag back, launch again). Lines:
 //   "layout: ok", "capture while: ok", "capture if/else: ok",
 //   "K=<k> while_us=<t> unrolled_us=<t> host_us=<t>" (per iteration).
 //   gcc -I/usr/local/cuda/include cond_probe.c -o cond_probe \

@@ -181,3 +181,24 @@ func describeGemm(w *bufio.Writer, op *dag.Op) {
 		fmt.Fprintf(w, " [%s]", op.Gemm)
 	}
 }
+
+// jsonSplit is one declared op, or fused op, run in pieces.
+type jsonSplit struct {
+	Parts  []string `json:"parts"`
+	Pieces []string `json:"pieces"`
+}
+
+func (p *Plan) jsonSplit() []jsonSplit {
+	var out []jsonSplit
+	for _, ps := range p.Pieces() {
+		var s jsonSplit
+		for _, part := range p.PartsOf(ps[0]) {
+			s.Parts = append(s.Parts, part.Name)
+		}
+		for _, id := range ps {
+			s.Pieces = append(s.Pieces, p.Graph.Ops[id].Name)
+		}
+		out = append(out, s)
+	}
+	return out
+}

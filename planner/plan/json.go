@@ -14,6 +14,8 @@ type (
 		Passes  []jsonPass   `json:"passes,omitempty"`
 		// Fused are the ops that run several declared ops (fused.go).
 		Fused []jsonFused `json:"fused,omitempty"`
+		// Split are the declared ops run in pieces, each with its pieces.
+		Split []jsonSplit `json:"split,omitempty"`
 	}
 	// jsonPass is what one pass of the planning did (Plan.Passes).
 	jsonPass struct {
@@ -91,6 +93,7 @@ func (p *Plan) toJSON() *jsonPlan {
 	}
 	out.Memory = p.jsonMemory()
 	out.Fused = p.jsonFused()
+	out.Split = p.jsonSplit()
 	if b := p.Budget; b != nil {
 		out.Budget = &jsonBudget{Orderings: b.Orderings, Dependencies: b.Dependencies, UnconstrainedNS: int64(b.Unconstrained)}
 	}

@@ -109,6 +109,11 @@ func (p *Plan) writeBodies(bw *bufio.Writer, id int32, indent string) {
 	}
 	for i, body := range p.Bodies[int(id)] {
 		what := "body, while the flag is non-zero"
+		if set := op.CondSetter(); set != nil {
+			// Backends may compute the condition in that launch (cuda's
+			// conditional node then runs no kernel of its own).
+			what += ", which " + set.Name + " sets last"
+		}
 		switch {
 		case op.Kind.Info().Body == dag.Branch && i == 0:
 			what = "then, when the flag is non-zero"
