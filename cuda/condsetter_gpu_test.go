@@ -298,39 +298,72 @@ func TestSetFlagCondKernels(t *testing.T) {
 }
 
 // TestCondSetterMaxStateGPU runs a loop that reaches its max with its
-// condition in its last kernel and, where the run reports no error, says
-// what the kernel was given and left: its arguments after set_flag's
-// (handle, state, max) and the loop's state (count, overflow).
+// condition in its last kernel in the ways TestCondInLastKernelGPU does,
+// one change at a time, and, where a run reports no error, says what the
+// kernel was given and left: its arguments after set_flag's (handle,
+// state, max) and the loop's state (count, overflow).
 func TestCondSetterMaxStateGPU(t *testing.T) {
 	b := gpuBackend(t)
 	ctx := context.Background()
-	cg := condGraphs()["max reached"](t)
-	p, err := planner.New(cg.g)
-	require.NoError(t, err)
-	s, err := executor.Open(ctx, b, p)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, s.Close()) }()
-	err = s.Run(ctx)
-	if err != nil {
-		assert.Contains(t, err.Error(), "the loop ran its 4 iterations (max) and its flag is still set")
-		return
-	}
-	se := s.Device().(*Session)
-	for loop := range cg.loops {
-		c := se.ctl.controls[opSlot(loop)]
-		require.NotNil(t, c)
-		var st [loopStateBytes]byte
-		require.NoError(t, se.ctl.drv.dtoh(c.dev.ctx, st[:], c.state))
-		var slots []uint64
-		if c.setFlag != nil {
-			for _, v := range unsafe.Slice(c.setFlag.slots, c.setFlag.nslots) {
-				slots = append(slots, uint64(v))
+	for _, tc := range []struct {
+		name     string
+		streams  int
+		cpuFirst bool
+		replay   bool
+	}{{"default", 0, false, false}, {"streams=1", 1, false, false}, {"cpu first", 0, true, false}, {"replayed", 0, false, true}, {"replayed, streams=1", 1, false, true}, {"condition kernel, replayed", -1, false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cg := condGraphs()["max reached"](t)
+			if tc.streams < 0 { // a loop that keeps its condition kernel
+				bd := dag.New()
+				x := bd.Buffer("x", 64*4, dag.Value(1))
+				flag := bd.Buffer("flag", 4, dag.Of(dag.I32), dag.Value(1))
+				loop := bd.While(flag.All(), func(body *dag.Builder) {
+					body.Launch(dag.Scale, dag.Grid1(1), dag.Threads(64), x, 2.0)
+				}, dag.Name("loop"), dag.AtMost(4))
+				g, err := bd.Build()
+				require.NoError(t, err)
+				cg = condGraph{g, map[*dag.Op]bool{loop: false}}
+				tc.streams = 0
 			}
-		}
-		t.Errorf("%s: no error; state at %#x: count %d, overflow %d; max %d; setFlag slots %#x",
-			loop.Name, uint64(c.state), binary.LittleEndian.Uint64(st[:8]), binary.LittleEndian.Uint64(st[8:]), loop.Control.Max, slots)
+			p, err := planner.New(cg.g, planner.Streams(tc.streams))
+			require.NoError(t, err)
+			if tc.cpuFirst {
+				_, err := executor.Execute(ctx, cpu.New(), p)
+				require.Error(t, err)
+			}
+			s, err := executor.Open(ctx, b, p)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, s.Close()) }()
+			if tc.replay {
+				g, cerr := s.Capture(ctx)
+				require.NoError(t, cerr)
+				defer func() { require.NoError(t, g.Close()) }()
+				err = g.Run(ctx)
+			} else {
+				err = s.Run(ctx)
+			}
+			if err != nil {
+				assert.Contains(t, err.Error(), "the loop ran its 4 iterations (max) and its flag is still set")
+				return
+			}
+			se := s.Device().(*Session)
+			for loop := range cg.loops {
+				c := se.ctl.controls[opSlot(loop)]
+				require.NotNil(t, c)
+				var st [loopStateBytes]byte
+				require.NoError(t, se.ctl.drv.dtoh(c.dev.ctx, st[:], c.state))
+				var slots []uint64
+				if c.setFlag != nil {
+					for _, v := range unsafe.Slice(c.setFlag.slots, c.setFlag.nslots) {
+						slots = append(slots, uint64(v))
+					}
+				}
+				t.Errorf("%s: no error; state at %#x: count %d, overflow %d; max %d; setFlag slots %#x",
+					loop.Name, uint64(c.state), binary.LittleEndian.Uint64(st[:8]), binary.LittleEndian.Uint64(st[8:]), loop.Control.Max, slots)
+			}
+			x, err := s.Read(cg.g.Buffers[0])
+			require.NoError(t, err)
+			t.Logf("x[0] = %v", dag.ElemValue(x, dag.F32))
+		})
 	}
-	x, err := s.Read(cg.g.Buffers[0])
-	require.NoError(t, err)
-	t.Logf("x[0] = %v", dag.ElemValue(x, dag.F32))
 }

@@ -65,14 +65,22 @@ if [ -x .gpu/examples_large.test ]; then
 	fi
 fi
 
+# gpus_needed SPEC prints how many GPUs SPEC's buffers name (device: N).
+gpus_needed() { grep -oE 'device: *[0-9]+' "$1" | grep -oE '[0-9]+$' | sort -n | tail -n 1 | awk '{print $1 + 1} END {if (NR == 0) print 1}'; }
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+
 # Examples: cuda against cpu, output by output (saved bytes, element by
-# element).
+# element); those that name more GPUs than the machine has are skipped.
 if [ -x .gpu/dagrun ]; then
 	for spec in .gpu/examples/*.yaml; do
 		ex=$(basename "$spec" .yaml)
 		# The model block, the ranks and the 2-device example have
 		# scripts/gpu/examples.sh (and the rank scripts) of their own.
 		case " $LARGE_EXAMPLES " in *" $ex "*) continue ;; esac
+		if [ "$(gpus_needed "$spec")" -gt "$gpus" ]; then
+			row "example $ex" "skipped: it names $(gpus_needed "$spec") GPUs, this machine has $gpus"
+			continue
+		fi
 		if ! spec=$(saving_spec "$spec"); then
 			row "example $ex" "FAIL (its outputs cannot be saved)"
 			status=1
@@ -110,6 +118,7 @@ repeated_runs() {
 	for spec in .gpu/examples/*.yaml; do
 		ex=$(basename "$spec" .yaml)
 		case " $LARGE_EXAMPLES " in *" $ex "*) continue ;; esac
+		[ "$(gpus_needed "$spec")" -gt "$gpus" ] && continue
 		spec=$(saving_spec "$spec") || { row "$kind x$n $ex" "FAIL (its outputs cannot be saved)"; status=1; continue; }
 		mkdir -p "$out/$kind-$ex-cuda" "$out/$kind-$ex-cpu"
 		if .gpu/dagrun run "$spec" --backend cuda --repeat "$n" "$@" --json --save-dir "$out/$kind-$ex-cuda" >"$out/$kind-$ex-cuda.json" 2>"$out/$kind-$ex-cuda.err" &&
