@@ -1,0 +1,333 @@
+package rewrite
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dagrun/dagrun/dag"
+)
+
+// Fuse returns g with each gemm and the launches of bias_add, then gelu
+// or relu, that follow it on its output made one gemm with an epilogue
+// (findFusions), named after all its parts ("fc1+bias1+gelu"); the
+// declared ops each op of it runs, from parts (nil: g's ops are the
+// declared ones); and one line for people on what it fused and what it
+// could not. Where nothing fuses, g and parts come back as they are.
+func Fuse(g *dag.Graph, parts [][]int32) (*dag.Graph, [][]int32, string) {
+	groups, misses := findFusions(g)
+	var b strings.Builder
+	launches := 0
+	for _, gr := range groups {
+		launches += len(gr.parts) - 1
+	}
+	if len(groups) == 0 {
+		b.WriteString("nothing fused")
+	} else {
+		fmt.Fprintf(&b, "%d %s fused with %d %s", len(groups), plural(len(groups), "gemm", "gemms"), launches, plural(launches, "launch", "launches"))
+	}
+	for i, m := range misses {
+		if i == maxMissesShown {
+			fmt.Fprintf(&b, "; %d more not fused", len(misses)-i)
+			break
+		}
+		fmt.Fprintf(&b, "; %s not fused: %s", m.op, m.why)
+	}
+	if len(groups) > 0 {
+		g, parts = fuseGraph(g, groups, parts)
+	}
+	return g, parts, b.String()
+}
+
+// plural is one or many, as n says.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// maxMissesShown bounds the fusions not made that the pass's summary names.
+const maxMissesShown = 3
+
+// fusion is one gemm and the launches that fuse into it, in order.
+type fusion struct {
+	parts    []int32 // op IDs: the gemm first
+	epilogue dag.Epilogue
+	bias     dag.View // the bias_add's b, when one is fused
+}
+
+// miss is a launch that could finish a gemm but does not fuse, and why.
+type miss struct{ op, why string }
+
+// findFusions finds, for each gemm, the launches that fuse into it: the
+// next op to use its output's bytes (which depends on the gemm, since
+// the gemm writes all of them) must be a bias_add adding one element per
+// column in place, or a gelu or relu in place, on the same device at the
+// same priority, whose other dependencies all come before the gemm, so
+// that the fused op, in the gemm's place, computes what the ops did
+// where they were. The next op to use the output after it may fuse too,
+// while the epilogue stays one cuBLASLt has: a bias, then an activation.
+func findFusions(g *dag.Graph) ([]fusion, []miss) {
+	if !slices.ContainsFunc(g.Ops, func(op *dag.Op) bool { return op != nil && op.Kind == dag.Gemm }) {
+		return nil, nil // the common case of graphs without GEMMs costs one scan
+	}
+	users := dependents(g)
+	var groups []fusion
+	var misses []miss
+	for i, op := range g.Ops {
+		if op == nil || op.Kind != dag.Gemm || !buffersNamed(op) || dag.CheckGemmViews(op) != nil {
+			continue
+		}
+		out, ok := denseOutput(op)
+		if !ok {
+			continue
+		}
+		f := fusion{parts: []int32{int32(i)}, epilogue: op.Gemm.Epilogue}
+		last := int32(i)
+		for {
+			next := nextUser(g, users[last], out)
+			if next < 0 {
+				break
+			}
+			e, bias, why := fusesInto(g, &f, next, out)
+			if why != "" {
+				if why != notACandidate {
+					misses = append(misses, miss{op: g.Ops[next].Name, why: why})
+				}
+				break
+			}
+			f.parts = append(f.parts, next)
+			f.epilogue = e
+			if bias.Buf != nil {
+				f.bias = bias
+			}
+			last = next
+		}
+		if len(f.parts) > 1 {
+			groups = append(groups, f)
+		}
+	}
+	return groups, misses
+}
+
+// buffersNamed reports whether every access of op names a buffer, as
+// those of a graph Build made do.
+func buffersNamed(op *dag.Op) bool {
+	for _, a := range op.Access {
+		if a.Buf == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// notACandidate is fusesInto's reason for an op that is no builtin a gemm
+// can take as an epilogue: the gemm's output is simply used.
+const notACandidate = "-"
+
+// dependents lists, for each op, the ops that depend on it, in ID order.
+func dependents(g *dag.Graph) [][]int32 {
+	users := make([][]int32, len(g.Ops))
+	for i, op := range g.Ops {
+		if op == nil {
+			continue
+		}
+		for _, d := range op.Deps {
+			if d >= 0 && int(d) < i {
+				users[d] = append(users[d], int32(i))
+			}
+		}
+	}
+	return users
+}
+
+// nextUser is the first of users that touches bytes of out, or -1.
+func nextUser(g *dag.Graph, users []int32, out dag.View) int32 {
+	for _, u := range users {
+		for _, a := range g.Ops[u].Access {
+			if a.Buf == out.Buf && a.Overlaps(out) {
+				return u
+			}
+		}
+	}
+	return -1
+}
+
+// denseOutput is the view a gemm writes when its matrices fill it, with
+// no gaps between rows or between the batch's matrices and nothing
+// after them: only then is an element-wise launch over the view the
+// gemm's epilogue. Epilogues take f32, f16 and bf16.
+func denseOutput(op *dag.Op) (dag.View, bool) {
+	s := op.Gemm
+	out := op.Access[s.OutAccess()].View
+	dt := op.Access[dag.GemmA].Buf.DType
+	if dt != dag.F32 && dt != dag.F16 && dt != dag.BF16 {
+		return out, false
+	}
+	l := s.LayoutC()
+	dense := l.LD == s.N && (s.Batch == 1 || l.Stride == s.M*s.N)
+	return out, dense && out.Size == s.Batch*s.M*s.N*dt.Size()
+}
+
+// fusesInto says whether launch id can join fusion f, whose gemm writes
+// out: the epilogue it makes, the bias it adds, or why it cannot.
+func fusesInto(g *dag.Graph, f *fusion, id int32, out dag.View) (dag.Epilogue, dag.View, string) {
+	op := g.Ops[id]
+	gemm := g.Ops[f.parts[0]]
+	if op.Kind != dag.Launch || op.Launch == nil || op.Launch.Kernel == nil || !buffersNamed(op) {
+		return 0, dag.View{}, notACandidate
+	}
+	k := op.Launch.Kernel
+	if k.Source != dag.Builtin || k.ElemDType() != out.Buf.DType { // the variant Build picks for the buffers
+		return 0, dag.View{}, notACandidate
+	}
+	base := k.Base()
+	if base != dag.BiasAdd && base != dag.Gelu && base != dag.Relu {
+		return 0, dag.View{}, notACandidate
+	}
+	arg := func(i int) (dag.View, bool) {
+		if i >= len(op.Launch.Args) {
+			return dag.View{}, false
+		}
+		a := op.Launch.Args[i].Access
+		if a < 0 || a >= len(op.Access) {
+			return dag.View{}, false
+		}
+		return op.Access[a].View, true
+	}
+	y, ok1 := arg(0)
+	x, ok2 := arg(1)
+	switch {
+	case !ok1 || !ok2:
+		return 0, dag.View{}, notACandidate
+	case y != out:
+		return 0, dag.View{}, fmt.Sprintf("it writes %s, not %s's output %s", y, gemm.Name, out)
+	case op.Device != gemm.Device:
+		return 0, dag.View{}, fmt.Sprintf("it runs on device %d, %s on device %d", op.Device, gemm.Name, gemm.Device)
+	case op.Priority != gemm.Priority:
+		return 0, dag.View{}, fmt.Sprintf("its priority %s is not %s's %s", op.Priority, gemm.Name, gemm.Priority)
+	}
+	for _, d := range op.Deps {
+		if d > f.parts[0] && !slices.Contains(f.parts, d) {
+			return 0, dag.View{}, fmt.Sprintf("it follows %s, declared after %s", g.Ops[d].Name, gemm.Name)
+		}
+	}
+	bias, act := f.epilogue.HasBias(), f.epilogue.Activation()
+	var b dag.View
+	switch base {
+	case dag.BiasAdd:
+		es := out.Buf.DType.Size()
+		switch {
+		case bias || act != dag.NoEpilogue:
+			return 0, dag.View{}, fmt.Sprintf("%s already applies %s, and a bias goes first", gemm.Name, f.epilogue)
+		case x.Size != gemm.Gemm.N*es:
+			return 0, dag.View{}, fmt.Sprintf("its b holds %d elements, not one per column of %s (%d)", x.Size/es, gemm.Name, gemm.Gemm.N)
+		case x.Overlaps(out):
+			return 0, dag.View{}, fmt.Sprintf("its b overlaps %s's output", gemm.Name)
+		}
+		bias, b = true, x
+	default:
+		if x != out {
+			return 0, dag.View{}, fmt.Sprintf("it reads %s, not %s's output %s", x, gemm.Name, out)
+		}
+		if act != dag.NoEpilogue {
+			return 0, dag.View{}, fmt.Sprintf("%s already applies %s", gemm.Name, act)
+		}
+		act = dag.EpiGelu
+		if base == dag.Relu {
+			act = dag.EpiRelu
+		}
+	}
+	e, _ := dag.ComposeEpilogue(bias, act)
+	return e, b, ""
+}
+
+// fuseGraph returns g with each fusion's ops made one gemm with their
+// epilogue, in the gemm's place, and the declared ops each op of it runs
+// (State.Parts), from parts (nil: g's ops are the declared ones).
+func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]int32) {
+	n := len(g.Ops)
+	newID := make([]int32, n)
+	head := make([]int32, n) // the op each op becomes part of: its fusion's gemm, or itself
+	for i := range head {
+		head[i] = int32(i)
+	}
+	byHead := make(map[int32]*fusion, len(groups))
+	for k := range groups {
+		f := &groups[k]
+		byHead[f.parts[0]] = f
+		for _, p := range f.parts[1:] {
+			head[p] = f.parts[0]
+		}
+	}
+	next := int32(0)
+	for i := range g.Ops {
+		if head[i] == int32(i) {
+			newID[i] = next
+			next++
+		}
+	}
+	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels, Ops: make([]*dag.Op, 0, next)}
+	outParts := make([][]int32, 0, next)
+	partsOf := func(i int32) []int32 {
+		if parts == nil {
+			return []int32{i}
+		}
+		return parts[i]
+	}
+	for i, op := range g.Ops {
+		id := int32(i)
+		if head[i] != id {
+			continue
+		}
+		members := []int32{id}
+		if f := byHead[id]; f != nil {
+			members = f.parts
+		}
+		c := *op
+		if f := byHead[id]; f != nil {
+			c = fusedOp(g, f)
+		}
+		var deps []int32
+		var mine []int32
+		for _, m := range members {
+			for _, d := range g.Ops[m].Deps {
+				if h := head[d]; h != id {
+					deps = append(deps, newID[h])
+				}
+			}
+			mine = append(mine, partsOf(m)...)
+		}
+		slices.Sort(deps)
+		c.Deps = slices.Compact(deps)
+		c.ID, c.Index = int(newID[i]), int(newID[i])
+		out.Ops = append(out.Ops, &c)
+		outParts = append(outParts, mine)
+	}
+	return out, outParts
+}
+
+// fusedOp is fusion f's gemm with the launches' epilogue and bias, named
+// after every part. A gemm with a cost hint costs its parts' hints
+// together; one without is the cost model's to price, epilogue included.
+func fusedOp(g *dag.Graph, f *fusion) dag.Op {
+	gemm := g.Ops[f.parts[0]]
+	c := *gemm
+	spec := *gemm.Gemm
+	spec.Epilogue = f.epilogue
+	c.Gemm = &spec
+	c.Access = slices.Clone(gemm.Access)
+	if f.bias.Buf != nil {
+		c.Access = append(c.Access, dag.In(f.bias))
+	}
+	names := make([]string, len(f.parts))
+	for i, p := range f.parts {
+		names[i] = g.Ops[p].Name
+		if i > 0 && gemm.Cost > 0 {
+			c.Cost += g.Ops[p].Cost
+		}
+	}
+	c.Name = strings.Join(names, "+")
+	return c
+}

@@ -1,0 +1,311 @@
+package rewrite
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/planner/perf"
+)
+
+// minSplitRows is the fewest rows a piece of a split GEMM keeps: below
+// it a tensor-core GEMM runs too few tiles to fill the device, and the
+// pieces would cost more than the transfer they hide.
+const minSplitRows = 256
+
+// maxPieces bounds the pieces of a split: a quarter of the transfer left
+// exposed, against a launch and a wait for each further piece.
+const maxPieces = 4
+
+// split is one GEMM and the transfer at its end, each cut into pieces
+// row blocks.
+type split struct {
+	gemm, copy int32
+	pieces     int64
+}
+
+// Split returns g with the first GEMM and the upload that writes its A,
+// and the last GEMM and the download that reads its output, each cut into
+// row blocks where cost says the transfer hidden is worth the further
+// launches; the declared ops each op of it runs, from parts (nil: g's ops
+// are the declared ones); and one line for people on what it cut or why
+// not. Where nothing is cut, g and parts come back as they are.
+//
+// Those are a pipeline's two ends, where nothing can hide a transfer:
+// before the first computation, its input's upload runs alone; after the
+// last, its output's download does. Cut into row blocks, the first GEMM
+// starts on the first block of its input while the rest arrives, and the
+// download of the last GEMM's first block runs while the GEMM computes
+// the next. Ops in between stay whole: the planner already overlaps their
+// transfers with the computation beside them.
+func Split(g *dag.Graph, parts [][]int32, cost perf.CostModel) (*dag.Graph, [][]int32, string) {
+	if !slices.ContainsFunc(g.Ops, func(op *dag.Op) bool { return op != nil && op.Kind == dag.Gemm }) {
+		return g, parts, "nothing split" // the common case of graphs without GEMMs costs one scan
+	}
+	var splits []split
+	var why []string
+	launch := perf.OverheadsOf(cost).Submit
+	first, last := endComputations(g)
+	if first >= 0 {
+		if sp, reason := headSplit(g, first, cost, launch); reason == "" {
+			splits = append(splits, sp)
+		} else {
+			why = append(why, reason)
+		}
+	}
+	if last >= 0 {
+		sp, reason := tailSplit(g, last, cost, launch)
+		switch {
+		case reason != "":
+			why = append(why, reason)
+		case len(splits) > 0 && splits[0].gemm == sp.gemm:
+			// One GEMM between the two transfers: its pieces serve both.
+			sp.pieces = min(sp.pieces, splits[0].pieces)
+			splits[0].pieces = sp.pieces
+			splits = append(splits, sp)
+		default:
+			splits = append(splits, sp)
+		}
+	}
+	if len(splits) == 0 {
+		if len(why) == 0 {
+			return g, parts, "nothing split"
+		}
+		return g, parts, "nothing split: " + why[0]
+	}
+	out, outParts := splitGraph(g, splits, parts)
+	var b []byte
+	for i, sp := range splits {
+		if i > 0 {
+			b = append(b, "; "...)
+		}
+		x, y := min(sp.copy, sp.gemm), max(sp.copy, sp.gemm)
+		b = fmt.Appendf(b, "%s and %s in %d row blocks", g.Ops[x].Name, g.Ops[y].Name, sp.pieces)
+	}
+	return out, outParts, string(b)
+}
+
+// computes reports whether op keeps a device's SMs busy: what a transfer
+// at a pipeline's end has nothing to overlap with.
+func computes(op *dag.Op) bool {
+	switch op.Kind {
+	case dag.Gemm, dag.Launch, dag.Task:
+		return true
+	}
+	return op.Kind.IsCollective()
+}
+
+// endComputations returns the first and the last op of g that computes,
+// in g's order (a topological one), or -1.
+func endComputations(g *dag.Graph) (first, last int32) {
+	first, last = -1, -1
+	for i, op := range g.Ops {
+		if op != nil && computes(op) {
+			if first < 0 {
+				first = int32(i)
+			}
+			last = int32(i)
+		}
+	}
+	return first, last
+}
+
+// rowGemm reports whether op is a GEMM whose operands A, C and D each
+// hold its rows one after another with nothing between them, so that a
+// block of rows of the product is a GEMM on a slice of each.
+func rowGemm(op *dag.Op) bool {
+	s := op.Gemm
+	if op.Kind != dag.Gemm || s == nil || s.TransA || s.Batch > 1 || s.M <= 0 || len(op.Access) <= s.OutAccess() {
+		return false
+	}
+	dense := func(i int, cols, ld int64) bool {
+		if ld == 0 {
+			ld = cols
+		}
+		v := op.Access[i].View
+		return ld == cols && v.Buf != nil && v.Size == perf.SatMul(perf.SatMul(s.M, cols), v.Buf.DType.Size())
+	}
+	if !dense(dag.GemmA, s.K, s.LDA) || !dense(dag.GemmC, s.N, s.LDC) {
+		return false
+	}
+	return !s.SeparateD || dense(dag.GemmD, s.N, s.LDC)
+}
+
+// plainCopy reports whether op copies one view to another of its size.
+func plainCopy(op *dag.Op) bool {
+	return op.Kind == dag.Copy && len(op.Access) == 2 && op.Access[0].Size == op.Access[1].Size
+}
+
+// headSplit is the split of the first computation, gemm, with the upload
+// that writes its A, or why there is none.
+func headSplit(g *dag.Graph, gemm int32, cost perf.CostModel, launch time.Duration) (split, string) {
+	op := g.Ops[gemm]
+	if !rowGemm(op) {
+		return split{}, fmt.Sprintf("the first computation, %s, is not a GEMM over whole rows", op.Name)
+	}
+	a := op.Access[dag.GemmA].View
+	for _, d := range op.Deps {
+		c := g.Ops[d]
+		if plainCopy(c) && c.Access[1].View == a {
+			n, why := pieces(op, c, cost, launch)
+			return split{gemm: gemm, copy: d, pieces: n}, why
+		}
+	}
+	return split{}, fmt.Sprintf("no upload writes all of %s's A just before it", op.Name)
+}
+
+// tailSplit is the split of the last computation, gemm, with the
+// download that reads its output, or why there is none.
+func tailSplit(g *dag.Graph, gemm int32, cost perf.CostModel, launch time.Duration) (split, string) {
+	op := g.Ops[gemm]
+	if !rowGemm(op) {
+		return split{}, fmt.Sprintf("the last computation, %s, is not a GEMM over whole rows", op.Name)
+	}
+	out := op.Access[op.Gemm.OutAccess()].View
+	for i := int(gemm) + 1; i < len(g.Ops); i++ {
+		c := g.Ops[i]
+		if c != nil && plainCopy(c) && c.Access[0].View == out && slices.Contains(c.Deps, gemm) {
+			n, why := pieces(op, c, cost, launch)
+			return split{gemm: gemm, copy: int32(i), pieces: n}, why
+		}
+	}
+	return split{}, fmt.Sprintf("no download reads all of %s's output just after it", op.Name)
+}
+
+// pieces is how many row blocks gemm and its transfer c are cut into:
+// as many as keep minSplitRows rows a piece, divide the rows evenly, and
+// hide more of the transfer than the further launches cost; or why none.
+func pieces(gemm, c *dag.Op, cost perf.CostModel, launch time.Duration) (int64, string) {
+	m := gemm.Gemm.M
+	xfer := cost.Duration(c)
+	for n := int64(maxPieces); n >= 2; n /= 2 {
+		if m%n != 0 || m/n < minSplitRows {
+			continue
+		}
+		hidden := xfer * time.Duration(n-1) / time.Duration(n)
+		if hidden <= 4*time.Duration(n-1)*launch {
+			return 0, fmt.Sprintf("%s would hide %v, less than its further launches cost", c.Name, hidden)
+		}
+		return n, ""
+	}
+	return 0, fmt.Sprintf("%s has %d rows, too few to cut into blocks of %d", gemm.Name, m, minSplitRows)
+}
+
+// splitGraph returns g with each split's GEMM and transfer replaced by
+// their pieces, in their places, and the declared op each op runs
+// (State.Parts, from parts: nil when g's ops are the declared ones). A
+// piece of the transfer and a piece of the GEMM depend on each other's
+// pieces whose rows they share, and only on those: that is the overlap.
+// Every other dependency, on a split op or of one, is on every piece,
+// as it was on the whole, so each split op still runs, to everything
+// but its partner, as one op where its last piece runs (which is how
+// the verifier checks it against the graph as declared).
+func splitGraph(g *dag.Graph, splits []split, parts [][]int32) (*dag.Graph, [][]int32) {
+	cut := map[int32]int64{}
+	partners := map[[2]int32]bool{}
+	for _, sp := range splits {
+		cut[sp.gemm], cut[sp.copy] = sp.pieces, sp.pieces
+		partners[[2]int32{sp.gemm, sp.copy}], partners[[2]int32{sp.copy, sp.gemm}] = true, true
+	}
+	newIDs := make([][]int32, len(g.Ops)) // the ops each op of g became
+	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels}
+	var outParts [][]int32
+	for i, op := range g.Ops {
+		id := int32(i)
+		mine := []int32{id}
+		if parts != nil {
+			mine = parts[i]
+		}
+		ps := []*dag.Op{op}
+		if n := cut[id]; n > 0 {
+			ps = cutRows(op, n)
+		}
+		for k, p := range ps {
+			c := p
+			if len(ps) == 1 {
+				cp := *op
+				c = &cp
+			}
+			c.ID, c.Index = len(out.Ops), len(out.Ops)
+			c.Deps = pieceDeps(out, op, c, newIDs, partners)
+			if len(ps) > 1 {
+				c.Name = fmt.Sprintf("%s#%d/%d", op.Name, k+1, len(ps))
+			}
+			newIDs[i] = append(newIDs[i], int32(c.ID))
+			out.Ops = append(out.Ops, c)
+			outParts = append(outParts, mine)
+		}
+	}
+	return out, outParts
+}
+
+// pieceDeps are the dependencies of c, op or a piece of it, among the
+// ops of out: each of op's dependencies d, as the ops d became; only
+// those whose accesses meet c's where d is op's partner in a split.
+func pieceDeps(out *dag.Graph, op, c *dag.Op, newIDs [][]int32, partners map[[2]int32]bool) []int32 {
+	var deps []int32
+	for _, d := range op.Deps {
+		became := newIDs[d]
+		if !partners[[2]int32{int32(op.ID), d}] {
+			deps = append(deps, became...)
+			continue
+		}
+		for _, b := range became {
+			if conflict(out.Ops[b], c) {
+				deps = append(deps, b)
+			}
+		}
+	}
+	slices.Sort(deps)
+	return slices.Compact(deps)
+}
+
+// conflict reports whether x and y use a byte in common that one of them
+// writes.
+func conflict(x, y *dag.Op) bool {
+	for _, a := range x.Access {
+		for _, b := range y.Access {
+			if a.Buf == b.Buf && (a.Mode.Writes() || b.Mode.Writes()) && a.Overlaps(b.View) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cutRows cuts op, a GEMM over whole rows (rowGemm) or a plain copy of
+// one's rows, into n ops on consecutive blocks of its rows.
+func cutRows(op *dag.Op, n int64) []*dag.Op {
+	out := make([]*dag.Op, n)
+	for k := range n {
+		c := *op
+		c.Access = slices.Clone(op.Access)
+		slice := func(i int) {
+			v := c.Access[i].View
+			step := v.Size / n
+			c.Access[i].View = dag.View{Buf: v.Buf, Offset: v.Offset + k*step, Size: step}
+		}
+		if op.Kind == dag.Gemm {
+			spec := *op.Gemm
+			spec.M /= n
+			c.Gemm = &spec
+			slice(dag.GemmA)
+			slice(dag.GemmC)
+			if spec.SeparateD {
+				slice(dag.GemmD)
+			}
+			if op.Cost > 0 {
+				c.Cost = op.Cost / time.Duration(n)
+			}
+		} else {
+			slice(0)
+			slice(1)
+			if op.Cost > 0 {
+				c.Cost = op.Cost / time.Duration(n)
+			}
+		}
+		out[k] = &c
+	}
+	return out
+}
