@@ -57,6 +57,7 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner
 	$(GO) test -run '^$$' -fuzz '^FuzzPlanControl$$' -fuzztime $(FUZZTIME_CONTROL) -fuzzminimizetime 100x ./planner
 	$(GO) test -run '^$$' -fuzz '^FuzzFuse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner
+	$(GO) test -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner
 	$(GO) test -run '^$$' -fuzz '^FuzzPackArena$$' -fuzztime $(FUZZTIME_SLOW) -fuzzminimizetime 100x ./planner/memory
 	$(GO) test -run '^$$' -fuzz '^FuzzPerfModel$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner/perf
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./dag
