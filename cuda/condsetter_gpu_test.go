@@ -140,7 +140,8 @@ func condGraphs() map[string]func(t *testing.T) condGraph {
 }
 
 // runOrFail runs p on be eagerly, or captured and replayed, and returns
-// every persistent buffer and the run's error.
+// every persistent buffer and the run's error (the replay's: the capture
+// must not shadow it).
 func runOrFail(t *testing.T, ctx context.Context, be device.Backend, p *planner.Plan, replay bool, check func(device.Session)) (map[string][]byte, error) {
 	s, err := executor.Open(ctx, be, p)
 	require.NoError(t, err)
@@ -148,12 +149,13 @@ func runOrFail(t *testing.T, ctx context.Context, be device.Backend, p *planner.
 	if check != nil {
 		check(s.Device())
 	}
+	var runErr error
 	if replay {
 		gr, err := s.Capture(ctx)
 		require.NoError(t, err)
-		err = gr.Run(ctx)
+		runErr = gr.Run(ctx)
 	} else {
-		err = s.Run(ctx)
+		runErr = s.Run(ctx)
 	}
 	out := map[string][]byte{}
 	for _, buf := range p.Graph.Buffers {
@@ -163,12 +165,14 @@ func runOrFail(t *testing.T, ctx context.Context, be device.Backend, p *planner.
 			out[buf.Name] = data
 		}
 	}
-	return out, err
+	return out, runErr
 }
 
 // TestCondGraphsOnCPU checks TestCondInLastKernelGPU's graphs where no
 // GPU is needed: which loops may set their condition in their last
-// kernel, and what the cpu backend leaves, that cuda must leave too.
+// kernel, and what the cpu backend leaves, eagerly and replayed, that
+// cuda must leave too; runOrFail returns a replay's error as it does an
+// eager run's.
 func TestCondGraphsOnCPU(t *testing.T) {
 	cb := cpu.New()
 	defer cb.Close()
@@ -184,14 +188,16 @@ func TestCondGraphsOnCPU(t *testing.T) {
 			p, err := planner.New(cg.g, planner.Streams(3))
 			require.NoError(t, err)
 			require.NoError(t, verify.Verify(p))
-			got, err := runOrFail(t, context.Background(), cb, p, false, nil)
-			if name == "max reached" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), `op "loop": the loop ran its 4 iterations (max) and its flag is still set`)
-			} else {
-				require.NoError(t, err)
+			for _, replay := range []bool{false, true} {
+				got, err := runOrFail(t, context.Background(), cb, p, replay, nil)
+				if name == "max reached" {
+					require.Error(t, err, "replayed %v", replay)
+					assert.Contains(t, err.Error(), `op "loop": the loop ran its 4 iterations (max) and its flag is still set`, "replayed %v", replay)
+				} else {
+					require.NoError(t, err, "replayed %v", replay)
+				}
+				assert.Equal(t, f32bytes(wantX[name]), got["x"][:4], "replayed %v", replay)
 			}
-			assert.Equal(t, f32bytes(wantX[name]), got["x"][:4])
 		})
 	}
 }

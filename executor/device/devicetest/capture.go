@@ -3,13 +3,16 @@ package devicetest
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
 	"github.com/dagrun/dagrun/executor/device"
+	"github.com/dagrun/dagrun/planner"
 )
 
 // capture: what is submitted between BeginCapture and EndCapture is
@@ -134,4 +137,85 @@ func (s *suite) loopMax(t *testing.T) {
 	require.True(t, ok, "Sync's error %v is a *dag.OpError", err)
 	assert.Equal(t, "forever", oe.Op)
 	assert.Equal(t, repeat(8, 4), readF32(t, ds, x), "three passes ran")
+}
+
+// loopMaxReplayed: a captured loop whose flag stays set fails each replay
+// once it has run its Max passes, as an eager run does, with a
+// *dag.OpError naming the loop: the replay's Sync reports it, and so does
+// the next replay's. It holds for a body that ends in a set_flag of the
+// loop's own flag (dag.Op.CondSetter), which the cuda backend runs as the
+// kernel that also ends the iteration, and for one that does not, and
+// both when the device session is driven call by call and when the
+// executor captures the plan (Session.Capture, Graph.Run).
+func (s *suite) loopMaxReplayed(t *testing.T) {
+	for _, setter := range []bool{false, true} {
+		name := "condition kernel"
+		if setter {
+			name = "set_flag last"
+		}
+		t.Run(name, func(t *testing.T) {
+			var x, flag *dag.Buffer
+			var loop *dag.Op
+			g := build(t, func(b *dag.Builder) {
+				x = b.Buffer("x", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Value(1))
+				flag = b.Buffer("flag", 4, dag.OnDevice(0), dag.Of(dag.I32), dag.Value(1))
+				loop = b.While(flag.All(), func(body *dag.Builder) {
+					body.Launch(dag.Scale, one, dag.Threads(4), x, float32(2))
+					if setter { // x stays above the threshold: the flag stays set
+						body.Launch(dag.SetFlag, one, one, dag.Out(flag.All()), dag.In(x.Slice(0, 4)), 0.5)
+					}
+				}, dag.Name("forever"), dag.AtMost(3))
+			})
+			require.Equal(t, setter, loop.CondSetter() != nil, "dag.Op.CondSetter")
+			checkErr := func(err error, what string) {
+				t.Helper()
+				require.Error(t, err, "%s: the loop reached its max with its flag set", what)
+				oe, ok := errors.AsType[*dag.OpError](err)
+				require.True(t, ok, "%s: Sync's error %v is a *dag.OpError", what, err)
+				assert.Equal(t, "forever", oe.Op, what)
+				assert.ErrorContains(t, err, loop.Control.MaxReached().Error(), what)
+			}
+
+			t.Run("device", func(t *testing.T) {
+				ds := s.session(t, g, 2, 0)
+				ctl := capability[device.Controller](t, ds)
+				c := capability[device.Capturer](t, ds)
+				var steps []device.Step
+				for _, op := range loop.Control.Body.Ops {
+					steps = append(steps, device.Step{Kind: device.RunStep, Stream: 1, Op: op})
+				}
+				require.NoError(t, ctl.SetBodies(loop, [][]device.Step{steps}))
+				require.NoError(t, c.BeginCapture(0))
+				require.NoError(t, ds.Run(0, loop))
+				id, err := c.EndCapture(0)
+				require.NoError(t, err)
+				require.NoError(t, s.sync(t, ds), "a capture runs nothing")
+				require.NoError(t, c.Instantiate(id))
+				for i, want := range []float32{8, 64} {
+					require.NoError(t, c.LaunchGraph(id, 0))
+					checkErr(s.sync(t, ds), fmt.Sprintf("replay %d", i+1))
+					assert.Equal(t, repeat(want, 4), readF32(t, ds, x), "replay %d: three passes ran", i+1)
+				}
+				require.NoError(t, c.DestroyGraph(id))
+			})
+
+			t.Run("executor", func(t *testing.T) {
+				p, err := planner.New(g)
+				require.NoError(t, err)
+				b := s.backend(t, s.open)
+				ctx := s.ctx(t)
+				es, err := executor.Open(ctx, b, p)
+				skipUnsupported(t, err)
+				require.NoError(t, err)
+				defer func() { require.NoError(t, es.Close()) }()
+				capability[device.Capturer](t, es.Device())
+				gr, err := es.Capture(ctx)
+				require.NoError(t, err)
+				for i := range 2 {
+					checkErr(gr.Run(ctx), fmt.Sprintf("replay %d", i+1))
+				}
+				require.NoError(t, gr.Close())
+			})
+		})
+	}
 }

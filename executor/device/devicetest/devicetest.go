@@ -78,6 +78,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("Capture", s.capture)
 	t.Run("Bodies", s.bodies)
 	t.Run("LoopMax", s.loopMax)
+	t.Run("LoopMaxReplayed", s.loopMaxReplayed)
 	t.Run("Faults", s.faults)
 	t.Run("Write", s.write)
 	t.Run("Shared", s.shared)
