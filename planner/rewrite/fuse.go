@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/human"
 )
 
 // Fuse returns g with each gemm and the launches of bias_add, then gelu
@@ -24,7 +25,7 @@ func Fuse(g *dag.Graph, parts [][]int32) (*dag.Graph, [][]int32, string) {
 	if len(groups) == 0 {
 		b.WriteString("nothing fused")
 	} else {
-		fmt.Fprintf(&b, "%d %s fused with %d %s", len(groups), plural(len(groups), "gemm", "gemms"), launches, plural(launches, "launch", "launches"))
+		fmt.Fprintf(&b, "%s fused with %s", human.Count(len(groups), "gemm", "gemms"), human.Count(launches, "launch", "launches"))
 	}
 	for i, m := range misses {
 		if i == maxMissesShown {
@@ -37,14 +38,6 @@ func Fuse(g *dag.Graph, parts [][]int32) (*dag.Graph, [][]int32, string) {
 		g, parts = fuseGraph(g, groups, parts)
 	}
 	return g, parts, b.String()
-}
-
-// plural is one or many, as n says.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // maxMissesShown bounds the fusions not made that the pass's summary names.

@@ -295,16 +295,11 @@ func cutRows(op *dag.Op, n int64) []*dag.Op {
 			if spec.SeparateD {
 				slice(dag.GemmD)
 			}
-			if op.Cost > 0 {
-				c.Cost = op.Cost / time.Duration(n)
-			}
 		} else {
 			slice(0)
 			slice(1)
-			if op.Cost > 0 {
-				c.Cost = op.Cost / time.Duration(n)
-			}
 		}
+		c.Cost = op.Cost / time.Duration(n) // a hint, split as the work is; zero stays the cost model's
 		out[k] = &c
 	}
 	return out

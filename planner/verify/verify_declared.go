@@ -100,25 +100,20 @@ func checkDeclared(p *plan.Plan) error {
 // span is a byte range of a buffer.
 type span struct{ start, end int64 }
 
-// pieceGroups groups the ops of p's graph by their parts, in the order
-// of their first op: one op each where nothing was split.
+// pieceGroups groups the ops of p's graph that run the same parts, in
+// order: one op each where nothing was split. The pieces of a split are
+// consecutive ops (rewrite.Split makes them so); pieces apart from each
+// other are two groups, which the check refuses as one op run twice.
 func pieceGroups(p *plan.Plan) ([][]int, error) {
 	var groups [][]int
-	index := map[string]int{}
-	var key []byte
 	for i, parts := range p.Parts {
 		if len(parts) == 0 {
 			return nil, malformed("op %d of the plan runs no declared op", i)
 		}
-		key = key[:0]
-		for _, dp := range parts {
-			key = fmt.Appendf(key, "%d,", dp)
-		}
-		if gi, ok := index[string(key)]; ok {
-			groups[gi] = append(groups[gi], i)
+		if n := len(groups); n > 0 && slices.Equal(p.Parts[groups[n-1][0]], parts) {
+			groups[n-1] = append(groups[n-1], i)
 			continue
 		}
-		index[string(key)] = len(groups)
 		groups = append(groups, []int{i})
 	}
 	return groups, nil
