@@ -43,6 +43,12 @@ type GemmSpec struct {
 	// stored (see Epilogue); one with a bias reads it as the op's last
 	// access (BiasAccess).
 	Epilogue Epilogue
+	// LeaveSMs is how many of the device's SMs the GEMM leaves to work
+	// that runs beside it (a collective's kernels): a library tunes its
+	// tiles for the device's SMs less these, so that its waves do not
+	// wait on SMs another kernel holds. The planner's split pass sets it;
+	// 0 uses every SM.
+	LeaveSMs int
 }
 
 // Indices of a Gemm op's accesses.
@@ -106,6 +112,9 @@ func (s *GemmSpec) String() string {
 	}
 	if s.Epilogue != NoEpilogue {
 		fmt.Fprintf(&b, " +%s", s.Epilogue)
+	}
+	if s.LeaveSMs > 0 {
+		fmt.Fprintf(&b, " leaving %d SMs", s.LeaveSMs)
 	}
 	return b.String()
 }
