@@ -35,7 +35,7 @@ import (
 // with its last iteration on the device's clock, from a record of a node
 // of the graph itself: CUPTI names the records of a body's nodes by its
 // own node ids, which it can get wrong (iterations.go), and a loop timed
-// by them alone ended, on the H200, with its first kernel.
+// by them alone then ends with its enter kernel.
 
 // condSource is dagrun's kernels that set a conditional node's condition.
 // cudaGraphSetConditional is a builtin of the device runtime that the
