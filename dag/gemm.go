@@ -139,6 +139,18 @@ func TransA() OpOption { return gemmOption("TransA", func(s *GemmSpec, _ *Op) { 
 // TransB takes op(B) = B^T (see TransA).
 func TransB() OpOption { return gemmOption("TransB", func(s *GemmSpec, _ *Op) { s.TransB = true }) }
 
+// LeavingSMs has the GEMM leave n of the device's SMs to work that runs
+// beside it (GemmSpec.LeaveSMs).
+func LeavingSMs(n int) OpOption {
+	return gemmOption("LeavingSMs", func(s *GemmSpec, o *Op) {
+		if n < 0 {
+			o.optErrs = append(o.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("LeavingSMs(%d) leaves fewer than none", n), Hint: "leave 0 or more SMs"})
+			return
+		}
+		s.LeaveSMs = n
+	})
+}
+
 // Alpha and Beta set the scale factors (1 and 0 by default).
 func Alpha(v float64) OpOption { return gemmOption("Alpha", func(s *GemmSpec, _ *Op) { s.Alpha = v }) }
 
