@@ -211,6 +211,7 @@ func splitGraph(g *dag.Graph, splits []split, parts [][]int32) (*dag.Graph, [][]
 	newIDs := make([][]int32, len(g.Ops)) // the ops each op of g became
 	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels}
 	var outParts [][]int32
+	copies := make([]dag.Op, len(g.Ops)) // the ops not cut, in one allocation
 	for i, op := range g.Ops {
 		id := int32(i)
 		mine := []int32{id}
@@ -224,8 +225,8 @@ func splitGraph(g *dag.Graph, splits []split, parts [][]int32) (*dag.Graph, [][]
 		for k, p := range ps {
 			c := p
 			if len(ps) == 1 {
-				cp := *op
-				c = &cp
+				c = &copies[i]
+				*c = *op
 			}
 			c.ID, c.Index = len(out.Ops), len(out.Ops)
 			c.Deps = pieceDeps(out, op, c, newIDs, partners)
