@@ -30,7 +30,12 @@ import (
 // session's capture that graph is the capture's; in an eager run it is a
 // graph of the op's own, captured on a private stream at the op's first
 // run and launched at each run, so that eager runs and replays run the
-// same device code.
+// same device code. Under CUPTI (node-level) an empty kernel,
+// dr_cond_exit, follows the conditional node, so that the op's span ends
+// with its last iteration on the device's clock, from a record of a node
+// of the graph itself: CUPTI names the records of a body's nodes by its
+// own node ids, which it can get wrong (iterations.go), and a loop timed
+// by them alone then ends with its enter kernel.
 
 // condSource is dagrun's kernels that set a conditional node's condition.
 // cudaGraphSetConditional is a builtin of the device runtime that the
@@ -99,6 +104,9 @@ extern "C" __global__ void dr_set_flag_cond_f64(int* flag, long long nflag, cons
 	}
 	dr_next(h, f, loop, max);
 }
+
+// dr_cond_exit follows a traced loop or branch: its record ends the op's span.
+extern "C" __global__ void dr_cond_exit() {}
 `
 
 var (
@@ -106,11 +114,12 @@ var (
 	condNext      = &dag.Kernel{Name: "dr_cond_next", Source: dag.CUDAC, Code: condSource}
 	condSetFlag   = &dag.Kernel{Name: "dr_set_flag_cond", Source: dag.CUDAC, Code: condSource}
 	condSetFlag64 = &dag.Kernel{Name: "dr_set_flag_cond_f64", Source: dag.CUDAC, Code: condSource}
+	condExit      = &dag.Kernel{Name: "dr_cond_exit", Source: dag.CUDAC, Code: condSource}
 )
 
 // condKernels are the kernels of condSource, loaded with each control op.
 func condKernels() []*dag.Kernel {
-	return []*dag.Kernel{condEnter, condNext, condSetFlag, condSetFlag64}
+	return []*dag.Kernel{condEnter, condNext, condSetFlag, condSetFlag64, condExit}
 }
 
 // setFlagSlots are set_flag's arguments: flag and its count, x and its
@@ -153,6 +162,8 @@ type control struct {
 	// condition (condSetter), run as setFlag; nil when next does.
 	setter  *dag.Op
 	setFlag *C.dr_launch
+	// exit follows the conditional node where CUPTI traces ops (lower).
+	exit *C.dr_launch
 	// joins[i] are the streams of body i besides its entry stream, each
 	// with an event that joins it back into the entry stream before the
 	// body's capture ends: the plan's own joins may be transitive, and
@@ -165,6 +176,7 @@ type control struct {
 	tmpl    C.CUgraph
 	exec    C.CUgraphExec
 	addrs   []C.CUdeviceptr // the op's accesses' addresses it was captured with
+	exited  bool            // ... and whether it ends in exit
 }
 
 // devJoin is a stream and the event that joins it into another.
@@ -303,6 +315,9 @@ func (ct *controller) launches(c *control) error {
 	if c.enter, err = mk(condEnter, 3); err != nil {
 		return err
 	}
+	if c.exit, err = mk(condExit, 0); err != nil {
+		return err
+	}
 	switch {
 	case c.setter != nil:
 		k := condSetFlag
@@ -364,7 +379,7 @@ func (ct *controller) eagerGraph(c *control) error {
 	for _, a := range c.op.Access {
 		addrs = append(addrs, ct.hold.ptr(a.View))
 	}
-	if c.exec != nil && slices.Equal(addrs, c.addrs) {
+	if c.exec != nil && slices.Equal(addrs, c.addrs) && c.exited == ct.exits() {
 		return nil
 	}
 	ct.dropEager(c, func(error) {})
@@ -398,9 +413,13 @@ func (ct *controller) eagerGraph(c *control) error {
 		ct.dropEager(c, func(error) {})
 		return err
 	}
-	c.addrs = addrs
+	c.addrs, c.exited = addrs, ct.exits()
 	return nil
 }
+
+// exits reports whether a lowered control op ends in dr_cond_exit: where
+// CUPTI traces ops, whose records then bound the op's span.
+func (ct *controller) exits() bool { return ct.tim.tracesOps() }
 
 // lower adds c's op to the graph cs is capturing into.
 func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
@@ -468,7 +487,12 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 			return fmt.Errorf("body %d: %w", i, err)
 		}
 	}
-	return nil
+	if !ct.exits() {
+		return nil
+	}
+	// After the node, on the stream that captured it: a node of this
+	// graph, named by the op pushed now, not a body's.
+	return ct.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.exit, cs))
 }
 
 // submit enqueues a body's steps, but for the run of skip (the loop's
@@ -557,7 +581,7 @@ func (ct *controller) release(c *control, keep func(error)) {
 		}
 	}
 	c.joins = nil
-	for _, l := range []**C.dr_launch{&c.enter, &c.next, &c.setFlag} {
+	for _, l := range []**C.dr_launch{&c.enter, &c.next, &c.setFlag, &c.exit} {
 		if *l != nil {
 			C.free(unsafe.Pointer(*l))
 			*l = nil

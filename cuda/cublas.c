@@ -112,6 +112,11 @@ cublasStatus_t dr_gemm_setup(dr_lt* l, dr_api* a, CUcontext c, cublasLtHandle_t 
 	     l->cublasLtMatmulDescSetAttribute(g->desc, DR_LT_MATMUL_DESC_TRANSA, &tx, sizeof(tx)));
 	STEP("cublasLtMatmulDescSetAttribute(TRANSB)",
 	     l->cublasLtMatmulDescSetAttribute(g->desc, DR_LT_MATMUL_DESC_TRANSB, &ty, sizeof(ty)));
+	if (s->smCountTarget > 0) {
+		int32_t sms = s->smCountTarget;
+		STEP("cublasLtMatmulDescSetAttribute(SM_COUNT_TARGET)",
+		     l->cublasLtMatmulDescSetAttribute(g->desc, DR_LT_MATMUL_DESC_SM_COUNT_TARGET, &sms, sizeof(sms)));
+	}
 	if (s->epilogue != 0 && s->epilogue != DR_LT_EPILOGUE_DEFAULT) {
 		uint32_t epi = s->epilogue;
 		STEP("cublasLtMatmulDescSetAttribute(EPILOGUE)",

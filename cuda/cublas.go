@@ -159,6 +159,7 @@ type gemmKey struct {
 	align       [4]uint32 // A, B, C, D
 	betaNonZero bool
 	epilogue    dag.Epilogue
+	smTarget    int // SM_COUNT_TARGET: 0, or the SMs a GEMM that leaves some tunes for
 }
 
 type ltHandle struct {
@@ -292,6 +293,13 @@ func (g *gemmer) prepare(d *gpu, op *dag.Op) (*gemmRec, error) {
 	key := gemmKey{device: d.ordinal, dt: dt, tf32: s.TF32, transA: s.TransA, transB: s.TransB, m: s.M, n: s.N, k: s.K,
 		lda: s.LDA, ldb: s.LDB, ldc: s.LDC, batch: s.Batch, sa: s.StrideA, sb: s.StrideB, sc: s.StrideC,
 		align: align, betaNonZero: s.Beta != 0}
+	if s.LeaveSMs > 0 {
+		target, err := g.smTarget(d.ordinal, s.LeaveSMs)
+		if err != nil {
+			return fail(err)
+		}
+		shape.smCountTarget, key.smTarget = C.int32_t(target), target
+	}
 	if s.Epilogue != dag.NoEpilogue {
 		why := epilogueRefusal(op) // epilogue.go
 		if why == "" {
@@ -317,6 +325,20 @@ func (g *gemmer) prepare(d *gpu, op *dag.Op) (*gemmRec, error) {
 	}
 	g.recs[s] = r
 	return r, nil
+}
+
+// smTarget is the SMs a GEMM on device ordinal that leaves leave SMs to
+// the work beside it tunes for: the device's less those, at least one.
+func (g *gemmer) smTarget(ordinal, leave int) (int, error) {
+	info, err := g.drv.device(ordinal)
+	if err != nil {
+		return 0, err
+	}
+	n, err := g.drv.smCount(info)
+	if err != nil {
+		return 0, err
+	}
+	return max(n-leave, 1), nil
 }
 
 // errCUDA marks setup's failures of the driver, not of cuBLASLt: no
@@ -522,6 +544,7 @@ func cublasBinding() []bindingValue {
 		{"CUBLASLT_MATMUL_DESC_TRANSB", C.DR_LT_MATMUL_DESC_TRANSB},
 		{"CUBLASLT_MATMUL_DESC_EPILOGUE", C.DR_LT_MATMUL_DESC_EPILOGUE},
 		{"CUBLASLT_MATMUL_DESC_BIAS_POINTER", C.DR_LT_MATMUL_DESC_BIAS_POINTER},
+		{"CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET", C.DR_LT_MATMUL_DESC_SM_COUNT_TARGET},
 		{"CUBLASLT_EPILOGUE_DEFAULT", C.DR_LT_EPILOGUE_DEFAULT},
 		{"CUBLASLT_EPILOGUE_RELU", C.DR_LT_EPILOGUE_RELU},
 		{"CUBLASLT_EPILOGUE_BIAS", C.DR_LT_EPILOGUE_BIAS},

@@ -52,6 +52,9 @@ enum {
 	// const void*; the bias's type is D's (BIAS_DATA_TYPE left at -1). The
 	// heuristic reads only its value, for the alignment to expect.
 	DR_LT_MATMUL_DESC_BIAS_POINTER = 8,
+	// int32_t: the SMs the heuristic tunes for, fewer than the device's
+	// when a kernel beside the GEMM holds the others; 0: the device's.
+	DR_LT_MATMUL_DESC_SM_COUNT_TARGET = 15,
 	// cublasLtEpilogue_t (cublasLt.h): the bias is one element per row of
 	// the column-major D, length m, added before the activation; GELU is
 	// the tanh form.
@@ -138,6 +141,7 @@ typedef struct {
 	// bias the GEMM will be called with is, and no more.
 	CUdeviceptr bias;
 	double alpha, beta; // the scale factors, stored in g as the scale type takes them
+	int32_t smCountTarget; // SM_COUNT_TARGET, or 0 to leave it unset
 } dr_gemm_shape;
 
 // dr_gemm_setup makes g ready to run with handle h (cublasLtCreate's, on

@@ -207,3 +207,44 @@ func TestBodyNodeResolved(t *testing.T) {
 	assert.Equal(t, uint64(9<<32|5), got[4].GraphNodeID, "an unnamed record keeps its node")
 	assert.Equal(t, uint64(8<<32|0), got[1].GraphNodeID, "a named one names the body's node")
 }
+
+// A loop's span in a replay runs from its enter kernel to the
+// dr_cond_exit after its conditional node, both nodes of the replayed
+// graph, even where CUPTI named its body's records by no op of the run
+// (stale node ids): without the exit kernel it ended with the enter
+// kernel, a microsecond for a loop of milliseconds.
+func TestCUPTILoopSpanUnnamedBody(t *testing.T) {
+	const top, loop = 0, 1
+	li := &loopIndex{of: []int32{notInBody, notInBody, loop}, bounds: []bool{false, true, false},
+		cond: []int32{notInBody, notInBody, loop}}
+	k := func(replay, op int64, start, end uint64) activityRecord {
+		return activityRecord{Kind: activityKernel, Replay: replay, Op: op, Start: start, End: end, GraphNodeID: 1}
+	}
+	body := []activityRecord{k(-1, -1, 110, 120), k(-1, -1, 120, 130), k(-1, -1, 990, 1000)} // unnamed
+	for _, tc := range []struct {
+		name     string
+		exit     bool
+		from, to time.Duration
+	}{
+		{"with the exit kernel", true, 2, 1010},
+		{"enter alone", false, 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := append([]activityRecord{k(5, top, 100, 101), k(5, loop, 102, 103)}, body...)
+			if tc.exit {
+				recs = append(recs, k(5, loop, 1005, 1110))
+			}
+			c := &cuptiTiming{origin: 100, loops: li}
+			for op := range 3 {
+				c.setStream(op, 0)
+			}
+			got := map[int][2]time.Duration{}
+			c.spans(recs, 1<<10, func(replay, op, stream int, start, end time.Duration) {
+				assert.Equal(t, 5, replay)
+				got[op] = [2]time.Duration{start, end}
+			})
+			assert.Equal(t, [2]time.Duration{tc.from, tc.to}, got[loop])
+			assert.Equal(t, 3, c.unnamed, "the body's records")
+		})
+	}
+}

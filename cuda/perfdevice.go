@@ -22,9 +22,15 @@ func (b *Backend) DeviceInfo(ordinal int) (name string, sms int, err error) {
 	if err != nil {
 		return "", 0, err
 	}
+	n, err := b.drv.smCount(info)
+	return info.name, n, err
+}
+
+// smCount is the multiprocessor count of the device info describes.
+func (d *driver) smCount(info deviceInfo) (int, error) {
 	var n C.int
-	if err := b.drv.check("cuDeviceGetAttribute", C.w_sm_count(b.drv.api, &n, info.dev)); err != nil {
-		return "", 0, err
+	if err := d.check("cuDeviceGetAttribute", C.w_sm_count(d.api, &n, info.dev)); err != nil {
+		return 0, err
 	}
-	return info.name, int(n), nil
+	return int(n), nil
 }

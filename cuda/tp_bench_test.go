@@ -35,19 +35,23 @@ const (
 	tpComm    tpPart = "comm"    // the all-reduce of y alone: a bound
 )
 
-// tpShape is how a graph of the block is made: its part, its rows in
-// chunks, and the all-reduces at high priority or not.
+// tpShape is how a graph of the block is made and planned: its part,
+// the blocks of rows the planner cuts it into (dag.SplitInto), the
+// all-reduces at high priority or not, and the SMs the GEMMs beside an
+// all-reduce leave it (planner.CollectiveSMs).
 type tpShape struct {
 	part   tpPart
 	chunks int
 	high   bool
+	leave  int
 }
 
-// tpGraph is rank r's block of a world of world ranks, its rows split into
-// chunks: chunk i's all-reduce and residual depend on chunk i's GEMMs
-// only, so the planner may run them beside chunk i+1's GEMMs.
+// tpGraph is rank r's block of a world of world ranks, declared whole:
+// its all-reduce asks the planner for chunks blocks of rows (0: none
+// asked), so that the split pass runs each block's all-reduce beside the
+// next block's GEMMs.
 func tpGraph(tb testing.TB, r, world int, t, h int64, sh tpShape) *dag.Graph {
-	part, chunks := sh.part, sh.chunks
+	part := sh.part
 	tb.Helper()
 	f := 4 * h / int64(world)
 	g := dag.New()
@@ -57,24 +61,24 @@ func tpGraph(tb testing.TB, r, world int, t, h int64, sh tpShape) *dag.Graph {
 	w2 := g.Buffer("w2", 2*f*h, dev, bf, dag.Random(uint64(13+100*r)))
 	hid := g.Buffer("h", 2*t*f, dev, bf, dag.Zeros())
 	y := g.Buffer("y", 2*t*h, dev, bf, dag.Zeros())
-	rows := t / int64(chunks)
-	for c := range int64(chunks) {
-		xs, hs, ys := x.Slice(2*c*rows*h, 2*rows*h), hid.Slice(2*c*rows*f, 2*rows*f), y.Slice(2*c*rows*h, 2*rows*h)
-		if part != tpComm {
-			g.Gemm(hs, xs, w1.All(), dag.GemmShape{M: rows, N: f, K: h}, dag.Alpha(0.125), dev)
-			g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), hs, hs, dev)
-			g.Gemm(ys, hs, w2.All(), dag.GemmShape{M: rows, N: h, K: f}, dag.Alpha(0.125), dev)
+	if part != tpComm {
+		g.Gemm(hid.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: f, K: h}, dag.Alpha(0.125), dev, dag.Name("fc1"))
+		g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), hid, hid, dev, dag.Name("act"))
+		g.Gemm(y.All(), hid.All(), w2.All(), dag.GemmShape{M: t, N: h, K: f}, dag.Alpha(0.125), dev, dag.Name("fc2"))
+	}
+	if part != tpCompute {
+		prio := dag.Normal
+		if sh.high {
+			prio = dag.High
 		}
-		if part != tpCompute {
-			prio := dag.Normal
-			if sh.high {
-				prio = dag.High
-			}
-			g.AllReduce(ys, dag.Sum, dev, prio)
+		opts := []dag.OpOption{dev, prio, dag.Name("reduce")}
+		if sh.chunks > 0 { // 0: as the planner chooses
+			opts = append(opts, dag.SplitInto(sh.chunks))
 		}
-		if part == tpBlock {
-			g.Launch(dag.Axpy, dag.Grid1(1024), dag.Threads(256), ys, xs, float32(1), dev)
-		}
+		g.AllReduce(y.All(), dag.Sum, opts...)
+	}
+	if part == tpBlock {
+		g.Launch(dag.Axpy, dag.Grid1(1024), dag.Threads(256), y, x, float32(1), dev, dag.Name("residual"))
 	}
 	graph, err := g.Build()
 	require.NoError(tb, err)
@@ -88,8 +92,11 @@ func tpWorld(tb testing.TB, b *Backend, world int, t, h int64, sh tpShape) (*exe
 	plans := make([]*planner.Plan, world)
 	for r := range world {
 		var err error
-		plans[r], err = planner.New(tpGraph(tb, r, world, t, h, sh), planner.ForMode(planner.Replay))
+		plans[r], err = planner.New(tpGraph(tb, r, world, t, h, sh), planner.ForMode(planner.Replay), planner.CollectiveSMs(sh.leave))
 		require.NoError(tb, err)
+		if sh.chunks > 1 && sh.part == tpBlock {
+			require.Len(tb, plans[r].Pieces(), 4, "the split pass cut fc1+act, fc2, reduce and residual")
+		}
 	}
 	ctx := context.Background()
 	w, err := executor.OpenWorld(ctx, b, plans, executor.WithRankTimeout(2*time.Minute))
@@ -108,14 +115,18 @@ func tpWorld(tb testing.TB, b *Backend, world int, t, h int64, sh tpShape) (*exe
 // waits for its events:
 //   - compute and comm: the bounds, the GEMMs and gelu alone and the
 //     all-reduce alone;
-//   - split1: the block as one chunk (serial: the all-reduce after all the
+//   - split1: the block whole (serial: the all-reduce after all the
 //     GEMMs), replayed and eager;
-//   - split2, split4, split8: the rows in 2, 4 and 8 chunks, replayed
-//     (and eager, but for 8); split4/high with the all-reduces on a
-//     high-priority stream;
-//   - split4/maxctas=N: the same with NCCL's communicators bounded to N
-//     CTAs (NCCLResources), so that the all-reduce takes fewer SMs from the
-//     GEMMs beside it.
+//   - split2, split4, split8: the planner's split pass cuts the block into
+//     2, 4 and 8 blocks of rows, each block's all-reduce beside the next
+//     block's GEMMs, replayed (and eager for 4); split4/high with the
+//     all-reduces on a high-priority stream;
+//   - splitN/leave=K: NCCL's communicators bounded to K CTAs
+//     (NCCLResources) and the GEMMs beside an all-reduce tuned for the
+//     device's SMs less K (planner.CollectiveSMs), so that neither waits
+//     on SMs the other holds; comm/maxctas=K is that all-reduce alone;
+//   - auto/leave=K: the block with no split asked, as the cost model
+//     chooses given K.
 //
 // DAGRUN_TP_SHAPES ("8192x4096,2048x8192") picks the shapes.
 func BenchmarkTPMLP(b *testing.B) {
@@ -124,6 +135,10 @@ func BenchmarkTPMLP(b *testing.B) {
 	shapes := [][2]int64{{8192, 4096}, {2048, 8192}}
 	if s := os.Getenv("DAGRUN_TP_SHAPES"); s != "" {
 		shapes = parseTPShapes(b, s)
+	}
+	bounded := map[int]*Backend{}
+	for _, ctas := range []int{8, 16, 32} {
+		bounded[ctas] = twoDeviceBackend(b, NCCL(NCCLResources{MaxCTAs: ctas}))
 	}
 	for _, world := range worlds(b, be) {
 		for _, sh := range shapes {
@@ -157,14 +172,16 @@ func BenchmarkTPMLP(b *testing.B) {
 				replay("compute", be, tpShape{part: tpCompute, chunks: 1}, false)
 				replay("comm", be, tpShape{part: tpComm, chunks: 1}, false)
 				for _, chunks := range []int{1, 2, 4, 8} {
-					replay(fmt.Sprintf("split%d", chunks), be, tpShape{part: tpBlock, chunks: chunks}, chunks != 8)
+					replay(fmt.Sprintf("split%d", chunks), be, tpShape{part: tpBlock, chunks: chunks}, chunks == 1 || chunks == 4)
 				}
 				replay("split4/high", be, tpShape{part: tpBlock, chunks: 4, high: true}, false)
-				for _, ctas := range []int{4, 8, 16} {
-					bounded := twoDeviceBackend(b, NCCL(NCCLResources{MaxCTAs: ctas}))
-					replay(fmt.Sprintf("split4/maxctas=%d", ctas), bounded, tpShape{part: tpBlock, chunks: 4}, false)
-					replay(fmt.Sprintf("split4/high/maxctas=%d", ctas), bounded, tpShape{part: tpBlock, chunks: 4, high: true}, false)
-					replay(fmt.Sprintf("comm/maxctas=%d", ctas), bounded, tpShape{part: tpComm, chunks: 1}, false)
+				for _, leave := range []int{8, 16, 32} {
+					nb := bounded[leave]
+					replay(fmt.Sprintf("comm/maxctas=%d", leave), nb, tpShape{part: tpComm, chunks: 1}, false)
+					for _, chunks := range []int{2, 4} {
+						replay(fmt.Sprintf("split%d/leave=%d", chunks, leave), nb, tpShape{part: tpBlock, chunks: chunks, leave: leave}, leave == 16 && chunks == 4)
+					}
+					replay(fmt.Sprintf("auto/leave=%d", leave), nb, tpShape{part: tpBlock, leave: leave}, false)
 				}
 			})
 		}

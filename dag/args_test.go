@@ -128,3 +128,31 @@ func TestAtMost(t *testing.T) {
 	_, err = b.Build()
 	require.ErrorContains(t, err, `op "w": max -1 is out of range`)
 }
+
+// TestSplitInto: the blocks an all_reduce asks the planner for are an
+// option of AllReduce alone, from 1 to MaxSplit.
+func TestSplitInto(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(b *dag.Builder, v dag.View)
+		want string // an error, or "" for Split 4
+	}{
+		{"all_reduce", func(b *dag.Builder, v dag.View) { b.AllReduce(v, dag.Sum, dag.SplitInto(4), dag.Name("r")) }, ""},
+		{"zero", func(b *dag.Builder, v dag.View) { b.AllReduce(v, dag.Sum, dag.SplitInto(0), dag.Name("r")) }, `op "r": split 0 is out of range (use 1 (whole) to 64 blocks of rows)`},
+		{"too many", func(b *dag.Builder, v dag.View) { b.AllReduce(v, dag.Sum, dag.SplitInto(65), dag.Name("r")) }, `split 65 is out of range`},
+		{"broadcast", func(b *dag.Builder, v dag.View) { b.Broadcast(v, 0, dag.SplitInto(2), dag.Name("r")) }, `option SplitInto does not apply to broadcast ops`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := dag.New()
+			x := b.Array("x", dag.F32, 64, dag.OnDevice(0), dag.Zeros())
+			tc.op(b, x.All())
+			g, err := b.Build()
+			if tc.want != "" {
+				require.ErrorContains(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, 4, g.Ops[0].Collective.Split)
+		})
+	}
+}

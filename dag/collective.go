@@ -80,6 +80,29 @@ type CollectiveSpec struct {
 	Reduction Reduction // AllReduce, ReduceScatter
 	Root      int       // Broadcast: the rank whose view every rank receives
 	Peer      int       // Send: the rank sent to; Recv: the rank received from
+	// Split asks the planner to cut an AllReduce, with the GEMMs that
+	// compute its rows and the elementwise launches around it, into this
+	// many blocks of rows, so that the reduction of one block runs beside
+	// the GEMMs of the next: 0 leaves it to the planner's cost model, 1
+	// keeps the op whole (SplitInto).
+	Split int
+}
+
+// MaxSplit bounds the blocks of rows SplitInto may ask for.
+const MaxSplit = 64
+
+// SplitInto asks the planner to cut an AllReduce and the row-wise work
+// that computes it into n blocks of rows (CollectiveSpec.Split), 1 to
+// MaxSplit. The result is the same; only the overlap changes.
+func SplitInto(n int) OpOption {
+	return kindOption("SplitInto", func(o *Op) {
+		if n < 1 || n > MaxSplit {
+			o.optErrs = append(o.optErrs, &Error{Field: "split", Msg: fmt.Sprintf("split %d is out of range", n),
+				Hint: fmt.Sprintf("use 1 (whole) to %d blocks of rows", MaxSplit)})
+			return
+		}
+		o.Collective.Split = n
+	}, AllReduce)
 }
 
 // CollectiveDTypes are the element types collectives take (NCCL's uint8,

@@ -43,6 +43,12 @@ type GemmSpec struct {
 	// stored (see Epilogue); one with a bias reads it as the op's last
 	// access (BiasAccess).
 	Epilogue Epilogue
+	// LeaveSMs is how many of the device's SMs the GEMM leaves to work
+	// that runs beside it (a collective's kernels): a library tunes its
+	// tiles for the device's SMs less these, so that its waves do not
+	// wait on SMs another kernel holds. The planner's split pass sets it;
+	// 0 uses every SM.
+	LeaveSMs int
 }
 
 // Indices of a Gemm op's accesses.
@@ -107,6 +113,9 @@ func (s *GemmSpec) String() string {
 	if s.Epilogue != NoEpilogue {
 		fmt.Fprintf(&b, " +%s", s.Epilogue)
 	}
+	if s.LeaveSMs > 0 {
+		fmt.Fprintf(&b, " leaving %d SMs", s.LeaveSMs)
+	}
 	return b.String()
 }
 
@@ -129,6 +138,18 @@ func TransA() OpOption { return gemmOption("TransA", func(s *GemmSpec, _ *Op) { 
 
 // TransB takes op(B) = B^T (see TransA).
 func TransB() OpOption { return gemmOption("TransB", func(s *GemmSpec, _ *Op) { s.TransB = true }) }
+
+// LeavingSMs has the GEMM leave n of the device's SMs to work that runs
+// beside it (GemmSpec.LeaveSMs).
+func LeavingSMs(n int) OpOption {
+	return gemmOption("LeavingSMs", func(s *GemmSpec, o *Op) {
+		if n < 0 {
+			o.optErrs = append(o.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("LeavingSMs(%d) leaves fewer than none", n), Hint: "leave 0 or more SMs"})
+			return
+		}
+		s.LeaveSMs = n
+	})
+}
 
 // Alpha and Beta set the scale factors (1 and 0 by default).
 func Alpha(v float64) OpOption { return gemmOption("Alpha", func(s *GemmSpec, _ *Op) { s.Alpha = v }) }

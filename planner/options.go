@@ -43,9 +43,17 @@ type Options struct {
 	// epilogue; the zero value, FuseAuto, does.
 	Fuse Fusion
 	// Split says whether the split pass cuts the first GEMM and its
-	// upload, and the last GEMM and its download, into row blocks that
-	// overlap; the zero value, SplitAuto, does where it pays.
+	// upload, the last GEMM and its download, and an all_reduce with the
+	// GEMMs that compute its rows, into row blocks that overlap; the zero
+	// value, SplitAuto, does where it pays or the graph asks.
 	Split Splitting
+	// CollectiveSMs is how many SMs a collective's kernels hold while
+	// they run (NCCL's CTAs, as cuda.NCCLResources bounds them). The
+	// GEMMs the split pass runs beside a collective leave that many free
+	// (dag.GemmSpec.LeaveSMs), and its cost model weighs them; 0 (the
+	// default) leaves none, and then cuts an all_reduce only where the
+	// graph asks (dag.SplitInto).
+	CollectiveSMs int
 	// Early says whether the early pass marks kernels that launch while
 	// the kernel before them on their stream still runs (Plan.Early); the
 	// zero value, EarlyAuto, does where it pays.
@@ -132,6 +140,11 @@ func Fuse(f Fusion) Option { return func(o *Options) { o.Fuse = f } }
 // pays, SplitNone leaves every op whole.
 func Split(s Splitting) Option { return func(o *Options) { o.Split = s } }
 
+// CollectiveSMs says a collective's kernels hold n SMs while they run:
+// the GEMMs the split pass runs beside one leave them free (see
+// Options.CollectiveSMs).
+func CollectiveSMs(n int) Option { return func(o *Options) { o.CollectiveSMs = n } }
+
 // Verify runs the verify pass last: New then fails with the *VerifyError
 // when its plan does not pass Verify.
 func Verify() Option { return func(o *Options) { o.Verify = true } }
@@ -198,6 +211,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SMs < 1 || o.SMs > maxSMs {
 		return o, &dag.Error{Field: "sms", Msg: fmt.Sprintf("multiprocessor count %d is out of range", o.SMs),
 			Hint: fmt.Sprintf("give the device's count, 1 to %d, or 0 for %d", maxSMs, perf.DefaultSMs)}
+	}
+	if o.CollectiveSMs < 0 || o.CollectiveSMs >= o.SMs {
+		return o, &dag.Error{Field: "collective sms", Msg: fmt.Sprintf("%d SMs for collectives of a device of %d", o.CollectiveSMs, o.SMs),
+			Hint: "give fewer than the device has, or 0 to leave the GEMMs every SM"}
 	}
 	for m, n := range o.MemoryBudget {
 		if n <= 0 || m < plan.PageableMemory {

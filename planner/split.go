@@ -7,8 +7,8 @@ import (
 	"github.com/dagrun/dagrun/planner/rewrite"
 )
 
-// splitPass cuts a pipeline's exposed ends into row blocks
-// (rewrite.Split). A graph with loops or branches is left as it is, as
+// splitPass cuts a pipeline's exposed ends, and all_reduces with the
+// GEMMs that compute them, into row blocks (rewrite.Split). A graph with loops or branches is left as it is, as
 // the fuse pass leaves it.
 type splitPass struct{}
 
@@ -24,7 +24,7 @@ func (splitPass) Run(s *State) (string, error) {
 		cost = perf.DefaultCost()
 	}
 	var summary string
-	s.Graph, s.Parts, summary = rewrite.Split(s.Graph, s.Parts, cost)
+	s.Graph, s.Parts, summary = rewrite.Split(s.Graph, s.Parts, cost, rewrite.ChainConfig{SMs: s.Options.SMs, CollectiveSMs: s.Options.CollectiveSMs})
 	return summary, nil
 }
 
@@ -35,7 +35,10 @@ type Splitting uint8
 const (
 	// SplitAuto (the default) cuts the first GEMM and its upload, and the
 	// last GEMM and its download, into row blocks where the cost model
-	// says the transfer hidden is worth the further launches.
+	// says the transfer hidden is worth the further launches; and an
+	// all_reduce with the GEMMs that compute its rows where the graph
+	// asks (dag.SplitInto) or the cost model says the reduction hidden is
+	// worth the launches and SMs it takes (Options.CollectiveSMs).
 	SplitAuto Splitting = iota
 	// SplitNone leaves every op whole.
 	SplitNone

@@ -269,6 +269,13 @@
 // send: {view: x, to: "(rank + 1) % world"} and recv: {view: y, from:
 // "(rank + world - 1) % world"} make a ring of any world.
 //
+// all_reduce: {view: y, op: sum, split: 4} asks the planner to cut the
+// reduction, with the GEMMs that compute y's rows and the elementwise
+// launches around it, into 4 blocks of rows, so that the reduction of one
+// block runs beside the GEMMs of the next (the plan lists the pieces, or
+// says why it could not cut them). split: 1 keeps it whole; left out, the
+// planner's cost model decides.
+//
 // Data differs by rank through {rank} in init file paths ("shard{rank}.bin")
 // and through random inits with per_rank: true, whose seed for rank r is
 // the seed mixed with a hash of r (rank 0 gets the seed itself). Every path

@@ -29,7 +29,7 @@ var (
 		"lda", "ldb", "ldc", "batch", "stride_a", "stride_b", "stride_c", "tf32", "epilogue", "bias"}
 	// collectiveKeys are the keys of each collective's mapping.
 	collectiveKeys = map[string][]string{
-		"all_reduce":     {"view", "op"},
+		"all_reduce":     {"view", "op", "split"},
 		"all_gather":     {"in", "out"},
 		"reduce_scatter": {"in", "out", "op"},
 		"broadcast":      {"view", "root"},
@@ -69,7 +69,7 @@ var kindKeys = map[dag.OpKind]kindEntry{
 	dag.Launch:    {key: "launch", fields: launchKeys, read: (*opReader).launchOp},
 	dag.Host:      {key: "host", read: (*opReader).hostOp},
 	dag.Gemm:      {key: "gemm", read: (*opReader).gemmOp},
-	dag.AllReduce: {key: "all_reduce", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllReduce(a.views["view"], a.red) })},
+	dag.AllReduce: {key: "all_reduce", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllReduce(a.views["view"], a.red, a.split...) })},
 	dag.AllGather: {key: "all_gather", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllGather(a.views["in"], a.views["out"]) })},
 	dag.ReduceScatter: {key: "reduce_scatter", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op {
 		return b.ReduceScatter(a.views["in"], a.views["out"], a.red)

@@ -131,6 +131,7 @@ type collectiveArgs struct {
 	views map[string]dag.View
 	red   dag.Reduction
 	rank  int
+	split []dag.OpOption // all_reduce's split: N
 }
 
 // collective is the reader of the collective kind that build declares.
@@ -161,7 +162,7 @@ func (rd *opReader) collectiveOp(b *dag.Builder, d *opDecl, n *node, what subjec
 	}
 	var missing []string
 	for _, k := range keys {
-		if k != "op" && !f.has(k) {
+		if k != "op" && k != "split" && !f.has(k) {
 			missing = append(missing, k)
 		}
 	}
@@ -191,10 +192,16 @@ func (rd *opReader) collectiveOp(b *dag.Builder, d *opDecl, n *node, what subjec
 			rank = r
 		}
 	}
+	var split []dag.OpOption
+	if v, has := f.get("split"); has {
+		n, okS := rd.intIn(v, what.and("split"), 1, dag.MaxSplit)
+		ok = ok && okS
+		split = append(split, dag.SplitInto(n))
+	}
 	if !ok {
 		return nil
 	}
-	return build(b, collectiveArgs{views: views, red: red, rank: rank})
+	return build(b, collectiveArgs{views: views, red: red, rank: rank, split: split})
 }
 
 // collectiveExample is how each collective is written, for hints.

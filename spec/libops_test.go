@@ -154,6 +154,8 @@ func TestCollectiveErrors(t *testing.T) {
   - broadcast: {view: a, root: -1}
   - send: {view: a, to: x}
   - all_reduce: {buffer: a}
+  - all_reduce: {view: a, split: 0}
+  - all_gather: {in: a, out: b, split: 2}
 `, []string{
 			`9:31: ops[0] all_reduce op "summ" is not valid (did you mean "sum"?)`,
 			`11:17: ops[2]: c (32 bytes) is not a whole multiple of a (24 bytes) (out must be world times in)`,
@@ -162,7 +164,9 @@ func TestCollectiveErrors(t *testing.T) {
 			`15:32: ops[6] broadcast root -1 is out of range (use 0 to 65535)`,
 			`16:25: ops[7] send to must be an integer, not the string "x"`,
 			`17:17: ops[8] all_reduce needs view (write all_reduce: {view: g, op: sum})`,
-			`17:18: unknown field "buffer" in ops[8] all_reduce (use one of view, op)`,
+			`17:18: unknown field "buffer" in ops[8] all_reduce (use one of view, op, split)`,
+			`18:34: ops[9] all_reduce split 0 is out of range (use 1 to 64)`,
+			`19:33: unknown field "split" in ops[10] all_gather (use one of in, out)`,
 		}},
 		{"world", "run: {world: 2}\n" + bufs + `ops:
   - all_gather: {in: "a[0:8]", out: b}

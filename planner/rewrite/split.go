@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dagrun/dagrun/dag"
@@ -39,7 +40,13 @@ type split struct {
 // download of the last GEMM's first block runs while the GEMM computes
 // the next. Ops in between stay whole: the planner already overlaps their
 // transfers with the computation beside them.
-func Split(g *dag.Graph, parts [][]int32, cost perf.CostModel) (*dag.Graph, [][]int32, string) {
+//
+// An all_reduce is the other place where nothing hides: it reduces rows
+// only after the GEMMs have computed all of them. Its chain (chainOf) is
+// cut into row blocks where the graph asks (dag.SplitInto) or cost and
+// cfg say the reduction hidden is worth the launches and SMs it takes:
+// the reduction of one block then runs beside the GEMMs of the next.
+func Split(g *dag.Graph, parts [][]int32, cost perf.CostModel, cfg ChainConfig) (*dag.Graph, [][]int32, string) {
 	if !slices.ContainsFunc(g.Ops, func(op *dag.Op) bool { return op != nil && op.Kind == dag.Gemm }) {
 		return g, parts, "nothing split" // the common case of graphs without GEMMs costs one scan
 	}
@@ -68,20 +75,40 @@ func Split(g *dag.Graph, parts [][]int32, cost perf.CostModel) (*dag.Graph, [][]
 			splits = append(splits, sp)
 		}
 	}
-	if len(splits) == 0 {
+	taken := map[int32]int64{}
+	for _, sp := range splits {
+		taken[sp.gemm], taken[sp.copy] = sp.pieces, sp.pieces
+	}
+	chains, chainWhy := findChains(g, taken, cost, launch, cfg)
+	if len(splits) == 0 && len(chains) == 0 {
+		why = append(chainWhy, why...) // a split asked for and not made first
 		if len(why) == 0 {
 			return g, parts, "nothing split"
 		}
 		return g, parts, "nothing split: " + why[0]
 	}
-	out, outParts := splitGraph(g, splits, parts)
+	out, outParts, newIDs := splitGraph(g, splits, chains, parts)
 	var b []byte
-	for i, sp := range splits {
-		if i > 0 {
+	for _, sp := range splits {
+		if len(b) > 0 {
 			b = append(b, "; "...)
 		}
 		x, y := min(sp.copy, sp.gemm), max(sp.copy, sp.gemm)
 		b = fmt.Appendf(b, "%s and %s in %d row blocks", g.Ops[x].Name, g.Ops[y].Name, sp.pieces)
+	}
+	for _, ch := range chains {
+		if len(b) > 0 {
+			b = append(b, "; "...)
+		}
+		names := make([]string, len(ch.ops))
+		for k, id := range ch.ops {
+			names[k] = g.Ops[id].Name
+		}
+		b = fmt.Appendf(b, "%s in %d row blocks, each block's %s beside the next block's GEMMs", strings.Join(names, ", "), ch.pieces, g.Ops[ch.coll].Name)
+		leaveSMs(out, ch, newIDs, cfg)
+	}
+	for _, w := range chainWhy {
+		b = fmt.Appendf(b, "; %s", w)
 	}
 	return out, outParts, string(b)
 }
@@ -192,21 +219,34 @@ func pieces(gemm, c *dag.Op, cost perf.CostModel, launch time.Duration) (int64, 
 	return 0, fmt.Sprintf("%s has %d rows, too few to cut into blocks of %d", gemm.Name, m, minSplitRows)
 }
 
-// splitGraph returns g with each split's GEMM and transfer replaced by
-// their pieces, in their places, and the declared op each op runs
-// (State.Parts, from parts: nil when g's ops are the declared ones). A
-// piece of the transfer and a piece of the GEMM depend on each other's
-// pieces whose rows they share, and only on those: that is the overlap.
-// Every other dependency, on a split op or of one, is on every piece,
-// as it was on the whole, so each split op still runs, to everything
-// but its partner, as one op where its last piece runs (which is how
-// the verifier checks it against the graph as declared).
-func splitGraph(g *dag.Graph, splits []split, parts [][]int32) (*dag.Graph, [][]int32) {
+// splitGraph returns g with each split's GEMM and transfer, and each
+// chain's ops, replaced by their pieces, in their places; the declared op
+// each op runs (State.Parts, from parts: nil when g's ops are the declared
+// ones); and the ops each op of g became. A piece of a split or chain op
+// depends on the pieces of its partners (the other op of its split, the
+// ops of its chain it has data from) whose rows it shares, and only on
+// those: that is the overlap. Every other dependency, on a split op or of
+// one, is on every piece, as it was on the whole, so each split op still
+// runs, to everything but its partners, as one op where its last piece
+// runs (which is how the verifier checks it against the graph as
+// declared). The pieces of a collective follow one another, as every
+// rank issues them.
+func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32) (*dag.Graph, [][]int32, [][]int32) {
 	cut := map[int32]int64{}
 	partners := map[[2]int32]bool{}
 	for _, sp := range splits {
 		cut[sp.gemm], cut[sp.copy] = sp.pieces, sp.pieces
 		partners[[2]int32{sp.gemm, sp.copy}], partners[[2]int32{sp.copy, sp.gemm}] = true, true
+	}
+	for _, ch := range chains {
+		for _, id := range ch.ops {
+			cut[id] = ch.pieces
+			for _, d := range g.Ops[id].Deps {
+				if slices.Contains(ch.ops, d) && conflict(g.Ops[id], g.Ops[d]) {
+					partners[[2]int32{id, d}] = true
+				}
+			}
+		}
 	}
 	newIDs := make([][]int32, len(g.Ops)) // the ops each op of g became
 	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels}
@@ -232,13 +272,16 @@ func splitGraph(g *dag.Graph, splits []split, parts [][]int32) (*dag.Graph, [][]
 			c.Deps = pieceDeps(out, op, c, newIDs, partners)
 			if len(ps) > 1 {
 				c.Name = fmt.Sprintf("%s#%d/%d", op.Name, k+1, len(ps))
+				if k > 0 && op.Kind.IsCollective() {
+					c.Deps = append(c.Deps, newIDs[i][k-1])
+				}
 			}
 			newIDs[i] = append(newIDs[i], int32(c.ID))
 			out.Ops = append(out.Ops, c)
 			outParts = append(outParts, mine)
 		}
 	}
-	return out, outParts
+	return out, outParts, newIDs
 }
 
 // pieceDeps are the dependencies of c, op or a piece of it, among the
@@ -275,8 +318,9 @@ func conflict(x, y *dag.Op) bool {
 	return false
 }
 
-// cutRows cuts op, a GEMM over whole rows (rowGemm) or a plain copy of
-// one's rows, into n ops on consecutive blocks of its rows.
+// cutRows cuts op into n ops on consecutive blocks of its rows: a GEMM
+// over whole rows (rowGemm) its A, C and D; a plain copy, an elementwise
+// launch or an all_reduce every view.
 func cutRows(op *dag.Op, n int64) []*dag.Op {
 	out := make([]*dag.Op, n)
 	for k := range n {
@@ -297,8 +341,9 @@ func cutRows(op *dag.Op, n int64) []*dag.Op {
 				slice(dag.GemmD)
 			}
 		} else {
-			slice(0)
-			slice(1)
+			for i := range c.Access {
+				slice(i)
+			}
 		}
 		c.Cost = op.Cost / time.Duration(n) // a hint, split as the work is; zero stays the cost model's
 		out[k] = &c

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Loops and branches on CUDA: the conditional-node probe (raw WHILE node,
 # unrolled body and host-driven loop per iteration), the loop tests of the
-# cuda package, BenchmarkWhileGPU beside the probe's floors (a while ending
+# cuda package (tracing a loop among them, against its goals), BenchmarkWhileGPU beside the probe's floors (a while ending
 # in set_flag, whose last kernel sets the condition, against the raw WHILE
 # node: target ratio at most 1.03), and every
 # example with a while or an if on cuda against cpu, eager and replayed.
@@ -15,9 +15,15 @@ examples=.gpu/examples
 fail=0
 
 (cd cuda && ../.gpu/cuda.test -test.v -test.timeout 300s \
-	-test.run 'TestConditionalProbe|TestWhileGPU|TestWhileMaxGPU|TestIfElseAndNestingGPU|TestRandomLoopsGPU|TestLoopIterationSpansGPU|TestCondInLastKernelGPU|TestRandomCondInLastKernelGPU|TestCondGraphsOnCPU|TestCondInLastKernelSpansGPU') >"$out/tests.log" 2>&1 || fail=1
+	-test.run 'TestConditionalProbe|TestWhileGPU|TestWhileMaxGPU|TestIfElseAndNestingGPU|TestRandomLoopsGPU|TestLoopIterationSpansGPU|TestCondInLastKernelGPU|TestRandomCondInLastKernelGPU|TestCondGraphsOnCPU|TestCondInLastKernelSpansGPU|TestLoopTraceGPU') >"$out/tests.log" 2>&1 || fail=1
 echo "tests: $(grep -c '^--- PASS' "$out/tests.log") passed, $(grep -c '^--- FAIL' "$out/tests.log") failed, $(grep -c '^--- SKIP' "$out/tests.log") skipped"
 grep -E 'FAIL|Error|WRONG' "$out/tests.log" | head -n 20
+# Tracing a loop of 1000 iterations (9 empty kernels, a count down and
+# set_flag) with CUPTI, against the same loop untraced in the same run:
+# eager at most 1.3x, and a traced replay's loop span at least 0.9 of the
+# replay's wall time (TestLoopTraceGPU's line; BenchmarkLoopTracing has
+# the same figures).
+grep -o 'loop trace: .*' "$out/tests.log" | head -n 1 | grep . || echo "loop trace: no figures (TestLoopTraceGPU did not run)"
 (cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench 'BenchmarkWhileGPU' -test.benchtime 5x -test.timeout 120s) >"$out/bench.log" 2>&1 || fail=1
 
 # One row per body size: dagrun's replayed whiles against the probe's raw

@@ -1,0 +1,182 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/planner"
+)
+
+// The cost of tracing a loop, and whether a traced replay times it: a
+// loop of 9 empty kernels, a count down and set_flag (which sets the
+// condition), timed with CUPTI against the same plan untraced, in one
+// process, run by run.
+
+// Goals of a traced loop: an eager traced run at most maxTracedEager of
+// the untraced one, and a replay's loop span at least minLoopCoverage of
+// the replay's wall time.
+const (
+	maxTracedEager  = 1.3
+	minLoopCoverage = 0.9
+)
+
+// traceLoop is that loop, of iters iterations, after a fill and a
+// set_flag that arm it.
+func traceLoop(t testing.TB, iters int) (*dag.Graph, *dag.Op) {
+	b := dag.New()
+	x := b.Buffer("x", 4, dag.Zeros())
+	nf := b.Buffer("nf", 4)
+	flag := b.Buffer("flag", 4, dag.Of(dag.I32))
+	b.Kernel(emptyKernel)
+	b.Kernel(decfKernel)
+	b.Fill(nf.All(), float64(iters), dag.Name("reset"))
+	b.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(nf.All()), 0.5, dag.Name("arm"))
+	loop := b.While(flag.All(), func(body *dag.Builder) {
+		for i := range 9 {
+			body.Launch(emptyKernel, dag.Grid1(1), dag.Threads(1), x, dag.Name("empty"+strconv.Itoa(i)))
+		}
+		body.Launch(decfKernel, dag.Grid1(1), dag.Threads(1), nf, dag.Name("dec"))
+		body.Launch(dag.SetFlag, dag.Grid1(1), dag.Threads(1), dag.Out(flag.All()), dag.In(nf.All()), 0.5, dag.Name("again"))
+	}, dag.AtMost(int64(2*iters)), dag.Name("loop"))
+	g, err := b.Build()
+	require.NoError(t, err)
+	return g, loop
+}
+
+// loopTracing is what measureLoopTracing measured, per run (medians).
+type loopTracing struct {
+	iters                int
+	eagerOff, eagerOn    time.Duration // an eager run, untraced and traced
+	replayOff, replayOn  time.Duration // a replay launched alone, to its Sync
+	span                 time.Duration // the loop's span in a traced replay
+	eagerSpans, repSpans int           // spans of one traced eager run and replay
+}
+
+func (m loopTracing) perIter(d time.Duration) float64 {
+	return float64(d.Nanoseconds()) / 1e3 / float64(m.iters)
+}
+
+// eagerRatio and coverage are the two goals' figures.
+func (m loopTracing) eagerRatio() float64 { return float64(m.eagerOn) / float64(m.eagerOff) }
+func (m loopTracing) coverage() float64   { return float64(m.span) / float64(m.replayOn) }
+
+// measureLoopTracing runs traceLoop(iters) reps times each way on be:
+// eagerly untraced and traced (CUPTI), alternating, then replayed the
+// same way; the traced session runs eagerly before it captures, as
+// dagrun run's automatic capture does.
+func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing {
+	g, loop := traceLoop(tb, iters)
+	p, err := planner.New(g, planner.Streams(1))
+	require.NoError(tb, err)
+	ctx := context.Background()
+	plain, err := executor.Open(ctx, be, p)
+	require.NoError(tb, err)
+	defer plain.Close()
+	traced, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
+	require.NoError(tb, err)
+	defer traced.Close()
+	if src, why, _ := traced.TimingSource(); src != TimingCUPTI {
+		requireGPU(tb, "timing by %s, not CUPTI: %s", src, why)
+	}
+	m := loopTracing{iters: iters}
+	timed := func(f func() error) time.Duration {
+		start := time.Now()
+		require.NoError(tb, f())
+		return time.Since(start)
+	}
+	var off, on []time.Duration
+	for i := range reps + 1 { // the first of each warms up
+		a := timed(func() error { return plain.Run(ctx) })
+		b := timed(func() error { return traced.Run(ctx) })
+		if i > 0 {
+			off, on = append(off, a), append(on, b)
+		}
+	}
+	m.eagerOff, m.eagerOn, m.eagerSpans = median(off), median(on), len(traced.Spans())
+
+	gOff, err := plain.Capture(ctx)
+	require.NoError(tb, err)
+	defer gOff.Close()
+	gOn, err := traced.Capture(ctx)
+	require.NoError(tb, err)
+	defer gOn.Close()
+	_, err = gOn.ReplaySpans() // what the capture left
+	require.NoError(tb, err)
+	replay := func(gr *executor.Graph) time.Duration {
+		return timed(func() error {
+			if err := gr.Launch(ctx); err != nil {
+				return err
+			}
+			return gr.Sync(ctx)
+		})
+	}
+	off, on = off[:0], on[:0]
+	var spans []time.Duration
+	for i := range reps + 1 {
+		a, b := replay(gOff), replay(gOn)
+		rs, err := gOn.ReplaySpans()
+		require.NoError(tb, err)
+		require.Len(tb, rs, 1)
+		var span time.Duration
+		for _, sp := range rs[0].Spans {
+			if sp.Op == loop.Index {
+				span = sp.End - sp.Start
+			}
+		}
+		m.repSpans = len(rs[0].Spans)
+		if i > 0 {
+			off, on, spans = append(off, a), append(on, b), append(spans, span)
+		}
+	}
+	m.replayOff, m.replayOn, m.span = median(off), median(on), median(spans)
+	return m
+}
+
+// TestLoopTraceGPU: a traced eager run of a loop of 1000 iterations takes
+// at most maxTracedEager of an untraced one, and a traced replay's span of
+// the loop covers at least minLoopCoverage of the replay's wall time, on
+// the device's clock. It logs one line with the figures and verdicts,
+// which scripts/gpu/loops.sh reports.
+func TestLoopTraceGPU(t *testing.T) {
+	be := gpuBackend(t)
+	m := measureLoopTracing(t, be, 1000, 5)
+	verdict := func(ok bool) string {
+		if ok {
+			return "ok"
+		}
+		return "MISSED"
+	}
+	ratio, cover := m.eagerRatio(), m.coverage()
+	t.Logf("loop trace: eager untraced %.2f us/iter, traced %.2f us/iter (ratio %.3f, goal <= %.1f: %s, %d spans); "+
+		"replay untraced %.2f us/iter, traced %.2f us/iter, loop span %s of %s (coverage %.3f, goal >= %.1f: %s, %d spans)",
+		m.perIter(m.eagerOff), m.perIter(m.eagerOn), ratio, maxTracedEager, verdict(ratio <= maxTracedEager), m.eagerSpans,
+		m.perIter(m.replayOff), m.perIter(m.replayOn), m.span, m.replayOn, cover, minLoopCoverage, verdict(cover >= minLoopCoverage), m.repSpans)
+	assert.LessOrEqual(t, ratio, maxTracedEager, "an eager traced loop against the untraced one")
+	assert.GreaterOrEqual(t, cover, minLoopCoverage, "the loop's span in a traced replay against the replay's wall time")
+	assert.LessOrEqual(t, m.span, m.replayOn, "the loop's span within its replay")
+}
+
+// BenchmarkLoopTracing times the loop of TestLoopTraceGPU, 1000
+// iterations, untraced and traced, eager and replayed, in the same run:
+// us/iter each way, the traced/untraced ratios, and a traced replay's
+// loop span over its wall time.
+func BenchmarkLoopTracing(b *testing.B) {
+	be := gpuBackend(b)
+	m := measureLoopTracing(b, be, 1000, max(b.N, 3))
+	b.ReportMetric(m.perIter(m.eagerOff), "eager-off-us/iter")
+	b.ReportMetric(m.perIter(m.eagerOn), "eager-on-us/iter")
+	b.ReportMetric(m.eagerRatio(), "eager-on/off")
+	b.ReportMetric(m.perIter(m.replayOff), "replay-off-us/iter")
+	b.ReportMetric(m.perIter(m.replayOn), "replay-on-us/iter")
+	b.ReportMetric(float64(m.replayOn)/float64(m.replayOff), "replay-on/off")
+	b.ReportMetric(m.coverage(), "span/wall")
+}
