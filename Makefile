@@ -54,6 +54,7 @@ race:
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./spec
 	$(GO) test -run '^$$' -fuzz '^FuzzParseExpr$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./spec
+	$(GO) test -run '^$$' -fuzz '^FuzzNotSize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./spec
 	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner
 	$(GO) test -run '^$$' -fuzz '^FuzzPlanControl$$' -fuzztime $(FUZZTIME_CONTROL) -fuzzminimizetime 100x ./planner
 	$(GO) test -run '^$$' -fuzz '^FuzzFuse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./planner

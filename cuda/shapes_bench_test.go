@@ -135,6 +135,12 @@ func shapesRun(ctx context.Context, sh *executor.Shapes, values map[string]int64
 	if err != nil {
 		return err
 	}
+	return shapesRanAs(sr, opened)
+}
+
+// shapesRanAs checks that sr ran as opened says (shapesRun).
+func shapesRanAs(sr *executor.ShapeRun, opened bool) error {
+	values := sr.Values
 	if !sr.Replayed || sr.Opened != opened || sr.Captured != opened {
 		return fmt.Errorf("%s: replayed %v, opened %v, captured %v; want a replay of a shape %s",
 			spec.FormatValues(values), sr.Replayed, sr.Opened, sr.Captured, map[bool]string{true: "opened and captured for it", false: "kept"}[opened])
@@ -215,16 +221,26 @@ func (sb *shapesBench) switching(tb testing.TB, ctx context.Context, sh *executo
 // first times the first run of each shape on sh, a Shapes that keeps one
 // shape and whose memory already covers every shape, so that each run
 // opens and captures its shape anew (and closes the one before, kept no
-// longer): "first". Beside it, in turn: an eager run ("eager") and a
-// capture ("capture", the graph closed untimed) of the shape's own
-// session in own, and the making and planning of its graph ("plan", which
-// the first run does too).
+// longer): "first", and its parts as the run reports them (ShapeRun.Took:
+// "first-build", "first-plan", "first-drop", "first-open",
+// "first-capture", "first-instantiate", and the rest, "first-replay").
+// Beside it, in turn: an eager run ("eager") and a capture ("capture",
+// the graph closed untimed) of the shape's own session in own, and the
+// making and planning of its graph ("plan", which the first run does too).
 func (sb *shapesBench) first(tb testing.TB, ctx context.Context, sh *executor.Shapes, own []*executor.Session, st shapesTimes) {
 	tb.Helper()
 	n := len(sb.values)
+	var took executor.OpenTimes // the last first run's
 	kinds := []func(i int) (string, time.Duration){
 		func(i int) (string, time.Duration) {
-			return "first", shapesTimed(tb, func() error { return shapesRun(ctx, sh, sb.values[i], true) })
+			return "first", shapesTimed(tb, func() error {
+				sr, err := sh.Run(ctx, sb.values[i])
+				if err == nil {
+					took = sr.Took
+					err = shapesRanAs(sr, true)
+				}
+				return err
+			})
 		},
 		func(i int) (string, time.Duration) {
 			return "eager", shapesTimed(tb, func() error { return own[i].Run(ctx) })
@@ -249,8 +265,19 @@ func (sb *shapesBench) first(tb testing.TB, ctx context.Context, sh *executor.Sh
 		for _, i := range shapesOrder(r, n) {
 			for j := range kinds {
 				kind, d := kinds[(r+j)%len(kinds)](i)
-				if r > 0 {
-					st.add(kind, i, n, d)
+				if r == 0 {
+					continue
+				}
+				st.add(kind, i, n, d)
+				if kind == "first" {
+					parts := map[string]time.Duration{"build": took.Build, "plan": took.Plan, "drop": took.Drop,
+						"open": took.Open, "capture": took.Capture, "instantiate": took.Instantiate}
+					rest := d
+					for part, pd := range parts {
+						st.add("first-"+part, i, n, pd)
+						rest -= pd
+					}
+					st.add("first-replay", i, n, rest)
 				}
 			}
 		}
@@ -394,6 +421,9 @@ func benchShapes(b *testing.B, ctx context.Context, sb *shapesBench, freshRounds
 			b.ReportMetric(ms(eager), l+"-eager-ms")
 			b.ReportMetric(ms(capture), l+"-capture-ms")
 			b.ReportMetric(ms(st.median("plan", i)), l+"-plan-ms")
+			for _, part := range []string{"build", "plan", "drop", "open", "capture", "instantiate", "replay"} {
+				b.ReportMetric(ms(st.median("first-"+part, i)), l+"-first-"+part+"-ms")
+			}
 			b.ReportMetric(float64(first)/float64(eager+capture), l+"-first/eager+capture")
 		}
 	})
@@ -447,7 +477,8 @@ func TestShapesBenchCPU(t *testing.T) {
 	}
 	sb.fresh(t, ctx, st)
 
-	for _, kind := range []string{"switch", "steady", "first", "eager", "capture", "plan", "fresh", "cold", "open"} {
+	for _, kind := range []string{"switch", "steady", "first", "eager", "capture", "plan", "fresh", "cold", "open",
+		"first-build", "first-plan", "first-drop", "first-open", "first-capture", "first-replay"} {
 		require.Len(t, st[kind], len(sb.values), kind)
 		for i := range sb.values {
 			require.Len(t, st[kind][i], sb.rounds, "%s of %s", kind, shapeLabel(sb.values[i]))

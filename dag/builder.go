@@ -22,14 +22,34 @@ type Builder struct {
 	// allocations for them instead of millions. A body's builder carves
 	// from the slabs of the builder it is nested in (see slabs), so a
 	// body of one op costs one op, not a chunk.
-	opSlab     []Op
-	launchSlab []LaunchSpec
-	accSlab    []Access
-	argSlab    []Arg
+	opSlab     slab[Op]
+	launchSlab slab[LaunchSpec]
+	accSlab    slab[Access]
+	argSlab    slab[Arg]
 }
 
-// slabLen is how many ops (launches, accesses, arguments) one chunk holds.
+// slabLen is how many ops (launches, accesses, arguments) one chunk holds
+// at most.
 const slabLen = 256
+
+// slab hands out items a chunk at a time. Chunks start small and double
+// up to slabLen: a graph of a few ops (one shape of a spec, made again
+// for each shape) then allocates and clears a few, not 256 of each.
+type slab[T any] struct {
+	free  []T
+	chunk int // the length of the last chunk
+}
+
+// take returns n items, zero, their capacity n.
+func (s *slab[T]) take(n int) []T {
+	if n > len(s.free) {
+		s.chunk = min(slabLen, max(8, 2*s.chunk, n))
+		s.free = make([]T, s.chunk)
+	}
+	t := s.free[:n:n]
+	s.free = s.free[n:]
+	return t
+}
 
 // slabs is the builder whose slabs g carves from: the outermost one it
 // is nested in while it builds.
@@ -40,25 +60,9 @@ func (g *Builder) slabs() *Builder {
 	return g
 }
 
-func (g *Builder) newOp() *Op {
-	g = g.slabs()
-	if len(g.opSlab) == 0 {
-		g.opSlab = make([]Op, slabLen)
-	}
-	o := &g.opSlab[0]
-	g.opSlab = g.opSlab[1:]
-	return o
-}
+func (g *Builder) newOp() *Op { return &g.slabs().opSlab.take(1)[0] }
 
-func (g *Builder) newLaunch() *LaunchSpec {
-	g = g.slabs()
-	if len(g.launchSlab) == 0 {
-		g.launchSlab = make([]LaunchSpec, slabLen)
-	}
-	l := &g.launchSlab[0]
-	g.launchSlab = g.launchSlab[1:]
-	return l
-}
+func (g *Builder) newLaunch() *LaunchSpec { return &g.slabs().launchSlab.take(1)[0] }
 
 // accesses is an empty slice with room for n accesses (nil for none); appending beyond
 // n copies it, so it never reaches into the next op's.
@@ -69,13 +73,7 @@ func (g *Builder) accesses(n int) []Access {
 	if n > slabLen/4 {
 		return make([]Access, 0, n)
 	}
-	g = g.slabs()
-	if n > len(g.accSlab) {
-		g.accSlab = make([]Access, slabLen)
-	}
-	a := g.accSlab[:0:n]
-	g.accSlab = g.accSlab[n:]
-	return a
+	return g.slabs().accSlab.take(n)[:0]
 }
 
 // args is accesses for a launch's arguments.
@@ -86,13 +84,7 @@ func (g *Builder) args(n int) []Arg {
 	if n > slabLen/4 {
 		return make([]Arg, 0, n)
 	}
-	g = g.slabs()
-	if n > len(g.argSlab) {
-		g.argSlab = make([]Arg, slabLen)
-	}
-	a := g.argSlab[:0:n]
-	g.argSlab = g.argSlab[n:]
-	return a
+	return g.slabs().argSlab.take(n)[:0]
 }
 
 // New returns an empty Builder.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
@@ -151,6 +152,19 @@ type ShapeRun struct {
 	// larger, for it (every shape kept was dropped).
 	Dropped []map[string]int64
 	Grew    bool
+	// Took is what opening the shape took, part by part, where this call
+	// opened it (zero otherwise): the first run's costs beside its run.
+	Took OpenTimes
+}
+
+// OpenTimes are the parts of opening shapes, on the host's clock.
+type OpenTimes struct {
+	Build time.Duration // making the graphs (the ShapeFunc)
+	Plan  time.Duration // planning them
+	Drop  time.Duration // closing the shapes dropped, and growing the memory
+	Open  time.Duration // opening their sessions
+	// Capture and Instantiate are their graphs' (GraphStats).
+	Capture, Instantiate time.Duration
 }
 
 // OpenShapes opens a Shapes of the program build makes on backend b. The

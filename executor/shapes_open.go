@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor/device"
@@ -149,35 +150,45 @@ type pending struct {
 // returns the last; sr notes what was dropped and opened.
 func (s *Shapes) open(ctx context.Context, values []map[string]int64, eager string, sr *ShapeRun) (*shape, error) {
 	ps := make([]pending, len(values))
+	took := &sr.Took
 	for i, v := range values {
 		p := &ps[i]
 		p.values, p.key = maps.Clone(v), shapeKey(v)
+		start := time.Now()
 		g, err := s.build(ctx, maps.Clone(v))
+		took.Build += time.Since(start)
 		if err != nil {
 			return nil, fmt.Errorf("executor: Shapes: the graph of %s: %w", p.key, err)
 		}
 		if g == nil {
 			return nil, fmt.Errorf("executor: Shapes: the graph of %s: the function made none and reported no error", p.key)
 		}
-		if p.plan, err = s.planOf(ctx, g); err != nil {
+		start = time.Now()
+		p.plan, err = s.planOf(ctx, g)
+		took.Plan += time.Since(start)
+		if err != nil {
 			return nil, fmt.Errorf("executor: Shapes: plan %s: %w", p.key, err)
 		}
 		p.need = needOf(p.key, p.plan)
 	}
+	start := time.Now()
 	if s.sharer != nil {
 		if err := s.cover(ctx, ps, sr); err != nil {
 			return nil, err
 		}
 	}
+	took.Drop += time.Since(start)
 	var last *shape
 	for _, p := range ps {
+		start := time.Now()
 		for len(s.kept) >= s.cfg.shapes.keep {
 			sr.Dropped = append(sr.Dropped, maps.Clone(s.kept[0].values))
 			if err := s.drop(s.kept[0]); err != nil {
 				return nil, err
 			}
 		}
-		sh, err := s.openOne(ctx, p, eager)
+		took.Drop += time.Since(start)
+		sh, err := s.openOne(ctx, p, eager, took)
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +257,7 @@ func (s *Shapes) planOf(ctx context.Context, g *dag.Graph) (*planner.Plan, error
 // openOne opens the session of p, over the shared memory where there is
 // one, and captures it unless eager says why not, or the plan or the
 // backend cannot be captured (then the shape is eager, saying why).
-func (s *Shapes) openOne(ctx context.Context, p pending, eager string) (*shape, error) {
+func (s *Shapes) openOne(ctx context.Context, p pending, eager string, took *OpenTimes) (*shape, error) {
 	sh := &shape{key: p.key, values: p.values, plan: p.plan, eager: eager}
 	opts := s.opts
 	if s.sharer != nil {
@@ -254,7 +265,10 @@ func (s *Shapes) openOne(ctx context.Context, p pending, eager string) (*shape, 
 		opts = append(slices.Clip(opts), func(c *config) { c.lend = sh.lend })
 	}
 	var err error
-	if sh.sess, err = Open(ctx, s.b, p.plan, opts...); err != nil {
+	start := time.Now()
+	sh.sess, err = Open(ctx, s.b, p.plan, opts...)
+	took.Open += time.Since(start)
+	if err != nil {
 		return nil, fmt.Errorf("executor: Shapes: open %s: %w", p.key, err)
 	}
 	if sh.eager == "" {
@@ -266,6 +280,9 @@ func (s *Shapes) openOne(ctx context.Context, p pending, eager string) (*shape, 
 	if sh.graph, err = sh.sess.Capture(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("executor: Shapes: capture %s: %w", p.key, err), sh.sess.Close())
 	}
+	st := sh.graph.Stats()
+	took.Capture += st.Capture
+	took.Instantiate += st.Instantiate
 	return sh, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -124,9 +125,17 @@ func TestShapesKeepTheMostRecent(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, sr.Opened && sr.Captured)
 	assert.Equal(t, []map[string]int64{at(16)}, sr.Dropped)
+	took := sr.Took
+	for name, d := range map[string]time.Duration{"build": took.Build, "plan": took.Plan, "drop": took.Drop, "open": took.Open, "capture": took.Capture, "instantiate": took.Instantiate} {
+		assert.Positive(t, d, "%s of a shape opened and captured", name)
+	}
 	y, err := s.Read("y")
 	require.NoError(t, err)
 	assert.Equal(t, fresh(t, cpu.New(), 32), y)
+	sr, err = s.Run(ctx, at(32))
+	require.NoError(t, err)
+	assert.True(t, sr.Replayed && !sr.Opened)
+	assert.Zero(t, sr.Took, "a shape kept opens nothing")
 	_, err = executor.OpenShapes(ctx, b, shapeProgram, executor.WithKeep(1), executor.WithBuckets(at(8), at(16)))
 	require.ErrorContains(t, err, "2 buckets and WithKeep(1)")
 }

@@ -31,11 +31,13 @@ type reader struct {
 	// suggestBudget bounds the work of all did-you-mean suggestions.
 	suggestBudget int
 	slab          []entry    // see entries
+	slabs         int        // slabs made so far, for loader.opDecl
 	fieldSlab     []fieldLoc // see loader.opDecl
 	// dropped counts the errors beyond MaxErrors, not reported one by one.
 	dropped int
 	// params are the spec's parameters, once read; nil when it has none.
 	params *paramSet
+	exprs  *exprCache // the expressions over them, parsed
 }
 
 func (r *reader) pos(n *node) Position { return r.posAt(locOf(n)) }
@@ -249,7 +251,10 @@ func (r *reader) entries(n *node, what subject) (fields, bool) {
 	// small mappings per op.
 	need := len(n.Content) / 2
 	if cap(r.slab)-len(r.slab) < need {
-		r.slab = make([]entry, 0, max(1024, need))
+		// From 64 entries, doubling up to 1024: a small spec, loaded again
+		// for each shape, clears a few hundred bytes, not 32 KiB.
+		r.slab = make([]entry, 0, max(need, min(1024, max(64, 2*cap(r.slab)))))
+		r.slabs++
 	}
 	start := len(r.slab)
 	r.slab = r.slab[:start+need]
@@ -515,15 +520,17 @@ func (r *reader) size(n *node, what subject) (int64, bool) {
 		r.errorf(n, sizeHint, "%s must be a size, not %s", what, describe(n))
 		return 0, false
 	}
-	b, err := parseSize(s)
-	if err != nil {
-		if v, handled, ok := r.paramValue(n, what, s, true); handled {
-			return v, ok
+	if !notSize(s) {
+		if b, err := parseSize(s); err == nil {
+			return b, true
 		}
-		r.errorf(n, sizeHint, "%s: %v", what, err)
-		return 0, false
 	}
-	return b, true
+	if v, handled, ok := r.paramValue(n, what, s, true); handled {
+		return v, ok
+	}
+	_, err := parseSize(s)
+	r.errorf(n, sizeHint, "%s: %v", what, err)
+	return 0, false
 }
 
 func (r *reader) duration(n *node, what subject) (time.Duration, bool) {

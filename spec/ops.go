@@ -76,8 +76,15 @@ const fieldsPerOp = 32
 func (l *loader) opDecl(i int, n *node, d *opDecl) {
 	// The mappings of one op are read and done with here: the next op
 	// reuses their entries, which keeps the slab small and in the cache.
-	slab := l.slab
-	defer func() { l.slab = slab }()
+	slab, slabs := l.slab, l.slabs
+	defer func() {
+		if l.slabs != slabs {
+			// The op took a slab of its own: the next ops reuse it whole,
+			// rather than each making another.
+			slab = l.slab[:0]
+		}
+		l.slab = slab
+	}()
 	what := opSubject(i)
 	if b, ok := l.decls.bodies[d]; ok {
 		what = about(b.path)
@@ -87,7 +94,8 @@ func (l *loader) opDecl(i int, n *node, d *opDecl) {
 		return
 	}
 	if cap(l.fieldSlab)-len(l.fieldSlab) < fieldsPerOp {
-		l.fieldSlab = make([]fieldLoc, 0, 64*fieldsPerOp)
+		// Room for 4 ops, doubling up to 64: see entries.
+		l.fieldSlab = make([]fieldLoc, 0, min(64*fieldsPerOp, max(4*fieldsPerOp, 2*cap(l.fieldSlab))))
 	}
 	start := len(l.fieldSlab)
 	*d = opDecl{at: locOf(f.node), index: int32(i), fields: l.fieldSlab[start:start]}

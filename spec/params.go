@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Param is a parameter a spec declares, with the value this load used.
@@ -241,7 +242,7 @@ func (r *reader) evalParams(s string, units bool) (int64, bool, *exprError) {
 	if ps == nil || !mentionsParam(s, ps) {
 		return 0, false, nil
 	}
-	e, err := parseExpr(s, units, ps.known)
+	e, err := r.exprs.parse(s, units, ps.known)
 	if err != nil {
 		return 0, true, &exprError{": " + err.Error(), exprHint(ps)}
 	}
@@ -258,6 +259,55 @@ func (r *reader) evalParams(s string, units bool) (int64, bool, *exprError) {
 		}
 	}
 	return v, true, nil
+}
+
+// again is what a load of a spec's text leaves for the loads of the same
+// text at other values of its parameters (At): the parsed document, the
+// expressions read in it, and where its paths resolve (from the
+// directories of the first load, as its other options are).
+type again struct {
+	doc   *node
+	exprs *exprCache
+	files files
+}
+
+// exprCache keeps the expressions of a spec's text parsed, by their text:
+// each load at other values reads the same ones. Its parts are immutable
+// once made; loads on several goroutines may share it.
+type exprCache struct {
+	mu sync.Mutex
+	m  map[exprKey]expr
+}
+
+type exprKey struct {
+	s     string
+	units bool
+}
+
+// parse is parseExpr, once per text. The names known are the parameters
+// the text declares, the same for every load of it.
+func (c *exprCache) parse(s string, units bool, known func(string) bool) (expr, error) {
+	if c == nil {
+		return parseExpr(s, units, known)
+	}
+	k := exprKey{s, units}
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return e, nil
+	}
+	e, err := parseExpr(s, units, known)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[exprKey]expr{}
+	}
+	c.m[k] = e
+	c.mu.Unlock()
+	return e, nil
 }
 
 // checkAll evaluates e at every combination of the values of the

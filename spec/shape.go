@@ -34,7 +34,7 @@ func (s *Spec) At(values map[string]int64) (*Spec, error) {
 	}
 	// The range was checked, if asked, by the load of s: not again per shape.
 	// Nor is the text parsed again: its document is read at new values.
-	noRange := func(o *options) { o.checkRange, o.doc = false, s.doc }
+	noRange := func(o *options) { o.checkRange, o.again = false, s.again }
 	r, err := Parse(s.File, s.src, append(opts, WithSaveDir(s.SaveDir), noRange)...)
 	if r != nil {
 		r.Stdout = s.Stdout

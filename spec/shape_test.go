@@ -112,3 +112,19 @@ func TestSpecAtConcurrent(t *testing.T) {
 		assert.Equal(t, int64(16*(i+1)*2*4), size)
 	}
 }
+
+// At at a value makes the graph that a load of the text at that value
+// makes, while it reuses what the first load parsed (the document, the
+// expressions, where paths resolve), at one value after another.
+func TestSpecAtIsAFreshLoad(t *testing.T) {
+	const file = "../examples/mlp_stream.yaml"
+	s, err := spec.Load(file)
+	require.NoError(t, err)
+	for _, T := range []int64{512, 16, 8192, 512, 2048} {
+		at, err := s.At(map[string]int64{"T": T})
+		require.NoError(t, err, "T=%d", T)
+		fresh, err := spec.Load(file, spec.WithParam("T", T))
+		require.NoError(t, err, "T=%d", T)
+		require.Equal(t, fresh.Graph, at.Graph, "T=%d", T)
+	}
+}

@@ -45,7 +45,9 @@ type Spec struct {
 	mu     sync.Mutex // serialises host steps' writes to Stdout
 	src    []byte     // the spec's text and options, for ForRank
 	opts   []Option
-	doc    *node // src parsed, for a spec with parameters that loaded without errors: At reads it, not src
+	// again is what At reuses of this load, for a spec with parameters
+	// that loaded without errors; nil otherwise.
+	again *again
 }
 
 // RunSettings are a spec's run section, with defaults filled in.
@@ -131,7 +133,7 @@ type options struct {
 	rank, world int
 	set         map[string]int64 // WithParam's values
 	checkRange  bool             // CheckParamRange
-	doc         *node            // the document of src, parsed before (At)
+	again       *again           // what an earlier load of src left for this one (At)
 }
 
 // WithSaveDir makes the spec's writes resolve against dir (the CLI's
@@ -227,20 +229,29 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	l.paths = &paths{reader: r, spec: l.spec}
 	l.decls = &decls{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views}
 	l.kinds = &opReader{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views, paths: l.paths, decls: l.decls, body: l.body}
-	l.spec.files = newFiles(filename, o)
+	if o.again != nil {
+		l.spec.files = o.again.files
+		l.reader.exprs = o.again.exprs
+	} else {
+		l.spec.files = newFiles(filename, o)
+		l.reader.exprs = &exprCache{}
+	}
 	l.worldOpt = o.world
 	l.set, l.rangeCheck = o.set, o.checkRange
 	if len(src) > MaxSpecBytes {
 		l.errorf(nil, "split it, or generate it in smaller parts", "the spec is %d bytes, more than %d", len(src), MaxSpecBytes)
 	} else {
-		root := o.doc
-		if root == nil {
+		var root *node
+		if o.again != nil {
+			root = o.again.doc
+		} else {
 			root = document(&l.reader, src)
 		}
 		if root != nil {
 			l.load(root)
 			if len(l.spec.Params) > 0 {
-				l.spec.doc = root // kept whole for At (opList)
+				// Kept whole for At (opList).
+				l.spec.again = &again{doc: root, exprs: l.reader.exprs, files: l.spec.files}
 			}
 		}
 	}
@@ -251,7 +262,7 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	l.spec.Warnings = l.warns
 	l.spec.reads, l.spec.writes = slices.Sorted(maps.Keys(l.paths.reads)), slices.Sorted(maps.Keys(l.paths.writes))
 	if len(l.errs) > 0 {
-		l.spec.doc = nil
+		l.spec.again = nil
 		errs := ErrorList(l.errs)
 		errs.Sort()
 		if l.dropped > 0 {

@@ -469,6 +469,9 @@ func TestParseSize(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := parseSize(c.in)
+		if notSize(c.in) {
+			assert.Error(t, err, "notSize(%q), which parses", c.in)
+		}
 		if c.err != "" {
 			assert.EqualError(t, err, c.err, c.in)
 			continue
@@ -476,6 +479,19 @@ func TestParseSize(t *testing.T) {
 		require.NoError(t, err, c.in)
 		assert.Equal(t, c.want, got, c.in)
 	}
+}
+
+// FuzzNotSize checks that what notSize refuses, parseSize refuses too:
+// the loader skips parseSize there.
+func FuzzNotSize(f *testing.F) {
+	for _, s := range []string{"4096", " 1 KB ", ".5KiB", "T*8KiB", "2*T*8KiB", "T", "(4)", "4+4", "4 KiB/2", " 7%2", "", " "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := parseSize(s); err == nil && notSize(s) {
+			t.Fatalf("notSize(%q), which parseSize reads as %d", s, v)
+		}
+	})
 }
 
 func TestParseDuration(t *testing.T) {

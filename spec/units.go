@@ -67,6 +67,15 @@ func parseSize(s string) (int64, error) {
 	return int64(v), nil
 }
 
+// notSize reports, cheaply, that parseSize refuses s: a size starts with
+// its number and holds no operator. The loader tries a size first on
+// texts that are mostly expressions of parameters ("T*8KiB"), and need
+// not make the message of that error.
+func notSize(s string) bool {
+	t := strings.TrimSpace(s)
+	return t == "" || (t[0] < '0' || t[0] > '9') && t[0] != '.' || strings.ContainsAny(t, "+*/%()")
+}
+
 // smallCount reads s when it is only decimal digits, at most 18 of them
 // (so that it cannot overflow).
 func smallCount(s string) (int64, bool) {

@@ -140,9 +140,10 @@ func (vs *views) checkRange(n *node, what subject, b *dag.Buffer, start, end int
 // viewBound reads the start or end of a view written as text: a size, or
 // an expression over the spec's parameters.
 func (vs *views) viewBound(n *node, what subject, s string) (int64, error) {
-	v, err := parseSize(s)
-	if err == nil {
-		return v, nil
+	if !notSize(s) {
+		if v, err := parseSize(s); err == nil {
+			return v, nil
+		}
 	}
 	if pv, handled, perr := vs.evalParams(s, true); handled {
 		if perr != nil {
@@ -150,5 +151,6 @@ func (vs *views) viewBound(n *node, what subject, s string) (int64, error) {
 		}
 		return pv, nil
 	}
+	_, err := parseSize(s)
 	return 0, err
 }

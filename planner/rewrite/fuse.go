@@ -269,6 +269,7 @@ func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]
 		}
 		return parts[i]
 	}
+	ops := make([]dag.Op, next) // the new ops, in one allocation
 	for i, op := range g.Ops {
 		id := int32(i)
 		if head[i] != id {
@@ -278,9 +279,10 @@ func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]
 		if f := byHead[id]; f != nil {
 			members = f.parts
 		}
-		c := *op
+		c := &ops[newID[i]]
+		*c = *op
 		if f := byHead[id]; f != nil {
-			c = fusedOp(g, f)
+			*c = fusedOp(g, f)
 		}
 		var deps []int32
 		var mine []int32
@@ -295,7 +297,7 @@ func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]
 		slices.Sort(deps)
 		c.Deps = slices.Compact(deps)
 		c.ID, c.Index = int(newID[i]), int(newID[i])
-		out.Ops = append(out.Ops, &c)
+		out.Ops = append(out.Ops, c)
 		outParts = append(outParts, mine)
 	}
 	return out, outParts

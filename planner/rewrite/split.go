@@ -251,6 +251,7 @@ func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32) (
 	newIDs := make([][]int32, len(g.Ops)) // the ops each op of g became
 	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels}
 	var outParts [][]int32
+	copies := make([]dag.Op, len(g.Ops)) // the ops not cut, in one allocation
 	for i, op := range g.Ops {
 		id := int32(i)
 		mine := []int32{id}
@@ -264,8 +265,8 @@ func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32) (
 		for k, p := range ps {
 			c := p
 			if len(ps) == 1 {
-				cp := *op
-				c = &cp
+				c = &copies[i]
+				*c = *op
 			}
 			c.ID, c.Index = len(out.Ops), len(out.Ops)
 			c.Deps = pieceDeps(out, op, c, newIDs, partners)

@@ -106,6 +106,13 @@ for T in TS:
           f" {num(tst, 8)} {num(tsw, 8)} {num(ratio(tsw, tst), 6)} |"
           f" {num(cli_ms(T, 'per_replay_ns'), 7)}")
 
+parts = ["build", "plan", "drop", "open", "capture", "instantiate", "replay"]
+print("first run, part by part (ShapeRun.Took; replay: the rest), ms")
+print(f"{'T':<5} " + " ".join(f"{p:>11}" for p in parts))
+for T in TS:
+    f = bench.get("first", {})
+    print(f"{T:<5} " + " ".join(num(f.get(f"T{T}-first-{p}-ms"), 11) for p in parts))
+
 def verdict(v, target):
     return "-" if v is None else f"{v:.3f} {'ok' if v <= target else 'MISS'}"
 
