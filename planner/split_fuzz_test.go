@@ -15,8 +15,9 @@ import (
 )
 
 // FuzzSplit declares random sequences of uploads, GEMMs (with and without
-// a residual), relus, partial writes and downloads over buffers of 512
-// rows, transfers priced so that splitting pays, then checks that the
+// a residual, and of one another's outputs), relus, axpys, partial
+// writes, all_reduces asking for 1 to 4 row blocks and downloads over
+// buffers of 512 rows, transfers priced so that splitting pays, then checks that the
 // plans with and without the split pass pass the verifier (the split one
 // against the graph as declared too) and that the cpu backend computes
 // the same bytes from both.
@@ -25,6 +26,7 @@ func FuzzSplit(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 1, 2, 1, 1, 5, 4, 1, 0, 0, 1, 0, 4, 0})
 	f.Add([]byte{0, 0, 3, 0, 1, 0, 5, 0, 4, 1})
 	f.Add([]byte{0, 0, 1, 0, 6, 0, 4, 0, 4, 1})
+	f.Add([]byte{0, 0, 1, 0, 9, 0, 7, 3, 8, 2, 4, 1})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		if len(prog) > 48 {
 			prog = prog[:48]
@@ -45,7 +47,7 @@ func FuzzSplit(f *testing.F) {
 		for i := 0; i+1 < len(prog); i += 2 {
 			op, arg := prog[i], prog[i+1]
 			p, q := int(arg)%2, int(arg>>1)%2
-			switch op % 7 {
+			switch op % 10 {
 			case 0:
 				b.Copy(x[p].All(), in.All(), xfer)
 			case 1:
@@ -60,6 +62,12 @@ func FuzzSplit(f *testing.F) {
 				b.Fill(h[q].Slice(4*n*int64(arg), 4*n), 1) // one row
 			case 6:
 				b.Copy(x[p].All(), x[1-p].All(), xfer)
+			case 7:
+				b.AllReduce(h[q].All(), dag.Sum, dag.SplitInto(1+int(arg)%4))
+			case 8:
+				b.Launch(dag.Axpy, dag.Grid1(4), dag.Threads(256), h[q], x[p], float32(1))
+			case 9:
+				b.Gemm(h[1-q].All(), h[q].All(), w.All(), shape) // k = n: h's rows are a GEMM's A
 			}
 		}
 		g, err := b.Build()
