@@ -18,13 +18,14 @@ const (
 )
 
 // overlapRole is what an op kind counts as in the summary's copy/compute
-// overlap.
+// and collective/compute overlaps.
 type overlapRole uint8
 
 const (
 	noOverlap  overlapRole = iota
 	copyWork               // the copy side
 	kernelWork             // the compute side
+	commWork               // a collective: the summary's collective/compute overlap
 )
 
 // kindStyle is how the trace shows one op kind.
@@ -55,12 +56,12 @@ var kindStyles = map[dag.OpKind]kindStyle{
 	dag.Host:     {label: "host step", fill: "#59a14f", text: lightText},
 	dag.Gemm:     {label: "gemm", fill: "#9fc5e8", text: darkText, overlap: kernelWork, detail: gemmDetail},
 
-	dag.AllReduce:     {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
-	dag.AllGather:     {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
-	dag.ReduceScatter: {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
-	dag.Broadcast:     {label: "collective", fill: "#e0a526", text: darkText, bytesInLabel: true},
-	dag.Send:          {label: "send/recv", fill: "#c78c1e", text: darkText, bytesInLabel: true},
-	dag.Recv:          {label: "send/recv", fill: "#c78c1e", text: darkText, bytesInLabel: true},
+	dag.AllReduce:     {label: "collective", fill: "#e0a526", text: darkText, overlap: commWork, bytesInLabel: true},
+	dag.AllGather:     {label: "collective", fill: "#e0a526", text: darkText, overlap: commWork, bytesInLabel: true},
+	dag.ReduceScatter: {label: "collective", fill: "#e0a526", text: darkText, overlap: commWork, bytesInLabel: true},
+	dag.Broadcast:     {label: "collective", fill: "#e0a526", text: darkText, overlap: commWork, bytesInLabel: true},
+	dag.Send:          {label: "send/recv", fill: "#c78c1e", text: darkText, overlap: commWork, bytesInLabel: true},
+	dag.Recv:          {label: "send/recv", fill: "#c78c1e", text: darkText, overlap: commWork, bytesInLabel: true},
 
 	dag.Task: {label: "stream task", fill: "#8cd17d", text: darkText, overlap: kernelWork},
 

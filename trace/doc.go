@@ -10,13 +10,13 @@
 //
 // A Trace is written as Chrome Trace Event JSON (WriteChrome; Perfetto and
 // chrome://tracing open it, and ReadChrome reads it back), as a text summary
-// (WriteSummary: per-stream busy time, copy/compute overlap, makespan
-// against the critical path, the longest waits), and as a self-contained
+// (WriteSummary: per-stream busy time, copy/compute and collective/compute
+// overlap, makespan against the critical path, the longest waits), and as a self-contained
 // SVG or HTML timeline (WriteSVG, WriteHTML). A plan alone is drawn by
 // PlanDOT (Graphviz), PlanSVG and PlanHTML. Pictures load nothing from the
 // network, use generic font families and escape every name. How each op
 // kind is shown (its legend label, colours, and what it counts as in the
-// copy/compute overlap) is one table keyed by dag.OpKind, which a test
+// overlaps) is one table keyed by dag.OpKind, which a test
 // holds to dag.OpKinds(). Trace files carry SchemaVersion in their
 // otherData as schema_version, and for measured traces how the ops were
 // timed (Figures.Timing: "cupti", "cupti-graph", "events" or "timers", with

@@ -25,6 +25,11 @@ type Summary struct {
 	// OverlapShare is Overlap over Makespan; CopyHidden is Overlap over
 	// CopyBusy, the share of copy time hidden behind kernels.
 	OverlapShare, CopyHidden float64
+	// CommBusy is the time at least one collective runs; CommOverlap the
+	// time a kernel runs beside one (a split all_reduce's blocks beside
+	// the next block's GEMMs); CommHidden is CommOverlap over CommBusy.
+	CommBusy, CommOverlap time.Duration
+	CommHidden            float64
 	// CriticalPath is the trace's critical path (Figures.CriticalPath);
 	// Ratio is Makespan over it (1 is the best any schedule can do).
 	CriticalPath time.Duration
@@ -89,7 +94,7 @@ type WaitSummary struct {
 func (t *Trace) Summarize() Summary {
 	s := Summary{Makespan: t.Makespan(), CriticalPath: t.Figures.CriticalPath}
 	byLane := make([][]interval, len(t.Lanes))
-	var copies, kernels []interval
+	var copies, kernels, comms []interval
 	for _, sl := range t.Slices {
 		iv := interval{sl.Start, sl.End()}
 		if sl.Lane >= 0 && sl.Lane < len(byLane) {
@@ -100,6 +105,8 @@ func (t *Trace) Summarize() Summary {
 			copies = append(copies, iv)
 		case kernelWork:
 			kernels = append(kernels, iv)
+		case commWork:
+			comms = append(comms, iv)
 		}
 	}
 	tailOps, tailBusy := make([]int, len(byLane)), make([]time.Duration, len(byLane))
@@ -119,6 +126,10 @@ func (t *Trace) Summarize() Summary {
 	s.Overlap = length(intersect(cu, ku))
 	s.OverlapShare = share(s.Overlap, s.Makespan)
 	s.CopyHidden = share(s.Overlap, s.CopyBusy)
+	mu := union(comms)
+	s.CommBusy = length(mu)
+	s.CommOverlap = length(intersect(mu, ku))
+	s.CommHidden = share(s.CommOverlap, s.CommBusy)
 	s.Ratio = share(s.Makespan, s.CriticalPath)
 	s.Waits = t.waits()
 	s.Copies = t.copies()
@@ -272,6 +283,10 @@ func (t *Trace) WriteSummaryWith(w io.Writer, o SummaryOptions) error {
 	}
 	fmt.Fprintf(bw, "\ncopy/compute overlap  %s (%s of makespan; %s of copy time %s hidden behind kernels, kernel time %s)\n",
 		fmtDur(s.Overlap), pct(s.OverlapShare), pct(s.CopyHidden), fmtDur(s.CopyBusy), fmtDur(s.KernelBusy))
+	if s.CommBusy > 0 {
+		fmt.Fprintf(bw, "collective/compute    %s (%s of collective time %s beside kernels)\n",
+			fmtDur(s.CommOverlap), pct(s.CommHidden), fmtDur(s.CommBusy))
+	}
 	if len(s.Runs) > 1 {
 		fmt.Fprintf(bw, "critical path         %s (median run makespan / critical path = %.2f)\n", fmtDur(s.CriticalPath), s.Ratio)
 	} else {

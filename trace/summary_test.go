@@ -64,6 +64,28 @@ func TestSummarize(t *testing.T) {
 	}, s.Waits)
 }
 
+// A split all_reduce's blocks beside the GEMMs of the next block count as
+// collective time beside kernels, in the summary and in the caption.
+func TestSummarizeCollectiveOverlap(t *testing.T) {
+	tr := &trace.Trace{
+		Lanes: []trace.Lane{{Name: "dev0.normal.compute0"}, {Stream: 1, Name: "dev0.normal.coll"}},
+		Slices: []trace.Slice{
+			{Op: 0, Name: "fc2#1/2", Kind: dag.Gemm, Lane: 0, Start: 0, Dur: 20 * us},
+			{Op: 1, Name: "fc2#2/2", Kind: dag.Gemm, Lane: 0, Start: 20 * us, Dur: 20 * us},
+			{Op: 2, Name: "reduce#1/2", Kind: dag.AllReduce, Lane: 1, Start: 20 * us, Dur: 10 * us},
+			{Op: 3, Name: "reduce#2/2", Kind: dag.AllReduce, Lane: 1, Start: 40 * us, Dur: 10 * us},
+		},
+	}
+	s := tr.Summarize()
+	assert.Equal(t, 20*us, s.CommBusy)
+	assert.Equal(t, 10*us, s.CommOverlap, "the first block's reduction beside the second's GEMM")
+	assert.InDelta(t, 0.5, s.CommHidden, 1e-12)
+	var b bytes.Buffer
+	require.NoError(t, tr.WriteSummary(&b))
+	assert.Contains(t, b.String(), "collective/compute    10.0 µs (50.0% of collective time 20.0 µs beside kernels)")
+	assert.Zero(t, handMade().Summarize().CommBusy)
+}
+
 func TestSummarizeOverlappingSlicesAndManyWaits(t *testing.T) {
 	tr := &trace.Trace{
 		Lanes: []trace.Lane{{Name: "a"}, {Stream: 1, Name: "b"}, {Stream: 2, Name: "c", Kind: planner.CopyD2H}},

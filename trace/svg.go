@@ -106,7 +106,7 @@ func PlanHTML(w io.Writer, p *planner.Plan) error {
 func planPicture(p *planner.Plan) *picture {
 	t := FromPlan(p, nil)
 	boxes, depth := planBodies(t, p) // svgbodies.go
-	return &picture{t: t, title: "dagrun plan (times estimated by the cost model)", caption: planCaption(p), opWord: "estimated",
+	return &picture{t: t, title: "dagrun plan (times estimated by the cost model)", caption: planCaption(p) + t.Summarize().commCaption(), opWord: "estimated",
 		boxes: boxes, laneDepth: depth}
 }
 
@@ -122,7 +122,16 @@ func (t *Trace) caption() string {
 	s := t.Summarize()
 	return fmt.Sprintf("makespan %s, critical path %s (ratio %.2f); %s on %s, %s; copy/compute overlap %s (%s of makespan)",
 		fmtDur(s.Makespan), fmtDur(s.CriticalPath), s.Ratio, human.Count(len(t.Slices), "op", "ops"), human.Count(len(t.Lanes), "stream", "streams"),
-		human.Count(len(t.Flows), "wait", "waits"), fmtDur(s.Overlap), pct(s.OverlapShare))
+		human.Count(len(t.Flows), "wait", "waits"), fmtDur(s.Overlap), pct(s.OverlapShare)) + s.commCaption()
+}
+
+// commCaption is the caption's collective/compute overlap, where
+// collectives ran.
+func (s Summary) commCaption() string {
+	if s.CommBusy == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; collective/compute overlap %s (%s of collective time)", fmtDur(s.CommOverlap), pct(s.CommHidden))
 }
 
 // layout is where the lanes of a picture go.
