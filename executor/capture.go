@@ -269,3 +269,58 @@ func (g *Graph) closeHeld() error {
 	}
 	return err
 }
+
+// captureWhileRunning reports whether s's plan may be captured while its
+// first run runs (runCapturing): a plan the backend can capture, untimed
+// (a timer's records of the run and of the capture would mix), without
+// host steps or stream tasks (their host side runs while the capture
+// records), loops or branches (their bodies are captured at their first
+// run) or collectives (every rank must see the same calls in one order).
+func captureWhileRunning(s *Session) bool {
+	if _, ok := s.d.(device.Capturer); !ok || s.time.timer != nil || CheckCapture(s.p) != nil {
+		return false
+	}
+	for _, op := range s.p.Graph.Ops {
+		switch {
+		case op.Kind == dag.Host, op.Kind == dag.Task, op.Kind == dag.While, op.Kind == dag.If, op.Kind.IsCollective():
+			return false
+		}
+	}
+	return true
+}
+
+// runCapturing runs s's plan eagerly, as Session.Run does, and captures it while
+// the device runs it: capturing records and instantiates on the host,
+// which an eager run leaves idle until its work ends, so the first run of
+// a plan costs about its eager run rather than that and a capture. It
+// returns the graph, captured whether the run failed or not (the run's
+// error is returned beside it), or nil when the capture failed. Only for
+// plans captureWhileRunning accepts.
+func runCapturing(ctx context.Context, s *Session) (g *Graph, err error) {
+	if s.unusable() { // zero.go
+		return nil, fmt.Errorf("executor: Run: session is %w", device.ErrClosed)
+	}
+	ctx, end, err := s.flight.begin(ctx, &s.closed, "Run") // close.go: Close from another goroutine
+	if err != nil {
+		return nil, err
+	}
+	defer end(&err)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("executor: run not started: %w", err)
+	}
+	s.time.spans = s.time.spans[:0]
+	s.sub.faults.startRun()
+	if err := s.sub.submit(ctx, s.auto.ops(), "run"); err != nil {
+		return nil, s.drain(ctx, err)
+	}
+	g, cerr := s.capture(ctx, nil)
+	err = syncError(ctx, s.beside.sync(ctx))
+	s.time.collect()
+	if cerr != nil {
+		cerr = fmt.Errorf("executor: capture while the first run ran: %w", cerr)
+	}
+	if err = errors.Join(err, cerr); err == nil {
+		s.auto.noteRuns(1, false)
+	}
+	return g, err
+}

@@ -132,6 +132,10 @@ type shape struct {
 	graph  *Graph   // nil: its runs are eager
 	eager  string   // why it has no graph
 	lend   *lending // nil: its memory is its own
+	// captureFirst says its graph is captured while its first run runs
+	// eagerly (runCapturing): the host records and instantiates
+	// while the device computes.
+	captureFirst bool
 }
 
 // ShapeRun says how a Shapes ran (or prepared, for Write) values.
@@ -260,7 +264,7 @@ func (s *Shapes) Run(ctx context.Context, values map[string]int64) (*ShapeRun, e
 		return nil, err
 	}
 	defer end()
-	sh, sr, err := s.resolve(ctx, values)
+	sh, sr, err := s.resolve(ctx, values, true)
 	if err != nil {
 		return sr, err
 	}
@@ -268,10 +272,18 @@ func (s *Shapes) Run(ctx context.Context, values map[string]int64) (*ShapeRun, e
 		return sr, err
 	}
 	defer s.current.Store(nil)
-	if sh.graph != nil {
+	switch {
+	case sh.captureFirst:
+		sh.captureFirst = false
+		sh.graph, err = runCapturing(ctx, sh.sess)
+		if sh.graph != nil {
+			st := sh.graph.Stats()
+			sr.Captured, sr.Took.Capture, sr.Took.Instantiate = true, st.Capture, st.Instantiate
+		}
+	case sh.graph != nil:
 		sr.Replayed = true
 		err = sh.graph.Run(ctx)
-	} else {
+	default:
 		err = sh.sess.Run(ctx)
 	}
 	if err != nil {
@@ -299,9 +311,15 @@ func (s *Shapes) Repeat(ctx context.Context, values map[string]int64, n int) (*S
 	if n < 1 {
 		return nil, fmt.Errorf("executor: Shapes: Repeat of %s: %d runs; run at least once", shapeKey(values), n)
 	}
-	sh, sr, err := s.resolve(ctx, values)
+	sh, sr, err := s.resolve(ctx, values, false)
 	if err != nil {
 		return &ShapeReport{ShapeRun: *sr}, err
+	}
+	if sh.captureFirst { // opened by a Run that did not start it
+		sh.captureFirst = false
+		if sh.graph, err = sh.sess.Capture(ctx); err != nil {
+			return &ShapeReport{ShapeRun: *sr}, fmt.Errorf("executor: Shapes: capture %s: %w", sh.key, err)
+		}
 	}
 	if err := s.started(sh); err != nil {
 		return &ShapeReport{ShapeRun: *sr}, err
@@ -383,7 +401,7 @@ func (s *Shapes) Write(ctx context.Context, values map[string]int64, name string
 		return nil, err
 	}
 	defer end()
-	sh, sr, err := s.resolve(ctx, values)
+	sh, sr, err := s.resolve(ctx, values, false)
 	if err != nil {
 		return sr, err
 	}

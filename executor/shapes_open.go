@@ -18,8 +18,10 @@ import (
 // How a Shapes finds, opens and drops its shapes.
 
 // resolve returns the shape that runs values, opening it if it is not
-// kept: the shape of values themselves, or the bucket they pad to.
-func (s *Shapes) resolve(ctx context.Context, values map[string]int64) (*shape, *ShapeRun, error) {
+// kept: the shape of values themselves, or the bucket they pad to. With
+// running, the caller runs it at once: a shape opened for that may leave
+// its capture to its first run (shape.captureFirst).
+func (s *Shapes) resolve(ctx context.Context, values map[string]int64, running bool) (*shape, *ShapeRun, error) {
 	sr := &ShapeRun{Values: maps.Clone(values)}
 	key := shapeKey(values)
 	run, eager := values, ""
@@ -34,7 +36,7 @@ func (s *Shapes) resolve(ctx context.Context, values map[string]int64) (*shape, 
 	sh := s.find(shapeKey(run))
 	if sh == nil {
 		var err error
-		if sh, err = s.open(ctx, []map[string]int64{run}, eager, sr); err != nil {
+		if sh, err = s.open(ctx, []map[string]int64{run}, eager, running, sr); err != nil {
 			return nil, sr, err
 		}
 	}
@@ -133,7 +135,7 @@ func (s *Shapes) openBuckets(ctx context.Context) error {
 	if len(s.cfg.shapes.buckets) == 0 {
 		return nil
 	}
-	_, err := s.open(ctx, s.cfg.shapes.buckets, "", &ShapeRun{})
+	_, err := s.open(ctx, s.cfg.shapes.buckets, "", false, &ShapeRun{})
 	return err
 }
 
@@ -148,7 +150,7 @@ type pending struct {
 // open plans and opens the shapes of values (eager, with that reason,
 // when eager is not ""), with the memory grown for them all first, and
 // returns the last; sr notes what was dropped and opened.
-func (s *Shapes) open(ctx context.Context, values []map[string]int64, eager string, sr *ShapeRun) (*shape, error) {
+func (s *Shapes) open(ctx context.Context, values []map[string]int64, eager string, running bool, sr *ShapeRun) (*shape, error) {
 	ps := make([]pending, len(values))
 	took := &sr.Took
 	for i, v := range values {
@@ -188,7 +190,7 @@ func (s *Shapes) open(ctx context.Context, values []map[string]int64, eager stri
 			}
 		}
 		took.Drop += time.Since(start)
-		sh, err := s.openOne(ctx, p, eager, took)
+		sh, err := s.openOne(ctx, p, eager, running, took)
 		if err != nil {
 			return nil, err
 		}
@@ -256,8 +258,10 @@ func (s *Shapes) planOf(ctx context.Context, g *dag.Graph) (*planner.Plan, error
 
 // openOne opens the session of p, over the shared memory where there is
 // one, and captures it unless eager says why not, or the plan or the
-// backend cannot be captured (then the shape is eager, saying why).
-func (s *Shapes) openOne(ctx context.Context, p pending, eager string, took *OpenTimes) (*shape, error) {
+// backend cannot be captured (then the shape is eager, saying why). With
+// running, a plan that can be captured while it runs (captureWhileRunning)
+// is captured at its first run instead.
+func (s *Shapes) openOne(ctx context.Context, p pending, eager string, running bool, took *OpenTimes) (*shape, error) {
 	sh := &shape{key: p.key, values: p.values, plan: p.plan, eager: eager}
 	opts := s.opts
 	if s.sharer != nil {
@@ -275,6 +279,10 @@ func (s *Shapes) openOne(ctx context.Context, p pending, eager string, took *Ope
 		sh.eager = s.whyNoGraph(sh)
 	}
 	if sh.eager != "" {
+		return sh, nil
+	}
+	if running && captureWhileRunning(sh.sess) {
+		sh.captureFirst = true
 		return sh, nil
 	}
 	if sh.graph, err = sh.sess.Capture(ctx); err != nil {
