@@ -138,12 +138,15 @@ func shapesRun(ctx context.Context, sh *executor.Shapes, values map[string]int64
 	return shapesRanAs(sr, opened)
 }
 
-// shapesRanAs checks that sr ran as opened says (shapesRun).
+// shapesRanAs checks that sr ran as opened says (shapesRun): a shape
+// opened for the run runs eagerly while its graph is captured, a shape
+// kept replays its graph.
 func shapesRanAs(sr *executor.ShapeRun, opened bool) error {
 	values := sr.Values
-	if !sr.Replayed || sr.Opened != opened || sr.Captured != opened {
-		return fmt.Errorf("%s: replayed %v, opened %v, captured %v; want a replay of a shape %s",
-			spec.FormatValues(values), sr.Replayed, sr.Opened, sr.Captured, map[bool]string{true: "opened and captured for it", false: "kept"}[opened])
+	if sr.Replayed == opened || sr.Opened != opened || sr.Captured != opened {
+		return fmt.Errorf("%s: replayed %v, opened %v, captured %v; want %s",
+			spec.FormatValues(values), sr.Replayed, sr.Opened, sr.Captured,
+			map[bool]string{true: "an eager run of a shape opened and captured for it", false: "a replay of a shape kept"}[opened])
 	}
 	return nil
 }
@@ -223,7 +226,8 @@ func (sb *shapesBench) switching(tb testing.TB, ctx context.Context, sh *executo
 // opens and captures its shape anew (and closes the one before, kept no
 // longer): "first", and its parts as the run reports them (ShapeRun.Took:
 // "first-build", "first-plan", "first-drop", "first-open",
-// "first-capture", "first-instantiate", and the rest, "first-replay").
+// "first-capture", "first-instantiate", which overlap the run, and the
+// rest, "first-replay").
 // Beside it, in turn: an eager run ("eager") and a capture ("capture",
 // the graph closed untimed) of the shape's own session in own, and the
 // making and planning of its graph ("plan", which the first run does too).

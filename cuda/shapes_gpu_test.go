@@ -98,7 +98,8 @@ func TestShapesGPU(t *testing.T) {
 				for _, v := range values {
 					sr, err := shapes.Run(ctx, v)
 					require.NoError(t, err, "T=%d", v["T"])
-					assert.Equal(t, mode == executor.GraphAlways, sr.Replayed, "T=%d", v["T"])
+					assert.Equal(t, mode == executor.GraphAlways && !sr.Opened, sr.Replayed, "T=%d: a replay, but for the first run, eager while it is captured", v["T"])
+					assert.Equal(t, mode == executor.GraphAlways && sr.Opened, sr.Captured, "T=%d", v["T"])
 					for _, u := range sr.Plan.Memory.Memories {
 						if u.Device == 0 {
 							largest = max(largest, u.ArenaBytes)
