@@ -295,8 +295,9 @@ func captureWhileRunning(s *Session) bool {
 // a plan costs about its eager run rather than that and a capture. It
 // returns the graph, captured whether the run failed or not (the run's
 // error is returned beside it), or nil when the capture failed. Only for
-// plans captureWhileRunning accepts.
-func runCapturing(ctx context.Context, s *Session) (g *Graph, err error) {
+// plans captureWhileRunning accepts. beside, when not nil, runs after the
+// capture, while the device still runs: its error joins the others.
+func runCapturing(ctx context.Context, s *Session, beside func() error) (g *Graph, err error) {
 	if s.unusable() { // zero.go
 		return nil, fmt.Errorf("executor: Run: session is %w", device.ErrClosed)
 	}
@@ -314,12 +315,16 @@ func runCapturing(ctx context.Context, s *Session) (g *Graph, err error) {
 		return nil, s.drain(ctx, err)
 	}
 	g, cerr := s.capture(ctx, nil)
+	var berr error
+	if beside != nil {
+		berr = beside()
+	}
 	err = syncError(ctx, s.beside.sync(ctx))
 	s.time.collect()
 	if cerr != nil {
 		cerr = fmt.Errorf("executor: capture while the first run ran: %w", cerr)
 	}
-	if err = errors.Join(err, cerr); err == nil {
+	if err = errors.Join(err, cerr, berr); err == nil {
 		s.auto.noteRuns(1, false)
 	}
 	return g, err

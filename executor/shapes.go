@@ -115,6 +115,7 @@ type Shapes struct {
 	current atomic.Pointer[Session]
 
 	kept    []*shape // least recently run first
+	retired []*shape // taken out of kept, their sessions not yet closed (closeRetired)
 	buckets []string // the buckets' keys, in the order given
 	holder  *holder
 	sharer  device.MemorySharer // nil: every shape has memory of its own
@@ -269,13 +270,13 @@ func (s *Shapes) Run(ctx context.Context, values map[string]int64) (*ShapeRun, e
 		return sr, err
 	}
 	if err := s.started(sh); err != nil {
-		return sr, err
+		return sr, errors.Join(err, s.closeRetired(&sr.Took))
 	}
 	defer s.current.Store(nil)
 	switch {
 	case sh.captureFirst:
 		sh.captureFirst = false
-		sh.graph, err = runCapturing(ctx, sh.sess)
+		sh.graph, err = runCapturing(ctx, sh.sess, func() error { return s.closeRetired(&sr.Took) })
 		if sh.graph != nil {
 			st := sh.graph.Stats()
 			sr.Captured, sr.Took.Capture, sr.Took.Instantiate = true, st.Capture, st.Instantiate
@@ -287,9 +288,12 @@ func (s *Shapes) Run(ctx context.Context, values map[string]int64) (*ShapeRun, e
 		err = sh.sess.Run(ctx)
 	}
 	if err != nil {
-		return sr, fmt.Errorf("executor: Shapes: run of %s: %w", sh.key, err)
+		err = fmt.Errorf("executor: Shapes: run of %s: %w", sh.key, err)
 	}
-	return sr, nil
+	if len(s.retired) > 0 { // the run ended before closing them
+		err = errors.Join(err, s.closeRetired(&sr.Took))
+	}
+	return sr, err
 }
 
 // ShapeReport is what Repeat did: how the shape ran, and its Runner's

@@ -182,23 +182,52 @@ func (s *Shapes) open(ctx context.Context, values []map[string]int64, eager stri
 	took.Drop += time.Since(start)
 	var last *shape
 	for _, p := range ps {
-		start := time.Now()
 		for len(s.kept) >= s.cfg.shapes.keep {
 			sr.Dropped = append(sr.Dropped, maps.Clone(s.kept[0].values))
-			if err := s.drop(s.kept[0]); err != nil {
-				return nil, err
-			}
+			s.retire(s.kept[0])
 		}
-		took.Drop += time.Since(start)
 		sh, err := s.openOne(ctx, p, eager, running, took)
 		if err != nil {
-			return nil, err
+			return nil, errors.Join(err, s.closeRetired(took))
 		}
 		s.kept = append(s.kept, sh)
 		sr.Opened, sr.Captured = true, sh.graph != nil
 		last = sh
+		if !last.captureFirst {
+			if err := s.closeRetired(took); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return last, nil
+}
+
+// retire takes sh out of the shapes kept. Its session is closed by
+// closeRetired: where a shape opened for a run is captured while it runs,
+// while the device runs it.
+func (s *Shapes) retire(sh *shape) {
+	if i := slices.Index(s.kept, sh); i >= 0 {
+		s.kept = slices.Delete(s.kept, i, i+1)
+	}
+	if s.last == sh {
+		s.last = nil
+	}
+	s.retired = append(s.retired, sh)
+}
+
+// closeRetired closes the sessions of the shapes retired, counting the
+// time in took's Drop.
+func (s *Shapes) closeRetired(took *OpenTimes) error {
+	start := time.Now()
+	var errs []error
+	for _, sh := range s.retired {
+		if err := sh.sess.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("executor: Shapes: close %s: %w", sh.key, err))
+		}
+	}
+	s.retired = nil
+	took.Drop += time.Since(start)
+	return errors.Join(errs...)
 }
 
 // cover grows the shared memory, where it does not hold what ps need,
@@ -325,6 +354,9 @@ func (s *Shapes) drop(sh *shape) error {
 // dropAll closes every shape kept.
 func (s *Shapes) dropAll() []error {
 	var errs []error
+	if err := s.closeRetired(&OpenTimes{}); err != nil {
+		errs = append(errs, err)
+	}
 	for len(s.kept) > 0 {
 		if err := s.drop(s.kept[0]); err != nil {
 			errs = append(errs, err)
