@@ -42,6 +42,10 @@ type capturer struct {
 	ctl   *controller
 
 	graphs   []*graph // by number; nil once destroyed
+	// uploads are a stream per device that instantiation uploads graphs
+	// on and waits for: idle, so that the wait does not also wait for an
+	// eager run still in flight on the stream a graph was captured on.
+	uploads map[*sessDevice]C.CUstream
 	capture  *capture // the capture in progress, if any
 	gstats   GraphStats
 	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
@@ -52,7 +56,7 @@ type graph struct {
 	tmpl   C.CUgraph
 	exec   C.CUgraphExec
 	dev    *sessDevice
-	origin C.CUstream // the stream it was captured on; uploads go there
+	origin C.CUstream // the stream it was captured on
 	// records is how many of its nodes CUPTI writes activity records for
 	// (ops traced while captured whose work has them): a replay's records
 	// have come once that many of its nodes have some.
@@ -280,8 +284,20 @@ func (cpt *capturer) Instantiate(gi int) error {
 }
 
 func (cpt *capturer) instantiate(g *graph) error {
+	up, ok := cpt.uploads[g.dev]
+	if !ok {
+		var err error
+		if up, err = cpt.drv.streams.create(g.dev.ctx, 0); err != nil {
+			return err
+		}
+		cpt.hold.track(&cpt.hold.live.Streams, 1)
+		if cpt.uploads == nil {
+			cpt.uploads = map[*sessDevice]C.CUstream{}
+		}
+		cpt.uploads[g.dev] = up
+	}
 	var exec C.CUgraphExec
-	if err := cpt.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(cpt.drv.api, g.dev.ctx, &exec, g.tmpl, g.origin)); err != nil {
+	if err := cpt.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(cpt.drv.api, g.dev.ctx, &exec, g.tmpl, up)); err != nil {
 		return err
 	}
 	g.exec = exec
@@ -418,6 +434,11 @@ func (cpt *capturer) closeGraphs(keep func(error)) {
 		}
 	}
 	cpt.graphs = nil
+	for d, up := range cpt.uploads {
+		keep(cpt.drv.streams.destroy(d.ctx, up))
+		cpt.hold.track(&cpt.hold.live.Streams, -1)
+	}
+	cpt.uploads = nil
 }
 
 // rawGraph is workload C or E captured directly with the driver (one C
