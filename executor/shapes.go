@@ -257,8 +257,12 @@ func (s *Shapes) begin(verb string) (end func(), err error) {
 }
 
 // Run runs values once: a replay of their shape's graph, or an eager run
-// (ShapeRun.Eager says why), opening and capturing the shape first if it
-// is not kept.
+// (ShapeRun.Eager says why), opening the shape first if it is not kept. A
+// shape opened for the run runs eagerly while its graph is captured
+// (ShapeRun.Captured, not Replayed), where its plan allows that
+// (no timer, host steps, tasks, loops or collectives): the host records
+// the graph while the device computes. Others are captured, then
+// replayed.
 func (s *Shapes) Run(ctx context.Context, values map[string]int64) (*ShapeRun, error) {
 	end, err := s.begin("Run of " + shapeKey(values))
 	if err != nil {
