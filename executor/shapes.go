@@ -56,8 +56,13 @@ func WithBuckets(values ...map[string]int64) Option {
 
 // WithKeep bounds how many shapes a Shapes keeps open (DefaultKeep by
 // default): opening one more drops the least recently run. A dropped shape
-// is opened and captured again at its next run.
+// is opened and captured again at its next run; its plan is kept (the
+// plans of the last 64 shapes opened, or of 8n if more), so it is not
+// built and planned again.
 func WithKeep(n int) Option { return func(c *config) { c.shapes.keep = n } }
+
+// minPlansKept is the fewest plans of shapes opened a Shapes keeps.
+const minPlansKept = 64
 
 // WithPaddable names the parameters whose values may run on a larger
 // bucket (WithBuckets): the program's promise that the extra elements are
@@ -115,6 +120,7 @@ type Shapes struct {
 	current atomic.Pointer[Session]
 
 	kept    []*shape // least recently run first
+	plans   planCache
 	retired []*shape // taken out of kept, their sessions not yet closed (closeRetired)
 	buckets []string // the buckets' keys, in the order given
 	holder  *holder
@@ -191,6 +197,7 @@ func OpenShapes(ctx context.Context, b device.Backend, build ShapeFunc, opts ...
 	if s.cfg.shapes.keep == 0 {
 		s.cfg.shapes.keep = DefaultKeep
 	}
+	s.plans.max = max(minPlansKept, 8*s.cfg.shapes.keep)
 	if s.cfg.shapes.keep < 1 {
 		return nil, fmt.Errorf("executor: OpenShapes: WithKeep(%d): keep at least one shape", s.cfg.shapes.keep)
 	}

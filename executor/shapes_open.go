@@ -156,6 +156,10 @@ func (s *Shapes) open(ctx context.Context, values []map[string]int64, eager stri
 	for i, v := range values {
 		p := &ps[i]
 		p.values, p.key = maps.Clone(v), shapeKey(v)
+		if p.plan = s.plans.get(p.key); p.plan != nil {
+			p.need = needOf(p.key, p.plan)
+			continue
+		}
 		start := time.Now()
 		g, err := s.build(ctx, maps.Clone(v))
 		took.Build += time.Since(start)
@@ -172,6 +176,7 @@ func (s *Shapes) open(ctx context.Context, values []map[string]int64, eager stri
 			return nil, fmt.Errorf("executor: Shapes: plan %s: %w", p.key, err)
 		}
 		p.need = needOf(p.key, p.plan)
+		s.plans.put(p.key, p.plan)
 	}
 	start := time.Now()
 	if s.sharer != nil {
@@ -363,4 +368,39 @@ func (s *Shapes) dropAll() []error {
 		}
 	}
 	return errs
+}
+
+// planCache keeps the plans of the shapes opened, kept or dropped, the
+// least recently opened forgotten first beyond its bound: a dropped shape
+// that returns is opened and captured again, but not built and planned
+// again (plans are host memory, and never change once made).
+type planCache struct {
+	keys  []string // least recently opened first
+	plans map[string]*planner.Plan
+	max   int
+}
+
+// get returns the plan of key, or nil, and makes it the most recent.
+func (c *planCache) get(key string) *planner.Plan {
+	p, ok := c.plans[key]
+	if ok {
+		i := slices.Index(c.keys, key)
+		c.keys = append(slices.Delete(c.keys, i, i+1), key)
+	}
+	return p
+}
+
+// put keeps p as key's plan, forgetting the least recent beyond max.
+func (c *planCache) put(key string, p *planner.Plan) {
+	if c.plans == nil {
+		c.plans = map[string]*planner.Plan{}
+	}
+	if _, ok := c.plans[key]; !ok {
+		c.keys = append(c.keys, key)
+	}
+	c.plans[key] = p
+	for len(c.keys) > c.max {
+		delete(c.plans, c.keys[0])
+		c.keys = c.keys[1:]
+	}
 }

@@ -111,9 +111,13 @@ func TestShapesKeepTheMostRecent(t *testing.T) {
 	s, err := executor.OpenShapes(ctx, b, shapeProgram, executor.WithKeep(2))
 	require.NoError(t, err)
 	defer s.Close()
+	var first32 *planner.Plan
 	for _, T := range []int64{16, 32} {
-		_, err := s.Run(ctx, at(T))
+		sr, err := s.Run(ctx, at(T))
 		require.NoError(t, err)
+		assert.Positive(t, sr.Took.Build, "T=%d is built at its first run", T)
+		assert.Positive(t, sr.Took.Plan, "and planned")
+		first32 = sr.Plan
 	}
 	_, err = s.Run(ctx, at(16)) // 16 is now the most recent
 	require.NoError(t, err)
@@ -126,9 +130,11 @@ func TestShapesKeepTheMostRecent(t *testing.T) {
 	assert.True(t, sr.Opened && sr.Captured)
 	assert.Equal(t, []map[string]int64{at(16)}, sr.Dropped)
 	took := sr.Took
-	for name, d := range map[string]time.Duration{"build": took.Build, "plan": took.Plan, "drop": took.Drop, "open": took.Open, "capture": took.Capture, "instantiate": took.Instantiate} {
+	for name, d := range map[string]time.Duration{"drop": took.Drop, "open": took.Open, "capture": took.Capture, "instantiate": took.Instantiate} {
 		assert.Positive(t, d, "%s of a shape opened and captured", name)
 	}
+	assert.Zero(t, took.Build+took.Plan, "a shape that returns keeps its plan: it is not built and planned again")
+	assert.Same(t, first32, sr.Plan)
 	y, err := s.Read("y")
 	require.NoError(t, err)
 	assert.Equal(t, fresh(t, cpu.New(), 32), y)
