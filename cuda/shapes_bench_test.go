@@ -231,13 +231,18 @@ func (sb *shapesBench) switching(tb testing.TB, ctx context.Context, sh *executo
 // Beside it, in turn: an eager run ("eager") and a capture ("capture",
 // the graph closed untimed) of the shape's own session in own, and the
 // making and planning of its graph ("plan", which the first run does too).
-func (sb *shapesBench) first(tb testing.TB, ctx context.Context, sh *executor.Shapes, own []*executor.Session, st shapesTimes) {
+//
+// With own nil it times only the first runs, as kind: "firstnew" times
+// them on a Shapes that keeps no plan (executor.WithPlansKept(0)), each
+// shape built and planned as if never seen, where "first" is of a shape
+// that returns, its plan kept.
+func (sb *shapesBench) first(tb testing.TB, ctx context.Context, sh *executor.Shapes, own []*executor.Session, st shapesTimes, kind string) {
 	tb.Helper()
 	n := len(sb.values)
 	var took executor.OpenTimes // the last first run's
 	kinds := []func(i int) (string, time.Duration){
 		func(i int) (string, time.Duration) {
-			return "first", shapesTimed(tb, func() error {
+			return kind, shapesTimed(tb, func() error {
 				sr, err := sh.Run(ctx, sb.values[i])
 				if err == nil {
 					took = sr.Took
@@ -265,23 +270,26 @@ func (sb *shapesBench) first(tb testing.TB, ctx context.Context, sh *executor.Sh
 			})
 		},
 	}
+	if own == nil {
+		kinds = kinds[:1]
+	}
 	for r := range sb.rounds + 1 {
 		for _, i := range shapesOrder(r, n) {
 			for j := range kinds {
-				kind, d := kinds[(r+j)%len(kinds)](i)
+				k, d := kinds[(r+j)%len(kinds)](i)
 				if r == 0 {
 					continue
 				}
-				st.add(kind, i, n, d)
-				if kind == "first" {
+				st.add(k, i, n, d)
+				if k == kind {
 					parts := map[string]time.Duration{"build": took.Build, "plan": took.Plan, "drop": took.Drop,
 						"open": took.Open, "capture": took.Capture, "instantiate": took.Instantiate}
 					rest := d
 					for part, pd := range parts {
-						st.add("first-"+part, i, n, pd)
+						st.add(kind+"-"+part, i, n, pd)
 						rest -= pd
 					}
-					st.add("first-replay", i, n, rest)
+					st.add(kind+"-replay", i, n, rest)
 				}
 			}
 		}
@@ -414,21 +422,30 @@ func benchShapes(b *testing.B, ctx context.Context, sb *shapesBench, freshRounds
 		// The largest first: the memory then holds every shape, and no
 		// first run below allocates it again.
 		require.NoError(b, shapesRun(ctx, sh, sb.values[len(sb.values)-1], true))
+		// Shapes never seen: a Shapes that keeps no plan, its memory
+		// covering every shape too.
+		fresh := sb.openShapes(b, ctx, executor.WithKeep(1), executor.WithPlansKept(0))
+		b.Cleanup(func() { require.NoError(b, fresh.Close()) })
+		require.NoError(b, shapesRun(ctx, fresh, sb.values[len(sb.values)-1], true))
 		st := shapesTimes{}
 		for range b.N {
-			sb.first(b, ctx, sh, own, st)
+			sb.first(b, ctx, sh, own, st, "first")
+			sb.first(b, ctx, fresh, nil, st, "firstnew")
 		}
 		for i, v := range sb.values {
 			l := shapeLabel(v)
-			first, eager, capture := st.median("first", i), st.median("eager", i), st.median("capture", i)
-			b.ReportMetric(ms(first), l+"-first-ms")
+			eager, capture := st.median("eager", i), st.median("capture", i)
 			b.ReportMetric(ms(eager), l+"-eager-ms")
 			b.ReportMetric(ms(capture), l+"-capture-ms")
 			b.ReportMetric(ms(st.median("plan", i)), l+"-plan-ms")
-			for _, part := range []string{"build", "plan", "drop", "open", "capture", "instantiate", "replay"} {
-				b.ReportMetric(ms(st.median("first-"+part, i)), l+"-first-"+part+"-ms")
+			for _, kind := range []string{"first", "firstnew"} {
+				first := st.median(kind, i)
+				b.ReportMetric(ms(first), l+"-"+kind+"-ms")
+				for _, part := range []string{"build", "plan", "drop", "open", "capture", "instantiate", "replay"} {
+					b.ReportMetric(ms(st.median(kind+"-"+part, i)), l+"-"+kind+"-"+part+"-ms")
+				}
+				b.ReportMetric(float64(first)/float64(eager+capture), l+"-"+kind+"/eager+capture")
 			}
-			b.ReportMetric(float64(first)/float64(eager+capture), l+"-first/eager+capture")
 		}
 	})
 	b.Run("fresh", func(b *testing.B) {
@@ -474,15 +491,23 @@ func TestShapesBenchCPU(t *testing.T) {
 	}
 	sh = sb.openShapes(t, ctx, executor.WithKeep(1))
 	require.NoError(t, shapesRun(ctx, sh, sb.values[len(sb.values)-1], true))
-	sb.first(t, ctx, sh, own, st)
+	sb.first(t, ctx, sh, own, st, "first")
+	require.NoError(t, sh.Close())
+	sh = sb.openShapes(t, ctx, executor.WithKeep(1), executor.WithPlansKept(0))
+	require.NoError(t, shapesRun(ctx, sh, sb.values[len(sb.values)-1], true))
+	sb.first(t, ctx, sh, nil, st, "firstnew")
 	require.NoError(t, sh.Close())
 	for _, s := range own {
 		require.NoError(t, s.Close())
 	}
 	sb.fresh(t, ctx, st)
 
+	for i := range sb.values {
+		require.Zero(t, st.median("first-build", i)+st.median("first-plan", i), "a shape that returns keeps its plan")
+	}
 	for _, kind := range []string{"switch", "steady", "first", "eager", "capture", "plan", "fresh", "cold", "open",
-		"first-build", "first-plan", "first-drop", "first-open", "first-capture", "first-replay"} {
+		"first-drop", "first-open", "first-capture", "first-replay",
+		"firstnew", "firstnew-build", "firstnew-plan", "firstnew-drop", "firstnew-open", "firstnew-capture", "firstnew-replay"} {
 		require.Len(t, st[kind], len(sb.values), kind)
 		for i := range sb.values {
 			require.Len(t, st[kind][i], sb.rounds, "%s of %s", kind, shapeLabel(sb.values[i]))

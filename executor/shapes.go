@@ -38,6 +38,7 @@ type shapesConfig struct {
 	paddable []string
 	plan     func(context.Context, *dag.Graph) (*planner.Plan, error)
 	initial  bool // WithInitialContents
+	plans    *int // WithPlansKept; nil: the default
 }
 
 // WithBuckets makes a Shapes open and capture the shapes of these values
@@ -61,8 +62,15 @@ func WithBuckets(values ...map[string]int64) Option {
 // built and planned again.
 func WithKeep(n int) Option { return func(c *config) { c.shapes.keep = n } }
 
-// minPlansKept is the fewest plans of shapes opened a Shapes keeps.
+// minPlansKept is the fewest plans of shapes opened a Shapes keeps by
+// default.
 const minPlansKept = 64
+
+// WithPlansKept bounds how many plans of the shapes it opened a Shapes
+// keeps for the shapes it drops, should they return; 0 keeps none, so
+// that a shape is built and planned at each opening. By default it keeps
+// those of the last 64 shapes, or of 8 times WithKeep's if more.
+func WithPlansKept(n int) Option { return func(c *config) { c.shapes.plans = &n } }
 
 // WithPaddable names the parameters whose values may run on a larger
 // bucket (WithBuckets): the program's promise that the extra elements are
@@ -182,7 +190,8 @@ type OpenTimes struct {
 // options are a session's (WithTiming, WithTemporaries, ...), a Runner's
 // for Repeat (WithGraph: GraphNever keeps every shape eager; otherwise
 // shapes are captured) and the Shapes' own (WithBuckets, WithKeep,
-// WithPaddable, WithPlanner). The buckets are opened and captured now.
+// WithPlansKept, WithPaddable, WithPlanner). The buckets are opened and
+// captured now.
 func OpenShapes(ctx context.Context, b device.Backend, build ShapeFunc, opts ...Option) (*Shapes, error) {
 	if b == nil {
 		return nil, errors.New("executor: OpenShapes: no backend")
@@ -198,6 +207,12 @@ func OpenShapes(ctx context.Context, b device.Backend, build ShapeFunc, opts ...
 		s.cfg.shapes.keep = DefaultKeep
 	}
 	s.plans.max = max(minPlansKept, 8*s.cfg.shapes.keep)
+	if n := s.cfg.shapes.plans; n != nil {
+		if *n < 0 {
+			return nil, fmt.Errorf("executor: OpenShapes: WithPlansKept(%d): keep 0 plans or more", *n)
+		}
+		s.plans.max = *n
+	}
 	if s.cfg.shapes.keep < 1 {
 		return nil, fmt.Errorf("executor: OpenShapes: WithKeep(%d): keep at least one shape", s.cfg.shapes.keep)
 	}
