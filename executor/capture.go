@@ -289,43 +289,29 @@ func captureWhileRunning(s *Session) bool {
 	return true
 }
 
-// runCapturing runs s's plan eagerly, as Session.Run does, and captures it while
-// the device runs it: capturing records and instantiates on the host,
-// which an eager run leaves idle until its work ends, so the first run of
-// a plan costs about its eager run rather than that and a capture. It
-// returns the graph, captured whether the run failed or not (the run's
+// runCapturing runs s's plan eagerly, as Session.Run does, and captures
+// it while the device runs it: capturing records and instantiates on the
+// host, which an eager run leaves idle until its work ends, so the first
+// run of a plan costs about its eager run rather than that and a capture.
+// It returns the graph, captured whether the run failed or not (the run's
 // error is returned beside it), or nil when the capture failed. Only for
 // plans captureWhileRunning accepts. beside, when not nil, runs after the
 // capture, while the device still runs: its error joins the others.
 func runCapturing(ctx context.Context, s *Session, beside func() error) (g *Graph, err error) {
-	if s.unusable() { // zero.go
-		return nil, fmt.Errorf("executor: Run: session is %w", device.ErrClosed)
-	}
-	ctx, end, err := s.flight.begin(ctx, &s.closed, "Run") // close.go: Close from another goroutine
+	ctx, end, err := beginRun(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	defer end(&err)
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("executor: run not started: %w", err)
-	}
-	s.time.spans = s.time.spans[:0]
-	s.sub.faults.startRun()
-	if err := s.sub.submit(ctx, s.auto.ops(), "run"); err != nil {
-		return nil, s.drain(ctx, err)
-	}
-	g, cerr := s.capture(ctx, nil)
-	var berr error
-	if beside != nil {
-		berr = beside()
-	}
-	err = syncError(ctx, s.beside.sync(ctx))
-	s.time.collect()
-	if cerr != nil {
-		cerr = fmt.Errorf("executor: capture while the first run ran: %w", cerr)
-	}
-	if err = errors.Join(err, cerr, berr); err == nil {
-		s.auto.noteRuns(1, false)
-	}
+	err = runEager(ctx, s, func() error {
+		var cerr error
+		if g, cerr = s.capture(ctx, nil); cerr != nil {
+			cerr = fmt.Errorf("executor: capture while the first run ran: %w", cerr)
+		}
+		if beside != nil {
+			cerr = errors.Join(cerr, beside())
+		}
+		return cerr
+	})
 	return g, err
 }

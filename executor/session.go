@@ -197,34 +197,61 @@ func checkPlan(p *planner.Plan) error {
 // error wraps ctx.Err(). Either way the backend is idle when Run returns,
 // and the session can run again or close.
 func (s *Session) Run(ctx context.Context) (err error) {
-	if s.unusable() { // zero.go
-		return fmt.Errorf("executor: Run: session is %w", device.ErrClosed)
-	}
-	ctx, end, err := s.flight.begin(ctx, &s.closed, "Run") // close.go: Close from another goroutine
+	ctx, end, err := beginRun(ctx, s)
 	if err != nil {
 		return err
 	}
 	defer end(&err)
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("executor: run not started: %w", err)
-	}
-	s.time.spans = s.time.spans[:0]
 	if replayed, err := s.auto.run(ctx, s.capture, s.time.addReplays); replayed { // autocapture.go
 		return err
 	}
+	return runEager(ctx, s, nil)
+}
+
+// beginRun starts a run of s: the session's flight (Close from another
+// goroutine waits for it), its spans reset. end ends the flight.
+func beginRun(ctx context.Context, s *Session) (_ context.Context, end func(*error), err error) {
+	if s.unusable() { // zero.go
+		return nil, nil, fmt.Errorf("executor: Run: session is %w", device.ErrClosed)
+	}
+	ctx, end, err = s.flight.begin(ctx, &s.closed, "Run") // close.go: Close from another goroutine
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		end(&err)
+		return nil, nil, fmt.Errorf("executor: run not started: %w", err)
+	}
+	s.time.spans = s.time.spans[:0]
+	return ctx, end, nil
+}
+
+// runEager submits the plan's steps and waits for them; whileRunning,
+// when not nil, runs between the two, while the device runs them, and
+// its error joins the run's.
+func runEager(ctx context.Context, s *Session, whileRunning func() error) error {
 	s.sub.faults.startRun()
 	if err := s.sub.submit(ctx, s.auto.ops(), "run"); err != nil {
 		s.auto.eagerFailed()
 		return s.drain(ctx, err)
 	}
-	err = s.beside.sync(ctx)
+	var werr error
+	if whileRunning != nil {
+		werr = whileRunning()
+	}
+	err := syncError(ctx, s.beside.sync(ctx))
 	s.time.collect()
-	if err = syncError(ctx, err); err != nil {
+	if err != nil {
 		s.auto.eagerFailed()
+		if werr != nil {
+			err = errors.Join(err, werr)
+		}
 		return err
 	}
-	s.auto.noteRuns(1, false)
-	return nil
+	if werr == nil {
+		s.auto.noteRuns(1, false)
+	}
+	return werr
 }
 
 // drain ends a run whose submission failed with err: it waits for what
