@@ -171,7 +171,7 @@ func (cm *collectives) Join(ctx context.Context, w device.World) error {
 	ch := make(chan made, 1)
 	gone := make(chan struct{})
 	go func() {
-		c, err := lib.initRank(cm.drv, d.ctx, w.Size, w.Rank, id, cm.b.multi.ncclRes)
+		c, err := lib.initRank(cm.drv, d.ctx, w.Size, w.Rank, id, ncclResourcesFor(cm.g, lib.configurable(), cm.b.multi.ncclRes))
 		select {
 		case ch <- made{c, err}:
 		case <-gone:
@@ -505,4 +505,22 @@ func (cm *collectives) closeComm() error {
 		cm.hold.track(&cm.hold.live.HostAllocs, -1)
 	}
 	return err
+}
+
+// ncclResourcesFor is what a communicator for graph g takes: res, where
+// NCCL (the backend's option) bounds its CTAs; else, where g's GEMMs
+// leave SMs to the collectives beside them (dag.GemmSpec.LeaveSMs, the
+// planner's CollectiveSMs), at most that many CTAs, so that neither waits
+// on SMs the other holds, where the library can bound them (configurable:
+// NCCL 2.17 and later).
+func ncclResourcesFor(g *dag.Graph, configurable bool, res NCCLResources) NCCLResources {
+	if res.MaxCTAs != 0 || !configurable {
+		return res
+	}
+	for _, op := range g.Ops {
+		if op != nil && op.Gemm != nil {
+			res.MaxCTAs = max(res.MaxCTAs, op.Gemm.LeaveSMs)
+		}
+	}
+	return res
 }

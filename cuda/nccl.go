@@ -199,7 +199,7 @@ func (n *ncclLib) initRank(d *driver, c C.CUcontext, world, rank int, id NCCLUni
 	var cfg *C.dr_nccl_config
 	call := "ncclCommInitRank"
 	if !res.isZero() {
-		if n.lib.ncclCommInitRankConfig == nil || n.major*100+n.minor < 217 {
+		if !n.configurable() {
 			return nil, fmt.Errorf("NCCL %s (%s) cannot bound a communicator's CTAs: that needs ncclCommInitRankConfig of NCCL 2.17 or later (leave NCCLResources unset, or set NCCL_MAX_CTAS)", n.Version(), n.path)
 		}
 		undef := func(v int) C.int {
@@ -224,6 +224,12 @@ func (n *ncclLib) initRank(d *driver, c C.CUcontext, world, rank int, id NCCLUni
 		return nil, err
 	}
 	return &ncclComm{n: n, comm: comm, rank: rank, world: world}, nil
+}
+
+// configurable reports whether the library bounds a communicator's
+// resources (ncclCommInitRankConfig, NCCL 2.17 and later).
+func (n *ncclLib) configurable() bool {
+	return n.lib.ncclCommInitRankConfig != nil && n.major*100+n.minor >= 217
 }
 
 // destroy frees the communicator once its work is done.

@@ -51,3 +51,30 @@ func TestNCCLReductionsAreDags(t *testing.T) {
 	_, err := ncclDType(dag.DType(99))
 	assert.Error(t, err)
 }
+
+// A communicator takes at most the SMs its graph's GEMMs leave to the
+// collectives beside them, unless the backend's NCCL option bounds it, or
+// the library cannot.
+func TestNCCLResourcesFor(t *testing.T) {
+	b := dag.New()
+	x := b.Array("x", dag.BF16, 64*64, dag.OnDevice(0), dag.Zeros())
+	y := b.Array("y", dag.BF16, 64*64, dag.OnDevice(0), dag.Zeros())
+	b.Gemm(y.All(), x.All(), x.All(), dag.GemmShape{M: 64, N: 64, K: 64}, dag.Name("whole"))
+	b.Gemm(x.All(), y.All(), y.All(), dag.GemmShape{M: 64, N: 64, K: 64}, dag.LeavingSMs(8), dag.Name("beside"))
+	g, err := b.Build()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name         string
+		configurable bool
+		res, want    NCCLResources
+	}{
+		{"left by the GEMMs", true, NCCLResources{}, NCCLResources{MaxCTAs: 8}},
+		{"the option wins", true, NCCLResources{MaxCTAs: 16}, NCCLResources{MaxCTAs: 16}},
+		{"the option's other fields kept", true, NCCLResources{MinCTAs: 2}, NCCLResources{MinCTAs: 2, MaxCTAs: 8}},
+		{"an old NCCL", false, NCCLResources{}, NCCLResources{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ncclResourcesFor(g, tc.configurable, tc.res))
+		})
+	}
+}

@@ -48,6 +48,9 @@ func (l Layout) PlanOptions(s *spec.Spec) []planner.Option {
 	if s.Run.SharedCopyStreams {
 		opts = append(opts, planner.SharedCopyStreams())
 	}
+	if s.Run.CollectiveSMs > 0 {
+		opts = append(opts, planner.CollectiveSMs(s.Run.CollectiveSMs))
+	}
 	for mem, bytes := range l.Budget(s) {
 		opts = append(opts, planner.MemoryBudget(mem, bytes))
 	}

@@ -17,6 +17,7 @@
 //	  graph: false              # capture as a CUDA graph and replay it
 //	  backend: auto             # auto, cpu or cuda (gpu and nvidia mean cuda, host means cpu)
 //	  world: 1                  # ranks that each run the spec (see Ranks below)
+//	  collective_sms: 0         # SMs a collective holds, left free by the GEMMs beside one (see Ranks)
 //	  memory:                   # optional budgets: the most the plan may need of a memory
 //	    device: 40 GiB          # every device's (persistent buffers and the temporaries' arena)
 //	    pinned: 8 GiB           # pinned host memory; pageable: likewise
@@ -274,7 +275,10 @@
 // launches around it, into 4 blocks of rows, so that the reduction of one
 // block runs beside the GEMMs of the next (the plan lists the pieces, or
 // says why it could not cut them). split: 1 keeps it whole; left out, the
-// planner's cost model decides.
+// planner's cost model decides, given run.collective_sms: the SMs a
+// collective holds (NCCL's CTAs are bounded to as many), which the GEMMs
+// the planner runs beside a collective leave free. Without it a split
+// GEMM keeps every SM, and the cost model cuts nothing by itself.
 //
 // Data differs by rank through {rank} in init file paths ("shard{rank}.bin")
 // and through random inits with per_rank: true, whose seed for rank r is

@@ -12,7 +12,7 @@ import (
 // cannot drift apart.
 var (
 	topKeys      = []string{"params", "run", "buffers", "kernels", "ops", "outputs"}
-	runKeys      = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend", "world", "memory"}
+	runKeys      = []string{"streams", "shared_copy_streams", "repeat", "graph", "backend", "world", "memory", "collective_sms"}
 	memoryKeys   = []string{"device", "pinned", "pageable"}
 	bufferKeys   = []string{"size", "dtype", "count", "placement", "device", "temporary", "init"}
 	initKeys     = []string{"zeros", "value", "random", "file"}

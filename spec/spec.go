@@ -67,6 +67,10 @@ type RunSettings struct {
 	// Memory is run.memory: the budgets the planner keeps each memory
 	// within (planner.MemoryBudget), in bytes; 0 for none.
 	Memory MemoryBudget
+	// CollectiveSMs is run.collective_sms: the SMs a collective's kernels
+	// hold, which the GEMMs the planner runs beside one leave free
+	// (planner.CollectiveSMs); 0 for none.
+	CollectiveSMs int
 }
 
 // MemoryBudget is a spec's run.memory: the most bytes a plan may need of
@@ -443,6 +447,10 @@ func (s *Spec) OpLabel(name string) string {
 	return "op " + strconv.Quote(name)
 }
 
+// maxCollectiveSMs bounds run.collective_sms far above any GPU's SMs; the
+// planner checks it against the device's.
+const maxCollectiveSMs = 4096
+
 // runSettings reads the run section into run and returns the node of
 // run.world, when it is set.
 func runSettings(r *reader, n *node, run *RunSettings) (world *node) {
@@ -473,6 +481,10 @@ func runSettings(r *reader, n *node, run *RunSettings) (world *node) {
 			}
 		case "memory":
 			memoryBudget(r, e.value, &run.Memory)
+		case "collective_sms":
+			if v, ok := r.intIn(e.value, what, 0, maxCollectiveSMs); ok {
+				run.CollectiveSMs = v
+			}
 		}
 	}
 	return world
