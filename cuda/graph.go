@@ -41,11 +41,11 @@ type capturer struct {
 	colls *collectives
 	ctl   *controller
 
-	graphs   []*graph // by number; nil once destroyed
+	graphs []*graph // by number; nil once destroyed
 	// uploads are a stream per device that instantiation uploads graphs
 	// on and waits for: idle, so that the wait does not also wait for an
 	// eager run still in flight on the stream a graph was captured on.
-	uploads map[*sessDevice]C.CUstream
+	uploads  map[*sessDevice]C.CUstream
 	capture  *capture // the capture in progress, if any
 	gstats   GraphStats
 	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
