@@ -449,3 +449,33 @@ func TestShapesEagerWhenCaptureRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, float32(2), math.Float32frombits(binary.LittleEndian.Uint32(h)))
 }
+
+// A new shape's first run, eager while its graph is captured, may fail:
+// the failure names the op, the shape it replaced is closed all the same,
+// and the graph captured beside the failed run replays what a fresh
+// session computes.
+func TestShapesFirstRunFails(t *testing.T) {
+	for name, mk := range shapeBackends() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := mk()
+			defer b.Close()
+			s, err := executor.OpenShapes(ctx, b, shapeProgram, executor.WithKeep(1), executor.WithFailOp("scale3"))
+			require.NoError(t, err)
+			defer func() { require.NoError(t, s.Close()) }()
+			sr, err := s.Run(ctx, at(64))
+			require.ErrorIs(t, err, executor.ErrInjected)
+			require.ErrorContains(t, err, `"scale3"`)
+			assert.True(t, sr.Opened && sr.Captured && !sr.Replayed, "captured beside the failed run")
+			sr, err = s.Run(ctx, at(32)) // drops 64, its session closed while 32 runs
+			require.ErrorIs(t, err, executor.ErrInjected)
+			assert.Equal(t, []map[string]int64{at(64)}, sr.Dropped)
+			sr, err = s.Run(ctx, at(32))
+			require.NoError(t, err, "a replay injects no fault")
+			assert.True(t, sr.Replayed)
+			y, err := s.Read("y")
+			require.NoError(t, err)
+			assert.Equal(t, fresh(t, mk(), 32), y)
+		})
+	}
+}

@@ -197,6 +197,32 @@ func (s *suite) faults(t *testing.T) {
 		require.NoError(t, s.sync(t, ds), "the session takes the next run")
 		assert.Equal(t, repeat(6, 4), readF32(t, ds, x))
 	})
+	t.Run("FailerWithTemporary", func(t *testing.T) {
+		// A run that fails after allocating a temporary skips its Free:
+		// the session drops it, and the next run allocates it again.
+		var y *dag.Buffer
+		var ops []*dag.Op
+		tg := build(t, func(b *dag.Builder) {
+			tmp := b.Buffer("tmp", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Temporary())
+			y = b.Buffer("y", 4*4, dag.OnDevice(0), dag.Of(dag.F32), dag.Zeros())
+			b.Fill(tmp.All(), 5)
+			b.Copy(y.All(), tmp.All())
+		})
+		ops = tg.Ops // alloc, fill, copy, free
+		require.Len(t, ops, 4)
+		ds := s.session(t, tg, 1, 0)
+		f := capability[device.Failer](t, ds)
+		boom := errors.New("injected")
+		require.NoError(t, ds.Run(0, ops[0]))
+		require.NoError(t, ds.Run(0, ops[1]))
+		require.NoError(t, f.Fail(0, ops[2], boom))
+		require.ErrorIs(t, s.sync(t, ds), boom)
+		for _, op := range ops {
+			require.NoError(t, ds.Run(0, op), "op %s of the run after the failed one", op.Name)
+		}
+		require.NoError(t, s.sync(t, ds), "the session takes the next run, its temporary allocated again")
+		assert.Equal(t, repeat(5, 4), readF32(t, ds, y))
+	})
 	t.Run("Delayer", func(t *testing.T) {
 		ds := s.session(t, g, 1, 0)
 		d := capability[device.Delayer](t, ds)

@@ -288,7 +288,9 @@ func (s *Session) do(st step) {
 }
 
 // Sync reports the first error since the last Sync: every step is done
-// by the time its call returns.
+// by the time its call returns. After a failure the temporaries are
+// dropped: the run's Frees were skipped, and the next run allocates them
+// again.
 func (s *Session) Sync(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -297,6 +299,13 @@ func (s *Session) Sync(ctx context.Context) error {
 	}
 	err := s.err
 	s.err = nil
+	if err != nil {
+		for i, buf := range s.g.Buffers {
+			if buf.Temporary {
+				s.mem[i] = nil
+			}
+		}
+	}
 	if err == nil {
 		err = ctx.Err()
 	}
