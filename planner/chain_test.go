@@ -70,10 +70,10 @@ func TestChainSplit(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"fc1+act#3/4"}, depNames("fc2#3/4"), "a block's GEMM waits for its own rows")
+	assert.Equal(t, []string{"fc1+act#3/4", "fc2#2/4"}, depNames("fc2#3/4"), "a block's GEMM waits for its own rows, and follows the block before")
 	assert.Equal(t, []string{"fc2#3/4", "reduce#2/4"}, depNames("reduce#3/4"), "and its reduction for them and the block before")
 	assert.Equal(t, []string{"fc2#2/4", "reduce#1/4"}, depNames("reduce#2/4"))
-	assert.Equal(t, []string{"reduce#3/4"}, depNames("residual#3/4"))
+	assert.Equal(t, []string{"reduce#3/4", "residual#2/4"}, depNames("residual#3/4"))
 	assert.Equal(t, 0, byName["fc2#1/4"].Gemm.LeaveSMs, "nothing runs beside the first block")
 	assert.Equal(t, 16, byName["fc2#2/4"].Gemm.LeaveSMs)
 	assert.Equal(t, 0, byName["fc1+act#2/4"].Gemm.LeaveSMs)

@@ -78,8 +78,8 @@ func TestSplitPass(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"up0#2/4"}, depNames("fc1_0+gelu0#2/4"), "a piece waits for the rows it reads")
-	assert.Equal(t, []string{"fc2_2#3/4"}, depNames("down2#3/4"))
+	assert.Equal(t, []string{"up0#2/4", "fc1_0+gelu0#1/4"}, depNames("fc1_0+gelu0#2/4"), "a piece waits for the rows it reads, and follows the piece before")
+	assert.Equal(t, []string{"fc2_2#3/4", "down2#2/4"}, depNames("down2#3/4"))
 	assert.Subset(t, depNames("fc2_0"), []string{"fc1_0+gelu0#1/4", "fc1_0+gelu0#4/4"}, "the whole after every piece")
 	assert.Equal(t, int64(256), byName["fc2_2#4/4"].Gemm.M)
 	assert.Len(t, p.Declared.Ops, 15)

@@ -229,8 +229,10 @@ func pieces(gemm, c *dag.Op, cost perf.CostModel, launch time.Duration) (int64, 
 // one, is on every piece, as it was on the whole, so each split op still
 // runs, to everything but its partners, as one op where its last piece
 // runs (which is how the verifier checks it against the graph as
-// declared). The pieces of a collective follow one another, as every
-// rank issues them.
+// declared). The pieces of an op follow one another: so that its last
+// piece runs after the others, and after the last piece of each partner
+// it has data from (the op as declared runs there), and so that every
+// rank issues the pieces of a collective in one order.
 func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32) (*dag.Graph, [][]int32, [][]int32) {
 	cut := map[int32]int64{}
 	partners := map[[2]int32]bool{}
@@ -272,7 +274,7 @@ func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32) (
 			c.Deps = pieceDeps(out, op, c, newIDs, partners)
 			if len(ps) > 1 {
 				c.Name = fmt.Sprintf("%s#%d/%d", op.Name, k+1, len(ps))
-				if k > 0 && op.Kind.IsCollective() {
+				if k > 0 {
 					c.Deps = append(c.Deps, newIDs[i][k-1])
 				}
 			}
