@@ -342,30 +342,23 @@ func (s *Shapes) whyNoGraph(sh *shape) string {
 	return ""
 }
 
-// drop closes sh's graph and session and forgets it.
+// drop closes sh's graph and session now, with any retired before it,
+// and forgets it.
 func (s *Shapes) drop(sh *shape) error {
-	if i := slices.Index(s.kept, sh); i >= 0 {
-		s.kept = slices.Delete(s.kept, i, i+1)
-	}
-	if s.last == sh {
-		s.last = nil
-	}
-	if err := sh.sess.Close(); err != nil {
-		return fmt.Errorf("executor: Shapes: close %s: %w", sh.key, err)
-	}
-	return nil
+	s.retire(sh)
+	return s.closeRetired(&OpenTimes{})
 }
 
 // dropAll closes every shape kept.
 func (s *Shapes) dropAll() []error {
 	var errs []error
-	if err := s.closeRetired(&OpenTimes{}); err != nil {
-		errs = append(errs, err)
-	}
 	for len(s.kept) > 0 {
 		if err := s.drop(s.kept[0]); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := s.closeRetired(&OpenTimes{}); err != nil { // none kept, some retired
+		errs = append(errs, err)
 	}
 	return errs
 }

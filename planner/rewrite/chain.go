@@ -25,8 +25,9 @@ type chain struct {
 // chooses keeps (one the graph asks for with SplitInto may keep fewer).
 const minChainRows = minSplitRows
 
-// chainPieces are the block counts the cost model weighs for a chain.
-var chainPieces = [...]int64{2, 4, 8}
+// maxChainPieces is the most blocks the cost model weighs for a chain:
+// 2, 4 and so on up to it.
+const maxChainPieces = 8
 
 // ChainConfig is what the split of a chain needs to know of the device.
 type ChainConfig struct {
@@ -191,7 +192,7 @@ func chainBlocks(g *dag.Graph, ch chain, cost perf.CostModel, launch time.Durati
 	}
 	whole := cost.Duration(coll)
 	best, gain := int64(0), time.Duration(0)
-	for _, n := range chainPieces {
+	for n := int64(2); n <= maxChainPieces; n *= 2 {
 		if rows%n != 0 || rows/n < minChainRows {
 			continue
 		}
