@@ -163,8 +163,10 @@ type WholeReplay struct {
 type Report struct {
 	Repeat int // the runs asked for
 	Runs   int // the runs that completed
-	// Wall is the runs' time on the host: the replays' alone under
-	// GraphAlways (the capture is in Replays), else every run's.
+	// Wall is the runs' time on the host: for one plan under GraphAlways
+	// the replays' alone (the capture is in Replays), else every run's
+	// (for ranks under GraphAlways, the first eager run and the capture
+	// with the replays: Replays has the replays' alone).
 	Wall time.Duration
 	// Replays are the figures of the graph replayed; nil when no run was
 	// a replay.
@@ -214,6 +216,7 @@ type Runner struct {
 	rank     *Rank                       // JoinRunner
 	graph    *Graph                      // GraphAlways: captured by the first Run
 	replay   func(context.Context) error // ranks after their capture
+	graphs   []*Graph                    // ranks: each rank's graph in this process, after the capture
 	closeG   func() error
 	opened   time.Time
 	runs     int // runs done, over every Run

@@ -80,14 +80,37 @@ type GraphReport struct {
 func (r *Report) figures(p *planner.Plan, rep *executor.Report) {
 	r.Repeat, r.Ops, r.Streams, r.CrossEdges = rep.Repeat, p.Stats.Ops, p.Stats.Streams, p.Stats.CrossEdges
 	r.Waits, r.WallNS = p.Stats.Waits, rep.Wall.Nanoseconds()
-	if g := rep.Replays; g != nil {
-		r.Graph = &GraphReport{CaptureNS: g.Capture.Nanoseconds(), InstantiateNS: g.Instantiate.Nanoseconds(),
-			Replays: g.Replays, ReplayNS: g.Wall.Nanoseconds(), PerReplayNS: g.PerReplay.Nanoseconds(),
-			FirstReplayNS: g.FirstReplay.Nanoseconds()}
-		if r.Ops > 0 {
-			r.Graph.PerOpNS = r.Graph.PerReplayNS / int64(r.Ops)
-		}
+	r.Graph = graphReport(rep.Replays, r.Ops)
+}
+
+// graphReport is the figures of g, the replays of a plan of ops ops; nil
+// when there were none.
+func graphReport(g *executor.ReplayReport, ops int) *GraphReport {
+	if g == nil {
+		return nil
 	}
+	r := &GraphReport{CaptureNS: g.Capture.Nanoseconds(), InstantiateNS: g.Instantiate.Nanoseconds(),
+		Replays: g.Replays, ReplayNS: g.Wall.Nanoseconds(), PerReplayNS: g.PerReplay.Nanoseconds(),
+		FirstReplayNS: g.FirstReplay.Nanoseconds()}
+	if ops > 0 {
+		r.PerOpNS = r.PerReplayNS / int64(ops)
+	}
+	return r
+}
+
+// writeLine writes the graph's line of dagrun run's report: its capture,
+// and its replays and what each took.
+func (g *GraphReport) writeLine(w io.Writer) {
+	replays := fmt.Sprintf("%d replays", g.Replays)
+	if g.Replays == 1 {
+		replays = "1 replay"
+	}
+	each := fmt.Sprintf("%s each", short(g.PerReplayNS))
+	if g.FirstReplayNS > 0 && g.Replays > 1 {
+		each = fmt.Sprintf("%s each after the first, which took %s", short(g.PerReplayNS), short(g.FirstReplayNS))
+	}
+	fmt.Fprintf(w, "graph: captured in %s, instantiated in %s; %s in %s (%s; %s per op)\n",
+		short(g.CaptureNS), short(g.InstantiateNS), replays, short(g.ReplayNS), each, short(g.PerOpNS))
 }
 
 // Wait waits for the outputs' checksums, computed on goroutines while the
@@ -149,16 +172,7 @@ func (r *Report) WriteText(w io.Writer, model *profile.Learner) error {
 		fmt.Fprintf(bw, "graph: %s\n", r.Runs)
 	}
 	if g := r.Graph; g != nil {
-		replays := fmt.Sprintf("%d replays", g.Replays)
-		if g.Replays == 1 {
-			replays = "1 replay"
-		}
-		each := fmt.Sprintf("%s each", short(g.PerReplayNS))
-		if g.FirstReplayNS > 0 && g.Replays > 1 {
-			each = fmt.Sprintf("%s each after the first, which took %s", short(g.PerReplayNS), short(g.FirstReplayNS))
-		}
-		fmt.Fprintf(bw, "graph: captured in %s, instantiated in %s; %s in %s (%s; %s per op)\n",
-			short(g.CaptureNS), short(g.InstantiateNS), replays, short(g.ReplayNS), each, short(g.PerOpNS))
+		g.writeLine(bw)
 	}
 	if model != nil {
 		WriteModel(bw, "", model, r.Makespan, r.PerfModel)

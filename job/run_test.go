@@ -62,3 +62,40 @@ outputs: [h]
 	assert.NotContains(t, sum.String(), "plan estimate")
 	assert.Equal(t, "ops timed by timers (the backend times ops with its own clock)", r.Timing.Note())
 }
+
+// A world replayed under GraphAlways reports its replays apart from the
+// first, eager run and the capture, as BenchmarkTPMLP times a WorldGraph:
+// the report gives no time per run, which would spread those over the
+// replays, but a line with a replay's time.
+func TestRunWorldReplays(t *testing.T) {
+	b := cpu.New()
+	defer b.Close()
+	dir := t.TempDir()
+	var ps []*Program
+	for r := range 2 {
+		s, err := spec.Load("../examples/ranks/tp_mlp.yaml", spec.WithRank(r, 2), spec.WithSaveDir(dir), spec.WithParam("S", 2))
+		require.NoError(t, err)
+		p := NewRank(s, r, nil, func(string) string { return "" })
+		p.Plan, err = Plan(s, Layout{}.PlanOptions(s)...)
+		require.NoError(t, err)
+		ps = append(ps, p)
+	}
+	rep, err := RunWorld(t.Context(), b, ps, Config{Backend: "cpu", Repeat: 5, Graph: executor.GraphAlways, World: 2})
+	require.NoError(t, err)
+	require.NotNil(t, rep.Replays)
+	assert.Equal(t, 4, rep.Replays.Replays, "the first run is eager")
+	assert.Positive(t, rep.Replays.PerReplayNS)
+	assert.LessOrEqual(t, rep.Replays.ReplayNS, rep.WallNS)
+	var text strings.Builder
+	require.NoError(t, rep.WriteText(&text, ps))
+	assert.Contains(t, text.String(), " per rank, 5 runs (the first eager, then replays of a graph captured after it) in ")
+	assert.NotContains(t, text.String(), "each)")
+	assert.Regexp(t, `(?m)^graph: captured in .*; 4 replays in .* \(.* each after the first, which took .*; .* per op\)$`, text.String())
+
+	rep, err = RunWorld(t.Context(), b, ps, Config{Backend: "cpu", Repeat: 2, World: 2})
+	require.NoError(t, err)
+	assert.Nil(t, rep.Replays, "eager runs")
+	text.Reset()
+	require.NoError(t, rep.WriteText(&text, ps))
+	assert.Contains(t, text.String(), " per rank, 2 runs (")
+}

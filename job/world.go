@@ -22,19 +22,25 @@ import (
 // JSON, the document dagrun run --format json writes for them; as text
 // (WriteText), its summary.
 type WorldReport struct {
-	SchemaVersion int          `json:"schema_version"`
-	Spec          string       `json:"spec"`
-	Backend       string       `json:"backend"`
-	World         int          `json:"world"`
-	Processes     bool         `json:"processes"` // one rank per process: Ranks holds this process's
-	Addr          string       `json:"rendezvous,omitempty"`
-	Repeat        int          `json:"repeat"`
-	Ops           int          `json:"ops"` // of one rank
-	Streams       int          `json:"streams"`
-	Waits         int          `json:"waits"`
-	WallNS        int64        `json:"wall_ns"`
-	Graph         bool         `json:"graph,omitempty"`
-	Ranks         []RankReport `json:"ranks"`
+	SchemaVersion int    `json:"schema_version"`
+	Spec          string `json:"spec"`
+	Backend       string `json:"backend"`
+	World         int    `json:"world"`
+	Processes     bool   `json:"processes"` // one rank per process: Ranks holds this process's
+	Addr          string `json:"rendezvous,omitempty"`
+	Repeat        int    `json:"repeat"`
+	Ops           int    `json:"ops"` // of one rank
+	Streams       int    `json:"streams"`
+	Waits         int    `json:"waits"`
+	// WallNS is every run's time; under Graph the first, eager run's and
+	// the capture's too, which Replays leaves out.
+	WallNS int64 `json:"wall_ns"`
+	Graph  bool  `json:"graph,omitempty"`
+	// Replays is the figures of the replays alone under Graph, each
+	// launched on every rank and waited for, as a program that captures
+	// a world times it; nil when none ran.
+	Replays *GraphReport `json:"replays,omitempty"`
+	Ranks   []RankReport `json:"ranks"`
 
 	// Since is how long after the ranks' rendezvous their runs started:
 	// the offset of their traces (Traces).
@@ -93,6 +99,7 @@ func RunWorld(ctx context.Context, b device.Backend, ps []*Program, cfg Config) 
 		p.Traced = run.Traced[i]
 	}
 	rep.Since, rep.WallNS = run.Start.Sub(rn.Opened()), run.Wall.Nanoseconds()
+	rep.Replays = graphReport(run.Replays, rep.Ops)
 	if err != nil {
 		// An interrupt keeps the traces of the runs that completed.
 		return rep, &RunError{Err: errors.Join(err, rn.Close()), Done: run.Runs, Repeat: cfg.Repeat, Traced: true}
@@ -178,15 +185,21 @@ func (r *WorldReport) WriteText(w io.Writer, ps []*Program) error {
 		how = fmt.Sprintf("rank %d of %d processes (rendezvous at %s)", r.Ranks[0].Rank, r.World, r.Addr)
 	}
 	runs := "1 run"
-	if r.Repeat > 1 {
+	switch {
+	case r.Graph && r.Repeat > 1:
+		// No time per run: it would spread the eager run (NCCL's
+		// connections, the libraries' first calls) and the capture over
+		// the replays. The graph's line has a replay's.
+		runs = fmt.Sprintf("%d runs (the first eager, then replays of a graph captured after it)", r.Repeat)
+	case r.Repeat > 1:
 		runs = fmt.Sprintf("%d runs (%s each)", r.Repeat, short(r.WallNS/int64(r.Repeat)))
-	}
-	if r.Graph {
-		runs += " (the first eager, then replays of a graph captured after it)"
 	}
 	fmt.Fprintf(bw, "ran %s on %s as %s: %s, %s, %s per rank, %s in %s\n",
 		human.Quote(r.Spec), r.Backend, how, human.Count(r.Ops, "op", "ops"), human.Count(r.Streams, "stream", "streams"),
 		human.Count(r.Waits, "wait", "waits"), runs, short(r.WallNS))
+	if r.Replays != nil {
+		r.Replays.writeLine(bw)
+	}
 	for i, p := range ps {
 		if p.Model != nil {
 			WriteModel(bw, fmt.Sprintf("rank %d ", p.Rank), p.Model, r.Ranks[i].Makespan, r.Ranks[i].PerfModel)
