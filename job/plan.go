@@ -155,7 +155,10 @@ func (p *Program) Replan(b device.Backend, l Layout, mode planner.Mode, warn fun
 	if err != nil {
 		return err
 	}
-	if p.Model == nil && !m.Known() {
+	// A plan made for the other mode is made again even where the machine
+	// is the planner's default (one H100 or H200): a replay's plan may
+	// choose fewer streams than an eager run's.
+	if p.Model == nil && !m.Known() && p.Plan != nil && p.Plan.Stats.Mode == mode {
 		return nil
 	}
 	p.Plan, err = PlanWithModel(p.Spec, l.PlanOptions(p.Spec), p.Model, mode, m, warn)
