@@ -39,8 +39,12 @@ type Backend struct {
 	live     Resources // Contexts and Modules
 	sessions map[*Session]struct{}
 	closed   bool
-	multi    multiGPU                 // peer access and NCCL (peer_session.go)
-	prepared map[*dag.Graph]*hostPrep // host buffers made ahead of Open (hostprep.go)
+	multi    multiGPU // peer access and NCCL (peer_session.go)
+	copyColl bool     // CopyCollectives
+	// copyWorlds are the worlds of ranks in this process whose
+	// all-reduces run by copies, by NCCL unique id (copycoll.go).
+	copyWorlds map[NCCLUniqueID]*copyWorld
+	prepared   map[*dag.Graph]*hostPrep // host buffers made ahead of Open (hostprep.go)
 }
 
 var _ device.Backend = (*Backend)(nil)
@@ -107,6 +111,11 @@ func New(opts ...Option) (*Backend, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.copyColl {
+		if err := copyConnections(os.Getenv(maxConnectionsVar)); err != nil {
+			return nil, err
+		}
+	}
 	drv, err := openDriver(libcudaCandidates(cfg.libcuda))
 	if err != nil {
 		return nil, err
@@ -117,6 +126,7 @@ func New(opts ...Option) (*Backend, error) {
 		devs:       map[int]*gpu{},
 		lt:         cfg.cublasLt,
 		multi:      multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl, ncclRes: cfg.nccl},
+		copyColl:   cfg.copyColl,
 		initOnHost: cfg.initOnHost,
 	}, nil
 }

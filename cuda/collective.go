@@ -101,6 +101,7 @@ type collState struct {
 	calls    *C.dr_nccl_call
 	capCalls int
 	pend     []pendingCall // held back send/recv ops (on collectives.heldOn); their records are calls[0:len(pend)]
+	copy     *copyState    // the all-reduces run by copies (copycoll.go); nil: all NCCL's
 }
 
 type pendingCall struct {
@@ -164,6 +165,26 @@ func (cm *collectives) Join(ctx context.Context, w device.World) error {
 	}
 	var id NCCLUniqueID
 	copy(id[:], w.UniqueID)
+	var cs *copyState
+	if ords := copyOrdinals(cm.g); cm.b.copyColl && len(ords) > 0 {
+		// Before NCCL's init, which returns once every rank called it: by
+		// then every rank of this process has joined the copy world too.
+		cw, err := joinCopyWorld(cm.b, id, w.Size, w.Rank, d.gpu.ordinal, len(ords), d.ctx)
+		if err != nil {
+			return fmt.Errorf("cuda: Join: %w", err)
+		}
+		if cw != nil {
+			cs = &copyState{world: cw, id: id, colls: map[int]*copyColl{}}
+			for opID, k := range ords {
+				cs.colls[opID] = &copyColl{ordinal: k}
+			}
+		}
+	}
+	leave := func() {
+		if cs != nil {
+			_ = cm.freeCopies(d, cs) // the Join's own error is the one to report
+		}
+	}
 	type made struct {
 		comm *ncclComm
 		err  error
@@ -192,20 +213,35 @@ func (cm *collectives) Join(ctx context.Context, w device.World) error {
 			}
 		default:
 		}
+		leave()
 		return fmt.Errorf("cuda: Join: rank %d of %d: waiting for the other ranks: %w", w.Rank, w.Size, ctx.Err())
 	}
 	if m.err != nil {
+		leave()
 		return fmt.Errorf("cuda: Join: rank %d of %d on device %d: %w", w.Rank, w.Size, dev, m.err)
+	}
+	if cs != nil && !peered(cm.b, cs.world) {
+		leave()
+		cs = nil
+	}
+	if cs != nil {
+		if err := cm.prepareCopies(ctx, d, cs, w.Rank, w.Size); err != nil {
+			cs.world.fail(err)
+			m.comm.abort()
+			leave()
+			return fmt.Errorf("cuda: Join: rank %d of %d: copy collectives: %w", w.Rank, w.Size, err)
+		}
 	}
 	capCalls := max(nP2P, 1)
 	calls := (*C.dr_nccl_call)(C.calloc(C.size_t(capCalls), C.sizeof_dr_nccl_call))
 	if calls == nil {
 		m.comm.abort()
+		leave()
 		return errors.New("cuda: Join: out of host memory")
 	}
 	cm.hold.track(&cm.hold.live.HostAllocs, 1)
 	cm.coll = &collState{nccl: lib, dev: d, rank: w.Rank, size: w.Size, timeout: DefaultCollectiveTimeout,
-		comm: m.comm, clean: true, issued: map[int]bool{}, warm: map[int]bool{}, calls: calls, capCalls: capCalls}
+		comm: m.comm, clean: true, issued: map[int]bool{}, warm: map[int]bool{}, calls: calls, capCalls: capCalls, copy: cs}
 	return nil
 }
 
@@ -303,6 +339,9 @@ func (cm *collectives) runCollective(s *stream, st *opState) error {
 	if err := cm.issuePending(); err != nil {
 		return err
 	}
+	if cc := c.copyOf(op); cc != nil {
+		return cm.runCopy(s, op, cc)
+	}
 	if err := cm.record(c.calls, s, op); err != nil {
 		return err
 	}
@@ -377,6 +416,9 @@ func (cm *collectives) issue(n int, opOf func(int) *dag.Op) error {
 
 // abortLocked aborts the communicator; the caller holds c.mu.
 func (c *collState) abortLocked(cause error) {
+	if c.copy != nil {
+		c.copy.world.fail(cause)
+	}
 	if c.comm == nil || c.comm.comm == nil {
 		return
 	}
@@ -416,6 +458,10 @@ func (cm *collectives) collWatch() error {
 	if c.comm == nil || c.comm.comm == nil {
 		return nil
 	}
+	if err := c.copyFailed(); err != nil {
+		c.abortLocked(err)
+		return err
+	}
 	if err := c.comm.asyncError(); err != nil {
 		c.abortLocked(err)
 		return fmt.Errorf("rank %d of %d: %w (a peer failed or left; the communicator was aborted)", c.rank, c.size, err)
@@ -445,6 +491,9 @@ func (cm *collectives) afterSync(ctx context.Context, err error) error {
 	c.mu.Lock()
 	c.waiting = time.Time{}
 	c.mu.Unlock()
+	if err == nil {
+		err = c.copyFailed() // a failed peer released this rank's waits: its results are not a sum
+	}
 	if err == nil && ctx.Err() == nil {
 		c.clean = true
 		for id := range c.issued {
@@ -499,6 +548,13 @@ func (cm *collectives) closeComm() error {
 		}
 	}
 	c.mu.Unlock()
+	if c.copy != nil && (!c.clean || c.failed != nil) {
+		c.copy.world.fail(errors.New("a rank closed its session during a run"))
+	}
+	if c.copy != nil {
+		err = errors.Join(err, cm.freeCopies(c.dev, c.copy))
+		c.copy = nil
+	}
 	if c.calls != nil {
 		C.free(unsafe.Pointer(c.calls))
 		c.calls = nil

@@ -224,6 +224,10 @@ typedef struct dr_api {
 	// Pinning memory of dagrun's own (optional: hostpin.go).
 	CUresult (*cuMemHostRegister)(void*, size_t, unsigned int);
 	CUresult (*cuMemHostUnregister)(void*);
+	// Stream memory operations (optional): the flags of copy collectives
+	// (copycoll.go).
+	CUresult (*cuStreamWaitValue32)(CUstream, CUdeviceptr, uint32_t, unsigned int);
+	CUresult (*cuStreamWriteValue32)(CUstream, CUdeviceptr, uint32_t, unsigned int);
 } dr_api;
 
 // dr_load opens libcuda and fills a; it returns 0, or 1 with *missing set to

@@ -101,6 +101,8 @@ static const dr_sym dr_syms[] = {
 	{SLOT(cuGraphAddNode), {"cuGraphAddNode"}, 0},
 	{SLOT(cuMemHostRegister), {"cuMemHostRegister_v2", "cuMemHostRegister"}, 0},
 	{SLOT(cuMemHostUnregister), {"cuMemHostUnregister"}, 0},
+	{SLOT(cuStreamWaitValue32), {"cuStreamWaitValue32_v2", "cuStreamWaitValue32"}, 0},
+	{SLOT(cuStreamWriteValue32), {"cuStreamWriteValue32_v2", "cuStreamWriteValue32"}, 0},
 };
 
 int dr_load(dr_api* a, const char* path, const char** missing) {

@@ -245,10 +245,38 @@ func TestSessionCollectivesGPU(t *testing.T) {
 	}
 }
 
+// TestSessionCopyCollectivesGPU is TestSessionCollectivesGPU on a backend
+// with CopyCollectives: the sum all-reduces of f16, bf16 and f32 run by
+// copies (each rank checks it has one), every other collective by NCCL,
+// all against the CPU's, eager and replayed.
+func TestSessionCopyCollectivesGPU(t *testing.T) {
+	if err := copyConnections(os.Getenv(maxConnectionsVar)); err != nil {
+		t.Skip(err) // scripts/gpu/tp.sh runs it with the variable set
+	}
+	b := twoDeviceBackend(t, CopyCollectives())
+	needNCCL(t, b)
+	for _, world := range worlds(t, b) {
+		for _, dt := range []dag.DType{dag.I32, dag.F16, dag.BF16, dag.F32} {
+			t.Run(fmt.Sprintf("world%d/%s", world, dt), func(t *testing.T) { sessionCollectives(t, b, dt, 4099, world) })
+		}
+	}
+}
+
 func sessionCollectives(t *testing.T, b *Backend, dt dag.DType, elems, world int) {
 	graphs, cases := rankGraphs(t, dt, elems, world)
 	want := wantOnCPU(t, dt, cases)
 	ss, ps := ranks(t, b, graphs, time.Minute)
+	for r, se := range ss {
+		copies := 0
+		if c := se.colls.coll; c != nil && c.copy != nil {
+			copies = len(c.copy.colls)
+		}
+		if b.copyColl && dag.Add.Variant(dt) != nil {
+			require.Equal(t, 1, copies, "rank %d runs its sum all-reduce by copies", r)
+		} else {
+			require.Zero(t, copies, "rank %d runs its collectives by NCCL", r)
+		}
+	}
 	for run := range 2 {
 		for r, err := range onRanks(world, func(r int) error {
 			if err := submit(ss[r], ps[r]); err != nil {

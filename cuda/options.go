@@ -1,6 +1,11 @@
 package cuda
 
-import "github.com/dagrun/dagrun/dag"
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/dagrun/dagrun/dag"
+)
 
 // Option configures a Backend.
 type Option func(*config)
@@ -13,6 +18,7 @@ type config struct {
 	noPeer   bool   // NoPeer (peer_session.go)
 	libnccl  string // LibNCCL (peer_session.go)
 	nccl     NCCLResources
+	copyColl bool // CopyCollectives (copycoll.go)
 	// initOnHost makes every device buffer's initial contents on the host
 	// and uploads them, as before the device made them (initdev.go): for
 	// benchmarks that compare the two.
@@ -67,6 +73,36 @@ func LibNCCL(path string) Option { return func(c *config) { c.libnccl = path } }
 // beside a GEMM takes fewer of its SMs. Join fails, naming the library,
 // where the NCCL found is older than 2.17.
 func NCCL(r NCCLResources) Option { return func(c *config) { c.nccl = r } }
+
+// CopyCollectives makes a sum all-reduce of a persistent buffer between
+// ranks of one process, whose devices reach each other's memory, run on
+// the copy engines (peer copies ordered by flags, and an add kernel)
+// instead of NCCL's kernels, so that it takes almost no SMs from the
+// GEMMs beside it. Other collectives, and ranks in other processes, stay
+// NCCL's.
+//
+// A rank's stream then waits for its peers' in the device's front end,
+// which blocks every stream that shares its hardware queue: with the
+// driver's default of 8 queues, a replay of a block split in 4 deadlocked
+// on an H200 (a GEMM a peer waited for sat behind a wait for that peer).
+// So New refuses the option unless CUDA_DEVICE_MAX_CONNECTIONS is 32 (its
+// most) in the environment, where it must be set before the process makes
+// its first CUDA context.
+func CopyCollectives() Option { return func(c *config) { c.copyColl = true } }
+
+// maxConnectionsVar is the driver's variable for the number of hardware
+// queues per device (CopyCollectives).
+const maxConnectionsVar = "CUDA_DEVICE_MAX_CONNECTIONS"
+
+// copyConnections reports why CopyCollectives cannot run with the
+// variable's value v, if it cannot.
+func copyConnections(v string) error {
+	if n, err := strconv.Atoi(v); err == nil && n >= 32 {
+		return nil
+	}
+	return fmt.Errorf("cuda: CopyCollectives needs %s=32 in the environment before the process's first CUDA call (it is %q): with fewer hardware queues, a stream waiting for a peer can block the work that peer waits for",
+		maxConnectionsVar, v)
+}
 
 // NCCLResources bounds what a communicator takes from the device
 // (ncclConfig_t's fields of the same names): fewer CTAs leave more of the

@@ -126,7 +126,9 @@ func tpWorld(tb testing.TB, b *Backend, world int, t, h int64, sh tpShape) (*exe
 //     device's SMs less K (planner.CollectiveSMs), so that neither waits
 //     on SMs the other holds; comm/maxctas=K is that all-reduce alone;
 //   - auto/leave=K: the block with no split asked, as the cost model
-//     chooses given K.
+//     chooses given K;
+//   - comm/copy, splitN/copy: the all-reduce run by copies
+//     (CopyCollectives), alone and in the block split in N.
 //
 // DAGRUN_TP_SHAPES ("8192x4096,2048x8192") picks the shapes.
 func BenchmarkTPMLP(b *testing.B) {
@@ -135,6 +137,12 @@ func BenchmarkTPMLP(b *testing.B) {
 	shapes := [][2]int64{{8192, 4096}, {2048, 8192}}
 	if s := os.Getenv("DAGRUN_TP_SHAPES"); s != "" {
 		shapes = parseTPShapes(b, s)
+	}
+	var copied *Backend // nil: the rows by copies are left out, as New says why
+	if err := copyConnections(os.Getenv(maxConnectionsVar)); err != nil {
+		b.Log(err)
+	} else {
+		copied = twoDeviceBackend(b, CopyCollectives())
 	}
 	bounded := map[int]*Backend{}
 	for _, ctas := range []int{8, 16, 32} {
@@ -175,6 +183,12 @@ func BenchmarkTPMLP(b *testing.B) {
 					replay(fmt.Sprintf("split%d", chunks), be, tpShape{part: tpBlock, chunks: chunks}, chunks == 1 || chunks == 4)
 				}
 				replay("split4/high", be, tpShape{part: tpBlock, chunks: 4, high: true}, false)
+				if copied != nil {
+					replay("comm/copy", copied, tpShape{part: tpComm, chunks: 1}, false)
+					for _, chunks := range []int{1, 2, 4, 8} {
+						replay(fmt.Sprintf("split%d/copy", chunks), copied, tpShape{part: tpBlock, chunks: chunks}, chunks == 4)
+					}
+				}
 				for _, leave := range []int{8, 16, 32} {
 					nb := bounded[leave]
 					replay(fmt.Sprintf("comm/maxctas=%d", leave), nb, tpShape{part: tpComm, chunks: 1}, false)
