@@ -101,6 +101,7 @@ func defaultConfig() config {
 		nvrtc:    os.Getenv("DAGRUN_NVRTC"),
 		cublasLt: cublasLtCandidates(os.Getenv("DAGRUN_CUBLASLT")),
 		cacheDir: defaultCacheDir(),
+		copyColl: os.Getenv("DAGRUN_COPY_COLLECTIVES") == "1",
 	}
 }
 

@@ -307,6 +307,13 @@ func (cm *collectives) prepareCopies(ctx context.Context, d *sessDevice, cs *cop
 // runCopy enqueues op's all-reduce by copies on s.
 func (cm *collectives) runCopy(s *stream, op *dag.Op, cc *copyColl) error {
 	c := cm.coll
+	if cm.tim.timing {
+		// A traced run of the tensor-parallel block by copies never ended
+		// on the 2xH200 (one rank's CUPTI flush waits for its device, whose
+		// stream waits for the other rank, whose launches wait for CUPTI,
+		// is the likely cycle): refused rather than hung.
+		return errors.New("a run timed or traced cannot use copy collectives: run it untraced, or without cuda.CopyCollectives (DAGRUN_COPY_COLLECTIVES)")
+	}
 	if cm.hold.ptr(op.Access[0].View) != cc.own {
 		return errors.New("its view moved since the session joined its world (a rebound buffer), which a copy all-reduce cannot follow: run it without cuda.CopyCollectives")
 	}

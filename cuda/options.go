@@ -87,7 +87,8 @@ func NCCL(r NCCLResources) Option { return func(c *config) { c.nccl = r } }
 // on an H200 (a GEMM a peer waited for sat behind a wait for that peer).
 // So New refuses the option unless CUDA_DEVICE_MAX_CONNECTIONS is 32 (its
 // most) in the environment, where it must be set before the process makes
-// its first CUDA context.
+// its first CUDA context. DAGRUN_COPY_COLLECTIVES=1 in the environment
+// sets it for every backend the process makes (dagrun run's).
 func CopyCollectives() Option { return func(c *config) { c.copyColl = true } }
 
 // maxConnectionsVar is the driver's variable for the number of hardware
