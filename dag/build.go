@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"slices"
 	"strconv"
 )
 
@@ -115,18 +116,33 @@ func (g *Builder) nameOps() {
 
 func (g *Builder) usedKernels(ops []*Op) []*Kernel {
 	var ks []*Kernel
-	seen := make(map[*Kernel]bool, len(g.kernels)+len(Builtins()))
-	for _, o := range ops {
-		if k := o.Kernel(); k != nil && !seen[k] {
+	// A graph launches a few kernels, found in ks itself; past 16 a map
+	// keeps a graph of thousands of kernels linear.
+	var seen map[*Kernel]bool
+	add := func(k *Kernel) {
+		switch {
+		case seen != nil && seen[k]:
+			return
+		case seen == nil && slices.Contains(ks, k):
+			return
+		}
+		ks = append(ks, k)
+		if seen != nil {
 			seen[k] = true
-			ks = append(ks, k)
+		} else if len(ks) > 16 {
+			seen = make(map[*Kernel]bool, len(g.kernels)+len(Builtins()))
+			for _, k := range ks {
+				seen[k] = true
+			}
+		}
+	}
+	for _, o := range ops {
+		if k := o.Kernel(); k != nil {
+			add(k)
 		}
 		for _, b := range o.Bodies() {
 			for _, k := range b.Kernels {
-				if !seen[k] {
-					seen[k] = true
-					ks = append(ks, k)
-				}
+				add(k)
 			}
 		}
 	}

@@ -24,6 +24,8 @@ type Builder struct {
 	// body of one op costs one op, not a chunk.
 	opSlab     slab[Op]
 	launchSlab slab[LaunchSpec]
+	gemmSlab   slab[GemmSpec]
+	bufSlab    slab[Buffer]
 	accSlab    slab[Access]
 	argSlab    slab[Arg]
 }
@@ -64,6 +66,8 @@ func (g *Builder) newOp() *Op { return &g.slabs().opSlab.take(1)[0] }
 
 func (g *Builder) newLaunch() *LaunchSpec { return &g.slabs().launchSlab.take(1)[0] }
 
+func (g *Builder) newGemm() *GemmSpec { return &g.slabs().gemmSlab.take(1)[0] }
+
 // accesses is an empty slice with room for n accesses (nil for none); appending beyond
 // n copies it, so it never reaches into the next op's.
 func (g *Builder) accesses(n int) []Access {
@@ -94,13 +98,14 @@ func New() *Builder { return &Builder{} }
 // otherwise.
 func (g *Builder) Buffer(name string, size int64, opts ...BufferOption) *Buffer {
 	g.decls++
-	b := &Buffer{ID: len(g.bufs), Name: name, Size: size, DType: F32, decl: g.decls}
+	b := &g.slabs().bufSlab.take(1)[0]
+	*b = Buffer{ID: len(g.bufs), Name: name, Size: size, DType: F32, decl: g.decls}
 	for _, o := range opts {
 		if o != nil {
 			o.applyBuffer(b)
 		}
 	}
-	g.bufs = append(g.bufs, b)
+	g.bufs = append(grow(g.bufs), b)
 	return b
 }
 
@@ -130,7 +135,7 @@ func (g *Builder) op(kind OpKind, acc ...Access) *Op {
 	g.decls++
 	o := g.newOp()
 	*o = Op{ID: len(g.ops), Kind: kind, Access: acc, Device: -1, decl: g.decls}
-	g.ops = append(g.ops, o)
+	g.ops = append(grow(g.ops), o)
 	return o
 }
 

@@ -55,12 +55,19 @@ var (
 
 // Builtins lists the builtin kernel library.
 func Builtins() []*Kernel {
-	return []*Kernel{Empty, Spin, Iota, Scale, Axpy, Add, ReduceSum, Matmul, Gelu, Relu, BiasAdd, Softmax, SetFlag}
+	b := builtins()
+	return b[:]
+}
+
+// builtins is the library as an array, which LookupBuiltin reads without
+// allocating.
+func builtins() [13]*Kernel {
+	return [...]*Kernel{Empty, Spin, Iota, Scale, Axpy, Add, ReduceSum, Matmul, Gelu, Relu, BiasAdd, Softmax, SetFlag}
 }
 
 // LookupBuiltin returns the builtin kernel called name, or nil.
 func LookupBuiltin(name string) *Kernel {
-	for _, k := range Builtins() {
+	for _, k := range builtins() {
 		if k.Name == name {
 			return k
 		}

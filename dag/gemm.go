@@ -84,6 +84,18 @@ func (s *GemmSpec) LayoutB() GemmMatrix {
 // LayoutC is the stored layout of C and D (see LayoutA).
 func (s *GemmSpec) LayoutC() GemmMatrix { return GemmMatrix{s.M, s.N, s.LDC, s.StrideC} }
 
+// layout is the stored layout of the operand at access i: A, B, else C
+// (D's is C's).
+func (s *GemmSpec) layout(i int) GemmMatrix {
+	switch i {
+	case GemmA:
+		return s.LayoutA()
+	case GemmB:
+		return s.LayoutB()
+	}
+	return s.LayoutC()
+}
+
 // OutAccess is the index of the access the GEMM writes: D or C.
 func (s *GemmSpec) OutAccess() int {
 	if s.SeparateD {
@@ -122,14 +134,19 @@ func (s *GemmSpec) String() string {
 // GemmDTypes are the element types a Gemm op takes.
 var gemmDTypes = []DType{F32, F64, F16, BF16}
 
-// gemmOption is an option of Gemm ops only.
+// gemmOption is an option of Gemm ops only. It is one closure (as
+// kindOption's would be two and a list): a spec loads one per GEMM.
 func gemmOption(name string, set func(s *GemmSpec, o *Op)) OpOption {
-	return kindOption(name, func(o *Op) {
+	return opFunc(func(o *Op) {
+		if o.Kind != Gemm {
+			notFor(o, name, Gemm)
+			return
+		}
 		if o.Gemm == nil { // an op not made by Gemm: Build reports its accesses
 			o.Gemm = &GemmSpec{Alpha: 1}
 		}
 		set(o.Gemm, o)
-	}, Gemm)
+	})
 }
 
 // TransA and TransB take op(A) = A^T or op(B) = B^T: the stored A is K x M,
@@ -192,8 +209,10 @@ func Output(d View) OpOption {
 // factors, leading dimensions, batches, TF32 and an epilogue
 // (WithEpilogue, Bias), beside those of every op.
 func (g *Builder) Gemm(c, a, b View, shape GemmShape, opts ...OpOption) *Op {
-	o := g.opOf(Gemm, In(a), In(b), Access{c, Write})
-	o.Gemm = &GemmSpec{GemmShape: shape, Alpha: 1}
+	// Room for D and a bias, which options add.
+	o := g.op(Gemm, append(g.accesses(5), In(a), In(b), Access{c, Write})...)
+	o.Gemm = g.newGemm()
+	*o.Gemm = GemmSpec{GemmShape: shape, Alpha: 1}
 	return o.With(opts...)
 }
 
@@ -300,17 +319,15 @@ func checkGemm(o *Op, fail func(field, hint, format string, a ...any)) {
 	// Leading dimensions and strides, then what each view must hold.
 	type operand struct {
 		ld, stride *int64
-		lay        func() GemmMatrix
-		acc        int
 		ldName     string
 	}
-	ops := []operand{
-		{&s.LDA, &s.StrideA, s.LayoutA, GemmA, "lda"},
-		{&s.LDB, &s.StrideB, s.LayoutB, GemmB, "ldb"},
-		{&s.LDC, &s.StrideC, s.LayoutC, GemmC, "ldc"},
+	ops := [...]operand{
+		{&s.LDA, &s.StrideA, "lda"},
+		{&s.LDB, &s.StrideB, "ldb"},
+		{&s.LDC, &s.StrideC, "ldc"},
 	}
 	for i, p := range ops {
-		l := p.lay()
+		l := s.layout(i)
 		if *p.ld == 0 {
 			*p.ld = l.Cols
 		}
@@ -320,11 +337,11 @@ func checkGemm(o *Op, fail func(field, hint, format string, a ...any)) {
 			ok = false
 			continue
 		}
-		strideName := "stride_" + names[i]
 		if *p.stride == 0 {
 			*p.stride = l.Rows * *p.ld // both below 2^31: no overflow
 		}
 		if *p.stride < 0 {
+			strideName := "stride_" + names[i]
 			fail(strideName, "strides count elements and are positive", "%s = %d is negative", strideName, *p.stride)
 			ok = false
 		}
@@ -339,13 +356,7 @@ func checkGemm(o *Op, fail func(field, hint, format string, a ...any)) {
 		b, ok2 := mulAdd(l.Rows-1, l.LD, a)
 		return b, ok1 && ok2
 	}
-	accs := []int{GemmA, GemmB, GemmC}
-	lays := []GemmMatrix{s.LayoutA(), s.LayoutB(), s.LayoutC()}
-	if s.SeparateD {
-		accs = append(accs, GemmD)
-		lays = append(lays, s.LayoutC())
-	}
-	for i, ai := range accs {
+	for ai := range matrices {
 		v := o.Access[ai].View
 		field := names[ai]
 		if v.Offset%es != 0 || v.Size%es != 0 {
@@ -353,9 +364,9 @@ func checkGemm(o *Op, fail func(field, hint, format string, a ...any)) {
 			ok = false
 			continue
 		}
-		need, fits := span(lays[i])
+		l := s.layout(ai) // D's is C's
+		need, fits := span(l)
 		if !fits || need > v.Size/es {
-			l := lays[i]
 			fail(field, fmt.Sprintf("a %dx%d matrix with leading dimension %d%s needs %s elements",
 				l.Rows, l.Cols, l.LD, batchText(s.Batch, l.Stride), spanText(need, fits)),
 				"view %s holds %d %s elements, too few for the gemm %s", v, v.Size/es, dt, s)

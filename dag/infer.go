@@ -45,14 +45,22 @@ func inferDeps(ops []*Op, nbufs int) *Error {
 		}
 		nbufs = len(slots)
 	}
-	roots := make([]int32, nbufs)  // writer segments per buffer
-	rroots := make([]int32, nbufs) // reads per buffer
-	for i := range roots {
-		roots[i], rroots[i] = -1, -1
+	both := make([]int32, 2*nbufs)
+	roots, rroots := both[:nbufs], both[nbufs:] // writer segments and reads per buffer
+	for i := range both {
+		both[i] = -1
 	}
+	// The treaps' nodes, sized for a few per access: grown by doubling
+	// from nothing, a graph of tens of ops made them several times over.
+	accesses := 0
+	for _, o := range ops {
+		accesses += len(o.Access)
+	}
+	idx.nodes = make([]segNode, 0, min(accesses+nbufs, 1<<16))
+	rd.nodes = make([]readNode, 0, min(accesses, 1<<16))
 	mark := make([]int32, len(ops)) // mark[d] == i+1: d is already a dep of op i
 	var arena depArena
-	var scratch []int32
+	scratch := make([]int32, 0, 16)
 	total := 0
 	for i, o := range ops {
 		o.Deps = nil

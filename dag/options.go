@@ -45,9 +45,14 @@ func kindOption(name string, set func(*Op), kinds ...OpKind) OpOption {
 				return
 			}
 		}
-		o.optErrs = append(o.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("option %s does not apply to %s ops", name, o.Kind),
-			Hint: fmt.Sprintf("it is an option of %s ops", kindNames(kinds))})
+		notFor(o, name, kinds...)
 	})
+}
+
+// notFor records that option name, of ops of kinds, was given to o.
+func notFor(o *Op, name string, kinds ...OpKind) {
+	o.optErrs = append(o.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("option %s does not apply to %s ops", name, o.Kind),
+		Hint: fmt.Sprintf("it is an option of %s ops", kindNames(kinds))})
 }
 
 func kindNames(kinds []OpKind) string {
