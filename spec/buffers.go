@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"math"
 	"slices"
 	"strconv"
 
@@ -13,6 +12,7 @@ const maxInitFile = 1 << 30
 
 func (l *loader) buffers(n *node) {
 	f, _ := l.entries(n, about("buffers"))
+	l.views.bufs = make(map[string]*bufDecl, len(f.list))
 	for i, e := range f.list {
 		if i == MaxBuffers {
 			l.errorf(e.keyN, "split the work into several specs", "the spec has more than %d buffers", MaxBuffers)
@@ -27,12 +27,25 @@ func (l *loader) buffers(n *node) {
 		if e.value == nil {
 			continue
 		}
-		if opts, ok := l.buffer(e.key, e.value, d); ok {
-			d.buf = l.b.Buffer(e.key, opts.size, opts.list...)
-			for _, set := range opts.set {
-				set(d.buf)
-			}
+		opts, ok := l.buffer(e.key, e.value, d)
+		if ok {
+			l.views.declare(l.b, d, e.key, opts.size, opts.list, opts.set)
 		}
+		if l.rec != nil {
+			l.rec.bad = l.rec.bad || !ok || !opts.hasLeaf
+			l.rec.bufs = append(l.rec.bufs, bufRecipe{name: e.key, keyN: e.keyN, fields: d.fields, size: opts.leaf, list: opts.list, set: opts.set})
+		}
+	}
+	if l.rec != nil {
+		l.rec.bufOrder = l.views.bufOrder
+	}
+}
+
+// declare makes the buffer of declaration d in b.
+func (vs *views) declare(b *dag.Builder, d *bufDecl, name string, size int64, list []dag.BufferOption, set []func(*dag.Buffer)) {
+	d.buf = b.Buffer(name, size, list...)
+	for _, f := range set {
+		f(d.buf)
 	}
 }
 
@@ -42,6 +55,19 @@ type bufferOpts struct {
 	// set are what no option says: a device beside a host placement, and
 	// contents read from the spec's init (none included).
 	set []func(*dag.Buffer)
+	// leaf is the size's, or the count's, when the load keeps recipes.
+	leaf    leaf
+	hasLeaf bool
+}
+
+// sizeLeaf keeps, when the load keeps recipes, the leaf of a buffer's
+// size or count (units: a size) read at n.
+func (rc *recorder) sizeLeaf(lr leafReader, opts *bufferOpts, n *node, what subject, units bool, c numCheck) {
+	if rc == nil {
+		return
+	}
+	x, at, ok := lr.numOf(n, units)
+	opts.leaf, opts.hasLeaf = leaf{what: what, n: at, num: x, check: c}, ok
 }
 
 // buffer reads one buffer declaration: a size, or a mapping of properties.
@@ -51,9 +77,14 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 	if !isMap(n) {
 		// The short form: just a size, of device memory.
 		d.fields.set("size", n)
-		size, ok := l.size(n, what.and("size"))
+		size, ok := l.number64(n, what.and("size"), true)
 		opts.size = size
-		return opts, ok && l.positive(n, what, size)
+		c := numCheck{kind: checkSize, n: n, what: what}
+		l.rec.sizeLeaf(leafReader{l.views}, &opts, n, what.and("size"), true, c)
+		if ok {
+			_, ok = c.apply(&l.reader, size)
+		}
+		return opts, ok
 	}
 	f, ok := l.mapping(n, what, bufferKeys)
 	dt := dag.F32
@@ -72,24 +103,27 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 		ok = false
 	case hasSize:
 		d.fields.set("size", sizeNode)
-		size, okS := l.size(sizeNode, what.and("size"))
-		ok = ok && okS && l.positive(sizeNode, what, size)
+		size, okS := l.number64(sizeNode, what.and("size"), true)
+		c := numCheck{kind: checkSize, n: sizeNode, what: what}
+		if ok && okS {
+			_, ok = c.apply(&l.reader, size)
+		} else {
+			ok = false
+		}
 		opts.size, sizeKnown = size, okS
+		l.rec.sizeLeaf(leafReader{l.views}, &opts, sizeNode, what.and("size"), true, c)
 	case hasCount:
 		d.fields.set("size", countNode)
-		count, okC := l.integer(countNode, what.and("count"))
-		switch {
-		case !okC:
-			ok = false
-		case count <= 0:
-			l.errorf(countNode, "", "%s count %d is not positive", what, count)
-			ok = false
-		case count > math.MaxInt64/dt.Size():
-			l.errorf(countNode, "", "%s count %d is too large", what, count)
-			ok = false
-		default:
-			opts.size, sizeKnown = count*dt.Size(), true
+		count, okC := l.number64(countNode, what.and("count"), false)
+		c := numCheck{kind: checkCount, n: countNode, what: what, dt: dt}
+		if okC {
+			count, okC = c.apply(&l.reader, count)
 		}
+		ok = ok && okC
+		if okC {
+			opts.size, sizeKnown = count, true
+		}
+		l.rec.sizeLeaf(leafReader{l.views}, &opts, countNode, what.and("count"), false, c)
 	}
 	if v, has := f.get("placement"); has {
 		p, okP := l.oneOf(v, what.and("placement"), placements)
@@ -136,14 +170,6 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 		ok = false
 	}
 	return opts, ok
-}
-
-func (l *loader) positive(n *node, what subject, size int64) bool {
-	if size <= 0 {
-		l.errorf(n, sizeHint, "%s size %d is not positive", what, size)
-		return false
-	}
-	return true
 }
 
 // isNone reports whether an init is none: contents deliberately undefined
@@ -195,6 +221,9 @@ func (l *loader) initial(n *node, what subject, size int64, sizeKnown bool) (dag
 		seed, ok := l.randomInit(e.value, what.and("random"))
 		return dag.Init{Kind: dag.InitRandom, Seed: seed}, 0, ok
 	default: // file
+		if l.rec != nil {
+			l.rec.bad = true // each load reads the file again
+		}
 		p, ok := l.str(e.value, what.and("file"))
 		if !ok {
 			return dag.Init{}, 0, false

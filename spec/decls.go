@@ -18,17 +18,26 @@ type decls struct {
 	ops        []*opDecl
 	syncCopies []*opDecl        // the ops whose op is a synchronous copy (SyncCopy), in declaration order
 	opNames    map[string]int32 // op name the spec gives -> its declaration in ops (see opNamed for the others)
-	opsNode    *node
-	bodies     map[*opDecl]bodyOp // the ops of loops' and branches' bodies
+	// namesShared says that opNames are the recipes' (see ownNames).
+	namesShared bool
+	opsNode     *node
+	bodies      map[*opDecl]bodyOp // the ops of loops' and branches' bodies
 }
 
 // opSites records where the ops of g are declared. The alloc and free
 // that the graph adds for a temporary buffer are placed at the buffer.
 func (ds *decls) opSites(g *dag.Graph) {
 	if ds.opNames == nil {
-		ds.opNames = map[string]int32{}
+		ds.opNames, ds.namesShared = map[string]int32{}, false
 	}
 	s := opSites{file: ds.file, names: ds.opNames, sites: make([]opSite, len(ds.ops))}
+	add := func(name string, i int32) {
+		if ds.namesShared {
+			ds.ownNames()
+			s.names = ds.opNames
+		}
+		s.names[name] = i
+	}
 	for i, d := range ds.ops {
 		p := ds.posAt(d.at)
 		s.sites[i] = opSite{line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: d.op != nil}
@@ -40,7 +49,7 @@ func (ds *decls) opSites(g *dag.Graph) {
 		case inBody && d.op != nil:
 			// Made-up names in bodies are found by name: ops[i] would
 			// not say where they are.
-			s.names[d.op.Name] = int32(i)
+			add(d.op.Name, int32(i))
 		default:
 			s.sites[i].index = d.index
 		}
@@ -54,7 +63,7 @@ func (ds *decls) opSites(g *dag.Graph) {
 		}
 		if d := ds.views.bufs[o.Buffer().Name]; d != nil {
 			p := ds.pos(d.node)
-			s.names[o.Name] = int32(len(s.sites))
+			add(o.Name, int32(len(s.sites)))
 			s.sites = append(s.sites, opSite{name: o.Name, line: int32(p.Line), col: int32(p.Col), index: -1, inGraph: true})
 		}
 	}

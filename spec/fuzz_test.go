@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// FuzzParse checks that no input makes Parse panic, and that every error
-// it reports is a positioned *Error.
+// FuzzParse checks that no input makes Parse panic, that every error it
+// reports is a positioned *Error, and that a spec with parameters loads
+// at other values (At) as its text does.
 func FuzzParse(f *testing.F) {
 	files, err := filepath.Glob("../examples/*.yaml")
 	if err != nil {
@@ -53,6 +54,9 @@ func FuzzParse(f *testing.F) {
 		"buffers: {x: 64, h: {size: 64, placement: pinned}, flag: {size: 4, dtype: i32}}\nops: [{while: x, max: 1099511627777, body: []}, {if: flag, then: [{host: checksum, reads: h}, {alloc: x}], after: [a]}, {while: flag, body: [{copy: {from: h, to: x}, after: b, name: a}]}]\n",
 		"buffers: {x: 64, flag: {size: 4, dtype: i32}}\nops: [{while: flag, body: {fill: x}}, {while: [flag], body: [[]]}, {if: flag, then: [{while: flag, then: []}]}]\n",
 		nestedLoops(MaxNesting + 2),
+		// Parameters: loads at other values from recipes.
+		recipeSpec,
+		paramSpec,
 	} {
 		f.Add([]byte(src))
 	}
@@ -76,6 +80,11 @@ func check(t *testing.T, src []byte, opts ...Option) {
 	if err == nil {
 		if s.Graph == nil {
 			t.Fatal("no error and no graph")
+		}
+		for _, p := range s.Params {
+			for _, v := range []int64{p.first(), p.Max / p.MultipleOf * p.MultipleOf} {
+				sameAsRead(t, s, map[string]int64{p.Name: v})
+			}
 		}
 		return
 	}

@@ -18,6 +18,7 @@ type kernelSet struct {
 
 func (l *loader) kernelDecls(n *node) {
 	f, _ := l.entries(n, about("kernels"))
+	l.kernels = make(map[string]*kernelDecl, len(f.list))
 	for i, e := range f.list {
 		switch {
 		case i == MaxKernels:

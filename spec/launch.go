@@ -18,7 +18,8 @@ func (rd *opReader) launchOp(b *dag.Builder, d *opDecl, f fields, n *node, what 
 		return nil
 	}
 	d.label = name
-	k := dag.LookupBuiltin(name)
+	m := launchMaker{builtin: dag.LookupBuiltin(name), name: name, shared: -1}
+	k := m.builtin
 	if k == nil {
 		kd := rd.kernels[name]
 		if kd == nil {
@@ -33,31 +34,24 @@ func (rd *opReader) launchOp(b *dag.Builder, d *opDecl, f fields, n *node, what 
 			return nil
 		}
 	}
-	grid, block := dag.Dim3{X: 1, Y: 1, Z: 1}, dag.Dim3{X: 256, Y: 1, Z: 1}
 	if v, has := f.get("grid"); has {
 		d.fields.set("grid", v)
-		grid, ok = rd.dim3(v, what.and("grid"))
+		m.grid, ok = rd.dim3(v, what.and("grid"))
 	}
 	okB := true
 	if v, has := f.get("block"); has {
 		d.fields.set("block", v)
-		block, okB = rd.dim3(v, what.and("block"))
+		m.block, okB = rd.dim3(v, what.and("block"))
 	}
-	shared := int64(0)
 	okS := true
 	if v, has := f.get("shared"); has {
 		d.fields.set("shared", v)
-		shared, okS = rd.size(v, what.and("shared"))
-		if okS && shared > 1<<30 {
-			rd.errorf(v, "use at most 48 KiB of dynamic shared memory", "%s shared %d bytes is too large", what, shared)
-			okS = false
-		}
+		m.shared, okS = rd.numVal(v, what.and("shared"), true, numCheck{kind: checkShared, n: v, what: what})
 	}
-	early := false
 	okE := true
 	if v, has := f.get("early_launch"); has {
 		d.fields.set("early_launch", v)
-		early, okE = rd.boolean(v, what.and("early_launch"))
+		m.early, okE = rd.boolean(v, what.and("early_launch"))
 	}
 	argsN, hasArgs := f.get("args")
 	if hasArgs {
@@ -65,41 +59,129 @@ func (rd *opReader) launchOp(b *dag.Builder, d *opDecl, f fields, n *node, what 
 	} else {
 		argsN = f.node
 	}
-	var argBuf [8]any
-	args, okA := rd.args(argBuf[:0], d, k, argsN, hasArgs, what)
+	var okA bool
+	m.args, okA = rd.args(rd.argScratch[:0], d, k, argsN, hasArgs, what)
+	rd.argScratch = m.args
+	if rd.rec != nil {
+		m.args = slices.Clone(m.args)
+	}
 	if !ok || !okB || !okS || !okE || !okA {
 		return nil
 	}
-	op := b.Launch(k, grid, block, args...)
-	op.Launch.Shared = int(shared)
-	op.Launch.Early = early
+	return made(rd, b, m)
+}
+
+// launchMaker makes a launch of the builtin kernel, or of the kernel
+// declared as name, with its grid, block, dynamic shared memory (the place
+// of its value; -1: none) and arguments.
+type launchMaker struct {
+	builtin     *dag.Kernel
+	name        string
+	grid, block dims
+	shared      int
+	early       bool
+	args        []argMaker
+}
+
+// argMaker is an argument of a launch: the place of a buffer's or an
+// integer's value, or a float; a buffer's parameter's mode (ReadWrite
+// where the kernel gives none).
+type argMaker struct {
+	kind dag.ParamKind
+	slot int
+	f    float64
+	mode dag.Mode
+}
+
+// dims is a grid or block as read: the places of x, y and z (-1: 1);
+// the launch's default where not given.
+type dims struct {
+	given bool
+	slot  [3]int
+}
+
+// kernel is the kernel m launches, nil where its declaration is wrong.
+func (m launchMaker) kernel(rd *opReader) *dag.Kernel {
+	if m.builtin != nil {
+		return m.builtin
+	}
+	if kd := rd.kernels[m.name]; kd != nil {
+		return kd.k
+	}
+	return nil
+}
+
+func (m launchMaker) make(rd *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	var buf [8]any
+	args := buf[:0]
+	for _, a := range m.args {
+		switch a.kind {
+		case dag.BufferParam:
+			x := v[a.slot]
+			mode := x.mode
+			if mode == 0 {
+				mode = a.mode
+			}
+			if mode == a.mode && x.view == x.view.Buf.All() {
+				// What Launch makes of the buffer itself, without boxing
+				// an Access (an allocation per argument).
+				args = append(args, x.view.Buf)
+			} else {
+				args = append(args, dag.Access{View: x.view, Mode: mode})
+			}
+		case dag.I32Param, dag.I64Param:
+			args = append(args, v[a.slot].n)
+		default:
+			args = append(args, a.f)
+		}
+	}
+	op := b.Launch(m.kernel(rd), m.grid.at(v, dag.Dim3{X: 1, Y: 1, Z: 1}), m.block.at(v, dag.Dim3{X: 256, Y: 1, Z: 1}), args...)
+	if m.shared >= 0 {
+		op.Launch.Shared = int(v[m.shared].n)
+	}
+	op.Launch.Early = m.early
 	return op
 }
 
-func (rd *opReader) dim3(n *node, what subject) (dag.Dim3, bool) {
+// at is the dimensions of d's values v; def where d is not given.
+func (d dims) at(v []leafValue, def dag.Dim3) dag.Dim3 {
+	if !d.given {
+		return def
+	}
+	x := [3]int{1, 1, 1}
+	for i, s := range d.slot {
+		if s >= 0 {
+			x[i] = int(v[s].n)
+		}
+	}
+	return dag.Dim3{X: x[0], Y: x[1], Z: x[2]}
+}
+
+func (rd *opReader) dim3(n *node, what subject) (dims, bool) {
 	const limit = 1<<31 - 1
+	d := dims{given: true, slot: [3]int{-1, -1, -1}}
 	if !isSeq(n) {
-		x, ok := rd.intIn(n, what, 1, limit)
-		return dag.Dim3{X: x, Y: 1, Z: 1}, ok
+		s, ok := rd.numVal(n, what, false, inRange(n, what, 1, limit))
+		d.slot[0] = s
+		return d, ok
 	}
 	items, _ := rd.sequence(n, what)
 	if len(items) < 1 || len(items) > 3 {
 		rd.errorf(n, "write a number or [x], [x, y] or [x, y, z]", "%s has %d dimensions", what, len(items))
-		return dag.Dim3{}, false
+		return dims{}, false
 	}
-	dims := [3]int{1, 1, 1}
 	ok := true
 	for i, it := range items {
-		v, okI := rd.intIn(it, what, 1, limit)
-		dims[i] = v
+		s, okI := rd.numVal(it, what, false, inRange(it, what, 1, limit))
+		d.slot[i] = s
 		ok = ok && okI
 	}
-	return dag.Dim3{X: dims[0], Y: dims[1], Z: dims[2]}, ok
+	return d, ok
 }
 
 // args reads a launch's arguments, by parameter name (a mapping) or in
-// order (a list), and appends them to dst as dag.Builder.Launch takes them.
-func (rd *opReader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given bool, what subject) ([]any, bool) {
+// order (a list), and appends them to dst, one per parameter of k.
+func (rd *opReader) args(dst []argMaker, d *opDecl, k *dag.Kernel, n *node, given bool, what subject) ([]argMaker, bool) {
 	var nodeBuf [8]*node
 	nodes := nodeBuf[:0]
 	if len(k.Params) > len(nodeBuf) {
@@ -143,51 +225,32 @@ func (rd *opReader) args(dst []any, d *opDecl, k *dag.Kernel, n *node, given boo
 	fieldNames := rd.argFields(k)
 	for i, p := range k.Params {
 		a := nodes[i]
+		arg := argMaker{kind: p.Kind, slot: -1}
 		if a == nil {
 			if misspelt == nil || !misspelt[i] {
 				rd.errorf(n, signature(k), "%s: missing argument %s (%s) of %s", what, p.Name, p.Kind, k.Name)
 			}
 			ok = false
-			dst = append(dst, nil)
+			dst = append(dst, arg)
 			continue
 		}
 		d.fields.set(fieldNames[i], a)
 		aw := what.and("argument").and(p.Name)
+		var okA bool
 		switch p.Kind {
 		case dag.BufferParam:
-			v, m, okV := rd.views.view(a, aw, true)
-			mode := p.Mode
-			if mode == 0 {
-				mode = dag.ReadWrite
+			arg.mode = p.Mode
+			if arg.mode == 0 {
+				arg.mode = dag.ReadWrite
 			}
-			if m == 0 {
-				m = mode
-			}
-			if okV && m == mode && v == v.Buf.All() {
-				// What Launch makes of the buffer itself, without boxing
-				// an Access (an allocation per argument).
-				dst = append(dst, v.Buf)
-			} else {
-				dst = append(dst, dag.Access{View: v, Mode: m})
-			}
-			ok = ok && okV
+			arg.slot, okA = rd.viewVal(a, aw, true)
 		case dag.I32Param, dag.I64Param:
-			lo, hi := int64(-1<<31), int64(1<<31-1)
-			if p.Kind == dag.I64Param {
-				lo, hi = -1<<63, 1<<63-1
-			}
-			v, okI := rd.integer(a, aw)
-			if okI && (v < lo || v > hi) {
-				rd.errorf(a, "", "%s %d does not fit in %s", aw, v, p.Kind)
-				okI = false
-			}
-			dst = append(dst, v)
-			ok = ok && okI
+			arg.slot, okA = rd.numVal(a, aw, false, numCheck{kind: checkFits, n: a, what: aw, param: p.Kind})
 		default:
-			v, okF := rd.number(a, aw)
-			dst = append(dst, v)
-			ok = ok && okF
+			arg.f, okA = rd.number(a, aw)
 		}
+		ok = ok && okA
+		dst = append(dst, arg)
 	}
 	return dst, ok
 }

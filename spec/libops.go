@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -33,25 +34,22 @@ func (rd *opReader) gemmOp(b *dag.Builder, d *opDecl, _ fields, n *node, what su
 		rd.errorf(f.node, "write gemm: {a: A, b: B, c: C, m: M, n: N, k: K}", "%s needs %s", what, joinAnd(missing))
 		return nil
 	}
-	views := map[string]dag.View{}
-	for _, k := range []string{"a", "b", "c", "d", "bias"} {
+	m := gemmMaker{ld: [3]int{-1, -1, -1}, batch: [4]int{-1, -1, -1, -1}}
+	for i, k := range []string{"a", "b", "c", "d", "bias"} {
+		m.views[i] = -1
 		if v, has := f.get(k); has {
-			view, _, okV := rd.views.view(v, what.and(k), false)
+			slot, okV := rd.viewVal(v, what.and(k), false)
 			ok = ok && okV
-			views[k] = view
+			m.views[i] = slot
 		}
 	}
-	var shape dag.GemmShape
-	for _, p := range []struct {
-		key string
-		to  *int64
-	}{{"m", &shape.M}, {"n", &shape.N}, {"k", &shape.K}} {
-		v, _ := f.get(p.key)
-		x, okX := rd.integer(v, what.and(p.key))
+	for i, key := range []string{"m", "n", "k"} {
+		v, _ := f.get(key)
+		slot, okX := rd.numVal(v, what.and(key), false, numCheck{}) // dag checks the range, at this key
 		ok = ok && okX
-		*p.to = x // dag checks the range, at this key
+		m.dims[i] = slot
 	}
-	var opts []dag.OpOption
+	opts := rd.gemmPre[:0]
 	flag := func(key string, opt func() dag.OpOption) {
 		if v, has := f.get(key); has {
 			on, okB := rd.boolean(v, what.and(key))
@@ -74,55 +72,90 @@ func (rd *opReader) gemmOp(b *dag.Builder, d *opDecl, _ fields, n *node, what su
 			opts = append(opts, p.opt(x))
 		}
 	}
+	m.pre, rd.gemmPre = opts, opts
+	if rd.rec != nil {
+		m.pre = slices.Clone(opts)
+	}
 	// Leading dimensions, the batch and strides: given ones are at least 1
 	// (dag takes 0 as "the default", which a spec says by leaving the key out).
-	pos := func(key string) int64 {
+	pos := func(key string) int {
 		v, has := f.get(key)
 		if !has {
-			return 0
+			return -1
 		}
-		x, okX := rd.integer(v, what.and(key))
-		if okX && x < 1 {
-			hint := "leave it out for the default"
-			if key[0] == 's' {
-				hint = "leave it out to pack the batch's matrices one after another"
-			}
-			rd.errorf(v, hint, "%s %s %d is not positive", what, key, x)
-			okX = false
-		}
+		slot, okX := rd.numVal(v, what.and(key), false, numCheck{kind: checkPositive, n: v, what: what, key: key})
 		ok = ok && okX
-		return x
+		return slot
 	}
-	lda, ldb, ldc := pos("lda"), pos("ldb"), pos("ldc")
-	if lda != 0 || ldb != 0 || ldc != 0 {
-		opts = append(opts, dag.LeadingDims(lda, ldb, ldc))
-	}
-	batch, sa, sb, sc := pos("batch"), pos("stride_a"), pos("stride_b"), pos("stride_c")
-	if batch != 0 || sa != 0 || sb != 0 || sc != 0 {
-		opts = append(opts, dag.Batched(batch, sa, sb, sc))
-	}
-	if dv, has := views["d"]; has {
-		opts = append(opts, dag.Output(dv))
-	}
+	m.ld = [3]int{pos("lda"), pos("ldb"), pos("ldc")}
+	m.batch = [4]int{pos("batch"), pos("stride_a"), pos("stride_b"), pos("stride_c")}
 	// epilogue: bias_gelu, bias: b1. dag refuses a bias without an
 	// epilogue that adds one, and the reverse, at the bias key.
 	if v, has := f.get("epilogue"); has {
 		name, okE := rd.oneOf(v, what.and("epilogue"), epilogues)
 		ok = ok && okE
 		e, _ := dag.ParseEpilogue(name)
-		opts = append(opts, dag.WithEpilogue(e))
-		if _, given := views["bias"]; okE && e.HasBias() && !given {
+		m.epi = dag.WithEpilogue(e)
+		if okE && e.HasBias() && m.views[4] < 0 {
 			rd.errorf(v, "name the vector it adds: bias: VIEW (n elements of the gemm's dtype)", "%s epilogue %s needs a bias", what, e)
 			ok = false
 		}
 	}
-	if bv, has := views["bias"]; has {
-		opts = append(opts, dag.Bias(bv))
-	}
 	if !ok {
 		return nil
 	}
-	return b.Gemm(views["c"], views["a"], views["b"], shape, opts...)
+	return made(rd, b, m)
+}
+
+// gemmMaker makes a GEMM. Its fields hold the places of its values: views
+// a, b, c, d and bias, dimensions m, n and k, leading dimensions, batch and
+// strides (-1: not given).
+type gemmMaker struct {
+	views [5]int
+	dims  [3]int
+	ld    [3]int
+	batch [4]int
+	pre   []dag.OpOption // trans_a, trans_b, tf32, alpha and beta's options, as read
+	epi   dag.OpOption   // the epilogue's; nil when not given
+}
+
+func (m gemmMaker) make(rd *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	at := func(i int) int64 {
+		if i < 0 {
+			return 0
+		}
+		return v[i].n
+	}
+	// The options in the order the reader gives them.
+	opts := append(rd.gemmOpts[:0], m.pre...)
+	if lda, ldb, ldc := at(m.ld[0]), at(m.ld[1]), at(m.ld[2]); lda != 0 || ldb != 0 || ldc != 0 {
+		opts = append(opts, dag.LeadingDims(lda, ldb, ldc))
+	}
+	if n, sa, sb, sc := at(m.batch[0]), at(m.batch[1]), at(m.batch[2]), at(m.batch[3]); n != 0 || sa != 0 || sb != 0 || sc != 0 {
+		opts = append(opts, dag.Batched(n, sa, sb, sc))
+	}
+	if m.views[3] >= 0 {
+		opts = append(opts, dag.Output(v[m.views[3]].view))
+	}
+	if m.epi != nil {
+		opts = append(opts, m.epi)
+	}
+	if m.views[4] >= 0 {
+		opts = append(opts, dag.Bias(v[m.views[4]].view))
+	}
+	shape := dag.GemmShape{M: v[m.dims[0]].n, N: v[m.dims[1]].n, K: v[m.dims[2]].n}
+	op := b.Gemm(v[m.views[2]].view, v[m.views[0]].view, v[m.views[1]].view, shape, opts...)
+	rd.gemmOpts = opts[:0]
+	return op
+}
+
+// made makes the op of m from the values read, keeping m for the op's
+// recipe.
+func made[M opMaker](rd *opReader, b *dag.Builder, m M) *dag.Op {
+	if rd.rec != nil {
+		rd.maker = m
+	}
+	return m.make(rd, b, rd.vals)
 }
 
 // collectiveArgs are what a collective's mapping gave: its views by key,

@@ -19,12 +19,52 @@ func (rd *opReader) copyOp(b *dag.Builder, d *opDecl, _ fields, n *node, what su
 	}
 	d.fields.set("from", from)
 	d.fields.set("to", to)
-	src, _, okS := rd.views.view(from, what.and("copy from"), false)
-	dst, _, okD := rd.views.view(to, what.and("copy to"), false)
+	_, okS := rd.viewVal(from, what.and("copy from"), false)
+	_, okD := rd.viewVal(to, what.and("copy to"), false)
 	if !ok || !okS || !okD {
 		return nil
 	}
-	return b.Copy(dst, src)
+	return made(rd, b, copyMaker{})
+}
+
+// copyMaker makes a copy: its leaves are from and to.
+type copyMaker struct{}
+
+func (copyMaker) make(_ *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	return b.Copy(v[1].view, v[0].view)
+}
+
+// fillMaker makes a fill of value: its leaf is the view.
+type fillMaker struct{ value float64 }
+
+func (m fillMaker) make(_ *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	return b.Fill(v[0].view, m.value)
+}
+
+// lifetimeMaker makes an alloc or free of the buffer called name: of none
+// where its declaration is wrong at the load's values.
+type lifetimeMaker struct {
+	name  string
+	alloc bool
+}
+
+func (m lifetimeMaker) make(rd *opReader, b *dag.Builder, _ []leafValue) *dag.Op {
+	d := rd.views.bufs[m.name]
+	if d == nil || d.buf == nil {
+		return nil
+	}
+	if m.alloc {
+		return b.Alloc(d.buf)
+	}
+	return b.Free(d.buf)
+}
+
+// memset2DMaker makes a memset2d of value: its leaves are the view, rows,
+// width and pitch.
+type memset2DMaker struct{ value float64 }
+
+func (m memset2DMaker) make(_ *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	return b.Memset2D(v[0].view, dag.Memset2DSpec{Rows: int(v[1].n), Width: int(v[2].n), Pitch: v[3].n}, m.value)
 }
 
 func (rd *opReader) fillOp(b *dag.Builder, d *opDecl, _ fields, n *node, what subject) *dag.Op {
@@ -40,23 +80,21 @@ func (rd *opReader) fillOp(b *dag.Builder, d *opDecl, _ fields, n *node, what su
 	}
 	d.fields.set("buffer", bufN)
 	d.fields.set("value", valN)
-	v, _, okV := rd.views.view(bufN, what.and("fill buffer"), false)
+	_, okV := rd.viewVal(bufN, what.and("fill buffer"), false)
 	x, okX := rd.number(valN, what.and("fill value"))
 	if !ok || !okV || !okX {
 		return nil
 	}
-	return b.Fill(v, x)
+	return made(rd, b, fillMaker{x})
 }
 
 func (rd *opReader) lifetimeOp(b *dag.Builder, d *opDecl, _ fields, n *node, what subject) *dag.Op {
 	r := rd.views.bufferRef(n, what.and(d.kind))
-	if r == nil || r.buf == nil {
+	if r == nil {
 		return nil
 	}
-	if d.kind == "alloc" {
-		return b.Alloc(r.buf)
-	}
-	return b.Free(r.buf)
+	name, _ := scalarString(follow(n))
+	return made(rd, b, lifetimeMaker{name: name, alloc: d.kind == "alloc"})
 }
 
 // memset2DOp reads memset2d: {buffer, rows, width, pitch, value}: rows rows
@@ -91,13 +129,13 @@ func (rd *opReader) memset2DOp(b *dag.Builder, d *opDecl, _ fields, n *node, wha
 	widthN, _ := f.get("width")
 	pitchN, _ := f.get("pitch")
 	valN, _ := f.get("value")
-	v, _, okV := rd.views.view(bufN, what.and("buffer"), false)
-	rows, okR := rd.intIn(rowsN, what.and("rows"), 1, MaxBuffers*1024)
-	width, okW := rd.intIn(widthN, what.and("width"), 1, 1<<40)
-	pitch, okP := rd.size(pitchN, what.and("pitch"))
+	_, okV := rd.viewVal(bufN, what.and("buffer"), false)
+	_, okR := rd.numVal(rowsN, what.and("rows"), false, inRange(rowsN, what.and("rows"), 1, MaxBuffers*1024))
+	_, okW := rd.numVal(widthN, what.and("width"), false, inRange(widthN, what.and("width"), 1, 1<<40))
+	_, okP := rd.numVal(pitchN, what.and("pitch"), true, numCheck{})
 	x, okX := rd.number(valN, what.and("value"))
 	if !ok || !okV || !okR || !okW || !okP || !okX {
 		return nil
 	}
-	return b.Memset2D(v, dag.Memset2DSpec{Rows: rows, Width: width, Pitch: pitch}, x)
+	return made(rd, b, memset2DMaker{x})
 }

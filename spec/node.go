@@ -38,6 +38,10 @@ type reader struct {
 	// params are the spec's parameters, once read; nil when it has none.
 	params *paramSet
 	exprs  *exprCache // the expressions over them, parsed
+	// valueReads counts the values read that depend on the parameters'
+	// values (expressions of them, and views, whose buffers' sizes may),
+	// beyond the leaves of recipes.
+	valueReads int
 }
 
 func (r *reader) pos(n *node) Position { return r.posAt(locOf(n)) }
@@ -456,11 +460,11 @@ func (r *reader) integer(n *node, what subject) (int64, bool) {
 // intIn reads an integer in [lo, hi].
 func (r *reader) intIn(n *node, what subject, lo, hi int64) (int, bool) {
 	v, ok := r.integer(n, what)
-	if !ok {
-		return 0, false
+	if ok {
+		c := inRange(n, what, lo, hi)
+		v, ok = c.apply(r, v)
 	}
-	if v < lo || v > hi {
-		r.errorf(n, fmt.Sprintf("use %d to %d", lo, hi), "%s %d is out of range", what, v)
+	if !ok {
 		return 0, false
 	}
 	return int(v), true

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"maps"
 	"slices"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -30,6 +31,17 @@ type opReader struct {
 	paths    *paths
 	decls    *decls
 	argNames map[*dag.Kernel][]string // argFields by kernel
+	// The op being read: its leaves' values, in the order read (see
+	// opMaker); and, when the load keeps recipes (rec), its leaves, maker
+	// and options.
+	vals   []leafValue
+	rec    *recorder
+	leaves []leaf
+	maker  opMaker
+	opts   []dag.OpOption
+	// Room for a GEMM's options, reused from op to op.
+	gemmPre, gemmOpts []dag.OpOption
+	argScratch        []argMaker // a launch's arguments, likewise
 	// body reads a body of a loop or branch (loader.body), whose ops are
 	// read as the ops list's are.
 	body func(d *opDecl, n *node, what subject, key string) (fill func(*dag.Builder), ok bool)
@@ -64,6 +76,42 @@ func (l *loader) opList(n *node) {
 		if release {
 			items[i] = nil
 		}
+	}
+	if l.rec != nil {
+		l.rec.opNames = maps.Clone(l.decls.opNames)
+	}
+}
+
+// recordOp keeps the recipe of d, an op of the ops list just read.
+func (l *loader) recordOp(d *opDecl) {
+	rd := l.kinds
+	if d.op == nil || rd.maker == nil || !hasRecipe(d.kind) {
+		l.rec.bad = true
+		return
+	}
+	r := opRecipe{decl: *d, leaves: slices.Clone(rd.leaves), maker: rd.maker, opts: slices.Clone(rd.opts)}
+	r.decl.op = nil
+	l.rec.ops = append(l.rec.ops, r)
+}
+
+// hasRecipe says whether an op of kind can be made again from a recipe:
+// one whose reading keeps its values as leaves (opReader.viewVal).
+func hasRecipe(kind string) bool {
+	switch kind {
+	case "copy", "fill", "memset2d", "launch", "alloc", "free", "gemm":
+		return true
+	}
+	return false
+}
+
+// opt applies option o to op (when there is one), keeping it for the
+// op's recipe.
+func (rd *opReader) opt(op *dag.Op, o dag.OpOption) {
+	if op != nil {
+		op.With(o)
+	}
+	if rd.rec != nil {
+		rd.opts = append(rd.opts, o)
 	}
 }
 
@@ -107,6 +155,9 @@ func (l *loader) opDecl(i int, n *node, d *opDecl) {
 		l.fieldSlab = l.fieldSlab[:start+k]
 	}
 	d.fields = d.fields[:len(d.fields):len(d.fields)]
+	if l.rec != nil && l.nesting == 0 {
+		l.recordOp(d)
+	}
 }
 
 // readOp reads the keys of op d, whose mapping is f.
@@ -161,6 +212,8 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 		step, d.label = s, s
 	}
 	l.checkKeys(f, what, l.opKeys(d.kind, step))
+	rd := l.kinds
+	rd.vals, rd.leaves, rd.maker, rd.opts = rd.vals[:0], rd.leaves[:0], nil, rd.opts[:0]
 	var op *dag.Op
 	if e, ok := entryOf(d.kind); ok {
 		op = e.read(l.kinds, l.b, d, f, kindNode, what)
@@ -175,7 +228,7 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 	if d.named {
 		v, _ := f.get("name")
 		name, _ := scalarString(v)
-		op.With(dag.Name(name))
+		rd.opt(op, dag.Name(name))
 	}
 	d.op = op
 	// Noted while the op is in the cache, for pageableCopies.
@@ -192,8 +245,8 @@ func (l *loader) common(d *opDecl, f fields, what subject, op *dag.Op) bool {
 		d.fields.set("priority", v)
 		p, okP := l.priority(v, what.and("priority"))
 		ok = ok && okP
-		if okP && op != nil {
-			op.With(p)
+		if okP {
+			l.kinds.opt(op, p)
 		}
 	}
 	if v, has := f.get("cost"); has {
@@ -203,8 +256,8 @@ func (l *loader) common(d *opDecl, f fields, what subject, op *dag.Op) bool {
 			okC = false
 		}
 		ok = ok && okC
-		if okC && op != nil {
-			op.With(dag.Cost(c))
+		if okC {
+			l.kinds.opt(op, dag.Cost(c))
 		}
 	}
 	if v, has := f.get("device"); has {
@@ -212,8 +265,8 @@ func (l *loader) common(d *opDecl, f fields, what subject, op *dag.Op) bool {
 		dev, okD := l.intIn(v, what.and("device"), 0, 1<<16)
 		okD = okD && l.placedInWorld(v, what)
 		ok = ok && okD
-		if okD && op != nil {
-			op.With(dag.OnDevice(dev))
+		if okD {
+			l.kinds.opt(op, dag.OnDevice(dev))
 		}
 	}
 	if v, has := f.get("after"); has {

@@ -142,15 +142,24 @@ func (l *loader) specParams(n *node, set map[string]int64, checkRange bool) {
 		ps.decls[name] = p
 		ps.values[name] = p.Value
 	}
-	for _, name := range slices.Sorted(maps.Keys(set)) {
+	var unknown []string
+	for name := range set {
 		if _, has := ps.decls[name]; !has {
-			l.errorf(n, l.suggest(name, slices.Sorted(maps.Keys(ps.decls))), "--set %s: the spec declares no parameter %q", name, name)
+			unknown = append(unknown, name)
 		}
 	}
-	l.reader.params = ps
-	for _, name := range slices.Sorted(maps.Keys(ps.decls)) {
-		l.spec.Params = append(l.spec.Params, *ps.decls[name])
+	slices.Sort(unknown)
+	for _, name := range unknown {
+		l.errorf(n, l.suggest(name, slices.Sorted(maps.Keys(ps.decls))), "--set %s: the spec declares no parameter %q", name, name)
 	}
+	l.reader.params = ps
+	if len(ps.decls) > 0 {
+		l.spec.Params = make([]Param, 0, len(ps.decls))
+	}
+	for _, p := range ps.decls {
+		l.spec.Params = append(l.spec.Params, *p)
+	}
+	slices.SortFunc(l.spec.Params, func(a, b Param) int { return strings.Compare(a.Name, b.Name) })
 }
 
 func (l *loader) paramDecl(n *node, what subject, name string) (*Param, bool) {
@@ -228,6 +237,9 @@ func (r *reader) paramValue(n *node, what subject, s string, units bool) (v int6
 	if err != nil {
 		r.errorf(n, err.hint, "%s %s%s", what, clip(s), err.msg)
 	}
+	if handled {
+		r.valueReads++
+	}
 	return v, handled, handled && err == nil
 }
 
@@ -238,37 +250,55 @@ func (e *exprError) Error() string { return e.msg }
 
 // evalParams is paramValue without the reporting.
 func (r *reader) evalParams(s string, units bool) (int64, bool, *exprError) {
-	ps := r.params
+	e, handled, err := r.params.parse(r.exprs, s, units)
+	if !handled || err != nil {
+		return 0, handled, err
+	}
+	v, err := r.params.value(e, units)
+	return v, true, err
+}
+
+// parse is the reading of s as evalParams reads it, short of its value:
+// what depends on no parameter's value. ps may be nil.
+func (ps *paramSet) parse(exprs *exprCache, s string, units bool) (expr, bool, *exprError) {
 	if ps == nil || !mentionsParam(s, ps) {
-		return 0, false, nil
+		return nil, false, nil
 	}
-	e, err := r.exprs.parse(s, units, ps.known)
+	e, err := exprs.parse(s, units, ps.known)
 	if err != nil {
-		return 0, true, &exprError{": " + err.Error(), exprHint(ps)}
+		return nil, true, &exprError{": " + err.Error(), exprHint(ps)}
 	}
+	return e, true, nil
+}
+
+// value is the value of e, read by parse, at the load's values, checked
+// as evalParams checks it.
+func (ps *paramSet) value(e expr, units bool) (int64, *exprError) {
 	v, err := e.eval(ps.values)
 	if err == nil && units && v < 0 {
 		err = fmt.Errorf("is %d, negative,", v)
 	}
 	if err != nil {
-		return 0, true, &exprError{fmt.Sprintf(" %v at %s", err, valuesText(ps.values, e)), "change the expression or the parameter's range"}
+		return 0, &exprError{fmt.Sprintf(" %v at %s", err, valuesText(ps.values, e)), "change the expression or the parameter's range"}
 	}
 	if ps.checkRange {
 		if msg := ps.checkAll(e, units); msg != "" {
-			return 0, true, &exprError{" " + msg, "change the expression or narrow the parameter's range"}
+			return 0, &exprError{" " + msg, "change the expression or narrow the parameter's range"}
 		}
 	}
-	return v, true, nil
+	return v, nil
 }
 
 // again is what a load of a spec's text leaves for the loads of the same
 // text at other values of its parameters (At): the parsed document, the
-// expressions read in it, and where its paths resolve (from the
-// directories of the first load, as its other options are).
+// expressions read in it, where its paths resolve (from the directories of
+// the first load, as its other options are), and its buffers and ops as
+// recipes when they can be made again from them (nil otherwise).
 type again struct {
-	doc   *node
-	exprs *exprCache
-	files files
+	doc     *node
+	exprs   *exprCache
+	files   files
+	recipes *recipes
 }
 
 // exprCache keeps the expressions of a spec's text parsed, by their text:

@@ -23,19 +23,25 @@ func (s *Spec) At(values map[string]int64) (*Spec, error) {
 	if len(s.src) == 0 && s.Graph == nil {
 		return nil, fmt.Errorf("%s: At: the spec was not loaded by Load or Parse", s.File)
 	}
-	opts := slices.Clip(s.opts)
+	// The values, as WithParam gives them, s's beneath the ones given.
+	set := make(map[string]int64, len(s.Params)+len(values))
 	for _, p := range s.Params {
-		if _, given := values[p.Name]; !given {
-			opts = append(opts, WithParam(p.Name, p.Value))
+		set[p.Name] = p.Value
+	}
+	maps.Copy(set, values)
+	at := func(o *options) {
+		if o.set == nil {
+			o.set = set
+		} else {
+			maps.Copy(o.set, set)
 		}
+		o.saveDir = s.SaveDir
+		// The range was checked, if asked, by the load of s: not again per
+		// shape. Nor is the text parsed again: its document is read at new
+		// values.
+		o.checkRange, o.again = false, s.again
 	}
-	for _, name := range slices.Sorted(maps.Keys(values)) {
-		opts = append(opts, WithParam(name, values[name]))
-	}
-	// The range was checked, if asked, by the load of s: not again per shape.
-	// Nor is the text parsed again: its document is read at new values.
-	noRange := func(o *options) { o.checkRange, o.again = false, s.again }
-	r, err := Parse(s.File, s.src, append(opts, WithSaveDir(s.SaveDir), noRange)...)
+	r, err := Parse(s.File, s.src, append(slices.Clip(s.opts), at)...)
 	if r != nil {
 		r.Stdout = s.Stdout
 	}

@@ -223,22 +223,24 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	}
 	l := &loader{
 		reader:    reader{file: filename, aliasBudget: maxAliasNodes, suggestBudget: suggestCells},
-		kernelSet: &kernelSet{kernels: map[string]*kernelDecl{}},
+		kernelSet: &kernelSet{},
 		b:         dag.New(),
 	}
 	l.spec = &Spec{File: filename, Run: RunSettings{Repeat: 1, Backend: "auto", World: 1}, SaveDir: o.saveDir,
 		Rank: o.rank, src: src, opts: opts}
 	r := &l.reader
-	l.views = &views{reader: r, bufs: map[string]*bufDecl{}}
+	l.views = &views{reader: r}
 	l.paths = &paths{reader: r, spec: l.spec}
 	l.decls = &decls{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views}
 	l.kinds = &opReader{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views, paths: l.paths, decls: l.decls, body: l.body}
 	if o.again != nil {
 		l.spec.files = o.again.files
 		l.reader.exprs = o.again.exprs
+		l.recipes = o.again.recipes
 	} else {
 		l.spec.files = newFiles(filename, o)
 		l.reader.exprs = &exprCache{}
+		l.rec = &recorder{}
 	}
 	l.worldOpt = o.world
 	l.set, l.rangeCheck = o.set, o.checkRange
@@ -253,9 +255,13 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 		}
 		if root != nil {
 			l.load(root)
-			if len(l.spec.Params) > 0 {
+			switch {
+			case len(l.spec.Params) == 0:
+			case o.again != nil:
+				l.spec.again = o.again
+			default:
 				// Kept whole for At (opList).
-				l.spec.again = &again{doc: root, exprs: l.reader.exprs, files: l.spec.files}
+				l.spec.again = &again{doc: root, exprs: l.reader.exprs, files: l.spec.files, recipes: l.rec.done(l.valueReads)}
 			}
 		}
 	}
@@ -264,7 +270,12 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 	}
 	ErrorList(l.warns).Sort()
 	l.spec.Warnings = l.warns
-	l.spec.reads, l.spec.writes = slices.Sorted(maps.Keys(l.paths.reads)), slices.Sorted(maps.Keys(l.paths.writes))
+	if len(l.paths.reads) > 0 {
+		l.spec.reads = slices.Sorted(maps.Keys(l.paths.reads))
+	}
+	if len(l.paths.writes) > 0 {
+		l.spec.writes = slices.Sorted(maps.Keys(l.paths.writes))
+	}
 	if len(l.errs) > 0 {
 		l.spec.again = nil
 		errs := ErrorList(l.errs)
@@ -333,8 +344,13 @@ type loader struct {
 	set        map[string]int64 // WithParam's values
 	rangeCheck bool             // CheckParamRange
 	worldNode  *node            // run.world, when the spec sets it
-	nBodies    int32            // bodies numbered so far
-	nesting    int              // bodies being read, one within the other
+	// rec keeps the load's recipes, where it is the first of the spec's
+	// text and the spec has parameters; recipes are the first load's,
+	// which this one makes its buffers and ops of, when it has them.
+	rec     *recorder
+	recipes *recipes
+	nBodies int32 // bodies numbered so far
+	nesting int   // bodies being read, one within the other
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
@@ -361,19 +377,31 @@ func (l *loader) load(root *node) {
 			l.errorf(top.node, "declare it under params:, or leave out --set", "--set %s: the spec declares no parameters", name)
 		}
 	}
+	if l.reader.params == nil {
+		l.rec = nil // a spec without parameters is loaded once
+	}
+	l.kinds.rec = l.rec
 	if n, ok := top.get("run"); ok {
 		l.worldNode = runSettings(&l.reader, n, &l.spec.Run)
 	}
 	l.checkRank(top.node)
 	if n, ok := top.get("buffers"); ok {
-		l.buffers(n)
+		if l.recipes != nil {
+			l.buffersAgain(l.recipes)
+		} else {
+			l.buffers(n)
+		}
 	}
 	if n, ok := top.get("kernels"); ok {
 		l.kernelDecls(n)
 	}
 	if n, ok := top.get("ops"); ok {
 		l.decls.opsNode = top.keyNode("ops")
-		l.opList(n)
+		if l.recipes != nil {
+			l.opsAgain(l.recipes)
+		} else {
+			l.opList(n)
+		}
 	} else if !top.has("ops") {
 		l.errorf(top.node, "add an ops: list of copy, fill, launch, alloc, free and host steps", "the spec has no ops")
 	}

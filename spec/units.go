@@ -121,40 +121,57 @@ const viewHint = `write "name" for a whole buffer or "name[start:end]" for a byt
 // bound reads start and end: parseSize, or an expression over the spec's
 // parameters.
 func parseViewText(s string, bound func(string) (int64, error)) (viewText, error) {
-	if isName(s) {
-		return viewText{name: s}, nil // the common case, quickly
+	name, ranged, lo, hi, err := viewParts(s)
+	v := viewText{name: name, ranged: ranged}
+	if err != nil {
+		return v, err
 	}
-	open := strings.IndexByte(s, '[')
-	if open < 0 {
-		if strings.ContainsAny(s, "]:") {
-			return viewText{}, fmt.Errorf("view %q is malformed", s)
-		}
-		return viewText{name: strings.TrimSpace(s)}, nil
-	}
-	v := viewText{name: strings.TrimSpace(s[:open]), ranged: true}
-	if !strings.HasSuffix(s, "]") {
-		return v, fmt.Errorf("view %q does not end with ]", s)
-	}
-	inner := s[open+1 : len(s)-1]
-	lo, hi, ok := strings.Cut(inner, ":")
-	if !ok || strings.IndexByte(hi, ':') >= 0 || strings.IndexByte(hi, '[') >= 0 || strings.IndexByte(hi, ']') >= 0 {
-		return v, fmt.Errorf("view %q needs one colon between start and end", s)
-	}
-	if lo = strings.TrimSpace(lo); lo != "" {
+	if lo != "" {
 		n, err := bound(lo)
 		if err != nil {
-			return v, fmt.Errorf("view %q: start: %v", s, err)
+			return v, boundError(s, "start", err)
 		}
 		v.start = n
 	}
-	if hi = strings.TrimSpace(hi); hi != "" {
+	if hi != "" {
 		n, err := bound(hi)
 		if err != nil {
-			return v, fmt.Errorf("view %q: end: %v", s, err)
+			return v, boundError(s, "end", err)
 		}
 		v.end, v.hasEnd = n, true
 	}
 	return v, nil
+}
+
+// viewParts splits view s, written as text, into its buffer's name and
+// the texts of its start and end, trimmed ("" where left out); ranged
+// says that s has brackets.
+func viewParts(s string) (name string, ranged bool, lo, hi string, err error) {
+	if isName(s) {
+		return s, false, "", "", nil // the common case, quickly
+	}
+	open := strings.IndexByte(s, '[')
+	if open < 0 {
+		if strings.ContainsAny(s, "]:") {
+			return "", false, "", "", fmt.Errorf("view %q is malformed", s)
+		}
+		return strings.TrimSpace(s), false, "", "", nil
+	}
+	name = strings.TrimSpace(s[:open])
+	if !strings.HasSuffix(s, "]") {
+		return name, true, "", "", fmt.Errorf("view %q does not end with ]", s)
+	}
+	inner := s[open+1 : len(s)-1]
+	lo, hi, ok := strings.Cut(inner, ":")
+	if !ok || strings.IndexByte(hi, ':') >= 0 || strings.IndexByte(hi, '[') >= 0 || strings.IndexByte(hi, ']') >= 0 {
+		return name, true, "", "", fmt.Errorf("view %q needs one colon between start and end", s)
+	}
+	return name, true, strings.TrimSpace(lo), strings.TrimSpace(hi), nil
+}
+
+// boundError is the error of view s's start or end (which).
+func boundError(s, which string, err error) error {
+	return fmt.Errorf("view %q: %s: %v", s, which, err)
 }
 
 // ParseSize reads a size as specs write them: a whole number of bytes,

@@ -35,6 +35,13 @@ func (vs *views) bufferRef(n *node, what subject) *bufDecl {
 // {buffer, offset, size} (with mode, for kernel arguments). The mode is 0
 // when the spec does not give one.
 func (vs *views) view(n *node, what subject, withMode bool) (dag.View, dag.Mode, bool) {
+	vs.valueReads++ // its bytes depend on its buffer's size
+	return vs.readView(n, what, withMode)
+}
+
+// readView is view, not counted among the value reads: the op readers'
+// leaves (opReader.viewVal) read views with it.
+func (vs *views) readView(n *node, what subject, withMode bool) (dag.View, dag.Mode, bool) {
 	n = vs.resolve(n)
 	if n == nil {
 		return dag.View{}, 0, false
@@ -97,16 +104,22 @@ func (vs *views) view(n *node, what subject, withMode bool) (dag.View, dag.Mode,
 	if b == nil || !ok {
 		return dag.View{}, 0, false
 	}
+	v, okR := vs.mappedRange(f.node, what, b, off, size)
+	return v, mode, okR
+}
+
+// mappedRange is the view of a view mapping at n: size bytes of b from
+// off, all from off when size is negative.
+func (vs *views) mappedRange(n *node, what subject, b *dag.Buffer, off, size int64) (dag.View, bool) {
 	end := b.Size
 	if size >= 0 {
 		end = off + size
 		if end < off {
-			vs.errorf(f.node, "", "%s range overflows", what)
-			return dag.View{}, 0, false
+			vs.errorf(n, "", "%s range overflows", what)
+			return dag.View{}, false
 		}
 	}
-	v, okR := vs.checkRange(f.node, what, b, off, end)
-	return v, mode, okR
+	return vs.checkRange(n, what, b, off, end)
 }
 
 // viewBuffer is the buffer a view names, or nil (reported) when there is
@@ -147,10 +160,15 @@ func (vs *views) viewBound(n *node, what subject, s string) (int64, error) {
 	}
 	if pv, handled, perr := vs.evalParams(s, true); handled {
 		if perr != nil {
-			return 0, fmt.Errorf("%s%s", strings.TrimSpace(s), perr.msg)
+			return 0, boundExprError(s, perr)
 		}
 		return pv, nil
 	}
 	_, err := parseSize(s)
 	return 0, err
+}
+
+// boundExprError is the error of a view's start or end s, an expression.
+func boundExprError(s string, err *exprError) error {
+	return fmt.Errorf("%s%s", strings.TrimSpace(s), err.msg)
 }
