@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/planner/perf"
@@ -181,8 +182,8 @@ type assigner struct {
 	pairCost int64
 
 	pools  []pool
-	poolOf map[poolKey]int32
-	last   poolKey // the previous op's pool, to skip most map lookups
+	poolOf map[poolKey]int32 // past 16 pools
+	last   poolKey           // the previous op's pool, to skip most map lookups
 	lastID int32
 
 	streams    []Stream
@@ -194,11 +195,12 @@ type assigner struct {
 	// so far are done: the next one starts no sooner, on any stream.
 	smFree []int64
 
-	dur        []int64 // per op: estimated duration in ns
-	fill       []bool  // per op: whether it fills its device (perf.Fills)
-	bottom     []int64 // per op: the longest cost path from its start to the end of the graph
+	costs      *costs
+	dur        []int64 // costs.dur
+	fill       []bool  // costs.fill
+	bottom     []int64 // costs.bottom
 	start      []int64 // per op: estimated start in the schedule
-	critical   int64
+	critical   int64   // costs.critical
 	placedN    int32
 	rank       []int32 // per op: its place in the placement order
 	opStream   []int32
@@ -212,42 +214,106 @@ type assigner struct {
 	crossEdges int
 }
 
-func newAssigner(g *dag.Graph, opts Options) *assigner {
+// costs are what the candidate plans of one graph share: each op's
+// estimated duration and whether it fills its device (perf.Fills), its
+// bottom level (the longest cost path from its start to the end of the
+// graph) and the critical path; and, once list scheduling asks, each op's
+// successors. State.planGraph makes them once per graph, not once per
+// candidate. Read-only once made.
+type costs struct {
+	dur      []int64
+	fill     []bool
+	bottom   []int64
+	critical int64
+	// The successors of op i are succ[succOff[i]:succOff[i+1]]; nil until
+	// successors makes them.
+	succOff, succ []int32
+	names         []streamNameOf // see streamName
+}
+
+func costsOf(g *dag.Graph, opts Options) *costs {
+	n := len(g.Ops)
+	i64 := make([]int64, 2*n)
+	c := &costs{dur: i64[:n:n], bottom: i64[n:], fill: make([]bool, n)}
+	for i, op := range g.Ops {
+		c.dur[i] = perf.NonNegative(opts.Cost.Duration(op))
+		c.fill[i] = perf.Fills(op, opts.SMs)
+	}
+	// Bottom levels, from the last op back: IDs are a topological order.
+	for i := n - 1; i >= 0; i-- {
+		b := dag.AddSat(c.bottom[i], c.dur[i])
+		c.bottom[i] = b
+		c.critical = max(c.critical, b)
+		for _, d := range g.Ops[i].Deps {
+			c.bottom[d] = max(c.bottom[d], b)
+		}
+	}
+	return c
+}
+
+// successors makes c.succOff and c.succ for ops, once.
+func (c *costs) successors(ops []*dag.Op) {
+	if c.succOff != nil {
+		return
+	}
+	n := len(ops)
+	off := make([]int32, 2*n+1)
+	succOff, next := off[:n+1], off[n+1:] // next: where each op's next successor goes
+	edges := 0
+	for _, op := range ops {
+		for _, d := range op.Deps {
+			succOff[d+1]++
+		}
+		edges += len(op.Deps)
+	}
+	for i := range n {
+		succOff[i+1] += succOff[i]
+	}
+	succ := make([]int32, edges)
+	copy(next, succOff[:n])
+	for i, op := range ops {
+		for _, d := range op.Deps {
+			succ[next[d]] = int32(i)
+			next[d]++
+		}
+	}
+	c.succOff, c.succ = succOff, succ
+}
+
+func newAssigner(g *dag.Graph, opts Options, c *costs) *assigner {
 	n := len(g.Ops)
 	ov := perf.OverheadsOf(opts.Cost)
+	// The per-op lists of int32, in one allocation; room for 8 streams.
+	i32 := make([]int32, 5*n+1+3*8)
 	a := &assigner{
-		ops:      g.Ops,
-		opts:     opts,
-		pairCost: dag.AddSat(max(int64(ov.Record), 0), max(int64(ov.Wait), 0)),
-		poolOf:   map[poolKey]int32{},
-		lastID:   -1,
-		dur:      make([]int64, n),
-		fill:     make([]bool, n),
-		bottom:   make([]int64, n),
-		start:    make([]int64, n),
-		rank:     make([]int32, n),
-		opStream: make([]int32, n),
-		opPos:    make([]int32, n),
-		eventOf:  make([]int32, n),
-		waitOff:  make([]int32, n+1),
-		opClock:  make([]clockRef, n),
+		ops:        g.Ops,
+		opts:       opts,
+		pairCost:   dag.AddSat(max(int64(ov.Record), 0), max(int64(ov.Wait), 0)),
+		lastID:     -1,
+		costs:      c,
+		dur:        c.dur,
+		fill:       c.fill,
+		bottom:     c.bottom,
+		critical:   c.critical,
+		start:      make([]int64, n),
+		rank:       i32[0:n:n],
+		opStream:   i32[n : 2*n : 2*n],
+		opPos:      i32[2*n : 3*n : 3*n],
+		eventOf:    i32[3*n : 4*n : 4*n],
+		waitOff:    i32[4*n : 5*n+1 : 5*n+1],
+		streamPool: i32[5*n+1 : 5*n+1 : 5*n+9],
+		streamLast: i32[5*n+9 : 5*n+9 : 5*n+17],
+		streamLen:  i32[5*n+17 : 5*n+17 : 5*n+25],
+		streams:    make([]Stream, 0, 8),
+		streamFree: make([]int64, 0, 8),
+		pools:      make([]pool, 0, 8),
+		opClock:    make([]clockRef, n),
 	}
 	shift := chunkShift(n)
 	a.waitOps.shift = shift
 	a.clocks.chunkLen = 1 << shift
-	for i, op := range g.Ops {
-		a.dur[i] = perf.NonNegative(opts.Cost.Duration(op))
-		a.fill[i] = perf.Fills(op, opts.SMs)
+	for i := range a.eventOf {
 		a.eventOf[i] = -1
-	}
-	// Bottom levels, from the last op back: IDs are a topological order.
-	for i := n - 1; i >= 0; i-- {
-		b := dag.AddSat(a.bottom[i], a.dur[i])
-		a.bottom[i] = b
-		a.critical = max(a.critical, b)
-		for _, d := range g.Ops[i].Deps {
-			a.bottom[d] = max(a.bottom[d], b)
-		}
 	}
 	return a
 }
@@ -324,7 +390,15 @@ func (a *assigner) poolFor(op *dag.Op) int32 {
 		}
 		id = int32(len(a.pools))
 		a.pools = append(a.pools, pool{key: key, limit: limit})
-		a.poolOf[key] = id
+		if len(a.pools) > 16 {
+			if a.poolOf == nil {
+				a.poolOf = make(map[poolKey]int32, 2*len(a.pools))
+				for i, pl := range a.pools {
+					a.poolOf[pl.key] = int32(i)
+				}
+			}
+			a.poolOf[key] = id
+		}
 	}
 	a.last, a.lastID = key, id
 	return id
@@ -405,18 +479,49 @@ func (a *assigner) newStream(p int32) int32 {
 	pl := &a.pools[p]
 	id := int32(len(a.streams))
 	k := pl.key
-	name := fmt.Sprintf("dev%d.%s.%s", k.device, priorityName(k.priority), k.kind)
-	if k.kind == Compute {
-		name += fmt.Sprint(len(pl.streams))
-	}
+	name := a.costs.streamName(k, len(pl.streams))
 	a.streams = append(a.streams, Stream{ID: int(id), Device: k.device, Priority: k.priority, Kind: k.kind, Name: name})
 	a.streamPool = append(a.streamPool, p)
 	a.streamFree = append(a.streamFree, 0)
 	a.streamLast = append(a.streamLast, -1)
 	a.streamLen = append(a.streamLen, 0)
 	a.clocks.addStream()
+	if pl.streams == nil {
+		pl.streams = make([]int32, 0, pl.limit)
+	}
 	pl.streams = append(pl.streams, id)
 	return id
+}
+
+// streamName names the stream that opens as pool k's i-th:
+// "dev0.normal.compute1", "dev0.high.h2d". Every candidate plan of a
+// graph opens much the same streams: each name is made once.
+func (c *costs) streamName(k poolKey, i int) string {
+	if k.kind != Compute {
+		i = 0
+	}
+	for _, n := range c.names {
+		if n.k == k && n.i == i {
+			return n.name
+		}
+	}
+	var buf [64]byte
+	b := append(buf[:0], "dev"...)
+	b = strconv.AppendInt(b, int64(k.device), 10)
+	b = append(append(append(append(b, '.'), priorityName(k.priority)...), '.'), k.kind.String()...)
+	if k.kind == Compute {
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
+	name := string(b)
+	c.names = append(c.names, streamNameOf{k, i, name})
+	return name
+}
+
+// streamNameOf is a stream name streamName made.
+type streamNameOf struct {
+	k    poolKey
+	i    int
+	name string
 }
 
 // priorityName spells a priority for stream names: high, normal, low, or

@@ -22,6 +22,7 @@ type clocks struct {
 	latest   []clockRef // per stream: its clock's latest copy
 	chunks   [][]int32  // copies, each stored as its length and then its entries
 	chunkLen int        // the usual capacity of a chunk
+	room     []int32    // zeros for the clocks of streams to come
 }
 
 // clockRef locates a copied clock: chunk index << 32 | offset; noClock for
@@ -33,7 +34,7 @@ const noClock clockRef = -1
 // chunkShift sizes the chunks of int32 lists for a graph of n ops: small
 // graphs get small chunks, large ones chunks of 64 Ki entries.
 func chunkShift(n int) uint {
-	shift := uint(8)
+	shift := uint(6)
 	for shift < 16 && 1<<shift < n {
 		shift++
 	}
@@ -41,7 +42,16 @@ func chunkShift(n int) uint {
 }
 
 func (c *clocks) addStream() {
-	c.cur = append(c.cur, nil)
+	if c.cur == nil {
+		// Room for a plan's few streams, and for each stream's clock of
+		// them, cut from one allocation (grow makes more past 8).
+		c.cur, c.latest, c.room = make([][]int32, 0, 8), make([]clockRef, 0, 8), make([]int32, 64)
+	}
+	var v []int32
+	if len(c.room) >= 8 {
+		v, c.room = c.room[:0:8], c.room[8:]
+	}
+	c.cur = append(c.cur, v)
 	c.latest = append(c.latest, noClock)
 }
 
@@ -77,8 +87,16 @@ func (c *clocks) merge(s int32, v []int32) {
 }
 
 func (c *clocks) grow(s int32, n int) {
-	if len(c.cur[s]) < n {
-		c.cur[s] = append(c.cur[s], make([]int32, n-len(c.cur[s]))...)
+	v := c.cur[s]
+	switch {
+	case len(v) >= n:
+	case cap(v) >= n:
+		c.cur[s] = v[:n] // the entries beyond len are zero: nothing wrote them
+	default:
+		// Room for a few streams more: a plan has a few.
+		w := make([]int32, n, max(n, 8))
+		copy(w, v)
+		c.cur[s] = w
 	}
 }
 
@@ -102,6 +120,9 @@ func (c *clocks) copyClock(s int32) {
 // can only be ordered after ops placed before it, so this leaves no wait that
 // another wait of the same op implies.
 func (a *assigner) addWaits(i int32, op *dag.Op, s int32) {
+	if a.scratch == nil {
+		a.scratch = make([]int32, 0, 8)
+	}
 	need := a.scratch[:0]
 	for _, dep := range op.Deps {
 		t := a.opStream[dep]

@@ -73,6 +73,10 @@ func (fusePass) Run(s *State) (string, error) {
 		return "nothing fused: the graph has loops or branches", nil
 	}
 	var summary string
+	in := s.Graph
 	s.Graph, s.Parts, summary = rewrite.Fuse(s.Graph, s.Parts)
+	if s.Graph != in {
+		s.made = s.Graph
+	}
 	return summary, nil
 }

@@ -35,13 +35,15 @@ type State struct {
 	Parts [][]int32
 
 	declared *dag.Graph // the graph given to New; nil for a body's
+	made     *dag.Graph // the graph the fuse pass made, whose ops it alone holds
 	bodies   map[int][]*Plan
 	search   search
 	// The candidate under way: its ordering, and the assigner that
 	// places it.
-	cand candidate
-	a    *assigner
-	next placer
+	cand  candidate
+	costs *costs // the graph's, which its candidates share
+	a     *assigner
+	next  placer
 }
 
 // passes lists the passes New runs under o: fuse and split (unless o.Fuse

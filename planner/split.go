@@ -24,7 +24,8 @@ func (splitPass) Run(s *State) (string, error) {
 		cost = perf.DefaultCost()
 	}
 	var summary string
-	s.Graph, s.Parts, summary = rewrite.Split(s.Graph, s.Parts, cost, rewrite.ChainConfig{SMs: s.Options.SMs, CollectiveSMs: s.Options.CollectiveSMs})
+	own := s.made == s.Graph // made by the fuse pass: no one else holds its ops
+	s.Graph, s.Parts, summary = rewrite.Split(s.Graph, s.Parts, cost, rewrite.ChainConfig{SMs: s.Options.SMs, CollectiveSMs: s.Options.CollectiveSMs}, own)
 	return summary, nil
 }
 

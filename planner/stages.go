@@ -64,8 +64,8 @@ func (s *State) planGraph(g *dag.Graph) error {
 		return nil
 	}
 	graph := s.Graph
-	s.Graph = g
-	defer func() { s.Graph = graph }()
+	s.Graph, s.costs = g, nil // the candidates of g share its costs
+	defer func() { s.Graph, s.costs = graph, nil }()
 	for _, n := range o.Objective.streamBudgets(o.Streams, o.Mode, len(g.Ops)) {
 		sr.plans = append(sr.plans, nil)
 		var more []ordering
@@ -126,7 +126,10 @@ func (orderPass) Scope() Scope { return ScopeOrder }
 func (orderPass) Run(s *State) (string, error) {
 	o := s.Options
 	o.Streams = s.cand.streams
-	s.a = newAssigner(s.Graph, o)
+	if s.costs == nil {
+		s.costs = costsOf(s.Graph, o)
+	}
+	s.a = newAssigner(s.Graph, o, s.costs)
 	s.next = s.cand.by.placer(s.a, s.cand.ordered)
 	return "", nil
 }

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"container/heap"
 	"slices"
 
 	"github.com/dagrun/dagrun/dag"
@@ -71,35 +70,21 @@ type poolQueue struct {
 
 func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *listOrder {
 	n := len(a.ops)
+	a.costs.successors(a.ops)
+	i32 := make([]int32, 2*n)
 	l := &listOrder{
 		a:          a,
 		window:     window,
 		ready:      make([]int64, n),
-		missing:    make([]int32, n),
-		succOff:    make([]int32, n+1),
-		opPool:     make([]int32, n),
+		missing:    i32[:n:n],
+		succOff:    a.costs.succOff,
+		succ:       a.costs.succ,
+		opPool:     i32[n:],
 		fills:      a.fill,
 		freesFirst: a.opts.Objective.freesFirst(a.opts.PoolTemporaries),
 	}
-	edges := 0
 	for i, op := range a.ops {
-		for _, d := range op.Deps {
-			l.succOff[d+1]++
-		}
-		edges += len(op.Deps)
 		l.missing[i] = int32(len(op.Deps))
-	}
-	for i := range n {
-		l.succOff[i+1] += l.succOff[i]
-	}
-	l.succ = make([]int32, edges)
-	next := l.opPool // borrowed (each op's pool is set on release): where its next successor goes
-	copy(next, l.succOff[:n])
-	for i, op := range a.ops {
-		for _, d := range op.Deps {
-			l.succ[next[d]] = int32(i)
-			next[d]++
-		}
 	}
 	if slices.ContainsFunc(dag.OpKinds(), ordered) {
 		var lastOfKind map[dag.OpKind]int32
@@ -135,6 +120,9 @@ func (l *listOrder) release(i int32) {
 	q := 2 * p
 	if l.fills[i] {
 		q++
+	}
+	if l.queues == nil {
+		l.queues = make([]poolQueue, 0, 8)
 	}
 	for int(q) >= len(l.queues) {
 		l.queues = append(l.queues, poolQueue{waiting: opHeap{l: l, byReady: true}, ready: opHeap{l: l}, early: opHeap{l: l, byReady: true}})
@@ -280,18 +268,17 @@ func (l *listOrder) before(x, y int32) bool {
 	return x < y
 }
 
-// opHeap is a heap of op IDs for container/heap. push and pop keep IDs
-// unboxed; Push and Pop exist for heap.Interface.
+// opHeap is a binary heap of op IDs. Its order is a strict total order
+// that does not change while an op is in it (ready times are final once
+// an op is released, and before breaks every tie by ID), so what it pops
+// does not depend on how the heap is laid out.
 type opHeap struct {
 	ids     []int32
 	l       *listOrder
 	byReady bool
 }
 
-func (h *opHeap) Len() int { return len(h.ids) }
-
-func (h *opHeap) Less(i, j int) bool {
-	x, y := h.ids[i], h.ids[j]
+func (h *opHeap) less(x, y int32) bool {
 	if h.byReady {
 		if rx, ry := h.l.ready[x], h.l.ready[y]; rx != ry {
 			return rx < ry
@@ -300,29 +287,42 @@ func (h *opHeap) Less(i, j int) bool {
 	return h.l.before(x, y)
 }
 
-func (h *opHeap) Swap(i, j int) { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
-
-func (h *opHeap) Push(x any) { h.ids = append(h.ids, x.(int32)) }
-
-func (h *opHeap) Pop() any {
-	n := len(h.ids) - 1
-	x := h.ids[n]
-	h.ids = h.ids[:n]
-	return x
-}
-
 func (h *opHeap) push(id int32) {
+	if h.ids == nil {
+		h.ids = make([]int32, 0, 16) // grown from 1, a heap of a few ops is made several times over
+	}
 	h.ids = append(h.ids, id)
-	heap.Fix(h, len(h.ids)-1)
+	ids := h.ids
+	for i := len(ids) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(ids[i], ids[p]) {
+			break
+		}
+		ids[i], ids[p] = ids[p], ids[i]
+		i = p
+	}
 }
 
 func (h *opHeap) pop() int32 {
-	id := h.ids[0]
-	n := len(h.ids) - 1
-	h.ids[0] = h.ids[n]
-	h.ids = h.ids[:n]
-	if n > 0 {
-		heap.Fix(h, 0)
+	ids := h.ids
+	id := ids[0]
+	n := len(ids) - 1
+	ids[0] = ids[n]
+	ids = ids[:n]
+	h.ids = ids
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h.less(ids[r], ids[c]) {
+			c = r
+		}
+		if !h.less(ids[c], ids[i]) {
+			break
+		}
+		ids[i], ids[c] = ids[c], ids[i]
+		i = c
 	}
 	return id
 }

@@ -68,6 +68,7 @@ func findFusions(g *dag.Graph) ([]fusion, []miss) {
 	users := dependents(g)
 	var groups []fusion
 	var misses []miss
+	var parts []int32 // the fusions' parts, cut from one slice
 	for i, op := range g.Ops {
 		if op == nil || op.Kind != dag.Gemm || !buffersNamed(op) || dag.CheckGemmViews(op) != nil {
 			continue
@@ -76,10 +77,13 @@ func findFusions(g *dag.Graph) ([]fusion, []miss) {
 		if !ok {
 			continue
 		}
-		f := fusion{parts: []int32{int32(i)}, epilogue: op.Gemm.Epilogue}
+		if cap(parts)-len(parts) < 4 {
+			parts = make([]int32, 0, max(64, 2*cap(parts)))
+		}
+		f := fusion{parts: append(parts[len(parts):], int32(i)), epilogue: op.Gemm.Epilogue}
 		last := int32(i)
 		for {
-			next := nextUser(g, users[last], out)
+			next := nextUser(g, users.of(last), out)
 			if next < 0 {
 				break
 			}
@@ -98,7 +102,11 @@ func findFusions(g *dag.Graph) ([]fusion, []miss) {
 			last = next
 		}
 		if len(f.parts) > 1 {
+			f.parts = f.parts[:len(f.parts):len(f.parts)]
 			groups = append(groups, f)
+			if len(f.parts) <= cap(parts)-len(parts) {
+				parts = parts[:len(parts)+len(f.parts)] // kept: the next fusion starts after it
+			}
 		}
 	}
 	return groups, misses
@@ -119,20 +127,43 @@ func buffersNamed(op *dag.Op) bool {
 // can take as an epilogue: the gemm's output is simply used.
 const notACandidate = "-"
 
-// dependents lists, for each op, the ops that depend on it, in ID order.
-func dependents(g *dag.Graph) [][]int32 {
-	users := make([][]int32, len(g.Ops))
+// users lists, for each op, the ops that depend on it, in ID order: those
+// of op i are list[off[i]:off[i+1]].
+type users struct{ off, list []int32 }
+
+func (u users) of(i int32) []int32 { return u.list[u.off[i]:u.off[i+1]] }
+
+// dependents lists, for each op, the ops that depend on it.
+func dependents(g *dag.Graph) users {
+	off := make([]int32, len(g.Ops)+1)
 	for i, op := range g.Ops {
 		if op == nil {
 			continue
 		}
 		for _, d := range op.Deps {
 			if d >= 0 && int(d) < i {
-				users[d] = append(users[d], int32(i))
+				off[d+1]++
 			}
 		}
 	}
-	return users
+	for i := range g.Ops {
+		off[i+1] += off[i]
+	}
+	list := make([]int32, off[len(g.Ops)])
+	next := make([]int32, len(g.Ops))
+	copy(next, off)
+	for i, op := range g.Ops {
+		if op == nil {
+			continue
+		}
+		for _, d := range op.Deps {
+			if d >= 0 && int(d) < i {
+				list[next[d]] = int32(i)
+				next[d]++
+			}
+		}
+	}
+	return users{off, list}
 }
 
 // nextUser is the first of users that touches bytes of out, or -1.
@@ -241,15 +272,16 @@ func fusesInto(g *dag.Graph, f *fusion, id int32, out dag.View) (dag.Epilogue, d
 // (State.Parts), from parts (nil: g's ops are the declared ones).
 func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]int32) {
 	n := len(g.Ops)
-	newID := make([]int32, n)
-	head := make([]int32, n) // the op each op becomes part of: its fusion's gemm, or itself
+	ids := make([]int32, 3*n)
+	newID := ids[:n]
+	head := ids[n : 2*n] // the op each op becomes part of: its fusion's gemm, or itself
+	byHead := ids[2*n:]  // the fusion whose gemm each op is, or -1
 	for i := range head {
-		head[i] = int32(i)
+		head[i], byHead[i] = int32(i), -1
 	}
-	byHead := make(map[int32]*fusion, len(groups))
 	for k := range groups {
 		f := &groups[k]
-		byHead[f.parts[0]] = f
+		byHead[f.parts[0]] = int32(k)
 		for _, p := range f.parts[1:] {
 			head[p] = f.parts[0]
 		}
@@ -263,42 +295,55 @@ func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]
 	}
 	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels, Ops: make([]*dag.Op, 0, next)}
 	outParts := make([][]int32, 0, next)
-	partsOf := func(i int32) []int32 {
+	// The new ops, their deps and their parts, each in one allocation.
+	ops := make([]dag.Op, next)
+	nDeps, nParts := 0, 0
+	for i, op := range g.Ops {
+		nDeps += len(op.Deps)
 		if parts == nil {
-			return []int32{i}
+			nParts++
+		} else {
+			nParts += len(parts[i])
 		}
-		return parts[i]
 	}
-	ops := make([]dag.Op, next) // the new ops, in one allocation
+	depArena, partArena := make([]int32, 0, nDeps), make([]int32, 0, nParts)
+	specs := make([]dag.GemmSpec, len(groups))
 	for i, op := range g.Ops {
 		id := int32(i)
 		if head[i] != id {
 			continue
 		}
 		members := []int32{id}
-		if f := byHead[id]; f != nil {
-			members = f.parts
-		}
 		c := &ops[newID[i]]
 		*c = *op
-		if f := byHead[id]; f != nil {
-			*c = fusedOp(g, f)
+		if k := byHead[id]; k >= 0 {
+			members = groups[k].parts
+			*c = fusedOp(g, &groups[k], &specs[k])
 		}
-		var deps []int32
-		var mine []int32
+		d0, p0 := len(depArena), len(partArena)
 		for _, m := range members {
 			for _, d := range g.Ops[m].Deps {
 				if h := head[d]; h != id {
-					deps = append(deps, newID[h])
+					depArena = append(depArena, newID[h])
 				}
 			}
-			mine = append(mine, partsOf(m)...)
+			if parts == nil {
+				partArena = append(partArena, m)
+			} else {
+				partArena = append(partArena, parts[m]...)
+			}
 		}
+		deps := depArena[d0:]
 		slices.Sort(deps)
-		c.Deps = slices.Compact(deps)
+		deps = slices.Compact(deps)
+		depArena = depArena[:d0+len(deps)]
+		c.Deps = deps[:len(deps):len(deps)]
+		if len(deps) == 0 {
+			c.Deps = nil
+		}
 		c.ID, c.Index = int(newID[i]), int(newID[i])
 		out.Ops = append(out.Ops, c)
-		outParts = append(outParts, mine)
+		outParts = append(outParts, partArena[p0:len(partArena):len(partArena)])
 	}
 	return out, outParts
 }
@@ -306,23 +351,32 @@ func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]
 // fusedOp is fusion f's gemm with the launches' epilogue and bias, named
 // after every part. A gemm with a cost hint costs its parts' hints
 // together; one without is the cost model's to price, epilogue included.
-func fusedOp(g *dag.Graph, f *fusion) dag.Op {
+func fusedOp(g *dag.Graph, f *fusion, spec *dag.GemmSpec) dag.Op {
 	gemm := g.Ops[f.parts[0]]
 	c := *gemm
-	spec := *gemm.Gemm
+	*spec = *gemm.Gemm
 	spec.Epilogue = f.epilogue
-	c.Gemm = &spec
-	c.Access = slices.Clone(gemm.Access)
+	c.Gemm = spec
+	c.Access = make([]dag.Access, len(gemm.Access), len(gemm.Access)+1)
+	copy(c.Access, gemm.Access)
 	if f.bias.Buf != nil {
 		c.Access = append(c.Access, dag.In(f.bias))
 	}
-	names := make([]string, len(f.parts))
-	for i, p := range f.parts {
-		names[i] = g.Ops[p].Name
-		if i > 0 && gemm.Cost > 0 {
-			c.Cost += g.Ops[p].Cost
-		}
+	n := len(f.parts) - 1
+	for _, p := range f.parts {
+		n += len(g.Ops[p].Name)
 	}
-	c.Name = strings.Join(names, "+")
+	var name strings.Builder
+	name.Grow(n)
+	for i, p := range f.parts {
+		if i > 0 {
+			name.WriteByte('+')
+			if gemm.Cost > 0 {
+				c.Cost += g.Ops[p].Cost
+			}
+		}
+		name.WriteString(g.Ops[p].Name)
+	}
+	c.Name = name.String()
 	return c
 }

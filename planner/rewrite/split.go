@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,9 @@ type split struct {
 // row blocks where cost says the transfer hidden is worth the further
 // launches; the declared ops each op of it runs, from parts (nil: g's ops
 // are the declared ones); and one line for people on what it cut or why
-// not. Where nothing is cut, g and parts come back as they are.
+// not. Where nothing is cut, g and parts come back as they are. own says
+// that g's ops are the caller's to change: the ops left whole are then
+// g's own, renumbered, rather than copies of them.
 //
 // Those are a pipeline's two ends, where nothing can hide a transfer:
 // before the first computation, its input's upload runs alone; after the
@@ -46,7 +49,7 @@ type split struct {
 // cut into row blocks where the graph asks (dag.SplitInto) or cost and
 // cfg say the reduction hidden is worth the launches and SMs it takes:
 // the reduction of one block then runs beside the GEMMs of the next.
-func Split(g *dag.Graph, parts [][]int32, cost perf.CostModel, cfg ChainConfig) (*dag.Graph, [][]int32, string) {
+func Split(g *dag.Graph, parts [][]int32, cost perf.CostModel, cfg ChainConfig, own bool) (*dag.Graph, [][]int32, string) {
 	if !slices.ContainsFunc(g.Ops, func(op *dag.Op) bool { return op != nil && op.Kind == dag.Gemm }) {
 		return g, parts, "nothing split" // the common case of graphs without GEMMs costs one scan
 	}
@@ -87,7 +90,7 @@ func Split(g *dag.Graph, parts [][]int32, cost perf.CostModel, cfg ChainConfig) 
 		}
 		return g, parts, "nothing split: " + why[0]
 	}
-	out, outParts, newIDs := splitGraph(g, splits, chains, parts)
+	out, outParts, newIDs := splitGraph(g, splits, chains, parts, own)
 	var b []byte
 	for _, sp := range splits {
 		if len(b) > 0 {
@@ -233,8 +236,8 @@ func pieces(gemm, c *dag.Op, cost perf.CostModel, launch time.Duration) (int64, 
 // piece runs after the others, and after the last piece of each partner
 // it has data from (the op as declared runs there), and so that every
 // rank issues the pieces of a collective in one order.
-func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32) (*dag.Graph, [][]int32, [][]int32) {
-	cut := map[int32]int64{}
+func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32, own bool) (*dag.Graph, [][]int32, [][]int32) {
+	cut := make([]int64, len(g.Ops)) // the pieces of each op cut, 0 for the others
 	partners := map[[2]int32]bool{}
 	for _, sp := range splits {
 		cut[sp.gemm], cut[sp.copy] = sp.pieces, sp.pieces
@@ -250,33 +253,69 @@ func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32) (
 			}
 		}
 	}
-	newIDs := make([][]int32, len(g.Ops)) // the ops each op of g became
-	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels}
-	var outParts [][]int32
-	copies := make([]dag.Op, len(g.Ops)) // the ops not cut, in one allocation
+	// The ops each op of g became, their deps and the declared ops they
+	// run, each cut from one allocation.
+	total, deps := 0, 0
+	for i, op := range g.Ops {
+		k, became := int(max(cut[i], 1)), 1 // a piece follows the one before it
+		for _, d := range op.Deps {
+			became += int(max(cut[d], 1))
+		}
+		total += k
+		deps += k * became
+	}
+	newIDs := make([][]int32, len(g.Ops))
+	ids := make([]int32, 0, total)
+	for i := range g.Ops {
+		k := int(max(cut[i], 1))
+		newIDs[i] = ids[len(ids) : len(ids) : len(ids)+k]
+		ids = ids[:len(ids)+k]
+	}
+	depArena := make([]int32, 0, deps)
+	var mineArena []int32
+	if parts == nil {
+		mineArena = make([]int32, len(g.Ops))
+	}
+	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels, Ops: make([]*dag.Op, 0, total)}
+	outParts := make([][]int32, 0, total)
+	var copies []dag.Op // the ops not cut, in one allocation, unless g's own are
+	if !own {
+		copies = make([]dag.Op, len(g.Ops))
+	}
 	for i, op := range g.Ops {
 		id := int32(i)
-		mine := []int32{id}
+		var mine []int32
 		if parts != nil {
 			mine = parts[i]
+		} else {
+			mineArena[i] = id
+			mine = mineArena[i : i+1 : i+1]
 		}
-		ps := []*dag.Op{op}
-		if n := cut[id]; n > 0 {
+		var ps []dag.Op
+		whole := op
+		if n := cut[id]; n > 1 {
 			ps = cutRows(op, n)
+		} else if !own {
+			copies[i] = *op
+			whole = &copies[i]
 		}
-		for k, p := range ps {
-			c := p
-			if len(ps) == 1 {
-				c = &copies[i]
-				*c = *op
+		for k := range max(len(ps), 1) {
+			c := whole
+			if ps != nil {
+				c = &ps[k]
 			}
 			c.ID, c.Index = len(out.Ops), len(out.Ops)
-			c.Deps = pieceDeps(out, op, c, newIDs, partners)
+			d0 := len(depArena)
+			depArena = pieceDeps(depArena, out, id, op.Deps, c, newIDs, partners, cut[id] > 0)
+			if len(ps) > 1 && k > 0 {
+				depArena = append(depArena, newIDs[i][k-1])
+			}
+			c.Deps = depArena[d0:len(depArena):len(depArena)]
+			if len(c.Deps) == 0 {
+				c.Deps = nil
+			}
 			if len(ps) > 1 {
-				c.Name = fmt.Sprintf("%s#%d/%d", op.Name, k+1, len(ps))
-				if k > 0 {
-					c.Deps = append(c.Deps, newIDs[i][k-1])
-				}
+				c.Name = op.Name + "#" + strconv.Itoa(k+1) + "/" + strconv.Itoa(len(ps))
 			}
 			newIDs[i] = append(newIDs[i], int32(c.ID))
 			out.Ops = append(out.Ops, c)
@@ -286,14 +325,16 @@ func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32) (
 	return out, outParts, newIDs
 }
 
-// pieceDeps are the dependencies of c, op or a piece of it, among the
-// ops of out: each of op's dependencies d, as the ops d became; only
-// those whose accesses meet c's where d is op's partner in a split.
-func pieceDeps(out *dag.Graph, op, c *dag.Op, newIDs [][]int32, partners map[[2]int32]bool) []int32 {
-	var deps []int32
-	for _, d := range op.Deps {
+// pieceDeps appends to deps the dependencies of c, op id of g (whose
+// dependencies are opDeps) or a piece of it, among the ops of out, sorted:
+// each of op's dependencies d, as the ops d became; only those whose
+// accesses meet c's where d is op's partner in a split (cut says op is
+// cut, and may have partners).
+func pieceDeps(deps []int32, out *dag.Graph, id int32, opDeps []int32, c *dag.Op, newIDs [][]int32, partners map[[2]int32]bool, cut bool) []int32 {
+	d0 := len(deps)
+	for _, d := range opDeps {
 		became := newIDs[d]
-		if !partners[[2]int32{int32(op.ID), d}] {
+		if !cut || !partners[[2]int32{id, d}] {
 			deps = append(deps, became...)
 			continue
 		}
@@ -303,8 +344,9 @@ func pieceDeps(out *dag.Graph, op, c *dag.Op, newIDs [][]int32, partners map[[2]
 			}
 		}
 	}
-	slices.Sort(deps)
-	return slices.Compact(deps)
+	mine := deps[d0:]
+	slices.Sort(mine)
+	return deps[:d0+len(slices.Compact(mine))]
 }
 
 // conflict reports whether x and y use a byte in common that one of them
@@ -323,20 +365,29 @@ func conflict(x, y *dag.Op) bool {
 // cutRows cuts op into n ops on consecutive blocks of its rows: a GEMM
 // over whole rows (rowGemm) its A, C and D; a plain copy, an elementwise
 // launch or an all_reduce every view.
-func cutRows(op *dag.Op, n int64) []*dag.Op {
-	out := make([]*dag.Op, n)
+func cutRows(op *dag.Op, n int64) []dag.Op {
+	out := make([]dag.Op, n)
+	acc := make([]dag.Access, int(n)*len(op.Access))
+	var specs []dag.GemmSpec
+	if op.Kind == dag.Gemm {
+		specs = make([]dag.GemmSpec, n)
+	}
 	for k := range n {
-		c := *op
-		c.Access = slices.Clone(op.Access)
+		c := &out[k]
+		*c = *op
+		m := len(op.Access)
+		c.Access = acc[int(k)*m : int(k+1)*m : int(k+1)*m]
+		copy(c.Access, op.Access)
 		slice := func(i int) {
 			v := c.Access[i].View
 			step := v.Size / n
 			c.Access[i].View = dag.View{Buf: v.Buf, Offset: v.Offset + k*step, Size: step}
 		}
 		if op.Kind == dag.Gemm {
-			spec := *op.Gemm
+			spec := &specs[k]
+			*spec = *op.Gemm
 			spec.M /= n
-			c.Gemm = &spec
+			c.Gemm = spec
 			slice(dag.GemmA)
 			slice(dag.GemmC)
 			if spec.SeparateD {
@@ -348,7 +399,6 @@ func cutRows(op *dag.Op, n int64) []*dag.Op {
 			}
 		}
 		c.Cost = op.Cost / time.Duration(n) // a hint, split as the work is; zero stays the cost model's
-		out[k] = &c
 	}
 	return out
 }
