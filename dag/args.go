@@ -44,7 +44,7 @@ func (g *Builder) Call(k *Kernel, grid, block Dim3, args Args, opts ...OpOption)
 	}
 	if len(missing) > 0 || len(unknown) > 0 {
 		o := g.Launch(k, grid, block)
-		o.nameErrs = callErrors(k, missing, unknown)
+		o.extra().nameErrs = callErrors(k, missing, unknown)
 		return o.With(opts...)
 	}
 	return g.Launch(k, grid, block, pos...).With(opts...)

@@ -1,6 +1,9 @@
 package dag
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // A Builder collects the buffers, kernels and operations of a graph in
 // declaration order; Build checks them and infers the dependencies.
@@ -51,6 +54,23 @@ func (s *slab[T]) take(n int) []T {
 	t := s.free[:n:n]
 	s.free = s.free[n:]
 	return t
+}
+
+// reserve makes room for n more items in one chunk, up to slabLen.
+func (s *slab[T]) reserve(n int) {
+	if n = min(n, slabLen); n > len(s.free) {
+		s.chunk, s.free = n, make([]T, n)
+	}
+}
+
+// Grow makes room for ops more ops, with accesses accesses among them, in
+// one allocation each: for a program that knows how many it will declare,
+// such as a spec loaded again at other values of its parameters.
+func (g *Builder) Grow(ops, accesses int) {
+	g.ops = slices.Grow(g.ops, ops)
+	s := g.slabs()
+	s.opSlab.reserve(ops)
+	s.accSlab.reserve(accesses)
 }
 
 // slabs is the builder whose slabs g carves from: the outermost one it
@@ -222,7 +242,8 @@ func (g *Builder) Launch(k *Kernel, grid, block Dim3, args ...any) *Op {
 			opts = append(opts, v)
 			continue
 		default:
-			o.argErrs = append(o.argErrs, &ArgTypeError{Index: i, Type: fmt.Sprintf("%T", a)})
+			x := o.extra()
+			x.argErrs = append(x.argErrs, &ArgTypeError{Index: i, Type: fmt.Sprintf("%T", a)})
 		}
 		o.Launch.Args = append(o.Launch.Args, arg)
 	}

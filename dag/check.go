@@ -191,7 +191,8 @@ func (c *checker) op(o *Op) {
 	if o.Cost < 0 || o.Cost > MaxCost {
 		c.fail(o, "cost", fmt.Sprintf("estimate a cost between 0 and %v", MaxCost), "cost %v is out of range", o.Cost)
 	}
-	for _, p := range o.after {
+	more := o.extras()
+	for _, p := range more.after {
 		switch {
 		case p == nil || p.ID < 0 || p.ID >= len(c.b.ops) || c.b.ops[p.ID] != p:
 			c.fail(o, "after", "", "after names an operation this graph does not declare")
@@ -201,7 +202,7 @@ func (c *checker) op(o *Op) {
 			o.badAfter = true
 		}
 	}
-	for _, e := range o.optErrs {
+	for _, e := range more.optErrs {
 		e.Op, e.decl = o.Name, o.decl
 		c.add(e)
 	}

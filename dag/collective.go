@@ -97,7 +97,8 @@ const MaxSplit = 64
 func SplitInto(n int) OpOption {
 	return kindOption("SplitInto", func(o *Op) {
 		if n < 1 || n > MaxSplit {
-			o.optErrs = append(o.optErrs, &Error{Field: "split", Msg: fmt.Sprintf("split %d is out of range", n),
+			x := o.extra()
+			x.optErrs = append(x.optErrs, &Error{Field: "split", Msg: fmt.Sprintf("split %d is out of range", n),
 				Hint: fmt.Sprintf("use 1 (whole) to %d blocks of rows", MaxSplit)})
 			return
 		}

@@ -161,7 +161,8 @@ func TransB() OpOption { return gemmOption("TransB", func(s *GemmSpec, _ *Op) { 
 func LeavingSMs(n int) OpOption {
 	return gemmOption("LeavingSMs", func(s *GemmSpec, o *Op) {
 		if n < 0 {
-			o.optErrs = append(o.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("LeavingSMs(%d) leaves fewer than none", n), Hint: "leave 0 or more SMs"})
+			x := o.extra()
+			x.optErrs = append(x.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("LeavingSMs(%d) leaves fewer than none", n), Hint: "leave 0 or more SMs"})
 			return
 		}
 		s.LeaveSMs = n

@@ -50,14 +50,15 @@ func inferDeps(ops []*Op, nbufs int) *Error {
 	for i := range both {
 		both[i] = -1
 	}
-	// The treaps' nodes, sized for a few per access: grown by doubling
-	// from nothing, a graph of tens of ops made them several times over.
+	// The treaps' nodes, sized for what a graph of chained ops takes (a
+	// segment per buffer and a few more, and reads as they pile up),
+	// which doubling from 8 reaches by making them several times over.
 	accesses := 0
 	for _, o := range ops {
 		accesses += len(o.Access)
 	}
-	idx.nodes = make([]segNode, 0, min(accesses+nbufs, 1<<16))
-	rd.nodes = make([]readNode, 0, min(accesses, 1<<16))
+	idx.nodes = make([]segNode, 0, min(nbufs+accesses/4, 1<<16))
+	rd.nodes = make([]readNode, 0, min(accesses/2, 1<<16))
 	mark := make([]int32, len(ops)) // mark[d] == i+1: d is already a dep of op i
 	var arena depArena
 	scratch := make([]int32, 0, 16)

@@ -53,18 +53,19 @@ func (c *checker) launch(o *Op) {
 	if l.Shared < 0 || l.Shared > maxSharedBytes {
 		c.fail(o, "shared", "use at most 48 KiB of dynamic shared memory", "%d bytes of shared memory", l.Shared)
 	}
-	for _, e := range o.argErrs {
+	more := o.extras()
+	for _, e := range more.argErrs {
 		field := "args"
 		if e.Index < len(k.Params) {
 			field = "args." + k.Params[e.Index].Name
 		}
 		c.add(&Error{Op: o.Name, Field: field, Msg: e.Error(), Err: e, decl: o.decl})
 	}
-	for _, e := range o.nameErrs {
+	for _, e := range more.nameErrs {
 		e.Op, e.decl = o.Name, o.decl
 		c.add(e)
 	}
-	if len(o.argErrs) > 0 || len(o.nameErrs) > 0 {
+	if len(more.argErrs) > 0 || len(more.nameErrs) > 0 {
 		return
 	}
 	if len(l.Args) != len(k.Params) {

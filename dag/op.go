@@ -184,14 +184,38 @@ type Op struct {
 	// duplicates, each smaller than ID.
 	Deps []int32
 
+	more *opMore // what few ops have; nil for the rest
+	decl int     // declaration position, for ErrorList's order
+	// Set by Build's checks: the accesses cannot be used for inference, or
+	// the after list names ops of no graph.
+	badAccess, badAfter bool
+}
+
+// opMore is what few ops have: explicit after edges, and problems of their
+// declaration that Build reports. It is apart so that an op, which every
+// rewrite of a graph copies, stays small; copies share it, and nothing
+// changes it once the op is built.
+type opMore struct {
 	after    []*Op
 	argErrs  []*ArgTypeError // Launch arguments of no usable type
 	nameErrs []*Error        // Call's names that match no parameter, or parameters it left out
 	optErrs  []*Error        // options given to an op of a kind they are not for
-	decl     int             // declaration position, for ErrorList's order
-	// Set by Build's checks: the accesses cannot be used for inference, or
-	// the after list names ops of no graph.
-	badAccess, badAfter bool
+}
+
+// extra is o.more, made when o first needs it.
+func (o *Op) extra() *opMore {
+	if o.more == nil {
+		o.more = &opMore{}
+	}
+	return o.more
+}
+
+// extras is what o.more holds, for reading.
+func (o *Op) extras() opMore {
+	if o.more == nil {
+		return opMore{}
+	}
+	return *o.more
 }
 
 func (o *Op) String() string { return o.Name }

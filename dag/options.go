@@ -51,7 +51,8 @@ func kindOption(name string, set func(*Op), kinds ...OpKind) OpOption {
 
 // notFor records that option name, of ops of kinds, was given to o.
 func notFor(o *Op, name string, kinds ...OpKind) {
-	o.optErrs = append(o.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("option %s does not apply to %s ops", name, o.Kind),
+	x := o.extra()
+	x.optErrs = append(x.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("option %s does not apply to %s ops", name, o.Kind),
 		Hint: fmt.Sprintf("it is an option of %s ops", kindNames(kinds))})
 }
 
@@ -79,7 +80,7 @@ func Cost(d time.Duration) OpOption { return opFunc(func(o *Op) { o.Cost = d }) 
 // be after one declared later (give it with Op.With once that one is
 // declared); a cycle is a Build error naming its ops.
 func After(ops ...*Op) OpOption {
-	return opFunc(func(o *Op) { o.after = append(o.after, ops...) })
+	return opFunc(func(o *Op) { x := o.extra(); x.after = append(x.after, ops...) })
 }
 
 // applyOp makes a priority an option: b.Launch(k, grid, block, x, dag.High).
@@ -101,7 +102,8 @@ func (a Access) applyOp(o *Op) {
 		o.Access = append(o.Access, a)
 		return
 	}
-	o.optErrs = append(o.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("%s ops take no access among their options (%s %s)", o.Kind, a.Mode, a.View),
+	x := o.extra()
+	x.optErrs = append(x.optErrs, &Error{Field: "options", Msg: fmt.Sprintf("%s ops take no access among their options (%s %s)", o.Kind, a.Mode, a.View),
 		Hint: "accesses among the options are the views of host and task ops"})
 }
 

@@ -17,10 +17,10 @@ import (
 func addAfter(ops []*Op) ([]*Op, ErrorList) {
 	forward := false
 	for _, o := range ops {
-		if len(o.after) == 0 || o.badAfter {
+		if o.more == nil || len(o.more.after) == 0 || o.badAfter {
 			continue
 		}
-		for _, p := range o.after {
+		for _, p := range o.more.after {
 			if !slices.Contains(o.Deps, int32(p.ID)) {
 				o.Deps = append(o.Deps, int32(p.ID))
 			}

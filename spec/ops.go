@@ -92,6 +92,7 @@ func (l *loader) recordOp(d *opDecl) {
 	r := opRecipe{decl: *d, leaves: slices.Clone(rd.leaves), maker: rd.maker, opts: slices.Clone(rd.opts)}
 	r.decl.op = nil
 	l.rec.ops = append(l.rec.ops, r)
+	l.rec.accesses += cap(d.op.Access) // what the builder takes for them
 }
 
 // hasRecipe says whether an op of kind can be made again from a recipe:

@@ -30,6 +30,7 @@ type recipes struct {
 	bufOrder []string
 	ops      []opRecipe
 	opNames  map[string]int32 // decls.opNames once the ops list is read
+	accesses int              // of the ops, for dag.Builder.Grow
 }
 
 // bufRecipe is a buffer declaration: its size the leaf, the rest as read.
@@ -489,6 +490,7 @@ func (l *loader) buffersAgain(rs *recipes) {
 
 // opsAgain declares the ops of rs at the load's values, as opList would.
 func (l *loader) opsAgain(rs *recipes) {
+	l.b.Grow(len(rs.ops), rs.accesses)
 	decls := make([]opDecl, len(rs.ops))
 	l.decls.ops = make([]*opDecl, len(rs.ops))
 	l.decls.opNames, l.decls.namesShared = rs.opNames, true
