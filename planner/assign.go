@@ -212,6 +212,7 @@ type assigner struct {
 	clocks     clocks
 	scratch    []int32
 	crossEdges int
+	list       *listOrder // the list order of the candidate, or of a previous one
 }
 
 // costs are what the candidate plans of one graph share: each op's
@@ -280,38 +281,51 @@ func (c *costs) successors(ops []*dag.Op) {
 	c.succOff, c.succ = succOff, succ
 }
 
-func newAssigner(g *dag.Graph, opts Options, c *costs) *assigner {
+// newAssigner makes the assigner of a candidate plan of g. old, the
+// assigner of the graph's previous candidate (nil for none), lends it
+// what that candidate's plan does not keep, cleared: the candidates of a
+// graph need the same room.
+func newAssigner(g *dag.Graph, opts Options, c *costs, old *assigner) *assigner {
 	n := len(g.Ops)
 	ov := perf.OverheadsOf(opts.Cost)
-	// The per-op lists of int32, in one allocation; room for 8 streams.
-	i32 := make([]int32, 5*n+1+3*8)
-	a := &assigner{
-		ops:        g.Ops,
-		opts:       opts,
-		pairCost:   dag.AddSat(max(int64(ov.Record), 0), max(int64(ov.Wait), 0)),
-		lastID:     -1,
-		costs:      c,
-		dur:        c.dur,
-		fill:       c.fill,
-		bottom:     c.bottom,
-		critical:   c.critical,
-		start:      make([]int64, n),
-		rank:       i32[0:n:n],
-		opStream:   i32[n : 2*n : 2*n],
-		opPos:      i32[2*n : 3*n : 3*n],
-		eventOf:    i32[3*n : 4*n : 4*n],
-		waitOff:    i32[4*n : 5*n+1 : 5*n+1],
-		streamPool: i32[5*n+1 : 5*n+1 : 5*n+9],
-		streamLast: i32[5*n+9 : 5*n+9 : 5*n+17],
-		streamLen:  i32[5*n+17 : 5*n+17 : 5*n+25],
-		streams:    make([]Stream, 0, 8),
-		streamFree: make([]int64, 0, 8),
-		pools:      make([]pool, 0, 8),
-		opClock:    make([]clockRef, n),
+	a := old
+	if a == nil || a.costs != c {
+		// The per-op lists of int32, in one allocation; room for 8 streams.
+		i32 := make([]int32, 4*n+1+3*8)
+		a = &assigner{
+			start:      make([]int64, n),
+			rank:       i32[0:n:n],
+			opPos:      i32[n : 2*n : 2*n],
+			eventOf:    i32[2*n : 3*n : 3*n],
+			waitOff:    i32[3*n : 4*n+1 : 4*n+1],
+			streamPool: i32[4*n+1 : 4*n+1 : 4*n+9],
+			streamLast: i32[4*n+9 : 4*n+9 : 4*n+17],
+			streamLen:  i32[4*n+17 : 4*n+17 : 4*n+25],
+			streamFree: make([]int64, 0, 8),
+			pools:      make([]pool, 0, 8),
+			opClock:    make([]clockRef, n),
+		}
+		shift := chunkShift(n)
+		a.waitOps.shift = shift
+		a.clocks.chunkLen = 1 << max(shift, 8) // copies of clocks of a few streams, one per op that waits
+	} else {
+		clear(a.start)
+		clear(a.rank)
+		clear(a.opPos)
+		clear(a.waitOff)
+		clear(a.opClock)
+		clear(a.poolOf)
+		a.pools, a.streamPool, a.streamLast, a.streamLen = a.pools[:0], a.streamPool[:0], a.streamLast[:0], a.streamLen[:0]
+		a.streamFree, a.smFree = a.streamFree[:0], a.smFree[:0]
+		a.last, a.placedN, a.crossEdges = poolKey{}, 0, 0
+		a.clocks.reset()
+		a.waitOps.reset()
 	}
-	shift := chunkShift(n)
-	a.waitOps.shift = shift
-	a.clocks.chunkLen = 1 << shift
+	a.ops, a.opts, a.lastID = g.Ops, opts, -1
+	a.pairCost = dag.AddSat(max(int64(ov.Record), 0), max(int64(ov.Wait), 0))
+	a.costs, a.dur, a.fill, a.bottom, a.critical = c, c.dur, c.fill, c.bottom, c.critical
+	// What the plan keeps is its own.
+	a.opStream, a.streams = make([]int32, n), make([]Stream, 0, 8)
 	for i := range a.eventOf {
 		a.eventOf[i] = -1
 	}
@@ -389,7 +403,11 @@ func (a *assigner) poolFor(op *dag.Op) int32 {
 			limit = a.opts.Streams
 		}
 		id = int32(len(a.pools))
-		a.pools = append(a.pools, pool{key: key, limit: limit})
+		var streams []int32 // a previous candidate's pool's, when it lends them
+		if len(a.pools) < cap(a.pools) {
+			streams = a.pools[:id+1][id].streams[:0]
+		}
+		a.pools = append(a.pools, pool{key: key, limit: limit, streams: streams})
 		if len(a.pools) > 16 {
 			if a.poolOf == nil {
 				a.poolOf = make(map[poolKey]int32, 2*len(a.pools))
@@ -486,7 +504,7 @@ func (a *assigner) newStream(p int32) int32 {
 	a.streamLast = append(a.streamLast, -1)
 	a.streamLen = append(a.streamLen, 0)
 	a.clocks.addStream()
-	if pl.streams == nil {
+	if cap(pl.streams) < pl.limit {
 		pl.streams = make([]int32, 0, pl.limit)
 	}
 	pl.streams = append(pl.streams, id)

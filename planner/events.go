@@ -22,7 +22,8 @@ type clocks struct {
 	latest   []clockRef // per stream: its clock's latest copy
 	chunks   [][]int32  // copies, each stored as its length and then its entries
 	chunkLen int        // the usual capacity of a chunk
-	room     []int32    // zeros for the clocks of streams to come
+	room     []int32    // zeros for the clocks of streams to come, cut from base
+	base     []int32
 }
 
 // clockRef locates a copied clock: chunk index << 32 | offset; noClock for
@@ -41,11 +42,22 @@ func chunkShift(n int) uint {
 	return shift
 }
 
+// reset empties c for another candidate, keeping its room.
+func (c *clocks) reset() {
+	c.cur, c.latest = c.cur[:0], c.latest[:0]
+	clear(c.base)
+	c.room = c.base
+	if len(c.chunks) > 0 {
+		c.chunks = append(c.chunks[:0], c.chunks[0][:0])
+	}
+}
+
 func (c *clocks) addStream() {
 	if c.cur == nil {
 		// Room for a plan's few streams, and for each stream's clock of
 		// them, cut from one allocation (grow makes more past 8).
-		c.cur, c.latest, c.room = make([][]int32, 0, 8), make([]clockRef, 0, 8), make([]int32, 64)
+		c.cur, c.latest, c.base = make([][]int32, 0, 8), make([]clockRef, 0, 8), make([]int32, 64)
+		c.room = c.base
 	}
 	var v []int32
 	if len(c.room) >= 8 {
@@ -212,12 +224,15 @@ type int32List struct {
 
 func (l *int32List) append(x int32) {
 	size := 1 << l.shift
-	if l.n&(size-1) == 0 {
+	if l.n&(size-1) == 0 && l.n>>l.shift == len(l.chunks) {
 		l.chunks = append(l.chunks, make([]int32, size))
 	}
 	l.chunks[l.n>>l.shift][l.n&(size-1)] = x
 	l.n++
 }
+
+// reset empties l, keeping its chunks.
+func (l *int32List) reset() { l.n = 0 }
 
 func (l *int32List) at(i int) int32 { return l.chunks[i>>l.shift][i&(1<<l.shift-1)] }
 

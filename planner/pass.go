@@ -44,6 +44,7 @@ type State struct {
 	costs *costs // the graph's, which its candidates share
 	a     *assigner
 	next  placer
+	spare *assigner // the previous candidate's, for newAssigner
 }
 
 // passes lists the passes New runs under o: fuse and split (unless o.Fuse

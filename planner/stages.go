@@ -65,7 +65,7 @@ func (s *State) planGraph(g *dag.Graph) error {
 	}
 	graph := s.Graph
 	s.Graph, s.costs = g, nil // the candidates of g share its costs
-	defer func() { s.Graph, s.costs = graph, nil }()
+	defer func() { s.Graph, s.costs, s.spare = graph, nil, nil }()
 	for _, n := range o.Objective.streamBudgets(o.Streams, o.Mode, len(g.Ops)) {
 		sr.plans = append(sr.plans, nil)
 		var more []ordering
@@ -129,7 +129,7 @@ func (orderPass) Run(s *State) (string, error) {
 	if s.costs == nil {
 		s.costs = costsOf(s.Graph, o)
 	}
-	s.a = newAssigner(s.Graph, o, s.costs)
+	s.a = newAssigner(s.Graph, o, s.costs, s.spare)
 	s.next = s.cand.by.placer(s.a, s.cand.ordered)
 	return "", nil
 }
@@ -185,7 +185,7 @@ func (eventsPass) Run(s *State) (string, error) {
 		p.Declared, p.Parts = s.declared, s.Parts
 	}
 	s.Plan = p
-	s.a, s.next = nil, nil
+	s.a, s.next, s.spare = nil, nil, s.a
 	return "", nil
 }
 

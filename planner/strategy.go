@@ -57,6 +57,7 @@ type listOrder struct {
 	fills       []bool      // per op: whether it fills its device (perf.Fills)
 	opPool      []int32     // per released op: its pool
 	freesFirst  bool        // Objective.freesFirst: ops that free a temporary go first among equals
+	room        []int32     // for the heaps' first 16 IDs (opHeap.push)
 }
 
 type poolQueue struct {
@@ -68,21 +69,28 @@ type poolQueue struct {
 	early opHeap
 }
 
+// newListOrder makes the list order of a's candidate, in the room of the
+// list order of a's previous candidate where a has one (newAssigner).
 func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *listOrder {
 	n := len(a.ops)
 	a.costs.successors(a.ops)
-	i32 := make([]int32, 2*n)
-	l := &listOrder{
-		a:          a,
-		window:     window,
-		ready:      make([]int64, n),
-		missing:    i32[:n:n],
-		succOff:    a.costs.succOff,
-		succ:       a.costs.succ,
-		opPool:     i32[n:],
-		fills:      a.fill,
-		freesFirst: a.opts.Objective.freesFirst(a.opts.PoolTemporaries),
+	l := a.list
+	if l == nil {
+		i32 := make([]int32, 2*n)
+		l = &listOrder{ready: make([]int64, n), missing: i32[:n:n], opPool: i32[n:]}
+		a.list = l
+	} else {
+		clear(l.ready)
+		clear(l.opPool)
+		clear(l.nextOrdered)
+		for i := range l.queues {
+			q := &l.queues[i]
+			q.waiting.ids, q.ready.ids, q.early.ids = q.waiting.ids[:0], q.ready.ids[:0], q.early.ids[:0]
+		}
+		l.queues = l.queues[:0]
 	}
+	l.a, l.window, l.succOff, l.succ, l.fills = a, window, a.costs.succOff, a.costs.succ, a.fill
+	l.freesFirst = a.opts.Objective.freesFirst(a.opts.PoolTemporaries)
 	for i, op := range a.ops {
 		l.missing[i] = int32(len(op.Deps))
 	}
@@ -93,7 +101,10 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *lis
 				continue
 			}
 			if lastOfKind == nil {
-				lastOfKind, l.nextOrdered = map[dag.OpKind]int32{}, map[int32]int32{}
+				lastOfKind = map[dag.OpKind]int32{}
+				if l.nextOrdered == nil {
+					l.nextOrdered = map[int32]int32{}
+				}
 			}
 			if prev, ok := lastOfKind[op.Kind]; ok {
 				l.nextOrdered[prev] = int32(i)
@@ -125,7 +136,12 @@ func (l *listOrder) release(i int32) {
 		l.queues = make([]poolQueue, 0, 8)
 	}
 	for int(q) >= len(l.queues) {
-		l.queues = append(l.queues, poolQueue{waiting: opHeap{l: l, byReady: true}, ready: opHeap{l: l}, early: opHeap{l: l, byReady: true}})
+		var old poolQueue // a previous candidate's, whose heaps' room this one takes
+		if k := len(l.queues); k < cap(l.queues) {
+			old = l.queues[:k+1][k]
+		}
+		l.queues = append(l.queues, poolQueue{waiting: opHeap{ids: old.waiting.ids, l: l, byReady: true},
+			ready: opHeap{ids: old.ready.ids, l: l}, early: opHeap{ids: old.early.ids, l: l, byReady: true}})
 	}
 	l.queues[q].waiting.push(i)
 }
@@ -289,7 +305,13 @@ func (h *opHeap) less(x, y int32) bool {
 
 func (h *opHeap) push(id int32) {
 	if h.ids == nil {
-		h.ids = make([]int32, 0, 16) // grown from 1, a heap of a few ops is made several times over
+		// Grown from 1, a heap of a few ops is made several times over:
+		// it starts with room for 16, cut from one allocation for all.
+		l := h.l
+		if len(l.room) < 16 {
+			l.room = make([]int32, 16*8)
+		}
+		h.ids, l.room = l.room[:0:16], l.room[16:]
 	}
 	h.ids = append(h.ids, id)
 	ids := h.ids

@@ -13,6 +13,8 @@ const maxInitFile = 1 << 30
 func (l *loader) buffers(n *node) {
 	f, _ := l.entries(n, about("buffers"))
 	l.views.bufs = make(map[string]*bufDecl, len(f.list))
+	// The declarations in one allocation, never grown: each stays put.
+	l.views.decls = make([]bufDecl, 0, min(len(f.list), MaxBuffers))
 	for i, e := range f.list {
 		if i == MaxBuffers {
 			l.errorf(e.keyN, "split the work into several specs", "the spec has more than %d buffers", MaxBuffers)
@@ -21,10 +23,14 @@ func (l *loader) buffers(n *node) {
 		if !l.checkName(e.keyN, "buffer", e.key) {
 			continue
 		}
-		d := &bufDecl{node: e.keyN}
+		l.views.decls = append(l.views.decls, bufDecl{node: e.keyN, place: int32(len(l.views.bufOrder))})
+		d := &l.views.decls[len(l.views.decls)-1]
 		l.views.bufs[e.key] = d
 		l.views.bufOrder = append(l.views.bufOrder, e.key)
 		if e.value == nil {
+			if l.rec != nil {
+				l.rec.bad = true
+			}
 			continue
 		}
 		opts, ok := l.buffer(e.key, e.value, d)

@@ -41,16 +41,16 @@ func (m fillMaker) make(_ *opReader, b *dag.Builder, v []leafValue) *dag.Op {
 	return b.Fill(v[0].view, m.value)
 }
 
-// lifetimeMaker makes an alloc or free of the buffer called name: of none
-// where its declaration is wrong at the load's values.
+// lifetimeMaker makes an alloc or free of a buffer: of none where its
+// declaration is wrong at the load's values.
 type lifetimeMaker struct {
-	name  string
+	place int32 // the buffer's declaration's (views.decls)
 	alloc bool
 }
 
 func (m lifetimeMaker) make(rd *opReader, b *dag.Builder, _ []leafValue) *dag.Op {
-	d := rd.views.bufs[m.name]
-	if d == nil || d.buf == nil {
+	d := &rd.views.decls[m.place]
+	if d.buf == nil {
 		return nil
 	}
 	if m.alloc {
@@ -93,8 +93,7 @@ func (rd *opReader) lifetimeOp(b *dag.Builder, d *opDecl, _ fields, n *node, wha
 	if r == nil {
 		return nil
 	}
-	name, _ := scalarString(follow(n))
-	return made(rd, b, lifetimeMaker{name: name, alloc: d.kind == "alloc"})
+	return made(rd, b, lifetimeMaker{place: r.place, alloc: d.kind == "alloc"})
 }
 
 // memset2DOp reads memset2d: {buffer, rows, width, pitch, value}: rows rows

@@ -92,7 +92,7 @@ type num struct {
 type viewLeaf struct {
 	text   bool
 	s      string // the text
-	name   string // the buffer's name
+	place  int32  // the buffer's declaration's place (views.decls)
 	ranged bool   // the text has brackets
 	lo, hi bound  // the text's start and end
 	// The mapping, and its offset and size where given.
@@ -295,7 +295,12 @@ func (lr leafReader) viewOf(n *node) (*viewLeaf, *node, bool) {
 	}
 	if s, isStr := scalarString(n); isStr {
 		name, ranged, lo, hi, err := viewParts(s)
-		x := &viewLeaf{text: true, s: s, name: name, ranged: ranged}
+		x := &viewLeaf{text: true, s: s, ranged: ranged}
+		d := lr.bufs[name]
+		if d == nil {
+			return nil, nil, false
+		}
+		x.place = d.place
 		var okL, okH bool
 		x.lo, okL = lr.boundOf(lo)
 		x.hi, okH = lr.boundOf(hi)
@@ -314,7 +319,13 @@ func (lr leafReader) viewOf(n *node) (*viewLeaf, *node, bool) {
 		var okV bool
 		switch k.Value {
 		case "buffer":
-			x.name, okV = scalarString(v)
+			var name string
+			name, okV = scalarString(v)
+			d := lr.bufs[name]
+			okV = okV && d != nil
+			if okV {
+				x.place = d.place
+			}
 		case "offset":
 			x.off, x.offN, okV = lr.numOf(v, true)
 			x.hasOff = true
@@ -335,8 +346,8 @@ func (lr leafReader) viewOf(n *node) (*viewLeaf, *node, bool) {
 // readView makes of it.
 func (lr leafReader) viewAt(x *viewLeaf, n *node, what subject) (dag.View, dag.Mode, bool) {
 	if !x.text {
-		d := lr.bufs[x.name]
-		ok := d != nil
+		d := &lr.decls[x.place]
+		ok := true
 		off, size := int64(0), int64(-1)
 		if x.hasOff {
 			var okO bool
@@ -362,8 +373,8 @@ func (lr leafReader) viewAt(x *viewLeaf, n *node, what subject) (dag.View, dag.M
 	if !okE {
 		return dag.View{}, 0, false
 	}
-	d := lr.bufs[x.name]
-	if d == nil || d.buf == nil {
+	d := &lr.decls[x.place]
+	if d.buf == nil {
 		return dag.View{}, 0, false
 	}
 	if !x.ranged {
@@ -477,10 +488,11 @@ func (l *loader) buffersAgain(rs *recipes) {
 	l.views.bufOrder = rs.bufOrder
 	l.views.bufs = make(map[string]*bufDecl, len(rs.bufs))
 	decls := make([]bufDecl, len(rs.bufs))
+	l.views.decls = decls
 	lr := leafReader{l.views}
 	for i := range rs.bufs {
 		r, d := &rs.bufs[i], &decls[i]
-		*d = bufDecl{node: r.keyN, fields: r.fields}
+		*d = bufDecl{node: r.keyN, fields: r.fields, place: int32(i)}
 		l.views.bufs[r.name] = d
 		if v, ok := lr.leafAt(&r.size); ok {
 			l.views.declare(l.b, d, r.name, v.n, r.list, r.set)

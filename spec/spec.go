@@ -358,6 +358,7 @@ type bufDecl struct {
 	buf    *dag.Buffer
 	node   *node
 	fields fieldLocs
+	place  int32 // in views.bufOrder
 }
 
 type kernelDecl struct {

@@ -15,6 +15,9 @@ type views struct {
 	*reader
 	bufs     map[string]*bufDecl
 	bufOrder []string // declaration order, for suggestions
+	// decls are the declarations of bufOrder, in its order, in a load
+	// from recipes (whose leaves find them by place).
+	decls []bufDecl
 }
 
 // bufferRef reads a buffer name and returns its declaration, reporting
