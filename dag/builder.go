@@ -63,12 +63,15 @@ func (s *slab[T]) reserve(n int) {
 	}
 }
 
-// Grow makes room for ops more ops, with accesses accesses among them, in
-// one allocation each: for a program that knows how many it will declare,
-// such as a spec loaded again at other values of its parameters.
-func (g *Builder) Grow(ops, accesses int) {
+// Grow makes room for buffers more buffers and ops more ops, with
+// accesses accesses among them, in one allocation each: for a program
+// that knows how many it will declare, such as a spec loaded again at
+// other values of its parameters.
+func (g *Builder) Grow(buffers, ops, accesses int) {
+	g.bufs = slices.Grow(g.bufs, buffers)
 	g.ops = slices.Grow(g.ops, ops)
 	s := g.slabs()
+	s.bufSlab.reserve(buffers)
 	s.opSlab.reserve(ops)
 	s.accSlab.reserve(accesses)
 }

@@ -213,6 +213,7 @@ type assigner struct {
 	scratch    []int32
 	crossEdges int
 	list       *listOrder // the list order of the candidate, or of a previous one
+	order      []int32    // layOut's
 }
 
 // costs are what the candidate plans of one graph share: each op's

@@ -188,7 +188,10 @@ func (a *assigner) layOut(p *Plan) {
 	steps := make([]Step, 0, len(a.ops)+a.waitOps.len()+int(events))
 	// Start from the placement order: list scheduling places ops by
 	// their start, give or take a wait's cost, so the sort has little to do.
-	order := make([]int32, len(a.ops))
+	if len(a.order) != len(a.ops) {
+		a.order = make([]int32, len(a.ops))
+	}
+	order := a.order
 	for i, r := range a.rank {
 		order[r] = int32(i)
 	}

@@ -122,7 +122,7 @@ func (l *loader) body(d *opDecl, n *node, what subject, key string) (fill func(*
 				l.errorf(it, "split the work into several specs", "the spec has more than %d ops, counting those of bodies", MaxOps)
 				return
 			}
-			od := new(opDecl)
+			od := &opDecl{opInfo: new(opInfo)}
 			if l.decls.bodies == nil {
 				l.decls.bodies = map[*opDecl]bodyOp{}
 			}

@@ -255,9 +255,9 @@ func (r *reader) entries(n *node, what subject) (fields, bool) {
 	// small mappings per op.
 	need := len(n.Content) / 2
 	if cap(r.slab)-len(r.slab) < need {
-		// From 64 entries, doubling up to 1024: a small spec, loaded again
+		// From 16 entries, doubling up to 1024: a small spec, loaded again
 		// for each shape, clears a few hundred bytes, not 32 KiB.
-		r.slab = make([]entry, 0, max(need, min(1024, max(64, 2*cap(r.slab)))))
+		r.slab = make([]entry, 0, max(need, min(1024, max(16, 2*cap(r.slab)))))
 		r.slabs++
 	}
 	start := len(r.slab)

@@ -9,9 +9,16 @@ import (
 	"github.com/dagrun/dagrun/dag"
 )
 
-// opDecl is one op of the ops list; op is nil when the declaration is wrong.
+// opDecl is one op of the ops list: its op, nil when the declaration is
+// wrong, and what the declaration says.
 type opDecl struct {
-	op     *dag.Op
+	op *dag.Op
+	*opInfo
+}
+
+// opInfo is what an op's declaration says beside its op: a load from
+// recipes shares the first load's.
+type opInfo struct {
 	kind   string
 	label  string    // kernel or host step name, for generated op names
 	fields fieldLocs // dag.Error fields ("after", "args.x", ...) -> where
@@ -56,7 +63,10 @@ func (l *loader) opList(n *node) {
 	// The declarations and their field places come from two slabs: a few
 	// allocations for the whole list rather than a few per op.
 	l.decls.ops = make([]*opDecl, 0, count)
-	decls := make([]opDecl, count)
+	decls, infos := make([]opDecl, count), make([]opInfo, count)
+	for i := range decls {
+		decls[i].opInfo = &infos[i]
+	}
 	// Nothing reads the list again, and declarations keep places rather
 	// than nodes: each op's part of the tree can go once it is read,
 	// unless an alias may reach the list, or At reads the tree again at
@@ -89,8 +99,7 @@ func (l *loader) recordOp(d *opDecl) {
 		l.rec.bad = true
 		return
 	}
-	r := opRecipe{decl: *d, leaves: slices.Clone(rd.leaves), maker: rd.maker, opts: slices.Clone(rd.opts)}
-	r.decl.op = nil
+	r := opRecipe{info: *d.opInfo, leaves: slices.Clone(rd.leaves), maker: rd.maker, opts: slices.Clone(rd.opts)}
 	l.rec.ops = append(l.rec.ops, r)
 	l.rec.accesses += cap(d.op.Access) // what the builder takes for them
 }
@@ -147,7 +156,8 @@ func (l *loader) opDecl(i int, n *node, d *opDecl) {
 		l.fieldSlab = make([]fieldLoc, 0, min(64*fieldsPerOp, max(4*fieldsPerOp, 2*cap(l.fieldSlab))))
 	}
 	start := len(l.fieldSlab)
-	*d = opDecl{at: locOf(f.node), index: int32(i), fields: l.fieldSlab[start:start]}
+	d.op = nil
+	*d.opInfo = opInfo{at: locOf(f.node), index: int32(i), fields: l.fieldSlab[start:start]}
 	l.decls.ops = append(l.decls.ops, d)
 	l.readOp(d, f, what)
 	// The op's fields are set: close them off in the slab, so that the

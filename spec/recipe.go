@@ -43,11 +43,11 @@ type bufRecipe struct {
 	set    []func(*dag.Buffer)
 }
 
-// opRecipe is an op of the ops list: its declaration as read (its op
-// aside), its leaves in the order read, what makes its op of their values,
+// opRecipe is an op of the ops list: its declaration as read, its leaves
+// in the order read, what makes its op of their values,
 // and the options of every op it has (priority, cost, device, name).
 type opRecipe struct {
-	decl   opDecl
+	info   opInfo
 	leaves []leaf
 	maker  opMaker
 	opts   []dag.OpOption
@@ -487,6 +487,7 @@ func (rd *opReader) again(b *dag.Builder, r *opRecipe) *dag.Op {
 func (l *loader) buffersAgain(rs *recipes) {
 	l.views.bufOrder = rs.bufOrder
 	l.views.bufs = make(map[string]*bufDecl, len(rs.bufs))
+	l.b.Grow(len(rs.bufs), 0, 0)
 	decls := make([]bufDecl, len(rs.bufs))
 	l.views.decls = decls
 	lr := leafReader{l.views}
@@ -502,13 +503,13 @@ func (l *loader) buffersAgain(rs *recipes) {
 
 // opsAgain declares the ops of rs at the load's values, as opList would.
 func (l *loader) opsAgain(rs *recipes) {
-	l.b.Grow(len(rs.ops), rs.accesses)
+	l.b.Grow(0, len(rs.ops), rs.accesses)
 	decls := make([]opDecl, len(rs.ops))
 	l.decls.ops = make([]*opDecl, len(rs.ops))
 	l.decls.opNames, l.decls.namesShared = rs.opNames, true
 	for i := range rs.ops {
 		r, d := &rs.ops[i], &decls[i]
-		*d = r.decl
+		d.opInfo = &r.info
 		l.decls.ops[i] = d
 		op := l.kinds.again(l.b, r)
 		if op == nil {
