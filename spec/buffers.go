@@ -73,7 +73,7 @@ func (rc *recorder) sizeLeaf(lr leafReader, opts *bufferOpts, n *node, what subj
 		return
 	}
 	x, at, ok := lr.numOf(n, units)
-	opts.leaf, opts.hasLeaf = leaf{what: what, n: at, num: x, check: c}, ok
+	opts.leaf, opts.hasLeaf = newLeaf(what, at, x, nil, c), ok
 }
 
 // buffer reads one buffer declaration: a size, or a mapping of properties.

@@ -62,13 +62,31 @@ type opMaker interface {
 
 // leaf is a number or a view of a declaration whose value may depend on
 // the parameters: what reading it leaves for evaluating it at other
-// values. what and n are where its reader reports it.
+// values. A load evaluates every leaf of every declaration: what it needs
+// for a right value is kept here, compact, and what it needs to report a
+// wrong one apart (site).
 type leaf struct {
+	num  num       // a number
+	view *viewLeaf // a view; nil for a number
+	// A number passes its check when it is in [lo, hi] (numCheck.bounds),
+	// and is then worth mul times itself.
+	lo, hi, mul int64
+	site        *leafSite
+}
+
+// leafSite is where and how a leaf's reader reports it: at n (resolved)
+// as what, and what its check is.
+type leafSite struct {
 	what  subject
-	n     *node     // resolved
-	num   num       // a number
-	view  *viewLeaf // a view; nil for a number
-	check numCheck  // what a number must be beyond a number
+	n     *node
+	check numCheck
+}
+
+// newLeaf is the leaf of number x or view v (nil for a number), read at n
+// for what and checked with c.
+func newLeaf(what subject, n *node, x num, v *viewLeaf, c numCheck) leaf {
+	lo, hi, mul := c.bounds()
+	return leaf{num: x, view: v, lo: lo, hi: hi, mul: mul, site: &leafSite{what: what, n: n, check: c}}
 }
 
 // leafValue is the value of a leaf: a number, or a view and its mode.
@@ -133,6 +151,27 @@ const (
 	checkShared             // a launch's dynamic shared memory
 	checkFits               // a launch's integer argument, in its parameter's type
 )
+
+// bounds are the values that pass c, [lo, hi], and what the reader keeps
+// of them: mul times the value.
+func (c *numCheck) bounds() (lo, hi, mul int64) {
+	lo, hi, mul = math.MinInt64, math.MaxInt64, 1
+	switch c.kind {
+	case checkRange:
+		lo, hi = c.lo, c.hi
+	case checkPositive, checkSize:
+		lo = 1
+	case checkCount:
+		lo, hi, mul = 1, math.MaxInt64/c.dt.Size(), c.dt.Size()
+	case checkShared:
+		hi = 1 << 30
+	case checkFits:
+		if c.param != dag.I64Param {
+			lo, hi = -1<<31, 1<<31-1
+		}
+	}
+	return lo, hi, mul
+}
 
 // apply checks v as c says, reporting what is wrong as the readers do,
 // and returns the value the reader keeps.
@@ -404,14 +443,21 @@ func (lr leafReader) boundAt(b *bound, x *viewLeaf, n *node, what subject, which
 // leafAt is the value of leaf x at the load's values.
 func (lr leafReader) leafAt(x *leaf) (leafValue, bool) {
 	if x.view != nil {
-		v, m, ok := lr.viewAt(x.view, x.n, x.what)
+		v, m, ok := lr.viewAt(x.view, x.site.n, x.site.what)
 		return leafValue{view: v, mode: m}, ok
 	}
-	v, ok := lr.numAt(&x.num, x.n, x.what)
-	if ok {
-		v, ok = x.check.apply(lr.reader, v)
+	v := x.num.c
+	if x.num.e != nil {
+		var ok bool
+		if v, ok = lr.numAt(&x.num, x.site.n, x.site.what); !ok {
+			return leafValue{}, false
+		}
 	}
-	return leafValue{n: v}, ok
+	if v < x.lo || v > x.hi {
+		v, ok := x.site.check.apply(lr.reader, v) // reports it
+		return leafValue{n: v}, ok
+	}
+	return leafValue{n: v * x.mul}, true
 }
 
 // viewVal reads a view of op's as readView does, and keeps its value for
@@ -422,7 +468,7 @@ func (rd *opReader) viewVal(n *node, what subject, withMode bool) (int, bool) {
 	rd.valueReads = reads // the leaf's
 	if rd.rec != nil {
 		x, at, okL := leafReader{rd.views}.viewOf(n)
-		rd.keepLeaf(leaf{what: what, n: at, view: x}, ok && okL)
+		rd.keepLeaf(newLeaf(what, at, num{}, x, numCheck{}), ok && okL)
 	}
 	rd.vals = append(rd.vals, leafValue{view: v, mode: m})
 	return len(rd.vals) - 1, ok
@@ -437,7 +483,7 @@ func (rd *opReader) numVal(n *node, what subject, units bool, c numCheck) (int, 
 	}
 	if rd.rec != nil {
 		x, at, okL := leafReader{rd.views}.numOf(n, units)
-		rd.keepLeaf(leaf{what: what, n: at, num: x, check: c}, ok && okL)
+		rd.keepLeaf(newLeaf(what, at, x, nil, c), ok && okL)
 	}
 	rd.vals = append(rd.vals, leafValue{n: v})
 	return len(rd.vals) - 1, ok

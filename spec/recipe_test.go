@@ -3,12 +3,15 @@ package spec
 import (
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dagrun/dagrun/dag"
 )
 
 // recipeSpec has every kind of op and way of writing a value that recipes
@@ -154,6 +157,29 @@ func sameAsRead(t *testing.T, s *Spec, values map[string]int64) {
 			require.Equal(t, wok, gok, what)
 			require.Equal(t, wp, gp, what)
 			require.Equal(t, want.OpLabel(op.Name), got.OpLabel(op.Name), what)
+		}
+	}
+}
+
+// A leaf's bounds are the values its check passes, and what the check
+// keeps of them.
+func TestCheckBounds(t *testing.T) {
+	for _, c := range []numCheck{
+		{}, {kind: checkRange, lo: 1, hi: 32}, {kind: checkRange, lo: 0, hi: 1 << 16},
+		{kind: checkPositive, key: "lda"}, {kind: checkPositive, key: "stride_a"}, {kind: checkSize},
+		{kind: checkCount, dt: dag.BF16}, {kind: checkCount, dt: dag.F64}, {kind: checkShared},
+		{kind: checkFits, param: dag.I32Param}, {kind: checkFits, param: dag.I64Param},
+	} {
+		lo, hi, mul := c.bounds()
+		for _, v := range []int64{math.MinInt64, -1 << 31, -1<<31 - 1, -1, 0, 1, 2, 32, 33, 1 << 16, 1<<16 + 1, 1 << 30, 1<<30 + 1,
+			1<<31 - 1, 1 << 31, math.MaxInt64 / 8, math.MaxInt64/8 + 1, math.MaxInt64 / 2, math.MaxInt64/2 + 1, math.MaxInt64} {
+			r := &reader{file: "p.yaml"}
+			got, ok := c.apply(r, v)
+			require.Equal(t, v >= lo && v <= hi, ok, "%+v at %d", c, v)
+			require.Equal(t, ok, len(r.errs) == 0, "%+v at %d reports what it refuses", c, v)
+			if ok {
+				require.Equal(t, v*mul, got, "%+v at %d", c, v)
+			}
 		}
 	}
 }
