@@ -105,18 +105,18 @@ func WithEpilogue(e Epilogue) OpOption {
 // builtin bias_add adds b[c] to y[r, c] of rows as long as b). The GEMM
 // reads it: it is the op's last access. An option of Gemm ops; given
 // again, it replaces the bias.
-func Bias(b View) OpOption {
-	return gemmOption("Bias", func(s *GemmSpec, o *Op) {
-		n := 3
-		if s.SeparateD {
-			n++
-		}
-		if len(o.Access) > n {
-			o.Access[n] = In(b)
-			return
-		}
-		o.Access = append(o.Access, In(b))
-	})
+func Bias(b View) OpOption { return viewOption{"Bias", setBias, b} }
+
+func setBias(s *GemmSpec, o *Op, b View) {
+	n := 3
+	if s.SeparateD {
+		n++
+	}
+	if len(o.Access) > n {
+		o.Access[n] = In(b)
+		return
+	}
+	o.Access = append(o.Access, In(b))
 }
 
 // BiasAccess is the index of the bias among a Gemm op's accesses, after

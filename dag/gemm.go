@@ -138,15 +138,38 @@ var gemmDTypes = []DType{F32, F64, F16, BF16}
 // kindOption's would be two and a list): a spec loads one per GEMM.
 func gemmOption(name string, set func(s *GemmSpec, o *Op)) OpOption {
 	return opFunc(func(o *Op) {
-		if o.Kind != Gemm {
-			notFor(o, name, Gemm)
-			return
+		if s := gemmOf(o, name); s != nil {
+			set(s, o)
 		}
-		if o.Gemm == nil { // an op not made by Gemm: Build reports its accesses
-			o.Gemm = &GemmSpec{Alpha: 1}
-		}
-		set(o.Gemm, o)
 	})
+}
+
+// gemmOf is o's GemmSpec, made where o was not made by Gemm (Build then
+// reports its accesses); nil, with the error noted, when o is of another
+// kind than option name's.
+func gemmOf(o *Op, name string) *GemmSpec {
+	if o.Kind != Gemm {
+		notFor(o, name, Gemm)
+		return nil
+	}
+	if o.Gemm == nil {
+		o.Gemm = &GemmSpec{Alpha: 1}
+	}
+	return o.Gemm
+}
+
+// viewOption is an option of Gemm ops that sets a view: a value rather
+// than a closure around one, so that making it is one allocation.
+type viewOption struct {
+	name string
+	set  func(s *GemmSpec, o *Op, v View)
+	v    View
+}
+
+func (g viewOption) applyOp(o *Op) {
+	if s := gemmOf(o, g.name); s != nil {
+		g.set(s, o, g.v)
+	}
 }
 
 // TransA and TransB take op(A) = A^T or op(B) = B^T: the stored A is K x M,
@@ -193,16 +216,16 @@ func TF32() OpOption { return gemmOption("TF32", func(s *GemmSpec, _ *Op) { s.TF
 
 // Output writes the result to d instead of C: D = alpha op(A) op(B) + beta C,
 // so that C (a residual, say) is only read.
-func Output(d View) OpOption {
-	return gemmOption("Output", func(s *GemmSpec, o *Op) {
-		if !s.SeparateD {
-			s.SeparateD = true
-			o.Access = append(o.Access, Access{d, Write})
-			orderGemmAccesses(o.Access) // before a bias given earlier
-		} else if len(o.Access) > GemmD {
-			o.Access[GemmD].View = d
-		}
-	})
+func Output(d View) OpOption { return viewOption{"Output", setOutput, d} }
+
+func setOutput(s *GemmSpec, o *Op, d View) {
+	if !s.SeparateD {
+		s.SeparateD = true
+		o.Access = append(o.Access, Access{d, Write})
+		orderGemmAccesses(o.Access) // before a bias given earlier
+	} else if len(o.Access) > GemmD {
+		o.Access[GemmD].View = d
+	}
 }
 
 // Gemm multiplies: c = alpha op(a) op(b) + beta c (or d = ... with Output),
