@@ -57,8 +57,8 @@ func inferDeps(ops []*Op, nbufs int) *Error {
 	for _, o := range ops {
 		accesses += len(o.Access)
 	}
-	idx.nodes = make([]segNode, 0, min(nbufs+accesses/4, 1<<16))
-	rd.nodes = make([]readNode, 0, min(accesses/2, 1<<16))
+	idx.nodes = make([]segNode, 0, min(nbufs+accesses/8, 1<<16))
+	rd.nodes = make([]readNode, 0, min(accesses/3, 1<<16))
 	mark := make([]int32, len(ops)) // mark[d] == i+1: d is already a dep of op i
 	var arena depArena
 	scratch := make([]int32, 0, 16)

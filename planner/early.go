@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/dagrun/dagrun/dag"
 )
@@ -49,7 +50,7 @@ func (earlyPass) Run(s *State) (string, error) {
 	p := s.Plan
 	p.Early = earlyLaunches(p, s.Options.SMs)
 	n := p.EarlyOps()
-	return fmt.Sprintf("PDL on %d %s", n, plural(n, "edge", "edges")), nil
+	return "PDL on " + strconv.Itoa(n) + " " + plural(n, "edge", "edges"), nil
 }
 
 // earlyLaunches returns, by op ID, the launches of p that go early: nil

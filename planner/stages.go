@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ type candidate struct {
 }
 
 func (c candidate) String() string {
-	return fmt.Sprintf("%s with %d %s", c.by, c.streams, plural(c.streams, "stream", "streams"))
+	return c.by.String() + " with " + strconv.Itoa(c.streams) + " " + plural(c.streams, "stream", "streams")
 }
 
 // search is the run of candidate passes of one New and what it tried.
@@ -136,8 +137,9 @@ func (orderPass) Run(s *State) (string, error) {
 
 func (orderPass) summary(s *State) string {
 	sr := &s.search
-	return fmt.Sprintf("%s placement: %d %s planned, kept %s (objective %s)",
-		s.Options.Strategy, sr.tried, plural(sr.tried, "candidate", "candidates"), sr.kept, s.Options.Objective)
+	// Joined rather than formatted: a summary is made at every New.
+	return s.Options.Strategy.String() + " placement: " + strconv.Itoa(sr.tried) + " " + plural(sr.tried, "candidate", "candidates") +
+		" planned, kept " + sr.kept.String() + " (objective " + s.Options.Objective.String() + ")"
 }
 
 // placePass puts each op, in the order orderPass gives, on the stream of
@@ -154,8 +156,8 @@ func (placePass) Run(s *State) (string, error) {
 
 func (placePass) summary(s *State) string {
 	st := s.Plan.Stats
-	return fmt.Sprintf("%d ops on %d %s, %d cross-stream %s", st.Ops, st.Streams, plural(st.Streams, "stream", "streams"),
-		st.CrossEdges, plural(st.CrossEdges, "edge", "edges"))
+	return strconv.Itoa(st.Ops) + " ops on " + strconv.Itoa(st.Streams) + " " + plural(st.Streams, "stream", "streams") + ", " +
+		strconv.Itoa(st.CrossEdges) + " cross-stream " + plural(st.CrossEdges, "edge", "edges")
 }
 
 // eventsPass numbers the events, lays out the one submission order of
@@ -191,9 +193,9 @@ func (eventsPass) Run(s *State) (string, error) {
 
 func (eventsPass) summary(s *State) string {
 	st := s.Plan.Stats
-	return fmt.Sprintf("%d %s, %d elided, %d %s; estimated makespan %s, critical path %s",
-		st.Waits, plural(st.Waits, "wait", "waits"), st.CrossEdges-st.Waits, s.Plan.Events, plural(s.Plan.Events, "event", "events"),
-		human.Duration(st.Makespan), human.Duration(st.CriticalPath))
+	return strconv.Itoa(st.Waits) + " " + plural(st.Waits, "wait", "waits") + ", " + strconv.Itoa(st.CrossEdges-st.Waits) + " elided, " +
+		strconv.Itoa(s.Plan.Events) + " " + plural(s.Plan.Events, "event", "events") + "; estimated makespan " +
+		human.Duration(st.Makespan) + ", critical path " + human.Duration(st.CriticalPath)
 }
 
 // bodiesPass plans the bodies of loops and branches (control.go) and
@@ -261,7 +263,7 @@ func (memoryPass) Run(s *State) (string, error) {
 func memorySummary(p *Plan) string {
 	m := p.Memory
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d %s", len(m.Temporaries), plural(len(m.Temporaries), "temporary", "temporaries"))
+	b.WriteString(strconv.Itoa(len(m.Temporaries)) + " " + plural(len(m.Temporaries), "temporary", "temporaries"))
 	for _, u := range m.Memories {
 		if u.Temporaries > 0 {
 			fmt.Fprintf(&b, "; %s: peak %s, arena %s", plan.MemoryName(u.Device), dag.FormatBytes(u.TemporaryPeak), dag.FormatBytes(u.ArenaBytes))

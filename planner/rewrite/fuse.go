@@ -25,7 +25,7 @@ func Fuse(g *dag.Graph, parts [][]int32) (*dag.Graph, [][]int32, string) {
 	if len(groups) == 0 {
 		b.WriteString("nothing fused")
 	} else {
-		fmt.Fprintf(&b, "%s fused with %s", human.Count(len(groups), "gemm", "gemms"), human.Count(launches, "launch", "launches"))
+		b.WriteString(human.Count(len(groups), "gemm", "gemms") + " fused with " + human.Count(launches, "launch", "launches"))
 	}
 	for i, m := range misses {
 		if i == maxMissesShown {

@@ -97,7 +97,8 @@ func Split(g *dag.Graph, parts [][]int32, cost perf.CostModel, cfg ChainConfig, 
 			b = append(b, "; "...)
 		}
 		x, y := min(sp.copy, sp.gemm), max(sp.copy, sp.gemm)
-		b = fmt.Appendf(b, "%s and %s in %d row blocks", g.Ops[x].Name, g.Ops[y].Name, sp.pieces)
+		b = strconv.AppendInt(append(append(append(append(b, g.Ops[x].Name...), " and "...), g.Ops[y].Name...), " in "...), sp.pieces, 10)
+		b = append(b, " row blocks"...)
 	}
 	for _, ch := range chains {
 		if len(b) > 0 {
