@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"slices"
-
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/planner/perf"
 )
@@ -94,7 +92,7 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *lis
 	for i, op := range a.ops {
 		l.missing[i] = int32(len(op.Deps))
 	}
-	if slices.ContainsFunc(dag.OpKinds(), ordered) {
+	if anyKind(ordered) {
 		var lastOfKind map[dag.OpKind]int32
 		for i, op := range a.ops {
 			if !ordered(op.Kind) {
@@ -119,6 +117,16 @@ func newListOrder(a *assigner, ordered func(dag.OpKind) bool, window int64) *lis
 		}
 	}
 	return l
+}
+
+// anyKind reports whether some op kind is one that f accepts.
+func anyKind(f func(dag.OpKind) bool) bool {
+	for k := dag.OpKind(0); k.Valid(); k++ {
+		if f(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // release queues op i, whose dependencies are all placed. Ops that fill

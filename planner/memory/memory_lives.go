@@ -107,9 +107,10 @@ func collectOf(p *plan.Plan, temps int) *lifeSet {
 	plainOp := make([]bool, len(g.Ops))
 	used := make([]bool, 0, temps)
 	// Each kind's lifetime (kinds are uint8s), at hand.
+	// Those of the kinds that are not valid are NoLifetime, the zero value.
 	var lifetimes [256]dag.Lifetime
-	for k := range lifetimes {
-		lifetimes[k] = dag.OpKind(k).Info().Lifetime
+	for k := dag.OpKind(0); k.Valid(); k++ {
+		lifetimes[k] = k.Info().Lifetime
 	}
 	for i, op := range g.Ops {
 		accessStart[i] = int32(len(accesses))

@@ -196,7 +196,7 @@ func chainBlocks(g *dag.Graph, ch chain, cost perf.CostModel, launch time.Durati
 		if rows%n != 0 || rows/n < minChainRows {
 			continue
 		}
-		commBlock, gemmBlock := cost.Duration(&cutRows(coll, n)[0]), cost.Duration(&cutRows(gemm, n)[0])
+		commBlock, gemmBlock := cost.Duration(&cutRows(coll, n, nil)[0]), cost.Duration(&cutRows(gemm, n, nil)[0])
 		beside := time.Duration(n-1) * gemmBlock
 		hidden := min(whole-commBlock, beside)
 		slower := time.Duration(float64(beside) * float64(cfg.CollectiveSMs) / float64(cfg.SMs-cfg.CollectiveSMs))

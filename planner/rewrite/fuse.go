@@ -308,6 +308,11 @@ func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]
 	}
 	depArena, partArena := make([]int32, 0, nDeps), make([]int32, 0, nParts)
 	specs := make([]dag.GemmSpec, len(groups))
+	nAcc := 0
+	for _, f := range groups {
+		nAcc += len(g.Ops[f.parts[0]].Access) + 1
+	}
+	accArena := make([]dag.Access, 0, nAcc)
 	for i, op := range g.Ops {
 		id := int32(i)
 		if head[i] != id {
@@ -318,7 +323,7 @@ func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]
 		*c = *op
 		if k := byHead[id]; k >= 0 {
 			members = groups[k].parts
-			*c = fusedOp(g, &groups[k], &specs[k])
+			*c = fusedOp(g, &groups[k], &specs[k], &accArena)
 		}
 		d0, p0 := len(depArena), len(partArena)
 		for _, m := range members {
@@ -349,19 +354,20 @@ func fuseGraph(g *dag.Graph, groups []fusion, parts [][]int32) (*dag.Graph, [][]
 }
 
 // fusedOp is fusion f's gemm with the launches' epilogue and bias, named
-// after every part. A gemm with a cost hint costs its parts' hints
+// after every part, its spec in spec and its accesses cut from room. A gemm with a cost hint costs its parts' hints
 // together; one without is the cost model's to price, epilogue included.
-func fusedOp(g *dag.Graph, f *fusion, spec *dag.GemmSpec) dag.Op {
+func fusedOp(g *dag.Graph, f *fusion, spec *dag.GemmSpec, room *[]dag.Access) dag.Op {
 	gemm := g.Ops[f.parts[0]]
 	c := *gemm
 	*spec = *gemm.Gemm
 	spec.Epilogue = f.epilogue
 	c.Gemm = spec
-	c.Access = make([]dag.Access, len(gemm.Access), len(gemm.Access)+1)
-	copy(c.Access, gemm.Access)
+	a0 := len(*room)
+	*room = append(*room, gemm.Access...)
 	if f.bias.Buf != nil {
-		c.Access = append(c.Access, dag.In(f.bias))
+		*room = append(*room, dag.In(f.bias))
 	}
+	c.Access = (*room)[a0:len(*room):len(*room)]
 	n := len(f.parts) - 1
 	for _, p := range f.parts {
 		n += len(g.Ops[p].Name)

@@ -279,6 +279,8 @@ func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32, o
 	}
 	out := &dag.Graph{Buffers: g.Buffers, Kernels: g.Kernels, Ops: make([]*dag.Op, 0, total)}
 	outParts := make([][]int32, 0, total)
+	var room pieceRoom // for the pieces
+	room.roomFor(g, cut)
 	var copies []dag.Op // the ops not cut, in one allocation, unless g's own are
 	if !own {
 		copies = make([]dag.Op, len(g.Ops))
@@ -295,7 +297,7 @@ func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32, o
 		var ps []dag.Op
 		whole := op
 		if n := cut[id]; n > 1 {
-			ps = cutRows(op, n)
+			ps = cutRows(op, n, &room)
 		} else if !own {
 			copies[i] = *op
 			whole = &copies[i]
@@ -363,16 +365,51 @@ func conflict(x, y *dag.Op) bool {
 	return false
 }
 
+// pieceRoom is room for the pieces of ops that are cut, in an allocation
+// each for their ops, accesses and GEMM specs; the zero pieceRoom makes
+// the room of each op apart.
+type pieceRoom struct {
+	ops   []dag.Op
+	acc   []dag.Access
+	specs []dag.GemmSpec
+}
+
+// roomFor makes r the room of the ops of g cut into cut[i] pieces.
+func (r *pieceRoom) roomFor(g *dag.Graph, cut []int64) {
+	ops, acc, specs := 0, 0, 0
+	for i, op := range g.Ops {
+		if n := int(cut[i]); n > 1 {
+			ops, acc = ops+n, acc+n*len(op.Access)
+			if op.Kind == dag.Gemm {
+				specs += n
+			}
+		}
+	}
+	*r = pieceRoom{make([]dag.Op, 0, ops), make([]dag.Access, 0, acc), make([]dag.GemmSpec, 0, specs)}
+}
+
+// take is the room of op's n pieces, made where r has none left.
+func (r *pieceRoom) take(op *dag.Op, n int64) ([]dag.Op, []dag.Access, []dag.GemmSpec) {
+	k, m := int(n), int(n)*len(op.Access)
+	if r == nil {
+		r = &pieceRoom{}
+	}
+	r.ops, r.acc = slices.Grow(r.ops, k), slices.Grow(r.acc, m)
+	ops, acc := r.ops[len(r.ops):len(r.ops)+k], r.acc[len(r.acc):len(r.acc)+m]
+	r.ops, r.acc = r.ops[:len(r.ops)+k], r.acc[:len(r.acc)+m]
+	var specs []dag.GemmSpec
+	if op.Kind == dag.Gemm {
+		r.specs = slices.Grow(r.specs, k)
+		specs, r.specs = r.specs[len(r.specs):len(r.specs)+k], r.specs[:len(r.specs)+k]
+	}
+	return ops, acc, specs
+}
+
 // cutRows cuts op into n ops on consecutive blocks of its rows: a GEMM
 // over whole rows (rowGemm) its A, C and D; a plain copy, an elementwise
 // launch or an all_reduce every view.
-func cutRows(op *dag.Op, n int64) []dag.Op {
-	out := make([]dag.Op, n)
-	acc := make([]dag.Access, int(n)*len(op.Access))
-	var specs []dag.GemmSpec
-	if op.Kind == dag.Gemm {
-		specs = make([]dag.GemmSpec, n)
-	}
+func cutRows(op *dag.Op, n int64, room *pieceRoom) []dag.Op {
+	out, acc, specs := room.take(op, n)
 	for k := range n {
 		c := &out[k]
 		*c = *op
