@@ -31,6 +31,7 @@ type recipes struct {
 	ops      []opRecipe
 	opNames  map[string]int32 // decls.opNames once the ops list is read
 	accesses int              // of the ops, for dag.Builder.Grow
+	sites    *opSites         // Spec.ops
 }
 
 // bufRecipe is a buffer declaration: its size the leaf, the rest as read.

@@ -427,7 +427,16 @@ func (l *loader) load(root *node) {
 		l.decls.graphErrors(err)
 		return
 	}
-	l.decls.opSites(g)
+	if l.recipes != nil && l.recipes.sites != nil && len(l.errs) == 0 {
+		// Where every op is declared depends on no value: as the first
+		// load found, which read every op right too.
+		l.spec.ops = *l.recipes.sites
+	} else {
+		l.decls.opSites(g)
+	}
+	if l.rec != nil && len(l.errs) == 0 {
+		l.rec.sites = &l.spec.ops
+	}
 	l.decls.leftAllocated(g)
 	if len(l.errs) == 0 {
 		l.spec.Graph = g
