@@ -135,7 +135,7 @@ type Buffer struct {
 	// op that reads bytes no earlier op wrote.
 	Uninitialized bool
 
-	decl int
+	decl int32
 	// count is the element count an Array declared (0 for a Buffer of
 	// bytes), and of the element type it declared, so that Build refuses
 	// an option that changes either.

@@ -12,7 +12,7 @@ type Builder struct {
 	bufs    []*Buffer
 	kernels []*Kernel
 	ops     []*Op
-	decls   int // buffers and ops declared so far, for ErrorList's order
+	decls   int32 // buffers and ops declared so far, for ErrorList's order
 
 	// A body's builder (see While) shares the buffers and kernels of the
 	// builder it is nested in while it builds, and names its unnamed ops

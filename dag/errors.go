@@ -21,7 +21,7 @@ type Error struct {
 	// errors.As (for example an *ArgTypeError).
 	Err error
 
-	decl int // 1 + the declaration index of the thing it names; 0 when unknown
+	decl int32 // 1 + the declaration index of the thing it names; 0 when unknown
 }
 
 func (e *Error) Error() string {

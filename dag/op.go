@@ -185,7 +185,7 @@ type Op struct {
 	Deps []int32
 
 	more *opMore // what few ops have; nil for the rest
-	decl int     // declaration position, for ErrorList's order
+	decl int32   // declaration position, for ErrorList's order; an int32 that packs with the flags
 	// Set by Build's checks: the accesses cannot be used for inference, or
 	// the after list names ops of no graph.
 	badAccess, badAfter bool
