@@ -122,10 +122,9 @@ type viewLeaf struct {
 	mode          dag.Mode
 }
 
-// bound is a view's start or end, as written in its text.
+// bound is a view's start or end, as written in its text (trimmed).
 type bound struct {
 	num
-	text  string // trimmed
 	given bool
 }
 
@@ -141,16 +140,16 @@ type numCheck struct {
 	param  dag.ParamKind // checkFits's parameter type
 }
 
+// checkKind is what a numCheck checks; the zero kind checks nothing.
 type checkKind uint8
 
 const (
-	noCheck       checkKind = iota
-	checkRange              // in [lo, hi], as intIn reads
-	checkPositive           // 1 or more: a GEMM's leading dimension, batch or stride
-	checkSize               // a buffer's size, positive
-	checkCount              // a buffer's count of elements of dt; its value becomes their bytes
-	checkShared             // a launch's dynamic shared memory
-	checkFits               // a launch's integer argument, in its parameter's type
+	checkRange    checkKind = iota + 1 // in [lo, hi], as intIn reads
+	checkPositive                      // 1 or more: a GEMM's leading dimension, batch or stride
+	checkSize                          // a buffer's size, positive
+	checkCount                         // a buffer's count of elements of dt; its value becomes their bytes
+	checkShared                        // a launch's dynamic shared memory
+	checkFits                          // a launch's integer argument, in its parameter's type
 )
 
 // bounds are the values that pass c, [lo, hi], and what the reader keeps
@@ -213,11 +212,7 @@ func (c *numCheck) apply(r *reader, v int64) (int64, bool) {
 			return v, false
 		}
 	case checkFits:
-		lo, hi := int64(-1<<31), int64(1<<31-1)
-		if c.param == dag.I64Param {
-			lo, hi = -1<<63, 1<<63-1
-		}
-		if v < lo || v > hi {
+		if lo, hi, _ := c.bounds(); v < lo || v > hi {
 			r.errorf(c.n, "", "%s %d does not fit in %s", c.what, v, c.param)
 			return v, false
 		}
@@ -271,10 +266,12 @@ func (lr leafReader) numOf(n *node, units bool) (num, *node, bool) {
 	switch {
 	case n == nil:
 		return num{}, nil, false
-	case isIntNode(n) || isFloatNode(n):
-		// A constant: integer's reading is its value, checked at once.
-		v, ok := (&reader{}).integer(n, subject{})
-		return num{c: v}, n, ok
+	case isIntNode(n):
+		v, err := parseInt(n.Value)
+		return num{c: v}, n, err == nil
+	case isFloatNode(n):
+		f, err := parseFloat(n.Value) // a whole one, as integer takes it
+		return num{c: int64(f)}, n, err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<63
 	}
 	s, isStr := scalarString(n)
 	if !isStr {
@@ -311,7 +308,7 @@ func (lr leafReader) boundOf(s string) (bound, bool) {
 	if s == "" {
 		return bound{}, true
 	}
-	b := bound{text: s, given: true}
+	b := bound{given: true}
 	if !notSize(s) {
 		if v, err := parseSize(s); err == nil {
 			b.c = v
@@ -435,7 +432,7 @@ func (lr leafReader) boundAt(b *bound, x *viewLeaf, n *node, what subject, which
 	}
 	v, err := lr.params.value(b.e, true)
 	if err != nil {
-		lr.errorf(n, viewHint, "%s: %v", what, boundError(x.s, which, boundExprError(b.text, err)))
+		lr.errorf(n, viewHint, "%s: %v", what, boundError(x.s, which, boundExprError(b.s, err)))
 		return 0, false
 	}
 	return v, true
