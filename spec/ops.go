@@ -102,6 +102,7 @@ func (l *loader) recordOp(d *opDecl) {
 	r := opRecipe{info: *d.opInfo, leaves: slices.Clone(rd.leaves), maker: rd.maker, opts: slices.Clone(rd.opts)}
 	l.rec.ops = append(l.rec.ops, r)
 	l.rec.accesses += cap(d.op.Access) // what the builder takes for them
+	l.rec.leaves = max(l.rec.leaves, len(r.leaves))
 }
 
 // hasRecipe says whether an op of kind can be made again from a recipe:

@@ -117,7 +117,7 @@ func (l *loader) specParams(n *node, set map[string]int64, checkRange bool) {
 	if !ok {
 		return
 	}
-	ps := &paramSet{decls: map[string]*Param{}, values: map[string]int64{}, checkRange: checkRange}
+	declared := make([]paramDeclared, 0, len(f.list))
 	for _, e := range f.list {
 		name := e.key
 		what := about("parameter " + strconv.Quote(name))
@@ -129,18 +129,41 @@ func (l *loader) specParams(n *node, set map[string]int64, checkRange bool) {
 		if !okP {
 			continue
 		}
+		declared = append(declared, paramDeclared{e.keyN, *p})
+	}
+	l.declareParams(n, declared, set, checkRange)
+	if l.rec != nil {
+		l.rec.params, l.rec.paramsN = declared, n
+	}
+}
+
+// paramDeclared is a parameter as its declaration at n, the params
+// mapping, reads: where its name is written, and what it says.
+type paramDeclared struct {
+	keyN *node
+	p    Param
+}
+
+// declareParams gives the parameters declared their values, set's where
+// it gives them (as --set does), and makes them the load's.
+func (l *loader) declareParams(n *node, declared []paramDeclared, set map[string]int64, checkRange bool) {
+	ps := &paramSet{decls: make(map[string]*Param, len(declared)), values: make(map[string]int64, len(declared)), checkRange: checkRange}
+	params := make([]Param, len(declared))
+	for i := range declared {
+		p := &params[i]
+		*p = declared[i].p
 		p.Value = p.Default
-		if v, has := set[name]; has {
+		if v, has := set[p.Name]; has {
 			if err := p.Admits(v); err != nil {
 				// Declared all the same, at its default, so that the
 				// expressions using it say nothing more.
-				l.errorf(e.keyN, "give --set a value in the range the spec declares", "--set %s: %v", name, err)
+				l.errorf(declared[i].keyN, "give --set a value in the range the spec declares", "--set %s: %v", p.Name, err)
 			} else {
 				p.Value = v
 			}
 		}
-		ps.decls[name] = p
-		ps.values[name] = p.Value
+		ps.decls[p.Name] = p
+		ps.values[p.Name] = p.Value
 	}
 	var unknown []string
 	for name := range set {
@@ -153,13 +176,10 @@ func (l *loader) specParams(n *node, set map[string]int64, checkRange bool) {
 		l.errorf(n, l.suggest(name, slices.Sorted(maps.Keys(ps.decls))), "--set %s: the spec declares no parameter %q", name, name)
 	}
 	l.reader.params = ps
-	if len(ps.decls) > 0 {
-		l.spec.Params = make([]Param, 0, len(ps.decls))
+	if len(params) > 0 {
+		l.spec.Params = slices.Clone(params)
+		slices.SortFunc(l.spec.Params, func(a, b Param) int { return strings.Compare(a.Name, b.Name) })
 	}
-	for _, p := range ps.decls {
-		l.spec.Params = append(l.spec.Params, *p)
-	}
-	slices.SortFunc(l.spec.Params, func(a, b Param) int { return strings.Compare(a.Name, b.Name) })
 }
 
 func (l *loader) paramDecl(n *node, what subject, name string) (*Param, bool) {

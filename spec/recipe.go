@@ -26,11 +26,14 @@ import (
 // (reader.valueReads) and every op is of a kind they know. Immutable once
 // made: loads on several goroutines share them.
 type recipes struct {
+	params   []paramDeclared
+	paramsN  *node // the params mapping
 	bufs     []bufRecipe
 	bufOrder []string
 	ops      []opRecipe
 	opNames  map[string]int32 // decls.opNames once the ops list is read
 	accesses int              // of the ops, for dag.Builder.Grow
+	leaves   int              // the most of one op
 	sites    *opSites         // Spec.ops
 }
 
@@ -548,6 +551,7 @@ func (l *loader) buffersAgain(rs *recipes) {
 // opsAgain declares the ops of rs at the load's values, as opList would.
 func (l *loader) opsAgain(rs *recipes) {
 	l.b.Grow(0, len(rs.ops), rs.accesses)
+	l.kinds.vals = make([]leafValue, 0, rs.leaves)
 	decls := make([]opDecl, len(rs.ops))
 	l.decls.ops = make([]*opDecl, len(rs.ops))
 	l.decls.opNames, l.decls.namesShared = rs.opNames, true

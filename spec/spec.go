@@ -372,7 +372,11 @@ func (l *loader) load(root *node) {
 		return
 	}
 	if n, ok := top.get("params"); ok {
-		l.specParams(n, l.set, l.rangeCheck)
+		if l.recipes != nil {
+			l.declareParams(l.recipes.paramsN, l.recipes.params, l.set, l.rangeCheck)
+		} else {
+			l.specParams(n, l.set, l.rangeCheck)
+		}
 	} else if len(l.set) > 0 {
 		for _, name := range slices.Sorted(maps.Keys(l.set)) {
 			l.errorf(top.node, "declare it under params:, or leave out --set", "--set %s: the spec declares no parameters", name)
