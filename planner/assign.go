@@ -219,9 +219,9 @@ type assigner struct {
 // costs are what the candidate plans of one graph share: each op's
 // estimated duration and whether it fills its device (perf.Fills), its
 // bottom level (the longest cost path from its start to the end of the
-// graph) and the critical path; and, once list scheduling asks, each op's
-// successors. State.planGraph makes them once per graph, not once per
-// candidate. Read-only once made.
+// graph) and the critical path; and, as they are first asked for, each
+// op's successors (for list scheduling) and the streams' names.
+// State.planGraph makes them once per graph, not once per candidate.
 type costs struct {
 	dur      []int64
 	fill     []bool
