@@ -222,17 +222,21 @@ func Parse(filename string, src []byte, opts ...Option) (*Spec, error) {
 		opt(&o)
 	}
 	l := &loader{
-		reader:    reader{file: filename, aliasBudget: maxAliasNodes, suggestBudget: suggestCells},
-		kernelSet: &kernelSet{},
-		b:         dag.New(),
+		reader: reader{file: filename, aliasBudget: maxAliasNodes, suggestBudget: suggestCells},
+		b:      dag.New(),
 	}
 	l.spec = &Spec{File: filename, Run: RunSettings{Repeat: 1, Backend: "auto", World: 1}, SaveDir: o.saveDir,
 		Rank: o.rank, src: src, opts: opts}
-	r := &l.reader
-	l.views = &views{reader: r}
-	l.paths = &paths{reader: r, spec: l.spec}
-	l.decls = &decls{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views}
-	l.kinds = &opReader{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views, paths: l.paths, decls: l.decls, body: l.body}
+	r, p := &l.reader, &l.parts
+	l.kernelSet = &p.kernels
+	p.views = views{reader: r}
+	l.views = &p.views
+	p.paths = paths{reader: r, spec: l.spec}
+	l.paths = &p.paths
+	p.decls = decls{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views}
+	l.decls = &p.decls
+	p.kinds = opReader{reader: r, kernelSet: l.kernelSet, spec: l.spec, views: l.views, paths: l.paths, decls: l.decls, body: l.body}
+	l.kinds = &p.kinds
 	if o.again != nil {
 		l.spec.files = o.again.files
 		l.reader.exprs = o.again.exprs
@@ -351,6 +355,15 @@ type loader struct {
 	recipes *recipes
 	nBodies int32 // bodies numbered so far
 	nesting int   // bodies being read, one within the other
+
+	// The parts the fields above point to, in the loader's allocation.
+	parts struct {
+		kernels kernelSet
+		views   views
+		paths   paths
+		decls   decls
+		kinds   opReader
+	}
 }
 
 // bufDecl is a declared buffer; buf is nil when the declaration is wrong.
