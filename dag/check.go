@@ -3,6 +3,7 @@ package dag
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -19,13 +20,20 @@ type checker struct {
 func (c *checker) add(e *Error) { c.errs = append(c.errs, e) }
 
 func (c *checker) buffers() {
-	names := make(map[string]struct{}, len(c.b.bufs))
-	for _, b := range c.b.bufs {
-		c.buffer(b, names)
+	// A graph has a few buffers, whose names a scan checks quicker than
+	// a map; past 32 a map keeps a graph of many linear.
+	var names map[string]struct{}
+	if len(c.b.bufs) > 32 {
+		names = make(map[string]struct{}, len(c.b.bufs))
+	}
+	for i, b := range c.b.bufs {
+		c.buffer(b, c.b.bufs[:i], names)
 	}
 }
 
-func (c *checker) buffer(b *Buffer, names map[string]struct{}) {
+// buffer checks b, declared after before, whose names are in names when
+// it is not nil.
+func (c *checker) buffer(b *Buffer, before []*Buffer, names map[string]struct{}) {
 	bad := func(field, hint, format string, a ...any) {
 		name := b.Name
 		if name == "" {
@@ -33,12 +41,18 @@ func (c *checker) buffer(b *Buffer, names map[string]struct{}) {
 		}
 		c.add(&Error{Buffer: name, Field: field, Msg: fmt.Sprintf(format, a...), Hint: hint, decl: b.decl})
 	}
+	var dup bool
+	if names != nil {
+		_, dup = names[b.Name]
+		names[b.Name] = struct{}{}
+	} else {
+		dup = slices.ContainsFunc(before, func(p *Buffer) bool { return p.Name == b.Name })
+	}
 	if b.Name == "" {
 		bad("", "", "buffer has no name")
-	} else if _, dup := names[b.Name]; dup {
+	} else if dup {
 		bad("", "give each buffer its own name", "name is used by two buffers")
 	}
-	names[b.Name] = struct{}{}
 	switch _, fits := mulInt64(b.count, b.of.Size()); {
 	case !b.array:
 		if b.Size <= 0 {

@@ -233,8 +233,14 @@ func setOutput(s *GemmSpec, o *Op, d View) {
 // factors, leading dimensions, batches, TF32 and an epilogue
 // (WithEpilogue, Bias), beside those of every op.
 func (g *Builder) Gemm(c, a, b View, shape GemmShape, opts ...OpOption) *Op {
-	// Room for D and a bias, which options add.
-	o := g.op(Gemm, append(g.accesses(5), In(a), In(b), Access{c, Write})...)
+	// Room for the views options add (D, a bias).
+	n := 3
+	for _, opt := range opts {
+		if _, ok := opt.(viewOption); ok {
+			n++
+		}
+	}
+	o := g.op(Gemm, append(g.accesses(n), In(a), In(b), Access{c, Write})...)
 	o.Gemm = g.newGemm()
 	*o.Gemm = GemmSpec{GemmShape: shape, Alpha: 1}
 	return o.With(opts...)

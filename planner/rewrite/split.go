@@ -281,6 +281,7 @@ func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32, o
 	outParts := make([][]int32, 0, total)
 	var room pieceRoom // for the pieces
 	room.roomFor(g, cut)
+	var names pieceNames
 	var copies []dag.Op // the ops not cut, in one allocation, unless g's own are
 	if !own {
 		copies = make([]dag.Op, len(g.Ops))
@@ -318,7 +319,7 @@ func splitGraph(g *dag.Graph, splits []split, chains []chain, parts [][]int32, o
 				c.Deps = nil
 			}
 			if len(ps) > 1 {
-				c.Name = op.Name + "#" + strconv.Itoa(k+1) + "/" + strconv.Itoa(len(ps))
+				c.Name = names.name(op.Name, k+1, len(ps))
 			}
 			newIDs[i] = append(newIDs[i], int32(c.ID))
 			out.Ops = append(out.Ops, c)
@@ -363,6 +364,23 @@ func conflict(x, y *dag.Op) bool {
 		}
 	}
 	return false
+}
+
+// pieceNames names pieces "up0#2/4", cut from a few kilobytes of text at
+// a time: a strings.Builder never changes what it has written, so each
+// name stays valid as the text grows.
+type pieceNames struct{ text strings.Builder }
+
+func (p *pieceNames) name(op string, k, n int) string {
+	var buf [48]byte
+	b := strconv.AppendInt(append(strconv.AppendInt(append(append(buf[:0], op...), '#'), int64(k), 10), '/'), int64(n), 10)
+	if p.text.Cap()-p.text.Len() < len(b) {
+		p.text = strings.Builder{}
+		p.text.Grow(max(1024, len(b)))
+	}
+	p.text.Write(b)
+	all := p.text.String()
+	return all[len(all)-len(b):]
 }
 
 // pieceRoom is room for the pieces of ops that are cut, in an allocation
