@@ -307,18 +307,11 @@ func (cm *collectives) prepareCopies(ctx context.Context, d *sessDevice, cs *cop
 // runCopy enqueues op's all-reduce by copies on s.
 func (cm *collectives) runCopy(s *stream, op *dag.Op, cc *copyColl) error {
 	c := cm.coll
-	if cm.tim.timing {
-		// A traced run of the tensor-parallel block by copies never ended
-		// on the 2xH200 (one rank's CUPTI flush waits for its device, whose
-		// stream waits for the other rank, whose launches wait for CUPTI,
-		// is the likely cycle): refused rather than hung.
-		return errors.New("a run timed or traced cannot use copy collectives: run it untraced, or without cuda.CopyCollectives (DAGRUN_COPY_COLLECTIVES)")
+	if err := c.copyLaunchable(cm.tim.timing); err != nil {
+		return err
 	}
 	if cm.hold.ptr(op.Access[0].View) != cc.own {
 		return errors.New("its view moved since the session joined its world (a rebound buffer), which a copy all-reduce cannot follow: run it without cuda.CopyCollectives")
-	}
-	if err := c.copyFailed(); err != nil {
-		return err
 	}
 	return cm.drv.check("cuStreamWaitValue32", C.dr_cc_all_reduce(cm.drv.api, s.dev.ctx, s.h, cc.rec))
 }
@@ -409,6 +402,30 @@ func (c *collState) copyOf(op *dag.Op) *copyColl {
 		return nil
 	}
 	return c.copy.colls[op.ID]
+}
+
+// copyLaunchable reports why work holding copy collectives cannot be
+// enqueued now, if it cannot: the communicator was aborted or a peer
+// failed (a stream would wait for flags no rank raises again), or the run
+// is timed or traced.
+func (c *collState) copyLaunchable(timed bool) error {
+	if c == nil || c.copy == nil {
+		return nil
+	}
+	if timed {
+		// A traced run of the tensor-parallel block by copies never ended
+		// on the 2xH200 (one rank's CUPTI flush waiting for its device,
+		// whose stream waits for the other rank, whose launches wait for
+		// CUPTI, is the likely cycle): refused rather than hung.
+		return errors.New("a run timed or traced cannot use copy collectives: run it untraced, or without cuda.CopyCollectives (DAGRUN_COPY_COLLECTIVES)")
+	}
+	c.mu.Lock()
+	err := c.usable()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.copyFailed()
 }
 
 // copyFailed reports a peer's failure in the copy world, if any.

@@ -321,6 +321,9 @@ func (cpt *capturer) LaunchGraph(gi, si int) error {
 		}
 	}
 	g := cpt.graphs[gi]
+	if err := cpt.colls.coll.copyLaunchable(cpt.tim.cupti != nil); err != nil {
+		return err
+	}
 	if cpt.colls.heldOn != nil {
 		if err := cpt.colls.flushP2P(nil, actNone); err != nil {
 			return err

@@ -568,94 +568,111 @@ func assertFreeBack(t testing.TB, b *Backend, before []uint64, what string) {
 // an op error); every other rank, waiting in Sync, fails within the
 // collective timeout instead of hanging, and everything is released.
 func TestRankFailureGPU(t *testing.T) {
+	for name, b := range failureBackends(t) {
+		for _, world := range worlds(t, b) {
+			t.Run(fmt.Sprintf("%s/world%d", name, world), func(t *testing.T) { rankFailure(t, b, world) })
+		}
+	}
+}
+
+// failureBackends are the backends the failure tests run on: NCCL's
+// collectives, and copy collectives where the environment allows them
+// (scripts/gpu/tp.sh).
+func failureBackends(t *testing.T) map[string]*Backend {
 	b := twoDeviceBackend(t)
 	needNCCL(t, b)
-	for _, world := range worlds(t, b) {
-		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
-			graphs, _ := rankGraphs(t, dag.F32, 1<<20, world)
-			ss, ps := ranks(t, b, graphs, time.Minute) // a clean cycle first: what stays loaded for good
-			warmRanks(t, ss, ps)
-			closeRanks(t, b, ss)
-			before := deviceFree(t, b, world)
-			ss, ps = ranks(t, b, graphs, 3*time.Second)
-			warmRanks(t, ss, ps)
-			failed := errors.New("rank 1 failed (test)")
-			start := time.Now()
-			errs := onRanks(world, func(r int) error {
-				if r == 1 {
-					ss[1].AbortCollectives(failed)
-					return failed
-				}
-				if err := submit(ss[r], ps[r]); err != nil {
-					return err
-				}
-				return ss[r].Sync(t.Context())
-			})
-			took := time.Since(start)
-			for r, err := range errs {
-				require.Error(t, err, "rank %d must fail when rank 1 does", r)
-			}
-			t.Logf("world %d: every rank failed after %v; rank 0: %v", world, took, errs[0])
-			assert.Less(t, took, 60*time.Second, "the ranks gave up within the timeout")
-			err := ss[1].Run(0, graphs[1].Ops[1])
-			if err == nil {
-				err = ss[1].Sync(t.Context())
-			}
-			assert.ErrorContains(t, err, "aborted", "an aborted rank refuses collectives")
-			closeRanks(t, b, ss)
-			assertFreeBack(t, b, before, "after the failed ranks closed")
-		})
+	out := map[string]*Backend{"nccl": b}
+	if copyConnections(os.Getenv(maxConnectionsVar)) == nil {
+		out["copies"] = twoDeviceBackend(t, CopyCollectives())
 	}
+	return out
+}
+
+func rankFailure(t *testing.T, b *Backend, world int) {
+	graphs, _ := rankGraphs(t, dag.F32, 1<<20, world)
+	ss, ps := ranks(t, b, graphs, time.Minute) // a clean cycle first: what stays loaded for good
+	warmRanks(t, ss, ps)
+	closeRanks(t, b, ss)
+	before := deviceFree(t, b, world)
+	ss, ps = ranks(t, b, graphs, 3*time.Second)
+	warmRanks(t, ss, ps)
+	failed := errors.New("rank 1 failed (test)")
+	start := time.Now()
+	errs := onRanks(world, func(r int) error {
+		if r == 1 {
+			ss[1].AbortCollectives(failed)
+			return failed
+		}
+		if err := submit(ss[r], ps[r]); err != nil {
+			return err
+		}
+		return ss[r].Sync(t.Context())
+	})
+	took := time.Since(start)
+	for r, err := range errs {
+		require.Error(t, err, "rank %d must fail when rank 1 does", r)
+	}
+	t.Logf("world %d: every rank failed after %v; rank 0: %v", world, took, errs[0])
+	assert.Less(t, took, 60*time.Second, "the ranks gave up within the timeout")
+	err := ss[1].Run(0, graphs[1].Ops[1])
+	if err == nil {
+		err = ss[1].Sync(t.Context())
+	}
+	assert.ErrorContains(t, err, "aborted", "an aborted rank refuses collectives")
+	closeRanks(t, b, ss)
+	assertFreeBack(t, b, before, "after the failed ranks closed")
 }
 
 // TestRankCancelGPU: in a world of 2 and of every device, rank 1's context
 // ends mid-run and it aborts; every other rank fails within the timeout.
 func TestRankCancelGPU(t *testing.T) {
-	b := twoDeviceBackend(t)
-	needNCCL(t, b)
-	for _, world := range worlds(t, b) {
-		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
-			graphs, _ := rankGraphs(t, dag.F32, 1<<20, world)
-			ss, ps := ranks(t, b, graphs, time.Minute)
-			warmRanks(t, ss, ps)
-			closeRanks(t, b, ss)
-			before := deviceFree(t, b, world)
-			ss, ps = ranks(t, b, graphs, 5*time.Second)
-			warmRanks(t, ss, ps)
-			start := time.Now()
-			errs := onRanks(world, func(r int) error {
-				ctx := t.Context()
-				if r == 1 {
-					c, cancel := context.WithCancel(ctx)
-					cancel()
-					ctx = c
-					// Rank 1 submits only its first op and gives up.
-					if err := ss[1].Run(int(ps[1].OpStream[0]), graphs[1].Ops[0]); err != nil {
-						return err
-					}
-				} else if err := submit(ss[r], ps[r]); err != nil {
-					return err
-				}
-				return ss[r].Sync(ctx)
-			})
-			if errs[1] != nil { // nil when its one op finished before Sync looked at ctx
-				assert.ErrorIs(t, errs[1], context.Canceled)
-			}
-			for r, err := range errs {
-				if r != 1 {
-					assert.Error(t, err, "rank %d must fail when rank 1 gives up", r)
-				}
-			}
-			assert.Less(t, time.Since(start), 60*time.Second)
-			err := ss[1].Run(0, graphs[1].Ops[1])
-			if err == nil {
-				err = ss[1].Sync(t.Context())
-			}
-			assert.ErrorContains(t, err, "aborted", "a rank whose context ended has aborted its communicator")
-			closeRanks(t, b, ss)
-			assertFreeBack(t, b, before, "after the cancelled ranks closed")
-		})
+	for name, b := range failureBackends(t) {
+		for _, world := range worlds(t, b) {
+			t.Run(fmt.Sprintf("%s/world%d", name, world), func(t *testing.T) { rankCancel(t, b, world) })
+		}
 	}
+}
+
+func rankCancel(t *testing.T, b *Backend, world int) {
+	graphs, _ := rankGraphs(t, dag.F32, 1<<20, world)
+	ss, ps := ranks(t, b, graphs, time.Minute)
+	warmRanks(t, ss, ps)
+	closeRanks(t, b, ss)
+	before := deviceFree(t, b, world)
+	ss, ps = ranks(t, b, graphs, 5*time.Second)
+	warmRanks(t, ss, ps)
+	start := time.Now()
+	errs := onRanks(world, func(r int) error {
+		ctx := t.Context()
+		if r == 1 {
+			c, cancel := context.WithCancel(ctx)
+			cancel()
+			ctx = c
+			// Rank 1 submits only its first op and gives up.
+			if err := ss[1].Run(int(ps[1].OpStream[0]), graphs[1].Ops[0]); err != nil {
+				return err
+			}
+		} else if err := submit(ss[r], ps[r]); err != nil {
+			return err
+		}
+		return ss[r].Sync(ctx)
+	})
+	if errs[1] != nil { // nil when its one op finished before Sync looked at ctx
+		assert.ErrorIs(t, errs[1], context.Canceled)
+	}
+	for r, err := range errs {
+		if r != 1 {
+			assert.Error(t, err, "rank %d must fail when rank 1 gives up", r)
+		}
+	}
+	assert.Less(t, time.Since(start), 60*time.Second)
+	err := ss[1].Run(0, graphs[1].Ops[1])
+	if err == nil {
+		err = ss[1].Sync(t.Context())
+	}
+	assert.ErrorContains(t, err, "aborted", "a rank whose context ended has aborted its communicator")
+	closeRanks(t, b, ss)
+	assertFreeBack(t, b, before, "after the cancelled ranks closed")
 }
 
 // TestSessionNCCLMissing: with no NCCL to load, UniqueID and Join fail with an

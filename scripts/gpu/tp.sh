@@ -62,7 +62,7 @@ done
 # The all-reduce by copies (cuda.CopyCollectives) needs the driver's 32
 # hardware queues, set before the process's first CUDA call.
 export CUDA_DEVICE_MAX_CONNECTIONS=32
-check copy-collectives sh -c "cd '$root/cuda' && '$bin' -test.run 'TestSessionCopyCollectivesGPU' -test.timeout 120s"
+check copy-collectives sh -c "cd '$root/cuda' && '$bin' -test.run 'TestSessionCopyCollectivesGPU|TestRankFailureGPU|TestRankCancelGPU' -test.timeout 300s"
 if ! (cd "$root/cuda" && timeout 540 "$bin" -test.run '^$' -test.bench 'TPMLP' -test.benchtime "${TP_BENCHTIME:-20x}" -test.count "${COUNT:-3}" -test.timeout 500s) >"$out/bench-tp.log" 2>&1; then
 	echo "FAIL BenchmarkTPMLP (see bench-tp.log)"
 	tail -n 5 "$out/bench-tp.log"
