@@ -112,17 +112,24 @@ import (
 
 // copyWorld is what the ranks of one world in this process share.
 type copyWorld struct {
-	size int
-	mu   sync.Mutex
-	devs []int // each rank's device ordinal; -1 until it joins
-	// views holds each rank's view of each copy collective, published at
-	// the collective's first run: rank*ncoll + ordinal.
+	size  int
+	ncoll int            // copy collectives of each rank's program, at least 1
+	flags unsafe.Pointer // nflags flags, mapped (its device address is the same)
+
+	// Backend.mu guards devs and users.
+	devs  []int // each rank's device ordinal; -1 until it joins
+	users int
+
+	mu sync.Mutex // guards what follows
+	// views holds each rank's view of each copy collective, published as
+	// the rank joins: rank*ncoll + ordinal.
 	views  []C.CUdeviceptr
-	flags  unsafe.Pointer // 3 x size x size flags per collective, mapped (its device address is the same)
-	ncoll  int
-	users  int
 	failed error
 }
+
+// nflags is the number of flags: 3 x size x size per collective
+// (dr_cc_op.flags).
+func (cw *copyWorld) nflags() int { return cw.ncoll * 3 * cw.size * cw.size }
 
 // copyColl is a session's state of one copy collective.
 type copyColl struct {
@@ -169,14 +176,15 @@ func joinCopyWorld(b *Backend, id NCCLUniqueID, size, rank, dev, ncoll int, ctx 
 	}
 	cw := b.copyWorlds[id]
 	if cw == nil {
-		n := int64(max(ncoll, 1)) * 3 * int64(size*size) * 4
+		cw = &copyWorld{size: size, ncoll: ncoll, devs: make([]int, size), views: make([]C.CUdeviceptr, size*ncoll)}
+		n := int64(cw.nflags()) * 4
 		p, err := b.drv.memHostAlloc(ctx, n)
 		if err != nil {
 			return nil, fmt.Errorf("the flags of copy collectives: %w", err)
 		}
 		clear(unsafe.Slice((*byte)(p), n))
 		b.live.PinnedAllocs++
-		cw = &copyWorld{size: size, devs: make([]int, size), views: make([]C.CUdeviceptr, size*max(ncoll, 1)), flags: p, ncoll: ncoll}
+		cw.flags = p
 		for i := range cw.devs {
 			cw.devs[i] = -1
 		}
@@ -227,7 +235,7 @@ func (cw *copyWorld) fail(cause error) {
 	if cw.failed == nil {
 		cw.failed = cause
 	}
-	flags := unsafe.Slice((*uint32)(cw.flags), max(cw.ncoll, 1)*3*cw.size*cw.size)
+	flags := unsafe.Slice((*uint32)(cw.flags), cw.nflags())
 	for i := range flags {
 		flags[i] = 1
 	}

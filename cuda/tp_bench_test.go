@@ -15,6 +15,7 @@ import (
 
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
 )
 
@@ -26,63 +27,30 @@ import (
 //
 // in bf16, as ../shared/baseline/tp_mlp.py measures it with PyTorch.
 
-// tpPart says which part of the block a graph holds.
-type tpPart string
-
+// The parts of the block (dagtest.TPMLP).
 const (
-	tpBlock   tpPart = "block"   // the whole block
-	tpCompute tpPart = "compute" // the GEMMs and gelu alone: a bound
-	tpComm    tpPart = "comm"    // the all-reduce of y alone: a bound
+	tpBlock   = dagtest.TPBlock
+	tpCompute = dagtest.TPCompute // a bound
+	tpComm    = dagtest.TPComm    // a bound
 )
 
 // tpShape is how a graph of the block is made and planned: its part,
-// the blocks of rows the planner cuts it into (dag.SplitInto), the
-// all-reduces at high priority or not, and the SMs the GEMMs beside an
-// all-reduce leave it (planner.CollectiveSMs).
+// the blocks of rows the planner cuts it into (dag.SplitInto; 0: as the
+// planner chooses), the all-reduces at high priority or not, and the SMs
+// the GEMMs beside an all-reduce leave it (planner.CollectiveSMs).
 type tpShape struct {
-	part   tpPart
+	part   dagtest.TPPart
 	chunks int
 	high   bool
 	leave  int
 }
 
-// tpGraph is rank r's block of a world of world ranks, declared whole:
-// its all-reduce asks the planner for chunks blocks of rows (0: none
-// asked), so that the split pass runs each block's all-reduce beside the
-// next block's GEMMs.
+// tpGraph is rank r's block of a world of world ranks (dagtest.TPMLP).
 func tpGraph(tb testing.TB, r, world int, t, h int64, sh tpShape) *dag.Graph {
-	part := sh.part
 	tb.Helper()
-	f := 4 * h / int64(world)
-	g := dag.New()
-	bf, dev := dag.Of(dag.BF16), dag.OnDevice(r)
-	x := g.Buffer("x", 2*t*h, dev, bf, dag.Random(11))
-	w1 := g.Buffer("w1", 2*h*f, dev, bf, dag.Random(uint64(12+100*r)))
-	w2 := g.Buffer("w2", 2*f*h, dev, bf, dag.Random(uint64(13+100*r)))
-	hid := g.Buffer("h", 2*t*f, dev, bf, dag.Zeros())
-	y := g.Buffer("y", 2*t*h, dev, bf, dag.Zeros())
-	if part != tpComm {
-		g.Gemm(hid.All(), x.All(), w1.All(), dag.GemmShape{M: t, N: f, K: h}, dag.Alpha(0.125), dev, dag.Name("fc1"))
-		g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), hid, hid, dev, dag.Name("act"))
-		g.Gemm(y.All(), hid.All(), w2.All(), dag.GemmShape{M: t, N: h, K: f}, dag.Alpha(0.125), dev, dag.Name("fc2"))
-	}
-	if part != tpCompute {
-		prio := dag.Normal
-		if sh.high {
-			prio = dag.High
-		}
-		opts := []dag.OpOption{dev, prio, dag.Name("reduce")}
-		if sh.chunks > 0 { // 0: as the planner chooses
-			opts = append(opts, dag.SplitInto(sh.chunks))
-		}
-		g.AllReduce(y.All(), dag.Sum, opts...)
-	}
-	if part == tpBlock {
-		g.Launch(dag.Axpy, dag.Grid1(1024), dag.Threads(256), y, x, float32(1), dev, dag.Name("residual"))
-	}
-	graph, err := g.Build()
+	g, err := dagtest.TPMLP(r, world, t, h, dagtest.TPShape{Part: sh.part, Chunks: sh.chunks, High: sh.high})
 	require.NoError(tb, err)
-	return graph
+	return g
 }
 
 // tpWorld opens a world of the block's graphs on b, runs it once eagerly

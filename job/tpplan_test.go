@@ -9,34 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dagrun/dagrun/cpu"
-	"github.com/dagrun/dagrun/dag"
+	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/job"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/spec"
 )
-
-// tpBenchGraph is rank r's block as cuda's BenchmarkTPMLP builds it
-// (tpGraph there), which dagrun run's figures of
-// examples/ranks/tp_mlp.yaml are set against.
-func tpBenchGraph(t *testing.T, r, world int, tk, h int64, chunks int) *dag.Graph {
-	t.Helper()
-	f := 4 * h / int64(world)
-	g := dag.New()
-	bf, dev := dag.Of(dag.BF16), dag.OnDevice(r)
-	x := g.Buffer("x", 2*tk*h, dev, bf, dag.Random(11))
-	w1 := g.Buffer("w1", 2*h*f, dev, bf, dag.Random(uint64(12+100*r)))
-	w2 := g.Buffer("w2", 2*f*h, dev, bf, dag.Random(uint64(13+100*r)))
-	hid := g.Buffer("h", 2*tk*f, dev, bf, dag.Zeros())
-	y := g.Buffer("y", 2*tk*h, dev, bf, dag.Zeros())
-	g.Gemm(hid.All(), x.All(), w1.All(), dag.GemmShape{M: tk, N: f, K: h}, dag.Alpha(0.125), dev, dag.Name("fc1"))
-	g.Launch(dag.Gelu, dag.Grid1(1024), dag.Threads(256), hid, hid, dev, dag.Name("act"))
-	g.Gemm(y.All(), hid.All(), w2.All(), dag.GemmShape{M: tk, N: h, K: f}, dag.Alpha(0.125), dev, dag.Name("fc2"))
-	g.AllReduce(y.All(), dag.Sum, dev, dag.Normal, dag.Name("reduce"), dag.SplitInto(chunks))
-	g.Launch(dag.Axpy, dag.Grid1(1024), dag.Threads(256), y, x, float32(1), dev, dag.Name("residual"))
-	graph, err := g.Build()
-	require.NoError(t, err)
-	return graph
-}
 
 // dagrun run --graph plans each rank of examples/ranks/tp_mlp.yaml as
 // BenchmarkTPMLP plans its block, for a replay, with the split (S) and the
@@ -58,7 +35,9 @@ func TestTPMLPPlannedAsTheBenchmark(t *testing.T) {
 		require.NoError(t, p.Replan(b, job.Layout{}, job.Mode(true), nil), name)
 		assert.Equal(t, planner.Replay, p.Plan.Stats.Mode, "%s: planned for a replay", name)
 
-		want, err := planner.New(tpBenchGraph(t, 0, world, tk, h, c.split), planner.ForMode(planner.Replay), planner.CollectiveSMs(c.leave))
+		g, err := dagtest.TPMLP(0, world, tk, h, dagtest.TPShape{Part: dagtest.TPBlock, Chunks: c.split})
+		require.NoError(t, err, name)
+		want, err := planner.New(g, planner.ForMode(planner.Replay), planner.CollectiveSMs(c.leave))
 		require.NoError(t, err, name)
 		var got, bench strings.Builder
 		require.NoError(t, p.Plan.WriteText(&got))
