@@ -221,36 +221,42 @@ func (sb *shapesBench) switching(tb testing.TB, ctx context.Context, sh *executo
 	}
 }
 
-// first times the first run of each shape on sh, a Shapes that keeps one
-// shape and whose memory already covers every shape, so that each run
-// opens and captures its shape anew (and closes the one before, kept no
-// longer): "first", and its parts as the run reports them (ShapeRun.Took:
-// "first-build", "first-plan", "first-drop", "first-open",
-// "first-capture", "first-instantiate", which overlap the run, and the
-// rest, "first-replay").
-// Beside it, in turn: an eager run ("eager") and a capture ("capture",
-// the graph closed untimed) of the shape's own session in own, and the
-// making and planning of its graph ("plan", which the first run does too).
-//
-// With own nil it times only the first runs, as kind: "firstnew" times
-// them on a Shapes that keeps no plan (executor.WithPlansKept(0)), each
-// shape built and planned as if never seen, where "first" is of a shape
-// that returns, its plan kept.
-func (sb *shapesBench) first(tb testing.TB, ctx context.Context, sh *executor.Shapes, own []*executor.Session, st shapesTimes, kind string) {
+// first times the first run of each shape on the Shapes of firsts (by
+// kind), each of which keeps one shape and whose memory already covers
+// every shape, so that each run opens and captures its shape anew (and
+// closes the one before, kept no longer). "first" is a Shapes that keeps
+// its plans, so a shape that returns is not built and planned again;
+// "firstnew" keeps none (executor.WithPlansKept(0)), each shape built and
+// planned as if never seen. Each kind's parts are noted as the run reports
+// them (ShapeRun.Took: kind+"-build", "-plan", "-drop", "-open",
+// "-capture", "-instantiate", which overlap the run, and the rest,
+// "-replay").
+// Beside them, in turn in the same rounds (what the device gives drifts
+// over a block of runs of one kind): an eager run ("eager") and a capture
+// ("capture", the graph closed untimed) of the shape's own session in own,
+// and the making and planning of its graph ("plan", which a new shape's
+// first run does too).
+func (sb *shapesBench) first(tb testing.TB, ctx context.Context, firsts map[string]*executor.Shapes, own []*executor.Session, st shapesTimes) {
 	tb.Helper()
 	n := len(sb.values)
-	var took executor.OpenTimes // the last first run's
-	kinds := []func(i int) (string, time.Duration){
-		func(i int) (string, time.Duration) {
+	took := map[string]executor.OpenTimes{} // by kind, the last first run's
+	firstOf := func(kind string) func(i int) (string, time.Duration) {
+		return func(i int) (string, time.Duration) {
 			return kind, shapesTimed(tb, func() error {
-				sr, err := sh.Run(ctx, sb.values[i])
+				sr, err := firsts[kind].Run(ctx, sb.values[i])
 				if err == nil {
-					took = sr.Took
+					took[kind] = sr.Took
 					err = shapesRanAs(sr, true)
 				}
 				return err
 			})
-		},
+		}
+	}
+	var kinds []func(i int) (string, time.Duration)
+	for _, kind := range slices.Sorted(maps.Keys(firsts)) {
+		kinds = append(kinds, firstOf(kind))
+	}
+	kinds = append(kinds,
 		func(i int) (string, time.Duration) {
 			return "eager", shapesTimed(tb, func() error { return own[i].Run(ctx) })
 		},
@@ -269,10 +275,7 @@ func (sb *shapesBench) first(tb testing.TB, ctx context.Context, sh *executor.Sh
 				return nil
 			})
 		},
-	}
-	if own == nil {
-		kinds = kinds[:1]
-	}
+	)
 	for r := range sb.rounds + 1 {
 		for _, i := range shapesOrder(r, n) {
 			for j := range kinds {
@@ -281,15 +284,15 @@ func (sb *shapesBench) first(tb testing.TB, ctx context.Context, sh *executor.Sh
 					continue
 				}
 				st.add(k, i, n, d)
-				if k == kind {
-					parts := map[string]time.Duration{"build": took.Build, "plan": took.Plan, "drop": took.Drop,
-						"open": took.Open, "capture": took.Capture, "instantiate": took.Instantiate}
+				if t, ok := took[k]; ok && firsts[k] != nil {
+					parts := map[string]time.Duration{"build": t.Build, "plan": t.Plan, "drop": t.Drop,
+						"open": t.Open, "capture": t.Capture, "instantiate": t.Instantiate}
 					rest := d
 					for part, pd := range parts {
-						st.add(kind+"-"+part, i, n, pd)
+						st.add(k+"-"+part, i, n, pd)
 						rest -= pd
 					}
-					st.add(kind+"-replay", i, n, rest)
+					st.add(k+"-replay", i, n, rest)
 				}
 			}
 		}
@@ -429,8 +432,7 @@ func benchShapes(b *testing.B, ctx context.Context, sb *shapesBench, freshRounds
 		require.NoError(b, shapesRun(ctx, fresh, sb.values[len(sb.values)-1], true))
 		st := shapesTimes{}
 		for range b.N {
-			sb.first(b, ctx, sh, own, st, "first")
-			sb.first(b, ctx, fresh, nil, st, "firstnew")
+			sb.first(b, ctx, map[string]*executor.Shapes{"first": sh, "firstnew": fresh}, own, st)
 		}
 		for i, v := range sb.values {
 			l := shapeLabel(v)
@@ -491,12 +493,11 @@ func TestShapesBenchCPU(t *testing.T) {
 	}
 	sh = sb.openShapes(t, ctx, executor.WithKeep(1))
 	require.NoError(t, shapesRun(ctx, sh, sb.values[len(sb.values)-1], true))
-	sb.first(t, ctx, sh, own, st, "first")
+	fresh := sb.openShapes(t, ctx, executor.WithKeep(1), executor.WithPlansKept(0))
+	require.NoError(t, shapesRun(ctx, fresh, sb.values[len(sb.values)-1], true))
+	sb.first(t, ctx, map[string]*executor.Shapes{"first": sh, "firstnew": fresh}, own, st)
 	require.NoError(t, sh.Close())
-	sh = sb.openShapes(t, ctx, executor.WithKeep(1), executor.WithPlansKept(0))
-	require.NoError(t, shapesRun(ctx, sh, sb.values[len(sb.values)-1], true))
-	sb.first(t, ctx, sh, nil, st, "firstnew")
-	require.NoError(t, sh.Close())
+	require.NoError(t, fresh.Close())
 	for _, s := range own {
 		require.NoError(t, s.Close())
 	}
