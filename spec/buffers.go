@@ -86,7 +86,7 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 		size, ok := l.number64(n, what.and("size"), true)
 		opts.size = size
 		c := numCheck{kind: checkSize, n: n, what: what}
-		l.rec.sizeLeaf(leafReader{l.views}, &opts, n, what.and("size"), true, c)
+		l.rec.sizeLeaf(leafReader{l.views, l.spec}, &opts, n, what.and("size"), true, c)
 		if ok {
 			_, ok = c.apply(&l.reader, size)
 		}
@@ -117,7 +117,7 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 			ok = false
 		}
 		opts.size, sizeKnown = size, okS
-		l.rec.sizeLeaf(leafReader{l.views}, &opts, sizeNode, what.and("size"), true, c)
+		l.rec.sizeLeaf(leafReader{l.views, l.spec}, &opts, sizeNode, what.and("size"), true, c)
 	case hasCount:
 		d.fields.set("size", countNode)
 		count, okC := l.number64(countNode, what.and("count"), false)
@@ -129,7 +129,7 @@ func (l *loader) buffer(name string, n *node, d *bufDecl) (bufferOpts, bool) {
 		if okC {
 			opts.size, sizeKnown = count, true
 		}
-		l.rec.sizeLeaf(leafReader{l.views}, &opts, countNode, what.and("count"), false, c)
+		l.rec.sizeLeaf(leafReader{l.views, l.spec}, &opts, countNode, what.and("count"), false, c)
 	}
 	if v, has := f.get("placement"); has {
 		p, okP := l.oneOf(v, what.and("placement"), placements)

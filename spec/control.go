@@ -5,7 +5,6 @@ package spec
 // and dag.Builder.If.
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/dagrun/dagrun/dag"
@@ -39,17 +38,13 @@ type bodyOp struct {
 
 func (rd *opReader) whileOp(b *dag.Builder, d *opDecl, f fields, n *node, what subject) *dag.Op {
 	d.fields.set("while", n)
-	cond, _, ok := rd.views.view(n, what.and("while"), false)
-	var most int64
+	_, ok := rd.viewVal(n, what.and("while"), false)
+	m := controlMaker{most: -1}
 	if v, has := f.get("max"); has {
 		d.fields.set("max", v)
-		m, okM := rd.integer(v, what.and("max"))
-		if okM && (m < 1 || m > dag.MaxIterations) {
-			rd.errorf(v, fmt.Sprintf("bound the loop between 1 and %d iterations, or leave max out", int64(dag.MaxIterations)), "%s max %d is out of range", what, m)
-			okM = false
-		}
+		var okM bool
+		m.most, okM = rd.numVal(v, what.and("max"), false, numCheck{kind: checkIterations, n: v, what: what})
 		ok = ok && okM
-		most = m
 	}
 	bodyN, has := f.get("body")
 	if !has {
@@ -64,12 +59,13 @@ func (rd *opReader) whileOp(b *dag.Builder, d *opDecl, f fields, n *node, what s
 		rd.decls.discard(fill)
 		return nil
 	}
-	return b.While(cond, fill, dag.AtMost(most))
+	rd.fills = append(rd.fills[:0], fill)
+	return made(rd, b, m)
 }
 
 func (rd *opReader) ifOp(b *dag.Builder, d *opDecl, f fields, n *node, what subject) *dag.Op {
 	d.fields.set("if", n)
-	cond, _, ok := rd.views.view(n, what.and("if"), false)
+	_, ok := rd.viewVal(n, what.and("if"), false)
 	thenN, has := f.get("then")
 	if !has {
 		rd.errorf(f.node, "write then: [...], the ops run when the flag is set, and else: [...] if some run when it is not", "%s if needs then", what)
@@ -87,14 +83,89 @@ func (rd *opReader) ifOp(b *dag.Builder, d *opDecl, f fields, n *node, what subj
 		rd.decls.discard(otherwise)
 		return nil
 	}
-	return b.If(cond, then, otherwise)
+	rd.fills = append(rd.fills[:0], then)
+	if otherwise != nil {
+		rd.fills = append(rd.fills, otherwise)
+	}
+	return made(rd, b, controlMaker{branch: true, most: -1})
+}
+
+// controlMaker makes a loop (its leaves: the flag, and max when given at
+// the place most, -1 when not) or a branch (its leaf: the flag), whose
+// bodies opReader.fills declares: body, or then and else.
+type controlMaker struct {
+	branch bool
+	most   int
+}
+
+func (m controlMaker) make(rd *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	// The bodies' ops are read or made within, into rd.fills and v's room.
+	fills, cond := rd.fills, v[0].view
+	if m.branch {
+		var otherwise func(*dag.Builder)
+		if len(fills) > 1 {
+			otherwise = fills[1]
+		}
+		return b.If(cond, fills[0], otherwise)
+	}
+	var most int64
+	if m.most >= 0 {
+		most = v[m.most].n
+	}
+	return b.While(cond, fills[0], dag.AtMost(most))
+}
+
+// bodyRecipe is a body of a loop or branch as a load that keeps recipes
+// read it: its number (loader.nBodies), its ops' recipes and where each
+// is declared (bodyOp.path).
+type bodyRecipe struct {
+	id    int32
+	ops   []opRecipe
+	paths []string
+}
+
+// controlAgain makes the loop or branch of r, declared as d, at the
+// load's values (ok: its leaves are right), with its bodies made of their
+// recipes: as whileOp and ifOp read them, which read the bodies of a
+// wrong one apart (decls.discard).
+func (rd *opReader) controlAgain(b *dag.Builder, r *opRecipe, d *opDecl, ok bool) *dag.Op {
+	var fills [2]func(*dag.Builder)
+	for i, body := range r.bodies {
+		fills[i] = rd.bodyAgain(d, body)
+	}
+	if !ok {
+		rd.decls.discard(fills[0])
+		rd.decls.discard(fills[1])
+		return nil
+	}
+	rd.fills = append(rd.fills[:0], fills[:len(r.bodies)]...)
+	return r.maker.make(rd, b, rd.vals)
+}
+
+// bodyAgain is what declares the ops of body, a body of d, in a builder
+// at the load's values, as body's function reads them.
+func (rd *opReader) bodyAgain(d *opDecl, body *bodyRecipe) func(*dag.Builder) {
+	return func(b *dag.Builder) {
+		decls := make([]opDecl, len(body.ops))
+		if rd.decls.bodies == nil {
+			rd.decls.bodies = make(map[*opDecl]bodyOp, len(body.ops))
+		}
+		for i := range body.ops {
+			r, od := &body.ops[i], &decls[i]
+			od.opInfo = &r.info
+			rd.decls.bodies[od] = bodyOp{path: body.paths[i], parent: d, body: body.id}
+			rd.decls.ops = append(rd.decls.ops, od)
+			rd.declare(b, r, od)
+		}
+	}
 }
 
 // body reads the ops list n, a body of the control op d called key (body,
 // then or else), and returns what declares them in the body's builder:
 // the ops are read when dag calls it, with that builder as the loader's.
 // ok is false when the list itself is wrong; its ops' own errors come
-// when they are read.
+// when they are read. A load that keeps recipes keeps the body's among
+// the control op's.
 func (l *loader) body(d *opDecl, n *node, what subject, key string) (fill func(*dag.Builder), ok bool) {
 	items, ok := l.sequence(n, what)
 	if !ok {
@@ -112,11 +183,20 @@ func (l *loader) body(d *opDecl, n *node, what subject, key string) (fill func(*
 	parent := l.decls.unnamedLabel(d)
 	l.nBodies++
 	id := l.nBodies
+	var rec *bodyRecipe
+	if l.rec != nil {
+		rec = &bodyRecipe{id: id}
+		l.kinds.bodies = append(l.kinds.bodies, rec)
+	}
 	return func(b *dag.Builder) {
 		saved := l.b
 		l.b = b
 		l.nesting++
-		defer func() { l.b = saved; l.nesting-- }()
+		// The body's ops are read as the control op's are: what the
+		// reader keeps of the control op waits for them.
+		outer := l.kinds.opRecording
+		l.kinds.opRecording = opRecording{}
+		defer func() { l.b = saved; l.nesting--; l.kinds.opRecording = outer }()
 		for i, it := range items {
 			if len(l.decls.ops) >= MaxOps {
 				l.errorf(it, "split the work into several specs", "the spec has more than %d ops, counting those of bodies", MaxOps)
@@ -126,8 +206,15 @@ func (l *loader) body(d *opDecl, n *node, what subject, key string) (fill func(*
 			if l.decls.bodies == nil {
 				l.decls.bodies = map[*opDecl]bodyOp{}
 			}
-			l.decls.bodies[od] = bodyOp{path: parent + "." + key + "[" + strconv.Itoa(i) + "]", parent: d, body: id}
+			path := parent + "." + key + "[" + strconv.Itoa(i) + "]"
+			l.decls.bodies[od] = bodyOp{path: path, parent: d, body: id}
 			l.opDecl(len(l.decls.ops), it, od)
+			if rec != nil {
+				if r, okR := l.recipeOf(od); okR {
+					rec.ops = append(rec.ops, r)
+					rec.paths = append(rec.paths, path)
+				}
+			}
 		}
 	}, true
 }

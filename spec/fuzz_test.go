@@ -57,6 +57,9 @@ func FuzzParse(f *testing.F) {
 		// Parameters: loads at other values from recipes.
 		recipeSpec,
 		paramSpec,
+		collectiveSpec,
+		hostSpec,
+		controlSpec,
 	} {
 		f.Add([]byte(src))
 	}

@@ -153,50 +153,85 @@ func (rd *opReader) hostOp(b *dag.Builder, d *opDecl, f fields, _ *node, what su
 			rd.errorf(n, "name the buffers to check", "%s reads nothing", what)
 			return nil
 		}
-		var acc []dag.OpOption
-		var views []dag.View
 		for _, it := range items {
-			v, _, okV := rd.views.view(it, what.and("reads"), false)
+			_, okV := rd.viewVal(it, what.and("reads"), false)
 			ok = ok && okV
-			acc = append(acc, dag.In(v))
-			views = append(views, v)
 		}
 		if !ok {
 			return nil
 		}
-		return b.Host(rd.spec.checksumStep(views), acc...)
+		return made(rd, b, checksumMaker{})
 	case "save":
 		bufN, okB := need("buffer", "buffer: x")
 		pathN, okP := need("path", "path: out.bin")
 		if !okB || !okP {
 			return nil
 		}
-		v, _, okV := rd.views.view(bufN, what.and("buffer"), false)
-		p, okS := rd.str(pathN, what.and("path"))
-		if okS && p == "" {
+		_, okV := rd.viewVal(bufN, what.and("buffer"), false)
+		m := saveMaker{n: pathN, what: what.and("path")}
+		var okS bool
+		m.path, okS = rd.str(pathN, m.what)
+		if okS && m.path == "" {
 			rd.errorf(pathN, "name a file", "%s path is empty", what)
 			okS = false
 		}
-		if okS {
-			p, okS = rd.paths.writePath(pathN, what.and("path"), p)
-		}
+		okS = okS && m.write(rd)
 		if !okV || !okS {
 			return nil
 		}
-		op := b.Host(rd.spec.saveStep(p), dag.In(v))
-		rd.spec.Saves = append(rd.spec.Saves, SaveStep{Op: op, View: v, Path: p})
-		return op
+		return made(rd, b, m)
 	default: // add
 		bufN, okB := need("buffer", "buffer: x")
 		valN, okV := need("value", "value: 1")
 		if !okB || !okV {
 			return nil
 		}
-		v, _, okW := rd.views.view(bufN, what.and("buffer"), false)
+		_, okW := rd.viewVal(bufN, what.and("buffer"), false)
 		x, okX := rd.number(valN, what.and("value"))
 		if !okW || !okX {
 			return nil
 		}
-		return b.Host(addStep(v.Buf.DType, x), dag.InOut(v))
+		return made(rd, b, addMaker{x})
 	}
+}
+
+// checksumMaker makes a checksum step: its leaves are the views it reads.
+type checksumMaker struct{}
+
+func (checksumMaker) make(rd *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	views := make([]dag.View, len(v))
+	acc := make([]dag.OpOption, len(v))
+	for i, x := range v {
+		views[i], acc[i] = x.view, dag.In(x.view)
+	}
+	return b.Host(rd.spec.checksumStep(views), acc...)
+}
+
+// saveMaker makes a save step of its leaf, the view, to path as written
+// at n ({rank} not expanded).
+type saveMaker struct {
+	n    *node
+	what subject
+	path string
+}
+
+// write checks the step's path and keeps it among the spec's writes, as
+// every load does, whether the view is right or not.
+func (m saveMaker) write(rd *opReader) bool {
+	_, ok := rd.paths.writePath(m.n, m.what, m.path)
+	return ok
+}
+
+func (m saveMaker) make(rd *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	p := ExpandRank(m.path, rd.spec.Rank)
+	op := b.Host(rd.spec.saveStep(p), dag.In(v[0].view))
+	rd.spec.Saves = append(rd.spec.Saves, SaveStep{Op: op, View: v[0].view, Path: p})
+	return op
+}
+
+// addMaker makes an add step of value: its leaf is the view.
+type addMaker struct{ value float64 }
+
+func (m addMaker) make(_ *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	return b.Host(addStep(v[0].view.Buf.DType, m.value), dag.InOut(v[0].view))
 }

@@ -61,25 +61,28 @@ var (
 // dag.OpKinds() has an entry (TestKindKeys checks); a kind a spec cannot
 // write has an empty key and says why.
 var kindKeys = map[dag.OpKind]kindEntry{
-	dag.Alloc:     {key: "alloc", read: (*opReader).lifetimeOp},
-	dag.Free:      {key: "free", read: (*opReader).lifetimeOp},
-	dag.Copy:      {key: "copy", read: (*opReader).copyOp},
-	dag.Fill:      {key: "fill", read: (*opReader).fillOp},
-	dag.Memset2D:  {key: "memset2d", read: (*opReader).memset2DOp},
-	dag.Launch:    {key: "launch", fields: launchKeys, read: (*opReader).launchOp},
-	dag.Host:      {key: "host", read: (*opReader).hostOp},
-	dag.Gemm:      {key: "gemm", read: (*opReader).gemmOp},
-	dag.AllReduce: {key: "all_reduce", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllReduce(a.views["view"], a.red, a.split...) })},
-	dag.AllGather: {key: "all_gather", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllGather(a.views["in"], a.views["out"]) })},
-	dag.ReduceScatter: {key: "reduce_scatter", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op {
-		return b.ReduceScatter(a.views["in"], a.views["out"], a.red)
+	dag.Alloc:    {key: "alloc", read: (*opReader).lifetimeOp},
+	dag.Free:     {key: "free", read: (*opReader).lifetimeOp},
+	dag.Copy:     {key: "copy", read: (*opReader).copyOp},
+	dag.Fill:     {key: "fill", read: (*opReader).fillOp},
+	dag.Memset2D: {key: "memset2d", read: (*opReader).memset2DOp},
+	dag.Launch:   {key: "launch", fields: launchKeys, read: (*opReader).launchOp},
+	dag.Host:     {key: "host", read: (*opReader).hostOp},
+	dag.Gemm:     {key: "gemm", read: (*opReader).gemmOp},
+	dag.AllReduce: {key: "all_reduce", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op {
+		if a.split > 0 {
+			return b.AllReduce(a.view, a.red, dag.SplitInto(a.split))
+		}
+		return b.AllReduce(a.view, a.red)
 	})},
-	dag.Broadcast: {key: "broadcast", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Broadcast(a.views["view"], a.rank) })},
-	dag.Send:      {key: "send", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Send(a.views["view"], a.rank) })},
-	dag.Recv:      {key: "recv", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Recv(a.views["view"], a.rank) })},
-	dag.While:     {key: "while", fields: whileKeys}, // read: see control.go's init
-	dag.If:        {key: "if", fields: ifKeys},
-	dag.Task:      {why: "stream tasks carry Go functions: declare them with dag.Builder.Task"},
+	dag.AllGather:     {key: "all_gather", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.AllGather(a.in, a.out) })},
+	dag.ReduceScatter: {key: "reduce_scatter", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.ReduceScatter(a.in, a.out, a.red) })},
+	dag.Broadcast:     {key: "broadcast", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Broadcast(a.view, a.rank) })},
+	dag.Send:          {key: "send", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Send(a.view, a.rank) })},
+	dag.Recv:          {key: "recv", read: collective(func(b *dag.Builder, a collectiveArgs) *dag.Op { return b.Recv(a.view, a.rank) })},
+	dag.While:         {key: "while", fields: whileKeys}, // read: see control.go's init
+	dag.If:            {key: "if", fields: ifKeys},
+	dag.Task:          {why: "stream tasks carry Go functions: declare them with dag.Builder.Task"},
 }
 
 type kindEntry struct {

@@ -158,13 +158,13 @@ func made[M opMaker](rd *opReader, b *dag.Builder, m M) *dag.Op {
 	return m.make(rd, b, rd.vals)
 }
 
-// collectiveArgs are what a collective's mapping gave: its views by key,
-// its reduction and its root or peer rank.
+// collectiveArgs are what a collective's mapping gave: its views by key
+// (view, in, out), its reduction and its root or peer rank.
 type collectiveArgs struct {
-	views map[string]dag.View
-	red   dag.Reduction
-	rank  int
-	split []dag.OpOption // all_reduce's split: N
+	view, in, out dag.View
+	red           dag.Reduction
+	rank          int
+	split         int // all_reduce's split: N; 0 when not given
 }
 
 // collective is the reader of the collective kind that build declares.
@@ -203,38 +203,62 @@ func (rd *opReader) collectiveOp(b *dag.Builder, d *opDecl, n *node, what subjec
 		rd.errorf(f.node, "write "+kind+": "+collectiveExample[kind], "%s needs %s", what, joinAnd(missing))
 		return nil
 	}
-	views := map[string]dag.View{}
-	for _, k := range []string{"view", "in", "out"} {
+	m := collectiveMaker{build: build, views: [3]int{-1, -1, -1}, rank: -1, split: -1}
+	for i, k := range []string{"view", "in", "out"} {
 		if v, has := f.get(k); has {
-			view, _, okV := rd.views.view(v, what.and(k), false)
+			slot, okV := rd.viewVal(v, what.and(k), false)
 			ok = ok && okV
-			views[k] = view
+			m.views[i] = slot
 		}
 	}
-	red := dag.Sum
+	m.red = dag.Sum
 	if v, has := f.get("op"); has {
 		s, okR := rd.oneOf(v, what.and("op"), reductions)
 		ok = ok && okR
-		red, _ = dag.ParseReduction(s)
+		m.red, _ = dag.ParseReduction(s)
 	}
-	rank := 0
 	for _, k := range []string{"root", "to", "from"} {
 		if v, has := f.get(k); has {
-			r, okR := rd.peer(v, what.and(k))
+			slot, okR := rd.peerVal(v, what.and(k))
 			ok = ok && okR
-			rank = r
+			m.rank = slot
 		}
 	}
-	var split []dag.OpOption
 	if v, has := f.get("split"); has {
-		n, okS := rd.intIn(v, what.and("split"), 1, dag.MaxSplit)
+		slot, okS := rd.numVal(v, what.and("split"), false, inRange(v, what.and("split"), 1, dag.MaxSplit))
 		ok = ok && okS
-		split = append(split, dag.SplitInto(n))
+		m.split = slot
 	}
 	if !ok {
 		return nil
 	}
-	return build(b, collectiveArgs{views: views, red: red, rank: rank, split: split})
+	return made(rd, b, m)
+}
+
+// collectiveMaker makes a collective with build: its fields hold the
+// places of its values (views view, in and out, its rank and split; -1:
+// not given) and its reduction.
+type collectiveMaker struct {
+	build       func(*dag.Builder, collectiveArgs) *dag.Op
+	views       [3]int
+	red         dag.Reduction
+	rank, split int
+}
+
+func (m collectiveMaker) make(_ *opReader, b *dag.Builder, v []leafValue) *dag.Op {
+	a := collectiveArgs{red: m.red}
+	for i, p := range []*dag.View{&a.view, &a.in, &a.out} {
+		if s := m.views[i]; s >= 0 {
+			*p = v[s].view
+		}
+	}
+	if m.rank >= 0 {
+		a.rank = int(v[m.rank].n)
+	}
+	if m.split >= 0 {
+		a.split = int(v[m.split].n)
+	}
+	return m.build(b, a)
 }
 
 // collectiveExample is how each collective is written, for hints.
@@ -276,37 +300,53 @@ func rankSeed(seed uint64, rank int) uint64 {
 	return seed ^ z
 }
 
-// peer reads a root or peer rank: an integer, or an expression of rank
-// (this program's rank) and world (the number of ranks), and of the
-// parameters, such as "(rank + 1) % world" for the next rank of a ring.
-func (rd *opReader) peer(n *node, what subject) (int, bool) {
+// peerVal reads a root or peer rank, as numVal reads a number: an
+// integer, or an expression of rank (this program's rank) and world (the
+// number of ranks), and of the parameters, such as "(rank + 1) % world"
+// for the next rank of a ring.
+func (rd *opReader) peerVal(n *node, what subject) (int, bool) {
 	s, isStr := scalarString(rd.resolve(n))
 	if !isStr || !mentionsRank(s) {
-		return rd.intIn(n, what, 0, MaxWorld-1)
+		return rd.numVal(n, what, false, inRange(n, what, 0, MaxWorld-1))
 	}
 	ps := rd.params
 	known := func(name string) bool { return name == "rank" || name == "world" || ps != nil && ps.known(name) }
 	e, err := parseExpr(s, false, known)
-	if err != nil {
+	var v int64
+	ok := err == nil
+	if ok {
+		v, ok = leafReader{rd.views, rd.spec}.peerAt(e, n, what, s)
+	} else {
 		rd.errorf(n, `write an integer expression of rank, world and the parameters, for example "(rank + 1) % world"`, "%s %q: %v", what, clip(s), err)
-		return 0, false
 	}
-	env := map[string]int64{"rank": int64(rd.spec.Rank), "world": int64(rd.spec.Run.World)}
-	if ps != nil {
+	if rd.rec != nil {
+		rd.keepLeaf(newLeaf(what, n, num{e: e, s: s, rank: true}, nil, numCheck{}), ok)
+	}
+	rd.vals = append(rd.vals, leafValue{n: v})
+	return len(rd.vals) - 1, ok
+}
+
+// peerAt is the value of e, a peer's expression s read at n, at the
+// load's values of the parameters, rank and world, reported as out of the
+// world where it is.
+func (lr leafReader) peerAt(e expr, n *node, what subject, s string) (int64, bool) {
+	rank, world := lr.spec.Rank, lr.spec.Run.World
+	env := map[string]int64{"rank": int64(rank), "world": int64(world)}
+	if ps := lr.params; ps != nil {
 		for k, v := range ps.values {
 			env[k] = v
 		}
 	}
 	v, err := e.eval(env)
 	if err != nil {
-		rd.errorf(n, "change the expression", "%s %q %v at rank %d of %d", what, clip(s), err, rd.spec.Rank, rd.spec.Run.World)
+		lr.errorf(n, "change the expression", "%s %q %v at rank %d of %d", what, clip(s), err, rank, world)
 		return 0, false
 	}
-	if v < 0 || v >= int64(max(rd.spec.Run.World, 1)) {
-		rd.errorf(n, fmt.Sprintf("use 0 to %d", max(rd.spec.Run.World, 1)-1), "%s %q is %d at rank %d of %d, out of the world", what, clip(s), v, rd.spec.Rank, rd.spec.Run.World)
+	if v < 0 || v >= int64(max(world, 1)) {
+		lr.errorf(n, fmt.Sprintf("use 0 to %d", max(world, 1)-1), "%s %q is %d at rank %d of %d, out of the world", what, clip(s), v, rank, world)
 		return 0, false
 	}
-	return int(v), true
+	return v, true
 }
 
 // mentionsRank reports whether s names rank or world as a whole word.

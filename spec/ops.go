@@ -39,13 +39,12 @@ type opReader struct {
 	decls    *decls
 	argNames map[*dag.Kernel][]string // argFields by kernel
 	// The op being read: its leaves' values, in the order read (see
-	// opMaker); and, when the load keeps recipes (rec), its leaves, maker
-	// and options.
-	vals   []leafValue
-	rec    *recorder
-	leaves []leaf
-	maker  opMaker
-	opts   []dag.OpOption
+	// opMaker), and the bodies of a loop or branch (controlMaker); and,
+	// when the load keeps recipes (rec), what its recipe keeps.
+	vals  []leafValue
+	fills []func(*dag.Builder)
+	rec   *recorder
+	opRecording
 	// Room for a GEMM's options, reused from op to op.
 	gemmPre, gemmOpts []dag.OpOption
 	argScratch        []argMaker // a launch's arguments, likewise
@@ -94,25 +93,27 @@ func (l *loader) opList(n *node) {
 
 // recordOp keeps the recipe of d, an op of the ops list just read.
 func (l *loader) recordOp(d *opDecl) {
-	rd := l.kinds
-	if d.op == nil || rd.maker == nil || !hasRecipe(d.kind) {
-		l.rec.bad = true
+	r, ok := l.recipeOf(d)
+	if !ok {
 		return
 	}
-	r := opRecipe{info: *d.opInfo, leaves: slices.Clone(rd.leaves), maker: rd.maker, opts: slices.Clone(rd.opts)}
 	l.rec.ops = append(l.rec.ops, r)
 	l.rec.accesses += cap(d.op.Access) // what the builder takes for them
-	l.rec.leaves = max(l.rec.leaves, len(r.leaves))
 }
 
-// hasRecipe says whether an op of kind can be made again from a recipe:
-// one whose reading keeps its values as leaves (opReader.viewVal).
-func hasRecipe(kind string) bool {
-	switch kind {
-	case "copy", "fill", "memset2d", "launch", "alloc", "free", "gemm":
-		return true
+// recipeOf is the recipe of d, an op just read, from what the reader
+// kept of it; false, and the load keeps no recipes, where d is wrong or
+// its reader keeps none.
+func (l *loader) recipeOf(d *opDecl) (opRecipe, bool) {
+	rd := l.kinds
+	if d.op == nil || rd.maker == nil {
+		l.rec.bad = true
+		return opRecipe{}, false
 	}
-	return false
+	r := opRecipe{info: *d.opInfo, leaves: slices.Clone(rd.leaves), maker: rd.maker, opts: slices.Clone(rd.opts), bodies: slices.Clone(rd.bodies)}
+	l.rec.leaves = max(l.rec.leaves, len(r.leaves))
+	l.rec.decls++
+	return r, true
 }
 
 // opt applies option o to op (when there is one), keeping it for the
@@ -225,7 +226,8 @@ func (l *loader) readOp(d *opDecl, f fields, what subject) {
 	}
 	l.checkKeys(f, what, l.opKeys(d.kind, step))
 	rd := l.kinds
-	rd.vals, rd.leaves, rd.maker, rd.opts = rd.vals[:0], rd.leaves[:0], nil, rd.opts[:0]
+	rd.vals = rd.vals[:0]
+	rd.opRecording = opRecording{leaves: rd.leaves[:0], opts: rd.opts[:0], bodies: rd.bodies[:0]}
 	var op *dag.Op
 	if e, ok := entryOf(d.kind); ok {
 		op = e.read(l.kinds, l.b, d, f, kindNode, what)

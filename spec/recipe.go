@@ -23,7 +23,7 @@ import (
 // from recipes reports what a load that reads the text would: what the
 // values make wrong, which the leaves check. A load makes recipes only
 // where every value read that depends on the parameters is a leaf
-// (reader.valueReads) and every op is of a kind they know. Immutable once
+// (reader.valueReads) and every op's reader keeps a maker. Immutable once
 // made: loads on several goroutines share them.
 type recipes struct {
 	params   []paramDeclared
@@ -34,6 +34,7 @@ type recipes struct {
 	opNames  map[string]int32 // decls.opNames once the ops list is read
 	accesses int              // of the ops, for dag.Builder.Grow
 	leaves   int              // the most of one op
+	decls    int              // ops of the list and of its bodies
 	sites    *opSites         // Spec.ops
 }
 
@@ -47,14 +48,16 @@ type bufRecipe struct {
 	set    []func(*dag.Buffer)
 }
 
-// opRecipe is an op of the ops list: its declaration as read, its leaves
-// in the order read, what makes its op of their values,
-// and the options of every op it has (priority, cost, device, name).
+// opRecipe is an op of the ops list or of a body: its declaration as
+// read, its leaves in the order read, what makes its op of their values,
+// the options of every op it has (priority, cost, device, name), and the
+// bodies of a loop or branch.
 type opRecipe struct {
 	info   opInfo
 	leaves []leaf
 	maker  opMaker
 	opts   []dag.OpOption
+	bodies []*bodyRecipe
 }
 
 // opMaker makes the op of a kind from the values of its leaves, in the
@@ -107,6 +110,7 @@ type num struct {
 	c     int64
 	s     string // e's text, for messages
 	units bool
+	rank  bool // e is a collective's peer, of rank and world too (opReader.peerVal)
 }
 
 // viewLeaf is a view as written: a text ("x[0:T*4KiB]", x) or a mapping
@@ -147,12 +151,13 @@ type numCheck struct {
 type checkKind uint8
 
 const (
-	checkRange    checkKind = iota + 1 // in [lo, hi], as intIn reads
-	checkPositive                      // 1 or more: a GEMM's leading dimension, batch or stride
-	checkSize                          // a buffer's size, positive
-	checkCount                         // a buffer's count of elements of dt; its value becomes their bytes
-	checkShared                        // a launch's dynamic shared memory
-	checkFits                          // a launch's integer argument, in its parameter's type
+	checkRange      checkKind = iota + 1 // in [lo, hi], as intIn reads
+	checkPositive                        // 1 or more: a GEMM's leading dimension, batch or stride
+	checkSize                            // a buffer's size, positive
+	checkCount                           // a buffer's count of elements of dt; its value becomes their bytes
+	checkShared                          // a launch's dynamic shared memory
+	checkFits                            // a launch's integer argument, in its parameter's type
+	checkIterations                      // a loop's max, in [1, dag.MaxIterations]
 )
 
 // bounds are the values that pass c, [lo, hi], and what the reader keeps
@@ -168,6 +173,8 @@ func (c *numCheck) bounds() (lo, hi, mul int64) {
 		lo, hi, mul = 1, math.MaxInt64/c.dt.Size(), c.dt.Size()
 	case checkShared:
 		hi = 1 << 30
+	case checkIterations:
+		lo, hi = 1, dag.MaxIterations
 	case checkFits:
 		if c.param != dag.I64Param {
 			lo, hi = -1<<31, 1<<31-1
@@ -214,6 +221,12 @@ func (c *numCheck) apply(r *reader, v int64) (int64, bool) {
 			r.errorf(c.n, "use at most 48 KiB of dynamic shared memory", "%s shared %d bytes is too large", c.what, v)
 			return v, false
 		}
+	case checkIterations:
+		if v < 1 || v > dag.MaxIterations {
+			hint := fmt.Sprintf("bound the loop between 1 and %d iterations, or leave max out", int64(dag.MaxIterations))
+			r.errorf(c.n, hint, "%s max %d is out of range", c.what, v)
+			return v, false
+		}
 	case checkFits:
 		if lo, hi, _ := c.bounds(); v < lo || v > hi {
 			r.errorf(c.n, "", "%s %d does not fit in %s", c.what, v, c.param)
@@ -226,6 +239,15 @@ func (c *numCheck) apply(r *reader, v int64) (int64, bool) {
 // inRange is the check of intIn: in [lo, hi].
 func inRange(n *node, what subject, lo, hi int64) numCheck {
 	return numCheck{kind: checkRange, n: n, what: what, lo: lo, hi: hi}
+}
+
+// opRecording is what a load that keeps recipes keeps of the op being
+// read, for its recipe: its leaves, maker, options and bodies.
+type opRecording struct {
+	leaves []leaf
+	maker  opMaker
+	opts   []dag.OpOption
+	bodies []*bodyRecipe
 }
 
 // recorder collects a load's recipes while it reads (loader.rec).
@@ -259,8 +281,12 @@ func follow(n *node) *node {
 	return nil
 }
 
-// leafReader reads leaves, and evaluates them at a load's values.
-type leafReader struct{ *views }
+// leafReader reads leaves, and evaluates them at a load's values; a
+// collective's peer, at the spec's rank and world too.
+type leafReader struct {
+	*views
+	spec *Spec
+}
 
 // numOf is the number at n, which integer (units: size) has read without
 // error, as a leaf's number; false where it cannot be one.
@@ -297,6 +323,9 @@ func (lr leafReader) numOf(n *node, units bool) (num, *node, bool) {
 func (lr leafReader) numAt(x *num, n *node, what subject) (int64, bool) {
 	if x.e == nil {
 		return x.c, true
+	}
+	if x.rank {
+		return lr.peerAt(x.e, n, what, x.s)
 	}
 	v, err := lr.params.value(x.e, x.units)
 	if err != nil {
@@ -468,7 +497,7 @@ func (rd *opReader) viewVal(n *node, what subject, withMode bool) (int, bool) {
 	v, m, ok := rd.views.readView(n, what, withMode)
 	rd.valueReads = reads // the leaf's
 	if rd.rec != nil {
-		x, at, okL := leafReader{rd.views}.viewOf(n)
+		x, at, okL := leafReader{rd.views, rd.spec}.viewOf(n)
 		rd.keepLeaf(newLeaf(what, at, num{}, x, numCheck{}), ok && okL)
 	}
 	rd.vals = append(rd.vals, leafValue{view: v, mode: m})
@@ -483,7 +512,7 @@ func (rd *opReader) numVal(n *node, what subject, units bool, c numCheck) (int, 
 		v, ok = c.apply(rd.reader, v)
 	}
 	if rd.rec != nil {
-		x, at, okL := leafReader{rd.views}.numOf(n, units)
+		x, at, okL := leafReader{rd.views, rd.spec}.numOf(n, units)
 		rd.keepLeaf(newLeaf(what, at, x, nil, c), ok && okL)
 	}
 	rd.vals = append(rd.vals, leafValue{n: v})
@@ -510,23 +539,46 @@ func (rd *opReader) keepLeaf(x leaf, ok bool) {
 	rd.leaves = append(rd.leaves, x)
 }
 
-// again makes the op of r at the load's values, as reading it would.
-func (rd *opReader) again(b *dag.Builder, r *opRecipe) *dag.Op {
+// again makes the op of r, declared as d, at the load's values, as
+// reading it would.
+func (rd *opReader) again(b *dag.Builder, r *opRecipe, d *opDecl) *dag.Op {
 	if m, ok := r.maker.(launchMaker); ok && m.kernel(rd) == nil {
 		return nil // its kernel's declaration is wrong: its reader stops there
 	}
 	rd.vals = rd.vals[:0]
 	ok := true
-	lr := leafReader{rd.views}
+	lr := leafReader{rd.views, rd.spec}
 	for i := range r.leaves {
 		v, okV := lr.leafAt(&r.leaves[i])
 		ok = ok && okV
 		rd.vals = append(rd.vals, v)
 	}
+	if m, isSave := r.maker.(saveMaker); isSave {
+		ok = m.write(rd) && ok
+	}
+	if len(r.bodies) > 0 {
+		return rd.controlAgain(b, r, d, ok)
+	}
 	if !ok {
 		return nil
 	}
 	return r.maker.make(rd, b, rd.vals)
+}
+
+// declare makes the op of r, declared as d, at the load's values, as
+// readOp reads it.
+func (rd *opReader) declare(b *dag.Builder, r *opRecipe, d *opDecl) {
+	op := rd.again(b, r, d)
+	if op == nil {
+		return
+	}
+	for _, o := range r.opts {
+		op.With(o)
+	}
+	d.op = op
+	if op.SyncCopy() {
+		rd.decls.syncCopies = append(rd.decls.syncCopies, d)
+	}
 }
 
 // buffersAgain declares the buffers of rs at the load's values, as
@@ -537,7 +589,7 @@ func (l *loader) buffersAgain(rs *recipes) {
 	l.b.Grow(len(rs.bufs), 0, 0)
 	decls := make([]bufDecl, len(rs.bufs))
 	l.views.decls = decls
-	lr := leafReader{l.views}
+	lr := leafReader{l.views, l.spec}
 	for i := range rs.bufs {
 		r, d := &rs.bufs[i], &decls[i]
 		*d = bufDecl{node: r.keyN, fields: r.fields, place: int32(i)}
@@ -553,23 +605,13 @@ func (l *loader) opsAgain(rs *recipes) {
 	l.b.Grow(0, len(rs.ops), rs.accesses)
 	l.kinds.vals = make([]leafValue, 0, rs.leaves)
 	decls := make([]opDecl, len(rs.ops))
-	l.decls.ops = make([]*opDecl, len(rs.ops))
+	l.decls.ops = make([]*opDecl, 0, rs.decls)
 	l.decls.opNames, l.decls.namesShared = rs.opNames, true
 	for i := range rs.ops {
 		r, d := &rs.ops[i], &decls[i]
 		d.opInfo = &r.info
-		l.decls.ops[i] = d
-		op := l.kinds.again(l.b, r)
-		if op == nil {
-			continue
-		}
-		for _, o := range r.opts {
-			op.With(o)
-		}
-		d.op = op
-		if op.SyncCopy() {
-			l.decls.syncCopies = append(l.decls.syncCopies, d)
-		}
+		l.decls.ops = append(l.decls.ops, d)
+		l.kinds.declare(l.b, r, d)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,6 +54,84 @@ outputs:
   - {buffer: o}
 `
 
+// collectiveSpec is one rank's program with every collective, their
+// views, splits and peers depending on T and P, the run settings on P and
+// S; at some values views overflow, peers leave the world and splits
+// their range.
+const collectiveSpec = `params:
+  T: {default: 64, min: 16, max: 1099511627776, multiple_of: 16}
+  P: {default: 1, min: 0, max: 5}
+  S: {default: 2, min: 0, max: 100}
+run: {world: 4, collective_sms: P * 4, repeat: S + 1}
+buffers:
+  g: {dtype: f32, count: T * 4, init: {random: {seed: 3, per_rank: true}}}
+  s: {dtype: f32, count: T, init: zeros}
+  r: {dtype: f32, count: T, init: zeros}
+ops:
+  - {all_reduce: {view: "g[0:T*8]", op: avg, split: S}, name: ar}
+  - {all_gather: {in: s, out: "g[0:T*16]"}, priority: high}
+  - {reduce_scatter: {in: {buffer: g, offset: 0, size: T * 16}, out: s, op: max}}
+  - {broadcast: {view: s, root: P}, cost: 5us}
+  - {send: {view: "s[0:T*2]", to: "(rank + P) % world"}}
+  - {recv: {view: "r[T*T*T*T*T / (T*T*T*T*T) * 4:]", from: "(rank + world - P) % world"}}
+  - {broadcast: {view: r, root: "rank * 0 + P - 1"}}
+  - {all_reduce: {view: r, op: sum}, after: ar}
+  - {send: {view: r, to: "(rank + 1) % (world - P)"}}
+outputs: [{buffer: g, save: "g{rank}.bin"}]
+`
+
+// hostSpec has every host step, their views depending on T and U.
+const hostSpec = `params:
+  T: {default: 64, min: 16, max: 1099511627776, multiple_of: 16}
+  U: {default: 1, min: 0, max: 4}
+buffers:
+  h: {dtype: f32, count: T * 4, placement: pinned, init: zeros}
+  i: {dtype: i32, count: T, placement: pinned, init: {value: 3}}
+  b: {dtype: bf16, count: 64, placement: pinned, init: zeros}
+ops:
+  - {host: add, buffer: "h[0:T*U*4]", value: 1.5, name: bump}
+  - {host: add, buffer: i, value: -2}
+  - {host: add, buffer: {buffer: b, offset: 0, size: T * 2 / U}, value: 0.25}
+  - {host: checksum, reads: [h, "i[T:T*2]", {buffer: h, offset: T * 8, size: T * 8}]}
+  - {host: checksum, reads: "b[0:T*U]", after: bump}
+  - {host: save, buffer: "h[T*U:]", path: "out/h_{rank}.bin", priority: high}
+  - {host: save, buffer: {buffer: i, offset: T * T * T * T - T * T * T * T, size: 4}, path: i.bin}
+outputs: [{buffer: h, save: h.bin}]
+`
+
+// controlSpec has loops and branches, nested, their flags, bounds and
+// bodies depending on T and M: at some values a flag or max is wrong (the
+// bodies are read apart), or an op of a body is.
+const controlSpec = `params:
+  T: {default: 64, min: 16, max: 1099511627776, multiple_of: 16}
+  M: {default: 32, min: 0, max: 1099511627776}
+buffers:
+  x: {size: T * 64, init: {value: 1}}
+  y: T * 64
+  flag: {size: 4, dtype: i32, init: {value: 1}}
+  flags: {count: T / 4, dtype: i32, init: {value: 1}}
+ops:
+  - {fill: {buffer: y, value: 0}, name: clear}
+  - while: "flags[T - 16 : T - 12]"
+    max: M
+    name: refine
+    priority: low
+    body:
+      - {launch: scale, args: {x: "x[0:T*32]", alpha: 0.5}, grid: T / 16, name: s1}
+      - {fill: {buffer: "x[T*32:]", value: 3}, after: [s1], cost: 1us}
+      - {launch: set_flag, args: {flag: "flags[T-16:T-12]", x: x, threshold: 0.001}, block: 1}
+      - if: flag
+        then: [{copy: {from: "x[0:T*16]", to: "y[T*16:T*32]"}, name: inner}]
+  - if: "flags[T - 4 + 0 / M : T]"
+    then:
+      - {launch: scale, args: {x: "y[0:T*M]", alpha: 2}, name: grow}
+    else:
+      - {copy: {from: x, to: y}}
+      - while: flag
+        body: [{fill: {buffer: "y[0:T]", value: 2}}, {memset2d: {buffer: "x[T:]", rows: M / 8, width: 4, pitch: T, value: 1}}]
+outputs: [x, y]
+`
+
 // A load from recipes is the load that reads the text, at values it
 // loads at and at values that make it wrong, with the errors at their
 // places.
@@ -60,12 +139,14 @@ func TestRecipesAsRead(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		src    string
+		opts   []Option
 		values []map[string]int64
+		read   bool // the text is read at every load: recipes cannot make it
 	}{
-		{"every kind", recipeSpec, []map[string]int64{
+		{"every kind", recipeSpec, nil, []map[string]int64{
 			{"T": 64}, {"T": 16}, {"T": 4096, "U": 8}, {"U": 1}, {"T": 1024, "U": 3},
 			{"T": 17}, {"V": 2}, // not admitted: the declarations' errors
-		}},
+		}, false},
 		{"wrong at some values", `params:
   T: {default: 64, min: 16, max: 1099511627776}
 buffers:
@@ -82,12 +163,35 @@ ops:
   - {memset2d: {buffer: z, rows: T / 16, width: T / 8, pitch: T - 16, value: 0}}
   - {gemm: {a: y, b: y, c: x, m: T - 48, n: 1, k: 1, lda: T / 64, batch: T / 64}}
   - {fill: {buffer: w, value: 0}}
-`, []map[string]int64{{"T": 64}, {"T": 16}, {"T": 48}, {"T": 1024}, {"T": 1 << 20}, {"T": 1 << 40}}},
+`, nil, []map[string]int64{{"T": 64}, {"T": 16}, {"T": 48}, {"T": 1024}, {"T": 1 << 20}, {"T": 1 << 40}}, false},
+		{"collectives", collectiveSpec, nil, []map[string]int64{
+			{"T": 64}, {"T": 16, "P": 2}, {"P": 0}, {"P": 3, "S": 64}, {"P": 4}, {"P": 5}, {"S": 0}, {"S": 65},
+			{"T": 1 << 20}, {"T": 1 << 40, "S": 1},
+		}, false},
+		{"collectives at rank 3", collectiveSpec, []Option{WithRank(3, 4)}, []map[string]int64{
+			{"T": 32}, {"P": 0}, {"P": 2}, {"P": 4}, {"P": 5}, {"T": 1 << 20},
+		}, false},
+		{"host steps", hostSpec, nil, []map[string]int64{
+			{"T": 32}, {"U": 4}, {"U": 0}, {"T": 128, "U": 2}, {"T": 1 << 20}, {"T": 1 << 40, "U": 3},
+		}, false},
+		{"loops and branches", controlSpec, nil, []map[string]int64{
+			{"T": 16}, {"M": 1}, {"M": 64}, {"M": 65}, {"M": 0}, {"M": 1 << 40}, {"M": 1<<40 + 1},
+			{"T": 1 << 20, "M": 3}, {"T": 1 << 40},
+		}, false},
+		{"a world of the parameters", `params:
+  W: {default: 2, min: 1, max: 8}
+run: {world: W}
+buffers:
+  g: {dtype: f32, count: 64, init: zeros}
+ops:
+  - {all_reduce: {view: g}}
+  - {send: {view: g, to: "(rank + 1) % world"}}
+`, nil, []map[string]int64{{"W": 1}, {"W": 8}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Parse("p.yaml", []byte(tc.src))
+			s, err := Parse("p.yaml", []byte(tc.src), tc.opts...)
 			require.NoError(t, err)
-			require.NotNil(t, s.again.recipes, "recipes make every kind of this spec")
+			require.Equal(t, tc.read, s.again.recipes == nil, "recipes make every kind of this spec")
 			for _, v := range tc.values {
 				sameAsRead(t, s, v)
 			}
@@ -95,8 +199,8 @@ ops:
 	}
 }
 
-// The examples with parameters load from recipes, or read their text
-// where recipes do not know what they hold (collectives), as they would.
+// The examples with parameters load from recipes, each rank's program
+// of those that run as several, as they would from their text.
 func TestRecipesExamples(t *testing.T) {
 	files, err := filepath.Glob("../examples/*.yaml")
 	require.NoError(t, err)
@@ -108,24 +212,61 @@ func TestRecipesExamples(t *testing.T) {
 		if err != nil || len(s.Params) == 0 {
 			continue
 		}
-		if s.again.recipes != nil {
-			made++
+		specs := []*Spec{s}
+		for r := 1; r < s.Run.World; r++ {
+			at, err := Load(file, WithRank(r, s.Run.World))
+			require.NoError(t, err, file)
+			specs = append(specs, at)
 		}
-		for _, p := range s.Params {
-			for _, x := range []int64{p.first(), p.Max / p.MultipleOf * p.MultipleOf, p.Default} {
-				sameAsRead(t, s, map[string]int64{p.Name: x})
+		for _, s := range specs {
+			require.NotNil(t, s.again.recipes, "%s rank %d loads from recipes", file, s.Rank)
+			made++
+			for _, p := range s.Params {
+				for _, x := range []int64{p.first(), p.Max / p.MultipleOf * p.MultipleOf, p.Default} {
+					sameAsRead(t, s, map[string]int64{p.Name: x})
+				}
 			}
 		}
 	}
-	require.NotZero(t, made, "mlp_stream.yaml loads from recipes")
+	require.GreaterOrEqual(t, made, 5, "mlp_stream.yaml and the tensor-parallel blocks, at ranks 0 and 1")
+}
+
+// Loads from one spec's recipes on several goroutines at once are each
+// the load of the text at their values (the recipes are shared; run with
+// -race).
+func TestRecipesShared(t *testing.T) {
+	for _, src := range []string{recipeSpec, collectiveSpec, hostSpec, controlSpec} {
+		s, err := Parse("p.yaml", []byte(src))
+		require.NoError(t, err)
+		require.NotNil(t, s.again.recipes)
+		values := make([]map[string]int64, 8)
+		got := make([]*Spec, len(values))
+		errs := make([]error, len(values))
+		var wg sync.WaitGroup
+		for i := range values {
+			values[i] = map[string]int64{"T": int64(16 << i)}
+			wg.Go(func() { got[i], errs[i] = s.At(values[i]) })
+		}
+		wg.Wait()
+		for i := range values {
+			sameLoad(t, s, values[i], got[i], errs[i])
+		}
+	}
 }
 
 // sameAsRead checks that s.At(values) is what loading s's text at values
 // makes.
 func sameAsRead(t *testing.T, s *Spec, values map[string]int64) {
 	t.Helper()
-	what := fmt.Sprint(values)
 	got, gotErr := s.At(values)
+	sameLoad(t, s, values, got, gotErr)
+}
+
+// sameLoad checks that got and gotErr, a load of s's text at values, are
+// what reading the text at values makes.
+func sameLoad(t *testing.T, s *Spec, values map[string]int64, got *Spec, gotErr error) {
+	t.Helper()
+	what := fmt.Sprint(values)
 	opts := slices.Clip(s.opts)
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		opts = append(opts, WithParam(name, values[name]))
@@ -141,6 +282,7 @@ func sameAsRead(t *testing.T, s *Spec, values map[string]int64) {
 	}
 	want, wantErr := Parse(s.File, src, opts...)
 	require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr), what)
+	sameSteps(t, comparable(want), comparable(got), what)
 	require.Equal(t, want.Graph, got.Graph, what)
 	require.Equal(t, want.Warnings, got.Warnings, what)
 	require.Equal(t, want.Params, got.Params, what)
@@ -158,6 +300,56 @@ func sameAsRead(t *testing.T, s *Spec, values map[string]int64) {
 			require.Equal(t, wp, gp, what)
 			require.Equal(t, want.OpLabel(op.Name), got.OpLabel(op.Name), what)
 		}
+	}
+}
+
+// comparable takes from the ops of s (its graph's and its save steps'),
+// and returns, what two loads cannot be compared by: the functions of
+// host steps. A loop's or branch's spec keeps only what it exports,
+// without the builders of its bodies (which keep their room).
+func comparable(s *Spec) []*dag.Op {
+	var ops []*dag.Op
+	if s.Graph != nil {
+		ops = append(slices.Clip(s.Graph.Ops), s.Graph.Nested...)
+	}
+	for _, st := range s.Saves {
+		if !slices.Contains(ops, st.Op) {
+			ops = append(ops, st.Op)
+		}
+	}
+	var steps []*dag.Op
+	for _, op := range ops {
+		if c := op.Control; c != nil {
+			op.Control = &dag.ControlSpec{Cond: c.Cond, Max: c.Max, Body: c.Body, Else: c.Else}
+		}
+		if op.HostFunc != nil {
+			o := *op
+			steps = append(steps, &o)
+			op.HostFunc = nil
+		}
+	}
+	return steps
+}
+
+// sameSteps checks that the host steps of two loads do the same: an add
+// step changes the same bytes the same way (a checksum's and a save's
+// are what they read, and where, which the graphs and Saves hold).
+func sameSteps(t *testing.T, want, got []*dag.Op, what string) {
+	t.Helper()
+	require.Len(t, got, len(want), what)
+	for i, w := range want {
+		if len(w.Access) != 1 || w.Access[0].Mode != dag.ReadWrite {
+			continue
+		}
+		mem := func(op *dag.Op) []byte {
+			b := make([]byte, 64)
+			for j := range b {
+				b[j] = byte(j * 37)
+			}
+			require.NoError(t, op.HostFunc(t.Context(), [][]byte{b}), what)
+			return b
+		}
+		require.Equal(t, mem(w), mem(got[i]), what)
 	}
 }
 

@@ -400,7 +400,15 @@ func (l *loader) load(root *node) {
 	}
 	l.kinds.rec = l.rec
 	if n, ok := top.get("run"); ok {
+		// Every load reads the run settings: their values are not the
+		// recipes' to keep, but for the world, which ranks and peers and
+		// paths depend on.
+		reads := l.valueReads
 		l.worldNode = runSettings(&l.reader, n, &l.spec.Run)
+		l.valueReads = reads
+		if s, isStr := scalarString(follow(l.worldNode)); isStr && l.rec != nil && mentionsParam(s, l.reader.params) {
+			l.rec.bad = true
+		}
 	}
 	l.checkRank(top.node)
 	if n, ok := top.get("buffers"); ok {
