@@ -137,3 +137,40 @@ func BenchmarkHostile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAt is Spec.At, a new value of T every time: of
+// examples/mlp_stream.yaml (copies, GEMMs and launches), of
+// examples/ranks/tp_mlp.yaml (an all-reduce among GEMMs and launches,
+// collective_sms a parameter) and of controlSpec (loops and branches,
+// nested). Each is made of recipes where they know its kinds, and read
+// from the document again where not.
+func BenchmarkAt(b *testing.B) {
+	for _, tc := range []struct {
+		name, file, src string
+		first           int64
+	}{
+		{"mlp_stream", "../examples/mlp_stream.yaml", "", 512},
+		{"tp_mlp", "../examples/ranks/tp_mlp.yaml", "", 512},
+		{"loops", "", controlSpec, 64},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var s *Spec
+			var err error
+			if tc.file != "" {
+				s, err = Load(tc.file)
+			} else {
+				s, err = Parse("loops.yaml", []byte(tc.src))
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			loop(b, func() {
+				if _, err := s.At(map[string]int64{"T": tc.first + 16*int64(i%64)}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			})
+		})
+	}
+}
