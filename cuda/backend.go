@@ -30,8 +30,8 @@ import (
 // while its threads run is unsafe.
 type Backend struct {
 	drv        *driver
-	lt         []string // where to look for cuBLASLt
-	initOnHost bool     // config.initOnHost
+	lt         *ltShared // cuBLASLt: the library, a handle per device, the algorithms picked
+	initOnHost bool      // config.initOnHost
 
 	mu       sync.Mutex // guards what follows
 	comp     compiler
@@ -125,7 +125,7 @@ func New(opts ...Option) (*Backend, error) {
 		drv:        drv,
 		comp:       compiler{candidates: nvrtcCandidates(cfg.nvrtc), cacheDir: cfg.cacheDir},
 		devs:       map[int]*gpu{},
-		lt:         cfg.cublasLt,
+		lt:         newLtShared(drv, cfg.cublasLt),
 		multi:      multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl, ncclRes: cfg.nccl},
 		copyColl:   cfg.copyColl,
 		initOnHost: cfg.initOnHost,
@@ -277,6 +277,7 @@ func (b *Backend) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	keep(b.lt.close()) // its handles live in the contexts released below
 	for _, d := range b.devs {
 		for _, m := range d.modules {
 			keep(b.drv.moduleUnload(d.ctx, m))
