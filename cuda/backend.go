@@ -30,8 +30,9 @@ import (
 // while its threads run is unsafe.
 type Backend struct {
 	drv        *driver
-	lt         []string // where to look for cuBLASLt
-	initOnHost bool     // config.initOnHost
+	lt         *ltShared // cuBLASLt: the library, a handle per device, the algorithms picked
+	reuse      *recycler // streams and events of closed sessions
+	initOnHost bool      // config.initOnHost
 
 	mu       sync.Mutex // guards what follows
 	comp     compiler
@@ -61,12 +62,13 @@ type Resources struct {
 	HostAllocs   int // C heap blocks: pageable buffers and per-op launch records
 	Callbacks    int // host-step handles
 	Graphs       int // captured graphs and their executables
+	Kept         int // streams and events of closed sessions kept for the next (backend)
 }
 
 // Total is the number of resources held.
 func (r Resources) Total() int {
 	return r.Contexts + r.Streams + r.Events + r.Modules + r.DeviceAllocs + r.PoolAllocs +
-		r.PinnedAllocs + r.HostAllocs + r.Callbacks + r.Graphs
+		r.PinnedAllocs + r.HostAllocs + r.Callbacks + r.Graphs + r.Kept
 }
 
 func (r Resources) plus(o Resources) Resources {
@@ -75,6 +77,7 @@ func (r Resources) plus(o Resources) Resources {
 		Modules: r.Modules + o.Modules, DeviceAllocs: r.DeviceAllocs + o.DeviceAllocs,
 		PoolAllocs: r.PoolAllocs + o.PoolAllocs, PinnedAllocs: r.PinnedAllocs + o.PinnedAllocs,
 		HostAllocs: r.HostAllocs + o.HostAllocs, Callbacks: r.Callbacks + o.Callbacks, Graphs: r.Graphs + o.Graphs,
+		Kept: r.Kept + o.Kept,
 	}
 }
 
@@ -125,18 +128,23 @@ func New(opts ...Option) (*Backend, error) {
 		drv:        drv,
 		comp:       compiler{candidates: nvrtcCandidates(cfg.nvrtc), cacheDir: cfg.cacheDir},
 		devs:       map[int]*gpu{},
-		lt:         cfg.cublasLt,
+		lt:         newLtShared(drv, cfg.cublasLt),
+		reuse:      newRecycler(drv),
 		multi:      multiGPU{noPeer: cfg.noPeer, libnccl: cfg.libnccl, ncclRes: cfg.nccl},
 		copyColl:   cfg.copyColl,
 		initOnHost: cfg.initOnHost,
 	}, nil
 }
 
-// Live reports what the backend holds now: its own contexts and modules
-// plus everything its open sessions hold.
+// Live reports what the backend holds now: its own contexts and modules,
+// the streams and events it keeps for sessions to come, plus everything
+// its open sessions hold.
 func (b *Backend) Live() Resources {
 	b.mu.Lock()
 	r := b.live
+	if b.reuse != nil {
+		r.Kept = b.reuse.kept()
+	}
 	open := make([]*Session, 0, len(b.sessions))
 	for s := range b.sessions {
 		open = append(open, s)
@@ -277,6 +285,8 @@ func (b *Backend) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	keep(b.lt.close()) // its handles live in the contexts released below
+	keep(b.reuse.close())
 	for _, d := range b.devs {
 		for _, m := range d.modules {
 			keep(b.drv.moduleUnload(d.ctx, m))

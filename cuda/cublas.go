@@ -172,16 +172,15 @@ type gemmAlgo struct {
 	ws   C.size_t
 }
 
-// gemmer runs GEMM ops with cuBLASLt: a handle per device, and per GEMM
-// spec its descriptors, the algorithm picked once for its signature and a
-// workspace of its own (so GEMMs on different streams never share one).
-// A Backend keeps one for its life; close releases what an Open made.
+// gemmer runs a session's GEMM ops with cuBLASLt: per GEMM spec its
+// descriptors, its algorithm (the one of its signature, which the
+// Backend's sessions share: ltShared) and a workspace of its own (so GEMMs
+// on different streams never share one). close releases what an Open made.
 type gemmer struct {
 	drv        *driver
-	candidates []string
-	lt         *cublasLt        // loaded at the first prepare
-	handles    map[int]ltHandle // by device ordinal
-	algos      map[gemmKey]gemmAlgo
+	shared     *ltShared        // the library, handles and algorithms of the Backend
+	lt         *cublasLt        // shared's library, once the first GEMM is prepared
+	handles    map[int]ltHandle // the shared handles this session's GEMMs use, by device ordinal
 	recs       map[*dag.GemmSpec]*gemmRec
 	workspaces int // device allocations held
 	// borrow, when set, lends the workspace of the k-th GEMM prepared
@@ -206,9 +205,8 @@ type gemmRec struct {
 	launches []epiLaunch // epilogue.go
 }
 
-func newGemmer(drv *driver, candidates []string) *gemmer {
-	return &gemmer{drv: drv, candidates: candidates, handles: map[int]ltHandle{},
-		algos: map[gemmKey]gemmAlgo{}, recs: map[*dag.GemmSpec]*gemmRec{}}
+func newGemmer(drv *driver, shared *ltShared) *gemmer {
+	return &gemmer{drv: drv, shared: shared, handles: map[int]ltHandle{}, recs: map[*dag.GemmSpec]*gemmRec{}}
 }
 
 // viewAlign is the alignment, in bytes up to 256, of view v of a device
@@ -260,23 +258,17 @@ func (g *gemmer) prepare(d *gpu, op *dag.Op) (*gemmRec, error) {
 		return nil, err
 	}
 	if g.lt == nil {
-		lt, err := openCuBLASLt(g.candidates)
+		lt, err := g.shared.library()
 		if err != nil {
 			return nil, err
 		}
 		g.lt = lt
 	}
-	h, ok := g.handles[d.ordinal]
-	if !ok {
-		var cu C.CUresult
-		st := C.dr_lt_create(g.lt.lib, g.drv.api, d.ctx, &h.h, &cu)
-		if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
+	if _, ok := g.handles[d.ordinal]; !ok {
+		h, err := g.shared.handle(d)
+		if err != nil {
 			return nil, err
 		}
-		if st != 0 {
-			return nil, g.lt.err("cublasLtCreate", st)
-		}
-		h.ctx = d.ctx
 		g.handles[d.ordinal] = h
 	}
 	rec := (*C.dr_gemm)(C.calloc(1, C.sizeof_dr_gemm))
@@ -371,7 +363,7 @@ func (g *gemmer) setup(r *gemmRec, shape *C.dr_gemm_shape, key gemmKey, op *dag.
 	if !ok || h.h == nil || h.ctx != d.ctx {
 		return fmt.Errorf("no cublasLtCreate handle for the context of device %d", d.ordinal)
 	}
-	known, haveAlgo := g.algos[key]
+	known, haveAlgo := g.shared.algo(key)
 	var step *C.char
 	var cu C.CUresult
 	pick := C.int(1)
@@ -391,7 +383,7 @@ func (g *gemmer) setup(r *gemmRec, shape *C.dr_gemm_shape, key gemmKey, op *dag.
 	if haveAlgo {
 		rec.algo, rec.workspaceSize = known.algo, known.ws
 	} else {
-		g.algos[key] = gemmAlgo{algo: rec.algo, ws: rec.workspaceSize}
+		g.shared.keep(key, gemmAlgo{algo: rec.algo, ws: rec.workspaceSize})
 	}
 	switch {
 	case rec.workspaceSize > 0 && g.borrow != nil:
@@ -459,10 +451,8 @@ func (g *gemmer) run(r *gemmRec, s C.CUstream, a, b, c, d, bias C.CUdeviceptr) e
 	return nil
 }
 
-// close releases every descriptor, workspace and handle; the devices must
-// be idle. The library stays loaded for the next Open, as the driver does:
-// cuBLASLt carries CUDA runtime state that unloading it does not promise
-// to clean up.
+// close releases every descriptor and workspace; the devices must be
+// idle. The library and the handles are the Backend's (ltShared).
 func (g *gemmer) close() error {
 	var errs []error
 	for s, r := range g.recs {
@@ -477,17 +467,7 @@ func (g *gemmer) close() error {
 		r.freeLaunches() // epilogue.go
 		delete(g.recs, s)
 	}
-	for ord, h := range g.handles {
-		var cu C.CUresult
-		st := C.dr_lt_destroy(g.lt.lib, g.drv.api, h.ctx, h.h, &cu)
-		if err := g.drv.check("cuCtxSetCurrent", cu); err != nil {
-			errs = append(errs, err)
-		} else if st != 0 {
-			errs = append(errs, g.lt.err("cublasLtDestroy", st))
-		}
-		delete(g.handles, ord)
-	}
-	clear(g.algos)
+	clear(g.handles)
 	return errors.Join(errs...)
 }
 

@@ -118,13 +118,13 @@ func BenchmarkPDL(b *testing.B) {
 	}
 }
 
-// The chain's grids: the planner launches the 64 KiB chain early and the
-// others plainly, as the measurements say it should.
+// The chain's grids: the planner launches the 64 KiB and 1 MiB chains early
+// (16 and 256 blocks of 256) and the 16 MiB one (4,096 blocks) plainly.
 func TestPDLBenchChainPlans(t *testing.T) {
 	for _, tc := range []struct {
 		bytes int64
 		early int
-	}{{64 << 10, 999}, {1 << 20, 0}, {16 << 20, 0}} {
+	}{{64 << 10, 999}, {1 << 20, 999}, {16 << 20, 0}} {
 		t.Run(fmt.Sprint(tc.bytes), func(t *testing.T) {
 			graph, _, _, _ := pdlAxpyChain(t, 1000, tc.bytes)
 			p, err := planner.New(graph, planner.Streams(1), planner.SMs(132), planner.ForMode(planner.Replay))

@@ -51,13 +51,13 @@ func openSession(t testing.TB, b *Backend, g *dag.Graph) *Session {
 }
 
 // assertReleased checks that b holds nothing but what a backend keeps
-// between sessions (contexts and modules): every session released what it
-// made.
+// between sessions (contexts, modules, and the streams and events it keeps
+// for the next): every session released what it made.
 func assertReleased(t testing.TB, b *Backend, where string) {
 	t.Helper()
 	live := b.Live()
 	assert.Zero(t, b.Sessions(), "sessions open %s", where)
-	live.Contexts, live.Modules = 0, 0
+	live.Contexts, live.Modules, live.Kept = 0, 0, 0
 	assert.Zero(t, live.Total(), "sessions left %+v %s", live, where)
 }
 

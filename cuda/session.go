@@ -70,6 +70,9 @@ func joined(se *Session) *Session {
 	cm, stg, gh, fs, ct := &se.colls, &se.stage, &se.gemms, &se.faults, &se.ctl
 	hd.b, hd.drv, hd.g = b, drv, g
 	sm.drv, sm.hold, sm.host, sm.capt, sm.tim = drv, hd, hst, cpt, tm
+	if b != nil {
+		sm.reuse = b.reuse
+	}
 	sm.colls, sm.stage, sm.gemms, sm.ctl = cm, stg, gh, ct
 	hst.drv, hst.hold, hst.sub, hst.colls, hst.ctl, hst.faults = drv, hd, sm, cm, ct, fs
 	cpt.drv, cpt.hold, cpt.host, cpt.sub, cpt.tim, cpt.colls, cpt.ctl = drv, hd, hst, sm, tm, cm, ct
@@ -124,6 +127,7 @@ type sessDevice struct {
 type stream struct {
 	h    C.CUstream
 	dev  *sessDevice
+	prio int    // the driver's priority it was made with
 	last string // the name of the last op run on it, for asynchronous errors
 	// busy: work may have been enqueued on it since a Sync last found it
 	// done. Sync asks only busy streams: a query of an idle stream costs
@@ -263,7 +267,10 @@ func (se *Session) Close() error {
 	se.hold.freeWorkspaces(keep) // shared.go
 	se.sub.freeRecords()
 	se.capt.dropVariants()
-	se.sub.destroyStreams(keep)
+	// Streams go back to the Backend for the next session only when every
+	// step of the close so far succeeded: their work is done, no capture
+	// is open on them.
+	se.sub.destroyStreams(keep, len(errs) == 0)
 	se.stage.freeStages(keep)
 	se.tim.recycleTiming()
 	keep(se.tim.closeCUPTI())

@@ -20,6 +20,7 @@ import (
 // streams, the events, and the C records of every op (prepare.go).
 type submitter struct {
 	drv   *driver
+	reuse *recycler // the Backend's: streams and events of closed sessions
 	hold  *holdings
 	host  *hostSide
 	capt  *capturer
@@ -47,11 +48,12 @@ func (sm *submitter) NewStream(ordinal int, p dag.Priority) error {
 	if err != nil {
 		return fmt.Errorf("stream %d on device %d: %w", len(sm.streams), ordinal, err)
 	}
-	h, err := sm.drv.streams.create(d.ctx, StreamPriority(p, d.least, d.greatest))
+	prio := StreamPriority(p, d.least, d.greatest)
+	h, err := sm.reuse.stream(d.ctx, prio)
 	if err != nil {
 		return fmt.Errorf("stream %d on device %d: %w", len(sm.streams), ordinal, err)
 	}
-	sm.streams = append(sm.streams, stream{h: h, dev: d})
+	sm.streams = append(sm.streams, stream{h: h, dev: d, prio: prio})
 	sm.hold.track(&sm.hold.live.Streams, 1)
 	return nil
 }
@@ -101,13 +103,13 @@ func (sm *submitter) Record(si, ei int) error {
 	}
 	if e.dev != s.dev {
 		if e.h != nil {
-			if err := sm.drv.events.destroy(e.dev.ctx, e.h); err != nil {
+			if err := sm.reuse.putEvent(e.dev.ctx, e.h); err != nil {
 				return err
 			}
 			e.h = nil
 			sm.hold.track(&sm.hold.live.Events, -1)
 		}
-		if e.h, err = sm.drv.events.create(s.dev.ctx, false); err != nil {
+		if e.h, err = sm.reuse.event(s.dev.ctx); err != nil {
 			return fmt.Errorf("event %d: %w", ei, err)
 		}
 		e.dev = s.dev
@@ -246,16 +248,26 @@ func (sm *submitter) freeRecords() {
 	}
 }
 
-// destroyStreams destroys the session's streams and events (Close).
-func (sm *submitter) destroyStreams(keep func(error)) {
+// destroyStreams gives the session's streams and events back to the Backend
+// for the next sessions when the close is clean, or destroys them (Close).
+func (sm *submitter) destroyStreams(keep func(error), clean bool) {
 	for _, s := range sm.streams {
-		keep(sm.drv.streams.destroy(s.dev.ctx, s.h))
+		if clean {
+			keep(sm.reuse.putStream(s.dev.ctx, s.prio, s.h))
+		} else {
+			keep(sm.drv.streams.destroy(s.dev.ctx, s.h))
+		}
 		sm.hold.track(&sm.hold.live.Streams, -1)
 	}
 	for _, e := range sm.events {
-		if e.h != nil {
-			keep(sm.drv.events.destroy(e.dev.ctx, e.h))
-			sm.hold.track(&sm.hold.live.Events, -1)
+		if e.h == nil {
+			continue
 		}
+		if clean {
+			keep(sm.reuse.putEvent(e.dev.ctx, e.h))
+		} else {
+			keep(sm.drv.events.destroy(e.dev.ctx, e.h))
+		}
+		sm.hold.track(&sm.hold.live.Events, -1)
 	}
 }

@@ -118,21 +118,28 @@ func earlyCapable(op *dag.Op) bool {
 
 // earlyPays reports whether launching consumer early after producer, its
 // predecessor on one stream, pays: both wait on the device, and each grid
-// has at most one block per multiprocessor. Measured on an H200 (132 SMs)
-// with a chain of 1,000 dependent axpy kernels replayed as a graph, early
-// launch (wait first, trigger at once) took 0.629 us a kernel against 1.054
-// at 64 KiB (64 blocks: 0.60x), but 1.647 against 1.501 at 1 MiB (1,024
-// blocks: 1.10x) and 20.38 against 11.08 at 16 MiB (1.84x): where a grid
-// runs in waves, the dependant's blocks wait on multiprocessors that the
-// waves need. Launch-bound kernels gain, so only grids that fit the device
-// at one block a multiprocessor go early.
+// fits the device at once with room to spare: at most earlyThreadsPerSM
+// threads on each multiprocessor (4 blocks of 256 a multiprocessor, 528
+// blocks on an H200's 132). Launch-bound kernels gain; where a grid runs
+// in waves, the dependant's blocks wait on multiprocessors that the waves
+// need. Measured on an H200 with a chain of 1,000 dependent axpy kernels
+// (16 bytes a thread, blocks of 256, wait first and trigger at once):
+// replayed, early launch took 0.84x the plain chain at 64 KiB (16
+// blocks) and at 1 MiB (256 blocks), eagerly 0.88x and 0.78x; the same
+// kernel at one element a thread took 1.10x at 1 MiB (1,024 blocks) and
+// 1.84x at 16 MiB (16,384 blocks).
 func earlyPays(producer, consumer *dag.Op, sms int) bool {
 	if !earlyCapable(producer) || !earlyCapable(consumer) || producer.Device != consumer.Device {
 		return false
 	}
 	small := func(op *dag.Op) bool {
-		n := op.Launch.Grid.Count()
-		return n >= 1 && n <= sms && op.Launch.Block.Count() >= 1
+		n, threads := op.Launch.Grid.Count(), op.Launch.Block.Count()
+		return n >= 1 && threads >= 1 && n <= sms*max(1, earlyThreadsPerSM/threads)
 	}
 	return small(producer) && small(consumer)
 }
+
+// earlyThreadsPerSM is how many threads a multiprocessor takes of a grid
+// that goes early: half of what an sm_90 multiprocessor holds (2,048), so
+// that the producer and its early dependant fit side by side.
+const earlyThreadsPerSM = 1024

@@ -27,8 +27,8 @@ func earlyNames(t *testing.T, g *dag.Graph, opts ...planner.Option) []string {
 }
 
 // The early pass marks a launch that follows a launch on its stream with no
-// wait between, both kernels waiting on the device, both grids at most one
-// block per multiprocessor.
+// wait between, both kernels waiting on the device, both grids at most
+// 1,024 threads a multiprocessor.
 func TestEarlyLaunches(t *testing.T) {
 	user := &dag.Kernel{Name: "mine", Source: dag.CUDAC, Code: `extern "C" __global__ void mine(float* x) {}`,
 		Params: []dag.Param{{Name: "x", Kind: dag.BufferParam, Mode: dag.ReadWrite}}}
@@ -53,9 +53,17 @@ func TestEarlyLaunches(t *testing.T) {
 			b.Launch(dag.Scale, dag.Grid1(1024), b256, x, 2.0, dag.Name("big"))
 			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("after"))
 		}, nil, nil},
-		{"more blocks than multiprocessors", func(b *dag.Builder, x, y *dag.Buffer) {
+		{"four blocks of 256 a multiprocessor", func(b *dag.Builder, x, y *dag.Buffer) {
 			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
-			b.Launch(dag.Scale, dag.Grid1(133), b256, x, 2.0, dag.Name("b"))
+			b.Launch(dag.Scale, dag.Grid1(4*132), b256, x, 2.0, dag.Name("b"))
+		}, nil, []string{"b"}},
+		{"more than 1,024 threads a multiprocessor", func(b *dag.Builder, x, y *dag.Buffer) {
+			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
+			b.Launch(dag.Scale, dag.Grid1(4*132+1), b256, x, 2.0, dag.Name("b"))
+		}, nil, nil},
+		{"more blocks of 1,024 than multiprocessors", func(b *dag.Builder, x, y *dag.Buffer) {
+			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
+			b.Launch(dag.Scale, dag.Grid1(133), dag.Grid1(1024), x, 2.0, dag.Name("b"))
 		}, nil, nil},
 		{"a fill between", func(b *dag.Builder, x, y *dag.Buffer) {
 			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))

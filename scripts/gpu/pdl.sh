@@ -5,7 +5,9 @@
 # eagerly and replayed; the fallback with a reason) and BenchmarkPDL
 # (cuda/pdl_bench_test.go: 1,000 dependent axpy kernels at 64 KiB, 1 MiB
 # and 16 MiB, dagrun against a raw graph and a raw launch loop without
-# PDL), then one table of the benchmark's medians. Logs go to OUTDIR.
+# PDL), the same chains by hand in CUDA C (scripts/gpu/pdl_raw.cu, where
+# nvcc is found), then one table of the benchmark's medians. Logs go to
+# OUTDIR.
 # BENCHTIME (default 20x) sets the samples.
 set -uo pipefail
 out=${1:?usage: scripts/gpu/pdl.sh OUTDIR}
@@ -18,6 +20,14 @@ status=0
 grep -E '^(--- |ok|FAIL|PASS)|no early launches here' "$out/pdl-test.log" | grep -v -- '--- PASS: TestBuiltinKernels/' || true
 (cd cuda && ../.gpu/cuda.test -test.run '^$' -test.bench '^BenchmarkPDL$' -test.benchtime "${BENCHTIME:-20x}" -test.timeout 600s) \
 	>"$out/pdl-bench.log" 2>&1 || status=1
+
+# The same chains by hand (scripts/gpu/pdl_raw.cu), where nvcc is here.
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ -x "$nvcc" ]; then
+	"$nvcc" -O3 -arch=native -o "$out/pdl_raw" scripts/gpu/pdl_raw.cu >"$out/pdl-raw.log" 2>&1 &&
+		timeout -s KILL 300 "$out/pdl_raw" >>"$out/pdl-raw.log" 2>&1 || { echo "pdl_raw failed: $out/pdl-raw.log"; status=1; }
+	rm -f "$out/pdl_raw"
+fi
 
 # One table: per size, the edges launched early, dagrun's replay and eager
 # times a kernel beside the raw floors, and the ratios (targets:
