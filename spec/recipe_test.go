@@ -360,11 +360,11 @@ func TestCheckBounds(t *testing.T) {
 		{}, {kind: checkRange, lo: 1, hi: 32}, {kind: checkRange, lo: 0, hi: 1 << 16},
 		{kind: checkPositive, key: "lda"}, {kind: checkPositive, key: "stride_a"}, {kind: checkSize},
 		{kind: checkCount, dt: dag.BF16}, {kind: checkCount, dt: dag.F64}, {kind: checkShared},
-		{kind: checkFits, param: dag.I32Param}, {kind: checkFits, param: dag.I64Param},
+		{kind: checkFits, param: dag.I32Param}, {kind: checkFits, param: dag.I64Param}, {kind: checkIterations},
 	} {
 		lo, hi, mul := c.bounds()
 		for _, v := range []int64{math.MinInt64, -1 << 31, -1<<31 - 1, -1, 0, 1, 2, 32, 33, 1 << 16, 1<<16 + 1, 1 << 30, 1<<30 + 1,
-			1<<31 - 1, 1 << 31, math.MaxInt64 / 8, math.MaxInt64/8 + 1, math.MaxInt64 / 2, math.MaxInt64/2 + 1, math.MaxInt64} {
+			1<<31 - 1, 1 << 31, dag.MaxIterations, dag.MaxIterations + 1, math.MaxInt64 / 8, math.MaxInt64/8 + 1, math.MaxInt64 / 2, math.MaxInt64/2 + 1, math.MaxInt64} {
 			r := &reader{file: "p.yaml"}
 			got, ok := c.apply(r, v)
 			require.Equal(t, v >= lo && v <= hi, ok, "%+v at %d", c, v)
