@@ -178,6 +178,20 @@ ops:
 			{"T": 16}, {"M": 1}, {"M": 64}, {"M": 65}, {"M": 0}, {"M": 1 << 40}, {"M": 1<<40 + 1},
 			{"T": 1 << 20, "M": 3}, {"T": 1 << 40},
 		}, false},
+		{"aliased bodies and views", `params:
+  T: {default: 64, min: 16, max: 4096, multiple_of: 16}
+buffers:
+  x: {size: &sz T * 64, init: zeros}
+  y: {size: *sz, init: zeros}
+  flag: {size: 4, dtype: i32, init: {value: 1}}
+ops:
+  - while: &f "flag[0:T/16]"
+    max: &m T / 16
+    body: &b [{fill: {buffer: &v "x[0:T*32]", value: 1}}, {launch: scale, grid: *m, args: {x: *v, alpha: 2}}]
+  - if: *f
+    then: *b
+    else: [{copy: {from: *v, to: "y[T*32:]"}}, {fill: {buffer: "y[0:T]", value: 3}}]
+`, nil, []map[string]int64{{"T": 16}, {"T": 128}, {"T": 4096}}, false},
 		{"a world of the parameters", `params:
   W: {default: 2, min: 1, max: 8}
 run: {world: W}
