@@ -99,7 +99,8 @@ type controlMaker struct {
 }
 
 func (m controlMaker) make(rd *opReader, b *dag.Builder, v []leafValue) *dag.Op {
-	// The bodies' ops are read or made within, into rd.fills and v's room.
+	// The bodies' ops, read or made within b.While or b.If, take over
+	// rd.fills and v's room: what this op needs of them is taken first.
 	fills, cond := rd.fills, v[0].view
 	if m.branch {
 		var otherwise func(*dag.Builder)
