@@ -34,7 +34,7 @@ func pdlAxpyChain(tb testing.TB, n int, bytes int64) (*dag.Graph, *dag.Buffer, *
 
 // BenchmarkPDL: a chain of 1,000 dependent axpy kernels on one buffer of
 // 64 KiB, 1 MiB and 16 MiB, sample by sample in one process: dagrun's
-// plan (early launches where the planner chose them: on small grids)
+// plan (early launches where the planner chose them: every edge here)
 // replayed against a raw graph of the same kernels captured with plain
 // launches, and run eagerly against the raw launch loop (one C loop, plain
 // launches, then a context sync). replay-plain is the same plan with
@@ -118,13 +118,13 @@ func BenchmarkPDL(b *testing.B) {
 	}
 }
 
-// The chain's grids: the planner launches the 64 KiB and 1 MiB chains early
-// (16 and 256 blocks of 256) and the 16 MiB one (4,096 blocks) plainly.
+// The chain's grids: the planner launches builtins early at every size,
+// the 16 MiB chain's 4,096 blocks of 256 (in waves) too.
 func TestPDLBenchChainPlans(t *testing.T) {
 	for _, tc := range []struct {
 		bytes int64
 		early int
-	}{{64 << 10, 999}, {1 << 20, 999}, {16 << 20, 0}} {
+	}{{64 << 10, 999}, {1 << 20, 999}, {16 << 20, 999}} {
 		t.Run(fmt.Sprint(tc.bytes), func(t *testing.T) {
 			graph, _, _, _ := pdlAxpyChain(t, 1000, tc.bytes)
 			p, err := planner.New(graph, planner.Streams(1), planner.SMs(132), planner.ForMode(planner.Replay))

@@ -15,7 +15,7 @@ type EarlyLaunching uint8
 
 const (
 	// EarlyAuto (the default) launches a kernel early where both kernels
-	// of the edge wait on the device and their grids are small (earlyPays).
+	// of the edge wait on the device, builtins or small grids (earlyPays).
 	EarlyAuto EarlyLaunching = iota
 	// EarlyNone launches every kernel after the one before it ends.
 	EarlyNone
@@ -117,29 +117,40 @@ func earlyCapable(op *dag.Op) bool {
 }
 
 // earlyPays reports whether launching consumer early after producer, its
-// predecessor on one stream, pays: both wait on the device, and each grid
-// fits the device at once with room to spare: at most earlyThreadsPerSM
-// threads on each multiprocessor (4 blocks of 256 a multiprocessor, 528
-// blocks on an H200's 132). Launch-bound kernels gain; where a grid runs
-// in waves, the dependant's blocks wait on multiprocessors that the waves
-// need. Measured on an H200 with a chain of 1,000 dependent axpy kernels
-// (16 bytes a thread, blocks of 256, wait first and trigger at once):
-// replayed, early launch took 0.84x the plain chain at 64 KiB (16
-// blocks) and at 1 MiB (256 blocks), eagerly 0.88x and 0.78x; the same
-// kernel at one element a thread took 1.10x at 1 MiB (1,024 blocks) and
-// 1.84x at 16 MiB (16,384 blocks).
+// predecessor on one stream, pays: both wait on the device, and the grids
+// are of dagrun's builtins, or small (earlyFits).
+//
+// A builtin waits for its producer first and triggers its dependant only
+// then, so at most two grids of a chain are resident: the dependant's
+// blocks take only the multiprocessors that the producer's last wave
+// leaves. Measured on an H200 with chains of 1,000 dependent axpy kernels
+// of that order (16 bytes a thread, blocks of 256; scripts/gpu/pdl_raw.cu),
+// early launch took 0.84x the plain chain replayed at 64 KiB and 1 MiB
+// (16 and 256 blocks) and 0.96x at 16 MiB (4,096 blocks: waves), and
+// 0.82-0.84x eagerly. Triggered at once instead, before the wait, each
+// grid launches the next: at 1 MiB the chain took 1.15-1.20x. A user's
+// kernel says it waits but not where it triggers, so only its small grids
+// go early.
 func earlyPays(producer, consumer *dag.Op, sms int) bool {
 	if !earlyCapable(producer) || !earlyCapable(consumer) || producer.Device != consumer.Device {
 		return false
 	}
-	small := func(op *dag.Op) bool {
-		n, threads := op.Launch.Grid.Count(), op.Launch.Block.Count()
-		return n >= 1 && threads >= 1 && n <= sms*max(1, earlyThreadsPerSM/threads)
-	}
-	return small(producer) && small(consumer)
+	return earlyFits(producer, sms) && earlyFits(consumer, sms)
 }
 
-// earlyThreadsPerSM is how many threads a multiprocessor takes of a grid
-// that goes early: half of what an sm_90 multiprocessor holds (2,048), so
-// that the producer and its early dependant fit side by side.
+// earlyFits reports whether op's grid may go early: any grid of a builtin;
+// a user kernel's when it fits the device at once with room to spare, at
+// most earlyThreadsPerSM threads on each multiprocessor (4 blocks of 256
+// a multiprocessor: 528 blocks on an H200's 132).
+func earlyFits(op *dag.Op, sms int) bool {
+	n, threads := op.Launch.Grid.Count(), op.Launch.Block.Count()
+	if n < 1 || threads < 1 {
+		return false
+	}
+	return op.Launch.Kernel.Source == dag.Builtin || n <= sms*max(1, earlyThreadsPerSM/threads)
+}
+
+// earlyThreadsPerSM is how many threads a multiprocessor takes of a user's
+// grid that goes early: half of what an sm_90 multiprocessor holds
+// (2,048), so that the producer and its early dependant fit side by side.
 const earlyThreadsPerSM = 1024

@@ -27,7 +27,7 @@ func earlyNames(t *testing.T, g *dag.Graph, opts ...planner.Option) []string {
 }
 
 // The early pass marks a launch that follows a launch on its stream with no
-// wait between, both kernels waiting on the device, both grids at most
+// wait between, both kernels waiting on the device, a user's grid at most
 // 1,024 threads a multiprocessor.
 func TestEarlyLaunches(t *testing.T) {
 	user := &dag.Kernel{Name: "mine", Source: dag.CUDAC, Code: `extern "C" __global__ void mine(float* x) {}`,
@@ -48,22 +48,23 @@ func TestEarlyLaunches(t *testing.T) {
 			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
 			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("b"))
 		}, []planner.Option{planner.Early(planner.EarlyNone)}, nil},
-		{"a grid in waves goes plainly, and so does the next", func(b *dag.Builder, x, y *dag.Buffer) {
+		{"builtins in waves", func(b *dag.Builder, x, y *dag.Buffer) {
 			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
-			b.Launch(dag.Scale, dag.Grid1(1024), b256, x, 2.0, dag.Name("big"))
+			b.Launch(dag.Scale, dag.Grid1(16384), b256, x, 2.0, dag.Name("big"))
+			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("after"))
+		}, nil, []string{"big", "after"}},
+		{"a user kernel of four blocks of 256 a multiprocessor", func(b *dag.Builder, x, y *dag.Buffer) {
+			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
+			b.Launch(b.Kernel(user), dag.Grid1(4*132), b256, x, dag.Name("u")).Launch.Early = true
+		}, nil, []string{"u"}},
+		{"a user kernel of more than 1,024 threads a multiprocessor", func(b *dag.Builder, x, y *dag.Buffer) {
+			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
+			b.Launch(b.Kernel(user), dag.Grid1(4*132+1), b256, x, dag.Name("u")).Launch.Early = true
 			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("after"))
 		}, nil, nil},
-		{"four blocks of 256 a multiprocessor", func(b *dag.Builder, x, y *dag.Buffer) {
+		{"a user kernel of more blocks of 1,024 than multiprocessors", func(b *dag.Builder, x, y *dag.Buffer) {
 			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
-			b.Launch(dag.Scale, dag.Grid1(4*132), b256, x, 2.0, dag.Name("b"))
-		}, nil, []string{"b"}},
-		{"more than 1,024 threads a multiprocessor", func(b *dag.Builder, x, y *dag.Buffer) {
-			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
-			b.Launch(dag.Scale, dag.Grid1(4*132+1), b256, x, 2.0, dag.Name("b"))
-		}, nil, nil},
-		{"more blocks of 1,024 than multiprocessors", func(b *dag.Builder, x, y *dag.Buffer) {
-			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))
-			b.Launch(dag.Scale, dag.Grid1(133), dag.Grid1(1024), x, 2.0, dag.Name("b"))
+			b.Launch(b.Kernel(user), dag.Grid1(133), dag.Grid1(1024), x, dag.Name("u")).Launch.Early = true
 		}, nil, nil},
 		{"a fill between", func(b *dag.Builder, x, y *dag.Buffer) {
 			b.Launch(dag.Scale, g1, b256, x, 2.0, dag.Name("a"))

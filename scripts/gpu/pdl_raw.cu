@@ -1,6 +1,7 @@
 // Programmatic dependent launch by hand, with the CUDA runtime and no
 // dagrun: a chain of 1,000 dependent axpy kernels (16 bytes a thread,
-// blocks of 256) at 64 KiB, 1 MiB and 16 MiB, replayed as a graph and
+// blocks of 256) at 64 KiB, 1 MiB, 16 MiB and 64 MiB (16 to 16,384
+// blocks), replayed as a graph and
 // launched eagerly, us per kernel. Two kernel bodies: "min" (one vector
 // a thread, no loop) and "dag" (dagrun's builtin: an i64 grid-stride loop,
 // the alignment test and the scalar tail); three orders of the device-side
@@ -52,9 +53,9 @@ int main() {
   const int N = 1000;
   cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  size_t sizes[] = {64 << 10, 1 << 20, 16 << 20};
-  const char* names[] = {"64KiB", "1MiB", "16MiB"};
-  for (int si = 0; si < 3; si++) {
+  size_t sizes[] = {64 << 10, 1 << 20, 16 << 20, 64 << 20};
+  const char* names[] = {"64KiB", "1MiB", "16MiB", "64MiB"};
+  for (int si = 0; si < 4; si++) {
     size_t bytes = sizes[si]; float *x, *y; CK(cudaMalloc(&x, bytes)); CK(cudaMalloc(&y, bytes));
     CK(cudaMemset(x, 0, bytes)); CK(cudaMemset(y, 0, bytes));
     int nv = bytes / 16, blocks = (nv + 255) / 256; i64 n = bytes / 4; float a = 0.5f;
