@@ -82,3 +82,38 @@ func TestOpenPreparesHostBetweenAdmissions(t *testing.T) {
 		})
 	}
 }
+
+// TestShapesPrepareHost: the memory a Shapes holds for its shapes is
+// opened as a session is, its host buffers made ahead (PrepareHost before
+// the backend's Open), and released when that Open fails.
+func TestShapesPrepareHost(t *testing.T) {
+	refused := errors.New("no memory")
+	for _, c := range []struct {
+		name    string
+		openErr error
+		want    []string
+	}{
+		{"opened", nil, []string{"prepare", "open"}},
+		{"open failed", refused, []string{"prepare", "open", "release"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := &preparing{Backend: cpu.New(), hostFree: 1 << 40, deviceFree: 1 << 40, openErr: c.openErr}
+			defer b.Close()
+			sh, err := executor.OpenShapes(context.Background(), b, shapeProgram)
+			require.NoError(t, err)
+			defer sh.Close()
+			b.log = nil
+			_, err = sh.Run(context.Background(), at(64))
+			assert.Equal(t, c.openErr != nil, errors.Is(err, refused), "%v", err)
+			var calls []string
+			for _, call := range b.log {
+				if call != "host memory" && call != "device memory" {
+					calls = append(calls, call)
+				}
+			}
+			// The holder's open comes first; a shape's session opens over it.
+			require.GreaterOrEqual(t, len(calls), len(c.want), "%v", b.log)
+			assert.Equal(t, c.want, calls[:len(c.want)], "%v", b.log)
+		})
+	}
+}

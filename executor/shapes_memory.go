@@ -230,8 +230,16 @@ func (s *Shapes) grow(ctx context.Context, h *holder, ns []need) (*holder, error
 	if err := admitHolder(s.b, g, arenas); err != nil {
 		return nil, err
 	}
+	// Its big host buffers are made ahead, on goroutines, as a session's
+	// are (openDevice): pinned one page at a time inside Open instead, a
+	// Shapes' first shape took twice a session of its own on the H200.
+	release := func() {}
+	if hp, ok := s.b.(device.HostPreparer); ok {
+		release = hp.PrepareHost(g)
+	}
 	d, err := s.b.Open(ctx, g)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("executor: Shapes: allocate the shapes' memory: %w", err)
 	}
 	nh := &holder{d: d, g: g, byName: map[string]*dag.Buffer{}, from: from}
