@@ -25,7 +25,8 @@ type recycler struct {
 	mu      sync.Mutex // guards what follows
 	streams map[recycledStream][]C.CUstream
 	events  map[C.CUcontext][]C.CUevent
-	held    int // streams and events kept
+	held    int  // streams and events kept
+	closed  bool // by close: what comes back after it is destroyed
 }
 
 // recycledStream is what a kept stream is found by.
@@ -79,7 +80,7 @@ func (r *recycler) event(c C.CUcontext) (C.CUevent, error) {
 func (r *recycler) putStream(c C.CUcontext, prio int, s C.CUstream) error {
 	k := recycledStream{c, prio}
 	r.mu.Lock()
-	if len(r.streams[k]) < recycleStreams {
+	if !r.closed && len(r.streams[k]) < recycleStreams {
 		r.streams[k] = append(r.streams[k], s)
 		r.held++
 		r.mu.Unlock()
@@ -93,7 +94,7 @@ func (r *recycler) putStream(c C.CUcontext, prio int, s C.CUstream) error {
 // the bound.
 func (r *recycler) putEvent(c C.CUcontext, e C.CUevent) error {
 	r.mu.Lock()
-	if len(r.events[c]) < recycleEvents {
+	if !r.closed && len(r.events[c]) < recycleEvents {
 		r.events[c] = append(r.events[c], e)
 		r.held++
 		r.mu.Unlock()
@@ -110,10 +111,12 @@ func (r *recycler) kept() int {
 	return r.held
 }
 
-// close destroys everything kept; the contexts must still be retained.
+// close destroys everything kept, and whatever comes back later; the
+// contexts must still be retained.
 func (r *recycler) close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closed = true
 	var errs []error
 	for k, kept := range r.streams {
 		for _, s := range kept {
