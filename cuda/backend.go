@@ -22,8 +22,10 @@ import (
 // millisecond: each device's primary context, retained on first use; NVRTC,
 // loaded on first compile; every module a session loaded, kept per device
 // and keyed by content, so a kernel is compiled and loaded once per device;
-// and the device's default memory pool, which keeps freed temporaries for
-// reuse. Sessions (Open) hold the rest. Open, Live and Close are safe from
+// the device's default memory pool, which keeps freed temporaries for
+// reuse; cuBLASLt, its handles and the algorithm picked for each GEMM
+// signature; and the streams and events of sessions closed cleanly, for
+// the next ones. Sessions (Open) hold the rest. Open, Live and Close are safe from
 // several goroutines; each Session is used from one goroutine.
 //
 // The driver library stays loaded for the life of the process: unloading it

@@ -48,60 +48,60 @@ func newRecycler(drv *driver) *recycler {
 
 // stream is a stream of priority prio in c: one kept, or a new one.
 func (r *recycler) stream(c C.CUcontext, prio int) (C.CUstream, error) {
-	k := recycledStream{c, prio}
-	r.mu.Lock()
-	if kept := r.streams[k]; len(kept) > 0 {
-		s := kept[len(kept)-1]
-		r.streams[k] = kept[:len(kept)-1]
-		r.held--
-		r.mu.Unlock()
+	if s, ok := takeKept(r, r.streams, recycledStream{c, prio}); ok {
 		return s, nil
 	}
-	r.mu.Unlock()
 	return r.drv.streams.create(c, prio)
 }
 
 // event is an event without timing in c: one kept, or a new one.
 func (r *recycler) event(c C.CUcontext) (C.CUevent, error) {
-	r.mu.Lock()
-	if kept := r.events[c]; len(kept) > 0 {
-		e := kept[len(kept)-1]
-		r.events[c] = kept[:len(kept)-1]
-		r.held--
-		r.mu.Unlock()
+	if e, ok := takeKept(r, r.events, c); ok {
 		return e, nil
 	}
-	r.mu.Unlock()
 	return r.drv.events.create(c, false)
 }
 
 // putStream keeps s, of priority prio in c, idle and out of any capture,
 // or destroys it beyond the bound.
 func (r *recycler) putStream(c C.CUcontext, prio int, s C.CUstream) error {
-	k := recycledStream{c, prio}
-	r.mu.Lock()
-	if !r.closed && len(r.streams[k]) < recycleStreams {
-		r.streams[k] = append(r.streams[k], s)
-		r.held++
-		r.mu.Unlock()
+	if addKept(r, r.streams, recycledStream{c, prio}, s, recycleStreams) {
 		return nil
 	}
-	r.mu.Unlock()
 	return r.drv.streams.destroy(c, s)
 }
 
 // putEvent keeps e, an event without timing in c, or destroys it beyond
 // the bound.
 func (r *recycler) putEvent(c C.CUcontext, e C.CUevent) error {
-	r.mu.Lock()
-	if !r.closed && len(r.events[c]) < recycleEvents {
-		r.events[c] = append(r.events[c], e)
-		r.held++
-		r.mu.Unlock()
+	if addKept(r, r.events, c, e, recycleEvents) {
 		return nil
 	}
-	r.mu.Unlock()
 	return r.drv.events.destroy(c, e)
+}
+
+// takeKept takes the last of what r keeps in kept[k], if any.
+func takeKept[K comparable, V any](r *recycler, kept map[K][]V, k K) (v V, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(kept[k]); n > 0 {
+		v, kept[k] = kept[k][n-1], kept[k][:n-1]
+		r.held--
+		return v, true
+	}
+	return v, false
+}
+
+// addKept adds v to kept[k] unless r is closed or kept[k] holds bound.
+func addKept[K comparable, V any](r *recycler, kept map[K][]V, k K, v V, bound int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || len(kept[k]) >= bound {
+		return false
+	}
+	kept[k] = append(kept[k], v)
+	r.held++
+	return true
 }
 
 // kept is the number of streams and events kept.
