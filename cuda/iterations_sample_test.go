@@ -1,0 +1,104 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// manyIterations are the records of a loop (op 2, after ops 0 and 1)
+// whose body's ops 3.. run iters times, body ops an iteration, the last
+// of them setting the condition; the eager run's come first, then
+// replay 7's; and the loop index that goes with them.
+func manyIterations(iters, body int) ([]activityRecord, *loopIndex, int) {
+	n := 3 + body
+	li := &loopIndex{of: make([]int32, n), bounds: make([]bool, n), cond: make([]int32, n)}
+	for i := range n {
+		li.of[i], li.cond[i] = notInBody, notInBody
+		if i >= 3 {
+			li.of[i] = 2
+		}
+	}
+	li.bounds[2], li.cond[n-1] = true, 2
+	var recs []activityRecord
+	t := uint64(1000)
+	k := func(replay, op int64) {
+		recs = append(recs, activityRecord{Kind: activityKernel, Replay: replay, Op: op, Start: t, End: t + 500, GraphNodeID: uint64(op + 1)})
+		t += 1000
+	}
+	for _, replay := range []int64{-1, 7} {
+		k(replay, 0)
+		k(replay, 1)
+		k(replay, 2) // the loop's enter kernel
+		for range iters {
+			for op := 3; op < n; op++ {
+				k(-1, int64(op)) // a body's records name no launch
+			}
+		}
+	}
+	return recs, li, n
+}
+
+// An eager run gives its body ops' spans for the first sampledIterations
+// of the loop and counts the records of the others; the loop's span still
+// covers every iteration. A replay keeps every iteration.
+func TestCUPTIIterationsSampled(t *testing.T) {
+	for _, iters := range []int{sampledIterations - 1, sampledIterations, sampledIterations + 1, 1000} {
+		const body = 4
+		recs, li, n := manyIterations(iters, body)
+		c := &cuptiTiming{origin: 100, loops: li, ops: []cuptiOp{{op: 0}, {op: 1}, {op: 2}}}
+		for op := range n {
+			c.setStream(op, 0)
+		}
+		spans := map[int64]map[int]int{}
+		var loopSpan [2]time.Duration
+		c.spans(recs, 1<<16, func(replay, op, stream int, start, end time.Duration) {
+			if spans[int64(replay)] == nil {
+				spans[int64(replay)] = map[int]int{}
+			}
+			spans[int64(replay)][op]++
+			if replay < 0 && op == 2 {
+				loopSpan = [2]time.Duration{start, end}
+			}
+		})
+		kept := min(iters, sampledIterations)
+		for op := 3; op < n; op++ {
+			assert.Equal(t, kept, spans[-1][op], "%d iterations: eager spans of body op %d", iters, op)
+			assert.Equal(t, iters, spans[7][op], "%d iterations: replayed spans of body op %d", iters, op)
+		}
+		assert.Equal(t, 1, spans[-1][2])
+		assert.Equal(t, (iters-kept)*body, c.unsampled, "%d iterations", iters)
+		// From the enter kernel to the last iteration's setter.
+		last := uint64(1000 + 1000*(2+iters*body))
+		assert.Equal(t, [2]time.Duration{1000 + 2000 - 100, time.Duration(last + 500 - 100)}, loopSpan, "%d iterations", iters)
+		assert.Zero(t, c.unnamed)
+	}
+}
+
+// BenchmarkLoopSpans reads the spans of an eager run, and of a replay,
+// of a loop of 1,000 iterations of 11 kernels: what TestLoopTraceGPU
+// traces.
+func BenchmarkLoopSpans(b *testing.B) {
+	recs, li, n := manyIterations(1000, 11)
+	half := len(recs) / 2
+	for _, run := range []struct {
+		name string
+		recs []activityRecord
+	}{{"eager", recs[:half]}, {"replay", recs[half:]}} {
+		b.Run(run.name, func(b *testing.B) {
+			work := make([]activityRecord, len(run.recs), 2*len(run.recs))
+			c := &cuptiTiming{origin: 100, loops: li}
+			for b.Loop() {
+				c.ops = append(c.ops[:0], cuptiOp{op: 0}, cuptiOp{op: 1}, cuptiOp{op: 2})
+				for op := range n {
+					c.setStream(op, 0)
+				}
+				copy(work, run.recs)
+				c.spans(work, 1<<16, func(replay, op, stream int, start, end time.Duration) {})
+			}
+		})
+	}
+}
