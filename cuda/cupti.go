@@ -10,9 +10,6 @@ static const char* w_cupti_error(dr_cupti* c, dr_cupti_result r) {
 	return c->cuptiGetResultString(r, &s) == 0 ? s : NULL;
 }
 static dr_cupti_result w_cupti_timestamp(dr_cupti* c, uint64_t* t) { return c->cuptiGetTimestamp(t); }
-static dr_cupti_result w_cupti_set_kind(dr_cupti* c, int kind, int on) {
-	return on ? c->cuptiActivityEnable(kind) : c->cuptiActivityDisable(kind);
-}
 */
 import "C"
 
@@ -385,19 +382,6 @@ func (t *activityTracer) enabled(kind activityKind) bool {
 		}
 	}
 	return false
-}
-
-// setKind enables or disables collecting kind while the tracer runs.
-func (t *activityTracer) setKind(k activityKind, on bool) error {
-	o := C.int(0)
-	call := "cuptiActivityDisable"
-	if on {
-		o, call = 1, "cuptiActivityEnable"
-	}
-	if r := C.w_cupti_set_kind(t.lib, C.int(k), o); r != 0 {
-		return t.err(call, int(k), r)
-	}
-	return nil
 }
 
 // pushOp names op as the submitter of the work the calling OS thread

@@ -58,6 +58,7 @@ type loopTracing struct {
 	eagerOff, eagerOn    time.Duration // an eager run, untraced and traced
 	replayOff, replayOn  time.Duration // a replay launched alone, to its Sync
 	span                 time.Duration // the loop's span in a traced replay
+	eagerSpan            time.Duration // ... and in a traced eager run
 	eagerSpans, repSpans int           // spans of one traced eager run and replay
 }
 
@@ -99,15 +100,17 @@ func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing
 		require.NoError(tb, plain.Run(ctx))
 		require.NoError(tb, traced.Run(ctx))
 	}
-	var off, on []time.Duration
+	var off, on, eagerSpans []time.Duration
 	for i := range reps + 1 { // the first of each warms up
 		a := timed(func() error { return plain.Run(ctx) })
 		b := timed(func() error { return traced.Run(ctx) })
 		if i > 0 {
 			off, on = append(off, a), append(on, b)
+			eagerSpans = append(eagerSpans, loopSpan(traced.Spans(), loop))
 		}
 	}
 	m.eagerOff, m.eagerOn, m.eagerSpans = median(off), median(on), len(traced.Spans())
+	m.eagerSpan = median(eagerSpans)
 
 	gOff, err := plain.Capture(ctx)
 	require.NoError(tb, err)
@@ -132,12 +135,7 @@ func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing
 		rs, err := gOn.ReplaySpans()
 		require.NoError(tb, err)
 		require.Len(tb, rs, 1)
-		var span time.Duration
-		for _, sp := range rs[0].Spans {
-			if sp.Op == loop.Index {
-				span = sp.End - sp.Start
-			}
-		}
+		span := loopSpan(rs[0].Spans, loop)
 		m.repSpans = len(rs[0].Spans)
 		if i > 0 {
 			off, on, spans = append(off, a), append(on, b), append(spans, span)
@@ -145,6 +143,16 @@ func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing
 	}
 	m.replayOff, m.replayOn, m.span = median(off), median(on), median(spans)
 	return m
+}
+
+// loopSpan is the length of loop's span among spans, 0 without one.
+func loopSpan(spans []executor.Span, loop *dag.Op) time.Duration {
+	for _, sp := range spans {
+		if sp.Op == loop.Index {
+			return sp.End - sp.Start
+		}
+	}
+	return 0
 }
 
 // TestLoopTraceGPU: a traced replay's span of a loop of 1000 iterations
@@ -163,9 +171,9 @@ func TestLoopTraceGPU(t *testing.T) {
 		return "MISSED"
 	}
 	ratio, cover := m.eagerRatio(), m.coverage()
-	t.Logf("loop trace: eager untraced %.2f us/iter, traced %.2f us/iter (ratio %.3f, goal <= %.1f: %s, %d spans); "+
+	t.Logf("loop trace: eager untraced %.2f us/iter, traced %.2f us/iter (ratio %.3f, goal <= %.1f: %s, %d spans, the loop's span %.2f us/iter); "+
 		"replay untraced %.2f us/iter, traced %.2f us/iter, loop span %s of %s (coverage %.3f, goal >= %.1f: %s, %d spans)",
-		m.perIter(m.eagerOff), m.perIter(m.eagerOn), ratio, maxTracedEager, verdict(ratio <= maxTracedEager), m.eagerSpans,
+		m.perIter(m.eagerOff), m.perIter(m.eagerOn), ratio, maxTracedEager, verdict(ratio <= maxTracedEager), m.eagerSpans, m.perIter(m.eagerSpan),
 		m.perIter(m.replayOff), m.perIter(m.replayOn), m.span, m.replayOn, cover, minLoopCoverage, verdict(cover >= minLoopCoverage), m.repSpans)
 	assert.GreaterOrEqual(t, cover, minLoopCoverage, "the loop's span in a traced replay against the replay's wall time")
 	assert.LessOrEqual(t, m.span, m.replayOn, "the loop's span within its replay")
@@ -173,14 +181,16 @@ func TestLoopTraceGPU(t *testing.T) {
 
 // BenchmarkLoopTracing times the loop of TestLoopTraceGPU, 1000
 // iterations, untraced and traced, eager and replayed, in the same run:
-// us/iter each way, the traced/untraced ratios, and a traced replay's
-// loop span over its wall time.
+// us/iter each way, the traced/untraced ratios, a traced eager run's loop
+// span per iteration (the device's part of that run: the rest of it is
+// the host's), and a traced replay's loop span over its wall time.
 func BenchmarkLoopTracing(b *testing.B) {
 	be := gpuBackend(b)
 	m := measureLoopTracing(b, be, 1000, max(b.N, 3))
 	b.ReportMetric(m.perIter(m.eagerOff), "eager-off-us/iter")
 	b.ReportMetric(m.perIter(m.eagerOn), "eager-on-us/iter")
 	b.ReportMetric(m.eagerRatio(), "eager-on/off")
+	b.ReportMetric(m.perIter(m.eagerSpan), "eager-span-us/iter")
 	b.ReportMetric(m.perIter(m.replayOff), "replay-off-us/iter")
 	b.ReportMetric(m.perIter(m.replayOn), "replay-on-us/iter")
 	b.ReportMetric(float64(m.replayOn)/float64(m.replayOff), "replay-on/off")
