@@ -166,20 +166,10 @@ func (c *cuptiTiming) replayAt(start uint64) int64 {
 	return c.replayStarts[i-1].replay
 }
 
-// sampledIterations is how many iterations of each loop an eager run
-// gives its body ops' spans for: the first ones. The records of later
-// iterations are counted (cuptiTiming.unsampled) and read no further, so
-// that tracing a loop of many iterations costs its run a bounded time on
-// the host; the loop's own span still covers every iteration, from its
-// own records. Replays, whose spans are read apart from their runs
-// (ReplaySpans), keep every iteration.
-const sampledIterations = 64
-
 // iterationSpans calls f once per body op, run (replay or eager) and
 // iteration with records among c.inBodies, from the iteration's first
 // record's start to its last one's end; the bounds of each loop's
-// iterations are its records among c.bounds. An eager run's iterations
-// after the first sampledIterations of their loop are left out.
+// iterations are its records among c.bounds.
 func (c *cuptiTiming) iterationSpans(origin uint64, f func(replay, op, stream int, start, end time.Duration)) {
 	if len(c.inBodies) == 0 {
 		return
@@ -204,40 +194,16 @@ func (c *cuptiTiming) iterationSpans(origin uint64, f func(replay, op, stream in
 		return cmp.Compare(a.start, b.start)
 	}
 	slices.SortFunc(bounds, cmpBound)
-	// The bounds of the run and loop of the record before: records come
-	// run by run, so most share them.
-	var group []bound
-	groupOf := func(replay int64, loop int) []bound {
-		if len(group) > 0 && group[0].replay == replay && group[0].loop == loop {
-			return group
+	for i := range c.inBodies {
+		e := &c.inBodies[i]
+		if e.loop < 0 {
+			continue // no loop: one span per run
 		}
-		lo, _ := slices.BinarySearchFunc(bounds, bound{replay, loop, 0}, cmpBound)
-		hi := lo
-		for hi < len(bounds) && bounds[hi].replay == replay && bounds[hi].loop == loop {
-			hi++
-		}
-		group = bounds[lo:hi]
-		return group
+		// Bounds of this loop in this run that start no later than e.
+		lo, _ := slices.BinarySearchFunc(bounds, bound{e.replay, int(e.loop), 0}, cmpBound)
+		hi, _ := slices.BinarySearchFunc(bounds, bound{e.replay, int(e.loop), e.start + 1}, cmpBound)
+		e.iter = hi - lo
 	}
-	kept := c.inBodies[:0]
-	for _, e := range c.inBodies {
-		if e.loop >= 0 { // else no loop: one span per run
-			g := groupOf(e.replay, int(e.loop))
-			// Past the sample: after the bound that ends it (a setter's
-			// record, which is its own iteration's bound, ends it too).
-			if e.replay < 0 && len(g) > sampledIterations && e.start > g[sampledIterations].start {
-				c.unsampled++
-				continue
-			}
-			if e.replay < 0 {
-				g = g[:min(len(g), sampledIterations+1)]
-			}
-			// Bounds of this loop in this run that start no later than e.
-			e.iter, _ = slices.BinarySearchFunc(g, e.start+1, func(b bound, t uint64) int { return cmp.Compare(b.start, t) })
-		}
-		kept = append(kept, e)
-	}
-	c.inBodies = kept
 	slices.SortFunc(c.inBodies, func(a, b iterExtent) int {
 		if d := cmp.Compare(a.replay, b.replay); d != 0 {
 			return d

@@ -211,9 +211,6 @@ type cuptiTiming struct {
 	// (work submitted by someone else in the process, or a launch whose
 	// correlation did not arrive).
 	unnamed int
-	// unsampled counts the records of the last Spans of body ops in
-	// iterations of an eager run past the sample (sampledIterations).
-	unsampled int
 	// unmarked counts the records of the last Spans that name an op of a
 	// captured graph but no replay: their launch's marker did not arrive
 	// (or could not be pushed: unmarkedLaunches), so ReplaySpans leaves
@@ -590,7 +587,7 @@ func (c *cuptiTiming) spans(recs []activityRecord, maxCells int, f func(replay, 
 	c.eager = slices.Grow(c.eager[:0], nops)[:nops]
 	clear(c.eager)
 	recs = c.loops.withCondRecords(recs) // iterations.go
-	c.unnamed, c.unmarked, c.unsampled = 0, 0, 0
+	c.unnamed, c.unmarked = 0, 0
 	lo, hi := int64(-1), int64(-1) // the replays seen
 	kept := recs[:0]
 	c.bounds, c.inBodies = c.bounds[:0], c.inBodies[:0]
