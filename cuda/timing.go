@@ -229,6 +229,8 @@ type cuptiTiming struct {
 	loops        *loopIndex
 	bounds       []activityRecord
 	inBodies     []iterExtent
+	sortedBodies []iterExtent // sortInBodies' scratch
+	bodyBuckets  []int32
 	replayStarts []replayStart
 }
 
