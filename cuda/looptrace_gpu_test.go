@@ -18,8 +18,8 @@ import (
 
 // The cost of tracing a loop, and whether a traced replay times it: a
 // loop of 9 empty kernels, a count down and set_flag (which sets the
-// condition), timed with CUPTI against the same plan untraced, in one
-// process, run by run.
+// condition), timed with CUPTI against the same plan untraced before, in
+// one process.
 
 // Goals of a traced loop: an eager traced run at most maxTracedEager of
 // the untraced one, and a replay's loop span at least minLoopCoverage of
@@ -71,55 +71,24 @@ func (m loopTracing) eagerRatio() float64 { return float64(m.eagerOn) / float64(
 func (m loopTracing) coverage() float64   { return float64(m.span) / float64(m.replayOn) }
 
 // measureLoopTracing runs traceLoop(iters) reps times each way on be:
-// eagerly untraced and traced (CUPTI), alternating, then replayed the
-// same way; the traced session runs eagerly before it captures, as
-// dagrun run's automatic capture does.
+// untraced first, eagerly then replayed, with no traced session open;
+// then traced (CUPTI), eagerly then replayed, the traced session running
+// eagerly before it captures, as dagrun run's automatic capture does.
+// Untraced runs are never timed beside a traced session: CUPTI's
+// collection is the process's, so while one is open every session's
+// kernels are recorded (an untraced run of this loop took 1.4-3.4x its
+// time alone on the H200).
 func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing {
 	g, loop := traceLoop(tb, iters)
 	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(tb, err)
 	ctx := context.Background()
-	plain, err := executor.Open(ctx, be, p)
-	require.NoError(tb, err)
-	defer plain.Close()
-	traced, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
-	require.NoError(tb, err)
-	defer traced.Close()
-	if src, why, _ := traced.TimingSource(); src != TimingCUPTI {
-		requireGPU(tb, "timing by %s, not CUPTI: %s", src, why)
-	}
 	m := loopTracing{iters: iters}
 	timed := func(f func() error) time.Duration {
 		start := time.Now()
 		require.NoError(tb, f())
 		return time.Since(start)
 	}
-	// The clocks up first: an idle GPU runs slower (GPU.md), and this
-	// loop is launch-bound.
-	for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
-		require.NoError(tb, plain.Run(ctx))
-		require.NoError(tb, traced.Run(ctx))
-	}
-	var off, on, eagerSpans []time.Duration
-	for i := range reps + 1 { // the first of each warms up
-		a := timed(func() error { return plain.Run(ctx) })
-		b := timed(func() error { return traced.Run(ctx) })
-		if i > 0 {
-			off, on = append(off, a), append(on, b)
-			eagerSpans = append(eagerSpans, loopSpan(traced.Spans(), loop))
-		}
-	}
-	m.eagerOff, m.eagerOn, m.eagerSpans = median(off), median(on), len(traced.Spans())
-	m.eagerSpan = median(eagerSpans)
-
-	gOff, err := plain.Capture(ctx)
-	require.NoError(tb, err)
-	defer gOff.Close()
-	gOn, err := traced.Capture(ctx)
-	require.NoError(tb, err)
-	defer gOn.Close()
-	_, err = gOn.ReplaySpans() // what the capture left
-	require.NoError(tb, err)
 	replay := func(gr *executor.Graph) time.Duration {
 		return timed(func() error {
 			if err := gr.Launch(ctx); err != nil {
@@ -128,20 +97,70 @@ func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing
 			return gr.Sync(ctx)
 		})
 	}
-	off, on = off[:0], on[:0]
+	// warm brings the clocks up first: an idle GPU runs slower (GPU.md),
+	// and this loop is launch-bound.
+	warm := func(s *executor.Session) {
+		for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
+			require.NoError(tb, s.Run(ctx))
+		}
+	}
+
+	plain, err := executor.Open(ctx, be, p)
+	require.NoError(tb, err)
+	warm(plain)
+	var off []time.Duration
+	for i := range reps + 1 { // the first of each warms up
+		if d := timed(func() error { return plain.Run(ctx) }); i > 0 {
+			off = append(off, d)
+		}
+	}
+	m.eagerOff = median(off)
+	gOff, err := plain.Capture(ctx)
+	require.NoError(tb, err)
+	off = off[:0]
+	for i := range reps + 1 {
+		if d := replay(gOff); i > 0 {
+			off = append(off, d)
+		}
+	}
+	m.replayOff = median(off)
+	require.NoError(tb, gOff.Close())
+	require.NoError(tb, plain.Close())
+
+	traced, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
+	require.NoError(tb, err)
+	defer traced.Close()
+	if src, why, _ := traced.TimingSource(); src != TimingCUPTI {
+		requireGPU(tb, "timing by %s, not CUPTI: %s", src, why)
+	}
+	warm(traced)
+	var on, eagerSpans []time.Duration
+	for i := range reps + 1 {
+		if d := timed(func() error { return traced.Run(ctx) }); i > 0 {
+			on = append(on, d)
+			eagerSpans = append(eagerSpans, loopSpan(traced.Spans(), loop))
+		}
+	}
+	m.eagerOn, m.eagerSpans = median(on), len(traced.Spans())
+	m.eagerSpan = median(eagerSpans)
+	gOn, err := traced.Capture(ctx)
+	require.NoError(tb, err)
+	defer gOn.Close()
+	_, err = gOn.ReplaySpans() // what the capture left
+	require.NoError(tb, err)
+	on = on[:0]
 	var spans []time.Duration
 	for i := range reps + 1 {
-		a, b := replay(gOff), replay(gOn)
+		d := replay(gOn)
 		rs, err := gOn.ReplaySpans()
 		require.NoError(tb, err)
 		require.Len(tb, rs, 1)
-		span := loopSpan(rs[0].Spans, loop)
 		m.repSpans = len(rs[0].Spans)
 		if i > 0 {
-			off, on, spans = append(off, a), append(on, b), append(spans, span)
+			on, spans = append(on, d), append(spans, loopSpan(rs[0].Spans, loop))
 		}
 	}
-	m.replayOff, m.replayOn, m.span = median(off), median(on), median(spans)
+	m.replayOn, m.span = median(on), median(spans)
 	return m
 }
 
