@@ -18,6 +18,7 @@ import (
 	"github.com/dagrun/dagrun/cpu"
 	"github.com/dagrun/dagrun/dag"
 	"github.com/dagrun/dagrun/executor"
+	"github.com/dagrun/dagrun/internal/dagtest"
 	"github.com/dagrun/dagrun/planner"
 	"github.com/dagrun/dagrun/planner/plan"
 	"github.com/dagrun/dagrun/planner/verify"
@@ -189,30 +190,20 @@ func gelu(x float64) float64 {
 }
 
 // mlpCheck checks the MLP block of mlp_stream*.yaml, chunk by chunk, on
-// every step-th row of each chunk (and its last): y = bf16((1/H)
-// bf16(gelu(bf16((1/D) x W1))) W2 + x), within 2 bf16 steps at 1 (the
-// products accumulate in f32 there and in f64 here, so a rounding may land
-// on the other side).
+// every step-th row of each chunk (and its last) against dagtest.MLPRow.
 func mlpCheck(T, D, H, step int) expected {
 	return func(t *testing.T, in, out func(int, string) []float64) {
 		x, w1, w2, y := in(0, "h_x"), in(0, "w1"), in(0, "w2"), out(0, "h_y")
 		require.Len(t, y, 8*T*D)
-		const tol = 1.0 / 64
 		for c := range 8 {
 			for r := 0; r < T; r += step {
 				if r+step >= T {
 					r = T - 1
 				}
 				row := x[(c*T+r)*D : (c*T+r+1)*D]
-				h := matmul(row, w1, 1, H, D, 1/float64(D))
-				for i := range h {
-					h[i] = bf16(gelu(bf16(h[i])))
-				}
-				want := matmul(h, w2, 1, D, H, 1/float64(H))
-				for e := range want {
-					w := bf16(want[e] + row[e])
-					got := y[(c*T+r)*D+e]
-					if math.Abs(got-w) > tol {
+				want := dagtest.MLPRow(row, w1, w2, D, H)
+				for e, w := range want {
+					if got := y[(c*T+r)*D+e]; math.Abs(got-w) > dagtest.MLPTolerance {
 						t.Fatalf("chunk %d row %d: y[%d] = %v, want %v", c, r, e, got, w)
 					}
 				}
