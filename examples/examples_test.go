@@ -182,13 +182,6 @@ func transpose(a []float64, rows, cols int) []float64 {
 	return out
 }
 
-func bf16(x float64) float64 { return float64(dag.BF16ToFloat32(dag.BF16FromFloat64(x))) }
-
-// gelu is the tanh form, as PyTorch's gelu(approximate="tanh").
-func gelu(x float64) float64 {
-	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
-}
-
 // mlpCheck checks the MLP block of mlp_stream*.yaml, chunk by chunk, on
 // every step-th row of each chunk (and its last) against dagtest.MLPRow.
 func mlpCheck(T, D, H, step int) expected {
@@ -274,7 +267,7 @@ func dataParallelStepCheck(t *testing.T, in, out func(int, string) []float64) {
 		near(t, fmt.Sprintf("rank %d h_grad", r), out(r, "h_grad"), grad, 1e-6)
 		act := in(r, "x")
 		for i, v := range act {
-			act[i] = gelu(v)
+			act[i] = dagtest.GELU(v)
 		}
 		near(t, fmt.Sprintf("rank %d h_act", r), out(r, "h_act"), act, 1e-5)
 	}
@@ -311,11 +304,11 @@ func tpCheck(sequence bool) expected {
 		for r := range world {
 			h := matmul(x, in(r, "w1"), T, F, H, 0.125)
 			for i := range h {
-				h[i] = bf16(gelu(bf16(h[i])))
+				h[i] = dagtest.BF16(dagtest.GELU(dagtest.BF16(h[i])))
 			}
 			yr := matmul(h, in(r, "w2"), T, H, F, 0.125)
 			for i := range y {
-				y[i] += bf16(yr[i])
+				y[i] += dagtest.BF16(yr[i])
 			}
 		}
 		for i := range y {

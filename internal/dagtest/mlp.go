@@ -20,7 +20,7 @@ func MLPRow(x, w1, w2 []float64, d, h int) []float64 {
 		}
 	}
 	for j := range hid {
-		hid[j] = bf16(gelu(bf16(hid[j] / float64(d))))
+		hid[j] = BF16(GELU(BF16(hid[j] / float64(d))))
 	}
 	y := make([]float64, d)
 	for p, hp := range hid {
@@ -29,7 +29,7 @@ func MLPRow(x, w1, w2 []float64, d, h int) []float64 {
 		}
 	}
 	for j := range y {
-		y[j] = bf16(y[j]/float64(h) + x[j])
+		y[j] = BF16(y[j]/float64(h) + x[j])
 	}
 	return y
 }
@@ -37,10 +37,10 @@ func MLPRow(x, w1, w2 []float64, d, h int) []float64 {
 // MLPTolerance is how far a device's MLPRow may be from the host's.
 const MLPTolerance = 1.0 / 64
 
-// bf16 rounds x to the nearest bf16 value.
-func bf16(x float64) float64 { return float64(dag.BF16ToFloat32(dag.BF16FromFloat64(x))) }
+// BF16 rounds x to the nearest bf16 value.
+func BF16(x float64) float64 { return float64(dag.BF16ToFloat32(dag.BF16FromFloat64(x))) }
 
-// gelu is the tanh form, as the builtin and PyTorch's gelu(approximate="tanh").
-func gelu(x float64) float64 {
+// GELU is the tanh form, as the builtin and PyTorch's gelu(approximate="tanh").
+func GELU(x float64) float64 {
 	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
 }
