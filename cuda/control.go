@@ -48,29 +48,39 @@ struct dr_loop {
 	unsigned long long overflow; // 1 once a run reached its max with the flag set
 };
 
-// dr_cond_enter sets the condition from the flag, before the node.
-extern "C" __global__ void dr_cond_enter(cudaGraphConditionalHandle h, const int* flag, dr_loop* loop) {
-	if (loop != 0) {
+// dr_cond_enter sets the condition from the flag, before the node. A
+// loop that resumes (the rest of a sampled run, loopsample.go) keeps its
+// count, and stays stopped once it reached its max.
+extern "C" __global__ void dr_cond_enter(cudaGraphConditionalHandle h, const int* flag, dr_loop* loop, unsigned long long resume) {
+	unsigned int go = *flag != 0 ? 1u : 0u;
+	if (loop != 0 && !resume) {
 		loop->count = 0;
+	} else if (loop != 0 && loop->overflow) {
+		go = 0;
 	}
-	cudaGraphSetConditional(h, *flag != 0 ? 1u : 0u);
+	cudaGraphSetConditional(h, go);
 }
 
 // dr_next ends an iteration of a while whose flag is flag: it sets the
-// condition from it, unless max iterations are done.
-__device__ __forceinline__ void dr_next(cudaGraphConditionalHandle h, int flag, dr_loop* loop, unsigned long long max) {
+// condition from it, unless max iterations are done, or pause (not 0) are:
+// then the loop stops with its flag as it is, for a resume to go on.
+__device__ __forceinline__ void dr_next(cudaGraphConditionalHandle h, int flag, dr_loop* loop, unsigned long long max,
+		unsigned long long pause) {
 	unsigned int go = flag != 0 ? 1u : 0u;
 	unsigned long long n = ++loop->count;
 	if (go && max != 0 && n >= max) {
 		loop->overflow = 1;
+		go = 0;
+	} else if (pause != 0 && n >= pause) {
 		go = 0;
 	}
 	cudaGraphSetConditional(h, go);
 }
 
 // dr_cond_next ends an iteration of a while: it reads the flag again.
-extern "C" __global__ void dr_cond_next(cudaGraphConditionalHandle h, const int* flag, dr_loop* loop, unsigned long long max) {
-	dr_next(h, *flag, loop, max);
+extern "C" __global__ void dr_cond_next(cudaGraphConditionalHandle h, const int* flag, dr_loop* loop, unsigned long long max,
+		unsigned long long pause) {
+	dr_next(h, *flag, loop, max, pause);
 }
 
 // dr_set_flag_cond and dr_set_flag_cond_f64 are set_flag and set_flag_f64
@@ -81,7 +91,7 @@ __device__ __forceinline__ bool dr_first_thread() {
 	return (threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) == 0;
 }
 extern "C" __global__ void dr_set_flag_cond(int* flag, long long nflag, const float* x, long long nx, double threshold,
-		cudaGraphConditionalHandle h, dr_loop* loop, unsigned long long max) {
+		cudaGraphConditionalHandle h, dr_loop* loop, unsigned long long max, unsigned long long pause) {
 	if (!dr_first_thread()) {
 		return;
 	}
@@ -90,10 +100,10 @@ extern "C" __global__ void dr_set_flag_cond(int* flag, long long nflag, const fl
 		f = ((double)x[0] > threshold) ? 1 : 0;
 		*flag = f;
 	}
-	dr_next(h, f, loop, max);
+	dr_next(h, f, loop, max, pause);
 }
 extern "C" __global__ void dr_set_flag_cond_f64(int* flag, long long nflag, const double* x, long long nx, double threshold,
-		cudaGraphConditionalHandle h, dr_loop* loop, unsigned long long max) {
+		cudaGraphConditionalHandle h, dr_loop* loop, unsigned long long max, unsigned long long pause) {
 	if (!dr_first_thread()) {
 		return;
 	}
@@ -102,7 +112,7 @@ extern "C" __global__ void dr_set_flag_cond_f64(int* flag, long long nflag, cons
 		f = (x[0] > threshold) ? 1 : 0;
 		*flag = f;
 	}
-	dr_next(h, f, loop, max);
+	dr_next(h, f, loop, max, pause);
 }
 
 // dr_cond_exit follows a traced loop or branch: its record ends the op's span.
@@ -124,7 +134,7 @@ func condKernels() []*dag.Kernel {
 
 // setFlagSlots are set_flag's arguments: flag and its count, x and its
 // count, threshold. The kernels that also set a condition take the
-// handle, the loop's dr_loop and its max after them.
+// handle, the loop's dr_loop, its max and the pause after them.
 const setFlagSlots = 5
 
 // loopStateBytes is the size of a loop's dr_loop.
@@ -177,6 +187,7 @@ type control struct {
 	exec    C.CUgraphExec
 	addrs   []C.CUdeviceptr // the op's accesses' addresses it was captured with
 	exited  bool            // ... and whether it ends in exit
+	sampling
 }
 
 // devJoin is a stream and the event that joins it into another.
@@ -312,7 +323,7 @@ func (ct *controller) launches(c *control) error {
 		return l, nil
 	}
 	var err error
-	if c.enter, err = mk(condEnter, 3); err != nil {
+	if c.enter, err = mk(condEnter, 4); err != nil {
 		return err
 	}
 	if c.exit, err = mk(condExit, 0); err != nil {
@@ -324,14 +335,14 @@ func (ct *controller) launches(c *control) error {
 		if c.setter.Launch.Kernel.ElemDType() == dag.F64 {
 			k = condSetFlag64
 		}
-		if c.setFlag, err = mk(k, setFlagSlots+3); err == nil {
+		if c.setFlag, err = mk(k, setFlagSlots+4); err == nil {
 			// set_flag's own launch shape, as its launch would have.
 			own := ct.sub.ops[opSlot(c.setter)].launch
 			l := c.setFlag
 			l.gx, l.gy, l.gz, l.bx, l.by, l.bz, l.shared = own.gx, own.gy, own.gz, own.bx, own.by, own.bz, own.shared
 		}
 	case c.op.Kind.Info().Body == dag.Loop:
-		c.next, err = mk(condNext, 4)
+		c.next, err = mk(condNext, 5)
 	}
 	return err
 }
@@ -346,7 +357,7 @@ func (ct *controller) setArgs(c *control) {
 		}
 		slots := unsafe.Slice(l.slots, l.nslots)
 		slots[1], slots[2] = C.uint64_t(flag), C.uint64_t(c.state)
-		if l.nslots > 3 {
+		if l == c.next {
 			slots[3] = C.uint64_t(c.op.Control.Max)
 		}
 	}
@@ -369,51 +380,76 @@ func (ct *controller) run(s *stream, op *dag.Op) error {
 	if err := ct.eagerGraph(c); err != nil {
 		return err
 	}
+	if c.rest != nil {
+		return ct.runSampled(s, c)
+	}
 	return ct.drv.check("cuGraphLaunch", C.dr_graph_launch(ct.drv.api, c.dev.ctx, c.exec, s.h))
 }
 
 // eagerGraph makes c's eager graph, or makes it again when an address it
-// holds has changed.
+// holds has changed; a sampled loop's two (loopsample.go).
 func (ct *controller) eagerGraph(c *control) error {
 	addrs := make([]C.CUdeviceptr, 0, len(c.op.Access))
 	for _, a := range c.op.Access {
 		addrs = append(addrs, ct.hold.ptr(a.View))
 	}
-	if c.exec != nil && slices.Equal(addrs, c.addrs) && c.exited == ct.exits() {
+	sample := ct.samples(c)
+	if c.exec != nil && slices.Equal(addrs, c.addrs) && c.exited == ct.exits() && (c.rest != nil) == sample {
 		return nil
 	}
 	ct.dropEager(c, func(error) {})
-	api, ctx := ct.drv.api, c.dev.ctx
 	if c.private == nil {
-		h, err := ct.drv.streams.create(ctx, 0)
+		h, err := ct.drv.streams.create(c.dev.ctx, 0)
 		if err != nil {
 			return err
 		}
 		c.private = h
 		ct.hold.track(&ct.hold.live.Streams, 1)
 	}
-	if err := ct.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, c.private)); err != nil {
-		return err
-	}
-	ct.building++
-	lowerErr := ct.lower(c.private, c)
-	ct.building--
-	var tmpl C.CUgraph
-	endErr := ct.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, c.private, &tmpl))
-	if err := errors.Join(lowerErr, endErr); err != nil {
-		if tmpl != nil {
-			C.dr_graph_destroy(api, ctx, tmpl)
+	var err error
+	if sample {
+		err = ct.captureEager(c, roleSample, &c.tmpl, &c.exec)
+		if err == nil {
+			err = ct.captureEager(c, roleRest, &c.restTmpl, &c.rest)
 		}
-		return err
+	} else {
+		err = ct.captureEager(c, roleWhole, &c.tmpl, &c.exec)
 	}
-	c.tmpl = tmpl
-	ct.hold.track(&ct.hold.live.Graphs, 1)
-	if err := ct.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(api, ctx, &c.exec, tmpl, c.private)); err != nil {
-		c.exec = nil
+	if err != nil {
 		ct.dropEager(c, func(error) {})
 		return err
 	}
 	c.addrs, c.exited = addrs, ct.exits()
+	return nil
+}
+
+// captureEager captures c's op as role says on c's private stream into
+// *tmpl and instantiates it into *exec; what it made is set there even
+// when it fails, for dropEager.
+func (ct *controller) captureEager(c *control, role sampleRole, tmpl *C.CUgraph, exec *C.CUgraphExec) error {
+	api, ctx := ct.drv.api, c.dev.ctx
+	if err := ct.drv.check("cuStreamBeginCapture_v2", C.dr_capture_begin(api, ctx, c.private)); err != nil {
+		return err
+	}
+	ct.building++
+	c.role = role
+	lowerErr := ct.lower(c.private, c)
+	c.role = roleWhole
+	ct.building--
+	var g C.CUgraph
+	endErr := ct.drv.check("cuStreamEndCapture", C.dr_capture_end(api, ctx, c.private, &g))
+	if g != nil {
+		*tmpl = g
+		ct.hold.track(&ct.hold.live.Graphs, 1)
+	}
+	if err := errors.Join(lowerErr, endErr); err != nil {
+		return err
+	}
+	var e C.CUgraphExec // a local: cgo checks the whole object a pointer into c points to
+	if err := ct.drv.check("cuGraphInstantiateWithFlags", C.dr_graph_instantiate(api, ctx, &e, g, c.private)); err != nil {
+		return err
+	}
+	*exec = e
 	return nil
 }
 
@@ -437,6 +473,7 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 		unsafe.Slice(c.setFlag.slots, c.setFlag.nslots)[setFlagSlots] = h
 	}
 	ct.setArgs(c) // a temporary flag's address is the one of now
+	c.role.setArgs(c)
 	if err := ct.drv.check("cuLaunchKernel", C.dr_launch_kernel(api, ctx, c.enter, cs)); err != nil {
 		return err
 	}
@@ -487,8 +524,8 @@ func (ct *controller) lower(cs C.CUstream, c *control) (err error) {
 			return fmt.Errorf("body %d: %w", i, err)
 		}
 	}
-	if !ct.exits() {
-		return nil
+	if !ct.exits() || c.role != roleWhole {
+		return nil // a sampled run launches exit after its rest (runSampled)
 	}
 	// After the node, on the stream that captured it: a node of this
 	// graph, named by the op pushed now, not a body's.
@@ -522,20 +559,21 @@ func (ct *controller) submit(steps []device.Step, skip *dag.Op) error {
 }
 
 // overflowed reports the loops whose last run reached their max with the
-// flag still set, and clears their mark; called once the streams are
-// synchronised.
+// flag still set, and clears their mark; it counts the iterations of a
+// sampled run (loopsample.go). Called once the streams are synchronised.
 func (ct *controller) overflowed() error {
 	var errs []error
 	var st [loopStateBytes]byte
 	for _, c := range ct.controls {
-		if c.state == 0 || c.op.Control.Max == 0 {
+		if c.state == 0 || c.op.Control.Max == 0 && !c.sampled {
 			continue
 		}
 		if err := ct.drv.dtoh(c.dev.ctx, st[:], c.state); err != nil {
 			errs = append(errs, &dag.OpError{Op: c.op.Name, Err: err})
 			continue
 		}
-		if binary.LittleEndian.Uint64(st[8:]) == 0 {
+		c.count(binary.LittleEndian.Uint64(st[:8]))
+		if c.op.Control.Max == 0 || binary.LittleEndian.Uint64(st[8:]) == 0 {
 			continue
 		}
 		errs = append(errs, &dag.OpError{Op: c.op.Name, Err: c.op.Control.MaxReached()})
@@ -553,10 +591,16 @@ func (ct *controller) dropEager(c *control, keep func(error)) {
 		keep(ct.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, c.exec)))
 		c.exec = nil
 	}
-	if c.tmpl != nil {
-		keep(ct.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, c.tmpl)))
-		c.tmpl = nil
-		ct.hold.track(&ct.hold.live.Graphs, -1)
+	if c.rest != nil {
+		keep(ct.drv.check("cuGraphExecDestroy", C.dr_graph_exec_destroy(api, ctx, c.rest)))
+		c.rest = nil
+	}
+	for _, g := range []*C.CUgraph{&c.tmpl, &c.restTmpl} {
+		if *g != nil {
+			keep(ct.drv.check("cuGraphDestroy", C.dr_graph_destroy(api, ctx, *g)))
+			*g = nil
+			ct.hold.track(&ct.hold.live.Graphs, -1)
+		}
 	}
 	c.addrs = nil
 }

@@ -605,6 +605,17 @@ dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t
 	return r;
 }
 
+dr_cupti_result dr_cupti_switch(dr_cupti* c, const int* kinds, int n, int on) {
+	dr_cupti_result first = DR_CUPTI_SUCCESS;
+	for (int i = 0; i < n; i++) {
+		dr_cupti_result r = on ? c->cuptiActivityEnable(kinds[i]) : c->cuptiActivityDisable(kinds[i]);
+		if (first == DR_CUPTI_SUCCESS) {
+			first = r;
+		}
+	}
+	return first;
+}
+
 dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n) {
 	dr_cupti_result first = DR_CUPTI_SUCCESS;
 	disable_api(c, sink.ncbids);

@@ -226,6 +226,9 @@ dr_cupti_result dr_cupti_start(dr_cupti* c, const int* kinds, int nrequired, int
 dr_cupti_result dr_cupti_take(dr_cupti* c, int force, dr_cupti_rec** out, size_t* n, uint64_t** clones, size_t* nclones,
                               uint64_t** links, size_t* nlinks, uint64_t** nodes, size_t* nnodes, uint64_t* dropped,
                               uint64_t* lost);
+// dr_cupti_switch enables (on != 0) or disables the n kinds, all of them
+// whatever fails; the first failure is returned.
+dr_cupti_result dr_cupti_switch(dr_cupti* c, const int* kinds, int n, int on);
 // dr_cupti_stop disables the kinds and API records, frees what was not taken, and
 // gives the sink up.
 dr_cupti_result dr_cupti_stop(dr_cupti* c, const int* kinds, int n);

@@ -410,6 +410,14 @@ func (se *Session) Spans(f func(op, stream int, start, end time.Duration)) error
 	return joined(se).tim.Spans(f)
 }
 
+// LoopIterations calls f with the iterations each loop ran in the last
+// run (device.LoopCounter), for the loops whose spans time only a sample
+// of them: under CUPTI an eager run of a loop records its first 8
+// iterations op by op, and counts the rest (loopsample.go).
+func (se *Session) LoopIterations(f func(op, iterations int)) {
+	joined(se).ctl.loopIterations(f)
+}
+
 // SetTimingSource chooses how a timing session times ops; call it after
 // SetTiming(true) and before the streams are made. TimingAuto and
 // TimingCUPTI try CUPTI (loaded like NVRTC; see cuptiCandidates) and fall

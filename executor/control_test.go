@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -160,4 +161,69 @@ func TestOpenRefusesBackendWithoutLoops(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `op "loop"`)
 	assert.Contains(t, err.Error(), "runs no loops or branches")
+}
+
+// countingSessions are cpu sessions that time each loop as a whole too
+// and say each run of it ran 1000 iterations, as a backend that timed a
+// sample of them does.
+type countingSessions struct{ *cpu.Backend }
+
+func (b countingSessions) Open(ctx context.Context, g *dag.Graph) (device.Session, error) {
+	s, err := b.Backend.OpenSession(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	return countingSession{s, g}, nil
+}
+
+type countingSession struct {
+	*cpu.Session
+	g *dag.Graph
+}
+
+func (s countingSession) Spans(f func(op, stream int, start, end time.Duration)) error {
+	var first, last time.Duration
+	err := s.Session.Spans(func(op, stream int, start, end time.Duration) {
+		first, last = min(first, start), max(last, end)
+		f(op, stream, start, end)
+	})
+	for _, op := range s.g.Ops {
+		if op.Kind.Info().Body == dag.Loop {
+			f(op.Index, 0, first, last)
+		}
+	}
+	return err
+}
+
+func (s countingSession) LoopIterations(f func(op, iterations int)) {
+	for _, op := range s.g.Ops {
+		if op.Kind.Info().Body == dag.Loop {
+			f(op.Index, 1000)
+		}
+	}
+}
+
+// A backend's count of a loop's iterations reaches the loop's own span of
+// each run, and no other span.
+func TestSpansCarryLoopIterations(t *testing.T) {
+	g := scaledLoop(t, 3, true)
+	p, err := planner.New(g)
+	require.NoError(t, err)
+	ctx := context.Background()
+	s, err := executor.Open(ctx, countingSessions{cpu.New()}, p, executor.WithTiming())
+	require.NoError(t, err)
+	defer s.Close()
+	for range 2 {
+		require.NoError(t, s.Run(ctx))
+		counted := 0
+		for _, sp := range s.Spans() {
+			if g.OpAt(sp.Op).Name == "loop" {
+				assert.Equal(t, 1000, sp.Iterations)
+				counted++
+			} else {
+				assert.Zero(t, sp.Iterations, g.OpAt(sp.Op).Name)
+			}
+		}
+		assert.Equal(t, 1, counted, "the loop's span")
+	}
 }

@@ -182,9 +182,19 @@ func (t *timing) collect() {
 	}
 	// A run that failed may leave the spans unreadable; then there are
 	// none to give, which Spans reports as an empty list.
+	from := len(t.spans)
 	_ = t.timer.Spans(func(op, stream int, start, end time.Duration) {
 		t.spans = append(t.spans, Span{Op: op, Stream: stream, Start: start, End: end})
 	})
+	if lc, ok := t.timer.(device.LoopCounter); ok {
+		lc.LoopIterations(func(op, n int) {
+			for i := range t.spans[from:] {
+				if sp := &t.spans[from+i]; sp.Op == op {
+					sp.Iterations = n
+				}
+			}
+		})
+	}
 }
 
 // addReplays adds the spans of g's replays, which are runs of the session

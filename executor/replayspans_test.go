@@ -48,15 +48,15 @@ func TestReplaySpansAssembly(t *testing.T) {
 			{0, 0, 0, us(10), us(12)}, {0, 1, 1, us(11), us(15)},
 			{1, 0, 0, us(20), us(22)}, {1, 1, 1, us(21), us(25)},
 		}, []ReplaySpans{
-			{Launch: 1, Start: us(10), End: us(15), Spans: []Span{{0, 0, 0, us(2)}, {1, 1, us(1), us(5)}}},
-			{Launch: 2, Start: us(20), End: us(25), Spans: []Span{{0, 0, 0, us(2)}, {1, 1, us(1), us(5)}}},
+			{Launch: 1, Start: us(10), End: us(15), Spans: []Span{{0, 0, 0, us(2), 0}, {1, 1, us(1), us(5), 0}}},
+			{Launch: 2, Start: us(20), End: us(25), Spans: []Span{{0, 0, 0, us(2), 0}, {1, 1, us(1), us(5), 0}}},
 		}},
 		{"interleaved", []replaySpan{
 			{1, 0, 0, us(20), us(22)}, {0, 1, 1, us(11), us(15)}, {7, 0, 0, us(50), us(51)},
 			{0, 0, 0, us(10), us(12)}, {1, 1, 1, us(21), us(25)},
 		}, []ReplaySpans{
-			{Launch: 1, Start: us(10), End: us(15), Spans: []Span{{1, 1, us(1), us(5)}, {0, 0, 0, us(2)}}},
-			{Launch: 2, Start: us(20), End: us(25), Spans: []Span{{0, 0, 0, us(2)}, {1, 1, us(1), us(5)}}},
+			{Launch: 1, Start: us(10), End: us(15), Spans: []Span{{1, 1, us(1), us(5), 0}, {0, 0, 0, us(2), 0}}},
+			{Launch: 2, Start: us(20), End: us(25), Spans: []Span{{0, 0, 0, us(2), 0}, {1, 1, us(1), us(5), 0}}},
 		}},
 		{"whole replays", []replaySpan{
 			{-1, 9, 0, us(0), us(1)}, {0, -1, 0, us(10), us(40)}, {1, -1, 0, us(41), us(70)},

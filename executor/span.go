@@ -13,6 +13,10 @@ type Span struct {
 	// then those of its bodies.
 	Stream     int
 	Start, End time.Duration
+	// Iterations is, on a loop's own span, how many iterations it ran
+	// where the backend timed only a sample of them, its body ops having
+	// spans for those alone (device.LoopCounter); 0 otherwise.
+	Iterations int
 }
 
 // ReplaySpans are the op spans of one replay of a Graph (Graph.ReplaySpans).

@@ -40,6 +40,10 @@ func cudaZeroCases(ctx context.Context, g *dag.Graph, op *dag.Op, buf *dag.Buffe
 		"cuda.Session.SetTiming":  func() error { (&cuda.Session{}).SetTiming(true); return nil },
 		"cuda.Session.SetBodies":  func() error { return mustErr((&cuda.Session{}).SetBodies(nil, nil)) },
 		"cuda.Session.GraphStats": func() error { (&cuda.Session{}).GraphStats(); return nil },
-		"cuda.Session.Close":      func() error { return ignore((&cuda.Session{}).Close()) },
+		"cuda.Session.LoopIterations": func() error {
+			(&cuda.Session{}).LoopIterations(func(int, int) {})
+			return nil
+		},
+		"cuda.Session.Close": func() error { return ignore((&cuda.Session{}).Close()) },
 	}
 }

@@ -24,6 +24,7 @@ func (b *builder) index(g *dag.Graph) {
 	b.parent = make([]int32, n)
 	b.inLoop = make([]bool, n)
 	b.iters = make([]int32, n)
+	b.counted = make([]int32, n)
 	for i := range n {
 		b.ops[i] = g.OpAt(i)
 	}
@@ -50,13 +51,18 @@ func (b *builder) markBodies(o *dag.Op, holder int32, inLoop bool) {
 }
 
 // LoopRun is how many iterations loop Op (its Index, called Name) ran in
-// run Run: the most slices any op directly in its body has in the run.
-// A loop within another counts the iterations of all the outer one's.
+// run Run: the most slices any op directly in its body has in the run, or
+// the count its backend gave with the loop's span where it timed only a
+// sample of them (executor.Span.Iterations). A loop within another counts
+// the iterations of all the outer one's.
 type LoopRun struct {
 	Run        int
 	Op         int
 	Name       string
 	Iterations int
+	// Timed is how many of them have slices where that is fewer (a
+	// sample, the first ones); 0 when all have.
+	Timed int
 }
 
 // loopRuns adds the run's LoopRun of every loop whose body has slices.
@@ -71,8 +77,12 @@ func (b *builder) loopRuns() {
 				n = max(n, b.iters[in.Index])
 			}
 		}
-		if n > 0 {
-			b.t.Loops = append(b.t.Loops, LoopRun{Run: b.run, Op: o.Index, Name: o.Name, Iterations: int(n)})
+		lr := LoopRun{Run: b.run, Op: o.Index, Name: o.Name, Iterations: int(n)}
+		if c := b.counted[o.Index]; c > n {
+			lr.Iterations, lr.Timed = int(c), int(n)
+		}
+		if lr.Iterations > 0 {
+			b.t.Loops = append(b.t.Loops, lr)
 		}
 	}
 }
@@ -90,6 +100,7 @@ func (t *Trace) loops() []LoopSummary {
 		}
 		s := &out[i]
 		s.Runs++
+		s.Timed = max(s.Timed, l.Timed)
 		s.Min, s.Max = min(s.Min, l.Iterations), max(s.Max, l.Iterations)
 	}
 	return out
@@ -98,7 +109,7 @@ func (t *Trace) loops() []LoopSummary {
 func chromeLoops(loops []LoopRun) []chromeLoop {
 	var out []chromeLoop
 	for _, l := range loops {
-		out = append(out, chromeLoop{Run: l.Run, OpID: l.Op, Op: l.Name, Iterations: l.Iterations})
+		out = append(out, chromeLoop{Run: l.Run, OpID: l.Op, Op: l.Name, Iterations: l.Iterations, Timed: l.Timed})
 	}
 	return out
 }

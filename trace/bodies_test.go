@@ -93,6 +93,33 @@ func TestTraceOfLoop(t *testing.T) {
 	assert.Equal(t, "refine/set_flag1", samples[2].Op.Name)
 }
 
+// A backend that timed a sample of a loop's iterations gives their count
+// with the loop's own span: the trace counts them all and says how many
+// were timed, in the summary, the picture and the file.
+func TestSampledLoop(t *testing.T) {
+	p := loopPlan(t)
+	spans := append(loopSpans(), executor.Span{Op: 1, Stream: 0, Start: 10 * us, End: 49 * us, Iterations: 1000})
+	tr := trace.FromRun(p, spans)
+	assert.Equal(t, []trace.LoopRun{{Op: 1, Name: "refine", Iterations: 1000, Timed: 3}}, tr.Loops)
+	s := tr.Summarize()
+	assert.Equal(t, []trace.LoopSummary{{Name: "refine", Runs: 1, Min: 1000, Max: 1000, Timed: 3}}, s.Loops)
+	var buf bytes.Buffer
+	require.NoError(t, tr.WriteSummary(&buf))
+	assert.Regexp(t, `refine\s+1\s+1000 \(first 3 timed op by op\)\n`, buf.String())
+	buf.Reset()
+	require.NoError(t, tr.WriteSVG(&buf))
+	assert.Contains(t, buf.String(), "loop refine: the first 3 of its 1000 iterations (a sample timed op by op)")
+	buf.Reset()
+	require.NoError(t, tr.WriteChrome(&buf))
+	back, err := trace.ReadChrome(&buf)
+	require.NoError(t, err)
+	assert.Equal(t, tr.Loops, back.Loops)
+
+	// A count no greater than the slices changes nothing.
+	spans[len(spans)-1].Iterations = 2
+	assert.Equal(t, []trace.LoopRun{{Op: 1, Name: "refine", Iterations: 3}}, trace.FromRun(p, spans).Loops)
+}
+
 func TestLoopIterationsOverRuns(t *testing.T) {
 	p := loopPlan(t)
 	second := loopSpans()[:3] // one iteration: scale and set_flag

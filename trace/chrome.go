@@ -77,6 +77,7 @@ type (
 		OpID       int    `json:"op_id"`
 		Op         string `json:"op"`
 		Iterations int    `json:"iterations"`
+		Timed      int    `json:"timed,omitempty"` // LoopRun.Timed
 	}
 	chromeWholeReplay struct {
 		Run     int     `json:"run"`
@@ -359,10 +360,10 @@ func ReadChrome(r io.Reader) (*Trace, error) {
 			Timing: f.Timing, TimingReason: f.TimingReason, TimingDropped: f.TimingDropped, Unfused: f.Unfused, WholeReplays: f.WholeReplays,
 			ReplayTiming: f.ReplayTiming, Runs: f.Runs}
 		for _, lr := range f.Loops {
-			if lr.Iterations < 0 {
-				return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("loop %q ran %d iterations", lr.Op, lr.Iterations)}
+			if lr.Iterations < 0 || lr.Timed < 0 || lr.Timed > lr.Iterations {
+				return nil, &ReadError{Event: -1, Msg: fmt.Sprintf("loop %q ran %d iterations, %d of them timed", lr.Op, lr.Iterations, lr.Timed)}
 			}
-			t.Loops = append(t.Loops, LoopRun{Run: lr.Run, Op: lr.OpID, Name: lr.Op, Iterations: lr.Iterations})
+			t.Loops = append(t.Loops, LoopRun{Run: lr.Run, Op: lr.OpID, Name: lr.Op, Iterations: lr.Iterations, Timed: lr.Timed})
 		}
 		if err := t.readTails(f.LoopTails, at); err != nil {
 			return nil, err

@@ -51,6 +51,7 @@ type LoopSummary struct {
 	Name     string
 	Runs     int
 	Min, Max int
+	Timed    int // the most iterations of a run timed op by op, where a run had only a sample timed (LoopRun.Timed)
 }
 
 // RunSummary is one run's place in a trace of several.
@@ -299,6 +300,9 @@ func (t *Trace) WriteSummaryWith(w io.Writer, o SummaryOptions) error {
 			its := fmt.Sprint(l.Min)
 			if l.Max != l.Min {
 				its = fmt.Sprintf("%d-%d", l.Min, l.Max)
+			}
+			if l.Timed > 0 {
+				its += fmt.Sprintf(" (first %d timed op by op)", l.Timed)
 			}
 			rows = append(rows, []string{l.Name, fmt.Sprint(l.Runs), its})
 		}

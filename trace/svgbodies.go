@@ -295,6 +295,7 @@ type loopBracket struct {
 	ticks      []time.Duration // the starts of iterations after the first
 	name       string
 	iterations int
+	of         int // the loop's iterations in the run where only the first were timed (LoopRun.Timed); 0 otherwise
 }
 
 // loopBrackets brackets the iterations of t's loops (Trace.Loops): for a
@@ -310,8 +311,13 @@ func (t *Trace) loopBrackets() []loopBracket {
 		return nil
 	}
 	names := map[int]string{}
+	type runLoop struct{ run, loop int }
+	sampled := map[runLoop]int{}
 	for _, l := range t.Loops {
 		names[l.Op] = l.Name
+		if l.Timed > 0 {
+			sampled[runLoop{l.Run, l.Op}] = l.Iterations
+		}
 	}
 	type key struct{ run, lane, loop int }
 	type group struct {
@@ -385,7 +391,8 @@ func (t *Trace) loopBrackets() []loopBracket {
 		g, starts := groups[k], outer[k]
 		h, inner := holderOf[k.loop]
 		if !inner {
-			out = append(out, loopBracket{lane: k.lane, start: g.start, end: g.end, ticks: tail(starts), name: names[k.loop], iterations: len(starts) + g.untraced})
+			out = append(out, loopBracket{lane: k.lane, start: g.start, end: g.end, ticks: tail(starts), name: names[k.loop],
+				iterations: len(starts) + g.untraced, of: sampled[runLoop{k.run, k.loop}]})
 			continue
 		}
 		// Part an inner loop's iterations by the outer loop's.
@@ -442,8 +449,12 @@ func (pic *picture) drawBrackets(w *bufio.Writer, l *layout) {
 		if b.iterations > 0 {
 			mean = (b.end - b.start) / time.Duration(b.iterations)
 		}
+		what := fmt.Sprintf("%d iterations", b.iterations)
+		if b.of > b.iterations {
+			what = fmt.Sprintf("the first %d of its %d iterations (a sample timed op by op)", b.iterations, b.of)
+		}
 		fmt.Fprintf(w, `<g class="loop" data-op="%s" data-iterations="%d"><title>%s</title>`, esc(b.name), b.iterations,
-			esc(fmt.Sprintf("loop %s: %d iterations from %s to %s, %s each on average", b.name, b.iterations, fmtDur(b.start), fmtDur(b.end), fmtDur(mean))))
+			esc(fmt.Sprintf("loop %s: %s from %s to %s, %s each on average", b.name, what, fmtDur(b.start), fmtDur(b.end), fmtDur(mean))))
 		var d strings.Builder
 		fmt.Fprintf(&d, "M%.1f,%.1f L%.1f,%.1f L%.1f,%.1f L%.1f,%.1f", x0, y+3, x0, y, x1, y, x1, y+3)
 		for _, t := range b.ticks {

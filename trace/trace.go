@@ -3,6 +3,7 @@ package trace
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -234,6 +235,9 @@ func FromRuns(p *planner.Plan, runs []RunSpans) *Trace {
 				continue
 			}
 			b.add(sp.Op, sp.Stream, r.Start+sp.Start-origin, max(sp.End-sp.Start, 0))
+			if sp.Iterations > 0 {
+				b.counted[sp.Op] = int32(min(sp.Iterations, math.MaxInt32))
+			}
 		}
 		b.endRun()
 	}
@@ -274,6 +278,7 @@ type builder struct {
 	parent    []int32   // by Index: the control op whose body holds the op directly (itself at top level)
 	inLoop    []bool    // by Index: the op is in a loop's body
 	iters     []int32   // by Index: the op's slices so far in the run
+	counted   []int32   // by Index: a loop's iterations in the run, as its span says (executor.Span.Iterations)
 	runStart  int       // the run's first slice in t.Slices
 	laneOf    []int     // by stream ID
 	t         *Trace
@@ -297,6 +302,7 @@ func (b *builder) startRun(run int) {
 	}
 	clear(b.durations)
 	clear(b.iters)
+	clear(b.counted)
 	b.runStart = len(b.t.Slices)
 	b.tailOf, b.runTails = nil, len(b.t.Tails)
 }

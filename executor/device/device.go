@@ -125,6 +125,14 @@ type Timer interface {
 	Spans(f func(op, stream int, start, end time.Duration)) error
 }
 
+// LoopCounter is implemented by timing sessions whose spans may time only
+// a sample of a loop's iterations (the cuda backend under CUPTI, in eager
+// runs): LoopIterations calls f, once the run's spans are read, with how
+// many iterations each such loop ran in it; op is the loop's Index.
+type LoopCounter interface {
+	LoopIterations(f func(op, iterations int))
+}
+
 // ReplayTimer is implemented by timing sessions that can tell apart the op
 // spans of several graph replays synchronised together (the cpu backend;
 // cuda under CUPTI).
