@@ -49,7 +49,8 @@ type State struct {
 
 // passes lists the passes New runs under o: fuse and split (unless o.Fuse
 // and o.Split say none) and the rewrites, then the planner's own (early
-// unless o.Early says none), verify last when o.Verify asks for it.
+// unless o.Early says none), verify last when o.Verify asks for it. A
+// body's plan has no gather: its waits join its streams (forkJoin).
 func (o Options) passes() []Pass {
 	ps := make([]Pass, 0, len(o.Rewrites)+8)
 	if o.Fuse == FuseAuto {
@@ -59,7 +60,7 @@ func (o Options) passes() []Pass {
 		ps = append(ps, splitPass{})
 	}
 	ps = append(ps, o.Rewrites...)
-	ps = append(ps, bodiesPass{}, orderPass{}, placePass{}, eventsPass{}, memoryPass{})
+	ps = append(ps, bodiesPass{}, orderPass{}, placePass{}, eventsPass{}, gatherPass{}, memoryPass{})
 	if o.Early == EarlyAuto {
 		ps = append(ps, earlyPass{})
 	}
