@@ -1,8 +1,10 @@
 package planner
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/dagrun/dagrun/planner/perf"
 )
@@ -25,218 +27,199 @@ func (gatherPass) Scope() Scope { return ScopeEvents }
 
 func (gatherPass) Run(s *State) (string, error) {
 	p := s.Plan
-	n := gatherWaits(p, s.Options.Cost)
+	if p == nil || p.Graph == nil || p.Events == 0 {
+		return "no wait moved", nil
+	}
+	cost, mode := s.Options.Cost, s.Options.Mode
+	// The ops' costs, as the candidates were placed with them.
+	var dur []int64
+	var fill []bool
+	if c := s.costs; c != nil && len(c.dur) == len(p.Graph.Ops) {
+		dur, fill = c.dur, c.fill
+	} else {
+		dur = perf.Durations(p, cost)
+	}
+	ov := perf.OverheadsOf(cost)
+	start := s.starts[p] // the events pass's schedule of the plan kept
+	s.starts = nil
+	if len(start) != len(dur) {
+		start = make([]int64, len(dur))
+		perf.SimulateWith(p, dur, fill, ov, mode, start)
+	}
+	n := gatherWaits(p, dur, start)
 	if n == 0 {
 		return "no wait moved", nil
 	}
 	dropped := dropImplied(p)
 	p.Stats.Waits -= dropped
-	p.Stats.Makespan = perf.Simulate(p, s.Options.Cost, s.Options.Mode).Makespan
+	makespan, _ := perf.SimulateWith(p, dur, fill, ov, mode, nil)
+	p.Stats.Makespan = time.Duration(makespan)
 	return strconv.Itoa(n) + " " + plural(n, "wait", "waits") + " moved up to an earlier one, " + strconv.Itoa(dropped) + " then implied by others dropped", nil
 }
 
-// gatherWaits moves up the waits of p that it can (gatherPass) and
-// returns how many it moved. All the waits before an op move, or none: a
-// wait left there would keep the op from following its predecessor.
-func gatherWaits(p *Plan, cost perf.CostModel) int {
-	if p == nil || p.Graph == nil || len(p.Steps) == 0 || p.Events == 0 {
-		return 0
-	}
-	h, ok := orderOf(p)
-	if !ok {
-		return 0
-	}
-	sched := perf.Simulate(p, cost, p.Stats.Mode)
-	end := func(op int32) int64 { return int64(sched.Start[op] + sched.Duration[op]) }
-
-	// to[i] is, for a wait step i that moves, the index of the Run step
-	// it moves before; -1 where it stays.
-	to := make([]int, len(p.Steps))
-	for i := range to {
-		to[i] = -1
-	}
-	moved := 0
-	for s := range p.Streams {
-		point := -1 // the Run step of the last op the stream waited before
-		var group []int
-		for i, st := range p.Steps {
-			if int(st.Stream) != s {
-				continue
-			}
-			switch st.Kind {
-			case Wait:
-				group = append(group, i)
-				continue
-			case Run:
-			default:
-				continue
-			}
-			if len(group) == 0 {
-				continue
-			}
-			movable := point >= 0
-			y := int32(-1)
-			if movable {
-				y = p.Steps[point].Op
-			}
-			for _, w := range group {
-				if !movable {
-					break
-				}
-				e := p.Steps[w].Event
-				r := h.recordOp[e]
-				// Submitted before y, the record cannot be ordered after
-				// it: the wait closes no cycle.
-				movable = r >= 0 && h.recordStep[e] < point && end(r) <= int64(sched.Start[y])
-			}
-			if movable {
-				for _, w := range group {
-					to[w] = point
-				}
-				moved += len(group)
-			} else {
-				point = i
-			}
-			group = group[:0]
-		}
-	}
-	if moved == 0 {
-		return 0
-	}
-	steps := make([]Step, 0, len(p.Steps))
-	before := map[int][]int{} // by Run step: the waits moved before it
-	for w, at := range to {
-		if at >= 0 {
-			before[at] = append(before[at], w)
-		}
+// gatherWaits moves up the waits of p that it can (gatherPass), given each
+// op's duration and start in the cost model's schedule, and returns how
+// many it moved. All the waits before an op move, or none: a wait left
+// there would keep the op from following its predecessor. The steps are
+// rearranged in place.
+func gatherWaits(p *Plan, dur, start []int64) int {
+	ns, ops := len(p.Streams), len(p.Graph.Ops)
+	recordStep := make([]int32, p.Events)
+	for i := range recordStep {
+		recordStep[i] = -1
 	}
 	for i, st := range p.Steps {
-		if to[i] >= 0 {
-			continue
+		if st.Kind == Record && st.Event >= 0 && int(st.Event) < p.Events && st.Op >= 0 && int(st.Op) < ops {
+			recordStep[st.Event] = int32(i)
 		}
-		for _, w := range before[i] {
-			ws := p.Steps[w]
-			ws.Op = st.Op
-			steps = append(steps, ws)
-		}
-		steps = append(steps, st)
 	}
-	p.Steps = steps
-	return moved
-}
-
-// order is what gatherWaits and dropImplied know of a plan's
-// happens-before order.
-type order struct {
-	recordOp    []int32   // by event: the op its record follows, or -1
-	recordStep  []int     // by event: its Record step's index
-	recordClock [][]int32 // by event: its record's vector clock (clocks)
-}
-
-// orderOf works out p's order from its steps, in submission order; false
-// when a step names a stream, op or event p does not have, or a wait
-// comes before its event's record.
-func orderOf(p *Plan) (order, bool) {
-	ns, ops := len(p.Streams), len(p.Graph.Ops)
-	h := order{recordOp: make([]int32, p.Events), recordStep: make([]int, p.Events), recordClock: make([][]int32, p.Events)}
-	for i := range h.recordOp {
-		h.recordOp[i] = -1
+	// point is, by stream, the Run step of the last op it waited before;
+	// waits gathers the Wait steps since its last Run.
+	point, waits := make([]int32, ns), make([][]int32, ns)
+	for s := range point {
+		point[s] = -1
 	}
-	cur := make([][]int32, ns)
-	for s := range cur {
-		cur[s] = make([]int32, ns)
-	}
+	moved, points := newBits(len(p.Steps)), newBits(len(p.Steps))
+	n := 0
 	for i, st := range p.Steps {
 		s := int(st.Stream)
 		if s < 0 || s >= ns {
-			return h, false
+			return 0
 		}
 		switch st.Kind {
-		case Run:
-			if st.Op < 0 || int(st.Op) >= ops {
-				return h, false
-			}
-			cur[s][s]++
-		case Record:
-			if st.Event < 0 || int(st.Event) >= p.Events {
-				return h, false
-			}
-			h.recordOp[st.Event], h.recordStep[st.Event] = st.Op, i
-			h.recordClock[st.Event] = slices.Clone(cur[s])
 		case Wait:
-			if st.Event < 0 || int(st.Event) >= p.Events || h.recordClock[st.Event] == nil {
-				return h, false
-			}
-			for t, n := range h.recordClock[st.Event] {
-				cur[s][t] = max(cur[s][t], n)
-			}
+			waits[s] = append(waits[s], int32(i))
+			continue
+		case Run:
+		default:
+			continue
 		}
-	}
-	for _, op := range h.recordOp {
-		if op >= int32(ops) {
-			return h, false
+		ws := waits[s]
+		if len(ws) == 0 {
+			continue
 		}
+		waits[s] = ws[:0]
+		at := point[s]
+		ok := at >= 0
+		for _, w := range ws {
+			if !ok {
+				break
+			}
+			e := p.Steps[w].Event
+			if e < 0 || int(e) >= p.Events || recordStep[e] < 0 {
+				return 0
+			}
+			// Submitted before the point's op, the record cannot be
+			// ordered after it: the wait closes no cycle.
+			r := p.Steps[recordStep[e]].Op
+			ok = recordStep[e] < at && start[r]+dur[r] <= start[p.Steps[at].Op]
+		}
+		if !ok {
+			point[s] = int32(i)
+			points.set(i)
+			continue
+		}
+		for _, w := range ws {
+			moved.set(int(w))
+		}
+		n += len(ws)
 	}
-	return h, true
-}
-
-// dropImplied drops the waits of p that order nothing more than the
-// waits before them, or beside them before the same op, already do
-// (gathered waits may: a wait moved up beside another on the same
-// stream's later record implies it), then the records no wait is left
-// on, numbering the events again; it returns how many waits it dropped.
-func dropImplied(p *Plan) int {
-	h, ok := orderOf(p)
-	if !ok {
+	if n == 0 {
 		return 0
 	}
-	ns := len(p.Streams)
-	drop := make([]bool, len(p.Steps))
-	covered := func(c, by []int32) bool {
-		for t, n := range c {
-			if n > by[t] {
-				return false
-			}
+	// From the end: a moved wait is set aside, and written with the others
+	// of its stream before the next point's Run met (its target, the
+	// stream's last point before it). Writing stays at or after reading:
+	// the waits set aside outnumber those written back.
+	aside := make([][]Step, ns)
+	j := len(p.Steps) - 1
+	for i := len(p.Steps) - 1; i >= 0; i-- {
+		st := p.Steps[i]
+		if moved.has(i) {
+			aside[st.Stream] = append(aside[st.Stream], st)
+			continue
 		}
-		return true
+		p.Steps[j] = st
+		j--
+		if st.Kind == Run && points.has(i) {
+			for _, w := range aside[st.Stream] { // latest first: written last to first
+				w.Op = st.Op
+				p.Steps[j] = w
+				j--
+			}
+			aside[st.Stream] = aside[st.Stream][:0]
+		}
 	}
+	return n
+}
+
+// dropImplied drops the waits of p that order nothing more than the waits
+// before them, or beside them before the same op, already do (a wait
+// gathered beside another may imply it, or be implied by it), then the
+// records no wait is left on, numbering the events again; it returns how
+// many waits it dropped. It follows each stream's vector clock (as the
+// events pass does, events.go): a wait is implied when its stream is
+// ordered after the op its event follows, and waits beside each other go
+// latest record first, as the events pass adds them, so that none left
+// implies one before it.
+func dropImplied(p *Plan) int {
+	ns := len(p.Streams)
+	cur := make([][]int32, ns) // by stream: its clock
+	for s := range cur {
+		cur[s] = make([]int32, ns)
+	}
+	// A record's clock is its stream's at the record: the stream's own
+	// count, kept by event, and the others, kept in store once for every
+	// record made between two of the stream's waits.
+	groups := 0
+	for i, st := range p.Steps {
+		if st.Kind == Wait && (i == 0 || p.Steps[i-1].Kind != Wait || p.Steps[i-1].Stream != st.Stream) {
+			groups++
+		}
+	}
+	store := make([]int32, 0, (groups+ns)*ns)
+	snap := make([]int32, ns) // by stream: its clock's place in store; -1: changed since
+	for s := range snap {
+		snap[s] = -1
+	}
+	type record struct{ clock, stream, own, step int32 }
+	recs := make([]record, p.Events)
+	drop := newBits(len(p.Steps))
+	waits := make([][]int32, ns)
 	dropped := 0
-	for s := range ns {
-		cur := make([]int32, ns)
-		var group []int
-		for i, st := range p.Steps {
-			if int(st.Stream) != s {
-				continue
+	for i, st := range p.Steps {
+		s := st.Stream
+		switch st.Kind {
+		case Record:
+			if snap[s] < 0 {
+				snap[s] = int32(len(store))
+				store = append(store, cur[s]...)
 			}
-			switch st.Kind {
-			case Wait:
-				group = append(group, i)
-				continue
-			case Run:
-			default:
-				continue
+			recs[st.Event] = record{clock: snap[s], stream: s, own: cur[s][s], step: int32(i)}
+		case Wait:
+			waits[s] = append(waits[s], int32(i))
+		case Run:
+			ws := waits[s]
+			if len(ws) > 1 {
+				slices.SortFunc(ws, func(a, b int32) int {
+					return cmp.Compare(recs[p.Steps[b].Event].step, recs[p.Steps[a].Event].step)
+				})
 			}
-			for _, w := range group {
-				with := slices.Clone(cur)
-				for _, o := range group {
-					if o != w && !drop[o] {
-						for t, n := range h.recordClock[p.Steps[o].Event] {
-							with[t] = max(with[t], n)
-						}
-					}
-				}
-				if covered(h.recordClock[p.Steps[w].Event], with) {
-					drop[w] = true
+			for _, w := range ws {
+				r := recs[p.Steps[w].Event]
+				if cur[s][r.stream] >= r.own {
+					drop.set(int(w))
 					dropped++
+					continue
 				}
-			}
-			for _, w := range group {
-				for t, n := range h.recordClock[p.Steps[w].Event] {
-					cur[t] = max(cur[t], n)
+				for t, n := range store[r.clock : r.clock+int32(ns)] {
+					cur[s][t] = max(cur[s][t], n)
 				}
+				cur[s][r.stream] = max(cur[s][r.stream], r.own)
+				snap[s] = -1
 			}
-			group = group[:0]
-			cur[s]++
+			waits[s] = ws[:0]
+			cur[s][s]++
 		}
 	}
 	if dropped == 0 {
@@ -244,7 +227,7 @@ func dropImplied(p *Plan) int {
 	}
 	waited := make([]bool, p.Events)
 	for i, st := range p.Steps {
-		if st.Kind == Wait && !drop[i] {
+		if st.Kind == Wait && !drop.has(i) {
 			waited[st.Event] = true
 		}
 	}
@@ -258,7 +241,7 @@ func dropImplied(p *Plan) int {
 	}
 	steps := p.Steps[:0]
 	for i, st := range p.Steps {
-		if drop[i] || (st.Kind == Record && renum[st.Event] < 0) {
+		if drop.has(i) || (st.Kind == Record && renum[st.Event] < 0) {
 			continue
 		}
 		if st.Kind != Run {
@@ -269,3 +252,10 @@ func dropImplied(p *Plan) int {
 	p.Steps, p.Events = steps, int(n)
 	return dropped
 }
+
+// bits is a set of small non-negative ints.
+type bits []uint64
+
+func newBits(n int) bits      { return make(bits, (n+63)/64) }
+func (b bits) set(i int)      { b[i/64] |= 1 << (i % 64) }
+func (b bits) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }

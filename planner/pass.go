@@ -45,6 +45,9 @@ type State struct {
 	a     *assigner
 	next  placer
 	spare *assigner // the previous candidate's, for newAssigner
+	// starts holds each candidate plan's op starts in the schedule its
+	// makespan was estimated from, for the gather pass.
+	starts map[*Plan][]int64
 }
 
 // passes lists the passes New runs under o: fuse and split (unless o.Fuse

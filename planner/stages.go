@@ -66,7 +66,12 @@ func (s *State) planGraph(g *dag.Graph) error {
 	}
 	graph := s.Graph
 	s.Graph, s.costs = g, nil // the candidates of g share its costs
-	defer func() { s.Graph, s.costs, s.spare = graph, nil, nil }()
+	defer func() {
+		s.Graph, s.spare = graph, nil
+		if g != graph {
+			s.costs = nil // kept for the passes after only when they are the graph's (gather)
+		}
+	}()
 	for _, n := range o.Objective.streamBudgets(o.Streams, o.Mode, len(g.Ops)) {
 		sr.plans = append(sr.plans, nil)
 		var more []ordering
@@ -171,7 +176,12 @@ func (eventsPass) Run(s *State) (string, error) {
 	o := s.Options
 	p := &Plan{Graph: s.Graph, Streams: s.a.streams, OpStream: s.a.opStream, Topology: o.Topology, SMs: o.SMs}
 	s.a.layOut(p)
-	makespan, _ := perf.SimulateWith(p, s.a.dur, s.a.fill, perf.OverheadsOf(o.Cost), o.Mode, nil)
+	start := make([]int64, len(s.Graph.Ops))
+	makespan, _ := perf.SimulateWith(p, s.a.dur, s.a.fill, perf.OverheadsOf(o.Cost), o.Mode, start)
+	if s.starts == nil {
+		s.starts = map[*Plan][]int64{}
+	}
+	s.starts[p] = start
 	p.Stats = Stats{
 		Ops:          len(s.Graph.Ops),
 		Streams:      len(s.a.streams),

@@ -40,24 +40,8 @@ func Simulate(p *plan.Plan, m CostModel, mode plan.Mode) Schedule {
 	if m == nil {
 		m = DefaultCost()
 	}
-	var graphOps []*dag.Op
-	if p.Graph != nil {
-		graphOps = p.Graph.Ops
-	}
-	ops := len(graphOps)
-	dur := make([]int64, ops)
-	for i, op := range graphOps {
-		if op == nil {
-			continue
-		}
-		// A loop or branch lasts one pass of its body, as its body's
-		// plan runs it (Plan.Bodies).
-		if d, ok := controlDuration(op, p.Bodies[i], m); ok {
-			dur[i] = NonNegative(d)
-			continue
-		}
-		dur[i] = NonNegative(m.Duration(op))
-	}
+	dur := Durations(p, m)
+	ops := len(dur)
 	start := make([]int64, ops)
 	makespan, submitted := SimulateWith(p, dur, nil, OverheadsOf(m), mode, start)
 	s := Schedule{Mode: mode, Start: make([]time.Duration, ops), Duration: make([]time.Duration, ops),
@@ -66,6 +50,30 @@ func Simulate(p *plan.Plan, m CostModel, mode plan.Mode) Schedule {
 		s.Start[i], s.Duration[i] = time.Duration(start[i]), time.Duration(dur[i])
 	}
 	return s
+}
+
+// Durations are the durations, in ns, that Simulate gives p's ops under m
+// (DefaultCost when nil), by op ID: a loop or branch lasts one pass of its
+// body, as its body's plan runs it (Plan.Bodies).
+func Durations(p *plan.Plan, m CostModel) []int64 {
+	if p == nil || p.Graph == nil {
+		return nil
+	}
+	if m == nil {
+		m = DefaultCost()
+	}
+	dur := make([]int64, len(p.Graph.Ops))
+	for i, op := range p.Graph.Ops {
+		if op == nil {
+			continue
+		}
+		if d, ok := controlDuration(op, p.Bodies[i], m); ok {
+			dur[i] = NonNegative(d)
+			continue
+		}
+		dur[i] = NonNegative(m.Duration(op))
+	}
+	return dur
 }
 
 // SimulateWith is Simulate on durations in ns per op and, when not nil, which
