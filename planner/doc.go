@@ -12,7 +12,8 @@
 // once per candidate plan; gather, which moves a wait up its stream to
 // join an earlier one where its event is reached by then in the cost
 // model's schedule, so that the op it stood before follows its
-// predecessor directly; memory, which packs temporaries into arenas
+// predecessor directly (unless Gather(GatherNone)); memory, which packs
+// temporaries into arenas
 // and meets each MemoryBudget; and verify, when Verify asks. The
 // Objective (Optimize: the shortest makespan by default, the least
 // memory, or the fewest streams) chooses among the candidates, for a plan and its bodies alike,

@@ -2,12 +2,41 @@ package planner
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/dagrun/dagrun/planner/perf"
 )
+
+// Gathering says whether New moves waits up their stream (the gather
+// pass).
+type Gathering uint8
+
+const (
+	// GatherAuto (the default) moves the waits before an op up to the op
+	// before which its stream last waited, where the cost model has their
+	// events reached by then.
+	GatherAuto Gathering = iota
+	// GatherNone leaves every wait before the op that needs it.
+	GatherNone
+
+	numGatherings // keep last
+)
+
+var gatherNames = [numGatherings]string{GatherAuto: "auto", GatherNone: "none"}
+
+func (g Gathering) String() string {
+	if g < numGatherings {
+		return gatherNames[g]
+	}
+	return fmt.Sprintf("Gathering(%d)", uint8(g))
+}
+
+// Gather sets whether the gather pass moves waits up: GatherAuto (the
+// default) where it pays, GatherNone never.
+func Gather(g Gathering) Option { return func(o *Options) { o.Gather = g } }
 
 // gatherPass moves waits up their stream to where the stream waits
 // already. A kernel that follows its stream's previous op with no wait
@@ -19,7 +48,10 @@ import (
 // waited, where one more wait costs nothing, when the cost model's
 // schedule has the event reached by then; the op then follows its
 // predecessor directly. A wait only moves up its stream: it orders more,
-// never less, and the pass moves none that would close a cycle.
+// never less, and the pass moves none that would close a cycle. The cost
+// model has no price for a wait on the device, so it sees no gain; in an
+// eager run it sees the moved wait's submission come sooner, which can
+// hold back another stream's by the host's cost of a wait.
 type gatherPass struct{}
 
 func (gatherPass) Name() string { return "gather" }

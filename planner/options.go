@@ -58,6 +58,10 @@ type Options struct {
 	// the kernel before them on their stream still runs (Plan.Early); the
 	// zero value, EarlyAuto, does where it pays.
 	Early EarlyLaunching
+	// Gather says whether the gather pass moves waits up their stream to
+	// join earlier ones; the zero value, GatherAuto, does where the cost
+	// model has their events reached by then.
+	Gather Gathering
 	// Rewrites are passes of ScopeRewrite that change the graph before it
 	// is placed (fusing, splitting), run in order after fuse; none by
 	// default.
@@ -201,6 +205,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Early >= numEarlyLaunchings {
 		return o, &dag.Error{Field: "early", Msg: fmt.Sprintf("unknown early launching %d", o.Early),
 			Hint: "use planner.EarlyAuto or EarlyNone"}
+	}
+	if o.Gather >= numGatherings {
+		return o, &dag.Error{Field: "gather", Msg: fmt.Sprintf("unknown gathering %d", o.Gather),
+			Hint: "use planner.GatherAuto or GatherNone"}
 	}
 	if err := checkRewrites(o.Rewrites); err != nil {
 		return o, err

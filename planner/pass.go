@@ -51,8 +51,9 @@ type State struct {
 }
 
 // passes lists the passes New runs under o: fuse and split (unless o.Fuse
-// and o.Split say none) and the rewrites, then the planner's own (early
-// unless o.Early says none), verify last when o.Verify asks for it. A
+// and o.Split say none) and the rewrites, then the planner's own (gather
+// and early unless o.Gather and o.Early say none), verify last when
+// o.Verify asks for it. A
 // body's plan has no gather: its waits join its streams (forkJoin).
 func (o Options) passes() []Pass {
 	ps := make([]Pass, 0, len(o.Rewrites)+8)
@@ -63,7 +64,11 @@ func (o Options) passes() []Pass {
 		ps = append(ps, splitPass{})
 	}
 	ps = append(ps, o.Rewrites...)
-	ps = append(ps, bodiesPass{}, orderPass{}, placePass{}, eventsPass{}, gatherPass{}, memoryPass{})
+	ps = append(ps, bodiesPass{}, orderPass{}, placePass{}, eventsPass{})
+	if o.Gather == GatherAuto {
+		ps = append(ps, gatherPass{})
+	}
+	ps = append(ps, memoryPass{})
 	if o.Early == EarlyAuto {
 		ps = append(ps, earlyPass{})
 	}

@@ -176,12 +176,15 @@ func (eventsPass) Run(s *State) (string, error) {
 	o := s.Options
 	p := &Plan{Graph: s.Graph, Streams: s.a.streams, OpStream: s.a.opStream, Topology: o.Topology, SMs: o.SMs}
 	s.a.layOut(p)
-	start := make([]int64, len(s.Graph.Ops))
-	makespan, _ := perf.SimulateWith(p, s.a.dur, s.a.fill, perf.OverheadsOf(o.Cost), o.Mode, start)
-	if s.starts == nil {
-		s.starts = map[*Plan][]int64{}
+	var start []int64 // the ops' starts, for the gather pass of a graph's plan (a body's has none)
+	if o.Gather == GatherAuto && s.declared != nil {
+		start = make([]int64, len(s.Graph.Ops))
+		if s.starts == nil {
+			s.starts = map[*Plan][]int64{}
+		}
+		s.starts[p] = start
 	}
-	s.starts[p] = start
+	makespan, _ := perf.SimulateWith(p, s.a.dur, s.a.fill, perf.OverheadsOf(o.Cost), o.Mode, start)
 	p.Stats = Stats{
 		Ops:          len(s.Graph.Ops),
 		Streams:      len(s.a.streams),
