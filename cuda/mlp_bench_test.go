@@ -74,7 +74,7 @@ func mlpGraph(tb testing.TB, t int64, copies bool) *dag.Graph {
 // BenchmarkMLP times the chunked MLP pipeline at T = 512, 2048 and 8192:
 // dagrun eager (Session.Run: submission and sync included) and graph
 // replay (Graph.Run), planned with fusion and the split ends (the
-// defaults) and as declared,
+// defaults), as declared, and with the defaults but the gather pass,
 // beside the compute-alone bounds measured in the same run (the same GEMMs
 // and gelu replayed as a graph on one stream, no copies), unfused and
 // fused. Figures are medians of 15 runs of each after a warm-up, the
@@ -111,6 +111,9 @@ func BenchmarkMLP(b *testing.B) {
 			pipe := open(pipeG, 0)
 			pipeGraph := capture(pipe)
 			unfusedGraph := capture(open(pipeG, 0, asDeclared...))
+			// The defaults but the gather pass: each wait before the op
+			// that needs it.
+			ungathered := capture(open(pipeG, 0, planner.Gather(planner.GatherNone)))
 			flops := float64(mlpChunks) * 2 * (2 * float64(t) * mlpH * 4 * mlpH)
 			// The floor of a replay: the same instantiated graph launched
 			// and waited for from C, runs back to back as the others.
@@ -122,8 +125,9 @@ func BenchmarkMLP(b *testing.B) {
 				func() error { return pipeGraph.Run(ctx) },
 				func() error { return unfusedGraph.Run(ctx) },
 				func() error { return capt.rawLaunches(1) },
+				func() error { return ungathered.Run(ctx) },
 			}
-			var med [6]time.Duration
+			var med [7]time.Duration
 			b.ResetTimer()
 			for range b.N {
 				// One run of each in turn, each first in its turn: these
@@ -145,7 +149,7 @@ func BenchmarkMLP(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			floor, fusedFloor, eager, replay, unfused, raw := med[0], med[1], med[2], med[3], med[4], med[5]
+			floor, fusedFloor, eager, replay, unfused, raw, scattered := med[0], med[1], med[2], med[3], med[4], med[5], med[6]
 			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 			b.ReportMetric(ms(floor), "bound-ms")
 			b.ReportMetric(ms(fusedFloor), "fused-bound-ms")
@@ -153,6 +157,8 @@ func BenchmarkMLP(b *testing.B) {
 			b.ReportMetric(ms(replay), "replay-ms")
 			b.ReportMetric(ms(unfused), "unfused-replay-ms")
 			b.ReportMetric(ms(raw), "raw-replay-ms")
+			b.ReportMetric(ms(scattered), "ungathered-replay-ms")
+			b.ReportMetric(float64(replay)/float64(scattered), "replay/ungathered")
 			b.ReportMetric(float64(replay)/float64(raw), "replay/raw-replay")
 			b.ReportMetric(float64(eager)/float64(floor), "eager/bound")
 			b.ReportMetric(float64(replay)/float64(floor), "replay/bound")
