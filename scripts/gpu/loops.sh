@@ -82,4 +82,19 @@ if [ -f "$examples/jacobi.yaml" ]; then
 		fi
 	done
 fi
+# The same loop traced by hand in CUDA C, no dagrun
+# (scripts/gpu/cupti_loop_raw.cu): a sample recorded, the rest not, as
+# cuda/loopsample.go traces an eager loop, against the loop untraced.
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ -x "$nvcc" ]; then
+	if "$nvcc" -O3 -arch=native -I/usr/local/cuda/extras/CUPTI/include -o "$out/cupti_loop_raw" scripts/gpu/cupti_loop_raw.cu \
+		-L/usr/local/cuda/lib64 -lcupti -lcuda >"$out/cupti-loop-raw.log" 2>&1 &&
+		timeout -s KILL 120 "$out/cupti_loop_raw" >>"$out/cupti-loop-raw.log" 2>&1; then
+		grep -E 'untraced|toggled' "$out/cupti-loop-raw.log"
+	else
+		echo "cupti_loop_raw failed: $out/cupti-loop-raw.log"
+		fail=1
+	fi
+	rm -f "$out/cupti_loop_raw"
+fi
 exit $fail
