@@ -26,7 +26,7 @@ import (
 // same graph. Records are off for the process while the rest launches:
 // only one session holds CUPTI's sink at a time, and it submits from one
 // goroutine, so the records lost are only those of sessions that are not
-// traced.
+// traced. scripts/gpu/cupti_loop_raw.cu does the same by hand.
 
 // sampleIterations is how many iterations of a traced eager run of a loop
 // are recorded op by op.
