@@ -86,6 +86,19 @@ func TestCondInLastKernelSpansGPU(t *testing.T) {
 	checkIterationSpans(t, g, x)
 }
 
+// openTraced opens p on be timed op by op by CUPTI; without CUPTI it
+// closes the session and skips, or fails where a GPU is required.
+func openTraced(tb testing.TB, be *Backend, p *planner.Plan) *executor.Session {
+	tb.Helper()
+	s, err := executor.Open(context.Background(), be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
+	require.NoError(tb, err)
+	if src, why, _ := s.TimingSource(); src != TimingCUPTI {
+		s.Close()
+		requireGPU(tb, "timing by %s, not CUPTI: %s", src, why)
+	}
+	return s
+}
+
 // inFreshProcess runs test name in a process of its own and reports true
 // once it did (or skips without a GPU); false in that process.
 func inFreshProcess(t *testing.T, name string) bool {
@@ -147,12 +160,8 @@ func checkIterationSpans(t *testing.T, g *dag.Graph, x *dag.Buffer) {
 	p, err := planner.New(g, planner.Streams(2))
 	require.NoError(t, err)
 	ctx := context.Background()
-	s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
-	require.NoError(t, err)
+	s := openTraced(t, be, p)
 	defer s.Close()
-	if src, why, _ := s.TimingSource(); src != TimingCUPTI {
-		requireGPU(t, "timing by %s, not CUPTI: %s", src, why)
-	}
 	for run := range 2 {
 		require.NoError(t, s.Run(ctx))
 		check("eager run "+string(rune('1'+run)), s.Spans())

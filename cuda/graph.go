@@ -30,7 +30,7 @@ import (
 // capturer captures a session's work into CUDA graphs, and instantiates,
 // launches, updates and destroys them. Temporaries become memory nodes,
 // host steps host nodes. Updates go through cuGraphExecUpdate and fall
-// back to a fresh instantiation when the driver refuses them (GraphStats
+// back to a fresh instantiation when the driver refuses them (graphStats
 // counts both).
 type capturer struct {
 	drv   *driver
@@ -47,7 +47,7 @@ type capturer struct {
 	// eager run still in flight on the stream a graph was captured on.
 	uploads  map[*sessDevice]C.CUstream
 	capture  *capture // the capture in progress, if any
-	gstats   GraphStats
+	gstats   graphStats
 	variants map[*dag.Op]*opState // C records of op variants that captured host nodes point at
 }
 
@@ -88,8 +88,9 @@ type devEvent struct {
 	ev  C.CUevent
 }
 
-// GraphStats counts the graph work a session has done since Open.
-type GraphStats struct {
+// graphStats counts the graph work a session has done since Open: its
+// tests' view of captures and updates, beside executor.GraphStats.
+type graphStats struct {
 	Captures        int // EndCapture calls that made a graph
 	Instantiations  int // executables made, first ones and re-instantiations
 	UpdatesInPlace  int // UpdateGraph calls the driver applied to the executable
@@ -98,8 +99,8 @@ type GraphStats struct {
 	LastUpdateError string // why the driver last refused an update in place
 }
 
-// GraphStats does the work of Session.GraphStats.
-func (cpt *capturer) GraphStats() GraphStats { return cpt.gstats }
+// stats returns what the session has counted of its graphs.
+func (cpt *capturer) stats() graphStats { return cpt.gstats }
 
 // graphsSupported reports why the driver cannot capture, if it cannot.
 func (cpt *capturer) graphsSupported() error {

@@ -205,11 +205,11 @@ func TestGraphUpdate(t *testing.T) {
 			require.NoError(t, g.Update(ctx, executor.Rebind(inA, inA), executor.SetArg("scale", "alpha", -0.5)))
 			check(inA, -0.5)
 			st := g.Stats()
-			t.Logf("graph stats %+v; session %+v", st, s.Device().(*Session).GraphStats())
+			t.Logf("graph stats %+v; session %+v", st, s.Device().(*Session).capt.stats())
 			assert.Equal(t, 3, st.Updates)
 			assert.Equal(t, 3, st.UpdatesInPlace+st.Reinstantiations)
 			if !tmp {
-				assert.Equal(t, 3, st.UpdatesInPlace, "kernel arguments and copy addresses update in place: %s", s.Device().(*Session).GraphStats().LastUpdateError)
+				assert.Equal(t, 3, st.UpdatesInPlace, "kernel arguments and copy addresses update in place: %s", s.Device().(*Session).capt.stats().LastUpdateError)
 			}
 		})
 	}

@@ -95,12 +95,8 @@ func TestSampledLoopGPU(t *testing.T) {
 			defer ref.Close()
 			refErr := errors.Join(ref.Run(ctx), ref.Run(ctx)) // as many runs as below
 
-			s, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
-			require.NoError(t, err)
+			s := openTraced(t, be, p)
 			defer s.Close()
-			if src, why, _ := s.TimingSource(); src != TimingCUPTI {
-				requireGPU(t, "timing by %s, not CUPTI: %s", src, why)
-			}
 			for run := range 2 {
 				err := s.Run(ctx)
 				if tc.maxTripped {

@@ -130,12 +130,8 @@ func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing
 	require.NoError(tb, gOff.Close())
 	require.NoError(tb, plain.Close())
 
-	traced, err := executor.Open(ctx, be, p, executor.WithTiming(), executor.WithTimingSource(TimingCUPTI))
-	require.NoError(tb, err)
+	traced := openTraced(tb, be, p)
 	defer traced.Close()
-	if src, why, _ := traced.TimingSource(); src != TimingCUPTI {
-		requireGPU(tb, "timing by %s, not CUPTI: %s", src, why)
-	}
 	warm(traced)
 	var on, eagerSpans []time.Duration
 	for i := range reps + 1 {

@@ -460,7 +460,7 @@ func acrossDevices(t *testing.T, noPeer, tmp bool, timing device.TimingSource, n
 	inPlace, err := se.capt.UpdateGraph(gi, fresh)
 	require.NoError(t, err)
 	if !tmp {
-		assert.True(t, inPlace, "the same plan recaptured updates in place: %s", se.capt.GraphStats().LastUpdateError)
+		assert.True(t, inPlace, "the same plan recaptured updates in place: %s", se.capt.stats().LastUpdateError)
 	}
 	resetInputs(t, se, g)
 	require.NoError(t, se.capt.LaunchGraph(gi, 0))

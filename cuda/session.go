@@ -336,11 +336,6 @@ func (se *Session) Run(si int, op *dag.Op) error {
 	return joined(se).sub.Run(si, op)
 }
 
-// GraphStats returns what the session has counted of its graphs.
-func (se *Session) GraphStats() GraphStats {
-	return joined(se).capt.GraphStats()
-}
-
 // BeginCapture starts capturing the work submitted to every stream: it
 // begins a capture on stream origin and forks every other stream, of any
 // device, from it with an event, so that one graph holds the work of every
