@@ -188,9 +188,9 @@ func (t *timing) collect() {
 	})
 	if lc, ok := t.timer.(device.LoopCounter); ok {
 		lc.LoopIterations(func(op, n int) {
-			for i := range t.spans[from:] {
-				if sp := &t.spans[from+i]; sp.Op == op {
-					sp.Iterations = n
+			for i := from; i < len(t.spans); i++ {
+				if t.spans[i].Op == op {
+					t.spans[i].Iterations = n
 				}
 			}
 		})
