@@ -297,8 +297,8 @@ func TestSetFlagCondKernels(t *testing.T) {
 		x      string
 	}{{dag.SetFlag, condSetFlag, "float"}, {dag.SetFlag.Variant(dag.F64), condSetFlag64, "double"}} {
 		assert.Contains(t, builtinSource, `extern "C" __global__ void `+tc.k.EntryName()+`(int* flag, i64 nflag, const `+tc.x+`* x, i64 nx, double threshold)`)
-		assert.Contains(t, condSource, `extern "C" __global__ void `+tc.setter.EntryName()+`(int* flag, long long nflag, const `+tc.x+`* x, long long nx, double threshold,
-		cudaGraphConditionalHandle h, dr_loop* loop, unsigned long long max, unsigned long long pause)`)
+		assert.Contains(t, condSource, `extern "C" __global__ void `+tc.setter.EntryName()+`(int* __restrict__ flag, long long nflag, const `+tc.x+`* __restrict__ x, long long nx,
+		double threshold, cudaGraphConditionalHandle h, dr_loop* __restrict__ loop, unsigned long long max, unsigned long long pause)`)
 		assert.Contains(t, condKernels(), tc.setter)
 	}
 }
