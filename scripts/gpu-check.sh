@@ -65,8 +65,9 @@ if [ -x .gpu/examples_large.test ]; then
 	fi
 fi
 
-# gpus_needed SPEC prints how many GPUs SPEC's buffers name (device: N).
-gpus_needed() { grep -oE 'device: *[0-9]+' "$1" | grep -oE '[0-9]+$' | sort -n | tail -n 1 | awk '{print $1 + 1} END {if (NR == 0) print 1}'; }
+# gpus_needed SPEC prints how many GPUs SPEC's buffers name (device: N; not
+# run.memory's "device: 88 KiB", a size).
+gpus_needed() { grep -oE 'device: *[0-9]+ *([,}]|$)' "$1" | grep -oE '[0-9]+' | sort -n | tail -n 1 | awk '{print $1 + 1} END {if (NR == 0) print 1}'; }
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 
 # Examples: cuda against cpu, output by output (saved bytes, element by
