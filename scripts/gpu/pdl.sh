@@ -27,6 +27,12 @@ if [ -x "$nvcc" ]; then
 	"$nvcc" -O3 -arch=native -o "$out/pdl_raw" scripts/gpu/pdl_raw.cu >"$out/pdl-raw.log" 2>&1 &&
 		timeout -s KILL 300 "$out/pdl_raw" >>"$out/pdl-raw.log" 2>&1 || { echo "pdl_raw failed: $out/pdl-raw.log"; status=1; }
 	rm -f "$out/pdl_raw"
+	# Programmatic edges of both ports in graphs built by hand
+	# (scripts/gpu/pdl_edges.cu).
+	"$nvcc" -O3 -arch=native -o "$out/pdl_edges" scripts/gpu/pdl_edges.cu >"$out/pdl-edges.log" 2>&1 &&
+		timeout -s KILL 120 "$out/pdl_edges" >>"$out/pdl-edges.log" 2>&1 || { echo "pdl_edges failed: $out/pdl-edges.log"; status=1; }
+	rm -f "$out/pdl_edges"
+	grep 'us/kernel' "$out/pdl-edges.log"
 fi
 
 # One table: per size, the edges launched early, dagrun's replay and eager
