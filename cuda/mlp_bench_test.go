@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -130,18 +131,23 @@ func BenchmarkMLP(b *testing.B) {
 			var med [7]time.Duration
 			b.ResetTimer()
 			for range b.N {
-				// One run of each in turn, each first in its turn: these
-				// GEMMs hold the device at its power limit, and what it
-				// gives drifts over a block of runs of one kind.
+				// One run of each a round, in an order drawn afresh each
+				// round: these GEMMs hold the device at its power limit,
+				// and what it gives drifts over a block of runs of one kind
+				// and moves with what ran just before (a fixed rotation
+				// had each kind follow the same other one, and eager ran
+				// 6-9% behind the replay that followed it).
 				ts := make([][]time.Duration, len(runs))
 				for _, f := range runs {
 					require.NoError(b, f()) // warm-up
 				}
-				for i := range reps * len(runs) {
-					k := (i + i/len(runs)) % len(runs)
-					start := time.Now()
-					require.NoError(b, runs[k]())
-					ts[k] = append(ts[k], time.Since(start))
+				order := rand.New(rand.NewPCG(1, 2))
+				for range reps {
+					for _, k := range order.Perm(len(runs)) {
+						start := time.Now()
+						require.NoError(b, runs[k]())
+						ts[k] = append(ts[k], time.Since(start))
+					}
 				}
 				for k := range ts {
 					slices.Sort(ts[k])
