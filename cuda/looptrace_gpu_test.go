@@ -3,7 +3,11 @@
 package cuda
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -18,8 +22,8 @@ import (
 
 // The cost of tracing a loop, and whether a traced replay times it: a
 // loop of 9 empty kernels, a count down and set_flag (which sets the
-// condition), timed with CUPTI against the same plan untraced before, in
-// one process.
+// condition), timed with CUPTI against the same plan untraced, each in a
+// process of its own (TestLoopTraceGPU).
 
 // Goals of a traced loop: an eager traced run at most maxTracedEager of
 // the untraced one, and a replay's loop span at least minLoopCoverage of
@@ -52,104 +56,78 @@ func traceLoop(t testing.TB, iters int) (*dag.Graph, *dag.Op) {
 	return g, loop
 }
 
-// loopTracing is what measureLoopTracing measured, per run (medians).
+// loopTracing is what measureLoopTracing measured, per run (medians);
+// its fields are exported for TestLoopTraceGPU's processes to pass it on.
 type loopTracing struct {
-	iters                int
-	eagerOff, eagerOn    time.Duration // an eager run, untraced and traced
-	replayOff, replayOn  time.Duration // a replay launched alone, to its Sync
-	span                 time.Duration // the loop's span in a traced replay
-	eagerSpan            time.Duration // ... and in a traced eager run
-	eagerSpans, repSpans int           // spans of one traced eager run and replay
+	Iters                int
+	EagerOff, EagerOn    time.Duration // an eager run, untraced and traced
+	ReplayOff, ReplayOn  time.Duration // a replay launched alone, to its Sync
+	Span                 time.Duration // the loop's span in a traced replay
+	EagerSpan            time.Duration // ... and in a traced eager run
+	EagerSpans, RepSpans int           // spans of one traced eager run and replay
 	// Of the last traced eager run: the spans of a body op, and the
 	// loop's count on its span (a sample timed, loopsample.go).
-	eagerBodySpans, eagerIters int
+	EagerBodySpans, EagerIters int
 }
 
 func (m loopTracing) perIter(d time.Duration) float64 {
-	return float64(d.Nanoseconds()) / 1e3 / float64(m.iters)
+	return float64(d.Nanoseconds()) / 1e3 / float64(m.Iters)
 }
 
 // eagerRatio and coverage are the two goals' figures.
-func (m loopTracing) eagerRatio() float64 { return float64(m.eagerOn) / float64(m.eagerOff) }
-func (m loopTracing) coverage() float64   { return float64(m.span) / float64(m.replayOn) }
+func (m loopTracing) eagerRatio() float64 { return float64(m.EagerOn) / float64(m.EagerOff) }
+func (m loopTracing) coverage() float64   { return float64(m.Span) / float64(m.ReplayOn) }
 
-// measureLoopTracing runs traceLoop(iters) reps times each way on be:
-// untraced first, eagerly then replayed, with no traced session open;
-// then traced (CUPTI), eagerly then replayed, the traced session running
-// eagerly before it captures, as dagrun run's automatic capture does.
-// Untraced runs are never timed beside a traced session: CUPTI's
-// collection is the process's, so while one is open every session's
-// kernels are recorded (an untraced run of this loop took 1.4-3.4x its
-// time alone on the H200).
-func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing {
+// Which of measureLoopTracing's halves run: untraced, traced, or both.
+const (
+	untracedHalf = 1 << iota
+	tracedHalf
+)
+
+// measureLoopTracing runs traceLoop(iters) reps times each way on be, of
+// halves (untracedHalf, tracedHalf): untraced first, eagerly then
+// replayed, with no traced session open; then traced (CUPTI), eagerly
+// then replayed, the traced session running eagerly before it captures,
+// as dagrun run's automatic capture does. Untraced runs are never timed
+// beside a traced session: CUPTI's collection is the process's, so while
+// one is open every session's kernels are recorded (an untraced run of
+// this loop took 1.4-3.4x its time alone on the H200). Nor is a traced
+// run timed in the process of untraced ones: once a process has run the
+// loop before CUPTI attached, a traced session runs it slower (12.9
+// against 11.0 ms on the H200, whether that run was on the same Backend
+// or not; opening a session without running it costs nothing).
+func measureLoopTracing(tb testing.TB, be *Backend, iters, reps, halves int) loopTracing {
 	g, loop := traceLoop(tb, iters)
 	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(tb, err)
 	ctx := context.Background()
-	m := loopTracing{iters: iters}
-	timed := func(f func() error) time.Duration {
-		start := time.Now()
-		require.NoError(tb, f())
-		return time.Since(start)
+	m := loopTracing{Iters: iters}
+	if halves&untracedHalf != 0 {
+		m.EagerOff, m.ReplayOff = measureUntraced(tb, be, p, reps)
 	}
-	replay := func(gr *executor.Graph) time.Duration {
-		return timed(func() error {
-			if err := gr.Launch(ctx); err != nil {
-				return err
-			}
-			return gr.Sync(ctx)
-		})
+	if halves&tracedHalf == 0 {
+		return m
 	}
-	// warm brings the clocks up first: an idle GPU runs slower (GPU.md),
-	// and this loop is launch-bound.
-	warm := func(s *executor.Session) {
-		for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
-			require.NoError(tb, s.Run(ctx))
-		}
-	}
-
-	plain, err := executor.Open(ctx, be, p)
-	require.NoError(tb, err)
-	warm(plain)
-	var off []time.Duration
-	for i := range reps + 1 { // the first of each warms up
-		if d := timed(func() error { return plain.Run(ctx) }); i > 0 {
-			off = append(off, d)
-		}
-	}
-	m.eagerOff = median(off)
-	gOff, err := plain.Capture(ctx)
-	require.NoError(tb, err)
-	off = off[:0]
-	for i := range reps + 1 {
-		if d := replay(gOff); i > 0 {
-			off = append(off, d)
-		}
-	}
-	m.replayOff = median(off)
-	require.NoError(tb, gOff.Close())
-	require.NoError(tb, plain.Close())
-
 	traced := openTraced(tb, be, p)
 	defer traced.Close()
-	warm(traced)
+	warmUp(tb, traced)
 	var on, eagerSpans []time.Duration
 	for i := range reps + 1 {
-		if d := timed(func() error { return traced.Run(ctx) }); i > 0 {
+		if d := timedRun(tb, func() error { return traced.Run(ctx) }); i > 0 {
 			on = append(on, d)
 			eagerSpans = append(eagerSpans, loopSpan(traced.Spans(), loop))
 		}
 	}
-	m.eagerOn, m.eagerSpans = median(on), len(traced.Spans())
+	m.EagerOn, m.EagerSpans = median(on), len(traced.Spans())
 	for _, sp := range traced.Spans() {
 		switch {
 		case sp.Op == loop.Index:
-			m.eagerIters = sp.Iterations
+			m.EagerIters = sp.Iterations
 		case sp.Op == loop.Control.Body.Ops[0].Index:
-			m.eagerBodySpans++
+			m.EagerBodySpans++
 		}
 	}
-	m.eagerSpan = median(eagerSpans)
+	m.EagerSpan = median(eagerSpans)
 	gOn, err := traced.Capture(ctx)
 	require.NoError(tb, err)
 	defer gOn.Close()
@@ -158,17 +136,70 @@ func measureLoopTracing(tb testing.TB, be *Backend, iters, reps int) loopTracing
 	on = on[:0]
 	var spans []time.Duration
 	for i := range reps + 1 {
-		d := replay(gOn)
+		d := replayAlone(tb, gOn)
 		rs, err := gOn.ReplaySpans()
 		require.NoError(tb, err)
 		require.Len(tb, rs, 1)
-		m.repSpans = len(rs[0].Spans)
+		m.RepSpans = len(rs[0].Spans)
 		if i > 0 {
 			on, spans = append(on, d), append(spans, loopSpan(rs[0].Spans, loop))
 		}
 	}
-	m.replayOn, m.span = median(on), median(spans)
+	m.ReplayOn, m.Span = median(on), median(spans)
 	return m
+}
+
+// measureUntraced is measureLoopTracing's untraced half: the medians of
+// reps eager runs of p and of reps replays.
+func measureUntraced(tb testing.TB, be *Backend, p *planner.Plan, reps int) (eager, replayed time.Duration) {
+	ctx := context.Background()
+	plain, err := executor.Open(ctx, be, p)
+	require.NoError(tb, err)
+	defer func() { require.NoError(tb, plain.Close()) }()
+	warmUp(tb, plain)
+	var off []time.Duration
+	for i := range reps + 1 { // the first of each warms up
+		if d := timedRun(tb, func() error { return plain.Run(ctx) }); i > 0 {
+			off = append(off, d)
+		}
+	}
+	eager = median(off)
+	gOff, err := plain.Capture(ctx)
+	require.NoError(tb, err)
+	defer func() { require.NoError(tb, gOff.Close()) }()
+	off = off[:0]
+	for i := range reps + 1 {
+		if d := replayAlone(tb, gOff); i > 0 {
+			off = append(off, d)
+		}
+	}
+	return eager, median(off)
+}
+
+// timedRun is how long f took; f's error fails tb.
+func timedRun(tb testing.TB, f func() error) time.Duration {
+	start := time.Now()
+	require.NoError(tb, f())
+	return time.Since(start)
+}
+
+// replayAlone times one replay of g, launched and waited for.
+func replayAlone(tb testing.TB, g *executor.Graph) time.Duration {
+	ctx := context.Background()
+	return timedRun(tb, func() error {
+		if err := g.Launch(ctx); err != nil {
+			return err
+		}
+		return g.Sync(ctx)
+	})
+}
+
+// warmUp runs s for 300 ms, to bring the clocks up: an idle GPU runs
+// slower (GPU.md), and this loop is launch-bound.
+func warmUp(tb testing.TB, s *executor.Session) {
+	for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
+		require.NoError(tb, s.Run(context.Background()))
+	}
 }
 
 // loopSpan is the length of loop's span among spans, 0 without one.
@@ -186,10 +217,23 @@ func loopSpan(spans []executor.Span, loop *dag.Op) time.Duration {
 // device's clock, and lies within it. It logs one line with the figures
 // and verdicts, the eager cost of tracing against maxTracedEager among
 // them, which scripts/gpu/loops.sh reports; that cost is a speed, which
-// BenchmarkLoopTracing measures, not a test's verdict.
+// BenchmarkLoopTracing measures too, not a test's verdict. The untraced
+// runs and the traced ones each run in a fresh process of their own, as
+// dagrun run's would (measureLoopTracing says why).
 func TestLoopTraceGPU(t *testing.T) {
-	be := gpuBackend(t)
-	m := measureLoopTracing(t, be, 1000, 5)
+	const iters, reps = 1000, 5
+	if half, _ := strconv.Atoi(os.Getenv(loopTraceHalfEnv)); half != 0 {
+		m := measureLoopTracing(t, gpuBackend(t), iters, reps, half)
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		t.Logf("%s%s", loopTraceMark, b)
+		return
+	}
+	gpuBackend(t) // skips or fails here as every GPU test does
+	m := loopTraceHalf(t, untracedHalf)
+	traced := loopTraceHalf(t, tracedHalf)
+	m.EagerOn, m.ReplayOn, m.Span, m.EagerSpan = traced.EagerOn, traced.ReplayOn, traced.Span, traced.EagerSpan
+	m.EagerSpans, m.RepSpans, m.EagerBodySpans, m.EagerIters = traced.EagerSpans, traced.RepSpans, traced.EagerBodySpans, traced.EagerIters
 	verdict := func(ok bool) string {
 		if ok {
 			return "ok"
@@ -199,33 +243,58 @@ func TestLoopTraceGPU(t *testing.T) {
 	ratio, cover := m.eagerRatio(), m.coverage()
 	t.Logf("loop trace: eager untraced %.2f us/iter, traced %.2f us/iter (ratio %.3f, goal <= %.1f: %s, %d spans, the loop's span %.2f us/iter); "+
 		"replay untraced %.2f us/iter, traced %.2f us/iter, loop span %s of %s (coverage %.3f, goal >= %.1f: %s, %d spans)",
-		m.perIter(m.eagerOff), m.perIter(m.eagerOn), ratio, maxTracedEager, verdict(ratio <= maxTracedEager), m.eagerSpans, m.perIter(m.eagerSpan),
-		m.perIter(m.replayOff), m.perIter(m.replayOn), m.span, m.replayOn, cover, minLoopCoverage, verdict(cover >= minLoopCoverage), m.repSpans)
+		m.perIter(m.EagerOff), m.perIter(m.EagerOn), ratio, maxTracedEager, verdict(ratio <= maxTracedEager), m.EagerSpans, m.perIter(m.EagerSpan),
+		m.perIter(m.ReplayOff), m.perIter(m.ReplayOn), m.Span, m.ReplayOn, cover, minLoopCoverage, verdict(cover >= minLoopCoverage), m.RepSpans)
 	assert.GreaterOrEqual(t, cover, minLoopCoverage, "the loop's span in a traced replay against the replay's wall time")
-	assert.Equal(t, sampleIterations, m.eagerBodySpans, "a traced eager run times a sample of the iterations op by op")
-	assert.Equal(t, m.iters, m.eagerIters, "... and counts them all")
-	assert.Greater(t, m.eagerSpan, m.eagerOn/2, "the loop's span in a traced eager run covers the iterations not sampled")
-	assert.LessOrEqual(t, m.span, m.replayOn, "the loop's span within its replay")
+	assert.Equal(t, sampleIterations, m.EagerBodySpans, "a traced eager run times a sample of the iterations op by op")
+	assert.Equal(t, m.Iters, m.EagerIters, "... and counts them all")
+	assert.Greater(t, m.EagerSpan, m.EagerOn/2, "the loop's span in a traced eager run covers the iterations not sampled")
+	assert.LessOrEqual(t, m.Span, m.ReplayOn, "the loop's span within its replay")
+}
+
+// loopTraceHalfEnv selects the half of measureLoopTracing that a process
+// of TestLoopTraceGPU measures, and loopTraceMark starts the line of JSON
+// it logs.
+const (
+	loopTraceHalfEnv = "DAGRUN_LOOP_TRACE_HALF"
+	loopTraceMark    = "loop trace half: "
+)
+
+// loopTraceHalf runs TestLoopTraceGPU in a fresh process that measures
+// half, and returns what it measured.
+func loopTraceHalf(t *testing.T, half int) loopTracing {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestLoopTraceGPU$", "-test.v")
+	cmd.Env = append(os.Environ(), loopTraceHalfEnv+"="+strconv.Itoa(half))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the process of half %d:\n%s", half, out)
+	_, line, ok := bytes.Cut(out, []byte(loopTraceMark))
+	require.True(t, ok, "the process of half %d logged no figures:\n%s", half, out)
+	line, _, _ = bytes.Cut(line, []byte("\n"))
+	var m loopTracing
+	require.NoError(t, json.Unmarshal(line, &m), "the process of half %d:\n%s", half, out)
+	return m
 }
 
 // BenchmarkLoopTracing times the loop of TestLoopTraceGPU, 1000
-// iterations, untraced and traced, eager and replayed, in the same run:
-// us/iter each way, the traced/untraced ratios, a traced eager run's loop
-// span per iteration (the device's part of that run: the rest of it is
-// the host's), and a traced replay's loop span over its wall time. Only
-// the first round's untraced runs come before any tracer of the process:
-// after one, the loop runs about 7% slower untraced too (CUPTI stays
-// attached), so the ratio of the rounds reported is lower than a fresh
-// process's, which TestLoopTraceGPU gives.
+// iterations, untraced and traced, eager and replayed, in the same
+// process: us/iter each way, the traced/untraced ratios, a traced eager
+// run's loop span per iteration (the device's part of that run: the rest
+// of it is the host's), and a traced replay's loop span over its wall
+// time. One process is not the figure of record: its traced runs follow
+// untraced ones, which slows them (measureLoopTracing), and after the
+// first round its untraced runs follow a tracer, which slows them about
+// 7% (CUPTI stays attached). TestLoopTraceGPU measures each half in a
+// process of its own.
 func BenchmarkLoopTracing(b *testing.B) {
 	be := gpuBackend(b)
-	m := measureLoopTracing(b, be, 1000, max(b.N, 3))
-	b.ReportMetric(m.perIter(m.eagerOff), "eager-off-us/iter")
-	b.ReportMetric(m.perIter(m.eagerOn), "eager-on-us/iter")
+	m := measureLoopTracing(b, be, 1000, max(b.N, 3), untracedHalf|tracedHalf)
+	b.ReportMetric(m.perIter(m.EagerOff), "eager-off-us/iter")
+	b.ReportMetric(m.perIter(m.EagerOn), "eager-on-us/iter")
 	b.ReportMetric(m.eagerRatio(), "eager-on/off")
-	b.ReportMetric(m.perIter(m.eagerSpan), "eager-span-us/iter")
-	b.ReportMetric(m.perIter(m.replayOff), "replay-off-us/iter")
-	b.ReportMetric(m.perIter(m.replayOn), "replay-on-us/iter")
-	b.ReportMetric(float64(m.replayOn)/float64(m.replayOff), "replay-on/off")
+	b.ReportMetric(m.perIter(m.EagerSpan), "eager-span-us/iter")
+	b.ReportMetric(m.perIter(m.ReplayOff), "replay-off-us/iter")
+	b.ReportMetric(m.perIter(m.ReplayOn), "replay-on-us/iter")
+	b.ReportMetric(float64(m.ReplayOn)/float64(m.ReplayOff), "replay-on/off")
 	b.ReportMetric(m.coverage(), "span/wall")
 }
