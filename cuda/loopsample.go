@@ -26,7 +26,11 @@ import (
 // same graph. Records are off for the process while the rest launches:
 // only one session holds CUPTI's sink at a time, and it submits from one
 // goroutine, so the records lost are only those of sessions that are not
-// traced. scripts/gpu/cupti_loop_raw.cu does the same by hand.
+// traced. scripts/gpu/cupti_loop_raw.cu does the same by hand. A traced
+// run of 1000 iterations costs 1.12-1.14x an untraced one in a process of
+// its own (an H200), but 1.3x in a process that ran the loop before CUPTI
+// attached: there the unrecorded rest runs 1.25x slower, for reasons of
+// CUPTI's own (BENCHMARKS.md lists what was ruled out).
 
 // sampleIterations is how many iterations of a traced eager run of a loop
 // are recorded op by op.
