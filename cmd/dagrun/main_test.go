@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -34,12 +35,13 @@ func TestMain(m *testing.M) {
 // summary lines, which hold timings; status N PROG ARGS... runs PROG and
 // checks that it exits with status N.
 func TestScripts(t *testing.T) {
+	var ports portPool
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
-			if err := setFreePorts(env); err != nil {
+			if err := ports.set(env); err != nil {
 				return err
 			}
 			return copyExamples(filepath.Join(env.WorkDir, "examples"))
@@ -156,30 +158,43 @@ func status(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// setFreePorts sets PORT0 to PORT7 in a script's environment to TCP ports
-// that are free now, for the rendezvous of ranks run as processes
-// (DAGRUN_PORT=$PORT0). They are drawn below Linux's ephemeral range
-// (32768 and up), where no connection of another test takes its local
-// port: fixed ports there made the scripts fail now and then beside other
-// packages' tests.
-func setFreePorts(env *testscript.Env) error {
-	seen := map[int]bool{}
+// portPool hands out TCP ports for the rendezvous of ranks run as
+// processes (DAGRUN_PORT=$PORT0), each at most once: the scripts of a
+// testscript.Run run in parallel, and two that drew the same port met in
+// one rendezvous (a rank of one world refused by the other's rank 0).
+type portPool struct {
+	mu    sync.Mutex
+	given map[int]bool
+}
+
+// set sets PORT0 to PORT7 in a script's environment to ports that are free
+// now and that p has not given before. They are drawn below Linux's
+// ephemeral range (32768 and up), where no connection of another test
+// takes its local port: fixed ports there made the scripts fail now and
+// then beside other packages' tests.
+func (p *portPool) set(env *testscript.Env) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.given == nil {
+		p.given = map[int]bool{}
+	}
 	for i := range 8 {
-		port, err := freePort(seen)
+		port, err := freePort(p.given)
 		if err != nil {
 			return err
 		}
-		seen[port] = true
+		p.given[port] = true
 		env.Setenv(fmt.Sprintf("PORT%d", i), strconv.Itoa(port))
 	}
 	return nil
 }
 
-// freePort is a port in [20000, 32768) not in seen that can be listened on.
-func freePort(seen map[int]bool) (int, error) {
+// freePort is a port in [20000, 32768) not in given that can be listened
+// on.
+func freePort(given map[int]bool) (int, error) {
 	for range 200 {
 		port := 20000 + rand.IntN(12768)
-		if seen[port] {
+		if given[port] {
 			continue
 		}
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))

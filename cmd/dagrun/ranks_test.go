@@ -25,12 +25,13 @@ import (
 // TestRankScripts runs testdata/ranks/*.txtar: specs with collectives and
 // run.world, run as ranks in one process and as processes.
 func TestRankScripts(t *testing.T) {
+	var ports portPool
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/ranks",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
-			if err := setFreePorts(env); err != nil {
+			if err := ports.set(env); err != nil {
 				return err
 			}
 			if err := copyExamples(filepath.Join(env.WorkDir, "examples")); err != nil {
