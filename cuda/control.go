@@ -94,8 +94,9 @@ extern "C" __global__ void dr_cond_next(cudaGraphConditionalHandle h, const int*
 // (builtins.go), with set_flag's arguments first, that end an iteration
 // as dr_cond_next does: the body's last kernel sets the condition. One
 // thread does the work whatever the launch shape, as set_flag's does.
-// x is read once, before the flag is written: the two may be views of
-// one buffer.
+// Their flag is an i32 buffer and x an f32 or f64 one (Build sees to
+// both), and the loop's state is dagrun's own allocation: the three never
+// share bytes, as __restrict__ says.
 __device__ __forceinline__ bool dr_first_thread() {
 	return (threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) == 0;
 }
