@@ -103,6 +103,17 @@ if [ -x .gpu/dagrun ]; then
 		verdict=$(compare_outputs "$out/ex-$ex-cuda.json" "$out/ex-$ex-cpu.json")
 		case "$verdict" in ok*) ;; *) status=1 ;; esac
 		row "example $ex" "$verdict"
+		# The plan as declared (nothing fused, nothing split) gives the
+		# same outputs.
+		mkdir -p "$out/ex-$ex-declared"
+		if .gpu/dagrun run "$spec" --backend cuda --fuse none --split none --json --save-dir "$out/ex-$ex-declared" \
+			>"$out/ex-$ex-declared.json" 2>"$out/ex-$ex-declared.err"; then
+			verdict=$(compare_outputs "$out/ex-$ex-declared.json" "$out/ex-$ex-cpu.json")
+		else
+			verdict="FAIL (see ex-$ex-declared.err)"
+		fi
+		case "$verdict" in ok*) ;; *) status=1 ;; esac
+		row "example $ex, declared" "$verdict"
 	done
 else
 	row examples "skipped: .gpu/dagrun was not built"
@@ -141,6 +152,9 @@ repeated_runs graph 200 '"capture %.3f ms, instantiate %.3f ms, %.1f us per repl
 # Automatic capture from the CLI: each example run 20 times without
 # --graph (3 eager runs, then captured and replayed).
 repeated_runs auto 20 'r.get("runs", "?")'
+# The same two with the plan as declared (--fuse none --split none).
+repeated_runs graph-declared 20 '"%.1f us per replay" % (r["graph"]["per_replay_ns"]/1e3)' --graph --fuse none --split none
+repeated_runs auto-declared 20 'r.get("runs", "?")' --fuse none --split none
 
 # The graph replay example: a plan captured once, a new batch per replay
 # (Write + Rebind + SetArg updates in place); its per-batch checksums on cuda

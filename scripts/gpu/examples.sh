@@ -3,7 +3,8 @@
 # (when 2 GPUs are visible) give the CPU backend's outputs element by
 # element within a relative 1e-3 of each element and 1e-3 of the largest
 # (cuBLAS and gonum sum in other orders; bf16 rounds), eager and as a
-# replayed graph; mlp_stream.yaml (the model block, T=2048) runs eagerly
+# replayed graph, each planned as usual and as declared (nothing fused or
+# split); mlp_stream.yaml (the model block, T=2048) runs eagerly
 # and replayed with a trace, for its timings and overlap.
 # data_parallel.yaml needs ranks and is only planned.
 # Usage: scripts/gpu/examples.sh OUTDIR (run from the directory that holds
@@ -30,9 +31,10 @@ specs=(mlp_stream_small)
 for s in "${specs[@]}"; do
 	spec=$(python3 scripts/gpu/outputs.py saving "$ex/$s.yaml") || { echo "FAIL $s: its outputs cannot be saved"; fail=1; continue; }
 	"$dagrun" run "$spec" --backend cpu --json --save-dir "$out/$s-cpu" >"$out/$s.cpu" 2>"$out/$s.cpu.err" || { echo "FAIL $s on cpu"; cat "$out/$s.cpu.err"; fail=1; continue; }
-	for mode in eager graph; do
+	for mode in eager graph eager-declared graph-declared; do
 		args=(run "$spec" --backend cuda --repeat 3 --json --save-dir "$out/$s-$mode")
-		[ "$mode" = graph ] && args+=(--graph)
+		case $mode in graph*) args+=(--graph) ;; esac
+		case $mode in *declared) args+=(--fuse none --split none) ;; esac # the plan as declared
 		if "$dagrun" "${args[@]}" >"$out/$s.$mode" 2>"$out/$s.$mode.err"; then
 			same "$s $mode" "$out/$s.cpu" "$out/$s.$mode"
 		else
