@@ -221,19 +221,16 @@ func loopSpan(spans []executor.Span, loop *dag.Op) time.Duration {
 // runs and the traced ones each run in a fresh process of their own, as
 // dagrun run's would (measureLoopTracing says why).
 func TestLoopTraceGPU(t *testing.T) {
-	const iters, reps = 1000, 5
 	if half, _ := strconv.Atoi(os.Getenv(loopTraceHalfEnv)); half != 0 {
-		m := measureLoopTracing(t, gpuBackend(t), iters, reps, half)
+		reps, _ := strconv.Atoi(os.Getenv(loopTraceRepsEnv))
+		m := measureLoopTracing(t, gpuBackend(t), 1000, max(reps, 5), half)
 		b, err := json.Marshal(m)
 		require.NoError(t, err)
 		t.Logf("%s%s", loopTraceMark, b)
 		return
 	}
 	gpuBackend(t) // skips or fails here as every GPU test does
-	m := loopTraceHalf(t, untracedHalf)
-	traced := loopTraceHalf(t, tracedHalf)
-	m.EagerOn, m.ReplayOn, m.Span, m.EagerSpan = traced.EagerOn, traced.ReplayOn, traced.Span, traced.EagerSpan
-	m.EagerSpans, m.RepSpans, m.EagerBodySpans, m.EagerIters = traced.EagerSpans, traced.RepSpans, traced.EagerBodySpans, traced.EagerIters
+	m := loopTraceFresh(t, 5)
 	verdict := func(ok bool) string {
 		if ok {
 			return "ok"
@@ -253,42 +250,49 @@ func TestLoopTraceGPU(t *testing.T) {
 }
 
 // loopTraceHalfEnv selects the half of measureLoopTracing that a process
-// of TestLoopTraceGPU measures, and loopTraceMark starts the line of JSON
-// it logs.
+// of TestLoopTraceGPU measures and loopTraceRepsEnv its reps (at least
+// 5); loopTraceMark starts the line of JSON it logs.
 const (
 	loopTraceHalfEnv = "DAGRUN_LOOP_TRACE_HALF"
+	loopTraceRepsEnv = "DAGRUN_LOOP_TRACE_REPS"
 	loopTraceMark    = "loop trace half: "
 )
 
+// loopTraceFresh measures the untraced half and then the traced half of
+// measureLoopTracing, each in a fresh process (loopTraceHalf).
+func loopTraceFresh(tb testing.TB, reps int) loopTracing {
+	m := loopTraceHalf(tb, untracedHalf, reps)
+	traced := loopTraceHalf(tb, tracedHalf, reps)
+	m.EagerOn, m.ReplayOn, m.Span, m.EagerSpan = traced.EagerOn, traced.ReplayOn, traced.Span, traced.EagerSpan
+	m.EagerSpans, m.RepSpans, m.EagerBodySpans, m.EagerIters = traced.EagerSpans, traced.RepSpans, traced.EagerBodySpans, traced.EagerIters
+	return m
+}
+
 // loopTraceHalf runs TestLoopTraceGPU in a fresh process that measures
-// half, and returns what it measured.
-func loopTraceHalf(t *testing.T, half int) loopTracing {
-	t.Helper()
+// half with reps runs each way, and returns what it measured.
+func loopTraceHalf(tb testing.TB, half, reps int) loopTracing {
+	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestLoopTraceGPU$", "-test.v")
-	cmd.Env = append(os.Environ(), loopTraceHalfEnv+"="+strconv.Itoa(half))
+	cmd.Env = append(os.Environ(), loopTraceHalfEnv+"="+strconv.Itoa(half), loopTraceRepsEnv+"="+strconv.Itoa(reps))
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "the process of half %d:\n%s", half, out)
+	require.NoError(tb, err, "the process of half %d:\n%s", half, out)
 	_, line, ok := bytes.Cut(out, []byte(loopTraceMark))
-	require.True(t, ok, "the process of half %d logged no figures:\n%s", half, out)
+	require.True(tb, ok, "the process of half %d logged no figures:\n%s", half, out)
 	line, _, _ = bytes.Cut(line, []byte("\n"))
 	var m loopTracing
-	require.NoError(t, json.Unmarshal(line, &m), "the process of half %d:\n%s", half, out)
+	require.NoError(tb, json.Unmarshal(line, &m), "the process of half %d:\n%s", half, out)
 	return m
 }
 
 // BenchmarkLoopTracing times the loop of TestLoopTraceGPU, 1000
-// iterations, untraced and traced, eager and replayed, in the same
-// process: us/iter each way, the traced/untraced ratios, a traced eager
-// run's loop span per iteration (the device's part of that run: the rest
-// of it is the host's), and a traced replay's loop span over its wall
-// time. One process is not the figure of record: its traced runs follow
-// untraced ones, which slows them (measureLoopTracing), and after the
-// first round its untraced runs follow a tracer, which slows them about
-// 7% (CUPTI stays attached). TestLoopTraceGPU measures each half in a
-// process of its own.
+// iterations, untraced and traced, eager and replayed, b.N runs each way
+// (at least 5), each half in a fresh process as TestLoopTraceGPU does:
+// us/iter each way, the traced/untraced ratios, a traced eager run's loop
+// span per iteration (the device's part of that run: the rest of it is
+// the host's), and a traced replay's loop span over its wall time.
 func BenchmarkLoopTracing(b *testing.B) {
-	be := gpuBackend(b)
-	m := measureLoopTracing(b, be, 1000, max(b.N, 3), untracedHalf|tracedHalf)
+	gpuBackend(b) // skips or fails here as every GPU test does
+	m := loopTraceFresh(b, b.N)
 	b.ReportMetric(m.perIter(m.EagerOff), "eager-off-us/iter")
 	b.ReportMetric(m.perIter(m.EagerOn), "eager-on-us/iter")
 	b.ReportMetric(m.eagerRatio(), "eager-on/off")
