@@ -78,34 +78,30 @@ func (m loopTracing) perIter(d time.Duration) float64 {
 func (m loopTracing) eagerRatio() float64 { return float64(m.EagerOn) / float64(m.EagerOff) }
 func (m loopTracing) coverage() float64   { return float64(m.Span) / float64(m.ReplayOn) }
 
-// Which of measureLoopTracing's halves run: untraced, traced, or both.
+// The halves of measureLoopTracing, each measured in a process of its own.
 const (
-	untracedHalf = 1 << iota
+	untracedHalf = 1 + iota
 	tracedHalf
 )
 
-// measureLoopTracing runs traceLoop(iters) reps times each way on be, of
-// halves (untracedHalf, tracedHalf): untraced first, eagerly then
-// replayed, with no traced session open; then traced (CUPTI), eagerly
+// measureLoopTracing runs traceLoop(iters) reps times each way on be, as
+// half says: untraced, eagerly then replayed; or traced (CUPTI), eagerly
 // then replayed, the traced session running eagerly before it captures,
-// as dagrun run's automatic capture does. Untraced runs are never timed
-// beside a traced session: CUPTI's collection is the process's, so while
-// one is open every session's kernels are recorded (an untraced run of
-// this loop took 1.4-3.4x its time alone on the H200). Nor is a traced
-// run timed in the process of untraced ones: once a process has run the
+// as dagrun run's automatic capture does. The two never share a process:
+// CUPTI's collection is the process's, so while a traced session is open
+// every session's kernels are recorded (an untraced run of this loop took
+// 1.4-3.4x its time alone on the H200); and once a process has run the
 // loop before CUPTI attached, a traced session runs it slower (12.9
 // against 11.0 ms on the H200, whether that run was on the same Backend
 // or not; opening a session without running it costs nothing).
-func measureLoopTracing(tb testing.TB, be *Backend, iters, reps, halves int) loopTracing {
+func measureLoopTracing(tb testing.TB, be *Backend, iters, reps, half int) loopTracing {
 	g, loop := traceLoop(tb, iters)
 	p, err := planner.New(g, planner.Streams(1))
 	require.NoError(tb, err)
 	ctx := context.Background()
 	m := loopTracing{Iters: iters}
-	if halves&untracedHalf != 0 {
+	if half == untracedHalf {
 		m.EagerOff, m.ReplayOff = measureUntraced(tb, be, p, reps)
-	}
-	if halves&tracedHalf == 0 {
 		return m
 	}
 	traced := openTraced(tb, be, p)
