@@ -5,7 +5,7 @@
 # dag.Builder at T = 512, 2048, 8192; dagrun eager and graph replay, fused
 # and not, beside the compute-alone bounds measured in the same run), PyTorch's figures from
 # the project's baseline (../shared/baseline/mlp.py, copied to
-# .gpu/mlp_baseline.py) run right after on the same machine, one table of
+# .gpu/mlp_baseline.py) run right after each T of it on the same machine, one table of
 # both, and the chunked pipeline's trace overlap from the CLI when the
 # spec is there. Logs go to OUTDIR.
 set -uo pipefail
@@ -14,11 +14,15 @@ mkdir -p "$out"
 export DAGRUN_REQUIRE_GPU=1
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 status=0
-# DAGRUN_BENCH_CUPTI: BenchmarkMLP's CUPTI breakdown, in this process of its own.
-(cd cuda && DAGRUN_BENCH_CUPTI=1 ../.gpu/cuda.test -test.run '^$' -test.bench '^BenchmarkMLP$' -test.benchtime 1x -test.timeout 900s) \
-	>"$out/mlp-bench.log" 2>&1 || status=1
+# Each T in a process of its own, PyTorch's figures right after it:
+# the device drifts over minutes, and CUPTI, once the breakdown
+# (DAGRUN_BENCH_CUPTI) has loaded it, instruments every later launch of
+# its process.
+: >"$out/mlp-bench.log"
 py=/opt/torch/.venv/bin/python
 for t in 512 2048 8192; do
+	(cd cuda && DAGRUN_BENCH_CUPTI=1 ../.gpu/cuda.test -test.run '^$' -test.bench "^BenchmarkMLP\$/^T=$t\$" -test.benchtime 1x -test.timeout 900s) \
+		>>"$out/mlp-bench.log" 2>&1 || status=1
 	if [ -f .gpu/mlp_baseline.py ]; then
 		"$py" .gpu/mlp_baseline.py "$t" >"$out/mlp-torch-$t.log" 2>&1 || status=1
 	else
