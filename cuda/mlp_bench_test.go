@@ -134,13 +134,14 @@ func BenchmarkMLP(b *testing.B) {
 				// Blocks of runs of one kind, each after an untimed run of
 				// its kind, as PyTorch's figures are taken (a warm-up, then
 				// runs back to back) and as a program runs its plan: what a
-				// run takes moves with what ran just before it (these
-				// GEMMs hold the device at its power limit). One run of
-				// each kind in turn, in a mix of mostly replays, had eager
-				// 4-8% behind the replay at T = 512; in a mix of mostly
-				// eager runs on the same machine it was level with it. The
+				// run takes moves with what ran just before it. An eager
+				// run's first cublasLtMatmul costs the host 44-59 us after
+				// a replay and 15-28 after an eager run (H200), and its
+				// GEMM waits on it: one run of each kind in turn, mostly
+				// replays, had eager 4-8% behind the replay at T = 512. The
 				// blocks go in an order drawn afresh each round, so that
-				// the device's drift over the rounds falls on every kind.
+				// the device's drift over the rounds (these GEMMs hold it
+				// at its power limit) falls on every kind.
 				ts := make([][]time.Duration, len(runs))
 				order := rand.New(rand.NewPCG(1, 2))
 				for range rounds {
