@@ -68,7 +68,7 @@ extern "C" __global__ void dr_cond_enter(cudaGraphConditionalHandle h, const int
 // or x, before any store (the pointers are __restrict__: dagrun's loop
 // state is its own allocation), so that an iteration waits for one trip
 // to memory, not two: a while of 1000 iterations around one empty kernel
-// ran 0.88x as long on an H200 (scripts/gpu/loopk.cu).
+// ran 0.88-0.96x as long on H200s (scripts/gpu/loopk.cu).
 __device__ __forceinline__ void dr_next(cudaGraphConditionalHandle h, int flag, dr_loop* __restrict__ loop,
 		unsigned long long n, unsigned long long max, unsigned long long pause) {
 	unsigned int go = flag != 0 ? 1u : 0u;
